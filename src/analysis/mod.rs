@@ -1,0 +1,6 @@
+//! Analysis: polars frames built from the store's columns, and the summaries of each
+//! experiment kind. Nothing here reads SQL or prints.
+
+pub mod bench;
+
+pub use bench::{BenchFrames, model_summary, prompt_summary, results_frame};

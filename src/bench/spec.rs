@@ -1,0 +1,334 @@
+//! The benchmark file: models and prompt tests, loaded exactly as the specification writes
+//! them (`- test_1:` whose value is empty names the test) and validated into a [`BenchSpec`].
+
+use std::collections::{BTreeMap, HashSet};
+use std::path::{Path, PathBuf};
+
+use serde::Deserialize;
+use serde_json::Value;
+use serde_saphyr::Spanned;
+
+use super::methods::{MethodName, TestMethod};
+use crate::llm::SamplingParams;
+
+/// A benchmark file that cannot be used, with where and why.
+#[derive(Debug, thiserror::Error)]
+pub enum SpecError {
+    #[error("cannot read the benchmark file {path}: {source}")]
+    Read {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("{path}{}: {message}", line.map(|l| format!(":{l}")).unwrap_or_default())]
+    Invalid {
+        path: PathBuf,
+        line: Option<u64>,
+        message: String,
+    },
+}
+
+/// A validated benchmark: model references and prompt tests, in file order.
+#[derive(Debug, Clone)]
+pub struct BenchSpec {
+    pub path: PathBuf,
+    /// sha256 of the file's bytes, stored with the run.
+    pub sha256: String,
+    /// Model references as written (`openai:gpt-4o`), with their lines.
+    pub models: Vec<(String, Option<u64>)>,
+    pub prompts: Vec<PromptTest>,
+    /// Samples per model and prompt (`repeat:` in the file; `--repeat` overrides).
+    pub repeat: u32,
+}
+
+/// One prompt test.
+#[derive(Debug, Clone)]
+pub struct PromptTest {
+    pub name: String,
+    pub prompt: String,
+    /// The expected output or the elements needed to evaluate the answer.
+    pub expected: String,
+    pub method: TestMethod,
+    pub system: Option<String>,
+    pub params: SamplingParams,
+    pub line: Option<u64>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawBench {
+    #[serde(default)]
+    kind: Option<String>,
+    #[serde(default)]
+    description: Option<String>,
+    models: Vec<Spanned<String>>,
+    prompts: Vec<Spanned<BTreeMap<String, Option<Value>>>>,
+    #[serde(default)]
+    system: Option<String>,
+    #[serde(default)]
+    temperature: Option<f64>,
+    #[serde(default)]
+    top_p: Option<f64>,
+    #[serde(default)]
+    max_tokens: Option<u32>,
+    #[serde(default)]
+    seed: Option<u64>,
+    #[serde(default)]
+    repeat: Option<u32>,
+}
+
+/// Fields a prompt test may have besides its name.
+const PROMPT_FIELDS: [&str; 9] = [
+    "name", "prompt", "output", "expected", "method", "system", "temperature", "top_p", "max_tokens",
+];
+
+impl BenchSpec {
+    /// Reads and validates the benchmark file at `path`.
+    pub fn load(path: &Path) -> Result<Self, SpecError> {
+        let bytes = std::fs::read(path).map_err(|source| SpecError::Read {
+            path: path.to_path_buf(),
+            source,
+        })?;
+        let text = String::from_utf8_lossy(&bytes);
+        let mut spec = Self::parse(path, &text)?;
+        spec.sha256 = crate::store::sha256_hex(&bytes);
+        Ok(spec)
+    }
+
+    /// Validates benchmark YAML; `path` only names the file in messages.
+    pub fn parse(path: &Path, text: &str) -> Result<Self, SpecError> {
+        let invalid = |line: Option<u64>, message: String| SpecError::Invalid {
+            path: path.to_path_buf(),
+            line,
+            message,
+        };
+        let raw: RawBench = serde_saphyr::from_str(text).map_err(|e| {
+            invalid(
+                None,
+                format!(
+                    "not a valid benchmark file: {}",
+                    e.to_string().trim().replace('\n', " ")
+                ),
+            )
+        })?;
+        let _ = (&raw.description, &raw.kind);
+        if let Some(kind) = raw.kind.as_deref().filter(|k| *k != "bench" && *k != "benchmark") {
+            return Err(invalid(None, format!("`kind: {kind}` is not a benchmark (use kind: bench)")));
+        }
+        if raw.models.is_empty() {
+            return Err(invalid(None, "`models:` is empty; list at least one <provider>:<name>".into()));
+        }
+        if raw.prompts.is_empty() {
+            return Err(invalid(None, "`prompts:` is empty; add at least one test".into()));
+        }
+        let defaults = SamplingParams {
+            temperature: raw.temperature,
+            top_p: raw.top_p,
+            max_tokens: raw.max_tokens,
+            seed: raw.seed,
+        };
+        let mut prompts = Vec::new();
+        let mut names = HashSet::new();
+        for (index, item) in raw.prompts.into_iter().enumerate() {
+            let line = Some(item.referenced.line()).filter(|l| *l > 0);
+            let test = prompt_test(index, item.value, &raw.system, &defaults)
+                .map_err(|message| invalid(line, message))?;
+            if !names.insert(test.name.clone()) {
+                return Err(invalid(line, format!("two prompts are named `{}`; names must be unique", test.name)));
+            }
+            prompts.push(PromptTest { line, ..test });
+        }
+        Ok(Self {
+            path: path.to_path_buf(),
+            sha256: crate::store::sha256_hex(text.as_bytes()),
+            models: raw
+                .models
+                .into_iter()
+                .map(|m| (m.value.trim().to_owned(), Some(m.referenced.line()).filter(|l| *l > 0)))
+                .collect(),
+            prompts,
+            repeat: raw.repeat.unwrap_or(1).max(1),
+        })
+    }
+}
+
+/// Builds one test from its YAML mapping.
+fn prompt_test(
+    index: usize,
+    mut fields: BTreeMap<String, Option<Value>>,
+    system: &Option<String>,
+    defaults: &SamplingParams,
+) -> Result<PromptTest, String> {
+    // The specification's form: the test's name is the one key whose value is empty, or whose
+    // value is a mapping of the fields.
+    let mut name = None;
+    let unknown: Vec<String> = fields
+        .keys()
+        .filter(|k| !PROMPT_FIELDS.contains(&k.as_str()))
+        .cloned()
+        .collect();
+    for key in unknown {
+        match fields.remove(&key) {
+            None | Some(None) | Some(Some(Value::Null)) if name.is_none() => name = Some(key),
+            Some(Some(Value::Object(inner))) if name.is_none() => {
+                for (k, v) in inner {
+                    fields.entry(k).or_insert(Some(v));
+                }
+                name = Some(key);
+            }
+            _ => {
+                return Err(format!(
+                    "prompt {}: unknown field `{key}`; a test has a name (`- my_test:` or `name:`) and {}",
+                    index + 1,
+                    PROMPT_FIELDS[1..].join(", ")
+                ));
+            }
+        }
+    }
+    let text = |fields: &mut BTreeMap<String, Option<Value>>, key: &str| -> Result<Option<String>, String> {
+        match fields.remove(key).flatten() {
+            None | Some(Value::Null) => Ok(None),
+            Some(Value::String(s)) => Ok(Some(s)),
+            Some(Value::Number(n)) => Ok(Some(n.to_string())),
+            Some(Value::Bool(b)) => Ok(Some(b.to_string())),
+            Some(other) => Ok(Some(other.to_string())),
+        }
+    };
+    if let Some(explicit) = text(&mut fields, "name")? {
+        name = Some(explicit);
+    }
+    let name = name.unwrap_or_else(|| format!("prompt_{}", index + 1));
+    let label = format!("prompt `{name}`");
+    let prompt = text(&mut fields, "prompt")?
+        .ok_or_else(|| format!("{label} has no `prompt:`"))?;
+    let expected = text(&mut fields, "output")?.or(text(&mut fields, "expected")?);
+    let method_name: MethodName = text(&mut fields, "method")?
+        .ok_or_else(|| format!("{label} has no `method:`; valid methods: {}", super::methods::METHOD_NAMES.join(", ")))?
+        .parse()
+        .map_err(|e| format!("{label}: {e}"))?;
+    let expected = match (expected, method_name) {
+        (Some(e), _) => e,
+        (None, MethodName::JsonValid) => String::new(),
+        (None, _) => return Err(format!("{label} has no `output:` (the expected output)")),
+    };
+    let method = TestMethod::prepare(method_name, &expected).map_err(|e| format!("{label}: {e}"))?;
+    let number = |fields: &mut BTreeMap<String, Option<Value>>, key: &str| -> Result<Option<f64>, String> {
+        match fields.remove(key).flatten() {
+            None | Some(Value::Null) => Ok(None),
+            Some(v) => v
+                .as_f64()
+                .or_else(|| v.as_str().and_then(|s| s.parse().ok()))
+                .map(Some)
+                .ok_or_else(|| format!("{label}: `{key}` must be a number")),
+        }
+    };
+    let params = SamplingParams {
+        temperature: number(&mut fields, "temperature")?.or(defaults.temperature),
+        top_p: number(&mut fields, "top_p")?.or(defaults.top_p),
+        max_tokens: number(&mut fields, "max_tokens")?
+            .map(|n| n as u32)
+            .or(defaults.max_tokens),
+        seed: defaults.seed,
+    };
+    Ok(PromptTest {
+        system: text(&mut fields, "system")?.or_else(|| system.clone()),
+        name,
+        prompt,
+        expected,
+        method,
+        params,
+        line: None,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(yaml: &str) -> Result<BenchSpec, SpecError> {
+        BenchSpec::parse(Path::new("bench.yaml"), yaml)
+    }
+
+    #[test]
+    fn the_specification_example_loads_as_written() {
+        let yaml = r#"
+models:
+  - openai:gpt-4o
+  - anthropic:sonnet 3.5
+  - ollama:qwen2.5-coder
+
+prompts:
+  - test_1:
+    prompt: "the prompt to be tested here"
+    output: "the expected output here"
+    method: "exact"
+  - another_test:
+    prompt: "2+2?"
+    output: "4"
+    method: "contains"
+"#;
+        let spec = parse(yaml).unwrap();
+        assert_eq!(spec.models.len(), 3);
+        assert_eq!(spec.models[1].0, "anthropic:sonnet 3.5");
+        assert_eq!(spec.prompts[0].name, "test_1");
+        assert_eq!(spec.prompts[0].expected, "the expected output here");
+        assert_eq!(spec.prompts[1].name, "another_test");
+        assert_eq!(spec.prompts[1].method.name(), "contains");
+        assert_eq!(spec.prompts[1].line, Some(12));
+        assert_eq!(spec.repeat, 1);
+    }
+
+    #[test]
+    fn explicit_names_nested_fields_and_defaults() {
+        let yaml = "
+models: [ollama:qwen2.5-coder]
+temperature: 0
+max_tokens: 50
+system: be terse
+repeat: 3
+prompts:
+  - name: capital
+    prompt: Capital of France?
+    output: paris
+    method: icontains
+    temperature: 0.7
+  - nested:
+      prompt: Give JSON
+      method: json-valid
+";
+        let spec = parse(yaml).unwrap();
+        let capital = &spec.prompts[0];
+        assert_eq!(capital.name, "capital");
+        assert_eq!(capital.params.temperature, Some(0.7));
+        assert_eq!(capital.params.max_tokens, Some(50));
+        assert_eq!(capital.system.as_deref(), Some("be terse"));
+        assert_eq!(spec.prompts[1].name, "nested");
+        assert_eq!(spec.prompts[1].params.temperature, Some(0.0));
+        assert_eq!(spec.repeat, 3);
+    }
+
+    #[test]
+    fn errors_name_the_file_line_and_choices() {
+        let cases = [
+            ("models: [openai:gpt-4o]\nprompts:\n  - t:\n    prompt: x\n    output: y\n    method: fuzzy\n",
+             "bench.yaml:3: prompt `t`: unknown method `fuzzy`; valid methods: exact, contains"),
+            ("models: [openai:gpt-4o]\nprompts:\n  - t:\n    output: y\n    method: exact\n",
+             "bench.yaml:3: prompt `t` has no `prompt:`"),
+            ("models: [openai:gpt-4o]\nprompts:\n  - t:\n    prompt: x\n    method: exact\n",
+             "has no `output:`"),
+            ("models: [openai:gpt-4o]\nprompts:\n  - t:\n    prompt: x\n    output: (\n    method: regex\n",
+             "not a valid regex"),
+            ("models: [openai:gpt-4o]\nprompts:\n  - t:\n    prompt: x\n    output: y\n    method: exact\n    colour: red\n",
+             "unknown field `colour`"),
+            ("models: [openai:gpt-4o]\nprompts:\n  - t:\n    prompt: x\n    output: y\n    method: exact\n  - t:\n    prompt: x\n    output: y\n    method: exact\n",
+             "two prompts are named `t`"),
+            ("prompts: []\n", "bench.yaml: not a valid benchmark file"),
+            ("models: [a\n", "bench.yaml: not a valid benchmark file"),
+            ("models: []\nprompts: []\n", "`models:` is empty"),
+        ];
+        for (yaml, want) in cases {
+            let e = parse(yaml).unwrap_err().to_string();
+            assert!(e.contains(want), "{yaml}\n=> {e}");
+        }
+    }
+}

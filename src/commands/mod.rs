@@ -1,0 +1,116 @@
+//! The command line: global options, one file per subcommand, and dispatch.
+//!
+//! Each subcommand file holds its clap struct (whose doc comments are its `--help`) and a
+//! `run` that turns arguments into options, calls the library and prints what it returns.
+
+mod export;
+mod models;
+mod query;
+mod run;
+mod runs;
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use anyhow::Context as _;
+use clap::{Parser, Subcommand};
+
+use crate::config::Config;
+use crate::store::Store;
+
+/// track: run LLM benchmarks and experiments, cache every call, summarise the results.
+#[derive(Debug, Parser)]
+#[command(name = "track", version, about, long_about = None, arg_required_else_help = true)]
+pub struct Cli {
+    /// The SQLite database holding calls, runs and results.
+    #[arg(long, global = true, env = "TRACK_DB", default_value = "track.db", value_name = "PATH")]
+    pub db: PathBuf,
+    /// Model catalog and settings [default: ./config.yaml when it exists].
+    #[arg(long, global = true, value_name = "PATH")]
+    pub config: Option<PathBuf>,
+    /// Print only results: no progress bar, no notes.
+    #[arg(short, long, global = true)]
+    pub quiet: bool,
+    /// Log more (-v: debug, -vv: trace) to stderr.
+    #[arg(short, long, global = true, action = clap::ArgAction::Count)]
+    pub verbose: u8,
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// The subcommands.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    Run(run::RunArgs),
+    Runs(runs::RunsArgs),
+    Query(query::QueryArgs),
+    Export(export::ExportArgs),
+    Models(models::ModelsArgs),
+}
+
+/// What every command may need: where the database and config are, and how loud to be.
+#[derive(Debug, Clone)]
+pub struct Context {
+    pub db: PathBuf,
+    pub config: Option<PathBuf>,
+    pub quiet: bool,
+}
+
+impl Context {
+    /// Opens (creating and migrating) the database.
+    pub fn open_store(&self) -> anyhow::Result<Store> {
+        Store::open(&self.db).with_context(|| format!("opening the database {}", self.db.display()))
+    }
+
+    /// Opens the database only if it exists (for commands that only read).
+    pub fn open_existing_store(&self) -> anyhow::Result<Store> {
+        if !self.db.exists() {
+            anyhow::bail!(
+                "no database at {}: run a benchmark first (`track run FILE.yaml`) or pass --db",
+                self.db.display()
+            );
+        }
+        self.open_store()
+    }
+
+    /// Loads the model catalog and settings.
+    pub fn load_config(&self) -> anyhow::Result<Config> {
+        Ok(Config::load(self.config.as_deref())?)
+    }
+
+    /// A note for the user on stderr, unless quiet.
+    pub fn note(&self, message: impl AsRef<str>) {
+        if !self.quiet {
+            eprintln!("{}", message.as_ref());
+        }
+    }
+}
+
+/// Runs the parsed command line.
+pub fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
+    let context = Context {
+        db: cli.db,
+        config: cli.config,
+        quiet: cli.quiet,
+    };
+    match cli.command {
+        Command::Run(args) => run::run(&context, args),
+        Command::Runs(args) => runs::run(&context, args),
+        Command::Query(args) => query::run(&context, args),
+        Command::Export(args) => export::run(&context, args),
+        Command::Models(args) => models::run(&context, args),
+    }
+}
+
+/// A runtime for the async parts of a command.
+pub(crate) fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
+    tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .context("starting the async runtime")
+}
+
+/// The display form of a path for messages.
+pub(crate) fn shown(path: &Path) -> String {
+    path.display().to_string()
+}

@@ -1,0 +1,171 @@
+//! `track run FILE.yaml`: run a benchmark and print its detail table and summaries.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::{Arc, Mutex};
+
+use polars::prelude::*;
+use serde_json::json;
+
+use super::{Context, runtime, shown};
+use crate::analysis::BenchFrames;
+use crate::bench::{BenchOptions, BenchPlan, BenchSpec, RunTotals};
+use crate::energy::EnergyMethod;
+use crate::llm::{CacheMode, Executor, LlmClient};
+use crate::output::table;
+use crate::store::Store;
+
+/// Run every prompt of FILE against every model (model by model), e.g.
+/// `track run data/benchmark.yaml --concurrency 4`.
+#[derive(Debug, clap::Args)]
+pub struct RunArgs {
+    /// The benchmark file (YAML: models and prompts).
+    file: PathBuf,
+    /// Prompts of one model in flight at once [default: 8, or `concurrency:` in config.yaml].
+    #[arg(long, value_name = "N")]
+    concurrency: Option<usize>,
+    /// Call every model afresh, ignoring (but updating) the cache.
+    #[arg(long)]
+    no_cache: bool,
+    /// Never call a provider: fail each evaluation that is not cached (a run that costs nothing).
+    #[arg(long, conflicts_with = "no_cache")]
+    offline: bool,
+    /// Samples per model and prompt, each a distinct cache entry [default: `repeat:` or 1].
+    #[arg(long, value_name = "N")]
+    repeat: Option<u32>,
+    /// Run these models instead of the file's (comma-separated references).
+    #[arg(long, value_delimiter = ',', value_name = "LIST")]
+    models: Option<Vec<String>>,
+    /// Print the planned calls, how many are cached and the most they can cost; call nothing.
+    #[arg(long)]
+    dry_run: bool,
+    /// Energy method: ecologits-0.9 or seed-linear [default: ecologits-0.9, or `energy_method:`].
+    #[arg(long, value_name = "METHOD")]
+    energy: Option<EnergyMethod>,
+    /// Do not print the per-evaluation table (summaries only).
+    #[arg(long)]
+    no_detail: bool,
+}
+
+pub fn run(context: &Context, args: RunArgs) -> anyhow::Result<ExitCode> {
+    let config = context.load_config()?;
+    let spec = BenchSpec::load(&args.file)?;
+    let options = BenchOptions {
+        concurrency: args.concurrency.unwrap_or(config.settings.concurrency).max(1),
+        repeat: args.repeat,
+        models: args.models.clone(),
+        energy_method: args.energy.unwrap_or(config.settings.energy_method),
+        show_progress: !context.quiet,
+    };
+    let plan = BenchPlan::new(spec, &config.catalog, &options)?;
+    let mode = if args.offline {
+        CacheMode::Offline
+    } else if args.no_cache {
+        CacheMode::Refresh
+    } else {
+        CacheMode::Use
+    };
+    let store = if args.dry_run && !context.db.exists() {
+        Store::open_in_memory()?
+    } else {
+        context.open_store()?
+    };
+    let store = Arc::new(Mutex::new(store));
+    let client = LlmClient::new(config.settings.timeout)?;
+    let executor = Executor::new(client, store.clone(), config.settings.retry, options.concurrency, mode);
+
+    if args.dry_run {
+        return print_dry_run(&plan, &executor);
+    }
+    let options_json = json!({
+        "concurrency": options.concurrency,
+        "cache": format!("{mode:?}").to_lowercase(),
+        "repeat": options.repeat,
+        "models": options.models,
+        "energy_method": options.energy_method.name(),
+    })
+    .to_string();
+    let totals = runtime()?.block_on(plan.run(&store, &executor, &options, &options_json))?;
+    let store = crate::llm::executor::lock(&store);
+    let frames = BenchFrames::from_columns(store.bench_columns(&[totals.run_id], true)?)?;
+    print_report(context, &frames, &totals, !args.no_detail)?;
+    if totals.results > 0 && totals.errors == totals.results {
+        anyhow::bail!(
+            "nothing could run ({} errors); first: {}",
+            totals.errors,
+            totals.first_error.as_deref().unwrap_or("unknown")
+        );
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn print_dry_run(plan: &BenchPlan, executor: &Executor) -> anyhow::Result<ExitCode> {
+    let lines = plan.dry_run(executor)?;
+    let df = DataFrame::new_infer_height(vec![
+        Column::new("model".into(), lines.iter().map(|l| l.model.clone()).collect::<Vec<_>>()),
+        Column::new("calls".into(), lines.iter().map(|l| l.calls as u64).collect::<Vec<_>>()),
+        Column::new("cached".into(), lines.iter().map(|l| l.cached as u64).collect::<Vec<_>>()),
+        Column::new("to_call".into(), lines.iter().map(|l| l.to_call as u64).collect::<Vec<_>>()),
+        Column::new("max_cost_usd".into(), lines.iter().map(|l| l.max_cost_usd).collect::<Vec<_>>()),
+        Column::new("note".into(), lines.iter().map(|l| l.blocked.clone()).collect::<Vec<_>>()),
+    ])?;
+    println!("{}", table(&df));
+    let to_call: usize = lines.iter().map(|l| l.to_call).sum();
+    let cached: usize = lines.iter().map(|l| l.cached).sum();
+    let max_cost: f64 = lines.iter().map(|l| l.max_cost_usd).sum();
+    println!(
+        "dry run of {}: {} calls planned, {cached} cached, {to_call} to call, at most ${max_cost:.6} \
+         (assuming each answer uses its max_tokens, or {} tokens when unset); nothing was called",
+        shown(&plan.spec.path),
+        cached + to_call,
+        crate::bench::ASSUMED_MAX_OUTPUT_TOKENS,
+    );
+    Ok(ExitCode::SUCCESS)
+}
+
+fn print_report(context: &Context, frames: &BenchFrames, totals: &RunTotals, detail: bool) -> anyhow::Result<()> {
+    if detail {
+        let detail = frames
+            .results
+            .clone()
+            .lazy()
+            .select([
+                col("model"),
+                col("prompt"),
+                col("repeat"),
+                col("status").alias("result"),
+                (col("latency_ms") / lit(1000.0)).alias("time_s"),
+                col("input_tokens").alias("tokens_in"),
+                col("output_tokens").alias("tokens_out"),
+                col("cost_usd"),
+                col("energy_wh"),
+                col("cache_hit").alias("cached"),
+            ])
+            .collect()?;
+        let detail = if totals.results > 0 && frames.results.column("repeat")?.as_materialized_series().max::<u32>()? == Some(0) {
+            detail.drop("repeat")?
+        } else {
+            detail
+        };
+        println!("Results\n{}", table(&detail));
+    }
+    println!("Per model\n{}", table(&frames.by_model));
+    println!("Per prompt\n{}", table(&frames.by_prompt));
+    println!(
+        "run {}: {} results, {} cache hits, {} errors; cost ${:.6}, paid ${:.6}",
+        totals.run_id, totals.results, totals.cache_hits, totals.errors, totals.cost_usd, totals.paid_usd
+    );
+    if totals.errors > 0 && !context.quiet {
+        let errors = frames
+            .results
+            .clone()
+            .lazy()
+            .filter(col("status").eq(lit("error")))
+            .select([col("model"), col("prompt"), col("detail")])
+            .limit(5)
+            .collect()?;
+        eprintln!("errors (first {} of {}):", errors.height(), totals.errors);
+        eprintln!("{}", table(&errors));
+    }
+    Ok(())
+}

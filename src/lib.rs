@@ -1,0 +1,15 @@
+//! track: an experiment tracker for people who evaluate LLMs.
+//!
+//! One SQLite database holds every call (keyed by the sha256 of its canonical request, so a
+//! re-run never pays twice), every result and every run. Experiments turn a spec into calls,
+//! the executor serves them from the cache or a provider, and summaries come from polars.
+
+pub mod analysis;
+pub mod bench;
+pub mod commands;
+pub mod config;
+pub mod cost;
+pub mod energy;
+pub mod llm;
+pub mod output;
+pub mod store;

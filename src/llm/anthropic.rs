@@ -1,0 +1,166 @@
+//! Anthropic messages: `x-api-key`, `anthropic-version`, a required `max_tokens`, and answers
+//! as content blocks that are joined.
+
+use reqwest::header::{HeaderMap, HeaderValue};
+use serde::Deserialize;
+use serde_json::{Map, Value, json};
+
+use super::client::{Endpoint, LlmClient, body_excerpt};
+use super::openai::estimated_usage;
+use super::{ChatRequest, ChatResponse, Part, ProviderError, Usage};
+
+/// The API version track speaks.
+const ANTHROPIC_VERSION: &str = "2023-06-01";
+/// `max_tokens` is required by the API; this is used when the experiment sets none.
+pub const DEFAULT_MAX_TOKENS: u32 = 4096;
+
+/// Sends `request` to Anthropic's messages endpoint.
+pub(crate) async fn chat(
+    client: &LlmClient,
+    endpoint: &Endpoint,
+    request: &ChatRequest,
+) -> Result<ChatResponse, ProviderError> {
+    let mut headers = HeaderMap::new();
+    headers.insert("anthropic-version", HeaderValue::from_static(ANTHROPIC_VERSION));
+    if let Some(key) = &endpoint.api_key {
+        let mut value = HeaderValue::from_str(key.expose()).map_err(|_| ProviderError::MissingKey {
+            provider: endpoint.provider.clone(),
+            vars: "a key without control characters".into(),
+        })?;
+        value.set_sensitive(true);
+        headers.insert("x-api-key", value);
+    }
+    let response = client.post_json(endpoint, headers, &body(request)).await?;
+    let bytes = client.read_body(endpoint, response).await?;
+    parse(&endpoint.provider, &bytes, request)
+}
+
+/// The request body.
+pub(crate) fn body(request: &ChatRequest) -> Value {
+    let messages: Vec<Value> = request
+        .messages
+        .iter()
+        .map(|m| {
+            let content: Vec<Value> = m
+                .parts
+                .iter()
+                .map(|p| match p {
+                    Part::Text(t) => json!({"type": "text", "text": t}),
+                    Part::Image(i) => json!({
+                        "type": "image",
+                        "source": {"type": "base64", "media_type": i.media_type, "data": i.base64()}
+                    }),
+                })
+                .collect();
+            json!({"role": m.role.as_str(), "content": content})
+        })
+        .collect();
+    let mut body = Map::new();
+    body.insert("model".into(), json!(request.model));
+    body.insert(
+        "max_tokens".into(),
+        json!(request.params.max_tokens.unwrap_or(DEFAULT_MAX_TOKENS)),
+    );
+    body.insert("messages".into(), Value::Array(messages));
+    if let Some(system) = &request.system {
+        body.insert("system".into(), json!(system));
+    }
+    if let Some(t) = request.params.temperature {
+        body.insert("temperature".into(), json!(t));
+    }
+    if let Some(t) = request.params.top_p {
+        body.insert("top_p".into(), json!(t));
+    }
+    Value::Object(body)
+}
+
+#[derive(Deserialize)]
+struct WireResponse {
+    content: Vec<WireBlock>,
+    stop_reason: Option<String>,
+    usage: Option<WireUsage>,
+}
+
+#[derive(Deserialize)]
+struct WireBlock {
+    #[serde(rename = "type")]
+    kind: String,
+    text: Option<String>,
+}
+
+#[derive(Deserialize)]
+struct WireUsage {
+    input_tokens: Option<u64>,
+    output_tokens: Option<u64>,
+}
+
+/// Parses a message; the text blocks are joined in order.
+pub(crate) fn parse(
+    provider: &str,
+    bytes: &[u8],
+    request: &ChatRequest,
+) -> Result<ChatResponse, ProviderError> {
+    let wire: WireResponse = serde_json::from_slice(bytes).map_err(|e| ProviderError::Decode {
+        provider: provider.into(),
+        detail: format!("{e} in {}", body_excerpt(bytes)),
+    })?;
+    let text: String = wire
+        .content
+        .iter()
+        .filter(|b| b.kind == "text")
+        .filter_map(|b| b.text.as_deref())
+        .collect();
+    let usage = match wire.usage {
+        Some(WireUsage {
+            input_tokens: Some(input),
+            output_tokens: Some(output),
+        }) => Usage {
+            input_tokens: input,
+            output_tokens: output,
+            estimated: false,
+        },
+        _ => estimated_usage(request, &text),
+    };
+    Ok(ChatResponse {
+        text,
+        usage,
+        finish_reason: wire.stop_reason,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::llm::{Image, Message, SamplingParams};
+
+    fn request() -> ChatRequest {
+        ChatRequest {
+            model: "claude-3-5-haiku-20241022".into(),
+            system: Some("be brief".into()),
+            messages: vec![Message::user("hi")],
+            params: SamplingParams::default(),
+        }
+    }
+
+    #[test]
+    fn body_always_has_max_tokens_and_top_level_system() {
+        let mut r = request();
+        r.messages[0].parts.push(Part::Image(Image::new("image/png", vec![1, 2, 3])));
+        let b = body(&r);
+        assert_eq!(b["max_tokens"], DEFAULT_MAX_TOKENS);
+        assert_eq!(b["system"], "be brief");
+        assert_eq!(b["messages"][0]["content"][1]["source"]["data"], "AQID");
+        assert_eq!(b["messages"][0]["content"][1]["source"]["media_type"], "image/png");
+    }
+
+    #[test]
+    fn blocks_are_joined() {
+        let raw = br#"{"id":"m","type":"message","role":"assistant","model":"x",
+            "content":[{"type":"text","text":"Hello, "},{"type":"text","text":"world"}],
+            "stop_reason":"end_turn","usage":{"input_tokens":3,"output_tokens":2}}"#;
+        let r = parse("anthropic", raw, &request()).unwrap();
+        assert_eq!(r.text, "Hello, world");
+        assert_eq!((r.usage.input_tokens, r.usage.output_tokens), (3, 2));
+        assert_eq!(r.finish_reason.as_deref(), Some("end_turn"));
+    }
+}

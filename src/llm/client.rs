@@ -1,0 +1,338 @@
+//! The HTTP client shared by all providers, endpoints (where a provider lives and its key),
+//! and the mapping of transport failures to [`ProviderError`].
+
+use std::fmt;
+use std::time::Duration;
+
+use reqwest::header::{HeaderMap, RETRY_AFTER};
+use serde_json::Value;
+
+use super::{ChatRequest, ChatResponse, ProviderError, ProviderKind, anthropic, ollama, openai};
+
+/// An API key. Never printed: its `Debug` and `Display` show only that it is set.
+#[derive(Clone, PartialEq, Eq)]
+pub struct ApiKey(String);
+
+impl ApiKey {
+    /// Wraps a key read from the environment.
+    pub fn new(key: impl Into<String>) -> Self {
+        Self(key.into())
+    }
+
+    /// The secret itself, for a request header only.
+    pub(crate) fn expose(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Debug for ApiKey {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("ApiKey(***)")
+    }
+}
+
+/// Where one provider lives: its name, wire format, base URL and key.
+#[derive(Debug, Clone)]
+pub struct Endpoint {
+    /// The provider's name as used in model references (`openai`, `local`, ...).
+    pub provider: String,
+    pub kind: ProviderKind,
+    /// The base URL as the official SDKs take it (`OPENAI_BASE_URL` with `/v1`,
+    /// `ANTHROPIC_BASE_URL` without, `OLLAMA_HOST` with or without scheme and port).
+    pub base_url: String,
+    pub api_key: Option<ApiKey>,
+}
+
+impl Endpoint {
+    /// The URL chat requests are posted to.
+    pub fn chat_url(&self) -> String {
+        let base = self.base_url.trim_end_matches('/');
+        match self.kind {
+            ProviderKind::Openai | ProviderKind::OpenaiCompatible => {
+                format!("{base}/chat/completions")
+            }
+            ProviderKind::Anthropic => format!("{base}/v1/messages"),
+            ProviderKind::Ollama => format!("{}/api/chat", ollama_base(base)),
+        }
+    }
+}
+
+/// Normalises `OLLAMA_HOST` the way the Ollama clients do: scheme defaults to http, port to
+/// 11434, and `0.0.0.0` (a listen address) means this machine.
+fn ollama_base(host: &str) -> String {
+    let (scheme, rest) = match host.split_once("://") {
+        Some((scheme, rest)) => (scheme, rest),
+        None => ("http", host),
+    };
+    let rest = rest.trim_end_matches('/');
+    let (authority, path) = match rest.find('/') {
+        Some(i) => (&rest[..i], &rest[i..]),
+        None => (rest, ""),
+    };
+    let authority = authority.replace("0.0.0.0", "127.0.0.1");
+    let has_port = authority
+        .rsplit_once(':')
+        .is_some_and(|(_, port)| port.chars().all(|c| c.is_ascii_digit()) && !authority.ends_with(']'));
+    let port = if has_port { "" } else { ":11434" };
+    format!("{scheme}://{authority}{port}{path}")
+}
+
+/// The HTTP client of all providers. Cheap to clone.
+#[derive(Debug, Clone)]
+pub struct LlmClient {
+    http: reqwest::Client,
+    timeout: Duration,
+}
+
+impl LlmClient {
+    /// Builds the client with a per-request timeout.
+    pub fn new(timeout: Duration) -> Result<Self, ProviderError> {
+        // reqwest is built without a default TLS provider: install ring once.
+        let _ = rustls::crypto::ring::default_provider().install_default();
+        let http = reqwest::Client::builder()
+            .timeout(timeout)
+            .connect_timeout(Duration::from_secs(20))
+            .pool_max_idle_per_host(256)
+            .user_agent(concat!("track/", env!("CARGO_PKG_VERSION")))
+            .build()
+            .map_err(|e| ProviderError::Connect {
+                provider: "http client".into(),
+                url: String::new(),
+                detail: e.to_string(),
+            })?;
+        Ok(Self { http, timeout })
+    }
+
+    /// Sends one chat request (no retries: the caller owns the retry policy).
+    pub async fn chat(
+        &self,
+        endpoint: &Endpoint,
+        request: &ChatRequest,
+    ) -> Result<ChatResponse, ProviderError> {
+        let result = match endpoint.kind {
+            ProviderKind::Openai | ProviderKind::OpenaiCompatible => {
+                openai::chat(self, endpoint, request).await
+            }
+            ProviderKind::Anthropic => anthropic::chat(self, endpoint, request).await,
+            ProviderKind::Ollama => ollama::chat(self, endpoint, request).await,
+        };
+        result.map_err(|e| scrub_key(e, endpoint))
+    }
+
+    /// Posts `body` as JSON with `headers`; returns the response when its status is a success,
+    /// a [`ProviderError::Http`] with the provider's message otherwise.
+    pub(crate) async fn post_json(
+        &self,
+        endpoint: &Endpoint,
+        headers: HeaderMap,
+        body: &Value,
+    ) -> Result<reqwest::Response, ProviderError> {
+        let url = endpoint.chat_url();
+        let response = self
+            .http
+            .post(&url)
+            .headers(headers)
+            .json(body)
+            .send()
+            .await
+            .map_err(|e| self.transport_error(endpoint, &e))?;
+        let status = response.status();
+        if status.is_success() {
+            return Ok(response);
+        }
+        let retry_after = parse_retry_after(response.headers());
+        let text = response.text().await.unwrap_or_default();
+        Err(ProviderError::Http {
+            provider: endpoint.provider.clone(),
+            status: status.as_u16(),
+            retry_after,
+            message: error_message(&text),
+        })
+    }
+
+    /// Reads a whole successful response body.
+    pub(crate) async fn read_body(
+        &self,
+        endpoint: &Endpoint,
+        response: reqwest::Response,
+    ) -> Result<bytes::Bytes, ProviderError> {
+        response
+            .bytes()
+            .await
+            .map_err(|e| self.transport_error(endpoint, &e))
+    }
+
+    /// Maps a reqwest failure to the error kinds the retry policy understands.
+    pub(crate) fn transport_error(&self, endpoint: &Endpoint, e: &reqwest::Error) -> ProviderError {
+        let provider = endpoint.provider.clone();
+        if e.is_timeout() {
+            ProviderError::Timeout {
+                provider,
+                timeout: self.timeout,
+            }
+        } else if e.is_connect() {
+            ProviderError::Connect {
+                provider,
+                url: endpoint.chat_url(),
+                detail: root_cause(e),
+            }
+        } else {
+            ProviderError::Truncated {
+                provider,
+                detail: root_cause(e),
+            }
+        }
+    }
+}
+
+/// The innermost message of an error chain (reqwest's outer messages repeat the URL).
+fn root_cause(e: &(dyn std::error::Error + 'static)) -> String {
+    let mut cause: &dyn std::error::Error = e;
+    while let Some(next) = cause.source() {
+        cause = next;
+    }
+    cause.to_string()
+}
+
+/// `Retry-After` as seconds or an HTTP date; also OpenAI's `retry-after-ms`.
+fn parse_retry_after(headers: &HeaderMap) -> Option<Duration> {
+    if let Some(ms) = headers
+        .get("retry-after-ms")
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.trim().parse::<f64>().ok())
+    {
+        return Some(Duration::from_secs_f64(ms.max(0.0) / 1000.0));
+    }
+    let value = headers.get(RETRY_AFTER)?.to_str().ok()?.trim();
+    if let Ok(secs) = value.parse::<f64>() {
+        return Some(Duration::from_secs_f64(secs.max(0.0)));
+    }
+    let when = httpdate::parse_http_date(value).ok()?;
+    Some(when.duration_since(std::time::SystemTime::now()).unwrap_or_default())
+}
+
+/// The provider's own error message from a JSON error body, or the start of the raw body.
+fn error_message(body: &str) -> String {
+    let from_json = serde_json::from_str::<Value>(body).ok().and_then(|v| {
+        let error = v.get("error")?;
+        error
+            .get("message")
+            .and_then(Value::as_str)
+            .or_else(|| error.as_str())
+            .map(str::to_owned)
+    });
+    let message = from_json.unwrap_or_else(|| body.trim().to_owned());
+    if message.is_empty() {
+        return "(empty body)".into();
+    }
+    truncate_chars(&message, 300)
+}
+
+/// At most `max` characters of `s`, with an ellipsis when cut.
+pub(crate) fn truncate_chars(s: &str, max: usize) -> String {
+    match s.char_indices().nth(max) {
+        Some((i, _)) => format!("{}…", &s[..i]),
+        None => s.to_owned(),
+    }
+}
+
+/// Removes the endpoint's key from an error, in case a provider echoed it back.
+fn scrub_key(error: ProviderError, endpoint: &Endpoint) -> ProviderError {
+    let Some(key) = endpoint.api_key.as_ref().map(ApiKey::expose).filter(|k| k.len() >= 4) else {
+        return error;
+    };
+    let scrub = |s: String| s.replace(key, "***");
+    match error {
+        ProviderError::Http {
+            provider,
+            status,
+            retry_after,
+            message,
+        } => ProviderError::Http {
+            provider,
+            status,
+            retry_after,
+            message: scrub(message),
+        },
+        ProviderError::Truncated { provider, detail } => ProviderError::Truncated {
+            provider,
+            detail: scrub(detail),
+        },
+        ProviderError::Decode { provider, detail } => ProviderError::Decode {
+            provider,
+            detail: scrub(detail),
+        },
+        other => other,
+    }
+}
+
+/// The first `max` characters of a body that could not be decoded, for error messages.
+pub(crate) fn body_excerpt(body: &[u8]) -> String {
+    truncate_chars(&String::from_utf8_lossy(body), 200)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn endpoint(kind: ProviderKind, base: &str) -> Endpoint {
+        Endpoint {
+            provider: "p".into(),
+            kind,
+            base_url: base.into(),
+            api_key: Some(ApiKey::new("sk-secret-123")),
+        }
+    }
+
+    #[test]
+    fn chat_urls_follow_the_sdks() {
+        let openai = endpoint(ProviderKind::Openai, "https://api.openai.com/v1/");
+        assert_eq!(openai.chat_url(), "https://api.openai.com/v1/chat/completions");
+        let anthropic = endpoint(ProviderKind::Anthropic, "https://api.anthropic.com");
+        assert_eq!(anthropic.chat_url(), "https://api.anthropic.com/v1/messages");
+        for (host, url) in [
+            ("127.0.0.1", "http://127.0.0.1:11434/api/chat"),
+            ("0.0.0.0:11434", "http://127.0.0.1:11434/api/chat"),
+            ("http://localhost:9999", "http://localhost:9999/api/chat"),
+            ("https://ollama.example/", "https://ollama.example:11434/api/chat"),
+        ] {
+            assert_eq!(endpoint(ProviderKind::Ollama, host).chat_url(), url, "{host}");
+        }
+    }
+
+    #[test]
+    fn keys_never_show() {
+        let e = endpoint(ProviderKind::Openai, "u");
+        assert!(!format!("{e:?}").contains("secret"));
+        let err = scrub_key(
+            ProviderError::Http {
+                provider: "p".into(),
+                status: 401,
+                retry_after: None,
+                message: "Incorrect API key provided: sk-secret-123".into(),
+            },
+            &e,
+        );
+        assert!(!err.to_string().contains("sk-secret-123"), "{err}");
+    }
+
+    #[test]
+    fn retry_after_forms() {
+        let mut h = HeaderMap::new();
+        h.insert(RETRY_AFTER, "2".parse().unwrap());
+        assert_eq!(parse_retry_after(&h), Some(Duration::from_secs(2)));
+        h.insert("retry-after-ms", "150".parse().unwrap());
+        assert_eq!(parse_retry_after(&h), Some(Duration::from_millis(150)));
+        let mut date = HeaderMap::new();
+        date.insert(RETRY_AFTER, "Wed, 21 Oct 2015 07:28:00 GMT".parse().unwrap());
+        assert_eq!(parse_retry_after(&date), Some(Duration::ZERO));
+    }
+
+    #[test]
+    fn error_messages_come_from_the_body() {
+        assert_eq!(error_message(r#"{"error":{"message":"slow down"}}"#), "slow down");
+        assert_eq!(error_message(r#"{"error":"model not found"}"#), "model not found");
+        assert_eq!(error_message("  "), "(empty body)");
+        assert_eq!(error_message(&"x".repeat(400)).chars().count(), 301);
+    }
+}

@@ -1,0 +1,243 @@
+//! The executor: sends calls that are not in the cache, with bounded concurrency and retries,
+//! and stores each one the moment its answer (or final error) arrives.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Instant;
+
+use futures::StreamExt;
+
+use super::{CanonicalRequest, ChatRequest, Endpoint, LlmClient, RetryPolicy, Usage};
+use crate::store::{NewCall, StoredCall, Store, StoreError};
+
+/// How the cache is used.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CacheMode {
+    /// Serve stored answers; call for the rest.
+    Use,
+    /// Call for everything and store the fresh answers (`--no-cache`).
+    Refresh,
+    /// Serve stored answers; never call (`--offline`): a miss is an error.
+    Offline,
+}
+
+/// One call to make: where, what, its canonical form, and the prices to cost it with.
+#[derive(Debug, Clone)]
+pub struct CallJob {
+    pub endpoint: Arc<Endpoint>,
+    pub request: ChatRequest,
+    pub canonical: CanonicalRequest,
+    /// USD per million input and output tokens.
+    pub input_price: f64,
+    pub output_price: f64,
+}
+
+/// What became of a call.
+#[derive(Debug, Clone, PartialEq)]
+pub enum CallOutcome {
+    /// Served from the cache: nothing paid.
+    Hit(StoredCall),
+    /// Sent, answered and stored.
+    Fresh(StoredCall),
+    /// Not answered; the error is stored when a request was sent (`call_id`).
+    Failed {
+        call_id: Option<i64>,
+        error: String,
+        attempts: u32,
+    },
+}
+
+impl CallOutcome {
+    /// The stored call, for hits and fresh answers.
+    pub fn call(&self) -> Option<&StoredCall> {
+        match self {
+            Self::Hit(c) | Self::Fresh(c) => Some(c),
+            Self::Failed { .. } => None,
+        }
+    }
+}
+
+/// Sends calls and records them. Shares the store with its caller.
+pub struct Executor {
+    client: LlmClient,
+    store: Arc<Mutex<Store>>,
+    retry: RetryPolicy,
+    concurrency: usize,
+    mode: CacheMode,
+}
+
+impl Executor {
+    /// An executor over `store` using `client`.
+    pub fn new(
+        client: LlmClient,
+        store: Arc<Mutex<Store>>,
+        retry: RetryPolicy,
+        concurrency: usize,
+        mode: CacheMode,
+    ) -> Self {
+        Self {
+            client,
+            store,
+            retry,
+            concurrency: concurrency.max(1),
+            mode,
+        }
+    }
+
+    /// The cache mode in force.
+    pub fn mode(&self) -> CacheMode {
+        self.mode
+    }
+
+    /// The cached answers for `keys` (none with `--no-cache`).
+    pub fn lookup<'k>(
+        &self,
+        keys: impl IntoIterator<Item = &'k str>,
+    ) -> Result<HashMap<String, StoredCall>, StoreError> {
+        if self.mode == CacheMode::Refresh {
+            return Ok(HashMap::new());
+        }
+        lock(&self.store).cached_calls(keys)
+    }
+
+    /// Runs `jobs` (cache misses) up to the concurrency limit and reports each outcome to
+    /// `on_done` with the job's index, as soon as it is stored. Jobs with the same key are
+    /// sent once and reported for each index.
+    pub async fn execute(&self, jobs: Vec<CallJob>, mut on_done: impl FnMut(usize, CallOutcome)) {
+        let mut by_key: HashMap<String, Vec<usize>> = HashMap::new();
+        let mut unique = Vec::new();
+        for (index, job) in jobs.into_iter().enumerate() {
+            let waiting = by_key.entry(job.canonical.key.clone()).or_default();
+            if waiting.is_empty() {
+                unique.push(job);
+            }
+            waiting.push(index);
+        }
+        let mut finished = futures::stream::iter(unique)
+            .map(|job| async move {
+                let outcome = self.run_one(&job).await;
+                (job.canonical.key, outcome)
+            })
+            .buffer_unordered(self.concurrency);
+        while let Some((key, outcome)) = finished.next().await {
+            for &index in by_key.get(&key).into_iter().flatten() {
+                on_done(index, outcome.clone());
+            }
+        }
+    }
+
+    async fn run_one(&self, job: &CallJob) -> CallOutcome {
+        if self.mode == CacheMode::Offline {
+            return CallOutcome::Failed {
+                call_id: None,
+                error: "not in the cache, and --offline forbids calls".into(),
+                attempts: 0,
+            };
+        }
+        // Latency of the last attempt, in microseconds (retries and waits excluded).
+        let last_latency_us = AtomicU64::new(0);
+        let (result, attempts) = self
+            .retry
+            .run(|| {
+                let started = Instant::now();
+                let client = &self.client;
+                let latency = &last_latency_us;
+                async move {
+                    let result = client.chat(&job.endpoint, &job.request).await;
+                    latency.store(started.elapsed().as_micros() as u64, Ordering::Relaxed);
+                    result
+                }
+            })
+            .await;
+        let last_latency_ms = last_latency_us.load(Ordering::Relaxed) as f64 / 1000.0;
+        match result {
+            Ok(response) => {
+                let call = new_call(
+                    job,
+                    Ok(&response.text),
+                    Some(response.usage),
+                    response.finish_reason.as_deref(),
+                    Some(200),
+                    (last_latency_ms, attempts),
+                );
+                let cost_usd = call.cost_usd.unwrap_or(0.0);
+                match lock(&self.store).insert_call(&call) {
+                    Ok(id) => CallOutcome::Fresh(StoredCall {
+                        id,
+                        text: response.text,
+                        finish_reason: response.finish_reason,
+                        input_tokens: response.usage.input_tokens,
+                        output_tokens: response.usage.output_tokens,
+                        tokens_estimated: response.usage.estimated,
+                        latency_ms: last_latency_ms,
+                        attempts,
+                        cost_usd,
+                    }),
+                    Err(e) => CallOutcome::Failed {
+                        call_id: None,
+                        error: format!("the answer arrived but could not be stored: {e}"),
+                        attempts,
+                    },
+                }
+            }
+            Err(error) => {
+                let mut message = error.to_string();
+                if attempts > 1 {
+                    message = format!("{message} (after {attempts} attempts)");
+                }
+                let call = new_call(
+                    job,
+                    Err(&message),
+                    None,
+                    None,
+                    error.http_status(),
+                    (last_latency_ms, attempts),
+                );
+                let stored = lock(&self.store).insert_call(&call);
+                let call_id = stored
+                    .inspect_err(|e| tracing::warn!("could not store a failed call: {e}"))
+                    .ok();
+                CallOutcome::Failed {
+                    call_id,
+                    error: message,
+                    attempts,
+                }
+            }
+        }
+    }
+}
+
+/// The row that records `job`'s outcome; `timing` is the last attempt's latency in ms and the
+/// number of attempts.
+fn new_call<'a>(
+    job: &'a CallJob,
+    outcome: Result<&'a str, &'a str>,
+    usage: Option<Usage>,
+    finish_reason: Option<&'a str>,
+    http_status: Option<u16>,
+    timing: (f64, u32),
+) -> NewCall<'a> {
+    NewCall {
+        cache_key: &job.canonical.key,
+        canonical_request: &job.canonical.json,
+        provider: &job.endpoint.provider,
+        model: &job.request.model,
+        outcome,
+        finish_reason,
+        input_tokens: usage.map(|u| u.input_tokens),
+        output_tokens: usage.map(|u| u.output_tokens),
+        tokens_estimated: usage.is_some_and(|u| u.estimated),
+        latency_ms: timing.0,
+        attempts: timing.1,
+        input_price_per_mtok: job.input_price,
+        output_price_per_mtok: job.output_price,
+        cost_usd: usage.map(|u| crate::cost::cost_usd(&u, job.input_price, job.output_price)),
+        http_status,
+    }
+}
+
+/// Locks the store; a panic elsewhere never poisons it for good (SQLite keeps it consistent).
+pub(crate) fn lock(store: &Mutex<Store>) -> MutexGuard<'_, Store> {
+    store.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+}

@@ -1,0 +1,238 @@
+//! LLM calls: the shared request and response types, the canonical request and its cache key,
+//! one module per wire format, retries, and the executor that joins them with the cache.
+//!
+//! Providers know wire formats and nothing of experiments or the database.
+
+pub mod anthropic;
+pub mod canonical;
+pub mod client;
+pub mod executor;
+pub mod ollama;
+pub mod openai;
+pub mod retry;
+
+use std::fmt;
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+pub use canonical::CanonicalRequest;
+pub use client::{Endpoint, LlmClient};
+pub use executor::{CacheMode, CallJob, CallOutcome, Executor};
+pub use retry::RetryPolicy;
+
+/// The wire format a provider speaks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ProviderKind {
+    /// OpenAI chat completions at `api.openai.com`.
+    Openai,
+    /// Anthropic messages.
+    Anthropic,
+    /// Ollama's `/api/chat`.
+    Ollama,
+    /// Any server speaking OpenAI chat completions (OpenRouter, vLLM, llama.cpp, LM Studio,
+    /// Gemini's compatible endpoint).
+    OpenaiCompatible,
+}
+
+impl ProviderKind {
+    /// The name used in config files.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Openai => "openai",
+            Self::Anthropic => "anthropic",
+            Self::Ollama => "ollama",
+            Self::OpenaiCompatible => "openai-compatible",
+        }
+    }
+}
+
+/// Who speaks a message.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Role {
+    System,
+    User,
+    Assistant,
+}
+
+impl Role {
+    /// The role name every wire format uses.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::System => "system",
+            Self::User => "user",
+            Self::Assistant => "assistant",
+        }
+    }
+}
+
+/// An image attached to a message. Its bytes are shared; its identity is its sha256.
+#[derive(Clone, PartialEq, Eq)]
+pub struct Image {
+    pub media_type: String,
+    pub sha256: String,
+    pub data: Arc<Vec<u8>>,
+}
+
+impl Image {
+    /// Wraps image bytes, hashing them.
+    pub fn new(media_type: impl Into<String>, data: Vec<u8>) -> Self {
+        Self {
+            media_type: media_type.into(),
+            sha256: crate::store::sha256_hex(&data),
+            data: Arc::new(data),
+        }
+    }
+
+    /// The bytes as standard base64, as every wire format wants them.
+    pub fn base64(&self) -> String {
+        use base64::Engine as _;
+        base64::engine::general_purpose::STANDARD.encode(self.data.as_slice())
+    }
+}
+
+impl fmt::Debug for Image {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "Image({}, {} bytes, sha256:{})", self.media_type, self.data.len(), self.sha256)
+    }
+}
+
+/// One part of a message's content.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Part {
+    Text(String),
+    Image(Image),
+}
+
+/// One message of a conversation.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Message {
+    pub role: Role,
+    pub parts: Vec<Part>,
+}
+
+impl Message {
+    /// A user message with one text part.
+    pub fn user(text: impl Into<String>) -> Self {
+        Self {
+            role: Role::User,
+            parts: vec![Part::Text(text.into())],
+        }
+    }
+
+    /// The text parts joined by newlines.
+    pub fn text(&self) -> String {
+        self.parts
+            .iter()
+            .filter_map(|p| match p {
+                Part::Text(t) => Some(t.as_str()),
+                Part::Image(_) => None,
+            })
+            .collect::<Vec<_>>()
+            .join("\n")
+    }
+}
+
+/// Sampling parameters: everything besides the messages that changes the answer.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SamplingParams {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub temperature: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub top_p: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_tokens: Option<u32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub seed: Option<u64>,
+}
+
+/// A chat request in provider-neutral form.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ChatRequest {
+    /// The model id sent to the provider.
+    pub model: String,
+    /// An optional system prompt (sent the way each wire format wants it).
+    pub system: Option<String>,
+    pub messages: Vec<Message>,
+    pub params: SamplingParams,
+}
+
+/// Token counts of one call.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Usage {
+    pub input_tokens: u64,
+    pub output_tokens: u64,
+    /// True when the provider reported no usage and track estimated it (4 characters a token).
+    pub estimated: bool,
+}
+
+/// A provider's answer in provider-neutral form; what the cache stores.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ChatResponse {
+    pub text: String,
+    pub usage: Usage,
+    pub finish_reason: Option<String>,
+}
+
+/// Rough token count for providers that report none: about 4 characters a token.
+pub fn estimate_tokens(text: &str) -> u64 {
+    (text.chars().count() as u64).div_ceil(4)
+}
+
+/// What can go wrong talking to a provider. Keeps status, `Retry-After` and the body so the
+/// caller can decide to retry; never holds an API key.
+#[derive(Debug, thiserror::Error)]
+pub enum ProviderError {
+    #[error("{provider} answered HTTP {status}: {message}")]
+    Http {
+        provider: String,
+        status: u16,
+        retry_after: Option<Duration>,
+        message: String,
+    },
+    #[error("{provider} did not answer within {timeout:?}")]
+    Timeout { provider: String, timeout: Duration },
+    #[error("cannot reach {provider} at {url}: {detail}; is the server running and the base URL right?")]
+    Connect {
+        provider: String,
+        url: String,
+        detail: String,
+    },
+    #[error("{provider}'s answer was cut off or unreadable: {detail}")]
+    Truncated { provider: String, detail: String },
+    #[error("{provider}'s answer is not in the expected format: {detail}")]
+    Decode { provider: String, detail: String },
+    #[error("no API key for {provider}: set {vars} in the environment or in .env")]
+    MissingKey { provider: String, vars: String },
+}
+
+impl ProviderError {
+    /// Whether trying again may succeed: 408, 409, 429, 5xx, timeouts, broken connections.
+    pub fn is_retryable(&self) -> bool {
+        match self {
+            Self::Http { status, .. } => matches!(status, 408 | 409 | 425 | 429 | 500..=599),
+            Self::Timeout { .. } | Self::Connect { .. } | Self::Truncated { .. } => true,
+            Self::Decode { .. } | Self::MissingKey { .. } => false,
+        }
+    }
+
+    /// The delay the provider asked for, if any.
+    pub fn retry_after(&self) -> Option<Duration> {
+        match self {
+            Self::Http { retry_after, .. } => *retry_after,
+            _ => None,
+        }
+    }
+
+    /// The HTTP status, when the provider answered with one.
+    pub fn http_status(&self) -> Option<u16> {
+        match self {
+            Self::Http { status, .. } => Some(*status),
+            _ => None,
+        }
+    }
+}

@@ -1,0 +1,209 @@
+//! Ollama's `/api/chat` with its default streaming: NDJSON chunks folded into one answer.
+//! Token counts come from the final chunk's `prompt_eval_count` and `eval_count`.
+
+use futures::StreamExt;
+use reqwest::header::HeaderMap;
+use serde::Deserialize;
+use serde_json::{Map, Value, json};
+
+use super::client::{Endpoint, LlmClient, body_excerpt};
+use super::openai::estimated_usage;
+use super::{ChatRequest, ChatResponse, Part, ProviderError, Usage};
+
+/// Sends `request` to Ollama and folds its stream into one response.
+pub(crate) async fn chat(
+    client: &LlmClient,
+    endpoint: &Endpoint,
+    request: &ChatRequest,
+) -> Result<ChatResponse, ProviderError> {
+    let response = client
+        .post_json(endpoint, HeaderMap::new(), &body(request))
+        .await?;
+    let mut stream = response.bytes_stream();
+    let mut folder = StreamFolder::default();
+    let mut pending: Vec<u8> = Vec::new();
+    while let Some(chunk) = stream.next().await {
+        let chunk = chunk.map_err(|e| client.transport_error(endpoint, &e))?;
+        pending.extend_from_slice(&chunk);
+        while let Some(end) = pending.iter().position(|&b| b == b'\n') {
+            let line: Vec<u8> = pending.drain(..=end).collect();
+            folder.push_line(&endpoint.provider, &line)?;
+        }
+    }
+    folder.push_line(&endpoint.provider, &pending)?;
+    folder.finish(&endpoint.provider, request)
+}
+
+/// The request body. `stream` is left out: Ollama streams by default and track reads streams.
+pub(crate) fn body(request: &ChatRequest) -> Value {
+    let mut messages = Vec::new();
+    if let Some(system) = &request.system {
+        messages.push(json!({"role": "system", "content": system}));
+    }
+    for m in &request.messages {
+        let mut message = json!({"role": m.role.as_str(), "content": m.text()});
+        let images: Vec<String> = m
+            .parts
+            .iter()
+            .filter_map(|p| match p {
+                Part::Image(i) => Some(i.base64()),
+                Part::Text(_) => None,
+            })
+            .collect();
+        if !images.is_empty() {
+            message["images"] = json!(images);
+        }
+        messages.push(message);
+    }
+    let mut options = Map::new();
+    let p = &request.params;
+    if let Some(t) = p.temperature {
+        options.insert("temperature".into(), json!(t));
+    }
+    if let Some(t) = p.top_p {
+        options.insert("top_p".into(), json!(t));
+    }
+    if let Some(s) = p.seed {
+        options.insert("seed".into(), json!(s));
+    }
+    if let Some(n) = p.max_tokens {
+        options.insert("num_predict".into(), json!(n));
+    }
+    let mut body = json!({"model": request.model, "messages": messages});
+    if !options.is_empty() {
+        body["options"] = Value::Object(options);
+    }
+    body
+}
+
+#[derive(Deserialize)]
+struct WireChunk {
+    message: Option<WireMessage>,
+    #[serde(default)]
+    done: bool,
+    done_reason: Option<String>,
+    prompt_eval_count: Option<u64>,
+    eval_count: Option<u64>,
+    error: Option<String>,
+}
+
+#[derive(Deserialize)]
+struct WireMessage {
+    #[serde(default)]
+    content: String,
+}
+
+/// Accumulates stream chunks (or one non-streamed object, which is the same shape).
+#[derive(Default)]
+struct StreamFolder {
+    text: String,
+    done: bool,
+    done_reason: Option<String>,
+    counts: Option<(u64, u64)>,
+}
+
+impl StreamFolder {
+    fn push_line(&mut self, provider: &str, line: &[u8]) -> Result<(), ProviderError> {
+        if line.iter().all(u8::is_ascii_whitespace) {
+            return Ok(());
+        }
+        let chunk: WireChunk = serde_json::from_slice(line).map_err(|e| ProviderError::Truncated {
+            provider: provider.into(),
+            detail: format!("{e} in stream line {}", body_excerpt(line)),
+        })?;
+        if let Some(error) = chunk.error {
+            return Err(ProviderError::Truncated {
+                provider: provider.into(),
+                detail: format!("error in the stream: {error}"),
+            });
+        }
+        if let Some(message) = chunk.message {
+            self.text.push_str(&message.content);
+        }
+        if chunk.done {
+            self.done = true;
+            self.done_reason = chunk.done_reason;
+            self.counts = chunk.prompt_eval_count.zip(chunk.eval_count);
+        }
+        Ok(())
+    }
+
+    fn finish(self, provider: &str, request: &ChatRequest) -> Result<ChatResponse, ProviderError> {
+        if !self.done {
+            return Err(ProviderError::Truncated {
+                provider: provider.into(),
+                detail: "the stream ended before its final `done` chunk".into(),
+            });
+        }
+        let usage = match self.counts {
+            Some((input, output)) => Usage {
+                input_tokens: input,
+                output_tokens: output,
+                estimated: false,
+            },
+            None => estimated_usage(request, &self.text),
+        };
+        Ok(ChatResponse {
+            text: self.text,
+            usage,
+            finish_reason: self.done_reason,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::llm::{Image, Message, SamplingParams};
+
+    fn request() -> ChatRequest {
+        ChatRequest {
+            model: "qwen2.5-coder:7b".into(),
+            system: None,
+            messages: vec![Message::user("hi")],
+            params: SamplingParams {
+                max_tokens: Some(10),
+                ..Default::default()
+            },
+        }
+    }
+
+    fn fold(lines: &[&str]) -> Result<ChatResponse, ProviderError> {
+        let mut f = StreamFolder::default();
+        for l in lines {
+            f.push_line("ollama", l.as_bytes())?;
+        }
+        f.finish("ollama", &request())
+    }
+
+    #[test]
+    fn body_streams_by_default_with_options_and_images() {
+        let mut r = request();
+        r.messages[0].parts.push(Part::Image(Image::new("image/png", vec![1, 2, 3])));
+        let b = body(&r);
+        assert!(b.get("stream").is_none());
+        assert_eq!(b["options"]["num_predict"], 10);
+        assert_eq!(b["messages"][0]["images"][0], "AQID");
+    }
+
+    #[test]
+    fn stream_chunks_fold_into_one_answer() {
+        let r = fold(&[
+            r#"{"model":"m","message":{"role":"assistant","content":"Hel"},"done":false}"#,
+            r#"{"model":"m","message":{"role":"assistant","content":"lo"},"done":false}"#,
+            r#"{"model":"m","message":{"role":"assistant","content":""},"done":true,"done_reason":"stop","prompt_eval_count":7,"eval_count":2}"#,
+        ])
+        .unwrap();
+        assert_eq!(r.text, "Hello");
+        assert_eq!((r.usage.input_tokens, r.usage.output_tokens, r.usage.estimated), (7, 2, false));
+    }
+
+    #[test]
+    fn a_stream_without_done_is_truncated() {
+        let e = fold(&[r#"{"message":{"content":"Hel"},"done":false}"#]).unwrap_err();
+        assert!(e.is_retryable());
+        assert!(matches!(e, ProviderError::Truncated { .. }));
+        assert!(fold(&[r#"{"message":{"content":"Hel"#]).is_err());
+        assert!(fold(&[r#"{"error":"model not loaded"}"#]).is_err());
+    }
+}

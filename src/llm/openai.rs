@@ -1,0 +1,225 @@
+//! OpenAI chat completions, also spoken by OpenAI-compatible servers (OpenRouter, vLLM,
+//! llama.cpp, LM Studio, Gemini's compatible endpoint).
+
+use reqwest::header::{AUTHORIZATION, HeaderMap, HeaderValue};
+use serde::Deserialize;
+use serde_json::{Map, Value, json};
+
+use super::client::{Endpoint, LlmClient, body_excerpt};
+use super::{ChatRequest, ChatResponse, Part, ProviderError, ProviderKind, Usage, estimate_tokens};
+
+/// Sends `request` to an OpenAI-style endpoint.
+pub(crate) async fn chat(
+    client: &LlmClient,
+    endpoint: &Endpoint,
+    request: &ChatRequest,
+) -> Result<ChatResponse, ProviderError> {
+    let mut headers = HeaderMap::new();
+    if let Some(key) = &endpoint.api_key {
+        let mut value = HeaderValue::from_str(&format!("Bearer {}", key.expose())).map_err(|_| {
+            ProviderError::MissingKey {
+                provider: endpoint.provider.clone(),
+                vars: "a key without control characters".into(),
+            }
+        })?;
+        value.set_sensitive(true);
+        headers.insert(AUTHORIZATION, value);
+    }
+    let response = client
+        .post_json(endpoint, headers, &body(request, endpoint.kind))
+        .await?;
+    let bytes = client.read_body(endpoint, response).await?;
+    parse(&endpoint.provider, &bytes, request)
+}
+
+/// The request body. OpenAI itself takes `max_completion_tokens`; compatible servers mostly
+/// know only `max_tokens`.
+pub(crate) fn body(request: &ChatRequest, kind: ProviderKind) -> Value {
+    let mut messages = Vec::new();
+    if let Some(system) = &request.system {
+        messages.push(json!({"role": "system", "content": system}));
+    }
+    for m in &request.messages {
+        let only_text = m.parts.iter().all(|p| matches!(p, Part::Text(_)));
+        let content = if only_text {
+            Value::String(m.text())
+        } else {
+            Value::Array(
+                m.parts
+                    .iter()
+                    .map(|p| match p {
+                        Part::Text(t) => json!({"type": "text", "text": t}),
+                        Part::Image(i) => json!({
+                            "type": "image_url",
+                            "image_url": {"url": format!("data:{};base64,{}", i.media_type, i.base64())}
+                        }),
+                    })
+                    .collect(),
+            )
+        };
+        messages.push(json!({"role": m.role.as_str(), "content": content}));
+    }
+    let mut body = Map::new();
+    body.insert("model".into(), json!(request.model));
+    body.insert("messages".into(), Value::Array(messages));
+    let p = &request.params;
+    if let Some(t) = p.temperature {
+        body.insert("temperature".into(), json!(t));
+    }
+    if let Some(t) = p.top_p {
+        body.insert("top_p".into(), json!(t));
+    }
+    if let Some(s) = p.seed {
+        body.insert("seed".into(), json!(s));
+    }
+    if let Some(n) = p.max_tokens {
+        let field = match kind {
+            ProviderKind::Openai => "max_completion_tokens",
+            _ => "max_tokens",
+        };
+        body.insert(field.into(), json!(n));
+    }
+    Value::Object(body)
+}
+
+#[derive(Deserialize)]
+struct WireResponse {
+    choices: Vec<WireChoice>,
+    usage: Option<WireUsage>,
+}
+
+#[derive(Deserialize)]
+struct WireChoice {
+    message: WireMessage,
+    finish_reason: Option<String>,
+}
+
+#[derive(Deserialize)]
+struct WireMessage {
+    content: Option<String>,
+    refusal: Option<String>,
+}
+
+#[derive(Deserialize)]
+struct WireUsage {
+    prompt_tokens: Option<u64>,
+    completion_tokens: Option<u64>,
+}
+
+/// Parses a chat completion; estimates tokens when the server reports no usage.
+pub(crate) fn parse(
+    provider: &str,
+    bytes: &[u8],
+    request: &ChatRequest,
+) -> Result<ChatResponse, ProviderError> {
+    let wire: WireResponse = serde_json::from_slice(bytes).map_err(|e| ProviderError::Decode {
+        provider: provider.into(),
+        detail: format!("{e} in {}", body_excerpt(bytes)),
+    })?;
+    let choice = wire
+        .choices
+        .into_iter()
+        .next()
+        .ok_or_else(|| ProviderError::Decode {
+            provider: provider.into(),
+            detail: "the answer has no choices".into(),
+        })?;
+    let text = choice
+        .message
+        .content
+        .or(choice.message.refusal)
+        .unwrap_or_default();
+    let usage = match wire.usage {
+        Some(WireUsage {
+            prompt_tokens: Some(input),
+            completion_tokens: Some(output),
+        }) => Usage {
+            input_tokens: input,
+            output_tokens: output,
+            estimated: false,
+        },
+        _ => estimated_usage(request, &text),
+    };
+    Ok(ChatResponse {
+        text,
+        usage,
+        finish_reason: choice.finish_reason,
+    })
+}
+
+/// Token counts estimated from the texts, for providers that report none.
+pub(crate) fn estimated_usage(request: &ChatRequest, answer: &str) -> Usage {
+    let input: u64 = request.system.as_deref().map_or(0, estimate_tokens)
+        + request
+            .messages
+            .iter()
+            .map(|m| estimate_tokens(&m.text()))
+            .sum::<u64>();
+    Usage {
+        input_tokens: input,
+        output_tokens: estimate_tokens(answer),
+        estimated: true,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::llm::{Image, Message, SamplingParams};
+
+    fn request() -> ChatRequest {
+        ChatRequest {
+            model: "gpt-4o".into(),
+            system: Some("be brief".into()),
+            messages: vec![Message::user("2+2?")],
+            params: SamplingParams {
+                temperature: Some(0.0),
+                max_tokens: Some(5),
+                ..Default::default()
+            },
+        }
+    }
+
+    #[test]
+    fn body_has_system_and_the_right_max_tokens_field() {
+        let b = body(&request(), ProviderKind::Openai);
+        assert_eq!(b["messages"][0], json!({"role": "system", "content": "be brief"}));
+        assert_eq!(b["messages"][1], json!({"role": "user", "content": "2+2?"}));
+        assert_eq!(b["max_completion_tokens"], 5);
+        let c = body(&request(), ProviderKind::OpenaiCompatible);
+        assert_eq!(c["max_tokens"], 5);
+        assert!(c.get("max_completion_tokens").is_none());
+    }
+
+    #[test]
+    fn images_become_data_urls() {
+        let mut r = request();
+        r.messages[0].parts.push(Part::Image(Image::new("image/png", vec![1, 2, 3])));
+        let b = body(&r, ProviderKind::Openai);
+        assert_eq!(
+            b["messages"][1]["content"][1]["image_url"]["url"],
+            "data:image/png;base64,AQID"
+        );
+    }
+
+    #[test]
+    fn parses_usage_or_estimates_it() {
+        let ok = br#"{"choices":[{"message":{"role":"assistant","content":"4"},"finish_reason":"stop"}],
+                      "usage":{"prompt_tokens":11,"completion_tokens":1,"total_tokens":12}}"#;
+        let r = parse("openai", ok, &request()).unwrap();
+        assert_eq!((r.text.as_str(), r.usage.input_tokens, r.usage.output_tokens), ("4", 11, 1));
+        assert!(!r.usage.estimated);
+        let bare = br#"{"choices":[{"message":{"content":"four"},"finish_reason":"stop"}]}"#;
+        let r = parse("openai", bare, &request()).unwrap();
+        assert!(r.usage.estimated);
+        assert_eq!(r.usage.output_tokens, 1);
+        assert!(matches!(
+            parse("openai", b"{\"choices\":[]}", &request()),
+            Err(ProviderError::Decode { .. })
+        ));
+        assert!(matches!(
+            parse("openai", b"<html>", &request()),
+            Err(ProviderError::Decode { .. })
+        ));
+    }
+}

@@ -1,0 +1,60 @@
+//! The `track` binary: parse arguments, set up logging and `.env`, run, print the error chain.
+
+use std::process::ExitCode;
+
+use clap::Parser;
+
+fn main() -> ExitCode {
+    let cli = track::commands::Cli::parse();
+    // A missing .env is normal; a malformed one is worth a warning.
+    if let Err(e) = dotenvy::dotenv()
+        && !e.not_found()
+    {
+        eprintln!("track: warning: ignoring .env: {e}");
+    }
+    let default_level = match (cli.quiet, cli.verbose) {
+        (true, _) => "error",
+        (false, 0) => "warn",
+        (false, 1) => "track=debug,info",
+        (false, _) => "trace",
+    };
+    tracing_subscriber::fmt()
+        .with_writer(std::io::stderr)
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_env("TRACK_LOG")
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default_level)),
+        )
+        .without_time()
+        .init();
+    match track::commands::dispatch(cli) {
+        Ok(code) => code,
+        Err(error) => {
+            if is_broken_pipe(&error) {
+                return ExitCode::SUCCESS;
+            }
+            let chain: Vec<String> = error.chain().map(ToString::to_string).collect();
+            eprintln!("track: {}", dedupe_chain(&chain).join(": "));
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// A closed pipe (`track query | head`) is not a failure.
+fn is_broken_pipe(error: &anyhow::Error) -> bool {
+    error.chain().any(|e| {
+        e.downcast_ref::<std::io::Error>()
+            .is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe)
+    })
+}
+
+/// Drops causes whose text the previous message already contains.
+fn dedupe_chain(chain: &[String]) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for message in chain {
+        if out.last().is_some_and(|last| last.contains(message.as_str())) {
+            continue;
+        }
+        out.push(message.clone());
+    }
+    out
+}

@@ -1,0 +1,189 @@
+//! Output: frames as terminal tables (comfy-table), CSV (polars) and JSON, with a stable
+//! column schema. Results go to stdout; nothing here decides what to show.
+
+use std::io::Write;
+use std::path::Path;
+
+use comfy_table::presets::UTF8_FULL_CONDENSED;
+use comfy_table::{Cell, CellAlignment, ContentArrangement, Table};
+use polars::prelude::*;
+use polars_io::SerWriter;
+use polars_io::csv::write::CsvWriter;
+use serde_json::{Map, Value};
+
+/// Output formats of `track query`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
+pub enum Format {
+    #[default]
+    Table,
+    Csv,
+    Json,
+}
+
+/// Renders a frame as a terminal table, formatting numbers by what their column holds.
+pub fn table(df: &DataFrame) -> Table {
+    let mut table = Table::new();
+    table
+        .load_preset(UTF8_FULL_CONDENSED)
+        .set_content_arrangement(ContentArrangement::Dynamic);
+    table.set_header(df.get_column_names().iter().map(|n| header(n)));
+    let columns = df.columns();
+    for row in 0..df.height() {
+        let cells = columns.iter().map(|c| {
+            let value = c.get(row).unwrap_or(AnyValue::Null);
+            let text = format_value(c.name(), &value);
+            let cell = Cell::new(text);
+            if c.dtype().is_primitive_numeric() {
+                cell.set_alignment(CellAlignment::Right)
+            } else {
+                cell
+            }
+        });
+        table.add_row(cells);
+    }
+    table
+}
+
+/// A header a person reads: `total_cost_usd` becomes `total cost ($)`.
+fn header(name: &str) -> String {
+    let (base, unit) = if let Some(b) = name.strip_suffix("_usd") {
+        (b, " ($)")
+    } else if let Some(b) = name.strip_suffix("_pct") {
+        (b, " %")
+    } else if let Some(b) = name.strip_suffix("_wh") {
+        (b, " (Wh)")
+    } else if let Some(b) = name.strip_suffix("_s") {
+        (b, " (s)")
+    } else if let Some(b) = name.strip_suffix("_ms") {
+        (b, " (ms)")
+    } else {
+        (name, "")
+    };
+    let base = match base.split_once('[') {
+        // `success_pct[openai:gpt-4o]` -> `openai:gpt-4o %`
+        Some((_, model)) => return format!("{} %", model.trim_end_matches(']')),
+        None => base.replace('_', " "),
+    };
+    format!("{base}{unit}")
+}
+
+/// One cell's text.
+fn format_value(column: &str, value: &AnyValue<'_>) -> String {
+    let number = match value {
+        AnyValue::Null => return "–".into(),
+        AnyValue::Boolean(b) => return if *b { "yes" } else { "no" }.into(),
+        AnyValue::String(s) => return (*s).to_owned(),
+        AnyValue::StringOwned(s) => return s.to_string(),
+        AnyValue::Float64(v) => *v,
+        AnyValue::Float32(v) => f64::from(*v),
+        other => return other.to_string(),
+    };
+    if column.contains("_pct") {
+        format!("{number:.1}")
+    } else if column.ends_with("_usd") {
+        format!("{number:.6}")
+    } else if column.contains("_wh") {
+        format!("{number:.4}")
+    } else if column.ends_with("_s") {
+        format!("{number:.2}")
+    } else if column.contains("tokens") {
+        format!("{number:.1}")
+    } else {
+        format!("{number:.3}")
+    }
+}
+
+/// Writes a frame as CSV (header included) to `out`.
+pub fn write_csv(df: &DataFrame, out: &mut impl Write) -> PolarsResult<()> {
+    let mut df = df.clone();
+    CsvWriter::new(out).include_header(true).finish(&mut df)
+}
+
+/// Writes a frame as CSV to the file at `path`.
+pub fn write_csv_file(df: &DataFrame, path: &Path) -> std::io::Result<()> {
+    let file = std::fs::File::create(path)?;
+    let mut writer = std::io::BufWriter::new(file);
+    write_csv(df, &mut writer).map_err(std::io::Error::other)?;
+    writer.flush()
+}
+
+/// A frame as a JSON array of objects, one per row, keys in column order.
+pub fn to_json(df: &DataFrame) -> Value {
+    let columns = df.columns();
+    let rows = (0..df.height())
+        .map(|row| {
+            let mut object = Map::new();
+            for c in columns {
+                let value = c.get(row).unwrap_or(AnyValue::Null);
+                object.insert(c.name().to_string(), json_value(&value));
+            }
+            Value::Object(object)
+        })
+        .collect();
+    Value::Array(rows)
+}
+
+fn json_value(value: &AnyValue<'_>) -> Value {
+    match value {
+        AnyValue::Null => Value::Null,
+        AnyValue::Boolean(b) => Value::Bool(*b),
+        AnyValue::String(s) => Value::String((*s).to_owned()),
+        AnyValue::StringOwned(s) => Value::String(s.to_string()),
+        AnyValue::Float64(v) => serde_json::Number::from_f64(*v).map_or(Value::Null, Value::Number),
+        AnyValue::Float32(v) => serde_json::Number::from_f64(f64::from(*v)).map_or(Value::Null, Value::Number),
+        AnyValue::Int64(v) => Value::from(*v),
+        AnyValue::Int32(v) => Value::from(*v),
+        AnyValue::UInt64(v) => Value::from(*v),
+        AnyValue::UInt32(v) => Value::from(*v),
+        other => Value::String(other.to_string()),
+    }
+}
+
+/// Prints `df` to stdout in `format`.
+pub fn print_frame(df: &DataFrame, format: Format) -> anyhow::Result<()> {
+    let stdout = std::io::stdout();
+    let mut out = stdout.lock();
+    match format {
+        Format::Table => writeln!(out, "{}", table(df))?,
+        Format::Csv => write_csv(df, &mut out)?,
+        Format::Json => {
+            serde_json::to_writer_pretty(&mut out, &to_json(df))?;
+            writeln!(out)?;
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn frame() -> DataFrame {
+        DataFrame::new_infer_height(vec![
+            Column::new("model".into(), ["a,b", "c\"d"]),
+            Column::new("success_pct".into(), [Some(50.0), None]),
+            Column::new("total_cost_usd".into(), [0.0123456789, 0.0]),
+        ])
+        .unwrap()
+    }
+
+    #[test]
+    fn headers_and_cells_are_readable() {
+        assert_eq!(header("total_cost_usd"), "total cost ($)");
+        assert_eq!(header("success_pct[openai:gpt-4o]"), "openai:gpt-4o %");
+        let text = table(&frame()).to_string();
+        assert!(text.contains("50.0") && text.contains("0.012346") && text.contains('–'), "{text}");
+    }
+
+    #[test]
+    fn csv_quotes_and_json_nulls() {
+        let mut out = Vec::new();
+        write_csv(&frame(), &mut out).unwrap();
+        let csv = String::from_utf8(out).unwrap();
+        assert!(csv.starts_with("model,success_pct,total_cost_usd\n"), "{csv}");
+        assert!(csv.contains("\"a,b\"") && csv.contains("\"c\"\"d\""), "{csv}");
+        let json = to_json(&frame());
+        assert_eq!(json[1]["success_pct"], Value::Null);
+        assert_eq!(json[0]["model"], "a,b");
+    }
+}

@@ -1,0 +1,242 @@
+//! Benchmark results: one row per run x model x prompt x repeat, and their bulk loading.
+
+use rusqlite::params;
+
+use super::{Result, Store, now_rfc3339};
+
+/// One benchmark evaluation, as written by a run.
+#[derive(Debug, Clone, PartialEq)]
+pub struct BenchResultRow {
+    pub run_id: i64,
+    pub model_index: u32,
+    pub prompt_index: u32,
+    pub repeat_index: u32,
+    pub model_ref: String,
+    pub provider: String,
+    pub model_id: String,
+    pub prompt_name: String,
+    pub method: String,
+    pub call_id: Option<i64>,
+    pub cache_hit: bool,
+    /// `Some(true)` passed, `Some(false)` failed, `None` an error (no answer to test).
+    pub passed: Option<bool>,
+    pub detail: Option<String>,
+    pub latency_ms: Option<f64>,
+    pub input_tokens: Option<u64>,
+    pub output_tokens: Option<u64>,
+    pub tokens_estimated: bool,
+    pub cost_usd: Option<f64>,
+    pub paid_usd: Option<f64>,
+    pub energy_wh: Option<f64>,
+    pub energy_wh_min: Option<f64>,
+    pub energy_wh_max: Option<f64>,
+    pub energy_method: Option<String>,
+}
+
+/// Benchmark results as columns, ready to become a polars frame.
+#[derive(Debug, Default, Clone)]
+pub struct BenchColumns {
+    pub run_id: Vec<i64>,
+    pub model_index: Vec<u32>,
+    pub prompt_index: Vec<u32>,
+    pub repeat_index: Vec<u32>,
+    pub model_ref: Vec<String>,
+    pub prompt_name: Vec<String>,
+    pub passed: Vec<Option<bool>>,
+    pub cache_hit: Vec<bool>,
+    pub latency_ms: Vec<Option<f64>>,
+    pub input_tokens: Vec<Option<u64>>,
+    pub output_tokens: Vec<Option<u64>>,
+    pub cost_usd: Vec<Option<f64>>,
+    pub paid_usd: Vec<Option<f64>>,
+    pub energy_wh: Vec<Option<f64>>,
+    pub energy_wh_min: Vec<Option<f64>>,
+    pub energy_wh_max: Vec<Option<f64>>,
+    /// Filled only when loaded with detail: method, detail, model id, tokens estimated, energy method.
+    pub method: Vec<String>,
+    pub detail: Vec<Option<String>>,
+    pub model_id: Vec<String>,
+    pub provider: Vec<String>,
+    pub tokens_estimated: Vec<bool>,
+    pub energy_method: Vec<Option<String>>,
+}
+
+impl BenchColumns {
+    /// Number of rows.
+    pub fn len(&self) -> usize {
+        self.run_id.len()
+    }
+
+    /// Whether there are no rows.
+    pub fn is_empty(&self) -> bool {
+        self.run_id.is_empty()
+    }
+}
+
+fn status_of(passed: Option<bool>) -> &'static str {
+    match passed {
+        Some(true) => "passed",
+        Some(false) => "failed",
+        None => "error",
+    }
+}
+
+impl Store {
+    /// Writes benchmark results in one transaction; a row for the same run, model, prompt and
+    /// repeat replaces the earlier one.
+    pub fn insert_bench_results(&mut self, rows: &[BenchResultRow]) -> Result<()> {
+        let tx = self.conn.transaction()?;
+        {
+            let now = now_rfc3339();
+            let mut stmt = tx.prepare_cached(
+                "INSERT OR REPLACE INTO bench_results (run_id, model_index, prompt_index, repeat_index,
+                    model_ref, provider, model_id, prompt_name, method, call_id, cache_hit, status, detail,
+                    latency_ms, input_tokens, output_tokens, tokens_estimated, cost_usd, paid_usd,
+                    energy_wh, energy_wh_min, energy_wh_max, energy_method, created_at)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17,
+                    ?18, ?19, ?20, ?21, ?22, ?23, ?24)",
+            )?;
+            for row in rows {
+                stmt.execute(params![
+                    row.run_id,
+                    row.model_index,
+                    row.prompt_index,
+                    row.repeat_index,
+                    row.model_ref,
+                    row.provider,
+                    row.model_id,
+                    row.prompt_name,
+                    row.method,
+                    row.call_id,
+                    row.cache_hit,
+                    status_of(row.passed),
+                    row.detail,
+                    row.latency_ms,
+                    row.input_tokens.map(|n| n as i64),
+                    row.output_tokens.map(|n| n as i64),
+                    row.tokens_estimated,
+                    row.cost_usd,
+                    row.paid_usd,
+                    row.energy_wh,
+                    row.energy_wh_min,
+                    row.energy_wh_max,
+                    row.energy_method,
+                    now,
+                ])?;
+            }
+        }
+        tx.commit()?;
+        Ok(())
+    }
+
+    /// Loads the results of `run_ids` as columns, ordered by run, model, prompt and repeat.
+    /// Without `with_detail` the text columns used only by the detail table are left empty,
+    /// which keeps summaries over millions of rows lean.
+    pub fn bench_columns(&self, run_ids: &[i64], with_detail: bool) -> Result<BenchColumns> {
+        let mut cols = BenchColumns::default();
+        let detail_sql = if with_detail {
+            "method, detail, model_id, provider, tokens_estimated, energy_method"
+        } else {
+            "NULL, NULL, NULL, NULL, NULL, NULL"
+        };
+        let sql = format!(
+            "SELECT run_id, model_index, prompt_index, repeat_index, model_ref, prompt_name, status,
+                    cache_hit, latency_ms, input_tokens, output_tokens, cost_usd, paid_usd,
+                    energy_wh, energy_wh_min, energy_wh_max, {detail_sql}
+             FROM bench_results WHERE run_id = ?1
+             ORDER BY model_index, prompt_index, repeat_index"
+        );
+        let mut stmt = self.conn.prepare(&sql)?;
+        for run_id in run_ids {
+            let mut rows = stmt.query([run_id])?;
+            while let Some(r) = rows.next()? {
+                cols.run_id.push(r.get(0)?);
+                cols.model_index.push(r.get(1)?);
+                cols.prompt_index.push(r.get(2)?);
+                cols.repeat_index.push(r.get(3)?);
+                cols.model_ref.push(r.get_ref(4)?.as_str()?.to_owned());
+                cols.prompt_name.push(r.get_ref(5)?.as_str()?.to_owned());
+                cols.passed.push(match r.get_ref(6)?.as_str()? {
+                    "passed" => Some(true),
+                    "failed" => Some(false),
+                    _ => None,
+                });
+                cols.cache_hit.push(r.get(7)?);
+                cols.latency_ms.push(r.get(8)?);
+                cols.input_tokens.push(r.get::<_, Option<i64>>(9)?.map(|n| n as u64));
+                cols.output_tokens.push(r.get::<_, Option<i64>>(10)?.map(|n| n as u64));
+                cols.cost_usd.push(r.get(11)?);
+                cols.paid_usd.push(r.get(12)?);
+                cols.energy_wh.push(r.get(13)?);
+                cols.energy_wh_min.push(r.get(14)?);
+                cols.energy_wh_max.push(r.get(15)?);
+                if with_detail {
+                    cols.method.push(r.get(16)?);
+                    cols.detail.push(r.get(17)?);
+                    cols.model_id.push(r.get(18)?);
+                    cols.provider.push(r.get(19)?);
+                    cols.tokens_estimated.push(r.get(20)?);
+                    cols.energy_method.push(r.get(21)?);
+                }
+            }
+        }
+        Ok(cols)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    pub(crate) fn row(run_id: i64, model: u32, prompt: u32, passed: Option<bool>) -> BenchResultRow {
+        BenchResultRow {
+            run_id,
+            model_index: model,
+            prompt_index: prompt,
+            repeat_index: 0,
+            model_ref: format!("openai:m{model}"),
+            provider: "openai".into(),
+            model_id: format!("m{model}"),
+            prompt_name: format!("p{prompt}"),
+            method: "exact".into(),
+            call_id: None,
+            cache_hit: false,
+            passed,
+            detail: None,
+            latency_ms: Some(100.0),
+            input_tokens: Some(10),
+            output_tokens: Some(20),
+            tokens_estimated: false,
+            cost_usd: Some(0.5),
+            paid_usd: Some(0.5),
+            energy_wh: Some(1.0),
+            energy_wh_min: Some(0.5),
+            energy_wh_max: Some(1.5),
+            energy_method: Some("ecologits-0.9".into()),
+        }
+    }
+
+    #[test]
+    fn results_round_trip_in_model_major_order() {
+        let mut store = Store::open_in_memory().unwrap();
+        let run = store.create_run("bench", None, None, "{}").unwrap();
+        store
+            .insert_bench_results(&[
+                row(run, 1, 0, Some(true)),
+                row(run, 0, 1, None),
+                row(run, 0, 0, Some(false)),
+            ])
+            .unwrap();
+        let cols = store.bench_columns(&[run], true).unwrap();
+        assert_eq!(cols.len(), 3);
+        assert_eq!(cols.model_index, vec![0, 0, 1]);
+        assert_eq!(cols.prompt_index, vec![0, 1, 0]);
+        assert_eq!(cols.passed, vec![Some(false), None, Some(true)]);
+        assert_eq!(cols.method.len(), 3);
+        let lean = store.bench_columns(&[run], false).unwrap();
+        assert!(lean.method.is_empty());
+        let runs = store.list_runs().unwrap();
+        assert_eq!((runs[0].results, runs[0].errors), (3, 1));
+        assert!((runs[0].cost_usd - 1.5).abs() < 1e-12);
+    }
+}

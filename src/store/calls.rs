@@ -1,0 +1,185 @@
+//! The call cache: every LLM call with its canonical request, response, usage, price and errors.
+
+use std::collections::HashMap;
+
+use rusqlite::params;
+
+use super::blobs::insert_blob;
+use super::{Result, Store, now_rfc3339};
+
+/// A finished call to be recorded: either a response or an error.
+#[derive(Debug, Clone)]
+pub struct NewCall<'a> {
+    /// sha256 hex of `canonical_request`.
+    pub cache_key: &'a str,
+    /// The canonical JSON the key was computed from; stored as a blob under the key.
+    pub canonical_request: &'a str,
+    pub provider: &'a str,
+    pub model: &'a str,
+    /// `Ok(response text)` or `Err(error message)`.
+    pub outcome: Result<&'a str, &'a str>,
+    pub finish_reason: Option<&'a str>,
+    pub input_tokens: Option<u64>,
+    pub output_tokens: Option<u64>,
+    pub tokens_estimated: bool,
+    pub latency_ms: f64,
+    pub attempts: u32,
+    pub input_price_per_mtok: f64,
+    pub output_price_per_mtok: f64,
+    pub cost_usd: Option<f64>,
+    pub http_status: Option<u16>,
+}
+
+/// A successful call as read back from the cache.
+#[derive(Debug, Clone, PartialEq)]
+pub struct StoredCall {
+    pub id: i64,
+    pub text: String,
+    pub finish_reason: Option<String>,
+    pub input_tokens: u64,
+    pub output_tokens: u64,
+    pub tokens_estimated: bool,
+    pub latency_ms: f64,
+    pub attempts: u32,
+    pub cost_usd: f64,
+}
+
+impl Store {
+    /// Records one call in its own transaction (request blob, response blob, call row) and
+    /// returns its id. Called the moment a response arrives, so a killed run loses nothing.
+    pub fn insert_call(&mut self, call: &NewCall<'_>) -> Result<i64> {
+        let tx = self.conn.transaction()?;
+        {
+            insert_blob(&tx, call.cache_key, "application/json", call.canonical_request.as_bytes())?;
+            let (status, response_sha, error) = match call.outcome {
+                Ok(text) => {
+                    let sha = super::sha256_hex(text.as_bytes());
+                    insert_blob(&tx, &sha, "text/plain; charset=utf-8", text.as_bytes())?;
+                    ("ok", Some(sha), None)
+                }
+                Err(message) => ("error", None, Some(message)),
+            };
+            tx.prepare_cached(
+                "INSERT INTO calls (cache_key, provider, model, status, response_sha256, finish_reason,
+                    input_tokens, output_tokens, tokens_estimated, latency_ms, attempts,
+                    input_price_per_mtok, output_price_per_mtok, cost_usd, http_status, error, created_at)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17)",
+            )?
+            .execute(params![
+                call.cache_key,
+                call.provider,
+                call.model,
+                status,
+                response_sha,
+                call.finish_reason,
+                call.input_tokens.map(|n| n as i64),
+                call.output_tokens.map(|n| n as i64),
+                call.tokens_estimated,
+                call.latency_ms,
+                call.attempts,
+                call.input_price_per_mtok,
+                call.output_price_per_mtok,
+                call.cost_usd,
+                call.http_status,
+                error,
+                now_rfc3339(),
+            ])?;
+        }
+        let id = tx.last_insert_rowid();
+        tx.commit()?;
+        Ok(id)
+    }
+
+    /// The newest successful call for each of `keys` that has one. Errors are never returned.
+    pub fn cached_calls<'k>(
+        &self,
+        keys: impl IntoIterator<Item = &'k str>,
+    ) -> Result<HashMap<String, StoredCall>> {
+        let mut stmt = self.conn.prepare_cached(
+            "SELECT c.id, b.content, c.finish_reason, c.input_tokens, c.output_tokens,
+                    c.tokens_estimated, c.latency_ms, c.attempts, c.cost_usd
+             FROM calls c JOIN blobs b ON b.sha256 = c.response_sha256
+             WHERE c.cache_key = ?1 AND c.status = 'ok'
+             ORDER BY c.id DESC LIMIT 1",
+        )?;
+        let mut found = HashMap::new();
+        for key in keys {
+            if found.contains_key(key) {
+                continue;
+            }
+            let mut rows = stmt.query([key])?;
+            if let Some(row) = rows.next()? {
+                let content: Vec<u8> = row.get(1)?;
+                found.insert(
+                    key.to_string(),
+                    StoredCall {
+                        id: row.get(0)?,
+                        text: String::from_utf8_lossy(&content).into_owned(),
+                        finish_reason: row.get(2)?,
+                        input_tokens: row.get::<_, Option<i64>>(3)?.unwrap_or(0) as u64,
+                        output_tokens: row.get::<_, Option<i64>>(4)?.unwrap_or(0) as u64,
+                        tokens_estimated: row.get(5)?,
+                        latency_ms: row.get::<_, Option<f64>>(6)?.unwrap_or(0.0),
+                        attempts: row.get(7)?,
+                        cost_usd: row.get::<_, Option<f64>>(8)?.unwrap_or(0.0),
+                    },
+                );
+            }
+        }
+        Ok(found)
+    }
+
+    /// How many calls (of any status) were recorded under `key`; for tests and diagnostics.
+    pub fn call_count(&self, key: &str) -> Result<u64> {
+        Ok(self
+            .conn
+            .prepare_cached("SELECT count(*) FROM calls WHERE cache_key = ?1")?
+            .query_row([key], |r| r.get::<_, i64>(0))? as u64)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn call<'a>(key: &'a str, outcome: Result<&'a str, &'a str>) -> NewCall<'a> {
+        NewCall {
+            cache_key: key,
+            canonical_request: "{\"v\":1}",
+            provider: "openai",
+            model: "gpt-4o",
+            outcome,
+            finish_reason: Some("stop"),
+            input_tokens: Some(3),
+            output_tokens: Some(5),
+            tokens_estimated: false,
+            latency_ms: 12.5,
+            attempts: 1,
+            input_price_per_mtok: 2.5,
+            output_price_per_mtok: 10.0,
+            cost_usd: Some(0.0000575),
+            http_status: Some(200),
+        }
+    }
+
+    #[test]
+    fn errors_are_stored_but_never_served() {
+        let mut store = Store::open_in_memory().unwrap();
+        store.insert_call(&call("k1", Err("HTTP 500"))).unwrap();
+        assert!(store.cached_calls(["k1"]).unwrap().is_empty());
+        assert_eq!(store.call_count("k1").unwrap(), 1);
+    }
+
+    #[test]
+    fn the_newest_ok_call_is_served() {
+        let mut store = Store::open_in_memory().unwrap();
+        store.insert_call(&call("k1", Ok("old"))).unwrap();
+        let newest = store.insert_call(&call("k1", Ok("new"))).unwrap();
+        store.insert_call(&call("k1", Err("boom"))).unwrap();
+        let found = store.cached_calls(["k1", "k2", "k1"]).unwrap();
+        assert_eq!(found.len(), 1);
+        let hit = &found["k1"];
+        assert_eq!((hit.id, hit.text.as_str()), (newest, "new"));
+        assert_eq!((hit.input_tokens, hit.output_tokens), (3, 5));
+    }
+}

@@ -1,0 +1,117 @@
+//! The SQLite store: opening, pragmas and migrations, and every SQL query of track.
+//!
+//! Nothing outside this module writes SQL. The store knows tables, not providers or experiments:
+//! callers hand it plain rows and get plain rows back.
+
+mod bench;
+mod blobs;
+mod calls;
+mod runs;
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use rusqlite::Connection;
+
+pub use bench::{BenchColumns, BenchResultRow};
+pub use blobs::sha256_hex;
+pub use calls::{NewCall, StoredCall};
+pub use runs::{RunInfo, RunSelector, RunStatus};
+
+refinery::embed_migrations!("migrations");
+
+/// Errors from the database layer.
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    /// The database file could not be opened or created.
+    #[error("cannot open the database {path}: {source}")]
+    Open {
+        path: PathBuf,
+        #[source]
+        source: rusqlite::Error,
+    },
+    /// The folder for the database could not be created.
+    #[error("cannot create the folder {path} for the database: {source}")]
+    Folder {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    /// A schema migration failed.
+    #[error("cannot migrate the database schema: {0}")]
+    Migrate(#[from] refinery::Error),
+    /// A query failed.
+    #[error("database error: {0}")]
+    Sqlite(#[from] rusqlite::Error),
+    /// A stored value had an unexpected type (a damaged or foreign database).
+    #[error("unexpected value in the database: {0}")]
+    Value(#[from] rusqlite::types::FromSqlError),
+    /// A run selector named no run.
+    #[error("no run matches `{0}`; `track runs` lists them")]
+    NoSuchRun(String),
+}
+
+/// Result alias of the store.
+pub type Result<T, E = StoreError> = std::result::Result<T, E>;
+
+/// A connection to track's database. Not `Sync`: share it behind a mutex.
+pub struct Store {
+    conn: Connection,
+}
+
+impl Store {
+    /// Opens (creating if needed) the database at `path`, sets the pragmas and migrates it.
+    pub fn open(path: &Path) -> Result<Self> {
+        if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
+            std::fs::create_dir_all(parent).map_err(|source| StoreError::Folder {
+                path: parent.to_path_buf(),
+                source,
+            })?;
+        }
+        let conn = Connection::open(path).map_err(|source| StoreError::Open {
+            path: path.to_path_buf(),
+            source,
+        })?;
+        Self::setup(conn)
+    }
+
+    /// Opens a private in-memory database, migrated; for tests and dry runs.
+    pub fn open_in_memory() -> Result<Self> {
+        Self::setup(Connection::open_in_memory()?)
+    }
+
+    fn setup(mut conn: Connection) -> Result<Self> {
+        // WAL lets `track query` read while a run writes; NORMAL is durable across process
+        // crashes (only an OS crash can lose the last commits); the busy timeout avoids
+        // "database is locked" when two track processes share a file.
+        conn.busy_timeout(Duration::from_secs(30))?;
+        conn.pragma_update(None, "journal_mode", "WAL")?;
+        conn.pragma_update(None, "synchronous", "NORMAL")?;
+        conn.pragma_update(None, "foreign_keys", "ON")?;
+        migrations::runner().run(&mut conn)?;
+        Ok(Self { conn })
+    }
+}
+
+/// Current UTC time as RFC 3339 with milliseconds, the format of every timestamp column.
+pub(crate) fn now_rfc3339() -> String {
+    chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Millis, true)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn opens_and_migrates_a_file_twice() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("nested/track.db");
+        drop(Store::open(&path).unwrap());
+        let store = Store::open(&path).unwrap();
+        let mode: String = store
+            .conn
+            .query_row("PRAGMA journal_mode", [], |r| r.get(0))
+            .unwrap();
+        assert_eq!(mode, "wal");
+    }
+}
