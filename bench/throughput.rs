@@ -1,1 +1,189 @@
-fn main() {}
+//! Performance benchmarks of `track` (run with `cargo bench --bench throughput`; not a test).
+//!
+//! 1. 2,000 calls to a mock provider answering after 50 ms, at concurrency 64, against the
+//!    ideal 64 / 0.05 s = 1,280 calls/s.
+//! 2. The same run again, all cached, in results per second (and a larger cached run).
+//! 3. `track query --by model` and `--by prompt` over a database of 1,000,000 results.
+//!
+//! Each figure comes with the peak resident memory of the `track` process (wait4's maxrss).
+
+#[path = "../tests/it/support/mock.rs"]
+mod mock;
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use mock::{MockConfig, MockProvider};
+use track::store::{BenchResultRow, Store};
+
+fn main() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let mock = MockProvider::start_with(MockConfig {
+        delay: Duration::from_millis(50),
+        record_bodies: false,
+    });
+    println!(
+        "track benchmarks ({} cores)",
+        std::thread::available_parallelism().map_or(0, |n| n.get())
+    );
+
+    // 1. Fresh calls.
+    let bench = write_bench(dir.path(), "calls.yaml", 2_000);
+    let db = dir.path().join("calls.db");
+    let (secs, rss) = run_track(
+        &mock,
+        &db,
+        &[
+            "run",
+            path(&bench),
+            "-q",
+            "--no-detail",
+            "--concurrency",
+            "64",
+        ],
+    );
+    assert_eq!(mock.request_count(), 2_000, "every call reached the mock");
+    let rate = 2_000.0 / secs;
+    println!(
+        "1. 2,000 calls, 50 ms each, concurrency 64: {secs:.2} s = {rate:.0} calls/s = {:.1} % of the ideal 1,280/s; peak RSS {rss:.1} MB",
+        rate / 1_280.0 * 100.0
+    );
+
+    // 2. The same run, all cached.
+    let (secs, rss) = run_track(&mock, &db, &["run", path(&bench), "-q", "--no-detail"]);
+    assert_eq!(mock.request_count(), 2_000, "the cached run sent requests");
+    println!(
+        "2. the same 2,000 again, all cached: {secs:.3} s = {:.0} results/s (process start and summaries included); peak RSS {rss:.1} MB",
+        2_000.0 / secs
+    );
+    let big = write_bench(dir.path(), "cached.yaml", 50_000);
+    let fast = MockProvider::start_with(MockConfig {
+        delay: Duration::ZERO,
+        record_bodies: false,
+    });
+    let big_db = dir.path().join("cached.db");
+    run_track(
+        &fast,
+        &big_db,
+        &[
+            "run",
+            path(&big),
+            "-q",
+            "--no-detail",
+            "--concurrency",
+            "64",
+        ],
+    );
+    let (secs, rss) = run_track(&fast, &big_db, &["run", path(&big), "-q", "--no-detail"]);
+    assert_eq!(fast.request_count(), 50_000, "the cached run sent requests");
+    println!(
+        "   50,000 cached: {secs:.3} s = {:.0} results/s; peak RSS {rss:.1} MB",
+        50_000.0 / secs
+    );
+
+    // 3. Summaries over a million results.
+    let million = dir.path().join("million.db");
+    let started = Instant::now();
+    fill_million(&million);
+    println!(
+        "   (wrote 1,000,000 results in {:.1} s)",
+        started.elapsed().as_secs_f64()
+    );
+    for by in ["model", "prompt"] {
+        let (secs, rss) = run_track(
+            &mock,
+            &million,
+            &["query", "--by", by, "--run", "all", "--format", "csv"],
+        );
+        println!(
+            "3. track query --by {by} over 1,000,000 results: {secs:.3} s; peak RSS {rss:.1} MB"
+        );
+    }
+}
+
+fn path(p: &Path) -> &str {
+    p.to_str().expect("utf-8 temp path")
+}
+
+/// A benchmark of `n` distinct prompts on one OpenAI model.
+fn write_bench(dir: &Path, name: &str, n: usize) -> PathBuf {
+    let mut yaml = String::from("models:\n  - openai:gpt-4o\nprompts:\n");
+    for i in 0..n {
+        yaml.push_str(&format!(
+            "  - p{i}:\n    prompt: \"benchmark question {i}\"\n    output: \"mock\"\n    method: contains\n"
+        ));
+    }
+    let file = dir.join(name);
+    std::fs::write(&file, yaml).expect("write benchmark");
+    file
+}
+
+/// Runs the release binary against `mock`; returns wall seconds and peak RSS in MB.
+#[allow(clippy::zombie_processes)] // reaped by wait4, which also reports its peak memory
+fn run_track(mock: &MockProvider, db: &Path, args: &[&str]) -> (f64, f64) {
+    let started = Instant::now();
+    let child = Command::new(env!("CARGO_BIN_EXE_track"))
+        .args(args)
+        .env("TRACK_DB", db)
+        .env("OPENAI_BASE_URL", mock.openai_base_url())
+        .env("OPENAI_API_KEY", "sk-bench")
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .expect("start track");
+    let (status, rss_kb) = wait_with_rusage(child.id() as i32);
+    let secs = started.elapsed().as_secs_f64();
+    assert!(status == 0, "track {args:?} exited with {status}");
+    (secs, rss_kb as f64 / 1024.0)
+}
+
+/// Waits for `pid` and returns its exit status and peak resident set size in KiB.
+fn wait_with_rusage(pid: i32) -> (i32, i64) {
+    let mut status = 0;
+    // SAFETY: plain syscalls on a child we spawned and have not waited for.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    let r = unsafe { libc::wait4(pid, &mut status, 0, &mut usage) };
+    assert_eq!(r, pid, "wait4 failed");
+    (libc::WEXITSTATUS(status), usage.ru_maxrss)
+}
+
+/// A database with one run of 1,000,000 results: 20 models x 50,000 prompts.
+fn fill_million(db: &Path) {
+    let mut store = Store::open(db).expect("open");
+    let run_id = store
+        .create_run("bench", Some("million.yaml"), None, "{}")
+        .expect("run");
+    let mut rows = Vec::with_capacity(50_000);
+    for model in 0..20u32 {
+        for prompt in 0..50_000u32 {
+            let passed = (model + prompt) % 3 != 0;
+            rows.push(BenchResultRow {
+                run_id,
+                model_index: model,
+                prompt_index: prompt,
+                repeat_index: 0,
+                model_ref: format!("openai:model-{model}"),
+                provider: "openai".into(),
+                model_id: format!("model-{model}"),
+                prompt_name: format!("prompt_{prompt}"),
+                method: "exact".into(),
+                call_id: None,
+                cache_hit: prompt % 2 == 0,
+                passed: if prompt % 97 == 0 { None } else { Some(passed) },
+                detail: None,
+                latency_ms: Some(100.0 + f64::from(prompt % 50)),
+                input_tokens: Some(u64::from(10 + prompt % 20)),
+                output_tokens: Some(u64::from(20 + prompt % 40)),
+                tokens_estimated: false,
+                cost_usd: Some(0.0001),
+                paid_usd: Some(0.00005),
+                energy_wh: Some(0.01),
+                energy_wh_min: Some(0.005),
+                energy_wh_max: Some(0.015),
+                energy_method: Some("ecologits-0.9".into()),
+            });
+        }
+        store.insert_bench_results(&rows).expect("insert");
+        rows.clear();
+    }
+}

@@ -19,7 +19,10 @@ pub struct Range {
 impl Range {
     /// A single value.
     pub fn exact(value: f64) -> Self {
-        Self { min: value, max: value }
+        Self {
+            min: value,
+            max: value,
+        }
     }
 
     /// The midpoint, reported as the value of a range.
@@ -78,14 +81,26 @@ impl EnergyMethod {
         match self {
             Self::SeedLinear => {
                 let wh = seed_linear_wh(output_tokens, profile.spec_parameters);
-                Energy { wh, min_wh: wh, max_wh: wh }
+                Energy {
+                    wh,
+                    min_wh: wh,
+                    max_wh: wh,
+                }
             }
             Self::EcoLogits09 => {
                 let at = |active: f64, total: f64, pue: f64| {
                     ecologits_09_wh(output_tokens, active, total, pue, Some(latency_s))
                 };
-                let min_wh = at(profile.active_parameters.min, profile.total_parameters.min, profile.pue.min);
-                let max_wh = at(profile.active_parameters.max, profile.total_parameters.max, profile.pue.max);
+                let min_wh = at(
+                    profile.active_parameters.min,
+                    profile.total_parameters.min,
+                    profile.pue.min,
+                );
+                let max_wh = at(
+                    profile.active_parameters.max,
+                    profile.total_parameters.max,
+                    profile.pue.max,
+                );
                 Energy {
                     wh: (min_wh + max_wh) / 2.0,
                     min_wh,
@@ -109,7 +124,9 @@ impl FromStr for EnergyMethod {
         Self::ALL
             .into_iter()
             .find(|m| m.name() == s)
-            .ok_or_else(|| format!("unknown energy method `{s}`; choose ecologits-0.9 or seed-linear"))
+            .ok_or_else(|| {
+                format!("unknown energy method `{s}`; choose ecologits-0.9 or seed-linear")
+            })
     }
 }
 
@@ -144,7 +161,12 @@ pub fn ecologits_09_wh(
         generation_s = generation_s.min(latency);
     }
     let memory_gb = 1.2 * total_b * 16.0 / 8.0;
-    let gpus = (memory_gb / GPU_MEMORY_GB).ceil().max(1.0).log2().ceil().exp2();
+    let gpus = (memory_gb / GPU_MEMORY_GB)
+        .ceil()
+        .max(1.0)
+        .log2()
+        .ceil()
+        .exp2();
     let e_server = generation_s / 3600.0 * SERVER_POWER_W * gpus / GPUS_PER_SERVER / BATCH;
     pue * (e_server + gpus * e_gpu)
 }
@@ -160,7 +182,12 @@ mod tests {
     #[test]
     fn ecologits_worked_values_per_1000_tokens() {
         // measurement.md: PUE 1.2, no latency cap.
-        for (active, total, expected) in [(8.0, 8.0, 0.089), (70.0, 70.0, 0.658), (44.0, 440.0, 2.13), (132.0, 440.0, 3.83)] {
+        for (active, total, expected) in [
+            (8.0, 8.0, 0.089),
+            (70.0, 70.0, 0.658),
+            (44.0, 440.0, 2.13),
+            (132.0, 440.0, 3.83),
+        ] {
             let wh = ecologits_09_wh(1000, active, total, 1.2, None);
             assert!(close(wh, expected, 0.006), "{active}/{total}: {wh}");
         }
@@ -177,12 +204,18 @@ mod tests {
     fn ranges_give_min_and_max() {
         let gpt4o = EnergyProfile {
             spec_parameters: 200.0,
-            active_parameters: Range { min: 44.0, max: 132.0 },
+            active_parameters: Range {
+                min: 44.0,
+                max: 132.0,
+            },
             total_parameters: Range::exact(440.0),
             pue: Range::exact(1.2),
         };
         let e = EnergyMethod::EcoLogits09.estimate(&gpt4o, 1000, 1e9);
-        assert!(close(e.min_wh, 2.13, 0.006) && close(e.max_wh, 3.83, 0.006), "{e:?}");
+        assert!(
+            close(e.min_wh, 2.13, 0.006) && close(e.max_wh, 3.83, 0.006),
+            "{e:?}"
+        );
         assert!(close(e.wh, (e.min_wh + e.max_wh) / 2.0, 1e-12));
         let s = EnergyMethod::SeedLinear.estimate(&gpt4o, 1000, 1.0);
         assert!(close(s.wh, 1000.0 * (8.91e-5 * 200.0 + 1.43e-3), 1e-9));

@@ -51,7 +51,10 @@ fn is_broken_pipe(error: &anyhow::Error) -> bool {
 fn dedupe_chain(chain: &[String]) -> Vec<String> {
     let mut out: Vec<String> = Vec::new();
     for message in chain {
-        if out.last().is_some_and(|last| last.contains(message.as_str())) {
+        if out
+            .last()
+            .is_some_and(|last| last.contains(message.as_str()))
+        {
             continue;
         }
         out.push(message.clone());

@@ -81,8 +81,16 @@ pub fn model_summary(results: &DataFrame) -> PolarsResult<DataFrame> {
         .agg([
             len().cast(DataType::UInt64).alias("results"),
             col("passed").sum().cast(DataType::UInt64).alias("passed"),
-            col("passed").not().sum().cast(DataType::UInt64).alias("failed"),
-            col("passed").is_null().sum().cast(DataType::UInt64).alias("errors"),
+            col("passed")
+                .not()
+                .sum()
+                .cast(DataType::UInt64)
+                .alias("failed"),
+            col("passed")
+                .is_null()
+                .sum()
+                .cast(DataType::UInt64)
+                .alias("errors"),
             success_pct().alias("success_pct"),
             (col("latency_ms").sum() / lit(1000.0)).alias("total_time_s"),
             col("cost_usd").sum().alias("total_cost_usd"),
@@ -92,7 +100,10 @@ pub fn model_summary(results: &DataFrame) -> PolarsResult<DataFrame> {
             col("energy_wh").sum().alias("energy_wh"),
             col("energy_wh_min").sum().alias("energy_wh_min"),
             col("energy_wh_max").sum().alias("energy_wh_max"),
-            col("cache_hit").sum().cast(DataType::UInt64).alias("cache_hits"),
+            col("cache_hit")
+                .sum()
+                .cast(DataType::UInt64)
+                .alias("cache_hits"),
         ])
         .collect()
 }
@@ -101,18 +112,21 @@ pub fn model_summary(results: &DataFrame) -> PolarsResult<DataFrame> {
 /// of input and output tokens, cost, time and energy.
 pub fn prompt_summary(results: &DataFrame) -> PolarsResult<DataFrame> {
     let lazy = results.clone().lazy();
-    let mut summary = lazy
-        .clone()
-        .group_by_stable([col("prompt")])
-        .agg([
-            len().cast(DataType::UInt64).alias("results"),
-            success_pct().alias("success_pct_all"),
-            col("input_tokens").cast(DataType::Float64).mean().alias("avg_input_tokens"),
-            col("output_tokens").cast(DataType::Float64).mean().alias("avg_output_tokens"),
-            col("cost_usd").mean().alias("avg_cost_usd"),
-            (col("latency_ms").mean() / lit(1000.0)).alias("avg_time_s"),
-            col("energy_wh").mean().alias("avg_energy_wh"),
-        ]);
+    let mut summary = lazy.clone().group_by_stable([col("prompt")]).agg([
+        len().cast(DataType::UInt64).alias("results"),
+        success_pct().alias("success_pct_all"),
+        col("input_tokens")
+            .cast(DataType::Float64)
+            .mean()
+            .alias("avg_input_tokens"),
+        col("output_tokens")
+            .cast(DataType::Float64)
+            .mean()
+            .alias("avg_output_tokens"),
+        col("cost_usd").mean().alias("avg_cost_usd"),
+        (col("latency_ms").mean() / lit(1000.0)).alias("avg_time_s"),
+        col("energy_wh").mean().alias("avg_energy_wh"),
+    ]);
     let per_pair = lazy
         .group_by_stable([col("model"), col("prompt")])
         .agg([success_pct().alias("pct")])
@@ -140,7 +154,12 @@ pub fn prompt_summary(results: &DataFrame) -> PolarsResult<DataFrame> {
         .map(|n| n.to_string())
         .collect();
     let mut order: Vec<String> = vec!["prompt".into()];
-    order.extend(names.iter().filter(|n| n.starts_with("success_pct[")).cloned());
+    order.extend(
+        names
+            .iter()
+            .filter(|n| n.starts_with("success_pct["))
+            .cloned(),
+    );
     order.extend(
         names
             .iter()
@@ -197,12 +216,19 @@ mod tests {
         assert_eq!(m.height(), 2);
         assert_eq!(m.column("model").unwrap().str().unwrap().get(0), Some("a"));
         assert_eq!(f64_at(&m, "success_pct", 0), Some(50.0));
-        assert_eq!(f64_at(&m, "success_pct", 1), Some(100.0), "errors are not failures");
+        assert_eq!(
+            f64_at(&m, "success_pct", 1),
+            Some(100.0),
+            "errors are not failures"
+        );
         assert_eq!(f64_at(&m, "total_time_s", 0), Some(4.0));
         assert!((f64_at(&m, "total_cost_usd", 0).unwrap() - 0.04).abs() < 1e-12);
         assert!((f64_at(&m, "paid_usd", 0).unwrap() - 0.03).abs() < 1e-12);
         assert_eq!(m.column("errors").unwrap().u64().unwrap().get(1), Some(1));
-        assert_eq!(m.column("output_tokens").unwrap().u64().unwrap().get(0), Some(20));
+        assert_eq!(
+            m.column("output_tokens").unwrap().u64().unwrap().get(0),
+            Some(20)
+        );
     }
 
     #[test]
@@ -210,9 +236,16 @@ mod tests {
         let results = results_frame(columns()).unwrap();
         let p = prompt_summary(&results).unwrap();
         let names: Vec<String> = p.get_column_names().iter().map(|n| n.to_string()).collect();
-        assert_eq!(&names[..4], ["prompt", "success_pct[a]", "success_pct[b]", "results"]);
+        assert_eq!(
+            &names[..4],
+            ["prompt", "success_pct[a]", "success_pct[b]", "results"]
+        );
         assert_eq!(f64_at(&p, "success_pct[a]", 0), Some(100.0));
-        assert_eq!(f64_at(&p, "success_pct[b]", 1), None, "only an error: no rate");
+        assert_eq!(
+            f64_at(&p, "success_pct[b]", 1),
+            None,
+            "only an error: no rate"
+        );
         assert_eq!(f64_at(&p, "success_pct_all", 0), Some(100.0));
         assert_eq!(f64_at(&p, "success_pct_all", 1), Some(0.0));
         assert_eq!(f64_at(&p, "avg_output_tokens", 0), Some(6.0));

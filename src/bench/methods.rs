@@ -25,7 +25,14 @@ pub enum TestMethod {
 }
 
 /// The names of the methods, for messages.
-pub const METHOD_NAMES: [&str; 6] = ["exact", "contains", "icontains", "regex", "json-valid", "json-equals"];
+pub const METHOD_NAMES: [&str; 6] = [
+    "exact",
+    "contains",
+    "icontains",
+    "regex",
+    "json-valid",
+    "json-equals",
+];
 
 /// The kind of a method without its prepared data.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -42,20 +49,22 @@ impl FromStr for MethodName {
     type Err = String;
 
     fn from_str(s: &str) -> Result<Self, Self::Err> {
-        Ok(match s.trim().to_ascii_lowercase().replace('_', "-").as_str() {
-            "exact" => Self::Exact,
-            "contains" => Self::Contains,
-            "icontains" => Self::IContains,
-            "regex" => Self::Regex,
-            "json-valid" | "is-json" => Self::JsonValid,
-            "json-equals" => Self::JsonEquals,
-            _ => {
-                return Err(format!(
-                    "unknown method `{s}`; valid methods: {}",
-                    METHOD_NAMES.join(", ")
-                ));
-            }
-        })
+        Ok(
+            match s.trim().to_ascii_lowercase().replace('_', "-").as_str() {
+                "exact" => Self::Exact,
+                "contains" => Self::Contains,
+                "icontains" => Self::IContains,
+                "regex" => Self::Regex,
+                "json-valid" | "is-json" => Self::JsonValid,
+                "json-equals" => Self::JsonEquals,
+                _ => {
+                    return Err(format!(
+                        "unknown method `{s}`; valid methods: {}",
+                        METHOD_NAMES.join(", ")
+                    ));
+                }
+            },
+        )
     }
 }
 
@@ -138,7 +147,10 @@ pub struct Verdict {
 
 impl Verdict {
     fn pass() -> Self {
-        Self { passed: true, detail: None }
+        Self {
+            passed: true,
+            detail: None,
+        }
     }
 
     fn fail(detail: String) -> Self {
@@ -179,7 +191,9 @@ fn json_equal(a: &Value, b: &Value) -> bool {
             x.len() == y.len() && x.iter().zip(y).all(|(a, b)| json_equal(a, b))
         }
         (Value::Object(x), Value::Object(y)) => {
-            x.len() == y.len() && x.iter().all(|(k, v)| y.get(k).is_some_and(|w| json_equal(v, w)))
+            x.len() == y.len()
+                && x.iter()
+                    .all(|(k, v)| y.get(k).is_some_and(|w| json_equal(v, w)))
         }
         _ => a == b,
     }
@@ -208,12 +222,21 @@ mod tests {
             ("json-valid", "", r#"{"a": 1}"#, true),
             ("json-valid", "", "```json\n{\"a\": 1}\n```", true),
             ("json-valid", "", "{a: 1}", false),
-            ("json-equals", r#"{"a": 1, "b": [1, 2]}"#, r#"{"b":[1,2.0],"a":1}"#, true),
+            (
+                "json-equals",
+                r#"{"a": 1, "b": [1, 2]}"#,
+                r#"{"b":[1,2.0],"a":1}"#,
+                true,
+            ),
             ("json-equals", r#"{"a": 1}"#, r#"{"a": 2}"#, false),
             ("json-equals", r#"{"a": 1}"#, "not json", false),
         ];
         for (method, expected, answer, want) in cases {
-            assert_eq!(check(method, expected, answer), want, "{method} {expected:?} {answer:?}");
+            assert_eq!(
+                check(method, expected, answer),
+                want,
+                "{method} {expected:?} {answer:?}"
+            );
         }
     }
 

@@ -35,7 +35,9 @@ pub enum BenchError {
     },
     #[error(transparent)]
     Store(#[from] StoreError),
-    #[error("interrupted: run {run_id} is kept as `interrupted`; run the same command again to finish it from the cache")]
+    #[error(
+        "interrupted: run {run_id} is kept as `interrupted`; run the same command again to finish it from the cache"
+    )]
     Interrupted { run_id: i64 },
 }
 
@@ -110,18 +112,24 @@ pub const ASSUMED_MAX_OUTPUT_TOKENS: u32 = DEFAULT_MAX_TOKENS;
 
 impl BenchPlan {
     /// Resolves the spec's models against the catalog and lays out every call.
-    pub fn new(spec: BenchSpec, catalog: &Catalog, options: &BenchOptions) -> Result<Self, BenchError> {
+    pub fn new(
+        spec: BenchSpec,
+        catalog: &Catalog,
+        options: &BenchOptions,
+    ) -> Result<Self, BenchError> {
         let references: Vec<(String, Option<u64>)> = match &options.models {
             Some(list) => list.iter().map(|m| (m.trim().to_owned(), None)).collect(),
             None => spec.models.clone(),
         };
         let mut models = Vec::new();
         for (reference, line) in references {
-            let model = catalog.resolve(&reference).map_err(|source| BenchError::Model {
-                path: spec.path.display().to_string(),
-                line,
-                source,
-            })?;
+            let model = catalog
+                .resolve(&reference)
+                .map_err(|source| BenchError::Model {
+                    path: spec.path.display().to_string(),
+                    line,
+                    source,
+                })?;
             let provider = catalog.provider(model);
             let endpoint = provider.endpoint();
             let blocked = (provider.key_required && endpoint.api_key.is_none()).then(|| {
@@ -170,7 +178,11 @@ impl BenchPlan {
                 }
             }
         }
-        Ok(Self { spec, models, evals })
+        Ok(Self {
+            spec,
+            models,
+            evals,
+        })
     }
 
     /// What a run would do: per model, calls, cached, to call, and the most they can cost.
@@ -198,9 +210,17 @@ impl BenchPlan {
             line.to_call += 1;
             let request = &eval.job.request;
             let input = request.system.as_deref().map_or(0, estimate_tokens)
-                + request.messages.iter().map(|m| estimate_tokens(&m.text())).sum::<u64>();
-            let output = request.params.max_tokens.unwrap_or(ASSUMED_MAX_OUTPUT_TOKENS) as f64;
-            line.max_cost_usd += (input as f64 * eval.job.input_price + output * eval.job.output_price) / 1e6;
+                + request
+                    .messages
+                    .iter()
+                    .map(|m| estimate_tokens(&m.text()))
+                    .sum::<u64>();
+            let output = request
+                .params
+                .max_tokens
+                .unwrap_or(ASSUMED_MAX_OUTPUT_TOKENS) as f64;
+            line.max_cost_usd +=
+                (input as f64 * eval.job.input_price + output * eval.job.output_price) / 1e6;
         }
         Ok(lines)
     }
@@ -241,7 +261,11 @@ impl BenchPlan {
             }
         };
         progress.finish_and_clear();
-        let status = if outcome.is_ok() { RunStatus::Completed } else { RunStatus::Failed };
+        let status = if outcome.is_ok() {
+            RunStatus::Completed
+        } else {
+            RunStatus::Failed
+        };
         lock(store).finish_run(run_id, status)?;
         outcome.map(|()| totals)
     }
@@ -258,7 +282,12 @@ impl BenchPlan {
         let mut rows = Vec::new();
         for eval in self.evals.iter() {
             if let Some(call) = cached.get(&eval.job.canonical.key) {
-                let row = self.result_row(totals.run_id, eval, &CallOutcome::Hit(call.clone()), options.energy_method);
+                let row = self.result_row(
+                    totals.run_id,
+                    eval,
+                    &CallOutcome::Hit(call.clone()),
+                    options.energy_method,
+                );
                 totals.add(&row);
                 rows.push(row);
             }
@@ -286,7 +315,11 @@ impl BenchPlan {
                         } else {
                             reason.clone()
                         };
-                        let outcome = CallOutcome::Failed { call_id: None, error, attempts: 0 };
+                        let outcome = CallOutcome::Failed {
+                            call_id: None,
+                            error,
+                            attempts: 0,
+                        };
                         self.result_row(totals.run_id, eval, &outcome, options.energy_method)
                     })
                     .collect();
@@ -299,7 +332,12 @@ impl BenchPlan {
             let mut store_error = None;
             executor
                 .execute(jobs, |index, outcome| {
-                    let row = self.result_row(totals.run_id, misses[index], &outcome, options.energy_method);
+                    let row = self.result_row(
+                        totals.run_id,
+                        misses[index],
+                        &outcome,
+                        options.energy_method,
+                    );
                     totals.add(&row);
                     if let Err(e) = lock(store).insert_bench_results(std::slice::from_ref(&row)) {
                         store_error.get_or_insert(e);
@@ -316,7 +354,13 @@ impl BenchPlan {
     }
 
     /// The result row of one evaluation.
-    fn result_row(&self, run_id: i64, eval: &PlannedEval, outcome: &CallOutcome, energy: EnergyMethod) -> BenchResultRow {
+    fn result_row(
+        &self,
+        run_id: i64,
+        eval: &PlannedEval,
+        outcome: &CallOutcome,
+        energy: EnergyMethod,
+    ) -> BenchResultRow {
         let model = &self.models[eval.model];
         let test = &self.spec.prompts[eval.prompt];
         let mut row = BenchResultRow {
@@ -360,7 +404,12 @@ impl BenchPlan {
     }
 }
 
-fn fill_from_call(row: &mut BenchResultRow, call: &StoredCall, model: &ModelSpec, method: EnergyMethod) {
+fn fill_from_call(
+    row: &mut BenchResultRow,
+    call: &StoredCall,
+    model: &ModelSpec,
+    method: EnergyMethod,
+) {
     let energy = method.estimate(&model.energy, call.output_tokens, call.latency_ms / 1000.0);
     row.call_id = Some(call.id);
     row.latency_ms = Some(call.latency_ms);

@@ -79,7 +79,15 @@ struct RawBench {
 
 /// Fields a prompt test may have besides its name.
 const PROMPT_FIELDS: [&str; 9] = [
-    "name", "prompt", "output", "expected", "method", "system", "temperature", "top_p", "max_tokens",
+    "name",
+    "prompt",
+    "output",
+    "expected",
+    "method",
+    "system",
+    "temperature",
+    "top_p",
+    "max_tokens",
 ];
 
 impl BenchSpec {
@@ -112,14 +120,27 @@ impl BenchSpec {
             )
         })?;
         let _ = (&raw.description, &raw.kind);
-        if let Some(kind) = raw.kind.as_deref().filter(|k| *k != "bench" && *k != "benchmark") {
-            return Err(invalid(None, format!("`kind: {kind}` is not a benchmark (use kind: bench)")));
+        if let Some(kind) = raw
+            .kind
+            .as_deref()
+            .filter(|k| *k != "bench" && *k != "benchmark")
+        {
+            return Err(invalid(
+                None,
+                format!("`kind: {kind}` is not a benchmark (use kind: bench)"),
+            ));
         }
         if raw.models.is_empty() {
-            return Err(invalid(None, "`models:` is empty; list at least one <provider>:<name>".into()));
+            return Err(invalid(
+                None,
+                "`models:` is empty; list at least one <provider>:<name>".into(),
+            ));
         }
         if raw.prompts.is_empty() {
-            return Err(invalid(None, "`prompts:` is empty; add at least one test".into()));
+            return Err(invalid(
+                None,
+                "`prompts:` is empty; add at least one test".into(),
+            ));
         }
         let defaults = SamplingParams {
             temperature: raw.temperature,
@@ -134,7 +155,13 @@ impl BenchSpec {
             let test = prompt_test(index, item.value, &raw.system, &defaults)
                 .map_err(|message| invalid(line, message))?;
             if !names.insert(test.name.clone()) {
-                return Err(invalid(line, format!("two prompts are named `{}`; names must be unique", test.name)));
+                return Err(invalid(
+                    line,
+                    format!(
+                        "two prompts are named `{}`; names must be unique",
+                        test.name
+                    ),
+                ));
             }
             prompts.push(PromptTest { line, ..test });
         }
@@ -144,7 +171,12 @@ impl BenchSpec {
             models: raw
                 .models
                 .into_iter()
-                .map(|m| (m.value.trim().to_owned(), Some(m.referenced.line()).filter(|l| *l > 0)))
+                .map(|m| {
+                    (
+                        m.value.trim().to_owned(),
+                        Some(m.referenced.line()).filter(|l| *l > 0),
+                    )
+                })
                 .collect(),
             prompts,
             repeat: raw.repeat.unwrap_or(1).max(1),
@@ -185,7 +217,9 @@ fn prompt_test(
             }
         }
     }
-    let text = |fields: &mut BTreeMap<String, Option<Value>>, key: &str| -> Result<Option<String>, String> {
+    let text = |fields: &mut BTreeMap<String, Option<Value>>,
+                key: &str|
+     -> Result<Option<String>, String> {
         match fields.remove(key).flatten() {
             None | Some(Value::Null) => Ok(None),
             Some(Value::String(s)) => Ok(Some(s)),
@@ -199,11 +233,15 @@ fn prompt_test(
     }
     let name = name.unwrap_or_else(|| format!("prompt_{}", index + 1));
     let label = format!("prompt `{name}`");
-    let prompt = text(&mut fields, "prompt")?
-        .ok_or_else(|| format!("{label} has no `prompt:`"))?;
+    let prompt = text(&mut fields, "prompt")?.ok_or_else(|| format!("{label} has no `prompt:`"))?;
     let expected = text(&mut fields, "output")?.or(text(&mut fields, "expected")?);
     let method_name: MethodName = text(&mut fields, "method")?
-        .ok_or_else(|| format!("{label} has no `method:`; valid methods: {}", super::methods::METHOD_NAMES.join(", ")))?
+        .ok_or_else(|| {
+            format!(
+                "{label} has no `method:`; valid methods: {}",
+                super::methods::METHOD_NAMES.join(", ")
+            )
+        })?
         .parse()
         .map_err(|e| format!("{label}: {e}"))?;
     let expected = match (expected, method_name) {
@@ -211,17 +249,19 @@ fn prompt_test(
         (None, MethodName::JsonValid) => String::new(),
         (None, _) => return Err(format!("{label} has no `output:` (the expected output)")),
     };
-    let method = TestMethod::prepare(method_name, &expected).map_err(|e| format!("{label}: {e}"))?;
-    let number = |fields: &mut BTreeMap<String, Option<Value>>, key: &str| -> Result<Option<f64>, String> {
-        match fields.remove(key).flatten() {
-            None | Some(Value::Null) => Ok(None),
-            Some(v) => v
-                .as_f64()
-                .or_else(|| v.as_str().and_then(|s| s.parse().ok()))
-                .map(Some)
-                .ok_or_else(|| format!("{label}: `{key}` must be a number")),
-        }
-    };
+    let method =
+        TestMethod::prepare(method_name, &expected).map_err(|e| format!("{label}: {e}"))?;
+    let number =
+        |fields: &mut BTreeMap<String, Option<Value>>, key: &str| -> Result<Option<f64>, String> {
+            match fields.remove(key).flatten() {
+                None | Some(Value::Null) => Ok(None),
+                Some(v) => v
+                    .as_f64()
+                    .or_else(|| v.as_str().and_then(|s| s.parse().ok()))
+                    .map(Some)
+                    .ok_or_else(|| format!("{label}: `{key}` must be a number")),
+            }
+        };
     let params = SamplingParams {
         temperature: number(&mut fields, "temperature")?.or(defaults.temperature),
         top_p: number(&mut fields, "top_p")?.or(defaults.top_p),
@@ -310,18 +350,30 @@ prompts:
     #[test]
     fn errors_name_the_file_line_and_choices() {
         let cases = [
-            ("models: [openai:gpt-4o]\nprompts:\n  - t:\n    prompt: x\n    output: y\n    method: fuzzy\n",
-             "bench.yaml:3: prompt `t`: unknown method `fuzzy`; valid methods: exact, contains"),
-            ("models: [openai:gpt-4o]\nprompts:\n  - t:\n    output: y\n    method: exact\n",
-             "bench.yaml:3: prompt `t` has no `prompt:`"),
-            ("models: [openai:gpt-4o]\nprompts:\n  - t:\n    prompt: x\n    method: exact\n",
-             "has no `output:`"),
-            ("models: [openai:gpt-4o]\nprompts:\n  - t:\n    prompt: x\n    output: (\n    method: regex\n",
-             "not a valid regex"),
-            ("models: [openai:gpt-4o]\nprompts:\n  - t:\n    prompt: x\n    output: y\n    method: exact\n    colour: red\n",
-             "unknown field `colour`"),
-            ("models: [openai:gpt-4o]\nprompts:\n  - t:\n    prompt: x\n    output: y\n    method: exact\n  - t:\n    prompt: x\n    output: y\n    method: exact\n",
-             "two prompts are named `t`"),
+            (
+                "models: [openai:gpt-4o]\nprompts:\n  - t:\n    prompt: x\n    output: y\n    method: fuzzy\n",
+                "bench.yaml:3: prompt `t`: unknown method `fuzzy`; valid methods: exact, contains",
+            ),
+            (
+                "models: [openai:gpt-4o]\nprompts:\n  - t:\n    output: y\n    method: exact\n",
+                "bench.yaml:3: prompt `t` has no `prompt:`",
+            ),
+            (
+                "models: [openai:gpt-4o]\nprompts:\n  - t:\n    prompt: x\n    method: exact\n",
+                "has no `output:`",
+            ),
+            (
+                "models: [openai:gpt-4o]\nprompts:\n  - t:\n    prompt: x\n    output: (\n    method: regex\n",
+                "not a valid regex",
+            ),
+            (
+                "models: [openai:gpt-4o]\nprompts:\n  - t:\n    prompt: x\n    output: y\n    method: exact\n    colour: red\n",
+                "unknown field `colour`",
+            ),
+            (
+                "models: [openai:gpt-4o]\nprompts:\n  - t:\n    prompt: x\n    output: y\n    method: exact\n  - t:\n    prompt: x\n    output: y\n    method: exact\n",
+                "two prompts are named `t`",
+            ),
             ("prompts: []\n", "bench.yaml: not a valid benchmark file"),
             ("models: [a\n", "bench.yaml: not a valid benchmark file"),
             ("models: []\nprompts: []\n", "`models:` is empty"),

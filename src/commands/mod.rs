@@ -23,7 +23,13 @@ use crate::store::Store;
 #[command(name = "track", version, about, long_about = None, arg_required_else_help = true)]
 pub struct Cli {
     /// The SQLite database holding calls, runs and results.
-    #[arg(long, global = true, env = "TRACK_DB", default_value = "track.db", value_name = "PATH")]
+    #[arg(
+        long,
+        global = true,
+        env = "TRACK_DB",
+        default_value = "track.db",
+        value_name = "PATH"
+    )]
     pub db: PathBuf,
     /// Model catalog and settings [default: ./config.yaml when it exists].
     #[arg(long, global = true, value_name = "PATH")]

@@ -20,7 +20,11 @@ pub fn run(context: &Context, args: ModelsArgs) -> anyhow::Result<ExitCode> {
     let catalog = &config.catalog;
     let models = &catalog.models;
     let range = |r: crate::energy::Range| {
-        if r.min == r.max { format!("{}", r.min) } else { format!("{}–{}", r.min, r.max) }
+        if r.min == r.max {
+            format!("{}", r.min)
+        } else {
+            format!("{}–{}", r.min, r.max)
+        }
     };
     let key_status = |m: &crate::config::ModelSpec| {
         let provider = catalog.provider(m);
@@ -33,17 +37,65 @@ pub fn run(context: &Context, args: ModelsArgs) -> anyhow::Result<ExitCode> {
         }
     };
     let df = DataFrame::new_infer_height(vec![
-        Column::new("reference".into(), models.iter().map(|m| m.reference()).collect::<Vec<_>>()),
-        Column::new("provider".into(), models.iter().map(|m| m.provider.clone()).collect::<Vec<_>>()),
-        Column::new("alias".into(), models.iter().map(|m| m.alias.clone()).collect::<Vec<_>>()),
-        Column::new("model_id".into(), models.iter().map(|m| m.model.clone()).collect::<Vec<_>>()),
-        Column::new("input_usd_per_mtok".into(), models.iter().map(|m| m.input_price).collect::<Vec<_>>()),
-        Column::new("output_usd_per_mtok".into(), models.iter().map(|m| m.output_price).collect::<Vec<_>>()),
-        Column::new("parameters_b".into(), models.iter().map(|m| m.energy.spec_parameters).collect::<Vec<_>>()),
-        Column::new("active_b".into(), models.iter().map(|m| range(m.energy.active_parameters)).collect::<Vec<_>>()),
-        Column::new("total_b".into(), models.iter().map(|m| range(m.energy.total_parameters)).collect::<Vec<_>>()),
-        Column::new("pue".into(), models.iter().map(|m| range(m.energy.pue)).collect::<Vec<_>>()),
-        Column::new("key".into(), models.iter().map(key_status).collect::<Vec<_>>()),
+        Column::new(
+            "reference".into(),
+            models.iter().map(|m| m.reference()).collect::<Vec<_>>(),
+        ),
+        Column::new(
+            "provider".into(),
+            models
+                .iter()
+                .map(|m| m.provider.clone())
+                .collect::<Vec<_>>(),
+        ),
+        Column::new(
+            "alias".into(),
+            models.iter().map(|m| m.alias.clone()).collect::<Vec<_>>(),
+        ),
+        Column::new(
+            "model_id".into(),
+            models.iter().map(|m| m.model.clone()).collect::<Vec<_>>(),
+        ),
+        Column::new(
+            "input_usd_per_mtok".into(),
+            models.iter().map(|m| m.input_price).collect::<Vec<_>>(),
+        ),
+        Column::new(
+            "output_usd_per_mtok".into(),
+            models.iter().map(|m| m.output_price).collect::<Vec<_>>(),
+        ),
+        Column::new(
+            "parameters_b".into(),
+            models
+                .iter()
+                .map(|m| m.energy.spec_parameters)
+                .collect::<Vec<_>>(),
+        ),
+        Column::new(
+            "active_b".into(),
+            models
+                .iter()
+                .map(|m| range(m.energy.active_parameters))
+                .collect::<Vec<_>>(),
+        ),
+        Column::new(
+            "total_b".into(),
+            models
+                .iter()
+                .map(|m| range(m.energy.total_parameters))
+                .collect::<Vec<_>>(),
+        ),
+        Column::new(
+            "pue".into(),
+            models
+                .iter()
+                .map(|m| range(m.energy.pue))
+                .collect::<Vec<_>>(),
+        ),
+        Column::new(
+            "key".into(),
+            models.iter().map(key_status).collect::<Vec<_>>(),
+        ),
     ])?;
     print_frame(&df, args.format)?;
     Ok(ExitCode::SUCCESS)

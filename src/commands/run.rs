@@ -51,7 +51,10 @@ pub fn run(context: &Context, args: RunArgs) -> anyhow::Result<ExitCode> {
     let config = context.load_config()?;
     let spec = BenchSpec::load(&args.file)?;
     let options = BenchOptions {
-        concurrency: args.concurrency.unwrap_or(config.settings.concurrency).max(1),
+        concurrency: args
+            .concurrency
+            .unwrap_or(config.settings.concurrency)
+            .max(1),
         repeat: args.repeat,
         models: args.models.clone(),
         energy_method: args.energy.unwrap_or(config.settings.energy_method),
@@ -72,7 +75,13 @@ pub fn run(context: &Context, args: RunArgs) -> anyhow::Result<ExitCode> {
     };
     let store = Arc::new(Mutex::new(store));
     let client = LlmClient::new(config.settings.timeout)?;
-    let executor = Executor::new(client, store.clone(), config.settings.retry, options.concurrency, mode);
+    let executor = Executor::new(
+        client,
+        store.clone(),
+        config.settings.retry,
+        options.concurrency,
+        mode,
+    );
 
     if args.dry_run {
         return print_dry_run(&plan, &executor);
@@ -102,12 +111,30 @@ pub fn run(context: &Context, args: RunArgs) -> anyhow::Result<ExitCode> {
 fn print_dry_run(plan: &BenchPlan, executor: &Executor) -> anyhow::Result<ExitCode> {
     let lines = plan.dry_run(executor)?;
     let df = DataFrame::new_infer_height(vec![
-        Column::new("model".into(), lines.iter().map(|l| l.model.clone()).collect::<Vec<_>>()),
-        Column::new("calls".into(), lines.iter().map(|l| l.calls as u64).collect::<Vec<_>>()),
-        Column::new("cached".into(), lines.iter().map(|l| l.cached as u64).collect::<Vec<_>>()),
-        Column::new("to_call".into(), lines.iter().map(|l| l.to_call as u64).collect::<Vec<_>>()),
-        Column::new("max_cost_usd".into(), lines.iter().map(|l| l.max_cost_usd).collect::<Vec<_>>()),
-        Column::new("note".into(), lines.iter().map(|l| l.blocked.clone()).collect::<Vec<_>>()),
+        Column::new(
+            "model".into(),
+            lines.iter().map(|l| l.model.clone()).collect::<Vec<_>>(),
+        ),
+        Column::new(
+            "calls".into(),
+            lines.iter().map(|l| l.calls as u64).collect::<Vec<_>>(),
+        ),
+        Column::new(
+            "cached".into(),
+            lines.iter().map(|l| l.cached as u64).collect::<Vec<_>>(),
+        ),
+        Column::new(
+            "to_call".into(),
+            lines.iter().map(|l| l.to_call as u64).collect::<Vec<_>>(),
+        ),
+        Column::new(
+            "max_cost_usd".into(),
+            lines.iter().map(|l| l.max_cost_usd).collect::<Vec<_>>(),
+        ),
+        Column::new(
+            "note".into(),
+            lines.iter().map(|l| l.blocked.clone()).collect::<Vec<_>>(),
+        ),
     ])?;
     println!("{}", table(&df));
     let to_call: usize = lines.iter().map(|l| l.to_call).sum();
@@ -123,7 +150,12 @@ fn print_dry_run(plan: &BenchPlan, executor: &Executor) -> anyhow::Result<ExitCo
     Ok(ExitCode::SUCCESS)
 }
 
-fn print_report(context: &Context, frames: &BenchFrames, totals: &RunTotals, detail: bool) -> anyhow::Result<()> {
+fn print_report(
+    context: &Context,
+    frames: &BenchFrames,
+    totals: &RunTotals,
+    detail: bool,
+) -> anyhow::Result<()> {
     if detail {
         let detail = frames
             .results
@@ -142,7 +174,14 @@ fn print_report(context: &Context, frames: &BenchFrames, totals: &RunTotals, det
                 col("cache_hit").alias("cached"),
             ])
             .collect()?;
-        let detail = if totals.results > 0 && frames.results.column("repeat")?.as_materialized_series().max::<u32>()? == Some(0) {
+        let detail = if totals.results > 0
+            && frames
+                .results
+                .column("repeat")?
+                .as_materialized_series()
+                .max::<u32>()?
+                == Some(0)
+        {
             detail.drop("repeat")?
         } else {
             detail
@@ -153,7 +192,12 @@ fn print_report(context: &Context, frames: &BenchFrames, totals: &RunTotals, det
     println!("Per prompt\n{}", table(&frames.by_prompt));
     println!(
         "run {}: {} results, {} cache hits, {} errors; cost ${:.6}, paid ${:.6}",
-        totals.run_id, totals.results, totals.cache_hits, totals.errors, totals.cost_usd, totals.paid_usd
+        totals.run_id,
+        totals.results,
+        totals.cache_hits,
+        totals.errors,
+        totals.cost_usd,
+        totals.paid_usd
     );
     if totals.errors > 0 && !context.quiet {
         let errors = frames

@@ -21,12 +21,16 @@ pub(crate) async fn chat(
     request: &ChatRequest,
 ) -> Result<ChatResponse, ProviderError> {
     let mut headers = HeaderMap::new();
-    headers.insert("anthropic-version", HeaderValue::from_static(ANTHROPIC_VERSION));
+    headers.insert(
+        "anthropic-version",
+        HeaderValue::from_static(ANTHROPIC_VERSION),
+    );
     if let Some(key) = &endpoint.api_key {
-        let mut value = HeaderValue::from_str(key.expose()).map_err(|_| ProviderError::MissingKey {
-            provider: endpoint.provider.clone(),
-            vars: "a key without control characters".into(),
-        })?;
+        let mut value =
+            HeaderValue::from_str(key.expose()).map_err(|_| ProviderError::MissingKey {
+                provider: endpoint.provider.clone(),
+                vars: "a key without control characters".into(),
+            })?;
         value.set_sensitive(true);
         headers.insert("x-api-key", value);
     }
@@ -145,12 +149,17 @@ mod tests {
     #[test]
     fn body_always_has_max_tokens_and_top_level_system() {
         let mut r = request();
-        r.messages[0].parts.push(Part::Image(Image::new("image/png", vec![1, 2, 3])));
+        r.messages[0]
+            .parts
+            .push(Part::Image(Image::new("image/png", vec![1, 2, 3])));
         let b = body(&r);
         assert_eq!(b["max_tokens"], DEFAULT_MAX_TOKENS);
         assert_eq!(b["system"], "be brief");
         assert_eq!(b["messages"][0]["content"][1]["source"]["data"], "AQID");
-        assert_eq!(b["messages"][0]["content"][1]["source"]["media_type"], "image/png");
+        assert_eq!(
+            b["messages"][0]["content"][1]["source"]["media_type"],
+            "image/png"
+        );
     }
 
     #[test]

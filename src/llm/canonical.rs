@@ -86,11 +86,26 @@ mod tests {
     #[test]
     fn everything_that_changes_the_answer_changes_the_key() {
         let base = CanonicalRequest::new("openai", "u", &request("hi"), 0).key;
-        assert_eq!(base, CanonicalRequest::new("openai", "u", &request("hi"), 0).key);
-        assert_ne!(base, CanonicalRequest::new("openai", "u", &request("hi!"), 0).key);
-        assert_ne!(base, CanonicalRequest::new("openai", "u", &request("hi"), 1).key);
-        assert_ne!(base, CanonicalRequest::new("ollama", "u", &request("hi"), 0).key);
-        assert_ne!(base, CanonicalRequest::new("openai", "v", &request("hi"), 0).key);
+        assert_eq!(
+            base,
+            CanonicalRequest::new("openai", "u", &request("hi"), 0).key
+        );
+        assert_ne!(
+            base,
+            CanonicalRequest::new("openai", "u", &request("hi!"), 0).key
+        );
+        assert_ne!(
+            base,
+            CanonicalRequest::new("openai", "u", &request("hi"), 1).key
+        );
+        assert_ne!(
+            base,
+            CanonicalRequest::new("ollama", "u", &request("hi"), 0).key
+        );
+        assert_ne!(
+            base,
+            CanonicalRequest::new("openai", "v", &request("hi"), 0).key
+        );
         let mut hot = request("hi");
         hot.params.temperature = Some(1.0);
         assert_ne!(base, CanonicalRequest::new("openai", "u", &hot, 0).key);

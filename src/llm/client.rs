@@ -13,10 +13,20 @@ use super::{ChatRequest, ChatResponse, ProviderError, ProviderKind, anthropic, o
 #[derive(Clone, PartialEq, Eq)]
 pub struct ApiKey(String);
 
+/// Every key track has read, so that any text leaving the process can be redacted.
+static KNOWN_KEYS: std::sync::RwLock<Vec<String>> = std::sync::RwLock::new(Vec::new());
+
 impl ApiKey {
-    /// Wraps a key read from the environment.
+    /// Wraps a key read from the environment and remembers it for [`redact`].
     pub fn new(key: impl Into<String>) -> Self {
-        Self(key.into())
+        let key = key.into();
+        if key.len() >= 4 {
+            let mut known = KNOWN_KEYS.write().unwrap_or_else(|p| p.into_inner());
+            if !known.contains(&key) {
+                known.push(key.clone());
+            }
+        }
+        Self(key)
     }
 
     /// The secret itself, for a request header only.
@@ -70,9 +80,9 @@ fn ollama_base(host: &str) -> String {
         None => (rest, ""),
     };
     let authority = authority.replace("0.0.0.0", "127.0.0.1");
-    let has_port = authority
-        .rsplit_once(':')
-        .is_some_and(|(_, port)| port.chars().all(|c| c.is_ascii_digit()) && !authority.ends_with(']'));
+    let has_port = authority.rsplit_once(':').is_some_and(|(_, port)| {
+        port.chars().all(|c| c.is_ascii_digit()) && !authority.ends_with(']')
+    });
     let port = if has_port { "" } else { ":11434" };
     format!("{scheme}://{authority}{port}{path}")
 }
@@ -116,7 +126,7 @@ impl LlmClient {
             ProviderKind::Anthropic => anthropic::chat(self, endpoint, request).await,
             ProviderKind::Ollama => ollama::chat(self, endpoint, request).await,
         };
-        result.map_err(|e| scrub_key(e, endpoint))
+        result.map_err(scrub_key)
     }
 
     /// Posts `body` as JSON with `headers`; returns the response when its status is a success,
@@ -208,7 +218,10 @@ fn parse_retry_after(headers: &HeaderMap) -> Option<Duration> {
         return Some(Duration::from_secs_f64(secs.max(0.0)));
     }
     let when = httpdate::parse_http_date(value).ok()?;
-    Some(when.duration_since(std::time::SystemTime::now()).unwrap_or_default())
+    Some(
+        when.duration_since(std::time::SystemTime::now())
+            .unwrap_or_default(),
+    )
 }
 
 /// The provider's own error message from a JSON error body, or the start of the raw body.
@@ -236,12 +249,17 @@ pub(crate) fn truncate_chars(s: &str, max: usize) -> String {
     }
 }
 
-/// Removes the endpoint's key from an error, in case a provider echoed it back.
-fn scrub_key(error: ProviderError, endpoint: &Endpoint) -> ProviderError {
-    let Some(key) = endpoint.api_key.as_ref().map(ApiKey::expose).filter(|k| k.len() >= 4) else {
-        return error;
-    };
-    let scrub = |s: String| s.replace(key, "***");
+/// `text` with every known API key replaced by `***`.
+pub fn redact(text: &str) -> String {
+    let known = KNOWN_KEYS.read().unwrap_or_else(|p| p.into_inner());
+    known
+        .iter()
+        .fold(text.to_owned(), |acc, key| acc.replace(key.as_str(), "***"))
+}
+
+/// Removes any key from an error, in case a provider echoed one back.
+fn scrub_key(error: ProviderError) -> ProviderError {
+    let scrub = |s: String| redact(&s);
     match error {
         ProviderError::Http {
             provider,
@@ -287,16 +305,29 @@ mod tests {
     #[test]
     fn chat_urls_follow_the_sdks() {
         let openai = endpoint(ProviderKind::Openai, "https://api.openai.com/v1/");
-        assert_eq!(openai.chat_url(), "https://api.openai.com/v1/chat/completions");
+        assert_eq!(
+            openai.chat_url(),
+            "https://api.openai.com/v1/chat/completions"
+        );
         let anthropic = endpoint(ProviderKind::Anthropic, "https://api.anthropic.com");
-        assert_eq!(anthropic.chat_url(), "https://api.anthropic.com/v1/messages");
+        assert_eq!(
+            anthropic.chat_url(),
+            "https://api.anthropic.com/v1/messages"
+        );
         for (host, url) in [
             ("127.0.0.1", "http://127.0.0.1:11434/api/chat"),
             ("0.0.0.0:11434", "http://127.0.0.1:11434/api/chat"),
             ("http://localhost:9999", "http://localhost:9999/api/chat"),
-            ("https://ollama.example/", "https://ollama.example:11434/api/chat"),
+            (
+                "https://ollama.example/",
+                "https://ollama.example:11434/api/chat",
+            ),
         ] {
-            assert_eq!(endpoint(ProviderKind::Ollama, host).chat_url(), url, "{host}");
+            assert_eq!(
+                endpoint(ProviderKind::Ollama, host).chat_url(),
+                url,
+                "{host}"
+            );
         }
     }
 
@@ -304,15 +335,12 @@ mod tests {
     fn keys_never_show() {
         let e = endpoint(ProviderKind::Openai, "u");
         assert!(!format!("{e:?}").contains("secret"));
-        let err = scrub_key(
-            ProviderError::Http {
-                provider: "p".into(),
-                status: 401,
-                retry_after: None,
-                message: "Incorrect API key provided: sk-secret-123".into(),
-            },
-            &e,
-        );
+        let err = scrub_key(ProviderError::Http {
+            provider: "p".into(),
+            status: 401,
+            retry_after: None,
+            message: "Incorrect API key provided: sk-secret-123".into(),
+        });
         assert!(!err.to_string().contains("sk-secret-123"), "{err}");
     }
 
@@ -324,14 +352,23 @@ mod tests {
         h.insert("retry-after-ms", "150".parse().unwrap());
         assert_eq!(parse_retry_after(&h), Some(Duration::from_millis(150)));
         let mut date = HeaderMap::new();
-        date.insert(RETRY_AFTER, "Wed, 21 Oct 2015 07:28:00 GMT".parse().unwrap());
+        date.insert(
+            RETRY_AFTER,
+            "Wed, 21 Oct 2015 07:28:00 GMT".parse().unwrap(),
+        );
         assert_eq!(parse_retry_after(&date), Some(Duration::ZERO));
     }
 
     #[test]
     fn error_messages_come_from_the_body() {
-        assert_eq!(error_message(r#"{"error":{"message":"slow down"}}"#), "slow down");
-        assert_eq!(error_message(r#"{"error":"model not found"}"#), "model not found");
+        assert_eq!(
+            error_message(r#"{"error":{"message":"slow down"}}"#),
+            "slow down"
+        );
+        assert_eq!(
+            error_message(r#"{"error":"model not found"}"#),
+            "model not found"
+        );
         assert_eq!(error_message("  "), "(empty body)");
         assert_eq!(error_message(&"x".repeat(400)).chars().count(), 301);
     }

@@ -9,7 +9,7 @@ use std::time::Instant;
 use futures::StreamExt;
 
 use super::{CanonicalRequest, ChatRequest, Endpoint, LlmClient, RetryPolicy, Usage};
-use crate::store::{NewCall, StoredCall, Store, StoreError};
+use crate::store::{NewCall, Store, StoreError, StoredCall};
 
 /// How the cache is used.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -239,5 +239,7 @@ fn new_call<'a>(
 
 /// Locks the store; a panic elsewhere never poisons it for good (SQLite keeps it consistent).
 pub(crate) fn lock(store: &Mutex<Store>) -> MutexGuard<'_, Store> {
-    store.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+    store
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
 }

@@ -96,7 +96,13 @@ impl Image {
 
 impl fmt::Debug for Image {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "Image({}, {} bytes, sha256:{})", self.media_type, self.data.len(), self.sha256)
+        write!(
+            f,
+            "Image({}, {} bytes, sha256:{})",
+            self.media_type,
+            self.data.len(),
+            self.sha256
+        )
     }
 }
 
@@ -196,7 +202,9 @@ pub enum ProviderError {
     },
     #[error("{provider} did not answer within {timeout:?}")]
     Timeout { provider: String, timeout: Duration },
-    #[error("cannot reach {provider} at {url}: {detail}; is the server running and the base URL right?")]
+    #[error(
+        "cannot reach {provider} at {url}: {detail}; is the server running and the base URL right?"
+    )]
     Connect {
         provider: String,
         url: String,

@@ -107,10 +107,11 @@ impl StreamFolder {
         if line.iter().all(u8::is_ascii_whitespace) {
             return Ok(());
         }
-        let chunk: WireChunk = serde_json::from_slice(line).map_err(|e| ProviderError::Truncated {
-            provider: provider.into(),
-            detail: format!("{e} in stream line {}", body_excerpt(line)),
-        })?;
+        let chunk: WireChunk =
+            serde_json::from_slice(line).map_err(|e| ProviderError::Truncated {
+                provider: provider.into(),
+                detail: format!("{e} in stream line {}", body_excerpt(line)),
+            })?;
         if let Some(error) = chunk.error {
             return Err(ProviderError::Truncated {
                 provider: provider.into(),
@@ -179,7 +180,9 @@ mod tests {
     #[test]
     fn body_streams_by_default_with_options_and_images() {
         let mut r = request();
-        r.messages[0].parts.push(Part::Image(Image::new("image/png", vec![1, 2, 3])));
+        r.messages[0]
+            .parts
+            .push(Part::Image(Image::new("image/png", vec![1, 2, 3])));
         let b = body(&r);
         assert!(b.get("stream").is_none());
         assert_eq!(b["options"]["num_predict"], 10);
@@ -195,7 +198,14 @@ mod tests {
         ])
         .unwrap();
         assert_eq!(r.text, "Hello");
-        assert_eq!((r.usage.input_tokens, r.usage.output_tokens, r.usage.estimated), (7, 2, false));
+        assert_eq!(
+            (
+                r.usage.input_tokens,
+                r.usage.output_tokens,
+                r.usage.estimated
+            ),
+            (7, 2, false)
+        );
     }
 
     #[test]

@@ -16,12 +16,13 @@ pub(crate) async fn chat(
 ) -> Result<ChatResponse, ProviderError> {
     let mut headers = HeaderMap::new();
     if let Some(key) = &endpoint.api_key {
-        let mut value = HeaderValue::from_str(&format!("Bearer {}", key.expose())).map_err(|_| {
-            ProviderError::MissingKey {
-                provider: endpoint.provider.clone(),
-                vars: "a key without control characters".into(),
-            }
-        })?;
+        let mut value =
+            HeaderValue::from_str(&format!("Bearer {}", key.expose())).map_err(|_| {
+                ProviderError::MissingKey {
+                    provider: endpoint.provider.clone(),
+                    vars: "a key without control characters".into(),
+                }
+            })?;
         value.set_sensitive(true);
         headers.insert(AUTHORIZATION, value);
     }
@@ -183,7 +184,10 @@ mod tests {
     #[test]
     fn body_has_system_and_the_right_max_tokens_field() {
         let b = body(&request(), ProviderKind::Openai);
-        assert_eq!(b["messages"][0], json!({"role": "system", "content": "be brief"}));
+        assert_eq!(
+            b["messages"][0],
+            json!({"role": "system", "content": "be brief"})
+        );
         assert_eq!(b["messages"][1], json!({"role": "user", "content": "2+2?"}));
         assert_eq!(b["max_completion_tokens"], 5);
         let c = body(&request(), ProviderKind::OpenaiCompatible);
@@ -194,7 +198,9 @@ mod tests {
     #[test]
     fn images_become_data_urls() {
         let mut r = request();
-        r.messages[0].parts.push(Part::Image(Image::new("image/png", vec![1, 2, 3])));
+        r.messages[0]
+            .parts
+            .push(Part::Image(Image::new("image/png", vec![1, 2, 3])));
         let b = body(&r, ProviderKind::Openai);
         assert_eq!(
             b["messages"][1]["content"][1]["image_url"]["url"],
@@ -204,10 +210,14 @@ mod tests {
 
     #[test]
     fn parses_usage_or_estimates_it() {
-        let ok = br#"{"choices":[{"message":{"role":"assistant","content":"4"},"finish_reason":"stop"}],
+        let ok =
+            br#"{"choices":[{"message":{"role":"assistant","content":"4"},"finish_reason":"stop"}],
                       "usage":{"prompt_tokens":11,"completion_tokens":1,"total_tokens":12}}"#;
         let r = parse("openai", ok, &request()).unwrap();
-        assert_eq!((r.text.as_str(), r.usage.input_tokens, r.usage.output_tokens), ("4", 11, 1));
+        assert_eq!(
+            (r.text.as_str(), r.usage.input_tokens, r.usage.output_tokens),
+            ("4", 11, 1)
+        );
         assert!(!r.usage.estimated);
         let bare = br#"{"choices":[{"message":{"content":"four"},"finish_reason":"stop"}]}"#;
         let r = parse("openai", bare, &request()).unwrap();

@@ -69,7 +69,9 @@ impl RetryPolicy {
             let Some(backoff) = delays.next() else {
                 return (Err(error), attempts);
             };
-            let wait = error.retry_after().map_or(backoff, |asked| asked.max(backoff));
+            let wait = error
+                .retry_after()
+                .map_or(backoff, |asked| asked.max(backoff));
             let wait = wait.min(self.max_delay);
             tracing::debug!(attempt = attempts, ?wait, %error, "retrying");
             tokio::time::sleep(wait).await;

@@ -130,7 +130,9 @@ fn json_value(value: &AnyValue<'_>) -> Value {
         AnyValue::String(s) => Value::String((*s).to_owned()),
         AnyValue::StringOwned(s) => Value::String(s.to_string()),
         AnyValue::Float64(v) => serde_json::Number::from_f64(*v).map_or(Value::Null, Value::Number),
-        AnyValue::Float32(v) => serde_json::Number::from_f64(f64::from(*v)).map_or(Value::Null, Value::Number),
+        AnyValue::Float32(v) => {
+            serde_json::Number::from_f64(f64::from(*v)).map_or(Value::Null, Value::Number)
+        }
         AnyValue::Int64(v) => Value::from(*v),
         AnyValue::Int32(v) => Value::from(*v),
         AnyValue::UInt64(v) => Value::from(*v),
@@ -172,7 +174,10 @@ mod tests {
         assert_eq!(header("total_cost_usd"), "total cost ($)");
         assert_eq!(header("success_pct[openai:gpt-4o]"), "openai:gpt-4o %");
         let text = table(&frame()).to_string();
-        assert!(text.contains("50.0") && text.contains("0.012346") && text.contains('–'), "{text}");
+        assert!(
+            text.contains("50.0") && text.contains("0.012346") && text.contains('–'),
+            "{text}"
+        );
     }
 
     #[test]
@@ -180,8 +185,14 @@ mod tests {
         let mut out = Vec::new();
         write_csv(&frame(), &mut out).unwrap();
         let csv = String::from_utf8(out).unwrap();
-        assert!(csv.starts_with("model,success_pct,total_cost_usd\n"), "{csv}");
-        assert!(csv.contains("\"a,b\"") && csv.contains("\"c\"\"d\""), "{csv}");
+        assert!(
+            csv.starts_with("model,success_pct,total_cost_usd\n"),
+            "{csv}"
+        );
+        assert!(
+            csv.contains("\"a,b\"") && csv.contains("\"c\"\"d\""),
+            "{csv}"
+        );
         let json = to_json(&frame());
         assert_eq!(json[1]["success_pct"], Value::Null);
         assert_eq!(json[0]["model"], "a,b");

@@ -163,8 +163,10 @@ impl Store {
                 });
                 cols.cache_hit.push(r.get(7)?);
                 cols.latency_ms.push(r.get(8)?);
-                cols.input_tokens.push(r.get::<_, Option<i64>>(9)?.map(|n| n as u64));
-                cols.output_tokens.push(r.get::<_, Option<i64>>(10)?.map(|n| n as u64));
+                cols.input_tokens
+                    .push(r.get::<_, Option<i64>>(9)?.map(|n| n as u64));
+                cols.output_tokens
+                    .push(r.get::<_, Option<i64>>(10)?.map(|n| n as u64));
                 cols.cost_usd.push(r.get(11)?);
                 cols.paid_usd.push(r.get(12)?);
                 cols.energy_wh.push(r.get(13)?);
@@ -188,7 +190,12 @@ impl Store {
 mod tests {
     use super::*;
 
-    pub(crate) fn row(run_id: i64, model: u32, prompt: u32, passed: Option<bool>) -> BenchResultRow {
+    pub(crate) fn row(
+        run_id: i64,
+        model: u32,
+        prompt: u32,
+        passed: Option<bool>,
+    ) -> BenchResultRow {
         BenchResultRow {
             run_id,
             model_index: model,

@@ -11,7 +11,12 @@ pub fn sha256_hex(bytes: &[u8]) -> String {
 }
 
 /// Inserts a blob under a hash the caller computed, on a connection or open transaction.
-pub(super) fn insert_blob(conn: &Connection, sha: &str, media_type: &str, content: &[u8]) -> Result<()> {
+pub(super) fn insert_blob(
+    conn: &Connection,
+    sha: &str,
+    media_type: &str,
+    content: &[u8],
+) -> Result<()> {
     conn.prepare_cached(
         "INSERT INTO blobs (sha256, media_type, size, content) VALUES (?1, ?2, ?3, ?4)
          ON CONFLICT (sha256) DO NOTHING",

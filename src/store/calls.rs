@@ -50,7 +50,12 @@ impl Store {
     pub fn insert_call(&mut self, call: &NewCall<'_>) -> Result<i64> {
         let tx = self.conn.transaction()?;
         {
-            insert_blob(&tx, call.cache_key, "application/json", call.canonical_request.as_bytes())?;
+            insert_blob(
+                &tx,
+                call.cache_key,
+                "application/json",
+                call.canonical_request.as_bytes(),
+            )?;
             let (status, response_sha, error) = match call.outcome {
                 Ok(text) => {
                     let sha = super::sha256_hex(text.as_bytes());

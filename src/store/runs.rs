@@ -108,11 +108,9 @@ impl Store {
         let ids = match selector {
             RunSelector::Latest => self
                 .conn
-                .query_row(
-                    "SELECT max(id) FROM runs WHERE kind = ?1",
-                    [kind],
-                    |r| r.get::<_, Option<i64>>(0),
-                )?
+                .query_row("SELECT max(id) FROM runs WHERE kind = ?1", [kind], |r| {
+                    r.get::<_, Option<i64>>(0)
+                })?
                 .into_iter()
                 .collect(),
             RunSelector::All => {
@@ -190,12 +188,25 @@ mod tests {
             store.select_runs("bench", RunSelector::Latest),
             Err(StoreError::NoSuchRun(_))
         ));
-        let a = store.create_run("bench", Some("a.yaml"), None, "{}").unwrap();
-        let b = store.create_run("bench", Some("b.yaml"), None, "{}").unwrap();
+        let a = store
+            .create_run("bench", Some("a.yaml"), None, "{}")
+            .unwrap();
+        let b = store
+            .create_run("bench", Some("b.yaml"), None, "{}")
+            .unwrap();
         store.finish_run(a, RunStatus::Completed).unwrap();
-        assert_eq!(store.select_runs("bench", RunSelector::Latest).unwrap(), vec![b]);
-        assert_eq!(store.select_runs("bench", RunSelector::All).unwrap(), vec![a, b]);
-        assert_eq!(store.select_runs("bench", RunSelector::Id(a)).unwrap(), vec![a]);
+        assert_eq!(
+            store.select_runs("bench", RunSelector::Latest).unwrap(),
+            vec![b]
+        );
+        assert_eq!(
+            store.select_runs("bench", RunSelector::All).unwrap(),
+            vec![a, b]
+        );
+        assert_eq!(
+            store.select_runs("bench", RunSelector::Id(a)).unwrap(),
+            vec![a]
+        );
         assert!(store.select_runs("bench", RunSelector::Id(99)).is_err());
         let runs = store.list_runs().unwrap();
         assert_eq!(runs.len(), 2);

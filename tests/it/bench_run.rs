@@ -1,0 +1,632 @@
+//! `track run` end to end: the three wire formats, the cache, offline and dry runs, repeats,
+//! retries and faults, kill-and-resume, queries, exports and secrets.
+
+use std::time::{Duration, Instant};
+
+use crate::support::mock::{MockConfig, MockProvider, Rule};
+use crate::support::{ANTHROPIC_KEY, OPENAI_KEY, Sandbox, any_file_contains, bench_yaml, text};
+
+const THREE_MODELS: [&str; 3] = [
+    "openai:gpt-4o",
+    "anthropic:sonnet 3.5",
+    "ollama:qwen2.5-coder",
+];
+
+fn two_prompts() -> Vec<(&'static str, &'static str, &'static str, &'static str)> {
+    vec![
+        ("sum", "What is 2+2?", "4", "exact"),
+        ("capital", "Capital of France?", "Paris", "contains"),
+    ]
+}
+
+fn sandbox_with_answers() -> Sandbox {
+    let s = Sandbox::new();
+    s.mock.add_rule(Rule::reply("2+2", "4"));
+    s.mock
+        .add_rule(Rule::reply("Capital of France", "The capital is Paris."));
+    s.write("bench.yaml", &bench_yaml(&THREE_MODELS, &two_prompts()));
+    s
+}
+
+#[test]
+fn runs_every_prompt_on_every_model_over_the_three_wire_formats() {
+    let s = sandbox_with_answers();
+    let out = s.track().args(["run", "bench.yaml"]).output().unwrap();
+    let stdout = text(&out.stdout);
+    assert!(out.status.success(), "{stdout}\n{}", text(&out.stderr));
+    for heading in ["Results", "Per model", "Per prompt"] {
+        assert!(stdout.contains(heading), "{stdout}");
+    }
+    assert_eq!(s.mock.request_count(), 6);
+    assert_eq!(
+        s.count("SELECT count(*) FROM bench_results WHERE status = 'passed'"),
+        6
+    );
+
+    // Model-major order: all prompts of one model, then the next.
+    let paths: Vec<String> = s.mock.requests().iter().map(|r| r.path.clone()).collect();
+    assert_eq!(paths[..2], ["/v1/chat/completions", "/v1/chat/completions"]);
+    assert_eq!(paths[2..4], ["/v1/messages", "/v1/messages"]);
+    assert_eq!(paths[4..], ["/api/chat", "/api/chat"]);
+
+    // Each wire format got its own headers and body shape.
+    let requests = s.mock.requests();
+    let openai = &requests[0];
+    assert_eq!(
+        openai.header("authorization"),
+        Some(format!("Bearer {OPENAI_KEY}").as_str())
+    );
+    assert_eq!(openai.body["model"], "gpt-4o");
+    let anthropic = &requests[2];
+    assert_eq!(anthropic.header("x-api-key"), Some(ANTHROPIC_KEY));
+    assert!(anthropic.header("anthropic-version").is_some());
+    assert_eq!(anthropic.body["model"], "claude-3-5-sonnet-20241022");
+    assert!(anthropic.body["max_tokens"].as_u64().unwrap() > 0);
+    let ollama = &requests[4];
+    assert_eq!(ollama.body["model"], "qwen2.5-coder:7b");
+    assert!(
+        ollama.body.get("stream").is_none(),
+        "Ollama's default streaming is used"
+    );
+
+    // Tokens come from the providers' usage fields; the mock counts words.
+    // "What is 2+2?" = 3 words in, "4" = 1 word out; gpt-4o: 2.50 / 10.00 per million.
+    let (tin, tout, cost, estimated): (i64, i64, f64, bool) = s
+        .db()
+        .query_row(
+            "SELECT input_tokens, output_tokens, cost_usd, tokens_estimated FROM bench_results
+             WHERE model_ref = 'openai:gpt-4o' AND prompt_name = 'sum'",
+            [],
+            |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)),
+        )
+        .unwrap();
+    assert_eq!((tin, tout, estimated), (3, 1, false));
+    assert!(
+        (cost - (3.0 * 2.5 + 1.0 * 10.0) / 1e6).abs() < 1e-15,
+        "{cost}"
+    );
+    // Ollama's streamed counts arrive through prompt_eval_count / eval_count.
+    let ollama_out: i64 = s
+        .db()
+        .query_row(
+            "SELECT output_tokens FROM bench_results WHERE model_ref = 'ollama:qwen2.5-coder' AND prompt_name = 'capital'",
+            [],
+            |r| r.get(0),
+        )
+        .unwrap();
+    assert_eq!(ollama_out, 4);
+    // Energy is stored with its method.
+    assert_eq!(
+        s.count("SELECT count(*) FROM bench_results WHERE energy_method = 'ecologits-0.9' AND energy_wh > 0"),
+        6
+    );
+}
+
+#[test]
+fn a_second_run_is_served_from_the_cache_and_pays_nothing() {
+    let s = sandbox_with_answers();
+    s.track()
+        .args(["run", "bench.yaml", "-q"])
+        .assert()
+        .success();
+    let first = s.mock.request_count();
+    let out = s.track().args(["run", "bench.yaml"]).output().unwrap();
+    assert!(out.status.success());
+    assert_eq!(
+        s.mock.request_count(),
+        first,
+        "the second run sent requests"
+    );
+    let stdout = text(&out.stdout);
+    assert!(stdout.contains("6 cache hits"), "{stdout}");
+    assert!(stdout.contains("paid $0.000000"), "{stdout}");
+    // Both runs recorded, the second entirely cached, same results.
+    assert_eq!(
+        s.count("SELECT count(*) FROM bench_results WHERE run_id = 2 AND cache_hit = 1"),
+        6
+    );
+    assert_eq!(
+        s.count("SELECT count(*) FROM calls"),
+        6,
+        "no new calls stored"
+    );
+    let runs = s
+        .track()
+        .args(["runs", "--format", "csv"])
+        .output()
+        .unwrap();
+    let runs = text(&runs.stdout);
+    assert!(
+        runs.starts_with("id,kind,file,started,status,calls,cache_hits,errors,cost_usd,paid_usd\n"),
+        "{runs}"
+    );
+    assert!(runs.contains(",completed,6,6,0,"), "{runs}");
+    // --offline after a full run: zero requests, success.
+    s.track()
+        .args(["run", "bench.yaml", "--offline", "-q"])
+        .assert()
+        .success();
+    assert_eq!(s.mock.request_count(), first);
+    // --no-cache calls again and the fresh answers are served afterwards.
+    s.track()
+        .args(["run", "bench.yaml", "--no-cache", "-q"])
+        .assert()
+        .success();
+    assert_eq!(s.mock.request_count(), first * 2);
+}
+
+#[test]
+fn offline_on_an_empty_cache_calls_nothing_and_fails() {
+    let s = sandbox_with_answers();
+    let out = s
+        .track()
+        .args(["run", "bench.yaml", "--offline"])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    assert_eq!(s.mock.request_count(), 0);
+    let stderr = text(&out.stderr);
+    assert!(
+        stderr.contains("nothing could run") && stderr.contains("--offline"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn dry_run_counts_cached_calls_and_bounds_the_cost() {
+    let s = sandbox_with_answers();
+    let out = s
+        .track()
+        .args(["run", "bench.yaml", "--dry-run"])
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let stdout = text(&out.stdout);
+    assert!(
+        stdout.contains("6 calls planned, 0 cached, 6 to call"),
+        "{stdout}"
+    );
+    assert_eq!(s.mock.request_count(), 0);
+    s.track()
+        .args(["run", "bench.yaml", "-q", "--models", "openai:gpt-4o"])
+        .assert()
+        .success();
+    let out = s
+        .track()
+        .args(["run", "bench.yaml", "--dry-run"])
+        .output()
+        .unwrap();
+    assert!(
+        text(&out.stdout).contains("6 calls planned, 2 cached, 4 to call"),
+        "{}",
+        text(&out.stdout)
+    );
+    assert_eq!(s.mock.request_count(), 2);
+}
+
+#[test]
+fn repeats_are_distinct_cache_entries() {
+    let s = sandbox_with_answers();
+    s.track()
+        .args([
+            "run",
+            "bench.yaml",
+            "-q",
+            "--repeat",
+            "3",
+            "--models",
+            "openai:gpt-4o",
+        ])
+        .assert()
+        .success();
+    assert_eq!(s.mock.request_count(), 6);
+    assert_eq!(s.count("SELECT count(DISTINCT cache_key) FROM calls"), 6);
+    s.track()
+        .args([
+            "run",
+            "bench.yaml",
+            "-q",
+            "--repeat",
+            "3",
+            "--models",
+            "openai:gpt-4o",
+        ])
+        .assert()
+        .success();
+    assert_eq!(s.mock.request_count(), 6);
+}
+
+#[test]
+fn rate_limits_and_server_errors_are_retried_and_counted() {
+    let s = Sandbox::new();
+    s.mock.add_rule(Rule::rate_limit("limited", "0", 2));
+    s.mock.add_rule(Rule::fail("wobbly", 500, 1));
+    s.mock.add_rule(Rule::reply("", "ok"));
+    s.write(
+        "bench.yaml",
+        &bench_yaml(
+            &["openai:gpt-4o"],
+            &[
+                ("a", "limited prompt", "ok", "exact"),
+                ("b", "wobbly prompt", "ok", "exact"),
+            ],
+        ),
+    );
+    s.track()
+        .args(["run", "bench.yaml", "-q"])
+        .assert()
+        .success();
+    assert_eq!(
+        s.count("SELECT count(*) FROM bench_results WHERE status = 'passed'"),
+        2
+    );
+    assert_eq!(s.mock.requests_containing("limited prompt"), 3);
+    assert_eq!(s.mock.requests_containing("wobbly prompt"), 2);
+    let attempts: Vec<i64> = s
+        .db()
+        .prepare("SELECT attempts FROM calls ORDER BY attempts")
+        .unwrap()
+        .query_map([], |r| r.get(0))
+        .unwrap()
+        .map(Result::unwrap)
+        .collect();
+    assert_eq!(attempts, [2, 3]);
+}
+
+#[test]
+fn failures_are_errors_not_test_failures_and_are_never_cached() {
+    let s = Sandbox::new();
+    s.mock.add_rule(Rule::truncate("cut"));
+    s.mock.add_rule(Rule::fail("forbidden", 400, 100));
+    s.mock.add_rule(Rule::reply("", "ok"));
+    s.write(
+        "bench.yaml",
+        &bench_yaml(
+            &["openai:gpt-4o", "ollama:qwen2.5-coder"],
+            &[
+                ("cut", "cut me", "ok", "exact"),
+                ("bad", "forbidden words", "ok", "exact"),
+                ("fine", "fine prompt", "ok", "exact"),
+            ],
+        ),
+    );
+    let out = s.track().args(["run", "bench.yaml"]).output().unwrap();
+    assert!(out.status.success(), "some evaluations ran: exit 0");
+    let stderr = text(&out.stderr);
+    assert!(stderr.contains("errors (first"), "{stderr}");
+    assert_eq!(
+        s.count("SELECT count(*) FROM bench_results WHERE status = 'error'"),
+        4
+    );
+    assert_eq!(
+        s.count("SELECT count(*) FROM bench_results WHERE status = 'passed'"),
+        2
+    );
+    // Truncated bodies are retried (4 attempts in the sandbox), a 400 is not.
+    assert_eq!(s.mock.requests_containing("cut me"), 8);
+    assert_eq!(s.mock.requests_containing("forbidden words"), 2);
+    assert_eq!(
+        s.count("SELECT count(*) FROM calls WHERE status = 'error' AND http_status = 400"),
+        2
+    );
+    let before = s.mock.request_count();
+    s.track()
+        .args(["run", "bench.yaml", "-q"])
+        .assert()
+        .success();
+    assert_eq!(
+        s.mock.request_count() - before,
+        8 + 2,
+        "errors are called again, successes are not"
+    );
+}
+
+#[test]
+fn usage_is_estimated_and_marked_when_a_provider_gives_none() {
+    let s = Sandbox::new();
+    s.mock.add_rule(Rule::no_usage("", "twelve chars"));
+    s.write(
+        "bench.yaml",
+        &bench_yaml(
+            &["anthropic:sonnet 3.5"],
+            &[("a", "hello there", "twelve", "contains")],
+        ),
+    );
+    s.track()
+        .args(["run", "bench.yaml", "-q"])
+        .assert()
+        .success();
+    let (tout, estimated): (i64, bool) = s
+        .db()
+        .query_row(
+            "SELECT output_tokens, tokens_estimated FROM bench_results",
+            [],
+            |r| Ok((r.get(0)?, r.get(1)?)),
+        )
+        .unwrap();
+    assert_eq!(
+        (tout, estimated),
+        (3, true),
+        "12 characters at 4 a token, marked estimated"
+    );
+}
+
+#[test]
+fn a_missing_key_fails_only_its_model() {
+    let s = sandbox_with_answers();
+    let out = s
+        .track()
+        .args(["run", "bench.yaml"])
+        .env_remove("OPENAI_API_KEY")
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    assert_eq!(
+        s.count("SELECT count(*) FROM bench_results WHERE status = 'passed'"),
+        4
+    );
+    let detail: String = s
+        .db()
+        .query_row(
+            "SELECT detail FROM bench_results WHERE model_ref = 'openai:gpt-4o' LIMIT 1",
+            [],
+            |r| r.get(0),
+        )
+        .unwrap();
+    assert!(detail.contains("OPENAI_API_KEY"), "{detail}");
+    // The specification's variable name works too.
+    s.track()
+        .args(["run", "bench.yaml", "-q", "--models", "openai:gpt-4o"])
+        .env_remove("OPENAI_API_KEY")
+        .env("OPENAI_KEY", OPENAI_KEY)
+        .assert()
+        .success();
+    assert_eq!(
+        s.mock.requests().last().unwrap().header("authorization"),
+        Some(format!("Bearer {OPENAI_KEY}").as_str())
+    );
+}
+
+#[test]
+fn keys_never_reach_the_database_exports_or_output() {
+    let s = sandbox_with_answers();
+    // A provider that echoes the key in its error must not get it stored either.
+    s.mock.add_rule(Rule::new(
+        "echo",
+        crate::support::mock::Action::Status {
+            code: 401,
+            retry_after: None,
+            body: format!(
+                r#"{{"error":{{"message":"Incorrect API key provided: {OPENAI_KEY}"}}}}"#
+            ),
+        },
+    ));
+    s.write(
+        "bench.yaml",
+        &bench_yaml(
+            &THREE_MODELS,
+            &[
+                ("sum", "What is 2+2?", "4", "exact"),
+                ("echo", "echo the key", "x", "exact"),
+            ],
+        ),
+    );
+    let run = s
+        .track()
+        .args(["run", "bench.yaml", "-v"])
+        .output()
+        .unwrap();
+    let export = s
+        .track()
+        .args(["export", "csv", "--out", "exports"])
+        .output()
+        .unwrap();
+    assert!(export.status.success());
+    for (what, bytes) in [
+        ("run stdout", &run.stdout),
+        ("run stderr", &run.stderr),
+        ("export", &export.stdout),
+    ] {
+        for key in [OPENAI_KEY, ANTHROPIC_KEY] {
+            assert!(
+                !text(bytes).contains(key),
+                "{what} shows a key:\n{}",
+                text(bytes)
+            );
+        }
+    }
+    for key in [OPENAI_KEY, ANTHROPIC_KEY] {
+        assert_eq!(
+            any_file_contains(s.dir.path(), key),
+            None,
+            "a file holds {key}"
+        );
+    }
+    let error: String = s
+        .db()
+        .query_row("SELECT error FROM calls WHERE http_status = 401", [], |r| {
+            r.get(0)
+        })
+        .unwrap();
+    assert!(error.contains("Incorrect API key provided: ***"), "{error}");
+}
+
+#[test]
+fn query_and_export_reproduce_the_run_from_the_database() {
+    let s = sandbox_with_answers();
+    s.mock.add_rule(Rule::reply("wrong", "nope"));
+    s.write(
+        "bench.yaml",
+        &bench_yaml(
+            &THREE_MODELS,
+            &[
+                ("sum", "What is 2+2?", "4", "exact"),
+                ("miss", "wrong answer please", "yes", "exact"),
+            ],
+        ),
+    );
+    s.track()
+        .args(["run", "bench.yaml", "-q"])
+        .assert()
+        .success();
+    let by_model = s
+        .track()
+        .args(["query", "--by", "model", "--format", "csv"])
+        .output()
+        .unwrap();
+    let by_model = text(&by_model.stdout);
+    let header = by_model.lines().next().unwrap();
+    assert_eq!(
+        header,
+        "model,results,passed,failed,errors,success_pct,total_time_s,total_cost_usd,paid_usd,input_tokens,output_tokens,energy_wh,energy_wh_min,energy_wh_max,cache_hits"
+    );
+    let gpt = by_model
+        .lines()
+        .find(|l| l.starts_with("openai:gpt-4o,"))
+        .unwrap();
+    assert!(gpt.starts_with("openai:gpt-4o,2,1,1,0,50.0,"), "{gpt}");
+
+    let by_prompt = s
+        .track()
+        .args([
+            "query", "--by", "prompt", "--format", "json", "--run", "all",
+        ])
+        .output()
+        .unwrap();
+    let json: serde_json::Value = serde_json::from_slice(&by_prompt.stdout).unwrap();
+    assert_eq!(json[0]["prompt"], "sum");
+    assert_eq!(json[0]["success_pct[openai:gpt-4o]"], 100.0);
+    assert_eq!(json[1]["success_pct_all"], 0.0);
+    assert_eq!(json[0]["avg_input_tokens"], 3.0);
+
+    let out = s
+        .track()
+        .args(["export", "csv", "--out", "exports"])
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let results = std::fs::read_to_string(s.path("exports/bench_results.csv")).unwrap();
+    let header = results.lines().next().unwrap();
+    for column in [
+        "model",
+        "prompt",
+        "status",
+        "latency_ms",
+        "input_tokens",
+        "output_tokens",
+        "cost_usd",
+        "paid_usd",
+        "energy_wh",
+        "energy_method",
+        "cache_hit",
+        "detail",
+    ] {
+        assert!(
+            header.split(',').any(|c| c == column),
+            "{column} missing from {header}"
+        );
+    }
+    assert_eq!(results.lines().count(), 1 + 6);
+    assert!(
+        s.path("exports/bench_by_model.csv").exists()
+            && s.path("exports/bench_by_prompt.csv").exists()
+    );
+    assert!(
+        results.contains("expected `yes`, got `nope`"),
+        "failure detail is exported"
+    );
+}
+
+#[test]
+fn killing_a_run_loses_nothing_completed_and_resuming_pays_only_the_rest() {
+    let mock = MockProvider::start_with(MockConfig {
+        delay: Duration::from_millis(250),
+        ..MockConfig::default()
+    });
+    let s = Sandbox::with_mock(mock);
+    let prompts: Vec<(String, String)> = (0..8)
+        .map(|i| (format!("p{i}"), format!("question number {i}")))
+        .collect();
+    let as_refs: Vec<(&str, &str, &str, &str)> = prompts
+        .iter()
+        .map(|(n, p)| (n.as_str(), p.as_str(), "x", "contains"))
+        .collect();
+    s.write("bench.yaml", &bench_yaml(&["openai:gpt-4o"], &as_refs));
+    let mut child = s
+        .track_process()
+        .args(["run", "bench.yaml", "-q", "--concurrency", "1"])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let started = Instant::now();
+    while s.mock.request_count() < 4 && started.elapsed() < Duration::from_secs(30) {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    child.kill().unwrap(); // SIGKILL: no chance to clean up
+    child.wait().unwrap();
+    let sent_before_kill = s.mock.request_count();
+    let stored = s.count("SELECT count(*) FROM calls WHERE status = 'ok'") as usize;
+    assert!(
+        stored >= 3,
+        "completed calls were stored as they arrived ({stored})"
+    );
+    assert!(
+        sent_before_kill <= stored + 1,
+        "at most the call in flight is lost"
+    );
+
+    s.track()
+        .args(["run", "bench.yaml", "-q"])
+        .assert()
+        .success();
+    let resumed = s.mock.request_count() - sent_before_kill;
+    assert_eq!(
+        resumed,
+        8 - stored,
+        "only the calls not stored were sent again"
+    );
+    assert_eq!(
+        s.count("SELECT count(*) FROM bench_results WHERE run_id = 2"),
+        8
+    );
+    assert_eq!(
+        s.count("SELECT count(*) FROM bench_results WHERE run_id = 2 AND cache_hit = 1"),
+        stored as i64
+    );
+    for (_, prompt) in &prompts {
+        assert!(
+            s.mock.requests_containing(prompt) <= 2,
+            "{prompt} paid more than once after completing"
+        );
+    }
+}
+
+#[test]
+fn prompts_of_one_model_run_concurrently() {
+    let mock = MockProvider::start_with(MockConfig {
+        delay: Duration::from_millis(400),
+        ..MockConfig::default()
+    });
+    let s = Sandbox::with_mock(mock);
+    let prompts: Vec<String> = (0..8).map(|i| format!("prompt {i}")).collect();
+    let as_refs: Vec<(&str, &str, &str, &str)> = prompts
+        .iter()
+        .map(|p| (p.as_str(), p.as_str(), "x", "contains"))
+        .collect();
+    s.write("bench.yaml", &bench_yaml(&["openai:gpt-4o"], &as_refs));
+    s.track()
+        .args(["run", "bench.yaml", "-q", "--concurrency", "8"])
+        .assert()
+        .success();
+    // With 8 in flight the 8 calls overlap: their stored windows intersect.
+    let overlapping = s.count(
+        "SELECT count(*) FROM calls a JOIN calls b ON a.id < b.id
+         WHERE julianday(a.created_at) * 86400000 - a.latency_ms < julianday(b.created_at) * 86400000
+           AND julianday(b.created_at) * 86400000 - b.latency_ms < julianday(a.created_at) * 86400000",
+    );
+    assert!(
+        overlapping >= 20,
+        "only {overlapping} overlapping pairs of 28"
+    );
+}

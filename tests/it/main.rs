@@ -1,0 +1,8 @@
+//! End-to-end tests: the real `track` binary against a mock provider on 127.0.0.1 and a temp
+//! database. One test binary so it links once.
+
+mod support;
+
+mod bench_inputs;
+mod bench_run;
+mod mock_selftest;

@@ -1,0 +1,152 @@
+//! Test harness: a temp directory with a database and config, the real `track` binary, and
+//! the mock provider on 127.0.0.1 wired in through the SDK environment variables.
+
+pub mod mock;
+
+use std::path::{Path, PathBuf};
+
+use assert_cmd::Command;
+use mock::MockProvider;
+
+/// Keys the sandbox gives the binary: canaries that must never be stored or printed.
+pub const OPENAI_KEY: &str = "sk-test-openai-CANARY-0001";
+pub const ANTHROPIC_KEY: &str = "sk-ant-test-CANARY-0002";
+
+/// Environment variables of the developer's machine that must not leak into a test.
+const SCRUBBED_ENV: [&str; 14] = [
+    "OPENAI_API_KEY",
+    "OPENAI_KEY",
+    "ANTHROPIC_API_KEY",
+    "ANTHROPIC_KEY",
+    "GEMINI_API_KEY",
+    "GOOGLE_API_KEY",
+    "OPENROUTER_API_KEY",
+    "OPENAI_BASE_URL",
+    "ANTHROPIC_BASE_URL",
+    "OLLAMA_HOST",
+    "LOCAL_MODEL_BASE_URL",
+    "TRACK_DB",
+    "TRACK_LOG",
+    "LOCAL_MODEL_API_KEY",
+];
+
+/// A temp directory holding `track.db` and a `config.yaml` with fast retries, plus a mock.
+pub struct Sandbox {
+    pub dir: tempfile::TempDir,
+    pub mock: MockProvider,
+}
+
+impl Sandbox {
+    pub fn new() -> Self {
+        Self::with_mock(MockProvider::start())
+    }
+
+    pub fn with_mock(mock: MockProvider) -> Self {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let sandbox = Self { dir, mock };
+        sandbox.write(
+            "config.yaml",
+            "retry:\n  max_attempts: 4\n  base_delay: 10\n  max_delay: 200\ntimeout_secs: 10\n",
+        );
+        sandbox
+    }
+
+    pub fn path(&self, name: &str) -> PathBuf {
+        self.dir.path().join(name)
+    }
+
+    pub fn db_path(&self) -> PathBuf {
+        self.path("track.db")
+    }
+
+    /// Writes a file in the sandbox and returns its path.
+    pub fn write(&self, name: &str, content: &str) -> PathBuf {
+        let path = self.path(name);
+        if let Some(parent) = path.parent() {
+            std::fs::create_dir_all(parent).unwrap();
+        }
+        std::fs::write(&path, content).unwrap();
+        path
+    }
+
+    /// The `track` binary in the sandbox, pointed at the mock, with test keys.
+    pub fn track(&self) -> Command {
+        Command::from_std(self.track_process())
+    }
+
+    /// The same as a std `Command` (to spawn and kill).
+    pub fn track_process(&self) -> std::process::Command {
+        let mut cmd = std::process::Command::new(track_bin());
+        cmd.current_dir(self.dir.path());
+        for var in SCRUBBED_ENV {
+            cmd.env_remove(var);
+        }
+        cmd.env("TRACK_DB", self.db_path())
+            .env("OPENAI_BASE_URL", self.mock.openai_base_url())
+            .env("ANTHROPIC_BASE_URL", self.mock.anthropic_base_url())
+            .env("OLLAMA_HOST", self.mock.ollama_host())
+            .env("OPENAI_API_KEY", OPENAI_KEY)
+            .env("ANTHROPIC_API_KEY", ANTHROPIC_KEY);
+        cmd
+    }
+
+    /// A read-only connection to the sandbox database.
+    pub fn db(&self) -> rusqlite::Connection {
+        rusqlite::Connection::open_with_flags(
+            self.db_path(),
+            rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY,
+        )
+        .expect("open test database")
+    }
+
+    /// One integer from a query on the sandbox database.
+    pub fn count(&self, sql: &str) -> i64 {
+        self.db().query_row(sql, [], |r| r.get(0)).expect(sql)
+    }
+}
+
+/// The path of the binary under test.
+pub fn track_bin() -> PathBuf {
+    PathBuf::from(env!("CARGO_BIN_EXE_track"))
+}
+
+/// A benchmark file with `models` and prompts given as (name, prompt, output, method).
+pub fn bench_yaml(models: &[&str], prompts: &[(&str, &str, &str, &str)]) -> String {
+    let mut yaml = String::from("temperature: 0\nmodels:\n");
+    for m in models {
+        yaml.push_str(&format!("  - {m}\n"));
+    }
+    yaml.push_str("prompts:\n");
+    for (name, prompt, output, method) in prompts {
+        yaml.push_str(&format!(
+            "  - {name}:\n    prompt: {}\n    output: {}\n    method: {method}\n",
+            serde_json::to_string(prompt).unwrap(),
+            serde_json::to_string(output).unwrap()
+        ));
+    }
+    yaml
+}
+
+/// The text of stdout or stderr of an assert_cmd output.
+pub fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+/// Whether any file under `dir` contains `needle` (for secrets).
+pub fn any_file_contains(dir: &Path, needle: &str) -> Option<PathBuf> {
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.is_dir() {
+            if let Some(found) = any_file_contains(&path, needle) {
+                return Some(found);
+            }
+        } else if std::fs::read(&path)
+            .unwrap()
+            .windows(needle.len())
+            .any(|w| w == needle.as_bytes())
+        {
+            return Some(path);
+        }
+    }
+    None
+}
