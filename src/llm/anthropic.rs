@@ -6,8 +6,7 @@ use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
 use super::client::{Endpoint, LlmClient, body_excerpt};
-use super::openai::estimated_usage;
-use super::{ChatRequest, ChatResponse, Part, ProviderError, Usage};
+use super::{ChatRequest, ChatResponse, Part, ProviderError, usage_or_estimate};
 
 /// The API version track speaks.
 const ANTHROPIC_VERSION: &str = "2023-06-01";
@@ -92,10 +91,16 @@ struct WireBlock {
     text: Option<String>,
 }
 
+/// Anthropic counts prompt tokens served from or written to its prompt cache apart from
+/// `input_tokens`; the prompt's size is their sum.
 #[derive(Deserialize)]
 struct WireUsage {
     input_tokens: Option<u64>,
     output_tokens: Option<u64>,
+    #[serde(default)]
+    cache_read_input_tokens: Option<u64>,
+    #[serde(default)]
+    cache_creation_input_tokens: Option<u64>,
 }
 
 /// Parses a message; the text blocks are joined in order.
@@ -114,17 +119,12 @@ pub(crate) fn parse(
         .filter(|b| b.kind == "text")
         .filter_map(|b| b.text.as_deref())
         .collect();
-    let usage = match wire.usage {
-        Some(WireUsage {
-            input_tokens: Some(input),
-            output_tokens: Some(output),
-        }) => Usage {
-            input_tokens: input,
-            output_tokens: output,
-            estimated: false,
-        },
-        _ => estimated_usage(request, &text),
-    };
+    let reported = wire.usage.and_then(|u| {
+        let cached =
+            u.cache_read_input_tokens.unwrap_or(0) + u.cache_creation_input_tokens.unwrap_or(0);
+        u.input_tokens.map(|n| n + cached).zip(u.output_tokens)
+    });
+    let usage = usage_or_estimate(reported, request, &text);
     Ok(ChatResponse {
         text,
         usage,
@@ -171,5 +171,13 @@ mod tests {
         assert_eq!(r.text, "Hello, world");
         assert_eq!((r.usage.input_tokens, r.usage.output_tokens), (3, 2));
         assert_eq!(r.finish_reason.as_deref(), Some("end_turn"));
+    }
+
+    #[test]
+    fn prompt_cache_tokens_count_as_input() {
+        let raw = br#"{"content":[{"type":"text","text":"4"}],"stop_reason":"end_turn",
+            "usage":{"cache_read_input_tokens":41,"input_tokens":1,"output_tokens":7}}"#;
+        let r = parse("anthropic", raw, &request()).unwrap();
+        assert_eq!((r.usage.input_tokens, r.usage.output_tokens), (42, 7));
     }
 }

@@ -184,6 +184,33 @@ pub struct ChatResponse {
     pub finish_reason: Option<String>,
 }
 
+/// The provider's token counts when it reported both, else an estimate from the texts
+/// (marked as such).
+pub(crate) fn usage_or_estimate(
+    reported: Option<(u64, u64)>,
+    request: &ChatRequest,
+    answer: &str,
+) -> Usage {
+    if let Some((input_tokens, output_tokens)) = reported {
+        return Usage {
+            input_tokens,
+            output_tokens,
+            estimated: false,
+        };
+    }
+    let input: u64 = request.system.as_deref().map_or(0, estimate_tokens)
+        + request
+            .messages
+            .iter()
+            .map(|m| estimate_tokens(&m.text()))
+            .sum::<u64>();
+    Usage {
+        input_tokens: input,
+        output_tokens: estimate_tokens(answer),
+        estimated: true,
+    }
+}
+
 /// Rough token count for providers that report none: about 4 characters a token.
 pub fn estimate_tokens(text: &str) -> u64 {
     (text.chars().count() as u64).div_ceil(4)

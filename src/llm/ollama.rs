@@ -7,8 +7,7 @@ use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
 use super::client::{Endpoint, LlmClient, body_excerpt};
-use super::openai::estimated_usage;
-use super::{ChatRequest, ChatResponse, Part, ProviderError, Usage};
+use super::{ChatRequest, ChatResponse, Part, ProviderError, usage_or_estimate};
 
 /// Sends `request` to Ollama and folds its stream into one response.
 pub(crate) async fn chat(
@@ -136,14 +135,7 @@ impl StreamFolder {
                 detail: "the stream ended before its final `done` chunk".into(),
             });
         }
-        let usage = match self.counts {
-            Some((input, output)) => Usage {
-                input_tokens: input,
-                output_tokens: output,
-                estimated: false,
-            },
-            None => estimated_usage(request, &self.text),
-        };
+        let usage = usage_or_estimate(self.counts, request, &self.text);
         Ok(ChatResponse {
             text: self.text,
             usage,

@@ -6,7 +6,7 @@ use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
 use super::client::{Endpoint, LlmClient, body_excerpt};
-use super::{ChatRequest, ChatResponse, Part, ProviderError, ProviderKind, Usage, estimate_tokens};
+use super::{ChatRequest, ChatResponse, Part, ProviderError, ProviderKind, usage_or_estimate};
 
 /// Sends `request` to an OpenAI-style endpoint.
 pub(crate) async fn chat(
@@ -130,37 +130,15 @@ pub(crate) fn parse(
         .content
         .or(choice.message.refusal)
         .unwrap_or_default();
-    let usage = match wire.usage {
-        Some(WireUsage {
-            prompt_tokens: Some(input),
-            completion_tokens: Some(output),
-        }) => Usage {
-            input_tokens: input,
-            output_tokens: output,
-            estimated: false,
-        },
-        _ => estimated_usage(request, &text),
-    };
+    let reported = wire
+        .usage
+        .and_then(|u| u.prompt_tokens.zip(u.completion_tokens));
+    let usage = usage_or_estimate(reported, request, &text);
     Ok(ChatResponse {
         text,
         usage,
         finish_reason: choice.finish_reason,
     })
-}
-
-/// Token counts estimated from the texts, for providers that report none.
-pub(crate) fn estimated_usage(request: &ChatRequest, answer: &str) -> Usage {
-    let input: u64 = request.system.as_deref().map_or(0, estimate_tokens)
-        + request
-            .messages
-            .iter()
-            .map(|m| estimate_tokens(&m.text()))
-            .sum::<u64>();
-    Usage {
-        input_tokens: input,
-        output_tokens: estimate_tokens(answer),
-        estimated: true,
-    }
 }
 
 #[cfg(test)]

@@ -44,27 +44,28 @@ pub fn table(df: &DataFrame) -> Table {
     table
 }
 
-/// A header a person reads: `total_cost_usd` becomes `total cost ($)`.
+/// A header a person reads: `total_cost_usd` becomes `total cost ($)`, units last.
 fn header(name: &str) -> String {
-    let (base, unit) = if let Some(b) = name.strip_suffix("_usd") {
-        (b, " ($)")
-    } else if let Some(b) = name.strip_suffix("_pct") {
-        (b, " %")
-    } else if let Some(b) = name.strip_suffix("_wh") {
-        (b, " (Wh)")
-    } else if let Some(b) = name.strip_suffix("_s") {
-        (b, " (s)")
-    } else if let Some(b) = name.strip_suffix("_ms") {
-        (b, " (ms)")
-    } else {
-        (name, "")
-    };
-    let base = match base.split_once('[') {
+    if let Some((_, model)) = name.split_once('[') {
         // `success_pct[openai:gpt-4o]` -> `openai:gpt-4o %`
-        Some((_, model)) => return format!("{} %", model.trim_end_matches(']')),
-        None => base.replace('_', " "),
-    };
-    format!("{base}{unit}")
+        return format!("{} %", model.trim_end_matches(']'));
+    }
+    let name = name.replace("_usd_per_mtok", "_perMtok");
+    let mut words = Vec::new();
+    let mut unit = "";
+    for word in name.split('_') {
+        match word {
+            "usd" => unit = " ($)",
+            "perMtok" => unit = " ($/Mtok)",
+            "pct" => unit = " %",
+            "wh" => unit = " (Wh)",
+            "s" => unit = " (s)",
+            "ms" => unit = " (ms)",
+            "b" => unit = " (B)",
+            other => words.push(other),
+        }
+    }
+    format!("{}{unit}", words.join(" "))
 }
 
 /// One cell's text.
@@ -173,6 +174,9 @@ mod tests {
     fn headers_and_cells_are_readable() {
         assert_eq!(header("total_cost_usd"), "total cost ($)");
         assert_eq!(header("success_pct[openai:gpt-4o]"), "openai:gpt-4o %");
+        assert_eq!(header("energy_wh_min"), "energy min (Wh)");
+        assert_eq!(header("success_pct_all"), "success all %");
+        assert_eq!(header("input_usd_per_mtok"), "input ($/Mtok)");
         let text = table(&frame()).to_string();
         assert!(
             text.contains("50.0") && text.contains("0.012346") && text.contains('–'),

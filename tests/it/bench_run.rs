@@ -207,32 +207,19 @@ fn dry_run_counts_cached_calls_and_bounds_the_cost() {
 #[test]
 fn repeats_are_distinct_cache_entries() {
     let s = sandbox_with_answers();
-    s.track()
-        .args([
-            "run",
-            "bench.yaml",
-            "-q",
-            "--repeat",
-            "3",
-            "--models",
-            "openai:gpt-4o",
-        ])
-        .assert()
-        .success();
+    let args = [
+        "run",
+        "bench.yaml",
+        "-q",
+        "--repeat",
+        "3",
+        "--models",
+        "openai:gpt-4o",
+    ];
+    s.track().args(args).assert().success();
     assert_eq!(s.mock.request_count(), 6);
     assert_eq!(s.count("SELECT count(DISTINCT cache_key) FROM calls"), 6);
-    s.track()
-        .args([
-            "run",
-            "bench.yaml",
-            "-q",
-            "--repeat",
-            "3",
-            "--models",
-            "openai:gpt-4o",
-        ])
-        .assert()
-        .success();
+    s.track().args(args).assert().success();
     assert_eq!(s.mock.request_count(), 6);
 }
 

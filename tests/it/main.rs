@@ -5,4 +5,5 @@ mod support;
 
 mod bench_inputs;
 mod bench_run;
+mod local_model;
 mod mock_selftest;

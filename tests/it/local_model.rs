@@ -1,0 +1,136 @@
+//! One end-to-end run against a real model server that nobody here wrote: llama.cpp's
+//! `llama-server` with SmolLM2-135M, installed and started by `.ci/local-model.sh`.
+//! It answers OpenAI chat completions and Anthropic messages with real token counts.
+
+use std::path::PathBuf;
+use std::process::Command;
+
+use crate::support::{Sandbox, bench_yaml, text};
+
+/// The local server for this test: reused if the script already runs one, else started on a
+/// free port and stopped when dropped.
+struct LocalServer {
+    base_url: String,
+    started_here: bool,
+}
+
+fn script() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(".ci/local-model.sh")
+}
+
+impl LocalServer {
+    fn start() -> Self {
+        let status = Command::new("bash")
+            .arg(script())
+            .arg("status")
+            .output()
+            .expect("run the script");
+        if status.status.success() {
+            let env = Command::new("bash")
+                .arg(script())
+                .arg("env")
+                .output()
+                .expect("run the script");
+            let base_url = text(&env.stdout)
+                .lines()
+                .find_map(|l| l.strip_prefix("export LOCAL_MODEL_BASE_URL="))
+                .expect("the script prints the base URL")
+                .to_owned();
+            return Self {
+                base_url,
+                started_here: false,
+            };
+        }
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let out = Command::new("bash")
+            .arg(script())
+            .args(["start", &port.to_string()])
+            .output()
+            .expect("run the script");
+        assert!(
+            out.status.success(),
+            "the local model server did not start (run `bash .ci/local-model.sh install` first):\n{}",
+            text(&out.stderr)
+        );
+        Self {
+            base_url: text(&out.stdout).trim().to_owned(),
+            started_here: true,
+        }
+    }
+}
+
+impl Drop for LocalServer {
+    fn drop(&mut self) {
+        if self.started_here {
+            let _ = Command::new("bash").arg(script()).arg("stop").output();
+        }
+    }
+}
+
+#[test]
+fn a_real_llama_cpp_server_answers_in_openai_and_anthropic_formats() {
+    let server = LocalServer::start();
+    let s = Sandbox::new();
+    let anthropic_base = server.base_url.trim_end_matches("/v1").to_owned();
+    s.write(
+        "config.yaml",
+        &format!(
+            "retry:\n  max_attempts: 3\n  base_delay: 100\n  max_delay: 1000\n\
+             providers:\n  llama-anthropic:\n    kind: anthropic\n    base_url: {anthropic_base}\n\
+             models:\n  llama-anthropic:smollm2:\n    parameters: 0.135\n"
+        ),
+    );
+    let mut yaml = bench_yaml(
+        &["local:smollm2", "llama-anthropic:smollm2"],
+        &[
+            (
+                "capital",
+                "What is the capital of France? Answer in one word.",
+                "paris",
+                "icontains",
+            ),
+            ("greeting", "Say hello.", "hello", "icontains"),
+        ],
+    );
+    yaml.push_str("max_tokens: 24\n");
+    s.write("local.yaml", &yaml);
+
+    let out = s
+        .track()
+        .args(["run", "local.yaml"])
+        .env("LOCAL_MODEL_BASE_URL", &server.base_url)
+        .output()
+        .unwrap();
+    let stdout = text(&out.stdout);
+    assert!(out.status.success(), "{stdout}\n{}", text(&out.stderr));
+    // Every evaluation got an answer (pass or fail is the model's business), with the server's
+    // own token counts.
+    assert_eq!(
+        s.count("SELECT count(*) FROM bench_results WHERE status IN ('passed', 'failed')"),
+        4,
+        "{stdout}"
+    );
+    assert_eq!(
+        s.count("SELECT count(*) FROM calls WHERE status = 'ok' AND tokens_estimated = 0 AND input_tokens > 5 AND output_tokens > 0"),
+        4
+    );
+    assert_eq!(
+        s.count("SELECT count(*) FROM calls WHERE length(cache_key) = 64"),
+        4
+    );
+
+    // The second run is served from the cache: no new call is stored.
+    let again = s
+        .track()
+        .args(["run", "local.yaml", "--offline"])
+        .env("LOCAL_MODEL_BASE_URL", &server.base_url)
+        .output()
+        .unwrap();
+    assert!(again.status.success(), "{}", text(&again.stderr));
+    assert!(text(&again.stdout).contains("4 cache hits"));
+    assert_eq!(s.count("SELECT count(*) FROM calls"), 4);
+}
