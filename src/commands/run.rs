@@ -9,7 +9,7 @@ use serde_json::json;
 
 use super::{Context, runtime, shown};
 use crate::analysis::BenchFrames;
-use crate::bench::{BenchOptions, BenchPlan, BenchSpec, RunTotals};
+use crate::bench::{BenchError, BenchOptions, BenchPlan, BenchSpec, RunTotals};
 use crate::energy::EnergyMethod;
 use crate::llm::{CacheMode, Executor, LlmClient};
 use crate::output::table;
@@ -94,7 +94,14 @@ pub fn run(context: &Context, args: RunArgs) -> anyhow::Result<ExitCode> {
         "energy_method": options.energy_method.name(),
     })
     .to_string();
-    let totals = runtime()?.block_on(plan.run(&store, &executor, &options, &options_json))?;
+    let totals = match runtime()?.block_on(plan.run(&store, &executor, &options, &options_json)) {
+        Ok(totals) => totals,
+        Err(interrupted @ BenchError::Interrupted { .. }) => {
+            eprintln!("track: {interrupted}");
+            return Ok(ExitCode::from(130));
+        }
+        Err(other) => return Err(other.into()),
+    };
     let store = crate::llm::executor::lock(&store);
     let frames = BenchFrames::from_columns(store.bench_columns(&[totals.run_id], true)?)?;
     print_report(context, &frames, &totals, !args.no_detail)?;
@@ -174,6 +181,17 @@ fn print_report(
                 col("cache_hit").alias("cached"),
             ])
             .collect()?;
+        let any_estimated = frames
+            .results
+            .column("tokens_estimated")?
+            .as_materialized_series()
+            .bool()?
+            .any();
+        let detail = if any_estimated {
+            detail.hstack(&[frames.results.column("tokens_estimated")?.clone()])?
+        } else {
+            detail
+        };
         let detail = if totals.results > 0
             && frames
                 .results

@@ -319,10 +319,16 @@ fn usage_is_estimated_and_marked_when_a_provider_gives_none() {
             &[("a", "hello there", "twelve", "contains")],
         ),
     );
-    s.track()
+    let out = s
+        .track()
         .args(["run", "bench.yaml", "-q"])
-        .assert()
-        .success();
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    assert!(
+        text(&out.stdout).contains("tokens estimated"),
+        "the table marks estimated tokens"
+    );
     let (tout, estimated): (i64, bool) = s
         .db()
         .query_row(
@@ -615,5 +621,51 @@ fn prompts_of_one_model_run_concurrently() {
     assert!(
         overlapping >= 20,
         "only {overlapping} overlapping pairs of 28"
+    );
+}
+
+#[test]
+fn ctrl_c_marks_the_run_interrupted_and_keeps_what_completed() {
+    let mock = MockProvider::start_with(MockConfig {
+        delay: Duration::from_millis(200),
+        ..MockConfig::default()
+    });
+    let s = Sandbox::with_mock(mock);
+    let prompts: Vec<String> = (0..10).map(|i| format!("slow question {i}")).collect();
+    let as_refs: Vec<(&str, &str, &str, &str)> = prompts
+        .iter()
+        .map(|p| (p.as_str(), p.as_str(), "x", "contains"))
+        .collect();
+    s.write("bench.yaml", &bench_yaml(&["openai:gpt-4o"], &as_refs));
+    let child = s
+        .track_process()
+        .args(["run", "bench.yaml", "-q", "--concurrency", "1"])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let started = Instant::now();
+    while s.mock.request_count() < 3 && started.elapsed() < Duration::from_secs(30) {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let status = std::process::Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(130));
+    let stderr = text(&out.stderr);
+    assert!(stderr.contains("interrupted: run 1"), "{stderr}");
+    let status: String = s
+        .db()
+        .query_row("SELECT status FROM runs WHERE id = 1", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(status, "interrupted");
+    let done = s.count("SELECT count(*) FROM bench_results WHERE run_id = 1");
+    assert!(done >= 2, "completed evaluations were kept ({done})");
+    assert_eq!(
+        s.count("SELECT count(*) FROM calls WHERE status = 'ok'"),
+        done
     );
 }
