@@ -12,4 +12,5 @@ pub mod cost;
 pub mod energy;
 pub mod llm;
 pub mod output;
+pub mod review;
 pub mod store;

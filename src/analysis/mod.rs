@@ -2,5 +2,7 @@
 //! experiment kind. Nothing here reads SQL or prints.
 
 pub mod bench;
+pub mod review;
+pub mod stats;
 
 pub use bench::{BenchFrames, model_summary, prompt_summary, results_frame};

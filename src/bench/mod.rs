@@ -8,7 +8,7 @@ pub mod spec;
 
 use std::sync::{Arc, Mutex};
 
-use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use indicatif::ProgressBar;
 
 pub use spec::{BenchSpec, PromptTest, SpecError};
 
@@ -241,7 +241,7 @@ impl BenchPlan {
             Some(&self.spec.sha256),
             options_json,
         )?;
-        let progress = progress_bar(self.evals.len(), options.show_progress);
+        let progress = crate::output::progress_bar(self.evals.len(), options.show_progress);
         let mut totals = RunTotals {
             run_id,
             results: 0,
@@ -445,21 +445,8 @@ impl RunTotals {
 
     fn progress_message(&self) -> String {
         format!(
-            "{} cached · {} errors · ${:.4} paid",
-            self.cache_hits, self.errors, self.paid_usd
+            "{} cached · {} errors · cost ${:.4} · paid ${:.4}",
+            self.cache_hits, self.errors, self.cost_usd, self.paid_usd
         )
     }
-}
-
-fn progress_bar(len: usize, show: bool) -> ProgressBar {
-    if !show {
-        return ProgressBar::hidden();
-    }
-    let bar = ProgressBar::with_draw_target(Some(len as u64), ProgressDrawTarget::stderr());
-    if let Ok(style) = ProgressStyle::with_template(
-        "{spinner} [{elapsed_precise}] {wide_bar} {pos}/{len} · {msg} · ETA {eta}",
-    ) {
-        bar.set_style(style);
-    }
-    bar
 }

@@ -110,7 +110,14 @@ impl BenchSpec {
             line,
             message,
         };
-        let raw: RawBench = serde_saphyr::from_str(text).map_err(|e| {
+        // Benchmarks with hundreds of thousands of tests are legitimate: lift the parser's
+        // default node budget (250,000), keeping its other protections.
+        let mut budget = serde_saphyr::budget::Budget::default();
+        budget.max_nodes = 100_000_000;
+        budget.max_events = 200_000_000;
+        let mut options = serde_saphyr::Options::default();
+        options.budget = Some(budget);
+        let raw: RawBench = serde_saphyr::from_str_with_options(text, options).map_err(|e| {
             invalid(
                 None,
                 format!(

@@ -4,18 +4,22 @@
 //! `run` that turns arguments into options, calls the library and prints what it returns.
 
 mod export;
+mod generate;
 mod models;
 mod query;
+mod review;
 mod run;
 mod runs;
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
+use std::sync::{Arc, Mutex};
 
 use anyhow::Context as _;
 use clap::{Parser, Subcommand};
 
 use crate::config::Config;
+use crate::llm::{CacheMode, Executor, LlmClient};
 use crate::store::Store;
 
 /// track: run LLM benchmarks and experiments, cache every call, summarise the results.
@@ -48,6 +52,8 @@ pub struct Cli {
 #[derive(Debug, Subcommand)]
 pub enum Command {
     Run(run::RunArgs),
+    GenerateDatasheets(generate::GenerateArgs),
+    ReviewDatasheets(review::ReviewArgs),
     Runs(runs::RunsArgs),
     Query(query::QueryArgs),
     Export(export::ExportArgs),
@@ -84,6 +90,25 @@ impl Context {
         Ok(Config::load(self.config.as_deref())?)
     }
 
+    /// The store (shared) and an executor over it with the config's client and retries.
+    pub fn executor(
+        &self,
+        config: &Config,
+        concurrency: usize,
+        mode: CacheMode,
+    ) -> anyhow::Result<(Arc<Mutex<Store>>, Executor)> {
+        let store = Arc::new(Mutex::new(self.open_store()?));
+        let client = LlmClient::new(config.settings.timeout)?;
+        let executor = Executor::new(
+            client,
+            store.clone(),
+            config.settings.retry,
+            concurrency,
+            mode,
+        );
+        Ok((store, executor))
+    }
+
     /// A note for the user on stderr, unless quiet.
     pub fn note(&self, message: impl AsRef<str>) {
         if !self.quiet {
@@ -101,10 +126,36 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
     };
     match cli.command {
         Command::Run(args) => run::run(&context, args),
+        Command::GenerateDatasheets(args) => generate::run(&context, args),
+        Command::ReviewDatasheets(args) => review::run(&context, args),
         Command::Runs(args) => runs::run(&context, args),
         Command::Query(args) => query::run(&context, args),
         Command::Export(args) => export::run(&context, args),
         Command::Models(args) => models::run(&context, args),
+    }
+}
+
+/// How a command uses the call cache.
+#[derive(Debug, Clone, Copy, clap::Args)]
+pub struct CacheArgs {
+    /// Call every model afresh, ignoring (but updating) the cache.
+    #[arg(long)]
+    pub no_cache: bool,
+    /// Never call a provider: fail what is not cached (a run that costs nothing).
+    #[arg(long, conflicts_with = "no_cache")]
+    pub offline: bool,
+}
+
+impl CacheArgs {
+    /// The executor's cache mode.
+    pub fn mode(self) -> CacheMode {
+        if self.offline {
+            CacheMode::Offline
+        } else if self.no_cache {
+            CacheMode::Refresh
+        } else {
+            CacheMode::Use
+        }
     }
 }
 

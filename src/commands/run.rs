@@ -7,11 +7,11 @@ use std::sync::{Arc, Mutex};
 use polars::prelude::*;
 use serde_json::json;
 
-use super::{Context, runtime, shown};
+use super::{CacheArgs, Context, runtime, shown};
 use crate::analysis::BenchFrames;
 use crate::bench::{BenchError, BenchOptions, BenchPlan, BenchSpec, RunTotals};
 use crate::energy::EnergyMethod;
-use crate::llm::{CacheMode, Executor, LlmClient};
+use crate::llm::{Executor, LlmClient};
 use crate::output::table;
 use crate::store::Store;
 
@@ -24,12 +24,8 @@ pub struct RunArgs {
     /// Prompts of one model in flight at once [default: 8, or `concurrency:` in config.yaml].
     #[arg(long, value_name = "N")]
     concurrency: Option<usize>,
-    /// Call every model afresh, ignoring (but updating) the cache.
-    #[arg(long)]
-    no_cache: bool,
-    /// Never call a provider: fail each evaluation that is not cached (a run that costs nothing).
-    #[arg(long, conflicts_with = "no_cache")]
-    offline: bool,
+    #[command(flatten)]
+    cache: CacheArgs,
     /// Samples per model and prompt, each a distinct cache entry [default: `repeat:` or 1].
     #[arg(long, value_name = "N")]
     repeat: Option<u32>,
@@ -61,13 +57,7 @@ pub fn run(context: &Context, args: RunArgs) -> anyhow::Result<ExitCode> {
         show_progress: !context.quiet,
     };
     let plan = BenchPlan::new(spec, &config.catalog, &options)?;
-    let mode = if args.offline {
-        CacheMode::Offline
-    } else if args.no_cache {
-        CacheMode::Refresh
-    } else {
-        CacheMode::Use
-    };
+    let mode = args.cache.mode();
     let store = if args.dry_run && !context.db.exists() {
         Store::open_in_memory()?
     } else {

@@ -101,6 +101,30 @@ impl Executor {
         lock(&self.store).cached_calls(keys)
     }
 
+    /// Serves `jobs` from the cache where it can and sends the rest, reporting every outcome
+    /// to `on_done` with the job's index: cached ones first, then each as it is stored.
+    pub async fn run(
+        &self,
+        jobs: Vec<CallJob>,
+        mut on_done: impl FnMut(usize, CallOutcome),
+    ) -> Result<(), StoreError> {
+        let cached = self.lookup(jobs.iter().map(|j| j.canonical.key.as_str()))?;
+        let mut misses = Vec::new();
+        let mut miss_index = Vec::new();
+        for (index, job) in jobs.into_iter().enumerate() {
+            match cached.get(&job.canonical.key) {
+                Some(call) => on_done(index, CallOutcome::Hit(call.clone())),
+                None => {
+                    miss_index.push(index);
+                    misses.push(job);
+                }
+            }
+        }
+        self.execute(misses, |j, outcome| on_done(miss_index[j], outcome))
+            .await;
+        Ok(())
+    }
+
     /// Runs `jobs` (cache misses) up to the concurrency limit and reports each outcome to
     /// `on_done` with the job's index, as soon as it is stored. Jobs with the same key are
     /// sent once and reported for each index.
@@ -173,6 +197,7 @@ impl Executor {
                         latency_ms: last_latency_ms,
                         attempts,
                         cost_usd,
+                        created_at: crate::store::now_rfc3339(),
                     }),
                     Err(e) => CallOutcome::Failed {
                         call_id: None,

@@ -142,6 +142,22 @@ fn json_value(value: &AnyValue<'_>) -> Value {
     }
 }
 
+/// A progress bar on stderr (done/total, elapsed, a message, ETA); hidden when `show` is
+/// false, and by indicatif itself when stderr is not a terminal.
+pub fn progress_bar(len: usize, show: bool) -> indicatif::ProgressBar {
+    use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+    if !show {
+        return ProgressBar::hidden();
+    }
+    let bar = ProgressBar::with_draw_target(Some(len as u64), ProgressDrawTarget::stderr());
+    if let Ok(style) = ProgressStyle::with_template(
+        "{spinner} [{elapsed_precise}] {wide_bar} {pos}/{len} · {msg} · ETA {eta}",
+    ) {
+        bar.set_style(style);
+    }
+    bar
+}
+
 /// Prints `df` to stdout in `format`.
 pub fn print_frame(df: &DataFrame, format: Format) -> anyhow::Result<()> {
     let stdout = std::io::stdout();

@@ -42,6 +42,8 @@ pub struct StoredCall {
     pub latency_ms: f64,
     pub attempts: u32,
     pub cost_usd: f64,
+    /// When the answer arrived (RFC 3339).
+    pub created_at: String,
 }
 
 impl Store {
@@ -102,7 +104,7 @@ impl Store {
     ) -> Result<HashMap<String, StoredCall>> {
         let mut stmt = self.conn.prepare_cached(
             "SELECT c.id, b.content, c.finish_reason, c.input_tokens, c.output_tokens,
-                    c.tokens_estimated, c.latency_ms, c.attempts, c.cost_usd
+                    c.tokens_estimated, c.latency_ms, c.attempts, c.cost_usd, c.created_at
              FROM calls c JOIN blobs b ON b.sha256 = c.response_sha256
              WHERE c.cache_key = ?1 AND c.status = 'ok'
              ORDER BY c.id DESC LIMIT 1",
@@ -127,6 +129,7 @@ impl Store {
                         latency_ms: row.get::<_, Option<f64>>(6)?.unwrap_or(0.0),
                         attempts: row.get(7)?,
                         cost_usd: row.get::<_, Option<f64>>(8)?.unwrap_or(0.0),
+                        created_at: row.get(9)?,
                     },
                 );
             }

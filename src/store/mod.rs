@@ -6,6 +6,7 @@
 mod bench;
 mod blobs;
 mod calls;
+mod review;
 mod runs;
 
 use std::path::{Path, PathBuf};
@@ -16,6 +17,7 @@ use rusqlite::Connection;
 pub use bench::{BenchColumns, BenchResultRow};
 pub use blobs::sha256_hex;
 pub use calls::{NewCall, StoredCall};
+pub use review::{NewGenerated, ReviewColumns, ReviewRow, ScoreColumns, ScoreRow};
 pub use runs::{RunInfo, RunSelector, RunStatus};
 
 refinery::embed_migrations!("migrations");
@@ -94,7 +96,7 @@ impl Store {
 }
 
 /// Current UTC time as RFC 3339 with milliseconds, the format of every timestamp column.
-pub(crate) fn now_rfc3339() -> String {
+pub fn now_rfc3339() -> String {
     chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Millis, true)
 }
 

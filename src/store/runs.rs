@@ -143,11 +143,20 @@ impl Store {
     /// Every run, newest first, with the totals of its results.
     pub fn list_runs(&self) -> Result<Vec<RunInfo>> {
         let mut stmt = self.conn.prepare(
-            "SELECT r.id, r.kind, r.file, r.started_at, r.finished_at, r.status,
-                    count(b.id), coalesce(sum(b.cache_hit), 0),
-                    coalesce(sum(b.status = 'error'), 0),
-                    coalesce(sum(b.cost_usd), 0.0), coalesce(sum(b.paid_usd), 0.0)
-             FROM runs r LEFT JOIN bench_results b ON b.run_id = r.id
+            "WITH totals (run_id, n, hits, errors, cost, paid) AS (
+                 SELECT run_id, count(*), sum(cache_hit), sum(status = 'error'), sum(cost_usd), sum(paid_usd)
+                 FROM bench_results GROUP BY run_id
+                 UNION ALL
+                 SELECT run_id, count(*), sum(cache_hit), sum(parse_status IN ('error', 'failed')),
+                        sum(cost_usd), sum(paid_usd)
+                 FROM reviews GROUP BY run_id
+                 UNION ALL
+                 SELECT run_id, count(*), sum(cache_hit), 0, sum(cost_usd), sum(paid_usd)
+                 FROM generated_datasheets WHERE run_id IS NOT NULL GROUP BY run_id)
+             SELECT r.id, r.kind, r.file, r.started_at, r.finished_at, r.status,
+                    coalesce(sum(t.n), 0), coalesce(sum(t.hits), 0), coalesce(sum(t.errors), 0),
+                    coalesce(sum(t.cost), 0.0), coalesce(sum(t.paid), 0.0)
+             FROM runs r LEFT JOIN totals t ON t.run_id = r.id
              GROUP BY r.id ORDER BY r.id DESC",
         )?;
         let rows = stmt.query_map([], |r| {

@@ -1,0 +1,430 @@
+//! Review frames and summaries: Likert averages per reviewer, generator, sensor and criterion,
+//! N/A and parse-failure counts, and agreement between reviewers.
+
+use std::collections::BTreeMap;
+
+use polars::prelude::*;
+
+use super::stats::{Level, krippendorff_alpha, weighted_kappa};
+use crate::store::{ReviewColumns, ScoreColumns};
+
+/// Reviews (one row each) and their criterion scores (one row per review and criterion).
+#[derive(Debug, Clone)]
+pub struct ReviewFrames {
+    pub reviews: DataFrame,
+    pub scores: DataFrame,
+}
+
+impl ReviewFrames {
+    /// Builds both frames from stored columns.
+    pub fn new(reviews: ReviewColumns, scores: ScoreColumns) -> PolarsResult<Self> {
+        let reviews = DataFrame::new_infer_height(vec![
+            Column::new("review_id".into(), reviews.review_id),
+            Column::new("run_id".into(), reviews.run_id),
+            Column::new("reviewer".into(), reviews.reviewer),
+            Column::new("generator".into(), reviews.generator),
+            Column::new("sensor".into(), reviews.sensor),
+            Column::new("target".into(), reviews.target),
+            Column::new("official_status".into(), reviews.official_status),
+            Column::new("parse_status".into(), reviews.parse_status),
+            Column::new("average_score".into(), reviews.average_score),
+            Column::new("overall_score".into(), reviews.overall_score),
+            Column::new("cost_usd".into(), reviews.cost_usd),
+            Column::new("paid_usd".into(), reviews.paid_usd),
+            Column::new("cache_hit".into(), reviews.cache_hit),
+        ])?;
+        let scores = DataFrame::new_infer_height(vec![
+            Column::new("review_id".into(), scores.review_id),
+            Column::new("position".into(), scores.position),
+            Column::new("criterion".into(), scores.criterion),
+            Column::new("score".into(), scores.score),
+        ])?;
+        Ok(Self { reviews, scores })
+    }
+
+    /// Only the reviews of `reviewer` (a `provider:alias` reference).
+    pub fn for_reviewer(&self, reviewer: &str) -> PolarsResult<Self> {
+        let reviews = self
+            .reviews
+            .clone()
+            .lazy()
+            .filter(col("reviewer").eq(lit(reviewer)))
+            .collect()?;
+        let scores = self
+            .scores
+            .clone()
+            .lazy()
+            .join(
+                reviews.clone().lazy().select([col("review_id")]),
+                [col("review_id")],
+                [col("review_id")],
+                JoinArgs::new(JoinType::Inner),
+            )
+            .collect()?;
+        Ok(Self { reviews, scores })
+    }
+
+    /// Scores of reviews whose answer could be read, with the review's columns.
+    fn scored(&self) -> LazyFrame {
+        let mut args = JoinArgs::new(JoinType::Inner);
+        args.maintain_order = MaintainOrderJoin::Left;
+        self.scores.clone().lazy().join(
+            self.reviews.clone().lazy().filter(answered()),
+            [col("review_id")],
+            [col("review_id")],
+            args,
+        )
+    }
+}
+
+/// Reviews whose answer could be read (all scores, or some N/A).
+fn answered() -> Expr {
+    col("parse_status")
+        .eq(lit("ok"))
+        .or(col("parse_status").eq(lit("partial")))
+}
+
+fn count_status(status: &str) -> Expr {
+    col("parse_status")
+        .eq(lit(status))
+        .sum()
+        .cast(DataType::UInt64)
+}
+
+/// Per `by` (reviewer, generator or sensor; always within a reviewer): reviews, how many
+/// were complete, had N/A scores, could not be parsed, had no official datasheet or failed,
+/// the N/A scores, mean overall and mean of the P averages, cost and paid.
+pub fn review_summary(frames: &ReviewFrames, by: &str) -> PolarsResult<DataFrame> {
+    let keys: Vec<Expr> = if by == "reviewer" {
+        vec![col("reviewer")]
+    } else {
+        vec![col("reviewer"), col(by)]
+    };
+    let na_per_review = frames
+        .scored()
+        .group_by([col("review_id")])
+        .agg([col("score")
+            .is_null()
+            .sum()
+            .cast(DataType::UInt64)
+            .alias("na_scores")]);
+    let mut args = JoinArgs::new(JoinType::Left);
+    args.maintain_order = MaintainOrderJoin::Left;
+    frames
+        .reviews
+        .clone()
+        .lazy()
+        .join(na_per_review, [col("review_id")], [col("review_id")], args)
+        .group_by_stable(keys)
+        .agg([
+            len().cast(DataType::UInt64).alias("reviews"),
+            count_status("ok").alias("complete"),
+            count_status("partial").alias("with_na"),
+            count_status("failed").alias("parse_failures"),
+            count_status("skipped").alias("no_official"),
+            count_status("error").alias("errors"),
+            col("na_scores")
+                .sum()
+                .cast(DataType::UInt64)
+                .alias("na_scores"),
+            col("overall_score")
+                .cast(DataType::Float64)
+                .mean()
+                .alias("mean_overall"),
+            col("average_score").mean().alias("mean_average_pn"),
+            col("cost_usd").sum().alias("cost_usd"),
+            col("paid_usd").sum().alias("paid_usd"),
+        ])
+        .collect()
+}
+
+/// Per criterion (in order) and reviewer: scores given, N/A, and the mean score; the overall
+/// score last.
+pub fn criterion_summary(frames: &ReviewFrames) -> PolarsResult<DataFrame> {
+    let per_criterion = frames
+        .scored()
+        .group_by_stable([col("position"), col("criterion"), col("reviewer")])
+        .agg([
+            col("score").count().cast(DataType::UInt64).alias("scored"),
+            col("score")
+                .is_null()
+                .sum()
+                .cast(DataType::UInt64)
+                .alias("na"),
+            col("score")
+                .cast(DataType::Float64)
+                .mean()
+                .alias("mean_score"),
+        ])
+        .sort(
+            ["position"],
+            SortMultipleOptions::default().with_maintain_order(true),
+        )
+        .select([
+            col("criterion"),
+            col("reviewer"),
+            col("scored"),
+            col("na"),
+            col("mean_score"),
+        ]);
+    let overall = frames
+        .reviews
+        .clone()
+        .lazy()
+        .filter(answered())
+        .group_by_stable([col("reviewer")])
+        .agg([
+            col("overall_score")
+                .count()
+                .cast(DataType::UInt64)
+                .alias("scored"),
+            col("overall_score")
+                .is_null()
+                .sum()
+                .cast(DataType::UInt64)
+                .alias("na"),
+            col("overall_score")
+                .cast(DataType::Float64)
+                .mean()
+                .alias("mean_score"),
+        ])
+        .select([
+            lit("Overall").alias("criterion"),
+            col("reviewer"),
+            col("scored"),
+            col("na"),
+            col("mean_score"),
+        ]);
+    concat([per_criterion, overall], UnionArgs::default())?.collect()
+}
+
+/// Agreement between reviewers per criterion (and overall): how many reviewers and datasheets
+/// rated by at least two, quadratic-weighted Cohen's kappa (exactly two reviewers), ordinal
+/// Krippendorff's alpha (any number, missing ratings allowed), and the mean score across
+/// reviewers (the mean of each reviewer's mean).
+pub fn agreement(frames: &ReviewFrames, scale: (i64, i64)) -> PolarsResult<DataFrame> {
+    // criterion -> target -> reviewer -> score; criteria in order.
+    let mut order: Vec<String> = Vec::new();
+    let mut ratings: BTreeMap<String, BTreeMap<String, BTreeMap<String, Option<i64>>>> =
+        BTreeMap::new();
+    let scored = frames
+        .scored()
+        .select([
+            col("criterion"),
+            col("target"),
+            col("reviewer"),
+            col("score"),
+        ])
+        .collect()?;
+    let overall = frames
+        .reviews
+        .clone()
+        .lazy()
+        .filter(answered())
+        .select([
+            lit("Overall").alias("criterion"),
+            col("target"),
+            col("reviewer"),
+            col("overall_score").alias("score"),
+        ])
+        .collect()?;
+    let mut reviewers: Vec<String> = Vec::new();
+    for df in [&scored, &overall] {
+        let criterion = df.column("criterion")?.str()?.clone();
+        let target = df.column("target")?.str()?.clone();
+        let reviewer = df.column("reviewer")?.str()?.clone();
+        let score = df.column("score")?.cast(&DataType::Int64)?;
+        let score = score.i64()?;
+        for i in 0..df.height() {
+            let (Some(c), Some(t), Some(r)) = (criterion.get(i), target.get(i), reviewer.get(i))
+            else {
+                continue;
+            };
+            if !order.iter().any(|o| o == c) {
+                order.push(c.to_owned());
+            }
+            if !reviewers.iter().any(|x| x == r) {
+                reviewers.push(r.to_owned());
+            }
+            ratings
+                .entry(c.to_owned())
+                .or_default()
+                .entry(t.to_owned())
+                .or_default()
+                .insert(r.to_owned(), score.get(i));
+        }
+    }
+    let mut names = Vec::new();
+    let mut n_reviewers = Vec::new();
+    let mut n_units = Vec::new();
+    let mut kappas: Vec<Option<f64>> = Vec::new();
+    let mut alphas: Vec<Option<f64>> = Vec::new();
+    let mut means: Vec<Option<f64>> = Vec::new();
+    for criterion in &order {
+        let by_target = &ratings[criterion];
+        let units: Vec<Vec<Option<f64>>> = by_target
+            .values()
+            .map(|by_reviewer| {
+                reviewers
+                    .iter()
+                    .map(|r| by_reviewer.get(r).copied().flatten().map(|s| s as f64))
+                    .collect()
+            })
+            .collect();
+        let pairable = units
+            .iter()
+            .filter(|u| u.iter().flatten().count() >= 2)
+            .count();
+        let kappa = if reviewers.len() == 2 {
+            let pairs: Vec<(i64, i64)> = by_target
+                .values()
+                .filter_map(|m| {
+                    Some((
+                        m.get(&reviewers[0]).copied().flatten()?,
+                        m.get(&reviewers[1]).copied().flatten()?,
+                    ))
+                })
+                .collect();
+            weighted_kappa(&pairs, scale.0, scale.1)
+        } else {
+            None
+        };
+        let reviewer_means: Vec<f64> = reviewers
+            .iter()
+            .filter_map(|r| {
+                let mine: Vec<f64> = by_target
+                    .values()
+                    .filter_map(|m| m.get(r).copied().flatten())
+                    .map(|s| s as f64)
+                    .collect();
+                (!mine.is_empty()).then(|| mine.iter().sum::<f64>() / mine.len() as f64)
+            })
+            .collect();
+        names.push(criterion.clone());
+        n_reviewers.push(reviewers.len() as u64);
+        n_units.push(pairable as u64);
+        kappas.push(kappa);
+        alphas.push(krippendorff_alpha(&units, Level::Ordinal));
+        means.push(
+            (!reviewer_means.is_empty())
+                .then(|| reviewer_means.iter().sum::<f64>() / reviewer_means.len() as f64),
+        );
+    }
+    DataFrame::new_infer_height(vec![
+        Column::new("criterion".into(), names),
+        Column::new("reviewers".into(), n_reviewers),
+        Column::new("datasheets_compared".into(), n_units),
+        Column::new("kappa_quadratic".into(), kappas),
+        Column::new("alpha_ordinal".into(), alphas),
+        Column::new("mean_score".into(), means),
+    ])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Two reviewers (a, b) over three datasheets; criterion P1 only, plus overall.
+    fn frames() -> ReviewFrames {
+        let mut r = ReviewColumns::default();
+        let mut s = ScoreColumns::default();
+        let rows = [
+            (1, "a", "t1", "ok", Some(4), Some(4.0)),
+            (2, "a", "t2", "ok", Some(2), Some(2.0)),
+            (3, "a", "t3", "failed", None, None),
+            (4, "b", "t1", "ok", Some(5), Some(5.0)),
+            (5, "b", "t2", "partial", Some(2), Some(1.0)),
+            (6, "b", "t3", "ok", Some(3), Some(3.0)),
+        ];
+        for (id, reviewer, target, status, overall, p1) in rows {
+            r.review_id.push(id);
+            r.run_id.push(1);
+            r.reviewer.push(reviewer.into());
+            r.generator.push("openai:gpt-4o".into());
+            r.sensor.push("Bosch BME280".into());
+            r.target.push(target.into());
+            r.official_status.push("Found".into());
+            r.parse_status.push(status.into());
+            r.average_score.push(p1);
+            r.overall_score.push(overall);
+            r.cost_usd.push(Some(0.01));
+            r.paid_usd.push(Some(0.0));
+            r.cache_hit.push(true);
+            s.review_id.push(id);
+            s.position.push(0);
+            s.criterion.push("P1".into());
+            s.score.push(p1.map(|v| v as i64));
+        }
+        ReviewFrames::new(r, s).unwrap()
+    }
+
+    #[test]
+    fn summary_counts_statuses_and_means() {
+        let f = frames();
+        let by = review_summary(&f, "reviewer").unwrap();
+        assert_eq!(by.height(), 2);
+        let get = |name: &str| by.column(name).unwrap().as_materialized_series().clone();
+        assert_eq!(get("parse_failures").u64().unwrap().get(0), Some(1));
+        assert_eq!(get("with_na").u64().unwrap().get(1), Some(1));
+        assert_eq!(
+            get("mean_overall").f64().unwrap().get(0),
+            Some(3.0),
+            "the failed review has no score"
+        );
+        assert_eq!(get("mean_overall").f64().unwrap().get(1), Some(10.0 / 3.0));
+    }
+
+    #[test]
+    fn criteria_means_skip_unparsed_reviews() {
+        let c = criterion_summary(&frames()).unwrap();
+        assert_eq!(c.height(), 4, "P1 and Overall for two reviewers");
+        let mean = c.column("mean_score").unwrap().f64().unwrap().clone();
+        let crit = c.column("criterion").unwrap().str().unwrap().clone();
+        assert_eq!((crit.get(0), mean.get(0)), (Some("P1"), Some(3.0)));
+        assert_eq!((crit.get(1), mean.get(1)), (Some("P1"), Some(3.0)));
+        assert_eq!(crit.get(3), Some("Overall"));
+    }
+
+    #[test]
+    fn agreement_matches_the_statistics() {
+        let a = agreement(&frames(), (1, 5)).unwrap();
+        let crit = a.column("criterion").unwrap().str().unwrap().clone();
+        assert_eq!(crit.get(0), Some("P1"));
+        // P1: t1 (4, 5), t2 (2, 1); t3 only b. Kappa over the two pairs by hand.
+        let kappa = a
+            .column("kappa_quadratic")
+            .unwrap()
+            .f64()
+            .unwrap()
+            .get(0)
+            .unwrap();
+        let want = weighted_kappa(&[(4, 5), (2, 1)], 1, 5).unwrap();
+        assert!((kappa - want).abs() < 1e-12);
+        let alpha = a
+            .column("alpha_ordinal")
+            .unwrap()
+            .f64()
+            .unwrap()
+            .get(0)
+            .unwrap();
+        let units = vec![
+            vec![Some(4.0), Some(5.0)],
+            vec![Some(2.0), Some(1.0)],
+            vec![None, Some(3.0)],
+        ];
+        assert!((alpha - krippendorff_alpha(&units, Level::Ordinal).unwrap()).abs() < 1e-12);
+        assert_eq!(
+            a.column("datasheets_compared")
+                .unwrap()
+                .u64()
+                .unwrap()
+                .get(0),
+            Some(2)
+        );
+        // Mean across reviewers: a = 3.0, b = 3.0.
+        assert_eq!(
+            a.column("mean_score").unwrap().f64().unwrap().get(0),
+            Some(3.0)
+        );
+    }
+}

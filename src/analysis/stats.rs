@@ -1,0 +1,236 @@
+//! Statistics over stored scores: inter-rater agreement (quadratic-weighted Cohen's kappa,
+//! Krippendorff's alpha) and the Wilson interval. Pure functions, checked against published
+//! values.
+
+use std::collections::BTreeMap;
+
+/// The metric of Krippendorff's alpha: how far apart two values are.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Level {
+    Nominal,
+    Ordinal,
+    Interval,
+    Ratio,
+}
+
+/// Quadratic-weighted Cohen's kappa of two raters who rated the same items on the integer
+/// scale `min..=max`. `None` when undefined (no items, or no expected disagreement).
+pub fn weighted_kappa(pairs: &[(i64, i64)], min: i64, max: i64) -> Option<f64> {
+    if pairs.is_empty() || max <= min {
+        return None;
+    }
+    let k = (max - min + 1) as usize;
+    let n = pairs.len() as f64;
+    let mut observed = vec![vec![0.0; k]; k];
+    let mut rows = vec![0.0; k];
+    let mut cols = vec![0.0; k];
+    for &(a, b) in pairs {
+        if a < min || a > max || b < min || b > max {
+            return None;
+        }
+        let (i, j) = ((a - min) as usize, (b - min) as usize);
+        observed[i][j] += 1.0;
+        rows[i] += 1.0;
+        cols[j] += 1.0;
+    }
+    let span = ((k - 1) * (k - 1)) as f64;
+    let (mut weighted_observed, mut weighted_expected) = (0.0, 0.0);
+    for i in 0..k {
+        for j in 0..k {
+            let w = ((i as f64) - (j as f64)).powi(2) / span;
+            weighted_observed += w * observed[i][j];
+            weighted_expected += w * rows[i] * cols[j] / n;
+        }
+    }
+    (weighted_expected > 0.0).then(|| 1.0 - weighted_observed / weighted_expected)
+}
+
+/// Krippendorff's alpha for `units`, each the values its coders gave (`None` = missing).
+/// Units with fewer than two values are not pairable and are skipped. `None` when undefined
+/// (no pairable values, or no expected disagreement).
+pub fn krippendorff_alpha(units: &[Vec<Option<f64>>], level: Level) -> Option<f64> {
+    // Coincidence matrix over the distinct values seen.
+    let mut index: BTreeMap<OrderedValue, usize> = BTreeMap::new();
+    for unit in units {
+        for v in unit.iter().flatten() {
+            let next = index.len();
+            index.entry(OrderedValue(*v)).or_insert(next);
+        }
+    }
+    // Re-number in ascending value order (needed by the ordinal metric).
+    let values: Vec<f64> = index.keys().map(|v| v.0).collect();
+    let position = |v: f64| values.partition_point(|x| *x < v);
+    let k = values.len();
+    let mut coincidence = vec![vec![0.0; k]; k];
+    for unit in units {
+        let present: Vec<usize> = unit.iter().flatten().map(|v| position(*v)).collect();
+        let m = present.len();
+        if m < 2 {
+            continue;
+        }
+        for (a, &c) in present.iter().enumerate() {
+            for (b, &d) in present.iter().enumerate() {
+                if a != b {
+                    coincidence[c][d] += 1.0 / (m - 1) as f64;
+                }
+            }
+        }
+    }
+    let marginals: Vec<f64> = coincidence.iter().map(|row| row.iter().sum()).collect();
+    let n: f64 = marginals.iter().sum();
+    if n <= 1.0 {
+        return None;
+    }
+    let delta = |c: usize, d: usize| -> f64 {
+        match level {
+            Level::Nominal => f64::from(u8::from(c != d)),
+            Level::Ordinal => {
+                let (lo, hi) = if c <= d { (c, d) } else { (d, c) };
+                let between: f64 = marginals[lo..=hi].iter().sum();
+                (between - (marginals[c] + marginals[d]) / 2.0).powi(2)
+            }
+            Level::Interval => (values[c] - values[d]).powi(2),
+            Level::Ratio => {
+                let sum = values[c] + values[d];
+                if sum == 0.0 {
+                    0.0
+                } else {
+                    ((values[c] - values[d]) / sum).powi(2)
+                }
+            }
+        }
+    };
+    let (mut observed, mut expected) = (0.0, 0.0);
+    for c in 0..k {
+        for d in 0..k {
+            let dd = delta(c, d);
+            observed += coincidence[c][d] * dd;
+            expected += marginals[c] * marginals[d] * dd;
+        }
+    }
+    (expected > 0.0).then(|| 1.0 - (n - 1.0) * observed / expected)
+}
+
+/// A float with a total order, for use as a map key (scores are never NaN).
+#[derive(Debug, Clone, Copy, PartialEq)]
+struct OrderedValue(f64);
+
+impl Eq for OrderedValue {}
+
+impl PartialOrd for OrderedValue {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl Ord for OrderedValue {
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        self.0.total_cmp(&other.0)
+    }
+}
+
+/// z for a two-sided 95 % interval.
+pub const Z_95: f64 = 1.959_964;
+
+/// Wilson score interval of `successes` out of `n` at `z`; `None` when `n` is 0.
+pub fn wilson_interval(successes: u64, n: u64, z: f64) -> Option<(f64, f64)> {
+    if n == 0 {
+        return None;
+    }
+    let n = n as f64;
+    let p = successes as f64 / n;
+    let z2 = z * z;
+    let denominator = 1.0 + z2 / n;
+    let centre = (p + z2 / (2.0 * n)) / denominator;
+    let half = z / denominator * (p * (1.0 - p) / n + z2 / (4.0 * n * n)).sqrt();
+    Some(((centre - half).max(0.0), (centre + half).min(1.0)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn close(a: f64, b: f64, tol: f64) -> bool {
+        (a - b).abs() <= tol
+    }
+
+    /// Krippendorff (2011), "Computing Krippendorff's alpha-reliability": 4 coders x 12 units.
+    fn reliability_data() -> Vec<Vec<Option<f64>>> {
+        let coders = [
+            "1 2 3 3 2 1 4 1 2 . . .",
+            "1 2 3 3 2 2 4 1 2 5 . 3",
+            ". 3 3 3 2 3 4 2 2 5 1 .",
+            "1 2 3 3 2 4 4 1 2 5 1 .",
+        ];
+        let parsed: Vec<Vec<Option<f64>>> = coders
+            .iter()
+            .map(|row| row.split(' ').map(|v| v.parse().ok()).collect())
+            .collect();
+        (0..12)
+            .map(|u| parsed.iter().map(|c| c[u]).collect())
+            .collect()
+    }
+
+    #[test]
+    fn krippendorff_published_example() {
+        let data = reliability_data();
+        for (level, want) in [
+            (Level::Nominal, 0.743),
+            (Level::Ordinal, 0.815),
+            (Level::Interval, 0.849),
+            (Level::Ratio, 0.797),
+        ] {
+            let alpha = krippendorff_alpha(&data, level).unwrap();
+            assert!(close(alpha, want, 0.0005), "{level:?}: {alpha}");
+        }
+    }
+
+    #[test]
+    fn krippendorff_edge_cases() {
+        assert_eq!(krippendorff_alpha(&[], Level::Ordinal), None);
+        assert_eq!(
+            krippendorff_alpha(&[vec![Some(3.0), None]], Level::Ordinal),
+            None
+        );
+        // Perfect agreement on varied values is 1.
+        let perfect = vec![vec![Some(1.0), Some(1.0)], vec![Some(4.0), Some(4.0)]];
+        assert_eq!(krippendorff_alpha(&perfect, Level::Ordinal), Some(1.0));
+        // Everyone always says 3: no variation, alpha undefined.
+        let constant = vec![vec![Some(3.0), Some(3.0)], vec![Some(3.0), Some(3.0)]];
+        assert_eq!(krippendorff_alpha(&constant, Level::Ordinal), None);
+    }
+
+    #[test]
+    fn weighted_kappa_by_hand() {
+        // Perfect agreement.
+        assert_eq!(weighted_kappa(&[(1, 1), (3, 3), (5, 5)], 1, 5), Some(1.0));
+        // Two raters on 1..=3, four items: (1,1), (2,3), (3,3), (3,2).
+        // Rows: [1,1,2], cols: [1,1,2]; w = (i-j)^2/4.
+        // Observed weighted sum = (0.25 + 0.25) = 0.5.
+        // Expected: sum_ij w_ij r_i c_j / n = 0.0625 + 0.5 + 0.0625 + 0.125 + 0.5 + 0.125
+        // = 1.375, so kappa = 1 - 0.5 / 1.375 = 0.636.
+        let kappa = weighted_kappa(&[(1, 1), (2, 3), (3, 3), (3, 2)], 1, 3).unwrap();
+        assert!(close(kappa, 0.636_363_636, 1e-9), "{kappa}");
+        assert_eq!(weighted_kappa(&[], 1, 5), None);
+        assert_eq!(
+            weighted_kappa(&[(3, 3), (3, 3)], 1, 5),
+            None,
+            "no expected disagreement"
+        );
+    }
+
+    #[test]
+    fn wilson_reference_values() {
+        let (lo, hi) = wilson_interval(25, 100, Z_95).unwrap();
+        assert!(
+            close(lo, 0.17545, 5e-5) && close(hi, 0.34304, 5e-5),
+            "{lo} {hi}"
+        );
+        let (lo, hi) = wilson_interval(0, 10, Z_95).unwrap();
+        assert!(
+            close(lo, 0.0, 1e-12) && close(hi, 0.27753, 5e-5),
+            "{lo} {hi}"
+        );
+        assert_eq!(wilson_interval(0, 0, Z_95), None);
+    }
+}

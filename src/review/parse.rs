@@ -1,0 +1,398 @@
+//! Reading a reviewer's answer: find the JSON object in prose or code fences, tolerate the
+//! usual slips (trailing commas, scores as "4" or "4/5", nested objects), and turn anything
+//! invalid into N/A with its reason. An unreadable answer is a parse failure, never a score.
+
+use std::collections::HashMap;
+
+use serde_json::Value;
+
+use super::criteria::Criteria;
+
+/// A score that could be used, or why not.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ScoreEntry {
+    /// Criterion id (`P1`) or `overall`.
+    pub id: String,
+    pub score: Option<i64>,
+    pub justification: Option<String>,
+    /// Why `score` is N/A.
+    pub na_reason: Option<String>,
+}
+
+/// How well an answer could be read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ParseStatus {
+    /// Every score valid.
+    Ok,
+    /// A JSON object, but some scores N/A.
+    Partial,
+    /// No usable JSON object: counted apart, never scored.
+    Failed,
+}
+
+impl ParseStatus {
+    /// The name stored in the database.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Ok => "ok",
+            Self::Partial => "partial",
+            Self::Failed => "failed",
+        }
+    }
+}
+
+/// A reviewer's answer, read.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ParsedReview {
+    pub status: ParseStatus,
+    /// Why parsing failed, or which scores are N/A.
+    pub detail: Option<String>,
+    /// One entry per criterion, in the criteria's order.
+    pub scores: Vec<ScoreEntry>,
+    pub overall: ScoreEntry,
+}
+
+impl ParsedReview {
+    /// Mean of the valid criterion scores; `None` when there are none.
+    pub fn average(&self) -> Option<f64> {
+        let valid: Vec<i64> = self.scores.iter().filter_map(|s| s.score).collect();
+        (!valid.is_empty()).then(|| valid.iter().sum::<i64>() as f64 / valid.len() as f64)
+    }
+}
+
+/// Reads `answer` against `criteria`.
+pub fn parse_review(answer: &str, criteria: &Criteria) -> ParsedReview {
+    let (min, max) = (criteria.scale.min, criteria.scale.max);
+    let object = match find_review_object(answer) {
+        Ok(object) => object,
+        Err(reason) => {
+            let na = |id: &str| ScoreEntry {
+                id: id.to_owned(),
+                score: None,
+                justification: None,
+                na_reason: Some("the answer could not be parsed".into()),
+            };
+            return ParsedReview {
+                status: ParseStatus::Failed,
+                detail: Some(reason),
+                scores: criteria.items.iter().map(|c| na(&c.id)).collect(),
+                overall: na("overall"),
+            };
+        }
+    };
+    let keys: HashMap<String, &Value> = object.iter().map(|(k, v)| (normalise_key(k), v)).collect();
+    let entry = |id: &str| -> ScoreEntry {
+        let key = id.to_ascii_lowercase();
+        let nested = keys.get(&key).and_then(|v| v.as_object());
+        let score_value = keys
+            .get(&format!("{key}score"))
+            .copied()
+            .or_else(|| nested.and_then(|n| n.get("score")));
+        let justification = keys
+            .get(&format!("{key}justification"))
+            .copied()
+            .or_else(|| nested.and_then(|n| n.get("justification")))
+            .and_then(|v| match v {
+                Value::String(s) => Some(s.trim().to_owned()),
+                Value::Null => None,
+                other => Some(other.to_string()),
+            })
+            .filter(|s| !s.is_empty());
+        let (score, na_reason) = match score_value {
+            None => (None, Some("missing from the answer".to_owned())),
+            Some(v) => match read_score(v, min, max) {
+                Ok(score) => (Some(score), None),
+                Err(reason) => (None, Some(reason)),
+            },
+        };
+        ScoreEntry {
+            id: id.to_owned(),
+            score,
+            justification,
+            na_reason,
+        }
+    };
+    let scores: Vec<ScoreEntry> = criteria.items.iter().map(|c| entry(&c.id)).collect();
+    let overall = entry("overall");
+    let not_available: Vec<String> = scores
+        .iter()
+        .chain(std::iter::once(&overall))
+        .filter(|s| s.score.is_none())
+        .map(|s| format!("{}: {}", s.id, s.na_reason.as_deref().unwrap_or("N/A")))
+        .collect();
+    ParsedReview {
+        status: if not_available.is_empty() {
+            ParseStatus::Ok
+        } else {
+            ParseStatus::Partial
+        },
+        detail: (!not_available.is_empty())
+            .then(|| format!("N/A scores: {}", not_available.join("; "))),
+        scores,
+        overall,
+    }
+}
+
+/// `P1_Score`, `p1-score`, `p1 score` all become `p1score`.
+fn normalise_key(key: &str) -> String {
+    key.chars()
+        .filter(|c| c.is_ascii_alphanumeric())
+        .collect::<String>()
+        .to_ascii_lowercase()
+}
+
+/// A score on `min..=max` from a number or a string like "4", "4/5", "4 out of 5".
+fn read_score(value: &Value, min: i64, max: i64) -> Result<i64, String> {
+    let number = match value {
+        Value::Number(n) => n.as_f64(),
+        Value::String(s) => {
+            let s = s.trim();
+            if s.is_empty() || s.eq_ignore_ascii_case("n/a") || s.eq_ignore_ascii_case("na") {
+                return Err("the reviewer gave no score (N/A)".into());
+            }
+            let leading = s
+                .split(|c: char| c == '/' || c.is_whitespace())
+                .next()
+                .unwrap_or_default();
+            let rest = s[leading.len()..].trim().to_ascii_lowercase();
+            let denominator_ok = rest.is_empty()
+                || rest.trim_start_matches('/').trim() == max.to_string()
+                || rest == format!("out of {max}");
+            match leading.parse::<f64>() {
+                Ok(v) if denominator_ok => Some(v),
+                _ => return Err(format!("`{s}` is not a score")),
+            }
+        }
+        Value::Null => return Err("the reviewer gave no score (null)".into()),
+        other => return Err(format!("`{other}` is not a score")),
+    };
+    let Some(v) = number else {
+        return Err(format!("`{value}` is not a score"));
+    };
+    if v.fract() != 0.0 {
+        return Err(format!("{v} is not a whole score on the {min}-{max} scale"));
+    }
+    let v = v as i64;
+    if v < min || v > max {
+        return Err(format!("{v} is outside the {min}-{max} scale"));
+    }
+    Ok(v)
+}
+
+/// The JSON object of a review in `answer`: the first object (in a code fence or the text)
+/// that has score keys, else the first object at all.
+fn find_review_object(answer: &str) -> Result<serde_json::Map<String, Value>, String> {
+    let mut first_object = None;
+    for candidate in json_candidates(answer) {
+        let Some(Value::Object(map)) = parse_lenient(candidate) else {
+            continue;
+        };
+        let has_scores = map.keys().any(|k| {
+            let k = normalise_key(k);
+            k.ends_with("score") || k == "overall"
+        });
+        if has_scores {
+            return Ok(map);
+        }
+        first_object.get_or_insert(map);
+    }
+    match first_object {
+        Some(map) if !map.is_empty() => Ok(map),
+        _ if answer.trim().is_empty() => Err("the answer is empty".into()),
+        _ => Err(format!(
+            "no JSON object with scores in the answer (it begins `{}`)",
+            crate::llm::client::truncate_chars(&answer.trim().replace('\n', " "), 80)
+        )),
+    }
+}
+
+/// Slices that may hold the object: fenced blocks first, then every balanced `{...}`.
+fn json_candidates(text: &str) -> Vec<&str> {
+    let mut out = Vec::new();
+    let mut rest = text;
+    while let Some(start) = rest.find("```") {
+        let after = &rest[start + 3..];
+        let body_start = after.find('\n').map_or(0, |i| i + 1);
+        let Some(end) = after[body_start..].find("```") else {
+            break;
+        };
+        out.push(&after[body_start..body_start + end]);
+        rest = &after[body_start + end + 3..];
+    }
+    let bytes = text.as_bytes();
+    let mut i = 0;
+    while i < bytes.len() {
+        if bytes[i] == b'{' {
+            if let Some(end) = matching_brace(text, i) {
+                out.push(&text[i..=end]);
+                i = end + 1;
+                continue;
+            }
+            // Unbalanced (a cut-off answer): try what there is.
+            out.push(&text[i..]);
+            break;
+        }
+        i += 1;
+    }
+    out
+}
+
+/// The index of the `}` closing the `{` at `open`, skipping braces inside strings.
+fn matching_brace(text: &str, open: usize) -> Option<usize> {
+    let mut depth = 0usize;
+    let mut in_string = false;
+    let mut escaped = false;
+    for (offset, c) in text[open..].char_indices() {
+        if in_string {
+            match (escaped, c) {
+                (true, _) => escaped = false,
+                (false, '\\') => escaped = true,
+                (false, '"') => in_string = false,
+                _ => {}
+            }
+            continue;
+        }
+        match c {
+            '"' => in_string = true,
+            '{' => depth += 1,
+            '}' => {
+                depth -= 1;
+                if depth == 0 {
+                    return Some(open + offset);
+                }
+            }
+            _ => {}
+        }
+    }
+    None
+}
+
+/// Strict JSON, else JSON5 (trailing commas, single quotes, comments, unquoted keys).
+fn parse_lenient(candidate: &str) -> Option<Value> {
+    let candidate = candidate.trim();
+    serde_json::from_str(candidate)
+        .ok()
+        .or_else(|| json5::from_str(candidate).ok())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn full_answer(score: &str) -> String {
+        let mut parts: Vec<String> = (1..=16)
+            .map(|i| format!("\"p{i}_score\": {score}, \"p{i}_justification\": \"reason {i}, with \\\"quotes\\\"\""))
+            .collect();
+        parts.push(format!(
+            "\"overall_score\": {score}, \"overall_justification\": \"fine\""
+        ));
+        format!("{{{}}}", parts.join(", "))
+    }
+
+    fn parse(answer: &str) -> ParsedReview {
+        parse_review(answer, &Criteria::builtin())
+    }
+
+    #[test]
+    fn a_clean_answer() {
+        let r = parse(&full_answer("4"));
+        assert_eq!(r.status, ParseStatus::Ok);
+        assert_eq!(r.scores.len(), 16);
+        assert!(r.scores.iter().all(|s| s.score == Some(4)));
+        assert_eq!(
+            r.scores[2].justification.as_deref(),
+            Some("reason 3, with \"quotes\"")
+        );
+        assert_eq!(r.overall.score, Some(4));
+        assert_eq!(r.average(), Some(4.0));
+    }
+
+    #[test]
+    fn fences_prose_and_trailing_commas() {
+        let fenced = format!(
+            "Here is my review:\n```json\n{}\n```\nThanks!",
+            full_answer("5")
+        );
+        assert_eq!(parse(&fenced).status, ParseStatus::Ok);
+        let prose = format!("Sure. {} Hope that helps {{not json}}.", full_answer("3"));
+        assert_eq!(parse(&prose).overall.score, Some(3));
+        let trailing = full_answer("2").replace("\"fine\"}", "\"fine\",}");
+        let r = parse(&trailing);
+        assert_eq!(r.status, ParseStatus::Ok, "{:?}", r.detail);
+    }
+
+    #[test]
+    fn scores_as_strings_and_nested_objects() {
+        let r = parse(
+            r#"{"P1_Score": "4", "p2_score": "3/5", "p3": {"score": 5, "justification": "good"}, "overall_score": "2 out of 5"}"#,
+        );
+        assert_eq!(r.scores[0].score, Some(4));
+        assert_eq!(r.scores[1].score, Some(3));
+        assert_eq!(r.scores[2].score, Some(5));
+        assert_eq!(r.scores[2].justification.as_deref(), Some("good"));
+        assert_eq!(r.overall.score, Some(2));
+        assert_eq!(r.status, ParseStatus::Partial, "P4-P16 are missing");
+        assert_eq!(
+            r.scores[3].na_reason.as_deref(),
+            Some("missing from the answer")
+        );
+        assert_eq!(r.average(), Some(4.0));
+    }
+
+    #[test]
+    fn invalid_scores_become_na_with_their_reason() {
+        let r = parse(
+            r#"{"p1_score": 7, "p2_score": 0, "p3_score": 3.5, "p4_score": "N/A", "p5_score": "great", "p6_score": null, "p7_score": 4.0, "overall_score": 5}"#,
+        );
+        let reasons: Vec<Option<&str>> = r.scores[..7]
+            .iter()
+            .map(|s| s.na_reason.as_deref())
+            .collect();
+        assert_eq!(
+            reasons,
+            [
+                Some("7 is outside the 1-5 scale"),
+                Some("0 is outside the 1-5 scale"),
+                Some("3.5 is not a whole score on the 1-5 scale"),
+                Some("the reviewer gave no score (N/A)"),
+                Some("`great` is not a score"),
+                Some("the reviewer gave no score (null)"),
+                None,
+            ]
+        );
+        assert_eq!(r.scores[6].score, Some(4));
+        assert_eq!(r.average(), Some(4.0), "only valid scores are averaged");
+    }
+
+    #[test]
+    fn garbage_is_a_parse_failure_never_a_low_score() {
+        for answer in [
+            "",
+            "I think it is quite good overall.",
+            "{\"p1_score\": 4",
+            "[1, 2, 3]",
+        ] {
+            let r = parse(answer);
+            if answer.starts_with("{\"p1") {
+                // A cut-off object is still read where it can be (JSON5 fails): failed.
+                assert_eq!(r.status, ParseStatus::Failed, "{answer:?}");
+            } else {
+                assert_eq!(r.status, ParseStatus::Failed, "{answer:?}");
+            }
+            assert!(r.scores.iter().all(|s| s.score.is_none()));
+            assert_eq!(r.overall.score, None);
+            assert_eq!(r.average(), None);
+            assert!(r.detail.is_some());
+        }
+    }
+
+    #[test]
+    fn braces_inside_strings_do_not_confuse_the_scanner() {
+        let answer = r#"{"p1_score": 4, "p1_justification": "uses {braces} and \"}\" inside", "overall_score": 4}"#;
+        let r = parse(answer);
+        assert_eq!(
+            r.scores[0].justification.as_deref(),
+            Some("uses {braces} and \"}\" inside")
+        );
+    }
+}
