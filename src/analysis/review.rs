@@ -202,7 +202,7 @@ pub fn criterion_summary(frames: &ReviewFrames) -> PolarsResult<DataFrame> {
 /// rated by at least two, quadratic-weighted Cohen's kappa (exactly two reviewers), ordinal
 /// Krippendorff's alpha (any number, missing ratings allowed), and the mean score across
 /// reviewers (the mean of each reviewer's mean).
-pub fn agreement(frames: &ReviewFrames, scale: (i64, i64)) -> PolarsResult<DataFrame> {
+pub fn agreement(frames: &ReviewFrames) -> PolarsResult<DataFrame> {
     // criterion -> target -> reviewer -> score; criteria in order.
     let mut order: Vec<String> = Vec::new();
     let mut ratings: BTreeMap<String, BTreeMap<String, BTreeMap<String, Option<i64>>>> =
@@ -285,7 +285,10 @@ pub fn agreement(frames: &ReviewFrames, scale: (i64, i64)) -> PolarsResult<DataF
                     ))
                 })
                 .collect();
-            weighted_kappa(&pairs, scale.0, scale.1)
+            // The weights' scale cancels out of kappa: the observed range is enough.
+            let low = pairs.iter().map(|p| p.0.min(p.1)).min().unwrap_or(1);
+            let high = pairs.iter().map(|p| p.0.max(p.1)).max().unwrap_or(1);
+            weighted_kappa(&pairs, low, high.max(low + 1))
         } else {
             None
         };
@@ -387,7 +390,7 @@ mod tests {
 
     #[test]
     fn agreement_matches_the_statistics() {
-        let a = agreement(&frames(), (1, 5)).unwrap();
+        let a = agreement(&frames()).unwrap();
         let crit = a.column("criterion").unwrap().str().unwrap().clone();
         assert_eq!(crit.get(0), Some("P1"));
         // P1: t1 (4, 5), t2 (2, 1); t3 only b. Kappa over the two pairs by hand.

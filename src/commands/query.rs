@@ -3,41 +3,95 @@
 use std::process::ExitCode;
 
 use super::Context;
+use crate::analysis::review::{ReviewFrames, agreement, criterion_summary, review_summary};
 use crate::analysis::{model_summary, prompt_summary, results_frame};
 use crate::output::{Format, print_frame};
-use crate::store::RunSelector;
+use crate::store::{RunSelector, Store};
 
-/// What to group benchmark results by.
+/// What to group results by.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum GroupBy {
-    /// Per model: total time, cost, paid, tokens, energy and % success.
+    /// Benchmarks, per model: total time, cost, paid, tokens, energy and % success.
     Model,
-    /// Per prompt: % success per model and overall, average tokens, cost, time and energy.
+    /// Benchmarks, per prompt: % success per model and overall, average tokens, cost, time, energy.
     Prompt,
+    /// Reviews, per reviewer: counts, N/A, parse failures, mean scores, cost.
+    Reviewer,
+    /// Reviews, per reviewer and generator model.
+    Generator,
+    /// Reviews, per reviewer and sensor.
+    Sensor,
+    /// Reviews, per criterion (P1-P16, overall) and reviewer; with --agreement, agreement
+    /// between reviewers.
+    Criterion,
 }
 
-/// Summaries of recorded results, e.g. `track query --by model --run all --format csv`.
+/// Summaries of recorded results, e.g. `track query --by model --run all --format csv` or
+/// `track query --by criterion --agreement`.
 #[derive(Debug, clap::Args)]
 pub struct QueryArgs {
     /// What to group by.
     #[arg(long, value_enum)]
     by: GroupBy,
-    /// Which runs: a run id, `latest` or `all`.
-    #[arg(long, default_value = "latest")]
-    run: RunSelector,
+    /// Which runs: a run id, `latest` or `all` [default: latest benchmark; all reviews].
+    #[arg(long)]
+    run: Option<RunSelector>,
+    /// Reviews: only this reviewer (`<provider>:<name>`).
+    #[arg(long, value_name = "MODEL")]
+    reviewer: Option<String>,
+    /// With --by criterion: agreement between reviewers per criterion (quadratic-weighted
+    /// Cohen's kappa for two, ordinal Krippendorff's alpha for any number).
+    #[arg(long)]
+    agreement: bool,
     /// Output format.
     #[arg(long, value_enum, default_value_t = Format::Table)]
     format: Format,
 }
 
 pub fn run(context: &Context, args: QueryArgs) -> anyhow::Result<ExitCode> {
+    if args.agreement && args.by != GroupBy::Criterion {
+        anyhow::bail!("--agreement goes with --by criterion");
+    }
     let store = context.open_existing_store()?;
-    let run_ids = store.select_runs("bench", args.run)?;
-    let results = results_frame(store.bench_columns(&run_ids, false)?)?;
     let summary = match args.by {
-        GroupBy::Model => model_summary(&results)?,
-        GroupBy::Prompt => prompt_summary(&results)?,
+        GroupBy::Model | GroupBy::Prompt => {
+            let run_ids = store.select_runs("bench", args.run.unwrap_or(RunSelector::Latest))?;
+            let results = results_frame(store.bench_columns(&run_ids, false)?)?;
+            if args.by == GroupBy::Model {
+                model_summary(&results)?
+            } else {
+                prompt_summary(&results)?
+            }
+        }
+        by => {
+            let frames = review_frames(context, &store, &args)?;
+            match by {
+                GroupBy::Reviewer => review_summary(&frames, "reviewer")?,
+                GroupBy::Generator => review_summary(&frames, "generator")?,
+                GroupBy::Sensor => review_summary(&frames, "sensor")?,
+                _ if args.agreement => agreement(&frames)?,
+                _ => criterion_summary(&frames)?,
+            }
+        }
     };
     print_frame(&summary, args.format)?;
     Ok(ExitCode::SUCCESS)
+}
+
+fn review_frames(
+    context: &Context,
+    store: &Store,
+    args: &QueryArgs,
+) -> anyhow::Result<ReviewFrames> {
+    let run_ids = store.select_runs("review", args.run.unwrap_or(RunSelector::All))?;
+    let (reviews, scores) = store.review_columns(&run_ids)?;
+    let frames = ReviewFrames::new(reviews, scores)?;
+    Ok(match &args.reviewer {
+        Some(reviewer) => {
+            let config = context.load_config()?;
+            let reference = config.catalog.resolve(reviewer)?.reference();
+            frames.for_reviewer(&reference)?
+        }
+        None => frames,
+    })
 }

@@ -646,7 +646,7 @@ impl RecordContext<'_> {
             "failed" => 2,
             _ => 3,
         }] += 1;
-        let mut row = self.row(item, &review_key, parsed.clone(), status_name);
+        let mut row = self.row(item, &review_key, parsed, status_name);
         row.detail = detail;
         if let Some(call) = call {
             let hit = matches!(outcome, Some(CallOutcome::Hit(_)));
@@ -663,8 +663,7 @@ impl RecordContext<'_> {
             .unwrap_or_else(crate::store::now_rfc3339);
         store.insert_review(&row)?;
         drop(store);
-        let csv_row = self.csv_row(item, &parsed, &row);
-        let (path, _) = spec_csv::append(&self.plan.paths.reviews, criteria, &csv_row)?;
+        let (path, _) = spec_csv::append(&self.plan.paths.reviews, criteria, &csv_row(&row))?;
         totals.files.insert(path);
         Ok(())
     }
@@ -709,39 +708,45 @@ impl RecordContext<'_> {
                 .collect(),
         }
     }
+}
 
-    fn csv_row(&self, item: &Item, parsed: &ParsedReview, row: &ReviewRow) -> ReviewCsvRow {
-        let score = |s: Option<i64>| s.map_or_else(|| "N/A".to_owned(), |v| v.to_string());
-        let justification =
-            |entry: &parse::ScoreEntry| match (&entry.justification, &entry.na_reason) {
-                (Some(text), _) => text.clone(),
-                (None, Some(reason)) => format!("N/A: {reason}"),
-                (None, None) => String::new(),
-            };
-        let mut overall_justification = justification(&parsed.overall);
-        if parsed.status == ParseStatus::Failed {
-            overall_justification = format!(
-                "N/A: the reviewer's answer could not be parsed ({})",
-                row.detail.as_deref().unwrap_or("no JSON object")
-            );
-        }
-        ReviewCsvRow {
-            brand: item.file.sensor.brand.clone(),
-            sensor: item.file.sensor.sensor.clone(),
-            generator_provider: item.file.provider.clone(),
-            generator_model: item.file.model.clone(),
-            reviewer_provider: self.reviewer.0.to_owned(),
-            reviewer_model: self.reviewer.1.to_owned(),
-            official_status: item.official.status.as_str().to_owned(),
-            scores: parsed.scores.iter().map(|s| score(s.score)).collect(),
-            average: parsed
-                .average()
-                .map_or_else(|| "N/A".to_owned(), |a| format!("{a:.2}")),
-            overall: score(parsed.overall.score),
-            justifications: parsed.scores.iter().map(justification).collect(),
-            overall_justification,
-            timestamp: csv_timestamp(&row.reviewed_at),
-        }
+/// A stored review as the specification's CSV row: scores or `N/A`, and for each N/A without
+/// a justification the reason it is N/A.
+pub fn csv_row(row: &ReviewRow) -> ReviewCsvRow {
+    let score = |s: Option<i64>| s.map_or_else(|| "N/A".to_owned(), |v| v.to_string());
+    let justification = |text: &Option<String>, reason: &Option<String>| match (text, reason) {
+        (Some(text), _) => text.clone(),
+        (None, Some(reason)) => format!("N/A: {reason}"),
+        (None, None) => String::new(),
+    };
+    let overall_justification = if row.parse_status == ParseStatus::Failed.as_str() {
+        format!(
+            "N/A: the reviewer's answer could not be parsed ({})",
+            row.detail.as_deref().unwrap_or("no JSON object")
+        )
+    } else {
+        justification(&row.overall_justification, &row.overall_na_reason)
+    };
+    ReviewCsvRow {
+        brand: row.brand.clone(),
+        sensor: row.sensor.clone(),
+        generator_provider: row.generator_provider.clone(),
+        generator_model: row.generator_model.clone(),
+        reviewer_provider: row.reviewer_provider.clone(),
+        reviewer_model: row.reviewer_model.clone(),
+        official_status: row.official_status.clone(),
+        scores: row.scores.iter().map(|s| score(s.score)).collect(),
+        average: row
+            .average_score
+            .map_or_else(|| "N/A".to_owned(), |a| format!("{a:.2}")),
+        overall: score(row.overall_score),
+        justifications: row
+            .scores
+            .iter()
+            .map(|s| justification(&s.justification, &s.na_reason))
+            .collect(),
+        overall_justification,
+        timestamp: csv_timestamp(&row.reviewed_at),
     }
 }
 

@@ -7,3 +7,4 @@ mod bench_inputs;
 mod bench_run;
 mod local_model;
 mod mock_selftest;
+mod review;
