@@ -112,7 +112,13 @@ fn reviews_land_in_the_database_and_the_specifications_csv() {
         3,
         "no call without an official datasheet"
     );
-    let prompt = s.mock.requests()[0].last_user_text();
+    let prompt = s
+        .mock
+        .requests()
+        .iter()
+        .map(|r| r.last_user_text())
+        .find(|t| t.contains("BME280 text one"))
+        .unwrap();
     assert!(
         prompt.contains("P16. Compliance and Certifications: Ensure placeholders"),
         "criteria in the prompt"
