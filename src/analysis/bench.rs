@@ -1,8 +1,10 @@
 //! Benchmark frames and summaries: per evaluation, per model, per prompt.
 
+use std::collections::HashMap;
+
 use polars::prelude::*;
 
-use crate::store::BenchColumns;
+use crate::store::{BenchColumns, Labels, MeasureRow, Store};
 
 /// The three tables of a benchmark report.
 #[derive(Debug, Clone)]
@@ -15,11 +17,11 @@ pub struct BenchFrames {
 impl BenchFrames {
     /// Builds all three from loaded columns (loaded with detail).
     pub fn from_columns(cols: BenchColumns) -> PolarsResult<Self> {
-        let results = results_frame(cols)?;
+        let measures = Measures::from_columns(&cols)?;
         Ok(Self {
-            by_model: model_summary(&results)?,
-            by_prompt: prompt_summary(&results)?,
-            results,
+            by_model: model_summary(&measures)?,
+            by_prompt: prompt_summary(&measures)?,
+            results: results_frame(cols)?,
         })
     }
 }
@@ -66,6 +68,152 @@ pub fn results_frame(cols: BenchColumns) -> PolarsResult<DataFrame> {
     DataFrame::new_infer_height(columns)
 }
 
+/// The numbers of benchmark results with models and prompts as `u32` keys into `labels`:
+/// what the summaries read. Built straight from the database without per-row strings.
+#[derive(Debug, Clone)]
+pub struct Measures {
+    pub frame: DataFrame,
+    pub labels: Labels,
+}
+
+/// Column builders for [`Measures`].
+struct MeasureBuilders {
+    model: Vec<u32>,
+    prompt: Vec<u32>,
+    passed: BooleanChunkedBuilder,
+    cache_hit: Vec<bool>,
+    floats: [PrimitiveChunkedBuilder<Float64Type>; 7],
+    tokens: [PrimitiveChunkedBuilder<Int64Type>; 2],
+}
+
+const FLOAT_COLUMNS: [&str; 7] = [
+    "latency_ms",
+    "cost_usd",
+    "paid_usd",
+    "energy_wh",
+    "energy_wh_min",
+    "energy_wh_max",
+    "_unused",
+];
+
+impl MeasureBuilders {
+    fn new(capacity: usize) -> Self {
+        Self {
+            model: Vec::with_capacity(capacity),
+            prompt: Vec::with_capacity(capacity),
+            passed: BooleanChunkedBuilder::new("passed".into(), capacity),
+            cache_hit: Vec::with_capacity(capacity),
+            floats: FLOAT_COLUMNS.map(|n| PrimitiveChunkedBuilder::new(n.into(), capacity)),
+            tokens: ["input_tokens", "output_tokens"]
+                .map(|n| PrimitiveChunkedBuilder::new(n.into(), capacity)),
+        }
+    }
+
+    fn push(&mut self, r: &MeasureRow) {
+        self.model.push(r.model);
+        self.prompt.push(r.prompt);
+        self.passed.append_option(r.passed);
+        self.cache_hit.push(r.cache_hit);
+        let floats = [
+            r.latency_ms,
+            r.cost_usd,
+            r.paid_usd,
+            r.energy_wh,
+            r.energy_wh_min,
+            r.energy_wh_max,
+        ];
+        for (builder, value) in self.floats.iter_mut().zip(floats) {
+            builder.append_option(value);
+        }
+        self.tokens[0].append_option(r.input_tokens);
+        self.tokens[1].append_option(r.output_tokens);
+    }
+
+    fn finish(self) -> PolarsResult<DataFrame> {
+        let [latency, cost, paid, energy, energy_min, energy_max, _] = self.floats;
+        let [input, output] = self.tokens;
+        DataFrame::new_infer_height(vec![
+            Column::new("model".into(), self.model),
+            Column::new("prompt".into(), self.prompt),
+            self.passed.finish().into_column(),
+            Column::new("cache_hit".into(), self.cache_hit),
+            latency.finish().into_column(),
+            input.finish().into_column(),
+            output.finish().into_column(),
+            cost.finish().into_column(),
+            paid.finish().into_column(),
+            energy.finish().into_column(),
+            energy_min.finish().into_column(),
+            energy_max.finish().into_column(),
+        ])
+    }
+}
+
+impl Measures {
+    /// Reads the measures of `run_ids` from the store.
+    pub fn load(store: &Store, run_ids: &[i64]) -> anyhow::Result<Self> {
+        let mut builders = MeasureBuilders::new(0);
+        let labels = store.scan_bench_measures(run_ids, |row| builders.push(row))?;
+        Ok(Self {
+            frame: builders.finish()?,
+            labels,
+        })
+    }
+
+    /// The measures of loaded columns (the detail path), keyed the same way.
+    pub fn from_columns(cols: &BenchColumns) -> PolarsResult<Self> {
+        let mut labels = Labels::default();
+        let mut keys: [HashMap<String, u32>; 2] = Default::default();
+        let mut key = |kind: usize, name: &str, labels: &mut Labels| -> u32 {
+            let names = if kind == 0 {
+                &mut labels.models
+            } else {
+                &mut labels.prompts
+            };
+            if let Some(&k) = keys[kind].get(name) {
+                return k;
+            }
+            *keys[kind].entry(name.to_owned()).or_insert_with(|| {
+                names.push(name.to_owned());
+                (names.len() - 1) as u32
+            })
+        };
+        let mut builders = MeasureBuilders::new(cols.len());
+        for i in 0..cols.len() {
+            let row = MeasureRow {
+                model: key(0, &cols.model_ref[i], &mut labels),
+                prompt: key(1, &cols.prompt_name[i], &mut labels),
+                passed: cols.passed[i],
+                cache_hit: cols.cache_hit[i],
+                latency_ms: cols.latency_ms[i],
+                input_tokens: cols.input_tokens[i].map(|n| n as i64),
+                output_tokens: cols.output_tokens[i].map(|n| n as i64),
+                cost_usd: cols.cost_usd[i],
+                paid_usd: cols.paid_usd[i],
+                energy_wh: cols.energy_wh[i],
+                energy_wh_min: cols.energy_wh_min[i],
+                energy_wh_max: cols.energy_wh_max[i],
+            };
+            builders.push(&row);
+        }
+        Ok(Self {
+            frame: builders.finish()?,
+            labels,
+        })
+    }
+}
+
+/// Replaces the `u32` keys of `column` with their names.
+fn named(mut df: DataFrame, column: &str, names: &[String]) -> PolarsResult<DataFrame> {
+    let keys = df.column(column)?.u32()?.clone();
+    let labels: Vec<Option<&str>> = keys
+        .iter()
+        .map(|k| k.and_then(|k| names.get(k as usize)).map(String::as_str))
+        .collect();
+    df.with_column(Column::new(column.into(), labels))?;
+    Ok(df)
+}
+
 /// Share of passed among passed and failed (errors excluded), in percent; null when none.
 fn success_pct() -> Expr {
     col("passed").cast(DataType::Float64).mean() * lit(100.0)
@@ -73,11 +221,12 @@ fn success_pct() -> Expr {
 
 /// Per model, in the order models were run: counts, % success, total time, cost, paid,
 /// tokens and energy.
-pub fn model_summary(results: &DataFrame) -> PolarsResult<DataFrame> {
-    results
+pub fn model_summary(measures: &Measures) -> PolarsResult<DataFrame> {
+    let df = measures
+        .frame
         .clone()
         .lazy()
-        .group_by_stable([col("model")])
+        .group_by([col("model")])
         .agg([
             len().cast(DataType::UInt64).alias("results"),
             col("passed").sum().cast(DataType::UInt64).alias("passed"),
@@ -95,8 +244,14 @@ pub fn model_summary(results: &DataFrame) -> PolarsResult<DataFrame> {
             (col("latency_ms").sum() / lit(1000.0)).alias("total_time_s"),
             col("cost_usd").sum().alias("total_cost_usd"),
             col("paid_usd").sum().alias("paid_usd"),
-            col("input_tokens").sum().alias("input_tokens"),
-            col("output_tokens").sum().alias("output_tokens"),
+            col("input_tokens")
+                .sum()
+                .cast(DataType::UInt64)
+                .alias("input_tokens"),
+            col("output_tokens")
+                .sum()
+                .cast(DataType::UInt64)
+                .alias("output_tokens"),
             col("energy_wh").sum().alias("energy_wh"),
             col("energy_wh_min").sum().alias("energy_wh_min"),
             col("energy_wh_max").sum().alias("energy_wh_max"),
@@ -105,69 +260,68 @@ pub fn model_summary(results: &DataFrame) -> PolarsResult<DataFrame> {
                 .cast(DataType::UInt64)
                 .alias("cache_hits"),
         ])
-        .collect()
+        .sort(["model"], SortMultipleOptions::default())
+        .collect()?;
+    named(df, "model", &measures.labels.models)
 }
 
 /// Per prompt, in file order: % success for each model and across all models, then averages
 /// of input and output tokens, cost, time and energy.
-pub fn prompt_summary(results: &DataFrame) -> PolarsResult<DataFrame> {
-    let lazy = results.clone().lazy();
-    let mut summary = lazy.clone().group_by_stable([col("prompt")]).agg([
-        len().cast(DataType::UInt64).alias("results"),
-        success_pct().alias("success_pct_all"),
-        col("input_tokens")
-            .cast(DataType::Float64)
-            .mean()
-            .alias("avg_input_tokens"),
-        col("output_tokens")
-            .cast(DataType::Float64)
-            .mean()
-            .alias("avg_output_tokens"),
-        col("cost_usd").mean().alias("avg_cost_usd"),
-        (col("latency_ms").mean() / lit(1000.0)).alias("avg_time_s"),
-        col("energy_wh").mean().alias("avg_energy_wh"),
-    ]);
+pub fn prompt_summary(measures: &Measures) -> PolarsResult<DataFrame> {
+    let lazy = measures.frame.clone().lazy();
+    let mut summary = lazy
+        .clone()
+        .group_by([col("prompt")])
+        .agg([
+            len().cast(DataType::UInt64).alias("results"),
+            success_pct().alias("success_pct_all"),
+            col("input_tokens")
+                .cast(DataType::Float64)
+                .mean()
+                .alias("avg_input_tokens"),
+            col("output_tokens")
+                .cast(DataType::Float64)
+                .mean()
+                .alias("avg_output_tokens"),
+            col("cost_usd").mean().alias("avg_cost_usd"),
+            (col("latency_ms").mean() / lit(1000.0)).alias("avg_time_s"),
+            col("energy_wh").mean().alias("avg_energy_wh"),
+        ])
+        .sort(["prompt"], SortMultipleOptions::default());
     let per_pair = lazy
-        .group_by_stable([col("model"), col("prompt")])
+        .group_by([col("model"), col("prompt")])
         .agg([success_pct().alias("pct")])
         .collect()?;
-    let models = results
-        .column("model")?
-        .as_materialized_series()
-        .unique_stable()?;
-    for model in models.str()?.iter().flatten() {
+    let mut model_columns = Vec::new();
+    for (key, model) in measures.labels.models.iter().enumerate() {
         let column = format!("success_pct[{model}]");
         let for_model = per_pair
             .clone()
             .lazy()
-            .filter(col("model").eq(lit(model)))
+            .filter(col("model").eq(lit(key as u32)))
             .select([col("prompt"), col("pct").alias(column.as_str())]);
         let mut args = JoinArgs::new(JoinType::Left);
         args.maintain_order = MaintainOrderJoin::Left;
         summary = summary.join(for_model, [col("prompt")], [col("prompt")], args);
+        model_columns.push(column);
     }
-    let mut summary = summary.collect()?;
-    // Put the per-model columns right after the prompt, as the specification lists them.
-    let names: Vec<String> = summary
-        .get_column_names()
-        .iter()
-        .map(|n| n.to_string())
-        .collect();
+    let summary = summary.collect()?;
+    // The per-model columns right after the prompt, as the specification lists them.
     let mut order: Vec<String> = vec!["prompt".into()];
+    order.extend(model_columns);
     order.extend(
-        names
-            .iter()
-            .filter(|n| n.starts_with("success_pct["))
-            .cloned(),
+        [
+            "results",
+            "success_pct_all",
+            "avg_input_tokens",
+            "avg_output_tokens",
+            "avg_cost_usd",
+            "avg_time_s",
+            "avg_energy_wh",
+        ]
+        .map(str::to_owned),
     );
-    order.extend(
-        names
-            .iter()
-            .filter(|n| *n != "prompt" && !n.starts_with("success_pct["))
-            .cloned(),
-    );
-    summary = summary.select(order)?;
-    Ok(summary)
+    named(summary.select(order)?, "prompt", &measures.labels.prompts)
 }
 
 #[cfg(test)]
@@ -211,8 +365,7 @@ mod tests {
 
     #[test]
     fn per_model_totals() {
-        let results = results_frame(columns()).unwrap();
-        let m = model_summary(&results).unwrap();
+        let m = model_summary(&Measures::from_columns(&columns()).unwrap()).unwrap();
         assert_eq!(m.height(), 2);
         assert_eq!(m.column("model").unwrap().str().unwrap().get(0), Some("a"));
         assert_eq!(f64_at(&m, "success_pct", 0), Some(50.0));
@@ -233,8 +386,7 @@ mod tests {
 
     #[test]
     fn per_prompt_with_a_column_per_model() {
-        let results = results_frame(columns()).unwrap();
-        let p = prompt_summary(&results).unwrap();
+        let p = prompt_summary(&Measures::from_columns(&columns()).unwrap()).unwrap();
         let names: Vec<String> = p.get_column_names().iter().map(|n| n.to_string()).collect();
         assert_eq!(
             &names[..4],

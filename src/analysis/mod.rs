@@ -5,4 +5,4 @@ pub mod bench;
 pub mod review;
 pub mod stats;
 
-pub use bench::{BenchFrames, model_summary, prompt_summary, results_frame};
+pub use bench::{BenchFrames, Measures, model_summary, prompt_summary, results_frame};

@@ -4,7 +4,7 @@ use std::process::ExitCode;
 
 use super::Context;
 use crate::analysis::review::{ReviewFrames, agreement, criterion_summary, review_summary};
-use crate::analysis::{model_summary, prompt_summary, results_frame};
+use crate::analysis::{Measures, model_summary, prompt_summary};
 use crate::output::{Format, print_frame};
 use crate::store::{RunSelector, Store};
 
@@ -56,11 +56,11 @@ pub fn run(context: &Context, args: QueryArgs) -> anyhow::Result<ExitCode> {
     let summary = match args.by {
         GroupBy::Model | GroupBy::Prompt => {
             let run_ids = store.select_runs("bench", args.run.unwrap_or(RunSelector::Latest))?;
-            let results = results_frame(store.bench_columns(&run_ids, false)?)?;
+            let measures = Measures::load(&store, &run_ids)?;
             if args.by == GroupBy::Model {
-                model_summary(&results)?
+                model_summary(&measures)?
             } else {
-                prompt_summary(&results)?
+                prompt_summary(&measures)?
             }
         }
         by => {

@@ -1,5 +1,7 @@
 //! Benchmark results: one row per run x model x prompt x repeat, and their bulk loading.
 
+use std::collections::{HashMap, HashSet};
+
 use rusqlite::params;
 
 use super::{Result, Store, now_rfc3339};
@@ -61,6 +63,30 @@ pub struct BenchColumns {
     pub energy_method: Vec<Option<String>>,
 }
 
+/// The names behind the model and prompt keys of [`MeasureRow`]s.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct Labels {
+    pub models: Vec<String>,
+    pub prompts: Vec<String>,
+}
+
+/// The measures of one result, with its model and prompt as keys into [`Labels`].
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct MeasureRow {
+    pub model: u32,
+    pub prompt: u32,
+    pub passed: Option<bool>,
+    pub cache_hit: bool,
+    pub latency_ms: Option<f64>,
+    pub input_tokens: Option<i64>,
+    pub output_tokens: Option<i64>,
+    pub cost_usd: Option<f64>,
+    pub paid_usd: Option<f64>,
+    pub energy_wh: Option<f64>,
+    pub energy_wh_min: Option<f64>,
+    pub energy_wh_max: Option<f64>,
+}
+
 impl BenchColumns {
     /// Number of rows.
     pub fn len(&self) -> usize {
@@ -96,7 +122,22 @@ impl Store {
                  VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17,
                     ?18, ?19, ?20, ?21, ?22, ?23, ?24)",
             )?;
+            let mut labels = tx.prepare_cached(
+                "INSERT OR IGNORE INTO bench_labels (run_id, kind, idx, label) VALUES (?1, ?2, ?3, ?4)",
+            )?;
+            let mut labelled = HashSet::new();
             for row in rows {
+                if labelled.insert((row.run_id, "model", row.model_index)) {
+                    labels.execute(params![row.run_id, "model", row.model_index, row.model_ref])?;
+                }
+                if labelled.insert((row.run_id, "prompt", row.prompt_index)) {
+                    labels.execute(params![
+                        row.run_id,
+                        "prompt",
+                        row.prompt_index,
+                        row.prompt_name
+                    ])?;
+                }
                 stmt.execute(params![
                     row.run_id,
                     row.model_index,
@@ -127,6 +168,74 @@ impl Store {
         }
         tx.commit()?;
         Ok(())
+    }
+
+    /// Streams the measures of the results of `run_ids` to `each`, with models and prompts as
+    /// keys into the returned labels (one key per distinct name across the runs, numbered in
+    /// run, then index, order). Reads numbers only, for summaries over millions of rows.
+    pub fn scan_bench_measures(
+        &self,
+        run_ids: &[i64],
+        mut each: impl FnMut(&MeasureRow),
+    ) -> Result<Labels> {
+        let mut labels = Labels::default();
+        let mut keys: [HashMap<String, u32>; 2] = Default::default();
+        let mut label_stmt = self.conn.prepare(
+            "SELECT kind, idx, label FROM bench_labels WHERE run_id = ?1 ORDER BY kind, idx",
+        )?;
+        let mut stmt = self.conn.prepare(
+            "SELECT model_index, prompt_index, status, cache_hit, latency_ms, input_tokens, output_tokens,
+                    cost_usd, paid_usd, energy_wh, energy_wh_min, energy_wh_max
+             FROM bench_results WHERE run_id = ?1",
+        )?;
+        for &run_id in run_ids {
+            // index -> global key, per kind, for this run
+            let mut local: [Vec<u32>; 2] = Default::default();
+            let mut rows = label_stmt.query([run_id])?;
+            while let Some(r) = rows.next()? {
+                let kind = usize::from(r.get_ref(0)?.as_str()? == "prompt");
+                let idx = r.get::<_, u32>(1)? as usize;
+                let label = r.get_ref(2)?.as_str()?;
+                let names = if kind == 0 {
+                    &mut labels.models
+                } else {
+                    &mut labels.prompts
+                };
+                let key = *keys[kind].entry(label.to_owned()).or_insert_with(|| {
+                    names.push(label.to_owned());
+                    (names.len() - 1) as u32
+                });
+                if local[kind].len() <= idx {
+                    local[kind].resize(idx + 1, u32::MAX);
+                }
+                local[kind][idx] = key;
+            }
+            let mut rows = stmt.query([run_id])?;
+            while let Some(r) = rows.next()? {
+                let model = r.get::<_, u32>(0)? as usize;
+                let prompt = r.get::<_, u32>(1)? as usize;
+                let row = MeasureRow {
+                    model: local[0].get(model).copied().unwrap_or(u32::MAX),
+                    prompt: local[1].get(prompt).copied().unwrap_or(u32::MAX),
+                    passed: match r.get_ref(2)?.as_str()? {
+                        "passed" => Some(true),
+                        "failed" => Some(false),
+                        _ => None,
+                    },
+                    cache_hit: r.get(3)?,
+                    latency_ms: r.get(4)?,
+                    input_tokens: r.get(5)?,
+                    output_tokens: r.get(6)?,
+                    cost_usd: r.get(7)?,
+                    paid_usd: r.get(8)?,
+                    energy_wh: r.get(9)?,
+                    energy_wh_min: r.get(10)?,
+                    energy_wh_max: r.get(11)?,
+                };
+                each(&row);
+            }
+        }
+        Ok(labels)
     }
 
     /// Loads the results of `run_ids` as columns, ordered by run, model, prompt and repeat.

@@ -14,7 +14,7 @@ use std::time::Duration;
 
 use rusqlite::Connection;
 
-pub use bench::{BenchColumns, BenchResultRow};
+pub use bench::{BenchColumns, BenchResultRow, Labels, MeasureRow};
 pub use blobs::sha256_hex;
 pub use calls::{NewCall, StoredCall};
 pub use review::{NewGenerated, ReviewColumns, ReviewRow, ScoreColumns, ScoreRow};
