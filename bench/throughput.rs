@@ -18,7 +18,16 @@ use mock::{MockConfig, MockProvider};
 use track::store::{BenchResultRow, Store};
 
 fn main() {
-    let dir = tempfile::tempdir().expect("temp dir");
+    // TRACK_BENCH_DIR keeps the databases and files for profiling; otherwise a temp dir.
+    let temp = tempfile::tempdir().expect("temp dir");
+    let dir = match std::env::var_os("TRACK_BENCH_DIR") {
+        Some(kept) => {
+            let kept = PathBuf::from(kept);
+            std::fs::create_dir_all(&kept).expect("create TRACK_BENCH_DIR");
+            kept
+        }
+        None => temp.path().to_path_buf(),
+    };
     let mock = MockProvider::start_with(MockConfig {
         delay: Duration::from_millis(50),
         record_bodies: false,
@@ -29,8 +38,8 @@ fn main() {
     );
 
     // 1. Fresh calls.
-    let bench = write_bench(dir.path(), "calls.yaml", 2_000);
-    let db = dir.path().join("calls.db");
+    let bench = write_bench(dir.as_path(), "calls.yaml", 2_000);
+    let db = dir.as_path().join("calls.db");
     let (secs, rss) = run_track(
         &mock,
         &db,
@@ -57,12 +66,12 @@ fn main() {
         "2. the same 2,000 again, all cached: {secs:.3} s = {:.0} results/s (process start and summaries included); peak RSS {rss:.1} MB",
         2_000.0 / secs
     );
-    let big = write_bench(dir.path(), "cached.yaml", 50_000);
+    let big = write_bench(dir.as_path(), "cached.yaml", 50_000);
     let fast = MockProvider::start_with(MockConfig {
         delay: Duration::ZERO,
         record_bodies: false,
     });
-    let big_db = dir.path().join("cached.db");
+    let big_db = dir.as_path().join("cached.db");
     run_track(
         &fast,
         &big_db,
@@ -83,7 +92,7 @@ fn main() {
     );
 
     // 3. Summaries over a million results.
-    let million = dir.path().join("million.db");
+    let million = dir.as_path().join("million.db");
     let started = Instant::now();
     fill_million(&million);
     println!(
