@@ -1,14 +1,18 @@
 //! `track review-datasheets`: a reviewer model scores generated datasheets against the
 //! official ones (P1-P16 and overall) and the scores go to the database and the CSV files.
+//! Also runs review experiment files (`kind: review`) for `track run`.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
 
 use super::{CacheArgs, Context, runtime, shown};
-use crate::llm::SamplingParams;
+use crate::llm::{CacheMode, SamplingParams};
 use crate::review::criteria::Criteria;
-use crate::review::prompt::{REVIEW_PROMPT, Template};
-use crate::review::{CallSettings, Paths, ReviewPlan, SensorFilter, review};
+use crate::review::experiment::ReviewExperiment;
+use crate::review::prompt::{GENERATION_PROMPT, REVIEW_PROMPT, Template};
+use crate::review::{
+    CallSettings, GeneratePlan, Paths, ReviewPlan, SensorFilter, generate, review,
+};
 
 /// Have one or more reviewer models score every generated datasheet against its official
 /// datasheet, e.g. `track review-datasheets --reviewer google:gemini-1.5-pro --sensor BME280`.
@@ -57,44 +61,109 @@ pub struct ReviewArgs {
 }
 
 pub fn run(context: &Context, args: ReviewArgs) -> anyhow::Result<ExitCode> {
-    let config = context.load_config()?;
-    let filter = SensorFilter {
+    let experiment = ReviewExperiment {
+        kind: None,
+        description: None,
+        reviewers: args.reviewer,
+        generators: Vec::new(),
+        generator: args.generator,
         brand: args.brand,
         sensor: args.sensor,
+        sensors: args.sensors,
+        datasheets: args.datasheets,
+        results: args.results,
+        out: args.out,
+        prompt: args.prompt,
+        criteria: args.criteria,
+        generation_prompt: None,
+        max_tokens: args.max_tokens,
     };
-    let sensors = filter.select(&args.sensors)?;
-    let criteria = match &args.criteria {
+    execute(context, &experiment, args.concurrency, args.cache.mode())
+}
+
+/// Runs a review experiment: generation by each of its generators first (if any), then a
+/// review by each reviewer.
+pub(super) fn execute(
+    context: &Context,
+    experiment: &ReviewExperiment,
+    concurrency: Option<usize>,
+    mode: CacheMode,
+) -> anyhow::Result<ExitCode> {
+    let config = context.load_config()?;
+    let filter = SensorFilter {
+        brand: experiment.brand.clone(),
+        sensor: experiment.sensor.clone(),
+    };
+    let sensors = filter.select(&experiment.sensors)?;
+    let criteria = match &experiment.criteria {
         Some(path) => Criteria::load(path)?,
         None => Criteria::builtin(),
     };
     let template = Template::load(
-        args.prompt.as_deref(),
+        experiment.prompt.as_deref(),
         REVIEW_PROMPT,
         &["official_datasheet", "generated_datasheet"],
     )?;
+    let generation_template = Template::load(
+        experiment.generation_prompt.as_deref(),
+        GENERATION_PROMPT,
+        &["brand", "sensor"],
+    )?;
     let paths = Paths {
-        sensors: args.sensors,
-        datasheets: args.datasheets,
-        results: args.results,
-        reviews: args.out,
+        sensors: experiment.sensors.clone(),
+        datasheets: experiment.datasheets.clone(),
+        results: experiment.results.clone(),
+        reviews: experiment.out.clone(),
     };
+    let concurrency = concurrency.unwrap_or(config.settings.concurrency);
+    let (store, executor) = context.executor(&config, concurrency, mode)?;
+    let runtime = runtime()?;
+    for generator in &experiment.generators {
+        let plan = GeneratePlan {
+            model: generator.trim().to_owned(),
+            sensors: sensors.clone(),
+            paths: paths.clone(),
+            template: generation_template.clone(),
+        };
+        let settings = CallSettings {
+            params: SamplingParams {
+                max_tokens: Some(experiment.max_tokens),
+                ..SamplingParams::default()
+            },
+            show_progress: !context.quiet,
+        };
+        let totals = runtime.block_on(generate(
+            &store,
+            &executor,
+            &config.catalog,
+            &plan,
+            &settings,
+        ))?;
+        context.note(format!(
+            "run {} ({generator}): {} datasheets written ({} from the cache), {} errors",
+            totals.run_id,
+            totals.done,
+            totals.cache_hits,
+            totals.errors.len()
+        ));
+        for error in &totals.errors {
+            eprintln!("track: {error}");
+        }
+    }
     let settings = CallSettings {
         // A judge should be as repeatable as the provider allows.
         params: SamplingParams {
             temperature: Some(0.0),
-            max_tokens: Some(args.max_tokens),
+            max_tokens: Some(experiment.max_tokens),
             ..SamplingParams::default()
         },
         show_progress: !context.quiet,
     };
-    let concurrency = args.concurrency.unwrap_or(config.settings.concurrency);
-    let (store, executor) = context.executor(&config, concurrency, args.cache.mode())?;
-    let runtime = runtime()?;
     let mut reviewed = 0;
-    for reviewer in &args.reviewer {
+    for reviewer in &experiment.reviewers {
         let plan = ReviewPlan {
             reviewer: reviewer.trim().to_owned(),
-            generator: args.generator.clone(),
+            generator: experiment.generator.clone(),
             sensors: sensors.clone(),
             paths: paths.clone(),
             template: template.clone(),

@@ -13,10 +13,12 @@ use crate::bench::{BenchError, BenchOptions, BenchPlan, BenchSpec, RunTotals};
 use crate::energy::EnergyMethod;
 use crate::llm::{Executor, LlmClient};
 use crate::output::table;
+use crate::review::experiment::{ReviewExperiment, experiment_kind};
 use crate::store::Store;
 
-/// Run every prompt of FILE against every model (model by model), e.g.
-/// `track run data/benchmark.yaml --concurrency 4`.
+/// Run an experiment file: a benchmark (every prompt against every model, model by model),
+/// e.g. `track run data/benchmark.yaml --concurrency 4`, or a review experiment
+/// (`kind: review`), e.g. `track run data/review.yaml`.
 #[derive(Debug, clap::Args)]
 pub struct RunArgs {
     /// The benchmark file (YAML: models and prompts).
@@ -44,6 +46,28 @@ pub struct RunArgs {
 }
 
 pub fn run(context: &Context, args: RunArgs) -> anyhow::Result<ExitCode> {
+    // A file whose `kind:` is `review` is a review experiment; anything else a benchmark.
+    let text =
+        std::fs::read_to_string(&args.file).map_err(|source| crate::bench::SpecError::Read {
+            path: args.file.clone(),
+            source,
+        })?;
+    match experiment_kind(&text).as_deref() {
+        Some("review") => {
+            let experiment = ReviewExperiment::parse(&args.file, &text)?;
+            return super::review::execute(
+                context,
+                &experiment,
+                args.concurrency,
+                args.cache.mode(),
+            );
+        }
+        Some("bench" | "benchmark") | None => {}
+        Some(other) => anyhow::bail!(
+            "{}: unknown `kind: {other}`; use bench (the default) or review",
+            shown(&args.file)
+        ),
+    }
     let config = context.load_config()?;
     let spec = BenchSpec::load(&args.file)?;
     let options = BenchOptions {

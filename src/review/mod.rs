@@ -5,6 +5,7 @@
 //! answers become stored rows, files under `results/`, and the specification's CSV.
 
 pub mod criteria;
+pub mod experiment;
 pub mod parse;
 pub mod prompt;
 pub mod sensors;

@@ -462,3 +462,43 @@ fn bad_review_inputs_are_named() {
     assert!(text(&out.stderr).contains("no API key for openai: set OPENAI_API_KEY or OPENAI_KEY"));
     assert_eq!(s.mock.request_count(), 0);
 }
+
+#[test]
+fn a_review_experiment_file_generates_then_reviews() {
+    let s = review_sandbox();
+    s.mock.add_rule(Rule::reply(
+        "Write a complete technical datasheet",
+        "BME280 text one, again",
+    ));
+    s.write(
+        "review.yaml",
+        "kind: review\ngenerators: [ollama:qwen2.5-coder]\nreviewers: [anthropic:haiku 3.5]\nsensor: BME280\n",
+    );
+    let out = s.track().args(["run", "review.yaml"]).output().unwrap();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert_eq!(
+        s.mock
+            .requests_containing("Write a complete technical datasheet"),
+        1
+    );
+    assert_eq!(
+        s.count("SELECT count(*) FROM reviews"),
+        3,
+        "two earlier datasheets and the new one"
+    );
+    let kinds: Vec<String> = s
+        .db()
+        .prepare("SELECT kind FROM runs ORDER BY id")
+        .unwrap()
+        .query_map([], |r| r.get(0))
+        .unwrap()
+        .map(Result::unwrap)
+        .collect();
+    assert_eq!(kinds, ["generate", "review"]);
+    s.write("odd.yaml", "kind: survey\n");
+    let out = s.track().args(["run", "odd.yaml"]).output().unwrap();
+    assert!(
+        text(&out.stderr)
+            .contains("odd.yaml: unknown `kind: survey`; use bench (the default) or review")
+    );
+}
