@@ -190,6 +190,9 @@ fn fill_million(db: &Path) {
                 energy_wh_min: Some(0.005),
                 energy_wh_max: Some(0.015),
                 energy_method: Some("ecologits-0.9".into()),
+                judge_call_id: None,
+                judge_score: None,
+                judge_cost_usd: None,
             });
         }
         store.insert_bench_results(&rows).expect("insert");

@@ -62,6 +62,8 @@ pub fn results_frame(cols: BenchColumns) -> PolarsResult<DataFrame> {
             Column::new("method".into(), cols.method),
             Column::new("tokens_estimated".into(), cols.tokens_estimated),
             Column::new("energy_method".into(), cols.energy_method),
+            Column::new("judge_score".into(), cols.judge_score),
+            Column::new("judge_cost_usd".into(), cols.judge_cost_usd),
             Column::new("detail".into(), cols.detail),
         ]);
     }

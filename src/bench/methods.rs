@@ -22,16 +22,29 @@ pub enum TestMethod {
     /// The answer is JSON equal to the expected output's JSON (key order and number form
     /// do not matter).
     JsonEquals(Value),
+    /// A judge model scores the answer against a rubric (1-5); it passes at `threshold`.
+    Judge(JudgeTest),
+}
+
+/// What a judge-graded test needs.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct JudgeTest {
+    pub rubric: String,
+    /// The lowest passing score, 1-5.
+    pub threshold: i64,
+    /// The judge model (`provider:name`).
+    pub judge: String,
 }
 
 /// The names of the methods, for messages.
-pub const METHOD_NAMES: [&str; 6] = [
+pub const METHOD_NAMES: [&str; 7] = [
     "exact",
     "contains",
     "icontains",
     "regex",
     "json-valid",
     "json-equals",
+    "judge",
 ];
 
 /// The kind of a method without its prepared data.
@@ -43,6 +56,7 @@ pub enum MethodName {
     Regex,
     JsonValid,
     JsonEquals,
+    Judge,
 }
 
 impl FromStr for MethodName {
@@ -57,6 +71,7 @@ impl FromStr for MethodName {
                 "regex" => Self::Regex,
                 "json-valid" | "is-json" => Self::JsonValid,
                 "json-equals" => Self::JsonEquals,
+                "judge" | "llm-rubric" => Self::Judge,
                 _ => {
                     return Err(format!(
                         "unknown method `{s}`; valid methods: {}",
@@ -69,7 +84,8 @@ impl FromStr for MethodName {
 }
 
 impl TestMethod {
-    /// Prepares `name` for `expected`: compiles a regex, parses expected JSON.
+    /// Prepares `name` for `expected`: compiles a regex, parses expected JSON. Judge tests are
+    /// built by the benchmark file's loader, which knows their rubric and judge.
     pub fn prepare(name: MethodName, expected: &str) -> Result<Self, String> {
         Ok(match name {
             MethodName::Exact => Self::Exact,
@@ -83,6 +99,7 @@ impl TestMethod {
                 serde_json::from_str(expected.trim())
                     .map_err(|e| format!("`output` is not valid JSON for json-equals: {e}"))?,
             ),
+            MethodName::Judge => return Err("a judge test needs a rubric and a judge model".into()),
         })
     }
 
@@ -95,6 +112,7 @@ impl TestMethod {
             Self::Regex(_) => "regex",
             Self::JsonValid => "json-valid",
             Self::JsonEquals(_) => "json-equals",
+            Self::Judge(_) => "judge",
         }
     }
 
@@ -106,6 +124,10 @@ impl TestMethod {
             Self::IContains => answer.to_lowercase().contains(&expected.to_lowercase()),
             Self::Regex(re) => re.is_match(answer),
             Self::JsonValid => parse_json_answer(answer).is_ok(),
+            // Graded by the benchmark run with a judge call, never here.
+            Self::Judge(_) => {
+                return Verdict::fail("a judge test is graded by its judge model".into());
+            }
             Self::JsonEquals(want) => match parse_json_answer(answer) {
                 Ok(got) => json_equal(want, &got),
                 Err(e) => {
@@ -123,6 +145,7 @@ impl TestMethod {
                     Self::Contains | Self::IContains => "expected to contain",
                     Self::Regex(_) => "expected to match",
                     Self::JsonValid => "expected valid JSON",
+                    Self::Judge(_) => "judged",
                 },
                 excerpt(expected),
                 excerpt(answer)
@@ -146,14 +169,16 @@ pub struct Verdict {
 }
 
 impl Verdict {
-    fn pass() -> Self {
+    /// A passing verdict.
+    pub fn pass() -> Self {
         Self {
             passed: true,
             detail: None,
         }
     }
 
-    fn fail(detail: String) -> Self {
+    /// A failing verdict with its reason.
+    pub fn fail(detail: String) -> Self {
         Self {
             passed: false,
             detail: Some(detail),

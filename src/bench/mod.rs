@@ -20,6 +20,7 @@ use crate::llm::{
     anthropic::DEFAULT_MAX_TOKENS, estimate_tokens,
 };
 use crate::store::{BenchResultRow, RunStatus, Store, StoreError, StoredCall};
+use methods::TestMethod;
 
 /// What stops a benchmark from running at all.
 #[derive(Debug, thiserror::Error)]
@@ -39,6 +40,8 @@ pub enum BenchError {
         "interrupted: run {run_id} is kept as `interrupted`; run the same command again to finish it from the cache"
     )]
     Interrupted { run_id: i64 },
+    #[error("the judge prompt: {0}")]
+    Judge(String),
 }
 
 /// How to run a benchmark.
@@ -80,6 +83,53 @@ pub struct BenchPlan {
     pub spec: BenchSpec,
     pub models: Vec<PlannedModel>,
     pub evals: Vec<PlannedEval>,
+    /// Judge models of `method: judge` tests, and each prompt's judge (an index into them).
+    pub judges: Vec<PlannedModel>,
+    pub prompt_judge: Vec<Option<usize>>,
+}
+
+/// The judge prompt (`prompts/judge_prompt.txt`).
+pub const JUDGE_PROMPT: &str = include_str!("../../prompts/judge_prompt.txt");
+/// Most tokens a judge's answer may use.
+const JUDGE_MAX_TOKENS: u32 = 512;
+
+impl PlannedModel {
+    /// Resolves `reference`; `blocked` says why it cannot be called when its key is missing.
+    fn resolve(catalog: &Catalog, reference: &str) -> Result<Self, ConfigError> {
+        let model = catalog.resolve(reference)?;
+        let provider = catalog.provider(model);
+        let endpoint = provider.endpoint();
+        let blocked = (provider.key_required && endpoint.api_key.is_none()).then(|| {
+            format!(
+                "no API key for {}: set {} in the environment or in .env",
+                provider.name,
+                provider.key_vars_text()
+            )
+        });
+        Ok(Self {
+            reference: reference.to_owned(),
+            spec: model.clone(),
+            endpoint: Arc::new(endpoint),
+            blocked,
+        })
+    }
+
+    /// The call of `request` to this model, for sample `repeat`.
+    fn job(&self, request: ChatRequest, repeat: u32) -> CallJob {
+        let canonical = CanonicalRequest::new(
+            &self.endpoint.provider,
+            &self.endpoint.base_url,
+            &request,
+            repeat,
+        );
+        CallJob {
+            endpoint: self.endpoint.clone(),
+            request,
+            canonical,
+            input_price: self.spec.input_price,
+            output_price: self.spec.output_price,
+        }
+    }
 }
 
 /// A dry run's figures for one model.
@@ -92,6 +142,14 @@ pub struct DryRunLine {
     /// Upper bound of the cost of the calls to make, in USD.
     pub max_cost_usd: f64,
     pub blocked: Option<String>,
+}
+
+/// An answer of a judge test, waiting for its judge.
+#[derive(Debug, Clone)]
+struct Awaiting {
+    row: BenchResultRow,
+    answer: String,
+    judge: usize,
 }
 
 /// Totals of a finished run.
@@ -121,30 +179,35 @@ impl BenchPlan {
             Some(list) => list.iter().map(|m| (m.trim().to_owned(), None)).collect(),
             None => spec.models.clone(),
         };
+        let model_error = |line: Option<u64>, source| BenchError::Model {
+            path: spec.path.display().to_string(),
+            line,
+            source,
+        };
         let mut models = Vec::new();
         for (reference, line) in references {
-            let model = catalog
-                .resolve(&reference)
-                .map_err(|source| BenchError::Model {
-                    path: spec.path.display().to_string(),
-                    line,
-                    source,
-                })?;
-            let provider = catalog.provider(model);
-            let endpoint = provider.endpoint();
-            let blocked = (provider.key_required && endpoint.api_key.is_none()).then(|| {
-                format!(
-                    "no API key for {}: set {} in the environment or in .env",
-                    provider.name,
-                    provider.key_vars_text()
-                )
-            });
-            models.push(PlannedModel {
-                reference,
-                spec: model.clone(),
-                endpoint: Arc::new(endpoint),
-                blocked,
-            });
+            models.push(
+                PlannedModel::resolve(catalog, &reference).map_err(|e| model_error(line, e))?,
+            );
+        }
+        let mut judges: Vec<PlannedModel> = Vec::new();
+        let mut prompt_judge = Vec::new();
+        for test in &spec.prompts {
+            let TestMethod::Judge(judged) = &test.method else {
+                prompt_judge.push(None);
+                continue;
+            };
+            let index = match judges.iter().position(|j| j.reference == judged.judge) {
+                Some(index) => index,
+                None => {
+                    judges.push(
+                        PlannedModel::resolve(catalog, &judged.judge)
+                            .map_err(|e| model_error(test.line, e))?,
+                    );
+                    judges.len() - 1
+                }
+            };
+            prompt_judge.push(Some(index));
         }
         let repeats = options.repeat.unwrap_or(spec.repeat).max(1);
         let mut evals = Vec::with_capacity(models.len() * spec.prompts.len() * repeats as usize);
@@ -157,23 +220,11 @@ impl BenchPlan {
                     params: test.params.clone(),
                 };
                 for repeat in 0..repeats {
-                    let canonical = CanonicalRequest::new(
-                        &model.endpoint.provider,
-                        &model.endpoint.base_url,
-                        &request,
-                        repeat,
-                    );
                     evals.push(PlannedEval {
                         model: m,
                         prompt: p,
                         repeat,
-                        job: CallJob {
-                            endpoint: model.endpoint.clone(),
-                            request: request.clone(),
-                            canonical,
-                            input_price: model.spec.input_price,
-                            output_price: model.spec.output_price,
-                        },
+                        job: model.job(request.clone(), repeat),
                     });
                 }
             }
@@ -182,6 +233,8 @@ impl BenchPlan {
             spec,
             models,
             evals,
+            judges,
+            prompt_judge,
         })
     }
 
@@ -203,6 +256,26 @@ impl BenchPlan {
         for eval in &self.evals {
             let line = &mut lines[eval.model];
             line.calls += 1;
+            let max_answer = eval
+                .job
+                .request
+                .params
+                .max_tokens
+                .unwrap_or(ASSUMED_MAX_OUTPUT_TOKENS) as u64;
+            if let (Some(judge), TestMethod::Judge(judged)) = (
+                self.prompt_judge[eval.prompt],
+                &self.spec.prompts[eval.prompt].method,
+            ) {
+                // Bounded as if no verdict were cached: the answer to judge is not known yet.
+                let judge = &self.judges[judge].spec;
+                let input = estimate_tokens(JUDGE_PROMPT)
+                    + estimate_tokens(&self.spec.prompts[eval.prompt].prompt)
+                    + estimate_tokens(&judged.rubric)
+                    + max_answer;
+                line.max_cost_usd += (input as f64 * judge.input_price
+                    + f64::from(JUDGE_MAX_TOKENS) * judge.output_price)
+                    / 1e6;
+            }
             if cached.contains_key(&eval.job.canonical.key) {
                 line.cached += 1;
                 continue;
@@ -278,18 +351,27 @@ impl BenchPlan {
         progress: &ProgressBar,
         totals: &mut RunTotals,
     ) -> Result<(), BenchError> {
+        let run_id = totals.run_id;
+        let energy = options.energy_method;
         let cached = executor.lookup(self.evals.iter().map(|e| e.job.canonical.key.as_str()))?;
+        // Answers of judge tests wait for their judge, per model.
+        let mut awaiting: Vec<Vec<Awaiting>> = vec![Vec::new(); self.models.len()];
         let mut rows = Vec::new();
-        for eval in self.evals.iter() {
+        for eval in &self.evals {
             if let Some(call) = cached.get(&eval.job.canonical.key) {
-                let row = self.result_row(
-                    totals.run_id,
-                    eval,
-                    &CallOutcome::Hit(call.clone()),
-                    options.energy_method,
-                );
-                totals.add(&row);
-                rows.push(row);
+                let outcome = CallOutcome::Hit(call.clone());
+                let row = self.result_row(run_id, eval, &outcome, energy);
+                match self.needs_judge(eval, &outcome) {
+                    Some(judge) => awaiting[eval.model].push(Awaiting {
+                        row,
+                        answer: call.text.clone(),
+                        judge,
+                    }),
+                    None => {
+                        totals.add(&row);
+                        rows.push(row);
+                    }
+                }
             }
         }
         lock(store).insert_bench_results(&rows)?;
@@ -302,55 +384,201 @@ impl BenchPlan {
                 .iter()
                 .filter(|e| e.model == m && !cached.contains_key(&e.job.canonical.key))
                 .collect();
-            if misses.is_empty() {
-                continue;
-            }
-            if let Some(reason) = &model.blocked {
-                let offline = executor.mode() == CacheMode::Offline;
+            if let Some(reason) = model.blocked.as_ref().filter(|_| !misses.is_empty()) {
+                let error = if executor.mode() == CacheMode::Offline {
+                    "not in the cache, and --offline forbids calls".to_owned()
+                } else {
+                    reason.clone()
+                };
                 let rows: Vec<BenchResultRow> = misses
                     .iter()
                     .map(|eval| {
-                        let error = if offline {
-                            "not in the cache, and --offline forbids calls".to_owned()
-                        } else {
-                            reason.clone()
-                        };
                         let outcome = CallOutcome::Failed {
                             call_id: None,
-                            error,
+                            error: error.clone(),
                             attempts: 0,
                         };
-                        self.result_row(totals.run_id, eval, &outcome, options.energy_method)
+                        self.result_row(run_id, eval, &outcome, energy)
                     })
                     .collect();
                 rows.iter().for_each(|r| totals.add(r));
                 lock(store).insert_bench_results(&rows)?;
                 progress.inc(rows.len() as u64);
-                continue;
+            } else if !misses.is_empty() {
+                let jobs: Vec<CallJob> = misses.iter().map(|e| e.job.clone()).collect();
+                let mut store_error = None;
+                let waiting = &mut awaiting[m];
+                executor
+                    .execute(jobs, |index, outcome| {
+                        let row = self.result_row(run_id, misses[index], &outcome, energy);
+                        if let Some(judge) = self.needs_judge(misses[index], &outcome) {
+                            let answer = outcome.call().map(|c| c.text.clone()).unwrap_or_default();
+                            waiting.push(Awaiting { row, answer, judge });
+                            return;
+                        }
+                        totals.add(&row);
+                        if let Err(e) = lock(store).insert_bench_results(std::slice::from_ref(&row))
+                        {
+                            store_error.get_or_insert(e);
+                        }
+                        progress.inc(1);
+                        progress.set_message(totals.progress_message());
+                    })
+                    .await;
+                if let Some(e) = store_error {
+                    return Err(e.into());
+                }
             }
-            let jobs: Vec<CallJob> = misses.iter().map(|e| e.job.clone()).collect();
-            let mut store_error = None;
-            executor
-                .execute(jobs, |index, outcome| {
-                    let row = self.result_row(
-                        totals.run_id,
-                        misses[index],
-                        &outcome,
-                        options.energy_method,
-                    );
-                    totals.add(&row);
-                    if let Err(e) = lock(store).insert_bench_results(std::slice::from_ref(&row)) {
-                        store_error.get_or_insert(e);
-                    }
-                    progress.inc(1);
-                    progress.set_message(totals.progress_message());
-                })
-                .await;
-            if let Some(e) = store_error {
-                return Err(e.into());
-            }
+            let waiting = std::mem::take(&mut awaiting[m]);
+            self.judge(store, executor, progress, totals, waiting)
+                .await?;
         }
         Ok(())
+    }
+
+    /// The judge of `eval`'s test, when it has one and there is an answer to judge.
+    fn needs_judge(&self, eval: &PlannedEval, outcome: &CallOutcome) -> Option<usize> {
+        outcome.call()?;
+        self.prompt_judge[eval.prompt]
+    }
+
+    /// Has each waiting answer scored by its test's judge (cached like any call), completes its
+    /// row (verdict, judge score, the judge's cost added to the row's) and stores it.
+    async fn judge(
+        &self,
+        store: &Arc<Mutex<Store>>,
+        executor: &Executor,
+        progress: &ProgressBar,
+        totals: &mut RunTotals,
+        waiting: Vec<Awaiting>,
+    ) -> Result<(), BenchError> {
+        if waiting.is_empty() {
+            return Ok(());
+        }
+        let template =
+            crate::review::prompt::Template::load(None, JUDGE_PROMPT, &["answer", "rubric"])
+                .map_err(|e| BenchError::Judge(e.to_string()))?;
+        let jobs: Vec<CallJob> = waiting
+            .iter()
+            .map(|w| {
+                let test = &self.spec.prompts[w.row.prompt_index as usize];
+                let rubric = match &test.method {
+                    TestMethod::Judge(j) => j.rubric.as_str(),
+                    _ => "",
+                };
+                let text = template.render(&[
+                    ("prompt", test.prompt.as_str()),
+                    ("answer", w.answer.as_str()),
+                    ("rubric", rubric),
+                ]);
+                let request = ChatRequest {
+                    model: self.judges[w.judge].spec.model.clone(),
+                    system: None,
+                    messages: vec![Message::user(text)],
+                    params: crate::llm::SamplingParams {
+                        temperature: Some(0.0),
+                        max_tokens: Some(JUDGE_MAX_TOKENS),
+                        ..Default::default()
+                    },
+                };
+                self.judges[w.judge].job(request, 0)
+            })
+            .collect();
+        // A judge without its key can still serve cached verdicts.
+        let blocked: Vec<Option<&String>> = waiting
+            .iter()
+            .map(|w| self.judges[w.judge].blocked.as_ref())
+            .collect();
+        let cached = executor.lookup(jobs.iter().map(|j| j.canonical.key.as_str()))?;
+        let mut runnable = Vec::new();
+        let mut runnable_index = Vec::new();
+        let mut outcomes: Vec<Option<CallOutcome>> = vec![None; waiting.len()];
+        for (i, job) in jobs.into_iter().enumerate() {
+            match (blocked[i], cached.contains_key(&job.canonical.key)) {
+                (Some(reason), false) => {
+                    outcomes[i] = Some(CallOutcome::Failed {
+                        call_id: None,
+                        error: format!(
+                            "judge {}: {reason}",
+                            self.judges[waiting[i].judge].reference
+                        ),
+                        attempts: 0,
+                    });
+                }
+                _ => {
+                    runnable_index.push(i);
+                    runnable.push(job);
+                }
+            }
+        }
+        let mut store_error = None;
+        let mut finish = |i: usize, outcome: &CallOutcome, totals: &mut RunTotals| {
+            let w = &waiting[i];
+            let row = self.judged_row(w, outcome);
+            totals.add(&row);
+            if let Err(e) = lock(store).insert_bench_results(std::slice::from_ref(&row)) {
+                store_error.get_or_insert(e);
+            }
+            progress.inc(1);
+            progress.set_message(totals.progress_message());
+        };
+        for (i, outcome) in outcomes.iter().enumerate() {
+            if let Some(outcome) = outcome {
+                finish(i, outcome, totals);
+            }
+        }
+        executor
+            .run(runnable, |j, outcome| {
+                finish(runnable_index[j], &outcome, totals)
+            })
+            .await?;
+        match store_error {
+            Some(e) => Err(e.into()),
+            None => Ok(()),
+        }
+    }
+
+    /// The row of a judged answer: the verdict from the judge's score, or an error when the
+    /// judge failed or answered garbage (never a failed test).
+    fn judged_row(&self, waiting: &Awaiting, outcome: &CallOutcome) -> BenchResultRow {
+        let mut row = waiting.row.clone();
+        let test = &self.spec.prompts[row.prompt_index as usize];
+        let TestMethod::Judge(judged) = &test.method else {
+            return row;
+        };
+        match outcome {
+            CallOutcome::Failed { call_id, error, .. } => {
+                row.judge_call_id = *call_id;
+                row.passed = None;
+                row.detail = Some(format!("the judge call failed: {error}"));
+            }
+            CallOutcome::Hit(call) | CallOutcome::Fresh(call) => {
+                row.judge_call_id = Some(call.id);
+                row.judge_cost_usd = Some(call.cost_usd);
+                row.cost_usd = Some(row.cost_usd.unwrap_or(0.0) + call.cost_usd);
+                if matches!(outcome, CallOutcome::Fresh(_)) {
+                    row.paid_usd = Some(row.paid_usd.unwrap_or(0.0) + call.cost_usd);
+                }
+                match crate::review::parse::parse_judge(&call.text, 1, 5) {
+                    Ok((score, why)) => {
+                        row.judge_score = Some(score);
+                        row.passed = Some(score >= judged.threshold);
+                        row.detail = Some(format!(
+                            "judge {} scored {score}/5 (passes at {}){}",
+                            judged.judge,
+                            judged.threshold,
+                            why.map(|w| format!(": {w}")).unwrap_or_default()
+                        ));
+                    }
+                    Err(reason) => {
+                        row.passed = None;
+                        row.detail =
+                            Some(format!("the judge's answer could not be used: {reason}"));
+                    }
+                }
+            }
+        }
+        row
     }
 
     /// The result row of one evaluation.
@@ -387,6 +615,9 @@ impl BenchPlan {
             energy_wh_min: None,
             energy_wh_max: None,
             energy_method: None,
+            judge_call_id: None,
+            judge_score: None,
+            judge_cost_usd: None,
         };
         match outcome {
             CallOutcome::Failed { call_id, error, .. } => {

@@ -75,10 +75,13 @@ struct RawBench {
     seed: Option<u64>,
     #[serde(default)]
     repeat: Option<u32>,
+    /// Default judge model of `method: judge` tests.
+    #[serde(default)]
+    judge: Option<String>,
 }
 
 /// Fields a prompt test may have besides its name.
-const PROMPT_FIELDS: [&str; 9] = [
+const PROMPT_FIELDS: [&str; 12] = [
     "name",
     "prompt",
     "output",
@@ -88,6 +91,9 @@ const PROMPT_FIELDS: [&str; 9] = [
     "temperature",
     "top_p",
     "max_tokens",
+    "rubric",
+    "threshold",
+    "judge",
 ];
 
 impl BenchSpec {
@@ -159,8 +165,14 @@ impl BenchSpec {
         let mut names = HashSet::new();
         for (index, item) in raw.prompts.into_iter().enumerate() {
             let line = Some(item.referenced.line()).filter(|l| *l > 0);
-            let test = prompt_test(index, item.value, &raw.system, &defaults)
-                .map_err(|message| invalid(line, message))?;
+            let test = prompt_test(
+                index,
+                item.value,
+                &raw.system,
+                &defaults,
+                raw.judge.as_deref(),
+            )
+            .map_err(|message| invalid(line, message))?;
             if !names.insert(test.name.clone()) {
                 return Err(invalid(
                     line,
@@ -197,6 +209,7 @@ fn prompt_test(
     mut fields: BTreeMap<String, Option<Value>>,
     system: &Option<String>,
     defaults: &SamplingParams,
+    default_judge: Option<&str>,
 ) -> Result<PromptTest, String> {
     // The specification's form: the test's name is the one key whose value is empty, or whose
     // value is a mapping of the fields.
@@ -251,13 +264,46 @@ fn prompt_test(
         })?
         .parse()
         .map_err(|e| format!("{label}: {e}"))?;
-    let expected = match (expected, method_name) {
-        (Some(e), _) => e,
-        (None, MethodName::JsonValid) => String::new(),
-        (None, _) => return Err(format!("{label} has no `output:` (the expected output)")),
+    let rubric = text(&mut fields, "rubric")?;
+    let threshold = text(&mut fields, "threshold")?;
+    let judge = text(&mut fields, "judge")?;
+    let method = if method_name == MethodName::Judge {
+        let rubric = rubric.or(expected.clone()).ok_or_else(|| {
+            format!(
+                "{label} uses method judge but has no `rubric:` (or `output:`) to grade against"
+            )
+        })?;
+        let threshold = match threshold {
+            None => 4,
+            Some(t) => t
+                .trim()
+                .parse::<i64>()
+                .ok()
+                .filter(|t| (1..=5).contains(t))
+                .ok_or_else(|| format!("{label}: `threshold` must be a whole score from 1 to 5"))?,
+        };
+        let judge = judge.or(default_judge.map(str::to_owned)).ok_or_else(|| {
+            format!("{label} uses method judge but names no judge model: add `judge: <provider>:<name>` to it or at the top of the file")
+        })?;
+        TestMethod::Judge(super::methods::JudgeTest {
+            rubric,
+            threshold,
+            judge: judge.trim().to_owned(),
+        })
+    } else {
+        if rubric.is_some() || threshold.is_some() || judge.is_some() {
+            return Err(format!(
+                "{label}: `rubric`, `threshold` and `judge` go with `method: judge`"
+            ));
+        }
+        let expected = match (&expected, method_name) {
+            (Some(e), _) => e.clone(),
+            (None, MethodName::JsonValid) => String::new(),
+            (None, _) => return Err(format!("{label} has no `output:` (the expected output)")),
+        };
+        TestMethod::prepare(method_name, &expected).map_err(|e| format!("{label}: {e}"))?
     };
-    let method =
-        TestMethod::prepare(method_name, &expected).map_err(|e| format!("{label}: {e}"))?;
+    let expected = expected.unwrap_or_default();
     let number =
         |fields: &mut BTreeMap<String, Option<Value>>, key: &str| -> Result<Option<f64>, String> {
             match fields.remove(key).flatten() {
@@ -360,6 +406,22 @@ prompts:
             (
                 "models: [openai:gpt-4o]\nprompts:\n  - t:\n    prompt: x\n    output: y\n    method: fuzzy\n",
                 "bench.yaml:3: prompt `t`: unknown method `fuzzy`; valid methods: exact, contains",
+            ),
+            (
+                "models: [openai:gpt-4o]\nprompts:\n  - t:\n    prompt: x\n    method: judge\n",
+                "uses method judge but has no `rubric:`",
+            ),
+            (
+                "models: [openai:gpt-4o]\nprompts:\n  - t:\n    prompt: x\n    rubric: kind\n    method: judge\n",
+                "names no judge model",
+            ),
+            (
+                "models: [openai:gpt-4o]\njudge: openai:gpt-4o-mini\nprompts:\n  - t:\n    prompt: x\n    rubric: kind\n    threshold: 9\n    method: judge\n",
+                "`threshold` must be a whole score from 1 to 5",
+            ),
+            (
+                "models: [openai:gpt-4o]\nprompts:\n  - t:\n    prompt: x\n    output: y\n    rubric: kind\n    method: exact\n",
+                "go with `method: judge`",
             ),
             (
                 "models: [openai:gpt-4o]\nprompts:\n  - t:\n    output: y\n    method: exact\n",

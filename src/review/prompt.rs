@@ -52,13 +52,31 @@ impl Template {
         })
     }
 
-    /// The template with each `{name}` replaced by its value (other braces are left alone).
+    /// The template with each `{name}` replaced by its value, in one pass: braces that name
+    /// nothing are left alone, and values are never scanned again (a datasheet that contains
+    /// `{rubric}` stays as it is).
     pub fn render(&self, values: &[(&str, &str)]) -> String {
-        values
-            .iter()
-            .fold(self.text.clone(), |text, (name, value)| {
-                text.replace(&format!("{{{name}}}"), value)
-            })
+        let mut out = String::with_capacity(self.text.len());
+        let mut rest = self.text.as_str();
+        while let Some(open) = rest.find('{') {
+            out.push_str(&rest[..open]);
+            let after = &rest[open + 1..];
+            let hit = values
+                .iter()
+                .find(|(name, _)| after.starts_with(name) && after[name.len()..].starts_with('}'));
+            match hit {
+                Some((name, value)) => {
+                    out.push_str(value);
+                    rest = &after[name.len() + 1..];
+                }
+                None => {
+                    out.push('{');
+                    rest = after;
+                }
+            }
+        }
+        out.push_str(rest);
+        out
     }
 }
 
@@ -70,6 +88,12 @@ mod tests {
     fn renders_and_requires_placeholders() {
         let t = Template::load(None, "Hello {name}, {json}", &["name"]).unwrap();
         assert_eq!(t.render(&[("name", "Ada")]), "Hello Ada, {json}");
+        let nested = Template::load(None, "{a} and {b}", &[]).unwrap();
+        assert_eq!(
+            nested.render(&[("a", "{b}"), ("b", "x")]),
+            "{b} and x",
+            "values are not rescanned"
+        );
         let e = Template::load(None, "Hello", &["name", "sensor"])
             .unwrap_err()
             .to_string();

@@ -33,6 +33,10 @@ pub struct BenchResultRow {
     pub energy_wh_min: Option<f64>,
     pub energy_wh_max: Option<f64>,
     pub energy_method: Option<String>,
+    /// `method: judge`: the judge's call, score and cost (also counted in `cost_usd`).
+    pub judge_call_id: Option<i64>,
+    pub judge_score: Option<i64>,
+    pub judge_cost_usd: Option<f64>,
 }
 
 /// Benchmark results as columns, ready to become a polars frame.
@@ -61,6 +65,8 @@ pub struct BenchColumns {
     pub provider: Vec<String>,
     pub tokens_estimated: Vec<bool>,
     pub energy_method: Vec<Option<String>>,
+    pub judge_score: Vec<Option<i64>>,
+    pub judge_cost_usd: Vec<Option<f64>>,
 }
 
 /// The names behind the model and prompt keys of [`MeasureRow`]s.
@@ -118,9 +124,10 @@ impl Store {
                 "INSERT OR REPLACE INTO bench_results (run_id, model_index, prompt_index, repeat_index,
                     model_ref, provider, model_id, prompt_name, method, call_id, cache_hit, status, detail,
                     latency_ms, input_tokens, output_tokens, tokens_estimated, cost_usd, paid_usd,
-                    energy_wh, energy_wh_min, energy_wh_max, energy_method, created_at)
+                    energy_wh, energy_wh_min, energy_wh_max, energy_method, created_at, judge_call_id,
+                    judge_score, judge_cost_usd)
                  VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17,
-                    ?18, ?19, ?20, ?21, ?22, ?23, ?24)",
+                    ?18, ?19, ?20, ?21, ?22, ?23, ?24, ?25, ?26, ?27)",
             )?;
             let mut labels = tx.prepare_cached(
                 "INSERT OR IGNORE INTO bench_labels (run_id, kind, idx, label) VALUES (?1, ?2, ?3, ?4)",
@@ -163,6 +170,9 @@ impl Store {
                     row.energy_wh_max,
                     row.energy_method,
                     now,
+                    row.judge_call_id,
+                    row.judge_score,
+                    row.judge_cost_usd,
                 ])?;
             }
         }
@@ -244,9 +254,9 @@ impl Store {
     pub fn bench_columns(&self, run_ids: &[i64], with_detail: bool) -> Result<BenchColumns> {
         let mut cols = BenchColumns::default();
         let detail_sql = if with_detail {
-            "method, detail, model_id, provider, tokens_estimated, energy_method"
+            "method, detail, model_id, provider, tokens_estimated, energy_method, judge_score, judge_cost_usd"
         } else {
-            "NULL, NULL, NULL, NULL, NULL, NULL"
+            "NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL"
         };
         let sql = format!(
             "SELECT run_id, model_index, prompt_index, repeat_index, model_ref, prompt_name, status,
@@ -288,6 +298,8 @@ impl Store {
                     cols.provider.push(r.get(19)?);
                     cols.tokens_estimated.push(r.get(20)?);
                     cols.energy_method.push(r.get(21)?);
+                    cols.judge_score.push(r.get(22)?);
+                    cols.judge_cost_usd.push(r.get(23)?);
                 }
             }
         }
@@ -329,6 +341,9 @@ mod tests {
             energy_wh_min: Some(0.5),
             energy_wh_max: Some(1.5),
             energy_method: Some("ecologits-0.9".into()),
+            judge_call_id: None,
+            judge_score: None,
+            judge_cost_usd: None,
         }
     }
 

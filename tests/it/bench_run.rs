@@ -669,3 +669,105 @@ fn ctrl_c_marks_the_run_interrupted_and_keeps_what_completed() {
         done
     );
 }
+
+#[test]
+fn judge_graded_tests_count_the_judge_in_cost_and_never_fail_on_garbage() {
+    let s = Sandbox::new();
+    // Judge rules first: a judge prompt holds both the question and the answer.
+    s.mock.add_rule(Rule::reply(
+        "ANSWER-GOOD",
+        r#"Verdict: {"score": 5, "justification": "clear"}"#,
+    ));
+    s.mock.add_rule(Rule::reply(
+        "ANSWER-BAD",
+        "```json\n{\"score\": \"2\", \"justification\": \"wrong\"}\n```",
+    ));
+    s.mock
+        .add_rule(Rule::reply("ANSWER-ODD", "I liked it a lot!"));
+    s.mock.add_rule(Rule::reply("question good", "ANSWER-GOOD"));
+    s.mock.add_rule(Rule::reply("question bad", "ANSWER-BAD"));
+    s.mock.add_rule(Rule::reply("question odd", "ANSWER-ODD"));
+    s.write(
+        "bench.yaml",
+        "judge: anthropic:haiku 3.5\nmodels: [openai:gpt-4o]\nprompts:\n\
+         - good:\n    prompt: question good\n    method: judge\n    rubric: Says GOOD.\n\
+         - bad:\n    prompt: question bad\n    method: judge\n    rubric: Says GOOD.\n    threshold: 3\n\
+         - odd:\n    prompt: question odd\n    method: judge\n    output: Says GOOD.\n    judge: openai:gpt-4o-mini\n\
+         - plain:\n    prompt: question good\n    output: ANSWER-GOOD\n    method: exact\n",
+    );
+    let out = s.track().args(["run", "bench.yaml"]).output().unwrap();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    // 3 distinct answers (the plain test shares the good one) + 3 verdicts.
+    assert_eq!(s.mock.request_count(), 6);
+    let verdicts: Vec<(String, String, Option<i64>, Option<String>)> = s
+        .db()
+        .prepare("SELECT prompt_name, status, judge_score, detail FROM bench_results ORDER BY prompt_index")
+        .unwrap()
+        .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)))
+        .unwrap()
+        .map(Result::unwrap)
+        .collect();
+    assert_eq!((verdicts[0].1.as_str(), verdicts[0].2), ("passed", Some(5)));
+    assert_eq!(
+        verdicts[0].3.as_deref(),
+        Some("judge anthropic:haiku 3.5 scored 5/5 (passes at 4): clear")
+    );
+    assert_eq!((verdicts[1].1.as_str(), verdicts[1].2), ("failed", Some(2)));
+    assert_eq!(
+        verdicts[2].1, "error",
+        "garbage from the judge is an error, not a failure"
+    );
+    assert!(
+        verdicts[2]
+            .3
+            .as_deref()
+            .unwrap()
+            .contains("could not be used")
+    );
+    assert_eq!(verdicts[3].1, "passed");
+    // The judge's cost is in the result's cost: haiku 3.5 at 0.80 / 4.00 per million.
+    let (cost, judge_cost, answer_cost): (f64, f64, f64) = s
+        .db()
+        .query_row(
+            "SELECT b.cost_usd, b.judge_cost_usd, c.cost_usd FROM bench_results b JOIN calls c ON c.id = b.call_id
+             WHERE b.prompt_name = 'good'",
+            [],
+            |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
+        )
+        .unwrap();
+    assert!(judge_cost > 0.0 && (cost - answer_cost - judge_cost).abs() < 1e-15);
+    let judge_prompt = s
+        .mock
+        .requests()
+        .iter()
+        .filter(|r| r.path == "/v1/messages")
+        .map(|r| r.last_user_text())
+        .find(|t| t.contains("ANSWER-GOOD"))
+        .unwrap();
+    assert!(
+        judge_prompt.contains("Says GOOD.")
+            && judge_prompt.contains("ANSWER-GOOD")
+            && judge_prompt.contains("question good")
+    );
+    // Again: answers and verdicts all cached.
+    s.track()
+        .args(["run", "bench.yaml", "-q"])
+        .assert()
+        .success();
+    assert_eq!(s.mock.request_count(), 6);
+    assert_eq!(
+        s.count("SELECT count(*) FROM bench_results WHERE run_id = 2 AND status = 'passed'"),
+        2
+    );
+    // The dry run bounds the judges' cost too.
+    let dry = s
+        .track()
+        .args(["run", "bench.yaml", "--dry-run"])
+        .output()
+        .unwrap();
+    assert!(
+        text(&dry.stdout).contains("4 calls planned, 4 cached, 0 to call"),
+        "{}",
+        text(&dry.stdout)
+    );
+}
