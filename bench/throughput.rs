@@ -128,7 +128,8 @@ fn write_bench(dir: &Path, name: &str, n: usize) -> PathBuf {
     file
 }
 
-/// Runs the release binary against `mock`; returns wall seconds and peak RSS in MB.
+/// Runs the release binary against `mock`; returns wall seconds and peak RSS in MB, and
+/// prints the process's CPU time.
 #[allow(clippy::zombie_processes)] // reaped by wait4, which also reports its peak memory
 fn run_track(mock: &MockProvider, db: &Path, args: &[&str]) -> (f64, f64) {
     let started = Instant::now();
@@ -140,20 +141,23 @@ fn run_track(mock: &MockProvider, db: &Path, args: &[&str]) -> (f64, f64) {
         .stdout(std::process::Stdio::null())
         .spawn()
         .expect("start track");
-    let (status, rss_kb) = wait_with_rusage(child.id() as i32);
+    let (status, rss_kb, cpu) = wait_with_rusage(child.id() as i32);
     let secs = started.elapsed().as_secs_f64();
+    println!("   (track {}: {secs:.3} s wall, {cpu:.3} s CPU)", args[0]);
     assert!(status == 0, "track {args:?} exited with {status}");
     (secs, rss_kb as f64 / 1024.0)
 }
 
-/// Waits for `pid` and returns its exit status and peak resident set size in KiB.
-fn wait_with_rusage(pid: i32) -> (i32, i64) {
+/// Waits for `pid` and returns its exit status, peak resident set size in KiB and CPU seconds.
+fn wait_with_rusage(pid: i32) -> (i32, i64, f64) {
     let mut status = 0;
     // SAFETY: plain syscalls on a child we spawned and have not waited for.
     let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
     let r = unsafe { libc::wait4(pid, &mut status, 0, &mut usage) };
     assert_eq!(r, pid, "wait4 failed");
-    (libc::WEXITSTATUS(status), usage.ru_maxrss)
+    let seconds = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
+    let cpu = seconds(usage.ru_utime) + seconds(usage.ru_stime);
+    (libc::WEXITSTATUS(status), usage.ru_maxrss, cpu)
 }
 
 /// A database with one run of 1,000,000 results: 20 models x 50,000 prompts.

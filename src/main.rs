@@ -18,14 +18,18 @@ fn main() -> ExitCode {
         (false, 1) => "track=debug,info",
         (false, _) => "trace",
     };
-    tracing_subscriber::fmt()
+    let filter = tracing_subscriber::EnvFilter::try_from_env("TRACK_LOG")
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default_level));
+    let logs = tracing_subscriber::fmt()
         .with_writer(std::io::stderr)
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_env("TRACK_LOG")
-                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default_level)),
-        )
-        .without_time()
-        .init();
+        .with_env_filter(filter);
+    // With -v, each line carries the time since start, which shows where a run spends it.
+    if cli.verbose > 0 {
+        logs.with_timer(tracing_subscriber::fmt::time::uptime())
+            .init();
+    } else {
+        logs.without_time().init();
+    }
     match track::commands::dispatch(cli) {
         Ok(code) => code,
         Err(error) => {

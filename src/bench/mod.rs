@@ -354,6 +354,7 @@ impl BenchPlan {
         let run_id = totals.run_id;
         let energy = options.energy_method;
         let cached = executor.lookup(self.evals.iter().map(|e| e.job.canonical.key.as_str()))?;
+        tracing::debug!(cached = cached.len(), "cache looked up");
         // Answers of judge tests wait for their judge, per model.
         let mut awaiting: Vec<Vec<Awaiting>> = vec![Vec::new(); self.models.len()];
         let mut rows = Vec::new();
@@ -375,6 +376,7 @@ impl BenchPlan {
             }
         }
         lock(store).insert_bench_results(&rows)?;
+        tracing::debug!(rows = rows.len(), "cached results stored");
         progress.inc(rows.len() as u64);
         progress.set_message(totals.progress_message());
 

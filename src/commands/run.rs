@@ -69,7 +69,9 @@ pub fn run(context: &Context, args: RunArgs) -> anyhow::Result<ExitCode> {
         ),
     }
     let config = context.load_config()?;
+    let started = std::time::Instant::now();
     let spec = BenchSpec::load(&args.file)?;
+    tracing::debug!(elapsed = ?started.elapsed(), prompts = spec.prompts.len(), "benchmark file loaded");
     let options = BenchOptions {
         concurrency: args
             .concurrency
@@ -81,6 +83,7 @@ pub fn run(context: &Context, args: RunArgs) -> anyhow::Result<ExitCode> {
         show_progress: !context.quiet,
     };
     let plan = BenchPlan::new(spec, &config.catalog, &options)?;
+    tracing::debug!(elapsed = ?started.elapsed(), calls = plan.evals.len(), "planned");
     let mode = args.cache.mode();
     let store = if args.dry_run && !context.db.exists() {
         Store::open_in_memory()?
@@ -117,8 +120,11 @@ pub fn run(context: &Context, args: RunArgs) -> anyhow::Result<ExitCode> {
         Err(other) => return Err(other.into()),
     };
     let store = crate::llm::executor::lock(&store);
+    tracing::debug!(elapsed = ?started.elapsed(), "run finished");
     let frames = BenchFrames::from_columns(store.bench_columns(&[totals.run_id], true)?)?;
+    tracing::debug!(elapsed = ?started.elapsed(), "summaries computed");
     print_report(context, &frames, &totals, !args.no_detail)?;
+    tracing::debug!(elapsed = ?started.elapsed(), "report printed");
     if totals.results > 0 && totals.errors == totals.results {
         anyhow::bail!(
             "nothing could run ({} errors); first: {}",

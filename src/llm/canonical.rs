@@ -4,7 +4,7 @@
 //! answer (provider, endpoint, model, system prompt, messages with images as their hashes,
 //! sampling parameters, repeat index) and nothing else: no keys, timeouts or retry settings.
 
-use serde_json::{Value, json};
+use serde::Serialize;
 
 use super::{ChatRequest, Part};
 
@@ -22,38 +22,94 @@ impl CanonicalRequest {
     /// Builds the canonical form of `request` sent to `provider` at `endpoint`, for sample
     /// `repeat` (each repeat is a distinct cache entry).
     pub fn new(provider: &str, endpoint: &str, request: &ChatRequest, repeat: u32) -> Self {
-        let messages: Vec<Value> = request
-            .messages
-            .iter()
-            .map(|m| {
-                let parts: Vec<Value> = m
-                    .parts
-                    .iter()
-                    .map(|p| match p {
-                        Part::Text(t) => json!({"type": "text", "text": t}),
-                        Part::Image(i) => {
-                            json!({"type": "image", "media_type": i.media_type, "sha256": i.sha256})
-                        }
-                    })
-                    .collect();
-                json!({"role": m.role.as_str(), "content": parts})
-            })
-            .collect();
-        // serde_json's map keeps keys sorted, so `to_string` is canonical.
-        let value = json!({
-            "v": CANONICAL_VERSION,
-            "provider": provider,
-            "endpoint": endpoint,
-            "model": request.model,
-            "system": request.system,
-            "messages": messages,
-            "params": request.params,
-            "repeat": repeat,
-        });
-        let json = value.to_string();
+        let params = &request.params;
+        let canonical = Canon {
+            endpoint,
+            messages: request
+                .messages
+                .iter()
+                .map(|m| CanonMessage {
+                    content: m
+                        .parts
+                        .iter()
+                        .map(|p| match p {
+                            Part::Text(text) => CanonPart::Text { text, kind: "text" },
+                            Part::Image(i) => CanonPart::Image {
+                                media_type: &i.media_type,
+                                sha256: &i.sha256,
+                                kind: "image",
+                            },
+                        })
+                        .collect(),
+                    role: m.role.as_str(),
+                })
+                .collect(),
+            model: &request.model,
+            params: CanonParams {
+                max_tokens: params.max_tokens,
+                seed: params.seed,
+                temperature: params.temperature,
+                top_p: params.top_p,
+            },
+            provider,
+            repeat,
+            system: request.system.as_deref(),
+            v: CANONICAL_VERSION,
+        };
+        let json =
+            serde_json::to_string(&canonical).expect("a canonical request always serializes");
         let key = crate::store::sha256_hex(json.as_bytes());
         Self { json, key }
     }
+}
+
+// The canonical form as structs whose fields are declared in sorted order, so serde_json
+// writes keys sorted without building maps.
+
+#[derive(Serialize)]
+struct Canon<'a> {
+    endpoint: &'a str,
+    messages: Vec<CanonMessage<'a>>,
+    model: &'a str,
+    params: CanonParams,
+    provider: &'a str,
+    repeat: u32,
+    system: Option<&'a str>,
+    v: u32,
+}
+
+#[derive(Serialize)]
+struct CanonMessage<'a> {
+    content: Vec<CanonPart<'a>>,
+    role: &'static str,
+}
+
+#[derive(Serialize)]
+#[serde(untagged)]
+enum CanonPart<'a> {
+    Text {
+        text: &'a str,
+        #[serde(rename = "type")]
+        kind: &'static str,
+    },
+    Image {
+        media_type: &'a str,
+        sha256: &'a str,
+        #[serde(rename = "type")]
+        kind: &'static str,
+    },
+}
+
+#[derive(Serialize)]
+struct CanonParams {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    max_tokens: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    seed: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    temperature: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    top_p: Option<f64>,
 }
 
 #[cfg(test)]
@@ -81,6 +137,29 @@ mod tests {
             r#"{"endpoint":"https://api.openai.com/v1","messages":[{"content":[{"text":"hi","type":"text"}],"role":"user"}],"model":"gpt-4o","params":{"temperature":0.0},"provider":"openai","repeat":0,"system":null,"v":1}"#
         );
         assert_eq!(c.key, crate::store::sha256_hex(c.json.as_bytes()));
+    }
+
+    #[test]
+    fn all_parameters_and_images_keep_sorted_keys() {
+        let mut r = request("hi");
+        r.system = Some("be brief".into());
+        r.params = SamplingParams {
+            temperature: Some(0.5),
+            top_p: Some(0.9),
+            max_tokens: Some(10),
+            seed: Some(7),
+        };
+        r.messages[0]
+            .parts
+            .push(Part::Image(Image::new("image/png", vec![1])));
+        let c = CanonicalRequest::new("p", "u", &r, 2);
+        // The same JSON a sorted map would give.
+        let value: serde_json::Value = serde_json::from_str(&c.json).unwrap();
+        assert_eq!(value.to_string(), c.json);
+        assert!(
+            c.json
+                .contains(r#""params":{"max_tokens":10,"seed":7,"temperature":0.5,"top_p":0.9}"#)
+        );
     }
 
     #[test]

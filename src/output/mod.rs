@@ -23,9 +23,16 @@ pub enum Format {
 /// Renders a frame as a terminal table, formatting numbers by what their column holds.
 pub fn table(df: &DataFrame) -> Table {
     let mut table = Table::new();
+    // Fitting columns to the terminal costs a pass over every cell: worth it for screens,
+    // not for tables of thousands of rows, which are read through a pager or as CSV.
+    let arrangement = if df.height() <= 1_000 {
+        ContentArrangement::Dynamic
+    } else {
+        ContentArrangement::Disabled
+    };
     table
         .load_preset(UTF8_FULL_CONDENSED)
-        .set_content_arrangement(ContentArrangement::Dynamic);
+        .set_content_arrangement(arrangement);
     table.set_header(df.get_column_names().iter().map(|n| header(n)));
     let columns = df.columns();
     for row in 0..df.height() {

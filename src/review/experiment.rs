@@ -87,16 +87,16 @@ impl ReviewExperiment {
     }
 }
 
-/// The `kind:` of an experiment file: `bench` (the default) or `review`.
+/// The `kind:` of an experiment file (`bench`, the default, or `review`): a top-level
+/// `kind:` line, read without parsing the whole file (benchmark files can be huge).
 pub fn experiment_kind(text: &str) -> Option<String> {
-    #[derive(Deserialize)]
-    struct Kind {
-        #[serde(default)]
-        kind: Option<String>,
-    }
-    serde_saphyr::from_str::<Kind>(text)
-        .ok()
-        .and_then(|k| k.kind)
+    text.lines()
+        .find_map(|line| line.strip_prefix("kind:"))
+        .map(|rest| {
+            let value = rest.split('#').next().unwrap_or_default().trim();
+            value.trim_matches(|c| c == '"' || c == '\'').to_owned()
+        })
+        .filter(|kind| !kind.is_empty())
 }
 
 #[cfg(test)]
@@ -118,6 +118,15 @@ mod tests {
             Some("review")
         );
         assert_eq!(experiment_kind("models: [a:b]\n"), None);
+        assert_eq!(
+            experiment_kind("# x\nkind: \"review\" # a comment\n").as_deref(),
+            Some("review")
+        );
+        assert_eq!(
+            experiment_kind("prompts:\n  - kind:\n    prompt: x\n"),
+            None,
+            "only top-level keys"
+        );
         let e = ReviewExperiment::parse(Path::new("r.yaml"), "reviewers: []\n")
             .unwrap_err()
             .to_string();

@@ -98,38 +98,44 @@ impl Store {
     }
 
     /// The newest successful call for each of `keys` that has one. Errors are never returned.
+    /// Looks keys up in batches, so a cached run of many thousands of calls is quick.
     pub fn cached_calls<'k>(
         &self,
         keys: impl IntoIterator<Item = &'k str>,
     ) -> Result<HashMap<String, StoredCall>> {
-        let mut stmt = self.conn.prepare_cached(
-            "SELECT c.id, b.content, c.finish_reason, c.input_tokens, c.output_tokens,
-                    c.tokens_estimated, c.latency_ms, c.attempts, c.cost_usd, c.created_at
-             FROM calls c JOIN blobs b ON b.sha256 = c.response_sha256
-             WHERE c.cache_key = ?1 AND c.status = 'ok'
-             ORDER BY c.id DESC LIMIT 1",
-        )?;
-        let mut found = HashMap::new();
-        for key in keys {
-            if found.contains_key(key) {
-                continue;
-            }
-            let mut rows = stmt.query([key])?;
-            if let Some(row) = rows.next()? {
-                let content: Vec<u8> = row.get(1)?;
+        const BATCH: usize = 500;
+        let mut unique: Vec<&str> = keys.into_iter().collect();
+        unique.sort_unstable();
+        unique.dedup();
+        let mut found = HashMap::with_capacity(unique.len());
+        for chunk in unique.chunks(BATCH) {
+            let placeholders = vec!["?"; chunk.len()].join(",");
+            let mut stmt = self.conn.prepare_cached(&format!(
+                "SELECT c.cache_key, c.id, b.content, c.finish_reason, c.input_tokens, c.output_tokens,
+                        c.tokens_estimated, c.latency_ms, c.attempts, c.cost_usd, c.created_at
+                 FROM calls c JOIN blobs b ON b.sha256 = c.response_sha256
+                 WHERE c.status = 'ok' AND c.cache_key IN ({placeholders})
+                 ORDER BY c.id"
+            ))?;
+            let mut rows = stmt.query(rusqlite::params_from_iter(chunk.iter()))?;
+            while let Some(row) = rows.next()? {
+                let content: Vec<u8> = row.get(2)?;
+                let text = String::from_utf8(content)
+                    .unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned());
+                // Rows come oldest first: the newest call of a key is the one kept.
                 found.insert(
-                    key.to_string(),
+                    row.get::<_, String>(0)?,
                     StoredCall {
-                        id: row.get(0)?,
-                        text: String::from_utf8_lossy(&content).into_owned(),
-                        finish_reason: row.get(2)?,
-                        input_tokens: row.get::<_, Option<i64>>(3)?.unwrap_or(0) as u64,
-                        output_tokens: row.get::<_, Option<i64>>(4)?.unwrap_or(0) as u64,
-                        tokens_estimated: row.get(5)?,
-                        latency_ms: row.get::<_, Option<f64>>(6)?.unwrap_or(0.0),
-                        attempts: row.get(7)?,
-                        cost_usd: row.get::<_, Option<f64>>(8)?.unwrap_or(0.0),
-                        created_at: row.get(9)?,
+                        id: row.get(1)?,
+                        text,
+                        finish_reason: row.get(3)?,
+                        input_tokens: row.get::<_, Option<i64>>(4)?.unwrap_or(0) as u64,
+                        output_tokens: row.get::<_, Option<i64>>(5)?.unwrap_or(0) as u64,
+                        tokens_estimated: row.get(6)?,
+                        latency_ms: row.get::<_, Option<f64>>(7)?.unwrap_or(0.0),
+                        attempts: row.get(8)?,
+                        cost_usd: row.get::<_, Option<f64>>(9)?.unwrap_or(0.0),
+                        created_at: row.get(10)?,
                     },
                 );
             }
@@ -185,6 +191,18 @@ mod tests {
         let newest = store.insert_call(&call("k1", Ok("new"))).unwrap();
         store.insert_call(&call("k1", Err("boom"))).unwrap();
         let found = store.cached_calls(["k1", "k2", "k1"]).unwrap();
+        let many: Vec<String> = (0..1200)
+            .map(|i| format!("absent{i}"))
+            .chain(["k1".into()])
+            .collect();
+        assert_eq!(
+            store
+                .cached_calls(many.iter().map(String::as_str))
+                .unwrap()
+                .len(),
+            1,
+            "batches"
+        );
         assert_eq!(found.len(), 1);
         let hit = &found["k1"];
         assert_eq!((hit.id, hit.text.as_str()), (newest, "new"));
