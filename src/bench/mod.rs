@@ -175,8 +175,9 @@ impl BenchPlan {
         catalog: &Catalog,
         options: &BenchOptions,
     ) -> Result<Self, BenchError> {
-        let references: Vec<(String, Option<u64>)> = match &options.models {
-            Some(list) => list.iter().map(|m| (m.trim().to_owned(), None)).collect(),
+        let from_file = options.models.is_none();
+        let references: Vec<String> = match &options.models {
+            Some(list) => list.iter().map(|m| m.trim().to_owned()).collect(),
             None => spec.models.clone(),
         };
         let model_error = |line: Option<u64>, source| BenchError::Model {
@@ -185,14 +186,15 @@ impl BenchPlan {
             source,
         };
         let mut models = Vec::new();
-        for (reference, line) in references {
+        for (i, reference) in references.iter().enumerate() {
+            let line = || if from_file { spec.model_line(i) } else { None };
             models.push(
-                PlannedModel::resolve(catalog, &reference).map_err(|e| model_error(line, e))?,
+                PlannedModel::resolve(catalog, reference).map_err(|e| model_error(line(), e))?,
             );
         }
         let mut judges: Vec<PlannedModel> = Vec::new();
         let mut prompt_judge = Vec::new();
-        for test in &spec.prompts {
+        for (p, test) in spec.prompts.iter().enumerate() {
             let TestMethod::Judge(judged) = &test.method else {
                 prompt_judge.push(None);
                 continue;
@@ -202,7 +204,7 @@ impl BenchPlan {
                 None => {
                     judges.push(
                         PlannedModel::resolve(catalog, &judged.judge)
-                            .map_err(|e| model_error(test.line, e))?,
+                            .map_err(|e| model_error(spec.prompt_line(p), e))?,
                     );
                     judges.len() - 1
                 }

@@ -3,6 +3,7 @@
 
 use std::collections::{BTreeMap, HashSet};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use serde::Deserialize;
 use serde_json::Value;
@@ -34,11 +35,13 @@ pub struct BenchSpec {
     pub path: PathBuf,
     /// sha256 of the file's bytes, stored with the run.
     pub sha256: String,
-    /// Model references as written (`openai:gpt-4o`), with their lines.
-    pub models: Vec<(String, Option<u64>)>,
+    /// Model references as written (`openai:gpt-4o`).
+    pub models: Vec<String>,
     pub prompts: Vec<PromptTest>,
     /// Samples per model and prompt (`repeat:` in the file; `--repeat` overrides).
     pub repeat: u32,
+    /// The file's text, read again for line numbers only when a message needs one.
+    text: Arc<str>,
 }
 
 /// One prompt test.
@@ -51,7 +54,6 @@ pub struct PromptTest {
     pub method: TestMethod,
     pub system: Option<String>,
     pub params: SamplingParams,
-    pub line: Option<u64>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -61,8 +63,8 @@ struct RawBench {
     kind: Option<String>,
     #[serde(default)]
     description: Option<String>,
-    models: Vec<Spanned<String>>,
-    prompts: Vec<Spanned<BTreeMap<String, Option<Value>>>>,
+    models: Vec<String>,
+    prompts: Vec<BTreeMap<String, Option<Value>>>,
     #[serde(default)]
     system: Option<String>,
     #[serde(default)]
@@ -78,6 +80,44 @@ struct RawBench {
     /// Default judge model of `method: judge` tests.
     #[serde(default)]
     judge: Option<String>,
+}
+
+/// Where the items of a benchmark file are: parsed only when a message needs a line, since
+/// spans make parsing a large file much slower.
+#[derive(Deserialize)]
+struct RawLines {
+    #[serde(default)]
+    models: Vec<Spanned<serde::de::IgnoredAny>>,
+    #[serde(default)]
+    prompts: Vec<Spanned<serde::de::IgnoredAny>>,
+}
+
+/// Which item of the file a line is wanted for.
+#[derive(Debug, Clone, Copy)]
+enum Item {
+    Model(usize),
+    Prompt(usize),
+}
+
+/// The line of `item` in `text`, if it can be found.
+fn line_of(text: &str, item: Item) -> Option<u64> {
+    let lines: RawLines = serde_saphyr::from_str_with_options(text, parse_options()).ok()?;
+    let location = match item {
+        Item::Model(i) => &lines.models.get(i)?.referenced,
+        Item::Prompt(i) => &lines.prompts.get(i)?.referenced,
+    };
+    Some(location.line()).filter(|l| *l > 0)
+}
+
+/// Parser options: benchmarks with hundreds of thousands of tests are legitimate, so the
+/// parser's default node budget (250,000) is lifted; its other protections stay.
+fn parse_options() -> serde_saphyr::Options {
+    let mut budget = serde_saphyr::budget::Budget::default();
+    budget.max_nodes = 100_000_000;
+    budget.max_events = 200_000_000;
+    let mut options = serde_saphyr::Options::default();
+    options.budget = Some(budget);
+    options
 }
 
 /// Fields a prompt test may have besides its name.
@@ -116,22 +156,16 @@ impl BenchSpec {
             line,
             message,
         };
-        // Benchmarks with hundreds of thousands of tests are legitimate: lift the parser's
-        // default node budget (250,000), keeping its other protections.
-        let mut budget = serde_saphyr::budget::Budget::default();
-        budget.max_nodes = 100_000_000;
-        budget.max_events = 200_000_000;
-        let mut options = serde_saphyr::Options::default();
-        options.budget = Some(budget);
-        let raw: RawBench = serde_saphyr::from_str_with_options(text, options).map_err(|e| {
-            invalid(
-                None,
-                format!(
-                    "not a valid benchmark file: {}",
-                    e.to_string().trim().replace('\n', " ")
-                ),
-            )
-        })?;
+        let raw: RawBench =
+            serde_saphyr::from_str_with_options(text, parse_options()).map_err(|e| {
+                invalid(
+                    None,
+                    format!(
+                        "not a valid benchmark file: {}",
+                        e.to_string().trim().replace('\n', " ")
+                    ),
+                )
+            })?;
         let _ = (&raw.description, &raw.kind);
         if let Some(kind) = raw
             .kind
@@ -164,25 +198,19 @@ impl BenchSpec {
         let mut prompts = Vec::new();
         let mut names = HashSet::new();
         for (index, item) in raw.prompts.into_iter().enumerate() {
-            let line = Some(item.referenced.line()).filter(|l| *l > 0);
-            let test = prompt_test(
-                index,
-                item.value,
-                &raw.system,
-                &defaults,
-                raw.judge.as_deref(),
-            )
-            .map_err(|message| invalid(line, message))?;
+            let line = || line_of(text, Item::Prompt(index));
+            let test = prompt_test(index, item, &raw.system, &defaults, raw.judge.as_deref())
+                .map_err(|message| invalid(line(), message))?;
             if !names.insert(test.name.clone()) {
                 return Err(invalid(
-                    line,
+                    line(),
                     format!(
                         "two prompts are named `{}`; names must be unique",
                         test.name
                     ),
                 ));
             }
-            prompts.push(PromptTest { line, ..test });
+            prompts.push(test);
         }
         Ok(Self {
             path: path.to_path_buf(),
@@ -190,16 +218,22 @@ impl BenchSpec {
             models: raw
                 .models
                 .into_iter()
-                .map(|m| {
-                    (
-                        m.value.trim().to_owned(),
-                        Some(m.referenced.line()).filter(|l| *l > 0),
-                    )
-                })
+                .map(|m| m.trim().to_owned())
                 .collect(),
             prompts,
             repeat: raw.repeat.unwrap_or(1).max(1),
+            text: Arc::from(text),
         })
+    }
+
+    /// The line of the `index`th model reference, for messages.
+    pub fn model_line(&self, index: usize) -> Option<u64> {
+        line_of(&self.text, Item::Model(index))
+    }
+
+    /// The line of the `index`th prompt test, for messages.
+    pub fn prompt_line(&self, index: usize) -> Option<u64> {
+        line_of(&self.text, Item::Prompt(index))
     }
 }
 
@@ -330,7 +364,6 @@ fn prompt_test(
         expected,
         method,
         params,
-        line: None,
     })
 }
 
@@ -362,12 +395,13 @@ prompts:
 "#;
         let spec = parse(yaml).unwrap();
         assert_eq!(spec.models.len(), 3);
-        assert_eq!(spec.models[1].0, "anthropic:sonnet 3.5");
+        assert_eq!(spec.models[1], "anthropic:sonnet 3.5");
+        assert_eq!(spec.model_line(1), Some(4));
         assert_eq!(spec.prompts[0].name, "test_1");
         assert_eq!(spec.prompts[0].expected, "the expected output here");
         assert_eq!(spec.prompts[1].name, "another_test");
         assert_eq!(spec.prompts[1].method.name(), "contains");
-        assert_eq!(spec.prompts[1].line, Some(12));
+        assert_eq!(spec.prompt_line(1), Some(12));
         assert_eq!(spec.repeat, 1);
     }
 

@@ -177,6 +177,29 @@ fn print_dry_run(plan: &BenchPlan, executor: &Executor) -> anyhow::Result<ExitCo
     Ok(ExitCode::SUCCESS)
 }
 
+/// Rows a run's report shows of a table before pointing to the full one.
+const REPORT_ROWS: usize = 200;
+
+/// Prints `df` under `title`, cut to its first [`REPORT_ROWS`] rows with a note naming the
+/// command that gives all of them: a table of 50,000 prompts helps nobody on a terminal.
+fn print_limited(title: &str, df: &DataFrame, full: &str, run_id: i64) {
+    if df.height() <= REPORT_ROWS {
+        println!("{title}\n{}", table(df));
+        return;
+    }
+    println!(
+        "{title} (first {REPORT_ROWS} of {} rows)\n{}",
+        df.height(),
+        table(&df.head(Some(REPORT_ROWS)))
+    );
+    let full = if full.ends_with("--run") {
+        format!("{full} {run_id}")
+    } else {
+        format!("{full} --run {run_id}")
+    };
+    println!("all {} rows: {full}", df.height());
+}
+
 fn print_report(
     context: &Context,
     frames: &BenchFrames,
@@ -224,10 +247,15 @@ fn print_report(
         } else {
             detail
         };
-        println!("Results\n{}", table(&detail));
+        print_limited("Results", &detail, "track export csv", totals.run_id);
     }
     println!("Per model\n{}", table(&frames.by_model));
-    println!("Per prompt\n{}", table(&frames.by_prompt));
+    print_limited(
+        "Per prompt",
+        &frames.by_prompt,
+        "track query --by prompt --format csv --run",
+        totals.run_id,
+    );
     println!(
         "run {}: {} results, {} cache hits, {} errors; cost ${:.6}, paid ${:.6}",
         totals.run_id,
