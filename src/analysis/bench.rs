@@ -152,14 +152,23 @@ impl MeasureBuilders {
 }
 
 impl Measures {
-    /// Reads the measures of `run_ids` from the store.
+    /// Reads the measures of `run_ids` from the store, in as many slices as there are cores.
     pub fn load(store: &Store, run_ids: &[i64]) -> anyhow::Result<Self> {
-        let mut builders = MeasureBuilders::new(0);
-        let labels = store.scan_bench_measures(run_ids, |row| builders.push(row))?;
-        Ok(Self {
-            frame: builders.finish()?,
-            labels,
-        })
+        let parts = std::thread::available_parallelism()
+            .map_or(1, |n| n.get())
+            .min(8);
+        let (labels, parts) = store.scan_bench_measures(
+            run_ids,
+            parts,
+            || MeasureBuilders::new(0),
+            |b, row| b.push(row),
+        )?;
+        let mut frames = parts.into_iter().map(MeasureBuilders::finish);
+        let mut frame = frames.next().transpose()?.unwrap_or_default();
+        for part in frames {
+            frame.vstack_mut_owned(part?)?;
+        }
+        Ok(Self { frame, labels })
     }
 
     /// The measures of loaded columns (the detail path), keyed the same way.

@@ -3,7 +3,7 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use super::{CacheArgs, Context, runtime, shown};
+use super::{CacheArgs, Context, SensorArgs, runtime, shown};
 use crate::llm::SamplingParams;
 use crate::review::prompt::{GENERATION_PROMPT, Template};
 use crate::review::{CallSettings, GeneratePlan, Paths, SensorFilter, generate};
@@ -16,15 +16,8 @@ pub struct GenerateArgs {
     /// The model that writes (`<provider>:<name>`; `track models` lists them).
     #[arg(long, value_name = "MODEL")]
     model: String,
-    /// Only this sensor (as in the list's `Sensor` column).
-    #[arg(long)]
-    sensor: Option<String>,
-    /// Only sensors of this brand.
-    #[arg(long)]
-    brand: Option<String>,
-    /// The sensors list (CSV with `Brand` and `Sensor` columns).
-    #[arg(long, default_value = "data/sensors.csv", value_name = "PATH")]
-    sensors: PathBuf,
+    #[command(flatten)]
+    select: SensorArgs,
     /// Where generated datasheets go.
     #[arg(long, default_value = "results", value_name = "DIR")]
     results: PathBuf,
@@ -48,17 +41,17 @@ pub struct GenerateArgs {
 pub fn run(context: &Context, args: GenerateArgs) -> anyhow::Result<ExitCode> {
     let config = context.load_config()?;
     let filter = SensorFilter {
-        brand: args.brand,
-        sensor: args.sensor,
+        brand: args.select.brand,
+        sensor: args.select.sensor,
     };
-    let sensors = filter.select(&args.sensors)?;
+    let sensors = filter.select(&args.select.sensors)?;
     let template = Template::load(
         args.prompt.as_deref(),
         GENERATION_PROMPT,
         &["brand", "sensor"],
     )?;
     let paths = Paths {
-        sensors: args.sensors,
+        sensors: args.select.sensors,
         results: args.results,
         ..Paths::default()
     };

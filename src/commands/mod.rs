@@ -135,6 +135,20 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
     }
 }
 
+/// Which sensors a datasheet command works on.
+#[derive(Debug, Clone, clap::Args)]
+pub struct SensorArgs {
+    /// Only this sensor (as in the list's `Sensor` column).
+    #[arg(long)]
+    pub sensor: Option<String>,
+    /// Only sensors of this brand.
+    #[arg(long)]
+    pub brand: Option<String>,
+    /// The sensors list (CSV with `Brand` and `Sensor` columns).
+    #[arg(long, default_value = "data/sensors.csv", value_name = "PATH")]
+    pub sensors: PathBuf,
+}
+
 /// How a command uses the call cache.
 #[derive(Debug, Clone, Copy, clap::Args)]
 pub struct CacheArgs {

@@ -5,7 +5,7 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use super::{CacheArgs, Context, runtime, shown};
+use super::{CacheArgs, Context, SensorArgs, runtime, shown};
 use crate::llm::{CacheMode, SamplingParams};
 use crate::review::criteria::Criteria;
 use crate::review::experiment::ReviewExperiment;
@@ -25,15 +25,8 @@ pub struct ReviewArgs {
     /// Only datasheets written by this model (`<provider>:<name>`).
     #[arg(long, value_name = "MODEL")]
     generator: Option<String>,
-    /// Only this sensor.
-    #[arg(long)]
-    sensor: Option<String>,
-    /// Only sensors of this brand.
-    #[arg(long)]
-    brand: Option<String>,
-    /// The sensors list (CSV with `Brand` and `Sensor` columns).
-    #[arg(long, default_value = "data/sensors.csv", value_name = "PATH")]
-    sensors: PathBuf,
+    #[command(flatten)]
+    select: SensorArgs,
     /// Folder of official datasheets `<Brand>_<Sensor>.md`.
     #[arg(long, default_value = "datasheet", value_name = "DIR")]
     datasheets: PathBuf,
@@ -67,9 +60,9 @@ pub fn run(context: &Context, args: ReviewArgs) -> anyhow::Result<ExitCode> {
         reviewers: args.reviewer,
         generators: Vec::new(),
         generator: args.generator,
-        brand: args.brand,
-        sensor: args.sensor,
-        sensors: args.sensors,
+        brand: args.select.brand,
+        sensor: args.select.sensor,
+        sensors: args.select.sensors,
         datasheets: args.datasheets,
         results: args.results,
         out: args.out,

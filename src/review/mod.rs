@@ -311,17 +311,7 @@ pub async fn generate(
             }
         })
         .await?;
-    progress.finish_and_clear();
-    let status = if failure.is_some() {
-        RunStatus::Failed
-    } else {
-        RunStatus::Completed
-    };
-    lock(store).finish_run(run_id, status)?;
-    match failure {
-        Some(e) => Err(e),
-        None => Ok(totals),
-    }
+    finish_run(store, &progress, failure, totals)
 }
 
 /// Writes (or, for a cached answer already on disk, reuses) the file of a generated datasheet
@@ -514,13 +504,24 @@ pub async fn review(
             }
         })
         .await?;
+    finish_run(store, &progress, failure, totals)
+}
+
+/// Ends a generation or review run: completed, or failed with the first error that stopped
+/// results from being recorded.
+fn finish_run(
+    store: &Mutex<Store>,
+    progress: &indicatif::ProgressBar,
+    failure: Option<ReviewError>,
+    totals: Totals,
+) -> Result<Totals, ReviewError> {
     progress.finish_and_clear();
     let status = if failure.is_some() {
         RunStatus::Failed
     } else {
         RunStatus::Completed
     };
-    lock(store).finish_run(run_id, status)?;
+    lock(store).finish_run(totals.run_id, status)?;
     match failure {
         Some(e) => Err(e),
         None => Ok(totals),

@@ -180,26 +180,26 @@ impl Store {
         Ok(())
     }
 
-    /// Streams the measures of the results of `run_ids` to `each`, with models and prompts as
-    /// keys into the returned labels (one key per distinct name across the runs, numbered in
-    /// run, then index, order). Reads numbers only, for summaries over millions of rows.
-    pub fn scan_bench_measures(
+    /// Reads the measures of the results of `run_ids` in `parts` slices at once (one thread and
+    /// connection each, for files; one slice in memory), giving each row to `each` with the
+    /// slice's own state from `init`. Models and prompts come as keys into the returned labels
+    /// (one key per distinct name across the runs, numbered in run, then index, order). Reads
+    /// numbers only: summaries over millions of rows are bound by decoding them.
+    pub fn scan_bench_measures<S: Send>(
         &self,
         run_ids: &[i64],
-        mut each: impl FnMut(&MeasureRow),
-    ) -> Result<Labels> {
+        parts: usize,
+        init: impl Fn() -> S + Sync,
+        each: impl Fn(&mut S, &MeasureRow) + Sync,
+    ) -> Result<(Labels, Vec<S>)> {
         let mut labels = Labels::default();
         let mut keys: [HashMap<String, u32>; 2] = Default::default();
+        // Per run: index -> global key, for models and prompts.
+        let mut local_keys: Vec<[Vec<u32>; 2]> = Vec::new();
         let mut label_stmt = self.conn.prepare(
             "SELECT kind, idx, label FROM bench_labels WHERE run_id = ?1 ORDER BY kind, idx",
         )?;
-        let mut stmt = self.conn.prepare(
-            "SELECT model_index, prompt_index, status, cache_hit, latency_ms, input_tokens, output_tokens,
-                    cost_usd, paid_usd, energy_wh, energy_wh_min, energy_wh_max
-             FROM bench_results WHERE run_id = ?1",
-        )?;
         for &run_id in run_ids {
-            // index -> global key, per kind, for this run
             let mut local: [Vec<u32>; 2] = Default::default();
             let mut rows = label_stmt.query([run_id])?;
             while let Some(r) = rows.next()? {
@@ -220,32 +220,78 @@ impl Store {
                 }
                 local[kind][idx] = key;
             }
-            let mut rows = stmt.query([run_id])?;
-            while let Some(r) = rows.next()? {
-                let model = r.get::<_, u32>(0)? as usize;
-                let prompt = r.get::<_, u32>(1)? as usize;
-                let row = MeasureRow {
-                    model: local[0].get(model).copied().unwrap_or(u32::MAX),
-                    prompt: local[1].get(prompt).copied().unwrap_or(u32::MAX),
-                    passed: match r.get_ref(2)?.as_str()? {
-                        "passed" => Some(true),
-                        "failed" => Some(false),
-                        _ => None,
-                    },
-                    cache_hit: r.get(3)?,
-                    latency_ms: r.get(4)?,
-                    input_tokens: r.get(5)?,
-                    output_tokens: r.get(6)?,
-                    cost_usd: r.get(7)?,
-                    paid_usd: r.get(8)?,
-                    energy_wh: r.get(9)?,
-                    energy_wh_min: r.get(10)?,
-                    energy_wh_max: r.get(11)?,
-                };
-                each(&row);
-            }
+            local_keys.push(local);
         }
-        Ok(labels)
+        let path = self
+            .conn
+            .path()
+            .filter(|p| !p.is_empty())
+            .map(std::path::PathBuf::from);
+        let parts = if path.is_some() { parts.max(1) } else { 1 };
+        let scan = |conn: &rusqlite::Connection, part: usize| -> Result<S> {
+            let mut state = init();
+            let mut stmt = conn.prepare(
+                "SELECT model_index, prompt_index, status, cache_hit, latency_ms, input_tokens, output_tokens,
+                        cost_usd, paid_usd, energy_wh, energy_wh_min, energy_wh_max
+                 FROM bench_results WHERE run_id = ?1 AND id % ?2 = ?3",
+            )?;
+            for (run, &run_id) in run_ids.iter().enumerate() {
+                let local = &local_keys[run];
+                let mut rows = stmt.query(params![run_id, parts as i64, part as i64])?;
+                while let Some(r) = rows.next()? {
+                    let model = r.get::<_, u32>(0)? as usize;
+                    let prompt = r.get::<_, u32>(1)? as usize;
+                    let row = MeasureRow {
+                        model: local[0].get(model).copied().unwrap_or(u32::MAX),
+                        prompt: local[1].get(prompt).copied().unwrap_or(u32::MAX),
+                        passed: match r.get_ref(2)?.as_str()? {
+                            "passed" => Some(true),
+                            "failed" => Some(false),
+                            _ => None,
+                        },
+                        cache_hit: r.get(3)?,
+                        latency_ms: r.get(4)?,
+                        input_tokens: r.get(5)?,
+                        output_tokens: r.get(6)?,
+                        cost_usd: r.get(7)?,
+                        paid_usd: r.get(8)?,
+                        energy_wh: r.get(9)?,
+                        energy_wh_min: r.get(10)?,
+                        energy_wh_max: r.get(11)?,
+                    };
+                    each(&mut state, &row);
+                }
+            }
+            Ok(state)
+        };
+        let states = match path {
+            Some(path) if parts > 1 => std::thread::scope(|scope| {
+                let handles: Vec<_> = (0..parts)
+                    .map(|part| {
+                        let path = &path;
+                        let scan = &scan;
+                        scope.spawn(move || -> Result<S> {
+                            let conn = rusqlite::Connection::open_with_flags(
+                                path,
+                                rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY
+                                    | rusqlite::OpenFlags::SQLITE_OPEN_NO_MUTEX,
+                            )?;
+                            conn.busy_timeout(std::time::Duration::from_secs(30))?;
+                            scan(&conn, part)
+                        })
+                    })
+                    .collect();
+                handles
+                    .into_iter()
+                    .map(|h| {
+                        h.join()
+                            .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
+                    })
+                    .collect::<Result<Vec<S>>>()
+            })?,
+            _ => vec![scan(&self.conn, 0)?],
+        };
+        Ok((labels, states))
     }
 
     /// Loads the results of `run_ids` as columns, ordered by run, model, prompt and repeat.
@@ -344,6 +390,31 @@ mod tests {
             judge_call_id: None,
             judge_score: None,
             judge_cost_usd: None,
+        }
+    }
+
+    #[test]
+    fn measures_scan_in_parallel_slices_of_a_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut store = Store::open(&dir.path().join("t.db")).unwrap();
+        let run = store.create_run("bench", None, None, "{}").unwrap();
+        let rows: Vec<BenchResultRow> = (0..3)
+            .flat_map(|m| (0..5).map(move |p| row(run, m, p, Some(p % 2 == 0))))
+            .collect();
+        store.insert_bench_results(&rows).unwrap();
+        for parts in [1, 3] {
+            let (labels, slices) = store
+                .scan_bench_measures(&[run], parts, Vec::new, |v: &mut Vec<(u32, u32)>, r| {
+                    v.push((r.model, r.prompt))
+                })
+                .unwrap();
+            assert_eq!(slices.len(), parts);
+            let mut all: Vec<(u32, u32)> = slices.into_iter().flatten().collect();
+            all.sort_unstable();
+            assert_eq!(all.len(), 15);
+            assert_eq!(all[0], (0, 0));
+            assert_eq!(labels.models, ["openai:m0", "openai:m1", "openai:m2"]);
+            assert_eq!(labels.prompts.len(), 5);
         }
     }
 
