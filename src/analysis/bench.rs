@@ -74,7 +74,8 @@ pub fn results_frame(cols: BenchColumns) -> PolarsResult<DataFrame> {
 /// what the summaries read. Built straight from the database without per-row strings.
 #[derive(Debug, Clone)]
 pub struct Measures {
-    pub frame: DataFrame,
+    /// Slices of the rows; no (model, prompt) pair spans two slices.
+    pub parts: Vec<DataFrame>,
     pub labels: Labels,
 }
 
@@ -157,18 +158,14 @@ impl Measures {
         let parts = std::thread::available_parallelism()
             .map_or(1, |n| n.get())
             .min(8);
-        let (labels, parts) = store.scan_bench_measures(
-            run_ids,
-            parts,
-            || MeasureBuilders::new(0),
-            |b, row| b.push(row),
-        )?;
-        let mut frames = parts.into_iter().map(MeasureBuilders::finish);
-        let mut frame = frames.next().transpose()?.unwrap_or_default();
-        for part in frames {
-            frame.vstack_mut_owned(part?)?;
-        }
-        Ok(Self { frame, labels })
+        let (labels, parts) =
+            store
+                .scan_bench_measures(run_ids, parts, MeasureBuilders::new, |b, row| b.push(row))?;
+        let parts = parts
+            .into_iter()
+            .map(MeasureBuilders::finish)
+            .collect::<PolarsResult<Vec<_>>>()?;
+        Ok(Self { parts, labels })
     }
 
     /// The measures of loaded columns (the detail path), keyed the same way.
@@ -208,7 +205,7 @@ impl Measures {
             builders.push(&row);
         }
         Ok(Self {
-            frame: builders.finish()?,
+            parts: vec![builders.finish()?],
             labels,
         })
     }
@@ -231,47 +228,78 @@ fn success_pct() -> Expr {
 }
 
 /// Per model, in the order models were run: counts, % success, total time, cost, paid,
-/// tokens and energy.
+/// tokens and energy. Each slice is summed on its own, then the sums are summed: the rows are
+/// never copied into one frame.
 pub fn model_summary(measures: &Measures) -> PolarsResult<DataFrame> {
-    let df = measures
-        .frame
-        .clone()
-        .lazy()
+    let sums = [
+        ("latency_ms", "latency_ms"),
+        ("cost_usd", "total_cost_usd"),
+        ("paid_usd", "paid_usd"),
+        ("input_tokens", "input_tokens"),
+        ("output_tokens", "output_tokens"),
+        ("energy_wh", "energy_wh"),
+        ("energy_wh_min", "energy_wh_min"),
+        ("energy_wh_max", "energy_wh_max"),
+    ];
+    let partials = measures
+        .parts
+        .iter()
+        .map(|part| {
+            let mut aggs = vec![
+                len().cast(DataType::UInt64).alias("results"),
+                col("passed").sum().cast(DataType::UInt64).alias("passed"),
+                col("passed")
+                    .not()
+                    .sum()
+                    .cast(DataType::UInt64)
+                    .alias("failed"),
+                col("passed")
+                    .is_null()
+                    .sum()
+                    .cast(DataType::UInt64)
+                    .alias("errors"),
+                col("cache_hit")
+                    .sum()
+                    .cast(DataType::UInt64)
+                    .alias("cache_hits"),
+            ];
+            aggs.extend(sums.iter().map(|(from, to)| col(*from).sum().alias(*to)));
+            part.clone().lazy().group_by([col("model")]).agg(aggs)
+        })
+        .collect::<Vec<_>>();
+    if partials.is_empty() {
+        return Ok(DataFrame::empty());
+    }
+    let mut totals: Vec<Expr> = ["results", "passed", "failed", "errors", "cache_hits"]
+        .iter()
+        .map(|c| col(*c).sum())
+        .collect();
+    totals.extend(sums.iter().map(|(_, to)| col(*to).sum()));
+    let decided = (col("passed") + col("failed")).cast(DataType::Float64);
+    let df = concat(partials, UnionArgs::default())?
         .group_by([col("model")])
-        .agg([
-            len().cast(DataType::UInt64).alias("results"),
-            col("passed").sum().cast(DataType::UInt64).alias("passed"),
-            col("passed")
-                .not()
-                .sum()
-                .cast(DataType::UInt64)
-                .alias("failed"),
-            col("passed")
-                .is_null()
-                .sum()
-                .cast(DataType::UInt64)
-                .alias("errors"),
-            success_pct().alias("success_pct"),
-            (col("latency_ms").sum() / lit(1000.0)).alias("total_time_s"),
-            col("cost_usd").sum().alias("total_cost_usd"),
-            col("paid_usd").sum().alias("paid_usd"),
-            col("input_tokens")
-                .sum()
-                .cast(DataType::UInt64)
-                .alias("input_tokens"),
-            col("output_tokens")
-                .sum()
-                .cast(DataType::UInt64)
-                .alias("output_tokens"),
-            col("energy_wh").sum().alias("energy_wh"),
-            col("energy_wh_min").sum().alias("energy_wh_min"),
-            col("energy_wh_max").sum().alias("energy_wh_max"),
-            col("cache_hit")
-                .sum()
-                .cast(DataType::UInt64)
-                .alias("cache_hits"),
-        ])
+        .agg(totals)
         .sort(["model"], SortMultipleOptions::default())
+        .select([
+            col("model"),
+            col("results"),
+            col("passed"),
+            col("failed"),
+            col("errors"),
+            when(decided.clone().gt(lit(0.0)))
+                .then(col("passed").cast(DataType::Float64) * lit(100.0) / decided)
+                .otherwise(lit(NULL))
+                .alias("success_pct"),
+            (col("latency_ms") / lit(1000.0)).alias("total_time_s"),
+            col("total_cost_usd"),
+            col("paid_usd"),
+            col("input_tokens").cast(DataType::UInt64),
+            col("output_tokens").cast(DataType::UInt64),
+            col("energy_wh"),
+            col("energy_wh_min"),
+            col("energy_wh_max"),
+            col("cache_hits"),
+        ])
         .collect()?;
     named(df, "model", &measures.labels.models)
 }
@@ -279,7 +307,14 @@ pub fn model_summary(measures: &Measures) -> PolarsResult<DataFrame> {
 /// Per prompt, in file order: % success for each model and across all models, then averages
 /// of input and output tokens, cost, time and energy.
 pub fn prompt_summary(measures: &Measures) -> PolarsResult<DataFrame> {
-    let lazy = measures.frame.clone().lazy();
+    let lazy = concat(
+        measures
+            .parts
+            .iter()
+            .map(|p| p.clone().lazy())
+            .collect::<Vec<_>>(),
+        UnionArgs::default(),
+    )?;
     let mut summary = lazy
         .clone()
         .group_by([col("prompt")])

@@ -182,14 +182,15 @@ impl Store {
 
     /// Reads the measures of the results of `run_ids` in `parts` slices at once (one thread and
     /// connection each, for files; one slice in memory), giving each row to `each` with the
-    /// slice's own state from `init`. Models and prompts come as keys into the returned labels
+    /// slice's own state from `init` (given the slice's row count). Slices are ranges of the
+    /// (run, model, prompt) index, so each reads its rows in storage order. Models and prompts come as keys into the returned labels
     /// (one key per distinct name across the runs, numbered in run, then index, order). Reads
     /// numbers only: summaries over millions of rows are bound by decoding them.
     pub fn scan_bench_measures<S: Send>(
         &self,
         run_ids: &[i64],
         parts: usize,
-        init: impl Fn() -> S + Sync,
+        init: impl Fn(usize) -> S + Sync,
         each: impl Fn(&mut S, &MeasureRow) + Sync,
     ) -> Result<(Labels, Vec<S>)> {
         let mut labels = Labels::default();
@@ -228,16 +229,47 @@ impl Store {
             .filter(|p| !p.is_empty())
             .map(std::path::PathBuf::from);
         let parts = if path.is_some() { parts.max(1) } else { 1 };
+        // Slice bounds: `parts` ranges of model-major positions (model x prompts + prompt) of
+        // each run, as (model, prompt) pairs, from the run's label counts.
+        let bounds: Vec<Vec<(i64, i64)>> = local_keys
+            .iter()
+            .map(|local| {
+                let (models, prompts) =
+                    (local[0].len().max(1) as i64, local[1].len().max(1) as i64);
+                let cells = models * prompts;
+                (0..=parts as i64)
+                    .map(|k| {
+                        let position = cells * k / parts as i64;
+                        if k == parts as i64 {
+                            (i64::MAX, 0)
+                        } else {
+                            (position / prompts, position % prompts)
+                        }
+                    })
+                    .collect()
+            })
+            .collect();
         let scan = |conn: &rusqlite::Connection, part: usize| -> Result<S> {
-            let mut state = init();
-            let mut stmt = conn.prepare(
+            let range = "run_id = ?1 AND (model_index, prompt_index) >= (?2, ?3) AND (model_index, prompt_index) < (?4, ?5)";
+            let mut count =
+                conn.prepare(&format!("SELECT count(*) FROM bench_results WHERE {range}"))?;
+            let mut rows_in_slice = 0usize;
+            for (run, &run_id) in run_ids.iter().enumerate() {
+                let ((m0, p0), (m1, p1)) = (bounds[run][part], bounds[run][part + 1]);
+                rows_in_slice += count
+                    .query_row(params![run_id, m0, p0, m1, p1], |r| r.get::<_, i64>(0))?
+                    as usize;
+            }
+            let mut state = init(rows_in_slice);
+            let mut stmt = conn.prepare(&format!(
                 "SELECT model_index, prompt_index, status, cache_hit, latency_ms, input_tokens, output_tokens,
                         cost_usd, paid_usd, energy_wh, energy_wh_min, energy_wh_max
-                 FROM bench_results WHERE run_id = ?1 AND id % ?2 = ?3",
-            )?;
+                 FROM bench_results WHERE {range}"
+            ))?;
             for (run, &run_id) in run_ids.iter().enumerate() {
                 let local = &local_keys[run];
-                let mut rows = stmt.query(params![run_id, parts as i64, part as i64])?;
+                let ((m0, p0), (m1, p1)) = (bounds[run][part], bounds[run][part + 1]);
+                let mut rows = stmt.query(params![run_id, m0, p0, m1, p1])?;
                 while let Some(r) = rows.next()? {
                     let model = r.get::<_, u32>(0)? as usize;
                     let prompt = r.get::<_, u32>(1)? as usize;
@@ -404,9 +436,12 @@ mod tests {
         store.insert_bench_results(&rows).unwrap();
         for parts in [1, 3] {
             let (labels, slices) = store
-                .scan_bench_measures(&[run], parts, Vec::new, |v: &mut Vec<(u32, u32)>, r| {
-                    v.push((r.model, r.prompt))
-                })
+                .scan_bench_measures(
+                    &[run],
+                    parts,
+                    Vec::with_capacity,
+                    |v: &mut Vec<(u32, u32)>, r| v.push((r.model, r.prompt)),
+                )
                 .unwrap();
             assert_eq!(slices.len(), parts);
             let mut all: Vec<(u32, u32)> = slices.into_iter().flatten().collect();
