@@ -12,5 +12,6 @@ pub mod cost;
 pub mod energy;
 pub mod llm;
 pub mod output;
+pub mod relevance;
 pub mod review;
 pub mod store;

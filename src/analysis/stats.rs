@@ -146,6 +146,131 @@ pub fn wilson_interval(successes: u64, n: u64, z: f64) -> Option<(f64, f64)> {
     Some(((centre - half).max(0.0), (centre + half).min(1.0)))
 }
 
+/// McNemar's test on paired yes/no outcomes: `b` items only the first variant got right, `c`
+/// only the second.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct McNemar {
+    pub b: u64,
+    pub c: u64,
+    /// (b - c)^2 / (b + c) and its p-value (chi-square, 1 degree of freedom).
+    pub chi2: Option<f64>,
+    pub p_chi2: Option<f64>,
+    /// With the continuity correction: (|b - c| - 1)^2 / (b + c).
+    pub chi2_corrected: Option<f64>,
+    pub p_corrected: Option<f64>,
+    /// Exact two-sided binomial p-value, and its mid-p.
+    pub p_exact: f64,
+    pub p_mid: f64,
+}
+
+impl McNemar {
+    /// The test for `b` and `c` discordant pairs.
+    pub fn new(b: u64, c: u64) -> Self {
+        let n = b + c;
+        let (chi2, chi2_corrected) = if n == 0 {
+            (None, None)
+        } else {
+            let diff = b.abs_diff(c) as f64;
+            (
+                Some(diff * diff / n as f64),
+                Some((diff - 1.0).max(0.0).powi(2) / n as f64),
+            )
+        };
+        let p_of = |x: f64| libm::erfc((x / 2.0).sqrt());
+        let k = b.min(c);
+        // P(X <= k) for X ~ Binomial(n, 1/2), summed in log space for large n.
+        let tail: f64 = (0..=k).map(|i| binomial_half(n, i)).sum();
+        let p_exact = (2.0 * tail).min(1.0);
+        let p_mid = if n == 0 {
+            1.0
+        } else {
+            (2.0 * (tail - 0.5 * binomial_half(n, k))).min(1.0)
+        };
+        Self {
+            b,
+            c,
+            chi2,
+            p_chi2: chi2.map(p_of),
+            chi2_corrected,
+            p_corrected: chi2_corrected.map(p_of),
+            p_exact,
+            p_mid,
+        }
+    }
+
+    /// The p-value to report: exact when there are fewer than 25 discordant pairs, else the
+    /// chi-square one.
+    pub fn p_value(&self) -> Option<f64> {
+        if self.b + self.c < 25 {
+            Some(self.p_exact)
+        } else {
+            self.p_chi2
+        }
+    }
+}
+
+/// C(n, i) / 2^n.
+fn binomial_half(n: u64, i: u64) -> f64 {
+    let ln_choose = libm::lgamma(n as f64 + 1.0)
+        - libm::lgamma(i as f64 + 1.0)
+        - libm::lgamma((n - i) as f64 + 1.0);
+    (ln_choose - n as f64 * std::f64::consts::LN_2).exp()
+}
+
+/// A percentile bootstrap interval of a paired difference.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct BootstrapInterval {
+    pub low: f64,
+    pub high: f64,
+    /// Replicates used, and those dropped because the statistic was undefined (0/0).
+    pub replicates: usize,
+    pub dropped: usize,
+}
+
+/// Paired percentile bootstrap: draws `replicates` resamples of the `units` indices (the same
+/// draw for both variants, seeded with `seed`), evaluates `statistic` on each (`None` when it
+/// is undefined, e.g. 0/0) and returns the `level` interval; `None` if no replicate is defined.
+pub fn paired_bootstrap(
+    units: usize,
+    replicates: usize,
+    seed: u64,
+    level: f64,
+    mut statistic: impl FnMut(&[usize]) -> Option<f64>,
+) -> Option<BootstrapInterval> {
+    use rand::{Rng, SeedableRng};
+    if units == 0 || replicates == 0 {
+        return None;
+    }
+    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
+    let mut sample = vec![0usize; units];
+    let mut values = Vec::with_capacity(replicates);
+    for _ in 0..replicates {
+        for slot in sample.iter_mut() {
+            *slot = rng.random_range(0..units);
+        }
+        if let Some(v) = statistic(&sample).filter(|v| v.is_finite()) {
+            values.push(v);
+        }
+    }
+    if values.is_empty() {
+        return None;
+    }
+    values.sort_by(f64::total_cmp);
+    let quantile = |q: f64| {
+        // Linear interpolation between order statistics.
+        let position = q * (values.len() - 1) as f64;
+        let (lo, hi) = (position.floor() as usize, position.ceil() as usize);
+        values[lo] + (values[hi] - values[lo]) * (position - lo as f64)
+    };
+    let alpha = (1.0 - level) / 2.0;
+    Some(BootstrapInterval {
+        low: quantile(alpha),
+        high: quantile(1.0 - alpha),
+        replicates: values.len(),
+        dropped: replicates - values.len(),
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -217,6 +342,63 @@ mod tests {
             None,
             "no expected disagreement"
         );
+    }
+
+    #[test]
+    fn mcnemar_reference_values() {
+        // measurement.md: b = 10, c = 3.
+        let m = McNemar::new(10, 3);
+        assert!(
+            close(m.chi2.unwrap(), 3.769, 5e-4) && close(m.p_chi2.unwrap(), 0.0522, 5e-5),
+            "{m:?}"
+        );
+        assert!(
+            close(m.chi2_corrected.unwrap(), 2.769, 5e-4)
+                && close(m.p_corrected.unwrap(), 0.0961, 5e-5),
+            "{m:?}"
+        );
+        assert!(
+            close(m.p_exact, 0.0923, 5e-5) && close(m.p_mid, 0.0574, 5e-5),
+            "{m:?}"
+        );
+        assert_eq!(
+            m.p_value(),
+            Some(m.p_exact),
+            "exact below 25 discordant pairs"
+        );
+        let none = McNemar::new(0, 0);
+        assert_eq!((none.chi2, none.p_exact), (None, 1.0));
+        let big = McNemar::new(40, 20);
+        assert_eq!(big.p_value(), big.p_chi2);
+        assert!(close(McNemar::new(5, 5).p_exact, 1.0, 1e-12));
+    }
+
+    #[test]
+    fn bootstrap_is_seeded_and_brackets_the_difference() {
+        // Two variants on 200 items: A right on 80 %, B on 60 % of them.
+        let a: Vec<f64> = (0..200).map(|i| f64::from(u8::from(i % 5 != 0))).collect();
+        let b: Vec<f64> = (0..200).map(|i| f64::from(u8::from(i % 5 < 3))).collect();
+        let diff = |idx: &[usize]| {
+            let n = idx.len() as f64;
+            Some(
+                idx.iter().map(|&i| a[i]).sum::<f64>() / n
+                    - idx.iter().map(|&i| b[i]).sum::<f64>() / n,
+            )
+        };
+        let one = paired_bootstrap(200, 2000, 7, 0.95, diff).unwrap();
+        let two = paired_bootstrap(200, 2000, 7, 0.95, diff).unwrap();
+        assert_eq!(one, two, "the same seed gives the same interval");
+        assert!(one.low < 0.2 && 0.2 < one.high && one.low > 0.05, "{one:?}");
+        assert_eq!((one.replicates, one.dropped), (2000, 0));
+        // An undefined statistic is dropped and counted.
+        let mut n = 0;
+        let sometimes = paired_bootstrap(10, 100, 1, 0.95, |_| {
+            n += 1;
+            (n % 2 == 0).then_some(1.0)
+        })
+        .unwrap();
+        assert_eq!((sometimes.replicates, sometimes.dropped), (50, 50));
+        assert_eq!(paired_bootstrap(10, 100, 1, 0.95, |_| None), None);
     }
 
     #[test]

@@ -195,9 +195,9 @@ fn read_score(value: &Value, min: i64, max: i64) -> Result<i64, String> {
     Ok(v)
 }
 
-/// The JSON object of a review in `answer`: the first object (in a code fence or the text)
-/// that has score keys, else the first object at all.
-fn find_review_object(answer: &str) -> Result<serde_json::Map<String, Value>, String> {
+/// The JSON object of an answer: the first object (in a code fence or the text) that has
+/// score keys, else the first object at all. Also used for relevance answers.
+pub(crate) fn find_review_object(answer: &str) -> Result<serde_json::Map<String, Value>, String> {
     let mut first_object = None;
     for candidate in json_candidates(answer) {
         let Some(Value::Object(map)) = parse_lenient(candidate) else {
