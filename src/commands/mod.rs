@@ -7,6 +7,7 @@ mod export;
 mod generate;
 mod models;
 mod query;
+mod relevance;
 mod review;
 mod run;
 mod runs;
@@ -54,6 +55,7 @@ pub enum Command {
     Run(run::RunArgs),
     GenerateDatasheets(generate::GenerateArgs),
     ReviewDatasheets(review::ReviewArgs),
+    Relevance(relevance::RelevanceArgs),
     Runs(runs::RunsArgs),
     Query(query::QueryArgs),
     Export(export::ExportArgs),
@@ -128,6 +130,7 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Run(args) => run::run(&context, args),
         Command::GenerateDatasheets(args) => generate::run(&context, args),
         Command::ReviewDatasheets(args) => review::run(&context, args),
+        Command::Relevance(args) => relevance::run(&context, args),
         Command::Runs(args) => runs::run(&context, args),
         Command::Query(args) => query::run(&context, args),
         Command::Export(args) => export::run(&context, args),

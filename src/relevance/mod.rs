@@ -6,3 +6,4 @@
 pub mod metrics;
 pub mod parse;
 pub mod predicates;
+pub mod synth;

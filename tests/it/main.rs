@@ -7,4 +7,5 @@ mod bench_inputs;
 mod bench_run;
 mod local_model;
 mod mock_selftest;
+mod relevance;
 mod review;
