@@ -6,4 +6,6 @@
 pub mod metrics;
 pub mod parse;
 pub mod predicates;
+pub mod report;
+pub mod run;
 pub mod synth;

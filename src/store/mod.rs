@@ -6,6 +6,7 @@
 mod bench;
 mod blobs;
 mod calls;
+mod relevance;
 mod review;
 mod runs;
 
@@ -17,6 +18,7 @@ use rusqlite::Connection;
 pub use bench::{BenchColumns, BenchResultRow, Labels, MeasureRow};
 pub use blobs::sha256_hex;
 pub use calls::{NewCall, StoredCall};
+pub use relevance::PredictionRow;
 pub use review::{NewGenerated, ReviewColumns, ReviewRow, ScoreColumns, ScoreRow};
 pub use runs::{RunInfo, RunSelector, RunStatus};
 

@@ -53,3 +53,151 @@ fn synth_writes_images_and_exact_ground_truth() {
     assert!(!bad.status.success());
     assert!(text(&bad.stderr).contains("unknown block colour `mauve`"));
 }
+
+const WITH_REPLY: &str = r#"{"clear(red:block)": 2, "clear(blue:block)": 1, "on(red:block,blue:block)": 2, "holding(red:block)": 0}"#;
+const WITHOUT_REPLY: &str = r#"Here: {"clear(red:block)": 2, "clear(blue:block)": 2, "on(red:block,blue:block)": 2, "holding(red:block)": 1}"#;
+
+fn compare_sandbox() -> Sandbox {
+    let s = Sandbox::new();
+    s.track()
+        .args([
+            "relevance",
+            "synth",
+            "--blocks",
+            "red,blue",
+            "--states",
+            "2",
+            "--out",
+            "blocks",
+        ])
+        .assert()
+        .success();
+    // Hand-made truth, so the metrics can be worked out by hand.
+    s.write(
+        "truth.json",
+        r#"{"state_0000": {"clear(red:block)": 1, "clear(blue:block)": 0, "on(red:block,blue:block)": 1, "holding(red:block)": 0},
+            "state_0001": {"clear(red:block)": 1, "clear(blue:block)": 1, "on(red:block,blue:block)": 0, "holding(red:block)": 0}}"#,
+    );
+    s.mock.add_rule(crate::support::mock::Rule::reply(
+        "Use 1 whenever you are uncertain",
+        WITH_REPLY,
+    ));
+    s.mock.add_rule(crate::support::mock::Rule::reply(
+        "Do not use score 1",
+        WITHOUT_REPLY,
+    ));
+    s
+}
+
+#[test]
+fn compare_scores_both_variants_and_writes_the_specifications_outputs() {
+    let s = compare_sandbox();
+    let args = [
+        "relevance",
+        "compare",
+        "--model",
+        "openai:gpt-4o",
+        "--images",
+        "blocks/state_*.png",
+        "--ground-truth",
+        "truth.json",
+        "--out",
+        "out",
+    ];
+    let out = s.track().args(args).output().unwrap();
+    let stdout = text(&out.stdout);
+    assert!(out.status.success(), "{stdout}\n{}", text(&out.stderr));
+    assert_eq!(s.mock.request_count(), 4, "2 images x 2 variants");
+    // WITH: TP 3, FP 1, TN 2, FN 0 (two abstentions); WITHOUT: TP 4, FP 2 (two invalid 1s).
+    assert!(stdout.contains("--- WITH Uncertain Option (allows '1') ---\nPositive Class:\n  Precision: 0.7500, Recall: 1.0000, F1: 0.8571\n  TP: 3, FP: 1, TN: 2, FN: 0"), "{stdout}");
+    assert!(
+        stdout.contains("--- Delta (WITH - WITHOUT) ---\nPositive Class:\n  Precision: +0.0833"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("Coverage (certain / answered): WITH 6 of 8 = 0.7500"),
+        "{stdout}"
+    );
+    let csv = std::fs::read_to_string(s.path("out/comparison_summary.csv")).unwrap();
+    let lines: Vec<&str> = csv.lines().collect();
+    assert_eq!(
+        lines[0],
+        "variant,class,precision,recall,f1,tp,fp,tn,fn,total_samples"
+    );
+    assert_eq!(
+        lines[1],
+        "with_uncertain,positive,0.7500,1.0000,0.8571,3,1,2,0,6"
+    );
+    assert_eq!(
+        lines[3],
+        "without_uncertain,positive,0.6667,1.0000,0.8000,4,2,0,0,6"
+    );
+    assert!(text(&out.stderr).contains("invalid predictions WITH 0 / WITHOUT 2"));
+    // Every prediction is stored with its image, truth and call; the image once, by hash.
+    assert_eq!(s.count("SELECT count(*) FROM relevance_predictions"), 16);
+    assert_eq!(s.count("SELECT count(*) FROM relevance_predictions WHERE score IS NULL AND invalid_reason LIKE '1 is not allowed%'"), 2);
+    assert_eq!(
+        s.count("SELECT count(*) FROM blobs WHERE media_type = 'image/png'"),
+        2
+    );
+    // The image reached the OpenAI wire format as a data URL.
+    let body = &s.mock.requests()[0].body;
+    let url = body["messages"][0]["content"][1]["image_url"]["url"]
+        .as_str()
+        .unwrap();
+    assert!(url.starts_with("data:image/png;base64,iVBOR"), "{url}");
+    // Again: all from the cache.
+    s.track().args(args).assert().success();
+    assert_eq!(s.mock.request_count(), 4);
+}
+
+#[test]
+fn images_reach_the_anthropic_and_ollama_formats() {
+    let s = compare_sandbox();
+    for model in ["anthropic:haiku 3.5", "ollama:llama3.2"] {
+        s.track()
+            .args([
+                "relevance",
+                "compare",
+                "--model",
+                model,
+                "--images",
+                "blocks/state_0000.png",
+                "--ground-truth",
+                "truth.json",
+                "-q",
+            ])
+            .assert()
+            .success();
+    }
+    let requests = s.mock.requests();
+    let anthropic = requests.iter().find(|r| r.path == "/v1/messages").unwrap();
+    let source = &anthropic.body["messages"][0]["content"][1]["source"];
+    assert_eq!(
+        (source["type"].as_str(), source["media_type"].as_str()),
+        (Some("base64"), Some("image/png"))
+    );
+    assert!(source["data"].as_str().unwrap().starts_with("iVBOR"));
+    let ollama = requests.iter().find(|r| r.path == "/api/chat").unwrap();
+    assert!(
+        ollama.body["messages"][0]["images"][0]
+            .as_str()
+            .unwrap()
+            .starts_with("iVBOR")
+    );
+    let bad = s
+        .track()
+        .args([
+            "relevance",
+            "compare",
+            "--model",
+            "openai:gpt-4o",
+            "--images",
+            "nothing/*.png",
+            "--ground-truth",
+            "truth.json",
+        ])
+        .output()
+        .unwrap();
+    assert!(text(&bad.stderr).contains("no image matches --images `nothing/*.png`"));
+}

@@ -1,0 +1,181 @@
+//! The specification's outputs of a comparison: the console block (WITH, WITHOUT, Delta) and
+//! `comparison_summary.csv` with exactly `variant,class,precision,recall,f1,tp,fp,tn,fn,total_samples`.
+
+use std::fmt::Write as _;
+use std::path::Path;
+
+use super::metrics::{ClassMetrics, VariantMetrics, delta};
+
+const RULE: &str = "=============================================================";
+
+fn number(v: Option<f64>) -> String {
+    v.map_or_else(|| "n/a".to_owned(), |v| format!("{v:.4}"))
+}
+
+fn signed(v: Option<f64>) -> String {
+    v.map_or_else(|| "n/a".to_owned(), |v| format!("{v:+.4}"))
+}
+
+fn class_block(out: &mut String, title: &str, c: &ClassMetrics) {
+    let _ = writeln!(out, "{title}:");
+    let _ = writeln!(
+        out,
+        "  Precision: {}, Recall: {}, F1: {}",
+        number(c.precision),
+        number(c.recall),
+        number(c.f1)
+    );
+    let _ = writeln!(
+        out,
+        "  TP: {}, FP: {}, TN: {}, FN: {}",
+        c.tp, c.fp, c.tn, c.fn_
+    );
+}
+
+/// The console block in the specification's layout, followed by coverage and calibration.
+pub fn console_block(with: &VariantMetrics, without: &VariantMetrics) -> String {
+    let mut out = String::new();
+    let _ = writeln!(out, "{RULE}\nMetrics Comparison: Overall Results\n{RULE}\n");
+    for (title, m) in [
+        ("--- WITH Uncertain Option (allows '1') ---", with),
+        (
+            "--- WITHOUT Uncertain Option (only '0' or '2') ---",
+            without,
+        ),
+    ] {
+        let _ = writeln!(out, "{title}");
+        class_block(&mut out, "Positive Class", &m.positive);
+        out.push('\n');
+        class_block(&mut out, "Negative Class", &m.negative);
+        out.push('\n');
+    }
+    let _ = writeln!(out, "--- Delta (WITH - WITHOUT) ---");
+    for (title, a, b) in [
+        ("Positive Class", &with.positive, &without.positive),
+        ("Negative Class", &with.negative, &without.negative),
+    ] {
+        let _ = writeln!(out, "{title}:");
+        let _ = writeln!(
+            out,
+            "  Precision: {}",
+            signed(delta(a.precision, b.precision))
+        );
+        let _ = writeln!(out, "  Recall:    {}", signed(delta(a.recall, b.recall)));
+        let _ = writeln!(out, "  F1:        {}", signed(delta(a.f1, b.f1)));
+        if title == "Positive Class" {
+            out.push('\n');
+        }
+    }
+    let _ = writeln!(out, "{RULE}");
+    let _ = writeln!(
+        out,
+        "Coverage (certain / answered): WITH {} of {} = {}, WITHOUT {} of {} = {}",
+        with.positive.total_samples,
+        with.answered,
+        number(with.coverage),
+        without.positive.total_samples,
+        without.answered,
+        number(without.coverage)
+    );
+    let _ = writeln!(
+        out,
+        "Recall counting abstentions as misses: positive WITH {} vs WITHOUT {}; negative WITH {} vs WITHOUT {}",
+        number(with.positive_recall_with_abstentions),
+        number(without.positive_recall_with_abstentions),
+        number(with.negative_recall_with_abstentions),
+        number(without.negative_recall_with_abstentions)
+    );
+    let _ = writeln!(
+        out,
+        "Calibration: {} of WITH's answers were 1 (uncertain); true share among them: {}",
+        with.uncertain,
+        number(with.uncertain_true_share)
+    );
+    out
+}
+
+/// Writes `comparison_summary.csv` into `dir`.
+pub fn write_summary_csv(
+    dir: &Path,
+    with: &VariantMetrics,
+    without: &VariantMetrics,
+) -> std::io::Result<std::path::PathBuf> {
+    std::fs::create_dir_all(dir)?;
+    let path = dir.join("comparison_summary.csv");
+    let mut writer = csv::Writer::from_path(&path).map_err(std::io::Error::other)?;
+    writer
+        .write_record([
+            "variant",
+            "class",
+            "precision",
+            "recall",
+            "f1",
+            "tp",
+            "fp",
+            "tn",
+            "fn",
+            "total_samples",
+        ])
+        .map_err(std::io::Error::other)?;
+    let cell = |v: Option<f64>| v.map_or_else(String::new, |v| format!("{v:.4}"));
+    for (variant, m) in [("with_uncertain", with), ("without_uncertain", without)] {
+        for (class, c) in [("positive", &m.positive), ("negative", &m.negative)] {
+            writer
+                .write_record([
+                    variant.to_owned(),
+                    class.to_owned(),
+                    cell(c.precision),
+                    cell(c.recall),
+                    cell(c.f1),
+                    c.tp.to_string(),
+                    c.fp.to_string(),
+                    c.tn.to_string(),
+                    c.fn_.to_string(),
+                    c.total_samples.to_string(),
+                ])
+                .map_err(std::io::Error::other)?;
+        }
+    }
+    writer.flush()?;
+    Ok(path)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::relevance::metrics::Scored;
+
+    #[test]
+    fn console_block_and_csv_follow_the_specification() {
+        let with = VariantMetrics::measure(
+            [(2, true), (0, false), (1, true)].map(|(score, truth)| Scored { score, truth }),
+        );
+        let without = VariantMetrics::measure(
+            [(2, true), (2, false), (0, false)].map(|(score, truth)| Scored { score, truth }),
+        );
+        let block = console_block(&with, &without);
+        assert!(block.contains("--- WITH Uncertain Option (allows '1') ---\nPositive Class:\n  Precision: 1.0000, Recall: 1.0000, F1: 1.0000\n  TP: 1, FP: 0, TN: 1, FN: 0"), "{block}");
+        assert!(
+            block.contains(
+                "--- Delta (WITH - WITHOUT) ---\nPositive Class:\n  Precision: +0.5000\n"
+            ),
+            "{block}"
+        );
+        let dir = tempfile::tempdir().unwrap();
+        let path = write_summary_csv(dir.path(), &with, &without).unwrap();
+        let text = std::fs::read_to_string(path).unwrap();
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(
+            lines[0],
+            "variant,class,precision,recall,f1,tp,fp,tn,fn,total_samples"
+        );
+        assert_eq!(
+            lines[1],
+            "with_uncertain,positive,1.0000,1.0000,1.0000,1,0,1,0,2"
+        );
+        assert_eq!(
+            lines[3],
+            "without_uncertain,positive,0.5000,1.0000,0.6667,1,1,1,0,3"
+        );
+    }
+}
