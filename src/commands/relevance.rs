@@ -8,7 +8,9 @@ use anyhow::Context as _;
 
 use super::{CacheArgs, Context, runtime, shown};
 use crate::llm::SamplingParams;
-use crate::relevance::report::{console_block, write_summary_csv};
+use crate::relevance::report::{
+    console_block, statistics_block, write_statistics_csv, write_summary_csv,
+};
 use crate::relevance::run::{ComparePlan, WITH_PROMPT, WITHOUT_PROMPT, compare, load_ground_truth};
 use crate::relevance::synth::synthesize;
 use crate::review::prompt::Template;
@@ -137,9 +139,18 @@ fn compare_command(context: &Context, args: CompareArgs) -> anyhow::Result<ExitC
         ))
         .map_err(anyhow::Error::msg)?;
     print!("{}", console_block(&report.with, &report.without));
-    let path = write_summary_csv(&args.out, &report.with, &report.without)
-        .with_context(|| format!("writing comparison_summary.csv in {}", shown(&args.out)))?;
-    println!("{}", shown(&path));
+    print!("{}", statistics_block(&report.rows));
+    let mut paths = vec![
+        write_summary_csv(&args.out, &report.with, &report.without)
+            .with_context(|| format!("writing comparison_summary.csv in {}", shown(&args.out)))?,
+    ];
+    paths.extend(
+        write_statistics_csv(&args.out, &report.rows)
+            .with_context(|| format!("writing the statistics CSV files in {}", shown(&args.out)))?,
+    );
+    for path in &paths {
+        println!("{}", shown(path));
+    }
     context.note(format!(
         "run {}: {} calls ({} from the cache), invalid predictions WITH {} / WITHOUT {}; cost ${:.6}, paid ${:.6}",
         report.run_id, report.calls, report.cache_hits, report.invalid[0], report.invalid[1], report.cost_usd, report.paid_usd

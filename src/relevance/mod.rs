@@ -8,4 +8,5 @@ pub mod parse;
 pub mod predicates;
 pub mod report;
 pub mod run;
+pub mod stats;
 pub mod synth;

@@ -140,6 +140,173 @@ pub fn write_summary_csv(
     Ok(path)
 }
 
+/// The statistics lines printed after the console block.
+pub fn statistics_block(rows: &[crate::store::PredictionRow]) -> String {
+    use super::stats::{BOOTSTRAP_REPLICATES, bootstrap_deltas, mcnemar};
+    let mut out = String::new();
+    let m = mcnemar(rows);
+    let p = m
+        .p_value()
+        .map_or_else(|| "n/a".to_owned(), |p| format!("{p:.4}"));
+    let which = if m.b + m.c < 25 {
+        "exact binomial"
+    } else {
+        "chi-square"
+    };
+    let _ = writeln!(
+        out,
+        "McNemar on items both variants answered with certainty: WITH-only right {}, WITHOUT-only right {}, p = {p} ({which})",
+        m.b, m.c
+    );
+    let _ = writeln!(
+        out,
+        "Paired bootstrap 95 % intervals of the deltas ({BOOTSTRAP_REPLICATES} resamples of whole images):"
+    );
+    for d in bootstrap_deltas(rows) {
+        let interval = d.interval.map_or_else(
+            || "undefined".to_owned(),
+            |i| {
+                let dropped = if i.dropped > 0 {
+                    format!(", {} resamples undefined", i.dropped)
+                } else {
+                    String::new()
+                };
+                format!("[{:+.4}, {:+.4}]{dropped}", i.low, i.high)
+            },
+        );
+        let _ = writeln!(
+            out,
+            "  {} {}: {} {interval}",
+            d.class,
+            d.metric,
+            signed(d.delta)
+        );
+    }
+    out
+}
+
+/// Writes `comparison_by_predicate.csv` (metrics per predicate type) and
+/// `comparison_statistics.csv` (deltas with intervals, McNemar, spread across trials).
+pub fn write_statistics_csv(
+    dir: &Path,
+    rows: &[crate::store::PredictionRow],
+) -> std::io::Result<Vec<std::path::PathBuf>> {
+    use super::stats::{bootstrap_deltas, by_kind, mcnemar, trial_spread};
+    let cell = |v: Option<f64>| v.map_or_else(String::new, |v| format!("{v:.4}"));
+    std::fs::create_dir_all(dir)?;
+    let by_predicate = dir.join("comparison_by_predicate.csv");
+    let mut w = csv::Writer::from_path(&by_predicate).map_err(std::io::Error::other)?;
+    w.write_record([
+        "predicate_type",
+        "variant",
+        "class",
+        "precision",
+        "recall",
+        "f1",
+        "tp",
+        "fp",
+        "tn",
+        "fn",
+        "total_samples",
+        "coverage",
+    ])
+    .map_err(std::io::Error::other)?;
+    for (kind, (with, without)) in by_kind(rows) {
+        for (variant, m) in [("with_uncertain", &with), ("without_uncertain", &without)] {
+            for (class, c) in [("positive", &m.positive), ("negative", &m.negative)] {
+                w.write_record([
+                    kind.clone(),
+                    variant.to_owned(),
+                    class.to_owned(),
+                    cell(c.precision),
+                    cell(c.recall),
+                    cell(c.f1),
+                    c.tp.to_string(),
+                    c.fp.to_string(),
+                    c.tn.to_string(),
+                    c.fn_.to_string(),
+                    c.total_samples.to_string(),
+                    cell(m.coverage),
+                ])
+                .map_err(std::io::Error::other)?;
+            }
+        }
+    }
+    w.flush()?;
+    let statistics = dir.join("comparison_statistics.csv");
+    let mut w = csv::Writer::from_path(&statistics).map_err(std::io::Error::other)?;
+    w.write_record([
+        "statistic",
+        "class",
+        "metric",
+        "value",
+        "low",
+        "high",
+        "n",
+        "note",
+    ])
+    .map_err(std::io::Error::other)?;
+    for d in bootstrap_deltas(rows) {
+        let (low, high, n, note) = match d.interval {
+            Some(i) => (
+                Some(i.low),
+                Some(i.high),
+                i.replicates.to_string(),
+                format!("{} undefined resamples dropped", i.dropped),
+            ),
+            None => (None, None, "0".to_owned(), "undefined".to_owned()),
+        };
+        w.write_record([
+            "delta_with_minus_without",
+            d.class,
+            d.metric,
+            &cell(d.delta),
+            &cell(low),
+            &cell(high),
+            &n,
+            &note,
+        ])
+        .map_err(std::io::Error::other)?;
+    }
+    let m = mcnemar(rows);
+    for (metric, value) in [
+        ("chi2", m.chi2),
+        ("p_chi2", m.p_chi2),
+        ("chi2_corrected", m.chi2_corrected),
+        ("p_corrected", m.p_corrected),
+        ("p_exact", Some(m.p_exact)),
+        ("p_mid", Some(m.p_mid)),
+    ] {
+        w.write_record([
+            "mcnemar",
+            "",
+            metric,
+            &cell(value),
+            "",
+            "",
+            &(m.b + m.c).to_string(),
+            &format!("b={} c={}", m.b, m.c),
+        ])
+        .map_err(std::io::Error::other)?;
+    }
+    for t in trial_spread(rows) {
+        w.write_record([
+            "trial_mean",
+            "positive",
+            &format!("{}_{}", t.variant.to_ascii_lowercase(), t.metric),
+            &cell(t.mean),
+            "",
+            "",
+            &t.trials.to_string(),
+            &t.sd
+                .map_or_else(|| "one trial".to_owned(), |sd| format!("sd {sd:.4}")),
+        ])
+        .map_err(std::io::Error::other)?;
+    }
+    w.flush()?;
+    Ok(vec![by_predicate, statistics])
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

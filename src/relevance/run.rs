@@ -83,6 +83,8 @@ pub struct CompareReport {
     pub cost_usd: f64,
     pub paid_usd: f64,
     pub errors: Vec<String>,
+    /// The stored predictions of the run.
+    pub rows: Vec<PredictionRow>,
 }
 
 /// Runs the comparison and measures both variants from the stored predictions.
@@ -203,6 +205,7 @@ pub async fn compare(
         cost_usd: 0.0,
         paid_usd: 0.0,
         errors: Vec::new(),
+        rows: Vec::new(),
     };
     let mut failure = None;
     executor
@@ -268,6 +271,7 @@ pub async fn compare(
     report.with = measured.0;
     report.without = measured.1;
     report.invalid = measured.2;
+    report.rows = rows;
     Ok(report)
 }
 

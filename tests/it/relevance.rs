@@ -133,6 +133,13 @@ fn compare_scores_both_variants_and_writes_the_specifications_outputs() {
         "without_uncertain,positive,0.6667,1.0000,0.8000,4,2,0,0,6"
     );
     assert!(text(&out.stderr).contains("invalid predictions WITH 0 / WITHOUT 2"));
+    // Paired items answered with certainty by both: s0 clear(red) both right, s0 on both right,
+    // s1 clear(red) both right, s1 on both wrong: no discordant pair.
+    assert!(stdout.contains("WITH-only right 0, WITHOUT-only right 0, p = 1.0000 (exact binomial)"), "{stdout}");
+    let by_predicate = std::fs::read_to_string(s.path("out/comparison_by_predicate.csv")).unwrap();
+    assert!(by_predicate.contains("\non,with_uncertain,positive,0.5000,1.0000,0.6667,1,1,0,0,2,1.0000\n"), "{by_predicate}");
+    let statistics = std::fs::read_to_string(s.path("out/comparison_statistics.csv")).unwrap();
+    assert!(statistics.starts_with("statistic,class,metric,value,low,high,n,note\ndelta_with_minus_without,positive,precision,0.0833,"), "{statistics}");
     // Every prediction is stored with its image, truth and call; the image once, by hash.
     assert_eq!(s.count("SELECT count(*) FROM relevance_predictions"), 16);
     assert_eq!(s.count("SELECT count(*) FROM relevance_predictions WHERE score IS NULL AND invalid_reason LIKE '1 is not allowed%'"), 2);
