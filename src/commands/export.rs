@@ -23,6 +23,8 @@ pub struct ExportArgs {
 enum ExportFormat {
     /// Benchmarks: bench_results.csv, bench_by_model.csv and bench_by_prompt.csv.
     /// Reviews (--kind review): <out>/<ReviewerProvider>_<ReviewerModel>/<Brand>_<Sensor>.csv.
+    /// Relevance (--kind relevance): comparison_summary.csv, comparison_by_predicate.csv,
+    /// comparison_statistics.csv and relevance_predictions.csv.
     Csv(CsvArgs),
 }
 
@@ -31,6 +33,7 @@ enum ExportFormat {
 enum Kind {
     Bench,
     Review,
+    Relevance,
 }
 
 #[derive(Debug, clap::Args)]
@@ -41,7 +44,8 @@ struct CsvArgs {
     /// Which runs: a run id, `latest` or `all` [default: latest benchmark; all reviews].
     #[arg(long)]
     run: Option<RunSelector>,
-    /// Folder to write into [default: exports/ for benchmarks, results/reviews/ for reviews].
+    /// Folder to write into [default: exports/ for benchmarks, results/reviews/ for reviews,
+    /// results/relevance/ for relevance].
     #[arg(long, value_name = "DIR")]
     out: Option<PathBuf>,
     /// Reviews made with your own criteria file: the same file, for the CSV columns.
@@ -54,6 +58,7 @@ pub fn run(context: &Context, args: ExportArgs) -> anyhow::Result<ExitCode> {
     match args.kind {
         Kind::Bench => export_bench(context, &args),
         Kind::Review => export_reviews(context, &args),
+        Kind::Relevance => export_relevance(context, &args),
     }
 }
 
@@ -111,6 +116,69 @@ fn export_reviews(context: &Context, args: &CsvArgs) -> anyhow::Result<ExitCode>
         context.note(format!(
             "{skipped} reviews were made with other criteria; export them with --criteria FILE"
         ));
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Writes the relevance CSV files of the selected runs, computed from stored predictions.
+fn export_relevance(context: &Context, args: &CsvArgs) -> anyhow::Result<ExitCode> {
+    use crate::relevance::report::{write_statistics_csv, write_summary_csv};
+    use crate::relevance::run::measure_rows;
+    let store = context.open_existing_store()?;
+    let run_ids = store.select_runs("relevance", args.run.unwrap_or(RunSelector::Latest))?;
+    let rows = store.predictions(&run_ids)?;
+    let out = args
+        .out
+        .clone()
+        .unwrap_or_else(|| PathBuf::from("results/relevance"));
+    let (with, without, _) = measure_rows(&rows);
+    let mut paths = vec![
+        write_summary_csv(&out, &with, &without)
+            .with_context(|| format!("writing into {}", shown(&out)))?,
+    ];
+    paths.extend(
+        write_statistics_csv(&out, &rows)
+            .with_context(|| format!("writing into {}", shown(&out)))?,
+    );
+    let predictions = out.join("relevance_predictions.csv");
+    let mut writer = csv::Writer::from_path(&predictions)
+        .with_context(|| format!("writing {}", shown(&predictions)))?;
+    writer.write_record([
+        "run_id",
+        "model",
+        "image",
+        "image_sha256",
+        "predicate",
+        "predicate_type",
+        "variant",
+        "trial",
+        "score",
+        "invalid_reason",
+        "truth",
+        "call_id",
+        "cache_hit",
+    ])?;
+    for r in &rows {
+        writer.write_record([
+            r.run_id.to_string(),
+            r.model_ref.clone(),
+            r.image.clone(),
+            r.image_sha256.clone(),
+            r.predicate.clone(),
+            r.predicate_kind.clone(),
+            r.variant.clone(),
+            r.trial.to_string(),
+            r.score.map(|s| s.to_string()).unwrap_or_default(),
+            r.invalid_reason.clone().unwrap_or_default(),
+            u8::from(r.truth).to_string(),
+            r.call_id.map(|c| c.to_string()).unwrap_or_default(),
+            u8::from(r.cache_hit).to_string(),
+        ])?;
+    }
+    writer.flush()?;
+    paths.push(predictions);
+    for path in &paths {
+        println!("{}", shown(path));
     }
     Ok(ExitCode::SUCCESS)
 }

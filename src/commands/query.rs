@@ -3,6 +3,7 @@
 use std::process::ExitCode;
 
 use super::Context;
+use crate::analysis::relevance::variant_summary;
 use crate::analysis::review::{ReviewFrames, agreement, criterion_summary, review_summary};
 use crate::analysis::{Measures, model_summary, prompt_summary};
 use crate::output::{Format, print_frame};
@@ -24,6 +25,9 @@ pub enum GroupBy {
     /// Reviews, per criterion (P1-P16, overall) and reviewer; with --agreement, agreement
     /// between reviewers.
     Criterion,
+    /// Relevance, per variant (WITH, WITHOUT) and class: precision, recall, F1, counts,
+    /// coverage and invalid answers; with --per-predicate, per predicate type too.
+    Variant,
 }
 
 /// Summaries of recorded results, e.g. `track query --by model --run all --format csv` or
@@ -43,6 +47,9 @@ pub struct QueryArgs {
     /// Cohen's kappa for two, ordinal Krippendorff's alpha for any number).
     #[arg(long)]
     agreement: bool,
+    /// With --by variant: one block per predicate type (clear, on, ontable, holding).
+    #[arg(long)]
+    per_predicate: bool,
     /// Output format.
     #[arg(long, value_enum, default_value_t = Format::Table)]
     format: Format,
@@ -51,6 +58,9 @@ pub struct QueryArgs {
 pub fn run(context: &Context, args: QueryArgs) -> anyhow::Result<ExitCode> {
     if args.agreement && args.by != GroupBy::Criterion {
         anyhow::bail!("--agreement goes with --by criterion");
+    }
+    if args.per_predicate && args.by != GroupBy::Variant {
+        anyhow::bail!("--per-predicate goes with --by variant");
     }
     let store = context.open_existing_store()?;
     let summary = match args.by {
@@ -62,6 +72,11 @@ pub fn run(context: &Context, args: QueryArgs) -> anyhow::Result<ExitCode> {
             } else {
                 prompt_summary(&measures)?
             }
+        }
+        GroupBy::Variant => {
+            let run_ids =
+                store.select_runs("relevance", args.run.unwrap_or(RunSelector::Latest))?;
+            variant_summary(&store.predictions(&run_ids)?, args.per_predicate)?
         }
         by => {
             let frames = review_frames(context, &store, &args)?;

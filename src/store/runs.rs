@@ -152,7 +152,14 @@ impl Store {
                  FROM reviews GROUP BY run_id
                  UNION ALL
                  SELECT run_id, count(*), sum(cache_hit), 0, sum(cost_usd), sum(paid_usd)
-                 FROM generated_datasheets WHERE run_id IS NOT NULL GROUP BY run_id)
+                 FROM generated_datasheets WHERE run_id IS NOT NULL GROUP BY run_id
+                 UNION ALL
+                 SELECT p.run_id, count(*), sum(p.cache_hit), sum(p.score IS NULL),
+                        (SELECT sum(c.cost_usd) FROM calls c WHERE c.id IN
+                            (SELECT call_id FROM relevance_predictions q WHERE q.run_id = p.run_id)),
+                        (SELECT sum(c.cost_usd) FROM calls c WHERE c.id IN
+                            (SELECT call_id FROM relevance_predictions q WHERE q.run_id = p.run_id AND q.cache_hit = 0))
+                 FROM relevance_predictions p GROUP BY p.run_id)
              SELECT r.id, r.kind, r.file, r.started_at, r.finished_at, r.status,
                     coalesce(sum(t.n), 0), coalesce(sum(t.hits), 0), coalesce(sum(t.errors), 0),
                     coalesce(sum(t.cost), 0.0), coalesce(sum(t.paid), 0.0)

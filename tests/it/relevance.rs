@@ -135,9 +135,16 @@ fn compare_scores_both_variants_and_writes_the_specifications_outputs() {
     assert!(text(&out.stderr).contains("invalid predictions WITH 0 / WITHOUT 2"));
     // Paired items answered with certainty by both: s0 clear(red) both right, s0 on both right,
     // s1 clear(red) both right, s1 on both wrong: no discordant pair.
-    assert!(stdout.contains("WITH-only right 0, WITHOUT-only right 0, p = 1.0000 (exact binomial)"), "{stdout}");
+    assert!(
+        stdout.contains("WITH-only right 0, WITHOUT-only right 0, p = 1.0000 (exact binomial)"),
+        "{stdout}"
+    );
     let by_predicate = std::fs::read_to_string(s.path("out/comparison_by_predicate.csv")).unwrap();
-    assert!(by_predicate.contains("\non,with_uncertain,positive,0.5000,1.0000,0.6667,1,1,0,0,2,1.0000\n"), "{by_predicate}");
+    assert!(
+        by_predicate
+            .contains("\non,with_uncertain,positive,0.5000,1.0000,0.6667,1,1,0,0,2,1.0000\n"),
+        "{by_predicate}"
+    );
     let statistics = std::fs::read_to_string(s.path("out/comparison_statistics.csv")).unwrap();
     assert!(statistics.starts_with("statistic,class,metric,value,low,high,n,note\ndelta_with_minus_without,positive,precision,0.0833,"), "{statistics}");
     // Every prediction is stored with its image, truth and call; the image once, by hash.
@@ -156,6 +163,66 @@ fn compare_scores_both_variants_and_writes_the_specifications_outputs() {
     // Again: all from the cache.
     s.track().args(args).assert().success();
     assert_eq!(s.mock.request_count(), 4);
+    // The same numbers come back from the database, computed with polars.
+    let query = s
+        .track()
+        .args(["query", "--by", "variant", "--format", "csv"])
+        .output()
+        .unwrap();
+    let query = text(&query.stdout);
+    assert!(
+        query.starts_with(
+            "variant,class,precision,recall,f1,tp,fp,tn,fn,total_samples,coverage,invalid\n"
+        ),
+        "{query}"
+    );
+    assert!(
+        query.contains("\nWITH,positive,0.75,1.0,0.857142857142857"),
+        "{query}"
+    );
+    assert!(
+        query.contains("\nWITHOUT,positive,0.666666666666666"),
+        "{query}"
+    );
+    let per = s
+        .track()
+        .args([
+            "query",
+            "--by",
+            "variant",
+            "--per-predicate",
+            "--format",
+            "json",
+        ])
+        .output()
+        .unwrap();
+    let per: serde_json::Value = serde_json::from_slice(&per.stdout).unwrap();
+    assert_eq!(
+        per.as_array().unwrap().len(),
+        3 * 2 * 2,
+        "3 predicate types x 2 variants x 2 classes"
+    );
+    s.track()
+        .args(["export", "csv", "--kind", "relevance", "--out", "exported"])
+        .assert()
+        .success();
+    assert_eq!(
+        std::fs::read_to_string(s.path("exported/comparison_summary.csv")).unwrap(),
+        std::fs::read_to_string(s.path("out/comparison_summary.csv")).unwrap()
+    );
+    let predictions =
+        std::fs::read_to_string(s.path("exported/relevance_predictions.csv")).unwrap();
+    assert_eq!(predictions.lines().count(), 1 + 16);
+    let runs = s
+        .track()
+        .args(["runs", "--format", "csv"])
+        .output()
+        .unwrap();
+    assert!(
+        text(&runs.stdout).contains(",relevance,,"),
+        "{}",
+        text(&runs.stdout)
+    );
 }
 
 #[test]
