@@ -11,7 +11,9 @@ use crate::llm::SamplingParams;
 use crate::relevance::report::{
     console_block, statistics_block, write_statistics_csv, write_summary_csv,
 };
-use crate::relevance::run::{ComparePlan, WITH_PROMPT, WITHOUT_PROMPT, compare, load_ground_truth};
+use crate::relevance::run::{
+    ComparePlan, RelevanceExperiment, WITH_PROMPT, WITHOUT_PROMPT, compare, load_ground_truth,
+};
 use crate::relevance::synth::synthesize;
 use crate::review::prompt::Template;
 
@@ -103,6 +105,27 @@ pub fn run(context: &Context, args: RelevanceArgs) -> anyhow::Result<ExitCode> {
 }
 
 fn compare_command(context: &Context, args: CompareArgs) -> anyhow::Result<ExitCode> {
+    let experiment = RelevanceExperiment {
+        kind: None,
+        description: None,
+        model: args.model,
+        images: args.images,
+        ground_truth: args.ground_truth,
+        temperature: args.temperature,
+        repeat: args.repeat,
+        max_tokens: args.max_tokens,
+        out: args.out,
+    };
+    execute(context, &experiment, args.concurrency, args.cache.mode())
+}
+
+/// Runs a relevance comparison and writes its outputs.
+pub(super) fn execute(
+    context: &Context,
+    args: &RelevanceExperiment,
+    concurrency: Option<usize>,
+    mode: crate::llm::CacheMode,
+) -> anyhow::Result<ExitCode> {
     let config = context.load_config()?;
     let truth = load_ground_truth(&args.ground_truth).map_err(anyhow::Error::msg)?;
     let mut images: Vec<PathBuf> = glob::glob(&args.images)
@@ -115,7 +138,7 @@ fn compare_command(context: &Context, args: CompareArgs) -> anyhow::Result<ExitC
         anyhow::bail!("no image matches --images `{}`", args.images);
     }
     let plan = ComparePlan {
-        model: args.model,
+        model: args.model.clone(),
         images,
         truth,
         repeat: args.repeat.max(1),
@@ -127,8 +150,8 @@ fn compare_command(context: &Context, args: CompareArgs) -> anyhow::Result<ExitC
         with_prompt: Template::load(None, WITH_PROMPT, &["predicates"])?,
         without_prompt: Template::load(None, WITHOUT_PROMPT, &["predicates"])?,
     };
-    let concurrency = args.concurrency.unwrap_or(config.settings.concurrency);
-    let (store, executor) = context.executor(&config, concurrency, args.cache.mode())?;
+    let concurrency = concurrency.unwrap_or(config.settings.concurrency);
+    let (store, executor) = context.executor(&config, concurrency, mode)?;
     let report = runtime()?
         .block_on(compare(
             &store,

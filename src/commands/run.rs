@@ -62,9 +62,19 @@ pub fn run(context: &Context, args: RunArgs) -> anyhow::Result<ExitCode> {
                 args.cache.mode(),
             );
         }
+        Some("relevance") => {
+            let experiment = crate::relevance::run::RelevanceExperiment::parse(&args.file, &text)
+                .map_err(anyhow::Error::msg)?;
+            return super::relevance::execute(
+                context,
+                &experiment,
+                args.concurrency,
+                args.cache.mode(),
+            );
+        }
         Some("bench" | "benchmark") | None => {}
         Some(other) => anyhow::bail!(
-            "{}: unknown `kind: {other}`; use bench (the default) or review",
+            "{}: unknown `kind: {other}`; use bench (the default), review or relevance",
             shown(&args.file)
         ),
     }

@@ -23,6 +23,53 @@ use super::predicates::Predicate;
 pub const WITH_PROMPT: &str = include_str!("../../prompts/relevance_with_uncertain.txt");
 pub const WITHOUT_PROMPT: &str = include_str!("../../prompts/relevance_without_uncertain.txt");
 
+/// A relevance experiment as a file (`kind: relevance`) for `track run`; the
+/// `relevance compare` command builds the same from its flags.
+#[derive(Debug, Clone, PartialEq, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RelevanceExperiment {
+    #[serde(default)]
+    pub kind: Option<String>,
+    #[serde(default)]
+    pub description: Option<String>,
+    /// The vision model (`provider:name`).
+    pub model: String,
+    /// A glob pattern of the images.
+    pub images: String,
+    pub ground_truth: PathBuf,
+    #[serde(default)]
+    pub temperature: f64,
+    #[serde(default = "one")]
+    pub repeat: u32,
+    #[serde(default = "default_max_tokens")]
+    pub max_tokens: u32,
+    #[serde(default = "default_out")]
+    pub out: PathBuf,
+}
+
+fn one() -> u32 {
+    1
+}
+fn default_max_tokens() -> u32 {
+    1024
+}
+fn default_out() -> PathBuf {
+    PathBuf::from("results/relevance")
+}
+
+impl RelevanceExperiment {
+    /// Parses an experiment file's text; `path` names it in messages.
+    pub fn parse(path: &Path, text: &str) -> Result<Self, String> {
+        serde_saphyr::from_str(text).map_err(|e| {
+            format!(
+                "{}: not a valid relevance experiment: {}",
+                path.display(),
+                e.to_string().trim().replace('\n', " ")
+            )
+        })
+    }
+}
+
 /// Ground truth: image stem -> predicate -> true or false.
 pub type GroundTruth = BTreeMap<String, BTreeMap<Predicate, bool>>;
 

@@ -275,3 +275,35 @@ fn images_reach_the_anthropic_and_ollama_formats() {
         .unwrap();
     assert!(text(&bad.stderr).contains("no image matches --images `nothing/*.png`"));
 }
+
+#[test]
+fn a_relevance_experiment_file_runs_through_track_run() {
+    let s = compare_sandbox();
+    s.write(
+        "relevance.yaml",
+        "kind: relevance\nmodel: openai:gpt-4o\nimages: \"blocks/state_*.png\"\nground_truth: truth.json\nrepeat: 2\nout: viafile\n",
+    );
+    let out = s.track().args(["run", "relevance.yaml"]).output().unwrap();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert_eq!(
+        s.mock.request_count(),
+        8,
+        "2 images x 2 variants x 2 trials"
+    );
+    assert_eq!(
+        s.count("SELECT count(DISTINCT trial) FROM relevance_predictions"),
+        2
+    );
+    let statistics = std::fs::read_to_string(s.path("viafile/comparison_statistics.csv")).unwrap();
+    assert!(
+        statistics.contains("trial_mean,positive,with_precision,0.7500,,,2,sd 0.0000"),
+        "{statistics}"
+    );
+    s.write("broken.yaml", "kind: relevance\nmodel: openai:gpt-4o\n");
+    let out = s.track().args(["run", "broken.yaml"]).output().unwrap();
+    assert!(
+        text(&out.stderr).contains("broken.yaml: not a valid relevance experiment"),
+        "{}",
+        text(&out.stderr)
+    );
+}

@@ -497,8 +497,7 @@ fn a_review_experiment_file_generates_then_reviews() {
     assert_eq!(kinds, ["generate", "review"]);
     s.write("odd.yaml", "kind: survey\n");
     let out = s.track().args(["run", "odd.yaml"]).output().unwrap();
-    assert!(
-        text(&out.stderr)
-            .contains("odd.yaml: unknown `kind: survey`; use bench (the default) or review")
-    );
+    assert!(text(&out.stderr).contains(
+        "odd.yaml: unknown `kind: survey`; use bench (the default), review or relevance"
+    ));
 }
