@@ -47,6 +47,10 @@ struct CompareArgs {
     /// Ground truth JSON: image stem -> predicate -> 0/1.
     #[arg(long, value_name = "PATH")]
     ground_truth: PathBuf,
+    /// Ask about every predicate over these block colours (comma-separated) instead of those
+    /// the ground truth lists; unlisted predicates count as false (the closed world).
+    #[arg(long, value_delimiter = ',')]
+    blocks: Option<Vec<String>>,
     /// Sampling temperature.
     #[arg(long, default_value_t = 0.0)]
     temperature: f64,
@@ -115,6 +119,7 @@ fn compare_command(context: &Context, args: CompareArgs) -> anyhow::Result<ExitC
         repeat: args.repeat,
         max_tokens: args.max_tokens,
         out: args.out,
+        blocks: args.blocks,
     };
     execute(context, &experiment, args.concurrency, args.cache.mode())
 }
@@ -141,6 +146,10 @@ pub(super) fn execute(
         model: args.model.clone(),
         images,
         truth,
+        blocks: args
+            .blocks
+            .as_ref()
+            .map(|b| b.iter().map(|c| c.trim().to_ascii_lowercase()).collect()),
         repeat: args.repeat.max(1),
         params: SamplingParams {
             temperature: Some(args.temperature),

@@ -45,6 +45,9 @@ pub struct RelevanceExperiment {
     pub max_tokens: u32,
     #[serde(default = "default_out")]
     pub out: PathBuf,
+    /// Ask about all predicates over these colours (closed world) instead of those listed.
+    #[serde(default)]
+    pub blocks: Option<Vec<String>>,
 }
 
 fn one() -> u32 {
@@ -111,6 +114,9 @@ pub struct ComparePlan {
     pub model: String,
     pub images: Vec<PathBuf>,
     pub truth: GroundTruth,
+    /// Ask about every predicate over these block colours instead of those the ground truth
+    /// lists; predicates the ground truth does not list are false (the closed world).
+    pub blocks: Option<Vec<String>>,
     pub repeat: u32,
     pub params: SamplingParams,
     pub with_prompt: Template,
@@ -172,6 +178,16 @@ pub async fn compare(
             Some("webp") => "image/webp",
             Some("gif") => "image/gif",
             _ => "image/png",
+        };
+        let truth: BTreeMap<Predicate, bool> = match &plan.blocks {
+            Some(colours) => Predicate::all(colours)
+                .into_iter()
+                .map(|p| {
+                    let value = truth.get(&p).copied().unwrap_or(false);
+                    (p, value)
+                })
+                .collect(),
+            None => truth.clone(),
         };
         items.push((stem, Image::new(media_type, bytes), truth));
     }

@@ -259,6 +259,32 @@ fn images_reach_the_anthropic_and_ollama_formats() {
             .unwrap()
             .starts_with("iVBOR")
     );
+    // --blocks asks about every predicate over the colours; unlisted ones are false.
+    s.track()
+        .args([
+            "relevance",
+            "compare",
+            "--model",
+            "openai:gpt-4o",
+            "--images",
+            "blocks/state_0000.png",
+            "--ground-truth",
+            "truth.json",
+            "--blocks",
+            "red,blue",
+            "-q",
+        ])
+        .assert()
+        .success();
+    assert_eq!(
+        s.count("SELECT count(*) FROM relevance_predictions WHERE run_id = 3"),
+        2 * (3 * 2 + 2)
+    );
+    assert_eq!(
+        s.count("SELECT count(*) FROM relevance_predictions WHERE run_id = 3 AND predicate = 'ontable(red:block)' AND truth = 0"),
+        2
+    );
+
     let bad = s
         .track()
         .args([
