@@ -94,6 +94,25 @@ pub fn console_block(with: &VariantMetrics, without: &VariantMetrics) -> String 
     out
 }
 
+/// A CSV cell of a rate: four decimals, empty when undefined.
+fn cell(v: Option<f64>) -> String {
+    v.map_or_else(String::new, |v| format!("{v:.4}"))
+}
+
+/// The CSV fields of one class: precision, recall, f1, tp, fp, tn, fn, total_samples.
+fn class_fields(c: &ClassMetrics) -> [String; 8] {
+    [
+        cell(c.precision),
+        cell(c.recall),
+        cell(c.f1),
+        c.tp.to_string(),
+        c.fp.to_string(),
+        c.tn.to_string(),
+        c.fn_.to_string(),
+        c.total_samples.to_string(),
+    ]
+}
+
 /// Writes `comparison_summary.csv` into `dir`.
 pub fn write_summary_csv(
     dir: &Path,
@@ -117,23 +136,11 @@ pub fn write_summary_csv(
             "total_samples",
         ])
         .map_err(std::io::Error::other)?;
-    let cell = |v: Option<f64>| v.map_or_else(String::new, |v| format!("{v:.4}"));
     for (variant, m) in [("with_uncertain", with), ("without_uncertain", without)] {
         for (class, c) in [("positive", &m.positive), ("negative", &m.negative)] {
-            writer
-                .write_record([
-                    variant.to_owned(),
-                    class.to_owned(),
-                    cell(c.precision),
-                    cell(c.recall),
-                    cell(c.f1),
-                    c.tp.to_string(),
-                    c.fp.to_string(),
-                    c.tn.to_string(),
-                    c.fn_.to_string(),
-                    c.total_samples.to_string(),
-                ])
-                .map_err(std::io::Error::other)?;
+            let mut record = vec![variant.to_owned(), class.to_owned()];
+            record.extend(class_fields(c));
+            writer.write_record(record).map_err(std::io::Error::other)?;
         }
     }
     writer.flush()?;
@@ -192,7 +199,6 @@ pub fn write_statistics_csv(
     rows: &[crate::store::PredictionRow],
 ) -> std::io::Result<Vec<std::path::PathBuf>> {
     use super::stats::{bootstrap_deltas, by_kind, mcnemar, trial_spread};
-    let cell = |v: Option<f64>| v.map_or_else(String::new, |v| format!("{v:.4}"));
     std::fs::create_dir_all(dir)?;
     let by_predicate = dir.join("comparison_by_predicate.csv");
     let mut w = csv::Writer::from_path(&by_predicate).map_err(std::io::Error::other)?;
@@ -214,21 +220,10 @@ pub fn write_statistics_csv(
     for (kind, (with, without)) in by_kind(rows) {
         for (variant, m) in [("with_uncertain", &with), ("without_uncertain", &without)] {
             for (class, c) in [("positive", &m.positive), ("negative", &m.negative)] {
-                w.write_record([
-                    kind.clone(),
-                    variant.to_owned(),
-                    class.to_owned(),
-                    cell(c.precision),
-                    cell(c.recall),
-                    cell(c.f1),
-                    c.tp.to_string(),
-                    c.fp.to_string(),
-                    c.tn.to_string(),
-                    c.fn_.to_string(),
-                    c.total_samples.to_string(),
-                    cell(m.coverage),
-                ])
-                .map_err(std::io::Error::other)?;
+                let mut record = vec![kind.clone(), variant.to_owned(), class.to_owned()];
+                record.extend(class_fields(c));
+                record.push(cell(m.coverage));
+                w.write_record(record).map_err(std::io::Error::other)?;
             }
         }
     }
