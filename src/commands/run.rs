@@ -17,8 +17,9 @@ use crate::review::experiment::{ReviewExperiment, experiment_kind};
 use crate::store::Store;
 
 /// Run an experiment file: a benchmark (every prompt against every model, model by model),
-/// e.g. `track run data/benchmark.yaml --concurrency 4`, or a review experiment
-/// (`kind: review`), e.g. `track run data/review.yaml`.
+/// e.g. `track run data/benchmark.yaml --concurrency 4`, a review experiment
+/// (`kind: review`, e.g. data/review.yaml) or a relevance experiment (`kind: relevance`, e.g.
+/// data/relevance.yaml).
 #[derive(Debug, clap::Args)]
 pub struct RunArgs {
     /// The benchmark file (YAML: models and prompts).
