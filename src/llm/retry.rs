@@ -9,6 +9,9 @@ use serde::Deserialize;
 
 use super::ProviderError;
 
+/// Attempts at most when the server cannot be reached at all.
+const CONNECT_ATTEMPTS: u32 = 2;
+
 /// How often and how patiently a failed call is tried again.
 #[derive(Debug, Clone, Copy, PartialEq, Deserialize)]
 #[serde(default, deny_unknown_fields)]
@@ -64,6 +67,11 @@ impl RetryPolicy {
             let error = match result {
                 Ok(value) => return (Ok(value), attempts),
                 Err(e) if !e.is_retryable() => return (Err(e), attempts),
+                // A server that refuses connections is usually not running: one more try
+                // covers a restart, more would only make the user wait.
+                Err(e @ ProviderError::Connect { .. }) if attempts >= CONNECT_ATTEMPTS => {
+                    return (Err(e), attempts);
+                }
                 Err(e) => e,
             };
             let Some(backoff) = delays.next() else {
@@ -122,6 +130,21 @@ mod tests {
         let (result, attempts) = fast(3).run(|| async { Err::<(), _>(http(400)) }).await;
         assert!(result.is_err());
         assert_eq!(attempts, 1);
+    }
+
+    #[tokio::test]
+    async fn an_unreachable_server_is_tried_twice_only() {
+        let (result, attempts) = fast(6)
+            .run(|| async {
+                Err::<(), _>(ProviderError::Connect {
+                    provider: "ollama".into(),
+                    url: "http://127.0.0.1:1/api/chat".into(),
+                    detail: "Connection refused".into(),
+                })
+            })
+            .await;
+        assert!(result.is_err());
+        assert_eq!(attempts, 2);
     }
 
     #[tokio::test]
