@@ -117,18 +117,12 @@ impl Store {
     /// Writes benchmark results in one transaction; a row for the same run, model, prompt and
     /// repeat replaces the earlier one.
     pub fn insert_bench_results(&mut self, rows: &[BenchResultRow]) -> Result<()> {
+        /// Rows written by one statement: cached runs write tens of thousands at once.
+        const ROWS_PER_STATEMENT: usize = 64;
+        const COLUMNS: usize = 27;
         let tx = self.conn.transaction()?;
         {
             let now = now_rfc3339();
-            let mut stmt = tx.prepare_cached(
-                "INSERT OR REPLACE INTO bench_results (run_id, model_index, prompt_index, repeat_index,
-                    model_ref, provider, model_id, prompt_name, method, call_id, cache_hit, status, detail,
-                    latency_ms, input_tokens, output_tokens, tokens_estimated, cost_usd, paid_usd,
-                    energy_wh, energy_wh_min, energy_wh_max, energy_method, created_at, judge_call_id,
-                    judge_score, judge_cost_usd)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17,
-                    ?18, ?19, ?20, ?21, ?22, ?23, ?24, ?25, ?26, ?27)",
-            )?;
             let mut labels = tx.prepare_cached(
                 "INSERT OR IGNORE INTO bench_labels (run_id, kind, idx, label) VALUES (?1, ?2, ?3, ?4)",
             )?;
@@ -145,35 +139,62 @@ impl Store {
                         row.prompt_name
                     ])?;
                 }
-                stmt.execute(params![
-                    row.run_id,
-                    row.model_index,
-                    row.prompt_index,
-                    row.repeat_index,
-                    row.model_ref,
-                    row.provider,
-                    row.model_id,
-                    row.prompt_name,
-                    row.method,
-                    row.call_id,
-                    row.cache_hit,
-                    status_of(row.passed),
-                    row.detail,
-                    row.latency_ms,
-                    row.input_tokens.map(|n| n as i64),
-                    row.output_tokens.map(|n| n as i64),
-                    row.tokens_estimated,
-                    row.cost_usd,
-                    row.paid_usd,
-                    row.energy_wh,
-                    row.energy_wh_min,
-                    row.energy_wh_max,
-                    row.energy_method,
-                    now,
-                    row.judge_call_id,
-                    row.judge_score,
-                    row.judge_cost_usd,
-                ])?;
+            }
+            let one_row = format!("({})", vec!["?"; COLUMNS].join(","));
+            for chunk in rows.chunks(ROWS_PER_STATEMENT) {
+                let mut stmt = tx.prepare_cached(&format!(
+                    "INSERT OR REPLACE INTO bench_results (run_id, model_index, prompt_index, repeat_index,
+                        model_ref, provider, model_id, prompt_name, method, call_id, cache_hit, status, detail,
+                        latency_ms, input_tokens, output_tokens, tokens_estimated, cost_usd, paid_usd,
+                        energy_wh, energy_wh_min, energy_wh_max, energy_method, created_at, judge_call_id,
+                        judge_score, judge_cost_usd)
+                     VALUES {}",
+                    vec![one_row.as_str(); chunk.len()].join(",")
+                ))?;
+                let tokens: Vec<[Option<i64>; 2]> = chunk
+                    .iter()
+                    .map(|r| {
+                        [
+                            r.input_tokens.map(|n| n as i64),
+                            r.output_tokens.map(|n| n as i64),
+                        ]
+                    })
+                    .collect();
+                let statuses: Vec<&str> = chunk.iter().map(|r| status_of(r.passed)).collect();
+                let mut values: Vec<&dyn rusqlite::ToSql> =
+                    Vec::with_capacity(chunk.len() * COLUMNS);
+                for ((row, tokens), status) in chunk.iter().zip(&tokens).zip(&statuses) {
+                    values.extend([
+                        &row.run_id as &dyn rusqlite::ToSql,
+                        &row.model_index,
+                        &row.prompt_index,
+                        &row.repeat_index,
+                        &row.model_ref,
+                        &row.provider,
+                        &row.model_id,
+                        &row.prompt_name,
+                        &row.method,
+                        &row.call_id,
+                        &row.cache_hit,
+                        status,
+                        &row.detail,
+                        &row.latency_ms,
+                        &tokens[0],
+                        &tokens[1],
+                        &row.tokens_estimated,
+                        &row.cost_usd,
+                        &row.paid_usd,
+                        &row.energy_wh,
+                        &row.energy_wh_min,
+                        &row.energy_wh_max,
+                        &row.energy_method,
+                        &now,
+                        &row.judge_call_id,
+                        &row.judge_score,
+                        &row.judge_cost_usd,
+                    ]);
+                }
+                stmt.execute(rusqlite::params_from_iter(values))?;
             }
         }
         tx.commit()?;
@@ -183,9 +204,10 @@ impl Store {
     /// Reads the measures of the results of `run_ids` in `parts` slices at once (one thread and
     /// connection each, for files; one slice in memory), giving each row to `each` with the
     /// slice's own state from `init` (given the slice's row count). Slices are ranges of the
-    /// (run, model, prompt) index, so each reads its rows in storage order. Models and prompts come as keys into the returned labels
-    /// (one key per distinct name across the runs, numbered in run, then index, order). Reads
-    /// numbers only: summaries over millions of rows are bound by decoding them.
+    /// (run, model, prompt) index, so each reads its rows in storage order. Models and prompts
+    /// come as keys into the returned labels (one key per distinct name across the runs,
+    /// numbered in run, then index, order). Reads numbers only: summaries over millions of rows
+    /// are bound by decoding them.
     pub fn scan_bench_measures<S: Send>(
         &self,
         run_ids: &[i64],
