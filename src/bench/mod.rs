@@ -12,12 +12,12 @@ use indicatif::ProgressBar;
 
 pub use spec::{BenchSpec, PromptTest, SpecError};
 
-use crate::config::{Catalog, ConfigError, ModelSpec};
+use crate::config::{Catalog, ConfigError, ModelSpec, Target};
 use crate::energy::EnergyMethod;
 use crate::llm::executor::lock;
 use crate::llm::{
-    CacheMode, CallJob, CallOutcome, CanonicalRequest, ChatRequest, Endpoint, Executor, Message,
-    anthropic::DEFAULT_MAX_TOKENS, estimate_tokens,
+    CacheMode, CallJob, CallOutcome, ChatRequest, Executor, Message, anthropic::DEFAULT_MAX_TOKENS,
+    estimate_tokens,
 };
 use crate::store::{BenchResultRow, RunStatus, Store, StoreError, StoredCall};
 use methods::TestMethod;
@@ -58,16 +58,6 @@ pub struct BenchOptions {
     pub show_progress: bool,
 }
 
-/// A model of the plan with its endpoint.
-#[derive(Debug, Clone)]
-pub struct PlannedModel {
-    pub reference: String,
-    pub spec: ModelSpec,
-    pub endpoint: Arc<Endpoint>,
-    /// Why this model cannot be called (no key); cached answers are still served.
-    pub blocked: Option<String>,
-}
-
 /// One evaluation of the plan: model x prompt x repeat, with its call.
 #[derive(Debug, Clone)]
 pub struct PlannedEval {
@@ -81,10 +71,10 @@ pub struct PlannedEval {
 #[derive(Debug, Clone)]
 pub struct BenchPlan {
     pub spec: BenchSpec,
-    pub models: Vec<PlannedModel>,
+    pub models: Vec<Target>,
     pub evals: Vec<PlannedEval>,
     /// Judge models of `method: judge` tests, and each prompt's judge (an index into them).
-    pub judges: Vec<PlannedModel>,
+    pub judges: Vec<Target>,
     pub prompt_judge: Vec<Option<usize>>,
 }
 
@@ -92,45 +82,6 @@ pub struct BenchPlan {
 pub const JUDGE_PROMPT: &str = include_str!("../../prompts/judge_prompt.txt");
 /// Most tokens a judge's answer may use.
 const JUDGE_MAX_TOKENS: u32 = 512;
-
-impl PlannedModel {
-    /// Resolves `reference`; `blocked` says why it cannot be called when its key is missing.
-    fn resolve(catalog: &Catalog, reference: &str) -> Result<Self, ConfigError> {
-        let model = catalog.resolve(reference)?;
-        let provider = catalog.provider(model);
-        let endpoint = provider.endpoint();
-        let blocked = (provider.key_required && endpoint.api_key.is_none()).then(|| {
-            format!(
-                "no API key for {}: set {} in the environment or in .env",
-                provider.name,
-                provider.key_vars_text()
-            )
-        });
-        Ok(Self {
-            reference: reference.to_owned(),
-            spec: model.clone(),
-            endpoint: Arc::new(endpoint),
-            blocked,
-        })
-    }
-
-    /// The call of `request` to this model, for sample `repeat`.
-    fn job(&self, request: ChatRequest, repeat: u32) -> CallJob {
-        let canonical = CanonicalRequest::new(
-            &self.endpoint.provider,
-            &self.endpoint.base_url,
-            &request,
-            repeat,
-        );
-        CallJob {
-            endpoint: self.endpoint.clone(),
-            request,
-            canonical,
-            input_price: self.spec.input_price,
-            output_price: self.spec.output_price,
-        }
-    }
-}
 
 /// A dry run's figures for one model.
 #[derive(Debug, Clone, PartialEq)]
@@ -189,10 +140,12 @@ impl BenchPlan {
         for (i, reference) in references.iter().enumerate() {
             let line = || if from_file { spec.model_line(i) } else { None };
             models.push(
-                PlannedModel::resolve(catalog, reference).map_err(|e| model_error(line(), e))?,
+                catalog
+                    .target(reference)
+                    .map_err(|e| model_error(line(), e))?,
             );
         }
-        let mut judges: Vec<PlannedModel> = Vec::new();
+        let mut judges: Vec<Target> = Vec::new();
         let mut prompt_judge = Vec::new();
         for (p, test) in spec.prompts.iter().enumerate() {
             let TestMethod::Judge(judged) = &test.method else {
@@ -203,7 +156,8 @@ impl BenchPlan {
                 Some(index) => index,
                 None => {
                     judges.push(
-                        PlannedModel::resolve(catalog, &judged.judge)
+                        catalog
+                            .target(&judged.judge)
                             .map_err(|e| model_error(spec.prompt_line(p), e))?,
                     );
                     judges.len() - 1

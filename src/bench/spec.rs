@@ -137,18 +137,6 @@ const PROMPT_FIELDS: [&str; 12] = [
 ];
 
 impl BenchSpec {
-    /// Reads and validates the benchmark file at `path`.
-    pub fn load(path: &Path) -> Result<Self, SpecError> {
-        let bytes = std::fs::read(path).map_err(|source| SpecError::Read {
-            path: path.to_path_buf(),
-            source,
-        })?;
-        let text = String::from_utf8_lossy(&bytes);
-        let mut spec = Self::parse(path, &text)?;
-        spec.sha256 = crate::store::sha256_hex(&bytes);
-        Ok(spec)
-    }
-
     /// Validates benchmark YAML; `path` only names the file in messages.
     pub fn parse(path: &Path, text: &str) -> Result<Self, SpecError> {
         let invalid = |line: Option<u64>, message: String| SpecError::Invalid {

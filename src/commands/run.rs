@@ -81,7 +81,8 @@ pub fn run(context: &Context, args: RunArgs) -> anyhow::Result<ExitCode> {
     }
     let config = context.load_config()?;
     let started = std::time::Instant::now();
-    let spec = BenchSpec::load(&args.file)?;
+    // The text was read above to find the kind: parse it rather than reading the file again.
+    let spec = BenchSpec::parse(&args.file, &text)?;
     tracing::debug!(elapsed = ?started.elapsed(), prompts = spec.prompts.len(), "benchmark file loaded");
     let options = BenchOptions {
         concurrency: args

@@ -90,6 +90,12 @@ impl Executor {
         self.mode
     }
 
+    /// Whether every one of `jobs` can be served from the cache.
+    pub fn all_cached(&self, jobs: &[CallJob]) -> Result<bool, StoreError> {
+        let cached = self.lookup(jobs.iter().map(|j| j.canonical.key.as_str()))?;
+        Ok(jobs.iter().all(|j| cached.contains_key(&j.canonical.key)))
+    }
+
     /// The cached answers for `keys` (none with `--no-cache`).
     pub fn lookup<'k>(
         &self,

@@ -8,10 +8,7 @@ use std::sync::{Arc, Mutex};
 
 use crate::config::Catalog;
 use crate::llm::executor::lock;
-use crate::llm::{
-    CallJob, CallOutcome, CanonicalRequest, ChatRequest, Executor, Image, Message, Part, Role,
-    SamplingParams,
-};
+use crate::llm::{CallOutcome, ChatRequest, Executor, Image, Message, Part, Role, SamplingParams};
 use crate::review::prompt::Template;
 use crate::store::{PredictionRow, RunStatus, Store};
 
@@ -148,10 +145,8 @@ pub async fn compare(
     plan: &ComparePlan,
     show_progress: bool,
 ) -> Result<CompareReport, String> {
-    let model = catalog.resolve(&plan.model).map_err(|e| e.to_string())?;
-    let provider = catalog.provider(model);
-    let endpoint = Arc::new(provider.endpoint());
-    let reference = model.reference();
+    let target = catalog.target(&plan.model).map_err(|e| e.to_string())?;
+    let reference = target.spec.reference();
     // Each image with its stem, bytes and predicates.
     let mut items = Vec::new();
     for path in &plan.images {
@@ -206,7 +201,7 @@ pub async fn compare(
             };
             let text = template.render(&[("predicates", &list.join("\n"))]);
             let request = ChatRequest {
-                model: model.model.clone(),
+                model: target.spec.model.clone(),
                 system: None,
                 messages: vec![Message {
                     role: Role::User,
@@ -215,30 +210,15 @@ pub async fn compare(
                 params: plan.params.clone(),
             };
             for trial in 0..plan.repeat.max(1) {
-                let canonical =
-                    CanonicalRequest::new(&endpoint.provider, &endpoint.base_url, &request, trial);
-                jobs.push(CallJob {
-                    endpoint: endpoint.clone(),
-                    request: request.clone(),
-                    canonical,
-                    input_price: model.input_price,
-                    output_price: model.output_price,
-                });
+                jobs.push(target.job(request.clone(), trial));
                 job_meta.push((i, variant, trial));
             }
         }
     }
-    if provider.key_required && endpoint.api_key.is_none() {
-        let cached = executor
-            .lookup(jobs.iter().map(|j| j.canonical.key.as_str()))
-            .map_err(|e| e.to_string())?;
-        if !jobs.iter().all(|j| cached.contains_key(&j.canonical.key)) {
-            return Err(format!(
-                "no API key for {}: set {} in the environment or in .env",
-                provider.name,
-                provider.key_vars_text()
-            ));
-        }
+    if let Some(reason) = &target.blocked
+        && !executor.all_cached(&jobs).map_err(|e| e.to_string())?
+    {
+        return Err(reason.clone());
     }
     let (run_id, image_shas) = {
         let s = lock(store);

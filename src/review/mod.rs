@@ -15,11 +15,9 @@ use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
-use crate::config::{Catalog, ConfigError, ModelSpec};
+use crate::config::{Catalog, ConfigError, Target};
 use crate::llm::executor::lock;
-use crate::llm::{
-    CallJob, CallOutcome, CanonicalRequest, ChatRequest, Executor, Message, SamplingParams,
-};
+use crate::llm::{CallJob, CallOutcome, ChatRequest, Executor, Message, SamplingParams};
 use crate::store::{NewGenerated, ReviewRow, RunStatus, ScoreRow, Store, StoreError, StoredCall};
 use criteria::Criteria;
 use parse::{ParseStatus, ParsedReview, parse_review};
@@ -51,8 +49,9 @@ pub enum ReviewError {
     Store(#[from] StoreError),
     #[error("{0}")]
     Nothing(String),
-    #[error("no API key for {provider}: set {vars} in the environment or in .env")]
-    MissingKey { provider: String, vars: String },
+    /// A provider needs a key that is not set (the message says which variables).
+    #[error("{0}")]
+    MissingKey(String),
 }
 
 /// Where the data of reviews lives.
@@ -155,73 +154,48 @@ impl Totals {
     }
 }
 
-/// A model resolved for calling, with its job builder.
-struct Caller<'a> {
-    model: &'a ModelSpec,
+/// A catalog model resolved for calling, as generation and review use it.
+struct Caller {
+    target: Target,
+    /// `provider:alias`, the form stored with reviews.
     reference: String,
-    endpoint: Arc<crate::llm::Endpoint>,
 }
 
-impl<'a> Caller<'a> {
-    fn new(catalog: &'a Catalog, reference: &str) -> Result<Self, ReviewError> {
-        let model = catalog.resolve(reference)?;
-        let provider = catalog.provider(model);
-        let endpoint = provider.endpoint();
+impl Caller {
+    fn new(catalog: &Catalog, reference: &str) -> Result<Self, ReviewError> {
+        let target = catalog.target(reference)?;
         Ok(Self {
-            model,
-            reference: model.reference(),
-            endpoint: Arc::new(endpoint),
+            reference: target.spec.reference(),
+            target,
         })
     }
 
     /// Fails when the provider needs a key that is not set and some call is not cached.
-    fn check_key(
-        &self,
-        catalog: &Catalog,
-        executor: &Executor,
-        jobs: &[CallJob],
-    ) -> Result<(), ReviewError> {
-        let provider = catalog.provider(self.model);
-        if !provider.key_required || self.endpoint.api_key.is_some() {
-            return Ok(());
+    fn check_key(&self, executor: &Executor, jobs: &[CallJob]) -> Result<(), ReviewError> {
+        match &self.target.blocked {
+            Some(reason) if !executor.all_cached(jobs)? => {
+                Err(ReviewError::MissingKey(reason.clone()))
+            }
+            _ => Ok(()),
         }
-        let cached = executor.lookup(jobs.iter().map(|j| j.canonical.key.as_str()))?;
-        if jobs.iter().all(|j| cached.contains_key(&j.canonical.key)) {
-            return Ok(());
-        }
-        Err(ReviewError::MissingKey {
-            provider: provider.name.clone(),
-            vars: provider.key_vars_text(),
-        })
     }
 
     fn job(&self, text: String, params: &SamplingParams) -> CallJob {
         let request = ChatRequest {
-            model: self.model.model.clone(),
+            model: self.target.spec.model.clone(),
             system: None,
             messages: vec![Message::user(text)],
             params: params.clone(),
         };
-        let canonical = CanonicalRequest::new(
-            &self.endpoint.provider,
-            &self.endpoint.base_url,
-            &request,
-            0,
-        );
-        CallJob {
-            endpoint: self.endpoint.clone(),
-            request,
-            canonical,
-            input_price: self.model.input_price,
-            output_price: self.model.output_price,
-        }
+        self.target.job(request, 0)
     }
 
     /// `(provider, model)` as file and CSV names show them: `anthropic`, `claude-3-5-haiku`.
     fn names(&self) -> (String, String) {
+        let spec = &self.target.spec;
         (
-            self.model.provider.clone(),
-            self.model.alias.replace(char::is_whitespace, "-"),
+            spec.provider.clone(),
+            spec.alias.replace(char::is_whitespace, "-"),
         )
     }
 }
@@ -260,7 +234,7 @@ pub async fn generate(
             )
         })
         .collect();
-    caller.check_key(catalog, executor, &jobs)?;
+    caller.check_key(executor, &jobs)?;
     let options = serde_json::json!({"model": caller.reference, "prompt_sha256": template.sha256})
         .to_string();
     let run_id = lock(store).create_run(
@@ -320,7 +294,7 @@ pub async fn generate(
 fn save_generated(
     store: &Mutex<Store>,
     run_id: i64,
-    caller: &Caller<'_>,
+    caller: &Caller,
     (provider, model): (&str, &str),
     sensor: &Sensor,
     call: &StoredCall,
@@ -462,7 +436,7 @@ pub async fn review(
             job_item.push(index);
         }
     }
-    caller.check_key(catalog, executor, &jobs)?;
+    caller.check_key(executor, &jobs)?;
     let options = serde_json::json!({
         "reviewer": caller.reference,
         "generator": plan.generator,
@@ -577,7 +551,7 @@ fn render_review_prompt(plan: &ReviewPlan, item: &Item, official: &str) -> Strin
 struct RecordContext<'a> {
     store: &'a Mutex<Store>,
     plan: &'a ReviewPlan,
-    caller: &'a Caller<'a>,
+    caller: &'a Caller,
     reviewer: (&'a str, &'a str),
     run_id: i64,
 }
