@@ -5,6 +5,7 @@
 //! the executor serves them from the cache or a provider, and summaries come from polars.
 
 pub mod analysis;
+pub mod answer;
 pub mod bench;
 pub mod commands;
 pub mod config;

@@ -47,7 +47,7 @@ pub struct ParsedAnswer {
 
 /// Reads `answer` for the predicates `asked` under `variant`'s rules.
 pub fn parse_answer(answer: &str, asked: &[Predicate], variant: Variant) -> ParsedAnswer {
-    let object = match crate::review::parse::find_review_object(answer) {
+    let object = match crate::answer::find_object(answer) {
         Ok(object) => object,
         Err(reason) => {
             return ParsedAnswer {

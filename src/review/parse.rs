@@ -1,12 +1,13 @@
-//! Reading a reviewer's answer: find the JSON object in prose or code fences, tolerate the
-//! usual slips (trailing commas, scores as "4" or "4/5", nested objects), and turn anything
-//! invalid into N/A with its reason. An unreadable answer is a parse failure, never a score.
+//! Reading a reviewer's answer: the JSON object `crate::answer` finds in prose or code fences,
+//! the usual slips tolerated (scores as "4" or "4/5", nested objects), and anything invalid
+//! turned into N/A with its reason. An unreadable answer is a parse failure, never a score.
 
 use std::collections::HashMap;
 
 use serde_json::Value;
 
 use super::criteria::Criteria;
+use crate::answer::{find_object, normalise_key};
 
 /// A score that could be used, or why not.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -63,7 +64,7 @@ impl ParsedReview {
 /// Reads `answer` against `criteria`.
 pub fn parse_review(answer: &str, criteria: &Criteria) -> ParsedReview {
     let (min, max) = (criteria.scale.min, criteria.scale.max);
-    let object = match find_review_object(answer) {
+    let object = match find_object(answer) {
         Ok(object) => object,
         Err(reason) => {
             let na = |id: &str| ScoreEntry {
@@ -136,7 +137,7 @@ pub fn parse_review(answer: &str, criteria: &Criteria) -> ParsedReview {
 /// A judge's single score: the `score` (and `justification`) of the JSON object in `answer`,
 /// on `min..=max`. An answer without a usable score is an error naming why.
 pub fn parse_judge(answer: &str, min: i64, max: i64) -> Result<(i64, Option<String>), String> {
-    let object = find_review_object(answer)?;
+    let object = find_object(answer)?;
     let keys: HashMap<String, &Value> = object.iter().map(|(k, v)| (normalise_key(k), v)).collect();
     let score = keys
         .get("score")
@@ -147,14 +148,6 @@ pub fn parse_judge(answer: &str, min: i64, max: i64) -> Result<(i64, Option<Stri
         .and_then(|v| v.as_str())
         .map(|s| s.trim().to_owned());
     Ok((score, justification))
-}
-
-/// `P1_Score`, `p1-score`, `p1 score` all become `p1score`.
-fn normalise_key(key: &str) -> String {
-    key.chars()
-        .filter(|c| c.is_ascii_alphanumeric())
-        .collect::<String>()
-        .to_ascii_lowercase()
 }
 
 /// A score on `min..=max` from a number or a string like "4", "4/5", "4 out of 5".
@@ -193,102 +186,6 @@ fn read_score(value: &Value, min: i64, max: i64) -> Result<i64, String> {
         return Err(format!("{v} is outside the {min}-{max} scale"));
     }
     Ok(v)
-}
-
-/// The JSON object of an answer: the first object (in a code fence or the text) that has
-/// score keys, else the first object at all. Also used for relevance answers.
-pub(crate) fn find_review_object(answer: &str) -> Result<serde_json::Map<String, Value>, String> {
-    let mut first_object = None;
-    for candidate in json_candidates(answer) {
-        let Some(Value::Object(map)) = parse_lenient(candidate) else {
-            continue;
-        };
-        let has_scores = map.keys().any(|k| {
-            let k = normalise_key(k);
-            k.ends_with("score") || k == "overall"
-        });
-        if has_scores {
-            return Ok(map);
-        }
-        first_object.get_or_insert(map);
-    }
-    match first_object {
-        Some(map) if !map.is_empty() => Ok(map),
-        _ if answer.trim().is_empty() => Err("the answer is empty".into()),
-        _ => Err(format!(
-            "no JSON object with scores in the answer (it begins `{}`)",
-            crate::llm::client::truncate_chars(&answer.trim().replace('\n', " "), 80)
-        )),
-    }
-}
-
-/// Slices that may hold the object: fenced blocks first, then every balanced `{...}`.
-fn json_candidates(text: &str) -> Vec<&str> {
-    let mut out = Vec::new();
-    let mut rest = text;
-    while let Some(start) = rest.find("```") {
-        let after = &rest[start + 3..];
-        let body_start = after.find('\n').map_or(0, |i| i + 1);
-        let Some(end) = after[body_start..].find("```") else {
-            break;
-        };
-        out.push(&after[body_start..body_start + end]);
-        rest = &after[body_start + end + 3..];
-    }
-    let bytes = text.as_bytes();
-    let mut i = 0;
-    while i < bytes.len() {
-        if bytes[i] == b'{' {
-            if let Some(end) = matching_brace(text, i) {
-                out.push(&text[i..=end]);
-                i = end + 1;
-                continue;
-            }
-            // Unbalanced (a cut-off answer): try what there is.
-            out.push(&text[i..]);
-            break;
-        }
-        i += 1;
-    }
-    out
-}
-
-/// The index of the `}` closing the `{` at `open`, skipping braces inside strings.
-fn matching_brace(text: &str, open: usize) -> Option<usize> {
-    let mut depth = 0usize;
-    let mut in_string = false;
-    let mut escaped = false;
-    for (offset, c) in text[open..].char_indices() {
-        if in_string {
-            match (escaped, c) {
-                (true, _) => escaped = false,
-                (false, '\\') => escaped = true,
-                (false, '"') => in_string = false,
-                _ => {}
-            }
-            continue;
-        }
-        match c {
-            '"' => in_string = true,
-            '{' => depth += 1,
-            '}' => {
-                depth -= 1;
-                if depth == 0 {
-                    return Some(open + offset);
-                }
-            }
-            _ => {}
-        }
-    }
-    None
-}
-
-/// Strict JSON, else JSON5 (trailing commas, single quotes, comments, unquoted keys).
-fn parse_lenient(candidate: &str) -> Option<Value> {
-    let candidate = candidate.trim();
-    serde_json::from_str(candidate)
-        .ok()
-        .or_else(|| json5::from_str(candidate).ok())
 }
 
 #[cfg(test)]
@@ -424,16 +321,6 @@ mod tests {
         assert_eq!(
             parse_judge("{\"grade\": 3}", 1, 5),
             Err("the judge's answer has no `score`".into())
-        );
-    }
-
-    #[test]
-    fn braces_inside_strings_do_not_confuse_the_scanner() {
-        let answer = r#"{"p1_score": 4, "p1_justification": "uses {braces} and \"}\" inside", "overall_score": 4}"#;
-        let r = parse(answer);
-        assert_eq!(
-            r.scores[0].justification.as_deref(),
-            Some("uses {braces} and \"}\" inside")
         );
     }
 }
