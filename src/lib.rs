@@ -13,6 +13,7 @@ pub mod cost;
 pub mod energy;
 pub mod llm;
 pub mod output;
+pub mod prompt;
 pub mod relevance;
 pub mod review;
 pub mod store;

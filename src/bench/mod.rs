@@ -413,9 +413,8 @@ impl BenchPlan {
         if waiting.is_empty() {
             return Ok(());
         }
-        let template =
-            crate::review::prompt::Template::load(None, JUDGE_PROMPT, &["answer", "rubric"])
-                .map_err(|e| BenchError::Judge(e.to_string()))?;
+        let template = crate::prompt::Template::load(None, JUDGE_PROMPT, &["answer", "rubric"])
+            .map_err(|e| BenchError::Judge(e.to_string()))?;
         let jobs: Vec<CallJob> = waiting
             .iter()
             .map(|w| {

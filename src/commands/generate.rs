@@ -5,7 +5,8 @@ use std::process::ExitCode;
 
 use super::{CacheArgs, Context, SensorArgs, runtime, shown};
 use crate::llm::SamplingParams;
-use crate::review::prompt::{GENERATION_PROMPT, Template};
+use crate::prompt::Template;
+use crate::review::prompts::GENERATION_PROMPT;
 use crate::review::{CallSettings, GeneratePlan, Paths, SensorFilter, generate};
 
 /// Have a model write a datasheet for each sensor of the list, saved as

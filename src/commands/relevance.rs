@@ -8,6 +8,7 @@ use anyhow::Context as _;
 
 use super::{CacheArgs, Context, runtime, shown};
 use crate::llm::SamplingParams;
+use crate::prompt::Template;
 use crate::relevance::report::{
     console_block, statistics_block, write_statistics_csv, write_summary_csv,
 };
@@ -15,7 +16,6 @@ use crate::relevance::run::{
     ComparePlan, RelevanceExperiment, WITH_PROMPT, WITHOUT_PROMPT, compare, load_ground_truth,
 };
 use crate::relevance::synth::synthesize;
-use crate::review::prompt::Template;
 
 /// Relevance experiments: a vision model scores predicates of images with and without an
 /// "uncertain" option.

@@ -7,9 +7,10 @@ use std::process::ExitCode;
 
 use super::{CacheArgs, Context, SensorArgs, runtime, shown};
 use crate::llm::{CacheMode, SamplingParams};
+use crate::prompt::Template;
 use crate::review::criteria::Criteria;
 use crate::review::experiment::ReviewExperiment;
-use crate::review::prompt::{GENERATION_PROMPT, REVIEW_PROMPT, Template};
+use crate::review::prompts::{GENERATION_PROMPT, REVIEW_PROMPT};
 use crate::review::{
     CallSettings, GeneratePlan, Paths, ReviewPlan, SensorFilter, generate, review,
 };

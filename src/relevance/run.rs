@@ -9,7 +9,7 @@ use std::sync::{Arc, Mutex};
 use crate::config::Catalog;
 use crate::llm::executor::lock;
 use crate::llm::{CallOutcome, ChatRequest, Executor, Image, Message, Part, Role, SamplingParams};
-use crate::review::prompt::Template;
+use crate::prompt::Template;
 use crate::store::{PredictionRow, RunStatus, Store};
 
 use super::metrics::{Scored, VariantMetrics};

@@ -7,7 +7,7 @@
 pub mod criteria;
 pub mod experiment;
 pub mod parse;
-pub mod prompt;
+pub mod prompts;
 pub mod sensors;
 pub mod spec_csv;
 
@@ -18,10 +18,10 @@ use std::sync::{Arc, Mutex};
 use crate::config::{Catalog, ConfigError, Target};
 use crate::llm::executor::lock;
 use crate::llm::{CallJob, CallOutcome, ChatRequest, Executor, Message, SamplingParams};
+use crate::prompt::{PromptError, Template};
 use crate::store::{NewGenerated, ReviewRow, RunStatus, ScoreRow, Store, StoreError, StoredCall};
 use criteria::Criteria;
 use parse::{ParseStatus, ParsedReview, parse_review};
-use prompt::Template;
 use sensors::{GeneratedFile, Sensor, safe_component};
 use spec_csv::ReviewCsvRow;
 
@@ -43,6 +43,9 @@ pub enum ReviewError {
     },
     #[error("{origin}: {message}")]
     Invalid { origin: String, message: String },
+    /// A prompt template could not be read or lacks a placeholder.
+    #[error(transparent)]
+    Prompt(#[from] PromptError),
     #[error(transparent)]
     Model(#[from] ConfigError),
     #[error(transparent)]

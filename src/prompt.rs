@@ -1,19 +1,46 @@
-//! Prompt templates: built in (the files of `prompts/`) or a user's file, with `{name}`
-//! placeholders. The template's hash is stored with each review.
+//! Prompt templates: a built-in text or a user's file, with `{name}` placeholders, rendered in
+//! one pass; the template's sha256 is stored with what it produced. It must not hold any
+//! experiment's prompts: those stay with their experiment (review, relevance, the bench judge).
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
-use super::ReviewError;
+/// Why a template cannot be used.
+#[derive(Debug, thiserror::Error)]
+pub enum PromptError {
+    /// The user's template file could not be read.
+    #[error("cannot read the prompt template {path}: {source}")]
+    Read {
+        /// The template file.
+        path: PathBuf,
+        /// Why it could not be read.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The template lacks placeholders its experiment needs.
+    #[error("{origin}: the prompt template lacks {}", braced(placeholders))]
+    Missing {
+        /// The file, or `built-in prompt`.
+        origin: String,
+        /// The names missing, without their braces.
+        placeholders: Vec<String>,
+    },
+}
 
-/// The built-in review prompt (`prompts/review_criteria_prompt.txt`).
-pub const REVIEW_PROMPT: &str = include_str!("../../prompts/review_criteria_prompt.txt");
-/// The built-in generation prompt (`prompts/datasheet_generation_prompt.txt`).
-pub const GENERATION_PROMPT: &str = include_str!("../../prompts/datasheet_generation_prompt.txt");
+/// `{a}, {b}`: placeholder names as a template writes them.
+fn braced(names: &[String]) -> String {
+    names
+        .iter()
+        .map(|name| format!("{{{name}}}"))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
 
 /// A prompt template and the hash of its text.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Template {
+    /// The template as written, placeholders included.
     pub text: String,
+    /// The sha256 of `text` (hex), stored with what the template produced.
     pub sha256: String,
 }
 
@@ -23,12 +50,11 @@ impl Template {
         path: Option<&Path>,
         builtin: &str,
         required: &[&str],
-    ) -> Result<Self, ReviewError> {
+    ) -> Result<Self, PromptError> {
         let (origin, text) = match path {
             Some(path) => (
                 path.display().to_string(),
-                std::fs::read_to_string(path).map_err(|source| ReviewError::Read {
-                    what: "prompt template",
+                std::fs::read_to_string(path).map_err(|source| PromptError::Read {
                     path: path.to_path_buf(),
                     source,
                 })?,
@@ -38,12 +64,12 @@ impl Template {
         let missing: Vec<String> = required
             .iter()
             .filter(|name| !text.contains(&format!("{{{name}}}")))
-            .map(|name| format!("{{{name}}}"))
+            .map(|name| (*name).to_owned())
             .collect();
         if !missing.is_empty() {
-            return Err(ReviewError::Invalid {
+            return Err(PromptError::Missing {
                 origin,
-                message: format!("the prompt template lacks {}", missing.join(", ")),
+                placeholders: missing,
             });
         }
         Ok(Self {
@@ -98,13 +124,5 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(e.contains("lacks {name}, {sensor}"), "{e}");
-        let review = Template::load(
-            None,
-            REVIEW_PROMPT,
-            &["official_datasheet", "generated_datasheet"],
-        )
-        .unwrap();
-        assert!(review.text.contains("{criteria}"));
-        Template::load(None, GENERATION_PROMPT, &["brand", "sensor"]).unwrap();
     }
 }
