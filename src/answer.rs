@@ -1,6 +1,7 @@
 //! Reading a model's answer: finds the JSON object in it (code fences, prose around it, JSON5
-//! slips such as trailing commas, a cut-off end) and normalises its keys. It must not know any
-//! experiment's keys, scales or verdicts: what the object means is the caller's business.
+//! slips such as trailing commas, a cut-off end), normalises its keys and reads a score on the
+//! scale the caller names. It must not know any experiment's keys, scales or verdicts: what the
+//! object means is the caller's business.
 
 use serde_json::Value;
 
@@ -41,6 +42,46 @@ pub fn normalise_key(key: &str) -> String {
         .filter(|c| c.is_ascii_alphanumeric())
         .collect::<String>()
         .to_ascii_lowercase()
+}
+
+/// A score on `min..=max` from a number or a string like "4", "4/5", "4 out of 5"; else why
+/// not, in words a results table can show. The words name "the reviewer" for every scorer
+/// (a review's reviewer and the bench judge alike), as they always have.
+pub fn read_score(value: &Value, min: i64, max: i64) -> Result<i64, String> {
+    let number = match value {
+        Value::Number(n) => n.as_f64(),
+        Value::String(s) => {
+            let s = s.trim();
+            if s.is_empty() || s.eq_ignore_ascii_case("n/a") || s.eq_ignore_ascii_case("na") {
+                return Err("the reviewer gave no score (N/A)".into());
+            }
+            let leading = s
+                .split(|c: char| c == '/' || c.is_whitespace())
+                .next()
+                .unwrap_or_default();
+            let rest = s[leading.len()..].trim().to_ascii_lowercase();
+            let denominator_ok = rest.is_empty()
+                || rest.trim_start_matches('/').trim() == max.to_string()
+                || rest == format!("out of {max}");
+            match leading.parse::<f64>() {
+                Ok(v) if denominator_ok => Some(v),
+                _ => return Err(format!("`{s}` is not a score")),
+            }
+        }
+        Value::Null => return Err("the reviewer gave no score (null)".into()),
+        other => return Err(format!("`{other}` is not a score")),
+    };
+    let Some(v) = number else {
+        return Err(format!("`{value}` is not a score"));
+    };
+    if v.fract() != 0.0 {
+        return Err(format!("{v} is not a whole score on the {min}-{max} scale"));
+    }
+    let v = v as i64;
+    if v < min || v > max {
+        return Err(format!("{v} is outside the {min}-{max} scale"));
+    }
+    Ok(v)
 }
 
 /// Slices that may hold the object: fenced blocks first, then every balanced `{...}`.

@@ -3,6 +3,7 @@
 //! The spec becomes a plan of calls (with cache keys); the executor serves them; each outcome
 //! becomes a result row pointing at its call. No HTTP and no SQL here.
 
+pub mod judge;
 pub mod methods;
 pub mod spec;
 
@@ -20,6 +21,7 @@ use crate::llm::{
     estimate_tokens,
 };
 use crate::store::{BenchResultRow, RunStatus, Store, StoreError, StoredCall};
+use judge::{JUDGE_MAX_TOKENS, JUDGE_PROMPT, parse_judge};
 use methods::TestMethod;
 
 /// What stops a benchmark from running at all.
@@ -77,11 +79,6 @@ pub struct BenchPlan {
     pub judges: Vec<Target>,
     pub prompt_judge: Vec<Option<usize>>,
 }
-
-/// The judge prompt (`prompts/judge_prompt.txt`).
-pub const JUDGE_PROMPT: &str = include_str!("../../prompts/judge_prompt.txt");
-/// Most tokens a judge's answer may use.
-const JUDGE_MAX_TOKENS: u32 = 512;
 
 /// A dry run's figures for one model.
 #[derive(Debug, Clone, PartialEq)]
@@ -516,7 +513,7 @@ impl BenchPlan {
                 if matches!(outcome, CallOutcome::Fresh(_)) {
                     row.paid_usd = Some(row.paid_usd.unwrap_or(0.0) + call.cost_usd);
                 }
-                match crate::review::parse::parse_judge(&call.text, 1, 5) {
+                match parse_judge(&call.text, 1, 5) {
                     Ok((score, why)) => {
                         row.judge_score = Some(score);
                         row.passed = Some(score >= judged.threshold);

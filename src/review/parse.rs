@@ -7,7 +7,7 @@ use std::collections::HashMap;
 use serde_json::Value;
 
 use super::criteria::Criteria;
-use crate::answer::{find_object, normalise_key};
+use crate::answer::{find_object, normalise_key, read_score};
 
 /// A score that could be used, or why not.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -134,60 +134,6 @@ pub fn parse_review(answer: &str, criteria: &Criteria) -> ParsedReview {
     }
 }
 
-/// A judge's single score: the `score` (and `justification`) of the JSON object in `answer`,
-/// on `min..=max`. An answer without a usable score is an error naming why.
-pub fn parse_judge(answer: &str, min: i64, max: i64) -> Result<(i64, Option<String>), String> {
-    let object = find_object(answer)?;
-    let keys: HashMap<String, &Value> = object.iter().map(|(k, v)| (normalise_key(k), v)).collect();
-    let score = keys
-        .get("score")
-        .ok_or_else(|| "the judge's answer has no `score`".to_owned())
-        .and_then(|v| read_score(v, min, max))?;
-    let justification = keys
-        .get("justification")
-        .and_then(|v| v.as_str())
-        .map(|s| s.trim().to_owned());
-    Ok((score, justification))
-}
-
-/// A score on `min..=max` from a number or a string like "4", "4/5", "4 out of 5".
-fn read_score(value: &Value, min: i64, max: i64) -> Result<i64, String> {
-    let number = match value {
-        Value::Number(n) => n.as_f64(),
-        Value::String(s) => {
-            let s = s.trim();
-            if s.is_empty() || s.eq_ignore_ascii_case("n/a") || s.eq_ignore_ascii_case("na") {
-                return Err("the reviewer gave no score (N/A)".into());
-            }
-            let leading = s
-                .split(|c: char| c == '/' || c.is_whitespace())
-                .next()
-                .unwrap_or_default();
-            let rest = s[leading.len()..].trim().to_ascii_lowercase();
-            let denominator_ok = rest.is_empty()
-                || rest.trim_start_matches('/').trim() == max.to_string()
-                || rest == format!("out of {max}");
-            match leading.parse::<f64>() {
-                Ok(v) if denominator_ok => Some(v),
-                _ => return Err(format!("`{s}` is not a score")),
-            }
-        }
-        Value::Null => return Err("the reviewer gave no score (null)".into()),
-        other => return Err(format!("`{other}` is not a score")),
-    };
-    let Some(v) = number else {
-        return Err(format!("`{value}` is not a score"));
-    };
-    if v.fract() != 0.0 {
-        return Err(format!("{v} is not a whole score on the {min}-{max} scale"));
-    }
-    let v = v as i64;
-    if v < min || v > max {
-        return Err(format!("{v} is outside the {min}-{max} scale"));
-    }
-    Ok(v)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -297,30 +243,5 @@ mod tests {
             assert_eq!(r.average(), None);
             assert!(r.detail.is_some());
         }
-    }
-
-    #[test]
-    fn judge_answers() {
-        assert_eq!(
-            parse_judge(
-                "Verdict: {\"score\": \"4\", \"justification\": \"close\"}",
-                1,
-                5
-            ),
-            Ok((4, Some("close".into())))
-        );
-        assert_eq!(
-            parse_judge("{\"score\": 6}", 1, 5),
-            Err("6 is outside the 1-5 scale".into())
-        );
-        assert!(
-            parse_judge("five stars", 1, 5)
-                .unwrap_err()
-                .contains("no JSON object")
-        );
-        assert_eq!(
-            parse_judge("{\"grade\": 3}", 1, 5),
-            Err("the judge's answer has no `score`".into())
-        );
     }
 }

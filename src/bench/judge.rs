@@ -1,0 +1,60 @@
+//! The benchmark judge: its prompt, its token budget, and reading its verdict (one score and a
+//! justification) from its answer through `crate::answer`. It must not call models or store
+//! rows: `bench::BenchPlan` does that.
+
+use std::collections::HashMap;
+
+use serde_json::Value;
+
+use crate::answer::{find_object, normalise_key, read_score};
+
+/// The judge prompt (`prompts/judge_prompt.txt`).
+pub const JUDGE_PROMPT: &str = include_str!("../../prompts/judge_prompt.txt");
+/// Most tokens a judge's answer may use.
+pub(super) const JUDGE_MAX_TOKENS: u32 = 512;
+
+/// A judge's single score: the `score` (and `justification`) of the JSON object in `answer`,
+/// on `min..=max`. An answer without a usable score is an error naming why.
+pub fn parse_judge(answer: &str, min: i64, max: i64) -> Result<(i64, Option<String>), String> {
+    let object = find_object(answer)?;
+    let keys: HashMap<String, &Value> = object.iter().map(|(k, v)| (normalise_key(k), v)).collect();
+    let score = keys
+        .get("score")
+        .ok_or_else(|| "the judge's answer has no `score`".to_owned())
+        .and_then(|v| read_score(v, min, max))?;
+    let justification = keys
+        .get("justification")
+        .and_then(|v| v.as_str())
+        .map(|s| s.trim().to_owned());
+    Ok((score, justification))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn judge_answers() {
+        assert_eq!(
+            parse_judge(
+                "Verdict: {\"score\": \"4\", \"justification\": \"close\"}",
+                1,
+                5
+            ),
+            Ok((4, Some("close".into())))
+        );
+        assert_eq!(
+            parse_judge("{\"score\": 6}", 1, 5),
+            Err("6 is outside the 1-5 scale".into())
+        );
+        assert!(
+            parse_judge("five stars", 1, 5)
+                .unwrap_err()
+                .contains("no JSON object")
+        );
+        assert_eq!(
+            parse_judge("{\"grade\": 3}", 1, 5),
+            Err("the judge's answer has no `score`".into())
+        );
+    }
+}
