@@ -2,14 +2,19 @@
 //! official datasheet on criteria P1-P16 and overall, on a 1-5 Likert scale.
 //!
 //! Generation and review both become call jobs for the shared executor (so both are cached);
-//! answers become stored rows, files under `results/`, and the specification's CSV.
+//! answers become stored rows, files under `results/`, and the specification's CSV. Generation
+//! lives in `generate`, the CSV (and a review's row in it) in `spec_csv`; this file runs reviews.
 
 pub mod criteria;
 pub mod experiment;
+pub mod generate;
 pub mod parse;
 pub mod prompts;
 pub mod sensors;
 pub mod spec_csv;
+
+pub use generate::{GeneratePlan, generate};
+pub use spec_csv::csv_row;
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
@@ -19,11 +24,10 @@ use crate::config::{Catalog, ConfigError, Target};
 use crate::llm::executor::lock;
 use crate::llm::{CallJob, CallOutcome, ChatRequest, Executor, Message, SamplingParams};
 use crate::prompt::{PromptError, Template};
-use crate::store::{NewGenerated, ReviewRow, RunStatus, ScoreRow, Store, StoreError, StoredCall};
+use crate::store::{ReviewRow, RunStatus, ScoreRow, Store, StoreError};
 use criteria::Criteria;
 use parse::{ParseStatus, ParsedReview, parse_review};
 use sensors::{GeneratedFile, Sensor, safe_component};
-use spec_csv::ReviewCsvRow;
 
 /// What stops a generation or review from running at all.
 #[derive(Debug, thiserror::Error)]
@@ -201,160 +205,6 @@ impl Caller {
             spec.alias.replace(char::is_whitespace, "-"),
         )
     }
-}
-
-/// What to generate: a datasheet of each sensor by one model.
-#[derive(Debug, Clone)]
-pub struct GeneratePlan {
-    pub model: String,
-    pub sensors: Vec<Sensor>,
-    pub paths: Paths,
-    pub template: Template,
-}
-
-/// Writes a datasheet for each sensor with the plan's model, saved under `paths.results` and
-/// stored. A cached answer reuses its file instead of writing a copy.
-pub async fn generate(
-    store: &Arc<Mutex<Store>>,
-    executor: &Executor,
-    catalog: &Catalog,
-    plan: &GeneratePlan,
-    settings: &CallSettings,
-) -> Result<Totals, ReviewError> {
-    let GeneratePlan {
-        model: model_ref,
-        sensors,
-        paths,
-        template,
-    } = plan;
-    let caller = Caller::new(catalog, model_ref)?;
-    let jobs: Vec<CallJob> = sensors
-        .iter()
-        .map(|s| {
-            caller.job(
-                template.render(&[("brand", &s.brand), ("sensor", &s.sensor)]),
-                &settings.params,
-            )
-        })
-        .collect();
-    caller.check_key(executor, &jobs)?;
-    let options = serde_json::json!({"model": caller.reference, "prompt_sha256": template.sha256})
-        .to_string();
-    let run_id = lock(store).create_run(
-        "generate",
-        Some(&paths.sensors.display().to_string()),
-        None,
-        &options,
-    )?;
-    let mut totals = Totals {
-        run_id,
-        ..Totals::default()
-    };
-    let progress = crate::output::progress_bar(jobs.len(), settings.show_progress);
-    let (provider, model) = caller.names();
-    let mut failure = None;
-    executor
-        .run(jobs, |index, outcome| {
-            progress.inc(1);
-            totals.add_call(&outcome);
-            let sensor = &sensors[index];
-            let call = match &outcome {
-                CallOutcome::Failed { error, .. } => {
-                    totals
-                        .errors
-                        .push(format!("{} {}: {error}", sensor.brand, sensor.sensor));
-                    return;
-                }
-                CallOutcome::Hit(call) | CallOutcome::Fresh(call) => call,
-            };
-            let result = save_generated(
-                store,
-                run_id,
-                &caller,
-                (&provider, &model),
-                sensor,
-                call,
-                &outcome,
-                paths,
-            );
-            match result {
-                Ok(path) => {
-                    totals.done += 1;
-                    totals.files.insert(path);
-                }
-                Err(e) => {
-                    failure.get_or_insert(e);
-                }
-            }
-        })
-        .await?;
-    finish_run(store, &progress, failure, totals)
-}
-
-/// Writes (or, for a cached answer already on disk, reuses) the file of a generated datasheet
-/// and records it.
-#[allow(clippy::too_many_arguments)]
-fn save_generated(
-    store: &Mutex<Store>,
-    run_id: i64,
-    caller: &Caller,
-    (provider, model): (&str, &str),
-    sensor: &Sensor,
-    call: &StoredCall,
-    outcome: &CallOutcome,
-    paths: &Paths,
-) -> Result<PathBuf, ReviewError> {
-    let store = lock(store);
-    let existing = store
-        .generated_path_for_call(call.id)?
-        .map(PathBuf::from)
-        .filter(|p| std::fs::read_to_string(p).is_ok_and(|text| text == call.text));
-    let path = match existing {
-        Some(path) => path,
-        None => {
-            let dir = paths
-                .results
-                .join(safe_component(&sensor.brand))
-                .join(safe_component(&sensor.sensor));
-            std::fs::create_dir_all(&dir).map_err(|source| ReviewError::Write {
-                path: dir.clone(),
-                source,
-            })?;
-            let stamp = chrono::Utc::now().format("%Y%m%d_%H%M%S").to_string();
-            let base = format!(
-                "{}_{}_{stamp}",
-                safe_component(provider),
-                safe_component(model)
-            );
-            let mut path = dir.join(format!("{base}.md"));
-            let mut n = 2;
-            while path.exists() {
-                path = dir.join(format!("{base}-{n}.md"));
-                n += 1;
-            }
-            std::fs::write(&path, &call.text).map_err(|source| ReviewError::Write {
-                path: path.clone(),
-                source,
-            })?;
-            path
-        }
-    };
-    let hit = matches!(outcome, CallOutcome::Hit(_));
-    store.insert_generated(&NewGenerated {
-        run_id: Some(run_id),
-        brand: &sensor.brand,
-        sensor: &sensor.sensor,
-        generator_provider: provider,
-        generator_model: model,
-        model_ref: Some(&caller.reference),
-        call_id: Some(call.id),
-        cache_hit: hit,
-        cost_usd: Some(call.cost_usd),
-        paid_usd: Some(if hit { 0.0 } else { call.cost_usd }),
-        content: &call.text,
-        path: &path.display().to_string(),
-    })?;
-    Ok(path)
 }
 
 /// What to review and how.
@@ -689,46 +539,6 @@ impl RecordContext<'_> {
     }
 }
 
-/// A stored review as the specification's CSV row: scores or `N/A`, and for each N/A without
-/// a justification the reason it is N/A.
-pub fn csv_row(row: &ReviewRow) -> ReviewCsvRow {
-    let score = |s: Option<i64>| s.map_or_else(|| "N/A".to_owned(), |v| v.to_string());
-    let justification = |text: &Option<String>, reason: &Option<String>| match (text, reason) {
-        (Some(text), _) => text.clone(),
-        (None, Some(reason)) => format!("N/A: {reason}"),
-        (None, None) => String::new(),
-    };
-    let overall_justification = if row.parse_status == ParseStatus::Failed.as_str() {
-        format!(
-            "N/A: the reviewer's answer could not be parsed ({})",
-            row.detail.as_deref().unwrap_or("no JSON object")
-        )
-    } else {
-        justification(&row.overall_justification, &row.overall_na_reason)
-    };
-    ReviewCsvRow {
-        brand: row.brand.clone(),
-        sensor: row.sensor.clone(),
-        generator_provider: row.generator_provider.clone(),
-        generator_model: row.generator_model.clone(),
-        reviewer_provider: row.reviewer_provider.clone(),
-        reviewer_model: row.reviewer_model.clone(),
-        official_status: row.official_status.clone(),
-        scores: row.scores.iter().map(|s| score(s.score)).collect(),
-        average: row
-            .average_score
-            .map_or_else(|| "N/A".to_owned(), |a| format!("{a:.2}")),
-        overall: score(row.overall_score),
-        justifications: row
-            .scores
-            .iter()
-            .map(|s| justification(&s.justification, &s.na_reason))
-            .collect(),
-        overall_justification,
-        timestamp: csv_timestamp(&row.reviewed_at),
-    }
-}
-
 /// A review that has no scores: every criterion N/A for `reason`.
 fn not_reviewed(criteria: &Criteria, reason: &str) -> ParsedReview {
     let na = |id: &str| parse::ScoreEntry {
@@ -743,15 +553,4 @@ fn not_reviewed(criteria: &Criteria, reason: &str) -> ParsedReview {
         scores: criteria.items.iter().map(|c| na(&c.id)).collect(),
         overall: na("overall"),
     }
-}
-
-/// RFC 3339 as the CSV wants it: `YYYY-MM-DD HH:MM:SS` (UTC).
-fn csv_timestamp(rfc3339: &str) -> String {
-    chrono::DateTime::parse_from_rfc3339(rfc3339)
-        .map(|t| {
-            t.with_timezone(&chrono::Utc)
-                .format("%Y-%m-%d %H:%M:%S")
-                .to_string()
-        })
-        .unwrap_or_else(|_| rfc3339.to_owned())
 }

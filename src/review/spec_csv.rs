@@ -1,13 +1,16 @@
 //! The specification's review CSV: `results/reviews/<ReviewerProvider>_<ReviewerModel>/
 //! <Brand>_<Sensor>.csv`, one row per reviewed generated datasheet, exactly its columns in its
-//! order, the header written once, and appends that never duplicate a row.
+//! order, the header written once, and appends that never duplicate a row; and how a stored
+//! review becomes such a row.
 
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 
 use super::ReviewError;
 use super::criteria::Criteria;
+use super::parse::ParseStatus;
 use super::sensors::safe_component;
+use crate::store::ReviewRow;
 
 /// One review as the CSV shows it (scores already formatted: `1`-`5` or `N/A`).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -175,6 +178,57 @@ fn existing_rows(path: &Path, expected: &[String]) -> Result<HashSet<Vec<String>
 }
 
 /// Every record of a CSV file, header included.
+/// A stored review as the specification's CSV row: scores or `N/A`, and for each N/A without
+/// a justification the reason it is N/A.
+pub fn csv_row(row: &ReviewRow) -> ReviewCsvRow {
+    let score = |s: Option<i64>| s.map_or_else(|| "N/A".to_owned(), |v| v.to_string());
+    let justification = |text: &Option<String>, reason: &Option<String>| match (text, reason) {
+        (Some(text), _) => text.clone(),
+        (None, Some(reason)) => format!("N/A: {reason}"),
+        (None, None) => String::new(),
+    };
+    let overall_justification = if row.parse_status == ParseStatus::Failed.as_str() {
+        format!(
+            "N/A: the reviewer's answer could not be parsed ({})",
+            row.detail.as_deref().unwrap_or("no JSON object")
+        )
+    } else {
+        justification(&row.overall_justification, &row.overall_na_reason)
+    };
+    ReviewCsvRow {
+        brand: row.brand.clone(),
+        sensor: row.sensor.clone(),
+        generator_provider: row.generator_provider.clone(),
+        generator_model: row.generator_model.clone(),
+        reviewer_provider: row.reviewer_provider.clone(),
+        reviewer_model: row.reviewer_model.clone(),
+        official_status: row.official_status.clone(),
+        scores: row.scores.iter().map(|s| score(s.score)).collect(),
+        average: row
+            .average_score
+            .map_or_else(|| "N/A".to_owned(), |a| format!("{a:.2}")),
+        overall: score(row.overall_score),
+        justifications: row
+            .scores
+            .iter()
+            .map(|s| justification(&s.justification, &s.na_reason))
+            .collect(),
+        overall_justification,
+        timestamp: csv_timestamp(&row.reviewed_at),
+    }
+}
+
+/// RFC 3339 as the CSV wants it: `YYYY-MM-DD HH:MM:SS` (UTC).
+fn csv_timestamp(rfc3339: &str) -> String {
+    chrono::DateTime::parse_from_rfc3339(rfc3339)
+        .map(|t| {
+            t.with_timezone(&chrono::Utc)
+                .format("%Y-%m-%d %H:%M:%S")
+                .to_string()
+        })
+        .unwrap_or_else(|_| rfc3339.to_owned())
+}
+
 #[cfg(test)]
 fn read_back(path: &Path) -> Vec<Vec<String>> {
     let mut reader = csv::ReaderBuilder::new()
