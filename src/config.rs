@@ -3,14 +3,13 @@
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 use std::time::Duration;
 
 use serde::Deserialize;
 
 use crate::energy::{EnergyMethod, EnergyProfile, Range};
 use crate::llm::client::ApiKey;
-use crate::llm::{CallJob, CanonicalRequest, ChatRequest, Endpoint, ProviderKind, RetryPolicy};
+use crate::llm::{Endpoint, ProviderKind, RetryPolicy};
 
 /// Errors in the catalog, the config file or a model reference.
 #[derive(Debug, thiserror::Error)]
@@ -297,58 +296,7 @@ fn split_reference(reference: &str) -> Result<(&str, &str), ConfigError> {
         })
 }
 
-/// A catalog model resolved for calling: its endpoint (key read from the environment) and,
-/// when its provider needs a key that is not set, why it cannot be called (cached answers are
-/// still served). Every experiment kind builds its calls from one.
-#[derive(Debug, Clone)]
-pub struct Target {
-    /// The reference as written (`anthropic:sonnet 3.5`).
-    pub reference: String,
-    pub spec: ModelSpec,
-    pub endpoint: Arc<Endpoint>,
-    pub blocked: Option<String>,
-}
-
-impl Target {
-    /// The call of `request` to this model, for sample `repeat`, priced with its prices.
-    pub fn job(&self, request: ChatRequest, repeat: u32) -> CallJob {
-        let canonical = CanonicalRequest::new(
-            &self.endpoint.provider,
-            &self.endpoint.base_url,
-            &request,
-            repeat,
-        );
-        CallJob {
-            endpoint: self.endpoint.clone(),
-            request,
-            canonical,
-            input_price: self.spec.input_price,
-            output_price: self.spec.output_price,
-        }
-    }
-}
-
 impl Catalog {
-    /// Resolves `reference` for calling.
-    pub fn target(&self, reference: &str) -> Result<Target, ConfigError> {
-        let model = self.resolve(reference)?;
-        let provider = self.provider(model);
-        let endpoint = provider.endpoint();
-        let blocked = (provider.key_required && endpoint.api_key.is_none()).then(|| {
-            format!(
-                "no API key for {}: set {} in the environment or in .env",
-                provider.name,
-                provider.key_vars_text()
-            )
-        });
-        Ok(Target {
-            reference: reference.to_owned(),
-            spec: model.clone(),
-            endpoint: Arc::new(endpoint),
-            blocked,
-        })
-    }
-
     /// The model a `<provider>:<name>` reference names (by alias, other name or model id).
     pub fn resolve(&self, reference: &str) -> Result<&ModelSpec, ConfigError> {
         let (provider, name) = split_reference(reference)?;

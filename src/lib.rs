@@ -11,6 +11,7 @@ pub mod commands;
 pub mod config;
 pub mod cost;
 pub mod energy;
+pub mod experiment;
 pub mod llm;
 pub mod output;
 pub mod prompt;

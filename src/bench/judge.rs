@@ -1,17 +1,33 @@
 //! The benchmark judge: its prompt, its token budget, and reading its verdict (one score and a
 //! justification) from its answer through `crate::answer`. It must not call models or store
-//! rows: `bench::BenchPlan` does that.
+//! rows: the runtime and `bench::experiment` do that.
 
 use std::collections::HashMap;
 
 use serde_json::Value;
 
 use crate::answer::{find_object, normalise_key, read_score};
+use crate::llm::{ChatRequest, Message, SamplingParams};
 
 /// The judge prompt (`prompts/judge_prompt.txt`).
 pub const JUDGE_PROMPT: &str = include_str!("../../prompts/judge_prompt.txt");
 /// Most tokens a judge's answer may use.
-pub(super) const JUDGE_MAX_TOKENS: u32 = 512;
+pub const JUDGE_MAX_TOKENS: u32 = 512;
+
+/// The request that has `judge_model` judge: the rendered judge prompt, as repeatable as the
+/// provider allows.
+pub fn judge_request(judge_model: &str, prompt: String) -> ChatRequest {
+    ChatRequest {
+        model: judge_model.to_owned(),
+        system: None,
+        messages: vec![Message::user(prompt)],
+        params: SamplingParams {
+            temperature: Some(0.0),
+            max_tokens: Some(JUDGE_MAX_TOKENS),
+            ..SamplingParams::default()
+        },
+    }
+}
 
 /// A judge's single score: the `score` (and `justification`) of the JSON object in `answer`,
 /// on `min..=max`. An answer without a usable score is an error naming why.

@@ -5,12 +5,15 @@ use std::process::ExitCode;
 
 use anyhow::Context as _;
 
-use super::{Context, shown};
+use polars::prelude::Column;
+
+use super::{Context, selection_status, shown};
 use crate::analysis::BenchFrames;
+use crate::experiment::{ExperimentKind, observed_status};
 use crate::output::write_csv_file;
 use crate::review::criteria::Criteria;
-use crate::review::{csv_row, spec_csv};
-use crate::store::RunSelector;
+use crate::review::spec_csv::{self, csv_row};
+use crate::store::{RunSelector, Store};
 
 /// Export recorded results.
 #[derive(Debug, clap::Args)]
@@ -64,8 +67,28 @@ pub fn run(context: &Context, args: ExportArgs) -> anyhow::Result<ExitCode> {
 
 fn export_bench(context: &Context, args: &CsvArgs) -> anyhow::Result<ExitCode> {
     let store = context.open_existing_store()?;
-    let run_ids = store.select_runs("bench", args.run.unwrap_or(RunSelector::Latest))?;
-    let frames = BenchFrames::from_columns(store.bench_columns(&run_ids, true)?)?;
+    let run_ids = store.select_runs(
+        ExperimentKind::Bench.as_str(),
+        args.run.unwrap_or(RunSelector::Latest),
+    )?;
+    let status = selection_status(context, &store, &run_ids)?;
+    let mut frames = BenchFrames::from_columns(store.bench_columns(&run_ids, true)?)?;
+    let run_status = run_statuses(context, &store, &run_ids)?;
+    let per_row: Vec<&str> = frames
+        .results
+        .column("run_id")?
+        .as_materialized_series()
+        .i64()?
+        .iter()
+        .map(|id| id.and_then(|id| run_status.get(&id).copied()).unwrap_or(""))
+        .collect();
+    frames
+        .results
+        .with_column(Column::new("run_status".into(), per_row))?;
+    for df in [&mut frames.by_model, &mut frames.by_prompt] {
+        let rows = df.height();
+        df.with_column(Column::new("status".into(), vec![status; rows]))?;
+    }
     let out = args.out.clone().unwrap_or_else(|| PathBuf::from("exports"));
     std::fs::create_dir_all(&out)
         .with_context(|| format!("creating the export folder {}", shown(&out)))?;
@@ -85,7 +108,12 @@ fn export_bench(context: &Context, args: &CsvArgs) -> anyhow::Result<ExitCode> {
 /// already in a file are not written again.
 fn export_reviews(context: &Context, args: &CsvArgs) -> anyhow::Result<ExitCode> {
     let store = context.open_existing_store()?;
-    let run_ids = store.select_runs("review", args.run.unwrap_or(RunSelector::All))?;
+    let run_ids = store.select_runs(
+        ExperimentKind::Review.as_str(),
+        args.run.unwrap_or(RunSelector::All),
+    )?;
+    // The specification's CSV has a fixed header: the status goes to stderr only.
+    selection_status(context, &store, &run_ids)?;
     let criteria = match &args.criteria {
         Some(path) => Criteria::load(path)?,
         None => Criteria::builtin(),
@@ -125,7 +153,12 @@ fn export_relevance(context: &Context, args: &CsvArgs) -> anyhow::Result<ExitCod
     use crate::relevance::report::{write_statistics_csv, write_summary_csv};
     use crate::relevance::run::measure_rows;
     let store = context.open_existing_store()?;
-    let run_ids = store.select_runs("relevance", args.run.unwrap_or(RunSelector::Latest))?;
+    let run_ids = store.select_runs(
+        ExperimentKind::Relevance.as_str(),
+        args.run.unwrap_or(RunSelector::Latest),
+    )?;
+    selection_status(context, &store, &run_ids)?;
+    let run_status = run_statuses(context, &store, &run_ids)?;
     let rows = store.predictions(&run_ids)?;
     let out = args
         .out
@@ -157,6 +190,7 @@ fn export_relevance(context: &Context, args: &CsvArgs) -> anyhow::Result<ExitCod
         "truth",
         "call_id",
         "cache_hit",
+        "run_status",
     ])?;
     for r in &rows {
         writer.write_record([
@@ -173,6 +207,7 @@ fn export_relevance(context: &Context, args: &CsvArgs) -> anyhow::Result<ExitCod
             u8::from(r.truth).to_string(),
             r.call_id.map(|c| c.to_string()).unwrap_or_default(),
             u8::from(r.cache_hit).to_string(),
+            run_status.get(&r.run_id).copied().unwrap_or("").to_owned(),
         ])?;
     }
     writer.flush()?;
@@ -181,4 +216,17 @@ fn export_relevance(context: &Context, args: &CsvArgs) -> anyhow::Result<ExitCod
         println!("{}", shown(path));
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// Each run's status as it is now (`abandoned` when its process is gone).
+fn run_statuses(
+    context: &Context,
+    store: &Store,
+    run_ids: &[i64],
+) -> anyhow::Result<std::collections::HashMap<i64, &'static str>> {
+    Ok(store
+        .runs_by_id(run_ids)?
+        .into_iter()
+        .map(|r| (r.id, observed_status(&context.db, r.id, r.status).as_str()))
+        .collect())
 }

@@ -3,11 +3,11 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use super::{CacheArgs, Context, SensorArgs, runtime, shown};
-use crate::llm::SamplingParams;
-use crate::prompt::Template;
-use crate::review::prompts::GENERATION_PROMPT;
-use crate::review::{CallSettings, GeneratePlan, Paths, SensorFilter, generate};
+use super::experiment::{ExperimentArgs, run_experiment};
+use super::{Context, SensorArgs};
+use crate::experiment::ReportOptions;
+use crate::review::file::ReviewExperiment;
+use crate::review::run::DatasheetExperiment;
 
 /// Have a model write a datasheet for each sensor of the list, saved as
 /// `results/<Brand>/<Sensor>/<provider>_<model>_<YYYYMMDD_HHMMSS>.md`, e.g.
@@ -32,70 +32,41 @@ pub struct GenerateArgs {
     /// Most tokens a datasheet may use.
     #[arg(long, default_value_t = 4096)]
     max_tokens: u32,
-    /// Sensors in flight at once [default: 8, or `concurrency:` in config.yaml].
-    #[arg(long, value_name = "N")]
-    concurrency: Option<usize>,
     #[command(flatten)]
-    cache: CacheArgs,
+    run: ExperimentArgs,
 }
 
 pub fn run(context: &Context, args: GenerateArgs) -> anyhow::Result<ExitCode> {
     let config = context.load_config()?;
-    let filter = SensorFilter {
+    let experiment = ReviewExperiment {
+        kind: None,
+        description: None,
+        reviewers: Vec::new(),
+        generators: vec![args.model],
+        generator: None,
         brand: args.select.brand,
         sensor: args.select.sensor,
-    };
-    let sensors = filter.select(&args.select.sensors)?;
-    let template = Template::load(
-        args.prompt.as_deref(),
-        GENERATION_PROMPT,
-        &["brand", "sensor"],
-    )?;
-    let paths = Paths {
         sensors: args.select.sensors,
+        datasheets: PathBuf::from("datasheet"),
         results: args.results,
-        ..Paths::default()
+        out: PathBuf::from("results/reviews"),
+        prompt: None,
+        criteria: None,
+        generation_prompt: args.prompt,
+        max_tokens: args.max_tokens,
+        repeat: None,
     };
-    let settings = CallSettings {
-        params: SamplingParams {
-            temperature: args.temperature,
-            max_tokens: Some(args.max_tokens),
-            ..SamplingParams::default()
+    let mut plan = experiment.plan(None, &args.run.overrides())?;
+    plan.generation.params.temperature = args.temperature;
+    let experiment = DatasheetExperiment::new(plan, &config.catalog)?;
+    run_experiment(
+        context,
+        &config,
+        Box::new(experiment),
+        &args.run.options(context, &config),
+        ReportOptions {
+            detail: true,
+            quiet: context.quiet,
         },
-        show_progress: !context.quiet,
-    };
-    let concurrency = args.concurrency.unwrap_or(config.settings.concurrency);
-    let (store, executor) = context.executor(&config, concurrency, args.cache.mode())?;
-    let plan = GeneratePlan {
-        model: args.model,
-        sensors,
-        paths,
-        template,
-    };
-    let totals = runtime()?.block_on(generate(
-        &store,
-        &executor,
-        &config.catalog,
-        &plan,
-        &settings,
-    ))?;
-    for path in &totals.files {
-        println!("{}", shown(path));
-    }
-    context.note(format!(
-        "run {}: {} datasheets ({} from the cache), {} errors; cost ${:.6}, paid ${:.6}",
-        totals.run_id,
-        totals.done,
-        totals.cache_hits,
-        totals.errors.len(),
-        totals.cost_usd,
-        totals.paid_usd
-    ));
-    for error in &totals.errors {
-        eprintln!("track: {error}");
-    }
-    if totals.done == 0 {
-        anyhow::bail!("no datasheet could be generated");
-    }
-    Ok(ExitCode::SUCCESS)
+    )
 }

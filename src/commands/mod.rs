@@ -3,6 +3,7 @@
 //! Each subcommand file holds its clap struct (whose doc comments are its `--help`) and a
 //! `run` that turns arguments into options, calls the library and prints what it returns.
 
+mod experiment;
 mod export;
 mod generate;
 mod models;
@@ -12,16 +13,17 @@ mod review;
 mod run;
 mod runs;
 
+use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
-use std::sync::{Arc, Mutex};
 
 use anyhow::Context as _;
 use clap::{Parser, Subcommand};
 
 use crate::config::Config;
-use crate::llm::{CacheMode, Executor, LlmClient};
-use crate::store::Store;
+use crate::experiment::observed_status;
+use crate::llm::CacheMode;
+use crate::store::{RunStatus, Store};
 
 /// track: run LLM benchmarks and experiments, cache every call, summarise the results.
 #[derive(Debug, Parser)]
@@ -92,25 +94,6 @@ impl Context {
         Ok(Config::load(self.config.as_deref())?)
     }
 
-    /// The store (shared) and an executor over it with the config's client and retries.
-    pub fn executor(
-        &self,
-        config: &Config,
-        concurrency: usize,
-        mode: CacheMode,
-    ) -> anyhow::Result<(Arc<Mutex<Store>>, Executor)> {
-        let store = Arc::new(Mutex::new(self.open_store()?));
-        let client = LlmClient::new(config.settings.timeout)?;
-        let executor = Executor::new(
-            client,
-            store.clone(),
-            config.settings.retry,
-            concurrency,
-            mode,
-        );
-        Ok((store, executor))
-    }
-
     /// A note for the user on stderr, unless quiet.
     pub fn note(&self, message: impl AsRef<str>) {
         if !self.quiet {
@@ -176,12 +159,29 @@ impl CacheArgs {
     }
 }
 
-/// A runtime for the async parts of a command.
-pub(crate) fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
-    tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-        .context("starting the async runtime")
+/// The status of the runs a query or export covers: their one status, or `mixed`. Each run
+/// that is not `completed` gets a warning on stderr: its figures cover only what it recorded.
+pub(crate) fn selection_status(
+    context: &Context,
+    store: &Store,
+    run_ids: &[i64],
+) -> anyhow::Result<&'static str> {
+    let mut statuses = BTreeSet::new();
+    for run in store.runs_by_id(run_ids)? {
+        let status = observed_status(&context.db, run.id, run.status);
+        statuses.insert(status.as_str());
+        if status != RunStatus::Completed {
+            eprintln!(
+                "track: warning: run {} is {status}: it recorded {} of the {} calls it planned, and \
+                 these figures cover only those",
+                run.id, run.tally.calls, run.tally.planned_calls
+            );
+        }
+    }
+    Ok(match statuses.len() {
+        1 => statuses.first().copied().unwrap_or("completed"),
+        _ => "mixed",
+    })
 }
 
 /// The display form of a path for messages.

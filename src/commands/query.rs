@@ -2,10 +2,13 @@
 
 use std::process::ExitCode;
 
-use super::Context;
+use polars::prelude::Column;
+
+use super::{Context, selection_status};
 use crate::analysis::relevance::variant_summary;
 use crate::analysis::review::{ReviewFrames, agreement, criterion_summary, review_summary};
 use crate::analysis::{Measures, model_summary, prompt_summary};
+use crate::experiment::ExperimentKind;
 use crate::output::{Format, print_frame};
 use crate::store::{RunSelector, Store};
 
@@ -63,9 +66,19 @@ pub fn run(context: &Context, args: QueryArgs) -> anyhow::Result<ExitCode> {
         anyhow::bail!("--per-predicate goes with --by variant");
     }
     let store = context.open_existing_store()?;
+    let kind = match args.by {
+        GroupBy::Model | GroupBy::Prompt => ExperimentKind::Bench,
+        GroupBy::Variant => ExperimentKind::Relevance,
+        _ => ExperimentKind::Review,
+    };
+    let default = match kind {
+        ExperimentKind::Review => RunSelector::All,
+        _ => RunSelector::Latest,
+    };
+    let run_ids = store.select_runs(kind.as_str(), args.run.unwrap_or(default))?;
+    let status = selection_status(context, &store, &run_ids)?;
     let summary = match args.by {
         GroupBy::Model | GroupBy::Prompt => {
-            let run_ids = store.select_runs("bench", args.run.unwrap_or(RunSelector::Latest))?;
             let measures = Measures::load(&store, &run_ids)?;
             if args.by == GroupBy::Model {
                 model_summary(&measures)?
@@ -73,13 +86,9 @@ pub fn run(context: &Context, args: QueryArgs) -> anyhow::Result<ExitCode> {
                 prompt_summary(&measures)?
             }
         }
-        GroupBy::Variant => {
-            let run_ids =
-                store.select_runs("relevance", args.run.unwrap_or(RunSelector::Latest))?;
-            variant_summary(&store.predictions(&run_ids)?, args.per_predicate)?
-        }
+        GroupBy::Variant => variant_summary(&store.predictions(&run_ids)?, args.per_predicate)?,
         by => {
-            let frames = review_frames(context, &store, &args)?;
+            let frames = review_frames(context, &store, &run_ids, args.reviewer.as_deref())?;
             match by {
                 GroupBy::Reviewer => review_summary(&frames, "reviewer")?,
                 GroupBy::Generator => review_summary(&frames, "generator")?,
@@ -89,6 +98,9 @@ pub fn run(context: &Context, args: QueryArgs) -> anyhow::Result<ExitCode> {
             }
         }
     };
+    let rows = summary.height();
+    let mut summary = summary;
+    summary.with_column(Column::new("status".into(), vec![status; rows]))?;
     print_frame(&summary, args.format)?;
     Ok(ExitCode::SUCCESS)
 }
@@ -96,12 +108,12 @@ pub fn run(context: &Context, args: QueryArgs) -> anyhow::Result<ExitCode> {
 fn review_frames(
     context: &Context,
     store: &Store,
-    args: &QueryArgs,
+    run_ids: &[i64],
+    reviewer: Option<&str>,
 ) -> anyhow::Result<ReviewFrames> {
-    let run_ids = store.select_runs("review", args.run.unwrap_or(RunSelector::All))?;
-    let (reviews, scores) = store.review_columns(&run_ids)?;
+    let (reviews, scores) = store.review_columns(run_ids)?;
     let frames = ReviewFrames::new(reviews, scores)?;
-    Ok(match &args.reviewer {
+    Ok(match reviewer {
         Some(reviewer) => {
             let config = context.load_config()?;
             let reference = config.catalog.resolve(reviewer)?.reference();

@@ -4,17 +4,10 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use anyhow::Context as _;
-
-use super::{CacheArgs, Context, runtime, shown};
-use crate::llm::SamplingParams;
-use crate::prompt::Template;
-use crate::relevance::report::{
-    console_block, statistics_block, write_statistics_csv, write_summary_csv,
-};
-use crate::relevance::run::{
-    ComparePlan, RelevanceExperiment, WITH_PROMPT, WITHOUT_PROMPT, compare, load_ground_truth,
-};
+use super::experiment::{ExperimentArgs, run_experiment};
+use super::{Context, shown};
+use crate::experiment::ReportOptions;
+use crate::relevance::run::RelevanceExperiment;
 use crate::relevance::synth::synthesize;
 
 /// Relevance experiments: a vision model scores predicates of images with and without an
@@ -54,20 +47,14 @@ struct CompareArgs {
     /// Sampling temperature.
     #[arg(long, default_value_t = 0.0)]
     temperature: f64,
-    /// Trials per image and variant, each a distinct cache entry.
-    #[arg(long, default_value_t = 1)]
-    repeat: u32,
     /// Most tokens an answer may use.
     #[arg(long, default_value_t = 1024)]
     max_tokens: u32,
     /// Folder for comparison_summary.csv.
     #[arg(long, default_value = "results/relevance", value_name = "DIR")]
     out: PathBuf,
-    /// Calls in flight at once [default: 8, or `concurrency:` in config.yaml].
-    #[arg(long, value_name = "N")]
-    concurrency: Option<usize>,
     #[command(flatten)]
-    cache: CacheArgs,
+    run: ExperimentArgs,
 }
 
 #[derive(Debug, clap::Args)]
@@ -109,6 +96,7 @@ pub fn run(context: &Context, args: RelevanceArgs) -> anyhow::Result<ExitCode> {
 }
 
 fn compare_command(context: &Context, args: CompareArgs) -> anyhow::Result<ExitCode> {
+    let config = context.load_config()?;
     let experiment = RelevanceExperiment {
         kind: None,
         description: None,
@@ -116,82 +104,20 @@ fn compare_command(context: &Context, args: CompareArgs) -> anyhow::Result<ExitC
         images: args.images,
         ground_truth: args.ground_truth,
         temperature: args.temperature,
-        repeat: args.repeat,
+        repeat: 1,
         max_tokens: args.max_tokens,
         out: args.out,
         blocks: args.blocks,
     };
-    execute(context, &experiment, args.concurrency, args.cache.mode())
-}
-
-/// Runs a relevance comparison and writes its outputs.
-pub(super) fn execute(
-    context: &Context,
-    args: &RelevanceExperiment,
-    concurrency: Option<usize>,
-    mode: crate::llm::CacheMode,
-) -> anyhow::Result<ExitCode> {
-    let config = context.load_config()?;
-    let truth = load_ground_truth(&args.ground_truth).map_err(anyhow::Error::msg)?;
-    let mut images: Vec<PathBuf> = glob::glob(&args.images)
-        .map_err(|e| anyhow::anyhow!("--images `{}` is not a valid pattern: {e}", args.images))?
-        .filter_map(Result::ok)
-        .filter(|p| p.is_file())
-        .collect();
-    images.sort();
-    if images.is_empty() {
-        anyhow::bail!("no image matches --images `{}`", args.images);
-    }
-    let plan = ComparePlan {
-        model: args.model.clone(),
-        images,
-        truth,
-        blocks: args
-            .blocks
-            .as_ref()
-            .map(|b| b.iter().map(|c| c.trim().to_ascii_lowercase()).collect()),
-        repeat: args.repeat.max(1),
-        params: SamplingParams {
-            temperature: Some(args.temperature),
-            max_tokens: Some(args.max_tokens),
-            ..SamplingParams::default()
+    let experiment = experiment.plan(None, &config, &args.run.overrides())?;
+    run_experiment(
+        context,
+        &config,
+        Box::new(experiment),
+        &args.run.options(context, &config),
+        ReportOptions {
+            detail: true,
+            quiet: context.quiet,
         },
-        with_prompt: Template::load(None, WITH_PROMPT, &["predicates"])?,
-        without_prompt: Template::load(None, WITHOUT_PROMPT, &["predicates"])?,
-    };
-    let concurrency = concurrency.unwrap_or(config.settings.concurrency);
-    let (store, executor) = context.executor(&config, concurrency, mode)?;
-    let report = runtime()?
-        .block_on(compare(
-            &store,
-            &executor,
-            &config.catalog,
-            &plan,
-            !context.quiet,
-        ))
-        .map_err(anyhow::Error::msg)?;
-    print!("{}", console_block(&report.with, &report.without));
-    print!("{}", statistics_block(&report.rows));
-    let mut paths = vec![
-        write_summary_csv(&args.out, &report.with, &report.without)
-            .with_context(|| format!("writing comparison_summary.csv in {}", shown(&args.out)))?,
-    ];
-    paths.extend(
-        write_statistics_csv(&args.out, &report.rows)
-            .with_context(|| format!("writing the statistics CSV files in {}", shown(&args.out)))?,
-    );
-    for path in &paths {
-        println!("{}", shown(path));
-    }
-    context.note(format!(
-        "run {}: {} calls ({} from the cache), invalid predictions WITH {} / WITHOUT {}; cost ${:.6}, paid ${:.6}",
-        report.run_id, report.calls, report.cache_hits, report.invalid[0], report.invalid[1], report.cost_usd, report.paid_usd
-    ));
-    for error in &report.errors {
-        eprintln!("track: {error}");
-    }
-    if report.errors.len() == report.calls {
-        anyhow::bail!("no call succeeded");
-    }
-    Ok(ExitCode::SUCCESS)
+    )
 }

@@ -1,15 +1,21 @@
-//! `track runs`: the runs recorded in the database.
+//! `track runs`: the runs recorded in the database, and the failed calls of one.
 
 use std::process::ExitCode;
 
 use polars::prelude::*;
 
 use super::Context;
+use crate::experiment::observed_status;
 use crate::output::{Format, print_frame};
 
-/// List runs: id, kind, file, started, status, calls, cache hits, errors, cost and paid.
+/// List runs: id, kind, file, started, status (a run whose process is gone shows as
+/// `abandoned`), calls, cache hits, errors, cost and paid. `--errors ID` lists the calls of
+/// run ID that got no answer, with why.
 #[derive(Debug, clap::Args)]
 pub struct RunsArgs {
+    /// List the calls of this run that got no answer (failed, no key, not cached offline).
+    #[arg(long, value_name = "RUN")]
+    errors: Option<i64>,
     /// Output format.
     #[arg(long, value_enum, default_value_t = Format::Table)]
     format: Format,
@@ -17,7 +23,30 @@ pub struct RunsArgs {
 
 pub fn run(context: &Context, args: RunsArgs) -> anyhow::Result<ExitCode> {
     let store = context.open_existing_store()?;
+    if let Some(run_id) = args.errors {
+        let errors = store.run_errors(run_id)?;
+        let column = |name: &str, values: Vec<String>| Column::new(name.into(), values);
+        let df = DataFrame::new_infer_height(vec![
+            column("stage", errors.iter().map(|e| e.stage.clone()).collect()),
+            column(
+                "model",
+                errors.iter().map(|e| e.model_ref.clone()).collect(),
+            ),
+            column("item", errors.iter().map(|e| e.item.clone()).collect()),
+            Column::new(
+                "attempts".into(),
+                errors.iter().map(|e| e.attempts).collect::<Vec<_>>(),
+            ),
+            column("error", errors.iter().map(|e| e.error.clone()).collect()),
+        ])?;
+        print_frame(&df, args.format)?;
+        return Ok(ExitCode::SUCCESS);
+    }
     let runs = store.list_runs()?;
+    let status: Vec<&str> = runs
+        .iter()
+        .map(|r| observed_status(&context.db, r.id, r.status).as_str())
+        .collect();
     let df = DataFrame::new_infer_height(vec![
         Column::new("id".into(), runs.iter().map(|r| r.id).collect::<Vec<_>>()),
         Column::new(
@@ -34,29 +63,26 @@ pub fn run(context: &Context, args: RunsArgs) -> anyhow::Result<ExitCode> {
                 .map(|r| r.started_at.clone())
                 .collect::<Vec<_>>(),
         ),
-        Column::new(
-            "status".into(),
-            runs.iter().map(|r| r.status.clone()).collect::<Vec<_>>(),
-        ),
+        Column::new("status".into(), status),
         Column::new(
             "calls".into(),
-            runs.iter().map(|r| r.results).collect::<Vec<_>>(),
+            runs.iter().map(|r| r.tally.calls).collect::<Vec<_>>(),
         ),
         Column::new(
             "cache_hits".into(),
-            runs.iter().map(|r| r.cache_hits).collect::<Vec<_>>(),
+            runs.iter().map(|r| r.tally.cache_hits).collect::<Vec<_>>(),
         ),
         Column::new(
             "errors".into(),
-            runs.iter().map(|r| r.errors).collect::<Vec<_>>(),
+            runs.iter().map(|r| r.tally.errors).collect::<Vec<_>>(),
         ),
         Column::new(
             "cost_usd".into(),
-            runs.iter().map(|r| r.cost_usd).collect::<Vec<_>>(),
+            runs.iter().map(|r| r.tally.cost_usd).collect::<Vec<_>>(),
         ),
         Column::new(
             "paid_usd".into(),
-            runs.iter().map(|r| r.paid_usd).collect::<Vec<_>>(),
+            runs.iter().map(|r| r.tally.paid_usd).collect::<Vec<_>>(),
         ),
     ])?;
     print_frame(&df, args.format)?;

@@ -2,7 +2,7 @@
 //! and stores each one the moment its answer (or final error) arrives.
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Instant;
 
@@ -90,12 +90,6 @@ impl Executor {
         self.mode
     }
 
-    /// Whether every one of `jobs` can be served from the cache.
-    pub fn all_cached(&self, jobs: &[CallJob]) -> Result<bool, StoreError> {
-        let cached = self.lookup(jobs.iter().map(|j| j.canonical.key.as_str()))?;
-        Ok(jobs.iter().all(|j| cached.contains_key(&j.canonical.key)))
-    }
-
     /// The cached answers for `keys` (none with `--no-cache`).
     pub fn lookup<'k>(
         &self,
@@ -107,34 +101,18 @@ impl Executor {
         lock(&self.store).cached_calls(keys)
     }
 
-    /// Serves `jobs` from the cache where it can and sends the rest, reporting every outcome
-    /// to `on_done` with the job's index: cached ones first, then each as it is stored.
-    pub async fn run(
-        &self,
-        jobs: Vec<CallJob>,
-        mut on_done: impl FnMut(usize, CallOutcome),
-    ) -> Result<(), StoreError> {
-        let cached = self.lookup(jobs.iter().map(|j| j.canonical.key.as_str()))?;
-        let mut misses = Vec::new();
-        let mut miss_index = Vec::new();
-        for (index, job) in jobs.into_iter().enumerate() {
-            match cached.get(&job.canonical.key) {
-                Some(call) => on_done(index, CallOutcome::Hit(call.clone())),
-                None => {
-                    miss_index.push(index);
-                    misses.push(job);
-                }
-            }
-        }
-        self.execute(misses, |j, outcome| on_done(miss_index[j], outcome))
-            .await;
-        Ok(())
-    }
-
     /// Runs `jobs` (cache misses) up to the concurrency limit and reports each outcome to
     /// `on_done` with the job's index, as soon as it is stored. Jobs with the same key are
-    /// sent once and reported for each index.
-    pub async fn execute(&self, jobs: Vec<CallJob>, mut on_done: impl FnMut(usize, CallOutcome)) {
+    /// sent once: the first index gets the fresh answer, the others a cache hit of it.
+    ///
+    /// Once `stop` is set no call is started and none is retried; calls in flight land and
+    /// are reported, calls that were waiting to be retried are not reported at all.
+    pub async fn execute(
+        &self,
+        jobs: Vec<CallJob>,
+        stop: &AtomicBool,
+        mut on_done: impl FnMut(usize, CallOutcome),
+    ) {
         let mut by_key: HashMap<String, Vec<usize>> = HashMap::new();
         let mut unique = Vec::new();
         for (index, job) in jobs.into_iter().enumerate() {
@@ -145,31 +123,42 @@ impl Executor {
             waiting.push(index);
         }
         let mut finished = futures::stream::iter(unique)
+            .take_while(|_| std::future::ready(!stop.load(Ordering::SeqCst)))
             .map(|job| async move {
-                let outcome = self.run_one(&job).await;
+                let outcome = self.run_one(&job, stop).await;
                 (job.canonical.key, outcome)
             })
             .buffer_unordered(self.concurrency);
         while let Some((key, outcome)) = finished.next().await {
-            for &index in by_key.get(&key).into_iter().flatten() {
-                on_done(index, outcome.clone());
+            let Some(outcome) = outcome else {
+                continue;
+            };
+            let indices = by_key.get(&key).map(Vec::as_slice).unwrap_or_default();
+            for (n, &index) in indices.iter().enumerate() {
+                let outcome = match (&outcome, n) {
+                    (CallOutcome::Fresh(call), 1..) => CallOutcome::Hit(call.clone()),
+                    _ => outcome.clone(),
+                };
+                on_done(index, outcome);
             }
         }
     }
 
-    async fn run_one(&self, job: &CallJob) -> CallOutcome {
+    /// Sends one job with retries and stores its outcome; `None` when `stop` came before a
+    /// retry (nothing is stored: the next run tries again).
+    async fn run_one(&self, job: &CallJob, stop: &AtomicBool) -> Option<CallOutcome> {
         if self.mode == CacheMode::Offline {
-            return CallOutcome::Failed {
+            return Some(CallOutcome::Failed {
                 call_id: None,
                 error: "not in the cache, and --offline forbids calls".into(),
                 attempts: 0,
-            };
+            });
         }
         // Latency of the last attempt, in microseconds (retries and waits excluded).
         let last_latency_us = AtomicU64::new(0);
         let (result, attempts) = self
             .retry
-            .run(|| {
+            .run_until(stop, || {
                 let started = Instant::now();
                 let client = &self.client;
                 let latency = &last_latency_us;
@@ -179,9 +168,9 @@ impl Executor {
                     result
                 }
             })
-            .await;
+            .await?;
         let last_latency_ms = last_latency_us.load(Ordering::Relaxed) as f64 / 1000.0;
-        match result {
+        Some(match result {
             Ok(response) => {
                 let call = new_call(
                     job,
@@ -235,7 +224,7 @@ impl Executor {
                     attempts,
                 }
             }
-        }
+        })
     }
 }
 
@@ -269,7 +258,7 @@ fn new_call<'a>(
 }
 
 /// Locks the store; a panic elsewhere never poisons it for good (SQLite keeps it consistent).
-pub(crate) fn lock(store: &Mutex<Store>) -> MutexGuard<'_, Store> {
+pub fn lock(store: &Mutex<Store>) -> MutexGuard<'_, Store> {
     store
         .lock()
         .unwrap_or_else(|poisoned| poisoned.into_inner())

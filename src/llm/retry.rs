@@ -2,6 +2,7 @@
 //! bounded in attempts. It lives with the caller, not in the provider adapters.
 
 use std::future::Future;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use backon::{BackoffBuilder, ExponentialBuilder};
@@ -48,8 +49,14 @@ mod millis {
 
 impl RetryPolicy {
     /// Runs `attempt` until it succeeds, fails with an error that is not retryable, or the
-    /// attempts run out. Returns the last result and how many attempts were made.
-    pub async fn run<T, F, Fut>(&self, mut attempt: F) -> (Result<T, ProviderError>, u32)
+    /// attempts run out, and returns the last result and how many attempts were made; or
+    /// gives up (`None`) when `stop` is set before an attempt after the first: a run that was
+    /// asked to stop sends nothing new, retries included.
+    pub async fn run_until<T, F, Fut>(
+        &self,
+        stop: &AtomicBool,
+        mut attempt: F,
+    ) -> Option<(Result<T, ProviderError>, u32)>
     where
         F: FnMut() -> Fut,
         Fut: Future<Output = Result<T, ProviderError>>,
@@ -65,17 +72,17 @@ impl RetryPolicy {
             attempts += 1;
             let result = attempt().await;
             let error = match result {
-                Ok(value) => return (Ok(value), attempts),
-                Err(e) if !e.is_retryable() => return (Err(e), attempts),
+                Ok(value) => return Some((Ok(value), attempts)),
+                Err(e) if !e.is_retryable() => return Some((Err(e), attempts)),
                 // A server that refuses connections is usually not running: one more try
                 // covers a restart, more would only make the user wait.
                 Err(e @ ProviderError::Connect { .. }) if attempts >= CONNECT_ATTEMPTS => {
-                    return (Err(e), attempts);
+                    return Some((Err(e), attempts));
                 }
                 Err(e) => e,
             };
             let Some(backoff) = delays.next() else {
-                return (Err(error), attempts);
+                return Some((Err(error), attempts));
             };
             let wait = error
                 .retry_after()
@@ -83,6 +90,10 @@ impl RetryPolicy {
             let wait = wait.min(self.max_delay);
             tracing::debug!(attempt = attempts, ?wait, %error, "retrying");
             tokio::time::sleep(wait).await;
+            if stop.load(Ordering::SeqCst) {
+                tracing::debug!(attempt = attempts, "stopping: no retry");
+                return None;
+            }
         }
     }
 }
@@ -99,6 +110,35 @@ mod tests {
             retry_after: None,
             message: "m".into(),
         }
+    }
+
+    impl RetryPolicy {
+        /// `run_until` that is never stopped.
+        async fn run<T, F, Fut>(&self, attempt: F) -> (Result<T, ProviderError>, u32)
+        where
+            F: FnMut() -> Fut,
+            Fut: Future<Output = Result<T, ProviderError>>,
+        {
+            let never = AtomicBool::new(false);
+            self.run_until(&never, attempt)
+                .await
+                .expect("never stopped")
+        }
+    }
+
+    #[tokio::test]
+    async fn a_stop_ends_the_retries() {
+        let stop = AtomicBool::new(false);
+        let calls = Cell::new(0);
+        let result = fast(5)
+            .run_until(&stop, || {
+                calls.set(calls.get() + 1);
+                stop.store(true, Ordering::SeqCst);
+                async { Err::<(), _>(http(503)) }
+            })
+            .await;
+        assert!(result.is_none(), "stopped before the retry");
+        assert_eq!(calls.get(), 1);
     }
 
     fn fast(max_attempts: u32) -> RetryPolicy {

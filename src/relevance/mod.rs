@@ -9,3 +9,48 @@ pub mod report;
 pub mod run;
 pub mod stats;
 pub mod synth;
+
+use std::path::PathBuf;
+
+pub use run::{CompareExperiment, RelevanceExperiment, from_file};
+
+use crate::prompt::PromptError;
+use crate::store::StoreError;
+
+/// What stops a relevance experiment from being planned, run or reported.
+#[derive(Debug, thiserror::Error)]
+pub enum RelevanceError {
+    #[error("{path}: not a valid relevance experiment: {message}")]
+    File { path: PathBuf, message: String },
+    #[error("cannot read {what} {path}: {source}")]
+    Read {
+        what: &'static str,
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("{path}: {message}")]
+    GroundTruth { path: PathBuf, message: String },
+    #[error("--images `{pattern}` is not a valid pattern: {message}")]
+    Pattern { pattern: String, message: String },
+    #[error("no image matches --images `{0}`")]
+    NoImages(String),
+    #[error("{path} has no ground truth (no `{stem}` in the ground-truth file)")]
+    NoTruth { path: PathBuf, stem: String },
+    #[error(
+        "{path} is not a PNG, JPEG, GIF or WebP image (by its first bytes); convert it or leave it out of the images"
+    )]
+    NotAnImage { path: PathBuf },
+    #[error("writing the results into {path}: {source}")]
+    Write {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error(transparent)]
+    Prompt(#[from] PromptError),
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    #[error(transparent)]
+    Output(#[from] std::io::Error),
+}

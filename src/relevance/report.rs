@@ -302,6 +302,35 @@ pub fn write_statistics_csv(
     Ok(vec![by_predicate, statistics])
 }
 
+/// The report of a comparison run, from its stored predictions: the console block and the
+/// statistics (stdout), the CSV files written into `dir`, and the invalid answers (stderr).
+pub fn print_run(
+    store: &crate::store::Store,
+    summary: &crate::experiment::RunSummary,
+    dir: &Path,
+    options: &crate::experiment::ReportOptions,
+    out: &mut dyn std::io::Write,
+) -> Result<(), super::RelevanceError> {
+    let rows = store.predictions(&[summary.run_id])?;
+    let (with, without, invalid) = super::run::measure_rows(&rows);
+    write!(out, "{}", console_block(&with, &without))?;
+    write!(out, "{}", statistics_block(&rows))?;
+    let write_error = |source| super::RelevanceError::Write {
+        path: dir.to_path_buf(),
+        source,
+    };
+    let mut paths = vec![write_summary_csv(dir, &with, &without).map_err(write_error)?];
+    paths.extend(write_statistics_csv(dir, &rows).map_err(write_error)?);
+    for path in &paths {
+        writeln!(out, "{}", path.display())?;
+    }
+    options.note(format!(
+        "invalid predictions WITH {} / WITHOUT {}",
+        invalid[0], invalid[1]
+    ));
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -341,3 +370,4 @@ mod tests {
         );
     }
 }
+

@@ -1,20 +1,22 @@
-//! A WITH vs WITHOUT comparison run: every image is shown to the model with each prompt
-//! variant (and `repeat` trials), answers become stored predictions, and the metrics of both
-//! variants come from what was stored.
+//! A WITH vs WITHOUT comparison as an experiment of the runtime: every image is shown to the
+//! model with each prompt variant (and `repeat` trials), answers become stored predictions,
+//! and the metrics of both variants come from what was stored.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex};
 
-use crate::config::Catalog;
-use crate::llm::executor::lock;
-use crate::llm::{CallOutcome, ChatRequest, Executor, Image, Message, Part, Role, SamplingParams};
-use crate::prompt::Template;
-use crate::store::{PredictionRow, RunStatus, Store};
-
+use super::RelevanceError;
 use super::metrics::{Scored, VariantMetrics};
 use super::parse::{Variant, parse_answer};
 use super::predicates::Predicate;
+use crate::config::{Catalog, Config};
+use crate::experiment::{
+    Answers, Experiment, ExperimentError, ExperimentKind, Override, Overrides, PlannedCall,
+    ReportOptions, RunHeader, RunSummary, Stage, Target, check_size,
+};
+use crate::llm::{CallOutcome, ChatRequest, Image, Message, Part, Role, SamplingParams};
+use crate::prompt::Template;
+use crate::store::{PredictionRow, Store};
 
 /// The built-in prompts of the two variants.
 pub const WITH_PROMPT: &str = include_str!("../../prompts/relevance_with_uncertain.txt");
@@ -47,6 +49,31 @@ pub struct RelevanceExperiment {
     pub blocks: Option<Vec<String>>,
 }
 
+/// Loads a relevance experiment file for `track run`; `--models` may name its one model.
+pub fn from_file(
+    path: &Path,
+    text: &str,
+    config: &Config,
+    overrides: &Overrides,
+) -> Result<Box<dyn Experiment>, ExperimentError> {
+    let mut file = RelevanceExperiment::parse(path, text).map_err(ExperimentError::kind)?;
+    if let Some(models) = overrides.models.as_deref() {
+        match models {
+            [model] => file.model = model.trim().to_owned(),
+            _ => {
+                return Err(ExperimentError::Unsupported {
+                    kind: ExperimentKind::Relevance,
+                    option: "--models with several models",
+                    why: "an experiment compares the two prompt variants of one model; run it once per model",
+                });
+            }
+        }
+    }
+    let sha = crate::store::sha256_hex(text.as_bytes());
+    let experiment = file.plan(Some((path.to_path_buf(), sha)), config, overrides)?;
+    Ok(Box::new(experiment))
+}
+
 fn one() -> u32 {
     1
 }
@@ -59,14 +86,51 @@ fn default_out() -> PathBuf {
 
 impl RelevanceExperiment {
     /// Parses an experiment file's text; `path` names it in messages.
-    pub fn parse(path: &Path, text: &str) -> Result<Self, String> {
-        serde_saphyr::from_str(text).map_err(|e| {
-            format!(
-                "{}: not a valid relevance experiment: {}",
-                path.display(),
-                e.to_string().trim().replace('\n', " ")
-            )
+    pub fn parse(path: &Path, text: &str) -> Result<Self, RelevanceError> {
+        serde_saphyr::from_str(text).map_err(|e| RelevanceError::File {
+            path: path.to_path_buf(),
+            message: e.to_string().trim().replace('\n', " "),
         })
+    }
+
+    /// The experiment resolved: images read, ground truth loaded, the model found.
+    pub fn plan(
+        &self,
+        file: Option<(PathBuf, String)>,
+        config: &Config,
+        overrides: &Overrides,
+    ) -> Result<CompareExperiment, ExperimentError> {
+        overrides.refuse(
+            ExperimentKind::Relevance,
+            &[(Override::Energy, "relevance experiments record no energy")],
+        )?;
+        let kind = ExperimentError::kind;
+        let truth = load_ground_truth(&self.ground_truth).map_err(kind)?;
+        let paths = find_images(&self.images).map_err(kind)?;
+        let blocks: Option<Vec<String>> = self
+            .blocks
+            .as_ref()
+            .map(|b| b.iter().map(|c| c.trim().to_ascii_lowercase()).collect());
+        let images = load_images(&paths, &truth, blocks.as_deref()).map_err(kind)?;
+        CompareExperiment::new(
+            ComparePlan {
+                file,
+                model: self.model.trim().to_owned(),
+                images,
+                repeat: overrides.repeat_or(self.repeat)?,
+                params: SamplingParams {
+                    temperature: Some(self.temperature),
+                    max_tokens: Some(self.max_tokens),
+                    ..SamplingParams::default()
+                },
+                with_prompt: Template::load(None, WITH_PROMPT, &["predicates"])
+                    .map_err(|e| kind(RelevanceError::from(e)))?,
+                without_prompt: Template::load(None, WITHOUT_PROMPT, &["predicates"])
+                    .map_err(|e| kind(RelevanceError::from(e)))?,
+                out: self.out.clone(),
+            },
+            &config.catalog,
+        )
     }
 }
 
@@ -74,11 +138,18 @@ impl RelevanceExperiment {
 pub type GroundTruth = BTreeMap<String, BTreeMap<Predicate, bool>>;
 
 /// Reads a ground-truth JSON file (`{"state_0000": {"clear(red:block)": 1, ...}}`).
-pub fn load_ground_truth(path: &Path) -> Result<GroundTruth, String> {
-    let text = std::fs::read_to_string(path)
-        .map_err(|e| format!("cannot read the ground truth {}: {e}", path.display()))?;
+pub fn load_ground_truth(path: &Path) -> Result<GroundTruth, RelevanceError> {
+    let text = std::fs::read_to_string(path).map_err(|source| RelevanceError::Read {
+        what: "the ground truth",
+        path: path.to_path_buf(),
+        source,
+    })?;
+    let invalid = |message: String| RelevanceError::GroundTruth {
+        path: path.to_path_buf(),
+        message,
+    };
     let raw: BTreeMap<String, BTreeMap<String, serde_json::Value>> = serde_json::from_str(&text)
-        .map_err(|e| format!("{}: not a ground-truth file ({e})", path.display()))?;
+        .map_err(|e| invalid(format!("not a ground-truth file ({e})")))?;
     raw.into_iter()
         .map(|(image, predicates)| {
             let parsed = predicates
@@ -86,236 +157,320 @@ pub fn load_ground_truth(path: &Path) -> Result<GroundTruth, String> {
                 .map(|(p, v)| {
                     let predicate = p
                         .parse::<Predicate>()
-                        .map_err(|e| format!("{}: {image}: {e}", path.display()))?;
+                        .map_err(|e| invalid(format!("{image}: {e}")))?;
                     let truth = match v.as_u64() {
                         Some(0) => false,
                         Some(1) => true,
                         _ => {
-                            return Err(format!(
-                                "{}: {image}: `{p}` must be 0 or 1, not {v}",
-                                path.display()
-                            ));
+                            return Err(invalid(format!("{image}: `{p}` must be 0 or 1, not {v}")));
                         }
                     };
                     Ok((predicate, truth))
                 })
-                .collect::<Result<BTreeMap<_, _>, String>>()?;
+                .collect::<Result<BTreeMap<_, _>, RelevanceError>>()?;
             Ok((image, parsed))
         })
         .collect()
 }
 
-/// What to compare.
+/// One image of a comparison: its stem, bytes and the predicates asked with their truth.
+#[derive(Debug, Clone)]
+pub struct ImageItem {
+    pub stem: String,
+    pub image: Image,
+    pub truth: BTreeMap<Predicate, bool>,
+}
+
+/// What to compare, resolved.
 #[derive(Debug, Clone)]
 pub struct ComparePlan {
+    /// The experiment file, when it came from one, with its hash.
+    pub file: Option<(PathBuf, String)>,
     pub model: String,
-    pub images: Vec<PathBuf>,
-    pub truth: GroundTruth,
-    /// Ask about every predicate over these block colours instead of those the ground truth
-    /// lists; predicates the ground truth does not list are false (the closed world).
-    pub blocks: Option<Vec<String>>,
+    pub images: Vec<ImageItem>,
     pub repeat: u32,
     pub params: SamplingParams,
     pub with_prompt: Template,
     pub without_prompt: Template,
+    /// Folder of the CSV files.
+    pub out: PathBuf,
 }
 
-/// The outcome of a comparison run.
-#[derive(Debug, Clone)]
-pub struct CompareReport {
-    pub run_id: i64,
-    pub with: VariantMetrics,
-    pub without: VariantMetrics,
-    /// Invalid predictions per variant (WITH, WITHOUT).
-    pub invalid: [u64; 2],
-    pub calls: usize,
-    pub cache_hits: usize,
-    pub cost_usd: f64,
-    pub paid_usd: f64,
-    pub errors: Vec<String>,
-    /// The stored predictions of the run.
-    pub rows: Vec<PredictionRow>,
+/// The files a `--images` pattern (or plain path) names, in order.
+pub fn find_images(pattern: &str) -> Result<Vec<PathBuf>, RelevanceError> {
+    let bad_pattern = |e: glob::PatternError| RelevanceError::Pattern {
+        pattern: pattern.to_owned(),
+        message: e.to_string(),
+    };
+    let mut images: Vec<PathBuf> = glob::glob(pattern)
+        .map_err(bad_pattern)?
+        .filter_map(Result::ok)
+        .filter(|p| p.is_file())
+        .collect();
+    images.sort();
+    if images.is_empty() {
+        return Err(RelevanceError::NoImages(pattern.to_owned()));
+    }
+    Ok(images)
 }
 
-/// Runs the comparison and measures both variants from the stored predictions.
-pub async fn compare(
-    store: &Arc<Mutex<Store>>,
-    executor: &Executor,
-    catalog: &Catalog,
-    plan: &ComparePlan,
-    show_progress: bool,
-) -> Result<CompareReport, String> {
-    let target = catalog.target(&plan.model).map_err(|e| e.to_string())?;
-    let reference = target.spec.reference();
-    // Each image with its stem, bytes and predicates.
+/// Reads each image with its ground truth; with `blocks`, asks every predicate over those
+/// colours (unlisted ones false: the closed world). The media type comes from the bytes.
+pub fn load_images(
+    paths: &[PathBuf],
+    truth: &GroundTruth,
+    blocks: Option<&[String]>,
+) -> Result<Vec<ImageItem>, RelevanceError> {
     let mut items = Vec::new();
-    for path in &plan.images {
+    for path in paths {
         let stem = path
             .file_stem()
             .and_then(|s| s.to_str())
             .unwrap_or_default()
             .to_owned();
-        let Some(truth) = plan.truth.get(&stem) else {
-            return Err(format!(
-                "{} has no ground truth (no `{stem}` in the ground-truth file)",
-                path.display()
-            ));
+        let Some(listed) = truth.get(&stem) else {
+            return Err(RelevanceError::NoTruth {
+                path: path.clone(),
+                stem,
+            });
         };
-        let bytes =
-            std::fs::read(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
-        let media_type = match path
-            .extension()
-            .and_then(|e| e.to_str())
-            .map(str::to_ascii_lowercase)
-            .as_deref()
-        {
-            Some("jpg" | "jpeg") => "image/jpeg",
-            Some("webp") => "image/webp",
-            Some("gif") => "image/gif",
-            _ => "image/png",
-        };
-        let truth: BTreeMap<Predicate, bool> = match &plan.blocks {
+        let bytes = std::fs::read(path).map_err(|source| RelevanceError::Read {
+            what: "the image",
+            path: path.clone(),
+            source,
+        })?;
+        let media_type =
+            media_type(&bytes).ok_or_else(|| RelevanceError::NotAnImage { path: path.clone() })?;
+        let truth = match blocks {
             Some(colours) => Predicate::all(colours)
                 .into_iter()
                 .map(|p| {
-                    let value = truth.get(&p).copied().unwrap_or(false);
+                    let value = listed.get(&p).copied().unwrap_or(false);
                     (p, value)
                 })
                 .collect(),
-            None => truth.clone(),
+            None => listed.clone(),
         };
-        items.push((stem, Image::new(media_type, bytes), truth));
+        items.push(ImageItem {
+            stem,
+            image: Image::new(media_type, bytes),
+            truth,
+        });
     }
-    if items.is_empty() {
-        return Err("no images to compare; check --images".into());
+    Ok(items)
+}
+
+/// The media type of image bytes every wire format accepts (PNG, JPEG, GIF, WebP), from their
+/// first bytes; `None` for anything else.
+pub fn media_type(bytes: &[u8]) -> Option<&'static str> {
+    match bytes {
+        [0x89, b'P', b'N', b'G', 0x0d, 0x0a, 0x1a, 0x0a, ..] => Some("image/png"),
+        [0xff, 0xd8, 0xff, ..] => Some("image/jpeg"),
+        [b'G', b'I', b'F', b'8', b'7' | b'9', b'a', ..] => Some("image/gif"),
+        [
+            b'R',
+            b'I',
+            b'F',
+            b'F',
+            _,
+            _,
+            _,
+            _,
+            b'W',
+            b'E',
+            b'B',
+            b'P',
+            ..,
+        ] => Some("image/webp"),
+        _ => None,
     }
-    let mut jobs = Vec::new();
-    let mut job_meta = Vec::new();
-    for (i, (_, image, truth)) in items.iter().enumerate() {
-        let list: Vec<String> = truth.keys().map(|p| format!("- {p}")).collect();
-        for variant in [Variant::With, Variant::Without] {
-            let template = if variant == Variant::With {
-                &plan.with_prompt
-            } else {
-                &plan.without_prompt
-            };
-            let text = template.render(&[("predicates", &list.join("\n"))]);
-            let request = ChatRequest {
-                model: target.spec.model.clone(),
-                system: None,
-                messages: vec![Message {
-                    role: Role::User,
-                    parts: vec![Part::Text(text), Part::Image(image.clone())],
-                }],
-                params: plan.params.clone(),
-            };
-            for trial in 0..plan.repeat.max(1) {
-                jobs.push(target.job(request.clone(), trial));
-                job_meta.push((i, variant, trial));
-            }
-        }
-    }
-    if let Some(reason) = &target.blocked
-        && !executor.all_cached(&jobs).map_err(|e| e.to_string())?
-    {
-        return Err(reason.clone());
-    }
-    let (run_id, image_shas) = {
-        let s = lock(store);
-        let options =
-            serde_json::json!({"model": reference, "repeat": plan.repeat, "params": plan.params})
-                .to_string();
-        let run_id = s
-            .create_run("relevance", None, None, &options)
-            .map_err(|e| e.to_string())?;
-        let mut shas = Vec::new();
-        for (_, image, _) in &items {
-            shas.push(
-                s.put_blob(&image.media_type, &image.data)
-                    .map_err(|e| e.to_string())?,
-            );
-        }
-        (run_id, shas)
-    };
-    let progress = crate::output::progress_bar(jobs.len(), show_progress);
-    let mut report = CompareReport {
-        run_id,
-        with: VariantMetrics::measure(Vec::new()),
-        without: VariantMetrics::measure(Vec::new()),
-        invalid: [0, 0],
-        calls: jobs.len(),
-        cache_hits: 0,
-        cost_usd: 0.0,
-        paid_usd: 0.0,
-        errors: Vec::new(),
-        rows: Vec::new(),
-    };
-    let mut failure = None;
-    executor
-        .run(jobs, |j, outcome| {
-            progress.inc(1);
-            let (i, variant, trial) = job_meta[j];
-            let (stem, _, truth) = &items[i];
-            let call = match &outcome {
-                CallOutcome::Failed { error, .. } => {
-                    report
-                        .errors
-                        .push(format!("{stem} ({}): {error}", variant.name()));
-                    return;
-                }
-                CallOutcome::Hit(call) | CallOutcome::Fresh(call) => call,
-            };
-            report.cost_usd += call.cost_usd;
-            if matches!(outcome, CallOutcome::Hit(_)) {
-                report.cache_hits += 1;
-            } else {
-                report.paid_usd += call.cost_usd;
-            }
-            let asked: Vec<Predicate> = truth.keys().cloned().collect();
-            let parsed = parse_answer(&call.text, &asked, variant);
-            let rows: Vec<PredictionRow> = parsed
-                .scores
-                .iter()
-                .map(|(predicate, score)| PredictionRow {
-                    run_id,
-                    model_ref: reference.clone(),
-                    image: stem.clone(),
-                    image_sha256: image_shas[i].clone(),
-                    predicate: predicate.to_string(),
-                    predicate_kind: predicate.kind().to_owned(),
-                    variant: variant.name().to_owned(),
-                    trial,
-                    score: score.as_ref().ok().copied(),
-                    invalid_reason: score.as_ref().err().cloned(),
-                    truth: truth[predicate],
-                    call_id: Some(call.id),
-                    cache_hit: matches!(outcome, CallOutcome::Hit(_)),
-                })
-                .collect();
-            if let Err(e) = lock(store).insert_predictions(&rows) {
-                failure.get_or_insert(e.to_string());
-            }
+}
+
+/// A relevance comparison resolved for the runtime.
+#[derive(Debug, Clone)]
+pub struct CompareExperiment {
+    plan: ComparePlan,
+    targets: Vec<Target>,
+}
+
+impl CompareExperiment {
+    /// Resolves the plan's model.
+    pub fn new(plan: ComparePlan, catalog: &Catalog) -> Result<Self, ExperimentError> {
+        let target = Target::resolve(catalog, &plan.model)?;
+        check_size(plan.images.len() as u64 * 2 * u64::from(plan.repeat))?;
+        Ok(Self {
+            plan,
+            targets: vec![target],
         })
-        .await
-        .map_err(|e| e.to_string())?;
-    progress.finish_and_clear();
-    let status = if failure.is_some() {
-        RunStatus::Failed
-    } else {
-        RunStatus::Completed
-    };
-    let s = lock(store);
-    s.finish_run(run_id, status).map_err(|e| e.to_string())?;
-    if let Some(e) = failure {
-        return Err(e);
     }
-    let rows = s.predictions(&[run_id]).map_err(|e| e.to_string())?;
-    let measured = measure_rows(&rows);
-    report.with = measured.0;
-    report.without = measured.1;
-    report.invalid = measured.2;
-    report.rows = rows;
-    Ok(report)
+
+    fn repeats(&self) -> usize {
+        self.plan.repeat.max(1) as usize
+    }
+
+    /// Image, variant and trial of a call's item.
+    fn item(&self, item: usize) -> (usize, Variant, u32) {
+        let repeats = self.repeats();
+        let variant = if (item / repeats).is_multiple_of(2) {
+            Variant::With
+        } else {
+            Variant::Without
+        };
+        (item / (2 * repeats), variant, (item % repeats) as u32)
+    }
+
+    /// Every image with each variant's prompt, `repeat` trials each.
+    fn predictions_stage(&self) -> Stage {
+        let target = &self.targets[0];
+        let mut calls = Vec::new();
+        for (i, item) in self.plan.images.iter().enumerate() {
+            let list: Vec<String> = item.truth.keys().map(|p| format!("- {p}")).collect();
+            for (v, variant) in [Variant::With, Variant::Without].into_iter().enumerate() {
+                let template = match variant {
+                    Variant::With => &self.plan.with_prompt,
+                    Variant::Without => &self.plan.without_prompt,
+                };
+                let text = template.render(&[("predicates", &list.join("\n"))]);
+                let request = ChatRequest {
+                    model: target.spec.model.clone(),
+                    system: None,
+                    messages: vec![Message {
+                        role: Role::User,
+                        parts: vec![Part::Text(text), Part::Image(item.image.clone())],
+                    }],
+                    params: self.plan.params.clone(),
+                };
+                for trial in 0..self.repeats() {
+                    calls.push(PlannedCall {
+                        target: 0,
+                        job: target.job(request.clone(), trial as u32),
+                        item: (i * 2 + v) * self.repeats() + trial,
+                        group: 0,
+                        follow_up: false,
+                        after: None,
+                    });
+                }
+            }
+        }
+        Stage {
+            name: "predictions",
+            calls,
+            ..Stage::default()
+        }
+    }
+
+    /// The predictions of one answer.
+    fn predictions(&self, run_id: i64, item: usize, outcome: &CallOutcome) -> Vec<PredictionRow> {
+        let Some(call) = outcome.call() else {
+            return Vec::new();
+        };
+        let (i, variant, trial) = self.item(item);
+        let image = &self.plan.images[i];
+        let asked: Vec<Predicate> = image.truth.keys().cloned().collect();
+        let parsed = parse_answer(&call.text, &asked, variant);
+        parsed
+            .scores
+            .iter()
+            .map(|(predicate, score)| PredictionRow {
+                run_id,
+                model_ref: self.targets[0].reference.clone(),
+                image: image.stem.clone(),
+                image_sha256: image.image.sha256.clone(),
+                predicate: predicate.to_string(),
+                predicate_kind: predicate.kind().to_owned(),
+                variant: variant.name().to_owned(),
+                trial,
+                score: score.as_ref().ok().copied(),
+                invalid_reason: score.as_ref().err().cloned(),
+                truth: image.truth[predicate],
+                call_id: Some(call.id),
+                cache_hit: matches!(outcome, CallOutcome::Hit(_)),
+            })
+            .collect()
+    }
+}
+
+impl Experiment for CompareExperiment {
+    fn kind(&self) -> ExperimentKind {
+        ExperimentKind::Relevance
+    }
+
+    fn header(&self) -> RunHeader {
+        let (file, spec_sha256) = match &self.plan.file {
+            Some((path, sha)) => (Some(path.display().to_string()), Some(sha.clone())),
+            None => (None, None),
+        };
+        RunHeader {
+            file,
+            spec_sha256,
+            options: serde_json::json!({
+                "model": self.targets[0].reference,
+                "repeat": self.plan.repeat,
+                "params": self.plan.params,
+                "images": self.plan.images.len(),
+            }),
+        }
+    }
+
+    fn targets(&self) -> &[Target] {
+        &self.targets
+    }
+
+    fn stage(
+        &self,
+        index: usize,
+        _previous: Option<(&Stage, &Answers)>,
+    ) -> Result<Option<Stage>, ExperimentError> {
+        Ok((index == 0).then(|| self.predictions_stage()))
+    }
+
+    fn begin(
+        &mut self,
+        store: &mut Store,
+        _run_id: i64,
+        _stage: &Stage,
+    ) -> Result<Vec<String>, ExperimentError> {
+        // The images are stored once, by hash; predictions point at them.
+        for item in &self.plan.images {
+            store.put_blob(&item.image.media_type, &item.image.data)?;
+        }
+        Ok(Vec::new())
+    }
+
+    fn record(
+        &mut self,
+        store: &mut Store,
+        run_id: i64,
+        stage: &Stage,
+        outcomes: &[(usize, &CallOutcome)],
+    ) -> Result<Vec<String>, ExperimentError> {
+        let rows: Vec<PredictionRow> = outcomes
+            .iter()
+            .flat_map(|&(i, outcome)| self.predictions(run_id, stage.calls[i].item, outcome))
+            .collect();
+        store.insert_predictions(&rows)?;
+        Ok(Vec::new())
+    }
+
+    fn label(&self, stage: &Stage, index: usize) -> String {
+        let (i, variant, trial) = self.item(stage.calls[index].item);
+        let mut label = format!("{} ({})", self.plan.images[i].stem, variant.name());
+        if self.repeats() > 1 {
+            label.push_str(&format!(" trial {}", trial + 1));
+        }
+        label
+    }
+
+    fn report(
+        &self,
+        store: &Store,
+        summary: &RunSummary,
+        options: &ReportOptions,
+        out: &mut dyn std::io::Write,
+    ) -> Result<(), ExperimentError> {
+        super::report::print_run(store, summary, &self.plan.out, options, out)
+            .map_err(ExperimentError::kind)
+    }
 }
 
 /// Metrics of WITH and WITHOUT, and their invalid counts, from stored predictions.

@@ -494,8 +494,5 @@ mod tests {
         assert_eq!(cols.method.len(), 3);
         let lean = store.bench_columns(&[run], false).unwrap();
         assert!(lean.method.is_empty());
-        let runs = store.list_runs().unwrap();
-        assert_eq!((runs[0].results, runs[0].errors), (3, 1));
-        assert!((runs[0].cost_usd - 1.5).abs() < 1e-12);
     }
 }

@@ -15,12 +15,13 @@ use std::time::Duration;
 
 use rusqlite::Connection;
 
+pub use crate::llm::executor::lock;
 pub use bench::{BenchColumns, BenchResultRow, Labels, MeasureRow};
 pub use blobs::sha256_hex;
 pub use calls::{NewCall, StoredCall};
 pub use relevance::PredictionRow;
 pub use review::{NewGenerated, ReviewColumns, ReviewRow, ScoreColumns, ScoreRow};
-pub use runs::{RunInfo, RunSelector, RunStatus};
+pub use runs::{RunErrorRow, RunInfo, RunSelector, RunStatus, RunTally};
 
 refinery::embed_migrations!("migrations");
 

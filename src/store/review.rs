@@ -135,6 +135,15 @@ impl Store {
             .optional()?)
     }
 
+    /// The files of the datasheets a run wrote or reused, in the order recorded, each once.
+    pub fn generated_paths(&self, run_id: i64) -> Result<Vec<String>> {
+        let mut stmt = self.conn.prepare(
+            "SELECT path FROM generated_datasheets WHERE run_id = ?1 GROUP BY path ORDER BY min(id)",
+        )?;
+        let rows = stmt.query_map([run_id], |r| r.get(0))?;
+        Ok(rows.collect::<rusqlite::Result<_>>()?)
+    }
+
     /// When the review with `review_key` was first recorded (failed calls aside), if ever.
     pub fn first_review_time(&self, review_key: &str) -> Result<Option<String>> {
         Ok(self.conn.query_row(

@@ -14,17 +14,70 @@ pub enum RunStatus {
     Completed,
     Failed,
     Interrupted,
+    /// Recorded `running`, but its process is gone (killed, or the machine stopped). Never
+    /// stored: seen by whoever looks (`experiment::observed_status`).
+    Abandoned,
 }
 
 impl RunStatus {
-    fn as_str(self) -> &'static str {
+    /// The name stored and shown.
+    pub fn as_str(self) -> &'static str {
         match self {
             Self::Running => "running",
             Self::Completed => "completed",
             Self::Failed => "failed",
             Self::Interrupted => "interrupted",
+            Self::Abandoned => "abandoned",
         }
     }
+}
+
+impl FromStr for RunStatus {
+    type Err = String;
+
+    fn from_str(s: &str) -> std::result::Result<Self, Self::Err> {
+        Ok(match s {
+            "running" => Self::Running,
+            "completed" => Self::Completed,
+            "failed" => Self::Failed,
+            "interrupted" => Self::Interrupted,
+            "abandoned" => Self::Abandoned,
+            other => return Err(format!("unknown run status `{other}`")),
+        })
+    }
+}
+
+impl fmt::Display for RunStatus {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// What a run has done so far, kept in its row as outcomes land.
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub struct RunTally {
+    /// Calls the run planned (known when it starts; later stages may add some).
+    pub planned_calls: u64,
+    /// Calls with an outcome: answered, served from the cache, or failed.
+    pub calls: u64,
+    pub cache_hits: u64,
+    /// Calls that got no answer (failed, refused for a missing key, not cached offline).
+    pub failed_calls: u64,
+    /// Failed calls plus the problems found in answers (unparsable, a garbage verdict).
+    pub errors: u64,
+    pub cost_usd: f64,
+    pub paid_usd: f64,
+}
+
+/// A call of a run that got no answer.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RunErrorRow {
+    pub stage: String,
+    pub model_ref: String,
+    pub item: String,
+    pub error: String,
+    pub call_id: Option<i64>,
+    pub attempts: u32,
 }
 
 /// Which runs a query or export covers: `latest`, `all` or a run id.
@@ -61,7 +114,7 @@ impl fmt::Display for RunSelector {
     }
 }
 
-/// A run with the totals of its results, as `track runs` lists it.
+/// A run with its tally, as `track runs` lists it.
 #[derive(Debug, Clone, PartialEq)]
 pub struct RunInfo {
     pub id: i64,
@@ -69,12 +122,9 @@ pub struct RunInfo {
     pub file: Option<String>,
     pub started_at: String,
     pub finished_at: Option<String>,
-    pub status: String,
-    pub results: u64,
-    pub cache_hits: u64,
-    pub errors: u64,
-    pub cost_usd: f64,
-    pub paid_usd: f64,
+    /// As stored: `running` may be a run whose process is gone.
+    pub status: RunStatus,
+    pub tally: RunTally,
 }
 
 impl Store {
@@ -87,11 +137,86 @@ impl Store {
         options_json: &str,
     ) -> Result<i64> {
         self.conn.execute(
-            "INSERT INTO runs (kind, file, spec_sha256, options_json, started_at, status)
-             VALUES (?1, ?2, ?3, ?4, ?5, 'running')",
-            params![kind, file, spec_sha256, options_json, now_rfc3339()],
+            "INSERT INTO runs (kind, file, spec_sha256, options_json, started_at, status, pid)
+             VALUES (?1, ?2, ?3, ?4, ?5, 'running', ?6)",
+            params![
+                kind,
+                file,
+                spec_sha256,
+                options_json,
+                now_rfc3339(),
+                std::process::id()
+            ],
         )?;
         Ok(self.conn.last_insert_rowid())
+    }
+
+    /// Writes a run's tally.
+    pub fn update_run_tally(&self, run_id: i64, t: &RunTally) -> Result<()> {
+        self.conn.execute(
+            "UPDATE runs SET planned_calls = ?2, calls = ?3, cache_hits = ?4, failed_calls = ?5,
+                 errors = ?6, cost_usd = ?7, paid_usd = ?8
+             WHERE id = ?1",
+            params![
+                run_id,
+                t.planned_calls as i64,
+                t.calls as i64,
+                t.cache_hits as i64,
+                t.failed_calls as i64,
+                t.errors as i64,
+                t.cost_usd,
+                t.paid_usd
+            ],
+        )?;
+        Ok(())
+    }
+
+    /// Records calls of a run that got no answer, in one transaction.
+    pub fn insert_run_errors(&mut self, run_id: i64, rows: &[RunErrorRow]) -> Result<()> {
+        if rows.is_empty() {
+            return Ok(());
+        }
+        let tx = self.conn.transaction()?;
+        {
+            let mut stmt = tx.prepare_cached(
+                "INSERT INTO run_errors (run_id, stage, model_ref, item, error, call_id, attempts, created_at)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+            )?;
+            let now = now_rfc3339();
+            for r in rows {
+                stmt.execute(params![
+                    run_id,
+                    r.stage,
+                    r.model_ref,
+                    r.item,
+                    r.error,
+                    r.call_id,
+                    r.attempts,
+                    now
+                ])?;
+            }
+        }
+        tx.commit()?;
+        Ok(())
+    }
+
+    /// The calls of a run that got no answer, oldest first.
+    pub fn run_errors(&self, run_id: i64) -> Result<Vec<RunErrorRow>> {
+        let mut stmt = self.conn.prepare(
+            "SELECT stage, model_ref, item, error, call_id, attempts FROM run_errors
+             WHERE run_id = ?1 ORDER BY id",
+        )?;
+        let rows = stmt.query_map([run_id], |r| {
+            Ok(RunErrorRow {
+                stage: r.get(0)?,
+                model_ref: r.get(1)?,
+                item: r.get(2)?,
+                error: r.get(3)?,
+                call_id: r.get(4)?,
+                attempts: r.get(5)?,
+            })
+        })?;
+        Ok(rows.collect::<rusqlite::Result<_>>()?)
     }
 
     /// Marks a run as ended with `status`.
@@ -140,45 +265,44 @@ impl Store {
         Ok(ids)
     }
 
-    /// Every run, newest first, with the totals of its results.
+    /// Every run, newest first, with its tally.
     pub fn list_runs(&self) -> Result<Vec<RunInfo>> {
-        let mut stmt = self.conn.prepare(
-            "WITH totals (run_id, n, hits, errors, cost, paid) AS (
-                 SELECT run_id, count(*), sum(cache_hit), sum(status = 'error'), sum(cost_usd), sum(paid_usd)
-                 FROM bench_results GROUP BY run_id
-                 UNION ALL
-                 SELECT run_id, count(*), sum(cache_hit), sum(parse_status IN ('error', 'failed')),
-                        sum(cost_usd), sum(paid_usd)
-                 FROM reviews GROUP BY run_id
-                 UNION ALL
-                 SELECT run_id, count(*), sum(cache_hit), 0, sum(cost_usd), sum(paid_usd)
-                 FROM generated_datasheets WHERE run_id IS NOT NULL GROUP BY run_id
-                 UNION ALL
-                 SELECT p.run_id, count(*), sum(p.cache_hit), sum(p.score IS NULL),
-                        (SELECT sum(c.cost_usd) FROM calls c WHERE c.id IN
-                            (SELECT call_id FROM relevance_predictions q WHERE q.run_id = p.run_id)),
-                        (SELECT sum(c.cost_usd) FROM calls c WHERE c.id IN
-                            (SELECT call_id FROM relevance_predictions q WHERE q.run_id = p.run_id AND q.cache_hit = 0))
-                 FROM relevance_predictions p GROUP BY p.run_id)
-             SELECT r.id, r.kind, r.file, r.started_at, r.finished_at, r.status,
-                    coalesce(sum(t.n), 0), coalesce(sum(t.hits), 0), coalesce(sum(t.errors), 0),
-                    coalesce(sum(t.cost), 0.0), coalesce(sum(t.paid), 0.0)
-             FROM runs r LEFT JOIN totals t ON t.run_id = r.id
-             GROUP BY r.id ORDER BY r.id DESC",
-        )?;
-        let rows = stmt.query_map([], |r| {
+        self.query_runs("", [])
+    }
+
+    /// The runs `ids` names, in id order.
+    pub fn runs_by_id(&self, ids: &[i64]) -> Result<Vec<RunInfo>> {
+        let mut runs = Vec::with_capacity(ids.len());
+        for &id in ids {
+            runs.extend(self.query_runs("WHERE id = ?1", [id])?);
+        }
+        Ok(runs)
+    }
+
+    fn query_runs(&self, filter: &str, args: impl rusqlite::Params) -> Result<Vec<RunInfo>> {
+        let mut stmt = self.conn.prepare(&format!(
+            "SELECT id, kind, file, started_at, finished_at, status, coalesce(planned_calls, 0),
+                    calls, cache_hits, failed_calls, errors, cost_usd, paid_usd
+             FROM runs {filter} ORDER BY id DESC"
+        ))?;
+        let rows = stmt.query_map(args, |r| {
+            let status: String = r.get(5)?;
             Ok(RunInfo {
                 id: r.get(0)?,
                 kind: r.get(1)?,
                 file: r.get(2)?,
                 started_at: r.get(3)?,
                 finished_at: r.get(4)?,
-                status: r.get(5)?,
-                results: r.get::<_, i64>(6)? as u64,
-                cache_hits: r.get::<_, i64>(7)? as u64,
-                errors: r.get::<_, i64>(8)? as u64,
-                cost_usd: r.get(9)?,
-                paid_usd: r.get(10)?,
+                status: status.parse().unwrap_or(RunStatus::Failed),
+                tally: RunTally {
+                    planned_calls: r.get::<_, i64>(6)? as u64,
+                    calls: r.get::<_, i64>(7)? as u64,
+                    cache_hits: r.get::<_, i64>(8)? as u64,
+                    failed_calls: r.get::<_, i64>(9)? as u64,
+                    errors: r.get::<_, i64>(10)? as u64,
+                    cost_usd: r.get(11)?,
+                    paid_usd: r.get(12)?,
+                },
             })
         })?;
         Ok(rows.collect::<rusqlite::Result<_>>()?)
@@ -226,7 +350,19 @@ mod tests {
         assert!(store.select_runs("bench", RunSelector::Id(99)).is_err());
         let runs = store.list_runs().unwrap();
         assert_eq!(runs.len(), 2);
-        assert_eq!(runs[1].status, "completed");
-        assert_eq!(runs[0].status, "running");
+        assert_eq!(runs[1].status, RunStatus::Completed);
+        assert_eq!(runs[0].status, RunStatus::Running);
+        let tally = RunTally {
+            planned_calls: 4,
+            calls: 3,
+            cache_hits: 1,
+            failed_calls: 1,
+            errors: 2,
+            cost_usd: 0.5,
+            paid_usd: 0.25,
+        };
+        store.update_run_tally(b, &tally).unwrap();
+        assert_eq!(store.runs_by_id(&[b]).unwrap()[0].tally, tally);
+        assert_eq!("abandoned".parse(), Ok(RunStatus::Abandoned));
     }
 }

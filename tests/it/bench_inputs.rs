@@ -23,7 +23,7 @@ fn bad_benchmark_files_are_named_with_the_fix() {
         (
             "missing.yaml",
             String::new(),
-            "cannot read the benchmark file missing.yaml",
+            "cannot read the experiment file missing.yaml",
         ),
         (
             "broken.yaml",

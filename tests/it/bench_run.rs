@@ -117,9 +117,9 @@ fn a_second_run_is_served_from_the_cache_and_pays_nothing() {
         first,
         "the second run sent requests"
     );
-    let stdout = text(&out.stdout);
-    assert!(stdout.contains("6 cache hits"), "{stdout}");
-    assert!(stdout.contains("paid $0.000000"), "{stdout}");
+    let stderr = text(&out.stderr);
+    assert!(stderr.contains("6 calls, 6 cache hits"), "{stderr}");
+    assert!(stderr.contains("paid $0.000000"), "{stderr}");
     // Both runs recorded, the second entirely cached, same results.
     assert_eq!(
         s.count("SELECT count(*) FROM bench_results WHERE run_id = 2 AND cache_hit = 1"),
@@ -471,7 +471,7 @@ fn query_and_export_reproduce_the_run_from_the_database() {
     let header = by_model.lines().next().unwrap();
     assert_eq!(
         header,
-        "model,results,passed,failed,errors,success_pct,total_time_s,total_cost_usd,paid_usd,input_tokens,output_tokens,energy_wh,energy_wh_min,energy_wh_max,cache_hits"
+        "model,results,passed,failed,errors,success_pct,total_time_s,total_cost_usd,paid_usd,input_tokens,output_tokens,energy_wh,energy_wh_min,energy_wh_max,cache_hits,status"
     );
     let gpt = by_model
         .lines()
@@ -759,14 +759,14 @@ fn judge_graded_tests_count_the_judge_in_cost_and_never_fail_on_garbage() {
         s.count("SELECT count(*) FROM bench_results WHERE run_id = 2 AND status = 'passed'"),
         2
     );
-    // The dry run bounds the judges' cost too.
+    // The plan counts the judges' calls too: 4 answers and 3 verdicts, all cached.
     let dry = s
         .track()
         .args(["run", "bench.yaml", "--dry-run"])
         .output()
         .unwrap();
     assert!(
-        text(&dry.stdout).contains("4 calls planned, 4 cached, 0 to call"),
+        text(&dry.stdout).contains("7 calls planned, 7 cached, 0 to call"),
         "{}",
         text(&dry.stdout)
     );

@@ -131,6 +131,6 @@ fn a_real_llama_cpp_server_answers_in_openai_and_anthropic_formats() {
         .output()
         .unwrap();
     assert!(again.status.success(), "{}", text(&again.stderr));
-    assert!(text(&again.stdout).contains("4 cache hits"));
+    assert!(text(&again.stderr).contains("4 calls, 4 cache hits"));
     assert_eq!(s.count("SELECT count(*) FROM calls"), 4);
 }

@@ -9,3 +9,4 @@ mod local_model;
 mod mock_selftest;
 mod relevance;
 mod review;
+mod runtime;

@@ -172,7 +172,7 @@ fn compare_scores_both_variants_and_writes_the_specifications_outputs() {
     let query = text(&query.stdout);
     assert!(
         query.starts_with(
-            "variant,class,precision,recall,f1,tp,fp,tn,fn,total_samples,coverage,invalid\n"
+            "variant,class,precision,recall,f1,tp,fp,tn,fn,total_samples,coverage,invalid,status\n"
         ),
         "{query}"
     );

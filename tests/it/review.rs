@@ -274,9 +274,9 @@ fn filters_summaries_and_agreement_between_two_reviewers() {
     let lines: Vec<&str> = csv.lines().collect();
     assert_eq!(
         lines[0],
-        "criterion,reviewers,datasheets_compared,kappa_quadratic,alpha_ordinal,mean_score"
+        "criterion,reviewers,datasheets_compared,kappa_quadratic,alpha_ordinal,mean_score,status"
     );
-    assert_eq!(lines[1], "P1,2,2,1.0,1.0,3.5");
+    assert_eq!(lines[1], "P1,2,2,1.0,1.0,3.5,completed");
     assert!(
         lines[3].starts_with("P3,2,1,,,4.0"),
         "one datasheet only: undefined, not NaN: {}",
@@ -494,7 +494,11 @@ fn a_review_experiment_file_generates_then_reviews() {
         .unwrap()
         .map(Result::unwrap)
         .collect();
-    assert_eq!(kinds, ["generate", "review"]);
+    assert_eq!(kinds, ["review"], "one run: generation, then reviews");
+    assert_eq!(
+        s.count("SELECT count(*) FROM generated_datasheets WHERE run_id = 1"),
+        1
+    );
     s.write("odd.yaml", "kind: survey\n");
     let out = s.track().args(["run", "odd.yaml"]).output().unwrap();
     assert!(text(&out.stderr).contains(

@@ -1,0 +1,435 @@
+//! A benchmark as an experiment of the runtime: stage 0 asks every prompt of every model
+//! (model-major: one group per model), stage 1 has the answers of `method: judge` tests
+//! judged. Each outcome becomes a result row; a judged answer's row waits for its verdict.
+
+use std::path::Path;
+
+use super::judge::{self, JUDGE_MAX_TOKENS};
+use super::methods::TestMethod;
+use super::{BenchError, BenchSpec};
+use crate::config::{Catalog, Config};
+use crate::energy::EnergyMethod;
+use crate::experiment::{
+    Answers, Experiment, ExperimentError, ExperimentKind, Overrides, PendingCall, PlannedCall,
+    ReportOptions, RunHeader, RunSummary, Stage, Target, check_size,
+};
+use crate::llm::{CallOutcome, ChatRequest, Message, estimate_tokens};
+use crate::prompt::Template;
+use crate::store::{BenchResultRow, Store, StoredCall};
+
+/// Loads a benchmark file for `track run`.
+pub fn from_file(
+    path: &Path,
+    text: &str,
+    config: &Config,
+    overrides: &Overrides,
+) -> Result<Box<dyn Experiment>, ExperimentError> {
+    let spec = BenchSpec::parse(path, text).map_err(ExperimentError::kind)?;
+    let energy = overrides.energy.unwrap_or(config.settings.energy_method);
+    Ok(Box::new(BenchExperiment::new(
+        spec,
+        &config.catalog,
+        overrides,
+        energy,
+    )?))
+}
+
+/// A resolved benchmark: its models (then its judges) and how many samples of each call.
+#[derive(Debug, Clone)]
+pub struct BenchExperiment {
+    spec: BenchSpec,
+    /// The models under evaluation, then the judges of `method: judge` tests.
+    targets: Vec<Target>,
+    /// How many of `targets` are models under evaluation.
+    models: usize,
+    /// Each prompt's judge, as an index into `targets`.
+    prompt_judge: Vec<Option<usize>>,
+    repeats: u32,
+    energy: EnergyMethod,
+    judge_template: Template,
+}
+
+/// Indices of one evaluation: model, prompt, repeat.
+#[derive(Debug, Clone, Copy)]
+struct Eval {
+    model: usize,
+    prompt: usize,
+    repeat: u32,
+}
+
+impl BenchExperiment {
+    /// Resolves the spec's models (or `--models`) and judges against the catalog.
+    pub fn new(
+        spec: BenchSpec,
+        catalog: &Catalog,
+        overrides: &Overrides,
+        energy: EnergyMethod,
+    ) -> Result<Self, ExperimentError> {
+        let from_file = overrides.models.is_none();
+        let references = overrides.models_or(&spec.models);
+        let model_error = |line: Option<u64>, source| {
+            ExperimentError::kind(BenchError::Model {
+                path: spec.path.display().to_string(),
+                line,
+                source,
+            })
+        };
+        let mut targets = Vec::new();
+        for (i, reference) in references.iter().enumerate() {
+            let line = if from_file { spec.model_line(i) } else { None };
+            targets.push(Target::resolve(catalog, reference).map_err(|e| model_error(line, e))?);
+        }
+        let models = targets.len();
+        let mut prompt_judge = Vec::with_capacity(spec.prompts.len());
+        for (p, test) in spec.prompts.iter().enumerate() {
+            let TestMethod::Judge(judged) = &test.method else {
+                prompt_judge.push(None);
+                continue;
+            };
+            let judge = Target::resolve(catalog, &judged.judge)
+                .map_err(|e| model_error(spec.prompt_line(p), e))?
+                .with_role("judge");
+            let index = match targets[models..]
+                .iter()
+                .position(|t| t.reference == judge.reference)
+            {
+                Some(i) => models + i,
+                None => {
+                    targets.push(judge);
+                    targets.len() - 1
+                }
+            };
+            prompt_judge.push(Some(index));
+        }
+        let repeats = overrides.repeat_or(spec.repeat)?;
+        let judged = prompt_judge.iter().flatten().count() as u64;
+        check_size((models as u64) * (spec.prompts.len() as u64 + judged) * u64::from(repeats))?;
+        let judge_template = Template::load(None, judge::JUDGE_PROMPT, &["answer", "rubric"])
+            .map_err(|e| ExperimentError::kind(BenchError::Judge(e.to_string())))?;
+        Ok(Self {
+            spec,
+            targets,
+            models,
+            prompt_judge,
+            repeats,
+            energy,
+            judge_template,
+        })
+    }
+
+    /// The spec it runs.
+    pub fn spec(&self) -> &BenchSpec {
+        &self.spec
+    }
+
+    fn eval(&self, item: usize) -> Eval {
+        let repeats = self.repeats as usize;
+        let prompts = self.spec.prompts.len();
+        Eval {
+            model: item / (prompts * repeats),
+            prompt: (item / repeats) % prompts,
+            repeat: (item % repeats) as u32,
+        }
+    }
+
+    /// Stage 0: every prompt of every model, `repeats` times.
+    fn answers_stage(&self) -> Stage {
+        let repeats = self.repeats as usize;
+        let mut calls = Vec::with_capacity(self.models * self.spec.prompts.len() * repeats);
+        for (m, model) in self.targets[..self.models].iter().enumerate() {
+            for (p, test) in self.spec.prompts.iter().enumerate() {
+                let request = ChatRequest {
+                    model: model.spec.model.clone(),
+                    system: test.system.clone(),
+                    messages: vec![Message::user(test.prompt.clone())],
+                    params: test.params.clone(),
+                };
+                for repeat in 0..self.repeats {
+                    calls.push(PlannedCall {
+                        target: m,
+                        job: model.job(request.clone(), repeat),
+                        item: (m * self.spec.prompts.len() + p) * repeats + repeat as usize,
+                        group: m as u32,
+                        follow_up: self.prompt_judge[p].is_some(),
+                        after: None,
+                    });
+                }
+            }
+        }
+        Stage {
+            name: "answers",
+            calls,
+            ..Stage::default()
+        }
+    }
+
+    /// Stage 1: a judge call for each answer of a `method: judge` test; an answer not known
+    /// yet (a plan) is bounded as the largest answer its test allows.
+    fn judges_stage(&self, answers: &Stage, outcomes: &Answers) -> Option<Stage> {
+        let mut stage = Stage {
+            name: "judges",
+            ..Stage::default()
+        };
+        for (call, outcome) in answers.calls.iter().zip(outcomes) {
+            if !call.follow_up {
+                continue;
+            }
+            let eval = self.eval(call.item);
+            let Some(judge) = self.prompt_judge[eval.prompt] else {
+                continue;
+            };
+            let test = &self.spec.prompts[eval.prompt];
+            match outcome {
+                Some(outcome @ (CallOutcome::Hit(answer) | CallOutcome::Fresh(answer))) => {
+                    stage.calls.push(PlannedCall {
+                        target: judge,
+                        job: self.judge_job(judge, eval.prompt, &answer.text),
+                        item: call.item,
+                        group: 0,
+                        follow_up: false,
+                        after: Some(Box::new(outcome.clone())),
+                    });
+                }
+                Some(CallOutcome::Failed { .. }) => {}
+                None => {
+                    let max_answer = test
+                        .params
+                        .max_tokens
+                        .unwrap_or(crate::experiment::ASSUMED_MAX_OUTPUT_TOKENS);
+                    let rubric = match &test.method {
+                        TestMethod::Judge(j) => j.rubric.as_str(),
+                        _ => "",
+                    };
+                    stage.pending.push(PendingCall {
+                        target: judge,
+                        input_tokens: estimate_tokens(&self.judge_template.text)
+                            + estimate_tokens(&test.prompt)
+                            + estimate_tokens(rubric)
+                            + u64::from(max_answer),
+                        output_tokens: u64::from(JUDGE_MAX_TOKENS),
+                    });
+                }
+            }
+        }
+        (!stage.calls.is_empty() || !stage.pending.is_empty()).then_some(stage)
+    }
+
+    /// The judge's call for `answer` to prompt `prompt`.
+    fn judge_job(&self, judge: usize, prompt: usize, answer: &str) -> crate::llm::CallJob {
+        let test = &self.spec.prompts[prompt];
+        let rubric = match &test.method {
+            TestMethod::Judge(j) => j.rubric.as_str(),
+            _ => "",
+        };
+        let text = self.judge_template.render(&[
+            ("prompt", test.prompt.as_str()),
+            ("answer", answer),
+            ("rubric", rubric),
+        ]);
+        let target = &self.targets[judge];
+        target.job(judge::judge_request(&target.spec.model, text), 0)
+    }
+
+    /// The result row of one evaluation.
+    fn result_row(&self, run_id: i64, eval: Eval, outcome: &CallOutcome) -> BenchResultRow {
+        let model = &self.targets[eval.model];
+        let test = &self.spec.prompts[eval.prompt];
+        let mut row = BenchResultRow {
+            run_id,
+            model_index: eval.model as u32,
+            prompt_index: eval.prompt as u32,
+            repeat_index: eval.repeat,
+            model_ref: model.reference.clone(),
+            provider: model.spec.provider.clone(),
+            model_id: model.spec.model.clone(),
+            prompt_name: test.name.clone(),
+            method: test.method.name().to_owned(),
+            call_id: None,
+            cache_hit: matches!(outcome, CallOutcome::Hit(_)),
+            passed: None,
+            detail: None,
+            latency_ms: None,
+            input_tokens: None,
+            output_tokens: None,
+            tokens_estimated: false,
+            cost_usd: None,
+            paid_usd: None,
+            energy_wh: None,
+            energy_wh_min: None,
+            energy_wh_max: None,
+            energy_method: None,
+            judge_call_id: None,
+            judge_score: None,
+            judge_cost_usd: None,
+        };
+        match outcome {
+            CallOutcome::Failed { call_id, error, .. } => {
+                row.call_id = *call_id;
+                row.detail = Some(error.clone());
+            }
+            CallOutcome::Hit(call) | CallOutcome::Fresh(call) => {
+                self.fill_from_call(&mut row, call, model);
+                let verdict = test.method.check(&test.expected, &call.text);
+                row.passed = Some(verdict.passed);
+                row.detail = verdict.detail;
+            }
+        }
+        row
+    }
+
+    fn fill_from_call(&self, row: &mut BenchResultRow, call: &StoredCall, model: &Target) {
+        let energy = self.energy.estimate(
+            &model.spec.energy,
+            call.output_tokens,
+            call.latency_ms / 1000.0,
+        );
+        row.call_id = Some(call.id);
+        row.latency_ms = Some(call.latency_ms);
+        row.input_tokens = Some(call.input_tokens);
+        row.output_tokens = Some(call.output_tokens);
+        row.tokens_estimated = call.tokens_estimated;
+        row.cost_usd = Some(call.cost_usd);
+        row.paid_usd = Some(if row.cache_hit { 0.0 } else { call.cost_usd });
+        row.energy_wh = Some(energy.wh);
+        row.energy_wh_min = Some(energy.min_wh);
+        row.energy_wh_max = Some(energy.max_wh);
+        row.energy_method = Some(self.energy.name().to_owned());
+    }
+
+    /// The row of a judged answer: the verdict from the judge's score, or an error when the
+    /// judge failed or answered garbage (never a failed test); the problem, if any.
+    fn judged_row(
+        &self,
+        mut row: BenchResultRow,
+        outcome: &CallOutcome,
+    ) -> (BenchResultRow, Option<String>) {
+        let test = &self.spec.prompts[row.prompt_index as usize];
+        let TestMethod::Judge(judged) = &test.method else {
+            return (row, None);
+        };
+        let call = match outcome {
+            CallOutcome::Failed { call_id, error, .. } => {
+                row.judge_call_id = *call_id;
+                row.passed = None;
+                row.detail = Some(format!("the judge call failed: {error}"));
+                return (row, None);
+            }
+            CallOutcome::Hit(call) | CallOutcome::Fresh(call) => call,
+        };
+        row.judge_call_id = Some(call.id);
+        row.judge_cost_usd = Some(call.cost_usd);
+        row.cost_usd = Some(row.cost_usd.unwrap_or(0.0) + call.cost_usd);
+        if matches!(outcome, CallOutcome::Fresh(_)) {
+            row.paid_usd = Some(row.paid_usd.unwrap_or(0.0) + call.cost_usd);
+        }
+        match judge::parse_judge(&call.text, 1, 5) {
+            Ok((score, why)) => {
+                row.judge_score = Some(score);
+                row.passed = Some(score >= judged.threshold);
+                row.detail = Some(format!(
+                    "judge {} scored {score}/5 (passes at {}){}",
+                    judged.judge,
+                    judged.threshold,
+                    why.map(|w| format!(": {w}")).unwrap_or_default()
+                ));
+                (row, None)
+            }
+            Err(reason) => {
+                let detail = format!("the judge's answer could not be used: {reason}");
+                row.passed = None;
+                row.detail = Some(detail.clone());
+                let problem = format!("{} on {}: {detail}", row.model_ref, row.prompt_name);
+                (row, Some(problem))
+            }
+        }
+    }
+}
+
+impl Experiment for BenchExperiment {
+    fn kind(&self) -> ExperimentKind {
+        ExperimentKind::Bench
+    }
+
+    fn header(&self) -> RunHeader {
+        RunHeader {
+            file: Some(self.spec.path.display().to_string()),
+            spec_sha256: Some(self.spec.sha256.clone()),
+            options: serde_json::json!({
+                "repeat": self.repeats,
+                "models": self.targets[..self.models].iter().map(|t| &t.reference).collect::<Vec<_>>(),
+                "energy_method": self.energy.name(),
+            }),
+        }
+    }
+
+    fn targets(&self) -> &[Target] {
+        &self.targets
+    }
+
+    fn stage(
+        &self,
+        index: usize,
+        previous: Option<(&Stage, &Answers)>,
+    ) -> Result<Option<Stage>, ExperimentError> {
+        Ok(match (index, previous) {
+            (0, _) => Some(self.answers_stage()),
+            (1, Some((answers, outcomes))) => self.judges_stage(answers, outcomes),
+            _ => None,
+        })
+    }
+
+    fn record(
+        &mut self,
+        store: &mut Store,
+        run_id: i64,
+        stage: &Stage,
+        outcomes: &[(usize, &CallOutcome)],
+    ) -> Result<Vec<String>, ExperimentError> {
+        let mut rows = Vec::with_capacity(outcomes.len());
+        let mut problems = Vec::new();
+        for &(i, outcome) in outcomes {
+            let call = &stage.calls[i];
+            let eval = self.eval(call.item);
+            match &call.after {
+                // A judge's verdict completes the row of the answer it judged.
+                Some(answer) => {
+                    let (row, problem) =
+                        self.judged_row(self.result_row(run_id, eval, answer), outcome);
+                    problems.extend(problem);
+                    rows.push(row);
+                }
+                // An answer of a judge test waits for its verdict.
+                None if call.follow_up && outcome.call().is_some() => {}
+                None => rows.push(self.result_row(run_id, eval, outcome)),
+            }
+        }
+        store.insert_bench_results(&rows)?;
+        Ok(problems)
+    }
+
+    fn label(&self, stage: &Stage, index: usize) -> String {
+        let call = &stage.calls[index];
+        let eval = self.eval(call.item);
+        let mut label = format!(
+            "{} on {}",
+            self.targets[eval.model].reference, self.spec.prompts[eval.prompt].name
+        );
+        if self.repeats > 1 {
+            label.push_str(&format!(" #{}", eval.repeat + 1));
+        }
+        if call.after.is_some() {
+            label = format!("judge {} of {label}", self.targets[call.target].reference);
+        }
+        label
+    }
+
+    fn report(
+        &self,
+        store: &Store,
+        summary: &RunSummary,
+        options: &ReportOptions,
+        out: &mut dyn std::io::Write,
+    ) -> Result<(), ExperimentError> {
+        super::report::print(store, summary, options, out).map_err(ExperimentError::kind)
+    }
+}

@@ -1,0 +1,106 @@
+//! The report of a benchmark run, from the database: the detail table (unless turned off),
+//! per-model and per-prompt summaries. Long tables are cut with the command that gives all.
+
+use std::io::Write;
+
+use polars::prelude::*;
+
+use super::BenchError;
+use crate::analysis::BenchFrames;
+use crate::experiment::{ReportOptions, RunSummary};
+use crate::output::table;
+use crate::store::Store;
+
+/// Rows a run's report shows of a table before pointing to the full one.
+const REPORT_ROWS: usize = 200;
+
+/// Prints the tables of the run `summary` describes.
+pub fn print(
+    store: &Store,
+    summary: &RunSummary,
+    options: &ReportOptions,
+    out: &mut dyn Write,
+) -> Result<(), BenchError> {
+    let run_id = summary.run_id;
+    let frames = BenchFrames::from_columns(store.bench_columns(&[run_id], true)?)?;
+    if options.detail {
+        let detail = detail_table(&frames)?;
+        print_limited(out, "Results", &detail, "track export csv", run_id)?;
+    }
+    writeln!(out, "Per model\n{}", table(&frames.by_model))?;
+    print_limited(
+        out,
+        "Per prompt",
+        &frames.by_prompt,
+        "track query --by prompt --format csv --run",
+        run_id,
+    )?;
+    Ok(())
+}
+
+/// The per-evaluation table: the repeat column only when there are repeats, the estimated
+/// tokens column only when some are.
+fn detail_table(frames: &BenchFrames) -> PolarsResult<DataFrame> {
+    let results = &frames.results;
+    let detail = results
+        .clone()
+        .lazy()
+        .select([
+            col("model"),
+            col("prompt"),
+            col("repeat"),
+            col("status").alias("result"),
+            (col("latency_ms") / lit(1000.0)).alias("time_s"),
+            col("input_tokens").alias("tokens_in"),
+            col("output_tokens").alias("tokens_out"),
+            col("cost_usd"),
+            col("energy_wh"),
+            col("cache_hit").alias("cached"),
+        ])
+        .collect()?;
+    let any_estimated = results
+        .column("tokens_estimated")?
+        .as_materialized_series()
+        .bool()?
+        .any();
+    let detail = if any_estimated {
+        detail.hstack(&[results.column("tokens_estimated")?.clone()])?
+    } else {
+        detail
+    };
+    let repeats = results
+        .column("repeat")?
+        .as_materialized_series()
+        .max::<u32>()?;
+    if results.height() > 0 && repeats == Some(0) {
+        detail.drop("repeat")
+    } else {
+        Ok(detail)
+    }
+}
+
+/// Prints `df` under `title`, cut to its first [`REPORT_ROWS`] rows with a note naming the
+/// command that gives all of them: a table of 50,000 prompts helps nobody on a terminal.
+fn print_limited(
+    out: &mut dyn Write,
+    title: &str,
+    df: &DataFrame,
+    full: &str,
+    run_id: i64,
+) -> std::io::Result<()> {
+    if df.height() <= REPORT_ROWS {
+        return writeln!(out, "{title}\n{}", table(df));
+    }
+    writeln!(
+        out,
+        "{title} (first {REPORT_ROWS} of {} rows)\n{}",
+        df.height(),
+        table(&df.head(Some(REPORT_ROWS)))
+    )?;
+    let full = if full.ends_with("--run") {
+        format!("{full} {run_id}")
+    } else {
+        format!("{full} --run {run_id}")
+    };
+    writeln!(out, "all {} rows: {full}", df.height())
+}

@@ -1,0 +1,167 @@
+//! The glue every experiment command shares: the options of a run (`--concurrency`,
+//! `--no-cache`, `--offline`, `--dry-run`, `--repeat`), handing the experiment to the
+//! runtime, and printing the plan or the report, the tally, the errors and the exit status.
+
+use std::io::Write as _;
+use std::process::ExitCode;
+use std::sync::{Arc, Mutex};
+
+use polars::prelude::*;
+
+use super::{CacheArgs, Context};
+use crate::config::Config;
+use crate::experiment::{
+    ASSUMED_MAX_OUTPUT_TOKENS, Experiment, Overrides, Plan, ReportOptions, RunEnd, RunOptions,
+    RunSummary, execute,
+};
+use crate::output::table;
+use crate::store::{Store, lock};
+
+/// The options of every command that runs an experiment.
+#[derive(Debug, Clone, clap::Args)]
+pub struct ExperimentArgs {
+    /// Calls in flight at once [default: 8, or `concurrency:` in config.yaml].
+    #[arg(long, value_name = "N")]
+    pub concurrency: Option<usize>,
+    #[command(flatten)]
+    pub cache: CacheArgs,
+    /// Print the planned calls, how many are cached and the most they can cost; call
+    /// nothing, record nothing.
+    #[arg(long)]
+    pub dry_run: bool,
+    /// Samples of each call, each a distinct cache entry [default: the file's `repeat:`, or 1].
+    #[arg(long, value_name = "N")]
+    pub repeat: Option<u32>,
+}
+
+impl ExperimentArgs {
+    /// The runtime's options.
+    pub fn options(&self, context: &Context, config: &Config) -> RunOptions {
+        RunOptions {
+            cache: self.cache.mode(),
+            dry_run: self.dry_run,
+            concurrency: self
+                .concurrency
+                .unwrap_or(config.settings.concurrency)
+                .max(1),
+            show_progress: !context.quiet,
+        }
+    }
+
+    /// The overrides these options carry (`--repeat`); commands add their own.
+    pub fn overrides(&self) -> Overrides {
+        Overrides {
+            repeat: self.repeat,
+            ..Overrides::default()
+        }
+    }
+}
+
+/// Runs `experiment` through the runtime and prints what came of it.
+pub fn run_experiment(
+    context: &Context,
+    config: &Config,
+    mut experiment: Box<dyn Experiment>,
+    options: &RunOptions,
+    report: ReportOptions,
+) -> anyhow::Result<ExitCode> {
+    // A dry run on a database that does not exist yet plans against an empty cache without
+    // creating the file.
+    let (store, db) = if options.dry_run && !context.db.exists() {
+        (Store::open_in_memory()?, None)
+    } else {
+        (context.open_store()?, Some(context.db.as_path()))
+    };
+    let store = Arc::new(Mutex::new(store));
+    let end = execute(
+        experiment.as_mut(),
+        store.clone(),
+        db,
+        &config.settings,
+        options,
+    )?;
+    let (summary, _) = match end {
+        RunEnd::Planned(plan) => {
+            print_plan(&plan, experiment.header().file.as_deref())?;
+            return Ok(ExitCode::SUCCESS);
+        }
+        RunEnd::Ran(summary, plan) => (summary, plan),
+    };
+    if summary.signal.is_none() {
+        let stdout = std::io::stdout();
+        experiment.report(&lock(&store), &summary, &report, &mut stdout.lock())?;
+    }
+    // The tally is a diagnostic (stderr): stdout stays the results, e.g. the files written.
+    report.note(summary.line());
+    print_errors(context, &summary);
+    if let Some(why) = summary.failure() {
+        eprintln!("track: {why}");
+    }
+    Ok(ExitCode::from(summary.exit_code()))
+}
+
+/// The first errors of a run, on stderr.
+fn print_errors(context: &Context, summary: &RunSummary) {
+    let errors = summary.tally.counts.errors;
+    if context.quiet || errors == 0 {
+        return;
+    }
+    let shown = summary.tally.first_errors.iter().take(5);
+    eprintln!("errors (first {} of {errors}):", shown.len());
+    for error in shown {
+        eprintln!("  {error}");
+    }
+    if errors > 5 {
+        eprintln!(
+            "all of them: track runs --errors {} (failed calls) and the run's rows",
+            summary.run_id
+        );
+    }
+}
+
+/// A dry run's plan: per model, calls, cached, to call, the bound of their cost and why
+/// some will fail.
+fn print_plan(plan: &Plan, file: Option<&str>) -> anyhow::Result<()> {
+    let lines = &plan.lines;
+    let df = DataFrame::new_infer_height(vec![
+        Column::new(
+            "model".into(),
+            lines.iter().map(|l| l.model.clone()).collect::<Vec<_>>(),
+        ),
+        Column::new(
+            "calls".into(),
+            lines.iter().map(|l| l.calls).collect::<Vec<_>>(),
+        ),
+        Column::new(
+            "cached".into(),
+            lines.iter().map(|l| l.cached).collect::<Vec<_>>(),
+        ),
+        Column::new(
+            "to_call".into(),
+            lines.iter().map(|l| l.to_call).collect::<Vec<_>>(),
+        ),
+        Column::new(
+            "max_cost_usd".into(),
+            lines.iter().map(|l| l.max_cost_usd).collect::<Vec<_>>(),
+        ),
+        Column::new(
+            "note".into(),
+            lines.iter().map(|l| l.note.clone()).collect::<Vec<_>>(),
+        ),
+    ])?;
+    let stdout = std::io::stdout();
+    let mut out = stdout.lock();
+    writeln!(out, "{}", table(&df))?;
+    writeln!(
+        out,
+        "dry run{}: {} calls planned, {} cached, {} to call, at most ${:.6} (inputs at ~4 \
+         characters a token, each answer at its max_tokens or {ASSUMED_MAX_OUTPUT_TOKENS} when \
+         unset); nothing was called",
+        file.map(|f| format!(" of {f}")).unwrap_or_default(),
+        plan.calls(),
+        plan.cached(),
+        plan.to_call(),
+        plan.max_cost_usd(),
+    )?;
+    Ok(())
+}

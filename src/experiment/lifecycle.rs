@@ -1,0 +1,162 @@
+//! A run's life: its row is created `running` with a lock file held for as long as the
+//! process works on it, and ends `completed`, `interrupted` or `failed`. A run still
+//! `running` whose lock is free has lost its process (SIGKILL, a crash, a reboot): it is
+//! `abandoned`, whoever looks.
+
+use std::fs::{File, OpenOptions, TryLockError};
+use std::path::{Path, PathBuf};
+
+use super::{ExperimentError, ExperimentKind, RunHeader};
+use crate::store::{RunStatus, Store};
+
+/// Where the lock files of a database's running runs live: `<db>-runs/`, beside SQLite's own
+/// `<db>-wal` and `<db>-shm`.
+pub fn run_lock_dir(db: &Path) -> PathBuf {
+    let mut name = db.as_os_str().to_owned();
+    name.push("-runs");
+    PathBuf::from(name)
+}
+
+fn lock_path(db: &Path, run_id: i64) -> PathBuf {
+    run_lock_dir(db).join(format!("{run_id}.lock"))
+}
+
+/// The status of a run as it is now: a stored `running` becomes `abandoned` when no process
+/// holds its lock.
+pub fn observed_status(db: &Path, run_id: i64, stored: RunStatus) -> RunStatus {
+    if stored != RunStatus::Running {
+        return stored;
+    }
+    let Ok(file) = File::open(lock_path(db, run_id)) else {
+        return RunStatus::Abandoned;
+    };
+    match file.try_lock() {
+        Ok(()) => {
+            // Nobody holds it: the process that did is gone.
+            let _ = file.unlock();
+            RunStatus::Abandoned
+        }
+        Err(TryLockError::WouldBlock) => RunStatus::Running,
+        // A filesystem without locks cannot tell: believe the stored status.
+        Err(TryLockError::Error(_)) => RunStatus::Running,
+    }
+}
+
+/// A started run: its id and the lock that says its process is alive.
+#[derive(Debug)]
+pub(crate) struct RunGuard {
+    pub run_id: i64,
+    lock: Option<(PathBuf, File)>,
+}
+
+impl RunGuard {
+    /// Creates the run row and takes its lock (none for a database in memory).
+    pub fn start(
+        store: &Store,
+        db: Option<&Path>,
+        kind: ExperimentKind,
+        header: &RunHeader,
+    ) -> Result<Self, ExperimentError> {
+        let run_id = store.create_run(
+            kind.as_str(),
+            header.file.as_deref(),
+            header.spec_sha256.as_deref(),
+            &header.options.to_string(),
+        )?;
+        let lock = match db {
+            Some(db) => take_lock(db, run_id),
+            None => None,
+        };
+        Ok(Self { run_id, lock })
+    }
+
+    /// The lock file's path, for a handler that must end the run from elsewhere.
+    pub fn lock_path(&self) -> Option<PathBuf> {
+        self.lock.as_ref().map(|(path, _)| path.clone())
+    }
+
+    /// Ends the run with `status` and lets its lock go.
+    pub fn finish(self, store: &Store, status: RunStatus) -> Result<(), ExperimentError> {
+        store.finish_run(self.run_id, status)?;
+        if let Some((path, file)) = self.lock {
+            drop(file);
+            let _ = std::fs::remove_file(path);
+        }
+        Ok(())
+    }
+}
+
+/// Creates and locks `<db>-runs/<id>.lock`. A run without a lock is still recorded; it will
+/// only be seen as abandoned by others, so say why.
+fn take_lock(db: &Path, run_id: i64) -> Option<(PathBuf, File)> {
+    let path = lock_path(db, run_id);
+    let attempt = || -> std::io::Result<File> {
+        std::fs::create_dir_all(run_lock_dir(db))?;
+        let file = OpenOptions::new()
+            .create(true)
+            .truncate(true)
+            .write(true)
+            .open(&path)?;
+        file.lock()?;
+        Ok(file)
+    };
+    match attempt() {
+        Ok(file) => Some((path, file)),
+        Err(e) => {
+            tracing::warn!(
+                "cannot lock {}: {e}; other track processes will see run {run_id} as abandoned",
+                path.display()
+            );
+            None
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_run_is_running_while_its_lock_is_held_and_abandoned_after() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = dir.path().join("track.db");
+        let store = Store::open(&db).unwrap();
+        let guard = RunGuard::start(
+            &store,
+            Some(&db),
+            ExperimentKind::Bench,
+            &RunHeader::default(),
+        )
+        .unwrap();
+        let id = guard.run_id;
+        assert_eq!(
+            observed_status(&db, id, RunStatus::Running),
+            RunStatus::Running
+        );
+        // The process dies: its lock goes, the row stays `running`.
+        drop(guard);
+        assert_eq!(
+            observed_status(&db, id, RunStatus::Running),
+            RunStatus::Abandoned
+        );
+        // A run without a lock file at all (older track, another machine) is abandoned too.
+        assert_eq!(
+            observed_status(&db, id + 1, RunStatus::Running),
+            RunStatus::Abandoned
+        );
+        let guard = RunGuard::start(
+            &store,
+            Some(&db),
+            ExperimentKind::Bench,
+            &RunHeader::default(),
+        )
+        .unwrap();
+        let path = guard.lock_path().unwrap();
+        guard.finish(&store, RunStatus::Completed).unwrap();
+        assert!(!path.exists(), "the lock file is removed when the run ends");
+        assert_eq!(
+            observed_status(&db, id, RunStatus::Completed),
+            RunStatus::Completed
+        );
+    }
+}

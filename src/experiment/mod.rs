@@ -1,0 +1,223 @@
+//! The runtime every experiment kind goes through, written once: the run row and how it ends
+//! (completed, interrupted, failed; abandoned when its process is gone), signals, the plan
+//! and its dry-run bound, `--offline`, the missing-key policy, progress, the cost/paid tally,
+//! the error summary and the exit code.
+//!
+//! An experiment kind supplies only its stages of calls ([`Experiment::stage`]) and how an
+//! answer becomes its rows ([`Experiment::record`]). It never speaks HTTP, never decides
+//! whether a call is sent, and never writes SQL by hand.
+
+mod kind;
+mod lifecycle;
+mod options;
+mod plan;
+mod runtime;
+mod signals;
+mod tally;
+mod target;
+
+use std::any::Any;
+use std::io::Write;
+use std::sync::Arc;
+
+pub use kind::ExperimentKind;
+pub use lifecycle::{observed_status, run_lock_dir};
+pub use options::{MAX_REPEAT, Override, Overrides, RunOptions};
+pub use plan::{
+    ASSUMED_MAX_OUTPUT_TOKENS, IMAGE_TOKENS_BOUND, MAX_PLANNED_CALLS, Plan, PlanLine, check_size,
+    max_cost,
+};
+pub use runtime::{RunEnd, RunSummary, execute};
+pub use signals::Signal;
+pub use tally::Tally;
+pub use target::Target;
+
+use crate::config::ConfigError;
+use crate::llm::{CallJob, CallOutcome};
+use crate::store::{Store, StoreError};
+
+/// What stops an experiment from being planned, run or reported.
+#[derive(Debug, thiserror::Error)]
+pub enum ExperimentError {
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    #[error(transparent)]
+    Config(#[from] ConfigError),
+    /// An option that makes no sense for this kind of experiment.
+    #[error("{option} does not apply to {kind} experiments: {why}")]
+    Unsupported {
+        kind: ExperimentKind,
+        option: &'static str,
+        why: &'static str,
+    },
+    /// The plan is larger than track accepts (a typo such as `repeat: 4294967295`).
+    #[error("the plan has {calls} calls, more than the {limit} track accepts in one run; {fix}")]
+    TooLarge {
+        calls: u64,
+        limit: u64,
+        fix: &'static str,
+    },
+    /// A kind's own error (its spec, its files, its report).
+    #[error(transparent)]
+    Kind(Box<dyn std::error::Error + Send + Sync>),
+    #[error("cannot start the async runtime: {0}")]
+    Runtime(std::io::Error),
+}
+
+impl ExperimentError {
+    /// Wraps a kind's own error.
+    pub fn kind(error: impl std::error::Error + Send + Sync + 'static) -> Self {
+        Self::Kind(Box::new(error))
+    }
+}
+
+/// What a run's report shows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ReportOptions {
+    /// The per-call detail table (benchmarks), not only the summaries.
+    pub detail: bool,
+    /// No notes on stderr (`--quiet`).
+    pub quiet: bool,
+}
+
+impl ReportOptions {
+    /// A note for the user on stderr, unless quiet.
+    pub fn note(&self, message: impl AsRef<str>) {
+        if !self.quiet {
+            eprintln!("{}", message.as_ref());
+        }
+    }
+}
+
+/// What the run row records about an experiment besides its kind.
+#[derive(Debug, Clone, Default)]
+pub struct RunHeader {
+    /// The experiment file, or the list file a command works on.
+    pub file: Option<String>,
+    /// sha256 of the experiment file's text.
+    pub spec_sha256: Option<String>,
+    /// The options in force, as JSON.
+    pub options: serde_json::Value,
+}
+
+/// One call an experiment wants made.
+#[derive(Debug, Clone)]
+pub struct PlannedCall {
+    /// Index into [`Experiment::targets`].
+    pub target: usize,
+    pub job: CallJob,
+    /// The kind's own index of what the call is for (an evaluation, a sensor, an image).
+    pub item: usize,
+    /// Calls of a lower group are sent before those of a higher one (benchmarks: one group per
+    /// model, so models run in order and the prompts of one model concurrently).
+    pub group: u32,
+    /// Whether the next stage needs this call's answer (the runtime keeps it for it).
+    pub follow_up: bool,
+    /// The outcome of the call this one follows from (a judge's answer to judge).
+    pub after: Option<Box<CallOutcome>>,
+}
+
+/// A call a later stage will make whose request cannot be known yet (it depends on an answer
+/// not in the cache): counted in the plan with a bound of its size.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct PendingCall {
+    pub target: usize,
+    /// Most input tokens it can have.
+    pub input_tokens: u64,
+    /// Most output tokens it can have.
+    pub output_tokens: u64,
+}
+
+/// The calls of one stage of an experiment.
+#[derive(Debug, Clone, Default)]
+pub struct Stage {
+    /// A short name for messages: `answers`, `judges`, `generation`, `reviews`.
+    pub name: &'static str,
+    pub calls: Vec<PlannedCall>,
+    /// Calls of this stage that cannot be planned exactly (only in a dry run or plan).
+    pub pending: Vec<PendingCall>,
+    /// What the kind needs to read this stage's outcomes (the datasheets a reviews stage
+    /// reviews); `PlannedCall::item` indexes into it.
+    pub data: Option<StageData>,
+}
+
+/// A kind's own data attached to a stage.
+#[derive(Clone)]
+pub struct StageData(pub Arc<dyn Any + Send + Sync>);
+
+impl StageData {
+    /// Wraps a kind's data.
+    pub fn new(data: impl Any + Send + Sync) -> Self {
+        Self(Arc::new(data))
+    }
+
+    /// The data, if it is a `T`.
+    pub fn get<T: Any>(&self) -> Option<&T> {
+        self.0.downcast_ref()
+    }
+}
+
+impl std::fmt::Debug for StageData {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("StageData(..)")
+    }
+}
+
+/// The answers of the previous stage, indexed like its calls: `Some` for calls marked
+/// `follow_up` whose outcome is known (a failure included), `None` otherwise (in a plan: not
+/// in the cache yet).
+pub type Answers = [Option<CallOutcome>];
+
+/// What one experiment kind supplies to the runtime.
+pub trait Experiment: Send {
+    /// Which kind of experiment this is.
+    fn kind(&self) -> ExperimentKind;
+
+    /// The file, hash and options recorded with the run.
+    fn header(&self) -> RunHeader;
+
+    /// The models this experiment calls, in report order.
+    fn targets(&self) -> &[Target];
+
+    /// Stage `index` (0, 1, ...), given the previous stage and its answers; `None` after the
+    /// last. Must not change anything: a plan calls it with cached answers only.
+    fn stage(
+        &self,
+        index: usize,
+        previous: Option<(&Stage, &Answers)>,
+    ) -> Result<Option<Stage>, ExperimentError>;
+
+    /// Stores what a stage records without any call (a review with no official datasheet),
+    /// when the stage starts. Returns problems for the error summary.
+    fn begin(
+        &mut self,
+        _store: &mut Store,
+        _run_id: i64,
+        _stage: &Stage,
+    ) -> Result<Vec<String>, ExperimentError> {
+        Ok(Vec::new())
+    }
+
+    /// Turns outcomes of `stage`'s calls (by index) into stored rows: a batch of cached and
+    /// refused calls at once, then each fresh outcome as it arrives. Returns problems found
+    /// in answers (a judge that answered garbage); failed calls are the runtime's to count.
+    fn record(
+        &mut self,
+        store: &mut Store,
+        run_id: i64,
+        stage: &Stage,
+        outcomes: &[(usize, &CallOutcome)],
+    ) -> Result<Vec<String>, ExperimentError>;
+
+    /// What call `index` of `stage` is for, in messages: `openai:gpt-4o on p1`.
+    fn label(&self, stage: &Stage, index: usize) -> String;
+
+    /// Prints the report of a finished run (tables, files written) to `out`.
+    fn report(
+        &self,
+        store: &Store,
+        summary: &RunSummary,
+        options: &ReportOptions,
+        out: &mut dyn Write,
+    ) -> Result<(), ExperimentError>;
+}

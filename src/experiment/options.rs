@@ -1,0 +1,137 @@
+//! The options of a run, with one meaning for every kind of experiment.
+
+use super::{ExperimentError, ExperimentKind};
+use crate::energy::EnergyMethod;
+use crate::llm::CacheMode;
+
+/// How to run an experiment: what every kind shares.
+#[derive(Debug, Clone)]
+pub struct RunOptions {
+    /// How the call cache is used (`--no-cache`, `--offline`).
+    pub cache: CacheMode,
+    /// Print the plan and its cost bound; send nothing, record nothing.
+    pub dry_run: bool,
+    /// Calls in flight at once.
+    pub concurrency: usize,
+    /// Draw a progress bar on stderr (it hides itself when stderr is not a terminal).
+    pub show_progress: bool,
+}
+
+/// The most samples per call a user may ask for: beyond it, a typo is likelier than intent.
+pub const MAX_REPEAT: u32 = 10_000;
+
+/// Options that change what an experiment asks. Each kind takes those that make sense for it
+/// and refuses the others by name ([`Overrides::refuse`]), never ignoring one silently.
+#[derive(Debug, Clone, Default)]
+pub struct Overrides {
+    /// Samples per call, each a distinct cache entry (`--repeat`).
+    pub repeat: Option<u32>,
+    /// The models under evaluation, replacing the file's (`--models`, `--model`).
+    pub models: Option<Vec<String>>,
+    /// How energy is estimated (`--energy`).
+    pub energy: Option<EnergyMethod>,
+}
+
+/// One of the [`Overrides`], for [`Overrides::refuse`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Override {
+    Repeat,
+    Models,
+    Energy,
+}
+
+impl Overrides {
+    /// An error naming the first of `unsupported` that is set, with why it makes no sense
+    /// for `kind`.
+    pub fn refuse(
+        &self,
+        kind: ExperimentKind,
+        unsupported: &[(Override, &'static str)],
+    ) -> Result<(), ExperimentError> {
+        for &(option, why) in unsupported {
+            let (set, name) = match option {
+                Override::Repeat => (self.repeat.is_some(), "--repeat"),
+                Override::Models => (self.models.is_some(), "--models"),
+                Override::Energy => (self.energy.is_some(), "--energy"),
+            };
+            if set {
+                return Err(ExperimentError::Unsupported {
+                    kind,
+                    option: name,
+                    why,
+                });
+            }
+        }
+        Ok(())
+    }
+
+    /// The repeat in force: the command line's, else `from_file`, checked against
+    /// [`MAX_REPEAT`] (0 means 1).
+    pub fn repeat_or(&self, from_file: u32) -> Result<u32, ExperimentError> {
+        let repeat = self.repeat.unwrap_or(from_file).max(1);
+        if repeat > MAX_REPEAT {
+            return Err(ExperimentError::TooLarge {
+                calls: u64::from(repeat),
+                limit: u64::from(MAX_REPEAT),
+                fix: "lower `repeat` (samples per call)",
+            });
+        }
+        Ok(repeat)
+    }
+
+    /// The model references in force: the command line's (trimmed, empty ones dropped),
+    /// else `from_file`.
+    pub fn models_or(&self, from_file: &[String]) -> Vec<String> {
+        match &self.models {
+            Some(list) => list
+                .iter()
+                .map(|m| m.trim().to_owned())
+                .filter(|m| !m.is_empty())
+                .collect(),
+            None => from_file.to_vec(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn refused_options_are_named_with_the_kind() {
+        let overrides = Overrides {
+            energy: Some(EnergyMethod::SeedLinear),
+            ..Overrides::default()
+        };
+        let e = overrides
+            .refuse(
+                ExperimentKind::Review,
+                &[
+                    (Override::Repeat, "-"),
+                    (Override::Energy, "reviews record no energy"),
+                ],
+            )
+            .unwrap_err()
+            .to_string();
+        assert_eq!(
+            e,
+            "--energy does not apply to review experiments: reviews record no energy"
+        );
+        assert!(
+            Overrides::default()
+                .refuse(ExperimentKind::Review, &[(Override::Energy, "-")])
+                .is_ok()
+        );
+    }
+
+    #[test]
+    fn repeat_is_bounded() {
+        let o = Overrides {
+            repeat: Some(4_294_967_295),
+            ..Overrides::default()
+        };
+        assert!(o.repeat_or(1).is_err());
+        assert_eq!(Overrides::default().repeat_or(0).unwrap(), 1);
+        assert_eq!(Overrides::default().repeat_or(3).unwrap(), 3);
+    }
+}

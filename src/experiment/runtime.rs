@@ -1,0 +1,410 @@
+//! The run loop, the same for every kind: plan, start the run row, then stage by stage serve
+//! cached answers, refuse what cannot be sent (`--offline`, a missing key) as failed calls,
+//! send the rest group by group with bounded concurrency, and hand every outcome to the kind
+//! to record, keeping the run's tally current. A signal stops the sending; what is in flight
+//! lands and is recorded; the run ends `interrupted`.
+
+use std::collections::HashMap;
+use std::path::Path;
+use std::sync::{Arc, Mutex};
+
+use indicatif::ProgressBar;
+
+use super::lifecycle::RunGuard;
+use super::plan::{self, FirstStage};
+use super::signals::Signals;
+use super::{Experiment, ExperimentError, ExperimentKind, Plan, RunOptions, Signal, Stage, Tally};
+use crate::config::Settings;
+use crate::llm::{CacheMode, CallJob, CallOutcome, Executor, LlmClient};
+use crate::store::{RunErrorRow, RunStatus, Store, StoredCall, lock};
+
+/// The error of a call that `--offline` refused.
+pub const OFFLINE_MISS: &str = "not in the cache, and --offline forbids calls";
+
+/// How a run ended.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RunSummary {
+    pub run_id: i64,
+    pub kind: ExperimentKind,
+    pub status: RunStatus,
+    /// The signal that stopped it, if one did.
+    pub signal: Option<Signal>,
+    pub tally: Tally,
+}
+
+impl RunSummary {
+    /// Whether calls were planned and none was answered.
+    pub fn nothing_ran(&self) -> bool {
+        self.tally.counts.calls > 0 && self.tally.answered == 0
+    }
+
+    /// The process's exit status: 128 + the signal's number when interrupted; 1 when nothing
+    /// could run or `--offline` met calls not in the cache; else 0.
+    pub fn exit_code(&self) -> u8 {
+        match self.signal {
+            Some(signal) => signal.exit_code(),
+            None if self.nothing_ran() || self.tally.offline_misses > 0 => 1,
+            None => 0,
+        }
+    }
+
+    /// Why the exit status is not 0, in one line.
+    pub fn failure(&self) -> Option<String> {
+        let first = || {
+            self.tally
+                .first_errors
+                .first()
+                .map(String::as_str)
+                .unwrap_or("unknown")
+                .to_owned()
+        };
+        if let Some(signal) = self.signal {
+            return Some(format!(
+                "interrupted: run {} is kept as `interrupted` ({}); run the same command again to \
+                 finish it from the cache",
+                self.run_id,
+                signal.name()
+            ));
+        }
+        if self.nothing_ran() {
+            return Some(format!(
+                "nothing could run ({} errors); first: {}",
+                self.tally.counts.errors,
+                first()
+            ));
+        }
+        (self.tally.offline_misses > 0).then(|| {
+            format!(
+                "{} of {} calls are not in the cache and --offline forbids calls; first: {}",
+                self.tally.offline_misses,
+                self.tally.counts.calls,
+                first()
+            )
+        })
+    }
+
+    /// The one-line tally: `run 3 (benchmark): 6 calls, 2 cache hits, 0 errors; cost $…`.
+    pub fn line(&self) -> String {
+        let c = &self.tally.counts;
+        format!(
+            "run {} ({}): {} calls, {} cache hits, {} errors; cost ${:.6}, paid ${:.6}",
+            self.run_id, self.kind, c.calls, c.cache_hits, c.errors, c.cost_usd, c.paid_usd
+        )
+    }
+}
+
+/// What [`execute`] did.
+#[derive(Debug, Clone, PartialEq)]
+pub enum RunEnd {
+    /// A dry run: the plan, nothing sent or recorded.
+    Planned(Plan),
+    /// A run, with its plan.
+    Ran(RunSummary, Plan),
+}
+
+/// Plans `experiment` and, unless `options.dry_run`, runs it: the one way every kind runs.
+/// `db` is the database's path (for the run's lock), `None` for a database in memory.
+pub fn execute(
+    experiment: &mut dyn Experiment,
+    store: Arc<Mutex<Store>>,
+    db: Option<&Path>,
+    settings: &Settings,
+    options: &RunOptions,
+) -> Result<RunEnd, ExperimentError> {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .map_err(ExperimentError::Runtime)?;
+    let client = LlmClient::new(settings.timeout).map_err(ExperimentError::kind)?;
+    let executor = Executor::new(
+        client,
+        store.clone(),
+        settings.retry,
+        options.concurrency,
+        options.cache,
+    );
+    let (plan, first) = plan::plan(experiment, &executor)?;
+    if options.dry_run {
+        return Ok(RunEnd::Planned(plan));
+    }
+    let summary = runtime.block_on(run(
+        experiment, &store, db, &executor, options, &plan, first,
+    ))?;
+    Ok(RunEnd::Ran(summary, plan))
+}
+
+async fn run(
+    experiment: &mut dyn Experiment,
+    store: &Arc<Mutex<Store>>,
+    db: Option<&Path>,
+    executor: &Executor,
+    options: &RunOptions,
+    plan: &Plan,
+    first: Option<FirstStage>,
+) -> Result<RunSummary, ExperimentError> {
+    let kind = experiment.kind();
+    let guard = RunGuard::start(&lock(store), db, kind, &experiment.header())?;
+    let run_id = guard.run_id;
+    let progress = crate::output::progress_bar(plan.calls() as usize, options.show_progress);
+    let signals = Signals::default();
+    let listener = listen(&signals, &progress, store, run_id, guard.lock_path());
+    let mut tally = Tally::default();
+    tally.counts.planned_calls = plan.calls();
+    lock(store).update_run_tally(run_id, &tally.counts)?;
+    let mut run = Run {
+        experiment,
+        store,
+        executor,
+        run_id,
+        signals: signals.clone(),
+        progress: progress.clone(),
+        tally,
+    };
+    let result = match first {
+        Some(first) => run.stages(first).await,
+        None => Ok(()),
+    };
+    let tally = run.tally;
+    progress.finish_and_clear();
+    if let Ok(handle) = listener {
+        handle.abort();
+    }
+    let signal = signals.received();
+    let status = match (&result, signal) {
+        (Err(_), _) => RunStatus::Failed,
+        (Ok(()), Some(_)) => RunStatus::Interrupted,
+        (Ok(()), None) => RunStatus::Completed,
+    };
+    let finished = guard.finish(&lock(store), status);
+    result?;
+    finished?;
+    Ok(RunSummary {
+        run_id,
+        kind,
+        status,
+        signal,
+        tally,
+    })
+}
+
+/// Starts the signal handler: the first signal stops the sending, a second marks the run
+/// interrupted and ends the process at once.
+fn listen(
+    signals: &Signals,
+    progress: &ProgressBar,
+    store: &Arc<Mutex<Store>>,
+    run_id: i64,
+    lock_path: Option<std::path::PathBuf>,
+) -> std::io::Result<tokio::task::JoinHandle<()>> {
+    let progress = progress.clone();
+    let store = store.clone();
+    signals
+        .listen(
+            move |signal| {
+                progress.suspend(|| {
+                    eprintln!(
+                        "track: {} received: sending no more calls; those in flight land and are \
+                         recorded (again to quit at once)",
+                        signal.name()
+                    );
+                });
+            },
+            move |signal| {
+                if let Err(e) = lock(&store).finish_run(run_id, RunStatus::Interrupted) {
+                    eprintln!("track: could not mark run {run_id} interrupted: {e}");
+                }
+                if let Some(path) = &lock_path {
+                    let _ = std::fs::remove_file(path);
+                }
+                eprintln!(
+                    "track: interrupted: run {run_id} is kept as `interrupted` ({}); run the same \
+                     command again to finish it from the cache",
+                    signal.name()
+                );
+                std::process::exit(i32::from(signal.exit_code()));
+            },
+        )
+        .inspect_err(|e| tracing::warn!("cannot listen for signals: {e}"))
+}
+
+/// A run in progress.
+struct Run<'a> {
+    experiment: &'a mut dyn Experiment,
+    store: &'a Arc<Mutex<Store>>,
+    executor: &'a Executor,
+    run_id: i64,
+    signals: Signals,
+    progress: ProgressBar,
+    tally: Tally,
+}
+
+impl Run<'_> {
+    /// Runs the first stage and each one after it, until the last or a signal.
+    async fn stages(&mut self, first: FirstStage) -> Result<(), ExperimentError> {
+        let FirstStage {
+            mut stage,
+            mut cached,
+        } = first;
+        for index in 1.. {
+            let begun = self
+                .experiment
+                .begin(&mut lock(self.store), self.run_id, &stage)?;
+            self.tally.add_problems(begun);
+            let answers = self.run_stage(&stage, &cached).await?;
+            if self.signals.stopping() {
+                return Ok(());
+            }
+            let Some(next) = self.experiment.stage(index, Some((&stage, &answers)))? else {
+                return Ok(());
+            };
+            cached = self
+                .executor
+                .lookup(next.calls.iter().map(|c| c.job.canonical.key.as_str()))?;
+            let grown = self.tally.counts.calls + next.calls.len() as u64;
+            if grown > self.tally.counts.planned_calls {
+                // Files that appeared since the plan (a datasheet written meanwhile).
+                self.tally.counts.planned_calls = grown;
+                self.progress.set_length(grown);
+            }
+            stage = next;
+        }
+        Ok(())
+    }
+
+    /// Serves, refuses and sends the calls of one stage; returns the outcomes of its
+    /// follow-up calls for the next stage.
+    async fn run_stage(
+        &mut self,
+        stage: &Stage,
+        cached: &HashMap<String, StoredCall>,
+    ) -> Result<Vec<Option<CallOutcome>>, ExperimentError> {
+        let mut answers = vec![None; stage.calls.len()];
+        let (immediate, to_send) = self.triage(stage, cached);
+        self.record(stage, immediate, &mut answers)?;
+        self.send(stage, to_send, &mut answers).await?;
+        Ok(answers)
+    }
+
+    /// Splits a stage's calls into outcomes known now (cached; refused by `--offline` or for a
+    /// missing key) and calls to send.
+    fn triage(
+        &mut self,
+        stage: &Stage,
+        cached: &HashMap<String, StoredCall>,
+    ) -> (Vec<(usize, CallOutcome)>, Vec<usize>) {
+        let mut immediate = Vec::new();
+        let mut to_send = Vec::new();
+        let offline = self.executor.mode() == CacheMode::Offline;
+        for (i, call) in stage.calls.iter().enumerate() {
+            if let Some(hit) = cached.get(&call.job.canonical.key) {
+                immediate.push((i, CallOutcome::Hit(hit.clone())));
+                continue;
+            }
+            let refused = if offline {
+                self.tally.offline_misses += 1;
+                Some(OFFLINE_MISS.to_owned())
+            } else {
+                self.experiment.targets()[call.target].blocked.clone()
+            };
+            match refused {
+                Some(error) => immediate.push((
+                    i,
+                    CallOutcome::Failed {
+                        call_id: None,
+                        error,
+                        attempts: 0,
+                    },
+                )),
+                None => to_send.push(i),
+            }
+        }
+        (immediate, to_send)
+    }
+
+    /// Sends `to_send` (indices into the stage) group by group, recording each outcome as it
+    /// arrives. Stops starting calls when a signal came or recording failed.
+    async fn send(
+        &mut self,
+        stage: &Stage,
+        mut to_send: Vec<usize>,
+        answers: &mut [Option<CallOutcome>],
+    ) -> Result<(), ExperimentError> {
+        to_send.sort_by_key(|&i| stage.calls[i].group);
+        let executor = self.executor;
+        let signals = self.signals.clone();
+        for group in to_send.chunk_by(|&a, &b| stage.calls[a].group == stage.calls[b].group) {
+            if signals.stopping() {
+                break;
+            }
+            let jobs: Vec<CallJob> = group.iter().map(|&i| stage.calls[i].job.clone()).collect();
+            let mut failure = None;
+            executor
+                .execute(jobs, signals.stop_flag(), |j, outcome| {
+                    if failure.is_some() {
+                        return;
+                    }
+                    if let Err(e) = self.record(stage, vec![(group[j], outcome)], answers) {
+                        signals.halt();
+                        failure = Some(e);
+                    }
+                })
+                .await;
+            if let Some(e) = failure {
+                return Err(e);
+            }
+        }
+        Ok(())
+    }
+
+    /// Hands outcomes to the kind to record, stores the calls that got no answer, and keeps
+    /// the tally and progress current.
+    fn record(
+        &mut self,
+        stage: &Stage,
+        outcomes: Vec<(usize, CallOutcome)>,
+        answers: &mut [Option<CallOutcome>],
+    ) -> Result<(), ExperimentError> {
+        if outcomes.is_empty() {
+            return Ok(());
+        }
+        let mut errors = Vec::new();
+        for (i, outcome) in &outcomes {
+            self.tally.add(outcome);
+            if let CallOutcome::Failed {
+                call_id,
+                error,
+                attempts,
+            } = outcome
+            {
+                let call = &stage.calls[*i];
+                let item = self.experiment.label(stage, *i);
+                self.tally.note_error(format!("{item}: {error}"));
+                errors.push(RunErrorRow {
+                    stage: stage.name.to_owned(),
+                    model_ref: self.experiment.targets()[call.target].reference.clone(),
+                    item,
+                    error: error.clone(),
+                    call_id: *call_id,
+                    attempts: *attempts,
+                });
+            }
+        }
+        let refs: Vec<(usize, &CallOutcome)> = outcomes.iter().map(|(i, o)| (*i, o)).collect();
+        let mut store = lock(self.store);
+        let problems = self
+            .experiment
+            .record(&mut store, self.run_id, stage, &refs)?;
+        store.insert_run_errors(self.run_id, &errors)?;
+        self.tally.add_problems(problems);
+        store.update_run_tally(self.run_id, &self.tally.counts)?;
+        drop(store);
+        self.progress.inc(outcomes.len() as u64);
+        self.progress.set_message(self.tally.progress_message());
+        for (i, outcome) in outcomes {
+            if stage.calls[i].follow_up {
+                answers[i] = Some(outcome);
+            }
+        }
+        Ok(())
+    }
+}

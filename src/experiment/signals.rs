@@ -1,0 +1,157 @@
+//! Signals during a run. The first SIGINT, SIGTERM or SIGHUP asks the run to stop sending:
+//! calls in flight land and are recorded, then the run ends `interrupted`. A second signal
+//! ends the process at once (after its handler has marked the run).
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
+
+/// A signal that stops a run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Signal {
+    /// SIGINT (Ctrl-C).
+    Interrupt,
+    /// SIGTERM.
+    Terminate,
+    /// SIGHUP (the terminal went away).
+    Hangup,
+}
+
+impl Signal {
+    /// The exit status of a process ended by this signal, as shells report it (128 + n).
+    pub fn exit_code(self) -> u8 {
+        match self {
+            Self::Interrupt => 130,
+            Self::Terminate => 143,
+            Self::Hangup => 129,
+        }
+    }
+
+    /// The signal's name.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Interrupt => "SIGINT",
+            Self::Terminate => "SIGTERM",
+            Self::Hangup => "SIGHUP",
+        }
+    }
+
+    fn code(self) -> u8 {
+        match self {
+            Self::Interrupt => 1,
+            Self::Terminate => 2,
+            Self::Hangup => 3,
+        }
+    }
+
+    fn from_code(code: u8) -> Option<Self> {
+        match code {
+            1 => Some(Self::Interrupt),
+            2 => Some(Self::Terminate),
+            3 => Some(Self::Hangup),
+            _ => None,
+        }
+    }
+}
+
+/// What the signal handler shares with the run: the flag the executor checks before sending,
+/// and the first signal received.
+#[derive(Debug, Clone, Default)]
+pub struct Signals {
+    stop: Arc<AtomicBool>,
+    received: Arc<AtomicU8>,
+}
+
+impl Signals {
+    /// Set once a run should stop sending.
+    pub fn stop_flag(&self) -> &AtomicBool {
+        &self.stop
+    }
+
+    /// Whether the run should send no more calls (a signal came, or recording failed).
+    pub fn stopping(&self) -> bool {
+        self.stop.load(Ordering::SeqCst)
+    }
+
+    /// Stops the sending without a signal (recording failed: nothing more can be kept).
+    pub fn halt(&self) {
+        self.stop.store(true, Ordering::SeqCst);
+    }
+
+    /// The first signal received, if any.
+    pub fn received(&self) -> Option<Signal> {
+        Signal::from_code(self.received.load(Ordering::SeqCst))
+    }
+
+    /// Records `signal`; true when it is the first.
+    fn receive(&self, signal: Signal) -> bool {
+        self.stop.store(true, Ordering::SeqCst);
+        self.received
+            .compare_exchange(0, signal.code(), Ordering::SeqCst, Ordering::SeqCst)
+            .is_ok()
+    }
+
+    /// Listens for SIGINT, SIGTERM and SIGHUP on the current tokio runtime: the first calls
+    /// `on_first`, any later one `on_second` (which is expected to end the process).
+    pub fn listen(
+        &self,
+        on_first: impl Fn(Signal) + Send + 'static,
+        on_second: impl Fn(Signal) + Send + 'static,
+    ) -> std::io::Result<tokio::task::JoinHandle<()>> {
+        let signals = self.clone();
+        let mut stream = SignalStream::new()?;
+        Ok(tokio::spawn(async move {
+            loop {
+                let Some(signal) = stream.next().await else {
+                    return;
+                };
+                if signals.receive(signal) {
+                    on_first(signal);
+                } else {
+                    on_second(signal);
+                }
+            }
+        }))
+    }
+}
+
+/// The signals that stop a run, as a stream.
+struct SignalStream {
+    #[cfg(unix)]
+    interrupt: tokio::signal::unix::Signal,
+    #[cfg(unix)]
+    terminate: tokio::signal::unix::Signal,
+    #[cfg(unix)]
+    hangup: tokio::signal::unix::Signal,
+}
+
+impl SignalStream {
+    #[cfg(unix)]
+    fn new() -> std::io::Result<Self> {
+        use tokio::signal::unix::{SignalKind, signal};
+        Ok(Self {
+            interrupt: signal(SignalKind::interrupt())?,
+            terminate: signal(SignalKind::terminate())?,
+            hangup: signal(SignalKind::hangup())?,
+        })
+    }
+
+    #[cfg(unix)]
+    async fn next(&mut self) -> Option<Signal> {
+        tokio::select! {
+            s = self.interrupt.recv() => s.map(|()| Signal::Interrupt),
+            s = self.terminate.recv() => s.map(|()| Signal::Terminate),
+            s = self.hangup.recv() => s.map(|()| Signal::Hangup),
+        }
+    }
+
+    #[cfg(not(unix))]
+    fn new() -> std::io::Result<Self> {
+        Ok(Self {})
+    }
+
+    #[cfg(not(unix))]
+    async fn next(&mut self) -> Option<Signal> {
+        tokio::signal::ctrl_c().await.ok()?;
+        Some(Signal::Interrupt)
+    }
+}

@@ -1,0 +1,100 @@
+//! A catalog model resolved for calling, as every experiment kind uses it: its canonical
+//! reference, its role, its endpoint (key read from the environment) and, when its provider
+//! needs a key that is not set, why it cannot be called. The runtime turns a blocked target's
+//! uncached calls into error rows naming the variable to set; cached answers are still served.
+
+use std::sync::Arc;
+
+use crate::config::{Catalog, ConfigError, ModelSpec};
+use crate::llm::{CallJob, CanonicalRequest, ChatRequest, Endpoint};
+
+/// A model an experiment calls.
+#[derive(Debug, Clone)]
+pub struct Target {
+    /// `provider:alias`, the one form stored with every row, whatever the user typed.
+    pub reference: String,
+    /// What it does when it is not the model under evaluation: `judge`, `reviewer`.
+    pub role: Option<&'static str>,
+    pub spec: ModelSpec,
+    pub endpoint: Arc<Endpoint>,
+    /// Why its calls cannot be sent (no key), if so.
+    pub blocked: Option<String>,
+}
+
+impl Target {
+    /// Resolves `reference` (any name the catalog knows) for calling.
+    pub fn resolve(catalog: &Catalog, reference: &str) -> Result<Self, ConfigError> {
+        let model = catalog.resolve(reference)?;
+        let provider = catalog.provider(model);
+        let endpoint = provider.endpoint();
+        let blocked = (provider.key_required && endpoint.api_key.is_none()).then(|| {
+            format!(
+                "no API key for {}: set {} in the environment or in .env",
+                provider.name,
+                provider.key_vars_text()
+            )
+        });
+        Ok(Self {
+            reference: model.reference(),
+            role: None,
+            spec: model.clone(),
+            endpoint: Arc::new(endpoint),
+            blocked,
+        })
+    }
+
+    /// The same model in another role.
+    pub fn with_role(mut self, role: &'static str) -> Self {
+        self.role = Some(role);
+        self
+    }
+
+    /// The reference with its role, for tables: `openai:gpt-4o (judge)`.
+    pub fn label(&self) -> String {
+        match self.role {
+            Some(role) => format!("{} ({role})", self.reference),
+            None => self.reference.clone(),
+        }
+    }
+
+    /// USD per million input and output tokens.
+    pub fn job_price(&self) -> (f64, f64) {
+        (self.spec.input_price, self.spec.output_price)
+    }
+
+    /// The call of `request` to this model, for sample `repeat`, priced with its prices.
+    pub fn job(&self, request: ChatRequest, repeat: u32) -> CallJob {
+        let canonical = CanonicalRequest::new(
+            &self.endpoint.provider,
+            &self.endpoint.base_url,
+            &request,
+            repeat,
+        );
+        CallJob {
+            endpoint: self.endpoint.clone(),
+            request,
+            canonical,
+            input_price: self.spec.input_price,
+            output_price: self.spec.output_price,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn references_become_canonical() {
+        let catalog = Catalog::builtin();
+        let t = Target::resolve(&catalog, "anthropic:claude-3-5-haiku").unwrap();
+        assert_eq!(t.reference, "anthropic:haiku 3.5");
+        assert_eq!(
+            t.clone().with_role("judge").label(),
+            "anthropic:haiku 3.5 (judge)"
+        );
+        let t = Target::resolve(&catalog, "ollama:qwen2.5-coder:7b").unwrap();
+        assert_eq!(t.reference, "ollama:qwen2.5-coder");
+        assert_eq!(t.blocked, None, "ollama needs no key");
+    }
+}

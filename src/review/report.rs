@@ -1,0 +1,52 @@
+//! The report of a datasheet run, from the database: the datasheets it wrote and the CSV
+//! files its reviews went to (stdout), and per reviewer how the answers could be read.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::io::Write;
+
+use super::spec_csv::{csv_path, csv_row};
+use super::{Paths, ReviewError};
+use crate::experiment::{ReportOptions, RunSummary};
+use crate::store::Store;
+
+/// Prints the files of the run `summary` describes, and a line per reviewer on stderr.
+pub fn print(
+    store: &Store,
+    summary: &RunSummary,
+    paths: &Paths,
+    options: &ReportOptions,
+    out: &mut dyn Write,
+) -> Result<(), ReviewError> {
+    for path in store.generated_paths(summary.run_id)? {
+        writeln!(out, "{path}").map_err(ReviewError::Output)?;
+    }
+    let reviews = store.review_rows(&[summary.run_id])?;
+    let files: BTreeSet<_> = reviews
+        .iter()
+        .filter(|r| r.parse_status != "error")
+        .map(|r| csv_path(&paths.reviews, &csv_row(r)))
+        .collect();
+    for path in files {
+        writeln!(out, "{}", path.display()).map_err(ReviewError::Output)?;
+    }
+    // Per reviewer: ok, partial, failed, skipped, error.
+    let mut counts: BTreeMap<&str, [usize; 5]> = BTreeMap::new();
+    for review in &reviews {
+        let slot = match review.parse_status.as_str() {
+            "ok" => 0,
+            "partial" => 1,
+            "failed" => 2,
+            "skipped" => 3,
+            _ => 4,
+        };
+        counts.entry(&review.reviewer_ref).or_default()[slot] += 1;
+    }
+    for (reviewer, [ok, partial, failed, skipped, errors]) in counts {
+        options.note(format!(
+            "{reviewer}: {} reviews: {ok} complete, {partial} with N/A scores, {failed} unparsable, \
+             {skipped} without an official datasheet; {errors} failed calls",
+            ok + partial + failed + skipped
+        ));
+    }
+    Ok(())
+}

@@ -1,0 +1,770 @@
+//! Datasheet experiments for the runtime. Generation: a model writes a datasheet of each
+//! sensor (kind `generate`). Review: each reviewer scores every generated datasheet against
+//! the official one (kind `review`); a review experiment may generate first, and then its
+//! reviews cover what it generated too.
+//!
+//! Stages: `generation` (one group per generator), then `reviews` (one group per reviewer).
+//! Answers become files under `results/`, rows of the database and the specification's CSV.
+
+use std::path::{Path, PathBuf};
+
+use super::criteria::Criteria;
+use super::parse::{ParseStatus, ParsedReview, ScoreEntry, parse_review};
+use super::sensors::{self, GeneratedFile, Official, Sensor, safe_component};
+use super::spec_csv::{self, csv_row};
+use super::{Paths, ReviewError};
+use crate::config::Catalog;
+use crate::experiment::{
+    Answers, Experiment, ExperimentError, ExperimentKind, PendingCall, PlannedCall, ReportOptions,
+    RunHeader, RunSummary, Stage, StageData, Target, check_size,
+};
+use crate::llm::{CallJob, CallOutcome, ChatRequest, Message, SamplingParams, estimate_tokens};
+use crate::prompt::Template;
+use crate::store::sha256_hex;
+use crate::store::{NewGenerated, ReviewRow, ScoreRow, Store, StoredCall};
+
+/// How datasheets are written.
+#[derive(Debug, Clone)]
+pub struct Generation {
+    pub template: Template,
+    pub params: SamplingParams,
+}
+
+/// How datasheets are reviewed.
+#[derive(Debug, Clone)]
+pub struct Reviewing {
+    pub template: Template,
+    pub criteria: Criteria,
+    pub params: SamplingParams,
+    /// Review only datasheets written by this model (`provider:name`).
+    pub only_generator: Option<String>,
+}
+
+/// What a datasheet experiment is made of, before its models are resolved.
+#[derive(Debug, Clone)]
+pub struct DatasheetPlan {
+    /// The experiment file, when it came from one, with its hash.
+    pub file: Option<(PathBuf, String)>,
+    pub generators: Vec<String>,
+    pub reviewers: Vec<String>,
+    pub sensors: Vec<Sensor>,
+    pub paths: Paths,
+    pub generation: Generation,
+    pub reviewing: Reviewing,
+    /// Samples of each call, each a distinct cache entry.
+    pub repeats: u32,
+}
+
+/// A datasheet experiment resolved for the runtime.
+#[derive(Debug, Clone)]
+pub struct DatasheetExperiment {
+    plan: DatasheetPlan,
+    /// Generators, then reviewers.
+    targets: Vec<Target>,
+    generators: usize,
+    catalog: Catalog,
+}
+
+/// One generated datasheet to review, with its official datasheet.
+#[derive(Debug, Clone)]
+struct Item {
+    file: GeneratedFile,
+    generated: String,
+    official: Official,
+}
+
+/// The datasheets a reviews stage reviews, shared by its calls.
+#[derive(Debug)]
+struct ReviewItems(Vec<Item>);
+
+impl DatasheetExperiment {
+    /// Resolves the generators and reviewers of `plan`.
+    pub fn new(plan: DatasheetPlan, catalog: &Catalog) -> Result<Self, ExperimentError> {
+        let mut targets = Vec::new();
+        for reference in &plan.generators {
+            targets.push(Target::resolve(catalog, reference)?);
+        }
+        let generators = targets.len();
+        for reference in &plan.reviewers {
+            targets.push(Target::resolve(catalog, reference)?.with_role("reviewer"));
+        }
+        let repeats = u64::from(plan.repeats);
+        check_size(generators as u64 * plan.sensors.len() as u64 * repeats)?;
+        Ok(Self {
+            plan,
+            targets,
+            generators,
+            catalog: catalog.clone(),
+        })
+    }
+
+    fn reviewers(&self) -> std::ops::Range<usize> {
+        self.generators..self.targets.len()
+    }
+
+    fn repeats(&self) -> usize {
+        self.plan.repeats.max(1) as usize
+    }
+
+    /// `(provider, model)` as file and CSV names show a model: `anthropic`, `haiku-3.5`.
+    fn names(&self, target: usize) -> (String, String) {
+        let spec = &self.targets[target].spec;
+        (
+            spec.provider.clone(),
+            spec.alias.replace(char::is_whitespace, "-"),
+        )
+    }
+
+    /// Generator, sensor and sample of a generation call's item.
+    fn generation_item(&self, item: usize) -> (usize, usize, u32) {
+        let (sensors, repeats) = (self.plan.sensors.len(), self.repeats());
+        (
+            item / (sensors * repeats),
+            (item / repeats) % sensors,
+            (item % repeats) as u32,
+        )
+    }
+
+    /// Every generator writes every sensor's datasheet, `repeats` times.
+    fn generation_stage(&self, follow_up: bool) -> Stage {
+        let generation = &self.plan.generation;
+        let mut calls = Vec::new();
+        for g in 0..self.generators {
+            for (s, sensor) in self.plan.sensors.iter().enumerate() {
+                let text = generation
+                    .template
+                    .render(&[("brand", &sensor.brand), ("sensor", &sensor.sensor)]);
+                for repeat in 0..self.repeats() {
+                    calls.push(PlannedCall {
+                        target: g,
+                        job: self.job(g, text.clone(), &generation.params, repeat as u32),
+                        item: (g * self.plan.sensors.len() + s) * self.repeats() + repeat,
+                        group: g as u32,
+                        follow_up,
+                        after: None,
+                    });
+                }
+            }
+        }
+        Stage {
+            name: "generation",
+            calls,
+            ..Stage::default()
+        }
+    }
+
+    fn job(&self, target: usize, text: String, params: &SamplingParams, repeat: u32) -> CallJob {
+        let target = &self.targets[target];
+        let request = ChatRequest {
+            model: target.spec.model.clone(),
+            system: None,
+            messages: vec![Message::user(text)],
+            params: params.clone(),
+        };
+        target.job(request, repeat)
+    }
+
+    /// Every reviewer reviews every datasheet found on disk and every one the previous stage
+    /// wrote; a datasheet not written yet (a plan) is bounded by the generation's max_tokens.
+    fn reviews_stage(
+        &self,
+        previous: Option<(&Stage, &Answers)>,
+    ) -> Result<Stage, ExperimentError> {
+        let mut items = self.items_on_disk()?;
+        let mut pending = Vec::new();
+        if let Some((generation, answers)) = previous {
+            for (call, answer) in generation.calls.iter().zip(answers) {
+                let (g, s, _) = self.generation_item(call.item);
+                let sensor = &self.plan.sensors[s];
+                match answer {
+                    Some(CallOutcome::Hit(c) | CallOutcome::Fresh(c)) => {
+                        self.add_written(&mut items, g, sensor, c);
+                    }
+                    None if call.follow_up && self.keeps_generator(g) => {
+                        pending.extend(self.pending_reviews(sensor));
+                    }
+                    _ => {}
+                }
+            }
+        } else if items.is_empty() {
+            return Err(ExperimentError::kind(self.nothing_to_review()));
+        }
+        let repeats = self.repeats();
+        let mut calls = Vec::new();
+        for r in self.reviewers() {
+            for (i, item) in items.iter().enumerate() {
+                let Some(official) = &item.official.text else {
+                    continue;
+                };
+                let text = self.review_prompt(item, official);
+                for repeat in 0..repeats {
+                    let params = &self.plan.reviewing.params;
+                    calls.push(PlannedCall {
+                        target: r,
+                        job: self.job(r, text.clone(), params, repeat as u32),
+                        item: i * repeats + repeat,
+                        group: r as u32,
+                        follow_up: false,
+                        after: None,
+                    });
+                }
+            }
+        }
+        Ok(Stage {
+            name: "reviews",
+            calls,
+            pending,
+            data: Some(StageData::new(ReviewItems(items))),
+        })
+    }
+
+    /// The generated datasheets of the plan's sensors under `results/`, read.
+    fn items_on_disk(&self) -> Result<Vec<Item>, ExperimentError> {
+        let mut files = sensors::find_generated(&self.plan.paths.results, &self.plan.sensors);
+        if let Some(generator) = &self.plan.reviewing.only_generator {
+            files.retain(|f| generated_by(f, generator, &self.catalog));
+        }
+        let mut items = Vec::new();
+        for file in files {
+            let generated = std::fs::read_to_string(&file.path).map_err(|source| {
+                ExperimentError::kind(ReviewError::Read {
+                    what: "generated datasheet",
+                    path: file.path.clone(),
+                    source,
+                })
+            })?;
+            let official = sensors::load_official(&self.plan.paths.datasheets, &file.sensor);
+            if let Some(detail) = &official.detail {
+                tracing::warn!(
+                    "{} {}: {} ({detail})",
+                    file.sensor.brand,
+                    file.sensor.sensor,
+                    official.status.as_str()
+                );
+            }
+            items.push(Item {
+                file,
+                generated,
+                official,
+            });
+        }
+        Ok(items)
+    }
+
+    /// Adds a datasheet generator `g` wrote (in this run or, in a plan, cached) unless it is
+    /// already on disk.
+    fn add_written(&self, items: &mut Vec<Item>, g: usize, sensor: &Sensor, call: &StoredCall) {
+        if !self.keeps_generator(g) {
+            return;
+        }
+        let (provider, model) = self.names(g);
+        let known = items.iter().any(|i| {
+            i.file.sensor == *sensor
+                && i.file.provider == provider
+                && i.file.model == model
+                && i.generated == call.text
+        });
+        if known {
+            return;
+        }
+        items.push(Item {
+            file: GeneratedFile {
+                sensor: sensor.clone(),
+                provider,
+                model,
+                stamp: String::new(),
+                path: PathBuf::from("(not written yet)"),
+            },
+            generated: call.text.clone(),
+            official: sensors::load_official(&self.plan.paths.datasheets, sensor),
+        });
+    }
+
+    /// Whether reviews take datasheets of generator `g` (`--generator` may exclude it).
+    fn keeps_generator(&self, g: usize) -> bool {
+        let Some(wanted) = &self.plan.reviewing.only_generator else {
+            return true;
+        };
+        Target::resolve(&self.catalog, wanted)
+            .is_ok_and(|t| t.reference == self.targets[g].reference)
+    }
+
+    /// The reviews of a datasheet of `sensor` that is not written yet, bounded.
+    fn pending_reviews(&self, sensor: &Sensor) -> Vec<PendingCall> {
+        let official = sensors::load_official(&self.plan.paths.datasheets, sensor);
+        let Some(official) = official.text else {
+            return Vec::new();
+        };
+        let reviewing = &self.plan.reviewing;
+        let generated = self.plan.generation.params.max_tokens.unwrap_or(0);
+        let input = estimate_tokens(&reviewing.template.text)
+            + estimate_tokens(&official)
+            + estimate_tokens(&reviewing.criteria.criteria_text())
+            + u64::from(generated);
+        let output = u64::from(
+            reviewing
+                .params
+                .max_tokens
+                .unwrap_or(crate::experiment::ASSUMED_MAX_OUTPUT_TOKENS),
+        );
+        self.reviewers()
+            .flat_map(|target| {
+                std::iter::repeat_n(
+                    PendingCall {
+                        target,
+                        input_tokens: input,
+                        output_tokens: output,
+                    },
+                    self.repeats(),
+                )
+            })
+            .collect()
+    }
+
+    fn nothing_to_review(&self) -> ReviewError {
+        ReviewError::Nothing(format!(
+            "no generated datasheets under {} for {}{}; write some with `track generate-datasheets --model <provider:name>`",
+            self.plan.paths.results.display(),
+            self.plan
+                .sensors
+                .iter()
+                .map(|s| format!("{} {}", s.brand, s.sensor))
+                .collect::<Vec<_>>()
+                .join(", "),
+            self.plan
+                .reviewing
+                .only_generator
+                .as_ref()
+                .map(|g| format!(" by {g}"))
+                .unwrap_or_default()
+        ))
+    }
+
+    fn review_prompt(&self, item: &Item, official: &str) -> String {
+        let reviewing = &self.plan.reviewing;
+        let criteria = &reviewing.criteria;
+        let last_id = criteria
+            .items
+            .last()
+            .map(|c| c.id.clone())
+            .unwrap_or_default();
+        reviewing.template.render(&[
+            ("brand", &item.file.sensor.brand),
+            ("sensor", &item.file.sensor.sensor),
+            ("last_id", &last_id),
+            ("scale", &criteria.scale_text()),
+            ("criteria", &criteria.criteria_text()),
+            ("json_keys", &criteria.json_keys_text()),
+            ("official_datasheet", official.trim()),
+            ("generated_datasheet", item.generated.trim()),
+        ])
+    }
+}
+
+impl Experiment for DatasheetExperiment {
+    fn kind(&self) -> ExperimentKind {
+        if self.plan.reviewers.is_empty() {
+            ExperimentKind::Generate
+        } else {
+            ExperimentKind::Review
+        }
+    }
+
+    fn header(&self) -> RunHeader {
+        let reviewing = &self.plan.reviewing;
+        let (file, spec_sha256) = match &self.plan.file {
+            Some((path, sha)) => (path.display().to_string(), Some(sha.clone())),
+            None => (self.plan.paths.sensors.display().to_string(), None),
+        };
+        let refs = |range: std::ops::Range<usize>| {
+            self.targets[range]
+                .iter()
+                .map(|t| t.reference.clone())
+                .collect::<Vec<_>>()
+        };
+        RunHeader {
+            file: Some(file),
+            spec_sha256,
+            options: serde_json::json!({
+                "generators": refs(0..self.generators),
+                "reviewers": refs(self.reviewers()),
+                "generator": reviewing.only_generator,
+                "repeat": self.plan.repeats,
+                "generation_prompt_sha256": self.plan.generation.template.sha256,
+                "prompt_sha256": reviewing.template.sha256,
+                "criteria_sha256": reviewing.criteria.sha256,
+            }),
+        }
+    }
+
+    fn targets(&self) -> &[Target] {
+        &self.targets
+    }
+
+    fn stage(
+        &self,
+        index: usize,
+        previous: Option<(&Stage, &Answers)>,
+    ) -> Result<Option<Stage>, ExperimentError> {
+        let generates = self.generators > 0;
+        let reviews = !self.reviewers().is_empty();
+        Ok(match (index, generates, reviews) {
+            (0, true, _) => Some(self.generation_stage(reviews)),
+            (0, false, true) => Some(self.reviews_stage(None)?),
+            (1, true, true) => Some(self.reviews_stage(previous)?),
+            _ => None,
+        })
+    }
+
+    fn begin(
+        &mut self,
+        store: &mut Store,
+        run_id: i64,
+        stage: &Stage,
+    ) -> Result<Vec<String>, ExperimentError> {
+        let Some(items) = review_items(stage) else {
+            return Ok(Vec::new());
+        };
+        // Datasheets without an official one to compare with are recorded as skipped.
+        for item in items.iter().filter(|i| i.official.text.is_none()) {
+            for r in self.reviewers() {
+                let record = Record {
+                    experiment: self,
+                    item,
+                    reviewer: r,
+                    repeat: 0,
+                };
+                record.store(store, run_id, None)?;
+            }
+        }
+        Ok(Vec::new())
+    }
+
+    fn record(
+        &mut self,
+        store: &mut Store,
+        run_id: i64,
+        stage: &Stage,
+        outcomes: &[(usize, &CallOutcome)],
+    ) -> Result<Vec<String>, ExperimentError> {
+        let mut problems = Vec::new();
+        for &(i, outcome) in outcomes {
+            let call = &stage.calls[i];
+            match review_items(stage) {
+                None => self.save_generated(store, run_id, call, outcome)?,
+                Some(items) => {
+                    let record = Record {
+                        experiment: self,
+                        item: &items[call.item / self.repeats()],
+                        reviewer: call.target,
+                        repeat: (call.item % self.repeats()) as u32,
+                    };
+                    problems.extend(record.store(store, run_id, Some(outcome))?);
+                }
+            }
+        }
+        Ok(problems)
+    }
+
+    fn label(&self, stage: &Stage, index: usize) -> String {
+        let call = &stage.calls[index];
+        let model = &self.targets[call.target].reference;
+        match review_items(stage) {
+            None => {
+                let (_, s, _) = self.generation_item(call.item);
+                let sensor = &self.plan.sensors[s];
+                format!("{model} writing {} {}", sensor.brand, sensor.sensor)
+            }
+            Some(items) => {
+                let item = &items[call.item / self.repeats()];
+                format!(
+                    "{model} reviewing {} {} by {}:{}",
+                    item.file.sensor.brand,
+                    item.file.sensor.sensor,
+                    item.file.provider,
+                    item.file.model
+                )
+            }
+        }
+    }
+
+    fn report(
+        &self,
+        store: &Store,
+        summary: &RunSummary,
+        options: &ReportOptions,
+        out: &mut dyn std::io::Write,
+    ) -> Result<(), ExperimentError> {
+        super::report::print(store, summary, &self.plan.paths, options, out)
+            .map_err(ExperimentError::kind)
+    }
+}
+
+/// The datasheets of a reviews stage (`None` for the generation stage).
+fn review_items(stage: &Stage) -> Option<&[Item]> {
+    stage
+        .data
+        .as_ref()
+        .and_then(|d| d.get::<ReviewItems>())
+        .map(|items| items.0.as_slice())
+}
+
+impl DatasheetExperiment {
+    /// Writes (or, for a cached answer already on disk, reuses) the file of a generated
+    /// datasheet and records it; a failed call leaves nothing but its error.
+    fn save_generated(
+        &self,
+        store: &Store,
+        run_id: i64,
+        call: &PlannedCall,
+        outcome: &CallOutcome,
+    ) -> Result<(), ExperimentError> {
+        let Some(answer) = outcome.call() else {
+            return Ok(());
+        };
+        let (g, s, _) = self.generation_item(call.item);
+        let sensor = &self.plan.sensors[s];
+        let (provider, model) = self.names(g);
+        let write_error =
+            |path: PathBuf, source| ExperimentError::kind(ReviewError::Write { path, source });
+        let existing = store
+            .generated_path_for_call(answer.id)?
+            .map(PathBuf::from)
+            .filter(|p| std::fs::read_to_string(p).is_ok_and(|text| text == answer.text));
+        let path = match existing {
+            Some(path) => path,
+            None => {
+                let path = new_datasheet_path(&self.plan.paths.results, sensor, &provider, &model)
+                    .map_err(|(path, e)| write_error(path, e))?;
+                std::fs::write(&path, &answer.text).map_err(|e| write_error(path.clone(), e))?;
+                path
+            }
+        };
+        let hit = matches!(outcome, CallOutcome::Hit(_));
+        store.insert_generated(&NewGenerated {
+            run_id: Some(run_id),
+            brand: &sensor.brand,
+            sensor: &sensor.sensor,
+            generator_provider: &provider,
+            generator_model: &model,
+            model_ref: Some(&self.targets[g].reference),
+            call_id: Some(answer.id),
+            cache_hit: hit,
+            cost_usd: Some(answer.cost_usd),
+            paid_usd: Some(if hit { 0.0 } else { answer.cost_usd }),
+            content: &answer.text,
+            path: &path.display().to_string(),
+        })?;
+        Ok(())
+    }
+}
+
+/// A free path `results/<Brand>/<Sensor>/<provider>_<model>_<stamp>[-N].md`, its folder made.
+fn new_datasheet_path(
+    results: &Path,
+    sensor: &Sensor,
+    provider: &str,
+    model: &str,
+) -> Result<PathBuf, (PathBuf, std::io::Error)> {
+    let dir = results
+        .join(safe_component(&sensor.brand))
+        .join(safe_component(&sensor.sensor));
+    std::fs::create_dir_all(&dir).map_err(|e| (dir.clone(), e))?;
+    let stamp = chrono::Utc::now().format("%Y%m%d_%H%M%S").to_string();
+    let base = format!(
+        "{}_{}_{stamp}",
+        safe_component(provider),
+        safe_component(model)
+    );
+    let mut path = dir.join(format!("{base}.md"));
+    let mut n = 2;
+    while path.exists() {
+        path = dir.join(format!("{base}-{n}.md"));
+        n += 1;
+    }
+    Ok(path)
+}
+
+/// One review to record: a datasheet, its reviewer and the sample.
+struct Record<'a> {
+    experiment: &'a DatasheetExperiment,
+    item: &'a Item,
+    reviewer: usize,
+    repeat: u32,
+}
+
+impl Record<'_> {
+    /// What the review depends on: reviewer, texts, prompt, criteria (and the sample).
+    fn key(&self) -> String {
+        let reviewing = &self.experiment.plan.reviewing;
+        let official_sha = self
+            .item
+            .official
+            .text
+            .as_deref()
+            .map(|t| sha256_hex(t.as_bytes()));
+        let mut key = format!(
+            "{}\n{}\n{}\n{}\n{}\n{}",
+            self.experiment.targets[self.reviewer].reference,
+            sha256_hex(self.item.generated.as_bytes()),
+            self.item.official.status.as_str(),
+            official_sha.as_deref().unwrap_or("-"),
+            reviewing.template.sha256,
+            reviewing.criteria.sha256
+        );
+        if self.repeat > 0 {
+            key.push_str(&format!("\nrepeat {}", self.repeat));
+        }
+        sha256_hex(key.as_bytes())
+    }
+
+    /// Stores the review (`outcome` is `None` when there was nothing to call) and, unless the
+    /// call failed, appends it to the CSV. Returns the problem of an unparsable answer.
+    fn store(
+        &self,
+        store: &mut Store,
+        run_id: i64,
+        outcome: Option<&CallOutcome>,
+    ) -> Result<Option<String>, ExperimentError> {
+        let criteria = &self.experiment.plan.reviewing.criteria;
+        let key = self.key();
+        let (parsed, call) = match outcome {
+            None => (
+                not_reviewed(criteria, "no official datasheet to compare with"),
+                None,
+            ),
+            Some(CallOutcome::Failed { error, call_id, .. }) => {
+                let mut row = self.row(
+                    run_id,
+                    &key,
+                    not_reviewed(criteria, "the reviewer call failed"),
+                );
+                row.parse_status = "error".into();
+                row.call_id = *call_id;
+                row.detail = Some(error.clone());
+                row.reviewed_at = crate::store::now_rfc3339();
+                store.insert_review(&row)?;
+                return Ok(None);
+            }
+            Some(CallOutcome::Hit(call) | CallOutcome::Fresh(call)) => {
+                (parse_review(&call.text, criteria), Some(call))
+            }
+        };
+        let problem = (parsed.status == ParseStatus::Failed && call.is_some()).then(|| {
+            format!(
+                "{} reviewing {} {}: unparsable answer ({})",
+                self.experiment.targets[self.reviewer].reference,
+                self.item.file.sensor.brand,
+                self.item.file.sensor.sensor,
+                parsed.detail.as_deref().unwrap_or("no JSON object")
+            )
+        });
+        let mut row = self.row(run_id, &key, parsed);
+        if outcome.is_none() {
+            row.parse_status = "skipped".into();
+        }
+        if let Some(call) = call {
+            let hit = matches!(outcome, Some(CallOutcome::Hit(_)));
+            row.call_id = Some(call.id);
+            row.cache_hit = hit;
+            row.cost_usd = Some(call.cost_usd);
+            row.paid_usd = Some(if hit { 0.0 } else { call.cost_usd });
+        }
+        // The same review keeps its first time, so re-runs append no duplicate CSV rows.
+        row.reviewed_at = store
+            .first_review_time(&key)?
+            .or_else(|| call.map(|c| c.created_at.clone()))
+            .unwrap_or_else(crate::store::now_rfc3339);
+        store.insert_review(&row)?;
+        let reviews = &self.experiment.plan.paths.reviews;
+        spec_csv::append(reviews, criteria, &csv_row(&row)).map_err(ExperimentError::kind)?;
+        Ok(problem)
+    }
+
+    fn row(&self, run_id: i64, review_key: &str, parsed: ParsedReview) -> ReviewRow {
+        let experiment = self.experiment;
+        let reviewing = &experiment.plan.reviewing;
+        let (provider, model) = experiment.names(self.reviewer);
+        let item = self.item;
+        ReviewRow {
+            run_id,
+            review_key: review_key.to_owned(),
+            brand: item.file.sensor.brand.clone(),
+            sensor: item.file.sensor.sensor.clone(),
+            generator_provider: item.file.provider.clone(),
+            generator_model: item.file.model.clone(),
+            generated_path: item.file.path.display().to_string(),
+            generated_text: item.generated.clone(),
+            reviewer_ref: experiment.targets[self.reviewer].reference.clone(),
+            reviewer_provider: provider,
+            reviewer_model: model,
+            official_status: item.official.status.as_str().to_owned(),
+            official_text: item.official.text.clone(),
+            prompt_sha256: reviewing.template.sha256.clone(),
+            criteria_sha256: reviewing.criteria.sha256.clone(),
+            call_id: None,
+            cache_hit: false,
+            parse_status: parsed.status.as_str().to_owned(),
+            detail: parsed.detail.clone(),
+            average_score: parsed.average(),
+            overall_score: parsed.overall.score,
+            overall_justification: parsed.overall.justification.clone(),
+            overall_na_reason: parsed.overall.na_reason.clone(),
+            cost_usd: None,
+            paid_usd: None,
+            reviewed_at: String::new(),
+            scores: parsed
+                .scores
+                .into_iter()
+                .map(|s| ScoreRow {
+                    criterion: s.id,
+                    score: s.score,
+                    justification: s.justification,
+                    na_reason: s.na_reason,
+                })
+                .collect(),
+        }
+    }
+}
+
+/// A review that has no scores: every criterion N/A for `reason`.
+fn not_reviewed(criteria: &Criteria, reason: &str) -> ParsedReview {
+    let na = |id: &str| ScoreEntry {
+        id: id.to_owned(),
+        score: None,
+        justification: None,
+        na_reason: Some(reason.to_owned()),
+    };
+    ParsedReview {
+        status: ParseStatus::Failed,
+        detail: Some(reason.to_owned()),
+        scores: criteria.items.iter().map(|c| na(&c.id)).collect(),
+        overall: na("overall"),
+    }
+}
+
+/// Whether `file` was written by the model `generator` names (by reference or file name).
+pub(crate) fn generated_by(file: &GeneratedFile, generator: &str, catalog: &Catalog) -> bool {
+    let Some((provider, name)) = generator.split_once(':') else {
+        return false;
+    };
+    if !file.provider.eq_ignore_ascii_case(provider.trim()) {
+        return false;
+    }
+    let name = name.trim();
+    if file.model.eq_ignore_ascii_case(name) || file.model == safe_component(name) {
+        return true;
+    }
+    let wanted = catalog.resolve(generator).ok();
+    let found = catalog
+        .resolve(&format!("{}:{}", file.provider, file.model))
+        .or_else(|_| {
+            catalog.resolve(&format!(
+                "{}:{}",
+                file.provider,
+                file.model.replace('-', " ")
+            ))
+        })
+        .ok();
+    wanted.is_some() && wanted == found
+}

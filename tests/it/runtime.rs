@@ -1,0 +1,484 @@
+//! The runtime's promises, as a matrix over every kind of experiment: a benchmark file, a
+//! review file, a relevance file, `generate-datasheets`, `review-datasheets` and `relevance
+//! compare`. A dry run sends nothing and prints the bound; `--offline` on an uncached plan
+//! sends nothing and fails naming the misses; a signal leaves the run `interrupted` and the
+//! same command finishes it paying only for what had not landed; a missing key gives error
+//! rows for that model only; `--repeat 2` gives distinct cache entries.
+
+use std::time::{Duration, Instant};
+
+use crate::support::mock::{MockConfig, MockProvider};
+use crate::support::{ANTHROPIC_KEY, Sandbox, text};
+
+/// One way of running an experiment, with what its missing-key case removes.
+struct Case {
+    name: &'static str,
+    args: &'static [&'static str],
+    /// The key variable whose absence the missing-key test tries, and the model it blocks.
+    keyless: (&'static str, &'static str),
+    /// Whether other models of the experiment still answer without that key.
+    others_answer: bool,
+}
+
+const CASES: [Case; 6] = [
+    Case {
+        name: "benchmark file",
+        args: &["run", "bench.yaml"],
+        keyless: ("ANTHROPIC_API_KEY", "anthropic:haiku 3.5"),
+        others_answer: true,
+    },
+    Case {
+        name: "review file",
+        args: &["run", "review.yaml"],
+        keyless: ("ANTHROPIC_API_KEY", "anthropic:haiku 3.5"),
+        others_answer: true,
+    },
+    Case {
+        name: "relevance file",
+        args: &["run", "relevance.yaml"],
+        keyless: ("OPENAI_API_KEY", "openai:gpt-4o"),
+        others_answer: false,
+    },
+    Case {
+        name: "generate-datasheets",
+        args: &["generate-datasheets", "--model", "openai:gpt-4o"],
+        keyless: ("OPENAI_API_KEY", "openai:gpt-4o"),
+        others_answer: false,
+    },
+    Case {
+        name: "review-datasheets",
+        args: &[
+            "review-datasheets",
+            "--reviewer",
+            "anthropic:haiku 3.5,openai:gpt-4o",
+        ],
+        keyless: ("ANTHROPIC_API_KEY", "anthropic:haiku 3.5"),
+        others_answer: true,
+    },
+    Case {
+        name: "relevance compare",
+        args: &[
+            "relevance",
+            "compare",
+            "--model",
+            "openai:gpt-4o",
+            "--images",
+            "blocks/state_*.png",
+            "--ground-truth",
+            "blocks/ground_truth.json",
+            "--out",
+            "rel",
+        ],
+        keyless: ("OPENAI_API_KEY", "openai:gpt-4o"),
+        others_answer: false,
+    },
+];
+
+/// A sandbox with the files of every case: a benchmark of 2 models x 4 prompts, 4 sensors
+/// with official and generated datasheets, a review file (one generator, one reviewer), 3
+/// synthetic blocks-world images and a relevance file.
+fn matrix_sandbox(mock: MockProvider) -> Sandbox {
+    let s = Sandbox::with_mock(mock);
+    let prompts: Vec<(String, String)> = (0..4)
+        .map(|i| (format!("p{i}"), format!("benchmark question {i}")))
+        .collect();
+    let prompts: Vec<(&str, &str, &str, &str)> = prompts
+        .iter()
+        .map(|(n, p)| (n.as_str(), p.as_str(), "mock", "contains"))
+        .collect();
+    s.write(
+        "bench.yaml",
+        &crate::support::bench_yaml(&["openai:gpt-4o", "anthropic:haiku 3.5"], &prompts),
+    );
+    let sensors = [
+        ("Bosch", "BME280"),
+        ("TI", "HDC1080"),
+        ("Sensirion", "SHT31"),
+        ("Bosch", "BMP280"),
+    ];
+    let mut list = String::from("Brand,Sensor\n");
+    for (i, (brand, sensor)) in sensors.iter().enumerate() {
+        list.push_str(&format!("{brand},{sensor}\n"));
+        s.write(
+            &format!("datasheet/{brand}_{sensor}.md"),
+            &format!("# {brand} {sensor} official\nSupply 3.3 V\n"),
+        );
+        s.write(
+            &format!("results/{brand}/{sensor}/openai_gpt-4o_20250504_03080{i}.md"),
+            &format!("{sensor} generated earlier"),
+        );
+    }
+    s.write("data/sensors.csv", &list);
+    s.write(
+        "review.yaml",
+        "kind: review\ngenerators: [ollama:llama3.2]\nreviewers: [anthropic:haiku 3.5]\n",
+    );
+    s.track()
+        .args([
+            "relevance",
+            "synth",
+            "--blocks",
+            "red,blue",
+            "--states",
+            "3",
+            "--out",
+            "blocks",
+        ])
+        .assert()
+        .success();
+    s.write(
+        "relevance.yaml",
+        "kind: relevance\nmodel: openai:gpt-4o\nimages: \"blocks/state_*.png\"\nground_truth: blocks/ground_truth.json\nout: rel\n",
+    );
+    s
+}
+
+/// `track <case> <extra>` in `s`.
+fn run(s: &Sandbox, case: &Case, extra: &[&str]) -> std::process::Output {
+    s.track().args(case.args).args(extra).output().unwrap()
+}
+
+/// The `N calls planned` of a dry run's last line.
+fn planned(stdout: &str) -> u64 {
+    let line = stdout
+        .lines()
+        .find(|l| l.contains("calls planned"))
+        .unwrap_or_else(|| panic!("no plan line in {stdout}"));
+    let before = line.split(" calls planned").next().unwrap();
+    before.rsplit(' ').next().unwrap().parse().unwrap()
+}
+
+#[test]
+fn a_dry_run_sends_nothing_and_prints_the_bound_for_every_kind() {
+    for case in &CASES {
+        let s = matrix_sandbox(MockProvider::start());
+        let out = run(&s, case, &["--dry-run"]);
+        let stdout = text(&out.stdout);
+        assert!(out.status.success(), "{}: {}", case.name, text(&out.stderr));
+        assert_eq!(s.mock.request_count(), 0, "{}: sent requests", case.name);
+        assert!(
+            stdout.contains("0 cached") && stdout.contains("at most $"),
+            "{}: {stdout}",
+            case.name
+        );
+        assert!(planned(&stdout) > 0, "{}", case.name);
+        assert!(
+            !s.db_path().exists(),
+            "{}: a dry run made a database",
+            case.name
+        );
+        // After a real run, the same plan is all cached.
+        let real = run(&s, case, &["-q"]);
+        assert!(
+            real.status.success(),
+            "{}: {}",
+            case.name,
+            text(&real.stderr)
+        );
+        let sent = s.mock.request_count();
+        let again = run(&s, case, &["--dry-run"]);
+        let stdout = text(&again.stdout);
+        assert!(
+            stdout.contains(" to call") && stdout.contains(", 0 to call"),
+            "{}: {stdout}",
+            case.name
+        );
+        assert_eq!(s.mock.request_count(), sent, "{}", case.name);
+        assert_eq!(
+            planned(&stdout),
+            sent as u64,
+            "{}: the plan counts every call a run makes",
+            case.name
+        );
+    }
+}
+
+#[test]
+fn offline_on_an_uncached_plan_sends_nothing_and_fails_naming_the_misses() {
+    for case in &CASES {
+        let s = matrix_sandbox(MockProvider::start());
+        let out = run(&s, case, &["--offline"]);
+        let stderr = text(&out.stderr);
+        assert!(!out.status.success(), "{}: {stderr}", case.name);
+        assert_eq!(s.mock.request_count(), 0, "{}", case.name);
+        assert!(
+            stderr.contains("--offline") && stderr.contains("not in the cache"),
+            "{}: {stderr}",
+            case.name
+        );
+        assert!(!stderr.contains("panicked"), "{}: {stderr}", case.name);
+    }
+}
+
+/// Sends `signal` to a run of `case` once it has sent two requests; returns its exit code.
+fn interrupt(s: &Sandbox, case: &Case, signal: &str) -> Option<i32> {
+    let child = s
+        .track_process()
+        .args(case.args)
+        .args(["-q", "--concurrency", "1"])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let started = Instant::now();
+    while s.mock.request_count() < 2 && started.elapsed() < Duration::from_secs(30) {
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let sent = std::process::Command::new("kill")
+        .args([&format!("-{signal}"), &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(sent.success());
+    let out = child.wait_with_output().unwrap();
+    let stderr = text(&out.stderr);
+    assert!(
+        stderr.contains("interrupted: run 1"),
+        "{} {signal}: {stderr}",
+        case.name
+    );
+    out.status.code()
+}
+
+#[test]
+fn a_signal_leaves_the_run_interrupted_and_the_same_command_finishes_it() {
+    let signals = [("INT", 130), ("TERM", 143), ("HUP", 129)];
+    for (i, case) in CASES.iter().enumerate() {
+        let (signal, code) = signals[i % signals.len()];
+        let mock = MockProvider::start_with(MockConfig {
+            delay: Duration::from_millis(250),
+            ..MockConfig::default()
+        });
+        let s = matrix_sandbox(mock);
+        assert_eq!(
+            interrupt(&s, case, signal),
+            Some(code),
+            "{} {signal}",
+            case.name
+        );
+        let status: String = s
+            .db()
+            .query_row("SELECT status FROM runs WHERE id = 1", [], |r| r.get(0))
+            .unwrap();
+        assert_eq!(status, "interrupted", "{} {signal}", case.name);
+        let sent = s.mock.request_count() as i64;
+        let landed = s.count("SELECT count(*) FROM calls WHERE status = 'ok'");
+        assert_eq!(
+            landed, sent,
+            "{} {signal}: every call in flight landed and was stored",
+            case.name
+        );
+        let planned = s.count("SELECT planned_calls FROM runs WHERE id = 1");
+        assert!(
+            sent < planned,
+            "{} {signal}: stopped early ({sent} of {planned})",
+            case.name
+        );
+        // Queries say the run is not complete.
+        let out = run(&s, case, &["-q"]);
+        assert!(out.status.success(), "{}: {}", case.name, text(&out.stderr));
+        assert_eq!(
+            s.count("SELECT count(*) FROM calls WHERE status = 'ok'"),
+            s.mock.request_count() as i64,
+            "{} {signal}: nothing was paid twice",
+            case.name
+        );
+        assert_eq!(
+            s.count("SELECT count(DISTINCT cache_key) FROM calls"),
+            s.mock.request_count() as i64,
+            "{} {signal}",
+            case.name
+        );
+        assert_eq!(
+            s.count("SELECT cache_hits FROM runs WHERE id = 2"),
+            sent,
+            "{} {signal}: what landed before the signal is served from the cache",
+            case.name
+        );
+        let status: String = s
+            .db()
+            .query_row("SELECT status FROM runs WHERE id = 2", [], |r| r.get(0))
+            .unwrap();
+        assert_eq!(status, "completed", "{}", case.name);
+    }
+}
+
+#[test]
+fn a_missing_key_gives_error_rows_for_that_model_only() {
+    for case in &CASES {
+        let s = matrix_sandbox(MockProvider::start());
+        let (var, model) = case.keyless;
+        let out = s.track().args(case.args).env_remove(var).output().unwrap();
+        let stderr = text(&out.stderr);
+        assert_eq!(
+            out.status.success(),
+            case.others_answer,
+            "{}: exit non-zero only when nothing could run: {stderr}",
+            case.name
+        );
+        let errors = s.count("SELECT count(*) FROM run_errors");
+        let own = s.count(&format!(
+            "SELECT count(*) FROM run_errors WHERE model_ref = '{model}' AND error LIKE '%{var}%'"
+        ));
+        assert!(
+            errors > 0 && own == errors,
+            "{}: {own} of {errors}",
+            case.name
+        );
+        assert_eq!(
+            s.count("SELECT failed_calls FROM runs WHERE id = 1"),
+            errors,
+            "{}",
+            case.name
+        );
+        let answered = s.count("SELECT calls - failed_calls FROM runs WHERE id = 1");
+        assert_eq!(answered > 0, case.others_answer, "{}", case.name);
+        assert!(stderr.contains(var), "{}: {stderr}", case.name);
+    }
+}
+
+#[test]
+fn repeat_two_gives_distinct_cache_entries_for_every_kind() {
+    for case in &CASES {
+        let s = matrix_sandbox(MockProvider::start());
+        let once = planned(&text(&run(&s, case, &["--dry-run"]).stdout));
+        let twice = planned(&text(
+            &run(&s, case, &["--dry-run", "--repeat", "2"]).stdout,
+        ));
+        assert!(twice > once, "{}: {once} -> {twice}", case.name);
+        let out = run(&s, case, &["-q", "--repeat", "2"]);
+        assert!(out.status.success(), "{}: {}", case.name, text(&out.stderr));
+        // The plan bounds the calls; identical requests (two samples of a deterministic
+        // mock written into two datasheets) are sent once.
+        let keys = s.count("SELECT count(DISTINCT cache_key) FROM calls") as u64;
+        assert!(
+            keys > once && keys <= twice,
+            "{}: {once} < {keys} <= {twice}",
+            case.name
+        );
+        assert_eq!(s.mock.request_count() as u64, keys, "{}", case.name);
+    }
+}
+
+#[test]
+fn options_that_make_no_sense_for_a_kind_are_refused_by_name() {
+    let s = matrix_sandbox(MockProvider::start());
+    for (args, want) in [
+        (
+            vec!["run", "review.yaml", "--energy", "seed-linear"],
+            "--energy does not apply to review experiments",
+        ),
+        (
+            vec!["run", "relevance.yaml", "--energy", "seed-linear"],
+            "--energy does not apply to relevance experiments",
+        ),
+        (
+            vec![
+                "run",
+                "relevance.yaml",
+                "--models",
+                "openai:gpt-4o,openai:gpt-4o-mini",
+            ],
+            "--models with several models does not apply to relevance experiments",
+        ),
+        (
+            vec!["run", "bench.yaml", "--repeat", "4294967295", "--dry-run"],
+            "more than the",
+        ),
+    ] {
+        let out = s.track().args(&args).output().unwrap();
+        let stderr = text(&out.stderr);
+        assert!(!out.status.success(), "{args:?}");
+        assert!(stderr.contains(want), "{args:?}: {stderr}");
+    }
+    assert_eq!(s.mock.request_count(), 0);
+}
+
+#[test]
+fn queries_and_exports_say_when_a_run_is_not_completed() {
+    let mock = MockProvider::start_with(MockConfig {
+        delay: Duration::from_millis(250),
+        ..MockConfig::default()
+    });
+    let s = matrix_sandbox(mock);
+    assert_eq!(interrupt(&s, &CASES[0], "INT"), Some(130));
+    let out = s
+        .track()
+        .args(["query", "--by", "model", "--format", "csv"])
+        .output()
+        .unwrap();
+    let stderr = text(&out.stderr);
+    assert!(
+        stderr.contains("warning: run 1 is interrupted") && stderr.contains("of the 8 calls"),
+        "{stderr}"
+    );
+    let csv = text(&out.stdout);
+    assert!(csv.lines().next().unwrap().ends_with(",status"), "{csv}");
+    assert!(
+        csv.lines().nth(1).unwrap().ends_with(",interrupted"),
+        "{csv}"
+    );
+    let out = s
+        .track()
+        .args(["export", "csv", "--out", "exp"])
+        .output()
+        .unwrap();
+    assert!(text(&out.stderr).contains("run 1 is interrupted"));
+    let results = std::fs::read_to_string(s.path("exp/bench_results.csv")).unwrap();
+    assert!(
+        results.lines().next().unwrap().contains("run_status"),
+        "{results}"
+    );
+    assert!(
+        results.lines().nth(1).unwrap().contains("interrupted"),
+        "{results}"
+    );
+}
+
+#[test]
+fn a_killed_run_is_shown_abandoned() {
+    let mock = MockProvider::start_with(MockConfig {
+        delay: Duration::from_millis(250),
+        ..MockConfig::default()
+    });
+    let s = matrix_sandbox(mock);
+    let mut child = s
+        .track_process()
+        .args(["run", "bench.yaml", "-q", "--concurrency", "1"])
+        .env("ANTHROPIC_API_KEY", ANTHROPIC_KEY)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let started = Instant::now();
+    while s.mock.request_count() < 2 && started.elapsed() < Duration::from_secs(30) {
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let runs = s
+        .track()
+        .args(["runs", "--format", "csv"])
+        .output()
+        .unwrap();
+    assert!(
+        text(&runs.stdout).contains(",running,"),
+        "{}",
+        text(&runs.stdout)
+    );
+    child.kill().unwrap(); // SIGKILL: no chance to mark anything
+    child.wait().unwrap();
+    let runs = s
+        .track()
+        .args(["runs", "--format", "csv"])
+        .output()
+        .unwrap();
+    assert!(
+        text(&runs.stdout).contains(",abandoned,"),
+        "{}",
+        text(&runs.stdout)
+    );
+    let out = s.track().args(["query", "--by", "model"]).output().unwrap();
+    assert!(
+        text(&out.stderr).contains("run 1 is abandoned"),
+        "{}",
+        text(&out.stderr)
+    );
+}
