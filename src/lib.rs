@@ -10,6 +10,7 @@ pub mod commands;
 pub mod config;
 pub mod cost;
 pub mod energy;
+pub mod hash;
 pub mod llm;
 pub mod output;
 pub mod relevance;

@@ -82,7 +82,7 @@ impl Image {
     pub fn new(media_type: impl Into<String>, data: Vec<u8>) -> Self {
         Self {
             media_type: media_type.into(),
-            sha256: crate::store::sha256_hex(&data),
+            sha256: crate::hash::sha256_hex(&data),
             data: Arc::new(data),
         }
     }

@@ -566,13 +566,13 @@ impl RecordContext<'_> {
         totals: &mut Totals,
     ) -> Result<(), ReviewError> {
         let criteria = &self.plan.criteria;
-        let generated_sha = crate::store::sha256_hex(item.generated.as_bytes());
+        let generated_sha = crate::hash::sha256_hex(item.generated.as_bytes());
         let official_sha = item
             .official
             .text
             .as_deref()
-            .map(|t| crate::store::sha256_hex(t.as_bytes()));
-        let review_key = crate::store::sha256_hex(
+            .map(|t| crate::hash::sha256_hex(t.as_bytes()));
+        let review_key = crate::hash::sha256_hex(
             format!(
                 "{}\n{}\n{}\n{}\n{}\n{}",
                 self.caller.reference,

@@ -16,7 +16,6 @@ use std::time::Duration;
 use rusqlite::Connection;
 
 pub use bench::{BenchColumns, BenchResultRow, Labels, MeasureRow};
-pub use blobs::sha256_hex;
 pub use calls::{NewCall, StoredCall};
 pub use relevance::PredictionRow;
 pub use review::{NewGenerated, ReviewColumns, ReviewRow, ScoreColumns, ScoreRow};
