@@ -8,6 +8,7 @@ use std::time::Duration;
 
 use serde::Deserialize;
 
+use crate::cost::Price;
 use crate::energy::{EnergyMethod, EnergyProfile, Range};
 use crate::llm::client::ApiKey;
 use crate::llm::{CallJob, CanonicalRequest, ChatRequest, Endpoint, ProviderKind, RetryPolicy};
@@ -110,6 +111,14 @@ impl ModelSpec {
     /// `provider:alias`.
     pub fn reference(&self) -> String {
         format!("{}:{}", self.provider, self.alias)
+    }
+
+    /// Its prices, to cost its calls with.
+    pub fn price(&self) -> Price {
+        Price {
+            input_per_mtok: self.input_price,
+            output_per_mtok: self.output_price,
+        }
     }
 
     fn answers_to(&self, name: &str) -> bool {
@@ -322,8 +331,7 @@ impl Target {
             endpoint: self.endpoint.clone(),
             request,
             canonical,
-            input_price: self.spec.input_price,
-            output_price: self.spec.output_price,
+            price: self.spec.price(),
         }
     }
 }

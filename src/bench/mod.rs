@@ -228,9 +228,7 @@ impl BenchPlan {
                     + estimate_tokens(&self.spec.prompts[eval.prompt].prompt)
                     + estimate_tokens(&judged.rubric)
                     + max_answer;
-                line.max_cost_usd += (input as f64 * judge.input_price
-                    + f64::from(JUDGE_MAX_TOKENS) * judge.output_price)
-                    / 1e6;
+                line.max_cost_usd += judge.price().cost_usd(input, u64::from(JUDGE_MAX_TOKENS));
             }
             if cached.contains_key(&eval.job.canonical.key) {
                 line.cached += 1;
@@ -247,9 +245,8 @@ impl BenchPlan {
             let output = request
                 .params
                 .max_tokens
-                .unwrap_or(ASSUMED_MAX_OUTPUT_TOKENS) as f64;
-            line.max_cost_usd +=
-                (input as f64 * eval.job.input_price + output * eval.job.output_price) / 1e6;
+                .unwrap_or(ASSUMED_MAX_OUTPUT_TOKENS) as u64;
+            line.max_cost_usd += eval.job.price.cost_usd(input, output);
         }
         Ok(lines)
     }

@@ -9,6 +9,7 @@ use std::time::Instant;
 use futures::StreamExt;
 
 use super::{CanonicalRequest, ChatRequest, Endpoint, LlmClient, RetryPolicy, Usage};
+use crate::cost::Price;
 use crate::store::{NewCall, Store, StoreError, StoredCall};
 
 /// How the cache is used.
@@ -22,15 +23,14 @@ pub enum CacheMode {
     Offline,
 }
 
-/// One call to make: where, what, its canonical form, and the prices to cost it with.
+/// One call to make: where, what, its canonical form, and the price to cost it with.
 #[derive(Debug, Clone)]
 pub struct CallJob {
     pub endpoint: Arc<Endpoint>,
     pub request: ChatRequest,
     pub canonical: CanonicalRequest,
     /// USD per million input and output tokens.
-    pub input_price: f64,
-    pub output_price: f64,
+    pub price: Price,
 }
 
 /// What became of a call.
@@ -261,9 +261,9 @@ fn new_call<'a>(
         tokens_estimated: usage.is_some_and(|u| u.estimated),
         latency_ms: timing.0,
         attempts: timing.1,
-        input_price_per_mtok: job.input_price,
-        output_price_per_mtok: job.output_price,
-        cost_usd: usage.map(|u| crate::cost::cost_usd(&u, job.input_price, job.output_price)),
+        input_price_per_mtok: job.price.input_per_mtok,
+        output_price_per_mtok: job.price.output_per_mtok,
+        cost_usd: usage.map(|u| job.price.cost_usd(u.input_tokens, u.output_tokens)),
         http_status,
     }
 }
