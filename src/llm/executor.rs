@@ -174,7 +174,7 @@ impl Executor {
                 let client = &self.client;
                 let latency = &last_latency_us;
                 async move {
-                    let result = client.chat(&job.endpoint, &job.request).await;
+                    let result = super::chat(client, &job.endpoint, &job.request).await;
                     latency.store(started.elapsed().as_micros() as u64, Ordering::Relaxed);
                     result
                 }
