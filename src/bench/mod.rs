@@ -14,12 +14,11 @@ pub use spec::{BenchSpec, PromptTest, SpecError};
 
 use crate::config::{Catalog, ConfigError, ModelSpec, Target};
 use crate::energy::EnergyMethod;
-use crate::llm::executor::lock;
 use crate::llm::{
     CacheMode, CallJob, CallOutcome, ChatRequest, Executor, Message, anthropic::DEFAULT_MAX_TOKENS,
     estimate_tokens,
 };
-use crate::store::{BenchResultRow, RunStatus, Store, StoreError, StoredCall};
+use crate::store::{BenchResultRow, RunStatus, Store, StoreError, StoredCall, lock};
 use methods::TestMethod;
 
 /// What stops a benchmark from running at all.

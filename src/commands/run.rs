@@ -131,7 +131,7 @@ pub fn run(context: &Context, args: RunArgs) -> anyhow::Result<ExitCode> {
         }
         Err(other) => return Err(other.into()),
     };
-    let store = crate::llm::executor::lock(&store);
+    let store = crate::store::lock(&store);
     tracing::debug!(elapsed = ?started.elapsed(), "run finished");
     let frames = BenchFrames::from_columns(store.bench_columns(&[totals.run_id], true)?)?;
     tracing::debug!(elapsed = ?started.elapsed(), "summaries computed");

@@ -3,14 +3,14 @@
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 use futures::StreamExt;
 
 use super::{CanonicalRequest, ChatRequest, Endpoint, LlmClient, RetryPolicy, Usage};
 use crate::cost::Price;
-use crate::store::{NewCall, Store, StoreError, StoredCall};
+use crate::store::{NewCall, Store, StoreError, StoredCall, lock};
 
 /// How the cache is used.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -266,11 +266,4 @@ fn new_call<'a>(
         cost_usd: usage.map(|u| job.price.cost_usd(u.input_tokens, u.output_tokens)),
         http_status,
     }
-}
-
-/// Locks the store; a panic elsewhere never poisons it for good (SQLite keeps it consistent).
-pub(crate) fn lock(store: &Mutex<Store>) -> MutexGuard<'_, Store> {
-    store
-        .lock()
-        .unwrap_or_else(|poisoned| poisoned.into_inner())
 }

@@ -7,10 +7,9 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
 use crate::config::Catalog;
-use crate::llm::executor::lock;
 use crate::llm::{CallOutcome, ChatRequest, Executor, Image, Message, Part, Role, SamplingParams};
 use crate::review::prompt::Template;
-use crate::store::{PredictionRow, RunStatus, Store};
+use crate::store::{PredictionRow, RunStatus, Store, lock};
 
 use super::metrics::{Scored, VariantMetrics};
 use super::parse::{Variant, parse_answer};

@@ -16,9 +16,10 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
 use crate::config::{Catalog, ConfigError, Target};
-use crate::llm::executor::lock;
 use crate::llm::{CallJob, CallOutcome, ChatRequest, Executor, Message, SamplingParams};
-use crate::store::{NewGenerated, ReviewRow, RunStatus, ScoreRow, Store, StoreError, StoredCall};
+use crate::store::{
+    NewGenerated, ReviewRow, RunStatus, ScoreRow, Store, StoreError, StoredCall, lock,
+};
 use criteria::Criteria;
 use parse::{ParseStatus, ParsedReview, parse_review};
 use prompt::Template;

@@ -11,6 +11,7 @@ mod review;
 mod runs;
 
 use std::path::{Path, PathBuf};
+use std::sync::{Mutex, MutexGuard};
 use std::time::Duration;
 
 use rusqlite::Connection;
@@ -94,6 +95,13 @@ impl Store {
         migrations::runner().run(&mut conn)?;
         Ok(Self { conn })
     }
+}
+
+/// Locks the store; a panic elsewhere never poisons it for good (SQLite keeps it consistent).
+pub fn lock(store: &Mutex<Store>) -> MutexGuard<'_, Store> {
+    store
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
 /// Current UTC time as RFC 3339 with milliseconds, the format of every timestamp column.
