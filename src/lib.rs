@@ -12,6 +12,7 @@ pub mod config;
 pub mod cost;
 pub mod energy;
 pub mod experiment;
+pub mod hash;
 pub mod llm;
 pub mod output;
 pub mod prompt;

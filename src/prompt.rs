@@ -73,7 +73,7 @@ impl Template {
             });
         }
         Ok(Self {
-            sha256: crate::store::sha256_hex(text.as_bytes()),
+            sha256: crate::hash::sha256_hex(text.as_bytes()),
             text,
         })
     }

@@ -202,7 +202,7 @@ impl BenchSpec {
         }
         Ok(Self {
             path: path.to_path_buf(),
-            sha256: crate::store::sha256_hex(text.as_bytes()),
+            sha256: crate::hash::sha256_hex(text.as_bytes()),
             models: raw
                 .models
                 .into_iter()

@@ -4,7 +4,7 @@
 
 use std::collections::HashMap;
 
-use super::{Experiment, ExperimentError, PendingCall, Stage};
+use super::{Experiment, ExperimentError, Stage};
 use crate::llm::{CacheMode, CallJob, CallOutcome, Executor, Part, estimate_tokens};
 use crate::store::StoredCall;
 
@@ -123,7 +123,10 @@ pub(crate) fn plan(
             let line = &mut plan.lines[pending.target];
             line.calls += 1;
             line.to_call += 1;
-            line.max_cost_usd += pending_cost(pending, &targets[pending.target].job_price());
+            line.max_cost_usd += targets[pending.target]
+                .spec
+                .price()
+                .cost_usd(pending.input_tokens, pending.output_tokens);
         }
         match (index, previous) {
             (0, _) => {
@@ -181,9 +184,5 @@ pub fn max_cost(job: &CallJob) -> f64 {
             .max_tokens
             .unwrap_or(ASSUMED_MAX_OUTPUT_TOKENS),
     );
-    (input as f64 * job.input_price + output as f64 * job.output_price) / 1e6
-}
-
-fn pending_cost(pending: &PendingCall, (input_price, output_price): &(f64, f64)) -> f64 {
-    (pending.input_tokens as f64 * input_price + pending.output_tokens as f64 * output_price) / 1e6
+    job.price.cost_usd(input, output)
 }

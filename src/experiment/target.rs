@@ -57,11 +57,6 @@ impl Target {
         }
     }
 
-    /// USD per million input and output tokens.
-    pub fn job_price(&self) -> (f64, f64) {
-        (self.spec.input_price, self.spec.output_price)
-    }
-
     /// The call of `request` to this model, for sample `repeat`, priced with its prices.
     pub fn job(&self, request: ChatRequest, repeat: u32) -> CallJob {
         let canonical = CanonicalRequest::new(
@@ -74,8 +69,7 @@ impl Target {
             endpoint: self.endpoint.clone(),
             request,
             canonical,
-            input_price: self.spec.input_price,
-            output_price: self.spec.output_price,
+            price: self.spec.price(),
         }
     }
 }

@@ -58,7 +58,7 @@ impl CanonicalRequest {
         };
         let json =
             serde_json::to_string(&canonical).expect("a canonical request always serializes");
-        let key = crate::store::sha256_hex(json.as_bytes());
+        let key = crate::hash::sha256_hex(json.as_bytes());
         Self { json, key }
     }
 }
@@ -136,7 +136,7 @@ mod tests {
             c.json,
             r#"{"endpoint":"https://api.openai.com/v1","messages":[{"content":[{"text":"hi","type":"text"}],"role":"user"}],"model":"gpt-4o","params":{"temperature":0.0},"provider":"openai","repeat":0,"system":null,"v":1}"#
         );
-        assert_eq!(c.key, crate::store::sha256_hex(c.json.as_bytes()));
+        assert_eq!(c.key, crate::hash::sha256_hex(c.json.as_bytes()));
     }
 
     #[test]
@@ -197,7 +197,7 @@ mod tests {
             .parts
             .push(Part::Image(Image::new("image/png", vec![1, 2, 3])));
         let c = CanonicalRequest::new("openai", "u", &with_image, 0);
-        assert!(c.json.contains(&crate::store::sha256_hex(&[1, 2, 3])));
+        assert!(c.json.contains(&crate::hash::sha256_hex(&[1, 2, 3])));
         assert!(!c.json.contains("AQID"), "no base64 bytes in the key");
     }
 }

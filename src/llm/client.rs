@@ -7,7 +7,7 @@ use std::time::Duration;
 use reqwest::header::{HeaderMap, RETRY_AFTER};
 use serde_json::Value;
 
-use super::{ChatRequest, ChatResponse, ProviderError, ProviderKind, anthropic, ollama, openai};
+use super::{ProviderError, ProviderKind};
 
 /// An API key. Never printed: its `Debug` and `Display` show only that it is set.
 #[derive(Clone, PartialEq, Eq)]
@@ -111,22 +111,6 @@ impl LlmClient {
                 detail: e.to_string(),
             })?;
         Ok(Self { http, timeout })
-    }
-
-    /// Sends one chat request (no retries: the caller owns the retry policy).
-    pub async fn chat(
-        &self,
-        endpoint: &Endpoint,
-        request: &ChatRequest,
-    ) -> Result<ChatResponse, ProviderError> {
-        let result = match endpoint.kind {
-            ProviderKind::Openai | ProviderKind::OpenaiCompatible => {
-                openai::chat(self, endpoint, request).await
-            }
-            ProviderKind::Anthropic => anthropic::chat(self, endpoint, request).await,
-            ProviderKind::Ollama => ollama::chat(self, endpoint, request).await,
-        };
-        result.map_err(scrub_key)
     }
 
     /// Posts `body` as JSON with `headers`; returns the response when its status is a success,
@@ -258,7 +242,7 @@ pub fn redact(text: &str) -> String {
 }
 
 /// Removes any key from an error, in case a provider echoed one back.
-fn scrub_key(error: ProviderError) -> ProviderError {
+pub(crate) fn scrub_key(error: ProviderError) -> ProviderError {
     let scrub = |s: String| redact(&s);
     match error {
         ProviderError::Http {

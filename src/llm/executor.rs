@@ -3,13 +3,14 @@
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 use futures::StreamExt;
 
 use super::{CanonicalRequest, ChatRequest, Endpoint, LlmClient, RetryPolicy, Usage};
-use crate::store::{NewCall, Store, StoreError, StoredCall};
+use crate::cost::Price;
+use crate::store::{NewCall, Store, StoreError, StoredCall, lock};
 
 /// How the cache is used.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -22,15 +23,14 @@ pub enum CacheMode {
     Offline,
 }
 
-/// One call to make: where, what, its canonical form, and the prices to cost it with.
+/// One call to make: where, what, its canonical form, and the price to cost it with.
 #[derive(Debug, Clone)]
 pub struct CallJob {
     pub endpoint: Arc<Endpoint>,
     pub request: ChatRequest,
     pub canonical: CanonicalRequest,
     /// USD per million input and output tokens.
-    pub input_price: f64,
-    pub output_price: f64,
+    pub price: Price,
 }
 
 /// What became of a call.
@@ -163,7 +163,7 @@ impl Executor {
                 let client = &self.client;
                 let latency = &last_latency_us;
                 async move {
-                    let result = client.chat(&job.endpoint, &job.request).await;
+                    let result = super::chat(client, &job.endpoint, &job.request).await;
                     latency.store(started.elapsed().as_micros() as u64, Ordering::Relaxed);
                     result
                 }
@@ -250,16 +250,9 @@ fn new_call<'a>(
         tokens_estimated: usage.is_some_and(|u| u.estimated),
         latency_ms: timing.0,
         attempts: timing.1,
-        input_price_per_mtok: job.input_price,
-        output_price_per_mtok: job.output_price,
-        cost_usd: usage.map(|u| crate::cost::cost_usd(&u, job.input_price, job.output_price)),
+        input_price_per_mtok: job.price.input_per_mtok,
+        output_price_per_mtok: job.price.output_per_mtok,
+        cost_usd: usage.map(|u| job.price.cost_usd(u.input_tokens, u.output_tokens)),
         http_status,
     }
-}
-
-/// Locks the store; a panic elsewhere never poisons it for good (SQLite keeps it consistent).
-pub fn lock(store: &Mutex<Store>) -> MutexGuard<'_, Store> {
-    store
-        .lock()
-        .unwrap_or_else(|poisoned| poisoned.into_inner())
 }

@@ -1,5 +1,6 @@
 //! LLM calls: the shared request and response types, the canonical request and its cache key,
-//! one module per wire format, retries, and the executor that joins them with the cache.
+//! one module per wire format and the dispatch to them, retries, and the executor that joins
+//! them with the cache.
 //!
 //! Providers know wire formats and nothing of experiments or the database.
 
@@ -21,6 +22,23 @@ pub use canonical::CanonicalRequest;
 pub use client::{Endpoint, LlmClient};
 pub use executor::{CacheMode, CallJob, CallOutcome, Executor};
 pub use retry::RetryPolicy;
+
+/// Sends one chat request to `endpoint` in its wire format (no retries: the caller owns the
+/// retry policy). Any API key a provider echoes back is scrubbed from the error.
+pub async fn chat(
+    client: &LlmClient,
+    endpoint: &Endpoint,
+    request: &ChatRequest,
+) -> Result<ChatResponse, ProviderError> {
+    let result = match endpoint.kind {
+        ProviderKind::Openai | ProviderKind::OpenaiCompatible => {
+            openai::chat(client, endpoint, request).await
+        }
+        ProviderKind::Anthropic => anthropic::chat(client, endpoint, request).await,
+        ProviderKind::Ollama => ollama::chat(client, endpoint, request).await,
+    };
+    result.map_err(client::scrub_key)
+}
 
 /// The wire format a provider speaks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -82,7 +100,7 @@ impl Image {
     pub fn new(media_type: impl Into<String>, data: Vec<u8>) -> Self {
         Self {
             media_type: media_type.into(),
-            sha256: crate::store::sha256_hex(&data),
+            sha256: crate::hash::sha256_hex(&data),
             data: Arc::new(data),
         }
     }

@@ -69,7 +69,7 @@ pub fn from_file(
             }
         }
     }
-    let sha = crate::store::sha256_hex(text.as_bytes());
+    let sha = crate::hash::sha256_hex(text.as_bytes());
     let experiment = file.plan(Some((path.to_path_buf(), sha)), config, overrides)?;
     Ok(Box::new(experiment))
 }

@@ -103,7 +103,7 @@ impl Criteria {
         Ok(Self {
             scale: file.scale,
             items: file.criteria,
-            sha256: crate::store::sha256_hex(text.as_bytes()),
+            sha256: crate::hash::sha256_hex(text.as_bytes()),
         })
     }
 

@@ -27,7 +27,7 @@ pub fn from_file(
     )?;
     let mut file = ReviewExperiment::parse(path, text).map_err(ExperimentError::kind)?;
     file.generators = overrides.models_or(&file.generators);
-    let sha = crate::store::sha256_hex(text.as_bytes());
+    let sha = crate::hash::sha256_hex(text.as_bytes());
     let plan = file.plan(Some((path.to_path_buf(), sha)), overrides)?;
     Ok(Box::new(DatasheetExperiment::new(plan, &config.catalog)?))
 }

@@ -18,9 +18,9 @@ use crate::experiment::{
     Answers, Experiment, ExperimentError, ExperimentKind, PendingCall, PlannedCall, ReportOptions,
     RunHeader, RunSummary, Stage, StageData, Target, check_size,
 };
+use crate::hash::sha256_hex;
 use crate::llm::{CallJob, CallOutcome, ChatRequest, Message, SamplingParams, estimate_tokens};
 use crate::prompt::Template;
-use crate::store::sha256_hex;
 use crate::store::{NewGenerated, ReviewRow, ScoreRow, Store, StoredCall};
 
 /// How datasheets are written.

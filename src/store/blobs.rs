@@ -1,14 +1,9 @@
 //! Content-addressed storage of large texts and images: each distinct content is stored once.
 
 use rusqlite::{Connection, OptionalExtension, params};
-use sha2::{Digest, Sha256};
 
 use super::{Result, Store};
-
-/// Lowercase hex sha256 of `bytes`, the address of a blob and the form of every cache key.
-pub fn sha256_hex(bytes: &[u8]) -> String {
-    hex::encode(Sha256::digest(bytes))
-}
+use crate::hash::sha256_hex;
 
 /// Inserts a blob under a hash the caller computed, on a connection or open transaction.
 pub(super) fn insert_blob(

@@ -60,7 +60,7 @@ impl Store {
             )?;
             let (status, response_sha, error) = match call.outcome {
                 Ok(text) => {
-                    let sha = super::sha256_hex(text.as_bytes());
+                    let sha = crate::hash::sha256_hex(text.as_bytes());
                     insert_blob(&tx, &sha, "text/plain; charset=utf-8", text.as_bytes())?;
                     ("ok", Some(sha), None)
                 }

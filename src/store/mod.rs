@@ -11,13 +11,12 @@ mod review;
 mod runs;
 
 use std::path::{Path, PathBuf};
+use std::sync::{Mutex, MutexGuard};
 use std::time::Duration;
 
 use rusqlite::Connection;
 
-pub use crate::llm::executor::lock;
 pub use bench::{BenchColumns, BenchResultRow, Labels, MeasureRow};
-pub use blobs::sha256_hex;
 pub use calls::{NewCall, StoredCall};
 pub use relevance::PredictionRow;
 pub use review::{NewGenerated, ReviewColumns, ReviewRow, ScoreColumns, ScoreRow};
@@ -96,6 +95,13 @@ impl Store {
         migrations::runner().run(&mut conn)?;
         Ok(Self { conn })
     }
+}
+
+/// Locks the store; a panic elsewhere never poisons it for good (SQLite keeps it consistent).
+pub fn lock(store: &Mutex<Store>) -> MutexGuard<'_, Store> {
+    store
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
 /// Current UTC time as RFC 3339 with milliseconds, the format of every timestamp column.

@@ -3,7 +3,8 @@
 use rusqlite::{OptionalExtension, params};
 
 use super::blobs::insert_blob;
-use super::{Result, Store, now_rfc3339, sha256_hex};
+use super::{Result, Store, now_rfc3339};
+use crate::hash::sha256_hex;
 
 /// A generated datasheet to record.
 #[derive(Debug, Clone)]

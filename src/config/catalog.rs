@@ -1,0 +1,188 @@
+//! The catalog: providers, models and the resolution of `<provider>:<name>` references. It
+//! must not hold the built-in data nor read config files; calling a resolved model is the
+//! runtime's (`experiment::Target`).
+
+use std::collections::BTreeMap;
+
+use super::ConfigError;
+use crate::cost::Price;
+use crate::energy::{EnergyProfile, Range};
+use crate::llm::client::ApiKey;
+use crate::llm::{Endpoint, ProviderKind};
+
+/// A provider: where it lives, its wire format, where its key comes from, and its PUE.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ProviderSpec {
+    pub name: String,
+    pub kind: ProviderKind,
+    /// Environment variable that overrides the base URL (as the official SDKs read it).
+    pub base_url_env: Option<String>,
+    pub default_base_url: String,
+    /// Environment variables tried in order for the key.
+    pub key_vars: Vec<String>,
+    /// Whether calls need a key (hosted APIs do; local servers do not).
+    pub key_required: bool,
+    pub pue: Range,
+}
+
+impl ProviderSpec {
+    /// The base URL in force: the environment variable if set, else the configured default.
+    pub fn base_url(&self) -> String {
+        self.base_url_env
+            .as_deref()
+            .and_then(|var| std::env::var(var).ok())
+            .map(|v| v.trim().to_owned())
+            .filter(|v| !v.is_empty())
+            .unwrap_or_else(|| self.default_base_url.clone())
+    }
+
+    /// The endpoint with its key read from the environment (None when none is set).
+    pub fn endpoint(&self) -> Endpoint {
+        let api_key = self
+            .key_vars
+            .iter()
+            .filter_map(|var| std::env::var(var).ok())
+            .map(|v| v.trim().to_owned())
+            .find(|v| !v.is_empty())
+            .map(ApiKey::new);
+        Endpoint {
+            provider: self.name.clone(),
+            kind: self.kind,
+            base_url: self.base_url(),
+            api_key,
+        }
+    }
+
+    /// The variables a user can set for the key, for messages.
+    pub fn key_vars_text(&self) -> String {
+        self.key_vars.join(" or ")
+    }
+}
+
+/// A model of the catalog: its reference, the id sent to the provider, prices and size.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ModelSpec {
+    pub provider: String,
+    /// The short name used in references (`gpt-4o`, `sonnet 3.5`).
+    pub alias: String,
+    /// Other names that also resolve to it.
+    pub other_names: Vec<String>,
+    /// The model id sent to the provider.
+    pub model: String,
+    /// USD per million input and output tokens.
+    pub input_price: f64,
+    pub output_price: f64,
+    pub energy: EnergyProfile,
+}
+
+impl ModelSpec {
+    /// `provider:alias`.
+    pub fn reference(&self) -> String {
+        format!("{}:{}", self.provider, self.alias)
+    }
+
+    /// Its prices, to cost its calls with.
+    pub fn price(&self) -> Price {
+        Price {
+            input_per_mtok: self.input_price,
+            output_per_mtok: self.output_price,
+        }
+    }
+
+    fn answers_to(&self, name: &str) -> bool {
+        std::iter::once(&self.alias)
+            .chain(&self.other_names)
+            .chain(std::iter::once(&self.model))
+            .any(|n| n == name || n.eq_ignore_ascii_case(name))
+    }
+}
+
+/// Providers and models known to track.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Catalog {
+    pub providers: BTreeMap<String, ProviderSpec>,
+    pub models: Vec<ModelSpec>,
+}
+
+/// The provider and name of a `<provider>:<name>` reference, trimmed; both must be non-empty.
+pub(super) fn split_reference(reference: &str) -> Result<(&str, &str), ConfigError> {
+    reference
+        .split_once(':')
+        .map(|(p, n)| (p.trim(), n.trim()))
+        .filter(|(p, n)| !p.is_empty() && !n.is_empty())
+        .ok_or_else(|| ConfigError::BadReference {
+            reference: reference.to_owned(),
+        })
+}
+
+impl Catalog {
+    /// The model a `<provider>:<name>` reference names (by alias, other name or model id).
+    pub fn resolve(&self, reference: &str) -> Result<&ModelSpec, ConfigError> {
+        let (provider, name) = split_reference(reference)?;
+        let provider_key = self
+            .providers
+            .keys()
+            .find(|k| k.eq_ignore_ascii_case(provider))
+            .ok_or_else(|| ConfigError::UnknownProvider {
+                reference: reference.to_owned(),
+                provider: provider.to_owned(),
+                known: self.provider_names(),
+            })?;
+        let candidates: Vec<&ModelSpec> = self
+            .models
+            .iter()
+            .filter(|m| &m.provider == provider_key)
+            .collect();
+        // An exact alias beats a case-insensitive or model-id match.
+        candidates
+            .iter()
+            .find(|m| m.alias == name)
+            .or_else(|| candidates.iter().find(|m| m.answers_to(name)))
+            .copied()
+            .ok_or_else(|| ConfigError::UnknownModel {
+                reference: reference.to_owned(),
+                provider: provider_key.clone(),
+                known: if candidates.is_empty() {
+                    "none yet".into()
+                } else {
+                    candidates
+                        .iter()
+                        .map(|m| format!("`{}`", m.alias))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                },
+            })
+    }
+
+    /// The provider of a model.
+    pub fn provider(&self, model: &ModelSpec) -> &ProviderSpec {
+        &self.providers[&model.provider]
+    }
+
+    /// The provider names, comma-separated, for messages.
+    pub(super) fn provider_names(&self) -> String {
+        self.providers
+            .keys()
+            .cloned()
+            .collect::<Vec<_>>()
+            .join(", ")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bad_references_name_the_choices() {
+        let c = Catalog::builtin();
+        let e = c.resolve("openai:gpt-9").unwrap_err().to_string();
+        assert!(e.contains("`gpt-4o`") && e.contains("config.yaml"), "{e}");
+        let e = c.resolve("acme:x").unwrap_err().to_string();
+        assert!(e.contains("anthropic") && e.contains("ollama"), "{e}");
+        assert!(matches!(
+            c.resolve("gpt-4o"),
+            Err(ConfigError::BadReference { .. })
+        ));
+    }
+}

@@ -1,0 +1,259 @@
+//! The `config.yaml` schema and how a file's text is applied over a [`Config`]. It must not
+//! read the file (that is [`Config::load`]) nor resolve references for calling.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::time::Duration;
+
+use serde::Deserialize;
+
+use super::catalog::split_reference;
+use super::{Config, ConfigError, ModelSpec, ProviderSpec};
+use crate::energy::{EnergyMethod, EnergyProfile, Range};
+use crate::llm::{ProviderKind, RetryPolicy};
+
+impl Config {
+    /// Applies a config file's text over what is loaded.
+    pub fn apply(&mut self, path: &Path, text: &str) -> Result<(), ConfigError> {
+        let parse_error = |message: String| ConfigError::Parse {
+            path: path.to_path_buf(),
+            message,
+        };
+        let file: ConfigFile = if text.trim().is_empty() {
+            ConfigFile::default()
+        } else {
+            serde_saphyr::from_str(text).map_err(|e| parse_error(e.to_string()))?
+        };
+        for (name, p) in file.providers {
+            let existing = self.catalog.providers.get(&name).cloned();
+            let kind = match (p.kind, &existing) {
+                (Some(kind), _) => kind,
+                (None, Some(e)) => e.kind,
+                (None, None) => {
+                    return Err(parse_error(format!(
+                        "provider `{name}` needs `kind:` (openai, anthropic, ollama or openai-compatible)"
+                    )));
+                }
+            };
+            let base = existing.unwrap_or_else(|| ProviderSpec {
+                name: name.clone(),
+                kind,
+                base_url_env: None,
+                default_base_url: String::new(),
+                key_vars: Vec::new(),
+                key_required: false,
+                pue: Range::exact(1.2),
+            });
+            let base_url_given = p.base_url.is_some();
+            let spec = ProviderSpec {
+                kind,
+                default_base_url: p.base_url.unwrap_or(base.default_base_url),
+                // A base URL written in the file wins over the environment.
+                base_url_env: if base_url_given {
+                    None
+                } else {
+                    base.base_url_env
+                },
+                key_required: p.api_key_env.is_some() || base.key_required,
+                key_vars: p.api_key_env.map(|v| vec![v]).unwrap_or(base.key_vars),
+                pue: p.pue.map(NumberOrRange::range).unwrap_or(base.pue),
+                ..base
+            };
+            if spec.default_base_url.is_empty() {
+                return Err(parse_error(format!("provider `{name}` needs `base_url:`")));
+            }
+            self.catalog.providers.insert(name, spec);
+        }
+        for (reference, m) in file.models {
+            let (provider, alias) = split_reference(&reference)?;
+            if !self.catalog.providers.contains_key(provider) {
+                return Err(parse_error(format!(
+                    "model `{reference}`: unknown provider `{provider}`; known providers: {}",
+                    self.catalog.provider_names()
+                )));
+            }
+            let parameters = m.parameters.map(NumberOrRange::range);
+            let active = m.active_parameters.map(NumberOrRange::range).or(parameters);
+            let Some(active) = active else {
+                return Err(parse_error(format!(
+                    "model `{reference}` needs `parameters:` (billions, a number or [min, max]) for energy estimates"
+                )));
+            };
+            let total = m
+                .total_parameters
+                .map(NumberOrRange::range)
+                .unwrap_or(active);
+            let spec = ModelSpec {
+                provider: provider.to_owned(),
+                alias: alias.to_owned(),
+                other_names: Vec::new(),
+                model: m.model.unwrap_or_else(|| alias.to_owned()),
+                input_price: m.input_price,
+                output_price: m.output_price,
+                energy: EnergyProfile {
+                    spec_parameters: parameters.unwrap_or(active).mid(),
+                    active_parameters: active,
+                    total_parameters: total,
+                    pue: self.catalog.providers[provider].pue,
+                },
+            };
+            self.catalog.models.retain(|existing| {
+                !(existing.provider == spec.provider && existing.alias == spec.alias)
+            });
+            self.catalog.models.push(spec);
+        }
+        if let Some(retry) = file.retry {
+            self.settings.retry = retry;
+        }
+        if let Some(secs) = file.timeout_secs {
+            self.settings.timeout = Duration::from_secs_f64(secs.max(0.001));
+        }
+        if let Some(n) = file.concurrency {
+            self.settings.concurrency = n.max(1);
+        }
+        if let Some(method) = file.energy_method {
+            self.settings.energy_method = method;
+        }
+        Ok(())
+    }
+}
+
+/// A number or a `[min, max]` pair in a config file.
+#[derive(Debug, Clone, Copy, Deserialize)]
+#[serde(untagged)]
+enum NumberOrRange {
+    One(f64),
+    Two([f64; 2]),
+}
+
+impl NumberOrRange {
+    fn range(self) -> Range {
+        match self {
+            Self::One(v) => Range::exact(v),
+            Self::Two([a, b]) => Range {
+                min: a.min(b),
+                max: a.max(b),
+            },
+        }
+    }
+}
+
+/// A whole `config.yaml`; every section is optional.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ConfigFile {
+    #[serde(default)]
+    providers: BTreeMap<String, ProviderEntry>,
+    #[serde(default)]
+    models: BTreeMap<String, ModelEntry>,
+    retry: Option<RetryPolicy>,
+    timeout_secs: Option<f64>,
+    concurrency: Option<usize>,
+    energy_method: Option<EnergyMethod>,
+}
+
+/// An entry under `providers:`; what it leaves out is kept from the provider it overrides.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ProviderEntry {
+    kind: Option<ProviderKind>,
+    base_url: Option<String>,
+    api_key_env: Option<String>,
+    pue: Option<NumberOrRange>,
+}
+
+/// An entry under `models:`, keyed by its `<provider>:<name>` reference.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ModelEntry {
+    model: Option<String>,
+    #[serde(default)]
+    input_price: f64,
+    #[serde(default)]
+    output_price: f64,
+    parameters: Option<NumberOrRange>,
+    active_parameters: Option<NumberOrRange>,
+    total_parameters: Option<NumberOrRange>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::{Catalog, Settings};
+
+    #[test]
+    fn config_file_adds_providers_and_models() {
+        let mut config = Config {
+            catalog: Catalog::builtin(),
+            settings: Settings::default(),
+            source: None,
+        };
+        let yaml = "
+providers:
+  vllm:
+    kind: openai-compatible
+    base_url: http://127.0.0.1:8000/v1
+    api_key_env: VLLM_KEY
+    pue: [1.1, 1.3]
+models:
+  vllm:llama3:
+    model: meta-llama/Meta-Llama-3-8B-Instruct
+    input_price: 0.1
+    output_price: 0.2
+    parameters: 8
+  openai:gpt-4o:
+    input_price: 1
+    output_price: 2
+    parameters: 200
+    active_parameters: [44, 132]
+    total_parameters: 440
+retry:
+  max_attempts: 2
+  base_delay: 10
+  max_delay: 20
+energy_method: seed-linear
+";
+        config.apply(Path::new("config.yaml"), yaml).unwrap();
+        let m = config.catalog.resolve("vllm:llama3").unwrap();
+        assert_eq!(m.model, "meta-llama/Meta-Llama-3-8B-Instruct");
+        assert_eq!(m.energy.pue, Range { min: 1.1, max: 1.3 });
+        let p = config.catalog.provider(m);
+        assert!(p.key_required);
+        assert_eq!(p.base_url(), "http://127.0.0.1:8000/v1");
+        assert_eq!(
+            config.catalog.resolve("openai:gpt-4o").unwrap().input_price,
+            1.0
+        );
+        assert_eq!(config.settings.retry.max_attempts, 2);
+        assert_eq!(config.settings.energy_method, EnergyMethod::SeedLinear);
+    }
+
+    #[test]
+    fn config_errors_name_the_file_and_fix() {
+        let mut config = Config {
+            catalog: Catalog::builtin(),
+            settings: Settings::default(),
+            source: None,
+        };
+        let e = config
+            .apply(
+                Path::new("c.yaml"),
+                "models:\n  acme:x:\n    parameters: 1\n",
+            )
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.starts_with("c.yaml") && e.contains("unknown provider `acme`"),
+            "{e}"
+        );
+        let e = config
+            .apply(
+                Path::new("c.yaml"),
+                "models:\n  openai:x:\n    input_price: 1\n",
+            )
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("needs `parameters:`"), "{e}");
+        assert!(config.apply(Path::new("c.yaml"), "nonsense: [").is_err());
+    }
+}
