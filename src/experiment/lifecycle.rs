@@ -80,7 +80,11 @@ impl RunGuard {
         store.finish_run(self.run_id, status)?;
         if let Some((path, file)) = self.lock {
             drop(file);
-            let _ = std::fs::remove_file(path);
+            let _ = std::fs::remove_file(&path);
+            // The folder goes too once no run of this database is running.
+            if let Some(dir) = path.parent() {
+                let _ = std::fs::remove_dir(dir);
+            }
         }
         Ok(())
     }

@@ -215,6 +215,9 @@ fn listen(
                 }
                 if let Some(path) = &lock_path {
                     let _ = std::fs::remove_file(path);
+                    if let Some(dir) = path.parent() {
+                        let _ = std::fs::remove_dir(dir);
+                    }
                 }
                 eprintln!(
                     "track: interrupted: run {run_id} is kept as `interrupted` ({}); run the same \
