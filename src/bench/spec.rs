@@ -233,8 +233,53 @@ fn prompt_test(
     defaults: &SamplingParams,
     default_judge: Option<&str>,
 ) -> Result<PromptTest, String> {
-    // The specification's form: the test's name is the one key whose value is empty, or whose
-    // value is a mapping of the fields.
+    let mut name = take_name(index, &mut fields)?;
+    if let Some(explicit) = take_text(&mut fields, "name") {
+        name = Some(explicit);
+    }
+    let name = name.unwrap_or_else(|| format!("prompt_{}", index + 1));
+    let label = format!("prompt `{name}`");
+    let prompt =
+        take_text(&mut fields, "prompt").ok_or_else(|| format!("{label} has no `prompt:`"))?;
+    let expected = take_text(&mut fields, "output").or(take_text(&mut fields, "expected"));
+    let method_name: MethodName = take_text(&mut fields, "method")
+        .ok_or_else(|| {
+            format!(
+                "{label} has no `method:`; valid methods: {}",
+                super::methods::METHOD_NAMES.join(", ")
+            )
+        })?
+        .parse()
+        .map_err(|e| format!("{label}: {e}"))?;
+    let judging = JudgeFields {
+        rubric: take_text(&mut fields, "rubric"),
+        threshold: take_text(&mut fields, "threshold"),
+        judge: take_text(&mut fields, "judge"),
+    };
+    let method = test_method(
+        &label,
+        method_name,
+        expected.as_deref(),
+        judging,
+        default_judge,
+    )?;
+    let params = take_params(&label, &mut fields, defaults)?;
+    Ok(PromptTest {
+        system: take_text(&mut fields, "system").or_else(|| system.clone()),
+        name,
+        prompt,
+        expected: expected.unwrap_or_default(),
+        method,
+        params,
+    })
+}
+
+/// The specification's form of a test's name: the one key that is not a field, whose value is
+/// empty or a mapping of the fields (merged into `fields`).
+fn take_name(
+    index: usize,
+    fields: &mut BTreeMap<String, Option<Value>>,
+) -> Result<Option<String>, String> {
     let mut name = None;
     let unknown: Vec<String> = fields
         .keys()
@@ -259,99 +304,99 @@ fn prompt_test(
             }
         }
     }
-    let text = |fields: &mut BTreeMap<String, Option<Value>>,
-                key: &str|
-     -> Result<Option<String>, String> {
-        match fields.remove(key).flatten() {
-            None | Some(Value::Null) => Ok(None),
-            Some(Value::String(s)) => Ok(Some(s)),
-            Some(Value::Number(n)) => Ok(Some(n.to_string())),
-            Some(Value::Bool(b)) => Ok(Some(b.to_string())),
-            Some(other) => Ok(Some(other.to_string())),
-        }
-    };
-    if let Some(explicit) = text(&mut fields, "name")? {
-        name = Some(explicit);
+    Ok(name)
+}
+
+/// A field as text (numbers and booleans as written), removed from `fields`.
+fn take_text(fields: &mut BTreeMap<String, Option<Value>>, key: &str) -> Option<String> {
+    match fields.remove(key).flatten() {
+        None | Some(Value::Null) => None,
+        Some(Value::String(s)) => Some(s),
+        Some(Value::Number(n)) => Some(n.to_string()),
+        Some(Value::Bool(b)) => Some(b.to_string()),
+        Some(other) => Some(other.to_string()),
     }
-    let name = name.unwrap_or_else(|| format!("prompt_{}", index + 1));
-    let label = format!("prompt `{name}`");
-    let prompt = text(&mut fields, "prompt")?.ok_or_else(|| format!("{label} has no `prompt:`"))?;
-    let expected = text(&mut fields, "output")?.or(text(&mut fields, "expected")?);
-    let method_name: MethodName = text(&mut fields, "method")?
-        .ok_or_else(|| {
-            format!(
-                "{label} has no `method:`; valid methods: {}",
-                super::methods::METHOD_NAMES.join(", ")
-            )
-        })?
-        .parse()
-        .map_err(|e| format!("{label}: {e}"))?;
-    let rubric = text(&mut fields, "rubric")?;
-    let threshold = text(&mut fields, "threshold")?;
-    let judge = text(&mut fields, "judge")?;
-    let method = if method_name == MethodName::Judge {
-        let rubric = rubric.or(expected.clone()).ok_or_else(|| {
-            format!(
-                "{label} uses method judge but has no `rubric:` (or `output:`) to grade against"
-            )
-        })?;
-        let threshold = match threshold {
-            None => 4,
-            Some(t) => t
-                .trim()
-                .parse::<i64>()
-                .ok()
-                .filter(|t| (1..=5).contains(t))
-                .ok_or_else(|| format!("{label}: `threshold` must be a whole score from 1 to 5"))?,
-        };
-        let judge = judge.or(default_judge.map(str::to_owned)).ok_or_else(|| {
-            format!("{label} uses method judge but names no judge model: add `judge: <provider>:<name>` to it or at the top of the file")
-        })?;
-        TestMethod::Judge(super::methods::JudgeTest {
-            rubric,
-            threshold,
-            judge: judge.trim().to_owned(),
-        })
-    } else {
+}
+
+/// The fields of `method: judge`, as written.
+struct JudgeFields {
+    rubric: Option<String>,
+    threshold: Option<String>,
+    judge: Option<String>,
+}
+
+/// The test method, checked against its fields: a judge needs a rubric and a judge model;
+/// other methods need an expected output (but `json-valid`) and no judge fields.
+fn test_method(
+    label: &str,
+    method_name: MethodName,
+    expected: Option<&str>,
+    judging: JudgeFields,
+    default_judge: Option<&str>,
+) -> Result<TestMethod, String> {
+    let JudgeFields {
+        rubric,
+        threshold,
+        judge,
+    } = judging;
+    if method_name != MethodName::Judge {
         if rubric.is_some() || threshold.is_some() || judge.is_some() {
             return Err(format!(
                 "{label}: `rubric`, `threshold` and `judge` go with `method: judge`"
             ));
         }
-        let expected = match (&expected, method_name) {
-            (Some(e), _) => e.clone(),
-            (None, MethodName::JsonValid) => String::new(),
+        let expected = match (expected, method_name) {
+            (Some(e), _) => e,
+            (None, MethodName::JsonValid) => "",
             (None, _) => return Err(format!("{label} has no `output:` (the expected output)")),
         };
-        TestMethod::prepare(method_name, &expected).map_err(|e| format!("{label}: {e}"))?
+        return TestMethod::prepare(method_name, expected).map_err(|e| format!("{label}: {e}"));
+    }
+    let rubric = rubric.or(expected.map(str::to_owned)).ok_or_else(|| {
+        format!("{label} uses method judge but has no `rubric:` (or `output:`) to grade against")
+    })?;
+    let threshold = match threshold {
+        None => 4,
+        Some(t) => t
+            .trim()
+            .parse::<i64>()
+            .ok()
+            .filter(|t| (1..=5).contains(t))
+            .ok_or_else(|| format!("{label}: `threshold` must be a whole score from 1 to 5"))?,
     };
-    let expected = expected.unwrap_or_default();
-    let number =
-        |fields: &mut BTreeMap<String, Option<Value>>, key: &str| -> Result<Option<f64>, String> {
-            match fields.remove(key).flatten() {
-                None | Some(Value::Null) => Ok(None),
-                Some(v) => v
-                    .as_f64()
-                    .or_else(|| v.as_str().and_then(|s| s.parse().ok()))
-                    .map(Some)
-                    .ok_or_else(|| format!("{label}: `{key}` must be a number")),
-            }
-        };
-    let params = SamplingParams {
-        temperature: number(&mut fields, "temperature")?.or(defaults.temperature),
-        top_p: number(&mut fields, "top_p")?.or(defaults.top_p),
-        max_tokens: number(&mut fields, "max_tokens")?
+    let judge = judge.or(default_judge.map(str::to_owned)).ok_or_else(|| {
+        format!("{label} uses method judge but names no judge model: add `judge: <provider>:<name>` to it or at the top of the file")
+    })?;
+    Ok(TestMethod::Judge(super::methods::JudgeTest {
+        rubric,
+        threshold,
+        judge: judge.trim().to_owned(),
+    }))
+}
+
+/// A test's sampling parameters: its own, else the file's.
+fn take_params(
+    label: &str,
+    fields: &mut BTreeMap<String, Option<Value>>,
+    defaults: &SamplingParams,
+) -> Result<SamplingParams, String> {
+    let mut number = |key: &str| -> Result<Option<f64>, String> {
+        match fields.remove(key).flatten() {
+            None | Some(Value::Null) => Ok(None),
+            Some(v) => v
+                .as_f64()
+                .or_else(|| v.as_str().and_then(|s| s.parse().ok()))
+                .map(Some)
+                .ok_or_else(|| format!("{label}: `{key}` must be a number")),
+        }
+    };
+    Ok(SamplingParams {
+        temperature: number("temperature")?.or(defaults.temperature),
+        top_p: number("top_p")?.or(defaults.top_p),
+        max_tokens: number("max_tokens")?
             .map(|n| n as u32)
             .or(defaults.max_tokens),
         seed: defaults.seed,
-    };
-    Ok(PromptTest {
-        system: text(&mut fields, "system")?.or_else(|| system.clone()),
-        name,
-        prompt,
-        expected,
-        method,
-        params,
     })
 }
 

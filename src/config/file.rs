@@ -24,83 +24,13 @@ impl Config {
         } else {
             serde_saphyr::from_str(text).map_err(|e| parse_error(e.to_string()))?
         };
-        for (name, p) in file.providers {
-            let existing = self.catalog.providers.get(&name).cloned();
-            let kind = match (p.kind, &existing) {
-                (Some(kind), _) => kind,
-                (None, Some(e)) => e.kind,
-                (None, None) => {
-                    return Err(parse_error(format!(
-                        "provider `{name}` needs `kind:` (openai, anthropic, ollama or openai-compatible)"
-                    )));
-                }
-            };
-            let base = existing.unwrap_or_else(|| ProviderSpec {
-                name: name.clone(),
-                kind,
-                base_url_env: None,
-                default_base_url: String::new(),
-                key_vars: Vec::new(),
-                key_required: false,
-                pue: Range::exact(1.2),
-            });
-            let base_url_given = p.base_url.is_some();
-            let spec = ProviderSpec {
-                kind,
-                default_base_url: p.base_url.unwrap_or(base.default_base_url),
-                // A base URL written in the file wins over the environment.
-                base_url_env: if base_url_given {
-                    None
-                } else {
-                    base.base_url_env
-                },
-                key_required: p.api_key_env.is_some() || base.key_required,
-                key_vars: p.api_key_env.map(|v| vec![v]).unwrap_or(base.key_vars),
-                pue: p.pue.map(NumberOrRange::range).unwrap_or(base.pue),
-                ..base
-            };
-            if spec.default_base_url.is_empty() {
-                return Err(parse_error(format!("provider `{name}` needs `base_url:`")));
-            }
-            self.catalog.providers.insert(name, spec);
+        for (name, entry) in file.providers {
+            self.apply_provider(name, entry).map_err(parse_error)?;
         }
-        for (reference, m) in file.models {
+        for (reference, entry) in file.models {
             let (provider, alias) = split_reference(&reference)?;
-            if !self.catalog.providers.contains_key(provider) {
-                return Err(parse_error(format!(
-                    "model `{reference}`: unknown provider `{provider}`; known providers: {}",
-                    self.catalog.provider_names()
-                )));
-            }
-            let parameters = m.parameters.map(NumberOrRange::range);
-            let active = m.active_parameters.map(NumberOrRange::range).or(parameters);
-            let Some(active) = active else {
-                return Err(parse_error(format!(
-                    "model `{reference}` needs `parameters:` (billions, a number or [min, max]) for energy estimates"
-                )));
-            };
-            let total = m
-                .total_parameters
-                .map(NumberOrRange::range)
-                .unwrap_or(active);
-            let spec = ModelSpec {
-                provider: provider.to_owned(),
-                alias: alias.to_owned(),
-                other_names: Vec::new(),
-                model: m.model.unwrap_or_else(|| alias.to_owned()),
-                input_price: m.input_price,
-                output_price: m.output_price,
-                energy: EnergyProfile {
-                    spec_parameters: parameters.unwrap_or(active).mid(),
-                    active_parameters: active,
-                    total_parameters: total,
-                    pue: self.catalog.providers[provider].pue,
-                },
-            };
-            self.catalog.models.retain(|existing| {
-                !(existing.provider == spec.provider && existing.alias == spec.alias)
-            });
-            self.catalog.models.push(spec);
+            self.apply_model(&reference, provider, alias, entry)
+                .map_err(parse_error)?;
         }
         if let Some(retry) = file.retry {
             self.settings.retry = retry;
@@ -114,6 +44,94 @@ impl Config {
         if let Some(method) = file.energy_method {
             self.settings.energy_method = method;
         }
+        Ok(())
+    }
+
+    /// Adds provider `name`, or changes what the file sets of a known one.
+    fn apply_provider(&mut self, name: String, p: ProviderEntry) -> Result<(), String> {
+        let existing = self.catalog.providers.get(&name).cloned();
+        let kind = match (p.kind, &existing) {
+            (Some(kind), _) => kind,
+            (None, Some(e)) => e.kind,
+            (None, None) => {
+                return Err(format!(
+                    "provider `{name}` needs `kind:` (openai, anthropic, ollama or openai-compatible)"
+                ));
+            }
+        };
+        let base = existing.unwrap_or_else(|| ProviderSpec {
+            name: name.clone(),
+            kind,
+            base_url_env: None,
+            default_base_url: String::new(),
+            key_vars: Vec::new(),
+            key_required: false,
+            pue: Range::exact(1.2),
+        });
+        let base_url_given = p.base_url.is_some();
+        let spec = ProviderSpec {
+            kind,
+            default_base_url: p.base_url.unwrap_or(base.default_base_url),
+            // A base URL written in the file wins over the environment.
+            base_url_env: if base_url_given {
+                None
+            } else {
+                base.base_url_env
+            },
+            key_required: p.api_key_env.is_some() || base.key_required,
+            key_vars: p.api_key_env.map(|v| vec![v]).unwrap_or(base.key_vars),
+            pue: p.pue.map(NumberOrRange::range).unwrap_or(base.pue),
+            ..base
+        };
+        if spec.default_base_url.is_empty() {
+            return Err(format!("provider `{name}` needs `base_url:`"));
+        }
+        self.catalog.providers.insert(name, spec);
+        Ok(())
+    }
+
+    /// Adds model `provider:alias`, replacing a built-in of the same reference.
+    fn apply_model(
+        &mut self,
+        reference: &str,
+        provider: &str,
+        alias: &str,
+        m: ModelEntry,
+    ) -> Result<(), String> {
+        let Some(pue) = self.catalog.providers.get(provider).map(|p| p.pue) else {
+            return Err(format!(
+                "model `{reference}`: unknown provider `{provider}`; known providers: {}",
+                self.catalog.provider_names()
+            ));
+        };
+        let parameters = m.parameters.map(NumberOrRange::range);
+        let Some(active) = m.active_parameters.map(NumberOrRange::range).or(parameters) else {
+            return Err(format!(
+                "model `{reference}` needs `parameters:` (billions, a number or [min, max]) for energy estimates"
+            ));
+        };
+        let total = m
+            .total_parameters
+            .map(NumberOrRange::range)
+            .unwrap_or(active);
+        let spec = ModelSpec {
+            provider: provider.to_owned(),
+            alias: alias.to_owned(),
+            other_names: Vec::new(),
+            model: m.model.unwrap_or_else(|| alias.to_owned()),
+            input_price: m.input_price,
+            output_price: m.output_price,
+            energy: EnergyProfile {
+                spec_parameters: parameters.unwrap_or(active).mid(),
+                active_parameters: active,
+                total_parameters: total,
+                pue,
+            },
+        };
+        self.catalog.models.retain(|existing| {
+            !(existing.provider == spec.provider && existing.alias == spec.alias)
+        });
+        self.catalog.models.push(spec);
         Ok(())
     }
 }

@@ -198,10 +198,17 @@ pub fn write_statistics_csv(
     dir: &Path,
     rows: &[crate::store::PredictionRow],
 ) -> std::io::Result<Vec<std::path::PathBuf>> {
-    use super::stats::{bootstrap_deltas, by_kind, mcnemar, trial_spread};
     std::fs::create_dir_all(dir)?;
     let by_predicate = dir.join("comparison_by_predicate.csv");
-    let mut w = csv::Writer::from_path(&by_predicate).map_err(std::io::Error::other)?;
+    write_by_predicate(&by_predicate, rows)?;
+    let statistics = dir.join("comparison_statistics.csv");
+    write_statistics(&statistics, rows)?;
+    Ok(vec![by_predicate, statistics])
+}
+
+/// `comparison_by_predicate.csv`: both variants' metrics per predicate type.
+fn write_by_predicate(path: &Path, rows: &[crate::store::PredictionRow]) -> std::io::Result<()> {
+    let mut w = csv::Writer::from_path(path).map_err(std::io::Error::other)?;
     w.write_record([
         "predicate_type",
         "variant",
@@ -217,7 +224,7 @@ pub fn write_statistics_csv(
         "coverage",
     ])
     .map_err(std::io::Error::other)?;
-    for (kind, (with, without)) in by_kind(rows) {
+    for (kind, (with, without)) in super::stats::by_kind(rows) {
         for (variant, m) in [("with_uncertain", &with), ("without_uncertain", &without)] {
             for (class, c) in [("positive", &m.positive), ("negative", &m.negative)] {
                 let mut record = vec![kind.clone(), variant.to_owned(), class.to_owned()];
@@ -227,10 +234,16 @@ pub fn write_statistics_csv(
             }
         }
     }
-    w.flush()?;
-    let statistics = dir.join("comparison_statistics.csv");
-    let mut w = csv::Writer::from_path(&statistics).map_err(std::io::Error::other)?;
-    w.write_record([
+    w.flush()
+}
+
+/// `comparison_statistics.csv`: the deltas with their bootstrap intervals, McNemar's test and
+/// the spread across trials.
+fn write_statistics(path: &Path, rows: &[crate::store::PredictionRow]) -> std::io::Result<()> {
+    use super::stats::{bootstrap_deltas, mcnemar, trial_spread};
+    let mut w = csv::Writer::from_path(path).map_err(std::io::Error::other)?;
+    let mut record = |fields: [&str; 8]| w.write_record(fields).map_err(std::io::Error::other);
+    record([
         "statistic",
         "class",
         "metric",
@@ -239,8 +252,7 @@ pub fn write_statistics_csv(
         "high",
         "n",
         "note",
-    ])
-    .map_err(std::io::Error::other)?;
+    ])?;
     for d in bootstrap_deltas(rows) {
         let (low, high, n, note) = match d.interval {
             Some(i) => (
@@ -251,19 +263,20 @@ pub fn write_statistics_csv(
             ),
             None => (None, None, "0".to_owned(), "undefined".to_owned()),
         };
-        w.write_record([
+        let (value, low, high) = (cell(d.delta), cell(low), cell(high));
+        record([
             "delta_with_minus_without",
             d.class,
             d.metric,
-            &cell(d.delta),
-            &cell(low),
-            &cell(high),
+            &value,
+            &low,
+            &high,
             &n,
             &note,
-        ])
-        .map_err(std::io::Error::other)?;
+        ])?;
     }
     let m = mcnemar(rows);
+    let (n, note) = ((m.b + m.c).to_string(), format!("b={} c={}", m.b, m.c));
     for (metric, value) in [
         ("chi2", m.chi2),
         ("p_chi2", m.p_chi2),
@@ -272,34 +285,25 @@ pub fn write_statistics_csv(
         ("p_exact", Some(m.p_exact)),
         ("p_mid", Some(m.p_mid)),
     ] {
-        w.write_record([
-            "mcnemar",
-            "",
-            metric,
-            &cell(value),
-            "",
-            "",
-            &(m.b + m.c).to_string(),
-            &format!("b={} c={}", m.b, m.c),
-        ])
-        .map_err(std::io::Error::other)?;
+        record(["mcnemar", "", metric, &cell(value), "", "", &n, &note])?;
     }
     for t in trial_spread(rows) {
-        w.write_record([
+        let metric = format!("{}_{}", t.variant.to_ascii_lowercase(), t.metric);
+        let spread =
+            t.sd.map_or_else(|| "one trial".to_owned(), |sd| format!("sd {sd:.4}"));
+        let (mean, trials) = (cell(t.mean), t.trials.to_string());
+        record([
             "trial_mean",
             "positive",
-            &format!("{}_{}", t.variant.to_ascii_lowercase(), t.metric),
-            &cell(t.mean),
+            &metric,
+            &mean,
             "",
             "",
-            &t.trials.to_string(),
-            &t.sd
-                .map_or_else(|| "one trial".to_owned(), |sd| format!("sd {sd:.4}")),
-        ])
-        .map_err(std::io::Error::other)?;
+            &trials,
+            &spread,
+        ])?;
     }
-    w.flush()?;
-    Ok(vec![by_predicate, statistics])
+    w.flush()
 }
 
 /// The report of a comparison run, from its stored predictions: the console block and the

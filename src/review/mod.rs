@@ -9,6 +9,7 @@ pub mod criteria;
 pub mod file;
 pub mod parse;
 pub mod prompts;
+mod record;
 pub mod report;
 pub mod run;
 pub mod sensors;
