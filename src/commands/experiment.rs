@@ -57,14 +57,20 @@ impl ExperimentArgs {
     }
 }
 
-/// Runs `experiment` through the runtime and prints what came of it.
+/// Runs `experiment` with the options of `args` through the runtime and prints what came of
+/// it; `detail` asks for the per-call table of a benchmark.
 pub fn run_experiment(
     context: &Context,
     config: &Config,
     mut experiment: Box<dyn Experiment>,
-    options: &RunOptions,
-    report: ReportOptions,
+    args: &ExperimentArgs,
+    detail: bool,
 ) -> anyhow::Result<ExitCode> {
+    let options = args.options(context, config);
+    let report = ReportOptions {
+        detail,
+        quiet: context.quiet,
+    };
     // A dry run on a database that does not exist yet plans against an empty cache without
     // creating the file.
     let (store, db) = if options.dry_run && !context.db.exists() {
@@ -78,7 +84,7 @@ pub fn run_experiment(
         store.clone(),
         db,
         &config.settings,
-        options,
+        &options,
     )?;
     let (summary, _) = match end {
         RunEnd::Planned(plan) => {

@@ -5,7 +5,6 @@ use std::process::ExitCode;
 
 use super::experiment::{ExperimentArgs, run_experiment};
 use super::{Context, SensorArgs};
-use crate::experiment::ReportOptions;
 use crate::review::file::ReviewExperiment;
 use crate::review::run::DatasheetExperiment;
 
@@ -59,14 +58,5 @@ pub fn run(context: &Context, args: GenerateArgs) -> anyhow::Result<ExitCode> {
     let mut plan = experiment.plan(None, &args.run.overrides())?;
     plan.generation.params.temperature = args.temperature;
     let experiment = DatasheetExperiment::new(plan, &config.catalog)?;
-    run_experiment(
-        context,
-        &config,
-        Box::new(experiment),
-        &args.run.options(context, &config),
-        ReportOptions {
-            detail: true,
-            quiet: context.quiet,
-        },
-    )
+    run_experiment(context, &config, Box::new(experiment), &args.run, true)
 }

@@ -6,7 +6,6 @@ use std::process::ExitCode;
 
 use super::experiment::{ExperimentArgs, run_experiment};
 use super::{Context, shown};
-use crate::experiment::ReportOptions;
 use crate::relevance::run::RelevanceExperiment;
 use crate::relevance::synth::synthesize;
 
@@ -110,14 +109,5 @@ fn compare_command(context: &Context, args: CompareArgs) -> anyhow::Result<ExitC
         blocks: args.blocks,
     };
     let experiment = experiment.plan(None, &config, &args.run.overrides())?;
-    run_experiment(
-        context,
-        &config,
-        Box::new(experiment),
-        &args.run.options(context, &config),
-        ReportOptions {
-            detail: true,
-            quiet: context.quiet,
-        },
-    )
+    run_experiment(context, &config, Box::new(experiment), &args.run, true)
 }

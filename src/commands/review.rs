@@ -6,7 +6,6 @@ use std::process::ExitCode;
 
 use super::experiment::{ExperimentArgs, run_experiment};
 use super::{Context, SensorArgs};
-use crate::experiment::ReportOptions;
 use crate::review::file::ReviewExperiment;
 use crate::review::run::DatasheetExperiment;
 
@@ -68,14 +67,5 @@ pub fn run(context: &Context, args: ReviewArgs) -> anyhow::Result<ExitCode> {
     };
     let plan = experiment.plan(None, &args.run.overrides())?;
     let experiment = DatasheetExperiment::new(plan, &config.catalog)?;
-    run_experiment(
-        context,
-        &config,
-        Box::new(experiment),
-        &args.run.options(context, &config),
-        ReportOptions {
-            detail: true,
-            quiet: context.quiet,
-        },
-    )
+    run_experiment(context, &config, Box::new(experiment), &args.run, true)
 }

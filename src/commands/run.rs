@@ -8,7 +8,7 @@ use anyhow::Context as _;
 use super::Context;
 use super::experiment::{ExperimentArgs, run_experiment};
 use crate::energy::EnergyMethod;
-use crate::experiment::{ExperimentKind, ReportOptions};
+use crate::experiment::ExperimentKind;
 
 /// Run an experiment file: a benchmark (every prompt against every model, model by model),
 /// e.g. `track run data/benchmark.yaml --concurrency 4`; a review experiment (`kind: review`,
@@ -52,15 +52,5 @@ pub fn run(context: &Context, args: RunArgs) -> anyhow::Result<ExitCode> {
     let started = std::time::Instant::now();
     let experiment = load(&args.file, &text, &config, &overrides)?;
     tracing::debug!(elapsed = ?started.elapsed(), %kind, "experiment file loaded");
-    let options = args.run.options(context, &config);
-    run_experiment(
-        context,
-        &config,
-        experiment,
-        &options,
-        ReportOptions {
-            detail: !args.no_detail,
-            quiet: context.quiet,
-        },
-    )
+    run_experiment(context, &config, experiment, &args.run, !args.no_detail)
 }
