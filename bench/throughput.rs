@@ -15,7 +15,7 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 use mock::{MockConfig, MockProvider};
-use track::store::{BenchResultRow, Store};
+use track::store::{BenchResultRow, RunStatus, RunTally, Store};
 
 fn main() {
     // TRACK_BENCH_DIR keeps the databases and files for profiling; otherwise a temp dir.
@@ -202,4 +202,13 @@ fn fill_million(db: &Path) {
         store.insert_bench_results(&rows).expect("insert");
         rows.clear();
     }
+    let tally = RunTally {
+        planned_calls: 1_000_000,
+        calls: 1_000_000,
+        ..RunTally::default()
+    };
+    store.update_run_tally(run_id, &tally).expect("tally");
+    store
+        .finish_run(run_id, RunStatus::Completed)
+        .expect("finish");
 }

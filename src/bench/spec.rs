@@ -155,11 +155,10 @@ impl BenchSpec {
                 )
             })?;
         let _ = (&raw.description, &raw.kind);
-        if let Some(kind) = raw
-            .kind
-            .as_deref()
-            .filter(|k| *k != "bench" && *k != "benchmark")
-        {
+        if let Some(kind) = raw.kind.as_deref().filter(|k| {
+            k.parse::<crate::experiment::ExperimentKind>()
+                != Ok(crate::experiment::ExperimentKind::Bench)
+        }) {
             return Err(invalid(
                 None,
                 format!("`kind: {kind}` is not a benchmark (use kind: bench)"),

@@ -82,8 +82,7 @@ pub fn run(context: &Context, args: RelevanceArgs) -> anyhow::Result<ExitCode> {
                 .iter()
                 .map(|b| b.trim().to_ascii_lowercase())
                 .collect();
-            let written = synthesize(&blocks, args.states, args.seed, &args.out)
-                .map_err(anyhow::Error::msg)?;
+            let written = synthesize(&blocks, args.states, args.seed, &args.out)?;
             context.note(format!(
                 "{} images and their ground truth in {}",
                 written.len().saturating_sub(1),

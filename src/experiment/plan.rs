@@ -91,10 +91,12 @@ pub(crate) fn plan(
             .collect(),
         stages: Vec::new(),
     };
-    let mut first = None;
-    let mut previous: Option<(Stage, Vec<Option<CallOutcome>>)> = None;
+    // Every stage is kept until the end: the run starts from the first one (and its lookups).
+    let mut stages: Vec<(Stage, Vec<Option<CallOutcome>>)> = Vec::new();
+    let mut first_cached = None;
     for index in 0.. {
-        let next = experiment.stage(index, previous.as_ref().map(|(s, a)| (s, a.as_slice())))?;
+        let previous = stages.last().map(|(s, a)| (s, a.as_slice()));
+        let next = experiment.stage(index, previous)?;
         let Some(stage) = next else {
             break;
         };
@@ -128,16 +130,10 @@ pub(crate) fn plan(
                 .price()
                 .cost_usd(pending.input_tokens, pending.output_tokens);
         }
-        match (index, previous) {
-            (0, _) => {
-                first = Some(FirstStage {
-                    stage: stage.clone(),
-                    cached,
-                })
-            }
-            _ => drop(cached),
+        if index == 0 {
+            first_cached = Some(cached);
         }
-        previous = Some((stage, answers));
+        stages.push((stage, answers));
     }
     for (line, target) in plan.lines.iter_mut().zip(targets) {
         if line.to_call == 0 {
@@ -149,6 +145,11 @@ pub(crate) fn plan(
             _ => None,
         };
     }
+    let first = stages
+        .into_iter()
+        .next()
+        .zip(first_cached)
+        .map(|((stage, _), cached)| FirstStage { stage, cached });
     Ok((plan, first))
 }
 

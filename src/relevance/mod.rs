@@ -47,6 +47,10 @@ pub enum RelevanceError {
         #[source]
         source: std::io::Error,
     },
+    #[error("unknown block colour `{name}`; known: {known}")]
+    Colour { name: String, known: String },
+    #[error("give each block a different colour, e.g. --blocks red,blue,green")]
+    Colours,
     #[error(transparent)]
     Prompt(#[from] PromptError),
     #[error(transparent)]

@@ -8,6 +8,7 @@ use std::path::{Path, PathBuf};
 use image::{Rgb, RgbImage};
 use rand::{Rng, SeedableRng};
 
+use super::RelevanceError;
 use super::predicates::Predicate;
 
 /// Colours a block can have, by name.
@@ -76,7 +77,7 @@ impl State {
 
     /// The state drawn: a table along the bottom, stacks of squares, the held block under a
     /// gripper at the top.
-    pub fn render(&self) -> Result<RgbImage, String> {
+    pub fn render(&self) -> Result<RgbImage, RelevanceError> {
         const BLOCK: u32 = 40;
         const GAP: u32 = 16;
         let width = (GAP + (BLOCK + GAP) * self.stacks.len().max(3) as u32).max(240);
@@ -103,20 +104,18 @@ impl State {
 }
 
 /// The RGB of a colour name.
-pub fn colour(name: &str) -> Result<[u8; 3], String> {
+pub fn colour(name: &str) -> Result<[u8; 3], RelevanceError> {
     COLOURS
         .iter()
         .find(|(n, _)| n.eq_ignore_ascii_case(name))
         .map(|(_, rgb)| *rgb)
-        .ok_or_else(|| {
-            format!(
-                "unknown block colour `{name}`; known: {}",
-                COLOURS
-                    .iter()
-                    .map(|(n, _)| *n)
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            )
+        .ok_or_else(|| RelevanceError::Colour {
+            name: name.to_owned(),
+            known: COLOURS
+                .iter()
+                .map(|(n, _)| *n)
+                .collect::<Vec<_>>()
+                .join(", "),
         })
 }
 
@@ -141,7 +140,7 @@ pub fn synthesize(
     states: usize,
     seed: u64,
     out: &Path,
-) -> Result<Vec<PathBuf>, String> {
+) -> Result<Vec<PathBuf>, RelevanceError> {
     for c in colours {
         colour(c)?;
     }
@@ -149,9 +148,13 @@ pub fn synthesize(
     unique.sort();
     unique.dedup();
     if unique.len() != colours.len() || colours.is_empty() {
-        return Err("give each block a different colour, e.g. --blocks red,blue,green".into());
+        return Err(RelevanceError::Colours);
     }
-    std::fs::create_dir_all(out).map_err(|e| format!("cannot create {}: {e}", out.display()))?;
+    let write_error = |path: &Path| {
+        let path = path.to_path_buf();
+        move |source| RelevanceError::Write { path, source }
+    };
+    std::fs::create_dir_all(out).map_err(write_error(out))?;
     let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
     let mut truth_file = serde_json::Map::new();
     let mut written = Vec::new();
@@ -162,7 +165,7 @@ pub fn synthesize(
         state
             .render()?
             .save(&path)
-            .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+            .map_err(|e| write_error(&path)(std::io::Error::other(e)))?;
         let truth: serde_json::Map<String, serde_json::Value> = state
             .truth(colours)
             .into_iter()
@@ -173,9 +176,8 @@ pub fn synthesize(
     }
     let truth_path = out.join("ground_truth.json");
     let text = serde_json::to_string_pretty(&serde_json::Value::Object(truth_file))
-        .map_err(|e| e.to_string())?;
-    std::fs::write(&truth_path, text + "\n")
-        .map_err(|e| format!("cannot write {}: {e}", truth_path.display()))?;
+        .map_err(|e| write_error(&truth_path)(std::io::Error::other(e)))?;
+    std::fs::write(&truth_path, text + "\n").map_err(write_error(&truth_path))?;
     written.push(truth_path);
     Ok(written)
 }
@@ -245,6 +247,7 @@ mod tests {
         assert!(
             synthesize(&["mauve".into()], 1, 1, dir.path())
                 .unwrap_err()
+                .to_string()
                 .contains("unknown block colour `mauve`")
         );
     }
