@@ -6,11 +6,9 @@ use clap::Parser;
 
 fn main() -> ExitCode {
     let cli = track::commands::Cli::parse();
-    // A missing .env is normal; a malformed one is worth a warning.
-    if let Err(e) = dotenvy::dotenv()
-        && !e.not_found()
-    {
-        eprintln!("track: warning: ignoring .env: {e}");
+    // A missing .env is normal; a malformed one is worth a warning (that never shows a key).
+    if let Some(warning) = track::config::env_file::load() {
+        eprintln!("track: warning: {warning}");
     }
     let default_level = match (cli.quiet, cli.verbose) {
         (true, _) => "error",
@@ -20,8 +18,12 @@ fn main() -> ExitCode {
     };
     let filter = tracing_subscriber::EnvFilter::try_from_env("TRACK_LOG")
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default_level));
+    // Colour only on a terminal, and never with NO_COLOR set (https://no-color.org).
+    let colour = std::io::IsTerminal::is_terminal(&std::io::stderr())
+        && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty());
     let logs = tracing_subscriber::fmt()
         .with_writer(std::io::stderr)
+        .with_ansi(colour)
         .with_env_filter(filter);
     // With -v, each line carries the time since start, which shows where a run spends it.
     if cli.verbose > 0 {

@@ -233,15 +233,16 @@ fn prompt_test(
     default_judge: Option<&str>,
 ) -> Result<PromptTest, String> {
     let mut name = take_name(index, &mut fields)?;
-    if let Some(explicit) = take_text(&mut fields, "name") {
+    let unnamed = format!("prompt {}", index + 1);
+    if let Some(explicit) = take_text(&unnamed, &mut fields, "name")? {
         name = Some(explicit);
     }
     let name = name.unwrap_or_else(|| format!("prompt_{}", index + 1));
     let label = format!("prompt `{name}`");
-    let prompt =
-        take_text(&mut fields, "prompt").ok_or_else(|| format!("{label} has no `prompt:`"))?;
-    let expected = take_text(&mut fields, "output").or(take_text(&mut fields, "expected"));
-    let method_name: MethodName = take_text(&mut fields, "method")
+    let mut text = |key: &str| take_text(&label, &mut fields, key);
+    let prompt = text("prompt")?.ok_or_else(|| format!("{label} has no `prompt:`"))?;
+    let expected = text("output")?.or(text("expected")?);
+    let method_name: MethodName = text("method")?
         .ok_or_else(|| {
             format!(
                 "{label} has no `method:`; valid methods: {}",
@@ -251,10 +252,11 @@ fn prompt_test(
         .parse()
         .map_err(|e| format!("{label}: {e}"))?;
     let judging = JudgeFields {
-        rubric: take_text(&mut fields, "rubric"),
-        threshold: take_text(&mut fields, "threshold"),
-        judge: take_text(&mut fields, "judge"),
+        rubric: text("rubric")?,
+        threshold: text("threshold")?,
+        judge: text("judge")?,
     };
+    let own_system = text("system")?;
     let method = test_method(
         &label,
         method_name,
@@ -264,7 +266,7 @@ fn prompt_test(
     )?;
     let params = take_params(&label, &mut fields, defaults)?;
     Ok(PromptTest {
-        system: take_text(&mut fields, "system").or_else(|| system.clone()),
+        system: own_system.or_else(|| system.clone()),
         name,
         prompt,
         expected: expected.unwrap_or_default(),
@@ -306,16 +308,29 @@ fn take_name(
     Ok(name)
 }
 
-/// A field as text (numbers and booleans as written), removed from `fields`.
-fn take_text(fields: &mut BTreeMap<String, Option<Value>>, key: &str) -> Option<String> {
+/// A field as text (numbers and booleans as written), removed from `fields`; a list or a
+/// mapping is refused, not turned into its JSON text.
+fn take_text(
+    label: &str,
+    fields: &mut BTreeMap<String, Option<Value>>,
+    key: &str,
+) -> Result<Option<String>, String> {
     match fields.remove(key).flatten() {
-        None | Some(Value::Null) => None,
-        Some(Value::String(s)) => Some(s),
-        Some(Value::Number(n)) => Some(n.to_string()),
-        Some(Value::Bool(b)) => Some(b.to_string()),
-        Some(other) => Some(other.to_string()),
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::String(s)) => Ok(Some(s)),
+        Some(Value::Number(n)) => Ok(Some(n.to_string())),
+        Some(Value::Bool(b)) => Ok(Some(b.to_string())),
+        Some(Value::Array(_)) => Err(format!(
+            "{label}: `{key}` is a list; write it as text (quote it if it starts with `[`)"
+        )),
+        Some(Value::Object(_)) => Err(format!(
+            "{label}: `{key}` is a mapping; write it as text (quote it if it holds `: `)"
+        )),
     }
 }
+
+/// The most output tokens a test may ask for.
+const MAX_TOKENS_LIMIT: f64 = 1_000_000.0;
 
 /// The fields of `method: judge`, as written.
 struct JudgeFields {
@@ -389,12 +404,29 @@ fn take_params(
                 .ok_or_else(|| format!("{label}: `{key}` must be a number")),
         }
     };
+    let temperature = number("temperature")?;
+    if let Some(t) = temperature.filter(|t| !(0.0..=2.0).contains(t)) {
+        return Err(format!("{label}: `temperature: {t}` must be from 0 to 2"));
+    }
+    let top_p = number("top_p")?;
+    if let Some(p) = top_p.filter(|p| !(*p > 0.0 && *p <= 1.0)) {
+        return Err(format!(
+            "{label}: `top_p: {p}` must be above 0 and at most 1"
+        ));
+    }
+    let max_tokens = match number("max_tokens")? {
+        None => None,
+        Some(n) if n.fract() == 0.0 && (1.0..=MAX_TOKENS_LIMIT).contains(&n) => Some(n as u32),
+        Some(n) => {
+            return Err(format!(
+                "{label}: `max_tokens: {n}` must be a whole number from 1 to {MAX_TOKENS_LIMIT}"
+            ));
+        }
+    };
     Ok(SamplingParams {
-        temperature: number("temperature")?.or(defaults.temperature),
-        top_p: number("top_p")?.or(defaults.top_p),
-        max_tokens: number("max_tokens")?
-            .map(|n| n as u32)
-            .or(defaults.max_tokens),
+        temperature: temperature.or(defaults.temperature),
+        top_p: top_p.or(defaults.top_p),
+        max_tokens: max_tokens.or(defaults.max_tokens),
         seed: defaults.seed,
     })
 }

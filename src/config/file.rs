@@ -33,12 +33,17 @@ impl Config {
                 .map_err(parse_error)?;
         }
         if let Some(retry) = file.retry {
-            self.settings.retry = retry;
+            self.settings.retry = checked_retry(retry).map_err(parse_error)?;
         }
         if let Some(secs) = file.timeout_secs {
-            self.settings.timeout = Duration::from_secs_f64(secs.max(0.001));
+            self.settings.timeout = checked_timeout(secs).map_err(parse_error)?;
         }
         if let Some(n) = file.concurrency {
+            if n > MAX_CONCURRENCY {
+                return Err(parse_error(format!(
+                    "`concurrency: {n}` is more than {MAX_CONCURRENCY} calls in flight; lower it"
+                )));
+            }
             self.settings.concurrency = n.max(1);
         }
         if let Some(method) = file.energy_method {
@@ -136,6 +141,39 @@ impl Config {
     }
 }
 
+/// The most calls in flight a config may ask for.
+pub const MAX_CONCURRENCY: usize = 4_096;
+/// The longest per-request timeout and retry wait a config may set: a day.
+const MAX_SECONDS: f64 = 86_400.0;
+
+/// `timeout_secs`, refused unless a finite number of seconds from 0.001 to a day.
+fn checked_timeout(secs: f64) -> Result<Duration, String> {
+    if !(0.001..=MAX_SECONDS).contains(&secs) {
+        return Err(format!(
+            "`timeout_secs: {secs}` must be a number of seconds from 0.001 to {MAX_SECONDS} (a day)"
+        ));
+    }
+    Ok(Duration::from_secs_f64(secs))
+}
+
+/// `retry:`, refused when its waits are longer than a day or it allows no attempt.
+fn checked_retry(retry: RetryPolicy) -> Result<RetryPolicy, String> {
+    let day = Duration::from_secs_f64(MAX_SECONDS);
+    if retry.base_delay > day || retry.max_delay > day {
+        return Err(
+            "`retry: base_delay` and `max_delay` are milliseconds and must be at most a day (86400000)"
+                .into(),
+        );
+    }
+    if retry.max_attempts == 0 || retry.max_attempts > 100 {
+        return Err(format!(
+            "`retry: max_attempts: {}` must be from 1 to 100 (the first attempt included)",
+            retry.max_attempts
+        ));
+    }
+    Ok(retry)
+}
+
 /// A number or a `[min, max]` pair in a config file.
 #[derive(Debug, Clone, Copy, Deserialize)]
 #[serde(untagged)]
@@ -198,6 +236,30 @@ struct ModelEntry {
 mod tests {
     use super::*;
     use crate::config::{Catalog, Settings};
+
+    #[test]
+    fn absurd_timeouts_and_waits_are_refused_not_a_panic() {
+        for yaml in [
+            "timeout_secs: 1e300\n",
+            "timeout_secs: .inf\n",
+            "timeout_secs: .nan\n",
+            "timeout_secs: -1\n",
+            "retry:\n  max_delay: 18446744073709551615\n",
+            "retry:\n  max_attempts: 0\n",
+            "concurrency: 100000000\n",
+        ] {
+            let mut config = Config {
+                catalog: Catalog::builtin(),
+                settings: Settings::default(),
+                source: None,
+            };
+            let e = config
+                .apply(Path::new("config.yaml"), yaml)
+                .unwrap_err()
+                .to_string();
+            assert!(e.starts_with("config.yaml: `"), "{yaml}: {e}");
+        }
+    }
 
     #[test]
     fn config_file_adds_providers_and_models() {

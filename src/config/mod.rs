@@ -7,6 +7,7 @@
 
 mod builtin;
 mod catalog;
+pub mod env_file;
 mod file;
 
 use std::path::{Path, PathBuf};

@@ -189,23 +189,38 @@ fn root_cause(e: &(dyn std::error::Error + 'static)) -> String {
 }
 
 /// `Retry-After` as seconds or an HTTP date; also OpenAI's `retry-after-ms`.
+/// A provider's `inf`, `1e300` or `99999999999999999999` is clamped to a day (the retry policy
+/// caps the wait further); `NaN` and negative numbers mean no wait asked.
 fn parse_retry_after(headers: &HeaderMap) -> Option<Duration> {
     if let Some(ms) = headers
         .get("retry-after-ms")
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.trim().parse::<f64>().ok())
     {
-        return Some(Duration::from_secs_f64(ms.max(0.0) / 1000.0));
+        return Some(seconds(ms / 1000.0));
     }
     let value = headers.get(RETRY_AFTER)?.to_str().ok()?.trim();
     if let Ok(secs) = value.parse::<f64>() {
-        return Some(Duration::from_secs_f64(secs.max(0.0)));
+        return Some(seconds(secs));
     }
     let when = httpdate::parse_http_date(value).ok()?;
     Some(
         when.duration_since(std::time::SystemTime::now())
             .unwrap_or_default(),
     )
+}
+
+/// The longest wait a provider can ask for.
+const MAX_ASKED_WAIT: Duration = Duration::from_secs(86_400);
+
+/// `secs` as a duration, whatever number it is: never panics.
+pub(crate) fn seconds(secs: f64) -> Duration {
+    if secs.is_nan() || secs <= 0.0 {
+        return Duration::ZERO;
+    }
+    Duration::try_from_secs_f64(secs)
+        .unwrap_or(MAX_ASKED_WAIT)
+        .min(MAX_ASKED_WAIT)
 }
 
 /// The provider's own error message from a JSON error body, or the start of the raw body.
@@ -341,6 +356,30 @@ mod tests {
             "Wed, 21 Oct 2015 07:28:00 GMT".parse().unwrap(),
         );
         assert_eq!(parse_retry_after(&date), Some(Duration::ZERO));
+    }
+
+    #[test]
+    fn absurd_retry_after_values_are_clamped_not_a_panic() {
+        for (header, value) in [
+            ("retry-after", "inf"),
+            ("retry-after", "1e300"),
+            ("retry-after", "99999999999999999999"),
+            ("retry-after-ms", "inf"),
+            ("retry-after-ms", "1e300"),
+        ] {
+            let mut h = HeaderMap::new();
+            h.insert(header, value.parse().unwrap());
+            assert_eq!(
+                parse_retry_after(&h),
+                Some(MAX_ASKED_WAIT),
+                "{header}: {value}"
+            );
+        }
+        for value in ["-5", "NaN", "-inf"] {
+            let mut h = HeaderMap::new();
+            h.insert(RETRY_AFTER, value.parse().unwrap());
+            assert_eq!(parse_retry_after(&h), Some(Duration::ZERO), "{value}");
+        }
     }
 
     #[test]

@@ -36,6 +36,8 @@ impl DatasheetExperiment {
         let existing = store
             .generated_path_for_call(answer.id)?
             .map(PathBuf::from)
+            // Reused only where asked (`--results DIR`) and unchanged.
+            .filter(|p| p.starts_with(&self.plan.paths.results))
             .filter(|p| std::fs::read_to_string(p).is_ok_and(|text| text == answer.text));
         let path = match existing {
             Some(path) => path,

@@ -76,6 +76,15 @@ pub fn load_sensors(path: &Path) -> Result<Vec<Sensor>, ReviewError> {
     for (i, record) in reader.records().enumerate() {
         let record = record.map_err(|e| invalid(format!("row {}: {e}", i + 2)))?;
         let get = |col: usize| record.get(col).unwrap_or_default().to_owned();
+        // A quote left open swallows the rows after it into one field: refuse, don't guess.
+        if let Some(field) = record.iter().position(|f| f.contains('\n')) {
+            let line = record.position().map_or(i as u64 + 2, |p| p.line());
+            return Err(invalid(format!(
+                "line {line}: a quote opened in `{}` is not closed, so the rows after it run into \
+                 it; close or remove the quote",
+                headers.get(field).unwrap_or("a field")
+            )));
+        }
         let (b, s) = (get(brand), get(sensor));
         if b.is_empty() && s.is_empty() {
             continue;
@@ -226,6 +235,22 @@ pub fn find_generated(results: &Path, sensors: &[Sensor]) -> Vec<GeneratedFile> 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_unterminated_quote_in_the_sensors_list_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("sensors.csv");
+        std::fs::write(
+            &path,
+            "Brand,Sensor\nBosch,BME280\n\"TI,HDC1080\nSensirion,SHT31\nams,TSL2561\n",
+        )
+        .unwrap();
+        let e = load_sensors(&path).unwrap_err().to_string();
+        assert!(
+            e.contains("sensors.csv: line 3: a quote opened in `Brand` is not closed"),
+            "{e}"
+        );
+    }
 
     #[test]
     fn names_are_made_safe() {

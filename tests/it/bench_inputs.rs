@@ -46,6 +46,16 @@ fn bad_benchmark_files_are_named_with_the_fix() {
             "method.yaml:5: prompt `a`: unknown method `semantic`; valid methods: exact, contains, icontains, regex, json-valid, json-equals",
         ),
         (
+            "list.yaml",
+            "models: [openai:gpt-4o]\nprompts:\n  - a:\n    prompt: [1, 2]\n    output: x\n    method: contains\n".to_owned(),
+            "list.yaml:3: prompt `a`: `prompt` is a list; write it as text",
+        ),
+        (
+            "negative.yaml",
+            "models: [openai:gpt-4o]\nprompts:\n  - a:\n    prompt: hi\n    output: x\n    method: contains\n    max_tokens: -5\n".to_owned(),
+            "prompt `a`: `max_tokens: -5` must be a whole number from 1 to 1000000",
+        ),
+        (
             "reference.yaml",
             bench_yaml(&["gpt-4o"], &[("a", "b", "c", "exact")]),
             "write <provider>:<name>",

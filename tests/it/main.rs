@@ -5,6 +5,7 @@ mod support;
 
 mod bench_inputs;
 mod bench_run;
+mod hardening;
 mod local_model;
 mod mock_selftest;
 mod relevance;

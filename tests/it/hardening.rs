@@ -1,0 +1,186 @@
+//! Regression tests of issue 8's hardening, each named after what it guards: hostile
+//! providers, bad input and secrets.
+
+use crate::support::mock::Rule;
+use crate::support::{Sandbox, bench_yaml, text};
+
+fn one_prompt_bench(s: &Sandbox) {
+    s.write(
+        "bench.yaml",
+        &bench_yaml(
+            &["openai:gpt-4o"],
+            &[("a", "limited question", "mock", "contains")],
+        ),
+    );
+}
+
+#[test]
+fn an_absurd_retry_after_is_clamped_not_a_panic() {
+    for value in ["inf", "1e300", "99999999999999999999"] {
+        let s = Sandbox::new();
+        one_prompt_bench(&s);
+        s.mock.add_rule(Rule::rate_limit("limited", value, 1));
+        let out = s
+            .track()
+            .args(["run", "bench.yaml", "-q"])
+            .output()
+            .unwrap();
+        let stderr = text(&out.stderr);
+        assert!(out.status.success(), "{value}: {stderr}");
+        assert!(!stderr.contains("panicked"), "{value}: {stderr}");
+        assert_eq!(
+            s.mock.request_count(),
+            2,
+            "{value}: retried once, after the cap"
+        );
+        assert_eq!(
+            s.count("SELECT count(*) FROM bench_results WHERE status = 'passed'"),
+            1
+        );
+    }
+}
+
+#[test]
+fn absurd_numbers_in_config_yaml_are_refused_in_one_line() {
+    let s = Sandbox::new();
+    one_prompt_bench(&s);
+    for config in ["timeout_secs: .inf\n", "timeout_secs: 1e300\n"] {
+        s.write("config.yaml", config);
+        let out = s.track().args(["run", "bench.yaml"]).output().unwrap();
+        let stderr = text(&out.stderr);
+        assert!(!out.status.success(), "{config}");
+        assert!(
+            stderr.contains("config.yaml: `timeout_secs:") && !stderr.contains("panicked"),
+            "{config}: {stderr}"
+        );
+        assert_eq!(stderr.trim().lines().count(), 1, "{stderr}");
+    }
+    assert_eq!(s.mock.request_count(), 0);
+}
+
+#[test]
+fn a_malformed_env_file_never_prints_its_keys() {
+    let s = Sandbox::new();
+    s.write(
+        ".env",
+        "TRACK_LOG=warn\nOPENAI_API_KEY=\"sk-leaked-CANARY-9\nANTHROPIC_API_KEY=sk-ant-also-CANARY\n",
+    );
+    let out = s.track().args(["models"]).output().unwrap();
+    let stderr = text(&out.stderr);
+    assert!(
+        stderr.contains(".env from line 2 (OPENAI_API_KEY)"),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("CANARY"), "{stderr}");
+    assert!(!text(&out.stdout).contains("CANARY"));
+}
+
+#[test]
+fn logs_carry_no_colour_codes_off_a_terminal_or_with_no_color() {
+    let s = Sandbox::new();
+    one_prompt_bench(&s);
+    for no_color in [None, Some("1")] {
+        let mut cmd = s.track();
+        cmd.args(["-v", "run", "bench.yaml", "--dry-run"]);
+        if let Some(v) = no_color {
+            cmd.env("NO_COLOR", v);
+        }
+        let out = cmd.output().unwrap();
+        let stderr = text(&out.stderr);
+        assert!(stderr.contains("DEBUG"), "{stderr}");
+        assert!(!stderr.contains('\u{1b}'), "{no_color:?}: {stderr:?}");
+    }
+}
+
+#[test]
+fn json_output_keeps_the_column_order() {
+    let s = Sandbox::new();
+    one_prompt_bench(&s);
+    s.track()
+        .args(["run", "bench.yaml", "-q"])
+        .assert()
+        .success();
+    let out = s
+        .track()
+        .args(["query", "--by", "model", "--format", "json"])
+        .output()
+        .unwrap();
+    let json = text(&out.stdout);
+    let at = |key: &str| json.find(&format!("\"{key}\"")).unwrap_or(usize::MAX);
+    assert!(
+        at("model") < at("results")
+            && at("results") < at("success_pct")
+            && at("success_pct") < at("status"),
+        "{json}"
+    );
+}
+
+#[test]
+fn a_cached_datasheet_is_written_where_results_points() {
+    let s = Sandbox::new();
+    s.write("data/sensors.csv", "Brand,Sensor\nTI,HDC1080\n");
+    let args = [
+        "generate-datasheets",
+        "--model",
+        "openai:gpt-4o",
+        "--results",
+    ];
+    let first = s.track().args(args).arg("one").output().unwrap();
+    assert!(first.status.success(), "{}", text(&first.stderr));
+    let second = s.track().args(args).arg("two").output().unwrap();
+    assert!(second.status.success(), "{}", text(&second.stderr));
+    let path = text(&second.stdout).trim().to_owned();
+    assert!(path.starts_with("two/TI/HDC1080/"), "{path}");
+    assert!(s.path(&path).is_file(), "{path}");
+    assert_eq!(
+        s.mock.request_count(),
+        1,
+        "the second was served from the cache"
+    );
+}
+
+#[test]
+fn relevance_refuses_files_that_are_not_images_before_any_call() {
+    let s = Sandbox::new();
+    s.track()
+        .args([
+            "relevance",
+            "synth",
+            "--blocks",
+            "red,blue",
+            "--states",
+            "1",
+            "--out",
+            "blocks",
+        ])
+        .assert()
+        .success();
+    for (name, bytes) in [
+        ("state_0000.png", &b"not a picture"[..]),
+        ("state_0000.png", b""),
+    ] {
+        s.write(&format!("bad/{name}"), "");
+        std::fs::write(s.path(&format!("bad/{name}")), bytes).unwrap();
+        let out = s
+            .track()
+            .args([
+                "relevance",
+                "compare",
+                "--model",
+                "openai:gpt-4o",
+                "--images",
+                "bad/*.png",
+                "--ground-truth",
+                "blocks/ground_truth.json",
+            ])
+            .output()
+            .unwrap();
+        let stderr = text(&out.stderr);
+        assert!(!out.status.success());
+        assert!(
+            stderr.contains("bad/state_0000.png is not a PNG, JPEG, GIF or WebP image"),
+            "{stderr}"
+        );
+    }
+    assert_eq!(s.mock.request_count(), 0);
+}
