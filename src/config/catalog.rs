@@ -36,6 +36,36 @@ impl ProviderSpec {
             .unwrap_or_else(|| self.default_base_url.clone())
     }
 
+    /// Where the base URL in force was set, for messages: the variable, or config.yaml.
+    pub fn base_url_setting(&self) -> String {
+        match self.base_url_env.as_deref() {
+            Some(var) if std::env::var(var).is_ok_and(|v| !v.trim().is_empty()) => var.to_owned(),
+            Some(var) => format!("`base_url` of `{}` in config.yaml, or set {var}", self.name),
+            None => format!("`base_url` of `{}` in config.yaml", self.name),
+        }
+    }
+
+    /// Refuses a base URL that cannot be posted to (`htp://…`, `localhost:8080` without a
+    /// scheme), before any call is tried.
+    pub fn check_base_url(&self) -> Result<(), ConfigError> {
+        let endpoint = Endpoint {
+            provider: self.name.clone(),
+            kind: self.kind,
+            base_url: self.base_url(),
+            api_key: None,
+        };
+        let usable = reqwest::Url::parse(&endpoint.chat_url())
+            .is_ok_and(|u| matches!(u.scheme(), "http" | "https") && u.host().is_some());
+        if usable {
+            return Ok(());
+        }
+        Err(ConfigError::BadBaseUrl {
+            provider: self.name.clone(),
+            url: hide_user_info(&endpoint.base_url),
+            setting: self.base_url_setting(),
+        })
+    }
+
     /// The endpoint with its key read from the environment (None when none is set).
     pub fn endpoint(&self) -> Endpoint {
         let api_key = self
@@ -56,6 +86,18 @@ impl ProviderSpec {
     /// The variables a user can set for the key, for messages.
     pub fn key_vars_text(&self) -> String {
         self.key_vars.join(" or ")
+    }
+}
+
+/// `url` with anything between `://` and `@` (a user and password) replaced by `***`.
+pub fn hide_user_info(url: &str) -> String {
+    let Some((scheme, rest)) = url.split_once("://") else {
+        return url.to_owned();
+    };
+    let authority_end = rest.find('/').unwrap_or(rest.len());
+    match rest[..authority_end].rfind('@') {
+        Some(at) => format!("{scheme}://***@{}", &rest[at + 1..]),
+        None => url.to_owned(),
     }
 }
 

@@ -91,6 +91,9 @@ impl Config {
         if spec.default_base_url.is_empty() {
             return Err(format!("provider `{name}` needs `base_url:`"));
         }
+        if base_url_given && let Err(e) = spec.check_base_url() {
+            return Err(format!("provider `{name}`: {e}"));
+        }
         self.catalog.providers.insert(name, spec);
         Ok(())
     }

@@ -45,6 +45,14 @@ pub enum ConfigError {
         provider: String,
         known: String,
     },
+    #[error("the base URL `{url}` of {provider} is not an http:// or https:// URL; fix {setting}")]
+    BadBaseUrl {
+        provider: String,
+        /// The URL with any user-info replaced by `***`.
+        url: String,
+        /// Where it was set: a variable or config.yaml.
+        setting: String,
+    },
 }
 
 /// Settings from `config.yaml` besides the catalog.

@@ -26,6 +26,7 @@ impl Target {
     pub fn resolve(catalog: &Catalog, reference: &str) -> Result<Self, ConfigError> {
         let model = catalog.resolve(reference)?;
         let provider = catalog.provider(model);
+        provider.check_base_url()?;
         let endpoint = provider.endpoint();
         let blocked = (provider.key_required && endpoint.api_key.is_none()).then(|| {
             format!(

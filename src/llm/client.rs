@@ -164,6 +164,11 @@ impl LlmClient {
                 provider,
                 timeout: self.timeout,
             }
+        } else if e.is_builder() {
+            ProviderError::Request {
+                provider,
+                detail: root_cause(e),
+            }
         } else if e.is_connect() {
             ProviderError::Connect {
                 provider,
@@ -276,6 +281,10 @@ pub(crate) fn scrub_key(error: ProviderError) -> ProviderError {
             detail: scrub(detail),
         },
         ProviderError::Decode { provider, detail } => ProviderError::Decode {
+            provider,
+            detail: scrub(detail),
+        },
+        ProviderError::Request { provider, detail } => ProviderError::Request {
             provider,
             detail: scrub(detail),
         },

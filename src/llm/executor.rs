@@ -202,10 +202,17 @@ impl Executor {
                 }
             }
             Err(error) => {
-                let mut message = error.to_string();
-                if attempts > 1 {
-                    message = format!("{message} (after {attempts} attempts)");
-                }
+                // How many attempts, and why they stopped: a user deciding whether to run again
+                // needs both.
+                let tries = if attempts == 1 {
+                    "1 attempt".to_owned()
+                } else {
+                    format!("{attempts} attempts")
+                };
+                let message = match error.why_final() {
+                    Some(why) => format!("{error} ({tries}; not retried: {why})"),
+                    None => format!("{error} ({tries}; gave up after the last)"),
+                };
                 let call = new_call(
                     job,
                     Err(&message),

@@ -259,6 +259,8 @@ pub enum ProviderError {
     Truncated { provider: String, detail: String },
     #[error("{provider}'s answer is not in the expected format: {detail}")]
     Decode { provider: String, detail: String },
+    #[error("the request to {provider} cannot be sent: {detail}; check its base URL")]
+    Request { provider: String, detail: String },
     #[error("no API key for {provider}: set {vars} in the environment or in .env")]
     MissingKey { provider: String, vars: String },
 }
@@ -268,8 +270,24 @@ impl ProviderError {
     pub fn is_retryable(&self) -> bool {
         match self {
             Self::Http { status, .. } => matches!(status, 408 | 409 | 425 | 429 | 500..=599),
-            Self::Timeout { .. } | Self::Connect { .. } | Self::Truncated { .. } => true,
-            Self::Decode { .. } | Self::MissingKey { .. } => false,
+            // A 200 in another format is what gateways answer under load: retried like a 5xx.
+            Self::Timeout { .. }
+            | Self::Connect { .. }
+            | Self::Truncated { .. }
+            | Self::Decode { .. } => true,
+            Self::Request { .. } | Self::MissingKey { .. } => false,
+        }
+    }
+
+    /// Why this error is not tried again, for messages (`None` when it is retryable).
+    pub fn why_final(&self) -> Option<&'static str> {
+        match self {
+            Self::Http { .. } if !self.is_retryable() => {
+                Some("this HTTP status does not change on retry")
+            }
+            Self::Request { .. } => Some("the request cannot be sent as it is"),
+            Self::MissingKey { .. } => Some("there is no key"),
+            _ => None,
         }
     }
 

@@ -78,6 +78,8 @@ pub(crate) fn body(request: &ChatRequest) -> Value {
 #[derive(Deserialize)]
 struct WireChunk {
     message: Option<WireMessage>,
+    /// `/api/generate`'s text field, which some Ollama-compatible servers send on `/api/chat`.
+    response: Option<String>,
     #[serde(default)]
     done: bool,
     done_reason: Option<String>,
@@ -99,6 +101,9 @@ struct StreamFolder {
     done: bool,
     done_reason: Option<String>,
     counts: Option<(u64, u64)>,
+    /// Chunks read, and chunks that carried text of either form.
+    chunks: usize,
+    chunks_with_text: usize,
 }
 
 impl StreamFolder {
@@ -117,8 +122,11 @@ impl StreamFolder {
                 detail: format!("error in the stream: {error}"),
             });
         }
-        if let Some(message) = chunk.message {
-            self.text.push_str(&message.content);
+        self.chunks += 1;
+        let text = chunk.message.map(|m| m.content).or(chunk.response);
+        if let Some(text) = text {
+            self.chunks_with_text += 1;
+            self.text.push_str(&text);
         }
         if chunk.done {
             self.done = true;
@@ -133,6 +141,18 @@ impl StreamFolder {
             return Err(ProviderError::Truncated {
                 provider: provider.into(),
                 detail: "the stream ended before its final `done` chunk".into(),
+            });
+        }
+        // Chunks with neither `message` nor `response`, and no token counts: a server speaking
+        // another format. Recording that as an empty answer would cache it as one.
+        if self.text.is_empty() && self.counts.is_none() && self.chunks_with_text == 0 {
+            return Err(ProviderError::Decode {
+                provider: provider.into(),
+                detail: format!(
+                    "{} stream chunks with no `message` or `response` text and no token counts; \
+                     is the base URL an Ollama server?",
+                    self.chunks
+                ),
             });
         }
         let usage = usage_or_estimate(self.counts, request, &self.text);
@@ -167,6 +187,24 @@ mod tests {
             f.push_line("ollama", l.as_bytes())?;
         }
         f.finish("ollama", &request())
+    }
+
+    #[test]
+    fn response_chunks_are_read_and_a_stream_without_text_is_a_format_error() {
+        let folded = fold(&[
+            r#"{"response":"hel","done":false}"#,
+            r#"{"response":"lo","done":true,"prompt_eval_count":3,"eval_count":2}"#,
+        ])
+        .unwrap();
+        assert_eq!(folded.text, "hello");
+        let e = fold(&[r#"{"foo":1,"done":false}"#, r#"{"done":true}"#]).unwrap_err();
+        assert!(matches!(e, ProviderError::Decode { .. }), "{e}");
+        assert!(e.to_string().contains("no `message` or `response`"), "{e}");
+        // A model may answer nothing at all: with token counts that is an answer.
+        let empty = fold(&[
+            r#"{"message":{"content":""},"done":true,"prompt_eval_count":3,"eval_count":0}"#,
+        ]);
+        assert_eq!(empty.unwrap().text, "");
     }
 
     #[test]

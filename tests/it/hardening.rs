@@ -184,3 +184,88 @@ fn relevance_refuses_files_that_are_not_images_before_any_call() {
     }
     assert_eq!(s.mock.request_count(), 0);
 }
+
+#[test]
+fn a_base_url_typo_fails_at_once_naming_the_variable() {
+    let s = Sandbox::new();
+    one_prompt_bench(&s);
+    let started = std::time::Instant::now();
+    let out = s
+        .track()
+        .args(["run", "bench.yaml"])
+        .env("OPENAI_BASE_URL", "htp://user:secret-pass@127.0.0.1:1/v1")
+        .output()
+        .unwrap();
+    let stderr = text(&out.stderr);
+    assert!(!out.status.success());
+    assert!(
+        stderr.contains("is not an http:// or https:// URL; fix OPENAI_BASE_URL"),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("secret-pass"), "{stderr}");
+    assert_eq!(stderr.trim().lines().count(), 1, "{stderr}");
+    assert!(started.elapsed() < std::time::Duration::from_secs(5));
+    s.write(
+        "config.yaml",
+        "providers:\n  vllm:\n    kind: openai-compatible\n    base_url: localhost:8000/v1\n",
+    );
+    let out = s.track().args(["models"]).output().unwrap();
+    let stderr = text(&out.stderr);
+    assert!(
+        stderr.contains("config.yaml: provider `vllm`: the base URL `localhost:8000/v1`"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn a_200_that_is_not_the_providers_format_is_retried_then_recorded() {
+    let s = Sandbox::new();
+    one_prompt_bench(&s);
+    let html = crate::support::mock::Action::Status {
+        code: 200,
+        retry_after: None,
+        body: "<html><body>502 Bad Gateway</body></html>".into(),
+    };
+    s.mock.add_rule(Rule::new("limited", html.clone()).times(2));
+    let out = s
+        .track()
+        .args(["run", "bench.yaml", "-q"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert_eq!(
+        s.mock.request_count(),
+        3,
+        "two gateway pages, then the answer"
+    );
+    assert_eq!(
+        s.count("SELECT count(*) FROM bench_results WHERE status = 'passed'"),
+        1
+    );
+    // Always the gateway page: recorded as an error after the bounded attempts, not cached.
+    let s = Sandbox::new();
+    one_prompt_bench(&s);
+    s.mock.add_rule(Rule::new("limited", html));
+    let out = s.track().args(["run", "bench.yaml"]).output().unwrap();
+    let stderr = text(&out.stderr);
+    assert!(
+        stderr.contains("not in the expected format")
+            && stderr.contains("(4 attempts; gave up after the last)"),
+        "{stderr}"
+    );
+    assert_eq!(s.count("SELECT count(*) FROM calls WHERE status = 'ok'"), 0);
+}
+
+#[test]
+fn an_error_that_cannot_change_says_it_was_not_retried() {
+    let s = Sandbox::new();
+    one_prompt_bench(&s);
+    s.mock.add_rule(Rule::fail("limited", 401, 100));
+    let out = s.track().args(["run", "bench.yaml"]).output().unwrap();
+    let stderr = text(&out.stderr);
+    assert_eq!(s.mock.request_count(), 1);
+    assert!(
+        stderr.contains("(1 attempt; not retried: this HTTP status does not change on retry)"),
+        "{stderr}"
+    );
+}
