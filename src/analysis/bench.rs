@@ -4,6 +4,7 @@ use std::collections::HashMap;
 
 use polars::prelude::*;
 
+use super::stats::{Z_95, wilson_interval};
 use crate::store::{BenchColumns, Labels, MeasureRow, Store};
 
 /// The three tables of a benchmark report.
@@ -222,6 +223,35 @@ fn named(mut df: DataFrame, column: &str, names: &[String]) -> PolarsResult<Data
     Ok(df)
 }
 
+/// Inserts `<prefix>_low_pct` and `<prefix>_high_pct`, the Wilson 95 % interval of the share
+/// `passed` of `decided` (in percent), right after column `after`.
+fn insert_wilson(
+    df: &mut DataFrame,
+    after: &str,
+    prefix: &str,
+    passed: &str,
+    decided: &str,
+) -> PolarsResult<()> {
+    let passed = df.column(passed)?.cast(&DataType::UInt64)?;
+    let decided = df.column(decided)?.cast(&DataType::UInt64)?;
+    let (low, high): (Vec<Option<f64>>, Vec<Option<f64>>) = passed
+        .u64()?
+        .iter()
+        .zip(decided.u64()?.iter())
+        .map(|(k, n)| {
+            let interval = wilson_interval(k.unwrap_or(0), n.unwrap_or(0), Z_95);
+            (
+                interval.map(|(l, _)| l * 100.0),
+                interval.map(|(_, h)| h * 100.0),
+            )
+        })
+        .unzip();
+    let at = df.get_column_index(after).map_or(df.width(), |i| i + 1);
+    df.insert_column(at, Column::new(format!("{prefix}_high_pct").into(), high))?;
+    df.insert_column(at, Column::new(format!("{prefix}_low_pct").into(), low))?;
+    Ok(())
+}
+
 /// Share of passed among passed and failed (errors excluded), in percent; null when none.
 fn success_pct() -> Expr {
     col("passed").cast(DataType::Float64).mean() * lit(100.0)
@@ -301,6 +331,14 @@ pub fn model_summary(measures: &Measures) -> PolarsResult<DataFrame> {
             col("cache_hits"),
         ])
         .collect()?;
+    let mut df = df;
+    df.with_column(Column::new(
+        "decided".into(),
+        (df.column("passed")?.as_materialized_series()
+            + df.column("failed")?.as_materialized_series())?,
+    ))?;
+    insert_wilson(&mut df, "success_pct", "success", "passed", "decided")?;
+    let df = df.drop("decided")?;
     named(df, "model", &measures.labels.models)
 }
 
@@ -321,6 +359,8 @@ pub fn prompt_summary(measures: &Measures) -> PolarsResult<DataFrame> {
         .agg([
             len().cast(DataType::UInt64).alias("results"),
             success_pct().alias("success_pct_all"),
+            col("passed").sum().alias("passed_all"),
+            col("passed").is_not_null().sum().alias("decided_all"),
             col("input_tokens")
                 .cast(DataType::Float64)
                 .mean()
@@ -366,6 +406,28 @@ pub fn prompt_summary(measures: &Measures) -> PolarsResult<DataFrame> {
             "avg_energy_wh",
         ]
         .map(str::to_owned),
+    );
+    let mut summary = summary;
+    insert_wilson(
+        &mut summary,
+        "success_pct_all",
+        "success_all",
+        "passed_all",
+        "decided_all",
+    )?;
+    order.insert(
+        order
+            .iter()
+            .position(|c| c == "success_pct_all")
+            .map_or(0, |i| i + 1),
+        "success_all_low_pct".into(),
+    );
+    order.insert(
+        order
+            .iter()
+            .position(|c| c == "success_all_low_pct")
+            .map_or(0, |i| i + 1),
+        "success_all_high_pct".into(),
     );
     named(summary.select(order)?, "prompt", &measures.labels.prompts)
 }

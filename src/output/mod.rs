@@ -20,8 +20,28 @@ pub enum Format {
     Json,
 }
 
+/// Whether a column is a confidence bound (`success_low_pct`): kept in CSV and JSON, left out
+/// of terminal tables, which are already wide.
+fn is_interval_bound(name: &str) -> bool {
+    name.ends_with("_low_pct") || name.ends_with("_high_pct")
+}
+
 /// Renders a frame as a terminal table, formatting numbers by what their column holds.
+/// Confidence bounds are left out (CSV and JSON carry them).
 pub fn table(df: &DataFrame) -> Table {
+    let shown: Vec<PlSmallStr> = df
+        .get_column_names()
+        .into_iter()
+        .filter(|n| !is_interval_bound(n))
+        .cloned()
+        .collect();
+    let selected;
+    let df = if shown.len() < df.width() {
+        selected = df.select(shown).unwrap_or_else(|_| df.clone());
+        &selected
+    } else {
+        df
+    };
     let mut table = Table::new();
     // Fitting columns to the terminal costs a pass over every cell: worth it for screens,
     // not for tables of thousands of rows, which are read through a pager or as CSV.

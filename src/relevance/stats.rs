@@ -43,19 +43,21 @@ pub fn by_kind(rows: &[PredictionRow]) -> BTreeMap<String, (VariantMetrics, Vari
         .collect()
 }
 
-/// McNemar's test on the items (image, predicate, trial) both variants answered with
-/// certainty: an answer is right when score 2 meets a true predicate or 0 a false one.
+/// McNemar's test on the items (run, model, image, predicate, trial) both variants answered
+/// with certainty: an answer is right when score 2 meets a true predicate or 0 a false one.
 /// Abstentions and invalid answers leave the item out (the policy stated in the README).
+/// Pairs never cross runs or models, so pooled runs add items instead of overwriting them.
 pub fn mcnemar(rows: &[PredictionRow]) -> McNemar {
-    let mut pairs: BTreeMap<(&str, &str, u32), [Option<bool>; 2]> = BTreeMap::new();
+    type Item<'a> = (i64, &'a str, &'a str, &'a str, u32);
+    let mut pairs: BTreeMap<Item<'_>, [Option<bool>; 2]> = BTreeMap::new();
     for r in rows {
         let right = match r.score {
             Some(2) => Some(r.truth),
             Some(0) => Some(!r.truth),
             _ => None,
         };
-        pairs.entry((&r.image, &r.predicate, r.trial)).or_default()[usize::from(!is_with(r))] =
-            right;
+        let item = (r.run_id, &*r.model_ref, &*r.image, &*r.predicate, r.trial);
+        pairs.entry(item).or_default()[usize::from(!is_with(r))] = right;
     }
     let (mut b, mut c) = (0, 0);
     for [with, without] in pairs.values() {
@@ -78,11 +80,14 @@ pub struct DeltaInterval {
 }
 
 /// Paired bootstrap 95 % intervals of the six deltas (precision, recall, F1 of both classes),
-/// resampling whole images.
+/// resampling whole images (an image of one run and model: pooled runs are separate units).
 pub fn bootstrap_deltas(rows: &[PredictionRow]) -> Vec<DeltaInterval> {
-    let mut images: BTreeMap<&str, Vec<&PredictionRow>> = BTreeMap::new();
+    let mut images: BTreeMap<(i64, &str, &str), Vec<&PredictionRow>> = BTreeMap::new();
     for r in rows {
-        images.entry(&r.image).or_default().push(r);
+        images
+            .entry((r.run_id, &r.model_ref, &r.image))
+            .or_default()
+            .push(r);
     }
     let images: Vec<Vec<&PredictionRow>> = images.into_values().collect();
     let metric = |m: &VariantMetrics, class: &str, name: &str| -> Option<f64> {
@@ -209,6 +214,30 @@ mod tests {
             call_id: None,
             cache_hit: false,
         }
+    }
+
+    #[test]
+    fn pooled_runs_pair_answers_within_their_run_and_model() {
+        use Variant::*;
+        // The same image, predicate and trial in two runs: WITH right and WITHOUT wrong in
+        // both. Paired across runs, the second would overwrite the first (b = 1).
+        let mut rows = Vec::new();
+        for run_id in [1, 2] {
+            for (variant, score) in [(With, 2), (Without, 0)] {
+                let mut r = row("s0", "clear(red:block)", variant, 0, Some(score), true);
+                r.run_id = run_id;
+                rows.push(r);
+            }
+        }
+        let m = mcnemar(&rows);
+        assert_eq!((m.b, m.c), (2, 0));
+        let mut other_model = rows.clone();
+        for r in &mut other_model {
+            r.run_id = 1;
+            r.model_ref = "anthropic:haiku 3.5".into();
+        }
+        rows.extend(other_model.into_iter().take(2));
+        assert_eq!(mcnemar(&rows).b, 3);
     }
 
     #[test]

@@ -72,6 +72,8 @@ pub struct ReviewColumns {
     pub reviewer: Vec<String>,
     pub generator: Vec<String>,
     pub sensor: Vec<String>,
+    /// The item reviewed: sensor, generator model and generated file (two files with the same
+    /// text are two items).
     pub target: Vec<String>,
     pub official_status: Vec<String>,
     pub parse_status: Vec<String>,
@@ -306,12 +308,14 @@ impl Store {
             .join(",");
         let newest = format!(
             "SELECT max(id) FROM reviews WHERE run_id IN ({ids})
-             GROUP BY reviewer_ref, generated_sha256, generated_path, official_status"
+             GROUP BY reviewer_ref, brand, sensor, generator_provider, generator_model,
+                      generated_path, official_status"
         );
         let mut reviews = ReviewColumns::default();
         let mut stmt = self.conn.prepare(&format!(
             "SELECT id, run_id, reviewer_ref, generator_provider || ':' || generator_model, brand || ' ' || sensor,
-                    generated_sha256, official_status, parse_status, average_score, overall_score,
+                    brand || ' ' || sensor || ' | ' || generator_provider || ':' || generator_model
+                        || ' | ' || generated_path, official_status, parse_status, average_score, overall_score,
                     cost_usd, paid_usd, cache_hit
              FROM reviews WHERE id IN ({newest}) ORDER BY id"
         ))?;

@@ -471,13 +471,16 @@ fn query_and_export_reproduce_the_run_from_the_database() {
     let header = by_model.lines().next().unwrap();
     assert_eq!(
         header,
-        "model,results,passed,failed,errors,success_pct,total_time_s,total_cost_usd,paid_usd,input_tokens,output_tokens,energy_wh,energy_wh_min,energy_wh_max,cache_hits,status"
+        "model,results,passed,failed,errors,success_pct,success_low_pct,success_high_pct,total_time_s,total_cost_usd,paid_usd,input_tokens,output_tokens,energy_wh,energy_wh_min,energy_wh_max,cache_hits,status"
     );
     let gpt = by_model
         .lines()
         .find(|l| l.starts_with("openai:gpt-4o,"))
         .unwrap();
-    assert!(gpt.starts_with("openai:gpt-4o,2,1,1,0,50.0,"), "{gpt}");
+    assert!(gpt.starts_with("openai:gpt-4o,2,1,1,0,50.0,9.45"), "{gpt}");
+    // 1 of 2: the Wilson 95 % interval is 9.45 % to 90.55 %.
+    let high: f64 = gpt.split(',').nth(7).unwrap().parse().unwrap();
+    assert!((high - 90.55).abs() < 0.01, "{gpt}");
 
     let by_prompt = s
         .track()

@@ -505,3 +505,52 @@ fn a_review_experiment_file_generates_then_reviews() {
         "odd.yaml: unknown `kind: survey`; use bench (the default), review or relevance"
     ));
 }
+
+#[test]
+fn identical_generated_texts_of_two_sensors_stay_two_items() {
+    let s = Sandbox::new();
+    s.write(
+        "data/sensors.csv",
+        "Brand,Sensor\nBosch,BME280\nTI,HDC1080\n",
+    );
+    s.write("datasheet/Bosch_BME280.md", "# BME280 official\n");
+    s.write("datasheet/TI_HDC1080.md", "# HDC1080 official\n");
+    // The same refusal for both sensors: byte-identical files.
+    for path in [
+        "results/Bosch/BME280/openai_gpt-4o_20250504_030759.md",
+        "results/TI/HDC1080/openai_gpt-4o_20250504_030801.md",
+    ] {
+        s.write(path, "I cannot write this datasheet.");
+    }
+    s.mock
+        .add_rule(Rule::reply("BME280 official", &answer("4", &[], false)));
+    s.mock
+        .add_rule(Rule::reply("HDC1080 official", &answer("2", &[], false)));
+    s.track()
+        .args([
+            "review-datasheets",
+            "--reviewer",
+            "openai:gpt-4o,anthropic:haiku 3.5",
+            "-q",
+        ])
+        .assert()
+        .success();
+    let out = s
+        .track()
+        .args([
+            "query",
+            "--by",
+            "criterion",
+            "--agreement",
+            "--format",
+            "csv",
+        ])
+        .output()
+        .unwrap();
+    let csv = text(&out.stdout);
+    let p1 = csv.lines().find(|l| l.starts_with("P1,")).unwrap();
+    assert!(
+        p1.starts_with("P1,2,2,1.0,"),
+        "two datasheets compared: {csv}"
+    );
+}
