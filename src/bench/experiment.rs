@@ -67,17 +67,25 @@ impl BenchExperiment {
     ) -> Result<Self, ExperimentError> {
         let from_file = overrides.models.is_none();
         let references = overrides.models_or(&spec.models);
-        let model_error = |line: Option<u64>, source| {
+        let model_error = |path: String, line: Option<u64>, source| {
             ExperimentError::kind(BenchError::Model {
-                path: spec.path.display().to_string(),
+                path,
                 line,
-                source,
+                source: Box::new(source),
             })
         };
+        let file = spec.path.display().to_string();
         let mut targets = Vec::new();
         for (i, reference) in references.iter().enumerate() {
-            let line = if from_file { spec.model_line(i) } else { None };
-            targets.push(Target::resolve(catalog, reference).map_err(|e| model_error(line, e))?);
+            // Name where the reference came from: the file's line, or the command line.
+            let (origin, line) = if from_file {
+                (file.clone(), spec.model_line(i))
+            } else {
+                ("--models".to_owned(), None)
+            };
+            targets.push(
+                Target::resolve(catalog, reference).map_err(|e| model_error(origin, line, e))?,
+            );
         }
         let models = targets.len();
         let mut prompt_judge = Vec::with_capacity(spec.prompts.len());
@@ -87,7 +95,7 @@ impl BenchExperiment {
                 continue;
             };
             let judge = Target::resolve(catalog, &judged.judge)
-                .map_err(|e| model_error(spec.prompt_line(p), e))?
+                .map_err(|e| model_error(file.clone(), spec.prompt_line(p), e))?
                 .with_role("judge");
             let index = match targets[models..]
                 .iter()

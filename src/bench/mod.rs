@@ -25,7 +25,7 @@ pub enum BenchError {
         path: String,
         line: Option<u64>,
         #[source]
-        source: ConfigError,
+        source: Box<ConfigError>,
     },
     #[error(transparent)]
     Store(#[from] StoreError),

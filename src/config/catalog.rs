@@ -89,6 +89,33 @@ impl ProviderSpec {
     }
 }
 
+/// ` did you mean `x`?` naming the one or two `known` names closest to `typed`, or nothing
+/// when none is within `max(1, significant / 4)` edits (Damerau-Levenshtein, case ignored):
+/// a slip of a letter or two, not another model.
+fn did_you_mean<'a>(
+    typed: &str,
+    significant: usize,
+    known: impl Iterator<Item = &'a str>,
+) -> String {
+    let limit = (significant / 4).max(1);
+    let typed = typed.to_ascii_lowercase();
+    let mut close: Vec<(usize, &str)> = known
+        .map(|k| {
+            (
+                strsim::damerau_levenshtein(&typed, &k.to_ascii_lowercase()),
+                k,
+            )
+        })
+        .filter(|(distance, _)| *distance <= limit)
+        .collect();
+    close.sort_by_key(|(distance, _)| *distance);
+    match close.as_slice() {
+        [] => String::new(),
+        [(_, one)] => format!(" did you mean `{one}`?"),
+        [(_, one), (_, two), ..] => format!(" did you mean `{one}` or `{two}`?"),
+    }
+}
+
 /// `url` with anything between `://` and `@` (a user and password) replaced by `***`.
 pub fn hide_user_info(url: &str) -> String {
     let Some((scheme, rest)) = url.split_once("://") else {
@@ -169,6 +196,11 @@ impl Catalog {
                 reference: reference.to_owned(),
                 provider: provider.to_owned(),
                 known: self.provider_names(),
+                suggestion: did_you_mean(
+                    provider,
+                    provider.len(),
+                    self.providers.keys().map(String::as_str),
+                ),
             })?;
         let candidates: Vec<&ModelSpec> = self
             .models
@@ -193,6 +225,16 @@ impl Catalog {
                         .collect::<Vec<_>>()
                         .join(", ")
                 },
+                suggestion: did_you_mean(
+                    &format!("{provider_key}:{name}"),
+                    name.len(),
+                    self.models
+                        .iter()
+                        .map(|m| m.reference())
+                        .collect::<Vec<_>>()
+                        .iter()
+                        .map(String::as_str),
+                ),
             })
     }
 
@@ -214,6 +256,17 @@ impl Catalog {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_typo_in_a_reference_suggests_the_nearest_entries() {
+        let c = Catalog::builtin();
+        let e = c.resolve("local:smolm2").unwrap_err().to_string();
+        assert!(e.contains("did you mean `local:smollm2`?"), "{e}");
+        let e = c.resolve("opneai:gpt-4o").unwrap_err().to_string();
+        assert!(e.contains("did you mean `openai`?"), "{e}");
+        let e = c.resolve("openai:llama-9000").unwrap_err().to_string();
+        assert!(!e.contains("did you mean"), "{e}");
+    }
 
     #[test]
     fn bad_references_name_the_choices() {

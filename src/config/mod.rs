@@ -31,19 +31,23 @@ pub enum ConfigError {
     Parse { path: PathBuf, message: String },
     #[error("`{reference}` is not a model reference: write <provider>:<name>, e.g. openai:gpt-4o")]
     BadReference { reference: String },
-    #[error("unknown provider `{provider}` in `{reference}`; known providers: {known}")]
+    #[error("unknown provider `{provider}` in `{reference}`;{suggestion} known providers: {known}")]
     UnknownProvider {
         reference: String,
         provider: String,
         known: String,
+        /// ` did you mean `x`?` when a provider is close, else empty.
+        suggestion: String,
     },
     #[error(
-        "unknown model `{reference}`; {provider} models: {known} (add others under `models:` in config.yaml)"
+        "unknown model `{reference}`;{suggestion} {provider} models: {known} (add others under `models:` in config.yaml)"
     )]
     UnknownModel {
         reference: String,
         provider: String,
         known: String,
+        /// ` did you mean `x`?` when a catalog entry is close, else empty.
+        suggestion: String,
     },
     #[error("the base URL `{url}` of {provider} is not an http:// or https:// URL; fix {setting}")]
     BadBaseUrl {

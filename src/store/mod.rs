@@ -50,6 +50,11 @@ pub enum StoreError {
     /// A stored value had an unexpected type (a damaged or foreign database).
     #[error("unexpected value in the database: {0}")]
     Value(#[from] rusqlite::types::FromSqlError),
+    /// The file is a SQLite database of another application.
+    #[error(
+        "{0} is not a track database: it has tables and no track history; give another file with --db or TRACK_DB"
+    )]
+    Foreign(PathBuf),
     /// A run selector named no run.
     #[error("no run matches `{0}`; `track runs` lists them")]
     NoSuchRun(String),
@@ -65,6 +70,8 @@ pub struct Store {
 
 impl Store {
     /// Opens (creating if needed) the database at `path`, sets the pragmas and migrates it.
+    /// Processes opening one database at once take turns (`<db>-lock`), so a new database is
+    /// set up once; a database of another application is refused, never added to.
     pub fn open(path: &Path) -> Result<Self> {
         if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
             std::fs::create_dir_all(parent).map_err(|source| StoreError::Folder {
@@ -72,10 +79,12 @@ impl Store {
                 source,
             })?;
         }
+        let _turn = open_lock(path);
         let conn = Connection::open(path).map_err(|source| StoreError::Open {
             path: path.to_path_buf(),
             source,
         })?;
+        refuse_foreign(&conn, path)?;
         Self::setup(conn)
     }
 
@@ -95,6 +104,40 @@ impl Store {
         migrations::runner().run(&mut conn)?;
         Ok(Self { conn })
     }
+}
+
+/// Waits for this process's turn to set up `db` (pragmas, migrations): an exclusive lock on
+/// `<db>-lock`, released when dropped. Without one (a filesystem without locks) processes go
+/// on together, as before.
+fn open_lock(db: &Path) -> Option<std::fs::File> {
+    let mut name = db.as_os_str().to_owned();
+    name.push("-lock");
+    let file = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(PathBuf::from(name))
+        .ok()?;
+    file.lock().ok()?;
+    Some(file)
+}
+
+/// Refuses a database that has tables but no track migration history: another application's.
+fn refuse_foreign(conn: &Connection, path: &Path) -> Result<()> {
+    let tables: i64 = conn.query_row(
+        "SELECT count(*) FROM sqlite_master WHERE type = 'table'",
+        [],
+        |r| r.get(0),
+    )?;
+    let ours: i64 = conn.query_row(
+        "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'refinery_schema_history'",
+        [],
+        |r| r.get(0),
+    )?;
+    if tables > 0 && ours == 0 {
+        return Err(StoreError::Foreign(path.to_path_buf()));
+    }
+    Ok(())
 }
 
 /// Locks the store; a panic elsewhere never poisons it for good (SQLite keeps it consistent).
@@ -124,5 +167,46 @@ mod tests {
             .query_row("PRAGMA journal_mode", [], |r| r.get(0))
             .unwrap();
         assert_eq!(mode, "wal");
+    }
+
+    #[test]
+    fn another_applications_database_is_refused_and_left_alone() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("app.sqlite");
+        let other = Connection::open(&path).unwrap();
+        other
+            .execute_batch("CREATE TABLE notes (id INTEGER PRIMARY KEY, text TEXT);")
+            .unwrap();
+        drop(other);
+        let e = Store::open(&path).err().unwrap().to_string();
+        assert!(e.contains("is not a track database"), "{e}");
+        let check = Connection::open(&path).unwrap();
+        let tables: i64 = check
+            .query_row(
+                "SELECT count(*) FROM sqlite_master WHERE type = 'table'",
+                [],
+                |r| r.get(0),
+            )
+            .unwrap();
+        assert_eq!(tables, 1, "no track table was added");
+    }
+
+    #[test]
+    fn processes_racing_to_open_a_new_database_take_turns() {
+        let dir = tempfile::tempdir().unwrap();
+        // Without turns, one race in a few fails (`table blobs already exists`, `database is
+        // locked`); ten rounds of eight make a regression show.
+        for round in 0..10 {
+            let path = dir.path().join(format!("new{round}.db"));
+            let handles: Vec<_> = (0..8)
+                .map(|_| {
+                    let path = path.clone();
+                    std::thread::spawn(move || Store::open(&path).map(drop))
+                })
+                .collect();
+            for h in handles {
+                h.join().unwrap().unwrap();
+            }
+        }
     }
 }

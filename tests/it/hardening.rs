@@ -269,3 +269,21 @@ fn an_error_that_cannot_change_says_it_was_not_retried() {
         "{stderr}"
     );
 }
+
+#[test]
+fn a_model_typo_on_the_command_line_is_blamed_on_it_with_a_suggestion() {
+    let s = Sandbox::new();
+    one_prompt_bench(&s);
+    let out = s
+        .track()
+        .args(["run", "bench.yaml", "--models", "local:smolm2"])
+        .output()
+        .unwrap();
+    let stderr = text(&out.stderr);
+    assert!(!out.status.success());
+    assert!(
+        stderr.contains("--models: unknown model `local:smolm2`; did you mean `local:smollm2`?"),
+        "{stderr}"
+    );
+    assert_eq!(stderr.trim().lines().count(), 1, "{stderr}");
+}
