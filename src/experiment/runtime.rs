@@ -7,14 +7,16 @@
 use std::collections::HashMap;
 use std::path::Path;
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use indicatif::ProgressBar;
 
-use super::lifecycle::RunGuard;
+use super::lifecycle::{RunGuard, observed_status};
 use super::plan::{self, FirstStage};
 use super::signals::Signals;
 use super::{Experiment, ExperimentError, ExperimentKind, Plan, RunOptions, Signal, Stage, Tally};
 use crate::config::Settings;
+use crate::llm::executor::Claims;
 use crate::llm::{CacheMode, CallJob, CallOutcome, Executor, LlmClient};
 use crate::store::{RunErrorRow, RunStatus, Store, StoredCall, lock};
 
@@ -116,7 +118,7 @@ pub fn execute(
         .build()
         .map_err(ExperimentError::Runtime)?;
     let client = LlmClient::new(settings.timeout).map_err(ExperimentError::kind)?;
-    let executor = Executor::new(
+    let mut executor = Executor::new(
         client,
         store.clone(),
         settings.retry,
@@ -127,8 +129,16 @@ pub fn execute(
     if options.dry_run {
         return Ok(RunEnd::Planned(plan));
     }
+    let lease = (settings.timeout + settings.retry.max_delay) * settings.retry.max_attempts
+        + Duration::from_secs(60);
     let summary = runtime.block_on(run(
-        experiment, &store, db, &executor, options, &plan, first,
+        experiment,
+        &store,
+        db,
+        (&mut executor, lease),
+        options,
+        &plan,
+        first,
     ))?;
     Ok(RunEnd::Ran(summary, plan))
 }
@@ -137,7 +147,7 @@ async fn run(
     experiment: &mut dyn Experiment,
     store: &Arc<Mutex<Store>>,
     db: Option<&Path>,
-    executor: &Executor,
+    (executor, lease): (&mut Executor, Duration),
     options: &RunOptions,
     plan: &Plan,
     first: Option<FirstStage>,
@@ -145,6 +155,21 @@ async fn run(
     let kind = experiment.kind();
     let guard = RunGuard::start(&lock(store), db, kind, &experiment.header())?;
     let run_id = guard.run_id;
+    if let Some(db) = db {
+        // Runs sharing this database pay each distinct call once: a key is claimed by the run
+        // sending it; a claim whose run is gone is taken over.
+        let db = db.to_path_buf();
+        executor.set_claims(Claims {
+            owner: run_id.to_string(),
+            lease,
+            is_alive: Box::new(move |owner| {
+                owner.parse::<i64>().is_ok_and(|id| {
+                    observed_status(&db, id, RunStatus::Running) == RunStatus::Running
+                })
+            }),
+        });
+    }
+    let executor = &*executor;
     let progress = crate::output::progress_bar(plan.calls() as usize, options.show_progress);
     let signals = Signals::default();
     let listener = listen(&signals, &progress, store, run_id, guard.lock_path());

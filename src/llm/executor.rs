@@ -4,13 +4,13 @@
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use futures::StreamExt;
 
 use super::{CanonicalRequest, ChatRequest, Endpoint, LlmClient, RetryPolicy, Usage};
 use crate::cost::Price;
-use crate::store::{NewCall, Store, StoreError, StoredCall, lock};
+use crate::store::{Claim, NewCall, Store, StoreError, StoredCall, lock};
 
 /// How the cache is used.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -65,6 +65,30 @@ pub struct Executor {
     retry: RetryPolicy,
     concurrency: usize,
     mode: CacheMode,
+    claims: Option<Claims>,
+}
+
+/// Who claims calls before sending them, for processes that share a database.
+pub struct Claims {
+    /// This run's name in claims.
+    pub owner: String,
+    /// How long a claim holds: longer than a call with all its retries can take.
+    pub lease: Duration,
+    /// Whether the owner of another claim is still at work (a dead one's claims are taken).
+    pub is_alive: Box<dyn Fn(&str) -> bool + Send + Sync>,
+}
+
+/// How often a run waiting for another run's answer looks again.
+const CLAIM_POLL: Duration = Duration::from_millis(100);
+
+/// What claiming a key came to.
+enum Claimed {
+    /// Send it (and release the claim, if one was taken).
+    Send { claimed: bool },
+    /// Another run stored the answer meanwhile.
+    Answered(StoredCall),
+    /// A stop came while waiting for another run.
+    Stopped,
 }
 
 impl Executor {
@@ -82,7 +106,14 @@ impl Executor {
             retry,
             concurrency: concurrency.max(1),
             mode,
+            claims: None,
         }
+    }
+
+    /// Claims each call before sending it, so that runs sharing the database pay for each
+    /// distinct call once (`--no-cache` runs send regardless).
+    pub fn set_claims(&mut self, claims: Claims) {
+        self.claims = Some(claims);
     }
 
     /// The cache mode in force.
@@ -144,8 +175,9 @@ impl Executor {
         }
     }
 
-    /// Sends one job with retries and stores its outcome; `None` when `stop` came before a
-    /// retry (nothing is stored: the next run tries again).
+    /// Sends one job with retries and stores its outcome, unless another run sharing the
+    /// database has the answer or is getting it; `None` when `stop` came first (nothing is
+    /// stored: the next run tries again).
     async fn run_one(&self, job: &CallJob, stop: &AtomicBool) -> Option<CallOutcome> {
         if self.mode == CacheMode::Offline {
             return Some(CallOutcome::Failed {
@@ -154,6 +186,47 @@ impl Executor {
                 attempts: 0,
             });
         }
+        let claimed = match self.claim(job, stop).await {
+            Claimed::Answered(call) => return Some(CallOutcome::Hit(call)),
+            Claimed::Stopped => return None,
+            Claimed::Send { claimed } => claimed,
+        };
+        let outcome = self.send_and_store(job, stop).await;
+        if let (true, Some(claims)) = (claimed, &self.claims)
+            && let Err(e) = lock(&self.store).release_claim(&job.canonical.key, &claims.owner)
+        {
+            tracing::warn!("could not release a claim: {e}");
+        }
+        outcome
+    }
+
+    /// Claims `job`'s key, waiting while another live run sends it.
+    async fn claim(&self, job: &CallJob, stop: &AtomicBool) -> Claimed {
+        let Some(claims) = self.claims.as_ref().filter(|_| self.mode == CacheMode::Use) else {
+            return Claimed::Send { claimed: false };
+        };
+        let key = &job.canonical.key;
+        let mut take_over = false;
+        loop {
+            let claim = lock(&self.store).claim(key, &claims.owner, claims.lease, take_over);
+            match claim {
+                Ok(Claim::Answered(call)) => return Claimed::Answered(call),
+                Ok(Claim::Mine) => return Claimed::Send { claimed: true },
+                Ok(Claim::Busy(holder)) if !(claims.is_alive)(&holder) => take_over = true,
+                Ok(Claim::Busy(_)) if stop.load(Ordering::SeqCst) => return Claimed::Stopped,
+                Ok(Claim::Busy(_)) => tokio::time::sleep(CLAIM_POLL).await,
+                Err(e) => {
+                    // Without claims the call may be paid twice, never lost.
+                    tracing::warn!("could not claim a call, sending it anyway: {e}");
+                    return Claimed::Send { claimed: false };
+                }
+            }
+        }
+    }
+
+    /// Sends one job with retries and stores its outcome; `None` when `stop` came before a
+    /// retry.
+    async fn send_and_store(&self, job: &CallJob, stop: &AtomicBool) -> Option<CallOutcome> {
         // Latency of the last attempt, in microseconds (retries and waits excluded).
         let last_latency_us = AtomicU64::new(0);
         let (result, attempts) = self

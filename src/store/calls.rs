@@ -111,33 +111,15 @@ impl Store {
         for chunk in unique.chunks(BATCH) {
             let placeholders = vec!["?"; chunk.len()].join(",");
             let mut stmt = self.conn.prepare_cached(&format!(
-                "SELECT c.cache_key, c.id, b.content, c.finish_reason, c.input_tokens, c.output_tokens,
-                        c.tokens_estimated, c.latency_ms, c.attempts, c.cost_usd, c.created_at
+                "SELECT c.cache_key, {STORED_COLUMNS}
                  FROM calls c JOIN blobs b ON b.sha256 = c.response_sha256
                  WHERE c.status = 'ok' AND c.cache_key IN ({placeholders})
                  ORDER BY c.id"
             ))?;
             let mut rows = stmt.query(rusqlite::params_from_iter(chunk.iter()))?;
             while let Some(row) = rows.next()? {
-                let content: Vec<u8> = row.get(2)?;
-                let text = String::from_utf8(content)
-                    .unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned());
                 // Rows come oldest first: the newest call of a key is the one kept.
-                found.insert(
-                    row.get::<_, String>(0)?,
-                    StoredCall {
-                        id: row.get(1)?,
-                        text,
-                        finish_reason: row.get(3)?,
-                        input_tokens: row.get::<_, Option<i64>>(4)?.unwrap_or(0) as u64,
-                        output_tokens: row.get::<_, Option<i64>>(5)?.unwrap_or(0) as u64,
-                        tokens_estimated: row.get(6)?,
-                        latency_ms: row.get::<_, Option<f64>>(7)?.unwrap_or(0.0),
-                        attempts: row.get(8)?,
-                        cost_usd: row.get::<_, Option<f64>>(9)?.unwrap_or(0.0),
-                        created_at: row.get(10)?,
-                    },
-                );
+                found.insert(row.get::<_, String>(0)?, stored_call(row)?);
             }
         }
         Ok(found)
@@ -150,6 +132,43 @@ impl Store {
             .prepare_cached("SELECT count(*) FROM calls WHERE cache_key = ?1")?
             .query_row([key], |r| r.get::<_, i64>(0))? as u64)
     }
+}
+
+/// The columns every cached-call query selects, after the key.
+const STORED_COLUMNS: &str = "c.id, b.content, c.finish_reason, c.input_tokens, c.output_tokens,
+    c.tokens_estimated, c.latency_ms, c.attempts, c.cost_usd, c.created_at";
+
+/// A cached call from a row of `cache_key, STORED_COLUMNS`.
+fn stored_call(row: &rusqlite::Row<'_>) -> rusqlite::Result<StoredCall> {
+    let content: Vec<u8> = row.get(2)?;
+    let text = String::from_utf8(content)
+        .unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned());
+    Ok(StoredCall {
+        id: row.get(1)?,
+        text,
+        finish_reason: row.get(3)?,
+        input_tokens: row.get::<_, Option<i64>>(4)?.unwrap_or(0) as u64,
+        output_tokens: row.get::<_, Option<i64>>(5)?.unwrap_or(0) as u64,
+        tokens_estimated: row.get(6)?,
+        latency_ms: row.get::<_, Option<f64>>(7)?.unwrap_or(0.0),
+        attempts: row.get(8)?,
+        cost_usd: row.get::<_, Option<f64>>(9)?.unwrap_or(0.0),
+        created_at: row.get(10)?,
+    })
+}
+
+/// The newest successful call of `key`, if any, on `conn` (a transaction too).
+pub(super) fn cached_call(conn: &rusqlite::Connection, key: &str) -> Result<Option<StoredCall>> {
+    use rusqlite::OptionalExtension as _;
+    Ok(conn
+        .prepare_cached(&format!(
+            "SELECT c.cache_key, {STORED_COLUMNS}
+             FROM calls c JOIN blobs b ON b.sha256 = c.response_sha256
+             WHERE c.status = 'ok' AND c.cache_key = ?1
+             ORDER BY c.id DESC LIMIT 1"
+        ))?
+        .query_row([key], stored_call)
+        .optional()?)
 }
 
 #[cfg(test)]

@@ -6,6 +6,7 @@
 mod bench;
 mod blobs;
 mod calls;
+mod claims;
 mod relevance;
 mod review;
 mod runs;
@@ -18,6 +19,7 @@ use rusqlite::Connection;
 
 pub use bench::{BenchColumns, BenchResultRow, Labels, MeasureRow};
 pub use calls::{NewCall, StoredCall};
+pub use claims::Claim;
 pub use relevance::PredictionRow;
 pub use review::{NewGenerated, ReviewColumns, ReviewRow, ScoreColumns, ScoreRow};
 pub use runs::{RunErrorRow, RunInfo, RunSelector, RunStatus, RunTally};

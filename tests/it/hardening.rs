@@ -287,3 +287,58 @@ fn a_model_typo_on_the_command_line_is_blamed_on_it_with_a_suggestion() {
     );
     assert_eq!(stderr.trim().lines().count(), 1, "{stderr}");
 }
+
+/// Starts `n` identical runs of a 20-prompt benchmark on one database at once; returns the
+/// requests the provider got and the distinct calls among them.
+fn identical_concurrent_runs(n: usize) -> (usize, i64) {
+    let mock = crate::support::mock::MockProvider::start_with(crate::support::mock::MockConfig {
+        delay: std::time::Duration::from_millis(100),
+        ..Default::default()
+    });
+    let s = Sandbox::with_mock(mock);
+    let prompts: Vec<(String, String)> = (0..20)
+        .map(|i| (format!("p{i}"), format!("shared question {i}")))
+        .collect();
+    let prompts: Vec<(&str, &str, &str, &str)> = prompts
+        .iter()
+        .map(|(n, p)| (n.as_str(), p.as_str(), "mock", "contains"))
+        .collect();
+    s.write("bench.yaml", &bench_yaml(&["openai:gpt-4o"], &prompts));
+    let children: Vec<_> = (0..n)
+        .map(|_| {
+            s.track_process()
+                .args(["run", "bench.yaml", "-q", "--concurrency", "4"])
+                .stdout(std::process::Stdio::null())
+                .stderr(std::process::Stdio::piped())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    for child in children {
+        let out = child.wait_with_output().unwrap();
+        assert!(out.status.success(), "{}", text(&out.stderr));
+    }
+    assert_eq!(
+        s.count("SELECT count(*) FROM runs WHERE status = 'completed'"),
+        n as i64
+    );
+    assert_eq!(s.count("SELECT count(*) FROM bench_results"), 20 * n as i64);
+    (
+        s.mock.request_count(),
+        s.count("SELECT count(DISTINCT cache_key) FROM calls"),
+    )
+}
+
+#[test]
+fn concurrent_identical_runs_pay_each_call_once() {
+    for n in [2, 4] {
+        let (requests, distinct) = identical_concurrent_runs(n);
+        assert_eq!(distinct, 20);
+        assert_eq!(
+            requests,
+            20,
+            "{n} runs at once: {} calls paid twice",
+            requests as i64 - distinct
+        );
+    }
+}

@@ -1,0 +1,111 @@
+//! Claims on calls in flight, so that processes sharing a database pay each distinct call
+//! once: before sending, a run claims the key; another run needing it waits for the answer.
+
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use rusqlite::{OptionalExtension, TransactionBehavior, params};
+
+use super::{Result, Store, StoredCall};
+
+/// What a claim on a key found.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Claim {
+    /// The answer is stored already (another run got it meanwhile): serve it.
+    Answered(StoredCall),
+    /// The key is ours to send.
+    Mine,
+    /// Another owner is sending it; its name, to ask whether it is still alive.
+    Busy(String),
+}
+
+fn now_secs() -> f64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0.0, |d| d.as_secs_f64())
+}
+
+impl Store {
+    /// Claims `key` for `owner` for `lease`, unless it is answered or claimed by another owner
+    /// whose claim has not expired; `take_over` takes another owner's claim (it is known dead).
+    pub fn claim(
+        &mut self,
+        key: &str,
+        owner: &str,
+        lease: Duration,
+        take_over: bool,
+    ) -> Result<Claim> {
+        // IMMEDIATE: the check and the claim are one step for every process.
+        let tx = self
+            .conn
+            .transaction_with_behavior(TransactionBehavior::Immediate)?;
+        if let Some(call) = super::calls::cached_call(&tx, key)? {
+            return Ok(Claim::Answered(call));
+        }
+        let holder: Option<(String, f64)> = tx
+            .query_row(
+                "SELECT owner, expires_at FROM call_claims WHERE cache_key = ?1",
+                [key],
+                |r| Ok((r.get(0)?, r.get(1)?)),
+            )
+            .optional()?;
+        let now = now_secs();
+        if let Some((holder, expires_at)) = holder
+            && holder != owner
+            && expires_at > now
+            && !take_over
+        {
+            return Ok(Claim::Busy(holder));
+        }
+        tx.execute(
+            "INSERT INTO call_claims (cache_key, owner, expires_at) VALUES (?1, ?2, ?3)
+             ON CONFLICT (cache_key) DO UPDATE SET owner = ?2, expires_at = ?3",
+            params![key, owner, now + lease.as_secs_f64()],
+        )?;
+        tx.commit()?;
+        Ok(Claim::Mine)
+    }
+
+    /// Lets go of `owner`'s claim on `key` (answered, failed or stopped).
+    pub fn release_claim(&self, key: &str, owner: &str) -> Result<()> {
+        self.conn.execute(
+            "DELETE FROM call_claims WHERE cache_key = ?1 AND owner = ?2",
+            params![key, owner],
+        )?;
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_key_is_sent_by_one_owner_and_answered_for_the_others() {
+        let mut store = Store::open_in_memory().unwrap();
+        let lease = Duration::from_secs(60);
+        assert_eq!(
+            store.claim("k", "run 1", lease, false).unwrap(),
+            Claim::Mine
+        );
+        assert_eq!(
+            store.claim("k", "run 1", lease, false).unwrap(),
+            Claim::Mine
+        );
+        assert_eq!(
+            store.claim("k", "run 2", lease, false).unwrap(),
+            Claim::Busy("run 1".into())
+        );
+        // Run 1 is dead: run 2 takes over.
+        assert_eq!(store.claim("k", "run 2", lease, true).unwrap(), Claim::Mine);
+        store.release_claim("k", "run 2").unwrap();
+        // An expired claim is free.
+        assert_eq!(
+            store.claim("e", "run 3", Duration::ZERO, false).unwrap(),
+            Claim::Mine
+        );
+        assert_eq!(
+            store.claim("e", "run 4", lease, false).unwrap(),
+            Claim::Mine
+        );
+    }
+}
