@@ -19,3 +19,4 @@ pub mod prompt;
 pub mod relevance;
 pub mod review;
 pub mod store;
+pub mod yaml;

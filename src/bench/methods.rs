@@ -91,9 +91,14 @@ impl TestMethod {
             MethodName::Exact => Self::Exact,
             MethodName::Contains => Self::Contains,
             MethodName::IContains => Self::IContains,
-            MethodName::Regex => Self::Regex(
-                Regex::new(expected).map_err(|e| format!("`output` is not a valid regex: {e}"))?,
-            ),
+            MethodName::Regex => Self::Regex(Regex::new(expected).map_err(|e| {
+                // regex's own message draws a caret under the pattern on several lines;
+                // its last line says what is wrong.
+                let text = e.to_string();
+                let why = text.lines().last().unwrap_or_default();
+                let why = why.trim().trim_start_matches("error: ");
+                format!("`output` `{expected}` is not a valid regex: {why}")
+            })?),
             MethodName::JsonValid => Self::JsonValid,
             MethodName::JsonEquals => Self::JsonEquals(
                 serde_json::from_str(expected.trim())

@@ -21,6 +21,9 @@ pub enum SpecError {
         #[source]
         source: std::io::Error,
     },
+    /// The file is not YAML of a benchmark: `file:line:col: message`.
+    #[error("{0}")]
+    Yaml(String),
     #[error("{path}{}: {message}", line.map(|l| format!(":{l}")).unwrap_or_default())]
     Invalid {
         path: PathBuf,
@@ -144,16 +147,8 @@ impl BenchSpec {
             line,
             message,
         };
-        let raw: RawBench =
-            serde_saphyr::from_str_with_options(text, parse_options()).map_err(|e| {
-                invalid(
-                    None,
-                    format!(
-                        "not a valid benchmark file: {}",
-                        e.to_string().trim().replace('\n', " ")
-                    ),
-                )
-            })?;
+        let raw: RawBench = serde_saphyr::from_str_with_options(text, parse_options())
+            .map_err(|e| SpecError::Yaml(crate::yaml::describe(path, &e)))?;
         let _ = (&raw.description, &raw.kind);
         if let Some(kind) = raw.kind.as_deref().filter(|k| {
             k.parse::<crate::experiment::ExperimentKind>()
@@ -541,8 +536,8 @@ prompts:
                 "models: [openai:gpt-4o]\nprompts:\n  - t:\n    prompt: x\n    output: y\n    method: exact\n  - t:\n    prompt: x\n    output: y\n    method: exact\n",
                 "two prompts are named `t`",
             ),
-            ("prompts: []\n", "bench.yaml: not a valid benchmark file"),
-            ("models: [a\n", "bench.yaml: not a valid benchmark file"),
+            ("prompts: []\n", "bench.yaml"),
+            ("models: [a\n", "bench.yaml:1:9: unclosed bracket"),
             ("models: []\nprompts: []\n", "`models:` is empty"),
         ];
         for (yaml, want) in cases {

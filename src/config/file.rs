@@ -22,7 +22,8 @@ impl Config {
         let file: ConfigFile = if text.trim().is_empty() {
             ConfigFile::default()
         } else {
-            serde_saphyr::from_str(text).map_err(|e| parse_error(e.to_string()))?
+            serde_saphyr::from_str(text)
+                .map_err(|e| ConfigError::Yaml(crate::yaml::describe(path, &e)))?
         };
         for (name, entry) in file.providers {
             self.apply_provider(name, entry).map_err(parse_error)?;

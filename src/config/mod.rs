@@ -29,6 +29,9 @@ pub enum ConfigError {
     },
     #[error("{path}: {message}")]
     Parse { path: PathBuf, message: String },
+    /// A config file that does not parse: `file:line:col: message`.
+    #[error("{0}")]
+    Yaml(String),
     #[error("`{reference}` is not a model reference: write <provider>:<name>, e.g. openai:gpt-4o")]
     BadReference { reference: String },
     #[error("unknown provider `{provider}` in `{reference}`;{suggestion} known providers: {known}")]

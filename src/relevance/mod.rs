@@ -20,8 +20,9 @@ use crate::store::StoreError;
 /// What stops a relevance experiment from being planned, run or reported.
 #[derive(Debug, thiserror::Error)]
 pub enum RelevanceError {
-    #[error("{path}: not a valid relevance experiment: {message}")]
-    File { path: PathBuf, message: String },
+    /// The experiment file does not parse: `file:line:col: message`.
+    #[error("{0}")]
+    File(String),
     #[error("cannot read {what} {path}: {source}")]
     Read {
         what: &'static str,

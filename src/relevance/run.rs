@@ -87,10 +87,8 @@ fn default_out() -> PathBuf {
 impl RelevanceExperiment {
     /// Parses an experiment file's text; `path` names it in messages.
     pub fn parse(path: &Path, text: &str) -> Result<Self, RelevanceError> {
-        serde_saphyr::from_str(text).map_err(|e| RelevanceError::File {
-            path: path.to_path_buf(),
-            message: e.to_string().trim().replace('\n', " "),
-        })
+        serde_saphyr::from_str(text)
+            .map_err(|e| RelevanceError::File(crate::yaml::describe(path, &e)))
     }
 
     /// The experiment resolved: images read, ground truth loaded, the model found.

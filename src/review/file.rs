@@ -100,12 +100,8 @@ impl ReviewExperiment {
             origin: path.display().to_string(),
             message,
         };
-        let experiment: Self = serde_saphyr::from_str(text).map_err(|e| {
-            invalid(format!(
-                "not a valid review experiment: {}",
-                e.to_string().trim().replace('\n', " ")
-            ))
-        })?;
+        let experiment: Self = serde_saphyr::from_str(text)
+            .map_err(|e| ReviewError::Yaml(crate::yaml::describe(path, &e)))?;
         if experiment.reviewers.is_empty() {
             return Err(invalid(
                 "`reviewers:` is empty; list at least one <provider>:<name>".into(),
@@ -204,9 +200,6 @@ mod tests {
         let e = ReviewExperiment::parse(Path::new("r.yaml"), "reviewers: [a:b]\ncolour: red\n")
             .unwrap_err()
             .to_string();
-        assert!(
-            e.contains("r.yaml: not a valid review experiment") && e.contains("colour"),
-            "{e}"
-        );
+        assert!(e.starts_with("r.yaml:2:1: unknown field `colour`"), "{e}");
     }
 }

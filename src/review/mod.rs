@@ -45,6 +45,9 @@ pub enum ReviewError {
     },
     #[error("{origin}: {message}")]
     Invalid { origin: String, message: String },
+    /// A YAML file that does not parse: `file:line:col: message`.
+    #[error("{0}")]
+    Yaml(String),
     /// A prompt template could not be read or lacks a placeholder.
     #[error(transparent)]
     Prompt(#[from] PromptError),

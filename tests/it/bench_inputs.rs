@@ -28,7 +28,7 @@ fn bad_benchmark_files_are_named_with_the_fix() {
         (
             "broken.yaml",
             "models: [openai:gpt-4o\nprompts:\n".into(),
-            "broken.yaml: not a valid benchmark file",
+            "broken.yaml:2:8: illegal placement of ':' indicator",
         ),
         (
             "model.yaml",
@@ -136,4 +136,40 @@ fn models_lists_the_catalog_with_config_additions() {
         ),
         "{csv}"
     );
+}
+
+#[test]
+fn yaml_errors_and_bad_regexes_are_one_line_with_file_line_and_column() {
+    let s = Sandbox::new();
+    for (file, content, want) in [
+        (
+            "quote.yaml",
+            "models: [openai:gpt-4o]\nprompts:\n  - a:\n    prompt: \"unterminated\n    output: x\n",
+            "quote.yaml:5:5: invalid indentation in multiline quoted scalar",
+        ),
+        (
+            "regex.yaml",
+            "models: [openai:gpt-4o]\nprompts:\n  - a:\n    prompt: hi\n    output: \"([\"\n    method: regex\n",
+            "regex.yaml:3: prompt `a`: `output` `([` is not a valid regex: unclosed character class",
+        ),
+        (
+            "review.yaml",
+            "kind: review\nreviewers: [openai:gpt-4o\n",
+            "review.yaml:2:12: unclosed bracket",
+        ),
+    ] {
+        s.write(file, content);
+        let stderr = failure(&s, &["run", file]);
+        assert!(stderr.contains(want), "{file}: {stderr}");
+        assert_eq!(stderr.trim().lines().count(), 1, "one line: {stderr}");
+    }
+    s.write("config.yaml", "energy_method: magic\n");
+    let stderr = failure(&s, &["models"]);
+    assert!(
+        stderr.contains(
+            "config.yaml:1:16: unknown variant `magic`, expected one of ecologits-0.9, seed-linear"
+        ),
+        "{stderr}"
+    );
+    assert_eq!(stderr.trim().lines().count(), 1, "one line: {stderr}");
 }

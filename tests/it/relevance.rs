@@ -328,7 +328,7 @@ fn a_relevance_experiment_file_runs_through_track_run() {
     s.write("broken.yaml", "kind: relevance\nmodel: openai:gpt-4o\n");
     let out = s.track().args(["run", "broken.yaml"]).output().unwrap();
     assert!(
-        text(&out.stderr).contains("broken.yaml: not a valid relevance experiment"),
+        text(&out.stderr).contains("broken.yaml:2:1: missing field `images`"),
         "{}",
         text(&out.stderr)
     );
