@@ -53,6 +53,7 @@ impl ProviderSpec {
             kind: self.kind,
             base_url: self.base_url(),
             api_key: None,
+            basic_auth: None,
         };
         let usable = reqwest::Url::parse(&endpoint.chat_url())
             .is_ok_and(|u| matches!(u.scheme(), "http" | "https") && u.host().is_some());
@@ -75,11 +76,13 @@ impl ProviderSpec {
             .map(|v| v.trim().to_owned())
             .find(|v| !v.is_empty())
             .map(ApiKey::new);
+        let (base_url, basic_auth) = split_user_info(&self.base_url());
         Endpoint {
             provider: self.name.clone(),
             kind: self.kind,
-            base_url: self.base_url(),
+            base_url,
             api_key,
+            basic_auth,
         }
     }
 
@@ -114,6 +117,28 @@ fn did_you_mean<'a>(
         [(_, one)] => format!(" did you mean `{one}`?"),
         [(_, one), (_, two), ..] => format!(" did you mean `{one}` or `{two}`?"),
     }
+}
+
+/// The base URL without its user-info, and the user and password it held (the password
+/// remembered as a secret, redacted from every message). The URL is rewritten only when it
+/// held some, so cache keys of URLs without credentials are unchanged.
+fn split_user_info(base_url: &str) -> (String, Option<(String, ApiKey)>) {
+    let Ok(mut url) = reqwest::Url::parse(base_url) else {
+        return (base_url.to_owned(), None);
+    };
+    if url.username().is_empty() && url.password().is_none() {
+        return (base_url.to_owned(), None);
+    }
+    let user = url.username().to_owned();
+    let password = ApiKey::new(url.password().unwrap_or_default());
+    let _ = url.set_username("");
+    let _ = url.set_password(None);
+    let mut stripped = url.to_string();
+    // Url adds a `/` to a bare host; keep the user's form otherwise.
+    if !base_url.ends_with('/') && stripped.ends_with('/') {
+        stripped.pop();
+    }
+    (stripped, Some((user, password)))
 }
 
 /// `url` with anything between `://` and `@` (a user and password) replaced by `***`.
@@ -256,6 +281,27 @@ impl Catalog {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn credentials_leave_the_base_url_and_the_cache_key() {
+        let (url, auth) = split_user_info("http://alice:s3cret-pass@proxy.local:8080/v1");
+        assert_eq!(url, "http://proxy.local:8080/v1");
+        let (user, password) = auth.unwrap();
+        assert_eq!((user.as_str(), password.expose()), ("alice", "s3cret-pass"));
+        assert_eq!(
+            crate::llm::client::redact("failed with s3cret-pass"),
+            "failed with ***"
+        );
+        let (same, none) = split_user_info("http://proxy.local:8080/v1");
+        assert_eq!(
+            (same.as_str(), none.is_none()),
+            ("http://proxy.local:8080/v1", true)
+        );
+        assert_eq!(
+            hide_user_info("http://alice:s3cret-pass@proxy/v1"),
+            "http://***@proxy/v1"
+        );
+    }
 
     #[test]
     fn a_typo_in_a_reference_suggests_the_nearest_entries() {

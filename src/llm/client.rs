@@ -51,6 +51,9 @@ pub struct Endpoint {
     /// `ANTHROPIC_BASE_URL` without, `OLLAMA_HOST` with or without scheme and port).
     pub base_url: String,
     pub api_key: Option<ApiKey>,
+    /// A user and password written in the base URL (`http://user:pass@host/v1`): taken out of
+    /// the URL (which is stored and printed) and sent as HTTP basic authentication.
+    pub basic_auth: Option<(String, ApiKey)>,
 }
 
 impl Endpoint {
@@ -122,9 +125,14 @@ impl LlmClient {
         body: &Value,
     ) -> Result<reqwest::Response, ProviderError> {
         let url = endpoint.chat_url();
-        let response = self
-            .http
-            .post(&url)
+        let mut request = self.http.post(&url);
+        // A key's own Authorization header wins over credentials of the URL.
+        if let Some((user, password)) = &endpoint.basic_auth
+            && !headers.contains_key(reqwest::header::AUTHORIZATION)
+        {
+            request = request.basic_auth(user, Some(password.expose()));
+        }
+        let response = request
             .headers(headers)
             .json(body)
             .send()
@@ -307,6 +315,7 @@ mod tests {
             kind,
             base_url: base.into(),
             api_key: Some(ApiKey::new("sk-secret-123")),
+            basic_auth: None,
         }
     }
 

@@ -342,3 +342,57 @@ fn concurrent_identical_runs_pay_each_call_once() {
         );
     }
 }
+
+#[test]
+fn credentials_in_a_base_url_are_sent_as_basic_auth_and_never_stored() {
+    let s = Sandbox::new();
+    s.write(
+        "bench.yaml",
+        &bench_yaml(
+            &["local:smollm2"],
+            &[("a", "proxy question", "mock", "contains")],
+        ),
+    );
+    let base = |password: &str| {
+        s.mock
+            .openai_base_url()
+            .replacen("http://", &format!("http://alice:{password}@"), 1)
+    };
+    let out = s
+        .track()
+        .args(["run", "bench.yaml"])
+        .env("LOCAL_MODEL_BASE_URL", base("pw-CANARY-1"))
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    use base64::Engine as _;
+    let expected = format!(
+        "Basic {}",
+        base64::engine::general_purpose::STANDARD.encode("alice:pw-CANARY-1")
+    );
+    assert_eq!(
+        s.mock.last_request().unwrap().header("authorization"),
+        Some(expected.as_str())
+    );
+    // Another password: the same call, served from the cache.
+    let again = s
+        .track()
+        .args(["run", "bench.yaml"])
+        .env("LOCAL_MODEL_BASE_URL", base("pw-CANARY-2"))
+        .output()
+        .unwrap();
+    assert!(again.status.success());
+    assert_eq!(
+        s.mock.request_count(),
+        1,
+        "the cache key ignores the password"
+    );
+    for output in [&out, &again] {
+        assert!(
+            !text(&output.stdout).contains("CANARY") && !text(&output.stderr).contains("CANARY")
+        );
+    }
+    drop(s.db());
+    let found = crate::support::any_file_contains(s.dir.path(), "pw-CANARY");
+    assert!(found.is_none(), "a password reached {found:?}");
+}

@@ -497,7 +497,11 @@ async fn handle(State(shared): State<Arc<Shared>>, req: Request) -> Response {
                 .headers
                 .get(header::AUTHORIZATION)
                 .and_then(|v| v.to_str().ok())
-                .and_then(|v| v.strip_prefix("Bearer "))
+                // A key, or the basic authentication of a proxy in front of the service.
+                .and_then(|v| {
+                    v.strip_prefix("Bearer ")
+                        .or_else(|| v.strip_prefix("Basic "))
+                })
                 .is_some_and(|k| !k.trim().is_empty());
             if !ok {
                 return error_response(
