@@ -31,6 +31,7 @@ fn main() {
     let mock = MockProvider::start_with(MockConfig {
         delay: Duration::from_millis(50),
         record_bodies: false,
+        ..MockConfig::default()
     });
     println!(
         "track benchmarks ({} cores)",
@@ -70,6 +71,7 @@ fn main() {
     let fast = MockProvider::start_with(MockConfig {
         delay: Duration::ZERO,
         record_bodies: false,
+        ..MockConfig::default()
     });
     let big_db = dir.as_path().join("cached.db");
     run_track(

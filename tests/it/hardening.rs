@@ -345,7 +345,12 @@ fn concurrent_identical_runs_pay_each_call_once() {
 
 #[test]
 fn credentials_in_a_base_url_are_sent_as_basic_auth_and_never_stored() {
-    let s = Sandbox::new();
+    let s = Sandbox::with_mock(crate::support::mock::MockProvider::start_with(
+        crate::support::mock::MockConfig {
+            basic_auth_proxy: true,
+            ..Default::default()
+        },
+    ));
     s.write(
         "bench.yaml",
         &bench_yaml(

@@ -54,6 +54,9 @@ pub struct MockConfig {
     /// When false (benchmarks), only the request count and the paths are
     /// kept; recorded `headers` are empty and `body` is `Value::Null`.
     pub record_bodies: bool,
+    /// Stand for a proxy in front of OpenAI that takes HTTP basic authentication too (OpenAI
+    /// itself wants `Bearer`).
+    pub basic_auth_proxy: bool,
 }
 
 impl Default for MockConfig {
@@ -61,6 +64,7 @@ impl Default for MockConfig {
         Self {
             delay: Duration::ZERO,
             record_bodies: true,
+            basic_auth_proxy: false,
         }
     }
 }
@@ -497,10 +501,12 @@ async fn handle(State(shared): State<Arc<Shared>>, req: Request) -> Response {
                 .headers
                 .get(header::AUTHORIZATION)
                 .and_then(|v| v.to_str().ok())
-                // A key, or the basic authentication of a proxy in front of the service.
+                // A key, or (as a proxy) basic authentication.
                 .and_then(|v| {
-                    v.strip_prefix("Bearer ")
-                        .or_else(|| v.strip_prefix("Basic "))
+                    v.strip_prefix("Bearer ").or_else(|| {
+                        v.strip_prefix("Basic ")
+                            .filter(|_| shared.config.basic_auth_proxy)
+                    })
                 })
                 .is_some_and(|k| !k.trim().is_empty());
             if !ok {
