@@ -3,6 +3,7 @@
 
 use polars::prelude::*;
 
+use crate::relevance::parse::Variant;
 use crate::store::PredictionRow;
 
 /// Predictions as a frame: variant, predicate type, score (null when invalid), truth.
@@ -10,7 +11,9 @@ pub fn predictions_frame(rows: &[PredictionRow]) -> PolarsResult<DataFrame> {
     DataFrame::new_infer_height(vec![
         Column::new(
             "variant".into(),
-            rows.iter().map(|r| r.variant.as_str()).collect::<Vec<_>>(),
+            rows.iter()
+                .map(|r| Variant::from_stored(&r.variant).spec_name())
+                .collect::<Vec<_>>(),
         ),
         Column::new(
             "predicate_type".into(),
@@ -101,7 +104,7 @@ pub fn variant_summary(rows: &[PredictionRow], per_predicate: bool) -> PolarsRes
     }
     order.extend(["variant_order".into(), "class_order".into()]);
     let both = both.with_columns([
-        when(col("variant").eq(lit("WITH")))
+        when(col("variant").eq(lit(Variant::With.spec_name())))
             .then(lit(0))
             .otherwise(lit(1))
             .alias("variant_order"),
@@ -170,11 +173,11 @@ mod tests {
         let class = summary.column("class").unwrap().str().unwrap().clone();
         assert_eq!(
             (variant.get(0), class.get(0)),
-            (Some("WITH"), Some("positive"))
+            (Some("with_uncertain"), Some("positive"))
         );
         assert_eq!(
             (variant.get(3), class.get(3)),
-            (Some("WITHOUT"), Some("negative"))
+            (Some("without_uncertain"), Some("negative"))
         );
         let with = VariantMetrics::measure(
             data.iter()

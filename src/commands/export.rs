@@ -200,7 +200,9 @@ fn export_relevance(context: &Context, args: &CsvArgs) -> anyhow::Result<ExitCod
             r.image_sha256.clone(),
             r.predicate.clone(),
             r.predicate_kind.clone(),
-            r.variant.clone(),
+            crate::relevance::parse::Variant::from_stored(&r.variant)
+                .spec_name()
+                .to_owned(),
             r.trial.to_string(),
             r.score.map(|s| s.to_string()).unwrap_or_default(),
             r.invalid_reason.clone().unwrap_or_default(),

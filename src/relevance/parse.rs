@@ -18,11 +18,28 @@ pub enum Variant {
 }
 
 impl Variant {
-    /// The name in tables and CSV files.
+    /// The name stored in the database (`WITH`, `WITHOUT`) and shown in the console block.
     pub fn name(self) -> &'static str {
         match self {
             Self::With => "WITH",
             Self::Without => "WITHOUT",
+        }
+    }
+
+    /// The specification's spelling, in every CSV, query and export: `with_uncertain`.
+    pub fn spec_name(self) -> &'static str {
+        match self {
+            Self::With => "with_uncertain",
+            Self::Without => "without_uncertain",
+        }
+    }
+
+    /// The variant a stored name stands for.
+    pub fn from_stored(name: &str) -> Self {
+        if name == Self::With.name() {
+            Self::With
+        } else {
+            Self::Without
         }
     }
 

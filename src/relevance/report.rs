@@ -5,6 +5,7 @@ use std::fmt::Write as _;
 use std::path::Path;
 
 use super::metrics::{ClassMetrics, VariantMetrics, delta};
+use super::parse::Variant;
 
 const RULE: &str = "=============================================================";
 
@@ -95,8 +96,17 @@ pub fn console_block(with: &VariantMetrics, without: &VariantMetrics) -> String 
 }
 
 /// A CSV cell of a rate: four decimals, empty when undefined.
+/// A CSV number at full precision: the shortest text that reads back to the same value (the
+/// console block keeps 4 decimals).
 fn cell(v: Option<f64>) -> String {
-    v.map_or_else(String::new, |v| format!("{v:.4}"))
+    v.map_or_else(String::new, |v| {
+        // `1.0`, not `1`: the column reads as numbers with decimals, as polars writes them.
+        if v.fract() == 0.0 && v.is_finite() {
+            format!("{v:.1}")
+        } else {
+            format!("{v}")
+        }
+    })
 }
 
 /// The CSV fields of one class: precision, recall, f1, tp, fp, tn, fn, total_samples.
@@ -288,7 +298,11 @@ fn write_statistics(path: &Path, rows: &[crate::store::PredictionRow]) -> std::i
         record(["mcnemar", "", metric, &cell(value), "", "", &n, &note])?;
     }
     for t in trial_spread(rows) {
-        let metric = format!("{}_{}", t.variant.to_ascii_lowercase(), t.metric);
+        let metric = format!(
+            "{}_{}",
+            Variant::from_stored(t.variant).spec_name(),
+            t.metric
+        );
         let spread =
             t.sd.map_or_else(|| "one trial".to_owned(), |sd| format!("sd {sd:.4}"));
         let (mean, trials) = (cell(t.mean), t.trials.to_string());
@@ -364,13 +378,10 @@ mod tests {
             lines[0],
             "variant,class,precision,recall,f1,tp,fp,tn,fn,total_samples"
         );
-        assert_eq!(
-            lines[1],
-            "with_uncertain,positive,1.0000,1.0000,1.0000,1,0,1,0,2"
-        );
+        assert_eq!(lines[1], "with_uncertain,positive,1.0,1.0,1.0,1,0,1,0,2");
         assert_eq!(
             lines[3],
-            "without_uncertain,positive,0.5000,1.0000,0.6667,1,1,1,0,3"
+            "without_uncertain,positive,0.5,1.0,0.6666666666666666,1,1,1,0,3"
         );
     }
 }
