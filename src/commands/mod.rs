@@ -75,7 +75,8 @@ pub struct Context {
 impl Context {
     /// Opens (creating and migrating) the database.
     pub fn open_store(&self) -> anyhow::Result<Store> {
-        Store::open(&self.db).with_context(|| format!("opening the database {}", self.db.display()))
+        Store::open(&self.db)
+            .with_context(|| format!("opening the database {} to write in it", self.db.display()))
     }
 
     /// Opens the database only if it exists (for commands that only read).
@@ -86,7 +87,13 @@ impl Context {
                 self.db.display()
             );
         }
-        self.open_store()
+        // A database that cannot be written (a read-only folder or file, a shared archive) is
+        // still read: queries and exports write nothing into it.
+        self.open_store().or_else(|writable| {
+            Store::open_read_only(&self.db)
+                .inspect(|_| tracing::info!("{} opened read-only: {writable:#}", self.db.display()))
+                .with_context(|| format!("opening the database {}", self.db.display()))
+        })
     }
 
     /// Loads the model catalog and settings.

@@ -250,7 +250,12 @@ impl Store {
             .path()
             .filter(|p| !p.is_empty())
             .map(std::path::PathBuf::from);
-        let parts = if path.is_some() { parts.max(1) } else { 1 };
+        // An immutable (read-only) database is read on its one connection.
+        let parts = if path.is_some() && !self.immutable {
+            parts.max(1)
+        } else {
+            1
+        };
         // Slice bounds: `parts` ranges of model-major positions (model x prompts + prompt) of
         // each run, as (model, prompt) pairs, from the run's label counts.
         let bounds: Vec<Vec<(i64, i64)>> = local_keys

@@ -52,6 +52,11 @@ pub enum StoreError {
     /// A stored value had an unexpected type (a damaged or foreign database).
     #[error("unexpected value in the database: {0}")]
     Value(#[from] rusqlite::types::FromSqlError),
+    /// A read-only database from an older track: it would need migrating.
+    #[error(
+        "{0} was made by an older track and needs its schema updated, but it cannot be written; run track once where it can"
+    )]
+    ReadOnlyOutdated(PathBuf),
     /// The file is a SQLite database of another application.
     #[error(
         "{0} is not a track database: it has tables and no track history; give another file with --db or TRACK_DB"
@@ -68,6 +73,8 @@ pub type Result<T, E = StoreError> = std::result::Result<T, E>;
 /// A connection to track's database. Not `Sync`: share it behind a mutex.
 pub struct Store {
     conn: Connection,
+    /// Opened as immutable (read-only, no locks): other connections must not be opened.
+    immutable: bool,
 }
 
 impl Store {
@@ -90,6 +97,49 @@ impl Store {
         Self::setup(conn)
     }
 
+    /// Opens `path` for reading only, for queries and exports where the database (or its
+    /// folder) cannot be written: plainly, else as immutable (no locks, no `-shm` file; the
+    /// file must not change meanwhile). Its schema must be current: it cannot be migrated.
+    pub fn open_read_only(path: &Path) -> Result<Self> {
+        use rusqlite::OpenFlags;
+        let open_error = |source| StoreError::Open {
+            path: path.to_path_buf(),
+            source,
+        };
+        let version = |conn: &Connection| -> rusqlite::Result<Option<i64>> {
+            conn.query_row(
+                "SELECT max(version) FROM refinery_schema_history",
+                [],
+                |r| r.get(0),
+            )
+        };
+        let plain = Connection::open_with_flags(path, OpenFlags::SQLITE_OPEN_READ_ONLY)
+            .and_then(|c| version(&c).map(|_| c));
+        let (conn, immutable) = match plain {
+            Ok(conn) => (conn, false),
+            Err(_) => {
+                let uri = format!("file:{}?immutable=1", path.display());
+                let conn = Connection::open_with_flags(
+                    uri,
+                    OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_URI,
+                )
+                .map_err(open_error)?;
+                (conn, true)
+            }
+        };
+        refuse_foreign(&conn, path)?;
+        let applied = version(&conn).map_err(open_error)?;
+        let current = migrations::runner()
+            .get_migrations()
+            .iter()
+            .map(|m| i64::from(m.version()))
+            .max();
+        if applied != current {
+            return Err(StoreError::ReadOnlyOutdated(path.to_path_buf()));
+        }
+        Ok(Self { conn, immutable })
+    }
+
     /// Opens a private in-memory database, migrated; for tests and dry runs.
     pub fn open_in_memory() -> Result<Self> {
         Self::setup(Connection::open_in_memory()?)
@@ -104,7 +154,10 @@ impl Store {
         conn.pragma_update(None, "synchronous", "NORMAL")?;
         conn.pragma_update(None, "foreign_keys", "ON")?;
         migrations::runner().run(&mut conn)?;
-        Ok(Self { conn })
+        Ok(Self {
+            conn,
+            immutable: false,
+        })
     }
 }
 
@@ -169,6 +222,21 @@ mod tests {
             .query_row("PRAGMA journal_mode", [], |r| r.get(0))
             .unwrap();
         assert_eq!(mode, "wal");
+    }
+
+    #[test]
+    fn a_database_can_be_read_without_writing_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("track.db");
+        let store = Store::open(&path).unwrap();
+        store.create_run("bench", None, None, "{}").unwrap();
+        drop(store);
+        let read = Store::open_read_only(&path).unwrap();
+        assert_eq!(read.list_runs().unwrap().len(), 1);
+        assert!(
+            read.create_run("bench", None, None, "{}").is_err(),
+            "writes fail"
+        );
     }
 
     #[test]

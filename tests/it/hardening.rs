@@ -401,3 +401,71 @@ fn credentials_in_a_base_url_are_sent_as_basic_auth_and_never_stored() {
     let found = crate::support::any_file_contains(s.dir.path(), "pw-CANARY");
     assert!(found.is_none(), "a password reached {found:?}");
 }
+
+/// Whether this test process can run a command as an unprivileged user (root with setpriv):
+/// the only way to make a folder read-only for a process when tests run as root.
+fn can_drop_privileges() -> bool {
+    let root = std::process::Command::new("id")
+        .arg("-u")
+        .output()
+        .is_ok_and(|o| text(&o.stdout).trim() == "0");
+    root && std::path::Path::new("/usr/bin/setpriv").exists()
+}
+
+#[test]
+fn a_database_in_a_read_only_folder_is_queried_and_exported_read_only() {
+    use std::os::unix::fs::PermissionsExt as _;
+    if !can_drop_privileges() {
+        eprintln!("skipped: needs root and setpriv to act as a user without write access");
+        return;
+    }
+    let s = Sandbox::new();
+    one_prompt_bench(&s);
+    s.track()
+        .args(["run", "bench.yaml", "-q"])
+        .assert()
+        .success();
+    let exports = tempfile::tempdir().unwrap();
+    for (path, mode) in [(s.dir.path(), 0o555), (exports.path(), 0o777)] {
+        std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode)).unwrap();
+    }
+    for file in std::fs::read_dir(s.dir.path()).unwrap() {
+        let path = file.unwrap().path();
+        if path.is_file() {
+            std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o444)).unwrap();
+        }
+    }
+    let as_nobody = |args: &[&str]| {
+        let mut cmd = s.track_process();
+        let program = cmd.get_program().to_owned();
+        let mut nobody = std::process::Command::new("setpriv");
+        nobody
+            .args(["--reuid=65534", "--regid=65534", "--clear-groups"])
+            .arg(program)
+            .args(args)
+            .current_dir(s.dir.path());
+        for (key, value) in cmd.get_envs() {
+            match value {
+                Some(v) => nobody.env(key, v),
+                None => nobody.env_remove(key),
+            };
+        }
+        let _ = &mut cmd;
+        nobody.output().unwrap()
+    };
+    let query = as_nobody(&["query", "--by", "model", "--format", "csv"]);
+    assert!(query.status.success(), "{}", text(&query.stderr));
+    assert!(text(&query.stdout).contains("openai:gpt-4o,1,1,0,0,100.0"));
+    let out = exports.path().join("out");
+    let export = as_nobody(&["export", "csv", "--out", out.to_str().unwrap()]);
+    assert!(export.status.success(), "{}", text(&export.stderr));
+    assert!(out.join("bench_results.csv").is_file());
+    let run = as_nobody(&["run", "bench.yaml"]);
+    let stderr = text(&run.stderr);
+    assert!(!run.status.success());
+    assert!(
+        stderr.contains("to write in it") && stderr.contains("readonly"),
+        "{stderr}"
+    );
+    std::fs::set_permissions(s.dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+}
