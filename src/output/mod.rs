@@ -123,8 +123,44 @@ fn format_value(column: &str, value: &AnyValue<'_>) -> String {
 
 /// Writes a frame as CSV (header included) to `out`.
 pub fn write_csv(df: &DataFrame, out: &mut impl Write) -> PolarsResult<()> {
-    let mut df = df.clone();
+    let mut df = without_float_noise(df)?;
     CsvWriter::new(out).include_header(true).finish(&mut df)
+}
+
+/// `v` at the 15 significant digits a double holds exactly: what binary arithmetic adds beyond
+/// them (`0.38598899999999997` for a sum of `0.385989`) is noise, not precision.
+pub fn tidy_float(v: f64) -> f64 {
+    if v == 0.0 || !v.is_finite() {
+        return v;
+    }
+    let digits = 14 - v.abs().log10().floor() as i32;
+    if !(0..=22).contains(&digits) {
+        // Outside the range of exact powers of ten: round through text.
+        return format!("{v:.14e}").parse().unwrap_or(v);
+    }
+    // 10^digits is exact, so the division gives the double nearest the decimal.
+    let scale = 10f64.powi(digits);
+    (v * scale).round() / scale
+}
+
+/// A copy of `df` whose float columns are [`tidy_float`]ed, for CSV and JSON.
+fn without_float_noise(df: &DataFrame) -> PolarsResult<DataFrame> {
+    let mut df = df.clone();
+    let floats: Vec<PlSmallStr> = df
+        .columns()
+        .iter()
+        .filter(|c| c.dtype() == &DataType::Float64)
+        .map(|c| c.name().clone())
+        .collect();
+    for name in floats {
+        let tidy: Float64Chunked = df
+            .column(&name)?
+            .f64()?
+            .apply_values(tidy_float)
+            .with_name(name.clone());
+        df.with_column(tidy.into_column())?;
+    }
+    Ok(df)
 }
 
 /// Writes a frame as CSV to the file at `path`.
@@ -157,7 +193,9 @@ fn json_value(value: &AnyValue<'_>) -> Value {
         AnyValue::Boolean(b) => Value::Bool(*b),
         AnyValue::String(s) => Value::String((*s).to_owned()),
         AnyValue::StringOwned(s) => Value::String(s.to_string()),
-        AnyValue::Float64(v) => serde_json::Number::from_f64(*v).map_or(Value::Null, Value::Number),
+        AnyValue::Float64(v) => {
+            serde_json::Number::from_f64(tidy_float(*v)).map_or(Value::Null, Value::Number)
+        }
         AnyValue::Float32(v) => {
             serde_json::Number::from_f64(f64::from(*v)).map_or(Value::Null, Value::Number)
         }
@@ -203,6 +241,26 @@ pub fn print_frame(df: &DataFrame, format: Format) -> anyhow::Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn floats_lose_their_binary_noise_not_their_digits() {
+        let noisy = 0.1 + 0.2;
+        assert_eq!(noisy.to_string(), "0.30000000000000004");
+        assert_eq!(tidy_float(noisy).to_string(), "0.3");
+        let sum: f64 = [0.128663, 0.128663, 0.128663].iter().sum();
+        assert_eq!(tidy_float(sum).to_string(), "0.385989");
+        assert_eq!(tidy_float(2.0 / 3.0).to_string(), "0.666666666666667");
+        assert_eq!(tidy_float(1234567.891).to_string(), "1234567.891");
+        assert_eq!(
+            tidy_float(1e-30 / 3.0).to_string(),
+            "0.000000000000000000000000000000333333333333333"
+        );
+        assert_eq!(tidy_float(0.0), 0.0);
+        let mut csv = Vec::new();
+        let df = DataFrame::new_infer_height(vec![Column::new("x".into(), vec![noisy])]).unwrap();
+        write_csv(&df, &mut csv).unwrap();
+        assert_eq!(String::from_utf8(csv).unwrap(), "x\n0.3\n");
+    }
 
     fn frame() -> DataFrame {
         DataFrame::new_infer_height(vec![

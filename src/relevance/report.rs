@@ -101,6 +101,7 @@ pub fn console_block(with: &VariantMetrics, without: &VariantMetrics) -> String 
 fn cell(v: Option<f64>) -> String {
     v.map_or_else(String::new, |v| {
         // `1.0`, not `1`: the column reads as numbers with decimals, as polars writes them.
+        let v = crate::output::tidy_float(v);
         if v.fract() == 0.0 && v.is_finite() {
             format!("{v:.1}")
         } else {
@@ -381,7 +382,7 @@ mod tests {
         assert_eq!(lines[1], "with_uncertain,positive,1.0,1.0,1.0,1,0,1,0,2");
         assert_eq!(
             lines[3],
-            "without_uncertain,positive,0.5,1.0,0.6666666666666666,1,1,1,0,3"
+            "without_uncertain,positive,0.5,1.0,0.666666666666667,1,1,1,0,3"
         );
     }
 }

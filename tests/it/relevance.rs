@@ -126,11 +126,11 @@ fn compare_scores_both_variants_and_writes_the_specifications_outputs() {
     );
     assert_eq!(
         lines[1],
-        "with_uncertain,positive,0.75,1.0,0.8571428571428571,3,1,2,0,6"
+        "with_uncertain,positive,0.75,1.0,0.857142857142857,3,1,2,0,6"
     );
     assert_eq!(
         lines[3],
-        "without_uncertain,positive,0.6666666666666666,1.0,0.8,4,2,0,0,6"
+        "without_uncertain,positive,0.666666666666667,1.0,0.8,4,2,0,0,6"
     );
     assert!(text(&out.stderr).contains("invalid predictions WITH 0 / WITHOUT 2"));
     // Paired items answered with certainty by both: s0 clear(red) both right, s0 on both right,
@@ -142,11 +142,11 @@ fn compare_scores_both_variants_and_writes_the_specifications_outputs() {
     let by_predicate = std::fs::read_to_string(s.path("out/comparison_by_predicate.csv")).unwrap();
     assert!(
         by_predicate
-            .contains("\non,with_uncertain,positive,0.5,1.0,0.6666666666666666,1,1,0,0,2,1.0\n"),
+            .contains("\non,with_uncertain,positive,0.5,1.0,0.666666666666667,1,1,0,0,2,1.0\n"),
         "{by_predicate}"
     );
     let statistics = std::fs::read_to_string(s.path("out/comparison_statistics.csv")).unwrap();
-    assert!(statistics.starts_with("statistic,class,metric,value,low,high,n,note\ndelta_with_minus_without,positive,precision,0.08333333333333337,"), "{statistics}");
+    assert!(statistics.starts_with("statistic,class,metric,value,low,high,n,note\ndelta_with_minus_without,positive,precision,0.0833333333333334,"), "{statistics}");
     // Every prediction is stored with its image, truth and call; the image once, by hash.
     assert_eq!(s.count("SELECT count(*) FROM relevance_predictions"), 16);
     assert_eq!(s.count("SELECT count(*) FROM relevance_predictions WHERE score IS NULL AND invalid_reason LIKE '1 is not allowed%'"), 2);
@@ -181,7 +181,7 @@ fn compare_scores_both_variants_and_writes_the_specifications_outputs() {
         "{query}"
     );
     assert!(
-        query.contains("\nwithout_uncertain,positive,0.666666666666666"),
+        query.contains("\nwithout_uncertain,positive,0.666666666666667,"),
         "{query}"
     );
     let per = s
