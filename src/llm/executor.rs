@@ -227,10 +227,24 @@ impl Executor {
     /// Sends one job with retries and stores its outcome; `None` when `stop` came before a
     /// retry.
     async fn send_and_store(&self, job: &CallJob, stop: &AtomicBool) -> Option<CallOutcome> {
+        // A call whose every attempt failed in an earlier run is tried once: the same key
+        // failing the same way should not burn the whole backoff budget on every re-run.
+        let failed_before = lock(&self.store)
+            .last_failure_attempts(&job.canonical.key)
+            .ok()
+            .flatten()
+            .is_some_and(|attempts| attempts >= self.retry.max_attempts);
+        let policy = if failed_before {
+            RetryPolicy {
+                max_attempts: 1,
+                ..self.retry
+            }
+        } else {
+            self.retry
+        };
         // Latency of the last attempt, in microseconds (retries and waits excluded).
         let last_latency_us = AtomicU64::new(0);
-        let (result, attempts) = self
-            .retry
+        let (result, attempts) = policy
             .run_until(stop, || {
                 let started = Instant::now();
                 let client = &self.client;
@@ -284,6 +298,10 @@ impl Executor {
                 };
                 let message = match error.why_final() {
                     Some(why) => format!("{error} ({tries}; not retried: {why})"),
+                    None if failed_before => format!(
+                        "{error} ({tries}: every attempt of an earlier run failed too, so it was \
+                         tried once; try again later)"
+                    ),
                     None => format!("{error} ({tries}; gave up after the last)"),
                 };
                 let call = new_call(

@@ -125,6 +125,20 @@ impl Store {
         Ok(found)
     }
 
+    /// The attempts of the newest call of `key` when that call failed; `None` when it did not
+    /// fail or there is none.
+    pub fn last_failure_attempts(&self, key: &str) -> Result<Option<u32>> {
+        use rusqlite::OptionalExtension as _;
+        Ok(self
+            .conn
+            .prepare_cached(
+                "SELECT status, attempts FROM calls WHERE cache_key = ?1 ORDER BY id DESC LIMIT 1",
+            )?
+            .query_row([key], |r| Ok((r.get::<_, String>(0)?, r.get::<_, u32>(1)?)))
+            .optional()?
+            .and_then(|(status, attempts)| (status == "error").then_some(attempts)))
+    }
+
     /// How many calls (of any status) were recorded under `key`; for tests and diagnostics.
     pub fn call_count(&self, key: &str) -> Result<u64> {
         Ok(self

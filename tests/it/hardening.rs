@@ -469,3 +469,30 @@ fn a_database_in_a_read_only_folder_is_queried_and_exported_read_only() {
     );
     std::fs::set_permissions(s.dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
 }
+
+#[test]
+fn a_call_that_failed_every_attempt_is_tried_once_on_the_next_run() {
+    let s = Sandbox::new();
+    one_prompt_bench(&s);
+    s.mock.add_rule(Rule::fail("limited", 503, 1_000));
+    let first = s.track().args(["run", "bench.yaml"]).output().unwrap();
+    assert!(text(&first.stderr).contains("(4 attempts; gave up after the last)"));
+    assert_eq!(s.mock.request_count(), 4, "the config allows 4 attempts");
+    let second = s.track().args(["run", "bench.yaml"]).output().unwrap();
+    let stderr = text(&second.stderr);
+    assert_eq!(s.mock.request_count(), 5, "one attempt, not four more");
+    assert!(
+        stderr.contains("every attempt of an earlier run failed too, so it was tried once"),
+        "{stderr}"
+    );
+    // Once the provider is back, the call is answered.
+    s.mock.clear_rules();
+    s.track()
+        .args(["run", "bench.yaml", "-q"])
+        .assert()
+        .success();
+    assert_eq!(
+        s.count("SELECT count(*) FROM bench_results WHERE status = 'passed'"),
+        1
+    );
+}
