@@ -50,6 +50,11 @@ pub enum ExperimentError {
         option: &'static str,
         why: &'static str,
     },
+    /// More samples per call than track accepts (a typo such as `repeat: 4294967295`).
+    #[error(
+        "`repeat: {repeat}` is more than the {limit} samples of each call track accepts; lower it"
+    )]
+    TooManyRepeats { repeat: u32, limit: u32 },
     /// The plan is larger than track accepts (a typo such as `repeat: 4294967295`).
     #[error("the plan has {calls} calls, more than the {limit} track accepts in one run; {fix}")]
     TooLarge {

@@ -70,10 +70,9 @@ impl Overrides {
     pub fn repeat_or(&self, from_file: u32) -> Result<u32, ExperimentError> {
         let repeat = self.repeat.unwrap_or(from_file).max(1);
         if repeat > MAX_REPEAT {
-            return Err(ExperimentError::TooLarge {
-                calls: u64::from(repeat),
-                limit: u64::from(MAX_REPEAT),
-                fix: "lower `repeat` (samples per call)",
+            return Err(ExperimentError::TooManyRepeats {
+                repeat,
+                limit: MAX_REPEAT,
             });
         }
         Ok(repeat)

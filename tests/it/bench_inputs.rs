@@ -56,6 +56,11 @@ fn bad_benchmark_files_are_named_with_the_fix() {
             "prompt `a`: `max_tokens: -5` must be a whole number from 1 to 1000000",
         ),
         (
+            "huge.yaml",
+            "repeat: 4294967295\nmodels: [openai:gpt-4o]\nprompts:\n  - a:\n    prompt: hi\n    output: x\n    method: contains\n".to_owned(),
+            "`repeat: 4294967295` is more than the 10000 samples of each call track accepts; lower it",
+        ),
+        (
             "reference.yaml",
             bench_yaml(&["gpt-4o"], &[("a", "b", "c", "exact")]),
             "write <provider>:<name>",

@@ -401,7 +401,7 @@ fn options_that_make_no_sense_for_a_kind_are_refused_by_name() {
         ),
         (
             vec!["run", "bench.yaml", "--repeat", "4294967295", "--dry-run"],
-            "more than the",
+            "`repeat: 4294967295` is more than the 10000 samples",
         ),
     ] {
         let out = s.track().args(&args).output().unwrap();
