@@ -95,7 +95,12 @@ pub fn run_experiment(
     };
     if summary.signal.is_none() {
         let stdout = std::io::stdout();
-        experiment.report(&lock(&store), &summary, &report, &mut stdout.lock())?;
+        let mut out = ClosedPipeIsDone::new(stdout.lock());
+        experiment.report(&lock(&store), &summary, &report, &mut out)?;
+        if out.closed {
+            // `track run … | head`: the reader has what it wanted; the run itself is recorded.
+            return Ok(ExitCode::from(summary.exit_code()));
+        }
     }
     // The tally is a diagnostic (stderr): stdout stays the results, e.g. the files written.
     report.note(summary.line());
@@ -170,4 +175,48 @@ fn print_plan(plan: &Plan, file: Option<&str>) -> anyhow::Result<()> {
         plan.max_cost_usd(),
     )?;
     Ok(())
+}
+
+/// A writer for which a closed pipe (`track run … | head -1`) ends the output quietly: later
+/// writes are dropped instead of failing the report.
+struct ClosedPipeIsDone<W> {
+    inner: W,
+    closed: bool,
+}
+
+impl<W: std::io::Write> ClosedPipeIsDone<W> {
+    fn new(inner: W) -> Self {
+        Self {
+            inner,
+            closed: false,
+        }
+    }
+
+    fn guard<T>(&mut self, result: std::io::Result<T>, done: T) -> std::io::Result<T> {
+        match result {
+            Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => {
+                self.closed = true;
+                Ok(done)
+            }
+            other => other,
+        }
+    }
+}
+
+impl<W: std::io::Write> std::io::Write for ClosedPipeIsDone<W> {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        if self.closed {
+            return Ok(buf.len());
+        }
+        let result = self.inner.write(buf);
+        self.guard(result, buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        if self.closed {
+            return Ok(());
+        }
+        let result = self.inner.flush();
+        self.guard(result, ())
+    }
 }

@@ -2,6 +2,7 @@
 //! database. One test binary so it links once.
 
 mod support;
+mod terminal;
 
 mod bench_inputs;
 mod bench_run;

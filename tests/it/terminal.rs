@@ -1,0 +1,53 @@
+//! The terminal: a closed pipe is not an error, a database is found the way git finds its
+//! repository, and counts read as English.
+
+use std::io::{BufRead as _, BufReader};
+
+use crate::support::{Sandbox, bench_yaml, text};
+
+fn many_prompts(s: &Sandbox, n: usize) {
+    let prompts: Vec<(String, String)> = (0..n)
+        .map(|i| {
+            (
+                format!("a_rather_long_prompt_name_that_widens_every_row_{i:04}"),
+                format!("question {i}"),
+            )
+        })
+        .collect();
+    let prompts: Vec<(&str, &str, &str, &str)> = prompts
+        .iter()
+        .map(|(n, p)| (n.as_str(), p.as_str(), "mock", "contains"))
+        .collect();
+    s.write("bench.yaml", &bench_yaml(&["openai:gpt-4o"], &prompts));
+}
+
+#[test]
+fn a_closed_pipe_ends_a_run_report_quietly() {
+    let s = Sandbox::new();
+    many_prompts(&s, 250);
+    let mut child = s
+        .track_process()
+        .args(["run", "bench.yaml"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // `| head -1`: read one line, then close the pipe.
+    let mut first = String::new();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut first)
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert!(
+        !stderr.contains("panicked") && !stderr.contains("Broken pipe"),
+        "{stderr}"
+    );
+    assert!(first.starts_with("Results"), "{first}");
+    assert_eq!(
+        s.count("SELECT count(*) FROM bench_results"),
+        250,
+        "the run itself is recorded whole"
+    );
+}
