@@ -29,15 +29,10 @@ use crate::store::{RunStatus, Store};
 #[derive(Debug, Parser)]
 #[command(name = "track", version, about, long_about = None, arg_required_else_help = true)]
 pub struct Cli {
-    /// The SQLite database holding calls, runs and results.
-    #[arg(
-        long,
-        global = true,
-        env = "TRACK_DB",
-        default_value = "track.db",
-        value_name = "PATH"
-    )]
-    pub db: PathBuf,
+    /// The SQLite database holding calls, runs and results [default: the nearest track.db in
+    /// this folder or its parents, as git finds its repository; else ./track.db].
+    #[arg(long, global = true, env = "TRACK_DB", value_name = "PATH")]
+    pub db: Option<PathBuf>,
     /// Model catalog and settings [default: ./config.yaml when it exists].
     #[arg(long, global = true, value_name = "PATH")]
     pub config: Option<PathBuf>,
@@ -75,8 +70,17 @@ pub struct Context {
 impl Context {
     /// Opens (creating and migrating) the database.
     pub fn open_store(&self) -> anyhow::Result<Store> {
-        Store::open(&self.db)
-            .with_context(|| format!("opening the database {} to write in it", self.db.display()))
+        let new = !self.db.exists();
+        let store = Store::open(&self.db).with_context(|| {
+            format!("opening the database {} to write in it", self.db.display())
+        })?;
+        if new {
+            // Said even with --quiet: a new database has an empty cache, so calls are paid
+            // again; a user in the wrong folder needs to know.
+            let shown = std::path::absolute(&self.db).unwrap_or_else(|_| self.db.clone());
+            eprintln!("track: created a new database at {}", shown.display());
+        }
+        Ok(store)
     }
 
     /// Opens the database only if it exists (for commands that only read).
@@ -112,7 +116,7 @@ impl Context {
 /// Runs the parsed command line.
 pub fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
     let context = Context {
-        db: cli.db,
+        db: cli.db.unwrap_or_else(find_database),
         config: cli.config,
         quiet: cli.quiet,
     };
@@ -127,6 +131,28 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Models(args) => models::run(&context, args),
     }
 }
+
+/// The nearest `track.db` in the working folder or its parents; `./track.db` when there is
+/// none (created on first use, with a note). Running from a subfolder then reuses the cache
+/// instead of paying again.
+fn find_database() -> PathBuf {
+    let here = PathBuf::from(DEFAULT_DB);
+    if here.exists() {
+        return here;
+    }
+    std::env::current_dir()
+        .ok()
+        .and_then(|cwd| {
+            cwd.ancestors()
+                .skip(1)
+                .map(|dir| dir.join(DEFAULT_DB))
+                .find(|p| p.is_file())
+        })
+        .unwrap_or(here)
+}
+
+/// The database's file name when none is given.
+const DEFAULT_DB: &str = "track.db";
 
 /// Which sensors a datasheet command works on.
 #[derive(Debug, Clone, clap::Args)]

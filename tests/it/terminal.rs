@@ -51,3 +51,36 @@ fn a_closed_pipe_ends_a_run_report_quietly() {
         "the run itself is recorded whole"
     );
 }
+
+#[test]
+fn the_database_is_found_from_a_subfolder_and_a_new_one_is_announced() {
+    let s = Sandbox::new();
+    many_prompts(&s, 3);
+    std::fs::create_dir_all(s.path("sub/deeper")).unwrap();
+    let run = |dir: &str, file: &str| {
+        s.track_process()
+            .env_remove("TRACK_DB")
+            .current_dir(s.path(dir))
+            .args(["run", file, "-q"])
+            .output()
+            .unwrap()
+    };
+    let first = run(".", "bench.yaml");
+    let stderr = text(&first.stderr);
+    assert!(first.status.success(), "{stderr}");
+    let created = s.path("track.db");
+    assert!(
+        stderr.contains(&format!("created a new database at {}", created.display())),
+        "{stderr}"
+    );
+    let again = run("sub/deeper", "../../bench.yaml");
+    let stderr = text(&again.stderr);
+    assert!(again.status.success(), "{stderr}");
+    assert!(!stderr.contains("created a new database"), "{stderr}");
+    assert!(!s.path("sub/deeper/track.db").exists());
+    assert_eq!(
+        s.mock.request_count(),
+        3,
+        "the second run was served from the parent's cache"
+    );
+}
