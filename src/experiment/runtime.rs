@@ -70,8 +70,8 @@ impl RunSummary {
         }
         if self.nothing_ran() {
             return Some(format!(
-                "nothing could run ({} errors); first: {}",
-                self.tally.counts.errors,
+                "nothing could run ({}); first: {}",
+                crate::output::count(self.tally.counts.errors, "error"),
                 first()
             ));
         }
@@ -88,9 +88,16 @@ impl RunSummary {
     /// The one-line tally: `run 3 (benchmark): 6 calls, 2 cache hits, 0 errors; cost $…`.
     pub fn line(&self) -> String {
         let c = &self.tally.counts;
+        use crate::output::count;
         format!(
-            "run {} ({}): {} calls, {} cache hits, {} errors; cost ${:.6}, paid ${:.6}",
-            self.run_id, self.kind, c.calls, c.cache_hits, c.errors, c.cost_usd, c.paid_usd
+            "run {} ({}): {}, {}, {}; cost ${:.6}, paid ${:.6}",
+            self.run_id,
+            self.kind,
+            count(c.calls, "call"),
+            count(c.cache_hits, "cache hit"),
+            count(c.errors, "error"),
+            c.cost_usd,
+            c.paid_usd
         )
     }
 }

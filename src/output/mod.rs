@@ -20,6 +20,17 @@ pub enum Format {
     Json,
 }
 
+/// `1 call`, `2 calls`: a count with its noun, singular or plural (`plural` is the noun + s).
+pub fn count(n: u64, noun: &str) -> String {
+    match n {
+        1 => format!("1 {noun}"),
+        _ if noun.ends_with('y') && !noun.ends_with("ey") => {
+            format!("{n} {}ies", &noun[..noun.len() - 1])
+        }
+        _ => format!("{n} {noun}s"),
+    }
+}
+
 /// Whether a column is a confidence bound (`success_low_pct`): kept in CSV and JSON, left out
 /// of terminal tables, which are already wide.
 fn is_interval_bound(name: &str) -> bool {
@@ -241,6 +252,15 @@ pub fn print_frame(df: &DataFrame, format: Format) -> anyhow::Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn counts_read_as_english() {
+        assert_eq!(count(1, "error"), "1 error");
+        assert_eq!(count(0, "error"), "0 errors");
+        assert_eq!(count(2, "cache hit"), "2 cache hits");
+        assert_eq!(count(3, "reply"), "3 replies");
+        assert_eq!(count(3, "key"), "3 keys");
+    }
 
     #[test]
     fn floats_lose_their_binary_noise_not_their_digits() {

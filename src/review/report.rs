@@ -7,6 +7,7 @@ use std::io::Write;
 use super::spec_csv::{csv_path, csv_row};
 use super::{Paths, ReviewError};
 use crate::experiment::{ReportOptions, RunSummary};
+use crate::output::count;
 use crate::store::Store;
 
 /// Prints the files of the run `summary` describes, and a line per reviewer on stderr.
@@ -43,9 +44,10 @@ pub fn print(
     }
     for (reviewer, [ok, partial, failed, skipped, errors]) in counts {
         options.note(format!(
-            "{reviewer}: {} reviews: {ok} complete, {partial} with N/A scores, {failed} unparsable, \
-             {skipped} without an official datasheet; {errors} failed calls",
-            ok + partial + failed + skipped
+            "{reviewer}: {}: {ok} complete, {partial} with N/A scores, {failed} unparsable, \
+             {skipped} without an official datasheet; {}",
+            count((ok + partial + failed + skipped) as u64, "review"),
+            count(errors as u64, "failed call")
         ));
     }
     Ok(())

@@ -84,3 +84,18 @@ fn the_database_is_found_from_a_subfolder_and_a_new_one_is_announced() {
         "the second run was served from the parent's cache"
     );
 }
+
+#[test]
+fn one_error_is_one_error() {
+    let s = Sandbox::new();
+    s.write(
+        "bench.yaml",
+        &bench_yaml(&["openai:gpt-4o"], &[("a", "forbidden words", "x", "contains")]),
+    );
+    s.mock
+        .add_rule(crate::support::mock::Rule::fail("forbidden", 400, 10));
+    let out = s.track().args(["run", "bench.yaml"]).output().unwrap();
+    let stderr = text(&out.stderr);
+    assert!(stderr.contains("1 call, 0 cache hits, 1 error;"), "{stderr}");
+    assert!(stderr.contains("nothing could run (1 error)"), "{stderr}");
+}
