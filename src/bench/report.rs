@@ -8,7 +8,7 @@ use polars::prelude::*;
 use super::BenchError;
 use crate::analysis::BenchFrames;
 use crate::experiment::{ReportOptions, RunSummary};
-use crate::output::table;
+use crate::output::render;
 use crate::store::Store;
 
 /// Rows a run's report shows of a table before pointing to the full one.
@@ -27,7 +27,7 @@ pub fn print(
         let detail = detail_table(&frames)?;
         print_limited(out, "Results", &detail, "track export csv", run_id)?;
     }
-    writeln!(out, "Per model\n{}", table(&frames.by_model))?;
+    writeln!(out, "Per model\n{}", render(&frames.by_model))?;
     print_limited(
         out,
         "Per prompt",
@@ -89,13 +89,13 @@ fn print_limited(
     run_id: i64,
 ) -> std::io::Result<()> {
     if df.height() <= REPORT_ROWS {
-        return writeln!(out, "{title}\n{}", table(df));
+        return writeln!(out, "{title}\n{}", render(df));
     }
     writeln!(
         out,
         "{title} (first {REPORT_ROWS} of {} rows)\n{}",
         df.height(),
-        table(&df.head(Some(REPORT_ROWS)))
+        render(&df.head(Some(REPORT_ROWS)))
     )?;
     let full = if full.ends_with("--run") {
         format!("{full} {run_id}")

@@ -14,7 +14,7 @@ use crate::experiment::{
     ASSUMED_MAX_OUTPUT_TOKENS, Experiment, Overrides, Plan, ReportOptions, RunEnd, RunOptions,
     RunSummary, execute,
 };
-use crate::output::table;
+use crate::output::render;
 use crate::store::{Store, lock};
 
 /// The options of every command that runs an experiment.
@@ -162,7 +162,7 @@ fn print_plan(plan: &Plan, file: Option<&str>) -> anyhow::Result<()> {
     ])?;
     let stdout = std::io::stdout();
     let mut out = stdout.lock();
-    writeln!(out, "{}", table(&df))?;
+    writeln!(out, "{}", render(&df))?;
     writeln!(
         out,
         "dry run{}: {} calls planned, {} cached, {} to call, at most ${:.6} (inputs at ~4 \

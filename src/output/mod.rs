@@ -37,6 +37,90 @@ fn is_interval_bound(name: &str) -> bool {
     name.ends_with("_low_pct") || name.ends_with("_high_pct")
 }
 
+/// The width terminal tables must fit: `COLUMNS` when set, else the terminal's when stdout is
+/// one; `None` (no limit) for a pipe or a file.
+pub fn terminal_width() -> Option<usize> {
+    if let Some(columns) = std::env::var("COLUMNS")
+        .ok()
+        .and_then(|c| c.trim().parse::<usize>().ok())
+        .filter(|&c| c >= 20)
+    {
+        return Some(columns);
+    }
+    use std::io::IsTerminal as _;
+    if !std::io::stdout().is_terminal() {
+        return None;
+    }
+    terminal_size::terminal_size().map(|(w, _)| usize::from(w.0))
+}
+
+/// A frame as terminal text that fits [`terminal_width`]: see [`render_width`].
+pub fn render(df: &DataFrame) -> String {
+    render_width(df, terminal_width())
+}
+
+/// A frame as terminal text no wider than `width`: cells are never wrapped; a table too wide
+/// is printed in parts of as many columns as fit, each part repeating the key columns (the
+/// first column, and the second too when both are text: model and prompt).
+pub fn render_width(df: &DataFrame, width: Option<usize>) -> String {
+    let whole = table(df).to_string();
+    let Some(width) = width.filter(|&w| widest_line(&whole) > w && df.width() > 2) else {
+        return whole;
+    };
+    let names: Vec<PlSmallStr> = df
+        .get_column_names()
+        .into_iter()
+        .filter(|n| !is_interval_bound(n))
+        .cloned()
+        .collect();
+    let is_text = |name: &PlSmallStr| {
+        df.column(name)
+            .is_ok_and(|c| matches!(c.dtype(), DataType::String))
+    };
+    let keys = if names.len() > 3 && is_text(&names[0]) && is_text(&names[1]) {
+        2
+    } else {
+        1
+    };
+    let (key, rest) = names.split_at(keys.min(names.len()));
+    let render_part = |part: &[PlSmallStr]| -> String {
+        let mut columns = key.to_vec();
+        columns.extend_from_slice(part);
+        df.select(columns)
+            .map(|d| table(&d).to_string())
+            .unwrap_or_default()
+    };
+    let mut parts: Vec<String> = Vec::new();
+    let mut start = 0;
+    while start < rest.len() {
+        // The most columns from `start` on that fit (at least one: a cell is never cut).
+        let mut end = start + 1;
+        let mut text = render_part(&rest[start..end]);
+        while end < rest.len() {
+            let wider = render_part(&rest[start..=end]);
+            if widest_line(&wider) > width {
+                break;
+            }
+            text = wider;
+            end += 1;
+        }
+        parts.push(text);
+        start = end;
+    }
+    let count = parts.len();
+    parts
+        .into_iter()
+        .enumerate()
+        .map(|(i, part)| format!("(part {} of {count})\n{part}", i + 1))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// The widest line of `text`, in characters (the table's box drawing is one column each).
+fn widest_line(text: &str) -> usize {
+    text.lines().map(|l| l.chars().count()).max().unwrap_or(0)
+}
+
 /// Renders a frame as a terminal table, formatting numbers by what their column holds.
 /// Confidence bounds are left out (CSV and JSON carry them).
 pub fn table(df: &DataFrame) -> Table {
@@ -54,16 +138,11 @@ pub fn table(df: &DataFrame) -> Table {
         df
     };
     let mut table = Table::new();
-    // Fitting columns to the terminal costs a pass over every cell: worth it for screens,
-    // not for tables of thousands of rows, which are read through a pager or as CSV.
-    let arrangement = if df.height() <= 1_000 {
-        ContentArrangement::Dynamic
-    } else {
-        ContentArrangement::Disabled
-    };
+    // Cells are never wrapped (a number split over lines misleads); a table wider than the
+    // terminal is printed in parts by `render`.
     table
         .load_preset(UTF8_FULL_CONDENSED)
-        .set_content_arrangement(arrangement);
+        .set_content_arrangement(ContentArrangement::Disabled);
     table.set_header(df.get_column_names().iter().map(|n| header(n)));
     let columns = df.columns();
     for row in 0..df.height() {
@@ -239,7 +318,7 @@ pub fn print_frame(df: &DataFrame, format: Format) -> anyhow::Result<()> {
     let stdout = std::io::stdout();
     let mut out = stdout.lock();
     match format {
-        Format::Table => writeln!(out, "{}", table(df))?,
+        Format::Table => writeln!(out, "{}", render(df))?,
         Format::Csv => write_csv(df, &mut out)?,
         Format::Json => {
             serde_json::to_writer_pretty(&mut out, &to_json(df))?;

@@ -90,12 +90,91 @@ fn one_error_is_one_error() {
     let s = Sandbox::new();
     s.write(
         "bench.yaml",
-        &bench_yaml(&["openai:gpt-4o"], &[("a", "forbidden words", "x", "contains")]),
+        &bench_yaml(
+            &["openai:gpt-4o"],
+            &[("a", "forbidden words", "x", "contains")],
+        ),
     );
     s.mock
         .add_rule(crate::support::mock::Rule::fail("forbidden", 400, 10));
     let out = s.track().args(["run", "bench.yaml"]).output().unwrap();
     let stderr = text(&out.stderr);
-    assert!(stderr.contains("1 call, 0 cache hits, 1 error;"), "{stderr}");
+    assert!(
+        stderr.contains("1 call, 0 cache hits, 1 error;"),
+        "{stderr}"
+    );
     assert!(stderr.contains("nothing could run (1 error)"), "{stderr}");
+}
+
+#[test]
+fn tables_fit_80_and_120_columns_without_splitting_a_cell() {
+    let s = Sandbox::new();
+    s.write(
+        "bench.yaml",
+        &bench_yaml(
+            &["openai:gpt-4o", "anthropic:haiku 3.5"],
+            &[
+                ("capital", "capital question", "mock", "contains"),
+                ("other", "other question", "nope", "contains"),
+            ],
+        ),
+    );
+    s.track()
+        .args(["run", "bench.yaml", "-q"])
+        .assert()
+        .success();
+    // The values every table must show whole, from the CSV of the same summary.
+    let csv = s
+        .track()
+        .args(["query", "--by", "model", "--format", "csv"])
+        .output()
+        .unwrap();
+    let csv = text(&csv.stdout);
+    let header: Vec<&str> = csv.lines().next().unwrap().split(',').collect();
+    let row: Vec<&str> = csv.lines().nth(1).unwrap().split(',').collect();
+    let total_time: f64 = row[header.iter().position(|h| *h == "total_time_s").unwrap()]
+        .parse()
+        .unwrap();
+    for width in [80usize, 120] {
+        for args in [
+            vec!["query", "--by", "model"],
+            vec!["query", "--by", "prompt"],
+            vec!["runs"],
+            vec!["run", "bench.yaml"],
+        ] {
+            let out = s
+                .track()
+                .args(&args)
+                .env("COLUMNS", width.to_string())
+                .output()
+                .unwrap();
+            let stdout = text(&out.stdout);
+            let widest = stdout.lines().map(|l| l.chars().count()).max().unwrap_or(0);
+            assert!(
+                widest <= width,
+                "{args:?} at {width}: {widest} wide\n{stdout}"
+            );
+            if args[0] == "query" && args[2] == "model" {
+                for whole in [
+                    "openai:gpt-4o",
+                    "anthropic:haiku 3.5",
+                    "total cost ($)",
+                    "50.0",
+                    &format!("{total_time:.2}"),
+                ] {
+                    assert!(
+                        stdout.contains(whole),
+                        "`{whole}` split at {width}:\n{stdout}"
+                    );
+                }
+            }
+            if args[0] == "runs" {
+                let started = stdout
+                    .lines()
+                    .filter(|l| l.contains("T") && l.contains("Z "))
+                    .count();
+                assert!(started >= 1, "timestamps whole at {width}:\n{stdout}");
+            }
+        }
+    }
 }
