@@ -23,10 +23,8 @@ pub fn print(
 ) -> Result<(), BenchError> {
     let run_id = summary.run_id;
     let frames = BenchFrames::from_columns(store.bench_columns(&[run_id], true)?)?;
-    if options.detail {
-        let detail = detail_table(&frames)?;
-        print_limited(out, "Results", &detail, "track export csv", run_id)?;
-    }
+    // Summaries first: on a terminal they are what a reader wants on screen; the detail of a
+    // long run would scroll them away.
     writeln!(out, "Per model\n{}", render(&frames.by_model))?;
     print_limited(
         out,
@@ -35,6 +33,10 @@ pub fn print(
         "track query --by prompt --format csv --run",
         run_id,
     )?;
+    if options.detail {
+        let detail = detail_table(&frames)?;
+        print_limited(out, "Results", &detail, "track export csv", run_id)?;
+    }
     Ok(())
 }
 

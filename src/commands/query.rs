@@ -9,6 +9,7 @@ use crate::analysis::relevance::variant_summary;
 use crate::analysis::review::{ReviewFrames, agreement, criterion_summary, review_summary};
 use crate::analysis::{Measures, model_summary, prompt_summary};
 use crate::experiment::ExperimentKind;
+use crate::output::count;
 use crate::output::{Format, print_frame};
 use crate::store::{RunSelector, Store};
 
@@ -89,6 +90,7 @@ pub fn run(context: &Context, args: QueryArgs) -> anyhow::Result<ExitCode> {
         GroupBy::Variant => variant_summary(&store.predictions(&run_ids)?, args.per_predicate)?,
         by => {
             let frames = review_frames(context, &store, &run_ids, args.reviewer.as_deref())?;
+            note_unscored(&frames)?;
             match by {
                 GroupBy::Reviewer => review_summary(&frames, "reviewer")?,
                 GroupBy::Generator => review_summary(&frames, "generator")?,
@@ -121,4 +123,29 @@ fn review_frames(
         }
         None => frames,
     })
+}
+
+/// When no review of the selection has a score, says why instead of leaving an empty table to
+/// puzzle over: how many reviews, unparsable, failed calls, without an official datasheet.
+fn note_unscored(frames: &ReviewFrames) -> anyhow::Result<()> {
+    let statuses = frames.reviews.column("parse_status")?.str()?.clone();
+    let mut counts = std::collections::BTreeMap::<&str, u64>::new();
+    for status in statuses.iter().flatten() {
+        *counts.entry(status).or_default() += 1;
+    }
+    let scored =
+        counts.get("ok").copied().unwrap_or(0) + counts.get("partial").copied().unwrap_or(0);
+    if scored > 0 {
+        return Ok(());
+    }
+    let n = |s: &str| counts.get(s).copied().unwrap_or(0);
+    eprintln!(
+        "track: note: no review has a score to summarise: {} in the selected runs, {} unparsable, \
+         {}, {} without an official datasheet",
+        count(statuses.len() as u64, "review"),
+        n("failed"),
+        count(n("error"), "failed call"),
+        n("skipped"),
+    );
+    Ok(())
 }

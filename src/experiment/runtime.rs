@@ -177,7 +177,9 @@ async fn run(
         });
     }
     let executor = &*executor;
-    let progress = crate::output::progress_bar(plan.calls() as usize, options.show_progress);
+    // The bar counts the calls to send: its rate, and so its ETA, is that of paid calls, not
+    // of answers served from the cache in a moment.
+    let progress = crate::output::progress_bar(plan.to_call() as usize, options.show_progress);
     let signals = Signals::default();
     let listener = listen(&signals, &progress, store, run_id, guard.lock_path());
     let mut tally = Tally::default();
@@ -295,11 +297,18 @@ impl Run<'_> {
             cached = self
                 .executor
                 .lookup(next.calls.iter().map(|c| c.job.canonical.key.as_str()))?;
+            let misses = next
+                .calls
+                .iter()
+                .filter(|c| !cached.contains_key(&c.job.canonical.key))
+                .count();
+            // The plan bounded these calls; now they are known: count those to send.
+            self.progress
+                .set_length(self.progress.position() + misses as u64);
             let grown = self.tally.counts.calls + next.calls.len() as u64;
             if grown > self.tally.counts.planned_calls {
                 // Files that appeared since the plan (a datasheet written meanwhile).
                 self.tally.counts.planned_calls = grown;
-                self.progress.set_length(grown);
             }
             stage = next;
         }
@@ -433,7 +442,15 @@ impl Run<'_> {
         self.tally.add_problems(problems);
         store.update_run_tally(self.run_id, &self.tally.counts)?;
         drop(store);
-        self.progress.inc(outcomes.len() as u64);
+        let sent = outcomes
+            .iter()
+            .filter(|(_, o)| match o {
+                CallOutcome::Fresh(_) => true,
+                CallOutcome::Failed { attempts, .. } => *attempts > 0,
+                CallOutcome::Hit(_) => false,
+            })
+            .count();
+        self.progress.inc(sent as u64);
         self.progress.set_message(self.tally.progress_message());
         for (i, outcome) in outcomes {
             if stage.calls[i].follow_up {

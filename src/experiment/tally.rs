@@ -60,9 +60,12 @@ impl Tally {
     /// The progress bar's message.
     pub fn progress_message(&self) -> String {
         let c = &self.counts;
+        // Short enough for an 80-column line with the bar and the ETA.
         format!(
-            "{} cached · {} errors · cost ${:.4} · paid ${:.4}",
-            c.cache_hits, c.errors, c.cost_usd, c.paid_usd
+            "{} cached · {} · ${:.4} paid",
+            c.cache_hits,
+            crate::output::count(c.errors, "error"),
+            c.paid_usd
         )
     }
 }

@@ -297,8 +297,9 @@ fn json_value(value: &AnyValue<'_>) -> Value {
     }
 }
 
-/// A progress bar on stderr (done/total, elapsed, a message, ETA); hidden when `show` is
-/// false, and by indicatif itself when stderr is not a terminal.
+/// A progress bar on stderr of the calls sent (sent/to send, elapsed, a message, ETA): no
+/// wider than the terminal, the bar taking what the text leaves; hidden when `show` is false,
+/// and by indicatif itself when stderr is not a terminal.
 pub fn progress_bar(len: usize, show: bool) -> indicatif::ProgressBar {
     use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
     if !show {
@@ -306,7 +307,7 @@ pub fn progress_bar(len: usize, show: bool) -> indicatif::ProgressBar {
     }
     let bar = ProgressBar::with_draw_target(Some(len as u64), ProgressDrawTarget::stderr());
     if let Ok(style) = ProgressStyle::with_template(
-        "{spinner} [{elapsed_precise}] {wide_bar} {pos}/{len} · {msg} · ETA {eta}",
+        "{spinner} {elapsed} {wide_bar} {pos}/{len} sent · {msg} · ETA {eta}",
     ) {
         bar.set_style(style);
     }

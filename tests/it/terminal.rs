@@ -44,7 +44,7 @@ fn a_closed_pipe_ends_a_run_report_quietly() {
         !stderr.contains("panicked") && !stderr.contains("Broken pipe"),
         "{stderr}"
     );
-    assert!(first.starts_with("Results"), "{first}");
+    assert!(first.starts_with("Per model"), "{first}");
     assert_eq!(
         s.count("SELECT count(*) FROM bench_results"),
         250,
@@ -176,5 +176,36 @@ fn tables_fit_80_and_120_columns_without_splitting_a_cell() {
                 assert!(started >= 1, "timestamps whole at {width}:\n{stdout}");
             }
         }
+    }
+}
+
+#[test]
+fn a_summary_of_reviews_without_scores_says_why() {
+    let s = Sandbox::new();
+    s.write(
+        "data/sensors.csv",
+        "Brand,Sensor\nBosch,BME280\nTI,HDC1080\n",
+    );
+    s.write("datasheet/Bosch_BME280.md", "# BME280 official\n");
+    s.write("datasheet/TI_HDC1080.md", "# HDC1080 official\n");
+    for path in [
+        "results/Bosch/BME280/openai_gpt-4o_20250504_030759.md",
+        "results/TI/HDC1080/openai_gpt-4o_20250504_030801.md",
+    ] {
+        s.write(path, "A datasheet.");
+    }
+    // The mock's default answer is prose: no review can be read.
+    s.track()
+        .args(["review-datasheets", "--reviewer", "openai:gpt-4o", "-q"])
+        .assert()
+        .success();
+    for by in ["criterion", "reviewer"] {
+        let out = s.track().args(["query", "--by", by]).output().unwrap();
+        let stderr = text(&out.stderr);
+        assert!(out.status.success(), "{stderr}");
+        assert!(
+            stderr.contains("no review has a score to summarise: 2 reviews in the selected runs, 2 unparsable, 0 failed calls, 0 without an official datasheet"),
+            "{by}: {stderr}"
+        );
     }
 }
