@@ -16,6 +16,9 @@ pub struct RunsArgs {
     /// List the calls of this run that got no answer (failed, no key, not cached offline).
     #[arg(long, value_name = "RUN")]
     errors: Option<i64>,
+    /// Only the newest N runs.
+    #[arg(long, value_name = "N")]
+    limit: Option<usize>,
     /// Output format.
     #[arg(long, value_enum, default_value_t = Format::Table)]
     format: Format,
@@ -42,7 +45,10 @@ pub fn run(context: &Context, args: RunsArgs) -> anyhow::Result<ExitCode> {
         print_frame(&df, args.format)?;
         return Ok(ExitCode::SUCCESS);
     }
-    let runs = store.list_runs()?;
+    let mut runs = store.list_runs()?;
+    if let Some(limit) = args.limit {
+        runs.truncate(limit);
+    }
     let status: Vec<&str> = runs
         .iter()
         .map(|r| observed_status(&context.db, r.id, r.status).as_str())

@@ -209,3 +209,27 @@ fn a_summary_of_reviews_without_scores_says_why() {
         );
     }
 }
+
+#[test]
+fn runs_can_be_limited_to_the_newest() {
+    let s = Sandbox::new();
+    many_prompts(&s, 1);
+    for _ in 0..3 {
+        s.track()
+            .args(["run", "bench.yaml", "-q"])
+            .assert()
+            .success();
+    }
+    let out = s
+        .track()
+        .args(["runs", "--limit", "2", "--format", "csv"])
+        .output()
+        .unwrap();
+    let csv = text(&out.stdout);
+    let ids: Vec<&str> = csv
+        .lines()
+        .skip(1)
+        .map(|l| l.split(',').next().unwrap())
+        .collect();
+    assert_eq!(ids, ["3", "2"], "{csv}");
+}
