@@ -9,11 +9,11 @@ use polars::prelude::Column;
 
 use super::{Context, selection_status, shown};
 use crate::analysis::BenchFrames;
-use crate::experiment::{ExperimentKind, observed_status};
+use crate::experiment::ExperimentKind;
 use crate::output::write_csv_file;
 use crate::review::criteria::Criteria;
 use crate::review::spec_csv::{self, csv_row};
-use crate::store::{RunSelector, Store};
+use crate::store::RunSelector;
 
 /// Export recorded results.
 #[derive(Debug, clap::Args)]
@@ -71,9 +71,8 @@ fn export_bench(context: &Context, args: &CsvArgs) -> anyhow::Result<ExitCode> {
         ExperimentKind::Bench.as_str(),
         args.run.unwrap_or(RunSelector::Latest),
     )?;
-    let status = selection_status(context, &store, &run_ids)?;
+    let (status, run_status) = selection_status(context, &store, &run_ids)?;
     let mut frames = BenchFrames::from_columns(store.bench_columns(&run_ids, true)?)?;
-    let run_status = run_statuses(context, &store, &run_ids)?;
     let per_row: Vec<&str> = frames
         .results
         .column("run_id")?
@@ -157,8 +156,7 @@ fn export_relevance(context: &Context, args: &CsvArgs) -> anyhow::Result<ExitCod
         ExperimentKind::Relevance.as_str(),
         args.run.unwrap_or(RunSelector::Latest),
     )?;
-    selection_status(context, &store, &run_ids)?;
-    let run_status = run_statuses(context, &store, &run_ids)?;
+    let (_, run_status) = selection_status(context, &store, &run_ids)?;
     let rows = store.predictions(&run_ids)?;
     let out = args
         .out
@@ -218,17 +216,4 @@ fn export_relevance(context: &Context, args: &CsvArgs) -> anyhow::Result<ExitCod
         println!("{}", shown(path));
     }
     Ok(ExitCode::SUCCESS)
-}
-
-/// Each run's status as it is now (`abandoned` when its process is gone).
-fn run_statuses(
-    context: &Context,
-    store: &Store,
-    run_ids: &[i64],
-) -> anyhow::Result<std::collections::HashMap<i64, &'static str>> {
-    Ok(store
-        .runs_by_id(run_ids)?
-        .into_iter()
-        .map(|r| (r.id, observed_status(&context.db, r.id, r.status).as_str()))
-        .collect())
 }

@@ -13,7 +13,7 @@ mod review;
 mod run;
 mod runs;
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeSet, HashMap};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
@@ -192,17 +192,20 @@ impl CacheArgs {
     }
 }
 
-/// The status of the runs a query or export covers: their one status, or `mixed`. Each run
-/// that is not `completed` gets a warning on stderr: its figures cover only what it recorded.
+/// The status of the runs a query or export covers: their one status (or `mixed`), and each
+/// run's. Each run that is not `completed` gets a warning on stderr: its figures cover only
+/// what it recorded.
 pub(crate) fn selection_status(
     context: &Context,
     store: &Store,
     run_ids: &[i64],
-) -> anyhow::Result<&'static str> {
+) -> anyhow::Result<(&'static str, HashMap<i64, &'static str>)> {
     let mut statuses = BTreeSet::new();
+    let mut per_run = HashMap::new();
     for run in store.runs_by_id(run_ids)? {
         let status = observed_status(&context.db, run.id, run.status);
         statuses.insert(status.as_str());
+        per_run.insert(run.id, status.as_str());
         if status != RunStatus::Completed {
             eprintln!(
                 "track: warning: run {} is {status}: it recorded {} of the {} calls it planned, and \
@@ -211,10 +214,11 @@ pub(crate) fn selection_status(
             );
         }
     }
-    Ok(match statuses.len() {
+    let selection = match statuses.len() {
         1 => statuses.first().copied().unwrap_or("completed"),
         _ => "mixed",
-    })
+    };
+    Ok((selection, per_run))
 }
 
 /// The display form of a path for messages.

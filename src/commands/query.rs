@@ -77,7 +77,7 @@ pub fn run(context: &Context, args: QueryArgs) -> anyhow::Result<ExitCode> {
         _ => RunSelector::Latest,
     };
     let run_ids = store.select_runs(kind.as_str(), args.run.unwrap_or(default))?;
-    let status = selection_status(context, &store, &run_ids)?;
+    let (status, _) = selection_status(context, &store, &run_ids)?;
     let summary = match args.by {
         GroupBy::Model | GroupBy::Prompt => {
             let measures = Measures::load(&store, &run_ids)?;

@@ -60,6 +60,8 @@ pub struct DatasheetExperiment {
     pub(super) targets: Vec<Target>,
     generators: usize,
     catalog: Catalog,
+    /// The canonical reference of `--generator`, resolved once (`None`: every generator).
+    only_generator: Option<String>,
 }
 
 /// One generated datasheet to review, with its official datasheet.
@@ -85,6 +87,13 @@ impl DatasheetExperiment {
         for reference in &plan.reviewers {
             targets.push(Target::resolve(catalog, reference)?.with_role("reviewer"));
         }
+        // An unknown `--generator` matches no generator of this run; on disk, files are matched
+        // by name too (`generated_by`).
+        let only_generator = plan
+            .reviewing
+            .only_generator
+            .as_ref()
+            .map(|g| Target::resolve(catalog, g).map_or_else(|_| g.clone(), |t| t.reference));
         let repeats = u64::from(plan.repeats);
         check_size(generators as u64 * plan.sensors.len() as u64 * repeats)?;
         Ok(Self {
@@ -92,6 +101,7 @@ impl DatasheetExperiment {
             targets,
             generators,
             catalog: catalog.clone(),
+            only_generator,
         })
     }
 
@@ -279,11 +289,9 @@ impl DatasheetExperiment {
 
     /// Whether reviews take datasheets of generator `g` (`--generator` may exclude it).
     fn keeps_generator(&self, g: usize) -> bool {
-        let Some(wanted) = &self.plan.reviewing.only_generator else {
-            return true;
-        };
-        Target::resolve(&self.catalog, wanted)
-            .is_ok_and(|t| t.reference == self.targets[g].reference)
+        self.only_generator
+            .as_ref()
+            .is_none_or(|wanted| *wanted == self.targets[g].reference)
     }
 
     /// The reviews of a datasheet of `sensor` that is not written yet, bounded.

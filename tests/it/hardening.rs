@@ -142,19 +142,7 @@ fn a_cached_datasheet_is_written_where_results_points() {
 #[test]
 fn relevance_refuses_files_that_are_not_images_before_any_call() {
     let s = Sandbox::new();
-    s.track()
-        .args([
-            "relevance",
-            "synth",
-            "--blocks",
-            "red,blue",
-            "--states",
-            "1",
-            "--out",
-            "blocks",
-        ])
-        .assert()
-        .success();
+    crate::support::synth_blocks(&s, 1, "blocks");
     for (name, bytes) in [
         ("state_0000.png", &b"not a picture"[..]),
         ("state_0000.png", b""),
@@ -500,19 +488,7 @@ fn a_call_that_failed_every_attempt_is_tried_once_on_the_next_run() {
 #[test]
 fn a_model_without_vision_stops_a_relevance_experiment_before_any_call() {
     let s = Sandbox::new();
-    s.track()
-        .args([
-            "relevance",
-            "synth",
-            "--blocks",
-            "red,blue",
-            "--states",
-            "2",
-            "--out",
-            "blocks",
-        ])
-        .assert()
-        .success();
+    crate::support::synth_blocks(&s, 2, "blocks");
     let out = s
         .track()
         .args([

@@ -59,19 +59,7 @@ const WITHOUT_REPLY: &str = r#"Here: {"clear(red:block)": 2, "clear(blue:block)"
 
 fn compare_sandbox() -> Sandbox {
     let s = Sandbox::new();
-    s.track()
-        .args([
-            "relevance",
-            "synth",
-            "--blocks",
-            "red,blue",
-            "--states",
-            "2",
-            "--out",
-            "blocks",
-        ])
-        .assert()
-        .success();
+    crate::support::synth_blocks(&s, 2, "blocks");
     // Hand-made truth, so the metrics can be worked out by hand.
     s.write(
         "truth.json",

@@ -113,19 +113,7 @@ fn matrix_sandbox(mock: MockProvider) -> Sandbox {
         "review.yaml",
         "kind: review\ngenerators: [ollama:llama3.2]\nreviewers: [anthropic:haiku 3.5]\n",
     );
-    s.track()
-        .args([
-            "relevance",
-            "synth",
-            "--blocks",
-            "red,blue",
-            "--states",
-            "3",
-            "--out",
-            "blocks",
-        ])
-        .assert()
-        .success();
+    crate::support::synth_blocks(&s, 3, "blocks");
     s.write(
         "relevance.yaml",
         "kind: relevance\nmodel: openai:gpt-4o\nimages: \"blocks/state_*.png\"\nground_truth: blocks/ground_truth.json\nout: rel\n",

@@ -150,3 +150,14 @@ pub fn any_file_contains(dir: &Path, needle: &str) -> Option<PathBuf> {
     }
     None
 }
+
+/// Writes `states` synthetic blocks-world images of red and blue blocks, with their ground
+/// truth, into `out` in the sandbox (`track relevance synth`).
+pub fn synth_blocks(s: &Sandbox, states: usize, out: &str) {
+    s.track()
+        .args(["relevance", "synth", "--blocks", "red,blue", "--states"])
+        .arg(states.to_string())
+        .args(["--out", out])
+        .assert()
+        .success();
+}
