@@ -192,7 +192,18 @@ impl Executor {
             Claimed::Send { claimed } => claimed,
         };
         let outcome = self.send_and_store(job, stop).await;
-        if let (true, Some(claims)) = (claimed, &self.claims)
+        // Storing the outcome ended the claim; only an outcome not stored leaves it to release.
+        let stored = matches!(
+            &outcome,
+            Some(
+                CallOutcome::Fresh(_)
+                    | CallOutcome::Failed {
+                        call_id: Some(_),
+                        ..
+                    }
+            )
+        );
+        if let (true, false, Some(claims)) = (claimed, stored, &self.claims)
             && let Err(e) = lock(&self.store).release_claim(&job.canonical.key, &claims.owner)
         {
             tracing::warn!("could not release a claim: {e}");

@@ -47,8 +47,8 @@ pub struct StoredCall {
 }
 
 impl Store {
-    /// Records one call in its own transaction (request blob, response blob, call row) and
-    /// returns its id. Called the moment a response arrives, so a killed run loses nothing.
+    /// Records one call in its own transaction (request blob, response blob, call row, and the
+    /// end of any claim on its key) and returns its id. Called the moment a response arrives, so a killed run loses nothing.
     pub fn insert_call(&mut self, call: &NewCall<'_>) -> Result<i64> {
         let tx = self.conn.transaction()?;
         {
@@ -93,6 +93,12 @@ impl Store {
             ])?;
         }
         let id = tx.last_insert_rowid();
+        // A stored outcome ends the claim on its key, in the same transaction: a run waiting
+        // for it sees the answer (or, after an error, claims the key itself).
+        tx.execute(
+            "DELETE FROM call_claims WHERE cache_key = ?1",
+            [call.cache_key],
+        )?;
         tx.commit()?;
         Ok(id)
     }
