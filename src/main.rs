@@ -2,10 +2,8 @@
 
 use std::process::ExitCode;
 
-use clap::Parser;
-
 fn main() -> ExitCode {
-    let cli = track::commands::Cli::parse();
+    let cli = track::commands::Cli::parse_with_global_options_on_top();
     // A missing .env is normal; a malformed one is worth a warning (that never shows a key).
     if let Some(warning) = track::config::env_file::load() {
         eprintln!("track: warning: {warning}");

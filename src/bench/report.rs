@@ -8,7 +8,7 @@ use polars::prelude::*;
 use super::BenchError;
 use crate::analysis::BenchFrames;
 use crate::experiment::{ReportOptions, RunSummary};
-use crate::output::render;
+use crate::output::{Columns, count, render};
 use crate::store::Store;
 
 /// Rows a run's report shows of a table before pointing to the full one.
@@ -25,17 +25,38 @@ pub fn print(
     let frames = BenchFrames::from_columns(store.bench_columns(&[run_id], true)?)?;
     // Summaries first: on a terminal they are what a reader wants on screen; the detail of a
     // long run would scroll them away.
-    writeln!(out, "Per model\n{}", render(&frames.by_model))?;
+    writeln!(
+        out,
+        "Per model\n{}",
+        render(&frames.by_model, options.columns)
+    )?;
+    let counts = &summary.tally.counts;
+    if counts.cache_hits > 0 {
+        // A cached answer's time is the latency of the run that paid for it, not this run's.
+        writeln!(
+            out,
+            "time: latency when called; {} of {} cached, this run took {:.2} s",
+            counts.cache_hits,
+            count(counts.calls, "answer"),
+            summary.elapsed.as_secs_f64()
+        )?;
+    }
     print_limited(
         out,
         "Per prompt",
         &frames.by_prompt,
         "track query --by prompt --format csv --run",
-        run_id,
+        (run_id, options.columns),
     )?;
     if options.detail {
         let detail = detail_table(&frames)?;
-        print_limited(out, "Results", &detail, "track export csv", run_id)?;
+        print_limited(
+            out,
+            "Results",
+            &detail,
+            "track export csv",
+            (run_id, options.columns),
+        )?;
     }
     Ok(())
 }
@@ -88,16 +109,16 @@ fn print_limited(
     title: &str,
     df: &DataFrame,
     full: &str,
-    run_id: i64,
+    (run_id, columns): (i64, Columns),
 ) -> std::io::Result<()> {
     if df.height() <= REPORT_ROWS {
-        return writeln!(out, "{title}\n{}", render(df));
+        return writeln!(out, "{title}\n{}", render(df, columns));
     }
     writeln!(
         out,
         "{title} (first {REPORT_ROWS} of {} rows)\n{}",
         df.height(),
-        render(&df.head(Some(REPORT_ROWS)))
+        render(&df.head(Some(REPORT_ROWS)), columns)
     )?;
     let full = if full.ends_with("--run") {
         format!("{full} {run_id}")

@@ -14,7 +14,7 @@ use crate::experiment::{
     ASSUMED_MAX_OUTPUT_TOKENS, Experiment, Overrides, Plan, ReportOptions, RunEnd, RunOptions,
     RunSummary, execute,
 };
-use crate::output::render;
+use crate::output::{Columns, count, render};
 use crate::store::{Store, lock};
 
 /// The options of every command that runs an experiment.
@@ -45,6 +45,7 @@ impl ExperimentArgs {
                 .unwrap_or(config.settings.concurrency)
                 .max(1),
             show_progress: !context.quiet,
+            command: Some(super::command_line()),
         }
     }
 
@@ -57,19 +58,32 @@ impl ExperimentArgs {
     }
 }
 
+/// How a run's report shows its tables (benchmarks; other kinds print no tables).
+#[derive(Debug, Clone, Copy, Default, clap::Args)]
+pub struct TableArgs {
+    /// Leave out the per-evaluation table of a benchmark (summaries only).
+    #[arg(long)]
+    pub no_detail: bool,
+    /// Every column under its full header, the tables printed in parts when they are wider
+    /// than the terminal [default: the main columns under short headers].
+    #[arg(long)]
+    pub wide: bool,
+}
+
 /// Runs `experiment` with the options of `args` through the runtime and prints what came of
-/// it; `detail` asks for the per-call table of a benchmark.
+/// it, its tables as `tables` says.
 pub fn run_experiment(
     context: &Context,
     config: &Config,
     mut experiment: Box<dyn Experiment>,
     args: &ExperimentArgs,
-    detail: bool,
+    tables: TableArgs,
 ) -> anyhow::Result<ExitCode> {
     let options = args.options(context, config);
     let report = ReportOptions {
-        detail,
+        detail: !tables.no_detail,
         quiet: context.quiet,
+        columns: Columns::wide_if(tables.wide),
     };
     // A dry run on a database that does not exist yet plans against an empty cache without
     // creating the file.
@@ -111,24 +125,39 @@ pub fn run_experiment(
     Ok(ExitCode::from(summary.exit_code()))
 }
 
-/// The first errors of a run, on stderr.
+/// A run's errors on stderr, one line per model and cause (the first few causes).
 fn print_errors(context: &Context, summary: &RunSummary) {
-    let errors = summary.tally.counts.errors;
+    let tally = &summary.tally;
+    let errors = tally.counts.errors;
     if context.quiet || errors == 0 {
         return;
     }
-    let shown = summary.tally.first_errors.iter().take(5);
-    eprintln!("errors (first {} of {errors}):", shown.len());
-    for error in shown {
-        eprintln!("  {error}");
+    let groups = &tally.error_groups;
+    let shown = groups.len().min(SHOWN_ERROR_GROUPS);
+    let causes = if tally.ungrouped_errors > 0 {
+        format!("more than {} causes", groups.len())
+    } else {
+        crate::output::count(groups.len() as u64, "cause")
+    };
+    let heading = if shown < groups.len() || tally.ungrouped_errors > 0 {
+        format!("{} ({causes}; the first {shown}):", count(errors, "error"))
+    } else {
+        format!("{} ({causes}):", count(errors, "error"))
+    };
+    eprintln!("{heading}");
+    for group in &groups[..shown] {
+        eprintln!("  {group}");
     }
-    if errors > 5 {
+    if errors > 1 {
         eprintln!(
-            "all of them: track runs --errors {} (failed calls) and the run's rows",
+            "each call that got no answer: track runs --errors {}",
             summary.run_id
         );
     }
 }
+
+/// Causes of errors a run's summary lists.
+const SHOWN_ERROR_GROUPS: usize = 8;
 
 /// A dry run's plan: per model, calls, cached, to call, the bound of their cost and why
 /// some will fail.
@@ -162,7 +191,7 @@ fn print_plan(plan: &Plan, file: Option<&str>) -> anyhow::Result<()> {
     ])?;
     let stdout = std::io::stdout();
     let mut out = stdout.lock();
-    writeln!(out, "{}", render(&df))?;
+    writeln!(out, "{}", render(&df, Columns::Compact))?;
     writeln!(
         out,
         "dry run{}: {} calls planned, {} cached, {} to call, at most ${:.6} (inputs at ~4 \

@@ -3,7 +3,7 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use super::experiment::{ExperimentArgs, run_experiment};
+use super::experiment::{ExperimentArgs, TableArgs, run_experiment};
 use super::{Context, SensorArgs};
 use crate::review::file::ReviewExperiment;
 use crate::review::run::DatasheetExperiment;
@@ -58,5 +58,11 @@ pub fn run(context: &Context, args: GenerateArgs) -> anyhow::Result<ExitCode> {
     let mut plan = experiment.plan(None, &args.run.overrides())?;
     plan.generation.params.temperature = args.temperature;
     let experiment = DatasheetExperiment::new(plan, &config.catalog)?;
-    run_experiment(context, &config, Box::new(experiment), &args.run, true)
+    run_experiment(
+        context,
+        &config,
+        Box::new(experiment),
+        &args.run,
+        TableArgs::default(),
+    )
 }

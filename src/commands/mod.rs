@@ -31,19 +31,74 @@ use crate::store::{RunStatus, Store};
 pub struct Cli {
     /// The SQLite database holding calls, runs and results [default: the nearest track.db in
     /// this folder or its parents, as git finds its repository; else ./track.db].
-    #[arg(long, global = true, env = "TRACK_DB", value_name = "PATH")]
+    #[arg(long, env = "TRACK_DB", value_name = "PATH")]
     pub db: Option<PathBuf>,
     /// Model catalog and settings [default: ./config.yaml when it exists].
-    #[arg(long, global = true, value_name = "PATH")]
+    #[arg(long, value_name = "PATH")]
     pub config: Option<PathBuf>,
     /// Print only results: no progress bar, no notes.
-    #[arg(short, long, global = true)]
+    #[arg(short, long)]
     pub quiet: bool,
     /// Log more (-v: debug, -vv: trace) to stderr.
-    #[arg(short, long, global = true, action = clap::ArgAction::Count)]
+    #[arg(short, long, action = clap::ArgAction::Count)]
     pub verbose: u8,
     #[command(subcommand)]
     pub command: Command,
+}
+
+impl Cli {
+    /// Parses the command line. The options of the top level (`--db`, `--config`, `-q`, `-v`)
+    /// work after any subcommand too, but only the top level's `--help` lists them: each
+    /// subcommand's help lists its own options and points there.
+    pub fn parse_with_global_options_on_top() -> Self {
+        use clap::{CommandFactory as _, FromArgMatches as _};
+        let mut command = Self::command();
+        let top: Vec<clap::Arg> = command
+            .get_arguments()
+            .filter(|a| GLOBAL_OPTIONS.contains(&a.get_id().as_str()))
+            .cloned()
+            .collect();
+        command = with_hidden_options(command, &top);
+        let matches = command.get_matches();
+        let mut cli = Self::from_arg_matches(&matches).unwrap_or_else(|e| e.exit());
+        let mut level = &matches;
+        while let Some((_, sub)) = level.subcommand() {
+            // A path typed on the command line wins over one from the environment (TRACK_DB).
+            let typed = |id: &str| {
+                (sub.value_source(id) == Some(clap::parser::ValueSource::CommandLine))
+                    .then(|| sub.get_one::<PathBuf>(id).cloned())
+                    .flatten()
+            };
+            cli.db = typed("db").or(cli.db.take());
+            cli.config = typed("config").or(cli.config.take());
+            cli.quiet |= sub.get_flag("quiet");
+            cli.verbose = cli.verbose.saturating_add(sub.get_count("verbose"));
+            level = sub;
+        }
+        cli
+    }
+}
+
+/// The ids of the top-level options that also work after a subcommand.
+const GLOBAL_OPTIONS: [&str; 4] = ["db", "config", "quiet", "verbose"];
+
+/// `command` whose subcommands (at every depth) accept the options `top`, hidden from their
+/// help, which points to the top level's.
+fn with_hidden_options(mut command: clap::Command, top: &[clap::Arg]) -> clap::Command {
+    let names: Vec<String> = command
+        .get_subcommands()
+        .map(|s| s.get_name().to_owned())
+        .collect();
+    for name in names {
+        command = command.mut_subcommand(name, |mut sub| {
+            for arg in top {
+                sub = sub.arg(arg.clone().hide(true));
+            }
+            with_hidden_options(sub, top)
+                .after_help("Options of every command (--db, --config, -q, -v): track --help")
+        });
+    }
+    command
 }
 
 /// The subcommands.
@@ -219,6 +274,36 @@ pub(crate) fn selection_status(
         _ => "mixed",
     };
     Ok((selection, per_run))
+}
+
+/// The command line as typed, after `track` and without the options that change only what
+/// is printed (`-q`, `-v`), each argument quoted for a POSIX shell when it needs it: what
+/// `track runs` shows of a run started without an experiment file.
+pub(crate) fn command_line() -> String {
+    let printing_only = |arg: &str| {
+        arg == "--quiet"
+            || arg == "--verbose"
+            || (arg.len() > 1
+                && arg.starts_with('-')
+                && arg[1..].chars().all(|c| c == 'q' || c == 'v'))
+    };
+    std::env::args_os()
+        .skip(1)
+        .filter(|arg| !printing_only(&arg.to_string_lossy()))
+        .map(|arg| {
+            let arg = arg.to_string_lossy().into_owned();
+            let plain = !arg.is_empty()
+                && arg
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || "-_./:=,@+%".contains(c));
+            if plain {
+                arg
+            } else {
+                format!("'{}'", arg.replace('\'', "'\\''"))
+            }
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
 }
 
 /// The display form of a path for messages.

@@ -5,7 +5,7 @@ use std::process::ExitCode;
 use polars::prelude::*;
 
 use super::Context;
-use crate::output::{Format, print_frame};
+use crate::output::{Columns, Format, print_frame};
 
 /// List the model catalog: provider, alias, model id, prices, parameters, and whether a key is set.
 #[derive(Debug, clap::Args)]
@@ -13,6 +13,9 @@ pub struct ModelsArgs {
     /// Output format.
     #[arg(long, value_enum, default_value_t = Format::Table)]
     format: Format,
+    /// A table with every column under its full header [default: the main columns].
+    #[arg(long)]
+    wide: bool,
 }
 
 pub fn run(context: &Context, args: ModelsArgs) -> anyhow::Result<ExitCode> {
@@ -97,6 +100,6 @@ pub fn run(context: &Context, args: ModelsArgs) -> anyhow::Result<ExitCode> {
             models.iter().map(key_status).collect::<Vec<_>>(),
         ),
     ])?;
-    print_frame(&df, args.format)?;
+    print_frame(&df, args.format, Columns::wide_if(args.wide))?;
     Ok(ExitCode::SUCCESS)
 }

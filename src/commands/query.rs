@@ -10,7 +10,7 @@ use crate::analysis::review::{ReviewFrames, agreement, criterion_summary, review
 use crate::analysis::{Measures, model_summary, prompt_summary};
 use crate::experiment::ExperimentKind;
 use crate::output::count;
-use crate::output::{Format, print_frame};
+use crate::output::{Columns, Format, print_frame};
 use crate::store::{RunSelector, Store};
 
 /// What to group results by.
@@ -57,6 +57,9 @@ pub struct QueryArgs {
     /// Output format.
     #[arg(long, value_enum, default_value_t = Format::Table)]
     format: Format,
+    /// A table with every column under its full header [default: the main columns].
+    #[arg(long)]
+    wide: bool,
 }
 
 pub fn run(context: &Context, args: QueryArgs) -> anyhow::Result<ExitCode> {
@@ -103,7 +106,7 @@ pub fn run(context: &Context, args: QueryArgs) -> anyhow::Result<ExitCode> {
     let rows = summary.height();
     let mut summary = summary;
     summary.with_column(Column::new("status".into(), vec![status; rows]))?;
-    print_frame(&summary, args.format)?;
+    print_frame(&summary, args.format, Columns::wide_if(args.wide))?;
     Ok(ExitCode::SUCCESS)
 }
 

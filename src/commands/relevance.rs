@@ -4,7 +4,7 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use super::experiment::{ExperimentArgs, run_experiment};
+use super::experiment::{ExperimentArgs, TableArgs, run_experiment};
 use super::{Context, shown};
 use crate::relevance::run::RelevanceExperiment;
 use crate::relevance::synth::synthesize;
@@ -108,5 +108,11 @@ fn compare_command(context: &Context, args: CompareArgs) -> anyhow::Result<ExitC
         blocks: args.blocks,
     };
     let experiment = experiment.plan(None, &config, &args.run.overrides())?;
-    run_experiment(context, &config, Box::new(experiment), &args.run, true)
+    run_experiment(
+        context,
+        &config,
+        Box::new(experiment),
+        &args.run,
+        TableArgs::default(),
+    )
 }

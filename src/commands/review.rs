@@ -4,7 +4,7 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use super::experiment::{ExperimentArgs, run_experiment};
+use super::experiment::{ExperimentArgs, TableArgs, run_experiment};
 use super::{Context, SensorArgs};
 use crate::review::file::ReviewExperiment;
 use crate::review::run::DatasheetExperiment;
@@ -67,5 +67,11 @@ pub fn run(context: &Context, args: ReviewArgs) -> anyhow::Result<ExitCode> {
     };
     let plan = experiment.plan(None, &args.run.overrides())?;
     let experiment = DatasheetExperiment::new(plan, &config.catalog)?;
-    run_experiment(context, &config, Box::new(experiment), &args.run, true)
+    run_experiment(
+        context,
+        &config,
+        Box::new(experiment),
+        &args.run,
+        TableArgs::default(),
+    )
 }

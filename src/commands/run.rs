@@ -6,7 +6,7 @@ use std::process::ExitCode;
 use anyhow::Context as _;
 
 use super::Context;
-use super::experiment::{ExperimentArgs, run_experiment};
+use super::experiment::{ExperimentArgs, TableArgs, run_experiment};
 use crate::energy::EnergyMethod;
 use crate::experiment::ExperimentKind;
 
@@ -29,9 +29,8 @@ pub struct RunArgs {
     /// `energy_method:` in config.yaml].
     #[arg(long, value_name = "METHOD")]
     energy: Option<EnergyMethod>,
-    /// Do not print the per-evaluation table of a benchmark (summaries only).
-    #[arg(long)]
-    no_detail: bool,
+    #[command(flatten)]
+    tables: TableArgs,
 }
 
 pub fn run(context: &Context, args: RunArgs) -> anyhow::Result<ExitCode> {
@@ -52,5 +51,5 @@ pub fn run(context: &Context, args: RunArgs) -> anyhow::Result<ExitCode> {
     let started = std::time::Instant::now();
     let experiment = load(&args.file, &text, &config, &overrides)?;
     tracing::debug!(elapsed = ?started.elapsed(), %kind, "experiment file loaded");
-    run_experiment(context, &config, experiment, &args.run, !args.no_detail)
+    run_experiment(context, &config, experiment, &args.run, args.tables)
 }

@@ -6,10 +6,11 @@ use polars::prelude::*;
 
 use super::Context;
 use crate::experiment::observed_status;
-use crate::output::{Format, print_frame};
+use crate::output::{Columns, Format, print_frame};
 
-/// List runs: id, kind, file, started, status (a run whose process is gone shows as
-/// `abandoned`), calls, cache hits, errors, cost and paid. `--errors ID` lists the calls of
+/// List runs: id, kind, file (or the command line of a run without one), models, started,
+/// status (a run whose process is gone shows as `abandoned`), calls, cache hits, errors, cost
+/// and paid; with --wide or in CSV/JSON, the command line too. `--errors ID` lists the calls of
 /// run ID that got no answer, with why.
 #[derive(Debug, clap::Args)]
 pub struct RunsArgs {
@@ -22,6 +23,9 @@ pub struct RunsArgs {
     /// Output format.
     #[arg(long, value_enum, default_value_t = Format::Table)]
     format: Format,
+    /// A table with every column under its full header [default: the main columns].
+    #[arg(long)]
+    wide: bool,
 }
 
 pub fn run(context: &Context, args: RunsArgs) -> anyhow::Result<ExitCode> {
@@ -42,7 +46,7 @@ pub fn run(context: &Context, args: RunsArgs) -> anyhow::Result<ExitCode> {
             ),
             column("error", errors.iter().map(|e| e.error.clone()).collect()),
         ])?;
-        print_frame(&df, args.format)?;
+        print_frame(&df, args.format, Columns::wide_if(args.wide))?;
         return Ok(ExitCode::SUCCESS);
     }
     let mut runs = store.list_runs()?;
@@ -59,9 +63,16 @@ pub fn run(context: &Context, args: RunsArgs) -> anyhow::Result<ExitCode> {
             "kind".into(),
             runs.iter().map(|r| r.kind.clone()).collect::<Vec<_>>(),
         ),
+        // A run of a command without an experiment file is named by its command line.
         Column::new(
             "file".into(),
-            runs.iter().map(|r| r.file.clone()).collect::<Vec<_>>(),
+            runs.iter()
+                .map(|r| r.file.clone().or_else(|| r.command.clone()))
+                .collect::<Vec<_>>(),
+        ),
+        Column::new(
+            "models".into(),
+            runs.iter().map(|r| r.models.clone()).collect::<Vec<_>>(),
         ),
         Column::new(
             "started".into(),
@@ -90,7 +101,11 @@ pub fn run(context: &Context, args: RunsArgs) -> anyhow::Result<ExitCode> {
             "paid_usd".into(),
             runs.iter().map(|r| r.tally.paid_usd).collect::<Vec<_>>(),
         ),
+        Column::new(
+            "command".into(),
+            runs.iter().map(|r| r.command.clone()).collect::<Vec<_>>(),
+        ),
     ])?;
-    print_frame(&df, args.format)?;
+    print_frame(&df, args.format, Columns::wide_if(args.wide))?;
     Ok(ExitCode::SUCCESS)
 }

@@ -6,7 +6,7 @@
 use std::fs::{File, OpenOptions, TryLockError};
 use std::path::{Path, PathBuf};
 
-use super::{ExperimentError, ExperimentKind, RunHeader};
+use super::{ExperimentError, ExperimentKind, RunHeader, Target};
 use crate::store::{RunStatus, Store};
 
 /// Where the lock files of a database's running runs live: `<db>-runs/`, beside SQLite's own
@@ -55,7 +55,7 @@ impl RunGuard {
         store: &Store,
         db: Option<&Path>,
         kind: ExperimentKind,
-        header: &RunHeader,
+        (header, models, command): (&RunHeader, &[Target], Option<&str>),
     ) -> Result<Self, ExperimentError> {
         let run_id = store.create_run(
             kind.as_str(),
@@ -63,6 +63,13 @@ impl RunGuard {
             header.spec_sha256.as_deref(),
             &header.options.to_string(),
         )?;
+        let mut references: Vec<&str> = Vec::new();
+        for target in models {
+            if !references.contains(&target.reference.as_str()) {
+                references.push(&target.reference);
+            }
+        }
+        store.set_run_identity(run_id, &references.join(","), command)?;
         let lock = match db {
             Some(db) => take_lock(db, run_id),
             None => None,
@@ -129,7 +136,7 @@ mod tests {
             &store,
             Some(&db),
             ExperimentKind::Bench,
-            &RunHeader::default(),
+            (&RunHeader::default(), &[], None),
         )
         .unwrap();
         let id = guard.run_id;
@@ -152,7 +159,7 @@ mod tests {
             &store,
             Some(&db),
             ExperimentKind::Bench,
-            &RunHeader::default(),
+            (&RunHeader::default(), &[], None),
         )
         .unwrap();
         let path = guard.lock_path().unwrap();

@@ -29,7 +29,7 @@ pub use plan::{
 };
 pub use runtime::{RunEnd, RunSummary, execute};
 pub use signals::Signal;
-pub use tally::Tally;
+pub use tally::{ErrorGroup, Tally};
 pub use target::Target;
 
 use crate::config::ConfigError;
@@ -83,6 +83,8 @@ pub struct ReportOptions {
     pub detail: bool,
     /// No notes on stderr (`--quiet`).
     pub quiet: bool,
+    /// Which columns its tables show (`--wide`: all).
+    pub columns: crate::output::Columns,
 }
 
 impl ReportOptions {

@@ -15,6 +15,8 @@ pub struct RunOptions {
     pub concurrency: usize,
     /// Draw a progress bar on stderr (it hides itself when stderr is not a terminal).
     pub show_progress: bool,
+    /// The command line that started the run, after `track` (recorded with it).
+    pub command: Option<String>,
 }
 
 /// The most samples per call a user may ask for: beyond it, a typo is likelier than intent.

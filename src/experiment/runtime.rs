@@ -32,6 +32,9 @@ pub struct RunSummary {
     /// The signal that stopped it, if one did.
     pub signal: Option<Signal>,
     pub tally: Tally,
+    /// How long this run took, start to end (answers served from the cache keep the latency
+    /// of the run that paid for them).
+    pub elapsed: Duration,
 }
 
 impl RunSummary {
@@ -54,11 +57,8 @@ impl RunSummary {
     pub fn failure(&self) -> Option<String> {
         let first = || {
             self.tally
-                .first_errors
-                .first()
-                .map(String::as_str)
-                .unwrap_or("unknown")
-                .to_owned()
+                .first_error()
+                .unwrap_or_else(|| "unknown".to_owned())
         };
         if let Some(signal) = self.signal {
             return Some(format!(
@@ -90,14 +90,15 @@ impl RunSummary {
         let c = &self.tally.counts;
         use crate::output::count;
         format!(
-            "run {} ({}): {}, {}, {}; cost ${:.6}, paid ${:.6}",
+            "run {} ({}): {}, {}, {}; cost {}, paid {}; took {:.2} s",
             self.run_id,
             self.kind,
             count(c.calls, "call"),
             count(c.cache_hits, "cache hit"),
             count(c.errors, "error"),
-            c.cost_usd,
-            c.paid_usd
+            crate::output::dollars(c.cost_usd),
+            crate::output::dollars(c.paid_usd),
+            self.elapsed.as_secs_f64()
         )
     }
 }
@@ -160,7 +161,17 @@ async fn run(
     first: Option<FirstStage>,
 ) -> Result<RunSummary, ExperimentError> {
     let kind = experiment.kind();
-    let guard = RunGuard::start(&lock(store), db, kind, &experiment.header())?;
+    let started = std::time::Instant::now();
+    let guard = RunGuard::start(
+        &lock(store),
+        db,
+        kind,
+        (
+            &experiment.header(),
+            experiment.targets(),
+            options.command.as_deref(),
+        ),
+    )?;
     let run_id = guard.run_id;
     if let Some(db) = db {
         // Runs sharing this database pay each distinct call once: a key is claimed by the run
@@ -218,6 +229,7 @@ async fn run(
         status,
         signal,
         tally,
+        elapsed: started.elapsed(),
     })
 }
 
@@ -422,10 +434,11 @@ impl Run<'_> {
             {
                 let call = &stage.calls[*i];
                 let item = self.experiment.label(stage, *i);
-                self.tally.note_error(format!("{item}: {error}"));
+                let model_ref = self.experiment.targets()[call.target].reference.clone();
+                self.tally.note_error(&model_ref, &item, error);
                 errors.push(RunErrorRow {
                     stage: stage.name.to_owned(),
-                    model_ref: self.experiment.targets()[call.target].reference.clone(),
+                    model_ref,
                     item,
                     error: error.clone(),
                     call_id: *call_id,

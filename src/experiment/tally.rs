@@ -4,8 +4,47 @@
 use crate::llm::CallOutcome;
 use crate::store::RunTally;
 
-/// Errors kept in memory for the summary; the rest are counted (and stored in run_errors).
-const KEPT_ERRORS: usize = 20;
+/// Groups of errors kept in memory for the summary; errors of other groups are counted (and
+/// all are stored in run_errors).
+const KEPT_GROUPS: usize = 20;
+
+/// Errors of one model with one cause: the summary shows each cause once, with its count, so
+/// one provider's many errors do not hide another's.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ErrorGroup {
+    /// The model's reference, or empty for problems found in answers.
+    pub model: String,
+    /// What went wrong, without the item.
+    pub cause: String,
+    /// The first item it happened to.
+    pub first_item: String,
+    pub count: u64,
+}
+
+impl std::fmt::Display for ErrorGroup {
+    /// `item: cause` for one error; `model: n errors: cause (first: item)` for several.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let whose = [&self.first_item, &self.model]
+            .into_iter()
+            .find(|s| !s.is_empty());
+        if let Some(whose) = whose.filter(|_| self.count == 1) {
+            return write!(f, "{whose}: {}", self.cause);
+        }
+        if !self.model.is_empty() {
+            write!(f, "{}: ", self.model)?;
+        }
+        write!(
+            f,
+            "{}: {}",
+            crate::output::count(self.count, "error"),
+            self.cause
+        )?;
+        if !self.first_item.is_empty() {
+            write!(f, " (first: {})", self.first_item)?;
+        }
+        Ok(())
+    }
+}
 
 /// What a run has done so far.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -15,8 +54,11 @@ pub struct Tally {
     pub answered: u64,
     /// Calls not in the cache under `--offline`.
     pub offline_misses: u64,
-    /// The first errors (failed calls and problems), for the summary.
-    pub first_errors: Vec<String>,
+    /// Errors (failed calls and problems) grouped by model and cause, in order of their first
+    /// occurrence, for the summary.
+    pub error_groups: Vec<ErrorGroup>,
+    /// Errors in groups beyond [`KEPT_GROUPS`].
+    pub ungrouped_errors: u64,
 }
 
 impl Tally {
@@ -42,18 +84,42 @@ impl Tally {
         }
     }
 
-    /// Keeps an error message (the first few) for the summary.
-    pub fn note_error(&mut self, message: String) {
-        if self.first_errors.len() < KEPT_ERRORS {
-            self.first_errors.push(message);
+    /// Files an error of `model` on `item` under its group, for the summary.
+    pub fn note_error(&mut self, model: &str, item: &str, cause: &str) {
+        if let Some(group) = self
+            .error_groups
+            .iter_mut()
+            .find(|g| g.model == model && g.cause == cause)
+        {
+            group.count += 1;
+        } else if self.error_groups.len() < KEPT_GROUPS {
+            self.error_groups.push(ErrorGroup {
+                model: model.to_owned(),
+                cause: cause.to_owned(),
+                first_item: item.to_owned(),
+                count: 1,
+            });
+        } else {
+            self.ungrouped_errors += 1;
         }
+    }
+
+    /// The first error, in one line.
+    pub fn first_error(&self) -> Option<String> {
+        self.error_groups.first().map(|g| {
+            ErrorGroup {
+                count: 1,
+                ..g.clone()
+            }
+            .to_string()
+        })
     }
 
     /// Counts problems a kind found in answers.
     pub fn add_problems(&mut self, problems: Vec<String>) {
         self.counts.errors += problems.len() as u64;
         for p in problems {
-            self.note_error(p);
+            self.note_error("", "", &p);
         }
     }
 

@@ -31,10 +31,106 @@ pub fn count(n: u64, noun: &str) -> String {
     }
 }
 
-/// Whether a column is a confidence bound (`success_low_pct`): kept in CSV and JSON, left out
-/// of terminal tables, which are already wide.
-fn is_interval_bound(name: &str) -> bool {
-    name.ends_with("_low_pct") || name.ends_with("_high_pct")
+/// An amount of dollars to the micro-dollar, without trailing zeros: `$0`, `$0.0125`.
+pub fn dollars(usd: f64) -> String {
+    let text = format!("{usd:.6}");
+    let text = text.trim_end_matches('0').trim_end_matches('.');
+    format!("${text}")
+}
+
+/// Which columns a terminal table shows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Columns {
+    /// The main columns under short headers: what a terminal has room for.
+    #[default]
+    Compact,
+    /// Every column under its full header (`--wide`), as CSV and JSON always have.
+    Wide,
+}
+
+impl Columns {
+    /// `Wide` when `wide` is set.
+    pub fn wide_if(wide: bool) -> Self {
+        if wide { Self::Wide } else { Self::Compact }
+    }
+
+    /// Whether a compact table shows the column `name`: it leaves out confidence bounds,
+    /// counts and totals that the columns it keeps imply (failed = n - passed - errors; paid
+    /// <= cost), and breakdowns (tokens in and out, energy bounds).
+    fn shows(self, name: &str) -> bool {
+        self == Self::Wide
+            || !(name.ends_with("_low_pct")
+                || name.ends_with("_high_pct")
+                || WIDE_ONLY.contains(&name))
+    }
+
+    /// The header of the column `name`.
+    fn header(self, name: &str) -> String {
+        match self {
+            Self::Wide => header(name),
+            Self::Compact => short_header(name),
+        }
+    }
+}
+
+/// Columns only `--wide` tables show (CSV and JSON always have them).
+const WIDE_ONLY: &[&str] = &[
+    "passed",
+    "failed",
+    "paid_usd",
+    "input_tokens",
+    "output_tokens",
+    "avg_input_tokens",
+    "avg_output_tokens",
+    "tokens_in",
+    "tokens_out",
+    "energy_wh_min",
+    "energy_wh_max",
+    "command",
+    "provider",
+    "alias",
+    "model_id",
+    "active_b",
+    "total_b",
+    "pue",
+];
+
+/// Short headers of compact tables, for columns whose full header is long.
+const SHORT_HEADERS: &[(&str, &str)] = &[
+    ("results", "n"),
+    ("passed", "pass"),
+    ("errors", "err"),
+    ("success_pct", "pass %"),
+    ("success_pct_all", "all %"),
+    ("total_time_s", "time s"),
+    ("time_s", "time s"),
+    ("total_cost_usd", "cost $"),
+    ("cost_usd", "cost $"),
+    ("paid_usd", "paid $"),
+    ("max_cost_usd", "max $"),
+    ("energy_wh", "Wh"),
+    ("cache_hits", "hits"),
+    ("avg_time_s", "avg s"),
+    ("avg_cost_usd", "avg $"),
+    ("avg_energy_wh", "avg Wh"),
+    ("to_call", "to call"),
+    ("input_usd_per_mtok", "in $/Mtok"),
+    ("output_usd_per_mtok", "out $/Mtok"),
+    ("parameters_b", "params B"),
+    ("parse_failures", "unparsable"),
+    ("no_official", "no official"),
+    ("na_scores", "N/A"),
+    ("with_na", "with N/A"),
+    ("mean_overall", "overall"),
+    ("mean_average_pn", "mean P"),
+];
+
+/// The header of a compact table: a short form when there is one, else the full header.
+fn short_header(name: &str) -> String {
+    SHORT_HEADERS
+        .iter()
+        .find(|(column, _)| *column == name)
+        .map_or_else(|| header(name), |(_, short)| (*short).to_owned())
 }
 
 /// The width terminal tables must fit: `COLUMNS` when set, else the terminal's when stdout is
@@ -55,24 +151,26 @@ pub fn terminal_width() -> Option<usize> {
 }
 
 /// A frame as terminal text that fits [`terminal_width`]: see [`render_width`].
-pub fn render(df: &DataFrame) -> String {
-    render_width(df, terminal_width())
+pub fn render(df: &DataFrame, columns: Columns) -> String {
+    render_width(df, terminal_width(), columns)
 }
 
 /// A frame as terminal text no wider than `width`: cells are never wrapped; a table too wide
 /// is printed in parts of as many columns as fit, each part repeating the key columns (the
 /// first column, and the second too when both are text: model and prompt).
-pub fn render_width(df: &DataFrame, width: Option<usize>) -> String {
-    let whole = table(df).to_string();
-    let Some(width) = width.filter(|&w| widest_line(&whole) > w && df.width() > 2) else {
-        return whole;
-    };
+pub fn render_width(df: &DataFrame, width: Option<usize>, columns: Columns) -> String {
     let names: Vec<PlSmallStr> = df
         .get_column_names()
         .into_iter()
-        .filter(|n| !is_interval_bound(n))
+        .filter(|n| columns.shows(n))
         .cloned()
         .collect();
+    let shown = df.select(names.clone()).unwrap_or_else(|_| df.clone());
+    let df = &shown;
+    let whole = table(df, columns).to_string();
+    let Some(width) = width.filter(|&w| widest_line(&whole) > w && df.width() > 2) else {
+        return whole;
+    };
     let is_text = |name: &PlSmallStr| {
         df.column(name)
             .is_ok_and(|c| matches!(c.dtype(), DataType::String))
@@ -84,10 +182,10 @@ pub fn render_width(df: &DataFrame, width: Option<usize>) -> String {
     };
     let (key, rest) = names.split_at(keys.min(names.len()));
     let render_part = |part: &[PlSmallStr]| -> String {
-        let mut columns = key.to_vec();
-        columns.extend_from_slice(part);
-        df.select(columns)
-            .map(|d| table(&d).to_string())
+        let mut selected = key.to_vec();
+        selected.extend_from_slice(part);
+        df.select(selected)
+            .map(|d| table(&d, columns).to_string())
             .unwrap_or_default()
     };
     let mut parts: Vec<String> = Vec::new();
@@ -121,13 +219,13 @@ fn widest_line(text: &str) -> usize {
     text.lines().map(|l| l.chars().count()).max().unwrap_or(0)
 }
 
-/// Renders a frame as a terminal table, formatting numbers by what their column holds.
-/// Confidence bounds are left out (CSV and JSON carry them).
-pub fn table(df: &DataFrame) -> Table {
+/// Renders the columns of a frame `columns` shows as a terminal table, formatting numbers by
+/// what their column holds.
+pub fn table(df: &DataFrame, columns: Columns) -> Table {
     let shown: Vec<PlSmallStr> = df
         .get_column_names()
         .into_iter()
-        .filter(|n| !is_interval_bound(n))
+        .filter(|n| columns.shows(n))
         .cloned()
         .collect();
     let selected;
@@ -143,10 +241,9 @@ pub fn table(df: &DataFrame) -> Table {
     table
         .load_preset(UTF8_FULL_CONDENSED)
         .set_content_arrangement(ContentArrangement::Disabled);
-    table.set_header(df.get_column_names().iter().map(|n| header(n)));
-    let columns = df.columns();
+    table.set_header(df.get_column_names().iter().map(|n| columns.header(n)));
     for row in 0..df.height() {
-        let cells = columns.iter().map(|c| {
+        let cells = df.columns().iter().map(|c| {
             let value = c.get(row).unwrap_or(AnyValue::Null);
             let text = format_value(c.name(), &value);
             let cell = Cell::new(text);
@@ -314,12 +411,12 @@ pub fn progress_bar(len: usize, show: bool) -> indicatif::ProgressBar {
     bar
 }
 
-/// Prints `df` to stdout in `format`.
-pub fn print_frame(df: &DataFrame, format: Format) -> anyhow::Result<()> {
+/// Prints `df` to stdout in `format` (a table shows `columns`; CSV and JSON, all).
+pub fn print_frame(df: &DataFrame, format: Format, columns: Columns) -> anyhow::Result<()> {
     let stdout = std::io::stdout();
     let mut out = stdout.lock();
     match format {
-        Format::Table => writeln!(out, "{}", render(df))?,
+        Format::Table => writeln!(out, "{}", render(df, columns))?,
         Format::Csv => write_csv(df, &mut out)?,
         Format::Json => {
             serde_json::to_writer_pretty(&mut out, &to_json(df))?;
@@ -332,6 +429,15 @@ pub fn print_frame(df: &DataFrame, format: Format) -> anyhow::Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn dollars_drop_trailing_zeros() {
+        assert_eq!(dollars(0.0), "$0");
+        assert_eq!(dollars(0.0125), "$0.0125");
+        assert_eq!(dollars(12.0), "$12");
+        assert_eq!(dollars(0.0000004), "$0");
+        assert_eq!(dollars(1.2345678), "$1.234568");
+    }
 
     #[test]
     fn counts_read_as_english() {
@@ -378,7 +484,7 @@ mod tests {
         assert_eq!(header("energy_wh_min"), "energy min (Wh)");
         assert_eq!(header("success_pct_all"), "success all %");
         assert_eq!(header("input_usd_per_mtok"), "input ($/Mtok)");
-        let text = table(&frame()).to_string();
+        let text = table(&frame(), Columns::Wide).to_string();
         assert!(
             text.contains("50.0") && text.contains("0.012346") && text.contains('–'),
             "{text}"

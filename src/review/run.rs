@@ -378,8 +378,9 @@ impl Experiment for DatasheetExperiment {
     fn header(&self) -> RunHeader {
         let reviewing = &self.plan.reviewing;
         let (file, spec_sha256) = match &self.plan.file {
-            Some((path, sha)) => (path.display().to_string(), Some(sha.clone())),
-            None => (self.plan.paths.sensors.display().to_string(), None),
+            // A run of a command, not of a file, is named by its command line (`track runs`).
+            Some((path, sha)) => (Some(path.display().to_string()), Some(sha.clone())),
+            None => (None, None),
         };
         let refs = |range: std::ops::Range<usize>| {
             self.targets[range]
@@ -388,7 +389,7 @@ impl Experiment for DatasheetExperiment {
                 .collect::<Vec<_>>()
         };
         RunHeader {
-            file: Some(file),
+            file,
             spec_sha256,
             options: serde_json::json!({
                 "generators": refs(0..self.generators),

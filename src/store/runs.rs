@@ -120,6 +120,10 @@ pub struct RunInfo {
     pub id: i64,
     pub kind: String,
     pub file: Option<String>,
+    /// The canonical references of the models it calls, comma-separated.
+    pub models: Option<String>,
+    /// The command line that started it, after `track`.
+    pub command: Option<String>,
     pub started_at: String,
     pub finished_at: Option<String>,
     /// As stored: `running` may be a run whose process is gone.
@@ -149,6 +153,15 @@ impl Store {
             ],
         )?;
         Ok(self.conn.last_insert_rowid())
+    }
+
+    /// Records what names a run besides its file: the models it calls and the command line.
+    pub fn set_run_identity(&self, run_id: i64, models: &str, command: Option<&str>) -> Result<()> {
+        self.conn.execute(
+            "UPDATE runs SET models = ?2, command = ?3 WHERE id = ?1",
+            params![run_id, models, command],
+        )?;
+        Ok(())
     }
 
     /// Writes a run's tally.
@@ -282,7 +295,7 @@ impl Store {
     fn query_runs(&self, filter: &str, args: impl rusqlite::Params) -> Result<Vec<RunInfo>> {
         let mut stmt = self.conn.prepare(&format!(
             "SELECT id, kind, file, started_at, finished_at, status, coalesce(planned_calls, 0),
-                    calls, cache_hits, failed_calls, errors, cost_usd, paid_usd
+                    calls, cache_hits, failed_calls, errors, cost_usd, paid_usd, models, command
              FROM runs {filter} ORDER BY id DESC"
         ))?;
         let rows = stmt.query_map(args, |r| {
@@ -291,6 +304,8 @@ impl Store {
                 id: r.get(0)?,
                 kind: r.get(1)?,
                 file: r.get(2)?,
+                models: r.get(13)?,
+                command: r.get(14)?,
                 started_at: r.get(3)?,
                 finished_at: r.get(4)?,
                 status: status.parse().unwrap_or(RunStatus::Failed),

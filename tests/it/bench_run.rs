@@ -119,7 +119,13 @@ fn a_second_run_is_served_from_the_cache_and_pays_nothing() {
     );
     let stderr = text(&out.stderr);
     assert!(stderr.contains("6 calls, 6 cache hits"), "{stderr}");
-    assert!(stderr.contains("paid $0.000000"), "{stderr}");
+    assert!(stderr.contains("paid $0;"), "{stderr}");
+    // The cached answers' time is that of the run that paid for them, and the report says so.
+    let stdout = text(&out.stdout);
+    assert!(
+        stdout.contains("time: latency when called; 6 of 6 answers cached, this run took"),
+        "{stdout}"
+    );
     // Both runs recorded, the second entirely cached, same results.
     assert_eq!(
         s.count("SELECT count(*) FROM bench_results WHERE run_id = 2 AND cache_hit = 1"),
@@ -137,7 +143,9 @@ fn a_second_run_is_served_from_the_cache_and_pays_nothing() {
         .unwrap();
     let runs = text(&runs.stdout);
     assert!(
-        runs.starts_with("id,kind,file,started,status,calls,cache_hits,errors,cost_usd,paid_usd\n"),
+        runs.starts_with(
+            "id,kind,file,models,started,status,calls,cache_hits,errors,cost_usd,paid_usd,command\n"
+        ),
         "{runs}"
     );
     assert!(runs.contains(",completed,6,6,0,"), "{runs}");
@@ -280,7 +288,7 @@ fn failures_are_errors_not_test_failures_and_are_never_cached() {
     let out = s.track().args(["run", "bench.yaml"]).output().unwrap();
     assert!(out.status.success(), "some evaluations ran: exit 0");
     let stderr = text(&out.stderr);
-    assert!(stderr.contains("errors (first"), "{stderr}");
+    assert!(stderr.contains("4 errors (4 causes):"), "{stderr}");
     assert_eq!(
         s.count("SELECT count(*) FROM bench_results WHERE status = 'error'"),
         4

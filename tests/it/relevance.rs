@@ -207,7 +207,8 @@ fn compare_scores_both_variants_and_writes_the_specifications_outputs() {
         .output()
         .unwrap();
     assert!(
-        text(&runs.stdout).contains(",relevance,,"),
+        // A run of a command is named by its command line.
+        text(&runs.stdout).contains(",relevance,relevance compare "),
         "{}",
         text(&runs.stdout)
     );

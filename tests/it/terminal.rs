@@ -135,13 +135,17 @@ fn tables_fit_80_and_120_columns_without_splitting_a_cell() {
     let total_time: f64 = row[header.iter().position(|h| *h == "total_time_s").unwrap()]
         .parse()
         .unwrap();
-    for width in [80usize, 120] {
+    for (width, wide) in [(80usize, false), (120, false), (80, true), (120, true)] {
         for args in [
             vec!["query", "--by", "model"],
             vec!["query", "--by", "prompt"],
             vec!["runs"],
             vec!["run", "bench.yaml"],
         ] {
+            let mut args = args;
+            if wide {
+                args.push("--wide");
+            }
             let out = s
                 .track()
                 .args(&args)
@@ -155,18 +159,37 @@ fn tables_fit_80_and_120_columns_without_splitting_a_cell() {
                 "{args:?} at {width}: {widest} wide\n{stdout}"
             );
             if args[0] == "query" && args[2] == "model" {
+                // Compact tables show the main columns under short headers; --wide, all of
+                // them under full headers (in parts at 80 columns).
+                let headers: &[&str] = if wide {
+                    &[
+                        "total cost ($)",
+                        "energy max (Wh)",
+                        "paid ($)",
+                        "output tokens",
+                    ]
+                } else {
+                    &["cost $", "pass %"]
+                };
                 for whole in [
                     "openai:gpt-4o",
                     "anthropic:haiku 3.5",
-                    "total cost ($)",
                     "50.0",
                     &format!("{total_time:.2}"),
-                ] {
+                ]
+                .iter()
+                .chain(headers)
+                {
                     assert!(
                         stdout.contains(whole),
                         "`{whole}` split at {width}:\n{stdout}"
                     );
                 }
+                assert_eq!(
+                    stdout.contains("paid"),
+                    wide,
+                    "paid only in wide tables:\n{stdout}"
+                );
             }
             if args[0] == "runs" {
                 let started = stdout
@@ -208,6 +231,19 @@ fn a_summary_of_reviews_without_scores_says_why() {
             "{by}: {stderr}"
         );
     }
+    // The run of a command is named by its command line, with the models it called.
+    let out = s
+        .track()
+        .args(["runs", "--format", "json"])
+        .output()
+        .unwrap();
+    let runs: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(
+        runs[0]["file"], "review-datasheets --reviewer openai:gpt-4o",
+        "{runs}"
+    );
+    assert_eq!(runs[0]["models"], "openai:gpt-4o", "{runs}");
+    assert_eq!(runs[0]["kind"], "review", "{runs}");
 }
 
 #[test]
@@ -232,4 +268,89 @@ fn runs_can_be_limited_to_the_newest() {
         .map(|l| l.split(',').next().unwrap())
         .collect();
     assert_eq!(ids, ["3", "2"], "{csv}");
+}
+
+#[test]
+fn errors_are_summarised_per_model_and_cause() {
+    let s = Sandbox::new();
+    // Many 500s from one model must not hide that the other has no key.
+    let prompts: Vec<(String, String)> = (0..7)
+        .map(|i| (format!("p{i}"), format!("broken question {i}")))
+        .collect();
+    let prompts: Vec<(&str, &str, &str, &str)> = prompts
+        .iter()
+        .map(|(n, p)| (n.as_str(), p.as_str(), "x", "contains"))
+        .collect();
+    s.write(
+        "bench.yaml",
+        &bench_yaml(&["openai:gpt-4o", "anthropic:claude-3-5-haiku"], &prompts),
+    );
+    s.mock
+        .add_rule(crate::support::mock::Rule::fail("broken", 400, 100));
+    let out = s
+        .track()
+        .env_remove("ANTHROPIC_API_KEY")
+        .args(["run", "bench.yaml"])
+        .output()
+        .unwrap();
+    let stderr = text(&out.stderr);
+    assert!(stderr.contains("14 errors (2 causes):"), "{stderr}");
+    let lines: Vec<&str> = stderr.lines().filter(|l| l.starts_with("  ")).collect();
+    assert_eq!(lines.len(), 2, "{stderr}");
+    let line_of = |model: &str| {
+        lines
+            .iter()
+            .find(|l| l.starts_with(&format!("  {model}")) && l.contains(": 7 errors: "))
+            .unwrap_or_else(|| panic!("no line for {model}: {stderr}"))
+            .to_string()
+    };
+    assert!(line_of("openai:gpt-4o").contains("HTTP 400"), "{stderr}");
+    assert!(
+        line_of("anthropic:").contains("ANTHROPIC_API_KEY"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("track runs --errors 1"), "{stderr}");
+}
+
+#[test]
+fn options_of_every_command_are_listed_once_at_the_top() {
+    let s = Sandbox::new();
+    let top = s.track().arg("--help").output().unwrap();
+    let top = text(&top.stdout);
+    assert!(
+        top.contains("--db <PATH>") && top.contains("--quiet"),
+        "{top}"
+    );
+    for sub in [vec!["run"], vec!["query"], vec!["export", "csv"]] {
+        let mut args = sub.clone();
+        args.push("--help");
+        let help = s.track().args(&args).output().unwrap();
+        let help = text(&help.stdout);
+        let (own, pointer) = help
+            .split_once("Options of every command")
+            .unwrap_or_else(|| panic!("{sub:?}: no pointer to the top level: {help}"));
+        assert!(!own.contains("--db"), "{sub:?}: {help}");
+        assert!(!own.contains("--verbose"), "{sub:?}: {help}");
+        assert!(pointer.contains("track --help"), "{sub:?}: {help}");
+    }
+    // They still work after the subcommand.
+    many_prompts(&s, 1);
+    let elsewhere = s.path("elsewhere.db");
+    s.track()
+        .args(["run", "bench.yaml", "-q", "--db"])
+        .arg(&elsewhere)
+        .assert()
+        .success();
+    assert!(elsewhere.exists());
+    let out = s
+        .track()
+        .args(["runs", "--format", "csv", "--db"])
+        .arg(&elsewhere)
+        .output()
+        .unwrap();
+    assert_eq!(
+        text(&out.stdout).lines().count(),
+        2,
+        "one run in elsewhere.db"
+    );
 }
