@@ -35,6 +35,33 @@ pub fn find_object(answer: &str) -> Result<serde_json::Map<String, Value>, Strin
     }
 }
 
+/// The JSON schema of an answer object with exactly `properties` (name, schema), all required
+/// and no others: the form OpenAI's strict mode, Anthropic's tools, Ollama and llama.cpp's
+/// grammars all accept.
+pub fn object_schema(properties: Vec<(String, Value)>) -> Value {
+    let required: Vec<Value> = properties
+        .iter()
+        .map(|(name, _)| Value::String(name.clone()))
+        .collect();
+    serde_json::json!({
+        "type": "object",
+        "properties": serde_json::Map::from_iter(properties),
+        "required": required,
+        "additionalProperties": false,
+    })
+}
+
+/// The schema of an integer score, one of `allowed`, or null (N/A) when `nullable`.
+pub fn score_schema(allowed: impl IntoIterator<Item = i64>, nullable: bool) -> Value {
+    let mut values: Vec<Value> = allowed.into_iter().map(Value::from).collect();
+    if nullable {
+        values.push(Value::Null);
+        serde_json::json!({"type": ["integer", "null"], "enum": values})
+    } else {
+        serde_json::json!({"type": "integer", "enum": values})
+    }
+}
+
 /// A key as answers spell it, reduced to lowercase letters and digits: `P1_Score`, `p1-score`
 /// and `p1 score` all become `p1score`.
 pub fn normalise_key(key: &str) -> String {

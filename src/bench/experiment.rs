@@ -17,6 +17,9 @@ use crate::llm::{CallOutcome, ChatRequest, Message, estimate_tokens};
 use crate::prompt::Template;
 use crate::store::{BenchResultRow, Store, StoredCall};
 
+/// The scale of a judge's score.
+const JUDGE_SCALE: (i64, i64) = (1, 5);
+
 /// Loads a benchmark file for `track run`.
 pub fn from_file(
     path: &Path,
@@ -148,6 +151,7 @@ impl BenchExperiment {
             for (p, test) in self.spec.prompts.iter().enumerate() {
                 let request = ChatRequest {
                     model: model.spec.model.clone(),
+                    schema: None,
                     system: test.system.clone(),
                     messages: vec![Message::user(test.prompt.clone())],
                     params: test.params.clone(),
@@ -235,7 +239,11 @@ impl BenchExperiment {
             ("rubric", rubric),
         ]);
         let target = &self.targets[judge];
-        target.job(judge::judge_request(&target.spec.model, text), 0)
+        target.shaped_job(
+            judge::judge_request(&target.spec.model, text),
+            judge::judge_schema(JUDGE_SCALE.0, JUDGE_SCALE.1),
+            0,
+        )
     }
 
     /// The result row of one evaluation.
@@ -330,7 +338,7 @@ impl BenchExperiment {
         if matches!(outcome, CallOutcome::Fresh(_)) {
             row.paid_usd = Some(row.paid_usd.unwrap_or(0.0) + call.cost_usd);
         }
-        match judge::parse_judge(&call.text, 1, 5) {
+        match judge::parse_judge(&call.text, JUDGE_SCALE.0, JUDGE_SCALE.1) {
             Ok((score, why)) => {
                 row.judge_score = Some(score);
                 row.passed = Some(score >= judged.threshold);

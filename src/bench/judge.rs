@@ -19,6 +19,7 @@ pub const JUDGE_MAX_TOKENS: u32 = 512;
 pub fn judge_request(judge_model: &str, prompt: String) -> ChatRequest {
     ChatRequest {
         model: judge_model.to_owned(),
+        schema: None,
         system: None,
         messages: vec![Message::user(prompt)],
         params: SamplingParams {
@@ -26,6 +27,24 @@ pub fn judge_request(judge_model: &str, prompt: String) -> ChatRequest {
             max_tokens: Some(JUDGE_MAX_TOKENS),
             ..SamplingParams::default()
         },
+    }
+}
+
+/// The shape of a judge's verdict (structured output): a justification, then a score on
+/// `min..=max`.
+pub fn judge_schema(min: i64, max: i64) -> crate::llm::AnswerSchema {
+    crate::llm::AnswerSchema {
+        name: "judge_verdict".into(),
+        schema: crate::answer::object_schema(vec![
+            (
+                "justification".into(),
+                serde_json::json!({"type": "string"}),
+            ),
+            (
+                "score".into(),
+                crate::answer::score_schema(min..=max, false),
+            ),
+        ]),
     }
 }
 

@@ -14,6 +14,7 @@ use crate::experiment::{
     ASSUMED_MAX_OUTPUT_TOKENS, Experiment, Overrides, Plan, ReportOptions, RunEnd, RunOptions,
     RunSummary, execute,
 };
+use crate::llm::Structured;
 use crate::output::{Columns, count, render};
 use crate::store::{Store, lock};
 
@@ -32,9 +33,25 @@ pub struct ExperimentArgs {
     /// Samples of each call, each a distinct cache entry [default: the file's `repeat:`, or 1].
     #[arg(long, value_name = "N")]
     pub repeat: Option<u32>,
+    /// Structured output for judges, reviewers and relevance answers, for every model: auto
+    /// (ask for the answer's JSON schema; without it when a server refuses it), on, off
+    /// [default: each model's `structured:` in config.yaml, else auto].
+    #[arg(long, value_enum, value_name = "MODE")]
+    pub structured: Option<Structured>,
 }
 
 impl ExperimentArgs {
+    /// The model catalog and settings, with these options applied (`--structured`).
+    pub fn load_config(&self, context: &Context) -> anyhow::Result<Config> {
+        let mut config = context.load_config()?;
+        if let Some(mode) = self.structured {
+            for model in &mut config.catalog.models {
+                model.structured = mode;
+            }
+        }
+        Ok(config)
+    }
+
     /// The runtime's options.
     pub fn options(&self, context: &Context, config: &Config) -> RunOptions {
         RunOptions {

@@ -36,7 +36,7 @@ pub struct GenerateArgs {
 }
 
 pub fn run(context: &Context, args: GenerateArgs) -> anyhow::Result<ExitCode> {
-    let config = context.load_config()?;
+    let config = args.run.load_config(context)?;
     let experiment = ReviewExperiment {
         kind: None,
         description: None,

@@ -94,7 +94,7 @@ pub fn run(context: &Context, args: RelevanceArgs) -> anyhow::Result<ExitCode> {
 }
 
 fn compare_command(context: &Context, args: CompareArgs) -> anyhow::Result<ExitCode> {
-    let config = context.load_config()?;
+    let config = args.run.load_config(context)?;
     let experiment = RelevanceExperiment {
         kind: None,
         description: None,

@@ -46,7 +46,7 @@ pub struct ReviewArgs {
 }
 
 pub fn run(context: &Context, args: ReviewArgs) -> anyhow::Result<ExitCode> {
-    let config = context.load_config()?;
+    let config = args.run.load_config(context)?;
     let experiment = ReviewExperiment {
         kind: None,
         description: None,

@@ -44,7 +44,7 @@ pub fn run(context: &Context, args: RunArgs) -> anyhow::Result<ExitCode> {
             args.file.display()
         );
     };
-    let config = context.load_config()?;
+    let config = args.run.load_config(context)?;
     let mut overrides = args.run.overrides();
     overrides.models = args.models;
     overrides.energy = args.energy;

@@ -111,6 +111,7 @@ impl Catalog {
                 },
                 // Text-only models are marked after the list.
                 vision: true,
+                structured: crate::llm::Structured::Auto,
             }
         };
         let r = |min, max| Range { min, max };

@@ -169,6 +169,8 @@ pub struct ModelSpec {
     pub energy: EnergyProfile,
     /// Whether it reads images (relevance experiments need a model that does).
     pub vision: bool,
+    /// Whether its model-graded calls ask for structured output.
+    pub structured: crate::llm::Structured,
 }
 
 impl ModelSpec {

@@ -99,7 +99,8 @@ impl Config {
         Ok(())
     }
 
-    /// Adds model `provider:alias`, replacing a built-in of the same reference.
+    /// Adds model `provider:alias`, replacing a built-in of the same reference; an entry with
+    /// only `structured:` changes that setting of a model the catalog has.
     fn apply_model(
         &mut self,
         reference: &str,
@@ -107,6 +108,17 @@ impl Config {
         alias: &str,
         m: ModelEntry,
     ) -> Result<(), String> {
+        if let Some(structured) = m.structured
+            && m.is_only_structured()
+            && let Some(existing) = self
+                .catalog
+                .models
+                .iter_mut()
+                .find(|e| e.provider == provider && e.alias == alias)
+        {
+            existing.structured = structured;
+            return Ok(());
+        }
         let Some(pue) = self.catalog.providers.get(provider).map(|p| p.pue) else {
             return Err(format!(
                 "model `{reference}`: unknown provider `{provider}`; known providers: {}",
@@ -137,6 +149,7 @@ impl Config {
                 pue,
             },
             vision: m.vision,
+            structured: m.structured.unwrap_or_default(),
         };
         self.catalog.models.retain(|existing| {
             !(existing.provider == spec.provider && existing.alias == spec.alias)
@@ -238,6 +251,21 @@ struct ModelEntry {
     /// Whether it reads images (default: yes).
     #[serde(default = "yes")]
     vision: bool,
+    /// Whether model-graded calls ask it for structured output: auto (default), on, off.
+    structured: Option<crate::llm::Structured>,
+}
+
+impl ModelEntry {
+    /// Whether the entry sets nothing but `structured` (and maybe `vision`'s default).
+    fn is_only_structured(&self) -> bool {
+        self.model.is_none()
+            && self.input_price == 0.0
+            && self.output_price == 0.0
+            && self.parameters.is_none()
+            && self.active_parameters.is_none()
+            && self.total_parameters.is_none()
+            && self.vision
+    }
 }
 
 fn yes() -> bool {

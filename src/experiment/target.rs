@@ -6,7 +6,7 @@
 use std::sync::Arc;
 
 use crate::config::{Catalog, ConfigError, ModelSpec};
-use crate::llm::{CallJob, CanonicalRequest, ChatRequest, Endpoint};
+use crate::llm::{AnswerSchema, CallJob, ChatRequest, Endpoint, Structured};
 
 /// A model an experiment calls.
 #[derive(Debug, Clone)]
@@ -19,6 +19,8 @@ pub struct Target {
     pub endpoint: Arc<Endpoint>,
     /// Why its calls cannot be sent (no key), if so.
     pub blocked: Option<String>,
+    /// Whether its model-graded calls ask for structured output.
+    pub structured: Structured,
 }
 
 impl Target {
@@ -41,6 +43,7 @@ impl Target {
             spec: model.clone(),
             endpoint: Arc::new(endpoint),
             blocked,
+            structured: model.structured,
         })
     }
 
@@ -60,18 +63,24 @@ impl Target {
 
     /// The call of `request` to this model, for sample `repeat`, priced with its prices.
     pub fn job(&self, request: ChatRequest, repeat: u32) -> CallJob {
-        let canonical = CanonicalRequest::new(
-            &self.endpoint.provider,
-            &self.endpoint.base_url,
-            &request,
-            repeat,
-        );
-        CallJob {
-            endpoint: self.endpoint.clone(),
-            request,
-            canonical,
-            price: self.spec.price(),
+        CallJob::new(self.endpoint.clone(), request, repeat, self.spec.price())
+    }
+
+    /// The call of a model-graded `request` whose answer should take the shape `schema`: with
+    /// the schema unless this model's `structured` setting is `off`; with `auto`, asked again
+    /// without it when the server refuses it.
+    pub fn shaped_job(
+        &self,
+        mut request: ChatRequest,
+        schema: AnswerSchema,
+        repeat: u32,
+    ) -> CallJob {
+        if self.structured != Structured::Off {
+            request.schema = Some(schema);
         }
+        let mut job = self.job(request, repeat);
+        job.plain_fallback = self.structured == Structured::Auto;
+        job
     }
 }
 

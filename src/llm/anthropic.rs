@@ -74,6 +74,21 @@ pub(crate) fn body(request: &ChatRequest) -> Value {
     if let Some(t) = request.params.top_p {
         body.insert("top_p".into(), json!(t));
     }
+    if let Some(shape) = &request.schema {
+        // A forced tool: the answer is the tool call's input, in the schema's shape.
+        body.insert(
+            "tools".into(),
+            json!([{
+                "name": shape.name,
+                "description": "Record the answer in this shape.",
+                "input_schema": shape.schema,
+            }]),
+        );
+        body.insert(
+            "tool_choice".into(),
+            json!({"type": "tool", "name": shape.name}),
+        );
+    }
     Value::Object(body)
 }
 
@@ -89,6 +104,8 @@ struct WireBlock {
     #[serde(rename = "type")]
     kind: String,
     text: Option<String>,
+    /// A `tool_use` block's arguments: the answer of a forced tool.
+    input: Option<Value>,
 }
 
 /// Anthropic counts prompt tokens served from or written to its prompt cache apart from
@@ -103,7 +120,7 @@ struct WireUsage {
     cache_creation_input_tokens: Option<u64>,
 }
 
-/// Parses a message; the text blocks are joined in order.
+/// Parses a message: the text blocks joined in order or, for a forced tool, its input as JSON.
 pub(crate) fn parse(
     provider: &str,
     bytes: &[u8],
@@ -113,12 +130,20 @@ pub(crate) fn parse(
         provider: provider.into(),
         detail: format!("{e} in {}", body_excerpt(bytes)),
     })?;
-    let text: String = wire
+    let tool_input = wire
         .content
         .iter()
-        .filter(|b| b.kind == "text")
-        .filter_map(|b| b.text.as_deref())
-        .collect();
+        .filter(|b| b.kind == "tool_use")
+        .find_map(|b| b.input.as_ref());
+    let text: String = match tool_input {
+        Some(input) if request.schema.is_some() => input.to_string(),
+        _ => wire
+            .content
+            .iter()
+            .filter(|b| b.kind == "text")
+            .filter_map(|b| b.text.as_deref())
+            .collect(),
+    };
     let reported = wire.usage.and_then(|u| {
         let cached =
             u.cache_read_input_tokens.unwrap_or(0) + u.cache_creation_input_tokens.unwrap_or(0);
@@ -140,6 +165,7 @@ mod tests {
     fn request() -> ChatRequest {
         ChatRequest {
             model: "claude-3-5-haiku-20241022".into(),
+            schema: None,
             system: Some("be brief".into()),
             messages: vec![Message::user("hi")],
             params: SamplingParams::default(),

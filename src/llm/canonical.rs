@@ -53,6 +53,10 @@ impl CanonicalRequest {
             },
             provider,
             repeat,
+            schema: request.schema.as_ref().map(|s| CanonSchema {
+                name: &s.name,
+                schema: sorted(&s.schema),
+            }),
             system: request.system.as_deref(),
             v: CANONICAL_VERSION,
         };
@@ -74,8 +78,35 @@ struct Canon<'a> {
     params: CanonParams,
     provider: &'a str,
     repeat: u32,
+    /// Absent without a schema, so keys of requests without one are what they always were.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    schema: Option<CanonSchema<'a>>,
     system: Option<&'a str>,
     v: u32,
+}
+
+#[derive(Serialize)]
+struct CanonSchema<'a> {
+    name: &'a str,
+    schema: serde_json::Value,
+}
+
+/// `value` with the keys of every object in sorted order (maps keep insertion order here).
+fn sorted(value: &serde_json::Value) -> serde_json::Value {
+    use serde_json::Value;
+    match value {
+        Value::Object(map) => {
+            let mut keys: Vec<&String> = map.keys().collect();
+            keys.sort();
+            Value::Object(
+                keys.into_iter()
+                    .map(|k| (k.clone(), sorted(&map[k])))
+                    .collect(),
+            )
+        }
+        Value::Array(items) => Value::Array(items.iter().map(sorted).collect()),
+        other => other.clone(),
+    }
 }
 
 #[derive(Serialize)]
@@ -120,6 +151,7 @@ mod tests {
     fn request(text: &str) -> ChatRequest {
         ChatRequest {
             model: "gpt-4o".into(),
+            schema: None,
             system: None,
             messages: vec![Message::user(text)],
             params: SamplingParams {

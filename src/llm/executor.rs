@@ -1,7 +1,7 @@
 //! The executor: sends calls that are not in the cache, with bounded concurrency and retries,
 //! and stores each one the moment its answer (or final error) arrives.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -31,6 +31,39 @@ pub struct CallJob {
     pub canonical: CanonicalRequest,
     /// USD per million input and output tokens.
     pub price: Price,
+    /// The sample this is (each repeat is its own cache entry).
+    pub repeat: u32,
+    /// When the server refuses the request's schema (HTTP 400 or 422), ask again without it,
+    /// and ask that model without one for the rest of the run (`structured: auto`).
+    pub plain_fallback: bool,
+}
+
+impl CallJob {
+    /// The call of `request` to `endpoint`, for sample `repeat`, priced with `price`.
+    pub fn new(endpoint: Arc<Endpoint>, request: ChatRequest, repeat: u32, price: Price) -> Self {
+        let canonical =
+            CanonicalRequest::new(&endpoint.provider, &endpoint.base_url, &request, repeat);
+        Self {
+            endpoint,
+            request,
+            canonical,
+            price,
+            repeat,
+            plain_fallback: false,
+        }
+    }
+
+    /// The same call without a schema: free text, read by the tolerant parsers.
+    pub fn without_schema(&self) -> Self {
+        let mut request = self.request.clone();
+        request.schema = None;
+        Self::new(self.endpoint.clone(), request, self.repeat, self.price)
+    }
+
+    /// The model as the executor remembers schema refusals: provider and model id.
+    fn model_key(&self) -> (String, String) {
+        (self.endpoint.provider.clone(), self.request.model.clone())
+    }
 }
 
 /// What became of a call.
@@ -66,6 +99,8 @@ pub struct Executor {
     concurrency: usize,
     mode: CacheMode,
     claims: Option<Claims>,
+    /// Models (provider, model id) that refused a schema in this run.
+    schema_refused: Mutex<HashSet<(String, String)>>,
 }
 
 /// Who claims calls before sending them, for processes that share a database.
@@ -107,6 +142,7 @@ impl Executor {
             concurrency: concurrency.max(1),
             mode,
             claims: None,
+            schema_refused: Mutex::default(),
         }
     }
 
@@ -175,26 +211,75 @@ impl Executor {
         }
     }
 
-    /// Sends one job with retries and stores its outcome, unless another run sharing the
-    /// database has the answer or is getting it; `None` when `stop` came first (nothing is
-    /// stored: the next run tries again).
+    /// Sends one job (or, when its model refuses schemas, the job without its schema) with
+    /// retries and stores its outcome, unless another run sharing the database has the answer
+    /// or is getting it; `None` when `stop` came first (nothing is stored: the next run tries
+    /// again).
     async fn run_one(&self, job: &CallJob, stop: &AtomicBool) -> Option<CallOutcome> {
+        let fallback = job.plain_fallback && job.request.schema.is_some();
+        let refused = |job: &CallJob| {
+            self.schema_refused
+                .lock()
+                .is_ok_and(|set| set.contains(&job.model_key()))
+        };
+        if fallback && refused(job) {
+            return self.run_plain(job, stop).await;
+        }
+        let (outcome, status) = self.run_keyed(job, stop).await?;
+        if fallback && matches!(status, Some(400 | 422)) {
+            tracing::info!(
+                "{} {} refused the answer's schema (HTTP {}); asking it without one for the \
+                 rest of this run",
+                job.endpoint.provider,
+                job.request.model,
+                status.unwrap_or_default()
+            );
+            if let Ok(mut set) = self.schema_refused.lock() {
+                set.insert(job.model_key());
+            }
+            return self.run_plain(job, stop).await;
+        }
+        Some(outcome)
+    }
+
+    /// `job` without its schema: served from the cache when it is there, else sent.
+    async fn run_plain(&self, job: &CallJob, stop: &AtomicBool) -> Option<CallOutcome> {
+        let plain = job.without_schema();
+        if let Ok(mut cached) = self.lookup([plain.canonical.key.as_str()])
+            && let Some(call) = cached.remove(&plain.canonical.key)
+        {
+            return Some(CallOutcome::Hit(call));
+        }
+        Box::pin(self.run_keyed(&plain, stop))
+            .await
+            .map(|(outcome, _)| outcome)
+    }
+
+    /// [`Self::run_one`] for exactly `job`, with the HTTP status of a failure.
+    async fn run_keyed(
+        &self,
+        job: &CallJob,
+        stop: &AtomicBool,
+    ) -> Option<(CallOutcome, Option<u16>)> {
         if self.mode == CacheMode::Offline {
-            return Some(CallOutcome::Failed {
-                call_id: None,
-                error: "not in the cache, and --offline forbids calls".into(),
-                attempts: 0,
-            });
+            return Some((
+                CallOutcome::Failed {
+                    call_id: None,
+                    error: "not in the cache, and --offline forbids calls".into(),
+                    attempts: 0,
+                },
+                None,
+            ));
         }
         let claimed = match self.claim(job, stop).await {
-            Claimed::Answered(call) => return Some(CallOutcome::Hit(call)),
+            Claimed::Answered(call) => return Some((CallOutcome::Hit(call), None)),
             Claimed::Stopped => return None,
             Claimed::Send { claimed } => claimed,
         };
         let outcome = self.send_and_store(job, stop).await;
         // Storing the outcome ended the claim; only an outcome not stored leaves it to release.
         let stored = matches!(
-            &outcome,
+            outcome.as_ref().map(|(o, _)| o),
             Some(
                 CallOutcome::Fresh(_)
                     | CallOutcome::Failed {
@@ -235,9 +320,13 @@ impl Executor {
         }
     }
 
-    /// Sends one job with retries and stores its outcome; `None` when `stop` came before a
-    /// retry.
-    async fn send_and_store(&self, job: &CallJob, stop: &AtomicBool) -> Option<CallOutcome> {
+    /// Sends one job with retries and stores its outcome, with the HTTP status of a failure;
+    /// `None` when `stop` came before a retry.
+    async fn send_and_store(
+        &self,
+        job: &CallJob,
+        stop: &AtomicBool,
+    ) -> Option<(CallOutcome, Option<u16>)> {
         // A call whose every attempt failed in an earlier run is tried once: the same key
         // failing the same way should not burn the whole backoff budget on every re-run.
         let failed_before = lock(&self.store)
@@ -268,7 +357,8 @@ impl Executor {
             })
             .await?;
         let last_latency_ms = last_latency_us.load(Ordering::Relaxed) as f64 / 1000.0;
-        Some(match result {
+        let status = result.as_ref().err().and_then(|e| e.http_status());
+        let outcome = match result {
             Ok(response) => {
                 let call = new_call(
                     job,
@@ -333,7 +423,8 @@ impl Executor {
                     attempts,
                 }
             }
-        })
+        };
+        Some((outcome, status))
     }
 }
 

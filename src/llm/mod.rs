@@ -183,6 +183,46 @@ pub struct ChatRequest {
     pub system: Option<String>,
     pub messages: Vec<Message>,
     pub params: SamplingParams,
+    /// The JSON shape the answer must take (structured output), sent the way each wire format
+    /// wants it; part of the cache key.
+    pub schema: Option<AnswerSchema>,
+}
+
+/// The shape of a model-graded answer: a JSON schema with a name. OpenAI-style servers get
+/// it as `response_format` (llama.cpp turns it into a grammar), Anthropic as a forced tool,
+/// Ollama as `format`; the answer's text is then the JSON object.
+#[derive(Debug, Clone, PartialEq)]
+pub struct AnswerSchema {
+    /// A name of letters, digits, `_` and `-` (OpenAI's schema name, Anthropic's tool name).
+    pub name: String,
+    /// The JSON schema of the answer: an object.
+    pub schema: serde_json::Value,
+}
+
+/// Whether model-graded calls ask for structured output (`structured:` in config.yaml, per
+/// model, and `--structured`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "lowercase")]
+pub enum Structured {
+    /// Ask for it; when a server answers 400 to the schema, ask again without it and stop
+    /// asking that model for the rest of the run.
+    #[default]
+    Auto,
+    /// Always ask for it (a 400 is an error).
+    On,
+    /// Never: free text, read by the tolerant parser.
+    Off,
+}
+
+impl Structured {
+    /// Its name, as written in config.yaml.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Auto => "auto",
+            Self::On => "on",
+            Self::Off => "off",
+        }
+    }
 }
 
 /// Token counts of one call.

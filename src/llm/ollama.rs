@@ -34,13 +34,23 @@ pub(crate) async fn chat(
 }
 
 /// The request body. `stream` is left out: Ollama streams by default and track reads streams.
+/// A schema goes in `format`, and also in the prompt at temperature 0 unless one is set, as
+/// Ollama's documentation advises.
 pub(crate) fn body(request: &ChatRequest) -> Value {
     let mut messages = Vec::new();
     if let Some(system) = &request.system {
         messages.push(json!({"role": "system", "content": system}));
     }
-    for m in &request.messages {
-        let mut message = json!({"role": m.role.as_str(), "content": m.text()});
+    let last = request.messages.len().saturating_sub(1);
+    for (i, m) in request.messages.iter().enumerate() {
+        let mut content = m.text();
+        if let (Some(shape), true) = (&request.schema, i == last) {
+            content.push_str(&format!(
+                "\n\nAnswer with a JSON object that follows this JSON schema:\n{}",
+                shape.schema
+            ));
+        }
+        let mut message = json!({"role": m.role.as_str(), "content": content});
         let images: Vec<String> = m
             .parts
             .iter()
@@ -56,8 +66,14 @@ pub(crate) fn body(request: &ChatRequest) -> Value {
     }
     let mut options = Map::new();
     let p = &request.params;
-    if let Some(t) = p.temperature {
-        options.insert("temperature".into(), json!(t));
+    match (p.temperature, &request.schema) {
+        (Some(t), _) => {
+            options.insert("temperature".into(), json!(t));
+        }
+        (None, Some(_)) => {
+            options.insert("temperature".into(), json!(0));
+        }
+        (None, None) => {}
     }
     if let Some(t) = p.top_p {
         options.insert("top_p".into(), json!(t));
@@ -71,6 +87,9 @@ pub(crate) fn body(request: &ChatRequest) -> Value {
     let mut body = json!({"model": request.model, "messages": messages});
     if !options.is_empty() {
         body["options"] = Value::Object(options);
+    }
+    if let Some(shape) = &request.schema {
+        body["format"] = shape.schema.clone();
     }
     body
 }
@@ -172,6 +191,7 @@ mod tests {
     fn request() -> ChatRequest {
         ChatRequest {
             model: "qwen2.5-coder:7b".into(),
+            schema: None,
             system: None,
             messages: vec![Message::user("hi")],
             params: SamplingParams {

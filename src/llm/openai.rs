@@ -80,6 +80,15 @@ pub(crate) fn body(request: &ChatRequest, kind: ProviderKind) -> Value {
         };
         body.insert(field.into(), json!(n));
     }
+    if let Some(shape) = &request.schema {
+        body.insert(
+            "response_format".into(),
+            json!({
+                "type": "json_schema",
+                "json_schema": {"name": shape.name, "strict": true, "schema": shape.schema},
+            }),
+        );
+    }
     Value::Object(body)
 }
 
@@ -149,6 +158,7 @@ mod tests {
     fn request() -> ChatRequest {
         ChatRequest {
             model: "gpt-4o".into(),
+            schema: None,
             system: Some("be brief".into()),
             messages: vec![Message::user("2+2?")],
             params: SamplingParams {

@@ -62,6 +62,25 @@ pub struct ParsedAnswer {
     pub failure: Option<String>,
 }
 
+/// The shape of an answer to `asked` under `variant` (structured output): each predicate,
+/// as the prompt lists it, mapped to one of the scores the variant allows.
+pub fn answer_schema(asked: &[Predicate], variant: Variant) -> crate::llm::AnswerSchema {
+    let allowed: Vec<i64> = (0..=2).filter(|&s| variant.allows(s)).collect();
+    let properties = asked
+        .iter()
+        .map(|p| {
+            (
+                p.to_string(),
+                crate::answer::score_schema(allowed.iter().copied(), false),
+            )
+        })
+        .collect();
+    crate::llm::AnswerSchema {
+        name: format!("predicate_scores_{}", variant.spec_name()),
+        schema: crate::answer::object_schema(properties),
+    }
+}
+
 /// Reads `answer` for the predicates `asked` under `variant`'s rules.
 pub fn parse_answer(answer: &str, asked: &[Predicate], variant: Variant) -> ParsedAnswer {
     let object = match crate::answer::find_object(answer) {

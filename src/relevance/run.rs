@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 
 use super::RelevanceError;
 use super::metrics::{Scored, VariantMetrics};
-use super::parse::{Variant, parse_answer};
+use super::parse::{Variant, answer_schema, parse_answer};
 use super::predicates::Predicate;
 use crate::config::{Catalog, Config};
 use crate::experiment::{
@@ -328,6 +328,7 @@ impl CompareExperiment {
         let mut calls = Vec::new();
         for (i, item) in self.plan.images.iter().enumerate() {
             let list: Vec<String> = item.truth.keys().map(|p| format!("- {p}")).collect();
+            let asked: Vec<Predicate> = item.truth.keys().cloned().collect();
             for (v, variant) in [Variant::With, Variant::Without].into_iter().enumerate() {
                 let template = match variant {
                     Variant::With => &self.plan.with_prompt,
@@ -336,6 +337,7 @@ impl CompareExperiment {
                 let text = template.render(&[("predicates", &list.join("\n"))]);
                 let request = ChatRequest {
                     model: target.spec.model.clone(),
+                    schema: None,
                     system: None,
                     messages: vec![Message {
                         role: Role::User,
@@ -346,7 +348,11 @@ impl CompareExperiment {
                 for trial in 0..self.repeats() {
                     calls.push(PlannedCall {
                         target: 0,
-                        job: target.job(request.clone(), trial as u32),
+                        job: target.shaped_job(
+                            request.clone(),
+                            answer_schema(&asked, variant),
+                            trial as u32,
+                        ),
                         item: (i * 2 + v) * self.repeats() + trial,
                         group: 0,
                         follow_up: false,

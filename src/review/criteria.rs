@@ -128,6 +128,30 @@ impl Criteria {
     }
 
     /// The answer's keys, one per line, as the prompt asks for them.
+    /// The schema of a review (structured output): the keys [`Self::json_keys_text`] lists,
+    /// each justification before its score, a score being on the scale or null (N/A).
+    pub fn answer_schema(&self) -> crate::llm::AnswerSchema {
+        use serde_json::json;
+        let score = || crate::answer::score_schema(self.scale.min..=self.scale.max, true);
+        let keys = self
+            .items
+            .iter()
+            .map(|c| c.key())
+            .chain(std::iter::once("overall".to_owned()));
+        let properties = keys
+            .flat_map(|key| {
+                [
+                    (format!("{key}_justification"), json!({"type": "string"})),
+                    (format!("{key}_score"), score()),
+                ]
+            })
+            .collect();
+        crate::llm::AnswerSchema {
+            name: "datasheet_review".into(),
+            schema: crate::answer::object_schema(properties),
+        }
+    }
+
     pub fn json_keys_text(&self) -> String {
         let range = format!("<integer {}-{}>", self.scale.min, self.scale.max);
         let mut lines: Vec<String> = self

@@ -16,7 +16,9 @@ use crate::experiment::{
     Answers, Experiment, ExperimentError, ExperimentKind, PendingCall, PlannedCall, ReportOptions,
     RunHeader, RunSummary, Stage, StageData, Target, check_size,
 };
-use crate::llm::{CallJob, CallOutcome, ChatRequest, Message, SamplingParams, estimate_tokens};
+use crate::llm::{
+    AnswerSchema, CallJob, CallOutcome, ChatRequest, Message, SamplingParams, estimate_tokens,
+};
 use crate::prompt::Template;
 use crate::store::{Store, StoredCall};
 
@@ -144,7 +146,7 @@ impl DatasheetExperiment {
                 for repeat in 0..self.repeats() {
                     calls.push(PlannedCall {
                         target: g,
-                        job: self.job(g, text.clone(), &generation.params, repeat as u32),
+                        job: self.job(g, text.clone(), &generation.params, (repeat as u32, None)),
                         item: (g * self.plan.sensors.len() + s) * self.repeats() + repeat,
                         group: g as u32,
                         follow_up,
@@ -160,15 +162,27 @@ impl DatasheetExperiment {
         }
     }
 
-    fn job(&self, target: usize, text: String, params: &SamplingParams, repeat: u32) -> CallJob {
+    /// The call of prompt `text` to `target` for sample `repeat`, its answer in the shape
+    /// `schema` when one is given (reviews).
+    fn job(
+        &self,
+        target: usize,
+        text: String,
+        params: &SamplingParams,
+        (repeat, schema): (u32, Option<AnswerSchema>),
+    ) -> CallJob {
         let target = &self.targets[target];
         let request = ChatRequest {
             model: target.spec.model.clone(),
+            schema: None,
             system: None,
             messages: vec![Message::user(text)],
             params: params.clone(),
         };
-        target.job(request, repeat)
+        match schema {
+            Some(schema) => target.shaped_job(request, schema, repeat),
+            None => target.job(request, repeat),
+        }
     }
 
     /// Every reviewer reviews every datasheet found on disk and every one the previous stage
@@ -206,9 +220,10 @@ impl DatasheetExperiment {
                 let text = self.review_prompt(item, official);
                 for repeat in 0..repeats {
                     let params = &self.plan.reviewing.params;
+                    let shape = self.plan.reviewing.criteria.answer_schema();
                     calls.push(PlannedCall {
                         target: r,
-                        job: self.job(r, text.clone(), params, repeat as u32),
+                        job: self.job(r, text.clone(), params, (repeat as u32, Some(shape))),
                         item: i * repeats + repeat,
                         group: r as u32,
                         follow_up: false,
