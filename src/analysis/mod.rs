@@ -2,6 +2,7 @@
 //! experiment kind. Nothing here reads SQL or prints.
 
 pub mod bench;
+pub mod diff;
 pub mod relevance;
 pub mod review;
 pub mod stats;

@@ -3,6 +3,7 @@
 //! Each subcommand file holds its clap struct (whose doc comments are its `--help`) and a
 //! `run` that turns arguments into options, calls the library and prints what it returns.
 
+mod diff;
 mod experiment;
 mod export;
 mod generate;
@@ -110,6 +111,7 @@ pub enum Command {
     Relevance(relevance::RelevanceArgs),
     Runs(runs::RunsArgs),
     Query(query::QueryArgs),
+    Diff(diff::DiffArgs),
     Export(export::ExportArgs),
     Models(models::ModelsArgs),
 }
@@ -182,6 +184,7 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Relevance(args) => relevance::run(&context, args),
         Command::Runs(args) => runs::run(&context, args),
         Command::Query(args) => query::run(&context, args),
+        Command::Diff(args) => diff::run(&context, args),
         Command::Export(args) => export::run(&context, args),
         Command::Models(args) => models::run(&context, args),
     }

@@ -293,7 +293,14 @@ fn format_value(column: &str, value: &AnyValue<'_>) -> String {
         AnyValue::Float32(v) => f64::from(*v),
         other => return other.to_string(),
     };
-    if column.contains("_pct") {
+    if column == "p_value" {
+        // A small p-value keeps its magnitude: 0.0005 is not 0.000.
+        if number != 0.0 && number < 0.001 {
+            format!("{number:.1e}")
+        } else {
+            format!("{number:.3}")
+        }
+    } else if column.contains("_pct") {
         format!("{number:.1}")
     } else if column.ends_with("_usd") {
         format!("{number:.6}")
@@ -484,6 +491,11 @@ mod tests {
         assert_eq!(header("energy_wh_min"), "energy min (Wh)");
         assert_eq!(header("success_pct_all"), "success all %");
         assert_eq!(header("input_usd_per_mtok"), "input ($/Mtok)");
+        assert_eq!(
+            format_value("p_value", &AnyValue::Float64(0.000488)),
+            "4.9e-4"
+        );
+        assert_eq!(format_value("p_value", &AnyValue::Float64(0.0312)), "0.031");
         let text = table(&frame(), Columns::Wide).to_string();
         assert!(
             text.contains("50.0") && text.contains("0.012346") && text.contains('–'),

@@ -1,0 +1,410 @@
+//! Comparing two runs of the same kind on the items they share: what regressed, what was
+//! fixed, what newly failed, and whether the change is more than noise.
+//!
+//! [`RunDiff::compute`] reads both runs through the store and returns frames (a summary per
+//! model, criterion or metric, and one row per item of either run) with counts, so that a
+//! command can print them and a report can show them as a section. Items found in only one
+//! run are counted and kept in the item frame (`only_in` = `base` or `new`), never dropped.
+
+mod bench;
+mod relevance;
+mod review;
+
+use std::collections::HashMap;
+use std::hash::Hash;
+
+use polars::prelude::*;
+
+use crate::experiment::ExperimentKind;
+use crate::store::{RunInfo, Store, StoreError};
+
+/// Bootstrap resamples of every interval of a diff, and the seed that makes them repeatable.
+pub const BOOTSTRAP_REPLICATES: usize = 2000;
+pub const BOOTSTRAP_SEED: u64 = 20_250_101;
+/// The level of every bootstrap interval, and the significance level of McNemar's test.
+pub const INTERVAL_LEVEL: f64 = 0.95;
+pub const SIGNIFICANCE: f64 = 0.05;
+/// Fewer paired units than this (review items, relevance images) get no interval: a
+/// bootstrap of two or three values says nothing, and nothing counts as significant then.
+pub const MIN_BOOTSTRAP_UNITS: usize = 5;
+
+/// Why two runs cannot be compared.
+#[derive(Debug, thiserror::Error)]
+pub enum DiffError {
+    /// No run has this id.
+    #[error("no run {0} in the database: `track runs` lists the runs recorded")]
+    NoSuchRun(i64),
+    /// The runs are of different kinds.
+    #[error(
+        "run {base} is a {base_kind} run and run {new} a {new_kind} run: only runs of the same \
+         kind can be compared"
+    )]
+    KindMismatch {
+        base: i64,
+        base_kind: String,
+        new: i64,
+        new_kind: String,
+    },
+    /// The runs are of a kind that has no items to compare (datasheet generation).
+    #[error("run {run} is a {kind} run: track diff compares benchmark, review and relevance runs")]
+    Unsupported { run: i64, kind: String },
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    #[error("cannot build the diff's tables: {0}")]
+    Frame(#[from] PolarsError),
+}
+
+/// The counts of a diff, whatever its kind.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct DiffCounts {
+    /// Items found in both runs.
+    pub shared: u64,
+    pub only_in_base: u64,
+    pub only_in_new: u64,
+    /// Shared items that got worse: benchmarks passed → failed; reviews a lower score;
+    /// relevance right → wrong or uncertain.
+    pub regressions: u64,
+    /// Shared items that got better: the reverse of a regression.
+    pub fixes: u64,
+    /// Shared items with an answer in the base run and none in the new one: benchmarks an
+    /// error; reviews N/A or an unparsable review; relevance an invalid answer.
+    pub new_errors: u64,
+    /// Summary rows whose change is a significant regression (`significant_regression`).
+    pub significant_regressions: u64,
+}
+
+/// Two runs compared: counts, a summary frame and an item frame.
+#[derive(Debug, Clone)]
+pub struct RunDiff {
+    pub base_run: i64,
+    pub new_run: i64,
+    pub kind: ExperimentKind,
+    pub counts: DiffCounts,
+    /// Benchmarks: one row per model; reviews: per criterion and generator; relevance: per
+    /// variant, class and metric. Each has `significant_regression`.
+    pub summary: DataFrame,
+    /// One row per item of either run, base order first: its key columns, `change` (null
+    /// when unpaired), `only_in` (`base`, `new`, or null when paired), then the values of
+    /// both runs and their difference.
+    pub items: DataFrame,
+    /// One sentence per significant regression, naming it and its figures.
+    pub significant: Vec<String>,
+}
+
+/// What one kind's comparison returns; [`RunDiff`] adds the runs and kind.
+struct KindDiff {
+    counts: DiffCounts,
+    summary: DataFrame,
+    items: DataFrame,
+    significant: Vec<String>,
+}
+
+/// How a kind's item frame reads: its key columns, the columns worth showing for a change,
+/// and its `change` labels from the most to the least serious (`unchanged` left out).
+struct Layout {
+    keys: &'static [&'static str],
+    change_columns: &'static [&'static str],
+    change_order: &'static [&'static str],
+    item_noun: &'static str,
+}
+
+impl RunDiff {
+    /// Compares run `new_run` with run `base_run`: both must exist and be of one kind.
+    pub fn compute(store: &Store, base_run: i64, new_run: i64) -> Result<Self, DiffError> {
+        let base = find_run(store, base_run)?;
+        let new = find_run(store, new_run)?;
+        if base.kind != new.kind {
+            return Err(DiffError::KindMismatch {
+                base: base_run,
+                base_kind: kind_noun(&base.kind),
+                new: new_run,
+                new_kind: kind_noun(&new.kind),
+            });
+        }
+        let unsupported = || DiffError::Unsupported {
+            run: base_run,
+            kind: kind_noun(&base.kind),
+        };
+        let kind: ExperimentKind = base.kind.parse().map_err(|_| unsupported())?;
+        let diff = match kind {
+            ExperimentKind::Bench => bench::diff(
+                store.bench_columns(&[base_run], false)?,
+                store.bench_columns(&[new_run], false)?,
+            )?,
+            ExperimentKind::Review => review::diff(
+                store.review_columns(&[base_run])?,
+                store.review_columns(&[new_run])?,
+            )?,
+            ExperimentKind::Relevance => relevance::diff(
+                store.predictions(&[base_run])?,
+                store.predictions(&[new_run])?,
+            )?,
+            ExperimentKind::Generate => return Err(unsupported()),
+        };
+        Ok(Self {
+            base_run,
+            new_run,
+            kind,
+            counts: diff.counts,
+            summary: diff.summary,
+            items: diff.items,
+            significant: diff.significant,
+        })
+    }
+
+    /// One line summing the diff up: `run 3 → run 5 (benchmark): 40 items shared,
+    /// 2 regressions, 1 fix, 0 new errors; 3 only in run 3, 0 only in run 5`.
+    pub fn headline(&self) -> String {
+        let c = &self.counts;
+        let changes = match self.kind {
+            ExperimentKind::Review => format!(
+                "{} lower, {} higher, {} newly N/A or unparsable",
+                c.regressions, c.fixes, c.new_errors
+            ),
+            ExperimentKind::Relevance => format!(
+                "{} (right → not right), {}, {} newly invalid",
+                plural(c.regressions, "regression"),
+                plural(c.fixes, "fix"),
+                c.new_errors
+            ),
+            _ => format!(
+                "{}, {}, {}",
+                plural(c.regressions, "regression"),
+                plural(c.fixes, "fix"),
+                plural(c.new_errors, "new error")
+            ),
+        };
+        format!(
+            "run {} → run {} ({}): {} shared, {changes}; {} only in run {}, {} only in run {}",
+            self.base_run,
+            self.new_run,
+            self.kind.noun(),
+            plural(c.shared, self.layout().item_noun),
+            c.only_in_base,
+            self.base_run,
+            c.only_in_new,
+            self.new_run,
+        )
+    }
+
+    /// Whether any paired regression is significant (what `--fail-on-regression` checks).
+    pub fn has_significant_regression(&self) -> bool {
+        self.counts.significant_regressions > 0
+    }
+
+    /// The shared items that changed, most serious first (regressions, new errors, fixes,
+    /// the rest), with the columns that show the change.
+    pub fn changes(&self) -> PolarsResult<DataFrame> {
+        let layout = self.layout();
+        let mut rank = lit(layout.change_order.len() as u32);
+        for (position, label) in layout.change_order.iter().enumerate().rev() {
+            rank = when(col("change").eq(lit(*label)))
+                .then(lit(position as u32))
+                .otherwise(rank);
+        }
+        let columns: Vec<Expr> = layout.change_columns.iter().map(|c| col(*c)).collect();
+        self.items
+            .clone()
+            .lazy()
+            .filter(
+                col("change")
+                    .is_not_null()
+                    .and(col("change").neq(lit("unchanged"))),
+            )
+            .with_column(rank.alias("_rank"))
+            .sort(
+                ["_rank"],
+                SortMultipleOptions::default().with_maintain_order(true),
+            )
+            .select(columns)
+            .collect()
+    }
+
+    /// The items found in one run only: their keys and `only_in`.
+    pub fn unpaired(&self) -> PolarsResult<DataFrame> {
+        let mut columns: Vec<Expr> = self.layout().keys.iter().map(|c| col(*c)).collect();
+        columns.push(col("only_in"));
+        self.items
+            .clone()
+            .lazy()
+            .filter(col("only_in").is_not_null())
+            .select(columns)
+            .collect()
+    }
+
+    fn layout(&self) -> &'static Layout {
+        match self.kind {
+            ExperimentKind::Review => &review::LAYOUT,
+            ExperimentKind::Relevance => &relevance::LAYOUT,
+            _ => &bench::LAYOUT,
+        }
+    }
+}
+
+/// The run with this id, or an error naming it.
+fn find_run(store: &Store, id: i64) -> Result<RunInfo, DiffError> {
+    store
+        .runs_by_id(&[id])?
+        .into_iter()
+        .next()
+        .ok_or(DiffError::NoSuchRun(id))
+}
+
+/// The word for a stored kind in messages (`benchmark`), or the stored name itself.
+fn kind_noun(stored: &str) -> String {
+    stored
+        .parse::<ExperimentKind>()
+        .map_or_else(|_| stored.to_owned(), |k| k.noun().to_owned())
+}
+
+/// `1 fix`, `2 fixes`, `3 items`.
+fn plural(n: u64, noun: &str) -> String {
+    match n {
+        1 => format!("1 {noun}"),
+        _ if noun.ends_with('x') || noun.ends_with('s') => format!("{n} {noun}es"),
+        _ => format!("{n} {noun}s"),
+    }
+}
+
+/// An item of two runs: in both, or in one only.
+#[derive(Debug, Clone, PartialEq)]
+enum Pairing<T> {
+    Both(T, T),
+    OnlyBase(T),
+    OnlyNew(T),
+}
+
+/// Pairs the items of two runs by `key`: the base run's items in their order (paired or
+/// not), then the new run's unpaired ones in theirs. A key found twice on one side pairs
+/// once; the other item is listed as unpaired, never dropped.
+fn pair_by_key<T, K: Eq + Hash>(
+    base: Vec<T>,
+    new: Vec<T>,
+    key: impl Fn(&T) -> K,
+) -> Vec<Pairing<T>> {
+    let mut index: HashMap<K, usize> = HashMap::with_capacity(new.len());
+    for (position, item) in new.iter().enumerate() {
+        index.entry(key(item)).or_insert(position);
+    }
+    let mut new_slots: Vec<Option<T>> = new.into_iter().map(Some).collect();
+    let mut paired = Vec::with_capacity(base.len().max(new_slots.len()));
+    for item in base {
+        match index.remove(&key(&item)).and_then(|i| new_slots[i].take()) {
+            Some(partner) => paired.push(Pairing::Both(item, partner)),
+            None => paired.push(Pairing::OnlyBase(item)),
+        }
+    }
+    paired.extend(new_slots.into_iter().flatten().map(Pairing::OnlyNew));
+    paired
+}
+
+/// `only_in` of a pairing: null when paired.
+fn only_in<T>(pairing: &Pairing<T>) -> Option<&'static str> {
+    match pairing {
+        Pairing::Both(..) => None,
+        Pairing::OnlyBase(_) => Some("base"),
+        Pairing::OnlyNew(_) => Some("new"),
+    }
+}
+
+/// The base and new sides of a pairing (one of them absent when unpaired).
+fn sides<T>(pairing: &Pairing<T>) -> (Option<&T>, Option<&T>) {
+    match pairing {
+        Pairing::Both(base, new) => (Some(base), Some(new)),
+        Pairing::OnlyBase(base) => (Some(base), None),
+        Pairing::OnlyNew(new) => (None, Some(new)),
+    }
+}
+
+/// The item that names a pairing: the base run's when paired.
+fn either<T>(pairing: &Pairing<T>) -> &T {
+    match pairing {
+        Pairing::Both(base, _) | Pairing::OnlyBase(base) => base,
+        Pairing::OnlyNew(new) => new,
+    }
+}
+
+/// `new - base`, when both are known.
+fn difference(base: Option<f64>, new: Option<f64>) -> Option<f64> {
+    Some(new? - base?)
+}
+
+/// The mean of `values`, `None` when empty.
+fn mean(values: impl IntoIterator<Item = f64>) -> Option<f64> {
+    let (sum, n) = values
+        .into_iter()
+        .fold((0.0, 0usize), |(sum, n), v| (sum + v, n + 1));
+    (n > 0).then(|| sum / n as f64)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pairing_keeps_order_and_lists_every_unpaired_item() {
+        let base = vec![("a", 1), ("b", 2), ("c", 3), ("c", 4)];
+        let new = vec![("d", 10), ("c", 30), ("a", 11), ("d", 12)];
+        let paired = pair_by_key(base, new, |item| item.0);
+        assert_eq!(
+            paired,
+            vec![
+                Pairing::Both(("a", 1), ("a", 11)),
+                Pairing::OnlyBase(("b", 2)),
+                Pairing::Both(("c", 3), ("c", 30)),
+                Pairing::OnlyBase(("c", 4)),
+                Pairing::OnlyNew(("d", 10)),
+                Pairing::OnlyNew(("d", 12)),
+            ],
+            "a duplicate key pairs once and the other copy stays listed"
+        );
+        assert_eq!(only_in(&paired[1]), Some("base"));
+        assert_eq!(only_in(&paired[0]), None);
+    }
+
+    #[test]
+    fn plurals_and_means() {
+        assert_eq!(plural(1, "fix"), "1 fix");
+        assert_eq!(plural(2, "fix"), "2 fixes");
+        assert_eq!(plural(0, "new error"), "0 new errors");
+        assert_eq!(mean([1.0, 2.0, 6.0]), Some(3.0));
+        assert_eq!(mean([]), None);
+        assert_eq!(difference(Some(1.0), Some(3.5)), Some(2.5));
+        assert_eq!(difference(None, Some(3.5)), None);
+    }
+
+    #[test]
+    fn missing_and_mismatched_runs_are_named() {
+        let store = Store::open_in_memory().unwrap();
+        let bench = store.create_run("bench", None, None, "{}").unwrap();
+        let review = store.create_run("review", None, None, "{}").unwrap();
+        let generate = store.create_run("generate", None, None, "{}").unwrap();
+        let missing = RunDiff::compute(&store, bench, 42).unwrap_err();
+        assert_eq!(
+            missing.to_string(),
+            "no run 42 in the database: `track runs` lists the runs recorded"
+        );
+        let mismatch = RunDiff::compute(&store, bench, review).unwrap_err();
+        assert_eq!(
+            mismatch.to_string(),
+            format!(
+                "run {bench} is a benchmark run and run {review} a review run: only runs of \
+                 the same kind can be compared"
+            )
+        );
+        let unsupported = RunDiff::compute(&store, generate, generate).unwrap_err();
+        assert!(
+            unsupported.to_string().contains("generation run"),
+            "{unsupported}"
+        );
+        let empty = RunDiff::compute(&store, bench, bench).unwrap();
+        assert_eq!(empty.counts, DiffCounts::default());
+        assert_eq!(
+            empty.headline(),
+            format!(
+                "run {bench} → run {bench} (benchmark): 0 items shared, 0 regressions, 0 fixes, \
+                 0 new errors; 0 only in run {bench}, 0 only in run {bench}"
+            )
+        );
+    }
+}

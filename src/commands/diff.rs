@@ -1,0 +1,225 @@
+//! `track diff`: two runs of the same kind compared on the items they share.
+
+use std::io::Write;
+use std::process::ExitCode;
+use std::str::FromStr;
+
+use polars::prelude::{DataFrame, PolarsResult};
+
+use super::{Context, selection_status};
+use crate::analysis::diff::{DiffError, RunDiff};
+use crate::experiment::ExperimentKind;
+use crate::output::{Columns, Format, print_frame, render};
+use crate::store::{RunSelector, Store};
+
+/// Rows of the changed items and of the unpaired items a table shows before pointing to
+/// `--items`.
+const TABLE_ROWS: usize = 20;
+/// Significant regressions a table names before pointing to the summary's column.
+const NAMED_REGRESSIONS: usize = 5;
+
+/// Compare two runs of the same kind on the items they share, e.g. `track diff 3 5`.
+///
+/// Items are paired by key: benchmarks by (model, prompt, repeat); reviews by (sensor,
+/// generator, reviewer, criterion), P1-P16 and Overall; relevance by (image, predicate,
+/// trial, variant). Items found in one run only are counted and listed apart (`only_in` =
+/// base or new), never dropped.
+///
+/// A regression is significant (what --fail-on-regression checks):
+///
+/// - benchmarks: a model whose success rate on the evaluations answered in both runs dropped,
+///   with McNemar's p < 0.05 (exact binomial below 25 flips, else chi-square);
+///
+/// - reviews: a (criterion, generator) whose mean-score change has a 95 % paired bootstrap
+///   interval (2,000 resamples of the items, fixed seed) entirely below 0;
+///
+/// - relevance: a metric (precision, recall or F1 of either class, of either variant) whose
+///   change has a 95 % paired bootstrap interval (whole images resampled) entirely below 0.
+///
+/// With fewer than 5 paired units (review items, images) no interval is computed and nothing
+/// is significant.
+///
+/// Output (--format):
+///
+/// - table (the default): a headline with the counts, the significant regressions, the summary
+///   (per model; per criterion and generator; or per variant, class and metric), the changed
+///   items (the first 20, most serious first) and the items found in one run only;
+///
+/// - csv, json: the summary alone, with stable snake_case columns and `significant_regression`:
+///   what a CI job reads next to the exit status;
+///
+/// - with --items, any format: one row per item of either run instead, with its key columns,
+///   `change` (benchmarks: regression, fix, new_error, error_resolved, unchanged; reviews:
+///   lower, higher, now_na, no_longer_na, unchanged; relevance: regression, fix, new_invalid,
+///   invalid_resolved, changed, unchanged; empty, or null in JSON, when unpaired), `only_in`
+///   (base, new, or empty when paired) and both runs' values with their difference.
+///
+/// Exit status: 0, or 1 with --fail-on-regression and a significant regression; 1 also when
+/// the runs cannot be compared (a missing run, runs of different kinds).
+#[derive(Debug, clap::Args)]
+pub struct DiffArgs {
+    /// The run compared against (a run id).
+    #[arg(value_name = "BASE")]
+    base: i64,
+    /// The run compared with it: a run id, or `latest` (the newest run of BASE's kind).
+    #[arg(value_name = "NEW")]
+    new: NewRun,
+    /// Print every item of both runs (one row each) instead of the summary.
+    #[arg(long)]
+    items: bool,
+    /// Exit with status 1 when a regression is significant (as defined above); without it
+    /// the status is 0 whatever the diff.
+    #[arg(long)]
+    fail_on_regression: bool,
+    /// Output format.
+    #[arg(long, value_enum, default_value_t = Format::Table)]
+    format: Format,
+    /// A table with every column under its full header [default: the main columns].
+    #[arg(long)]
+    wide: bool,
+}
+
+/// The NEW run: an id, or the newest run of the base run's kind.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum NewRun {
+    Id(i64),
+    Latest,
+}
+
+impl FromStr for NewRun {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s.parse::<RunSelector>() {
+            Ok(RunSelector::Id(id)) => Ok(Self::Id(id)),
+            Ok(RunSelector::Latest) => Ok(Self::Latest),
+            _ => Err(format!("`{s}` is not a run: use a run id or `latest`")),
+        }
+    }
+}
+
+pub fn run(context: &Context, args: DiffArgs) -> anyhow::Result<ExitCode> {
+    let store = context.open_existing_store()?;
+    let new_run = resolve(&store, args.base, args.new)?;
+    if new_run == args.base {
+        context.note(format!(
+            "track: note: run {new_run} is compared with itself: nothing can have changed"
+        ));
+    }
+    let diff = RunDiff::compute(&store, args.base, new_run)?;
+    selection_status(context, &store, &[args.base, new_run])?;
+    if args.items {
+        print_frame(&diff.items, args.format, Columns::wide_if(args.wide))?;
+    } else if args.format == Format::Table {
+        print_table(&diff, Columns::wide_if(args.wide))?;
+    } else {
+        print_frame(&diff.summary, args.format, Columns::wide_if(args.wide))?;
+    }
+    if args.fail_on_regression && diff.has_significant_regression() {
+        // The table already names them on stdout; CSV and JSON leave them to stderr.
+        if args.format != Format::Table || args.items {
+            for regression in &diff.significant {
+                eprintln!("track: significant regression: {regression}");
+            }
+        }
+        eprintln!(
+            "track: exit status 1: {} (--fail-on-regression)",
+            crate::output::count(
+                diff.counts.significant_regressions,
+                "significant regression"
+            )
+        );
+        return Ok(ExitCode::FAILURE);
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The id of the NEW run.
+fn resolve(store: &Store, base: i64, new: NewRun) -> anyhow::Result<i64> {
+    match new {
+        NewRun::Id(id) => Ok(id),
+        NewRun::Latest => {
+            let run = store
+                .runs_by_id(&[base])?
+                .into_iter()
+                .next()
+                .ok_or(DiffError::NoSuchRun(base))?;
+            Ok(store
+                .select_runs(&run.kind, RunSelector::Latest)?
+                .last()
+                .copied()
+                .unwrap_or(base))
+        }
+    }
+}
+
+/// The terminal report: headline, significant regressions, summary, changes, unpaired items.
+fn print_table(diff: &RunDiff, columns: Columns) -> anyhow::Result<()> {
+    let stdout = std::io::stdout();
+    let mut out = stdout.lock();
+    writeln!(out, "{}", diff.headline())?;
+    if diff.significant.is_empty() {
+        writeln!(out, "no significant regression")?;
+    }
+    for regression in diff.significant.iter().take(NAMED_REGRESSIONS) {
+        writeln!(out, "significant regression: {regression}")?;
+    }
+    if diff.significant.len() > NAMED_REGRESSIONS {
+        writeln!(
+            out,
+            "and {} more: see `significant regression` below",
+            diff.significant.len() - NAMED_REGRESSIONS
+        )?;
+    }
+    let title = match diff.kind {
+        ExperimentKind::Review => "Per criterion and generator",
+        ExperimentKind::Relevance => "Per variant, class and metric",
+        _ => "Per model",
+    };
+    writeln!(out, "\n{title}\n{}", render(&diff.summary, columns))?;
+    let all = format!(
+        "track diff {} {} --items --format csv",
+        diff.base_run, diff.new_run
+    );
+    let changes = without_zero_repeats(diff.changes()?)?;
+    if changes.height() > 0 {
+        print_capped(&mut out, "Changed items", &changes, (&all, columns))?;
+    }
+    let unpaired = without_zero_repeats(diff.unpaired()?)?;
+    if unpaired.height() > 0 {
+        print_capped(&mut out, "Only in one run", &unpaired, (&all, columns))?;
+    }
+    Ok(())
+}
+
+/// `df` without its `repeat` or `trial` column when every row has 0 (runs without repeats):
+/// one column less to read.
+fn without_zero_repeats(df: DataFrame) -> PolarsResult<DataFrame> {
+    for name in ["repeat", "trial"] {
+        if let Ok(column) = df.column(name)
+            && column.as_materialized_series().max::<u32>()? == Some(0)
+        {
+            return df.drop(name);
+        }
+    }
+    Ok(df)
+}
+
+/// Prints `df` under `title`, cut to [`TABLE_ROWS`] rows with the command that lists all.
+fn print_capped(
+    out: &mut impl Write,
+    title: &str,
+    df: &DataFrame,
+    (all, columns): (&str, Columns),
+) -> std::io::Result<()> {
+    if df.height() <= TABLE_ROWS {
+        return writeln!(out, "\n{title}\n{}", render(df, columns));
+    }
+    writeln!(
+        out,
+        "\n{title} (first {TABLE_ROWS} of {} rows)\n{}\nall {} rows: {all}",
+        df.height(),
+        render(&df.head(Some(TABLE_ROWS)), columns),
+        df.height(),
+    )
+}
