@@ -135,6 +135,20 @@ pub fn review_summary(frames: &ReviewFrames, by: &str) -> PolarsResult<DataFrame
             col("cost_usd").sum().alias("cost_usd"),
             col("paid_usd").sum().alias("paid_usd"),
         ])
+        // Of the answers received (reviews neither skipped nor failed calls), the share that
+        // could not be read.
+        .with_column(
+            (col("parse_failures").cast(DataType::Float64) * lit(100.0)
+                / (col("complete") + col("with_na") + col("parse_failures"))
+                    .cast(DataType::Float64))
+            .alias("parse_failure_pct"),
+        )
+        .with_column(
+            when((col("complete") + col("with_na") + col("parse_failures")).eq(lit(0u64)))
+                .then(lit(NULL).cast(DataType::Float64))
+                .otherwise(col("parse_failure_pct"))
+                .alias("parse_failure_pct"),
+        )
         .collect()
 }
 

@@ -217,10 +217,15 @@ impl Executor {
     /// again).
     async fn run_one(&self, job: &CallJob, stop: &AtomicBool) -> Option<CallOutcome> {
         let fallback = job.plain_fallback && job.request.schema.is_some();
+        // Refused in this run, or this very request refused in an earlier one.
         let refused = |job: &CallJob| {
             self.schema_refused
                 .lock()
                 .is_ok_and(|set| set.contains(&job.model_key()))
+                || matches!(
+                    lock(&self.store).last_failure_status(&job.canonical.key),
+                    Ok(Some(400 | 422))
+                )
         };
         if fallback && refused(job) {
             return self.run_plain(job, stop).await;

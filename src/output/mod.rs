@@ -118,6 +118,7 @@ const SHORT_HEADERS: &[(&str, &str)] = &[
     ("output_usd_per_mtok", "out $/Mtok"),
     ("parameters_b", "params B"),
     ("parse_failures", "unparsable"),
+    ("parse_failure_pct", "unparsable %"),
     ("no_official", "no official"),
     ("na_scores", "N/A"),
     ("with_na", "with N/A"),

@@ -145,6 +145,21 @@ impl Store {
             .and_then(|(status, attempts)| (status == "error").then_some(attempts)))
     }
 
+    /// The HTTP status of the last call stored under `key`, when it failed with one.
+    pub fn last_failure_status(&self, key: &str) -> Result<Option<u16>> {
+        use rusqlite::OptionalExtension as _;
+        Ok(self
+            .conn
+            .prepare_cached(
+                "SELECT status, http_status FROM calls WHERE cache_key = ?1 ORDER BY id DESC LIMIT 1",
+            )?
+            .query_row([key], |r| {
+                Ok((r.get::<_, String>(0)?, r.get::<_, Option<u16>>(1)?))
+            })
+            .optional()?
+            .and_then(|(status, http)| (status == "error").then_some(http).flatten()))
+    }
+
     /// How many calls (of any status) were recorded under `key`; for tests and diagnostics.
     pub fn call_count(&self, key: &str) -> Result<u64> {
         Ok(self

@@ -13,3 +13,4 @@ mod mock_selftest;
 mod relevance;
 mod review;
 mod runtime;
+mod structured;

@@ -675,3 +675,84 @@ fn works_from_a_sync_test() {
     });
     assert_eq!(v["message"]["content"], "mock reply to: sync");
 }
+
+#[tokio::test]
+async fn structured_output_is_checked_and_answered_in_shape() {
+    let mock = MockProvider::start();
+    let schema = json!({
+        "type": "object",
+        "properties": {"score": {"type": "integer", "enum": [1, 2, 3]}, "why": {"type": "string"}},
+        "required": ["score", "why"],
+        "additionalProperties": false
+    });
+    // OpenAI strict mode: a schema that leaves a property out of `required` is refused.
+    let mut loose = schema.clone();
+    loose["required"] = json!(["score"]);
+    let refused = openai(
+        &mock,
+        json!({"model": "m", "messages": [user("hi")], "response_format": {"type": "json_schema",
+            "json_schema": {"name": "v", "strict": true, "schema": loose}}}),
+    )
+    .await;
+    assert_eq!(refused.status(), 400);
+    let bad_name = openai(
+        &mock,
+        json!({"model": "m", "messages": [user("hi")], "response_format": {"type": "json_schema",
+            "json_schema": {"name": "a name", "strict": true, "schema": schema}}}),
+    )
+    .await;
+    assert_eq!(bad_name.status(), 400);
+    let ok: Value = openai(
+        &mock,
+        json!({"model": "m", "messages": [user("hi")], "response_format": {"type": "json_schema",
+            "json_schema": {"name": "v", "strict": true, "schema": schema}}}),
+    )
+    .await
+    .json()
+    .await
+    .unwrap();
+    let content = ok["choices"][0]["message"]["content"].as_str().unwrap();
+    assert_eq!(
+        serde_json::from_str::<Value>(content).unwrap(),
+        json!({"score": 3, "why": "mock why"})
+    );
+    // Anthropic: the forced tool must exist; the answer is a tool_use block.
+    let missing = anthropic(
+        &mock,
+        json!({"model": "m", "max_tokens": 10, "messages": [user("hi")],
+            "tools": [{"name": "v", "input_schema": schema}],
+            "tool_choice": {"type": "tool", "name": "other"}}),
+    )
+    .await;
+    assert_eq!(missing.status(), 400);
+    let ok: Value = anthropic(
+        &mock,
+        json!({"model": "m", "max_tokens": 10, "messages": [user("hi")],
+            "tools": [{"name": "v", "input_schema": schema}],
+            "tool_choice": {"type": "tool", "name": "v"}}),
+    )
+    .await
+    .json()
+    .await
+    .unwrap();
+    assert_eq!(ok["content"][0]["type"], "tool_use");
+    assert_eq!(ok["content"][0]["input"]["score"], 3);
+    assert_eq!(ok["stop_reason"], "tool_use");
+    // Ollama: `format` is "json" or a schema object.
+    let bad = ollama(
+        &mock,
+        json!({"model": "m", "messages": [user("hi")], "format": 42, "stream": false}),
+    )
+    .await;
+    assert_eq!(bad.status(), 400);
+    let ok: Value = ollama(
+        &mock,
+        json!({"model": "m", "messages": [user("hi")], "format": schema, "stream": false}),
+    )
+    .await
+    .json()
+    .await
+    .unwrap();
+    let content = ok["message"]["content"].as_str().unwrap();
+    assert_eq!(serde_json::from_str::<Value>(content).unwrap()["score"], 3);
+}

@@ -217,9 +217,16 @@ fn a_summary_of_reviews_without_scores_says_why() {
     ] {
         s.write(path, "A datasheet.");
     }
-    // The mock's default answer is prose: no review can be read.
+    // Without structured output the mock's default answer is prose: no review can be read.
     s.track()
-        .args(["review-datasheets", "--reviewer", "openai:gpt-4o", "-q"])
+        .args([
+            "review-datasheets",
+            "--reviewer",
+            "openai:gpt-4o",
+            "-q",
+            "--structured",
+            "off",
+        ])
         .assert()
         .success();
     for by in ["criterion", "reviewer"] {
@@ -239,7 +246,7 @@ fn a_summary_of_reviews_without_scores_says_why() {
         .unwrap();
     let runs: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(
-        runs[0]["file"], "review-datasheets --reviewer openai:gpt-4o",
+        runs[0]["file"], "review-datasheets --reviewer openai:gpt-4o --structured off",
         "{runs}"
     );
     assert_eq!(runs[0]["models"], "openai:gpt-4o", "{runs}");

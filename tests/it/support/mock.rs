@@ -22,6 +22,12 @@
 //!   yields the reply);
 //! * Ollama streaming replies are split into (about) three chunks whose
 //!   concatenation is the reply, followed by the `done` line.
+//! * Structured output is checked as the real APIs check it (OpenAI's
+//!   `response_format` json_schema in strict mode, Anthropic's forced tool,
+//!   Ollama's `format`): a malformed one gets a 400. Without a matching rule,
+//!   the reply then follows the schema: for each property, the largest value
+//!   of an integer enum, `mock <name>` for a string. Anthropic answers with a
+//!   `tool_use` block whose input is the reply's JSON object.
 
 use std::io;
 use std::net::SocketAddr;
@@ -57,6 +63,8 @@ pub struct MockConfig {
     /// Stand for a proxy in front of OpenAI that takes HTTP basic authentication too (OpenAI
     /// itself wants `Bearer`).
     pub basic_auth_proxy: bool,
+    /// Stand for a server that knows no structured output: a request with a schema gets a 400.
+    pub refuse_schemas: bool,
 }
 
 impl Default for MockConfig {
@@ -65,6 +73,7 @@ impl Default for MockConfig {
             delay: Duration::ZERO,
             record_bodies: true,
             basic_auth_proxy: false,
+            refuse_schemas: false,
         }
     }
 }
@@ -570,6 +579,11 @@ async fn handle(State(shared): State<Arc<Shared>>, req: Request) -> Response {
         );
     }
 
+    let shape = match requested_shape(format, &body, shared.config.refuse_schemas) {
+        Ok(shape) => shape,
+        Err(message) => return error_response(format, 400, None, &message),
+    };
+
     // Conversation text.
     let mut texts: Vec<&str> = Vec::new();
     if format == Format::Anthropic {
@@ -589,7 +603,10 @@ async fn handle(State(shared): State<Arc<Shared>>, req: Request) -> Response {
     let input_tokens: usize = texts.iter().map(|t| t.split_whitespace().count()).sum();
     let action = shared
         .pick_action(&texts.join("\n"))
-        .unwrap_or_else(|| Action::Reply(format!("mock reply to: {}", last_user_text(&body))));
+        .unwrap_or_else(|| match &shape {
+            Some((_, schema)) => Action::Reply(answer_in_shape(schema).to_string()),
+            None => Action::Reply(format!("mock reply to: {}", last_user_text(&body))),
+        });
 
     let (text, with_usage, truncate) = match action {
         Action::Reply(t) => (t, true, false),
@@ -654,13 +671,36 @@ async fn handle(State(shared): State<Arc<Shared>>, req: Request) -> Response {
         }
         Format::Anthropic => {
             let (a, b) = split_at_fraction(&text, 1, 2);
+            let (content, stop_reason) = match &shape {
+                // A forced tool answers with its input: the reply's object.
+                Some((name, _)) => {
+                    // The object in a scripted reply (a model forced to a tool always
+                    // answers with an object).
+                    let object = match (text.find('{'), text.rfind('}')) {
+                        (Some(a), Some(b)) if a < b => &text[a..=b],
+                        _ => "",
+                    };
+                    let input = serde_json::from_str::<Value>(object)
+                        .ok()
+                        .filter(Value::is_object)
+                        .unwrap_or_else(|| json!({"text": text}));
+                    (
+                        json!([{"type": "tool_use", "id": format!("toolu_mock{id}"), "name": name, "input": input}]),
+                        "tool_use",
+                    )
+                }
+                None => (
+                    json!([{"type": "text", "text": a}, {"type": "text", "text": b}]),
+                    "end_turn",
+                ),
+            };
             let mut v = json!({
                 "id": format!("msg_mock{id}"),
                 "type": "message",
                 "role": "assistant",
                 "model": model,
-                "content": [{"type": "text", "text": a}, {"type": "text", "text": b}],
-                "stop_reason": "end_turn",
+                "content": content,
+                "stop_reason": stop_reason,
                 "stop_sequence": null
             });
             if let Some((i, o)) = usage {
@@ -719,6 +759,209 @@ async fn handle(State(shared): State<Arc<Shared>>, req: Request) -> Response {
             )
         }
     }
+}
+
+// ---------------------------------------------------------------------------
+// Structured output
+// ---------------------------------------------------------------------------
+
+/// The schema a request asks its answer to follow (its name and the schema), checked as the
+/// real API checks it; the 400 message otherwise.
+fn requested_shape(
+    format: Format,
+    body: &Value,
+    refuse: bool,
+) -> Result<Option<(String, Value)>, String> {
+    let shape = match format {
+        Format::OpenAi => openai_shape(body)?,
+        Format::Anthropic => anthropic_shape(body)?,
+        Format::Ollama => match body.get("format") {
+            None | Some(Value::Null) => None,
+            Some(Value::String(s)) if s == "json" => None,
+            Some(schema @ Value::Object(_)) => {
+                check_schema(schema, false)?;
+                Some(("format".to_owned(), schema.clone()))
+            }
+            Some(other) => return Err(format!("invalid format: {other}")),
+        },
+    };
+    if refuse && shape.is_some() {
+        return Err("mock: this server does not support structured output".into());
+    }
+    Ok(shape)
+}
+
+fn openai_shape(body: &Value) -> Result<Option<(String, Value)>, String> {
+    let Some(rf) = body.get("response_format") else {
+        return Ok(None);
+    };
+    match rf.get("type").and_then(Value::as_str) {
+        Some("text" | "json_object") => Ok(None),
+        Some("json_schema") => {
+            let js = rf
+                .get("json_schema")
+                .ok_or("Missing required parameter: 'response_format.json_schema'.")?;
+            let name = js.get("name").and_then(Value::as_str).unwrap_or_default();
+            if !valid_name(name, 64) {
+                return Err(format!(
+                    "Invalid 'response_format.json_schema.name': '{name}'."
+                ));
+            }
+            let schema = js
+                .get("schema")
+                .filter(|s| s.is_object())
+                .ok_or("Invalid schema for response_format: schema must be an object.")?;
+            let strict = js.get("strict").and_then(Value::as_bool).unwrap_or(false);
+            check_schema(schema, strict)
+                .map_err(|e| format!("Invalid schema for response_format '{name}': {e}"))?;
+            Ok(Some((name.to_owned(), schema.clone())))
+        }
+        other => Err(format!(
+            "Invalid value for 'response_format.type': {other:?}."
+        )),
+    }
+}
+
+fn anthropic_shape(body: &Value) -> Result<Option<(String, Value)>, String> {
+    let tools = match body.get("tools") {
+        None => None,
+        Some(Value::Array(tools)) => Some(tools),
+        Some(_) => return Err("tools: Input should be a valid list".into()),
+    };
+    for tool in tools.into_iter().flatten() {
+        let name = tool.get("name").and_then(Value::as_str).unwrap_or_default();
+        if !valid_name(name, 128) {
+            return Err(format!(
+                "tools.0.custom.name: String should match pattern '^[a-zA-Z0-9_-]{{1,128}}$' ({name})"
+            ));
+        }
+        let schema = tool
+            .get("input_schema")
+            .ok_or("tools.0.custom.input_schema: Field required")?;
+        if schema.get("type").and_then(Value::as_str) != Some("object") {
+            return Err("tools.0.custom.input_schema.type: Input should be 'object'".into());
+        }
+        check_schema(schema, false)?;
+    }
+    let Some(choice) = body.get("tool_choice") else {
+        return Ok(None);
+    };
+    match choice.get("type").and_then(Value::as_str) {
+        Some("tool") => {
+            let name = choice
+                .get("name")
+                .and_then(Value::as_str)
+                .unwrap_or_default();
+            let tool = tools
+                .into_iter()
+                .flatten()
+                .find(|t| t.get("name").and_then(Value::as_str) == Some(name))
+                .ok_or(format!("tool_choice: tool '{name}' not found in tools"))?;
+            Ok(Some((name.to_owned(), tool["input_schema"].clone())))
+        }
+        Some("auto" | "any" | "none") => Ok(None),
+        other => Err(format!("tool_choice.type: invalid value {other:?}")),
+    }
+}
+
+fn valid_name(name: &str, max: usize) -> bool {
+    !name.is_empty()
+        && name.len() <= max
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
+}
+
+/// A JSON schema's checks: known types; in strict mode (OpenAI), every object lists all its
+/// properties as required and sets `additionalProperties: false`.
+fn check_schema(schema: &Value, strict: bool) -> Result<(), String> {
+    let types: Vec<&str> = match schema.get("type") {
+        Some(Value::String(t)) => vec![t.as_str()],
+        Some(Value::Array(ts)) => ts.iter().filter_map(Value::as_str).collect(),
+        None if schema.get("enum").is_some() || schema.get("anyOf").is_some() => Vec::new(),
+        None => return Err(format!("schema without a type: {schema}")),
+        Some(other) => return Err(format!("invalid type {other}")),
+    };
+    for t in &types {
+        if ![
+            "object", "array", "string", "integer", "number", "boolean", "null",
+        ]
+        .contains(t)
+        {
+            return Err(format!("unknown type '{t}'"));
+        }
+    }
+    if let Some(values) = schema.get("enum") {
+        let values = values.as_array().ok_or("enum must be an array")?;
+        if values.is_empty() {
+            return Err("enum must not be empty".into());
+        }
+    }
+    if types.contains(&"object") {
+        let properties = schema
+            .get("properties")
+            .and_then(Value::as_object)
+            .cloned()
+            .unwrap_or_default();
+        if strict {
+            if schema.get("additionalProperties") != Some(&Value::Bool(false)) {
+                return Err(
+                    "'additionalProperties' is required to be supplied and to be false".into(),
+                );
+            }
+            let required: Vec<&str> = schema
+                .get("required")
+                .and_then(Value::as_array)
+                .map(|r| r.iter().filter_map(Value::as_str).collect())
+                .unwrap_or_default();
+            if let Some(missing) = properties.keys().find(|k| !required.contains(&k.as_str())) {
+                return Err(format!(
+                    "'required' is required to include every key in properties; missing '{missing}'"
+                ));
+            }
+        }
+        for (_, p) in properties {
+            check_schema(&p, strict)?;
+        }
+    }
+    if let Some(items) = schema.get("items") {
+        check_schema(items, strict)?;
+    }
+    Ok(())
+}
+
+/// An answer that follows `schema`: each property filled in (the largest value of an enum of
+/// integers, the first of another enum, `mock <name>` for a string).
+fn answer_in_shape(schema: &Value) -> Value {
+    fn value_for(name: &str, schema: &Value) -> Value {
+        if let Some(values) = schema.get("enum").and_then(Value::as_array) {
+            let largest = values.iter().filter_map(Value::as_i64).max();
+            return largest
+                .map(Value::from)
+                .or_else(|| values.iter().find(|v| !v.is_null()).cloned())
+                .unwrap_or(Value::Null);
+        }
+        let types: Vec<&str> = match schema.get("type") {
+            Some(Value::String(t)) => vec![t.as_str()],
+            Some(Value::Array(ts)) => ts.iter().filter_map(Value::as_str).collect(),
+            _ => Vec::new(),
+        };
+        match types.iter().find(|t| **t != "null") {
+            Some(&"object") => answer_in_shape(schema),
+            Some(&"integer" | &"number") => json!(1),
+            Some(&"boolean") => json!(true),
+            Some(&"array") => json!([]),
+            Some(_) => Value::String(format!("mock {name}")),
+            None => Value::Null,
+        }
+    }
+    let mut object = serde_json::Map::new();
+    if let Some(properties) = schema.get("properties").and_then(Value::as_object) {
+        for (name, p) in properties {
+            object.insert(name.clone(), value_for(name, p));
+        }
+    }
+    Value::Object(object)
 }
 
 fn text_of_part(p: &Value) -> Option<&str> {
