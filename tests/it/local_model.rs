@@ -134,3 +134,58 @@ fn a_real_llama_cpp_server_answers_in_openai_and_anthropic_formats() {
     assert!(text(&again.stderr).contains("4 calls, 4 cache hits"));
     assert_eq!(s.count("SELECT count(*) FROM calls"), 4);
 }
+
+#[test]
+fn a_real_llama_cpp_server_writes_a_structured_review_that_parses() {
+    // llama.cpp turns the review's JSON schema (`response_format`) into a grammar: even a
+    // 135M model's review can then be read, every score on the scale or null.
+    let server = LocalServer::start();
+    let s = Sandbox::new();
+    // A review of 16 criteria is about 1,700 tokens: about a minute on one CPU thread.
+    s.write(
+        "config.yaml",
+        "timeout_secs: 600\nretry:\n  max_attempts: 2\n  base_delay: 100\n  max_delay: 1000\n",
+    );
+    s.write("data/sensors.csv", "Brand,Sensor\nBosch,BME280\n");
+    s.write(
+        "datasheet/Bosch_BME280.md",
+        "# BME280\nHumidity, pressure and temperature sensor. Supply 1.71 V to 3.6 V. I2C and \
+         SPI interfaces. Package LGA 2.5 x 2.5 mm.\n",
+    );
+    s.write(
+        "results/Bosch/BME280/local_smollm2_20250504_030759.md",
+        "# BME280 datasheet\nThe BME280 measures humidity, pressure and temperature. It runs \
+         from 1.8 V to 3.6 V and talks I2C or SPI.\n",
+    );
+    let out = s
+        .track()
+        .args(["review-datasheets", "--reviewer", "local:smollm2"])
+        .env("LOCAL_MODEL_BASE_URL", &server.base_url)
+        .output()
+        .unwrap();
+    let stderr = text(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    let (status, overall): (String, Option<i64>) = s
+        .db()
+        .query_row("SELECT parse_status, overall_score FROM reviews", [], |r| {
+            Ok((r.get(0)?, r.get(1)?))
+        })
+        .unwrap();
+    assert!(
+        status == "ok" || status == "partial",
+        "the structured review was read: {status}\n{stderr}"
+    );
+    assert!(
+        overall.is_none_or(|score| (1..=5).contains(&score)),
+        "{overall:?}"
+    );
+    let request: String = s
+        .db()
+        .query_row(
+            "SELECT CAST(b.content AS TEXT) FROM calls c JOIN blobs b ON b.sha256 = c.cache_key",
+            [],
+            |r| r.get(0),
+        )
+        .unwrap();
+    assert!(request.contains("\"schema\""), "{request}");
+}
