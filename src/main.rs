@@ -33,7 +33,7 @@ fn main() -> ExitCode {
     match track::commands::dispatch(cli) {
         Ok(code) => code,
         Err(error) => {
-            if is_broken_pipe(&error) {
+            if track::output::is_closed_pipe(&error) {
                 return ExitCode::SUCCESS;
             }
             let chain: Vec<String> = error.chain().map(ToString::to_string).collect();
@@ -41,14 +41,6 @@ fn main() -> ExitCode {
             ExitCode::FAILURE
         }
     }
-}
-
-/// A closed pipe (`track query | head`) is not a failure.
-fn is_broken_pipe(error: &anyhow::Error) -> bool {
-    error.chain().any(|e| {
-        e.downcast_ref::<std::io::Error>()
-            .is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe)
-    })
 }
 
 /// Drops causes whose text the previous message already contains.

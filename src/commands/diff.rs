@@ -54,8 +54,9 @@ const NAMED_REGRESSIONS: usize = 5;
 ///   invalid_resolved, changed, unchanged; empty, or null in JSON, when unpaired), `only_in`
 ///   (base, new, or empty when paired) and both runs' values with their difference.
 ///
-/// Exit status: 0, or 1 with --fail-on-regression and a significant regression; 1 also when
-/// the runs cannot be compared (a missing run, runs of different kinds).
+/// Exit status, as diff(1)'s: 0, or 1 with --fail-on-regression and a significant regression;
+/// 2 when the runs cannot be compared (a missing run, runs of different kinds, no database),
+/// so a CI job can tell a regression from trouble.
 #[derive(Debug, clap::Args)]
 pub struct DiffArgs {
     /// The run compared against (a run id).
@@ -99,6 +100,16 @@ impl FromStr for NewRun {
 }
 
 pub fn run(context: &Context, args: DiffArgs) -> anyhow::Result<ExitCode> {
+    compare(context, args).or_else(|error| {
+        if crate::output::is_closed_pipe(&error) {
+            return Ok(ExitCode::SUCCESS);
+        }
+        eprintln!("track: {error:#}");
+        Ok(ExitCode::from(2))
+    })
+}
+
+fn compare(context: &Context, args: DiffArgs) -> anyhow::Result<ExitCode> {
     let store = context.open_existing_store()?;
     let new_run = resolve(&store, args.base, args.new)?;
     if new_run == args.base {

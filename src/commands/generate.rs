@@ -53,6 +53,7 @@ pub fn run(context: &Context, args: GenerateArgs) -> anyhow::Result<ExitCode> {
         criteria: None,
         generation_prompt: args.prompt,
         max_tokens: args.max_tokens,
+        generation_max_tokens: None,
         repeat: None,
     };
     let mut plan = experiment.plan(None, &args.run.overrides())?;

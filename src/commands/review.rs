@@ -63,6 +63,7 @@ pub fn run(context: &Context, args: ReviewArgs) -> anyhow::Result<ExitCode> {
         criteria: args.criteria,
         generation_prompt: None,
         max_tokens: args.max_tokens,
+        generation_max_tokens: None,
         repeat: None,
     };
     let plan = experiment.plan(None, &args.run.overrides())?;

@@ -27,8 +27,11 @@ impl std::fmt::Display for ErrorGroup {
         let whose = [&self.first_item, &self.model]
             .into_iter()
             .find(|s| !s.is_empty());
-        if let Some(whose) = whose.filter(|_| self.count == 1) {
-            return write!(f, "{whose}: {}", self.cause);
+        if self.count == 1 {
+            return match whose {
+                Some(whose) => write!(f, "{whose}: {}", self.cause),
+                None => write!(f, "{}", self.cause),
+            };
         }
         if !self.model.is_empty() {
             write!(f, "{}: ", self.model)?;

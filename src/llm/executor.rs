@@ -222,16 +222,21 @@ impl Executor {
             self.schema_refused
                 .lock()
                 .is_ok_and(|set| set.contains(&job.model_key()))
-                || matches!(
-                    lock(&self.store).last_failure_status(&job.canonical.key),
-                    Ok(Some(400 | 422))
-                )
+                || lock(&self.store)
+                    .last_failure_status(&job.canonical.key)
+                    .ok()
+                    .flatten()
+                    .is_some_and(|(status, error)| refuses_schema(Some(status), &error))
         };
         if fallback && refused(job) {
             return self.run_plain(job, stop).await;
         }
         let (outcome, status) = self.run_keyed(job, stop).await?;
-        if fallback && matches!(status, Some(400 | 422)) {
+        let refusal = match &outcome {
+            CallOutcome::Failed { error, .. } => refuses_schema(status, error),
+            _ => false,
+        };
+        if fallback && refusal {
             tracing::info!(
                 "{} {} refused the answer's schema (HTTP {}); asking it without one for the \
                  rest of this run",
@@ -433,6 +438,23 @@ impl Executor {
     }
 }
 
+/// Whether a failed call's status and message say the server refused the request's schema
+/// (not, say, a prompt too long for its context, which a request without one fails alike).
+fn refuses_schema(status: Option<u16>, error: &str) -> bool {
+    let error = error.to_ascii_lowercase();
+    matches!(status, Some(400 | 422))
+        && [
+            "schema",
+            "response_format",
+            "tool",
+            "format",
+            "grammar",
+            "structured",
+        ]
+        .iter()
+        .any(|word| error.contains(word))
+}
+
 /// The row that records `job`'s outcome; `timing` is the last attempt's latency in ms and the
 /// number of attempts.
 fn new_call<'a>(
@@ -459,5 +481,33 @@ fn new_call<'a>(
         output_price_per_mtok: job.price.output_per_mtok,
         cost_usd: usage.map(|u| job.price.cost_usd(u.input_tokens, u.output_tokens)),
         http_status,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_a_refused_schema_is_a_refusal() {
+        for refusal in [
+            "openai answered HTTP 400: Invalid schema for response_format 'v': …",
+            "anthropic answered HTTP 400: tools.0.custom.input_schema: Field required",
+            "local answered HTTP 400: JSON schema conversion failed",
+            "ollama answered HTTP 400: invalid format: 42",
+        ] {
+            assert!(refuses_schema(Some(400), refusal), "{refusal}");
+        }
+        assert!(!refuses_schema(
+            Some(400),
+            "local answered HTTP 400: request (9686 tokens) exceeds the available context size \
+             (8192 tokens), try increasing it (1 attempt; not retried: this HTTP status does not \
+             change on retry)"
+        ));
+        assert!(!refuses_schema(
+            Some(500),
+            "response_format broke the server"
+        ));
+        assert!(!refuses_schema(None, "schema"));
     }
 }

@@ -31,6 +31,15 @@ pub fn count(n: u64, noun: &str) -> String {
     }
 }
 
+/// Whether `error` is a closed pipe (`track … | head`): not a failure, the reader has what it
+/// wanted.
+pub fn is_closed_pipe(error: &anyhow::Error) -> bool {
+    error.chain().any(|e| {
+        e.downcast_ref::<std::io::Error>()
+            .is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe)
+    })
+}
+
 /// An amount of dollars to the micro-dollar, without trailing zeros: `$0`, `$0.0125`.
 pub fn dollars(usd: f64) -> String {
     let text = format!("{usd:.6}");

@@ -70,8 +70,13 @@ pub struct ReviewExperiment {
     /// Generation prompt template (default: built in).
     #[serde(default)]
     pub generation_prompt: Option<PathBuf>,
+    /// Most tokens of a review's answer, and of a generated datasheet unless
+    /// `generation_max_tokens` says otherwise.
     #[serde(default = "default_max_tokens")]
     pub max_tokens: u32,
+    /// Most tokens of a generated datasheet [default: `max_tokens`].
+    #[serde(default)]
+    pub generation_max_tokens: Option<u32>,
     /// Samples of each call (generation and review), each a distinct cache entry.
     #[serde(default)]
     pub repeat: Option<u32>,
@@ -155,7 +160,7 @@ impl ReviewExperiment {
                     &["brand", "sensor"],
                 )?,
                 params: SamplingParams {
-                    max_tokens,
+                    max_tokens: self.generation_max_tokens.or(max_tokens),
                     ..SamplingParams::default()
                 },
             },

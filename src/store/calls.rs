@@ -145,19 +145,29 @@ impl Store {
             .and_then(|(status, attempts)| (status == "error").then_some(attempts)))
     }
 
-    /// The HTTP status of the last call stored under `key`, when it failed with one.
-    pub fn last_failure_status(&self, key: &str) -> Result<Option<u16>> {
+    /// The HTTP status and error of the last call stored under `key`, when it failed with a
+    /// status.
+    pub fn last_failure_status(&self, key: &str) -> Result<Option<(u16, String)>> {
         use rusqlite::OptionalExtension as _;
         Ok(self
             .conn
             .prepare_cached(
-                "SELECT status, http_status FROM calls WHERE cache_key = ?1 ORDER BY id DESC LIMIT 1",
+                "SELECT status, http_status, coalesce(error, '') FROM calls WHERE cache_key = ?1 \
+                 ORDER BY id DESC LIMIT 1",
             )?
             .query_row([key], |r| {
-                Ok((r.get::<_, String>(0)?, r.get::<_, Option<u16>>(1)?))
+                Ok((
+                    r.get::<_, String>(0)?,
+                    r.get::<_, Option<u16>>(1)?,
+                    r.get::<_, String>(2)?,
+                ))
             })
             .optional()?
-            .and_then(|(status, http)| (status == "error").then_some(http).flatten()))
+            .and_then(|(status, http, error)| {
+                (status == "error")
+                    .then_some(http.map(|h| (h, error)))
+                    .flatten()
+            }))
     }
 
     /// How many calls (of any status) were recorded under `key`; for tests and diagnostics.

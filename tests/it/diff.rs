@@ -296,14 +296,14 @@ fn runs_of_different_kinds_or_missing_runs_are_refused() {
     run_bench(&s, "bench.yaml");
     compare(&s, &[]);
     let out = s.track().args(["diff", "1", "2"]).output().unwrap();
-    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(out.status.code(), Some(2), "trouble, not a regression");
     let stderr = text(&out.stderr);
     assert!(
         stderr.contains("run 1 is a benchmark run and run 2 a relevance run"),
         "{stderr}"
     );
     let out = s.track().args(["diff", "1", "7"]).output().unwrap();
-    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(out.status.code(), Some(2));
     let stderr = text(&out.stderr);
     assert!(
         stderr.contains("no run 7") && stderr.contains("`track runs`"),
