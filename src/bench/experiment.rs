@@ -50,6 +50,8 @@ pub struct BenchExperiment {
     repeats: u32,
     energy: EnergyMethod,
     judge_template: Template,
+    /// Per judge (target index): verdicts received in this run, and those not readable.
+    verdicts: std::collections::BTreeMap<usize, (u64, u64)>,
 }
 
 /// Indices of one evaluation: model, prompt, repeat.
@@ -125,6 +127,7 @@ impl BenchExperiment {
             repeats,
             energy,
             judge_template,
+            verdicts: std::collections::BTreeMap::new(),
         })
     }
 
@@ -411,6 +414,11 @@ impl Experiment for BenchExperiment {
                 Some(answer) => {
                     let (row, problem) =
                         self.judged_row(self.result_row(run_id, eval, answer), outcome);
+                    if outcome.call().is_some() {
+                        let tally = self.verdicts.entry(call.target).or_default();
+                        tally.0 += 1;
+                        tally.1 += u64::from(row.judge_score.is_none());
+                    }
                     problems.extend(problem);
                     rows.push(row);
                 }
@@ -446,6 +454,16 @@ impl Experiment for BenchExperiment {
         options: &ReportOptions,
         out: &mut dyn std::io::Write,
     ) -> Result<(), ExperimentError> {
-        super::report::print(store, summary, options, out).map_err(ExperimentError::kind)
+        super::report::print(store, summary, options, out).map_err(ExperimentError::kind)?;
+        // The parse-failure rate of each judge, next to the tally.
+        for (&judge, &(verdicts, unreadable)) in &self.verdicts {
+            options.note(format!(
+                "judge {}: {}, {unreadable} unreadable ({:.0} %)",
+                self.targets[judge].reference,
+                crate::output::count(verdicts, "verdict"),
+                unreadable as f64 * 100.0 / verdicts.max(1) as f64
+            ));
+        }
+        Ok(())
     }
 }

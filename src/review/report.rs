@@ -43,8 +43,18 @@ pub fn print(
         counts.entry(&review.reviewer_ref).or_default()[slot] += 1;
     }
     for (reviewer, [ok, partial, failed, skipped, errors]) in counts {
+        // The parse-failure rate of the answers received.
+        let answered = ok + partial + failed;
+        let rate = if answered > 0 {
+            format!(
+                " ({:.0} % of answers)",
+                failed as f64 * 100.0 / answered as f64
+            )
+        } else {
+            String::new()
+        };
         options.note(format!(
-            "{reviewer}: {}: {ok} complete, {partial} with N/A scores, {failed} unparsable, \
+            "{reviewer}: {}: {ok} complete, {partial} with N/A scores, {failed} unparsable{rate}, \
              {skipped} without an official datasheet; {}",
             count((ok + partial + failed + skipped) as u64, "review"),
             count(errors as u64, "failed call")

@@ -709,7 +709,17 @@ fn judge_graded_tests_count_the_judge_in_cost_and_never_fail_on_garbage() {
          - plain:\n    prompt: question good\n    output: ANSWER-GOOD\n    method: exact\n",
     );
     let out = s.track().args(["run", "bench.yaml"]).output().unwrap();
-    assert!(out.status.success(), "{}", text(&out.stderr));
+    let stderr = text(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    // Each judge's parse-failure rate is in the run's summary.
+    assert!(
+        stderr.contains("judge anthropic:haiku 3.5: 2 verdicts, 0 unreadable (0 %)"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("judge openai:gpt-4o-mini: 1 verdict, 1 unreadable (100 %)"),
+        "{stderr}"
+    );
     // 3 distinct answers (the plain test shares the good one) + 3 verdicts.
     assert_eq!(s.mock.request_count(), 6);
     let verdicts: Vec<(String, String, Option<i64>, Option<String>)> = s

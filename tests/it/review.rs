@@ -106,7 +106,7 @@ fn reviews_land_in_the_database_and_the_specifications_csv() {
         .unwrap();
     let stderr = text(&out.stderr);
     assert!(out.status.success(), "{stderr}");
-    assert!(stderr.contains("4 reviews: 1 complete, 1 with N/A scores, 1 unparsable, 1 without an official datasheet"), "{stderr}");
+    assert!(stderr.contains("4 reviews: 1 complete, 1 with N/A scores, 1 unparsable (33 % of answers), 1 without an official datasheet"), "{stderr}");
     assert_eq!(
         s.mock.request_count(),
         3,
