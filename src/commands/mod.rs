@@ -9,6 +9,7 @@ mod generate;
 mod models;
 mod query;
 mod relevance;
+mod report;
 mod review;
 mod run;
 mod runs;
@@ -56,6 +57,7 @@ pub enum Command {
     Runs(runs::RunsArgs),
     Query(query::QueryArgs),
     Export(export::ExportArgs),
+    Report(report::ReportArgs),
     Models(models::ModelsArgs),
 }
 
@@ -128,6 +130,7 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Runs(args) => runs::run(&context, args),
         Command::Query(args) => query::run(&context, args),
         Command::Export(args) => export::run(&context, args),
+        Command::Report(args) => report::run(&context, args),
         Command::Models(args) => models::run(&context, args),
     }
 }

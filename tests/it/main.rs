@@ -10,5 +10,6 @@ mod hardening;
 mod local_model;
 mod mock_selftest;
 mod relevance;
+mod report;
 mod review;
 mod runtime;
