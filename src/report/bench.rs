@@ -13,7 +13,9 @@ use super::charts::{
 };
 use super::columns::{counts, floats, sum, texts, total};
 use super::header::Energy;
-use super::html::{TableOptions, escape, frame_table, maybe_number, number, thousands, truncate};
+use super::html::{
+    TableOptions, counted, escape, frame_table, maybe_number, number, thousands, truncate,
+};
 use super::{ReportError, Section};
 use crate::analysis::bench::latency_summary;
 use crate::analysis::{Measures, model_summary, prompt_summary};
@@ -85,11 +87,11 @@ impl BenchSection {
              passed and failed; errors (no answer to test) are apart. The same numbers as \
              <code>track query --by model --run {}</code>.</p>",
             thousands(results),
-            crate::output::count(self.by_model.height() as u64, "model"),
-            crate::output::count(self.by_prompt.height() as u64, "prompt"),
+            counted(self.by_model.height() as u64, "model"),
+            counted(self.by_prompt.height() as u64, "prompt"),
             thousands(passed),
             thousands(failed),
-            crate::output::count(errors, "error"),
+            counted(errors, "error"),
             escape(&self.run_list())
         )
     }
@@ -188,13 +190,14 @@ impl BenchSection {
         figure("bench-cost", "Cost against success", &chart, note, "")
     }
 
-    /// The prompts the matrix shows: all in file order when few, else the hardest.
+    /// The prompts the matrix shows: all in file order when few, else the hardest (prompts
+    /// with errors only, which have no rate, come last: the failures list names them).
     fn shown_prompts(&self) -> PolarsResult<DataFrame> {
         if self.by_prompt.height() <= MATRIX_PROMPTS {
             return Ok(self.by_prompt.clone());
         }
         let options = SortMultipleOptions::default()
-            .with_nulls_last(false)
+            .with_nulls_last(true)
             .with_maintain_order(true);
         Ok(self
             .by_prompt
@@ -458,9 +461,9 @@ impl BenchSection {
             out,
             "<p>{} did not pass: {} failed, {}. {} Every result: <code>track export csv \
              --run {}</code>.</p>",
-            crate::output::count(failed + errors, "result"),
+            counted(failed + errors, "result"),
             thousands(failed),
-            crate::output::count(errors, "error"),
+            counted(errors, "error"),
             if self.failures.len() as u64 == failed + errors {
                 "All are listed.".to_owned()
             } else {

@@ -289,6 +289,7 @@ pub fn scatter(chart: &Scatter<'_>) -> String {
             .collect();
         svg.polyline(&line, "frontier");
     }
+    let mut labelled: Vec<(f64, f64)> = Vec::new();
     for (i, p) in chart.points.iter().enumerate() {
         let (x, y) = (x_scale.at(p.x), y_scale.at(p.y));
         if let (Some(low), Some(high)) = (p.y_low, p.y_high) {
@@ -304,7 +305,13 @@ pub fn scatter(chart: &Scatter<'_>) -> String {
             "dot"
         };
         svg.circle((x, y), 5.0, &format!("{class} {}", series_class(i)), &p.tip);
-        svg.label((x + 8.0, y - 6.0), Anchor::Start, &p.label, 22);
+        // A label that would overprint an earlier one is left out (its point keeps its
+        // tooltip, and the table has every number).
+        let clear = |&(lx, ly): &(f64, f64)| (lx - x).abs() > 150.0 || (ly - y).abs() > 13.0;
+        if labelled.iter().all(clear) {
+            svg.label((x + 8.0, y - 6.0), Anchor::Start, &p.label, 22);
+            labelled.push((x, y));
+        }
     }
     svg.finish()
 }

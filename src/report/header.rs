@@ -151,7 +151,7 @@ impl Header {
 
     fn energy_text(&self) -> String {
         match self.energy {
-            None => "– (recorded for benchmarks only)".to_owned(),
+            None => "–".to_owned(),
             Some(e) => match (e.min_wh, e.max_wh) {
                 (Some(min), Some(max)) => format!(
                     "{} ({}–{})",

@@ -60,6 +60,11 @@ pub fn thousands(n: u64) -> String {
     out
 }
 
+/// `1,000,000 results`, `1 error`: a count with thousands separators and its noun.
+pub fn counted(n: u64, noun: &str) -> String {
+    crate::output::count(n, noun).replacen(&n.to_string(), &thousands(n), 1)
+}
+
 /// Options of [`frame_table`].
 #[derive(Debug, Clone, Copy)]
 pub struct TableOptions<'a> {
@@ -71,9 +76,25 @@ pub struct TableOptions<'a> {
     pub max_rows: usize,
 }
 
+/// Tables longer than this are folded under a summary line (their charts come first).
+const FOLDED_ROWS: usize = 20;
+
 /// `df` as an HTML table: headers and cells as the terminal table writes them (confidence
-/// bounds included), numbers right-aligned, each cell tagged with its column's name.
+/// bounds included), numbers right-aligned, each cell tagged with its column's name. A long
+/// table is folded in a `<details>` that opens on a click (and in print).
 pub fn frame_table(df: &DataFrame, options: TableOptions<'_>) -> String {
+    let table = table_of(df, options);
+    if df.height().min(options.max_rows) <= FOLDED_ROWS {
+        return table;
+    }
+    format!(
+        "<details class=\"numbers\"><summary>{}: the numbers ({} rows)</summary>{table}</details>",
+        escape(options.caption),
+        thousands(df.height().min(options.max_rows) as u64)
+    )
+}
+
+fn table_of(df: &DataFrame, options: TableOptions<'_>) -> String {
     let mut out = String::new();
     let _ = write!(
         out,
@@ -191,6 +212,8 @@ mod tests {
         assert_eq!(maybe_number("success_pct", None), "–");
         assert_eq!(thousands(1_000_000), "1,000,000");
         assert_eq!(thousands(999), "999");
+        assert_eq!(counted(50_000, "prompt"), "50,000 prompts");
+        assert_eq!(counted(1, "reply"), "1 reply");
         assert_eq!(truncate("abcdef", 3), "abc…");
         assert_eq!(truncate("abc", 3), "abc");
     }
@@ -220,6 +243,27 @@ mod tests {
         assert_eq!(cells, ["success %", "50.0", "–"]);
         assert!(html.contains("&lt;b&gt;a&lt;/b&gt;"));
         assert!(html.contains("The first 2 of 3 rows."));
+    }
+
+    #[test]
+    fn long_tables_fold_under_a_summary() {
+        let df = DataFrame::new_infer_height(vec![Column::new(
+            "criterion".into(),
+            (0..25).map(|i| format!("P{i}")).collect::<Vec<_>>(),
+        )])
+        .unwrap();
+        let options = TableOptions {
+            id: "t",
+            caption: "Per criterion",
+            max_rows: usize::MAX,
+        };
+        let folded = frame_table(&df, options);
+        assert!(folded.starts_with(
+            "<details class=\"numbers\"><summary>Per criterion: the numbers (25 rows)"
+        ));
+        roxmltree::Document::parse(&folded).unwrap();
+        let short = frame_table(&df.head(Some(3)), options);
+        assert!(short.starts_with("<div"));
     }
 
     #[test]

@@ -154,3 +154,98 @@ impl Report {
         out
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::{BenchResultRow, RunStatus};
+
+    const HOSTILE: &str = "</script><img src=x onerror=alert(1)>";
+
+    fn result(run_id: i64, prompt: u32, passed: Option<bool>) -> BenchResultRow {
+        BenchResultRow {
+            run_id,
+            model_index: 0,
+            prompt_index: prompt,
+            repeat_index: 0,
+            model_ref: format!("openai:{HOSTILE}"),
+            provider: "openai".into(),
+            model_id: "m".into(),
+            prompt_name: format!("{HOSTILE}{prompt}"),
+            method: "exact".into(),
+            call_id: None,
+            cache_hit: false,
+            passed,
+            detail: Some(format!("expected `4`, got `{HOSTILE}`")),
+            latency_ms: Some(100.0 + f64::from(prompt)),
+            input_tokens: Some(10),
+            output_tokens: Some(20),
+            tokens_estimated: false,
+            cost_usd: Some(0.5),
+            paid_usd: Some(0.5),
+            energy_wh: Some(1.0),
+            energy_wh_min: Some(0.5),
+            energy_wh_max: Some(1.5),
+            energy_method: Some("ecologits-0.9".into()),
+            judge_call_id: None,
+            judge_score: None,
+            judge_cost_usd: None,
+        }
+    }
+
+    #[test]
+    fn a_report_of_hostile_names_is_well_formed_and_inert() {
+        let mut store = Store::open_in_memory().unwrap();
+        let run = store
+            .create_run("bench", Some(HOSTILE), None, "{}")
+            .unwrap();
+        let rows: Vec<BenchResultRow> = (0..3)
+            .map(|p| result(run, p, [Some(true), Some(false), None][p as usize]))
+            .collect();
+        store.insert_bench_results(&rows).unwrap();
+        store.finish_run(run, RunStatus::Completed).unwrap();
+        let report = build(&store, Path::new("memory.db"), &RunChoice::All).unwrap();
+        let html = report.to_html();
+        let options = roxmltree::ParsingOptions {
+            allow_dtd: true,
+            ..roxmltree::ParsingOptions::default()
+        };
+        let doc = roxmltree::Document::parse_with_options(&html, options).unwrap();
+        for node in doc.descendants() {
+            assert!(
+                !matches!(node.tag_name().name(), "script" | "img"),
+                "{html}"
+            );
+            assert!(node.attributes().all(|a| !a.name().starts_with("on")));
+        }
+        let text: String = doc.descendants().filter_map(|n| n.text()).collect();
+        assert!(
+            text.contains(&format!("{HOSTILE}1")),
+            "names are kept, as text"
+        );
+        // The contents link to every section.
+        let links: Vec<&str> = doc
+            .descendants()
+            .filter_map(|n| n.attribute("href"))
+            .collect();
+        assert_eq!(links, ["#bench"]);
+        assert!(
+            doc.descendants()
+                .any(|n| n.attribute("id") == Some("bench"))
+        );
+    }
+
+    #[test]
+    fn a_run_without_results_says_so() {
+        let store = Store::open_in_memory().unwrap();
+        let run = store.create_run("relevance", None, None, "{}").unwrap();
+        store.finish_run(run, RunStatus::Completed).unwrap();
+        let html = build(&store, Path::new("memory.db"), &RunChoice::Latest)
+            .unwrap()
+            .to_html();
+        assert!(
+            html.contains("These runs recorded no predictions yet."),
+            "{html}"
+        );
+    }
+}

@@ -8,11 +8,12 @@ use std::fmt::Write as _;
 use polars::prelude::*;
 
 use super::charts::{DotChart, DotRow, LineChart, Mark, Titles, dot_chart, figure, line_chart};
-use super::html::{TableOptions, escape, frame_table, maybe_number, number, text_table, thousands};
+use super::html::{
+    TableOptions, counted, escape, frame_table, maybe_number, number, text_table, thousands,
+};
 use super::{ReportError, Section};
 use crate::analysis::relevance::variant_summary;
 use crate::analysis::stats::{McNemar, Z_95, wilson_interval};
-use crate::output::count;
 use crate::relevance::metrics::{ClassMetrics, VariantMetrics};
 use crate::relevance::run::measure_rows;
 use crate::relevance::stats::{
@@ -68,7 +69,7 @@ impl RelevanceSection {
         format!(
             "<p>{} (image × predicate × variant × trial) of {}; invalid answers: WITH {}, \
              WITHOUT {}. The same numbers as <code>track query --by variant --run {}</code>.</p>",
-            count(self.predictions as u64, "prediction"),
+            counted(self.predictions as u64, "prediction"),
             escape(&self.models.join(", ")),
             self.invalid[0],
             self.invalid[1],

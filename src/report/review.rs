@@ -10,12 +10,13 @@ use super::charts::{
     Bar, BarChart, DotChart, DotRow, Heatmap, Mark, Titles, bar_chart, dot_chart, figure, heatmap,
 };
 use super::columns::{counts, floats, texts, total};
-use super::html::{TableOptions, escape, frame_table, maybe_number, number, thousands, truncate};
+use super::html::{
+    TableOptions, counted, escape, frame_table, maybe_number, number, thousands, truncate,
+};
 use super::{ReportError, Section};
 use crate::analysis::review::{
     ReviewFrames, agreement, criterion_generator_summary, criterion_summary, review_summary,
 };
-use crate::output::count;
 use crate::store::{ReviewNotes, Store};
 
 /// Reviews whose justifications are listed at most.
@@ -72,13 +73,13 @@ impl ReviewSection {
             "<p>{} by {}: {} complete, {} with N/A scores, {} unparsable, {} without an \
              official datasheet, {}. The same numbers as <code>track query --by \
              reviewer|generator|criterion --run {}</code>.</p>",
-            count(self.reviews as u64, "review"),
-            count(r.height() as u64, "reviewer"),
+            counted(self.reviews as u64, "review"),
+            counted(r.height() as u64, "reviewer"),
             thousands(total(r, "complete")),
             thousands(total(r, "with_na")),
             thousands(total(r, "parse_failures")),
             thousands(total(r, "no_official")),
-            count(total(r, "errors"), "failed call"),
+            counted(total(r, "errors"), "failed call"),
             escape(&self.run_list())
         )
     }
