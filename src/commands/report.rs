@@ -20,6 +20,8 @@ pub struct ReportArgs {
     out: PathBuf,
 }
 
+/// Builds the report of the selected runs and writes it to `--out` (its path on stdout), or to
+/// stdout with `--out -`.
 pub fn run(context: &Context, args: ReportArgs) -> anyhow::Result<ExitCode> {
     let store = context.open_existing_store()?;
     let report = build(&store, &context.db, &args.run.unwrap_or_default())?;

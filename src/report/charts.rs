@@ -380,7 +380,7 @@ pub struct Bar {
     pub parts: Vec<(f64, String)>,
 }
 
-/// Horizontal bars of counts, one per row, stacked by series.
+/// Horizontal bars of counts, one per row, stacked by series, each with its total.
 #[derive(Debug, Clone)]
 pub struct BarChart<'a> {
     pub titles: Titles<'a>,
@@ -397,7 +397,8 @@ pub fn bar_chart(chart: &BarChart<'_>) -> String {
     let bottom = top + row_height * chart.bars.len() as f64;
     let total = |b: &Bar| b.parts.iter().map(|p| p.0).sum::<f64>();
     let max = chart.bars.iter().map(total).fold(0.0, f64::max);
-    let scale = Linear::new((0.0, headroom(max)), (left, WIDTH - 20.0));
+    // Room after the longest bar for its total.
+    let scale = Linear::new((0.0, headroom(max) * 1.08), (left, WIDTH - 20.0));
     let description = format!(
         "{} bars; the table below gives every number.",
         chart.bars.len()
@@ -429,6 +430,9 @@ pub fn bar_chart(chart: &BarChart<'_>) -> String {
             svg.rect(x0, y + 4.0, x1 - x0, row_height - 8.0, &class, tip);
             start += value;
         }
+        let total = super::html::thousands(start.round().max(0.0) as u64);
+        let at = (scale.at(start) + 4.0, y + row_height / 2.0 + 4.0);
+        svg.text(at, Anchor::Start, "tick", &total);
     }
     svg.finish()
 }
