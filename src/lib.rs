@@ -17,6 +17,7 @@ pub mod llm;
 pub mod output;
 pub mod prompt;
 pub mod relevance;
+pub mod report;
 pub mod review;
 pub mod store;
 pub mod yaml;

@@ -432,6 +432,44 @@ pub fn prompt_summary(measures: &Measures) -> PolarsResult<DataFrame> {
     named(summary.select(order)?, "prompt", &measures.labels.prompts)
 }
 
+/// Per model (in the order of [`model_summary`]): how long answers took, in seconds, over the
+/// results that have a time: how many, the minimum, quartiles, maximum and mean. What a box
+/// plot of latencies draws.
+pub fn latency_summary(measures: &Measures) -> PolarsResult<DataFrame> {
+    if measures.parts.is_empty() {
+        return Ok(DataFrame::empty());
+    }
+    let lazy = concat(
+        measures
+            .parts
+            .iter()
+            .map(|p| p.clone().lazy())
+            .collect::<Vec<_>>(),
+        UnionArgs::default(),
+    )?;
+    let seconds = || col("latency_ms") / lit(1000.0);
+    let quantile = |q: f64, name: &str| {
+        seconds()
+            .quantile(lit(q), QuantileMethod::Linear)
+            .alias(name)
+    };
+    let df = lazy
+        .filter(col("latency_ms").is_not_null())
+        .group_by([col("model")])
+        .agg([
+            len().cast(DataType::UInt64).alias("timed"),
+            seconds().min().alias("min_time_s"),
+            quantile(0.25, "q1_time_s"),
+            quantile(0.5, "median_time_s"),
+            quantile(0.75, "q3_time_s"),
+            seconds().max().alias("max_time_s"),
+            seconds().mean().alias("mean_time_s"),
+        ])
+        .sort(["model"], SortMultipleOptions::default())
+        .collect()?;
+    named(df, "model", &measures.labels.models)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -510,5 +548,22 @@ mod tests {
         assert_eq!(f64_at(&p, "success_pct_all", 1), Some(0.0));
         assert_eq!(f64_at(&p, "avg_output_tokens", 0), Some(6.0));
         assert_eq!(f64_at(&p, "avg_time_s", 0), Some(1.5));
+    }
+
+    #[test]
+    fn latencies_per_model_skip_results_without_a_time() {
+        let l = latency_summary(&Measures::from_columns(&columns()).unwrap()).unwrap();
+        assert_eq!(l.height(), 2);
+        assert_eq!(l.column("model").unwrap().str().unwrap().get(1), Some("b"));
+        assert_eq!(l.column("timed").unwrap().u64().unwrap().get(1), Some(1));
+        assert_eq!(f64_at(&l, "min_time_s", 0), Some(1.0));
+        assert_eq!(f64_at(&l, "median_time_s", 0), Some(2.0));
+        assert_eq!(f64_at(&l, "q3_time_s", 0), Some(2.5));
+        assert_eq!(f64_at(&l, "max_time_s", 1), Some(2.0));
+        let empty = Measures {
+            parts: Vec::new(),
+            labels: Labels::default(),
+        };
+        assert_eq!(latency_summary(&empty).unwrap().height(), 0);
     }
 }

@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 
 use polars::prelude::*;
 
-use super::stats::{Level, krippendorff_alpha, weighted_kappa};
+use super::stats::{Level, krippendorff_alpha, mean_interval, weighted_kappa};
 use crate::store::{ReviewColumns, ScoreColumns};
 
 /// Reviews (one row each) and their criterion scores (one row per review and criterion).
@@ -212,6 +212,71 @@ pub fn criterion_summary(frames: &ReviewFrames) -> PolarsResult<DataFrame> {
     concat([per_criterion, overall], UnionArgs::default())?.collect()
 }
 
+/// Per criterion (in order; the overall score last) and generator model, pooling reviewers:
+/// scores given, their mean and its 95 % interval (Student's t; none below two scores).
+pub fn criterion_generator_summary(frames: &ReviewFrames) -> PolarsResult<DataFrame> {
+    let stats = |score: Expr| {
+        [
+            score.clone().count().cast(DataType::UInt64).alias("scored"),
+            score
+                .clone()
+                .cast(DataType::Float64)
+                .mean()
+                .alias("mean_score"),
+            score.cast(DataType::Float64).std(1).alias("sd"),
+        ]
+    };
+    let per_criterion = frames
+        .scored()
+        .group_by_stable([col("position"), col("criterion"), col("generator")])
+        .agg(stats(col("score")))
+        .sort(
+            ["position"],
+            SortMultipleOptions::default().with_maintain_order(true),
+        )
+        .select([
+            col("criterion"),
+            col("generator"),
+            col("scored"),
+            col("mean_score"),
+            col("sd"),
+        ]);
+    let overall = frames
+        .reviews
+        .clone()
+        .lazy()
+        .filter(answered())
+        .group_by_stable([col("generator")])
+        .agg(stats(col("overall_score")))
+        .select([
+            lit("Overall").alias("criterion"),
+            col("generator"),
+            col("scored"),
+            col("mean_score"),
+            col("sd"),
+        ]);
+    let mut df = concat([per_criterion, overall], UnionArgs::default())?.collect()?;
+    let (low, high): (Vec<Option<f64>>, Vec<Option<f64>>) = {
+        let n = df.column("scored")?.u64()?;
+        let mean = df.column("mean_score")?.f64()?;
+        let sd = df.column("sd")?.f64()?;
+        n.iter()
+            .zip(mean.iter())
+            .zip(sd.iter())
+            .map(|((n, mean), sd)| {
+                let interval = match (n, mean, sd) {
+                    (Some(n), Some(mean), Some(sd)) => mean_interval(mean, sd, n),
+                    _ => None,
+                };
+                (interval.map(|i| i.0), interval.map(|i| i.1))
+            })
+            .unzip()
+    };
+    df.with_column(Column::new("mean_low".into(), low))?;
+    df.with_column(Column::new("mean_high".into(), high))?;
+    df.drop("sd")
+}
+
 /// Agreement between reviewers per criterion (and overall): how many reviewers and datasheets
 /// rated by at least two, quadratic-weighted Cohen's kappa (exactly two reviewers), ordinal
 /// Krippendorff's alpha (any number, missing ratings allowed), and the mean score across
@@ -400,6 +465,21 @@ mod tests {
         assert_eq!((crit.get(0), mean.get(0)), (Some("P1"), Some(3.0)));
         assert_eq!((crit.get(1), mean.get(1)), (Some("P1"), Some(3.0)));
         assert_eq!(crit.get(3), Some("Overall"));
+    }
+
+    #[test]
+    fn criteria_per_generator_pool_reviewers_with_intervals() {
+        let c = criterion_generator_summary(&frames()).unwrap();
+        let crit = c.column("criterion").unwrap().str().unwrap().clone();
+        assert_eq!((crit.get(0), crit.get(1)), (Some("P1"), Some("Overall")));
+        // P1 of the five answered reviews: 4, 2, 5, 1, 3.
+        assert_eq!(c.column("scored").unwrap().u64().unwrap().get(0), Some(5));
+        let f = |name: &str, row: usize| c.column(name).unwrap().f64().unwrap().get(row);
+        assert_eq!(f("mean_score", 0), Some(3.0));
+        let half = 2.776 * (2.5f64).sqrt() / 5f64.sqrt();
+        assert!((f("mean_low", 0).unwrap() - (3.0 - half)).abs() < 1e-9);
+        assert!((f("mean_high", 0).unwrap() - (3.0 + half)).abs() < 1e-9);
+        assert_eq!(f("mean_score", 1), Some(16.0 / 5.0));
     }
 
     #[test]

@@ -146,6 +146,35 @@ pub fn wilson_interval(successes: u64, n: u64, z: f64) -> Option<(f64, f64)> {
     Some(((centre - half).max(0.0), (centre + half).min(1.0)))
 }
 
+/// The 97.5 % quantile of Student's t with `df` degrees of freedom (for two-sided 95 %
+/// intervals of a mean): a table up to 30, then the Cornish-Fisher expansion around z.
+pub fn t_975(df: u64) -> Option<f64> {
+    const TABLE: [f64; 30] = [
+        12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179, 2.160,
+        2.145, 2.131, 2.120, 2.110, 2.101, 2.093, 2.086, 2.080, 2.074, 2.069, 2.064, 2.060, 2.056,
+        2.052, 2.048, 2.045, 2.042,
+    ];
+    match df {
+        0 => None,
+        1..=30 => Some(TABLE[df as usize - 1]),
+        _ => {
+            let (z, n) = (Z_95, df as f64);
+            let z3 = z.powi(3);
+            Some(
+                z + (z3 + z) / (4.0 * n) + (5.0 * z.powi(5) + 16.0 * z3 + 3.0 * z) / (96.0 * n * n),
+            )
+        }
+    }
+}
+
+/// The 95 % interval of a mean of `n` values with sample standard deviation `sd` (Student's
+/// t); `None` below two values.
+pub fn mean_interval(mean: f64, sd: f64, n: u64) -> Option<(f64, f64)> {
+    let t = t_975(n.checked_sub(1)?)?;
+    let half = t * sd / (n as f64).sqrt();
+    half.is_finite().then_some((mean - half, mean + half))
+}
+
 /// McNemar's test on paired yes/no outcomes: `b` items only the first variant got right, `c`
 /// only the second.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -414,5 +443,21 @@ mod tests {
             "{lo} {hi}"
         );
         assert_eq!(wilson_interval(0, 0, Z_95), None);
+    }
+
+    #[test]
+    fn t_intervals_of_means() {
+        assert_eq!(t_975(0), None);
+        assert_eq!(t_975(1), Some(12.706));
+        // Beyond the table the expansion joins it smoothly and tends to z.
+        assert!(close(t_975(31).unwrap(), 2.0395, 2e-4), "{:?}", t_975(31));
+        assert!(close(t_975(120).unwrap(), 1.9799, 2e-4), "{:?}", t_975(120));
+        // Scores 2, 4, 6: mean 4, sd 2, t(2) = 4.303: 4 +/- 4.303 * 2 / sqrt 3.
+        let (low, high) = mean_interval(4.0, 2.0, 3).unwrap();
+        assert!(
+            close(low, 4.0 - 4.968_7, 1e-3) && close(high, 8.968_7, 1e-3),
+            "{low} {high}"
+        );
+        assert_eq!(mean_interval(4.0, 0.0, 1), None);
     }
 }

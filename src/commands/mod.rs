@@ -10,6 +10,7 @@ mod generate;
 mod models;
 mod query;
 mod relevance;
+mod report;
 mod review;
 mod run;
 mod runs;
@@ -113,6 +114,7 @@ pub enum Command {
     Query(query::QueryArgs),
     Diff(diff::DiffArgs),
     Export(export::ExportArgs),
+    Report(report::ReportArgs),
     Models(models::ModelsArgs),
 }
 
@@ -186,6 +188,7 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Query(args) => query::run(&context, args),
         Command::Diff(args) => diff::run(&context, args),
         Command::Export(args) => export::run(&context, args),
+        Command::Report(args) => report::run(&context, args),
         Command::Models(args) => models::run(&context, args),
     }
 }

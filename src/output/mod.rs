@@ -269,7 +269,7 @@ pub fn table(df: &DataFrame, columns: Columns) -> Table {
 }
 
 /// A header a person reads: `total_cost_usd` becomes `total cost ($)`, units last.
-fn header(name: &str) -> String {
+pub(crate) fn header(name: &str) -> String {
     if let Some((_, model)) = name.split_once('[') {
         // `success_pct[openai:gpt-4o]` -> `openai:gpt-4o %`
         return format!("{} %", model.trim_end_matches(']'));
@@ -292,8 +292,9 @@ fn header(name: &str) -> String {
     format!("{}{unit}", words.join(" "))
 }
 
-/// One cell's text.
-fn format_value(column: &str, value: &AnyValue<'_>) -> String {
+/// One cell's text, formatted by what its column holds: terminal tables and the HTML report
+/// print numbers through this one function, so they agree to the last digit.
+pub(crate) fn format_value(column: &str, value: &AnyValue<'_>) -> String {
     let number = match value {
         AnyValue::Null => return "–".into(),
         AnyValue::Boolean(b) => return if *b { "yes" } else { "no" }.into(),

@@ -105,6 +105,23 @@ impl BenchColumns {
     }
 }
 
+/// A benchmark result that did not pass (failed its test, or got no answer), with what the
+/// model answered.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FailureRow {
+    pub run_id: i64,
+    pub model_ref: String,
+    pub prompt_name: String,
+    pub repeat_index: u32,
+    pub method: String,
+    /// `failed` or `error`.
+    pub status: String,
+    /// Why the test failed (`expected `4`, got `five``), or the error.
+    pub detail: Option<String>,
+    /// The answer's first bytes (as many as asked for), when there was one.
+    pub answer: Option<String>,
+}
+
 fn status_of(passed: Option<bool>) -> &'static str {
     match passed {
         Some(true) => "passed",
@@ -353,6 +370,53 @@ impl Store {
         Ok((labels, states))
     }
 
+    /// The first `limit` results of `run_ids` that did not pass, in run, model, prompt and
+    /// repeat order, each with the first `answer_bytes` bytes of its answer.
+    pub fn bench_failures(
+        &self,
+        run_ids: &[i64],
+        limit: usize,
+        answer_bytes: usize,
+    ) -> Result<Vec<FailureRow>> {
+        let mut stmt = self.conn.prepare(
+            "SELECT b.run_id, b.model_ref, b.prompt_name, b.repeat_index, b.method, b.status, b.detail,
+                    substr(bl.content, 1, ?2)
+             FROM bench_results b
+                  LEFT JOIN calls c ON c.id = b.call_id
+                  LEFT JOIN blobs bl ON bl.sha256 = c.response_sha256
+             WHERE b.run_id = ?1 AND b.status != 'passed'
+             ORDER BY b.model_index, b.prompt_index, b.repeat_index
+             LIMIT ?3",
+        )?;
+        let mut failures = Vec::new();
+        for &run_id in run_ids {
+            let left = limit.saturating_sub(failures.len());
+            if left == 0 {
+                break;
+            }
+            let mut rows = stmt.query(params![run_id, answer_bytes as i64, left as i64])?;
+            while let Some(r) = rows.next()? {
+                let answer = match r.get_ref(7)? {
+                    rusqlite::types::ValueRef::Text(b) | rusqlite::types::ValueRef::Blob(b) => {
+                        Some(String::from_utf8_lossy(b).into_owned())
+                    }
+                    _ => None,
+                };
+                failures.push(FailureRow {
+                    run_id: r.get(0)?,
+                    model_ref: r.get(1)?,
+                    prompt_name: r.get(2)?,
+                    repeat_index: r.get(3)?,
+                    method: r.get(4)?,
+                    status: r.get(5)?,
+                    detail: r.get(6)?,
+                    answer,
+                });
+            }
+        }
+        Ok(failures)
+    }
+
     /// Loads the results of `run_ids` as columns, ordered by run, model, prompt and repeat.
     /// Without `with_detail` the text columns used only by the detail table are left empty,
     /// which keeps summaries over millions of rows lean.
@@ -478,6 +542,31 @@ mod tests {
             assert_eq!(labels.models, ["openai:m0", "openai:m1", "openai:m2"]);
             assert_eq!(labels.prompts.len(), 5);
         }
+    }
+
+    #[test]
+    fn failures_come_bounded_in_model_major_order() {
+        let mut store = Store::open_in_memory().unwrap();
+        let run = store.create_run("bench", None, None, "{}").unwrap();
+        let mut failed = row(run, 1, 0, Some(false));
+        failed.detail = Some("expected `4`, got `five`".into());
+        store
+            .insert_bench_results(&[
+                failed,
+                row(run, 0, 1, None),
+                row(run, 0, 0, Some(true)),
+                row(run, 0, 2, Some(false)),
+            ])
+            .unwrap();
+        let all = store.bench_failures(&[run], 10, 100).unwrap();
+        let order: Vec<(&str, &str)> = all
+            .iter()
+            .map(|f| (f.prompt_name.as_str(), f.status.as_str()))
+            .collect();
+        assert_eq!(order, [("p1", "error"), ("p2", "failed"), ("p0", "failed")]);
+        assert_eq!(all[2].detail.as_deref(), Some("expected `4`, got `five`"));
+        assert_eq!(all[2].answer, None, "no call, no answer");
+        assert_eq!(store.bench_failures(&[run, run], 2, 100).unwrap().len(), 2);
     }
 
     #[test]

@@ -17,11 +17,11 @@ use std::time::Duration;
 
 use rusqlite::Connection;
 
-pub use bench::{BenchColumns, BenchResultRow, Labels, MeasureRow};
+pub use bench::{BenchColumns, BenchResultRow, FailureRow, Labels, MeasureRow};
 pub use calls::{NewCall, StoredCall};
 pub use claims::Claim;
 pub use relevance::PredictionRow;
-pub use review::{NewGenerated, ReviewColumns, ReviewRow, ScoreColumns, ScoreRow};
+pub use review::{NewGenerated, ReviewColumns, ReviewNotes, ReviewRow, ScoreColumns, ScoreRow};
 pub use runs::{RunErrorRow, RunInfo, RunSelector, RunStatus, RunTally};
 
 refinery::embed_migrations!("migrations");

@@ -84,6 +84,25 @@ pub struct ReviewColumns {
     pub cache_hit: Vec<bool>,
 }
 
+/// A review with every score's justification, as a reader checks it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ReviewNotes {
+    pub review_id: i64,
+    pub reviewer: String,
+    /// `provider:model` of the model that wrote the datasheet.
+    pub generator: String,
+    /// Brand and sensor.
+    pub sensor: String,
+    pub generated_path: String,
+    pub parse_status: String,
+    /// Why the answer could not be read, or the error.
+    pub detail: Option<String>,
+    pub overall_score: Option<i64>,
+    pub overall_justification: Option<String>,
+    pub overall_na_reason: Option<String>,
+    pub scores: Vec<ScoreRow>,
+}
+
 /// Criterion scores as columns for analysis: one entry per review and criterion.
 #[derive(Debug, Default, Clone)]
 pub struct ScoreColumns {
@@ -301,16 +320,7 @@ impl Store {
     /// Reviews and scores of `run_ids` as columns. With several reviews of the same datasheet
     /// by the same reviewer (re-runs), only the newest counts.
     pub fn review_columns(&self, run_ids: &[i64]) -> Result<(ReviewColumns, ScoreColumns)> {
-        let ids = run_ids
-            .iter()
-            .map(|i| i.to_string())
-            .collect::<Vec<_>>()
-            .join(",");
-        let newest = format!(
-            "SELECT max(id) FROM reviews WHERE run_id IN ({ids})
-             GROUP BY reviewer_ref, brand, sensor, generator_provider, generator_model,
-                      generated_path, official_status"
-        );
+        let newest = newest_reviews(run_ids);
         let mut reviews = ReviewColumns::default();
         let mut stmt = self.conn.prepare(&format!(
             "SELECT id, run_id, reviewer_ref, generator_provider || ':' || generator_model, brand || ' ' || sensor,
@@ -348,5 +358,67 @@ impl Store {
             scores.score.push(r.get(3)?);
         }
         Ok((reviews, scores))
+    }
+}
+
+/// The SQL of the ids of the reviews of `run_ids` that count: with several reviews of the same
+/// datasheet by the same reviewer (re-runs), the newest.
+fn newest_reviews(run_ids: &[i64]) -> String {
+    let ids = run_ids
+        .iter()
+        .map(|i| i.to_string())
+        .collect::<Vec<_>>()
+        .join(",");
+    format!(
+        "SELECT max(id) FROM reviews WHERE run_id IN ({ids})
+         GROUP BY reviewer_ref, brand, sensor, generator_provider, generator_model,
+                  generated_path, official_status"
+    )
+}
+
+impl Store {
+    /// The first `limit` reviews that count of `run_ids` (as [`Store::review_columns`] picks
+    /// them), in the order they were recorded, with every justification and N/A reason.
+    pub fn review_notes(&self, run_ids: &[i64], limit: usize) -> Result<Vec<ReviewNotes>> {
+        let mut stmt = self.conn.prepare(&format!(
+            "SELECT id, reviewer_ref, generator_provider || ':' || generator_model, brand || ' ' || sensor,
+                    generated_path, parse_status, detail, overall_score, overall_justification,
+                    overall_na_reason
+             FROM reviews WHERE id IN ({}) ORDER BY id LIMIT ?1",
+            newest_reviews(run_ids)
+        ))?;
+        let mut scores = self.conn.prepare(
+            "SELECT criterion, score, justification, na_reason FROM review_scores
+             WHERE review_id = ?1 ORDER BY position",
+        )?;
+        let mut notes = Vec::new();
+        let mut rows = stmt.query([limit as i64])?;
+        while let Some(r) = rows.next()? {
+            let review_id: i64 = r.get(0)?;
+            let score_rows = scores
+                .query_map([review_id], |s| {
+                    Ok(ScoreRow {
+                        criterion: s.get(0)?,
+                        score: s.get(1)?,
+                        justification: s.get(2)?,
+                        na_reason: s.get(3)?,
+                    })
+                })?
+                .collect::<rusqlite::Result<Vec<_>>>()?;
+            notes.push(ReviewNotes {
+                review_id,
+                reviewer: r.get(1)?,
+                generator: r.get(2)?,
+                sensor: r.get(3)?,
+                generated_path: r.get(4)?,
+                parse_status: r.get(5)?,
+                detail: r.get(6)?,
+                overall_score: r.get(7)?,
+                overall_justification: r.get(8)?,
+                overall_na_reason: r.get(9)?,
+                scores: score_rows,
+            });
+        }
+        Ok(notes)
     }
 }

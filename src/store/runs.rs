@@ -278,6 +278,19 @@ impl Store {
         Ok(ids)
     }
 
+    /// The experiment file a run was started from and the sha256 of its text, as recorded.
+    pub fn run_spec(&self, run_id: i64) -> Result<(Option<String>, Option<String>)> {
+        Ok(self
+            .conn
+            .query_row(
+                "SELECT file, spec_sha256 FROM runs WHERE id = ?1",
+                [run_id],
+                |r| Ok((r.get(0)?, r.get(1)?)),
+            )
+            .optional()?
+            .unwrap_or((None, None)))
+    }
+
     /// Every run, newest first, with its tally.
     pub fn list_runs(&self) -> Result<Vec<RunInfo>> {
         self.query_runs("", [])

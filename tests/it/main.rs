@@ -11,6 +11,7 @@ mod hardening;
 mod local_model;
 mod mock_selftest;
 mod relevance;
+mod report;
 mod review;
 mod runtime;
 mod structured;

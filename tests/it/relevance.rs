@@ -59,7 +59,14 @@ const WITHOUT_REPLY: &str = r#"Here: {"clear(red:block)": 2, "clear(blue:block)"
 
 fn compare_sandbox() -> Sandbox {
     let s = Sandbox::new();
-    crate::support::synth_blocks(&s, 2, "blocks");
+    add_compare_files(&s);
+    s
+}
+
+/// Writes two synthetic images with hand-made truth (`truth.json`) into `s` and teaches its
+/// mock the WITH and WITHOUT answers, so the metrics can be worked out by hand.
+pub(crate) fn add_compare_files(s: &Sandbox) {
+    crate::support::synth_blocks(s, 2, "blocks");
     // Hand-made truth, so the metrics can be worked out by hand.
     s.write(
         "truth.json",
@@ -74,7 +81,6 @@ fn compare_sandbox() -> Sandbox {
         "Do not use score 1",
         WITHOUT_REPLY,
     ));
-    s
 }
 
 #[test]

@@ -38,6 +38,14 @@ fn answer(score: &str, skip: &[usize], trailing_comma: bool) -> String {
 
 fn review_sandbox() -> Sandbox {
     let s = Sandbox::new();
+    add_review_files(&s);
+    s
+}
+
+/// Writes the sensors list, official and generated datasheets into `s`, and teaches its mock
+/// the reviewers' answers: one complete review, one with N/A scores, one unparsable, and a
+/// sensor without an official datasheet.
+pub(crate) fn add_review_files(s: &Sandbox) {
     s.write(
         "data/sensors.csv",
         "Brand,Sensor,Category\nBosch,BME280,environment\nTI,HDC1080,humidity\nHoneywell,HIH6130,humidity\n",
@@ -82,7 +90,6 @@ fn review_sandbox() -> Sandbox {
         "HDC1080 text",
         "Sorry, I cannot review this datasheet.",
     ));
-    s
 }
 
 fn read_csv(s: &Sandbox, path: &str) -> Vec<Vec<String>> {

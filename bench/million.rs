@@ -1,0 +1,71 @@
+//! What the benchmarks share: a database of 1,000,000 benchmark results, and the peak memory
+//! of a child process.
+
+use std::path::Path;
+
+use track::store::{BenchResultRow, RunStatus, RunTally, Store};
+
+/// Waits for `pid` and returns its exit status, peak resident set size in KiB and CPU seconds.
+pub fn wait_with_rusage(pid: i32) -> (i32, i64, f64) {
+    let mut status = 0;
+    // SAFETY: plain syscalls on a child we spawned and have not waited for.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    let r = unsafe { libc::wait4(pid, &mut status, 0, &mut usage) };
+    assert_eq!(r, pid, "wait4 failed");
+    let seconds = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
+    let cpu = seconds(usage.ru_utime) + seconds(usage.ru_stime);
+    (libc::WEXITSTATUS(status), usage.ru_maxrss, cpu)
+}
+
+/// A database with one run of 1,000,000 results: 20 models x 50,000 prompts.
+pub fn fill_million(db: &Path) {
+    let mut store = Store::open(db).expect("open");
+    let run_id = store
+        .create_run("bench", Some("million.yaml"), None, "{}")
+        .expect("run");
+    let mut rows = Vec::with_capacity(50_000);
+    for model in 0..20u32 {
+        for prompt in 0..50_000u32 {
+            let passed = (model + prompt) % 3 != 0;
+            rows.push(BenchResultRow {
+                run_id,
+                model_index: model,
+                prompt_index: prompt,
+                repeat_index: 0,
+                model_ref: format!("openai:model-{model}"),
+                provider: "openai".into(),
+                model_id: format!("model-{model}"),
+                prompt_name: format!("prompt_{prompt}"),
+                method: "exact".into(),
+                call_id: None,
+                cache_hit: prompt % 2 == 0,
+                passed: if prompt % 97 == 0 { None } else { Some(passed) },
+                detail: None,
+                latency_ms: Some(100.0 + f64::from(prompt % 50)),
+                input_tokens: Some(u64::from(10 + prompt % 20)),
+                output_tokens: Some(u64::from(20 + prompt % 40)),
+                tokens_estimated: false,
+                cost_usd: Some(0.0001),
+                paid_usd: Some(0.00005),
+                energy_wh: Some(0.01),
+                energy_wh_min: Some(0.005),
+                energy_wh_max: Some(0.015),
+                energy_method: Some("ecologits-0.9".into()),
+                judge_call_id: None,
+                judge_score: None,
+                judge_cost_usd: None,
+            });
+        }
+        store.insert_bench_results(&rows).expect("insert");
+        rows.clear();
+    }
+    let tally = RunTally {
+        planned_calls: 1_000_000,
+        calls: 1_000_000,
+        ..RunTally::default()
+    };
+    store.update_run_tally(run_id, &tally).expect("tally");
+    store
+        .finish_run(run_id, RunStatus::Completed)
+        .expect("finish");
+}
