@@ -51,6 +51,16 @@ pub fn object_schema(properties: Vec<(String, Value)>) -> Value {
     })
 }
 
+/// The most characters of a justification in a structured answer: one to three sentences.
+/// The bound keeps a small model from looping inside a string until its token budget ends
+/// (and the answer with it).
+pub const JUSTIFICATION_CHARS: u64 = 400;
+
+/// The schema of a justification: a string of at most [`JUSTIFICATION_CHARS`] characters.
+pub fn justification_schema() -> Value {
+    serde_json::json!({"type": "string", "maxLength": JUSTIFICATION_CHARS})
+}
+
 /// The schema of an integer score, one of `allowed`, or null (N/A) when `nullable`.
 pub fn score_schema(allowed: impl IntoIterator<Item = i64>, nullable: bool) -> Value {
     let mut values: Vec<Value> = allowed.into_iter().map(Value::from).collect();

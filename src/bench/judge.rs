@@ -38,7 +38,7 @@ pub fn judge_schema(min: i64, max: i64) -> crate::llm::AnswerSchema {
         schema: crate::answer::object_schema(vec![
             (
                 "justification".into(),
-                serde_json::json!({"type": "string"}),
+                crate::answer::justification_schema(),
             ),
             (
                 "score".into(),

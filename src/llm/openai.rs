@@ -81,15 +81,35 @@ pub(crate) fn body(request: &ChatRequest, kind: ProviderKind) -> Value {
         body.insert(field.into(), json!(n));
     }
     if let Some(shape) = &request.schema {
+        // OpenAI's strict mode refuses length bounds on strings; compatible servers (llama.cpp
+        // turns them into its grammar) keep them.
+        let schema = match kind {
+            ProviderKind::Openai => without_length_bounds(&shape.schema),
+            _ => shape.schema.clone(),
+        };
         body.insert(
             "response_format".into(),
             json!({
                 "type": "json_schema",
-                "json_schema": {"name": shape.name, "strict": true, "schema": shape.schema},
+                "json_schema": {"name": shape.name, "strict": true, "schema": schema},
             }),
         );
     }
     Value::Object(body)
+}
+
+/// `schema` without `minLength` and `maxLength`, at any depth.
+fn without_length_bounds(schema: &Value) -> Value {
+    match schema {
+        Value::Object(map) => Value::Object(
+            map.iter()
+                .filter(|(k, _)| *k != "minLength" && *k != "maxLength")
+                .map(|(k, v)| (k.clone(), without_length_bounds(v)))
+                .collect(),
+        ),
+        Value::Array(items) => Value::Array(items.iter().map(without_length_bounds).collect()),
+        other => other.clone(),
+    }
 }
 
 #[derive(Deserialize)]

@@ -262,6 +262,8 @@ mod tests {
                 id,
                 kind: kind.into(),
                 file: Some("<bench>.yaml".into()),
+                models: Some("openai:gpt-4o".into()),
+                command: Some("run <bench>.yaml".into()),
                 started_at: "2025-05-04T03:07:59.123Z".into(),
                 finished_at: Some("2025-05-04T03:08:10.000Z".into()),
                 status,

@@ -131,7 +131,6 @@ impl Criteria {
     /// The schema of a review (structured output): the keys [`Self::json_keys_text`] lists,
     /// each justification before its score, a score being on the scale or null (N/A).
     pub fn answer_schema(&self) -> crate::llm::AnswerSchema {
-        use serde_json::json;
         let score = || crate::answer::score_schema(self.scale.min..=self.scale.max, true);
         let keys = self
             .items
@@ -141,7 +140,10 @@ impl Criteria {
         let properties = keys
             .flat_map(|key| {
                 [
-                    (format!("{key}_justification"), json!({"type": "string"})),
+                    (
+                        format!("{key}_justification"),
+                        crate::answer::justification_schema(),
+                    ),
                     (format!("{key}_score"), score()),
                 ]
             })

@@ -63,6 +63,36 @@ impl LocalServer {
     }
 }
 
+/// The tests' one server: the script runs one server at a time, so tests that run at once
+/// share it. The first to need it starts it (unless the script already runs one); it stops
+/// when the last lease goes.
+static SHARED: std::sync::Mutex<(usize, Option<LocalServer>)> = std::sync::Mutex::new((0, None));
+
+/// A test's use of the shared server.
+struct ServerLease {
+    base_url: String,
+}
+
+impl ServerLease {
+    fn acquire() -> Self {
+        let mut shared = SHARED.lock().unwrap_or_else(|e| e.into_inner());
+        let server = shared.1.get_or_insert_with(LocalServer::start);
+        let base_url = server.base_url.clone();
+        shared.0 += 1;
+        Self { base_url }
+    }
+}
+
+impl Drop for ServerLease {
+    fn drop(&mut self) {
+        let mut shared = SHARED.lock().unwrap_or_else(|e| e.into_inner());
+        shared.0 -= 1;
+        if shared.0 == 0 {
+            shared.1 = None;
+        }
+    }
+}
+
 impl Drop for LocalServer {
     fn drop(&mut self) {
         if self.started_here {
@@ -73,7 +103,7 @@ impl Drop for LocalServer {
 
 #[test]
 fn a_real_llama_cpp_server_answers_in_openai_and_anthropic_formats() {
-    let server = LocalServer::start();
+    let server = ServerLease::acquire();
     let s = Sandbox::new();
     let anthropic_base = server.base_url.trim_end_matches("/v1").to_owned();
     s.write(
@@ -139,7 +169,7 @@ fn a_real_llama_cpp_server_answers_in_openai_and_anthropic_formats() {
 fn a_real_llama_cpp_server_writes_a_structured_review_that_parses() {
     // llama.cpp turns the review's JSON schema (`response_format`) into a grammar: even a
     // 135M model's review can then be read, every score on the scale or null.
-    let server = LocalServer::start();
+    let server = ServerLease::acquire();
     let s = Sandbox::new();
     // A review of 16 criteria is about 1,700 tokens: about a minute on one CPU thread.
     s.write(

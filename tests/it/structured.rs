@@ -67,12 +67,22 @@ fn each_wire_format_carries_the_review_schema_and_the_answers_are_scored() {
         serde_json::json!([1, 2, 3, 4, 5, null])
     );
     assert_eq!(schema["required"].as_array().unwrap().len(), 34);
+    // OpenAI's strict mode takes no length bounds; the others keep the justification's.
+    assert_eq!(
+        schema["properties"]["p1_justification"],
+        serde_json::json!({"type": "string"})
+    );
 
     let anthropic = with_path(&requests, "/v1/messages");
     assert_eq!(anthropic.len(), 2);
     let body = &anthropic[0].body;
     assert_eq!(body["tools"][0]["name"], "datasheet_review");
-    assert_eq!(body["tools"][0]["input_schema"], *schema);
+    let tool_schema = &body["tools"][0]["input_schema"];
+    assert_eq!(
+        tool_schema["properties"]["p1_justification"]["maxLength"],
+        400
+    );
+    assert_eq!(tool_schema["required"], schema["required"]);
     assert_eq!(
         body["tool_choice"],
         serde_json::json!({"type": "tool", "name": "datasheet_review"})
@@ -81,7 +91,7 @@ fn each_wire_format_carries_the_review_schema_and_the_answers_are_scored() {
     let ollama = with_path(&requests, "/api/chat");
     assert_eq!(ollama.len(), 2);
     let body = &ollama[0].body;
-    assert_eq!(body["format"], *schema);
+    assert_eq!(body["format"], *tool_schema);
     assert_eq!(body["options"]["temperature"].as_f64(), Some(0.0));
     let prompt = body["messages"][0]["content"].as_str().unwrap();
     assert!(prompt.contains("follows this JSON schema"), "{prompt}");

@@ -897,6 +897,10 @@ fn check_schema(schema: &Value, strict: bool) -> Result<(), String> {
             return Err("enum must not be empty".into());
         }
     }
+    if strict && (schema.get("maxLength").is_some() || schema.get("minLength").is_some()) {
+        // As OpenAI's strict mode: length bounds on strings are not supported.
+        return Err("'maxLength' is not permitted in strict mode".into());
+    }
     if types.contains(&"object") {
         let properties = schema
             .get("properties")
