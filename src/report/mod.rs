@@ -5,13 +5,14 @@
 //! The numbers come from the same polars summaries as `track query` and are printed by the
 //! same function as its tables, so the two agree to the last digit.
 //!
-//! A report is a header (the runs, their status and totals) and [`Section`]s: one per kind of
-//! experiment in the selection. A section that compares two runs (`track report --run
-//! BASE,NEW`) is meant to be added in [`comparison_sections`].
+//! A report is a header (the runs, their status and totals) and [`Section`]s: with `--run
+//! BASE,NEW` (two runs of one kind), first their comparison, as `track diff` makes it; then one
+//! per kind of experiment in the selection.
 
 mod bench;
 mod charts;
 mod columns;
+mod comparison;
 mod header;
 mod html;
 mod relevance;
@@ -41,6 +42,9 @@ pub enum ReportError {
     /// The benchmark measures could not be read.
     #[error("cannot read the benchmark results: {0:#}")]
     Measures(anyhow::Error),
+    /// Two runs that cannot be compared.
+    #[error(transparent)]
+    Comparison(#[from] crate::analysis::diff::DiffError),
     /// A run id that names no run.
     #[error("no run {0} in this database; `track runs` lists them")]
     NoSuchRun(i64),
@@ -95,14 +99,17 @@ pub fn build(store: &Store, db: &Path, choice: &RunChoice) -> Result<Report, Rep
     })
 }
 
-/// The sections that compare two runs of one kind, placed before the per-kind sections: none
-/// yet. `track report --run BASE,NEW` is to show the difference between two runs here (the
-/// pair is [`Selection::comparison`]); until then such a selection is reported like any other.
+/// The sections that compare two runs of one kind, placed before the per-kind sections:
+/// `track report --run BASE,NEW` shows what `track diff BASE NEW` shows.
 pub fn comparison_sections(
-    _store: &Store,
-    _selection: &Selection,
+    store: &Store,
+    selection: &Selection,
 ) -> Result<Vec<Box<dyn Section>>, ReportError> {
-    Ok(Vec::new())
+    let Some((base, new)) = selection.comparison() else {
+        return Ok(Vec::new());
+    };
+    let section = comparison::ComparisonSection::load(store, base.info.id, new.info.id)?;
+    Ok(vec![Box::new(section)])
 }
 
 /// The stylesheet: light and dark themes, print, and the charts' colours.

@@ -140,6 +140,37 @@ fn a_benchmark_diff_finds_exactly_the_changed_answers() {
         !changes.contains("q03"),
         "unchanged items are not listed: {table}"
     );
+
+    // `track report --run 1,2` shows the same comparison as a section.
+    s.track()
+        .args(["report", "--run", "1,2", "--out", "pair.html"])
+        .assert()
+        .success();
+    let html = std::fs::read_to_string(s.path("pair.html")).unwrap();
+    let section = html
+        .split("<section id=\"comparison\"")
+        .nth(1)
+        .expect("a comparison section")
+        .split("</section>")
+        .next()
+        .unwrap();
+    assert!(
+        section.contains(
+            "run 1 → run 2 (benchmark): 12 items shared, 2 regressions, 1 fix, 1 new error; \
+             0 only in run 1, 0 only in run 2"
+        ),
+        "{section}"
+    );
+    assert!(
+        section.contains("No regression is significant"),
+        "{section}"
+    );
+    let changed = section
+        .split("id=\"comparison-changes\"")
+        .nth(1)
+        .expect("the changed items");
+    assert_eq!(changed.matches(">regression<").count(), 2, "{changed}");
+    assert_eq!(changed.matches(">fix<").count(), 1, "{changed}");
     let csv = s
         .track()
         .args(["diff", "1", "2", "--items", "--format", "csv"])
