@@ -51,7 +51,7 @@ pub struct QueryArgs {
     /// Cohen's kappa for two, ordinal Krippendorff's alpha for any number).
     #[arg(long)]
     agreement: bool,
-    /// With --by variant: one block per predicate type (clear, on, ontable, holding).
+    /// With --by variant: one block per predicate type (its name: clear, on, at, in…).
     #[arg(long)]
     per_predicate: bool,
     /// Output format.

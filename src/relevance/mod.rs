@@ -56,6 +56,15 @@ pub enum RelevanceError {
     Colour { name: String, known: String },
     #[error("give each block a different colour, e.g. --blocks red,blue,green")]
     Colours,
+    #[error(
+        "{asked} states were asked for, but {blocks} blocks have only {exist} distinct states: \
+         ask for fewer, or add blocks (--blocks)"
+    )]
+    TooManyStates {
+        asked: usize,
+        blocks: usize,
+        exist: u64,
+    },
     #[error(transparent)]
     Prompt(#[from] PromptError),
     #[error(transparent)]

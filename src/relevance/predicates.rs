@@ -1,95 +1,214 @@
-//! Blocks-world predicates in the specification's form: `clear(red:block)`,
-//! `on(red:block,blue:block)`, `ontable(red:block)`, `holding(red:block)`.
+//! Ground predicates of any planning domain, written as in PDDL-like ground truth:
+//! `name(arg, …)`, each argument an opaque object name with an optional `:type` suffix —
+//! `at(truck1:truck,depot:place)`, `in(pkg_red,truck1)`. Blocks-world is the domain `synth`
+//! draws and `--blocks` expands: `clear(red:block)`, `on(red:block,blue:block)`,
+//! `ontable(red:block)`, `holding(red:block)`.
 
+use std::cmp::Ordering;
 use std::fmt;
+use std::hash::{Hash, Hasher};
 use std::str::FromStr;
 
-/// A ground predicate over coloured blocks.
-#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub enum Predicate {
-    /// Nothing is on the block (and it is not held).
-    Clear(String),
-    /// The first block sits directly on the second.
-    On(String, String),
-    /// The block sits on the table.
-    OnTable(String),
-    /// The arm holds the block.
-    Holding(String),
+/// The blocks-world predicate names, in the order their predicates are listed.
+const BLOCKS_NAMES: [&str; 4] = ["clear", "on", "ontable", "holding"];
+
+/// One argument: an object's name and, when written, its type.
+#[derive(Debug, Clone)]
+struct Argument {
+    name: String,
+    kind: Option<String>,
+}
+
+/// A ground predicate. Two predicates are the same when their names and their arguments'
+/// names are (case and spacing aside): the types are shown as written, not compared, so an
+/// answer that drops them still names the predicate.
+#[derive(Debug, Clone)]
+pub struct Predicate {
+    name: String,
+    arguments: Vec<Argument>,
 }
 
 impl Predicate {
-    /// The predicate's type (`clear`, `on`, `ontable`, `holding`), for per-type metrics.
-    pub fn kind(&self) -> &'static str {
-        match self {
-            Self::Clear(_) => "clear",
-            Self::On(..) => "on",
-            Self::OnTable(_) => "ontable",
-            Self::Holding(_) => "holding",
+    /// `name` over objects of type `kind`.
+    fn typed(name: &str, objects: &[&str], kind: &str) -> Self {
+        Self {
+            name: name.to_owned(),
+            arguments: objects
+                .iter()
+                .map(|o| Argument {
+                    name: (*o).to_owned(),
+                    kind: Some(kind.to_owned()),
+                })
+                .collect(),
         }
     }
 
-    /// Every predicate over blocks of `colours`, in a stable order.
+    /// Nothing is on the block (and it is not held).
+    pub fn clear(block: &str) -> Self {
+        Self::typed("clear", &[block], "block")
+    }
+
+    /// Block `a` sits directly on block `b`.
+    pub fn on(a: &str, b: &str) -> Self {
+        Self::typed("on", &[a, b], "block")
+    }
+
+    /// The block sits on the table.
+    pub fn ontable(block: &str) -> Self {
+        Self::typed("ontable", &[block], "block")
+    }
+
+    /// The gripper holds the block.
+    pub fn holding(block: &str) -> Self {
+        Self::typed("holding", &[block], "block")
+    }
+
+    /// The predicate's name (`clear`, `at`): per-type metrics group by it.
+    pub fn kind(&self) -> &str {
+        &self.name
+    }
+
+    /// Every blocks-world predicate over blocks of `colours`, in a stable order.
     pub fn all(colours: &[String]) -> Vec<Self> {
         let mut all = Vec::new();
         for c in colours {
-            all.push(Self::Clear(c.clone()));
-            all.push(Self::OnTable(c.clone()));
-            all.push(Self::Holding(c.clone()));
+            all.push(Self::clear(c));
+            all.push(Self::ontable(c));
+            all.push(Self::holding(c));
         }
         for a in colours {
             for b in colours.iter().filter(|b| *b != a) {
-                all.push(Self::On(a.clone(), b.clone()));
+                all.push(Self::on(a, b));
             }
         }
         all
+    }
+
+    /// Where its name sorts: blocks-world's four first, in their usual order, then the rest
+    /// by name.
+    fn rank(&self) -> usize {
+        BLOCKS_NAMES
+            .iter()
+            .position(|n| *n == self.name)
+            .unwrap_or(BLOCKS_NAMES.len())
+    }
+
+    fn object_names(&self) -> impl Iterator<Item = &str> {
+        self.arguments.iter().map(|a| a.name.as_str())
+    }
+}
+
+impl PartialEq for Predicate {
+    fn eq(&self, other: &Self) -> bool {
+        self.cmp(other) == Ordering::Equal
+    }
+}
+
+impl Eq for Predicate {}
+
+impl Hash for Predicate {
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        self.name.hash(state);
+        for name in self.object_names() {
+            name.hash(state);
+        }
+    }
+}
+
+impl PartialOrd for Predicate {
+    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl Ord for Predicate {
+    fn cmp(&self, other: &Self) -> Ordering {
+        self.rank()
+            .cmp(&other.rank())
+            .then_with(|| self.name.cmp(&other.name))
+            .then_with(|| self.object_names().cmp(other.object_names()))
     }
 }
 
 impl fmt::Display for Predicate {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Self::Clear(c) => write!(f, "clear({c}:block)"),
-            Self::On(a, b) => write!(f, "on({a}:block,{b}:block)"),
-            Self::OnTable(c) => write!(f, "ontable({c}:block)"),
-            Self::Holding(c) => write!(f, "holding({c}:block)"),
+        write!(f, "{}(", self.name)?;
+        for (i, a) in self.arguments.iter().enumerate() {
+            if i > 0 {
+                f.write_str(",")?;
+            }
+            f.write_str(&a.name)?;
+            if let Some(kind) = &a.kind {
+                write!(f, ":{kind}")?;
+            }
         }
+        f.write_str(")")
     }
+}
+
+/// Whether `s` is a name: letters, digits, `_`, `-` and `.`, not empty.
+fn is_name(s: &str) -> bool {
+    !s.is_empty()
+        && s.chars()
+            .all(|c| c.is_alphanumeric() || c == '_' || c == '-' || c == '.')
 }
 
 impl FromStr for Predicate {
     type Err = String;
 
-    /// Parses the specification's form; spaces and case are forgiven, `:block` is optional.
+    /// Parses `name(arg, …)` with optional `:type` suffixes; spaces and case are forgiven.
+    /// The blocks-world names keep their arity and their arguments the type `block`.
     fn from_str(s: &str) -> Result<Self, Self::Err> {
         let compact: String = s
             .chars()
             .filter(|c| !c.is_whitespace())
             .collect::<String>()
-            .to_ascii_lowercase();
+            .to_lowercase();
         let bad = || {
-            format!("`{s}` is not a predicate like clear(red:block) or on(red:block,blue:block)")
+            format!(
+                "`{s}` is not a ground predicate like at(truck1:truck,depot:place) or \
+                 clear(red:block): a name, then objects in parentheses, separated by commas"
+            )
         };
         let (name, rest) = compact.split_once('(').ok_or_else(bad)?;
-        let args = rest.strip_suffix(')').ok_or_else(bad)?;
-        let block = |a: &str| -> Result<String, String> {
-            let colour = a.strip_suffix(":block").unwrap_or(a);
-            if colour.is_empty()
-                || !colour
-                    .chars()
-                    .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
-            {
+        let inner = rest.strip_suffix(')').ok_or_else(bad)?;
+        if !is_name(name) || inner.contains(['(', ')']) {
+            return Err(bad());
+        }
+        let mut arguments = Vec::new();
+        if !inner.is_empty() {
+            for part in inner.split(',') {
+                let (object, kind) = match part.split_once(':') {
+                    Some((object, kind)) => (object, Some(kind)),
+                    None => (part, None),
+                };
+                if !is_name(object) || kind.is_some_and(|k| !is_name(k)) {
+                    return Err(bad());
+                }
+                arguments.push(Argument {
+                    name: object.to_owned(),
+                    kind: kind.map(str::to_owned),
+                });
+            }
+        }
+        let arity = match name {
+            "on" => Some(2),
+            "clear" | "ontable" | "holding" => Some(1),
+            _ => None,
+        };
+        if let Some(arity) = arity {
+            // Blocks-world as before: fixed arities, and every argument a block.
+            if arguments.len() != arity {
                 return Err(bad());
             }
-            Ok(colour.to_owned())
-        };
-        let parts: Vec<&str> = args.split(',').collect();
-        match (name, parts.as_slice()) {
-            ("clear", [a]) => Ok(Self::Clear(block(a)?)),
-            ("ontable", [a]) => Ok(Self::OnTable(block(a)?)),
-            ("holding", [a]) => Ok(Self::Holding(block(a)?)),
-            ("on", [a, b]) => Ok(Self::On(block(a)?, block(b)?)),
-            _ => Err(bad()),
+            for a in &mut arguments {
+                a.kind = Some("block".to_owned());
+            }
         }
+        Ok(Self {
+            name: name.to_owned(),
+            arguments,
+        })
     }
 }
 
@@ -104,22 +223,50 @@ mod tests {
             "on(red:block,blue:block)",
             "ontable(cyan:block)",
             "holding(green:block)",
+            "at(truck1:truck,depot:place)",
+            "in(pkg_red,truck1)",
+            "handempty()",
         ] {
             let p: Predicate = text.parse().unwrap();
             assert_eq!(p.to_string(), text);
         }
         let p: Predicate = " On( Red:block , blue ) ".parse().unwrap();
-        assert_eq!(p, Predicate::On("red".into(), "blue".into()));
+        assert_eq!(p, Predicate::on("red", "blue"));
+        assert_eq!(p.to_string(), "on(red:block,blue:block)");
         assert_eq!(p.kind(), "on");
         for bad in [
             "clear(red:block",
             "on(red:block)",
-            "above(red:block,blue:block)",
             "clear()",
             "clear(a;b)",
+            "at(truck1,,depot)",
+            "at(truck1:,depot)",
+            "(truck1)",
+            "at(f(x))",
         ] {
-            assert!(bad.parse::<Predicate>().is_err(), "{bad}");
+            let error = bad.parse::<Predicate>().unwrap_err();
+            assert!(error.contains(bad), "{error}");
         }
+    }
+
+    #[test]
+    fn types_are_shown_not_compared_and_blocks_sort_first() {
+        let typed: Predicate = "at(Truck1:truck,depot:place)".parse().unwrap();
+        let bare: Predicate = "at(truck1,depot)".parse().unwrap();
+        assert_eq!(typed, bare);
+        assert_eq!(typed.kind(), "at");
+        let mut set = std::collections::BTreeSet::new();
+        for p in [
+            "at(a,b)",
+            "holding(red)",
+            "clear(red)",
+            "on(red,blue)",
+            "ontable(red)",
+        ] {
+            set.insert(p.parse::<Predicate>().unwrap());
+        }
+        let order: Vec<&str> = set.iter().map(Predicate::kind).collect();
+        assert_eq!(order, ["clear", "on", "ontable", "holding", "at"]);
     }
 
     #[test]
@@ -128,7 +275,7 @@ mod tests {
         let all = Predicate::all(&colours);
         // 3 unary kinds x 3 blocks + 3 x 2 ordered pairs.
         assert_eq!(all.len(), 9 + 6);
-        assert!(all.contains(&Predicate::On("green".into(), "red".into())));
-        assert!(!all.contains(&Predicate::On("red".into(), "red".into())));
+        assert!(all.contains(&Predicate::on("green", "red")));
+        assert!(!all.contains(&Predicate::on("red", "red")));
     }
 }

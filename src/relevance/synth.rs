@@ -52,6 +52,36 @@ impl State {
         Self { stacks, held }
     }
 
+    /// The same state with its stacks in a fixed order: states that differ only in where
+    /// their stacks stand have the same truth, so they are one state.
+    fn canonical(&self) -> Self {
+        let mut stacks = self.stacks.clone();
+        stacks.sort();
+        Self {
+            stacks,
+            held: self.held.clone(),
+        }
+    }
+
+    /// Every distinct state of `blocks` (no held block, or each one held), each once.
+    fn all(blocks: &[String]) -> Vec<Self> {
+        let mut all = Vec::new();
+        for stacks in arrangements(blocks) {
+            all.push(Self { stacks, held: None });
+        }
+        for (i, held) in blocks.iter().enumerate() {
+            let mut rest = blocks.to_vec();
+            rest.remove(i);
+            for stacks in arrangements(&rest) {
+                all.push(Self {
+                    stacks,
+                    held: Some(held.clone()),
+                });
+            }
+        }
+        all
+    }
+
     /// The truth of every predicate over `blocks` in this state.
     pub fn truth(&self, blocks: &[String]) -> BTreeMap<Predicate, bool> {
         let mut truth: BTreeMap<Predicate, bool> = Predicate::all(blocks)
@@ -60,17 +90,17 @@ impl State {
             .collect();
         for stack in &self.stacks {
             if let Some(bottom) = stack.first() {
-                truth.insert(Predicate::OnTable(bottom.clone()), true);
+                truth.insert(Predicate::ontable(bottom), true);
             }
             if let Some(top) = stack.last() {
-                truth.insert(Predicate::Clear(top.clone()), true);
+                truth.insert(Predicate::clear(top), true);
             }
             for pair in stack.windows(2) {
-                truth.insert(Predicate::On(pair[1].clone(), pair[0].clone()), true);
+                truth.insert(Predicate::on(&pair[1], &pair[0]), true);
             }
         }
         if let Some(held) = &self.held {
-            truth.insert(Predicate::Holding(held.clone()), true);
+            truth.insert(Predicate::holding(held), true);
         }
         truth
     }
@@ -119,6 +149,84 @@ pub fn colour(name: &str) -> Result<[u8; 3], RelevanceError> {
         })
 }
 
+/// Every way to stack `blocks` on a table (a set of non-empty stacks, bottom to top), each
+/// once: each block in turn goes into an existing stack at any height, or starts a new one.
+fn arrangements(blocks: &[String]) -> Vec<Vec<Vec<String>>> {
+    let mut all: Vec<Vec<Vec<String>>> = vec![Vec::new()];
+    for block in blocks {
+        let mut next = Vec::new();
+        for stacks in &all {
+            for (s, stack) in stacks.iter().enumerate() {
+                for height in 0..=stack.len() {
+                    let mut grown = stacks.clone();
+                    grown[s].insert(height, block.clone());
+                    next.push(grown);
+                }
+            }
+            let mut grown = stacks.clone();
+            grown.push(vec![block.clone()]);
+            next.push(grown);
+        }
+        all = next;
+    }
+    all
+}
+
+/// How many distinct states `n` blocks have: L(n) + n·L(n-1), with L the number of ways to
+/// stack n blocks (1, 1, 3, 13, 73, 501, …: OEIS A000262). `None` past `u64`.
+pub fn distinct_states(n: usize) -> Option<u64> {
+    // L(k) = (2k - 1) L(k-1) - (k-1)(k-2) L(k-2).
+    let mut stackings: Vec<u64> = vec![1, 1];
+    for k in 2..=n as u64 {
+        let a = (2 * k - 1).checked_mul(stackings[k as usize - 1])?;
+        let b = ((k - 1) * (k - 2)).checked_mul(stackings[k as usize - 2])?;
+        stackings.push(a.checked_sub(b)?);
+    }
+    let held = if n == 0 {
+        0
+    } else {
+        (n as u64).checked_mul(stackings[n - 1])?
+    };
+    stackings[n].checked_add(held)
+}
+
+/// Drawing all states to pick from beats drawing at random up to this many states.
+const ENUMERATED_STATES: u64 = 20_000;
+
+/// `count` distinct states of `blocks`, in a seeded random order: drawn without replacement.
+fn distinct_random_states(
+    blocks: &[String],
+    count: usize,
+    rng: &mut impl Rng,
+) -> Result<Vec<State>, RelevanceError> {
+    let total = distinct_states(blocks.len());
+    if let Some(total) = total.filter(|&t| (count as u64) > t) {
+        return Err(RelevanceError::TooManyStates {
+            asked: count,
+            blocks: blocks.len(),
+            exist: total,
+        });
+    }
+    if total.is_some_and(|t| t <= ENUMERATED_STATES) {
+        let mut all = State::all(blocks);
+        for i in (1..all.len()).rev() {
+            all.swap(i, rng.random_range(0..=i));
+        }
+        all.truncate(count);
+        return Ok(all);
+    }
+    // Far more states than asked for: redraw the rare repeat.
+    let mut seen = std::collections::HashSet::new();
+    let mut states = Vec::with_capacity(count);
+    while states.len() < count {
+        let state = State::random(blocks, rng);
+        if seen.insert(format!("{:?}", state.canonical())) {
+            states.push(state);
+        }
+    }
+    Ok(states)
+}
+
 fn fill(img: &mut RgbImage, x: u32, y: u32, w: u32, h: u32, rgb: [u8; 3]) {
     for yy in y..(y + h).min(img.height()) {
         for xx in x..(x + w).min(img.width()) {
@@ -132,9 +240,10 @@ fn draw_block(img: &mut RgbImage, x: u32, y: u32, size: u32, rgb: [u8; 3]) {
     fill(img, x + 2, y + 2, size - 4, size - 4, rgb);
 }
 
-/// Writes `states` random scenes of blocks of `colours` to `out` as `state_NNNN.png`, and their
-/// ground truth as `ground_truth.json` (image stem -> predicate -> 0/1). Seeded: the same
-/// arguments give the same files. Returns the written paths.
+/// Writes `states` distinct random scenes of blocks of `colours` to `out` as
+/// `state_NNNN.png`, and their ground truth as `ground_truth.json` (image stem -> predicate ->
+/// 0/1). States are drawn without replacement; asking for more than exist is an error naming
+/// how many do. Seeded: the same arguments give the same files. Returns the written paths.
 pub fn synthesize(
     colours: &[String],
     states: usize,
@@ -156,10 +265,10 @@ pub fn synthesize(
     };
     std::fs::create_dir_all(out).map_err(write_error(out))?;
     let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
+    let drawn = distinct_random_states(colours, states, &mut rng)?;
     let mut truth_file = serde_json::Map::new();
     let mut written = Vec::new();
-    for n in 0..states {
-        let state = State::random(colours, &mut rng);
+    for (n, state) in drawn.into_iter().enumerate() {
         let stem = format!("state_{n:04}");
         let path = out.join(format!("{stem}.png"));
         state
@@ -188,6 +297,32 @@ mod tests {
 
     fn blocks() -> Vec<String> {
         ["red", "blue", "green", "cyan"].map(String::from).to_vec()
+    }
+
+    #[test]
+    fn states_are_distinct_and_counted() {
+        let three: Vec<String> = ["red", "blue", "green"].map(String::from).to_vec();
+        // 13 ways to stack 3 blocks, and 3 x 3 with one of them held.
+        assert_eq!(distinct_states(3), Some(22));
+        assert_eq!(distinct_states(4), Some(73 + 4 * 13));
+        let all = State::all(&three);
+        assert_eq!(all.len(), 22);
+        let unique: std::collections::HashSet<String> =
+            all.iter().map(|s| format!("{:?}", s.canonical())).collect();
+        assert_eq!(unique.len(), 22, "every state once");
+        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(7);
+        let six = distinct_random_states(&three, 6, &mut rng).unwrap();
+        let truths: std::collections::HashSet<String> = six
+            .iter()
+            .map(|s| format!("{:?}", s.truth(&three)))
+            .collect();
+        assert_eq!(truths.len(), 6, "six states, six scenes");
+        let too_many = distinct_random_states(&three, 23, &mut rng).unwrap_err();
+        assert_eq!(
+            too_many.to_string(),
+            "23 states were asked for, but 3 blocks have only 22 distinct states: ask for \
+             fewer, or add blocks (--blocks)"
+        );
     }
 
     #[test]

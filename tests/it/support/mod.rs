@@ -155,7 +155,13 @@ pub fn any_file_contains(dir: &Path, needle: &str) -> Option<PathBuf> {
 /// truth, into `out` in the sandbox (`track relevance synth`).
 pub fn synth_blocks(s: &Sandbox, states: usize, out: &str) {
     s.track()
-        .args(["relevance", "synth", "--blocks", "red,blue", "--states"])
+        .args([
+            "relevance",
+            "synth",
+            "--blocks",
+            "red,blue,green",
+            "--states",
+        ])
         .arg(states.to_string())
         .args(["--out", out])
         .assert()
