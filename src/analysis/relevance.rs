@@ -132,6 +132,130 @@ pub fn variant_summary(rows: &[PredictionRow], per_predicate: bool) -> PolarsRes
         .collect()
 }
 
+/// The probabilities log-loss clips to, so that a confident wrong answer costs a lot but not
+/// infinity.
+pub const LOG_LOSS_CLIP: f64 = 1e-6;
+
+/// The readings of an "uncertain" answer (score 1) `threshold_summary` compares.
+pub const THRESHOLD_POLICIES: [&str; 4] = [
+    "uncertain_filtered",
+    "uncertain_as_true",
+    "uncertain_as_false",
+    "uncertain_as_half",
+];
+
+/// Per variant, each reading of score 1 (threshold tuning): filtered out (the certain answers
+/// only, as `comparison_summary.csv`), counted as true, counted as false, all with the positive
+/// class's precision, recall and F1; and as probability 0.5 (2 → 1, 0 → 0), with the Brier
+/// score and the log-loss (probabilities clipped to [`LOG_LOSS_CLIP`], 1 - it). Invalid
+/// answers are left out. WITHOUT has no 1s: its rows agree but for the probabilistic one.
+pub fn threshold_summary(rows: &[PredictionRow]) -> PolarsResult<DataFrame> {
+    let valid = predictions_frame(rows)?
+        .lazy()
+        .filter(col("score").is_not_null());
+    let truth = || col("truth");
+    let hard = |policy: &str, keep: Expr, predicted: Expr| {
+        valid
+            .clone()
+            .filter(keep)
+            .group_by([col("variant")])
+            .agg([
+                len().cast(DataType::UInt64).alias("predictions"),
+                predicted.clone().and(truth()).sum().alias("tp"),
+                predicted.clone().and(truth().not()).sum().alias("fp"),
+                predicted.not().and(truth()).sum().alias("fn"),
+            ])
+            .select([
+                col("variant"),
+                lit(policy).alias("policy"),
+                col("predictions"),
+                ratio(col("tp"), col("tp") + col("fp")).alias("precision"),
+                ratio(col("tp"), col("tp") + col("fn")).alias("recall"),
+                lit(NULL).cast(DataType::Float64).alias("brier"),
+                lit(NULL).cast(DataType::Float64).alias("log_loss"),
+            ])
+            .with_column(f1(col("precision"), col("recall")).alias("f1"))
+    };
+    let score = || col("score");
+    // Scores are 0, 1 or 2: the loss of each, clipped, for a true and a false predicate.
+    let loss = |p: f64| -p.clamp(LOG_LOSS_CLIP, 1.0 - LOG_LOSS_CLIP).ln();
+    let loss_of = |score_of_truth: [f64; 3]| {
+        when(score().eq(lit(0)))
+            .then(lit(score_of_truth[0]))
+            .when(score().eq(lit(1)))
+            .then(lit(score_of_truth[1]))
+            .otherwise(lit(score_of_truth[2]))
+    };
+    let log_loss = when(truth())
+        .then(loss_of([loss(0.0), loss(0.5), loss(1.0)]))
+        .otherwise(loss_of([loss(1.0), loss(0.5), loss(0.0)]));
+    let t = truth().cast(DataType::Float64);
+    let half = valid
+        .clone()
+        .group_by([col("variant")])
+        .agg([
+            len().cast(DataType::UInt64).alias("predictions"),
+            ((score().cast(DataType::Float64) / lit(2.0) - t.clone())
+                * (score().cast(DataType::Float64) / lit(2.0) - t))
+                .mean()
+                .alias("brier"),
+            log_loss.mean().alias("log_loss"),
+        ])
+        .select([
+            col("variant"),
+            lit(THRESHOLD_POLICIES[3]).alias("policy"),
+            col("predictions"),
+            lit(NULL).cast(DataType::Float64).alias("precision"),
+            lit(NULL).cast(DataType::Float64).alias("recall"),
+            col("brier"),
+            col("log_loss"),
+            lit(NULL).cast(DataType::Float64).alias("f1"),
+        ]);
+    let all = concat(
+        [
+            hard(
+                THRESHOLD_POLICIES[0],
+                score().neq(lit(1)),
+                score().eq(lit(2)),
+            ),
+            hard(THRESHOLD_POLICIES[1], lit(true), score().gt_eq(lit(1))),
+            hard(THRESHOLD_POLICIES[2], lit(true), score().eq(lit(2))),
+            half,
+        ],
+        UnionArgs::default(),
+    )?;
+    let policy_order = THRESHOLD_POLICIES.iter().enumerate().fold(
+        lit(THRESHOLD_POLICIES.len() as u32),
+        |acc, (i, p)| {
+            when(col("policy").eq(lit(*p)))
+                .then(lit(i as u32))
+                .otherwise(acc)
+        },
+    );
+    all.with_columns([
+        when(col("variant").eq(lit(Variant::With.spec_name())))
+            .then(lit(0))
+            .otherwise(lit(1))
+            .alias("variant_order"),
+        policy_order.alias("policy_order"),
+    ])
+    .sort(
+        ["variant_order", "policy_order"],
+        SortMultipleOptions::default(),
+    )
+    .select([
+        col("variant"),
+        col("policy"),
+        col("predictions"),
+        col("precision"),
+        col("recall"),
+        col("f1"),
+        col("brier"),
+        col("log_loss"),
+    ])
+    .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -202,5 +326,48 @@ mod tests {
         let per = variant_summary(&rows, true).unwrap();
         assert_eq!(per.get_column_names()[0].as_str(), "predicate_type");
         assert_eq!(per.height(), 8);
+    }
+
+    #[test]
+    fn thresholds_read_the_uncertain_answers_four_ways() {
+        let w = |score, truth| row("WITH", "clear", Some(score), truth);
+        let rows = vec![
+            w(2, true),
+            w(1, true),
+            w(1, false),
+            w(0, false),
+            w(0, true),
+            row("WITH", "clear", None, true),
+            row("WITHOUT", "clear", Some(2), true),
+            row("WITHOUT", "clear", Some(0), false),
+        ];
+        let df = threshold_summary(&rows).unwrap();
+        let get = |name: &str, i: usize| df.column(name).unwrap().get(i).unwrap();
+        let f = |name: &str, i: usize| match get(name, i) {
+            AnyValue::Float64(v) => Some(v),
+            _ => None,
+        };
+        let close = |a: Option<f64>, b: f64| a.is_some_and(|a| (a - b).abs() < 1e-9);
+        assert_eq!(df.height(), 8);
+        assert_eq!(get("policy", 0), AnyValue::String("uncertain_filtered"));
+        // Filtered: (2,T) (0,F) (0,T): tp 1, fp 0, fn 1.
+        assert_eq!(get("predictions", 0), AnyValue::UInt64(3));
+        assert!(close(f("precision", 0), 1.0) && close(f("recall", 0), 0.5));
+        assert!(close(f("f1", 0), 2.0 / 3.0));
+        // 1 as true: tp 2, fp 1, fn 1.
+        assert!(close(f("precision", 1), 2.0 / 3.0) && close(f("recall", 1), 2.0 / 3.0));
+        // 1 as false: tp 1, fp 0, fn 2.
+        assert!(close(f("recall", 2), 1.0 / 3.0) && close(f("f1", 2), 0.5));
+        // 1 as 0.5: squared errors 0, .25, .25, 0, 1; losses ~0, ln 2, ln 2, ~0, -ln 1e-6.
+        assert_eq!(get("policy", 3), AnyValue::String("uncertain_as_half"));
+        assert!(close(f("brier", 3), 0.3));
+        let expected = (2.0 * -(1.0f64 - 1e-6).ln() + 2.0 * 2f64.ln() - 1e-6f64.ln()) / 5.0;
+        assert!(close(f("log_loss", 3), expected), "{:?}", f("log_loss", 3));
+        assert_eq!(f("precision", 3), None);
+        // WITHOUT: no 1s, every reading alike; a perfect, certain variant loses ~nothing.
+        assert_eq!(get("variant", 4), AnyValue::String("without_uncertain"));
+        assert!(close(f("f1", 4), 1.0) && close(f("f1", 5), 1.0) && close(f("f1", 6), 1.0));
+        assert!(close(f("brier", 7), 0.0));
+        assert!(f("log_loss", 7).is_some_and(|l| l < 1e-5));
     }
 }

@@ -203,8 +203,9 @@ pub fn statistics_block(rows: &[crate::store::PredictionRow]) -> String {
     out
 }
 
-/// Writes `comparison_by_predicate.csv` (metrics per predicate type) and
-/// `comparison_statistics.csv` (deltas with intervals, McNemar, spread across trials).
+/// Writes `comparison_by_predicate.csv` (metrics per predicate type),
+/// `comparison_statistics.csv` (deltas with intervals, McNemar, spread across trials) and
+/// `comparison_thresholds.csv` (score 1 read four ways).
 pub fn write_statistics_csv(
     dir: &Path,
     rows: &[crate::store::PredictionRow],
@@ -214,7 +215,22 @@ pub fn write_statistics_csv(
     write_by_predicate(&by_predicate, rows)?;
     let statistics = dir.join("comparison_statistics.csv");
     write_statistics(&statistics, rows)?;
-    Ok(vec![by_predicate, statistics])
+    let thresholds = dir.join("comparison_thresholds.csv");
+    let frame =
+        crate::analysis::relevance::threshold_summary(rows).map_err(std::io::Error::other)?;
+    crate::output::write_csv_file(&frame, &thresholds)?;
+    Ok(vec![by_predicate, statistics, thresholds])
+}
+
+/// The console's threshold block: how each reading of score 1 scores, per variant.
+pub fn thresholds_block(rows: &[crate::store::PredictionRow]) -> String {
+    match crate::analysis::relevance::threshold_summary(rows) {
+        Ok(frame) => format!(
+            "\n--- Score 1 read four ways (threshold tuning; positive class) ---\n{}\n",
+            crate::output::render(&frame, crate::output::Columns::Compact)
+        ),
+        Err(e) => format!("\nthreshold tuning: cannot compute: {e}\n"),
+    }
 }
 
 /// `comparison_by_predicate.csv`: both variants' metrics per predicate type.
@@ -334,6 +350,7 @@ pub fn print_run(
     let (with, without, invalid) = super::run::measure_rows(&rows);
     write!(out, "{}", console_block(&with, &without))?;
     write!(out, "{}", statistics_block(&rows))?;
+    write!(out, "{}", thresholds_block(&rows))?;
     let write_error = |source| super::RelevanceError::Write {
         path: dir.to_path_buf(),
         source,

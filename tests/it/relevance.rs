@@ -141,6 +141,24 @@ fn compare_scores_both_variants_and_writes_the_specifications_outputs() {
     );
     let statistics = std::fs::read_to_string(s.path("out/comparison_statistics.csv")).unwrap();
     assert!(statistics.starts_with("statistic,class,metric,value,low,high,n,note\ndelta_with_minus_without,positive,precision,0.0833333333333334,"), "{statistics}");
+    // Score 1 read four ways: WITH's two 1s are (clear(blue), false) and (clear(blue), true).
+    let thresholds = std::fs::read_to_string(s.path("out/comparison_thresholds.csv")).unwrap();
+    let lines: Vec<&str> = thresholds.lines().collect();
+    assert_eq!(
+        lines[..4],
+        [
+            "variant,policy,predictions,precision,recall,f1,brier,log_loss",
+            "with_uncertain,uncertain_filtered,6,0.75,1.0,0.857142857142857,,",
+            "with_uncertain,uncertain_as_true,8,0.666666666666667,1.0,0.8,,",
+            "with_uncertain,uncertain_as_false,8,0.75,0.75,0.75,,",
+        ],
+        "{thresholds}"
+    );
+    assert!(
+        lines[4].starts_with("with_uncertain,uncertain_as_half,8,,,,0.1875,"),
+        "{thresholds}"
+    );
+    assert!(stdout.contains("--- Score 1 read four ways"), "{stdout}");
     // Every prediction is stored with its image, truth and call; the image once, by hash.
     assert_eq!(s.count("SELECT count(*) FROM relevance_predictions"), 16);
     assert_eq!(s.count("SELECT count(*) FROM relevance_predictions WHERE score IS NULL AND invalid_reason LIKE '1 is not allowed%'"), 2);
