@@ -276,6 +276,7 @@ mod tests {
             truth,
             call_id: None,
             cache_hit: false,
+            prompt_sha256: None,
         }
     }
 

@@ -188,6 +188,7 @@ fn export_relevance(context: &Context, args: &CsvArgs) -> anyhow::Result<ExitCod
         "truth",
         "call_id",
         "cache_hit",
+        "prompt_sha256",
         "run_status",
     ])?;
     for r in &rows {
@@ -207,6 +208,7 @@ fn export_relevance(context: &Context, args: &CsvArgs) -> anyhow::Result<ExitCod
             u8::from(r.truth).to_string(),
             r.call_id.map(|c| c.to_string()).unwrap_or_default(),
             u8::from(r.cache_hit).to_string(),
+            r.prompt_sha256.clone().unwrap_or_default(),
             run_status.get(&r.run_id).copied().unwrap_or("").to_owned(),
         ])?;
     }

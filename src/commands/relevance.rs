@@ -52,15 +52,37 @@ struct CompareArgs {
     /// Folder for comparison_summary.csv.
     #[arg(long, default_value = "results/relevance", value_name = "DIR")]
     out: PathBuf,
+    /// The WITH variant's prompt template: `{predicates}` (required) and `{domain}` are
+    /// replaced [default: the built-in blocks-world prompt].
+    #[arg(long, value_name = "FILE")]
+    prompt_with: Option<PathBuf>,
+    /// The WITHOUT variant's prompt template [default: the built-in blocks-world prompt].
+    #[arg(long, value_name = "FILE")]
+    prompt_without: Option<PathBuf>,
+    /// What the images show, for the `{domain}` placeholder of the prompts.
+    #[arg(long, value_name = "TEXT")]
+    domain: Option<String>,
     #[command(flatten)]
     run: ExperimentArgs,
 }
 
+/// The planning domains `synth` draws.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+enum Domain {
+    /// Coloured blocks in stacks on a table (--blocks names them).
+    Blocks,
+    /// Two trucks at three places and three packages, on the ground or loaded.
+    Logistics,
+}
+
 #[derive(Debug, clap::Args)]
 struct SynthArgs {
+    /// The domain drawn.
+    #[arg(long, value_enum, default_value_t = Domain::Blocks)]
+    domain: Domain,
     /// Block colours, one block each (red, blue, green, cyan, yellow, magenta, orange, purple,
-    /// brown, black).
-    #[arg(long, value_delimiter = ',', required = true)]
+    /// brown, black); required for blocks.
+    #[arg(long, value_delimiter = ',', required_if_eq("domain", "blocks"))]
     blocks: Vec<String>,
     /// How many states (images).
     #[arg(long, default_value_t = 40)]
@@ -82,7 +104,12 @@ pub fn run(context: &Context, args: RelevanceArgs) -> anyhow::Result<ExitCode> {
                 .iter()
                 .map(|b| b.trim().to_ascii_lowercase())
                 .collect();
-            let written = synthesize(&blocks, args.states, args.seed, &args.out)?;
+            let written = match args.domain {
+                Domain::Blocks => synthesize(&blocks, args.states, args.seed, &args.out)?,
+                Domain::Logistics => {
+                    crate::relevance::logistics::synthesize(args.states, args.seed, &args.out)?
+                }
+            };
             context.note(format!(
                 "{} images and their ground truth in {}",
                 written.len().saturating_sub(1),
@@ -106,6 +133,9 @@ fn compare_command(context: &Context, args: CompareArgs) -> anyhow::Result<ExitC
         max_tokens: args.max_tokens,
         out: args.out,
         blocks: args.blocks,
+        prompt_with: args.prompt_with,
+        prompt_without: args.prompt_without,
+        domain: args.domain,
     };
     let experiment = experiment.plan(None, &config, &args.run.overrides())?;
     run_experiment(

@@ -2,6 +2,7 @@
 //! without an "uncertain" option; precision, recall and F1 on the certain predictions, and the
 //! WITH - WITHOUT deltas, with McNemar's test and bootstrap intervals.
 
+pub mod logistics;
 pub mod metrics;
 pub mod parse;
 pub mod predicates;
@@ -65,6 +66,10 @@ pub enum RelevanceError {
         blocks: usize,
         exist: u64,
     },
+    #[error(
+        "{asked} states were asked for, but the logistics world has only {exist} distinct states"
+    )]
+    TooManyLogisticsStates { asked: usize, exist: u64 },
     #[error(transparent)]
     Prompt(#[from] PromptError),
     #[error(transparent)]

@@ -47,6 +47,15 @@ pub struct RelevanceExperiment {
     /// Ask about all predicates over these colours (closed world) instead of those listed.
     #[serde(default)]
     pub blocks: Option<Vec<String>>,
+    /// The prompt templates of the two variants (default: the built-in blocks-world ones).
+    /// `{predicates}` is required; `{domain}` is replaced by `domain`.
+    #[serde(default)]
+    pub prompt_with: Option<PathBuf>,
+    #[serde(default)]
+    pub prompt_without: Option<PathBuf>,
+    /// What the images show, for the `{domain}` placeholder of the prompts.
+    #[serde(default)]
+    pub domain: Option<String>,
 }
 
 /// Loads a relevance experiment file for `track run`; `--models` may name its one model.
@@ -121,10 +130,19 @@ impl RelevanceExperiment {
                     max_tokens: Some(self.max_tokens),
                     ..SamplingParams::default()
                 },
-                with_prompt: Template::load(None, WITH_PROMPT, &["predicates"])
-                    .map_err(|e| kind(RelevanceError::from(e)))?,
-                without_prompt: Template::load(None, WITHOUT_PROMPT, &["predicates"])
-                    .map_err(|e| kind(RelevanceError::from(e)))?,
+                with_prompt: Template::load(
+                    self.prompt_with.as_deref(),
+                    WITH_PROMPT,
+                    &["predicates"],
+                )
+                .map_err(|e| kind(RelevanceError::from(e)))?,
+                without_prompt: Template::load(
+                    self.prompt_without.as_deref(),
+                    WITHOUT_PROMPT,
+                    &["predicates"],
+                )
+                .map_err(|e| kind(RelevanceError::from(e)))?,
+                domain: self.domain.clone().unwrap_or_default(),
                 out: self.out.clone(),
             },
             &config.catalog,
@@ -190,6 +208,8 @@ pub struct ComparePlan {
     pub params: SamplingParams,
     pub with_prompt: Template,
     pub without_prompt: Template,
+    /// The `{domain}` text of the prompts.
+    pub domain: String,
     /// Folder of the CSV files.
     pub out: PathBuf,
 }
@@ -334,7 +354,10 @@ impl CompareExperiment {
                     Variant::With => &self.plan.with_prompt,
                     Variant::Without => &self.plan.without_prompt,
                 };
-                let text = template.render(&[("predicates", &list.join("\n"))]);
+                let text = template.render(&[
+                    ("predicates", &list.join("\n")),
+                    ("domain", &self.plan.domain),
+                ]);
                 let request = ChatRequest {
                     model: target.spec.model.clone(),
                     schema: None,
@@ -377,6 +400,10 @@ impl CompareExperiment {
         let image = &self.plan.images[i];
         let asked: Vec<Predicate> = image.truth.keys().cloned().collect();
         let parsed = parse_answer(&call.text, &asked, variant);
+        let template = match variant {
+            Variant::With => &self.plan.with_prompt,
+            Variant::Without => &self.plan.without_prompt,
+        };
         parsed
             .scores
             .iter()
@@ -394,6 +421,7 @@ impl CompareExperiment {
                 truth: image.truth[predicate],
                 call_id: Some(call.id),
                 cache_hit: matches!(outcome, CallOutcome::Hit(_)),
+                prompt_sha256: Some(template.sha256.clone()),
             })
             .collect()
     }
@@ -417,6 +445,9 @@ impl Experiment for CompareExperiment {
                 "repeat": self.plan.repeat,
                 "params": self.plan.params,
                 "images": self.plan.images.len(),
+                "prompt_with_sha256": self.plan.with_prompt.sha256,
+                "prompt_without_sha256": self.plan.without_prompt.sha256,
+                "domain": self.plan.domain,
             }),
         }
     }

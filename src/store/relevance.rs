@@ -22,6 +22,8 @@ pub struct PredictionRow {
     pub truth: bool,
     pub call_id: Option<i64>,
     pub cache_hit: bool,
+    /// The sha256 of the prompt template it was asked with.
+    pub prompt_sha256: Option<String>,
 }
 
 impl Store {
@@ -31,8 +33,9 @@ impl Store {
         {
             let mut stmt = tx.prepare_cached(
                 "INSERT OR REPLACE INTO relevance_predictions (run_id, model_ref, image, image_sha256,
-                    predicate, predicate_kind, variant, trial, score, invalid_reason, truth, call_id, cache_hit)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)",
+                    predicate, predicate_kind, variant, trial, score, invalid_reason, truth, call_id, cache_hit,
+                    prompt_sha256)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)",
             )?;
             for r in rows {
                 stmt.execute(params![
@@ -49,6 +52,7 @@ impl Store {
                     r.truth,
                     r.call_id,
                     r.cache_hit,
+                    r.prompt_sha256,
                 ])?;
             }
         }
@@ -60,7 +64,7 @@ impl Store {
     pub fn predictions(&self, run_ids: &[i64]) -> Result<Vec<PredictionRow>> {
         let mut stmt = self.conn.prepare(
             "SELECT run_id, model_ref, image, image_sha256, predicate, predicate_kind, variant, trial, score,
-                    invalid_reason, truth, call_id, cache_hit
+                    invalid_reason, truth, call_id, cache_hit, prompt_sha256
              FROM relevance_predictions WHERE run_id = ?1 ORDER BY image, predicate, variant, trial",
         )?;
         let mut out = Vec::new();
@@ -80,6 +84,7 @@ impl Store {
                     truth: r.get(10)?,
                     call_id: r.get(11)?,
                     cache_hit: r.get(12)?,
+                    prompt_sha256: r.get(13)?,
                 })
             })?;
             for row in rows {

@@ -346,3 +346,85 @@ fn a_relevance_experiment_file_runs_through_track_run() {
         text(&out.stderr)
     );
 }
+
+#[test]
+fn a_logistics_dataset_runs_end_to_end_with_its_own_prompts() {
+    // The second domain shipped in data/: its scenes, its ground truth over `at` and `in`,
+    // its prompt templates with `{domain}`.
+    let s = Sandbox::new();
+    let data = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("data");
+    for file in [
+        "logistics.yaml",
+        "logistics/prompt_with.txt",
+        "logistics/prompt_without.txt",
+    ] {
+        s.write(
+            &format!("data/{file}"),
+            &std::fs::read_to_string(data.join(file)).unwrap(),
+        );
+    }
+    s.track()
+        .args([
+            "relevance",
+            "synth",
+            "--domain",
+            "logistics",
+            "--states",
+            "3",
+        ])
+        .args(["--out", "data/logistics"])
+        .assert()
+        .success();
+    let out = s
+        .track()
+        .args(["run", "data/logistics.yaml", "--models", "openai:gpt-4o"])
+        .output()
+        .unwrap();
+    let stdout = text(&out.stdout);
+    assert!(out.status.success(), "{stdout}\n{}", text(&out.stderr));
+    let requests = s.mock.requests();
+    assert_eq!(requests.len(), 6, "3 scenes x 2 variants");
+    let prompt = requests[0].body["messages"][0]["content"][0]["text"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert!(
+        prompt.starts_with("You are looking at an image of a logistics world: three places"),
+        "{prompt}"
+    );
+    assert!(
+        prompt.contains("- in(pkg_yellow:package,truck_red:truck)"),
+        "{prompt}"
+    );
+    // The mock answers every asked predicate (the largest allowed score): all 21 of each scene.
+    assert_eq!(
+        s.count("SELECT count(*) FROM relevance_predictions WHERE score IS NOT NULL"),
+        6 * 21
+    );
+    let summary =
+        std::fs::read_to_string(s.path("results/logistics/comparison_summary.csv")).unwrap();
+    assert!(
+        summary.starts_with("variant,class,precision,recall,f1,tp,fp,tn,fn,total_samples\n"),
+        "{summary}"
+    );
+    let by_type =
+        std::fs::read_to_string(s.path("results/logistics/comparison_by_predicate.csv")).unwrap();
+    let kinds: std::collections::BTreeSet<&str> = by_type
+        .lines()
+        .skip(1)
+        .filter_map(|l| l.split(',').next())
+        .collect();
+    assert_eq!(
+        kinds,
+        std::collections::BTreeSet::from(["at", "in"]),
+        "{by_type}"
+    );
+    // Each prediction records the template it was asked with.
+    let with_sha = crate::support::sha256_file(&s.path("data/logistics/prompt_with.txt"));
+    assert_eq!(
+        s.count(&format!(
+            "SELECT count(*) FROM relevance_predictions WHERE variant = 'WITH' AND prompt_sha256 = '{with_sha}'"
+        )),
+        3 * 21
+    );
+}

@@ -167,3 +167,13 @@ pub fn synth_blocks(s: &Sandbox, states: usize, out: &str) {
         .assert()
         .success();
 }
+
+/// The sha256 (hex) of a file's bytes.
+pub fn sha256_file(path: &Path) -> String {
+    use sha2::Digest as _;
+    let bytes = std::fs::read(path).unwrap();
+    sha2::Sha256::digest(&bytes)
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
