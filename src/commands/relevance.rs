@@ -6,7 +6,7 @@ use std::process::ExitCode;
 
 use super::experiment::{ExperimentArgs, TableArgs, run_experiment};
 use super::{Context, shown};
-use crate::relevance::run::RelevanceExperiment;
+use crate::relevance::run::{RelevanceExperiment, World, read_predicates};
 use crate::relevance::synth::synthesize;
 
 /// Relevance experiments: a vision model scores predicates of images with and without an
@@ -62,6 +62,14 @@ struct CompareArgs {
     /// What the images show, for the `{domain}` placeholder of the prompts.
     #[arg(long, value_name = "TEXT")]
     domain: Option<String>,
+    /// Ask every image about the predicates of this file (one a line, `#` comments) instead of
+    /// those its ground truth lists; needs --world.
+    #[arg(long, value_name = "FILE", conflicts_with = "blocks")]
+    predicates: Option<PathBuf>,
+    /// With --predicates: closed (a predicate the ground truth does not list is false) or open
+    /// (it is unknown, and not asked).
+    #[arg(long, value_enum)]
+    world: Option<World>,
     #[command(flatten)]
     run: ExperimentArgs,
 }
@@ -136,6 +144,12 @@ fn compare_command(context: &Context, args: CompareArgs) -> anyhow::Result<ExitC
         prompt_with: args.prompt_with,
         prompt_without: args.prompt_without,
         domain: args.domain,
+        predicates: args
+            .predicates
+            .as_deref()
+            .map(read_predicates)
+            .transpose()?,
+        world: args.world,
     };
     let experiment = experiment.plan(None, &config, &args.run.overrides())?;
     run_experiment(

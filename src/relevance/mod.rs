@@ -70,6 +70,9 @@ pub enum RelevanceError {
         "{asked} states were asked for, but the logistics world has only {exist} distinct states"
     )]
     TooManyLogisticsStates { asked: usize, exist: u64 },
+    /// What to ask cannot be used.
+    #[error("{0}")]
+    Predicates(String),
     #[error(transparent)]
     Prompt(#[from] PromptError),
     #[error(transparent)]

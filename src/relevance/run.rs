@@ -56,6 +56,48 @@ pub struct RelevanceExperiment {
     /// What the images show, for the `{domain}` placeholder of the prompts.
     #[serde(default)]
     pub domain: Option<String>,
+    /// The predicates to ask about every image, instead of those its ground truth lists;
+    /// `world` says what an unlisted one is.
+    #[serde(default)]
+    pub predicates: Option<Vec<String>>,
+    /// With `predicates`: `closed` (a predicate the ground truth does not list is false) or
+    /// `open` (it is unknown, and not asked).
+    #[serde(default)]
+    pub world: Option<World>,
+}
+
+/// What a predicate the ground truth does not list is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "lowercase")]
+pub enum World {
+    /// False: the ground truth lists every true predicate.
+    Closed,
+    /// Unknown: only predicates the ground truth lists are asked.
+    Open,
+}
+
+/// Which predicates each image is asked about.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Asked {
+    /// Those its ground truth lists.
+    Listed,
+    /// These, each image's unlisted ones read by the world assumption.
+    These(Vec<Predicate>, World),
+}
+
+/// Reads a predicates file: one ground predicate a line; blank lines and `#` comments skipped.
+pub fn read_predicates(path: &Path) -> Result<Vec<String>, RelevanceError> {
+    let text = std::fs::read_to_string(path).map_err(|source| RelevanceError::Read {
+        what: "the predicates file",
+        path: path.to_path_buf(),
+        source,
+    })?;
+    Ok(text
+        .lines()
+        .map(|l| l.split('#').next().unwrap_or_default().trim())
+        .filter(|l| !l.is_empty())
+        .map(str::to_owned)
+        .collect())
 }
 
 /// Loads a relevance experiment file for `track run`; `--models` may name its one model.
@@ -118,7 +160,8 @@ impl RelevanceExperiment {
             .blocks
             .as_ref()
             .map(|b| b.iter().map(|c| c.trim().to_ascii_lowercase()).collect());
-        let images = load_images(&paths, &truth, blocks.as_deref()).map_err(kind)?;
+        let asked = self.asked(blocks.as_deref()).map_err(kind)?;
+        let images = load_images(&paths, &truth, &asked).map_err(kind)?;
         CompareExperiment::new(
             ComparePlan {
                 file,
@@ -147,6 +190,40 @@ impl RelevanceExperiment {
             },
             &config.catalog,
         )
+    }
+}
+
+impl RelevanceExperiment {
+    /// The predicates asked: `--blocks` (closed world), a list (with its explicit world), or
+    /// those each ground truth lists.
+    fn asked(&self, blocks: Option<&[String]>) -> Result<Asked, RelevanceError> {
+        match (blocks, &self.predicates, self.world) {
+            (Some(_), Some(_), _) => Err(RelevanceError::Predicates(
+                "give --blocks or a predicate list, not both".into(),
+            )),
+            (Some(colours), None, world) => Ok(Asked::These(
+                Predicate::all(colours),
+                world.unwrap_or(World::Closed),
+            )),
+            (None, Some(_), None) => Err(RelevanceError::Predicates(
+                "a predicate list needs its world: --world closed (a predicate the ground truth \
+                 does not list is false) or --world open (it is unknown, and not asked)"
+                    .into(),
+            )),
+            (None, Some(list), Some(world)) => {
+                let predicates = list
+                    .iter()
+                    .map(|p| p.parse::<Predicate>().map_err(RelevanceError::Predicates))
+                    .collect::<Result<Vec<_>, _>>()?;
+                if predicates.is_empty() {
+                    return Err(RelevanceError::Predicates(
+                        "the predicate list is empty".into(),
+                    ));
+                }
+                Ok(Asked::These(predicates, world))
+            }
+            (None, None, _) => Ok(Asked::Listed),
+        }
     }
 }
 
@@ -232,12 +309,12 @@ pub fn find_images(pattern: &str) -> Result<Vec<PathBuf>, RelevanceError> {
     Ok(images)
 }
 
-/// Reads each image with its ground truth; with `blocks`, asks every predicate over those
-/// colours (unlisted ones false: the closed world). The media type comes from the bytes.
+/// Reads each image with the truth of the predicates it is asked about (`asked`). The media
+/// type comes from the bytes.
 pub fn load_images(
     paths: &[PathBuf],
     truth: &GroundTruth,
-    blocks: Option<&[String]>,
+    asked: &Asked,
 ) -> Result<Vec<ImageItem>, RelevanceError> {
     let mut items = Vec::new();
     for path in paths {
@@ -259,15 +336,16 @@ pub fn load_images(
         })?;
         let media_type =
             media_type(&bytes).ok_or_else(|| RelevanceError::NotAnImage { path: path.clone() })?;
-        let truth = match blocks {
-            Some(colours) => Predicate::all(colours)
-                .into_iter()
-                .map(|p| {
-                    let value = listed.get(&p).copied().unwrap_or(false);
-                    (p, value)
-                })
+        let truth = match asked {
+            Asked::These(predicates, World::Closed) => predicates
+                .iter()
+                .map(|p| (p.clone(), listed.get(p).copied().unwrap_or(false)))
                 .collect(),
-            None => listed.clone(),
+            Asked::These(predicates, World::Open) => predicates
+                .iter()
+                .filter_map(|p| listed.get(p).map(|&t| (p.clone(), t)))
+                .collect(),
+            Asked::Listed => listed.clone(),
         };
         items.push(ImageItem {
             stem,

@@ -428,3 +428,64 @@ fn a_logistics_dataset_runs_end_to_end_with_its_own_prompts() {
         3 * 21
     );
 }
+
+#[test]
+fn a_predicate_list_is_asked_under_an_explicit_world() {
+    let s = compare_sandbox();
+    s.write(
+        "asked.txt",
+        "# what to ask every image\nclear(red:block)\nontable(red:block)   # no ground truth lists it\n",
+    );
+    let compare = |extra: &[&str]| {
+        s.track()
+            .args([
+                "relevance",
+                "compare",
+                "--model",
+                "openai:gpt-4o",
+                "--images",
+                "blocks/state_*.png",
+                "--ground-truth",
+                "truth.json",
+                "--predicates",
+                "asked.txt",
+                "-q",
+            ])
+            .args(extra)
+            .output()
+            .unwrap()
+    };
+    let out = compare(&[]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        text(&out.stderr).contains("a predicate list needs its world: --world closed"),
+        "{}",
+        text(&out.stderr)
+    );
+    let out = compare(&["--world", "closed"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    // Closed: both predicates asked of both images; ontable(red) is false where unlisted.
+    assert_eq!(
+        s.count("SELECT count(*) FROM relevance_predictions WHERE run_id = 1"),
+        8
+    );
+    assert_eq!(
+        s.count("SELECT count(*) FROM relevance_predictions WHERE run_id = 1 AND predicate = 'ontable(red:block)' AND truth = 0"),
+        4
+    );
+    let out = compare(&["--world", "open"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    // Open: only what the ground truth lists is asked.
+    assert_eq!(
+        s.count("SELECT count(*) FROM relevance_predictions WHERE run_id = 2"),
+        4
+    );
+    let prompt = s.mock.last_request().unwrap().body["messages"][0]["content"][0]["text"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert!(
+        prompt.contains("- clear(red:block)\n") && !prompt.contains("ontable(red:block)\n"),
+        "{prompt}"
+    );
+}
