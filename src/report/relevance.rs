@@ -34,6 +34,8 @@ pub struct RelevanceSection {
     deltas: Vec<DeltaInterval>,
     mcnemar: McNemar,
     by_kind: BTreeMap<String, (VariantMetrics, VariantMetrics)>,
+    /// Score 1 read four ways (threshold tuning), as `comparison_thresholds.csv`.
+    thresholds: DataFrame,
 }
 
 impl RelevanceSection {
@@ -57,6 +59,7 @@ impl RelevanceSection {
             deltas: bootstrap_deltas(&rows),
             mcnemar: mcnemar(&rows),
             by_kind: by_kind(&rows),
+            thresholds: crate::analysis::relevance::threshold_summary(&rows)?,
         })
     }
 
@@ -284,6 +287,24 @@ impl RelevanceSection {
         )
     }
 
+    /// Threshold tuning: how each reading of an uncertain answer scores, per variant.
+    fn thresholds_table(&self) -> String {
+        format!(
+            "<h3>Score 1 read four ways</h3><p>Besides leaving the uncertain answers out, they \
+             can count as true, as false, or as a probability of 0.5 (scored by the Brier score \
+             and the log-loss, clipped to 10⁻⁶); precision, recall and F1 are the positive \
+             class's. The same numbers as <code>comparison_thresholds.csv</code>.</p>{}",
+            frame_table(
+                &self.thresholds,
+                TableOptions {
+                    id: "relevance-thresholds",
+                    caption: "Threshold tuning (as comparison_thresholds.csv)",
+                    max_rows: usize::MAX,
+                },
+            )
+        )
+    }
+
     /// Calibration of WITH's answers: the share of true predicates among answers 0, 1 and 2,
     /// per predicate type and overall.
     fn calibration_figure(&self) -> String {
@@ -463,6 +484,7 @@ impl Section for RelevanceSection {
             self.tests_text(),
             self.per_type_figure(),
             self.calibration_figure(),
+            self.thresholds_table(),
         ]
         .concat()
     }

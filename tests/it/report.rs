@@ -496,6 +496,11 @@ fn a_relevance_report_holds_the_numbers_of_track_query_and_the_console() {
         checked += 1;
     }
     assert_eq!(checked, 6);
+    // Threshold tuning as comparison_thresholds.csv: four readings per variant.
+    let thresholds = std::fs::read_to_string(s.path("out/comparison_thresholds.csv")).unwrap();
+    let rows = table(&doc, "relevance-thresholds");
+    assert_eq!(rows.len(), thresholds.lines().count() - 1);
+    assert_eq!(rows[1]["policy"], "uncertain_as_true");
     let words = all_text(&doc);
     let p_exact = statistics
         .lines()
