@@ -10,6 +10,7 @@ use rand::{Rng, SeedableRng};
 
 use super::RelevanceError;
 use super::predicates::Predicate;
+use super::synth::fill;
 
 /// The places, left to right, with the colour of their ground.
 const PLACES: [(&str, [u8; 3]); 3] = [
@@ -134,14 +135,6 @@ impl State {
     }
 }
 
-fn fill(img: &mut RgbImage, x: u32, y: u32, w: u32, h: u32, rgb: [u8; 3]) {
-    for yy in y..(y + h).min(img.height()) {
-        for xx in x..(x + w).min(img.width()) {
-            img.put_pixel(xx, yy, Rgb(rgb));
-        }
-    }
-}
-
 fn draw_package(img: &mut RgbImage, x: u32, y: u32, rgb: [u8; 3]) {
     fill(img, x, y, 20, 20, [60, 40, 20]);
     fill(img, x + 2, y + 2, 16, 16, rgb);
@@ -165,40 +158,16 @@ pub fn synthesize(states: usize, seed: u64, out: &Path) -> Result<Vec<PathBuf>, 
             exist,
         });
     }
-    let write_error = |path: &Path| {
-        let path = path.to_path_buf();
-        move |source| RelevanceError::Write { path, source }
-    };
-    std::fs::create_dir_all(out).map_err(write_error(out))?;
     let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
     let mut seen = HashSet::new();
-    let mut truth_file = serde_json::Map::new();
-    let mut written = Vec::new();
-    while written.len() < states {
+    let mut scenes = Vec::with_capacity(states);
+    while scenes.len() < states {
         let state = State::random(&mut rng);
-        if !seen.insert(state.clone()) {
-            continue;
+        if seen.insert(state.clone()) {
+            scenes.push((state.render(), state.truth()));
         }
-        let stem = format!("state_{:04}", written.len());
-        let path = out.join(format!("{stem}.png"));
-        state
-            .render()
-            .save(&path)
-            .map_err(|e| write_error(&path)(std::io::Error::other(e)))?;
-        let truth: serde_json::Map<String, serde_json::Value> = state
-            .truth()
-            .into_iter()
-            .map(|(p, t)| (p.to_string(), serde_json::Value::from(u8::from(t))))
-            .collect();
-        truth_file.insert(stem, serde_json::Value::Object(truth));
-        written.push(path);
     }
-    let truth_path = out.join("ground_truth.json");
-    let text = serde_json::to_string_pretty(&serde_json::Value::Object(truth_file))
-        .map_err(|e| write_error(&truth_path)(std::io::Error::other(e)))?;
-    std::fs::write(&truth_path, text + "\n").map_err(write_error(&truth_path))?;
-    written.push(truth_path);
-    Ok(written)
+    super::synth::write_scenes(out, scenes)
 }
 
 #[cfg(test)]

@@ -227,7 +227,8 @@ fn distinct_random_states(
     Ok(states)
 }
 
-fn fill(img: &mut RgbImage, x: u32, y: u32, w: u32, h: u32, rgb: [u8; 3]) {
+/// Paints a `w` × `h` rectangle at (`x`, `y`), clipped to the image.
+pub(super) fn fill(img: &mut RgbImage, x: u32, y: u32, w: u32, h: u32, rgb: [u8; 3]) {
     for yy in y..(y + h).min(img.height()) {
         for xx in x..(x + w).min(img.width()) {
             img.put_pixel(xx, yy, Rgb(rgb));
@@ -259,24 +260,35 @@ pub fn synthesize(
     if unique.len() != colours.len() || colours.is_empty() {
         return Err(RelevanceError::Colours);
     }
+    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
+    let drawn = distinct_random_states(colours, states, &mut rng)?;
+    let mut scenes = Vec::with_capacity(drawn.len());
+    for state in drawn {
+        scenes.push((state.render()?, state.truth(colours)));
+    }
+    write_scenes(out, scenes)
+}
+
+/// Writes scenes into `out` as `state_NNNN.png`, in order, with their ground truth in
+/// `ground_truth.json` (image stem -> predicate -> 0/1). Returns the written paths.
+pub(super) fn write_scenes(
+    out: &Path,
+    scenes: Vec<(RgbImage, BTreeMap<Predicate, bool>)>,
+) -> Result<Vec<PathBuf>, RelevanceError> {
     let write_error = |path: &Path| {
         let path = path.to_path_buf();
         move |source| RelevanceError::Write { path, source }
     };
     std::fs::create_dir_all(out).map_err(write_error(out))?;
-    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
-    let drawn = distinct_random_states(colours, states, &mut rng)?;
     let mut truth_file = serde_json::Map::new();
     let mut written = Vec::new();
-    for (n, state) in drawn.into_iter().enumerate() {
+    for (n, (image, truth)) in scenes.into_iter().enumerate() {
         let stem = format!("state_{n:04}");
         let path = out.join(format!("{stem}.png"));
-        state
-            .render()?
+        image
             .save(&path)
             .map_err(|e| write_error(&path)(std::io::Error::other(e)))?;
-        let truth: serde_json::Map<String, serde_json::Value> = state
-            .truth(colours)
+        let truth: serde_json::Map<String, serde_json::Value> = truth
             .into_iter()
             .map(|(p, t)| (p.to_string(), serde_json::Value::from(u8::from(t))))
             .collect();
