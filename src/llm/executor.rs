@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use futures::StreamExt;
 
-use super::{CanonicalRequest, ChatRequest, Endpoint, LlmClient, RetryPolicy, Usage};
+use super::{Budget, CanonicalRequest, ChatRequest, Endpoint, LlmClient, RetryPolicy, Usage};
 use crate::cost::Price;
 use crate::store::{Claim, NewCall, Store, StoreError, StoredCall, lock};
 
@@ -101,6 +101,8 @@ pub struct Executor {
     claims: Option<Claims>,
     /// Models (provider, model id) that refused a schema in this run.
     schema_refused: Mutex<HashSet<(String, String)>>,
+    /// The run's spending cap, if it has one (`--budget`).
+    budget: Option<Arc<Budget>>,
 }
 
 /// Who claims calls before sending them, for processes that share a database.
@@ -143,7 +145,19 @@ impl Executor {
             mode,
             claims: None,
             schema_refused: Mutex::default(),
+            budget: None,
         }
+    }
+
+    /// Caps what this executor's calls may be billed: each call's worst case is reserved
+    /// before it is sent and settled when it lands.
+    pub fn set_budget(&mut self, budget: Arc<Budget>) {
+        self.budget = Some(budget);
+    }
+
+    /// The run's spending cap, if it has one.
+    pub fn budget(&self) -> Option<&Arc<Budget>> {
+        self.budget.as_ref()
     }
 
     /// Claims each call before sending it, so that runs sharing the database pay for each

@@ -5,6 +5,7 @@
 //! Providers know wire formats and nothing of experiments or the database.
 
 pub mod anthropic;
+pub mod budget;
 pub mod canonical;
 pub mod client;
 pub mod executor;
@@ -18,6 +19,7 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
+pub use budget::Budget;
 pub use canonical::CanonicalRequest;
 pub use client::{Endpoint, LlmClient};
 pub use executor::{CacheMode, CallJob, CallOutcome, Executor};

@@ -1,0 +1,245 @@
+//! A run's spending cap (`--budget`): before a call is sent, its worst case is reserved; when
+//! its answer lands, the reservation is settled to what was billed. A call whose worst case
+//! does not fit what is left is not sent, so what the provider bills never exceeds the cap,
+//! at any concurrency.
+//!
+//! It knows amounts, not calls: the executor says what to reserve and what to settle.
+
+use std::sync::Mutex;
+
+/// What a run may spend, what it has spent and what its calls in flight may still cost.
+#[derive(Debug)]
+pub struct Budget {
+    limit_usd: f64,
+    state: Mutex<Ledger>,
+    /// Wakes calls waiting for reservations in flight to settle.
+    settled: tokio::sync::Notify,
+}
+
+#[derive(Debug, Default, Clone, Copy)]
+struct Ledger {
+    /// Billed by answers that landed (and the worst case of attempts whose bill is unknown).
+    spent_usd: f64,
+    /// Worst cases of calls in flight.
+    reserved_usd: f64,
+    /// Reservations in flight.
+    open: u64,
+    /// A call was refused: the run ends `budget`.
+    reached: bool,
+    /// The largest worst case refused, to say how much more would do.
+    refused_usd: f64,
+}
+
+/// The worst case of one call in flight, held until it is settled or released.
+#[derive(Debug)]
+#[must_use = "a reservation must be settled or released"]
+pub struct Reservation<'a> {
+    budget: &'a Budget,
+    worst_usd: f64,
+    done: bool,
+}
+
+impl Budget {
+    /// A cap of `limit_usd` US dollars (positive and finite: see [`parse_budget`]).
+    pub fn new(limit_usd: f64) -> Self {
+        Self {
+            limit_usd,
+            state: Mutex::new(Ledger::default()),
+            settled: tokio::sync::Notify::new(),
+        }
+    }
+
+    /// The cap, in USD.
+    pub fn limit_usd(&self) -> f64 {
+        self.limit_usd
+    }
+
+    /// What the answers that landed were billed, in USD.
+    pub fn spent_usd(&self) -> f64 {
+        self.ledger().spent_usd
+    }
+
+    /// Whether a call was refused because its worst case did not fit.
+    pub fn reached(&self) -> bool {
+        self.ledger().reached
+    }
+
+    /// The largest worst case refused, in USD (0 when none was).
+    pub fn refused_usd(&self) -> f64 {
+        self.ledger().refused_usd
+    }
+
+    fn ledger(&self) -> Ledger {
+        *self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Reserves `worst_usd` for one call. While it does not fit only because of calls in
+    /// flight, waits for them to settle; `None` when it cannot fit even with nothing in
+    /// flight (the call is not sent, and the budget is [`reached`](Self::reached)).
+    pub async fn reserve(&self, worst_usd: f64) -> Option<Reservation<'_>> {
+        let worst_usd = worst_usd.max(0.0);
+        loop {
+            // Registered before looking, so a settlement in between is not missed.
+            let settled = self.settled.notified();
+            {
+                let mut ledger = self.state.lock().unwrap_or_else(|p| p.into_inner());
+                let left = self.limit_usd - ledger.spent_usd;
+                if worst_usd > left || ledger.reached {
+                    ledger.reached = true;
+                    ledger.refused_usd = ledger.refused_usd.max(worst_usd);
+                    drop(ledger);
+                    // Others waiting on the same room learn it will not come.
+                    self.settled.notify_waiters();
+                    return None;
+                }
+                if worst_usd <= left - ledger.reserved_usd {
+                    ledger.reserved_usd += worst_usd;
+                    ledger.open += 1;
+                    return Some(Reservation {
+                        budget: self,
+                        worst_usd,
+                        done: false,
+                    });
+                }
+            }
+            settled.await;
+        }
+    }
+
+    fn close(&self, worst_usd: f64, spent_usd: f64) {
+        let mut ledger = self.state.lock().unwrap_or_else(|p| p.into_inner());
+        ledger.open = ledger.open.saturating_sub(1);
+        ledger.reserved_usd = if ledger.open == 0 {
+            // No drift from floating-point sums once nothing is in flight.
+            0.0
+        } else {
+            (ledger.reserved_usd - worst_usd).max(0.0)
+        };
+        ledger.spent_usd += spent_usd.max(0.0);
+        drop(ledger);
+        self.settled.notify_waiters();
+    }
+}
+
+impl Reservation<'_> {
+    /// The worst case reserved, in USD.
+    pub fn worst_usd(&self) -> f64 {
+        self.worst_usd
+    }
+
+    /// The call was answered and billed `actual_usd`.
+    pub fn settle(mut self, actual_usd: f64) {
+        self.done = true;
+        self.budget.close(self.worst_usd, actual_usd);
+    }
+
+    /// The call was refused before anything was generated (an HTTP error status): nothing
+    /// was billed.
+    pub fn release(mut self) {
+        self.done = true;
+        self.budget.close(self.worst_usd, 0.0);
+    }
+}
+
+impl Drop for Reservation<'_> {
+    /// A reservation neither settled nor released may have been billed (a body cut off, a
+    /// timeout after the server began): its worst case counts as spent.
+    fn drop(&mut self) {
+        if !self.done {
+            self.budget.close(self.worst_usd, self.worst_usd);
+        }
+    }
+}
+
+/// Reads a budget in USD as written on the command line or in an experiment file (`5`,
+/// `0.25`, `$5`): a positive, finite number; the error says what is wrong and the fix.
+pub fn parse_budget(text: &str) -> Result<f64, String> {
+    let trimmed = text.trim();
+    let number = trimmed.strip_prefix('$').unwrap_or(trimmed).trim();
+    match number.parse::<f64>() {
+        Ok(usd) if usd.is_finite() && usd > 0.0 => Ok(usd),
+        Ok(_) => Err(format!(
+            "a budget must be more than $0 (got `{text}`): give the most the run may spend in \
+             US dollars, e.g. 5 or 0.25"
+        )),
+        Err(_) => Err(format!(
+            "`{text}` is not an amount: give the most the run may spend in US dollars, e.g. 5 \
+             or 0.25"
+        )),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::Arc;
+
+    #[tokio::test]
+    async fn settles_to_the_real_cost_and_refuses_what_cannot_fit() {
+        let budget = Budget::new(1.0);
+        let a = budget.reserve(0.6).await.expect("fits");
+        a.settle(0.1);
+        assert!((budget.spent_usd() - 0.1).abs() < 1e-12);
+        let b = budget.reserve(0.9).await.expect("0.9 of 0.9 left fits");
+        b.release();
+        assert!(budget.reserve(0.95).await.is_none(), "0.95 > 0.9 left");
+        assert!(budget.reached());
+        assert_eq!(budget.refused_usd(), 0.95);
+        assert!(
+            budget.reserve(0.01).await.is_none(),
+            "reached stays reached"
+        );
+    }
+
+    #[tokio::test]
+    async fn a_call_waits_for_reservations_in_flight_then_fits() {
+        let budget = Arc::new(Budget::new(1.0));
+        let held = budget.reserve(0.7).await.expect("fits");
+        let waiting = {
+            let budget = budget.clone();
+            tokio::spawn(async move { budget.reserve(0.5).await.map(|r| r.worst_usd()) })
+        };
+        tokio::task::yield_now().await;
+        assert!(!waiting.is_finished(), "0.5 waits while 0.7 is in flight");
+        held.settle(0.2);
+        assert_eq!(waiting.await.unwrap(), Some(0.5));
+    }
+
+    #[tokio::test]
+    async fn an_unsettled_reservation_counts_as_spent() {
+        let budget = Budget::new(1.0);
+        drop(budget.reserve(0.4).await);
+        assert!((budget.spent_usd() - 0.4).abs() < 1e-12);
+    }
+
+    #[tokio::test]
+    async fn the_bill_never_exceeds_the_budget_at_any_concurrency() {
+        let budget = Arc::new(Budget::new(1.0));
+        let tasks: Vec<_> = (0..64)
+            .map(|i| {
+                let budget = budget.clone();
+                tokio::spawn(async move {
+                    if let Some(r) = budget.reserve(0.05).await {
+                        tokio::task::yield_now().await;
+                        // The real bill is at most the worst case.
+                        r.settle(0.05 * f64::from(i % 3) / 2.0);
+                    }
+                })
+            })
+            .collect();
+        for t in tasks {
+            t.await.unwrap();
+        }
+        assert!(budget.spent_usd() <= 1.0 + 1e-12, "{}", budget.spent_usd());
+    }
+
+    #[test]
+    fn budgets_are_positive_amounts() {
+        assert_eq!(parse_budget("5"), Ok(5.0));
+        assert_eq!(parse_budget(" $0.25 "), Ok(0.25));
+        for bad in ["0", "-1", "abc", "inf", "NaN", ""] {
+            let e = parse_budget(bad).unwrap_err();
+            assert!(e.contains("US dollars"), "{bad}: {e}");
+        }
+    }
+}
