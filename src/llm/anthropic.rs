@@ -34,8 +34,9 @@ pub(crate) async fn chat(
         headers.insert("x-api-key", value);
     }
     let response = client.post_json(endpoint, headers, &body(request)).await?;
+    let limits = super::client::limits_of(&response);
     let bytes = client.read_body(endpoint, response).await?;
-    parse(&endpoint.provider, &bytes, request)
+    parse(&endpoint.provider, &bytes, request).map(|answer| answer.with_limits(limits))
 }
 
 /// The request body.
@@ -154,6 +155,7 @@ pub(crate) fn parse(
         text,
         usage,
         finish_reason: wire.stop_reason,
+        limits: None,
     })
 }
 

@@ -143,12 +143,31 @@ impl LlmClient {
             return Ok(response);
         }
         let retry_after = parse_retry_after(response.headers());
+        let limits = limits_of(&response);
         let text = response.text().await.unwrap_or_default();
+        let refusal = super::ratelimit::read_refusal(status.as_u16(), &text);
+        if let Some(cause) = refusal.exhausted {
+            return Err(ProviderError::Exhausted {
+                provider: endpoint.provider.clone(),
+                status: status.as_u16(),
+                cause,
+            });
+        }
+        let refused =
+            (limits.is_some() || refusal.dimension.is_some() || refusal.try_again_in.is_some())
+                .then(|| {
+                    Box::new(super::Refused {
+                        limits,
+                        dimension: refusal.dimension,
+                        try_again_in: refusal.try_again_in,
+                    })
+                });
         Err(ProviderError::Http {
             provider: endpoint.provider.clone(),
             status: status.as_u16(),
             retry_after,
             message: error_message(&text),
+            limits: refused,
         })
     }
 
@@ -190,6 +209,11 @@ impl LlmClient {
             }
         }
     }
+}
+
+/// What an answer's headers say of the provider's rate limits.
+pub(crate) fn limits_of(response: &reqwest::Response) -> Option<super::ratelimit::RateLimits> {
+    super::ratelimit::read_headers(response.headers(), std::time::SystemTime::now())
 }
 
 /// The innermost message of an error chain (reqwest's outer messages repeat the URL).
@@ -278,11 +302,13 @@ pub(crate) fn scrub_key(error: ProviderError) -> ProviderError {
             status,
             retry_after,
             message,
+            limits,
         } => ProviderError::Http {
             provider,
             status,
             retry_after,
             message: scrub(message),
+            limits,
         },
         ProviderError::Truncated { provider, detail } => ProviderError::Truncated {
             provider,
@@ -357,6 +383,7 @@ mod tests {
             status: 401,
             retry_after: None,
             message: "Incorrect API key provided: sk-secret-123".into(),
+            limits: None,
         });
         assert!(!err.to_string().contains("sk-secret-123"), "{err}");
     }

@@ -11,6 +11,7 @@ pub mod client;
 pub mod executor;
 pub mod ollama;
 pub mod openai;
+pub mod ratelimit;
 pub mod retry;
 
 use std::fmt;
@@ -242,6 +243,16 @@ pub struct ChatResponse {
     pub text: String,
     pub usage: Usage,
     pub finish_reason: Option<String>,
+    /// What the answer's headers said of the provider's rate limits (not stored).
+    pub limits: Option<ratelimit::RateLimits>,
+}
+
+impl ChatResponse {
+    /// The answer with the rate limits its headers told.
+    pub fn with_limits(mut self, limits: Option<ratelimit::RateLimits>) -> Self {
+        self.limits = limits;
+        self
+    }
 }
 
 /// The provider's token counts when it reported both, else an estimate from the texts
@@ -276,6 +287,15 @@ pub fn estimate_tokens(text: &str) -> u64 {
     (text.chars().count() as u64).div_ceil(4)
 }
 
+/// What a rate-limit refusal said besides its status: the limits in its headers, the bucket
+/// its body named, and the wait its message asked for.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Refused {
+    pub limits: Option<ratelimit::RateLimits>,
+    pub dimension: Option<ratelimit::Dimension>,
+    pub try_again_in: Option<Duration>,
+}
+
 /// What can go wrong talking to a provider. Keeps status, `Retry-After` and the body so the
 /// caller can decide to retry; never holds an API key.
 #[derive(Debug, thiserror::Error)]
@@ -286,6 +306,15 @@ pub enum ProviderError {
         status: u16,
         retry_after: Option<Duration>,
         message: String,
+        /// What the refusal's headers and body said of the rate limits.
+        limits: Option<Box<Refused>>,
+    },
+    /// A refusal no retry mends (a quota spent, a request larger than the whole limit).
+    #[error("{provider} answered HTTP {status}: {}", cause.explain(provider))]
+    Exhausted {
+        provider: String,
+        status: u16,
+        cause: ratelimit::Exhausted,
     },
     #[error("{provider} did not answer within {timeout:?}")]
     Timeout { provider: String, timeout: Duration },
@@ -317,7 +346,7 @@ impl ProviderError {
             | Self::Connect { .. }
             | Self::Truncated { .. }
             | Self::Decode { .. } => true,
-            Self::Request { .. } | Self::MissingKey { .. } => false,
+            Self::Request { .. } | Self::MissingKey { .. } | Self::Exhausted { .. } => false,
         }
     }
 
@@ -328,6 +357,7 @@ impl ProviderError {
                 Some("this HTTP status does not change on retry")
             }
             Self::Request { .. } => Some("the request cannot be sent as it is"),
+            Self::Exhausted { .. } => Some("waiting does not refill this limit"),
             Self::MissingKey { .. } => Some("there is no key"),
             _ => None,
         }
@@ -344,7 +374,7 @@ impl ProviderError {
     /// The HTTP status, when the provider answered with one.
     pub fn http_status(&self) -> Option<u16> {
         match self {
-            Self::Http { status, .. } => Some(*status),
+            Self::Http { status, .. } | Self::Exhausted { status, .. } => Some(*status),
             _ => None,
         }
     }

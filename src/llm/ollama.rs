@@ -18,6 +18,7 @@ pub(crate) async fn chat(
     let response = client
         .post_json(endpoint, HeaderMap::new(), &body(request))
         .await?;
+    let limits = super::client::limits_of(&response);
     let mut stream = response.bytes_stream();
     let mut folder = StreamFolder::default();
     let mut pending: Vec<u8> = Vec::new();
@@ -30,7 +31,9 @@ pub(crate) async fn chat(
         }
     }
     folder.push_line(&endpoint.provider, &pending)?;
-    folder.finish(&endpoint.provider, request)
+    folder
+        .finish(&endpoint.provider, request)
+        .map(|answer| answer.with_limits(limits))
 }
 
 /// The request body. `stream` is left out: Ollama streams by default and track reads streams.
@@ -179,6 +182,7 @@ impl StreamFolder {
             text: self.text,
             usage,
             finish_reason: self.done_reason,
+            limits: None,
         })
     }
 }

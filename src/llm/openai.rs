@@ -29,8 +29,9 @@ pub(crate) async fn chat(
     let response = client
         .post_json(endpoint, headers, &body(request, endpoint.kind))
         .await?;
+    let limits = super::client::limits_of(&response);
     let bytes = client.read_body(endpoint, response).await?;
-    parse(&endpoint.provider, &bytes, request)
+    parse(&endpoint.provider, &bytes, request).map(|answer| answer.with_limits(limits))
 }
 
 /// The request body. OpenAI itself takes `max_completion_tokens`; compatible servers mostly
@@ -167,6 +168,7 @@ pub(crate) fn parse(
         text,
         usage,
         finish_reason: choice.finish_reason,
+        limits: None,
     })
 }
 

@@ -109,6 +109,7 @@ mod tests {
             status,
             retry_after: None,
             message: "m".into(),
+            limits: None,
         }
     }
 
@@ -206,6 +207,7 @@ mod tests {
                             status: 429,
                             retry_after: Some(Duration::from_secs(3600)),
                             message: "slow down".into(),
+                            limits: None,
                         })
                     } else {
                         Ok(())
