@@ -11,6 +11,7 @@ pub mod client;
 pub mod executor;
 pub mod ollama;
 pub mod openai;
+pub mod pacer;
 pub mod ratelimit;
 pub mod retry;
 

@@ -1,0 +1,962 @@
+//! The pacer: sends a call only when its estimated cost fits the provider's rate limits, so
+//! that `--concurrency` is a ceiling, not a rate.
+//!
+//! Per scope (provider, base URL, key fingerprint, model) it keeps continuously refilling
+//! buckets of requests and tokens (Anthropic: requests, input and output tokens). They are
+//! seeded and corrected from every answer's headers (429s included) and from `rate_limit:` in
+//! config.yaml, and live in the store, so runs sharing a database and a key share the pace.
+//! Until a scope's first answer has told its limits, one call is in flight. A refusal that no
+//! wait mends (a spent quota) ends the scope's calls at once.
+//!
+//! The pacer knows limits and costs; it never sends a call and never writes SQL.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use serde::Deserialize;
+
+use super::ratelimit::{Dimension, RateLimits};
+use super::{ChatRequest, ChatResponse, Endpoint, Part, ProviderError, Refused};
+use crate::store::{BucketRow, PacingRow, Store, lock};
+
+/// The share of a limit the pacer aims at: a little under it, so that jitter between track's
+/// clock and the provider's does not cost refusals.
+const SAFETY: f64 = 0.97;
+/// The burst the pacer allows, in seconds of a limit: providers may enforce a minute's limit
+/// over a second ("60 RPM may be enforced as 1 request a second").
+const BURST_SECS: f64 = 1.0;
+/// The longest single sleep: a waiting call looks at stops and exhausted scopes this often.
+const NAP: Duration = Duration::from_millis(250);
+/// Tokens an image is paced at (OpenAI's high-detail 1024 x 1024 image: 765).
+const IMAGE_TOKENS: u64 = 765;
+/// Tokens of a message's framing, besides its text.
+const MESSAGE_TOKENS: u64 = 4;
+/// How long a note on a wait stays on the progress line after it.
+const NOTE_LINGER: Duration = Duration::from_secs(1);
+
+/// Limits set in config.yaml (`rate_limit:` of a provider or a model), per minute: for
+/// servers that send no headers, or tighter than the headers say (a key shared with a team).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RateLimit {
+    /// Requests a minute.
+    pub rpm: Option<f64>,
+    /// Tokens a minute (OpenAI-style: prompt estimate plus `max_tokens`).
+    pub tpm: Option<f64>,
+    /// Input tokens a minute (Anthropic-style).
+    pub itpm: Option<f64>,
+    /// Output tokens a minute (Anthropic-style).
+    pub otpm: Option<f64>,
+}
+
+impl RateLimit {
+    /// The limit set for `dimension`, if any.
+    pub fn get(&self, dimension: Dimension) -> Option<f64> {
+        match dimension {
+            Dimension::Requests => self.rpm,
+            Dimension::Tokens => self.tpm,
+            Dimension::InputTokens => self.itpm,
+            Dimension::OutputTokens => self.otpm,
+        }
+    }
+
+    /// These limits, with `base`'s for the dimensions these leave out (a model's over its
+    /// provider's).
+    pub fn over(self, base: RateLimit) -> RateLimit {
+        RateLimit {
+            rpm: self.rpm.or(base.rpm),
+            tpm: self.tpm.or(base.tpm),
+            itpm: self.itpm.or(base.itpm),
+            otpm: self.otpm.or(base.otpm),
+        }
+    }
+
+    /// Whether no limit is set.
+    pub fn is_empty(&self) -> bool {
+        Dimension::ALL.iter().all(|d| self.get(*d).is_none())
+    }
+
+    /// Refuses a limit that is not a positive number, naming it and the fix.
+    pub fn check(&self) -> Result<(), String> {
+        for (name, value) in [
+            ("rpm", self.rpm),
+            ("tpm", self.tpm),
+            ("itpm", self.itpm),
+            ("otpm", self.otpm),
+        ] {
+            if let Some(v) = value
+                && !(v.is_finite() && v > 0.0)
+            {
+                return Err(format!(
+                    "`rate_limit: {name}: {v}` must be a positive number a minute; remove it \
+                     to have no limit"
+                ));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// What a call takes from each bucket, estimated before it is sent.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Cost {
+    pub requests: f64,
+    /// OpenAI's charge at admission: the prompt estimate plus `max_tokens`.
+    pub tokens: f64,
+    /// Anthropic's input tokens.
+    pub input_tokens: f64,
+    /// Anthropic's output tokens, held at `max_tokens` until the answer says how many.
+    pub output_tokens: f64,
+}
+
+impl Cost {
+    /// The estimated cost of `request`: ~4 characters a token, a few tokens a message, images
+    /// at [`IMAGE_TOKENS`].
+    pub fn of(request: &ChatRequest) -> Self {
+        let input = request.system.as_deref().map_or(0, super::estimate_tokens)
+            + request
+                .messages
+                .iter()
+                .map(|m| {
+                    MESSAGE_TOKENS
+                        + m.parts
+                            .iter()
+                            .map(|p| match p {
+                                Part::Text(text) => super::estimate_tokens(text),
+                                Part::Image(_) => IMAGE_TOKENS,
+                            })
+                            .sum::<u64>()
+                })
+                .sum::<u64>();
+        let max_tokens = request.params.max_tokens;
+        Self {
+            requests: 1.0,
+            tokens: (input + u64::from(max_tokens.unwrap_or(0))) as f64,
+            input_tokens: input as f64,
+            output_tokens: f64::from(max_tokens.unwrap_or(super::anthropic::DEFAULT_MAX_TOKENS)),
+        }
+    }
+
+    fn get(&self, dimension: Dimension) -> f64 {
+        match dimension {
+            Dimension::Requests => self.requests,
+            Dimension::Tokens => self.tokens,
+            Dimension::InputTokens => self.input_tokens,
+            Dimension::OutputTokens => self.output_tokens,
+        }
+    }
+}
+
+/// Why a call was not sent.
+#[derive(Debug, Clone, PartialEq)]
+pub enum NotSent {
+    /// A stop came while it waited.
+    Stopped,
+    /// Its scope met a refusal no wait mends: what happened and the fix.
+    Exhausted(String),
+}
+
+/// Limits set in config.yaml, by provider and by (provider, model id).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ConfiguredLimits {
+    pub by_provider: HashMap<String, RateLimit>,
+    pub by_model: HashMap<(String, String), RateLimit>,
+}
+
+impl ConfiguredLimits {
+    /// The limits in force for `model` of `provider`: the model's, then its provider's.
+    pub fn of(&self, provider: &str, model: &str) -> RateLimit {
+        let own = self
+            .by_model
+            .get(&(provider.to_owned(), model.to_owned()))
+            .copied()
+            .unwrap_or_default();
+        own.over(self.by_provider.get(provider).copied().unwrap_or_default())
+    }
+}
+
+/// Where the buckets live: in the database (shared with other processes) or, for a database
+/// in memory, here.
+enum Buckets {
+    Shared(Arc<Mutex<Store>>),
+    Local(Mutex<HashMap<String, PacingRow>>),
+}
+
+/// The pacer of one run.
+pub struct Pacer {
+    buckets: Arc<Buckets>,
+    configured: ConfiguredLimits,
+    scopes: Mutex<HashMap<String, Arc<Scope>>>,
+    /// The longest wait a refusal may ask for (the retry policy's `max_delay`).
+    max_wait: Duration,
+    /// The latest wait, for the progress line.
+    note: Mutex<Option<(String, Instant)>>,
+}
+
+/// One scope: a key's limits for one model at one endpoint.
+pub struct Scope {
+    /// Its stored name: provider | base URL | key fingerprint | model.
+    id: String,
+    /// `provider:model`, for messages.
+    label: String,
+    configured: RateLimit,
+    /// Calls wait their turn here, first come first served.
+    turnstile: tokio::sync::Mutex<()>,
+    state: Mutex<ScopeState>,
+    answered: tokio::sync::Notify,
+}
+
+#[derive(Debug, Default)]
+struct ScopeState {
+    probe: Probe,
+    /// Whether any limit is known (configured, stored, or told by a header).
+    limited: bool,
+    /// Held after a refusal, for scopes without known limits.
+    held_until: Option<Instant>,
+    /// Why nothing more is sent.
+    exhausted: Option<String>,
+}
+
+/// Whether the scope's limits have been asked for yet.
+#[derive(Debug, Default, Clone, Copy, PartialEq)]
+enum Probe {
+    /// Nobody asked yet.
+    #[default]
+    Ahead,
+    /// The first call is in flight: the others wait for what its answer tells.
+    InFlight,
+    /// Known (possibly: no limits).
+    Done,
+}
+
+/// Leave to send one call, to be given back to [`Pacer::observe`] with its result.
+pub struct Permit {
+    scope: Arc<Scope>,
+    cost: Cost,
+    /// Whether this call is the scope's first (its answer teaches the limits).
+    probe: bool,
+    /// Whether `cost` was taken from the buckets.
+    taken: bool,
+}
+
+impl Drop for Permit {
+    fn drop(&mut self) {
+        // A first call that never got an answer (stopped, unreachable) teaches nothing: the
+        // others go on without waiting for it.
+        if self.probe {
+            let mut state = lock_state(&self.scope);
+            if state.probe == Probe::InFlight {
+                state.probe = Probe::Done;
+            }
+            drop(state);
+            self.scope.answered.notify_waiters();
+        }
+    }
+}
+
+fn lock_state(scope: &Scope) -> std::sync::MutexGuard<'_, ScopeState> {
+    scope.state.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// Unix seconds now.
+fn unix_now() -> f64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0.0, |d| d.as_secs_f64())
+}
+
+/// A key's fingerprint: enough to tell keys apart, never enough to use one.
+fn fingerprint(endpoint: &Endpoint) -> String {
+    match &endpoint.api_key {
+        Some(key) => {
+            let hash =
+                crate::hash::sha256_hex(format!("track pacing\n{}", key.expose()).as_bytes());
+            hash[..16].to_owned()
+        }
+        None => "no-key".to_owned(),
+    }
+}
+
+impl Pacer {
+    /// A pacer keeping its buckets in `store` when `shared` (a database file other processes
+    /// may share), else in memory; `max_wait` caps a refusal's wait.
+    pub fn new(
+        store: Option<Arc<Mutex<Store>>>,
+        configured: ConfiguredLimits,
+        max_wait: Duration,
+    ) -> Self {
+        let buckets = match store {
+            Some(store) => Buckets::Shared(store),
+            None => Buckets::Local(Mutex::default()),
+        };
+        Self {
+            buckets: Arc::new(buckets),
+            configured,
+            scopes: Mutex::default(),
+            max_wait,
+            note: Mutex::default(),
+        }
+    }
+
+    /// The scope of calls of `model` at `endpoint` with its key.
+    pub fn scope(&self, endpoint: &Endpoint, model: &str) -> Arc<Scope> {
+        let id = format!(
+            "{}|{}|{}|{model}",
+            endpoint.provider,
+            endpoint.base_url,
+            fingerprint(endpoint)
+        );
+        let mut scopes = self.scopes.lock().unwrap_or_else(|p| p.into_inner());
+        scopes
+            .entry(id.clone())
+            .or_insert_with(|| {
+                let configured = self.configured.of(&endpoint.provider, model);
+                Arc::new(Scope {
+                    id,
+                    label: format!("{}:{model}", endpoint.provider),
+                    configured,
+                    turnstile: tokio::sync::Mutex::new(()),
+                    state: Mutex::new(ScopeState {
+                        limited: !configured.is_empty(),
+                        ..ScopeState::default()
+                    }),
+                    answered: tokio::sync::Notify::new(),
+                })
+            })
+            .clone()
+    }
+
+    /// What the pacer is waiting for, for the progress line: `paced: openai:gpt-4o 600 RPM,
+    /// next in 0.4 s`.
+    pub fn note(&self) -> Option<String> {
+        let note = self.note.lock().unwrap_or_else(|p| p.into_inner());
+        let (text, until) = note.as_ref()?;
+        let now = Instant::now();
+        if now > *until + NOTE_LINGER {
+            return None;
+        }
+        let left = until.saturating_duration_since(now).as_secs_f64();
+        Some(format!("paced: {text}, next in {left:.1} s"))
+    }
+
+    /// Waits until a call of `cost` fits `scope`'s limits and takes it from its buckets.
+    pub async fn acquire(
+        &self,
+        scope: &Arc<Scope>,
+        cost: Cost,
+        stop: &AtomicBool,
+    ) -> Result<Permit, NotSent> {
+        let permit = |probe, taken| Permit {
+            scope: scope.clone(),
+            cost,
+            probe,
+            taken,
+        };
+        let _turn = scope.turnstile.lock().await;
+        // Until the first answer has told the limits, one call is in flight.
+        loop {
+            let answered = scope.answered.notified();
+            let probe = {
+                let state = lock_state(scope);
+                if let Some(why) = &state.exhausted {
+                    return Err(NotSent::Exhausted(why.clone()));
+                }
+                (state.probe, state.limited)
+            };
+            match probe {
+                (Probe::Done, _) => break,
+                (Probe::Ahead, limited) => {
+                    // An earlier run may have learned them.
+                    let known = limited
+                        || self
+                            .update(&scope.id, |row| !row.buckets.is_empty())
+                            .await
+                            .unwrap_or(false);
+                    let mut state = lock_state(scope);
+                    state.limited = known;
+                    if known {
+                        state.probe = Probe::Done;
+                        break;
+                    }
+                    state.probe = Probe::InFlight;
+                    return Ok(permit(true, false));
+                }
+                (Probe::InFlight, _) => {}
+            }
+            if stop.load(Ordering::SeqCst) {
+                return Err(NotSent::Stopped);
+            }
+            tokio::select! {
+                () = answered => {}
+                () = tokio::time::sleep(NAP) => {}
+            }
+        }
+        loop {
+            let (limited, held_until) = {
+                let state = lock_state(scope);
+                if let Some(why) = &state.exhausted {
+                    return Err(NotSent::Exhausted(why.clone()));
+                }
+                (state.limited, state.held_until)
+            };
+            if stop.load(Ordering::SeqCst) {
+                return Err(NotSent::Stopped);
+            }
+            let wait = if limited {
+                let configured = scope.configured;
+                let now = unix_now();
+                match self
+                    .update(&scope.id, move |row| take(row, &configured, &cost, now))
+                    .await
+                {
+                    Some(Ok(())) => return Ok(permit(false, true)),
+                    Some(Err(wait)) => wait,
+                    // The buckets cannot be read: sent unpaced (a refusal is retried).
+                    None => return Ok(permit(false, false)),
+                }
+            } else {
+                match held_until.map(|t| t.saturating_duration_since(Instant::now())) {
+                    Some(left) if !left.is_zero() => Wait {
+                        wait: left,
+                        because: None,
+                    },
+                    _ => return Ok(permit(false, false)),
+                }
+            };
+            self.waiting(scope, &wait);
+            tokio::time::sleep(wait.wait.min(NAP)).await;
+        }
+    }
+
+    /// Records a wait: for the progress line, and in the log (`-v`).
+    fn waiting(&self, scope: &Scope, wait: &Wait) {
+        let what = match wait.because {
+            Some((dimension, limit)) => format!("{} {limit:.0} {}", scope.label, dimension.unit()),
+            None => format!("{} held after a refusal", scope.label),
+        };
+        tracing::info!("{what}: waiting {:.3} s", wait.wait.as_secs_f64());
+        let mut note = self.note.lock().unwrap_or_else(|p| p.into_inner());
+        *note = Some((what, Instant::now() + wait.wait));
+    }
+
+    /// Learns from the answer (or refusal) to a call sent with `permit`: the limits its
+    /// headers tell, the output tokens it really used, the wait a refusal asks for, and a
+    /// refusal no wait mends.
+    pub async fn observe(&self, permit: Permit, result: &Result<ChatResponse, ProviderError>) {
+        let scope = permit.scope.clone();
+        let mut lesson = Lesson {
+            configured: scope.configured,
+            limits: None,
+            refused: None,
+            // Given back in full unless the answer says what it used.
+            output_held: permit.taken.then_some((permit.cost.output_tokens, 0.0)),
+            probe_cost: permit.probe.then_some(permit.cost),
+        };
+        match result {
+            Ok(answer) => {
+                lesson.limits = answer.limits.clone();
+                if let Some((_, used)) = &mut lesson.output_held {
+                    *used = answer.usage.output_tokens as f64;
+                }
+            }
+            Err(ProviderError::Exhausted {
+                provider, cause, ..
+            }) => {
+                let why = format!("{}: {}", scope.label, cause.explain(provider));
+                lock_state(&scope).exhausted.get_or_insert(why);
+            }
+            Err(ProviderError::Http {
+                status,
+                retry_after,
+                limits,
+                ..
+            }) => {
+                let refused = limits.as_deref().cloned().unwrap_or_default();
+                lesson.limits = refused.limits.clone();
+                if *status == 429 {
+                    let wait = refusal_wait(*retry_after, &refused, &permit.cost, self.max_wait);
+                    lesson.refused = Some((refused, wait));
+                    if !lock_state(&scope).limited && lesson.limits.is_none() {
+                        let mut state = lock_state(&scope);
+                        let until = Instant::now() + wait.unwrap_or(Duration::from_secs(1));
+                        state.held_until = Some(state.held_until.map_or(until, |t| t.max(until)));
+                    }
+                }
+            }
+            // Nothing was generated: what was held for the output goes back.
+            Err(_) => {}
+        }
+        let learned = lesson.limits.is_some();
+        let write = learned || lesson.refused.is_some() || lesson.output_held.is_some();
+        if write && (learned || lock_state(&scope).limited) {
+            let now = unix_now();
+            self.update(&scope.id, move |row| lesson.apply(row, now))
+                .await;
+        }
+        {
+            let mut state = lock_state(&scope);
+            state.limited |= learned;
+            if state.probe == Probe::InFlight {
+                state.probe = Probe::Done;
+            }
+        }
+        scope.answered.notify_waiters();
+        drop(permit);
+    }
+
+    /// Runs `change` on `scope`'s stored state: in the database off the async workers, or
+    /// in memory. `None` when the database fails (logged: the caller paces nothing, and a
+    /// call may be refused and retried, never lost).
+    async fn update<R: Send + 'static>(
+        &self,
+        scope: &str,
+        change: impl FnOnce(&mut PacingRow) -> R + Send + 'static,
+    ) -> Option<R> {
+        match &*self.buckets {
+            Buckets::Local(rows) => {
+                let mut rows = rows.lock().unwrap_or_else(|p| p.into_inner());
+                Some(change(rows.entry(scope.to_owned()).or_default()))
+            }
+            Buckets::Shared(_) => {
+                let buckets = self.buckets.clone();
+                let scope = scope.to_owned();
+                let result = tokio::task::spawn_blocking(move || match &*buckets {
+                    Buckets::Shared(store) => lock(store).update_pacing(&scope, change),
+                    Buckets::Local(_) => unreachable!("shared buckets"),
+                })
+                .await;
+                match result {
+                    Ok(Ok(r)) => Some(r),
+                    Ok(Err(e)) => {
+                        tracing::warn!("the pacer could not read or write its buckets: {e}");
+                        None
+                    }
+                    Err(e) => {
+                        tracing::warn!("the pacer's database task failed: {e}");
+                        None
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// How long to wait before a call fits, and the limit that binds.
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+struct Wait {
+    wait: Duration,
+    because: Option<(Dimension, f64)>,
+}
+
+/// A bucket's rate (per second) and capacity, for a limit per minute.
+fn shape(limit_per_min: f64) -> (f64, f64) {
+    let rate = limit_per_min * SAFETY / 60.0;
+    (rate, (rate * BURST_SECS).max(1.0))
+}
+
+/// Refills `bucket` up to `now`.
+fn refill(bucket: &mut BucketRow, now: f64) {
+    let (rate, capacity) = shape(bucket.limit_per_min);
+    let elapsed = (now - bucket.updated_at).max(0.0);
+    bucket.level = (bucket.level + elapsed * rate).min(capacity);
+    bucket.updated_at = now;
+}
+
+/// Takes `cost` from the buckets of `row` if it fits all of them; else how long until it
+/// does. Buckets `configured` but not stored yet are added, full.
+fn take(row: &mut PacingRow, configured: &RateLimit, cost: &Cost, now: f64) -> Result<(), Wait> {
+    for dimension in Dimension::ALL {
+        if let Some(limit) = configured.get(dimension)
+            && !row
+                .buckets
+                .iter()
+                .any(|b| b.dimension == dimension.as_str())
+        {
+            row.buckets.push(BucketRow {
+                dimension: dimension.as_str().to_owned(),
+                limit_per_min: limit,
+                level: shape(limit).1,
+                updated_at: now,
+            });
+        }
+    }
+    if row.blocked_until > now {
+        return Err(Wait {
+            wait: Duration::from_secs_f64(row.blocked_until - now),
+            because: None,
+        });
+    }
+    let mut longest = Wait::default();
+    for bucket in &mut row.buckets {
+        let Some(dimension) = Dimension::parse(&bucket.dimension) else {
+            continue;
+        };
+        refill(bucket, now);
+        let need = cost.get(dimension);
+        if need <= 0.0 {
+            continue;
+        }
+        let (rate, capacity) = shape(bucket.limit_per_min);
+        // A call larger than the bucket goes when it is full, and leaves it in debt.
+        let enough = need.min(capacity);
+        if bucket.level < enough {
+            let wait = Duration::from_secs_f64(((enough - bucket.level) / rate).max(0.0));
+            if wait >= longest.wait {
+                longest = Wait {
+                    wait,
+                    because: Some((dimension, bucket.limit_per_min)),
+                };
+            }
+        }
+    }
+    if longest.because.is_some() {
+        return Err(longest);
+    }
+    for bucket in &mut row.buckets {
+        if let Some(dimension) = Dimension::parse(&bucket.dimension) {
+            bucket.level -= cost.get(dimension);
+        }
+    }
+    Ok(())
+}
+
+/// How long a refusal asks to wait: `retry-after-ms` or `retry-after`, else the message's
+/// "try again in", else the reset of the bucket it ran out of, for this call's cost; capped
+/// at `max_wait`. `None` when it says nothing.
+fn refusal_wait(
+    retry_after: Option<Duration>,
+    refused: &Refused,
+    cost: &Cost,
+    max_wait: Duration,
+) -> Option<Duration> {
+    let from_reset = || {
+        let limits = refused.limits.as_ref()?;
+        limits
+            .readings
+            .iter()
+            .filter(|r| refused.dimension.is_none_or(|d| d == r.dimension))
+            .filter_map(|r| {
+                let (reset, remaining) = (r.reset?, r.remaining?);
+                let need = cost.get(r.dimension);
+                if remaining >= need {
+                    return None;
+                }
+                // The bucket refills linearly: `reset` brings back `limit - remaining`.
+                let missing = (r.limit - remaining).max(1.0);
+                Some(reset.mul_f64(((need - remaining) / missing).clamp(0.0, 1.0)))
+            })
+            .max()
+    };
+    retry_after
+        .or(refused.try_again_in)
+        .or_else(from_reset)
+        .map(|wait| wait.min(max_wait))
+}
+
+/// What one answer teaches a scope's buckets.
+struct Lesson {
+    configured: RateLimit,
+    limits: Option<RateLimits>,
+    /// A rate-limit refusal and the wait it asked for.
+    refused: Option<(Refused, Option<Duration>)>,
+    /// Output tokens held at admission, and those the answer used.
+    output_held: Option<(f64, f64)>,
+    /// The cost of a scope's first call, sent before any bucket existed.
+    probe_cost: Option<Cost>,
+}
+
+impl Lesson {
+    fn apply(self, row: &mut PacingRow, now: f64) {
+        for bucket in &mut row.buckets {
+            refill(bucket, now);
+        }
+        if let Some(limits) = &self.limits {
+            for reading in &limits.readings {
+                let limit = self
+                    .configured
+                    .get(reading.dimension)
+                    .map_or(reading.limit, |set| set.min(reading.limit));
+                // What the provider says is left (rounded counts may be 500 short).
+                let allowance = reading
+                    .remaining
+                    .map(|r| if reading.rounded { r + 500.0 } else { r });
+                let (_, capacity) = shape(limit);
+                let name = reading.dimension.as_str();
+                match row.buckets.iter_mut().find(|b| b.dimension == name) {
+                    Some(bucket) => {
+                        bucket.limit_per_min = limit;
+                        bucket.level = bucket.level.min(capacity);
+                        if let Some(allowance) = allowance {
+                            bucket.level = bucket.level.min(allowance);
+                        }
+                    }
+                    None => {
+                        // A new bucket: full, less the call that taught it (the provider's
+                        // remaining may be in a minute's units, hiding a second's burst).
+                        let spent = self.probe_cost.map_or(0.0, |c| c.get(reading.dimension));
+                        let level = allowance.map_or(capacity, |a| a.min(capacity)) - spent;
+                        row.buckets.push(BucketRow {
+                            dimension: name.to_owned(),
+                            limit_per_min: limit,
+                            level: level.min(capacity - spent),
+                            updated_at: now,
+                        });
+                    }
+                }
+            }
+        }
+        if let Some((held, used)) = self.output_held
+            && let Some(bucket) = row
+                .buckets
+                .iter_mut()
+                .find(|b| b.dimension == Dimension::OutputTokens.as_str())
+        {
+            let (_, capacity) = shape(bucket.limit_per_min);
+            bucket.level = (bucket.level + held - used).min(capacity);
+        }
+        if let Some((refused, wait)) = self.refused {
+            let named = refused.dimension.map(Dimension::as_str);
+            let empty: Vec<&str> = refused
+                .limits
+                .iter()
+                .flat_map(|l| &l.readings)
+                .filter(|r| r.remaining.is_some_and(|left| left < 1.0))
+                .map(|r| r.dimension.as_str())
+                .collect();
+            for bucket in &mut row.buckets {
+                let ran_out = match named {
+                    Some(name) => bucket.dimension == name,
+                    None => empty.is_empty() || empty.contains(&bucket.dimension.as_str()),
+                };
+                if ran_out {
+                    bucket.level = bucket.level.min(0.0);
+                }
+            }
+            if let Some(wait) = wait {
+                row.blocked_until = row.blocked_until.max(now + wait.as_secs_f64());
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::llm::ratelimit::Reading;
+
+    fn cost(requests: f64, tokens: f64) -> Cost {
+        Cost {
+            requests,
+            tokens,
+            input_tokens: 0.0,
+            output_tokens: 0.0,
+        }
+    }
+
+    fn limits(readings: &[(Dimension, f64, f64)]) -> RateLimits {
+        RateLimits {
+            readings: readings
+                .iter()
+                .map(|&(dimension, limit, remaining)| Reading {
+                    dimension,
+                    limit,
+                    remaining: Some(remaining),
+                    reset: None,
+                    rounded: false,
+                })
+                .collect(),
+        }
+    }
+
+    fn lesson(limits: Option<RateLimits>) -> Lesson {
+        Lesson {
+            configured: RateLimit::default(),
+            limits,
+            refused: None,
+            output_held: None,
+            probe_cost: Some(cost(1.0, 0.0)),
+        }
+    }
+
+    #[test]
+    fn a_configured_limit_paces_at_its_rate_after_a_second_of_burst() {
+        let configured = RateLimit {
+            rpm: Some(600.0),
+            ..RateLimit::default()
+        };
+        let mut row = PacingRow::default();
+        let one = cost(1.0, 0.0);
+        let mut sent = 0;
+        while take(&mut row, &configured, &one, 0.0).is_ok() {
+            sent += 1;
+        }
+        assert_eq!(sent, 9, "a second's burst at 97 %: 9.7 requests");
+        let wait = take(&mut row, &configured, &one, 0.0).unwrap_err();
+        assert_eq!(wait.because, Some((Dimension::Requests, 600.0)));
+        // 0.3 of a request missing at 9.7 a second.
+        assert!(
+            (wait.wait.as_secs_f64() - 0.3 / 9.7).abs() < 1e-6,
+            "{wait:?}"
+        );
+        // Over 10 s, 97 requests more.
+        let mut t = 0.0;
+        let mut later = 0;
+        while t < 10.0 {
+            match take(&mut row, &configured, &one, t) {
+                Ok(()) => later += 1,
+                Err(w) => t += w.wait.as_secs_f64().max(1e-4),
+            }
+        }
+        assert!((96..=98).contains(&later), "{later}");
+    }
+
+    #[test]
+    fn headers_teach_a_bucket_less_the_call_that_taught_it() {
+        let mut row = PacingRow::default();
+        lesson(Some(limits(&[(Dimension::Requests, 600.0, 540.0)]))).apply(&mut row, 0.0);
+        let b = &row.buckets[0];
+        assert_eq!((b.dimension.as_str(), b.limit_per_min), ("requests", 600.0));
+        assert!((b.level - 8.7).abs() < 1e-9, "{}", b.level);
+        // A later answer saying less is left than the bucket holds lowers it.
+        lesson(Some(limits(&[(Dimension::Requests, 600.0, 2.0)]))).apply(&mut row, 0.0);
+        assert_eq!(row.buckets[0].level, 2.0);
+        // A configured limit tighter than the header's wins.
+        let mut tight = lesson(Some(limits(&[(Dimension::Requests, 600.0, 600.0)])));
+        tight.configured.rpm = Some(60.0);
+        let mut row = PacingRow::default();
+        tight.apply(&mut row, 0.0);
+        assert_eq!(row.buckets[0].limit_per_min, 60.0);
+    }
+
+    #[test]
+    fn a_large_call_waits_for_a_full_bucket_and_leaves_it_in_debt() {
+        let configured = RateLimit {
+            tpm: Some(6_000.0),
+            ..RateLimit::default()
+        };
+        let mut row = PacingRow::default();
+        // Capacity 97 tokens a second; a call of 500 goes when full.
+        assert!(take(&mut row, &configured, &cost(1.0, 500.0), 0.0).is_ok());
+        let wait = take(&mut row, &configured, &cost(1.0, 500.0), 0.0).unwrap_err();
+        // 403 of debt + 97 to fill, at 97 a second.
+        assert!(
+            (wait.wait.as_secs_f64() - 500.0 / 97.0).abs() < 1e-6,
+            "{wait:?}"
+        );
+    }
+
+    #[test]
+    fn a_refusal_empties_its_bucket_and_holds_the_scope() {
+        let mut row = PacingRow::default();
+        lesson(Some(limits(&[
+            (Dimension::Requests, 600.0, 500.0),
+            (Dimension::Tokens, 30_000.0, 20_000.0),
+        ])))
+        .apply(&mut row, 0.0);
+        let refused = Refused {
+            limits: None,
+            dimension: Some(Dimension::Tokens),
+            try_again_in: Some(Duration::from_millis(1800)),
+        };
+        let wait = refusal_wait(None, &refused, &cost(1.0, 900.0), Duration::from_secs(60));
+        assert_eq!(wait, Some(Duration::from_millis(1800)));
+        let mut refusal = lesson(None);
+        refusal.refused = Some((refused, wait));
+        refusal.apply(&mut row, 10.0);
+        assert_eq!(row.blocked_until, 11.8);
+        let tokens = row
+            .buckets
+            .iter()
+            .find(|b| b.dimension == "tokens")
+            .unwrap();
+        assert_eq!(tokens.level, 0.0);
+        let requests = row
+            .buckets
+            .iter()
+            .find(|b| b.dimension == "requests")
+            .unwrap();
+        assert!(requests.level > 0.0, "the other bucket is untouched");
+        let held = take(&mut row, &RateLimit::default(), &cost(1.0, 1.0), 11.0).unwrap_err();
+        assert!((held.wait.as_secs_f64() - 0.8).abs() < 1e-6, "{held:?}");
+    }
+
+    #[test]
+    fn a_refusal_without_a_wait_asked_waits_for_its_cost_to_refill() {
+        let refused = Refused {
+            limits: Some(RateLimits {
+                readings: vec![Reading {
+                    dimension: Dimension::Requests,
+                    limit: 600.0,
+                    remaining: Some(0.0),
+                    reset: Some(Duration::from_secs(60)),
+                    rounded: false,
+                }],
+            }),
+            dimension: None,
+            try_again_in: None,
+        };
+        // The whole minute refills in 60 s: one request in 0.1 s.
+        let wait = refusal_wait(None, &refused, &cost(1.0, 0.0), Duration::from_secs(60));
+        assert_eq!(wait, Some(Duration::from_millis(100)));
+        // retry-after wins, capped.
+        let wait = refusal_wait(
+            Some(Duration::from_secs(3600)),
+            &refused,
+            &cost(1.0, 0.0),
+            Duration::from_secs(60),
+        );
+        assert_eq!(wait, Some(Duration::from_secs(60)));
+    }
+
+    #[test]
+    fn output_tokens_held_at_admission_are_settled_to_those_used() {
+        let mut row = PacingRow::default();
+        lesson(Some(limits(&[(
+            Dimension::OutputTokens,
+            60_000.0,
+            60_000.0,
+        )])))
+        .apply(&mut row, 0.0);
+        let configured = RateLimit::default();
+        let call = Cost {
+            requests: 1.0,
+            tokens: 0.0,
+            input_tokens: 0.0,
+            output_tokens: 500.0,
+        };
+        take(&mut row, &configured, &call, 0.0).unwrap();
+        let before = row.buckets[0].level;
+        let mut settled = lesson(None);
+        settled.output_held = Some((500.0, 20.0));
+        settled.apply(&mut row, 0.0);
+        assert!((row.buckets[0].level - (before + 480.0)).abs() < 1e-9);
+    }
+
+    #[test]
+    fn rate_limits_in_config_must_be_positive() {
+        let bad = RateLimit {
+            rpm: Some(0.0),
+            ..RateLimit::default()
+        };
+        assert!(bad.check().unwrap_err().contains("rate_limit: rpm"));
+        let model = RateLimit {
+            rpm: Some(10.0),
+            ..RateLimit::default()
+        };
+        let provider = RateLimit {
+            rpm: Some(100.0),
+            tpm: Some(1000.0),
+            ..RateLimit::default()
+        };
+        assert_eq!(
+            model.over(provider),
+            RateLimit {
+                rpm: Some(10.0),
+                tpm: Some(1000.0),
+                ..RateLimit::default()
+            }
+        );
+    }
+}
