@@ -1,6 +1,7 @@
 //! The built-in providers and models: data only. It must not hold lookup logic nor read the
 //! environment or files.
 
+use crate::llm::pacer::RateLimit;
 use std::collections::BTreeMap;
 
 use super::{Catalog, ModelSpec, ProviderSpec};
@@ -23,6 +24,7 @@ impl Catalog {
                         key_vars: keys.iter().map(|k| (*k).to_owned()).collect(),
                         key_required: required,
                         pue,
+                        rate_limit: RateLimit::default(),
                     },
                 )
             };
@@ -112,6 +114,7 @@ impl Catalog {
                 // Text-only models are marked after the list.
                 vision: true,
                 structured: crate::llm::Structured::Auto,
+                rate_limit: RateLimit::default(),
             }
         };
         let r = |min, max| Range { min, max };

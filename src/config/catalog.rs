@@ -8,6 +8,7 @@ use super::ConfigError;
 use crate::cost::Price;
 use crate::energy::{EnergyProfile, Range};
 use crate::llm::client::ApiKey;
+use crate::llm::pacer::{ConfiguredLimits, RateLimit};
 use crate::llm::{Endpoint, ProviderKind};
 
 /// A provider: where it lives, its wire format, where its key comes from, and its PUE.
@@ -23,6 +24,8 @@ pub struct ProviderSpec {
     /// Whether calls need a key (hosted APIs do; local servers do not).
     pub key_required: bool,
     pub pue: Range,
+    /// Limits set in config.yaml for every model of the provider (`rate_limit:`).
+    pub rate_limit: RateLimit,
 }
 
 impl ProviderSpec {
@@ -171,6 +174,8 @@ pub struct ModelSpec {
     pub vision: bool,
     /// Whether its model-graded calls ask for structured output.
     pub structured: crate::llm::Structured,
+    /// Limits set in config.yaml for this model (`rate_limit:`), over its provider's.
+    pub rate_limit: RateLimit,
 }
 
 impl ModelSpec {
@@ -270,6 +275,24 @@ impl Catalog {
     /// The provider of a model.
     pub fn provider(&self, model: &ModelSpec) -> &ProviderSpec {
         &self.providers[&model.provider]
+    }
+
+    /// The rate limits config.yaml sets, by provider and by model id, for the pacer.
+    pub fn configured_limits(&self) -> ConfiguredLimits {
+        ConfiguredLimits {
+            by_provider: self
+                .providers
+                .iter()
+                .filter(|(_, p)| !p.rate_limit.is_empty())
+                .map(|(name, p)| (name.clone(), p.rate_limit))
+                .collect(),
+            by_model: self
+                .models
+                .iter()
+                .filter(|m| !m.rate_limit.is_empty())
+                .map(|m| ((m.provider.clone(), m.model.clone()), m.rate_limit))
+                .collect(),
+        }
     }
 
     /// The provider names, comma-separated, for messages.

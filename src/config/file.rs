@@ -10,6 +10,7 @@ use serde::Deserialize;
 use super::catalog::split_reference;
 use super::{Config, ConfigError, ModelSpec, ProviderSpec};
 use crate::energy::{EnergyMethod, EnergyProfile, Range};
+use crate::llm::pacer::RateLimit;
 use crate::llm::{ProviderKind, RetryPolicy};
 
 impl Config {
@@ -73,6 +74,7 @@ impl Config {
             key_vars: Vec::new(),
             key_required: false,
             pue: Range::exact(1.2),
+            rate_limit: RateLimit::default(),
         });
         let base_url_given = p.base_url.is_some();
         let spec = ProviderSpec {
@@ -87,6 +89,7 @@ impl Config {
             key_required: p.api_key_env.is_some() || base.key_required,
             key_vars: p.api_key_env.map(|v| vec![v]).unwrap_or(base.key_vars),
             pue: p.pue.map(NumberOrRange::range).unwrap_or(base.pue),
+            rate_limit: checked_rate_limit(&name, p.rate_limit)?.unwrap_or(base.rate_limit),
             ..base
         };
         if spec.default_base_url.is_empty() {
@@ -100,7 +103,7 @@ impl Config {
     }
 
     /// Adds model `provider:alias`, replacing a built-in of the same reference; an entry with
-    /// only `structured:` changes that setting of a model the catalog has.
+    /// only `structured:` or `rate_limit:` changes those settings of a model the catalog has.
     fn apply_model(
         &mut self,
         reference: &str,
@@ -108,15 +111,20 @@ impl Config {
         alias: &str,
         m: ModelEntry,
     ) -> Result<(), String> {
-        if let Some(structured) = m.structured
-            && m.is_only_structured()
+        let rate_limit = checked_rate_limit(reference, m.rate_limit)?;
+        if m.is_only_settings()
             && let Some(existing) = self
                 .catalog
                 .models
                 .iter_mut()
                 .find(|e| e.provider == provider && e.alias == alias)
         {
-            existing.structured = structured;
+            if let Some(structured) = m.structured {
+                existing.structured = structured;
+            }
+            if let Some(limit) = rate_limit {
+                existing.rate_limit = limit;
+            }
             return Ok(());
         }
         let Some(pue) = self.catalog.providers.get(provider).map(|p| p.pue) else {
@@ -150,6 +158,7 @@ impl Config {
             },
             vision: m.vision,
             structured: m.structured.unwrap_or_default(),
+            rate_limit: rate_limit.unwrap_or_default(),
         };
         self.catalog.models.retain(|existing| {
             !(existing.provider == spec.provider && existing.alias == spec.alias)
@@ -190,6 +199,17 @@ fn checked_retry(retry: RetryPolicy) -> Result<RetryPolicy, String> {
         ));
     }
     Ok(retry)
+}
+
+/// `rate_limit:` of `whose`, refused when a limit is not a positive number.
+fn checked_rate_limit(whose: &str, limit: Option<RateLimit>) -> Result<Option<RateLimit>, String> {
+    match limit {
+        Some(limit) => limit
+            .check()
+            .map(|()| Some(limit))
+            .map_err(|e| format!("`{whose}`: {e}")),
+        None => Ok(None),
+    }
 }
 
 /// A number or a `[min, max]` pair in a config file.
@@ -234,6 +254,8 @@ struct ProviderEntry {
     base_url: Option<String>,
     api_key_env: Option<String>,
     pue: Option<NumberOrRange>,
+    /// Requests and tokens a minute for every model of the provider.
+    rate_limit: Option<RateLimit>,
 }
 
 /// An entry under `models:`, keyed by its `<provider>:<name>` reference.
@@ -253,12 +275,16 @@ struct ModelEntry {
     vision: bool,
     /// Whether model-graded calls ask it for structured output: auto (default), on, off.
     structured: Option<crate::llm::Structured>,
+    /// Requests and tokens a minute for this model, over its provider's.
+    rate_limit: Option<RateLimit>,
 }
 
 impl ModelEntry {
-    /// Whether the entry sets nothing but `structured` (and maybe `vision`'s default).
-    fn is_only_structured(&self) -> bool {
-        self.model.is_none()
+    /// Whether the entry sets only settings of a model (`structured`, `rate_limit`), not
+    /// the model itself.
+    fn is_only_settings(&self) -> bool {
+        (self.structured.is_some() || self.rate_limit.is_some())
+            && self.model.is_none()
             && self.input_price == 0.0
             && self.output_price == 0.0
             && self.parameters.is_none()
@@ -375,5 +401,58 @@ energy_method: seed-linear
             .to_string();
         assert!(e.contains("needs `parameters:`"), "{e}");
         assert!(config.apply(Path::new("c.yaml"), "nonsense: [").is_err());
+    }
+
+    #[test]
+    fn rate_limits_per_provider_and_model() {
+        let mut config = Config {
+            catalog: Catalog::builtin(),
+            settings: Settings::default(),
+            source: None,
+        };
+        let yaml = "
+providers:
+  openai:
+    rate_limit: {rpm: 500, tpm: 30000}
+models:
+  openai:gpt-4o:
+    rate_limit: {rpm: 60}
+";
+        config.apply(Path::new("config.yaml"), yaml).unwrap();
+        let limits = config.catalog.configured_limits();
+        let gpt = limits.of("openai", "gpt-4o");
+        assert_eq!((gpt.rpm, gpt.tpm), (Some(60.0), Some(30000.0)));
+        let mini = limits.of("openai", "gpt-4o-mini");
+        assert_eq!((mini.rpm, mini.tpm), (Some(500.0), Some(30000.0)));
+        // The model kept its prices: only its limit changed.
+        assert!(config.catalog.resolve("openai:gpt-4o").unwrap().input_price > 0.0);
+        assert!(limits.of("anthropic", "x").is_empty());
+    }
+
+    #[test]
+    fn bad_rate_limits_name_the_setting_and_the_fix() {
+        for (yaml, expected) in [
+            (
+                "models:\n  openai:gpt-4o:\n    rate_limit: {rpm: 0}\n",
+                "`openai:gpt-4o`: `rate_limit: rpm: 0` must be a positive number",
+            ),
+            (
+                "providers:\n  openai:\n    rate_limit: {tpm: -5}\n",
+                "`openai`: `rate_limit: tpm: -5` must be a positive number",
+            ),
+            ("providers:\n  openai:\n    rate_limit: {rpn: 5}\n", "rpn"),
+        ] {
+            let mut config = Config {
+                catalog: Catalog::builtin(),
+                settings: Settings::default(),
+                source: None,
+            };
+            let e = config
+                .apply(Path::new("config.yaml"), yaml)
+                .unwrap_err()
+                .to_string();
+            assert!(e.contains(expected), "{yaml}: {e}");
+            assert_eq!(e.lines().count(), 1, "{e}");
+        }
     }
 }
