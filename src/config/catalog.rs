@@ -8,7 +8,7 @@ use super::ConfigError;
 use crate::cost::Price;
 use crate::energy::{EnergyProfile, Range};
 use crate::llm::client::ApiKey;
-use crate::llm::pacer::{ConfiguredLimits, RateLimit};
+use crate::llm::pacer::RateLimit;
 use crate::llm::{Endpoint, ProviderKind};
 
 /// A provider: where it lives, its wire format, where its key comes from, and its PUE.
@@ -277,22 +277,9 @@ impl Catalog {
         &self.providers[&model.provider]
     }
 
-    /// The rate limits config.yaml sets, by provider and by model id, for the pacer.
-    pub fn configured_limits(&self) -> ConfiguredLimits {
-        ConfiguredLimits {
-            by_provider: self
-                .providers
-                .iter()
-                .filter(|(_, p)| !p.rate_limit.is_empty())
-                .map(|(name, p)| (name.clone(), p.rate_limit))
-                .collect(),
-            by_model: self
-                .models
-                .iter()
-                .filter(|m| !m.rate_limit.is_empty())
-                .map(|m| ((m.provider.clone(), m.model.clone()), m.rate_limit))
-                .collect(),
-        }
+    /// The rate limits config.yaml sets for `model`: its own, then its provider's.
+    pub fn rate_limit(&self, model: &ModelSpec) -> RateLimit {
+        model.rate_limit.over(self.provider(model).rate_limit)
     }
 
     /// The provider names, comma-separated, for messages.

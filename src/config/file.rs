@@ -419,14 +419,17 @@ models:
     rate_limit: {rpm: 60}
 ";
         config.apply(Path::new("config.yaml"), yaml).unwrap();
-        let limits = config.catalog.configured_limits();
-        let gpt = limits.of("openai", "gpt-4o");
+        let limit = |reference: &str| {
+            let model = config.catalog.resolve(reference).unwrap();
+            config.catalog.rate_limit(model)
+        };
+        let gpt = limit("openai:gpt-4o");
         assert_eq!((gpt.rpm, gpt.tpm), (Some(60.0), Some(30000.0)));
-        let mini = limits.of("openai", "gpt-4o-mini");
+        let mini = limit("openai:gpt-4o-mini");
         assert_eq!((mini.rpm, mini.tpm), (Some(500.0), Some(30000.0)));
         // The model kept its prices: only its limit changed.
         assert!(config.catalog.resolve("openai:gpt-4o").unwrap().input_price > 0.0);
-        assert!(limits.of("anthropic", "x").is_empty());
+        assert!(limit("anthropic:haiku 3.5").is_empty());
     }
 
     #[test]

@@ -17,8 +17,12 @@ use super::signals::Signals;
 use super::{Experiment, ExperimentError, ExperimentKind, Plan, RunOptions, Signal, Stage, Tally};
 use crate::config::Settings;
 use crate::llm::executor::Claims;
+use crate::llm::pacer::{ConfiguredLimits, Pacer};
 use crate::llm::{CacheMode, CallJob, CallOutcome, Executor, LlmClient};
 use crate::store::{RunErrorRow, RunStatus, Store, StoredCall, lock};
+
+/// How often the progress line looks at what the pacer waits for.
+const PACING_TICK: Duration = Duration::from_millis(200);
 
 /// The error of a call that `--offline` refused.
 pub const OFFLINE_MISS: &str = "not in the cache, and --offline forbids calls";
@@ -137,6 +141,7 @@ pub fn execute(
     if options.dry_run {
         return Ok(RunEnd::Planned(plan));
     }
+    executor.set_pacer(pacer(experiment, db, settings)?);
     let lease = (settings.timeout + settings.retry.max_delay) * settings.retry.max_attempts
         + Duration::from_secs(60);
     let summary = runtime.block_on(run(
@@ -149,6 +154,31 @@ pub fn execute(
         first,
     ))?;
     Ok(RunEnd::Ran(summary, plan))
+}
+
+/// The run's pacer: its buckets in the database (shared with other runs on it) through a
+/// connection of its own, its limits from config.yaml per model.
+fn pacer(
+    experiment: &dyn Experiment,
+    db: Option<&Path>,
+    settings: &Settings,
+) -> Result<Pacer, ExperimentError> {
+    let configured: ConfiguredLimits = experiment
+        .targets()
+        .iter()
+        .filter(|t| !t.rate_limit.is_empty())
+        .map(|t| {
+            (
+                (t.endpoint.provider.clone(), t.spec.model.clone()),
+                t.rate_limit,
+            )
+        })
+        .collect();
+    let buckets = match db {
+        Some(db) => Some(Arc::new(Mutex::new(Store::open(db)?))),
+        None => None,
+    };
+    Ok(Pacer::new(buckets, configured, settings.retry.max_delay))
 }
 
 async fn run(
@@ -206,7 +236,22 @@ async fn run(
         tally,
     };
     let result = match first {
-        Some(first) => run.stages(first).await,
+        Some(first) => {
+            // While the pacer holds calls, the progress line says so: a paced run never
+            // looks hung.
+            let ticker = async {
+                loop {
+                    tokio::time::sleep(PACING_TICK).await;
+                    if let Some(note) = executor.pacing_note() {
+                        progress.set_message(note);
+                    }
+                }
+            };
+            tokio::select! {
+                result = run.stages(first) => result,
+                () = ticker => Ok(()),
+            }
+        }
         None => Ok(()),
     };
     let tally = run.tally;

@@ -6,6 +6,7 @@
 use std::sync::Arc;
 
 use crate::config::{Catalog, ConfigError, ModelSpec};
+use crate::llm::pacer::RateLimit;
 use crate::llm::{AnswerSchema, CallJob, ChatRequest, Endpoint, Structured};
 
 /// A model an experiment calls.
@@ -21,6 +22,8 @@ pub struct Target {
     pub blocked: Option<String>,
     /// Whether its model-graded calls ask for structured output.
     pub structured: Structured,
+    /// The rate limits config.yaml sets for it (its own, then its provider's).
+    pub rate_limit: RateLimit,
 }
 
 impl Target {
@@ -44,6 +47,7 @@ impl Target {
             endpoint: Arc::new(endpoint),
             blocked,
             structured: model.structured,
+            rate_limit: catalog.rate_limit(model),
         })
     }
 

@@ -2,13 +2,17 @@
 //! and stores each one the moment its answer (or final error) arrives.
 
 use std::collections::{HashMap, HashSet};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use futures::StreamExt;
 
-use super::{Budget, CanonicalRequest, ChatRequest, Endpoint, LlmClient, RetryPolicy, Usage};
+use super::pacer::{ConfiguredLimits, Cost, NotSent, Pacer};
+use super::{
+    Budget, CanonicalRequest, ChatRequest, ChatResponse, Endpoint, LlmClient, ProviderError,
+    RetryPolicy, Usage,
+};
 use crate::cost::Price;
 use crate::store::{Claim, NewCall, Store, StoreError, StoredCall, lock};
 
@@ -103,6 +107,8 @@ pub struct Executor {
     schema_refused: Mutex<HashSet<(String, String)>>,
     /// The run's spending cap, if it has one (`--budget`).
     budget: Option<Arc<Budget>>,
+    /// Paces calls to the providers' rate limits.
+    pacer: Pacer,
 }
 
 /// Who claims calls before sending them, for processes that share a database.
@@ -146,7 +152,18 @@ impl Executor {
             claims: None,
             schema_refused: Mutex::default(),
             budget: None,
+            pacer: Pacer::new(None, ConfiguredLimits::default(), retry.max_delay),
         }
+    }
+
+    /// Paces calls with `pacer` (its buckets in the database, its limits from config.yaml).
+    pub fn set_pacer(&mut self, pacer: Pacer) {
+        self.pacer = pacer;
+    }
+
+    /// What the pacer waits for, for the progress line.
+    pub fn pacing_note(&self) -> Option<String> {
+        self.pacer.note()
     }
 
     /// Caps what this executor's calls may be billed: each call's worst case is reserved
@@ -204,7 +221,10 @@ impl Executor {
             waiting.push(index);
         }
         let mut finished = futures::stream::iter(unique)
-            .take_while(|_| std::future::ready(!stop.load(Ordering::SeqCst)))
+            .take_while(|_| {
+                let budget_reached = self.budget.as_ref().is_some_and(|b| b.reached());
+                std::future::ready(!stop.load(Ordering::SeqCst) && !budget_reached)
+            })
             .map(|job| async move {
                 let outcome = self.run_one(&job, stop).await;
                 (job.canonical.key, outcome)
@@ -345,7 +365,12 @@ impl Executor {
     }
 
     /// Sends one job with retries and stores its outcome, with the HTTP status of a failure;
-    /// `None` when `stop` came before a retry.
+    /// `None` when it was not sent because a stop came or the budget cannot hold it (nothing
+    /// is stored: the next run sends it).
+    ///
+    /// Each attempt reserves the call's worst case from the budget, waits for the pacer, and
+    /// tells the pacer what the answer said of the limits. A rate-limit refusal is waited out
+    /// by the pacer, not by the backoff, and has an allowance of its own.
     async fn send_and_store(
         &self,
         job: &CallJob,
@@ -358,85 +383,110 @@ impl Executor {
             .ok()
             .flatten()
             .is_some_and(|attempts| attempts >= self.retry.max_attempts);
-        let policy = if failed_before {
-            RetryPolicy {
-                max_attempts: 1,
-                ..self.retry
-            }
+        let max_attempts = if failed_before {
+            1
         } else {
-            self.retry
+            self.retry.max_attempts
         };
-        // Latency of the last attempt, in microseconds (retries and waits excluded).
-        let last_latency_us = AtomicU64::new(0);
-        let (result, attempts) = policy
-            .run_until(stop, || {
-                let started = Instant::now();
-                let client = &self.client;
-                let latency = &last_latency_us;
-                async move {
-                    let result = super::chat(client, &job.endpoint, &job.request).await;
-                    latency.store(started.elapsed().as_micros() as u64, Ordering::Relaxed);
-                    result
-                }
-            })
-            .await?;
-        let last_latency_ms = last_latency_us.load(Ordering::Relaxed) as f64 / 1000.0;
-        let status = result.as_ref().err().and_then(|e| e.http_status());
-        let outcome = match result {
-            Ok(response) => {
-                let call = new_call(
-                    job,
-                    Ok(&response.text),
-                    Some(response.usage),
-                    response.finish_reason.as_deref(),
-                    Some(200),
-                    (last_latency_ms, attempts),
-                );
-                let cost_usd = call.cost_usd.unwrap_or(0.0);
-                match lock(&self.store).insert_call(&call) {
-                    Ok(id) => CallOutcome::Fresh(StoredCall {
-                        id,
-                        text: response.text,
-                        finish_reason: response.finish_reason,
-                        input_tokens: response.usage.input_tokens,
-                        output_tokens: response.usage.output_tokens,
-                        tokens_estimated: response.usage.estimated,
-                        latency_ms: last_latency_ms,
-                        attempts,
-                        cost_usd,
-                        created_at: crate::store::now_rfc3339(),
-                    }),
-                    Err(e) => CallOutcome::Failed {
-                        call_id: None,
-                        error: format!("the answer arrived but could not be stored: {e}"),
-                        attempts,
-                    },
-                }
+        let scope = self.pacer.scope(&job.endpoint, &job.request.model);
+        let cost = Cost::of(&job.request);
+        let worst_usd = crate::experiment::max_cost(job);
+        let mut backoff = self.retry.backoff();
+        let (mut attempts, mut refusals) = (0_u32, 0_u32);
+        // Latency of the last attempt (retries and waits excluded).
+        let mut last_latency_ms = 0.0;
+        let result = loop {
+            if attempts > 0 && stop.load(Ordering::SeqCst) {
+                tracing::debug!(attempt = attempts, "stopping: no retry");
+                return None;
             }
-            Err(error) => {
-                // How many attempts, and why they stopped: a user deciding whether to run again
-                // needs both.
-                let tries = if attempts == 1 {
-                    "1 attempt".to_owned()
-                } else {
-                    format!("{attempts} attempts")
-                };
-                let message = match error.why_final() {
-                    Some(why) => format!("{error} ({tries}; not retried: {why})"),
-                    None if failed_before => format!(
-                        "{error} ({tries}: every attempt of an earlier run failed too, so it was \
-                         tried once; try again later)"
+            let reservation = match &self.budget {
+                Some(budget) => Some(budget.reserve(worst_usd).await?),
+                None => None,
+            };
+            let permit = match self.pacer.acquire(&scope, cost, stop).await {
+                Ok(permit) => permit,
+                Err(not_sent) => {
+                    if let Some(r) = reservation {
+                        r.release();
+                    }
+                    match not_sent {
+                        NotSent::Stopped => return None,
+                        NotSent::Exhausted(why) => break Err(Failure::NotSent(why)),
+                    }
+                }
+            };
+            attempts += 1;
+            let started = Instant::now();
+            let result = super::chat(&self.client, &job.endpoint, &job.request).await;
+            last_latency_ms = started.elapsed().as_secs_f64() * 1000.0;
+            self.pacer.observe(permit, &result).await;
+            match (&result, reservation) {
+                (Ok(answer), Some(r)) => r.settle(
+                    job.price
+                        .cost_usd(answer.usage.input_tokens, answer.usage.output_tokens),
+                ),
+                // Refused before anything was generated: nothing billed.
+                (
+                    Err(
+                        ProviderError::Http { .. }
+                        | ProviderError::Exhausted { .. }
+                        | ProviderError::Connect { .. }
+                        | ProviderError::Request { .. }
+                        | ProviderError::MissingKey { .. },
                     ),
-                    None => format!("{error} ({tries}; gave up after the last)"),
+                    Some(r),
+                ) => r.release(),
+                // Cut off or unreadable: it may have been billed; its worst case stays spent.
+                (_, r) => drop(r),
+            }
+            let error = match result {
+                Ok(answer) => break Ok(answer),
+                Err(e) if !e.is_retryable() => break Err(Failure::Sent(e)),
+                Err(e) => e,
+            };
+            let rate_limited = error.http_status() == Some(429);
+            if rate_limited {
+                refusals += 1;
+            }
+            let failures = attempts - refusals;
+            let give_up = match &error {
+                // A server that refuses connections is usually not running: one more try
+                // covers a restart, more would only make the user wait.
+                ProviderError::Connect { .. } => attempts >= CONNECT_ATTEMPTS.min(max_attempts),
+                _ if rate_limited => refusals >= max_attempts * RATE_LIMIT_ALLOWANCE,
+                _ => failures >= max_attempts,
+            };
+            if give_up {
+                break Err(Failure::Sent(error));
+            }
+            // The pacer holds the scope after a rate-limit refusal; other errors back off.
+            if !rate_limited {
+                let wait = self.retry.wait(&error, &mut backoff);
+                tracing::debug!(attempt = attempts, ?wait, %error, "retrying");
+                tokio::time::sleep(wait).await;
+            } else {
+                tracing::debug!(attempt = attempts, %error, "refused: paced retry");
+            }
+        };
+        let status = match &result {
+            Err(Failure::Sent(e)) => e.http_status(),
+            _ => None,
+        };
+        let timing = (last_latency_ms, attempts);
+        let outcome = match result {
+            Ok(response) => self.store_answer(job, response, timing),
+            Err(Failure::NotSent(why)) if attempts == 0 => CallOutcome::Failed {
+                call_id: None,
+                error: format!("{why} (not sent)"),
+                attempts: 0,
+            },
+            Err(failure) => {
+                let message = match failure {
+                    Failure::NotSent(why) => format!("{why} (not sent again)"),
+                    Failure::Sent(error) => failure_message(&error, attempts, failed_before),
                 };
-                let call = new_call(
-                    job,
-                    Err(&message),
-                    None,
-                    None,
-                    error.http_status(),
-                    (last_latency_ms, attempts),
-                );
+                let call = new_call(job, Err(&message), None, None, status, timing);
                 let stored = lock(&self.store).insert_call(&call);
                 let call_id = stored
                     .inspect_err(|e| tracing::warn!("could not store a failed call: {e}"))
@@ -449,6 +499,76 @@ impl Executor {
             }
         };
         Some((outcome, status))
+    }
+
+    /// Stores an answer; the stored call, or a failure when it could not be stored.
+    fn store_answer(
+        &self,
+        job: &CallJob,
+        response: ChatResponse,
+        timing: (f64, u32),
+    ) -> CallOutcome {
+        let call = new_call(
+            job,
+            Ok(&response.text),
+            Some(response.usage),
+            response.finish_reason.as_deref(),
+            Some(200),
+            timing,
+        );
+        let cost_usd = call.cost_usd.unwrap_or(0.0);
+        match lock(&self.store).insert_call(&call) {
+            Ok(id) => CallOutcome::Fresh(StoredCall {
+                id,
+                text: response.text,
+                finish_reason: response.finish_reason,
+                input_tokens: response.usage.input_tokens,
+                output_tokens: response.usage.output_tokens,
+                tokens_estimated: response.usage.estimated,
+                latency_ms: timing.0,
+                attempts: timing.1,
+                cost_usd,
+                created_at: crate::store::now_rfc3339(),
+            }),
+            Err(e) => CallOutcome::Failed {
+                call_id: None,
+                error: format!("the answer arrived but could not be stored: {e}"),
+                attempts: timing.1,
+            },
+        }
+    }
+}
+
+/// Why a call got no answer.
+enum Failure {
+    /// Its last attempt failed with this error.
+    Sent(ProviderError),
+    /// Its scope met a refusal no wait mends (what happened and the fix).
+    NotSent(String),
+}
+
+/// Attempts at most when the server cannot be reached at all.
+const CONNECT_ATTEMPTS: u32 = 2;
+
+/// Rate-limit refusals a call may meet, per attempt it is allowed: the pacer waits them out,
+/// so they are many only when others share the key.
+const RATE_LIMIT_ALLOWANCE: u32 = 4;
+
+/// A failed call's error, with how many attempts were made and why they stopped: a user
+/// deciding whether to run again needs both.
+fn failure_message(error: &ProviderError, attempts: u32, failed_before: bool) -> String {
+    let tries = if attempts == 1 {
+        "1 attempt".to_owned()
+    } else {
+        format!("{attempts} attempts")
+    };
+    match error.why_final() {
+        Some(why) => format!("{error} ({tries}; not retried: {why})"),
+        None if failed_before => format!(
+            "{error} ({tries}: every attempt of an earlier run failed too, so it was tried \
+             once; try again later)"
+        ),
+        None => format!("{error} ({tries}; gave up after the last)"),
     }
 }
 

@@ -158,24 +158,8 @@ pub enum NotSent {
     Exhausted(String),
 }
 
-/// Limits set in config.yaml, by provider and by (provider, model id).
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct ConfiguredLimits {
-    pub by_provider: HashMap<String, RateLimit>,
-    pub by_model: HashMap<(String, String), RateLimit>,
-}
-
-impl ConfiguredLimits {
-    /// The limits in force for `model` of `provider`: the model's, then its provider's.
-    pub fn of(&self, provider: &str, model: &str) -> RateLimit {
-        let own = self
-            .by_model
-            .get(&(provider.to_owned(), model.to_owned()))
-            .copied()
-            .unwrap_or_default();
-        own.over(self.by_provider.get(provider).copied().unwrap_or_default())
-    }
-}
+/// Limits set in config.yaml (a model's over its provider's), by (provider, model id).
+pub type ConfiguredLimits = HashMap<(String, String), RateLimit>;
 
 /// Where the buckets live: in the database (shared with other processes) or, for a database
 /// in memory, here.
@@ -312,7 +296,11 @@ impl Pacer {
         scopes
             .entry(id.clone())
             .or_insert_with(|| {
-                let configured = self.configured.of(&endpoint.provider, model);
+                let configured = self
+                    .configured
+                    .get(&(endpoint.provider.clone(), model.to_owned()))
+                    .copied()
+                    .unwrap_or_default();
                 Arc::new(Scope {
                     id,
                     label: format!("{}:{model}", endpoint.provider),
