@@ -440,11 +440,12 @@ impl Run<'_> {
             let jobs: Vec<CallJob> = group.iter().map(|&i| stage.calls[i].job.clone()).collect();
             let mut failure = None;
             executor
-                .execute(jobs, signals.stop_flag(), |j, outcome| {
+                .execute(jobs, signals.stop_flag(), |batch| {
                     if failure.is_some() {
                         return;
                     }
-                    if let Err(e) = self.record(stage, vec![(group[j], outcome)], answers) {
+                    let outcomes = batch.into_iter().map(|(j, o)| (group[j], o)).collect();
+                    if let Err(e) = self.record(stage, outcomes, answers) {
                         signals.halt();
                         failure = Some(e);
                     }

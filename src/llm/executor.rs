@@ -199,8 +199,9 @@ impl Executor {
         lock(&self.store).cached_calls(keys)
     }
 
-    /// Runs `jobs` (cache misses) up to the concurrency limit and reports each outcome to
-    /// `on_done` with the job's index, as soon as it is stored. Jobs with the same key are
+    /// Runs `jobs` (cache misses) up to the concurrency limit and reports outcomes to
+    /// `on_done` with the jobs' indices as soon as they are stored, all those ready at once in
+    /// one batch (so the caller records them in one transaction). Jobs with the same key are
     /// sent once: the first index gets the fresh answer, the others a cache hit of it.
     ///
     /// Once `stop` is set no call is started and none is retried; calls in flight land and
@@ -209,7 +210,7 @@ impl Executor {
         &self,
         jobs: Vec<CallJob>,
         stop: &AtomicBool,
-        mut on_done: impl FnMut(usize, CallOutcome),
+        mut on_done: impl FnMut(Vec<(usize, CallOutcome)>),
     ) {
         let mut by_key: HashMap<String, Vec<usize>> = HashMap::new();
         let mut unique = Vec::new();
@@ -229,18 +230,25 @@ impl Executor {
                 let outcome = self.run_one(&job, stop).await;
                 (job.canonical.key, outcome)
             })
-            .buffer_unordered(self.concurrency);
-        while let Some((key, outcome)) = finished.next().await {
-            let Some(outcome) = outcome else {
-                continue;
-            };
-            let indices = by_key.get(&key).map(Vec::as_slice).unwrap_or_default();
-            for (n, &index) in indices.iter().enumerate() {
-                let outcome = match (&outcome, n) {
-                    (CallOutcome::Fresh(call), 1..) => CallOutcome::Hit(call.clone()),
-                    _ => outcome.clone(),
+            .buffer_unordered(self.concurrency)
+            .ready_chunks(self.concurrency);
+        while let Some(ready) = finished.next().await {
+            let mut batch = Vec::with_capacity(ready.len());
+            for (key, outcome) in ready {
+                let Some(outcome) = outcome else {
+                    continue;
                 };
-                on_done(index, outcome);
+                let indices = by_key.get(&key).map(Vec::as_slice).unwrap_or_default();
+                for (n, &index) in indices.iter().enumerate() {
+                    let outcome = match (&outcome, n) {
+                        (CallOutcome::Fresh(call), 1..) => CallOutcome::Hit(call.clone()),
+                        _ => outcome.clone(),
+                    };
+                    batch.push((index, outcome));
+                }
+            }
+            if !batch.is_empty() {
+                on_done(batch);
             }
         }
     }
