@@ -19,7 +19,7 @@ use crate::config::Settings;
 use crate::llm::executor::Claims;
 use crate::llm::pacer::{ConfiguredLimits, Pacer};
 use crate::llm::{CacheMode, CallJob, CallOutcome, Executor, LlmClient};
-use crate::store::{RunErrorRow, RunStatus, Store, StoredCall, lock};
+use crate::store::{RunErrorRow, RunStatus, Store, StoredCall, Writer, lock};
 
 /// How often the progress line looks at what the pacer waits for.
 const PACING_TICK: Duration = Duration::from_millis(200);
@@ -130,9 +130,16 @@ pub fn execute(
         .build()
         .map_err(ExperimentError::Runtime)?;
     let client = LlmClient::new(settings.timeout).map_err(ExperimentError::kind)?;
+    // Claims and stored calls are written by a thread of their own, through a connection of
+    // their own when the database is a file.
+    let writes = match db {
+        Some(db) if !options.dry_run => Arc::new(Mutex::new(Store::open(db)?)),
+        _ => store.clone(),
+    };
+    let writer = Writer::start(writes).map_err(ExperimentError::Runtime)?;
     let mut executor = Executor::new(
         client,
-        store.clone(),
+        (store.clone(), writer),
         settings.retry,
         options.concurrency,
         options.cache,

@@ -14,7 +14,7 @@ use super::{
     RetryPolicy, Usage,
 };
 use crate::cost::Price;
-use crate::store::{Claim, NewCall, Store, StoreError, StoredCall, lock};
+use crate::store::{Claim, NewCall, Store, StoreError, StoredCall, Writer, lock};
 
 /// How the cache is used.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -99,6 +99,8 @@ impl CallOutcome {
 pub struct Executor {
     client: LlmClient,
     store: Arc<Mutex<Store>>,
+    /// Claims and stored calls go through it, off the async workers.
+    writer: Writer,
     retry: RetryPolicy,
     concurrency: usize,
     mode: CacheMode,
@@ -135,10 +137,11 @@ enum Claimed {
 }
 
 impl Executor {
-    /// An executor over `store` using `client`.
+    /// An executor over `store` (read for the cache) and `writer` (claims and stored calls)
+    /// using `client`.
     pub fn new(
         client: LlmClient,
-        store: Arc<Mutex<Store>>,
+        (store, writer): (Arc<Mutex<Store>>, Writer),
         retry: RetryPolicy,
         concurrency: usize,
         mode: CacheMode,
@@ -146,6 +149,7 @@ impl Executor {
         Self {
             client,
             store,
+            writer,
             retry,
             concurrency: concurrency.max(1),
             mode,
@@ -260,18 +264,23 @@ impl Executor {
     async fn run_one(&self, job: &CallJob, stop: &AtomicBool) -> Option<CallOutcome> {
         let fallback = job.plain_fallback && job.request.schema.is_some();
         // Refused in this run, or this very request refused in an earlier one.
-        let refused = |job: &CallJob| {
-            self.schema_refused
+        if fallback {
+            let refused_here = self
+                .schema_refused
                 .lock()
-                .is_ok_and(|set| set.contains(&job.model_key()))
-                || lock(&self.store)
-                    .last_failure_status(&job.canonical.key)
+                .is_ok_and(|set| set.contains(&job.model_key()));
+            let refused_before = || async {
+                let key = job.canonical.key.clone();
+                self.writer
+                    .run(move |s| s.last_failure_status(&key))
+                    .await
                     .ok()
                     .flatten()
                     .is_some_and(|(status, error)| refuses_schema(Some(status), &error))
-        };
-        if fallback && refused(job) {
-            return self.run_plain(job, stop).await;
+            };
+            if refused_here || refused_before().await {
+                return self.run_plain(job, stop).await;
+            }
         }
         let (outcome, status) = self.run_keyed(job, stop).await?;
         let refusal = match &outcome {
@@ -297,9 +306,17 @@ impl Executor {
     /// `job` without its schema: served from the cache when it is there, else sent.
     async fn run_plain(&self, job: &CallJob, stop: &AtomicBool) -> Option<CallOutcome> {
         let plain = job.without_schema();
-        if let Ok(mut cached) = self.lookup([plain.canonical.key.as_str()])
-            && let Some(call) = cached.remove(&plain.canonical.key)
-        {
+        let key = plain.canonical.key.clone();
+        let cached = match self.mode {
+            CacheMode::Refresh => None,
+            _ => self
+                .writer
+                .run(move |s| Ok(s.cached_calls([key.as_str()])?.into_values().next()))
+                .await
+                .ok()
+                .flatten(),
+        };
+        if let Some(call) = cached {
             return Some(CallOutcome::Hit(call));
         }
         Box::pin(self.run_keyed(&plain, stop))
@@ -340,10 +357,15 @@ impl Executor {
                     }
             )
         );
-        if let (true, false, Some(claims)) = (claimed, stored, &self.claims)
-            && let Err(e) = lock(&self.store).release_claim(&job.canonical.key, &claims.owner)
-        {
-            tracing::warn!("could not release a claim: {e}");
+        if let (true, false, Some(claims)) = (claimed, stored, &self.claims) {
+            let (key, owner) = (job.canonical.key.clone(), claims.owner.clone());
+            if let Err(e) = self
+                .writer
+                .run(move |s| s.release_claim(&key, &owner))
+                .await
+            {
+                tracing::warn!("could not release a claim: {e}");
+            }
         }
         outcome
     }
@@ -356,7 +378,11 @@ impl Executor {
         let key = &job.canonical.key;
         let mut take_over = false;
         loop {
-            let claim = lock(&self.store).claim(key, &claims.owner, claims.lease, take_over);
+            let (key, owner, lease) = (key.clone(), claims.owner.clone(), claims.lease);
+            let claim = self
+                .writer
+                .run(move |s| s.claim(&key, &owner, lease, take_over))
+                .await;
             match claim {
                 Ok(Claim::Answered(call)) => return Claimed::Answered(call),
                 Ok(Claim::Mine) => return Claimed::Send { claimed: true },
@@ -386,8 +412,11 @@ impl Executor {
     ) -> Option<(CallOutcome, Option<u16>)> {
         // A call whose every attempt failed in an earlier run is tried once: the same key
         // failing the same way should not burn the whole backoff budget on every re-run.
-        let failed_before = lock(&self.store)
-            .last_failure_attempts(&job.canonical.key)
+        let key = job.canonical.key.clone();
+        let failed_before = self
+            .writer
+            .run(move |s| s.last_failure_attempts(&key))
+            .await
             .ok()
             .flatten()
             .is_some_and(|attempts| attempts >= self.retry.max_attempts);
@@ -483,7 +512,7 @@ impl Executor {
         };
         let timing = (last_latency_ms, attempts);
         let outcome = match result {
-            Ok(response) => self.store_answer(job, response, timing),
+            Ok(response) => self.store_answer(job, response, timing).await,
             Err(Failure::NotSent(why)) if attempts == 0 => CallOutcome::Failed {
                 call_id: None,
                 error: format!("{why} (not sent)"),
@@ -494,8 +523,14 @@ impl Executor {
                     Failure::NotSent(why) => format!("{why} (not sent again)"),
                     Failure::Sent(error) => failure_message(&error, attempts, failed_before),
                 };
-                let call = new_call(job, Err(&message), None, None, status, timing);
-                let stored = lock(&self.store).insert_call(&call);
+                let stored = {
+                    let (job, error) = (job.clone(), message.clone());
+                    self.writer
+                        .run(move |s| {
+                            s.insert_call(&new_call(&job, Err(&error), None, None, status, timing))
+                        })
+                        .await
+                };
                 let call_id = stored
                     .inspect_err(|e| tracing::warn!("could not store a failed call: {e}"))
                     .ok();
@@ -510,22 +545,33 @@ impl Executor {
     }
 
     /// Stores an answer; the stored call, or a failure when it could not be stored.
-    fn store_answer(
+    async fn store_answer(
         &self,
         job: &CallJob,
         response: ChatResponse,
         timing: (f64, u32),
     ) -> CallOutcome {
-        let call = new_call(
-            job,
-            Ok(&response.text),
-            Some(response.usage),
-            response.finish_reason.as_deref(),
-            Some(200),
-            timing,
-        );
-        let cost_usd = call.cost_usd.unwrap_or(0.0);
-        match lock(&self.store).insert_call(&call) {
+        let cost_usd = job
+            .price
+            .cost_usd(response.usage.input_tokens, response.usage.output_tokens);
+        let stored = {
+            let job = job.clone();
+            let (text, usage) = (response.text.clone(), response.usage);
+            let finish_reason = response.finish_reason.clone();
+            self.writer
+                .run(move |s| {
+                    s.insert_call(&new_call(
+                        &job,
+                        Ok(&text),
+                        Some(usage),
+                        finish_reason.as_deref(),
+                        Some(200),
+                        timing,
+                    ))
+                })
+                .await
+        };
+        match stored {
             Ok(id) => CallOutcome::Fresh(StoredCall {
                 id,
                 text: response.text,

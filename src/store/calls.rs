@@ -50,10 +50,9 @@ impl Store {
     /// Records one call in its own transaction (request blob, response blob, call row, and the
     /// end of any claim on its key) and returns its id. Called the moment a response arrives, so a killed run loses nothing.
     pub fn insert_call(&mut self, call: &NewCall<'_>) -> Result<i64> {
-        let tx = self.conn.transaction()?;
-        {
+        self.atomically(|tx| {
             insert_blob(
-                &tx,
+                tx,
                 call.cache_key,
                 "application/json",
                 call.canonical_request.as_bytes(),
@@ -61,7 +60,7 @@ impl Store {
             let (status, response_sha, error) = match call.outcome {
                 Ok(text) => {
                     let sha = crate::hash::sha256_hex(text.as_bytes());
-                    insert_blob(&tx, &sha, "text/plain; charset=utf-8", text.as_bytes())?;
+                    insert_blob(tx, &sha, "text/plain; charset=utf-8", text.as_bytes())?;
                     ("ok", Some(sha), None)
                 }
                 Err(message) => ("error", None, Some(message)),
@@ -91,16 +90,15 @@ impl Store {
                 error,
                 now_rfc3339(),
             ])?;
-        }
-        let id = tx.last_insert_rowid();
-        // A stored outcome ends the claim on its key, in the same transaction: a run waiting
-        // for it sees the answer (or, after an error, claims the key itself).
-        tx.execute(
-            "DELETE FROM call_claims WHERE cache_key = ?1",
-            [call.cache_key],
-        )?;
-        tx.commit()?;
-        Ok(id)
+            let id = tx.last_insert_rowid();
+            // A stored outcome ends the claim on its key, in the same transaction: a run
+            // waiting for it sees the answer (or, after an error, claims the key itself).
+            tx.execute(
+                "DELETE FROM call_claims WHERE cache_key = ?1",
+                [call.cache_key],
+            )?;
+            Ok(id)
+        })
     }
 
     /// The newest successful call for each of `keys` that has one. Errors are never returned.

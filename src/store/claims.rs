@@ -3,7 +3,7 @@
 
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use rusqlite::{OptionalExtension, TransactionBehavior, params};
+use rusqlite::{OptionalExtension, params};
 
 use super::{Result, Store, StoredCall};
 
@@ -35,34 +35,32 @@ impl Store {
         take_over: bool,
     ) -> Result<Claim> {
         // IMMEDIATE: the check and the claim are one step for every process.
-        let tx = self
-            .conn
-            .transaction_with_behavior(TransactionBehavior::Immediate)?;
-        if let Some(call) = super::calls::cached_call(&tx, key)? {
-            return Ok(Claim::Answered(call));
-        }
-        let holder: Option<(String, f64)> = tx
-            .query_row(
-                "SELECT owner, expires_at FROM call_claims WHERE cache_key = ?1",
-                [key],
-                |r| Ok((r.get(0)?, r.get(1)?)),
-            )
-            .optional()?;
-        let now = now_secs();
-        if let Some((holder, expires_at)) = holder
-            && holder != owner
-            && expires_at > now
-            && !take_over
-        {
-            return Ok(Claim::Busy(holder));
-        }
-        tx.execute(
-            "INSERT INTO call_claims (cache_key, owner, expires_at) VALUES (?1, ?2, ?3)
-             ON CONFLICT (cache_key) DO UPDATE SET owner = ?2, expires_at = ?3",
-            params![key, owner, now + lease.as_secs_f64()],
-        )?;
-        tx.commit()?;
-        Ok(Claim::Mine)
+        self.atomically(|tx| {
+            if let Some(call) = super::calls::cached_call(tx, key)? {
+                return Ok(Claim::Answered(call));
+            }
+            let holder: Option<(String, f64)> = tx
+                .query_row(
+                    "SELECT owner, expires_at FROM call_claims WHERE cache_key = ?1",
+                    [key],
+                    |r| Ok((r.get(0)?, r.get(1)?)),
+                )
+                .optional()?;
+            let now = now_secs();
+            if let Some((holder, expires_at)) = holder
+                && holder != owner
+                && expires_at > now
+                && !take_over
+            {
+                return Ok(Claim::Busy(holder));
+            }
+            tx.execute(
+                "INSERT INTO call_claims (cache_key, owner, expires_at) VALUES (?1, ?2, ?3)
+                 ON CONFLICT (cache_key) DO UPDATE SET owner = ?2, expires_at = ?3",
+                params![key, owner, now + lease.as_secs_f64()],
+            )?;
+            Ok(Claim::Mine)
+        })
     }
 
     /// Lets go of `owner`'s claim on `key` (answered, failed or stopped).

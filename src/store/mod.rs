@@ -11,6 +11,7 @@ mod pacing;
 mod relevance;
 mod review;
 mod runs;
+mod writer;
 
 use std::path::{Path, PathBuf};
 use std::sync::{Mutex, MutexGuard};
@@ -25,6 +26,7 @@ pub use pacing::{BucketRow, PacingRow};
 pub use relevance::PredictionRow;
 pub use review::{NewGenerated, ReviewColumns, ReviewNotes, ReviewRow, ScoreColumns, ScoreRow};
 pub use runs::{RunErrorRow, RunInfo, RunSelector, RunStatus, RunTally};
+pub use writer::Writer;
 
 refinery::embed_migrations!("migrations");
 
@@ -64,6 +66,12 @@ pub enum StoreError {
         "{0} is not a track database: it has tables and no track history; give another file with --db or TRACK_DB"
     )]
     Foreign(PathBuf),
+    /// The writer's transaction did not commit: what it held is not stored.
+    #[error("could not commit to the database: {0}")]
+    Commit(String),
+    /// The writer thread is gone (the process is ending).
+    #[error("the database writer has stopped")]
+    WriterGone,
     /// A run selector named no run.
     #[error("no run matches `{0}`; `track runs` lists them")]
     NoSuchRun(String),
