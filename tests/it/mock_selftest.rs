@@ -392,6 +392,7 @@ async fn rate_limit_once_then_success() {
     // The same through the struct literal form, on Anthropic.
     mock.add_rule(Rule {
         when_contains: "overload".into(),
+        when_model: None,
         action: Action::Status {
             code: 529,
             retry_after: Some("2".into()),
