@@ -6,7 +6,10 @@ use std::time::{Duration, Instant};
 use futures::StreamExt;
 use serde_json::{Value, json};
 
-use crate::support::mock::{Action, MockConfig, MockProvider, Rule};
+use crate::support::mock::{
+    Action, MockConfig, MockLimits, MockProvider, RetryAfterHeader, Rule, go_duration,
+    openai_token_charge,
+};
 
 const PNG_B64: &str = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg==";
 
@@ -392,6 +395,7 @@ async fn rate_limit_once_then_success() {
     // The same through the struct literal form, on Anthropic.
     mock.add_rule(Rule {
         when_contains: "overload".into(),
+        when_model: None,
         action: Action::Status {
             code: 529,
             retry_after: Some("2".into()),
@@ -755,4 +759,683 @@ async fn structured_output_is_checked_and_answered_in_shape() {
     .unwrap();
     let content = ok["message"]["content"].as_str().unwrap();
     assert_eq!(serde_json::from_str::<Value>(content).unwrap()["score"], 3);
+}
+
+// ---------------------------------------------------------------------------
+// Rate limits, quota errors, billing
+// ---------------------------------------------------------------------------
+
+async fn openai_as(mock: &MockProvider, key: &str, body: Value) -> reqwest::Response {
+    client()
+        .post(format!("{}/chat/completions", mock.openai_base_url()))
+        .bearer_auth(key)
+        .json(&body)
+        .send()
+        .await
+        .expect("send")
+}
+
+async fn anthropic_as(mock: &MockProvider, key: &str, body: Value) -> reqwest::Response {
+    client()
+        .post(format!("{}/v1/messages", mock.anthropic_base_url()))
+        .header("x-api-key", key)
+        .header("anthropic-version", "2023-06-01")
+        .json(&body)
+        .send()
+        .await
+        .expect("send")
+}
+
+fn header<'a>(resp: &'a reqwest::Response, name: &str) -> Option<&'a str> {
+    resp.headers().get(name).map(|v| v.to_str().unwrap())
+}
+
+fn header_u64(resp: &reqwest::Response, name: &str) -> u64 {
+    header(resp, name)
+        .unwrap_or_else(|| panic!("missing {name}"))
+        .parse()
+        .unwrap_or_else(|e| panic!("{name}: {e}"))
+}
+
+/// Seconds of a Go duration as OpenAI writes it (`0s`, `12ms`, `1.5s`, `6m0s`, `2m59.56s`,
+/// `1h0m0s`); `None` when it is not one.
+fn parse_go_duration(s: &str) -> Option<f64> {
+    if let Some(ms) = s.strip_suffix("ms") {
+        return ms.parse::<u64>().ok().map(|ms| ms as f64 / 1000.0);
+    }
+    let mut rest = s.strip_suffix('s')?;
+    let mut total = 0.0;
+    if let Some((h, r)) = rest.split_once('h') {
+        total += h.parse::<u64>().ok()? as f64 * 3600.0;
+        rest = r;
+    }
+    if let Some((m, r)) = rest.split_once('m') {
+        total += m.parse::<u64>().ok()? as f64 * 60.0;
+        rest = r;
+    }
+    let (whole, frac) = rest.split_once('.').unwrap_or((rest, ""));
+    if frac.len() > 3 || frac.ends_with('0') || !frac.chars().all(|c| c.is_ascii_digit()) {
+        return None;
+    }
+    total += whole.parse::<u64>().ok()? as f64;
+    if !frac.is_empty() {
+        total += format!("0.{frac}").parse::<f64>().ok()?;
+    }
+    Some(total)
+}
+
+fn chat(model: &str, text: &str) -> Value {
+    json!({"model": model, "messages": [user(text)]})
+}
+
+fn claude(model: &str, text: &str) -> Value {
+    json!({"model": model, "max_tokens": 100, "messages": [user(text)]})
+}
+
+#[test]
+fn go_duration_formats_as_openai_writes_it() {
+    let ms = Duration::from_millis;
+    assert_eq!(go_duration(Duration::ZERO), "0s");
+    assert_eq!(go_duration(ms(12)), "12ms");
+    assert_eq!(go_duration(Duration::from_micros(11_200)), "12ms");
+    assert_eq!(go_duration(ms(1500)), "1.5s");
+    assert_eq!(go_duration(ms(20_000)), "20s");
+    assert_eq!(go_duration(ms(59_900)), "59.9s");
+    assert_eq!(go_duration(ms(360_000)), "6m0s");
+    assert_eq!(go_duration(ms(179_560)), "2m59.56s");
+    assert_eq!(go_duration(ms(3_600_000)), "1h0m0s");
+    for s in [
+        "0s", "12ms", "1.5s", "20s", "59.9s", "6m0s", "2m59.56s", "1h0m0s",
+    ] {
+        assert!(parse_go_duration(s).is_some(), "{s}");
+    }
+}
+
+#[test]
+fn openai_token_charge_counts_text_max_tokens_and_images() {
+    let body = json!({
+        "model": "gpt-4o",
+        "max_tokens": 100,
+        "messages": [
+            {"role": "system", "content": "12345"},
+            {"role": "user", "content": [
+                {"type": "text", "text": "abcd"},
+                {"type": "image_url", "image_url": {"url": "data:image/png;base64,AAAA"}}
+            ]}
+        ]
+    });
+    assert_eq!(openai_token_charge(&body), 2 + 1 + 85 + 100);
+    let body = json!({"model": "o", "max_completion_tokens": 7, "messages": [user("")]});
+    assert_eq!(openai_token_charge(&body), 7);
+    assert_eq!(openai_token_charge(&chat("m", "hi")), 1);
+}
+
+#[tokio::test]
+async fn requests_bucket_refills_within_its_window() {
+    // 120 RPM over a 1 s window: a bucket of 2 requests refilling at 2 a second.
+    let limits = MockLimits {
+        rpm: Some(120),
+        window: Duration::from_secs(1),
+        ..MockLimits::default()
+    };
+    let mock = MockProvider::start_with(MockConfig {
+        limits: Some(limits.clone()),
+        model_limits: vec![(
+            "gpt-ms".into(),
+            MockLimits {
+                retry_after: RetryAfterHeader::Millis,
+                ..limits
+            },
+        )],
+        ..MockConfig::default()
+    });
+    for _ in 0..2 {
+        let resp = openai(&mock, chat("gpt-4o", "hi")).await;
+        assert_eq!(resp.status(), 200);
+        assert_eq!(header_u64(&resp, "x-ratelimit-limit-requests"), 120);
+    }
+    let resp = openai(&mock, chat("gpt-4o", "hi")).await;
+    assert_eq!(resp.status(), 429);
+    assert_eq!(header(&resp, "retry-after"), Some("1"));
+    assert!(header(&resp, "retry-after-ms").is_none());
+    assert_eq!(header_u64(&resp, "x-ratelimit-limit-requests"), 120);
+    assert!(header_u64(&resp, "x-ratelimit-remaining-requests") < 60);
+    let reset = parse_go_duration(header(&resp, "x-ratelimit-reset-requests").unwrap()).unwrap();
+    assert!(reset > 0.5 && reset <= 1.0, "reset {reset}");
+    assert!(header(&resp, "x-ratelimit-limit-tokens").is_none());
+    let v: Value = resp.json().await.unwrap();
+    assert_eq!(v["error"]["type"], "requests");
+    assert_eq!(v["error"]["code"], "rate_limit_exceeded");
+    assert_eq!(v["error"]["param"], Value::Null);
+    let message = v["error"]["message"].as_str().unwrap();
+    assert!(
+        message.starts_with(
+            "Rate limit reached for gpt-4o in organization org-mock on requests per min (RPM): Limit 120, Used "
+        ),
+        "{message}"
+    );
+    assert!(
+        message.contains(", Requested 1. Please try again in "),
+        "{message}"
+    );
+    let wait = message
+        .split("Please try again in ")
+        .nth(1)
+        .and_then(|r| r.split(". Visit").next())
+        .and_then(parse_go_duration)
+        .unwrap();
+    assert!(wait > 0.0 && wait <= 0.5, "wait {wait}");
+    assert!(
+        message.ends_with("Visit https://platform.openai.com/account/rate-limits to learn more.")
+    );
+
+    // Another key has its own buckets; so has another model (here with retry-after-ms).
+    assert_eq!(
+        openai_as(&mock, "sk-other", chat("gpt-4o", "hi"))
+            .await
+            .status(),
+        200
+    );
+    for _ in 0..2 {
+        assert_eq!(openai(&mock, chat("gpt-ms", "hi")).await.status(), 200);
+    }
+    let resp = openai(&mock, chat("gpt-ms", "hi")).await;
+    assert_eq!(resp.status(), 429);
+    assert!(header(&resp, "retry-after").is_none());
+    let ms: u64 = header(&resp, "retry-after-ms").unwrap().parse().unwrap();
+    assert!(ms > 0 && ms <= 500, "retry-after-ms {ms}");
+
+    // Half a second refills one request.
+    tokio::time::sleep(Duration::from_millis(700)).await;
+    assert_eq!(openai(&mock, chat("gpt-4o", "hi")).await.status(), 200);
+
+    assert_eq!(mock.refused(), 2);
+    assert_eq!(mock.admitted(), 6);
+    let log = mock.admissions();
+    let statuses: Vec<u16> = log.iter().map(|a| a.status).collect();
+    assert_eq!(statuses, [200, 200, 429, 200, 200, 200, 429, 200]);
+    assert_eq!(log[2].requests, 0);
+    assert_eq!(log[2].tokens, 0);
+    assert_eq!(log[0].requests, 1);
+    assert_eq!(log[0].tokens, 1);
+    assert_eq!(log[0].key, "sk-test");
+    assert_eq!(log[3].key, "sk-other");
+    assert_eq!(log[0].model, "gpt-4o");
+    assert!(log.windows(2).all(|w| w[0].at <= w[1].at));
+    assert!(log[7].at - log[2].at >= Duration::from_millis(500));
+}
+
+#[tokio::test]
+async fn openai_headers_parse_and_remaining_decreases() {
+    // The default mock sends no rate-limit headers.
+    let plain = MockProvider::start();
+    let resp = openai(&plain, chat("gpt-4o", "hi")).await;
+    assert!(
+        resp.headers()
+            .keys()
+            .all(|k| !k.as_str().starts_with("x-ratelimit"))
+    );
+    assert_eq!(plain.refused(), 0);
+    assert_eq!(plain.admitted(), 1);
+
+    let mock = MockProvider::start_with(MockConfig {
+        limits: Some(MockLimits {
+            rpm: Some(60),
+            tpm: Some(100_000),
+            ..MockLimits::default()
+        }),
+        ..MockConfig::default()
+    });
+    let body = json!({"model": "gpt-4o", "max_tokens": 1000, "messages": [user("hello world")]});
+    assert_eq!(openai_token_charge(&body), 1003);
+    let mut last = (u64::MAX, u64::MAX);
+    for i in 0..3u64 {
+        let resp = openai(&mock, body.clone()).await;
+        assert_eq!(resp.status(), 200);
+        assert_eq!(header_u64(&resp, "x-ratelimit-limit-requests"), 60);
+        assert_eq!(header_u64(&resp, "x-ratelimit-limit-tokens"), 100_000);
+        let requests = header_u64(&resp, "x-ratelimit-remaining-requests");
+        let tokens = header_u64(&resp, "x-ratelimit-remaining-tokens");
+        assert_eq!(requests, 59 - i);
+        assert!(
+            tokens < last.1 && tokens <= 100_000 - 1003 * (i + 1) + 500,
+            "{tokens}"
+        );
+        assert!(requests < last.0);
+        last = (requests, tokens);
+        let reset_requests =
+            parse_go_duration(header(&resp, "x-ratelimit-reset-requests").unwrap()).unwrap();
+        let reset_tokens =
+            parse_go_duration(header(&resp, "x-ratelimit-reset-tokens").unwrap()).unwrap();
+        // reset ≈ (limit - remaining) * 60 s / limit
+        let expected = (i + 1) as f64;
+        assert!(
+            reset_requests > expected - 0.5 && reset_requests <= expected,
+            "{reset_requests}"
+        );
+        let expected = 1003.0 * (i + 1) as f64 * 60.0 / 100_000.0;
+        assert!(
+            reset_tokens > expected - 0.3 && reset_tokens <= expected + 0.01,
+            "{reset_tokens} vs {expected}"
+        );
+    }
+    // Errors carry the headers too.
+    let resp = openai(&mock, json!({"model": "gpt-4o"})).await;
+    assert_eq!(resp.status(), 400);
+    assert_eq!(header_u64(&resp, "x-ratelimit-limit-requests"), 60);
+}
+
+#[tokio::test]
+async fn openai_tokens_too_large_and_debt() {
+    let mock = MockProvider::start_with(MockConfig {
+        limits: Some(MockLimits {
+            tpm: Some(30_000),
+            window: Duration::from_secs(1),
+            ..MockLimits::default()
+        }),
+        ..MockConfig::default()
+    });
+    // Above the per-minute limit: never succeeds, no retry header.
+    let big = json!({"model": "gpt-4o", "max_tokens": 50_000, "messages": [user("hi")]});
+    let resp = openai(&mock, big).await;
+    assert_eq!(resp.status(), 429);
+    assert!(header(&resp, "retry-after").is_none());
+    assert!(header(&resp, "retry-after-ms").is_none());
+    assert_eq!(header_u64(&resp, "x-ratelimit-remaining-tokens"), 30_000);
+    assert_eq!(header(&resp, "x-ratelimit-reset-tokens"), Some("0s"));
+    let v: Value = resp.json().await.unwrap();
+    assert_eq!(
+        v,
+        json!({"error": {
+            "message": "Request too large for gpt-4o in organization org-mock on tokens per min (TPM): Limit 30000, Requested 50001. The input or output tokens must be reduced in order to run successfully. Visit https://platform.openai.com/account/rate-limits to learn more.",
+            "type": "tokens", "param": null, "code": "rate_limit_exceeded"}})
+    );
+    assert_eq!(mock.ledger().len(), 0);
+
+    // Above the 500-token bucket but within the limit: admitted when full, leaves debt.
+    let large = json!({"model": "gpt-4o", "max_tokens": 1000, "messages": [user("hi")]});
+    let resp = openai(&mock, large).await;
+    assert_eq!(resp.status(), 200);
+    assert_eq!(header_u64(&resp, "x-ratelimit-remaining-tokens"), 0);
+    let reset = parse_go_duration(header(&resp, "x-ratelimit-reset-tokens").unwrap()).unwrap();
+    assert!(
+        reset > 1.5 && reset <= 2.01,
+        "debt of 501 + 500 to refill: {reset}"
+    );
+    // 401 tokens need 501 + 401 to refill at 500 a second.
+    let next = json!({"model": "gpt-4o", "max_tokens": 400, "messages": [user("hi")]});
+    let resp = openai(&mock, next).await;
+    assert_eq!(resp.status(), 429);
+    assert_eq!(header(&resp, "retry-after"), Some("2"));
+    let v: Value = resp.json().await.unwrap();
+    assert_eq!(v["error"]["type"], "tokens");
+    let message = v["error"]["message"].as_str().unwrap();
+    assert!(
+        message.starts_with(
+            "Rate limit reached for gpt-4o in organization org-mock on tokens per min (TPM): Limit 30000, Used 30000, Requested 401. Please try again in 1."
+        ),
+        "{message}"
+    );
+    let log = mock.admissions();
+    assert_eq!(
+        log.iter().map(|a| a.tokens).collect::<Vec<_>>(),
+        [0, 1001, 0]
+    );
+}
+
+#[tokio::test]
+async fn anthropic_headers_and_output_charged_after_the_answer() {
+    let mock = MockProvider::start_with(MockConfig {
+        limits: Some(MockLimits {
+            rpm: Some(50),
+            itpm: Some(100_000),
+            otpm: Some(5_000),
+            ..MockLimits::default()
+        }),
+        ..MockConfig::default()
+    });
+    let long = vec!["word"; 3000].join(" ");
+    mock.add_rule(Rule::reply("long", &long));
+    let before = chrono::Utc::now();
+    let resp = anthropic(&mock, claude("claude-x", "say something long")).await;
+    assert_eq!(resp.status(), 200);
+    assert_eq!(header_u64(&resp, "anthropic-ratelimit-requests-limit"), 50);
+    assert_eq!(
+        header_u64(&resp, "anthropic-ratelimit-requests-remaining"),
+        49
+    );
+    assert_eq!(
+        header_u64(&resp, "anthropic-ratelimit-input-tokens-limit"),
+        100_000
+    );
+    assert_eq!(
+        header_u64(&resp, "anthropic-ratelimit-input-tokens-remaining"),
+        100_000
+    );
+    // The 3,000 output tokens are charged once the answer is generated.
+    assert_eq!(
+        header_u64(&resp, "anthropic-ratelimit-output-tokens-limit"),
+        5_000
+    );
+    assert_eq!(
+        header_u64(&resp, "anthropic-ratelimit-output-tokens-remaining"),
+        2_000
+    );
+    // The more restrictive of the two token buckets.
+    assert_eq!(header_u64(&resp, "anthropic-ratelimit-tokens-limit"), 5_000);
+    assert_eq!(
+        header_u64(&resp, "anthropic-ratelimit-tokens-remaining"),
+        2_000
+    );
+    for name in ["requests", "input-tokens", "output-tokens", "tokens"] {
+        let raw = header(&resp, &format!("anthropic-ratelimit-{name}-reset")).unwrap();
+        assert!(raw.ends_with('Z') && raw.len() == 20, "{raw}");
+        let at = chrono::DateTime::parse_from_rfc3339(raw).unwrap();
+        assert!(at >= before, "{name} reset {raw} is in the past");
+        assert!(
+            at <= before + chrono::Duration::seconds(62),
+            "{name} reset {raw}"
+        );
+        if name != "requests" {
+            assert_eq!(
+                header_u64(&resp, &format!("anthropic-ratelimit-{name}-remaining")) % 1000,
+                0
+            );
+        }
+    }
+    let requests_reset = chrono::DateTime::parse_from_rfc3339(
+        header(&resp, "anthropic-ratelimit-requests-reset").unwrap(),
+    )
+    .unwrap();
+    assert!(requests_reset > before, "one request to refill");
+    let output_reset = chrono::DateTime::parse_from_rfc3339(
+        header(&resp, "anthropic-ratelimit-output-tokens-reset").unwrap(),
+    )
+    .unwrap();
+    assert!(output_reset >= before + chrono::Duration::seconds(35));
+
+    // A second long answer is admitted (output level still positive) and takes it below zero.
+    let resp = anthropic(&mock, claude("claude-x", "long again")).await;
+    assert_eq!(resp.status(), 200);
+    assert_eq!(
+        header_u64(&resp, "anthropic-ratelimit-output-tokens-remaining"),
+        0
+    );
+    // Now refused until the output bucket is positive again.
+    let resp = anthropic(&mock, claude("claude-x", "short")).await;
+    assert_eq!(resp.status(), 429);
+    let retry: u64 = header(&resp, "retry-after").unwrap().parse().unwrap();
+    assert!(
+        (11..=13).contains(&retry),
+        "1,000 tokens of debt at 83/s: {retry}"
+    );
+    let v: Value = resp.json().await.unwrap();
+    assert_eq!(v["type"], "error");
+    assert_eq!(v["error"]["type"], "rate_limit_error");
+    assert!(v["request_id"].as_str().unwrap().starts_with("req_mock"));
+    let message = v["error"]["message"].as_str().unwrap();
+    assert!(
+        message.starts_with(
+            "This request would exceed the rate limit for your organization (org-mock) of 5000 output tokens per minute."
+        ),
+        "{message}"
+    );
+    let log = mock.admissions();
+    assert_eq!(log.len(), 3);
+    assert_eq!(log[0].tokens, 3 + 3000);
+    assert_eq!(log[2].status, 429);
+    assert_eq!(log[2].tokens, 0);
+    assert_eq!(log[0].key, "sk-ant-test");
+}
+
+#[tokio::test]
+async fn anthropic_requests_and_input_limits() {
+    let mock = MockProvider::start_with(MockConfig {
+        limits: Some(MockLimits {
+            rpm: Some(3),
+            itpm: Some(10),
+            ..MockLimits::default()
+        }),
+        ..MockConfig::default()
+    });
+    // More input than the per-minute limit: a rate_limit_error that never fits.
+    let resp = anthropic(&mock, claude("claude-x", &["w"; 11].join(" "))).await;
+    assert_eq!(resp.status(), 429);
+    let v: Value = resp.json().await.unwrap();
+    assert_eq!(v["error"]["type"], "rate_limit_error");
+    let message = v["error"]["message"].as_str().unwrap();
+    assert!(
+        message.starts_with(
+            "This request would exceed your organization's rate limit of 10 input tokens per minute."
+        ),
+        "{message}"
+    );
+    // 3 requests, then a 429 naming the requests limit.
+    for _ in 0..3 {
+        assert_eq!(anthropic(&mock, claude("claude-x", "")).await.status(), 200);
+    }
+    let resp = anthropic(&mock, claude("claude-x", "")).await;
+    assert_eq!(resp.status(), 429);
+    // One request refills in 20 s.
+    assert_eq!(header(&resp, "retry-after"), Some("20"));
+    assert_eq!(
+        header_u64(&resp, "anthropic-ratelimit-requests-remaining"),
+        0
+    );
+    let v: Value = resp.json().await.unwrap();
+    assert!(
+        v["error"]["message"].as_str().unwrap().starts_with(
+            "This request would exceed the rate limit for your organization (org-mock) of 3 requests per minute."
+        )
+    );
+}
+
+#[tokio::test]
+async fn quota_and_usage_limits_never_succeed_for_their_model_only() {
+    let mock = MockProvider::start_with(MockConfig {
+        limits: Some(MockLimits {
+            rpm: Some(1),
+            ..MockLimits::default()
+        }),
+        ..MockConfig::default()
+    });
+    mock.add_rule(Rule::for_model("gpt-broke", Action::QuotaExhausted).times(2));
+    mock.add_rule(Rule::for_model("gpt-capped", Action::UsageLimit));
+    mock.add_rule(Rule::for_model("claude-broke", Action::QuotaExhausted));
+    mock.add_rule(Rule::for_model("claude-capped", Action::UsageLimit));
+
+    for _ in 0..2 {
+        let resp = openai(&mock, chat("gpt-broke", "hi")).await;
+        assert_eq!(resp.status(), 429);
+        assert!(header(&resp, "retry-after").is_none());
+        assert!(header(&resp, "retry-after-ms").is_none());
+        assert_eq!(
+            resp.json::<Value>().await.unwrap(),
+            json!({"error": {
+                "message": "You exceeded your current quota, please check your plan and billing details. For more information on this error, read the docs: https://platform.openai.com/docs/guides/error-codes/api-errors.",
+                "type": "insufficient_quota", "param": null, "code": "insufficient_quota"}})
+        );
+    }
+    // Neither was charged: the 1-RPM bucket of (sk-test, gpt-broke) is still full.
+    assert_eq!(openai(&mock, chat("gpt-broke", "hi")).await.status(), 200);
+
+    let resp = openai(&mock, chat("gpt-capped", "hi")).await;
+    assert_eq!(resp.status(), 429);
+    let v: Value = resp.json().await.unwrap();
+    assert_eq!(v["error"]["code"], "organization_spend_limit_exceeded");
+    assert_eq!(v["error"]["type"], "invalid_request_error");
+
+    let resp = anthropic(&mock, claude("claude-broke", "hi")).await;
+    assert_eq!(resp.status(), 429);
+    assert!(header(&resp, "retry-after").is_none());
+    let mut v: Value = resp.json().await.unwrap();
+    let request_id = v.as_object_mut().unwrap().remove("request_id").unwrap();
+    assert!(request_id.as_str().unwrap().starts_with("req_mock"));
+    assert_eq!(v["type"], "error");
+    assert_eq!(v["error"]["type"], "rate_limit_error");
+    assert_eq!(
+        v["error"]["details"],
+        json!({"error_code": "enforced_spend_limit_reached"})
+    );
+    assert!(
+        v["error"]["message"]
+            .as_str()
+            .unwrap()
+            .starts_with("You have reached your monthly spend limit.")
+    );
+
+    let resp = anthropic(&mock, claude("claude-capped", "hi")).await;
+    assert_eq!(resp.status(), 400);
+    assert_eq!(
+        resp.json::<Value>().await.unwrap(),
+        json!({"type": "error", "error": {"type": "invalid_request_error",
+            "message": "You have reached your specified API usage limits. You will regain access on 2026-12-01 at 00:00 UTC."}})
+    );
+
+    // Other models are unaffected.
+    assert_eq!(openai(&mock, chat("gpt-ok", "hi")).await.status(), 200);
+    assert_eq!(
+        anthropic(&mock, claude("claude-ok", "hi")).await.status(),
+        200
+    );
+
+    assert_eq!(mock.request_count(), 8);
+    let billed: Vec<String> = mock.ledger().into_iter().map(|e| e.model).collect();
+    assert_eq!(billed, ["gpt-broke", "gpt-ok", "claude-ok"]);
+    assert_eq!(mock.refused(), 4);
+    assert_eq!(mock.admitted(), 3);
+}
+
+#[tokio::test]
+async fn ledger_bills_generated_answers_at_their_price() {
+    let mock = MockProvider::start_with(MockConfig {
+        prices: vec![("gpt-4o".into(), 2.5, 10.0), ("claude-x".into(), 3.0, 15.0)],
+        model_limits: vec![(
+            "gpt-4o-limited".into(),
+            MockLimits {
+                rpm: Some(1),
+                ..MockLimits::default()
+            },
+        )],
+        ..MockConfig::default()
+    });
+    mock.add_rule(Rule::fail("boom", 500, 1));
+    mock.add_rule(Rule::truncate("cut"));
+
+    // 3 input words, "mock reply to: one two three" = 6 output words.
+    assert_eq!(
+        openai_as(&mock, "sk-a", chat("gpt-4o", "one two three"))
+            .await
+            .status(),
+        200
+    );
+    // 2 input words, 5 output words.
+    assert_eq!(
+        anthropic_as(&mock, "sk-ant-b", claude("claude-x", "alpha beta"))
+            .await
+            .status(),
+        200
+    );
+    // A failure is not billed.
+    assert_eq!(
+        openai_as(&mock, "sk-a", chat("gpt-4o", "boom"))
+            .await
+            .status(),
+        500
+    );
+    // A refusal is not billed; the admitted one costs nothing (no price).
+    assert_eq!(
+        openai_as(&mock, "sk-c", chat("gpt-4o-limited", "x"))
+            .await
+            .status(),
+        200
+    );
+    assert_eq!(
+        openai_as(&mock, "sk-c", chat("gpt-4o-limited", "x"))
+            .await
+            .status(),
+        429
+    );
+    // A truncated answer was generated: billed. 2 input words, 5 output.
+    let resp = openai_as(&mock, "sk-d", chat("gpt-4o", "cut me")).await;
+    assert_eq!(resp.status(), 200);
+    assert!(resp.bytes().await.is_err());
+
+    let ledger = mock.ledger();
+    let rows: Vec<(&str, &str, u64, u64)> = ledger
+        .iter()
+        .map(|e| {
+            (
+                e.key.as_str(),
+                e.model.as_str(),
+                e.input_tokens,
+                e.output_tokens,
+            )
+        })
+        .collect();
+    assert_eq!(
+        rows,
+        [
+            ("sk-a", "gpt-4o", 3, 6),
+            ("sk-ant-b", "claude-x", 2, 5),
+            ("sk-c", "gpt-4o-limited", 1, 4),
+            ("sk-d", "gpt-4o", 2, 5),
+        ]
+    );
+    let close = |a: f64, b: f64| (a - b).abs() < 1e-12;
+    assert!(close(ledger[0].usd, (3.0 * 2.5 + 6.0 * 10.0) / 1e6));
+    assert!(close(ledger[1].usd, (2.0 * 3.0 + 5.0 * 15.0) / 1e6));
+    assert_eq!(ledger[2].usd, 0.0);
+    let gpt = (3.0 * 2.5 + 6.0 * 10.0 + 2.0 * 2.5 + 5.0 * 10.0) / 1e6;
+    assert!(close(mock.billed_usd_for("gpt-4o"), gpt));
+    assert!(close(mock.billed_usd_for("claude-x"), 81.0 / 1e6));
+    assert_eq!(mock.billed_usd_for("gpt-4o-limited"), 0.0);
+    assert!(close(mock.billed_usd(), gpt + 81.0 / 1e6));
+}
+
+#[tokio::test]
+async fn limits_without_headers_still_enforce() {
+    let mock = MockProvider::start_with(MockConfig {
+        limits: Some(MockLimits {
+            rpm: Some(60),
+            tpm: Some(1_000_000),
+            itpm: Some(1_000_000),
+            otpm: Some(1_000_000),
+            window: Duration::from_secs(1),
+            headers: false,
+            retry_after: RetryAfterHeader::Seconds,
+        }),
+        ..MockConfig::default()
+    });
+    let quiet = |resp: &reqwest::Response| {
+        resp.headers().keys().all(|k| {
+            !k.as_str().starts_with("x-ratelimit") && !k.as_str().starts_with("anthropic-ratelimit")
+        })
+    };
+    let resp = openai(&mock, chat("gpt-4o", "hi")).await;
+    assert_eq!(resp.status(), 200);
+    assert!(quiet(&resp));
+    let resp = openai(&mock, chat("gpt-4o", "hi")).await;
+    assert_eq!(resp.status(), 429);
+    assert!(quiet(&resp));
+    assert_eq!(header(&resp, "retry-after"), Some("1"));
+
+    let resp = anthropic(&mock, claude("claude-x", "hi")).await;
+    assert_eq!(resp.status(), 200);
+    assert!(quiet(&resp));
+    let resp = anthropic(&mock, claude("claude-x", "hi")).await;
+    assert_eq!(resp.status(), 429);
+    assert!(quiet(&resp));
+    assert_eq!(header(&resp, "retry-after"), Some("1"));
+
+    // Ollama is never limited.
+    for _ in 0..3 {
+        let resp = ollama(
+            &mock,
+            json!({"model": "gpt-4o", "stream": false, "messages": [user("hi")]}),
+        )
+        .await;
+        assert_eq!(resp.status(), 200);
+    }
+    assert_eq!(mock.refused(), 2);
 }

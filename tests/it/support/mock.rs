@@ -29,6 +29,7 @@
 //!   of an integer enum, `mock <name>` for a string. Anthropic answers with a
 //!   `tool_use` block whose input is the reply's JSON object.
 
+use std::collections::HashMap;
 use std::io;
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
@@ -65,6 +66,13 @@ pub struct MockConfig {
     pub basic_auth_proxy: bool,
     /// Stand for a server that knows no structured output: a request with a schema gets a 400.
     pub refuse_schemas: bool,
+    /// Rate limits for every model (OpenAI and Anthropic formats; Ollama is never limited).
+    pub limits: Option<MockLimits>,
+    /// Rate limits for one model id (as sent in the body), overriding `limits`.
+    pub model_limits: Vec<(String, MockLimits)>,
+    /// Prices: (model id, USD per million input tokens, USD per million output tokens).
+    /// Models not listed cost nothing.
+    pub prices: Vec<(String, f64, f64)>,
 }
 
 impl Default for MockConfig {
@@ -74,8 +82,140 @@ impl Default for MockConfig {
             record_bodies: true,
             basic_auth_proxy: false,
             refuse_schemas: false,
+            limits: None,
+            model_limits: Vec::new(),
+            prices: Vec::new(),
         }
     }
+}
+
+/// Rate limits, enforced as continuously refilling token buckets per (API key, model), as
+/// OpenAI and Anthropic enforce them. Buckets start full.
+///
+/// Each bucket holds at most `limit * window / 60 s` and refills at `limit / 60` per second.
+/// A request whose charge exceeds a bucket's capacity (but not its per-minute limit) is
+/// admitted only when that bucket is full, and leaves it in debt. A charge above the
+/// per-minute limit itself never fits: OpenAI's "Request too large" 429 (no retry header),
+/// Anthropic's `rate_limit_error` naming the input-token limit.
+///
+/// Unlike the real providers, refused requests are not charged (real OpenAI counts them
+/// against the limit): it keeps the arithmetic of tests simple.
+#[derive(Debug, Clone)]
+pub struct MockLimits {
+    /// Requests per minute (OpenAI and Anthropic formats).
+    pub rpm: Option<u64>,
+    /// OpenAI-format tokens per minute, charged at admission with [`openai_token_charge`].
+    pub tpm: Option<u64>,
+    /// Anthropic-format input tokens per minute, charged at admission with the input tokens
+    /// the mock reports.
+    pub itpm: Option<u64>,
+    /// Anthropic-format output tokens per minute, charged after the answer with the output
+    /// tokens generated; admission needs a positive level.
+    pub otpm: Option<u64>,
+    /// Burst window: each bucket holds at most limit * window / 60 s and refills continuously
+    /// at limit / 60 per second ("600 RPM enforced as 10 requests a second" is window = 1 s).
+    pub window: Duration,
+    /// Send the provider's rate-limit headers on every answer, 429s included. false = a
+    /// gateway that enforces limits but says nothing.
+    pub headers: bool,
+    /// What a retryable 429 carries.
+    pub retry_after: RetryAfterHeader,
+}
+
+impl Default for MockLimits {
+    /// No limit set, a 60 s window, headers sent, `retry-after` in seconds.
+    fn default() -> Self {
+        Self {
+            rpm: None,
+            tpm: None,
+            itpm: None,
+            otpm: None,
+            window: Duration::from_secs(60),
+            headers: true,
+            retry_after: RetryAfterHeader::Seconds,
+        }
+    }
+}
+
+/// The retry header of a retryable rate-limit 429.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RetryAfterHeader {
+    /// No retry header.
+    None,
+    /// `retry-after`: whole seconds, rounded up.
+    Seconds,
+    /// `retry-after-ms`: milliseconds, rounded up (OpenAI format; Anthropic format gets
+    /// `retry-after` in seconds).
+    Millis,
+}
+
+/// One answer the mock billed (every 200 it generated, truncated ones included).
+#[derive(Debug, Clone, PartialEq)]
+pub struct LedgerEntry {
+    /// The API key as received (OpenAI bearer token, Anthropic `x-api-key`; empty for Ollama).
+    pub key: String,
+    /// The model id from the request body.
+    pub model: String,
+    /// Input tokens as reported (whitespace words of the conversation).
+    pub input_tokens: u64,
+    /// Output tokens (whitespace words of the reply).
+    pub output_tokens: u64,
+    /// Cost at `MockConfig::prices`.
+    pub usd: f64,
+}
+
+/// One chat request as seen by the rate limiter (for benchmarks of pacing).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Admission {
+    /// When it was admitted or refused, since the mock started.
+    pub at: Duration,
+    /// The API key as received (empty for Ollama or when missing).
+    pub key: String,
+    /// The model id (empty when the body named none).
+    pub model: String,
+    /// Status of the answer (200, 429, or another).
+    pub status: u16,
+    /// 1 when admitted, 0 when refused (or rejected before admission).
+    pub requests: u64,
+    /// Tokens charged: OpenAI the admission charge, Anthropic input + output; 0 for Ollama.
+    pub tokens: u64,
+}
+
+/// The tokens an OpenAI-format request is charged at admission: the sum over every text part
+/// (system and messages) of `ceil(chars / 4)`, plus `max_completion_tokens` (or `max_tokens`,
+/// 0 when neither is given), plus 85 per image.
+pub fn openai_token_charge(body: &Value) -> u64 {
+    let mut total = 0u64;
+    let text_charge = |t: &str| (t.chars().count() as u64).div_ceil(4);
+    for m in body
+        .get("messages")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+    {
+        match m.get("content") {
+            Some(Value::String(s)) => total += text_charge(s),
+            Some(Value::Array(parts)) => {
+                for p in parts {
+                    if let Some(t) = text_of_part(p) {
+                        total += text_charge(t);
+                    } else if matches!(
+                        p.get("type").and_then(Value::as_str),
+                        Some("image_url" | "input_image")
+                    ) {
+                        total += 85;
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+    let max = body
+        .get("max_completion_tokens")
+        .and_then(Value::as_u64)
+        .or_else(|| body.get("max_tokens").and_then(Value::as_u64))
+        .unwrap_or(0);
+    total + max
 }
 
 /// One request received by the mock.
@@ -167,6 +307,15 @@ pub enum Action {
     NoUsage(String),
     /// Wait (on top of `MockConfig::delay`), then reply with the text.
     Delay(Duration, String),
+    /// The account's quota or spend limit is used up: a 429 that never succeeds on retry.
+    /// OpenAI: `insufficient_quota`; Anthropic: `rate_limit_error` with
+    /// `details.error_code == "enforced_spend_limit_reached"`; no retry header. Checked
+    /// before the rate limits; never billed, never charged.
+    QuotaExhausted,
+    /// A usage limit the user set is reached. Anthropic: 400 `invalid_request_error` ("You
+    /// have reached your specified API usage limits…"); OpenAI: 429
+    /// `organization_spend_limit_exceeded`. Never billed, never charged.
+    UsageLimit,
 }
 
 /// A programmable behaviour. Rules are checked in insertion order; the first
@@ -176,6 +325,9 @@ pub struct Rule {
     /// Substring matched against the concatenated text (system prompt and
     /// every message text, joined with `\n`). Empty matches everything.
     pub when_contains: String,
+    /// When set, the rule matches only requests for exactly this model id (as sent in the
+    /// body), in addition to `when_contains`.
+    pub when_model: Option<String>,
     pub action: Action,
     /// Apply to only the first N matching requests, then skip the rule.
     pub times: Option<usize>,
@@ -185,9 +337,21 @@ impl Rule {
     pub fn new(when: &str, action: Action) -> Self {
         Self {
             when_contains: when.to_owned(),
+            when_model: None,
             action,
             times: None,
         }
+    }
+
+    /// Apply `action` to every request for exactly `model`.
+    pub fn for_model(model: &str, action: Action) -> Self {
+        Self::new("", action).model(model)
+    }
+
+    /// Restrict the rule to requests for exactly `model`.
+    pub fn model(mut self, model: &str) -> Self {
+        self.when_model = Some(model.to_owned());
+        self
     }
 
     /// Limit the rule to the first `n` matching requests.
@@ -278,6 +442,10 @@ impl MockProvider {
             requests: Mutex::new(Vec::new()),
             rules: Mutex::new(Vec::new()),
             rule_count: AtomicUsize::new(0),
+            started: Instant::now(),
+            buckets: Mutex::new(HashMap::new()),
+            ledger: Mutex::new(Vec::new()),
+            admissions: Mutex::new(Vec::new()),
         });
         let (tx, rx) = tokio::sync::oneshot::channel::<()>();
         let state = Arc::clone(&shared);
@@ -377,6 +545,46 @@ impl MockProvider {
         reqs.clear();
         self.shared.count.store(0, Ordering::Release);
     }
+
+    /// Total USD billed so far (every 200 the mock generated, at `MockConfig::prices`).
+    pub fn billed_usd(&self) -> f64 {
+        lock(&self.shared.ledger).iter().map(|e| e.usd).sum()
+    }
+
+    /// USD billed so far for `model`.
+    pub fn billed_usd_for(&self, model: &str) -> f64 {
+        lock(&self.shared.ledger)
+            .iter()
+            .filter(|e| e.model == model)
+            .map(|e| e.usd)
+            .sum()
+    }
+
+    /// Every billed answer, in order.
+    pub fn ledger(&self) -> Vec<LedgerEntry> {
+        lock(&self.shared.ledger).clone()
+    }
+
+    /// Every chat request answered so far, in the order answered.
+    pub fn admissions(&self) -> Vec<Admission> {
+        lock(&self.shared.admissions).clone()
+    }
+
+    /// How many chat requests got a 429 (rate limits, quota, rules: any kind).
+    pub fn refused(&self) -> usize {
+        lock(&self.shared.admissions)
+            .iter()
+            .filter(|a| a.status == 429)
+            .count()
+    }
+
+    /// How many chat requests were admitted (passed validation and the rate limits).
+    pub fn admitted(&self) -> usize {
+        lock(&self.shared.admissions)
+            .iter()
+            .filter(|a| a.requests == 1)
+            .count()
+    }
 }
 
 impl Drop for MockProvider {
@@ -402,6 +610,11 @@ struct Shared {
     rules: Mutex<Vec<RuleSlot>>,
     /// Lets the hot path skip the rules lock when there are none.
     rule_count: AtomicUsize,
+    started: Instant,
+    /// Rate-limit buckets per (API key, model).
+    buckets: Mutex<HashMap<(String, String), Buckets>>,
+    ledger: Mutex<Vec<LedgerEntry>>,
+    admissions: Mutex<Vec<Admission>>,
 }
 
 struct RuleSlot {
@@ -442,19 +655,63 @@ impl Shared {
         self.count.fetch_add(1, Ordering::AcqRel);
     }
 
-    fn pick_action(&self, text: &str) -> Option<Action> {
+    /// The action of the first available rule matching the request, which then counts as
+    /// used. With `only_fatal`, a first match that is not an account-level refusal
+    /// ([`Action::QuotaExhausted`], [`Action::UsageLimit`]) is left alone and `None` returned.
+    fn pick_action(&self, text: &str, model: &str, only_fatal: bool) -> Option<Action> {
         if self.rule_count.load(Ordering::Acquire) == 0 {
             return None;
         }
         let mut rules = lock(&self.rules);
         for slot in rules.iter_mut() {
             let available = slot.rule.times.is_none_or(|n| slot.used < n);
-            if available && text.contains(slot.rule.when_contains.as_str()) {
+            if available
+                && text.contains(slot.rule.when_contains.as_str())
+                && slot.rule.when_model.as_deref().is_none_or(|m| m == model)
+            {
+                if only_fatal && !slot.rule.action.is_fatal() {
+                    return None;
+                }
                 slot.used += 1;
                 return Some(slot.rule.action.clone());
             }
         }
         None
+    }
+
+    /// The limits that apply to `model`.
+    fn limits_for(&self, model: &str) -> Option<&MockLimits> {
+        self.config
+            .model_limits
+            .iter()
+            .find(|(m, _)| m == model)
+            .map(|(_, l)| l)
+            .or(self.config.limits.as_ref())
+    }
+
+    /// Bill a generated answer.
+    fn bill(&self, key: &str, model: &str, input_tokens: u64, output_tokens: u64) {
+        let (pin, pout) = self
+            .config
+            .prices
+            .iter()
+            .find(|(m, _, _)| m == model)
+            .map_or((0.0, 0.0), |(_, i, o)| (*i, *o));
+        let usd = (input_tokens as f64 * pin + output_tokens as f64 * pout) / 1e6;
+        lock(&self.ledger).push(LedgerEntry {
+            key: key.to_owned(),
+            model: model.to_owned(),
+            input_tokens,
+            output_tokens,
+            usd,
+        });
+    }
+}
+
+impl Action {
+    /// Quota and usage-limit refusals: answered before the rate limits, never charged.
+    fn is_fatal(&self) -> bool {
+        matches!(self, Action::QuotaExhausted | Action::UsageLimit)
     }
 }
 
@@ -469,7 +726,49 @@ enum Format {
     Ollama,
 }
 
+/// What the answer to one chat request did, for the admission log and the headers.
+#[derive(Default)]
+struct Outcome {
+    format: Option<Format>,
+    key: String,
+    model: String,
+    requests: u64,
+    tokens: u64,
+    /// When the limiter decided.
+    at: Option<Instant>,
+}
+
 async fn handle(State(shared): State<Arc<Shared>>, req: Request) -> Response {
+    let mut out = Outcome::default();
+    let mut resp = answer(&shared, req, &mut out).await;
+    let Some(format) = out.format else {
+        return resp;
+    };
+    let limits = shared.limits_for(&out.model).filter(|l| l.headers);
+    if let Some(limits) = limits.filter(|_| format != Format::Ollama && !out.model.is_empty()) {
+        for (name, value) in shared.rate_headers(format, &out.key, &out.model, limits) {
+            if let (Ok(n), Ok(v)) = (
+                header::HeaderName::from_bytes(name.as_bytes()),
+                HeaderValue::from_str(&value),
+            ) {
+                resp.headers_mut().insert(n, v);
+            }
+        }
+    }
+    let at = out.at.unwrap_or_else(Instant::now);
+    let entry = Admission {
+        at: at.saturating_duration_since(shared.started),
+        key: out.key,
+        model: out.model,
+        status: resp.status().as_u16(),
+        requests: out.requests,
+        tokens: out.tokens,
+    };
+    lock(&shared.admissions).push(entry);
+    resp
+}
+
+async fn answer(shared: &Shared, req: Request, out: &mut Outcome) -> Response {
     let started = Instant::now();
     let (parts, body) = req.into_parts();
     let path = parts.uri.path().to_owned();
@@ -502,11 +801,12 @@ async fn handle(State(shared): State<Arc<Shared>>, req: Request) -> Response {
             );
         }
     };
+    out.format = Some(format);
 
     // Authentication / mandatory headers.
     match format {
         Format::OpenAi => {
-            let ok = parts
+            let key = parts
                 .headers
                 .get(header::AUTHORIZATION)
                 .and_then(|v| v.to_str().ok())
@@ -517,8 +817,10 @@ async fn handle(State(shared): State<Arc<Shared>>, req: Request) -> Response {
                             .filter(|_| shared.config.basic_auth_proxy)
                     })
                 })
-                .is_some_and(|k| !k.trim().is_empty());
-            if !ok {
+                .filter(|k| !k.trim().is_empty());
+            if let Some(key) = key {
+                out.key = key.to_owned();
+            } else {
                 return error_response(
                     format,
                     401,
@@ -528,14 +830,15 @@ async fn handle(State(shared): State<Arc<Shared>>, req: Request) -> Response {
             }
         }
         Format::Anthropic => {
-            let key_ok = parts
+            let key = parts
                 .headers
                 .get("x-api-key")
                 .and_then(|v| v.to_str().ok())
-                .is_some_and(|k| !k.trim().is_empty());
-            if !key_ok {
+                .filter(|k| !k.trim().is_empty());
+            let Some(key) = key else {
                 return error_response(format, 401, None, "invalid x-api-key");
-            }
+            };
+            out.key = key.to_owned();
             if !parts.headers.contains_key("anthropic-version") {
                 return error_response(format, 400, None, "anthropic-version: header is required");
             }
@@ -555,6 +858,7 @@ async fn handle(State(shared): State<Arc<Shared>>, req: Request) -> Response {
         return error_response(format, 400, None, msg);
     };
     let model = model.to_owned();
+    out.model = model.clone();
     if format == Format::Anthropic && body.get("max_tokens").and_then(Value::as_u64).is_none() {
         return error_response(format, 400, None, "max_tokens: Field required");
     }
@@ -601,14 +905,45 @@ async fn handle(State(shared): State<Arc<Shared>>, req: Request) -> Response {
         }
     }
     let input_tokens: usize = texts.iter().map(|t| t.split_whitespace().count()).sum();
+    let text = texts.join("\n");
+
+    // Account-level refusals come before the rate limits and are never charged.
+    if let Some(action) = shared.pick_action(&text, &model, true) {
+        out.at = Some(Instant::now());
+        return fatal_response(shared, format, &action);
+    }
+    let limits = match format {
+        Format::Ollama => None,
+        _ => shared.limits_for(&model),
+    };
+    let charge = match format {
+        Format::OpenAi => openai_token_charge(&body),
+        Format::Anthropic => input_tokens as u64,
+        Format::Ollama => 0,
+    };
+    if let Some(limits) = limits {
+        let verdict = shared.admit(&out.key, &model, limits, format, charge);
+        out.at = Some(Instant::now());
+        if let Err(refusal) = verdict {
+            return refusal_response(shared, format, &model, &refusal, limits.retry_after);
+        }
+    } else {
+        out.at = Some(Instant::now());
+    }
+    out.requests = 1;
+    out.tokens = charge;
+
     let action = shared
-        .pick_action(&texts.join("\n"))
+        .pick_action(&text, &model, false)
         .unwrap_or_else(|| match &shape {
             Some((_, schema)) => Action::Reply(answer_in_shape(schema).to_string()),
             None => Action::Reply(format!("mock reply to: {}", last_user_text(&body))),
         });
 
     let (text, with_usage, truncate) = match action {
+        Action::QuotaExhausted | Action::UsageLimit => {
+            return fatal_response(shared, format, &action);
+        }
         Action::Reply(t) => (t, true, false),
         Action::NoUsage(t) => (t, false, false),
         Action::Delay(d, t) => {
@@ -645,6 +980,15 @@ async fn handle(State(shared): State<Arc<Shared>>, req: Request) -> Response {
     };
 
     let output_tokens = text.split_whitespace().count();
+    // The provider generated this answer: it is billed and its output charged, whether or
+    // not it then reaches the client whole.
+    if format == Format::Anthropic {
+        if let Some(limits) = limits {
+            shared.charge_output(&out.key, &model, limits, output_tokens as u64);
+        }
+        out.tokens += output_tokens as u64;
+    }
+    shared.bill(&out.key, &model, input_tokens as u64, output_tokens as u64);
     let usage = with_usage.then_some((input_tokens, output_tokens));
     let id = shared.next_id.fetch_add(1, Ordering::Relaxed);
 
@@ -759,6 +1103,515 @@ async fn handle(State(shared): State<Arc<Shared>>, req: Request) -> Response {
             )
         }
     }
+}
+
+// ---------------------------------------------------------------------------
+// Rate limits
+// ---------------------------------------------------------------------------
+
+/// Slack for float comparisons of bucket levels.
+const LEVEL_EPS: f64 = 1e-9;
+
+/// A continuously refilling token bucket.
+#[derive(Debug, Clone)]
+struct Bucket {
+    /// Per-minute limit.
+    limit: u64,
+    capacity: f64,
+    /// Refill per second.
+    rate: f64,
+    /// May go below zero (debt).
+    level: f64,
+    last: Instant,
+}
+
+impl Bucket {
+    fn new(limit: u64, window: Duration, now: Instant) -> Self {
+        let capacity = limit as f64 * window.as_secs_f64() / 60.0;
+        Self {
+            limit,
+            capacity,
+            rate: limit as f64 / 60.0,
+            level: capacity,
+            last: now,
+        }
+    }
+
+    fn refill(&mut self, now: Instant) {
+        let dt = now.saturating_duration_since(self.last).as_secs_f64();
+        self.level = (self.level + dt * self.rate).min(self.capacity);
+        self.last = now;
+    }
+
+    /// The level a charge needs: the charge, or a full bucket when it exceeds the capacity.
+    fn need(&self, charge: u64) -> f64 {
+        (charge as f64).min(self.capacity)
+    }
+
+    /// Seconds until the level reaches `need`.
+    fn wait_for(&self, need: f64) -> f64 {
+        if self.rate <= 0.0 {
+            return 60.0;
+        }
+        ((need - self.level) / self.rate).max(0.0)
+    }
+
+    /// Remaining, in per-minute units: floor(level / capacity * limit), level clamped.
+    fn remaining(&self) -> u64 {
+        if self.capacity <= 0.0 {
+            return 0;
+        }
+        let l = self.level.clamp(0.0, self.capacity);
+        (l / self.capacity * self.limit as f64 + LEVEL_EPS).floor() as u64
+    }
+
+    /// Seconds until the bucket is full again (debt included).
+    fn reset_secs(&self) -> f64 {
+        self.wait_for(self.capacity)
+    }
+}
+
+/// The buckets of one (key, model).
+#[derive(Debug, Clone)]
+struct Buckets {
+    requests: Option<Bucket>,
+    tokens: Option<Bucket>,
+    input: Option<Bucket>,
+    output: Option<Bucket>,
+}
+
+impl Buckets {
+    fn new(limits: &MockLimits, now: Instant) -> Self {
+        let b = |l: Option<u64>| l.map(|l| Bucket::new(l, limits.window, now));
+        Self {
+            requests: b(limits.rpm),
+            tokens: b(limits.tpm),
+            input: b(limits.itpm),
+            output: b(limits.otpm),
+        }
+    }
+
+    fn refill(&mut self, now: Instant) {
+        for b in [
+            &mut self.requests,
+            &mut self.tokens,
+            &mut self.input,
+            &mut self.output,
+        ]
+        .into_iter()
+        .flatten()
+        {
+            b.refill(now);
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    Requests,
+    Tokens,
+    InputTokens,
+    OutputTokens,
+}
+
+/// A refusal by the rate limiter.
+#[derive(Debug, Clone)]
+enum Refusal {
+    /// Retry after `wait` seconds. `used` is limit - remaining, in per-minute units.
+    Retry {
+        kind: Kind,
+        limit: u64,
+        used: u64,
+        requested: u64,
+        wait: f64,
+    },
+    /// The charge exceeds the per-minute limit itself: never succeeds.
+    TooLarge {
+        kind: Kind,
+        limit: u64,
+        requested: u64,
+        /// Seconds until that bucket is full (Anthropic's `retry-after`).
+        reset: f64,
+    },
+}
+
+impl Shared {
+    /// Admit a request (charging it) or refuse it (charging nothing). `charge` is the
+    /// OpenAI token charge or the Anthropic input tokens.
+    fn admit(
+        &self,
+        key: &str,
+        model: &str,
+        limits: &MockLimits,
+        format: Format,
+        charge: u64,
+    ) -> Result<(), Refusal> {
+        let now = Instant::now();
+        let mut map = lock(&self.buckets);
+        let b = map
+            .entry((key.to_owned(), model.to_owned()))
+            .or_insert_with(|| Buckets::new(limits, now));
+        b.refill(now);
+        let checks: [(Kind, Option<&Bucket>, u64); 3] = match format {
+            Format::OpenAi => [
+                (Kind::Requests, b.requests.as_ref(), 1),
+                (Kind::Tokens, b.tokens.as_ref(), charge),
+                (Kind::OutputTokens, None, 0),
+            ],
+            _ => [
+                (Kind::Requests, b.requests.as_ref(), 1),
+                (Kind::InputTokens, b.input.as_ref(), charge),
+                (Kind::OutputTokens, b.output.as_ref(), 0),
+            ],
+        };
+        let mut worst: Option<Refusal> = None;
+        for (kind, bucket, c) in checks {
+            let Some(bucket) = bucket else { continue };
+            if kind != Kind::OutputTokens && c > bucket.limit {
+                return Err(Refusal::TooLarge {
+                    kind,
+                    limit: bucket.limit,
+                    requested: c,
+                    reset: bucket.reset_secs(),
+                });
+            }
+            let wait = if kind == Kind::OutputTokens {
+                // Output is charged after the answer; admission needs a positive level.
+                if bucket.level > 0.0 {
+                    continue;
+                }
+                bucket.wait_for(0.0) + 0.001
+            } else {
+                let need = bucket.need(c);
+                if bucket.level + LEVEL_EPS >= need {
+                    continue;
+                }
+                bucket.wait_for(need)
+            };
+            let longer = match &worst {
+                Some(Refusal::Retry { wait: w, .. }) => wait > *w,
+                _ => true,
+            };
+            if longer {
+                worst = Some(Refusal::Retry {
+                    kind,
+                    limit: bucket.limit,
+                    used: bucket.limit - bucket.remaining(),
+                    requested: c,
+                    wait,
+                });
+            }
+        }
+        if let Some(refusal) = worst {
+            return Err(refusal);
+        }
+        if let Some(r) = &mut b.requests {
+            r.level -= 1.0;
+        }
+        let tokens = match format {
+            Format::OpenAi => &mut b.tokens,
+            _ => &mut b.input,
+        };
+        if let Some(t) = tokens {
+            t.level -= charge as f64;
+        }
+        Ok(())
+    }
+
+    /// Charge an Anthropic answer's output tokens to its output bucket.
+    fn charge_output(&self, key: &str, model: &str, limits: &MockLimits, output_tokens: u64) {
+        let now = Instant::now();
+        let mut map = lock(&self.buckets);
+        let b = map
+            .entry((key.to_owned(), model.to_owned()))
+            .or_insert_with(|| Buckets::new(limits, now));
+        if let Some(o) = &mut b.output {
+            o.refill(now);
+            o.level -= output_tokens as f64;
+        }
+    }
+
+    /// The provider's rate-limit headers for (key, model), describing the buckets now.
+    fn rate_headers(
+        &self,
+        format: Format,
+        key: &str,
+        model: &str,
+        limits: &MockLimits,
+    ) -> Vec<(String, String)> {
+        let now = Instant::now();
+        let mut map = lock(&self.buckets);
+        let b = map
+            .entry((key.to_owned(), model.to_owned()))
+            .or_insert_with(|| Buckets::new(limits, now));
+        b.refill(now);
+        let mut out = Vec::new();
+        match format {
+            Format::OpenAi => {
+                for (name, bucket) in [("requests", &b.requests), ("tokens", &b.tokens)] {
+                    let Some(bucket) = bucket else { continue };
+                    out.push((
+                        format!("x-ratelimit-limit-{name}"),
+                        bucket.limit.to_string(),
+                    ));
+                    out.push((
+                        format!("x-ratelimit-remaining-{name}"),
+                        bucket.remaining().to_string(),
+                    ));
+                    out.push((
+                        format!("x-ratelimit-reset-{name}"),
+                        go_duration_secs(bucket.reset_secs()),
+                    ));
+                }
+            }
+            Format::Anthropic => {
+                let wall = SystemTime::now();
+                let mut push = |name: &str, bucket: &Bucket, round: bool| {
+                    let remaining = if round {
+                        (bucket.remaining() + 500) / 1000 * 1000
+                    } else {
+                        bucket.remaining()
+                    };
+                    out.push((
+                        format!("anthropic-ratelimit-{name}-limit"),
+                        bucket.limit.to_string(),
+                    ));
+                    out.push((
+                        format!("anthropic-ratelimit-{name}-remaining"),
+                        remaining.to_string(),
+                    ));
+                    out.push((
+                        format!("anthropic-ratelimit-{name}-reset"),
+                        rfc3339_secs_ceil(wall, bucket.reset_secs()),
+                    ));
+                };
+                if let Some(r) = &b.requests {
+                    push("requests", r, false);
+                }
+                if let Some(i) = &b.input {
+                    push("input-tokens", i, true);
+                }
+                if let Some(o) = &b.output {
+                    push("output-tokens", o, true);
+                }
+                let fraction = |b: &Bucket| {
+                    if b.limit == 0 {
+                        0.0
+                    } else {
+                        b.remaining() as f64 / b.limit as f64
+                    }
+                };
+                let tokens = match (&b.input, &b.output) {
+                    (Some(i), Some(o)) => Some(if fraction(o) < fraction(i) { o } else { i }),
+                    (i, o) => i.as_ref().or(o.as_ref()),
+                };
+                if let Some(t) = tokens {
+                    push("tokens", t, true);
+                }
+            }
+            Format::Ollama => {}
+        }
+        out
+    }
+}
+
+/// A duration as OpenAI writes its reset headers (Go's `time.Duration` format, rounded up to
+/// whole milliseconds): `0s`, `12ms`, `1.5s`, `20s`, `6m0s`, `2m59.56s`, `1h0m0s`.
+pub fn go_duration(d: Duration) -> String {
+    go_duration_secs(d.as_secs_f64())
+}
+
+fn go_duration_secs(secs: f64) -> String {
+    let ms = (secs.max(0.0) * 1000.0 - 1e-6).ceil().max(0.0) as u64;
+    if ms == 0 {
+        return "0s".into();
+    }
+    if ms < 1000 {
+        return format!("{ms}ms");
+    }
+    let seconds = |ms: u64| {
+        let s = format!("{}.{:03}", ms / 1000, ms % 1000);
+        let s = s.trim_end_matches('0').trim_end_matches('.');
+        format!("{s}s")
+    };
+    if ms < 60_000 {
+        return seconds(ms);
+    }
+    let h = ms / 3_600_000;
+    let m = ms / 60_000 % 60;
+    let rest = seconds(ms % 60_000);
+    if h > 0 {
+        format!("{h}h{m}m{rest}")
+    } else {
+        format!("{m}m{rest}")
+    }
+}
+
+/// `wall + secs` as `YYYY-MM-DDTHH:MM:SSZ`, rounded up to the next whole second.
+fn rfc3339_secs_ceil(wall: SystemTime, secs: f64) -> String {
+    let t = wall.duration_since(UNIX_EPOCH).unwrap_or_default()
+        + Duration::from_secs_f64(secs.max(0.0));
+    let whole = t.as_secs() + u64::from(t.subsec_nanos() > 0);
+    let (y, m, d, hh, mm, ss) = civil(whole as i64);
+    format!("{y:04}-{m:02}-{d:02}T{hh:02}:{mm:02}:{ss:02}Z")
+}
+
+/// Whole seconds, rounded up, for a `retry-after` header (at least 1).
+fn retry_after_secs(wait: f64) -> String {
+    ((wait - 1e-6).ceil().max(1.0) as u64).to_string()
+}
+
+fn request_id(shared: &Shared) -> String {
+    format!(
+        "req_mock{:016x}",
+        shared.next_id.fetch_add(1, Ordering::Relaxed)
+    )
+}
+
+const OPENAI_RATE_DOCS: &str =
+    "Visit https://platform.openai.com/account/rate-limits to learn more.";
+const ANTHROPIC_RATE_TAIL: &str = "For details, refer to: https://docs.claude.com/en/api/rate-limits. You can see the response headers for current usage. Please reduce the prompt length or the maximum tokens requested, or try again later. You may also contact sales at https://www.anthropic.com/contact-sales to discuss your options for a rate limit increase.";
+
+/// The 429 of a rate-limit refusal, in the provider's shape.
+fn refusal_response(
+    shared: &Shared,
+    format: Format,
+    model: &str,
+    refusal: &Refusal,
+    retry: RetryAfterHeader,
+) -> Response {
+    let (v, wait) = match format {
+        Format::OpenAi => {
+            let (kind, limit, requested) = match refusal {
+                Refusal::Retry {
+                    kind,
+                    limit,
+                    requested,
+                    ..
+                }
+                | Refusal::TooLarge {
+                    kind,
+                    limit,
+                    requested,
+                    ..
+                } => (*kind, *limit, *requested),
+            };
+            let (unit, abbr) = match kind {
+                Kind::Requests => ("requests", "RPM"),
+                _ => ("tokens", "TPM"),
+            };
+            let (message, wait) = match refusal {
+                Refusal::Retry { used, wait, .. } => (
+                    format!(
+                        "Rate limit reached for {model} in organization org-mock on {unit} per min ({abbr}): Limit {limit}, Used {used}, Requested {requested}. Please try again in {}. {OPENAI_RATE_DOCS}",
+                        go_duration_secs(*wait)
+                    ),
+                    Some(*wait),
+                ),
+                Refusal::TooLarge { .. } => (
+                    format!(
+                        "Request too large for {model} in organization org-mock on {unit} per min ({abbr}): Limit {limit}, Requested {requested}. The input or output tokens must be reduced in order to run successfully. {OPENAI_RATE_DOCS}"
+                    ),
+                    None,
+                ),
+            };
+            (
+                json!({"error": {"message": message, "type": unit, "param": null, "code": "rate_limit_exceeded"}}),
+                wait,
+            )
+        }
+        _ => {
+            let (message, wait) = match refusal {
+                Refusal::Retry {
+                    kind, limit, wait, ..
+                } => {
+                    let what = match kind {
+                        Kind::Requests => "requests",
+                        Kind::OutputTokens => "output tokens",
+                        _ => "input tokens",
+                    };
+                    (
+                        format!(
+                            "This request would exceed the rate limit for your organization (org-mock) of {limit} {what} per minute. {ANTHROPIC_RATE_TAIL}"
+                        ),
+                        *wait,
+                    )
+                }
+                Refusal::TooLarge {
+                    kind, limit, reset, ..
+                } => {
+                    let what = match kind {
+                        Kind::Requests => "requests",
+                        _ => "input tokens",
+                    };
+                    (
+                        format!(
+                            "This request would exceed your organization's rate limit of {limit} {what} per minute. {ANTHROPIC_RATE_TAIL}"
+                        ),
+                        *reset,
+                    )
+                }
+            };
+            (
+                json!({"type": "error", "error": {"type": "rate_limit_error", "message": message}, "request_id": request_id(shared)}),
+                Some(wait),
+            )
+        }
+    };
+    let mut resp = json_response(StatusCode::TOO_MANY_REQUESTS, &v);
+    if let Some(wait) = wait {
+        let header = match (retry, format) {
+            (RetryAfterHeader::None, _) => None,
+            (RetryAfterHeader::Millis, Format::OpenAi) => Some((
+                "retry-after-ms",
+                ((wait * 1000.0 - 1e-6).ceil().max(1.0) as u64).to_string(),
+            )),
+            _ => Some(("retry-after", retry_after_secs(wait))),
+        };
+        if let Some((name, value)) = header {
+            resp.headers_mut().insert(
+                name,
+                HeaderValue::from_str(&value).expect("ascii header value"),
+            );
+        }
+    }
+    resp
+}
+
+/// The answer to [`Action::QuotaExhausted`] / [`Action::UsageLimit`] in the request's format.
+fn fatal_response(shared: &Shared, format: Format, action: &Action) -> Response {
+    let quota = matches!(action, Action::QuotaExhausted);
+    let (code, v) = match (format, quota) {
+        (Format::OpenAi, true) => (
+            429,
+            json!({"error": {
+                "message": "You exceeded your current quota, please check your plan and billing details. For more information on this error, read the docs: https://platform.openai.com/docs/guides/error-codes/api-errors.",
+                "type": "insufficient_quota", "param": null, "code": "insufficient_quota"}}),
+        ),
+        (Format::OpenAi, false) => (
+            429,
+            json!({"error": {
+                "message": "You have exceeded your organization's spend limit. Increase it at https://platform.openai.com/settings/organization/limits or wait until it resets.",
+                "type": "invalid_request_error", "param": null, "code": "organization_spend_limit_exceeded"}}),
+        ),
+        (Format::Anthropic, true) => (
+            429,
+            json!({"type": "error", "error": {
+                "type": "rate_limit_error",
+                "message": "You have reached your monthly spend limit. Please increase it at https://console.anthropic.com/settings/limits or wait until the start of next month.",
+                "details": {"error_code": "enforced_spend_limit_reached"}},
+                "request_id": request_id(shared)}),
+        ),
+        (Format::Anthropic, false) => (
+            400,
+            json!({"type": "error", "error": {
+                "type": "invalid_request_error",
+                "message": "You have reached your specified API usage limits. You will regain access on 2026-12-01 at 00:00 UTC."}}),
+        ),
+        (Format::Ollama, true) => (429, json!({"error": "mock: quota exhausted"})),
+        (Format::Ollama, false) => (429, json!({"error": "mock: usage limit reached"})),
+    };
+    json_response(status(code), &v)
 }
 
 // ---------------------------------------------------------------------------
@@ -1148,7 +2001,15 @@ fn rfc3339_now() -> String {
     let now = SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .unwrap_or_default();
-    let secs = now.as_secs() as i64;
+    let (y, m, d, hh, mm, ss) = civil(now.as_secs() as i64);
+    format!(
+        "{y:04}-{m:02}-{d:02}T{hh:02}:{mm:02}:{ss:02}.{:06}Z",
+        now.subsec_micros()
+    )
+}
+
+/// Seconds since the Unix epoch as UTC (year, month, day, hour, minute, second).
+fn civil(secs: i64) -> (i64, i64, i64, i64, i64, i64) {
     let days = secs.div_euclid(86_400);
     let sod = secs.rem_euclid(86_400);
     // Howard Hinnant's civil_from_days.
@@ -1161,11 +2022,5 @@ fn rfc3339_now() -> String {
     let d = doy - (153 * mp + 2) / 5 + 1;
     let m = if mp < 10 { mp + 3 } else { mp - 9 };
     let y = yoe + era * 400 + i64::from(m <= 2);
-    format!(
-        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}.{:06}Z",
-        sod / 3600,
-        (sod % 3600) / 60,
-        sod % 60,
-        now.subsec_micros()
-    )
+    (y, m, d, sod / 3600, (sod % 3600) / 60, sod % 60)
 }
