@@ -10,6 +10,7 @@ mod diff;
 mod hardening;
 mod local_model;
 mod mock_selftest;
+mod pacing;
 mod relevance;
 mod report;
 mod review;

@@ -1,0 +1,295 @@
+//! Pacing against a mock that enforces rate limits as the providers do (token buckets per key
+//! and model, refilling continuously, over a one-second burst window), and the refusals that
+//! never succeed.
+
+use std::time::Duration;
+
+use crate::support::mock::{Action, MockConfig, MockLimits, MockProvider, RetryAfterHeader, Rule};
+use crate::support::{Sandbox, text};
+
+/// A benchmark of `n` short distinct prompts on `models`, with `max_tokens`.
+fn many_prompts(models: &[&str], n: usize, max_tokens: u32) -> String {
+    let mut yaml = format!("temperature: 0\nmax_tokens: {max_tokens}\nmodels:\n");
+    for m in models {
+        yaml.push_str(&format!("  - {m}\n"));
+    }
+    yaml.push_str("prompts:\n");
+    for i in 0..n {
+        yaml.push_str(&format!(
+            "  - p{i}:\n    prompt: \"question number {i}\"\n    output: \"mock\"\n    method: contains\n"
+        ));
+    }
+    yaml
+}
+
+fn limits(rpm: Option<u64>, tpm: Option<u64>) -> MockLimits {
+    MockLimits {
+        rpm,
+        tpm,
+        itpm: None,
+        otpm: None,
+        window: Duration::from_secs(1),
+        headers: true,
+        retry_after: RetryAfterHeader::Millis,
+    }
+}
+
+fn limited(limits: MockLimits) -> Sandbox {
+    Sandbox::with_mock(MockProvider::start_with(MockConfig {
+        limits: Some(limits),
+        ..MockConfig::default()
+    }))
+}
+
+/// How many calls of the database's runs got an answer (each cached answer counts once).
+fn answered(s: &Sandbox) -> i64 {
+    s.count(
+        "SELECT count(DISTINCT r.call_id) FROM bench_results r JOIN calls c ON c.id = r.call_id \
+         WHERE c.status = 'ok'",
+    )
+}
+
+/// Runs `n` prompts at concurrency 64 and checks that every answer arrived with under 1 % of
+/// the requests refused.
+fn every_answer_with_few_refusals(s: &Sandbox, models: &[&str], n: usize, max_tokens: u32) {
+    s.write("bench.yaml", &many_prompts(models, n, max_tokens));
+    let out = s
+        .track()
+        .args(["run", "bench.yaml", "--no-detail", "--concurrency", "64"])
+        .output()
+        .unwrap();
+    let stderr = text(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    let expected = (n * models.len()) as i64;
+    assert_eq!(answered(s), expected, "{stderr}");
+    let (admitted, refused) = (s.mock.admitted(), s.mock.refused());
+    assert_eq!(admitted as i64, expected);
+    assert!(
+        refused * 100 < admitted + refused,
+        "{refused} of {} requests refused",
+        admitted + refused
+    );
+}
+
+#[test]
+fn openai_requests_are_paced_to_the_limit_its_headers_tell() {
+    // 3,000 RPM enforced as 50 requests a second.
+    let s = limited(limits(Some(3_000), None));
+    every_answer_with_few_refusals(&s, &["openai:gpt-4o"], 300, 50);
+}
+
+#[test]
+fn openai_tokens_are_paced_with_max_tokens_counted_at_admission() {
+    // Each call is charged its prompt estimate plus max_tokens (200): about 40 calls a second.
+    let s = limited(limits(None, Some(500_000)));
+    every_answer_with_few_refusals(&s, &["openai:gpt-4o"], 300, 200);
+}
+
+#[test]
+fn anthropic_requests_and_tokens_are_paced() {
+    let s = limited(MockLimits {
+        rpm: Some(2_400),
+        itpm: Some(400_000),
+        otpm: Some(100_000),
+        retry_after: RetryAfterHeader::Seconds,
+        ..limits(None, None)
+    });
+    every_answer_with_few_refusals(&s, &["anthropic:haiku 3.5"], 240, 100);
+}
+
+#[test]
+fn a_server_without_headers_is_paced_by_rate_limit_in_config() {
+    let s = limited(MockLimits {
+        headers: false,
+        ..limits(Some(2_400), None)
+    });
+    s.write(
+        "config.yaml",
+        "retry:\n  max_attempts: 4\n  base_delay: 10\n  max_delay: 200\ntimeout_secs: 10\n\
+         models:\n  openai:gpt-4o:\n    rate_limit: {rpm: 2400}\n",
+    );
+    every_answer_with_few_refusals(&s, &["openai:gpt-4o"], 200, 50);
+}
+
+#[test]
+fn two_processes_on_one_database_and_one_key_share_the_pace() {
+    let s = limited(limits(Some(2_400), None));
+    // Distinct prompts, so that both pay.
+    let half = |from: usize| {
+        let mut yaml = String::from("temperature: 0\nmax_tokens: 50\nmodels:\n  - openai:gpt-4o\nprompts:\n");
+        for i in from..from + 150 {
+            yaml.push_str(&format!(
+                "  - p{i}:\n    prompt: \"question number {i}\"\n    output: \"mock\"\n    method: contains\n"
+            ));
+        }
+        yaml
+    };
+    s.write("a.yaml", &half(0));
+    s.write("b.yaml", &half(150));
+    let spawn = |file: &str| {
+        s.track_process()
+            .args(["run", file, "--no-detail", "--concurrency", "64", "-q"])
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap()
+    };
+    let (a, b) = (spawn("a.yaml"), spawn("b.yaml"));
+    for child in [a, b] {
+        let out = child.wait_with_output().unwrap();
+        assert!(out.status.success(), "{}", text(&out.stderr));
+    }
+    assert_eq!(answered(&s), 300);
+    let (admitted, refused) = (s.mock.admitted(), s.mock.refused());
+    assert_eq!(admitted, 300);
+    assert!(
+        refused * 100 < admitted + refused,
+        "{refused} of {} requests refused",
+        admitted + refused
+    );
+}
+
+/// The errors of the latest run, as `model_ref | error`.
+fn run_errors(s: &Sandbox) -> Vec<(String, String)> {
+    let db = s.db();
+    let mut stmt = db
+        .prepare(
+            "SELECT model_ref, error FROM run_errors \
+             WHERE run_id = (SELECT max(id) FROM runs) ORDER BY id",
+        )
+        .unwrap();
+    stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
+        .unwrap()
+        .map(Result::unwrap)
+        .collect()
+}
+
+/// Runs 60 prompts on `spent` (whose account refuses) and `fine`, at concurrency 16; checks
+/// that `spent` got no more requests than the first and those in flight, that every one of
+/// its calls is an error naming `cause` and `fix`, and that `fine` got every answer.
+fn ends_the_model_at_once(s: &Sandbox, (spent, spent_id): (&str, &str), fine: &str, cause: &str, fix: &str) {
+    s.write("bench.yaml", &many_prompts(&[spent, fine], 60, 50));
+    let out = s
+        .track()
+        .args(["run", "bench.yaml", "--no-detail", "--concurrency", "16"])
+        .output()
+        .unwrap();
+    let stderr = text(&out.stderr);
+    let to_spent = s
+        .mock
+        .requests()
+        .iter()
+        .filter(|r| r.model() == Some(spent_id))
+        .count();
+    assert!(
+        to_spent <= 16,
+        "{to_spent} requests went to the spent model after the first refusal\n{stderr}"
+    );
+    let errors = run_errors(s);
+    let of_spent: Vec<_> = errors.iter().filter(|(m, _)| m == spent).collect();
+    assert_eq!(of_spent.len(), 60, "{errors:?}");
+    for (_, error) in &of_spent {
+        assert!(error.contains(cause) && error.contains(fix), "{error}");
+    }
+    assert!(errors.iter().all(|(m, _)| m == spent), "{errors:?}");
+    assert_eq!(answered(s), 60, "the other model got every answer\n{stderr}");
+    assert!(stderr.contains(fix), "{stderr}");
+}
+
+#[test]
+fn a_spent_openai_quota_ends_that_models_calls_at_once() {
+    let s = Sandbox::new();
+    s.mock
+        .add_rule(Rule::for_model("gpt-4o", Action::QuotaExhausted));
+    ends_the_model_at_once(
+        &s,
+        ("openai:gpt-4o", "gpt-4o"),
+        "openai:gpt-4o-mini",
+        "quota is spent (insufficient_quota)",
+        "add credit or use another key",
+    );
+}
+
+#[test]
+fn a_request_larger_than_the_whole_limit_ends_that_models_calls() {
+    let s = Sandbox::with_mock(MockProvider::start_with(MockConfig {
+        model_limits: vec![("gpt-4o".into(), limits(None, Some(40)))],
+        ..MockConfig::default()
+    }));
+    ends_the_model_at_once(
+        &s,
+        ("openai:gpt-4o", "gpt-4o"),
+        "openai:gpt-4o-mini",
+        "more than openai's whole limit of 40 tokens a minute",
+        "lower max_tokens",
+    );
+}
+
+#[test]
+fn anthropics_spend_cap_and_usage_limit_end_that_models_calls() {
+    let s = Sandbox::new();
+    s.mock.add_rule(Rule::for_model(
+        "claude-3-5-haiku-20241022",
+        Action::QuotaExhausted,
+    ));
+    ends_the_model_at_once(
+        &s,
+        ("anthropic:haiku 3.5", "claude-3-5-haiku-20241022"),
+        "openai:gpt-4o-mini",
+        "enforced_spend_limit_reached",
+        "raise it in the console or use another key",
+    );
+    let s = Sandbox::new();
+    s.mock.add_rule(Rule::for_model(
+        "claude-3-5-haiku-20241022",
+        Action::UsageLimit,
+    ));
+    ends_the_model_at_once(
+        &s,
+        ("anthropic:haiku 3.5", "claude-3-5-haiku-20241022"),
+        "openai:gpt-4o-mini",
+        "usage limit set for it",
+        "raise it in the console or use another key",
+    );
+}
+
+#[test]
+fn a_budget_caps_what_the_provider_bills_and_a_larger_one_finishes_from_the_cache() {
+    // The mock bills at the catalog's prices of gpt-4o.
+    let s = Sandbox::with_mock(MockProvider::start_with(MockConfig {
+        prices: vec![("gpt-4o".into(), 2.5, 10.0)],
+        ..MockConfig::default()
+    }));
+    s.write("bench.yaml", &many_prompts(&["openai:gpt-4o"], 60, 100));
+    // Each call's worst case is about $0.0011 (100 output tokens at $10/M and its input);
+    // each answer is billed about $0.0001: a budget of $0.003 holds some 20 of 60.
+    let budget = 0.003;
+    let out = s
+        .track()
+        .args(["run", "bench.yaml", "--no-detail", "--concurrency", "16"])
+        .args(["--budget", &budget.to_string()])
+        .output()
+        .unwrap();
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    let billed = s.mock.billed_usd();
+    assert!(billed <= budget, "billed ${billed} over a ${budget} budget");
+    let first = s.mock.ledger().len();
+    assert!((10..60).contains(&first), "{first} answers\n{stderr}");
+    assert!(stderr.contains("budget"), "{stderr}");
+    let status: String = s
+        .db()
+        .query_row("SELECT status FROM runs ORDER BY id DESC LIMIT 1", [], |r| {
+            r.get(0)
+        })
+        .unwrap();
+    assert_eq!(status, "budget");
+    // A larger budget finishes it, paying only for the rest.
+    s.track()
+        .args(["run", "bench.yaml", "--no-detail", "--concurrency", "16", "--budget", "1"])
+        .assert()
+        .success();
+    let ledger = s.mock.ledger();
+    assert_eq!(ledger.len(), 60, "each prompt billed once");
+    assert_eq!(answered(&s), 60);
+}
