@@ -28,6 +28,12 @@
 //!   the reply then follows the schema: for each property, the largest value
 //!   of an integer enum, `mock <name>` for a string. Anthropic answers with a
 //!   `tool_use` block whose input is the reply's JSON object.
+//! * Rate limits ([`MockLimits`], off by default) are token buckets per (API key, model)
+//!   with the providers' headers and 429 bodies; [`Action::QuotaExhausted`] and
+//!   [`Action::UsageLimit`] give the 429 / 400 that never succeed.
+//! * Every 200 the mock generates is billed in a ledger ([`MockProvider::ledger`]); every
+//!   chat request is logged by the limiter ([`MockProvider::admissions`]).
+//!   `reset_requests` clears neither.
 
 use std::collections::HashMap;
 use std::io;
@@ -177,7 +183,8 @@ pub struct Admission {
     pub status: u16,
     /// 1 when admitted, 0 when refused (or rejected before admission).
     pub requests: u64,
-    /// Tokens charged: OpenAI the admission charge, Anthropic input + output; 0 for Ollama.
+    /// Tokens charged: OpenAI the admission charge, Anthropic input + output (computed even
+    /// when no token limit is set); 0 for Ollama and for requests not admitted.
     pub tokens: u64,
 }
 
