@@ -6,6 +6,7 @@
 //! 3. `track query --by model` and `--by prompt` over a database of 1,000,000 results.
 //!
 //! Each figure comes with the peak resident memory of the `track` process (wait4's maxrss).
+//! `TRACK_BENCH_PARTS=1` runs the first case only.
 
 #[path = "million.rs"]
 mod million;
@@ -61,6 +62,10 @@ fn main() {
         "1. 2,000 calls, 50 ms each, concurrency 64: {secs:.2} s = {rate:.0} calls/s = {:.1} % of the ideal 1,280/s; peak RSS {rss:.1} MB",
         rate / 1_280.0 * 100.0
     );
+
+    if std::env::var("TRACK_BENCH_PARTS").is_ok_and(|parts| parts.trim() == "1") {
+        return;
+    }
 
     // 2. The same run, all cached.
     let (secs, rss) = run_track(&mock, &db, &["run", path(&bench), "-q", "--no-detail"]);

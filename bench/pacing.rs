@@ -1,0 +1,160 @@
+//! The pacing benchmark (run with `cargo bench --bench pacing`; not a test): `track run` at
+//! `--concurrency 64` against a mock provider that enforces a rate limit over one-second
+//! buckets and sends the provider's headers on every answer, as issue 15 tried it:
+//!
+//! 1. OpenAI, 600 requests a minute, 300 short prompts;
+//! 2. OpenAI, 126,000 tokens a minute, `max_tokens: 200`, 300 prompts;
+//! 3. Anthropic, 480 requests a minute, 240 prompts.
+//!
+//! For each: every answer arrived or not, the share of requests refused, and the admitted
+//! work in steady state (after the first second's burst) as a share of what the limit allows.
+
+#[path = "../tests/it/support/mock.rs"]
+mod mock;
+
+use std::path::Path;
+use std::process::Command;
+use std::time::Duration;
+
+use mock::{MockConfig, MockLimits, MockProvider, RetryAfterHeader};
+
+/// One case: a limit, the prompts and the model that meets it.
+struct Case {
+    name: &'static str,
+    model: &'static str,
+    limits: MockLimits,
+    prompts: usize,
+    max_tokens: u32,
+    /// Which admitted work the limit counts, and the limit per minute.
+    measure: Measure,
+}
+
+#[derive(Clone, Copy)]
+enum Measure {
+    Requests(f64),
+    Tokens(f64),
+}
+
+fn main() {
+    let window = Duration::from_secs(1);
+    let cases = [
+        Case {
+            name: "OpenAI, 600 RPM in 1 s buckets, 300 prompts",
+            model: "openai:gpt-4o",
+            limits: MockLimits {
+                rpm: Some(600),
+                window,
+                headers: true,
+                retry_after: RetryAfterHeader::Millis,
+                ..MockLimits::default()
+            },
+            prompts: 300,
+            max_tokens: 50,
+            measure: Measure::Requests(600.0),
+        },
+        Case {
+            name: "OpenAI, 126,000 TPM in 1 s buckets, max_tokens 200, 300 prompts",
+            model: "openai:gpt-4o",
+            limits: MockLimits {
+                tpm: Some(126_000),
+                window,
+                headers: true,
+                retry_after: RetryAfterHeader::Millis,
+                ..MockLimits::default()
+            },
+            prompts: 300,
+            max_tokens: 200,
+            measure: Measure::Tokens(126_000.0),
+        },
+        Case {
+            name: "Anthropic, 480 RPM in 1 s buckets, 240 prompts",
+            model: "anthropic:haiku 3.5",
+            limits: MockLimits {
+                rpm: Some(480),
+                itpm: Some(4_000_000),
+                otpm: Some(1_000_000),
+                window,
+                headers: true,
+                retry_after: RetryAfterHeader::Seconds,
+            },
+            prompts: 240,
+            max_tokens: 100,
+            measure: Measure::Requests(480.0),
+        },
+    ];
+    println!(
+        "track pacing benchmark ({} cores), --concurrency 64",
+        std::thread::available_parallelism().map_or(0, |n| n.get())
+    );
+    for (n, case) in cases.into_iter().enumerate() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let mock = MockProvider::start_with(MockConfig {
+            limits: Some(case.limits.clone()),
+            record_bodies: false,
+            ..MockConfig::default()
+        });
+        let file = write_bench(dir.path(), case.model, case.prompts, case.max_tokens);
+        let status = Command::new(env!("CARGO_BIN_EXE_track"))
+            .args(["run", path(&file), "-q", "--no-detail", "--concurrency", "64"])
+            .env("TRACK_DB", dir.path().join("pacing.db"))
+            .env("OPENAI_BASE_URL", mock.openai_base_url())
+            .env("ANTHROPIC_BASE_URL", mock.anthropic_base_url())
+            .env("OPENAI_API_KEY", "sk-bench")
+            .env("ANTHROPIC_API_KEY", "sk-ant-bench")
+            .current_dir(dir.path())
+            .stdout(std::process::Stdio::null())
+            .status()
+            .expect("start track");
+        let admissions = mock.admissions();
+        let admitted: Vec<_> = admissions.iter().filter(|a| a.requests == 1).collect();
+        let refused = mock.refused();
+        let sent = admitted.len() + refused;
+        // Steady state: from the end of the first window to the last admission.
+        let first = admitted.first().map_or(0.0, |a| a.at.as_secs_f64());
+        let last = admitted.last().map_or(0.0, |a| a.at.as_secs_f64());
+        let start = first + window.as_secs_f64();
+        let steady: Vec<_> = admitted
+            .iter()
+            .filter(|a| a.at.as_secs_f64() > start)
+            .collect();
+        let span = (last - start).max(1e-9);
+        let (work, limit, unit) = match case.measure {
+            Measure::Requests(rpm) => (steady.len() as f64, rpm, "requests"),
+            Measure::Tokens(tpm) => (
+                steady.iter().map(|a| a.tokens as f64).sum::<f64>(),
+                tpm,
+                "tokens",
+            ),
+        };
+        let share = work / (limit / 60.0 * span) * 100.0;
+        println!(
+            "{}. {}: {} of {} answers (exit {}), {refused} of {sent} requests refused ({:.2} %), \
+             steady state {:.1} % of the {unit} the limit allows ({:.1} s)",
+            n + 1,
+            case.name,
+            admitted.len(),
+            case.prompts,
+            status.code().unwrap_or(-1),
+            refused as f64 / sent.max(1) as f64 * 100.0,
+            share,
+            last - first
+        );
+    }
+}
+
+fn path(p: &Path) -> &str {
+    p.to_str().expect("utf-8 temp path")
+}
+
+/// A benchmark of `n` short distinct prompts on `model`.
+fn write_bench(dir: &Path, model: &str, n: usize, max_tokens: u32) -> std::path::PathBuf {
+    let mut yaml = format!("max_tokens: {max_tokens}\nmodels:\n  - {model}\nprompts:\n");
+    for i in 0..n {
+        yaml.push_str(&format!(
+            "  - p{i}:\n    prompt: \"benchmark question {i}\"\n    output: \"mock\"\n    method: contains\n"
+        ));
+    }
+    let file = dir.join("pacing.yaml");
+    std::fs::write(&file, yaml).expect("write benchmark");
+    file
+}
