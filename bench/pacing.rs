@@ -71,6 +71,7 @@ fn main() {
             model: "anthropic:haiku 3.5",
             limits: MockLimits {
                 rpm: Some(480),
+                tpm: None,
                 itpm: Some(4_000_000),
                 otpm: Some(1_000_000),
                 window,
