@@ -10,7 +10,9 @@ use super::criteria::Criteria;
 use super::run::{DatasheetExperiment, DatasheetPlan, Generation, Reviewing};
 use super::{GENERATION_PROMPT, Paths, REVIEW_PROMPT, ReviewError, SensorFilter};
 use crate::config::Config;
-use crate::experiment::{Experiment, ExperimentError, ExperimentKind, Override, Overrides};
+use crate::experiment::{
+    Experiment, ExperimentError, ExperimentKind, FileBudget, Override, Overrides,
+};
 use crate::llm::SamplingParams;
 use crate::prompt::Template;
 
@@ -80,6 +82,9 @@ pub struct ReviewExperiment {
     /// Samples of each call (generation and review), each a distinct cache entry.
     #[serde(default)]
     pub repeat: Option<u32>,
+    /// The most a run may spend, in USD (`--budget` wins over it).
+    #[serde(default)]
+    pub budget: Option<FileBudget>,
 }
 
 fn default_sensors() -> PathBuf {
@@ -180,6 +185,7 @@ impl ReviewExperiment {
                 only_generator: self.generator.clone(),
             },
             repeats: overrides.repeat_or(self.repeat.unwrap_or(1))?,
+            budget_usd: self.budget.map(|b| b.0),
         })
     }
 }
