@@ -551,3 +551,75 @@ impl Run<'_> {
         Ok(())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn summary(status: RunStatus, budget: Option<BudgetUse>) -> RunSummary {
+        let mut tally = Tally::default();
+        tally.counts.planned_calls = 300;
+        tally.counts.calls = 180;
+        tally.counts.paid_usd = 0.0421;
+        tally.answered = 180;
+        RunSummary {
+            run_id: 7,
+            kind: ExperimentKind::Bench,
+            status,
+            signal: None,
+            tally,
+            elapsed: Duration::from_millis(1500),
+            budget,
+        }
+    }
+
+    #[test]
+    fn a_run_its_budget_stopped_exits_1_saying_what_was_spent_and_what_is_left() {
+        let reached = BudgetUse {
+            limit_usd: 0.05,
+            spent_usd: 0.0421,
+            reached: true,
+            refused_usd: 0.0012,
+        };
+        let stopped = summary(RunStatus::Budget, Some(reached));
+        assert_eq!(stopped.exit_code(), 1);
+        assert_eq!(stopped.calls_left(), 120);
+        assert_eq!(
+            stopped.failure().unwrap(),
+            "budget reached: run 7 spent $0.0421 of its $0.05 budget; 120 of 300 calls are left \
+             (the next needed up to $0.0012); run the same command with a larger --budget to \
+             finish from the cache"
+        );
+        assert!(
+            stopped
+                .line()
+                .contains("paid $0.0421 of a $0.05 budget; took 1.50 s"),
+            "{}",
+            stopped.line()
+        );
+        // A run that stayed within its budget completes as any other.
+        let within = summary(
+            RunStatus::Completed,
+            Some(BudgetUse {
+                reached: false,
+                refused_usd: 0.0,
+                ..reached
+            }),
+        );
+        assert_eq!(within.exit_code(), 0);
+        assert_eq!(within.failure(), None);
+        // A signal is what a user sees first, budget or not.
+        let interrupted = RunSummary {
+            signal: Some(Signal::Interrupt),
+            status: RunStatus::Interrupted,
+            ..stopped
+        };
+        assert_eq!(interrupted.exit_code(), 130);
+        assert!(interrupted.failure().unwrap().starts_with("interrupted:"));
+        assert!(
+            !summary(RunStatus::Completed, None)
+                .line()
+                .contains("budget")
+        );
+    }
+}
