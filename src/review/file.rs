@@ -213,4 +213,19 @@ mod tests {
             .to_string();
         assert!(e.starts_with("r.yaml:2:1: unknown field `colour`"), "{e}");
     }
+
+    #[test]
+    fn a_review_file_may_cap_its_runs() {
+        let parse = |yaml: &str| ReviewExperiment::parse(Path::new("r.yaml"), yaml);
+        let e = parse("reviewers: [a:b]\nbudget: \"$2.5\"\n").unwrap();
+        assert_eq!(e.budget, Some(FileBudget(2.5)));
+        assert_eq!(parse("reviewers: [a:b]\n").unwrap().budget, None);
+        let e = parse("reviewers: [a:b]\nbudget: none\n")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.starts_with("r.yaml:2:9: `budget:` `none` is not an amount"),
+            "{e}"
+        );
+    }
 }
