@@ -385,6 +385,10 @@ impl Experiment for BenchExperiment {
         &self.targets
     }
 
+    fn budget_usd(&self) -> Option<f64> {
+        self.spec.budget_usd
+    }
+
     fn stage(
         &self,
         index: usize,

@@ -43,6 +43,8 @@ pub struct BenchSpec {
     pub prompts: Vec<PromptTest>,
     /// Samples per model and prompt (`repeat:` in the file; `--repeat` overrides).
     pub repeat: u32,
+    /// The most a run may spend, in USD (`budget:` in the file; `--budget` overrides).
+    pub budget_usd: Option<f64>,
     /// The file's text, read again for line numbers only when a message needs one.
     text: Arc<str>,
 }
@@ -80,6 +82,8 @@ struct RawBench {
     seed: Option<u64>,
     #[serde(default)]
     repeat: Option<u32>,
+    #[serde(default)]
+    budget: Option<crate::experiment::FileBudget>,
     /// Default judge model of `method: judge` tests.
     #[serde(default)]
     judge: Option<String>,
@@ -204,6 +208,7 @@ impl BenchSpec {
                 .collect(),
             prompts,
             repeat: raw.repeat.unwrap_or(1).max(1),
+            budget_usd: raw.budget.map(|b| b.0),
             text: Arc::from(text),
         })
     }
@@ -491,6 +496,22 @@ prompts:
         assert_eq!(spec.prompts[1].name, "nested");
         assert_eq!(spec.prompts[1].params.temperature, Some(0.0));
         assert_eq!(spec.repeat, 3);
+        assert_eq!(spec.budget_usd, None);
+    }
+
+    #[test]
+    fn a_budget_is_read_and_a_bad_one_named_with_its_line() {
+        let body = "models: [openai:gpt-4o]\nprompts:\n  - t:\n    prompt: x\n    output: y\n    method: exact\n";
+        let spec = parse(&format!("budget: 0.5\n{body}")).unwrap();
+        assert_eq!(spec.budget_usd, Some(0.5));
+        let spec = parse(&format!("budget: \"$2\"\n{body}")).unwrap();
+        assert_eq!(spec.budget_usd, Some(2.0));
+        let e = parse(&format!("budget: abc\n{body}"))
+            .unwrap_err()
+            .to_string();
+        assert!(e.starts_with("bench.yaml:1:"), "{e}");
+        assert!(e.contains("`budget:` `abc` is not an amount"), "{e}");
+        assert!(!e.contains('\n'), "{e}");
     }
 
     #[test]

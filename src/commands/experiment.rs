@@ -1,5 +1,5 @@
 //! The glue every experiment command shares: the options of a run (`--concurrency`,
-//! `--no-cache`, `--offline`, `--dry-run`, `--repeat`), handing the experiment to the
+//! `--no-cache`, `--offline`, `--dry-run`, `--repeat`, `--budget`), handing the experiment to the
 //! runtime, and printing the plan or the report, the tally, the errors and the exit status.
 
 use std::io::Write as _;
@@ -38,6 +38,18 @@ pub struct ExperimentArgs {
     /// [default: each model's `structured:` in config.yaml, else auto].
     #[arg(long, value_enum, value_name = "MODE")]
     pub structured: Option<Structured>,
+    /// The most the run may spend, in US dollars (e.g. 5, 0.25): each call's worst case
+    /// (judges, generators and reviewers included) is counted before it is sent, and a call
+    /// that does not fit is not sent. The run then stops with the status `budget`; the same
+    /// command with a larger --budget finishes it from the cache [default: the file's
+    /// `budget:`, else none].
+    #[arg(long, value_name = "USD", value_parser = parse_budget_arg, allow_hyphen_values = true)]
+    pub budget: Option<f64>,
+}
+
+/// `--budget`'s value parser: [`parse_budget`](crate::llm::budget::parse_budget), for clap.
+fn parse_budget_arg(text: &str) -> Result<f64, String> {
+    crate::llm::budget::parse_budget(text)
 }
 
 impl ExperimentArgs {
@@ -63,6 +75,7 @@ impl ExperimentArgs {
                 .max(1),
             show_progress: !context.quiet,
             command: Some(super::command_line()),
+            budget_usd: self.budget,
         }
     }
 
@@ -119,7 +132,8 @@ pub fn run_experiment(
     )?;
     let (summary, _) = match end {
         RunEnd::Planned(plan) => {
-            print_plan(&plan, experiment.header().file.as_deref())?;
+            let budget = options.budget_usd.or(experiment.budget_usd());
+            print_plan(&plan, experiment.header().file.as_deref(), budget)?;
             return Ok(ExitCode::SUCCESS);
         }
         RunEnd::Ran(summary, plan) => (summary, plan),
@@ -177,8 +191,8 @@ fn print_errors(context: &Context, summary: &RunSummary) {
 const SHOWN_ERROR_GROUPS: usize = 8;
 
 /// A dry run's plan: per model, calls, cached, to call, the bound of their cost and why
-/// some will fail.
-fn print_plan(plan: &Plan, file: Option<&str>) -> anyhow::Result<()> {
+/// some will fail; with a budget, whether the bound fits it.
+fn print_plan(plan: &Plan, file: Option<&str>, budget_usd: Option<f64>) -> anyhow::Result<()> {
     let lines = &plan.lines;
     let df = DataFrame::new_infer_height(vec![
         Column::new(
@@ -220,7 +234,24 @@ fn print_plan(plan: &Plan, file: Option<&str>) -> anyhow::Result<()> {
         plan.to_call(),
         plan.max_cost_usd(),
     )?;
+    if let Some(budget) = budget_usd {
+        writeln!(out, "{}", budget_fit(plan.max_cost_usd(), budget))?;
+    }
     Ok(())
+}
+
+/// Whether a plan's cost bound fits a budget, in one line.
+fn budget_fit(bound_usd: f64, budget_usd: f64) -> String {
+    use crate::output::dollars;
+    let (budget, bound) = (dollars(budget_usd), dollars(bound_usd));
+    if bound_usd <= budget_usd {
+        format!("budget {budget}: the plan's bound {bound} fits")
+    } else {
+        format!(
+            "budget {budget}: the plan's bound {bound} does not fit; the run would stop at its \
+             budget, having sent only what fits"
+        )
+    }
 }
 
 /// A writer for which a closed pipe (`track run … | head -1`) ends the output quietly: later
@@ -264,5 +295,48 @@ impl<W: std::io::Write> std::io::Write for ClosedPipeIsDone<W> {
         }
         let result = self.inner.flush();
         self.guard(result, ())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_dry_run_says_whether_the_bound_fits_the_budget() {
+        assert_eq!(
+            budget_fit(0.0312, 0.05),
+            "budget $0.05: the plan's bound $0.0312 fits"
+        );
+        assert_eq!(
+            budget_fit(0.0312, 0.01),
+            "budget $0.01: the plan's bound $0.0312 does not fit; the run would stop at its \
+             budget, having sent only what fits"
+        );
+    }
+
+    #[test]
+    fn a_bad_budget_names_the_option_and_the_fix() {
+        #[derive(Debug, clap::Parser)]
+        struct Cli {
+            #[command(flatten)]
+            run: ExperimentArgs,
+        }
+        use clap::Parser as _;
+        let ok = Cli::try_parse_from(["track", "--budget", "$0.5"]).unwrap();
+        assert_eq!(ok.run.budget, Some(0.5));
+        for bad in ["-1", "0", "abc"] {
+            let e = Cli::try_parse_from(["track", "--budget", bad])
+                .unwrap_err()
+                .to_string();
+            let first = e.lines().next().unwrap_or_default();
+            assert!(
+                first.starts_with(&format!(
+                    "error: invalid value '{bad}' for '--budget <USD>': "
+                )),
+                "{first}"
+            );
+            assert!(first.contains("US dollars"), "{first}");
+        }
     }
 }

@@ -55,6 +55,7 @@ pub fn run(context: &Context, args: GenerateArgs) -> anyhow::Result<ExitCode> {
         max_tokens: args.max_tokens,
         generation_max_tokens: None,
         repeat: None,
+        budget: None,
     };
     let mut plan = experiment.plan(None, &args.run.overrides())?;
     plan.generation.params.temperature = args.temperature;

@@ -268,8 +268,13 @@ pub(crate) fn selection_status(
         statuses.insert(status.as_str());
         per_run.insert(run.id, status.as_str());
         if status != RunStatus::Completed {
+            // `is interrupted`, `is abandoned`; a run its budget stopped `is stopped by its budget`.
+            let state = match status {
+                RunStatus::Budget => "stopped by its budget (`budget`)".to_owned(),
+                other => other.to_string(),
+            };
             eprintln!(
-                "track: warning: run {} is {status}: it recorded {} of the {} calls it planned, and \
+                "track: warning: run {} is {state}: it recorded {} of the {} calls it planned, and \
                  these figures cover only those",
                 run.id, run.tally.calls, run.tally.planned_calls
             );

@@ -25,7 +25,8 @@ enum Action {
     /// Score every image's predicates with and without an "uncertain" option and compare the
     /// certain answers, e.g. `track relevance compare --model openai:gpt-4o --images
     /// 'data/blocks/state_*.png' --ground-truth data/blocks/ground_truth.json`.
-    Compare(CompareArgs),
+    // Boxed: its options are many times the size of `synth`'s.
+    Compare(Box<CompareArgs>),
 }
 
 #[derive(Debug, clap::Args)]
@@ -105,7 +106,7 @@ struct SynthArgs {
 
 pub fn run(context: &Context, args: RelevanceArgs) -> anyhow::Result<ExitCode> {
     match args.action {
-        Action::Compare(args) => compare_command(context, args),
+        Action::Compare(args) => compare_command(context, *args),
         Action::Synth(args) => {
             let blocks: Vec<String> = args
                 .blocks
@@ -150,6 +151,7 @@ fn compare_command(context: &Context, args: CompareArgs) -> anyhow::Result<ExitC
             .map(read_predicates)
             .transpose()?,
         world: args.world,
+        budget: None,
     };
     let experiment = experiment.plan(None, &config, &args.run.overrides())?;
     run_experiment(

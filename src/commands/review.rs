@@ -65,6 +65,7 @@ pub fn run(context: &Context, args: ReviewArgs) -> anyhow::Result<ExitCode> {
         max_tokens: args.max_tokens,
         generation_max_tokens: None,
         repeat: None,
+        budget: None,
     };
     let plan = experiment.plan(None, &args.run.overrides())?;
     let experiment = DatasheetExperiment::new(plan, &config.catalog)?;

@@ -9,9 +9,10 @@ use crate::experiment::observed_status;
 use crate::output::{Columns, Format, print_frame};
 
 /// List runs: id, kind, file (or the command line of a run without one), models, started,
-/// status (a run whose process is gone shows as `abandoned`), calls, cache hits, errors, cost
-/// and paid; with --wide or in CSV/JSON, the command line too. `--errors ID` lists the calls of
-/// run ID that got no answer, with why.
+/// status (a run whose process is gone shows as `abandoned`; one stopped by its budget as
+/// `budget`), calls, cache hits, errors, cost, its budget (`--budget`, `budget:`; empty when
+/// none); with --wide or in CSV/JSON, what it paid (next to its budget) and the command line
+/// too. `--errors ID` lists the calls of run ID that got no answer, with why.
 #[derive(Debug, clap::Args)]
 pub struct RunsArgs {
     /// List the calls of this run that got no answer (failed, no key, not cached offline).
@@ -100,6 +101,10 @@ pub fn run(context: &Context, args: RunsArgs) -> anyhow::Result<ExitCode> {
         Column::new(
             "paid_usd".into(),
             runs.iter().map(|r| r.tally.paid_usd).collect::<Vec<_>>(),
+        ),
+        Column::new(
+            "budget_usd".into(),
+            runs.iter().map(|r| r.budget_usd).collect::<Vec<_>>(),
         ),
         Column::new(
             "command".into(),

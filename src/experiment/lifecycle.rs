@@ -1,5 +1,5 @@
 //! A run's life: its row is created `running` with a lock file held for as long as the
-//! process works on it, and ends `completed`, `interrupted` or `failed`. A run still
+//! process works on it, and ends `completed`, `interrupted`, `budget` or `failed`. A run still
 //! `running` whose lock is free has lost its process (SIGKILL, a crash, a reboot): it is
 //! `abandoned`, whoever looks.
 

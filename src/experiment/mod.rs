@@ -1,7 +1,7 @@
 //! The runtime every experiment kind goes through, written once: the run row and how it ends
-//! (completed, interrupted, failed; abandoned when its process is gone), signals, the plan
-//! and its dry-run bound, `--offline`, the missing-key policy, progress, the cost/paid tally,
-//! the error summary and the exit code.
+//! (completed, interrupted, budget, failed; abandoned when its process is gone), signals, the
+//! plan and its dry-run bound, `--offline`, the missing-key policy, the budget, progress, the
+//! cost/paid tally, the error summary and the exit code.
 //!
 //! An experiment kind supplies only its stages of calls ([`Experiment::stage`]) and how an
 //! answer becomes its rows ([`Experiment::record`]). It never speaks HTTP, never decides
@@ -22,7 +22,7 @@ use std::sync::Arc;
 
 pub use kind::ExperimentKind;
 pub use lifecycle::{observed_status, run_lock_dir};
-pub use options::{MAX_REPEAT, Override, Overrides, RunOptions};
+pub use options::{FileBudget, MAX_REPEAT, Override, Overrides, RunOptions};
 pub use plan::{
     ASSUMED_MAX_OUTPUT_TOKENS, IMAGE_TOKENS_BOUND, MAX_PLANNED_CALLS, Plan, PlanLine, check_size,
     max_cost,
@@ -215,6 +215,12 @@ pub trait Experiment: Send {
         stage: &Stage,
         outcomes: &[(usize, &CallOutcome)],
     ) -> Result<Vec<String>, ExperimentError>;
+
+    /// The most a run may spend, in USD, as the experiment file says (`budget:`); `--budget`
+    /// wins over it. `None`: no cap.
+    fn budget_usd(&self) -> Option<f64> {
+        None
+    }
 
     /// What call `index` of `stage` is for, in messages: `openai:gpt-4o on p1`.
     fn label(&self, stage: &Stage, index: usize) -> String;

@@ -3,6 +3,7 @@
 use super::{ExperimentError, ExperimentKind};
 use crate::energy::EnergyMethod;
 use crate::llm::CacheMode;
+use crate::llm::budget::parse_budget;
 
 /// How to run an experiment: what every kind shares.
 #[derive(Debug, Clone)]
@@ -17,6 +18,48 @@ pub struct RunOptions {
     pub show_progress: bool,
     /// The command line that started the run, after `track` (recorded with it).
     pub command: Option<String>,
+    /// The most the run may spend, in USD (`--budget`); it wins over the file's `budget:`.
+    pub budget_usd: Option<f64>,
+}
+
+/// A budget as an experiment file writes it (`budget: 5`, `budget: 0.25`, `budget: "$5"`):
+/// a positive amount in USD, checked as `--budget` is ([`parse_budget`]) while the file is
+/// read, so a bad one is refused with the file's line and the fix.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct FileBudget(pub f64);
+
+impl<'de> serde::Deserialize<'de> for FileBudget {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct Amount;
+
+        impl serde::de::Visitor<'_> for Amount {
+            type Value = FileBudget;
+
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("`budget:` as an amount in US dollars, e.g. 5 or 0.25")
+            }
+
+            fn visit_str<E: serde::de::Error>(self, text: &str) -> Result<FileBudget, E> {
+                parse_budget(text)
+                    .map(FileBudget)
+                    .map_err(|why| E::custom(format!("`budget:` {why}")))
+            }
+
+            fn visit_f64<E: serde::de::Error>(self, usd: f64) -> Result<FileBudget, E> {
+                self.visit_str(&usd.to_string())
+            }
+
+            fn visit_i64<E: serde::de::Error>(self, usd: i64) -> Result<FileBudget, E> {
+                self.visit_str(&usd.to_string())
+            }
+
+            fn visit_u64<E: serde::de::Error>(self, usd: u64) -> Result<FileBudget, E> {
+                self.visit_str(&usd.to_string())
+            }
+        }
+
+        deserializer.deserialize_any(Amount)
+    }
 }
 
 /// The most samples per call a user may ask for: beyond it, a typo is likelier than intent.
@@ -123,6 +166,27 @@ mod tests {
                 .refuse(ExperimentKind::Review, &[(Override::Energy, "-")])
                 .is_ok()
         );
+    }
+
+    #[test]
+    fn a_file_budget_is_a_positive_amount_named_with_its_setting() {
+        #[derive(Debug, serde::Deserialize)]
+        struct File {
+            budget: FileBudget,
+        }
+        let read = |yaml: &str| serde_saphyr::from_str::<File>(yaml).map(|f| f.budget.0);
+        assert_eq!(read("budget: 5").unwrap(), 5.0);
+        assert_eq!(read("budget: 0.25").unwrap(), 0.25);
+        assert_eq!(read("budget: \"$5\"").unwrap(), 5.0);
+        assert_eq!(read("budget: $0.5").unwrap(), 0.5);
+        for bad in ["budget: abc", "budget: 0", "budget: -1", "budget: [1]"] {
+            let e = read(bad).unwrap_err().to_string();
+            assert!(
+                e.contains("`budget:`") && e.contains("US dollars"),
+                "{bad}: {e}"
+            );
+        }
+        assert!(read("budget: .inf").is_err());
     }
 
     #[test]

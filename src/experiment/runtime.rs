@@ -2,7 +2,8 @@
 //! cached answers, refuse what cannot be sent (`--offline`, a missing key) as failed calls,
 //! send the rest group by group with bounded concurrency, and hand every outcome to the kind
 //! to record, keeping the run's tally current. A signal stops the sending; what is in flight
-//! lands and is recorded; the run ends `interrupted`.
+//! lands and is recorded; the run ends `interrupted`. A budget (`--budget`, `budget:`) stops
+//! it the same way once a call's worst case does not fit what is left: the run ends `budget`.
 
 use std::collections::HashMap;
 use std::path::Path;
@@ -18,7 +19,7 @@ use super::{Experiment, ExperimentError, ExperimentKind, Plan, RunOptions, Signa
 use crate::config::Settings;
 use crate::llm::executor::Claims;
 use crate::llm::pacer::{ConfiguredLimits, Pacer};
-use crate::llm::{CacheMode, CallJob, CallOutcome, Executor, LlmClient};
+use crate::llm::{Budget, CacheMode, CallJob, CallOutcome, Executor, LlmClient};
 use crate::store::{RunErrorRow, RunStatus, Store, StoredCall, Writer, lock};
 
 /// How often the progress line looks at what the pacer waits for.
@@ -39,6 +40,32 @@ pub struct RunSummary {
     /// How long this run took, start to end (answers served from the cache keep the latency
     /// of the run that paid for them).
     pub elapsed: Duration,
+    /// The run's budget and what it spent, when it had one.
+    pub budget: Option<BudgetUse>,
+}
+
+/// What a run with a budget spent of it.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct BudgetUse {
+    /// The cap, in USD.
+    pub limit_usd: f64,
+    /// What its answers were billed, in USD (the tally's paid).
+    pub spent_usd: f64,
+    /// Whether a call was not sent because its worst case did not fit what was left.
+    pub reached: bool,
+    /// The largest worst case refused, in USD: how much more the next call needed.
+    pub refused_usd: f64,
+}
+
+impl BudgetUse {
+    fn of(budget: &Budget) -> Self {
+        Self {
+            limit_usd: budget.limit_usd(),
+            spent_usd: budget.spent_usd(),
+            reached: budget.reached(),
+            refused_usd: budget.refused_usd(),
+        }
+    }
 }
 
 impl RunSummary {
@@ -47,14 +74,25 @@ impl RunSummary {
         self.tally.counts.calls > 0 && self.tally.answered == 0
     }
 
-    /// The process's exit status: 128 + the signal's number when interrupted; 1 when nothing
-    /// could run or `--offline` met calls not in the cache; else 0.
+    /// The process's exit status: 128 + the signal's number when interrupted; 1 when its
+    /// budget stopped it, nothing could run or `--offline` met calls not in the cache; else 0.
     pub fn exit_code(&self) -> u8 {
         match self.signal {
             Some(signal) => signal.exit_code(),
-            None if self.nothing_ran() || self.tally.offline_misses > 0 => 1,
+            None if self.status == RunStatus::Budget
+                || self.nothing_ran()
+                || self.tally.offline_misses > 0 =>
+            {
+                1
+            }
             None => 0,
         }
+    }
+
+    /// Calls planned that have no outcome yet: what the same command would still do.
+    pub fn calls_left(&self) -> u64 {
+        let c = &self.tally.counts;
+        c.planned_calls.saturating_sub(c.calls)
     }
 
     /// Why the exit status is not 0, in one line.
@@ -70,6 +108,23 @@ impl RunSummary {
                  finish it from the cache",
                 self.run_id,
                 signal.name()
+            ));
+        }
+        if let Some(budget) = self.budget.filter(|_| self.status == RunStatus::Budget) {
+            use crate::output::dollars;
+            let next = if budget.refused_usd > 0.0 {
+                format!(" (the next needed up to {})", dollars(budget.refused_usd))
+            } else {
+                String::new()
+            };
+            return Some(format!(
+                "budget reached: run {} spent {} of its {} budget; {} of {} calls are left{next}; \
+                 run the same command with a larger --budget to finish from the cache",
+                self.run_id,
+                dollars(budget.spent_usd),
+                dollars(budget.limit_usd),
+                self.calls_left(),
+                self.tally.counts.planned_calls,
             ));
         }
         if self.nothing_ran() {
@@ -89,19 +144,24 @@ impl RunSummary {
         })
     }
 
-    /// The one-line tally: `run 3 (benchmark): 6 calls, 2 cache hits, 0 errors; cost $…`.
+    /// The one-line tally: `run 3 (benchmark): 6 calls, 2 cache hits, 0 errors; cost $…`,
+    /// with the budget after what was paid when the run had one.
     pub fn line(&self) -> String {
         let c = &self.tally.counts;
-        use crate::output::count;
+        use crate::output::{count, dollars};
+        let budget = self
+            .budget
+            .map(|b| format!(" of a {} budget", dollars(b.limit_usd)))
+            .unwrap_or_default();
         format!(
-            "run {} ({}): {}, {}, {}; cost {}, paid {}; took {:.2} s",
+            "run {} ({}): {}, {}, {}; cost {}, paid {}{budget}; took {:.2} s",
             self.run_id,
             self.kind,
             count(c.calls, "call"),
             count(c.cache_hits, "cache hit"),
             count(c.errors, "error"),
-            crate::output::dollars(c.cost_usd),
-            crate::output::dollars(c.paid_usd),
+            dollars(c.cost_usd),
+            dollars(c.paid_usd),
             self.elapsed.as_secs_f64()
         )
     }
@@ -199,17 +259,26 @@ async fn run(
 ) -> Result<RunSummary, ExperimentError> {
     let kind = experiment.kind();
     let started = std::time::Instant::now();
+    // The command line's budget wins over the file's.
+    let budget_usd = options.budget_usd.or(experiment.budget_usd());
+    let mut header = experiment.header();
+    if let Some(usd) = budget_usd {
+        if !header.options.is_object() {
+            header.options = serde_json::json!({});
+        }
+        header.options["budget_usd"] = serde_json::json!(usd);
+    }
     let guard = RunGuard::start(
         &lock(store),
         db,
         kind,
-        (
-            &experiment.header(),
-            experiment.targets(),
-            options.command.as_deref(),
-        ),
+        (&header, experiment.targets(), options.command.as_deref()),
     )?;
     let run_id = guard.run_id;
+    if let Some(usd) = budget_usd {
+        lock(store).set_run_budget(run_id, Some(usd))?;
+        executor.set_budget(Arc::new(Budget::new(usd)));
+    }
     if let Some(db) = db {
         // Runs sharing this database pay each distinct call once: a key is claimed by the run
         // sending it; a claim whose run is gone is taken over.
@@ -267,9 +336,11 @@ async fn run(
         handle.abort();
     }
     let signal = signals.received();
+    let budget = executor.budget().map(|b| BudgetUse::of(b));
     let status = match (&result, signal) {
         (Err(_), _) => RunStatus::Failed,
         (Ok(()), Some(_)) => RunStatus::Interrupted,
+        (Ok(()), None) if budget.is_some_and(|b| b.reached) => RunStatus::Budget,
         (Ok(()), None) => RunStatus::Completed,
     };
     let finished = guard.finish(&lock(store), status);
@@ -282,6 +353,7 @@ async fn run(
         signal,
         tally,
         elapsed: started.elapsed(),
+        budget,
     })
 }
 
@@ -340,6 +412,11 @@ struct Run<'a> {
 }
 
 impl Run<'_> {
+    /// Whether to start nothing more: a signal came, or the budget was reached.
+    fn stopping(&self) -> bool {
+        self.signals.stopping() || self.executor.budget().is_some_and(|b| b.reached())
+    }
+
     /// Runs the first stage and each one after it, until the last or a signal.
     async fn stages(&mut self, first: FirstStage) -> Result<(), ExperimentError> {
         let FirstStage {
@@ -352,7 +429,7 @@ impl Run<'_> {
                 .begin(&mut lock(self.store), self.run_id, &stage)?;
             self.tally.add_problems(begun);
             let answers = self.run_stage(&stage, &cached).await?;
-            if self.signals.stopping() {
+            if self.stopping() {
                 return Ok(());
             }
             let Some(next) = self.experiment.stage(index, Some((&stage, &answers)))? else {
@@ -430,7 +507,8 @@ impl Run<'_> {
     }
 
     /// Sends `to_send` (indices into the stage) group by group, recording each outcome as it
-    /// arrives. Stops starting calls when a signal came or recording failed.
+    /// arrives. Stops starting calls when a signal came, the budget was reached or recording
+    /// failed.
     async fn send(
         &mut self,
         stage: &Stage,
@@ -441,7 +519,7 @@ impl Run<'_> {
         let executor = self.executor;
         let signals = self.signals.clone();
         for group in to_send.chunk_by(|&a, &b| stage.calls[a].group == stage.calls[b].group) {
-            if signals.stopping() {
+            if self.stopping() {
                 break;
             }
             let jobs: Vec<CallJob> = group.iter().map(|&i| stage.calls[i].job.clone()).collect();
@@ -524,5 +602,77 @@ impl Run<'_> {
             }
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn summary(status: RunStatus, budget: Option<BudgetUse>) -> RunSummary {
+        let mut tally = Tally::default();
+        tally.counts.planned_calls = 300;
+        tally.counts.calls = 180;
+        tally.counts.paid_usd = 0.0421;
+        tally.answered = 180;
+        RunSummary {
+            run_id: 7,
+            kind: ExperimentKind::Bench,
+            status,
+            signal: None,
+            tally,
+            elapsed: Duration::from_millis(1500),
+            budget,
+        }
+    }
+
+    #[test]
+    fn a_run_its_budget_stopped_exits_1_saying_what_was_spent_and_what_is_left() {
+        let reached = BudgetUse {
+            limit_usd: 0.05,
+            spent_usd: 0.0421,
+            reached: true,
+            refused_usd: 0.0012,
+        };
+        let stopped = summary(RunStatus::Budget, Some(reached));
+        assert_eq!(stopped.exit_code(), 1);
+        assert_eq!(stopped.calls_left(), 120);
+        assert_eq!(
+            stopped.failure().unwrap(),
+            "budget reached: run 7 spent $0.0421 of its $0.05 budget; 120 of 300 calls are left \
+             (the next needed up to $0.0012); run the same command with a larger --budget to \
+             finish from the cache"
+        );
+        assert!(
+            stopped
+                .line()
+                .contains("paid $0.0421 of a $0.05 budget; took 1.50 s"),
+            "{}",
+            stopped.line()
+        );
+        // A run that stayed within its budget completes as any other.
+        let within = summary(
+            RunStatus::Completed,
+            Some(BudgetUse {
+                reached: false,
+                refused_usd: 0.0,
+                ..reached
+            }),
+        );
+        assert_eq!(within.exit_code(), 0);
+        assert_eq!(within.failure(), None);
+        // A signal is what a user sees first, budget or not.
+        let interrupted = RunSummary {
+            signal: Some(Signal::Interrupt),
+            status: RunStatus::Interrupted,
+            ..stopped
+        };
+        assert_eq!(interrupted.exit_code(), 130);
+        assert!(interrupted.failure().unwrap().starts_with("interrupted:"));
+        assert!(
+            !summary(RunStatus::Completed, None)
+                .line()
+                .contains("budget")
+        );
     }
 }

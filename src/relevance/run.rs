@@ -11,8 +11,8 @@ use super::parse::{Variant, answer_schema, parse_answer};
 use super::predicates::Predicate;
 use crate::config::{Catalog, Config};
 use crate::experiment::{
-    Answers, Experiment, ExperimentError, ExperimentKind, Override, Overrides, PlannedCall,
-    ReportOptions, RunHeader, RunSummary, Stage, Target, check_size,
+    Answers, Experiment, ExperimentError, ExperimentKind, FileBudget, Override, Overrides,
+    PlannedCall, ReportOptions, RunHeader, RunSummary, Stage, Target, check_size,
 };
 use crate::llm::{CallOutcome, ChatRequest, Image, Message, Part, Role, SamplingParams};
 use crate::prompt::Template;
@@ -64,6 +64,9 @@ pub struct RelevanceExperiment {
     /// `open` (it is unknown, and not asked).
     #[serde(default)]
     pub world: Option<World>,
+    /// The most a run may spend, in USD (`--budget` wins over it).
+    #[serde(default)]
+    pub budget: Option<FileBudget>,
 }
 
 /// What a predicate the ground truth does not list is.
@@ -187,6 +190,7 @@ impl RelevanceExperiment {
                 .map_err(|e| kind(RelevanceError::from(e)))?,
                 domain: self.domain.clone().unwrap_or_default(),
                 out: self.out.clone(),
+                budget_usd: self.budget.map(|b| b.0),
             },
             &config.catalog,
         )
@@ -289,6 +293,8 @@ pub struct ComparePlan {
     pub domain: String,
     /// Folder of the CSV files.
     pub out: PathBuf,
+    /// The most a run may spend, in USD (the file's `budget:`).
+    pub budget_usd: Option<f64>,
 }
 
 /// The files a `--images` pattern (or plain path) names, in order.
@@ -532,6 +538,10 @@ impl Experiment for CompareExperiment {
 
     fn targets(&self) -> &[Target] {
         &self.targets
+    }
+
+    fn budget_usd(&self) -> Option<f64> {
+        self.plan.budget_usd
     }
 
     fn stage(

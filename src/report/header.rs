@@ -237,6 +237,7 @@ fn banner(run: &SelectedRun) -> String {
         RunStatus::Running => "is still running",
         RunStatus::Abandoned => "was abandoned: its process is gone",
         RunStatus::Interrupted => "was interrupted",
+        RunStatus::Budget => "was stopped by its budget",
         RunStatus::Failed => "failed",
         RunStatus::Completed => "completed",
     };
@@ -276,6 +277,7 @@ mod tests {
                     cost_usd: 0.25,
                     paid_usd: 0.125,
                 },
+                budget_usd: None,
             },
             status,
         }

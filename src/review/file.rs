@@ -10,7 +10,9 @@ use super::criteria::Criteria;
 use super::run::{DatasheetExperiment, DatasheetPlan, Generation, Reviewing};
 use super::{GENERATION_PROMPT, Paths, REVIEW_PROMPT, ReviewError, SensorFilter};
 use crate::config::Config;
-use crate::experiment::{Experiment, ExperimentError, ExperimentKind, Override, Overrides};
+use crate::experiment::{
+    Experiment, ExperimentError, ExperimentKind, FileBudget, Override, Overrides,
+};
 use crate::llm::SamplingParams;
 use crate::prompt::Template;
 
@@ -80,6 +82,9 @@ pub struct ReviewExperiment {
     /// Samples of each call (generation and review), each a distinct cache entry.
     #[serde(default)]
     pub repeat: Option<u32>,
+    /// The most a run may spend, in USD (`--budget` wins over it).
+    #[serde(default)]
+    pub budget: Option<FileBudget>,
 }
 
 fn default_sensors() -> PathBuf {
@@ -180,6 +185,7 @@ impl ReviewExperiment {
                 only_generator: self.generator.clone(),
             },
             repeats: overrides.repeat_or(self.repeat.unwrap_or(1))?,
+            budget_usd: self.budget.map(|b| b.0),
         })
     }
 }
@@ -206,5 +212,20 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(e.starts_with("r.yaml:2:1: unknown field `colour`"), "{e}");
+    }
+
+    #[test]
+    fn a_review_file_may_cap_its_runs() {
+        let parse = |yaml: &str| ReviewExperiment::parse(Path::new("r.yaml"), yaml);
+        let e = parse("reviewers: [a:b]\nbudget: \"$2.5\"\n").unwrap();
+        assert_eq!(e.budget, Some(FileBudget(2.5)));
+        assert_eq!(parse("reviewers: [a:b]\n").unwrap().budget, None);
+        let e = parse("reviewers: [a:b]\nbudget: none\n")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.starts_with("r.yaml:2:9: `budget:` `none` is not an amount"),
+            "{e}"
+        );
     }
 }

@@ -52,6 +52,8 @@ pub struct DatasheetPlan {
     pub reviewing: Reviewing,
     /// Samples of each call, each a distinct cache entry.
     pub repeats: u32,
+    /// The most a run may spend, in USD (the file's `budget:`).
+    pub budget_usd: Option<f64>,
 }
 
 /// A datasheet experiment resolved for the runtime.
@@ -420,6 +422,10 @@ impl Experiment for DatasheetExperiment {
 
     fn targets(&self) -> &[Target] {
         &self.targets
+    }
+
+    fn budget_usd(&self) -> Option<f64> {
+        self.plan.budget_usd
     }
 
     fn stage(

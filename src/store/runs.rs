@@ -14,6 +14,9 @@ pub enum RunStatus {
     Completed,
     Failed,
     Interrupted,
+    /// Stopped by its budget (`--budget`): a call's worst case did not fit what was left.
+    /// Resumable as `interrupted` is: the same command with a larger budget finishes it.
+    Budget,
     /// Recorded `running`, but its process is gone (killed, or the machine stopped). Never
     /// stored: seen by whoever looks (`experiment::observed_status`).
     Abandoned,
@@ -27,6 +30,7 @@ impl RunStatus {
             Self::Completed => "completed",
             Self::Failed => "failed",
             Self::Interrupted => "interrupted",
+            Self::Budget => "budget",
             Self::Abandoned => "abandoned",
         }
     }
@@ -41,6 +45,7 @@ impl FromStr for RunStatus {
             "completed" => Self::Completed,
             "failed" => Self::Failed,
             "interrupted" => Self::Interrupted,
+            "budget" => Self::Budget,
             "abandoned" => Self::Abandoned,
             other => return Err(format!("unknown run status `{other}`")),
         })
@@ -129,6 +134,8 @@ pub struct RunInfo {
     /// As stored: `running` may be a run whose process is gone.
     pub status: RunStatus,
     pub tally: RunTally,
+    /// The most it was allowed to spend, in USD (`--budget`, `budget:`); `None`: no cap.
+    pub budget_usd: Option<f64>,
 }
 
 impl Store {
@@ -160,6 +167,15 @@ impl Store {
         self.conn.execute(
             "UPDATE runs SET models = ?2, command = ?3 WHERE id = ?1",
             params![run_id, models, command],
+        )?;
+        Ok(())
+    }
+
+    /// Records the most a run may spend, in USD (`None`: no cap).
+    pub fn set_run_budget(&self, run_id: i64, budget_usd: Option<f64>) -> Result<()> {
+        self.conn.execute(
+            "UPDATE runs SET budget_usd = ?2 WHERE id = ?1",
+            params![run_id, budget_usd],
         )?;
         Ok(())
     }
@@ -308,7 +324,8 @@ impl Store {
     fn query_runs(&self, filter: &str, args: impl rusqlite::Params) -> Result<Vec<RunInfo>> {
         let mut stmt = self.conn.prepare(&format!(
             "SELECT id, kind, file, started_at, finished_at, status, coalesce(planned_calls, 0),
-                    calls, cache_hits, failed_calls, errors, cost_usd, paid_usd, models, command
+                    calls, cache_hits, failed_calls, errors, cost_usd, paid_usd, models, command,
+                    budget_usd
              FROM runs {filter} ORDER BY id DESC"
         ))?;
         let rows = stmt.query_map(args, |r| {
@@ -331,6 +348,7 @@ impl Store {
                     cost_usd: r.get(11)?,
                     paid_usd: r.get(12)?,
                 },
+                budget_usd: r.get(15)?,
             })
         })?;
         Ok(rows.collect::<rusqlite::Result<_>>()?)
@@ -392,5 +410,45 @@ mod tests {
         store.update_run_tally(b, &tally).unwrap();
         assert_eq!(store.runs_by_id(&[b]).unwrap()[0].tally, tally);
         assert_eq!("abandoned".parse(), Ok(RunStatus::Abandoned));
+        assert_eq!(store.runs_by_id(&[b]).unwrap()[0].budget_usd, None);
+        store.set_run_budget(b, Some(0.05)).unwrap();
+        store.finish_run(b, RunStatus::Budget).unwrap();
+        let run = &store.runs_by_id(&[b]).unwrap()[0];
+        assert_eq!(run.budget_usd, Some(0.05));
+        assert_eq!(run.status, RunStatus::Budget);
+        assert_eq!("budget".parse(), Ok(RunStatus::Budget));
+    }
+
+    #[test]
+    fn migrating_to_budgets_keeps_every_run_and_what_refers_to_it() {
+        let mut conn = rusqlite::Connection::open_in_memory().unwrap();
+        conn.pragma_update(None, "foreign_keys", "ON").unwrap();
+        super::super::migrations::runner()
+            .set_target(refinery::Target::Version(10))
+            .run(&mut conn)
+            .unwrap();
+        conn.execute_batch(
+            "INSERT INTO runs (id, kind, started_at, status) VALUES (1, 'bench', 'now', 'interrupted');
+             INSERT INTO run_errors (run_id, stage, model_ref, item, error, attempts, created_at)
+             VALUES (1, 'answers', 'openai:gpt-4o', 'p1', 'boom', 1, 'now');",
+        )
+        .unwrap();
+        super::super::migrations::runner().run(&mut conn).unwrap();
+        let store = Store {
+            conn,
+            immutable: false,
+        };
+        assert_eq!(store.run_errors(1).unwrap().len(), 1, "nothing cascaded");
+        store.finish_run(1, RunStatus::Budget).unwrap();
+        assert_eq!(store.runs_by_id(&[1]).unwrap()[0].status, RunStatus::Budget);
+        let bogus = store
+            .conn
+            .execute("UPDATE runs SET status = 'bogus' WHERE id = 1", []);
+        assert!(bogus.is_err(), "the CHECK still refuses unknown statuses");
+        let check: String = store
+            .conn
+            .query_row("PRAGMA integrity_check", [], |r| r.get(0))
+            .unwrap();
+        assert_eq!(check, "ok");
     }
 }

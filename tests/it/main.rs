@@ -6,6 +6,7 @@ mod terminal;
 
 mod bench_inputs;
 mod bench_run;
+mod budget;
 mod diff;
 mod hardening;
 mod local_model;
