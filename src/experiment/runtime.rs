@@ -190,13 +190,14 @@ pub fn execute(
         .build()
         .map_err(ExperimentError::Runtime)?;
     let client = LlmClient::new(settings.timeout).map_err(ExperimentError::kind)?;
-    // Claims and stored calls are written by a thread of their own, through a connection of
-    // their own when the database is a file.
+    // Claims, stored calls and the pacer's buckets are written through a connection of their
+    // own when the database is a file (claims and calls by a thread of their own).
     let writes = match db {
-        Some(db) if !options.dry_run => Arc::new(Mutex::new(Store::open(db)?)),
-        _ => store.clone(),
+        Some(db) if !options.dry_run => Some(Arc::new(Mutex::new(Store::open(db)?))),
+        _ => None,
     };
-    let writer = Writer::start(writes).map_err(ExperimentError::Runtime)?;
+    let writer = Writer::start(writes.clone().unwrap_or_else(|| store.clone()))
+        .map_err(ExperimentError::Runtime)?;
     let mut executor = Executor::new(
         client,
         (store.clone(), writer),
@@ -208,14 +209,14 @@ pub fn execute(
     if options.dry_run {
         return Ok(RunEnd::Planned(plan));
     }
-    executor.set_pacer(pacer(experiment, db, settings)?);
+    executor.set_pacer(pacer(experiment, writes, settings));
     let lease = (settings.timeout + settings.retry.max_delay) * settings.retry.max_attempts
         + Duration::from_secs(60);
     let summary = runtime.block_on(run(
         experiment,
         &store,
         db,
-        (&mut executor, lease),
+        (executor, lease),
         options,
         &plan,
         first,
@@ -223,13 +224,13 @@ pub fn execute(
     Ok(RunEnd::Ran(summary, plan))
 }
 
-/// The run's pacer: its buckets in the database (shared with other runs on it) through a
-/// connection of its own, its limits from config.yaml per model.
+/// The run's pacer: its buckets in the database through `buckets` (shared with other runs on
+/// it), else in memory; its limits from config.yaml per model.
 fn pacer(
     experiment: &dyn Experiment,
-    db: Option<&Path>,
+    buckets: Option<Arc<Mutex<Store>>>,
     settings: &Settings,
-) -> Result<Pacer, ExperimentError> {
+) -> Pacer {
     let configured: ConfiguredLimits = experiment
         .targets()
         .iter()
@@ -241,18 +242,14 @@ fn pacer(
             )
         })
         .collect();
-    let buckets = match db {
-        Some(db) => Some(Arc::new(Mutex::new(Store::open(db)?))),
-        None => None,
-    };
-    Ok(Pacer::new(buckets, configured, settings.retry.max_delay))
+    Pacer::new(buckets, configured, settings.retry.max_delay)
 }
 
 async fn run(
     experiment: &mut dyn Experiment,
     store: &Arc<Mutex<Store>>,
     db: Option<&Path>,
-    (executor, lease): (&mut Executor, Duration),
+    (mut executor, lease): (Executor, Duration),
     options: &RunOptions,
     plan: &Plan,
     first: Option<FirstStage>,
@@ -293,7 +290,7 @@ async fn run(
             }),
         });
     }
-    let executor = &*executor;
+    let executor = &Arc::new(executor);
     // The bar counts the calls to send: its rate, and so its ETA, is that of paid calls, not
     // of answers served from the cache in a moment.
     let progress = crate::output::progress_bar(plan.to_call() as usize, options.show_progress);
@@ -404,7 +401,7 @@ fn listen(
 struct Run<'a> {
     experiment: &'a mut dyn Experiment,
     store: &'a Arc<Mutex<Store>>,
-    executor: &'a Executor,
+    executor: &'a Arc<Executor>,
     run_id: i64,
     signals: Signals,
     progress: ProgressBar,

@@ -63,7 +63,7 @@ pub struct Signals {
 
 impl Signals {
     /// Set once a run should stop sending.
-    pub fn stop_flag(&self) -> &AtomicBool {
+    pub fn stop_flag(&self) -> &Arc<AtomicBool> {
         &self.stop
     }
 

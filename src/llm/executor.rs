@@ -6,7 +6,6 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use futures::StreamExt;
 
 use super::pacer::{ConfiguredLimits, Cost, NotSent, Pacer};
 use super::{
@@ -208,12 +207,14 @@ impl Executor {
     /// one batch (so the caller records them in one transaction). Jobs with the same key are
     /// sent once: the first index gets the fresh answer, the others a cache hit of it.
     ///
-    /// Once `stop` is set no call is started and none is retried; calls in flight land and
-    /// are reported, calls that were waiting to be retried are not reported at all.
+    /// Each call is a task of its own, so calls go on while the caller records a batch.
+    /// Once `stop` is set (or the budget is reached) no call is started and none is retried;
+    /// calls in flight land and are reported, calls that were waiting to be retried are not
+    /// reported at all.
     pub async fn execute(
-        &self,
+        self: &Arc<Self>,
         jobs: Vec<CallJob>,
-        stop: &AtomicBool,
+        stop: &Arc<AtomicBool>,
         mut on_done: impl FnMut(Vec<(usize, CallOutcome)>),
     ) {
         let mut by_key: HashMap<String, Vec<usize>> = HashMap::new();
@@ -225,22 +226,36 @@ impl Executor {
             }
             waiting.push(index);
         }
-        let mut finished = futures::stream::iter(unique)
-            .take_while(|_| {
-                let budget_reached = self.budget.as_ref().is_some_and(|b| b.reached());
-                std::future::ready(!stop.load(Ordering::SeqCst) && !budget_reached)
-            })
-            .map(|job| async move {
-                let outcome = self.run_one(&job, stop).await;
-                (job.canonical.key, outcome)
-            })
-            .buffer_unordered(self.concurrency)
-            .ready_chunks(self.concurrency);
-        while let Some(ready) = finished.next().await {
+        let mut pending = unique.into_iter();
+        let mut running = tokio::task::JoinSet::new();
+        loop {
+            while running.len() < self.concurrency && !self.stopping(stop) {
+                let Some(job) = pending.next() else {
+                    break;
+                };
+                let (executor, stop) = (self.clone(), stop.clone());
+                running.spawn(async move {
+                    let outcome = executor.run_one(&job, &stop).await;
+                    (job.canonical.key, outcome)
+                });
+            }
+            let Some(first) = running.join_next().await else {
+                break;
+            };
+            let mut ready = vec![first];
+            while let Some(next) = running.try_join_next() {
+                ready.push(next);
+            }
             let mut batch = Vec::with_capacity(ready.len());
-            for (key, outcome) in ready {
-                let Some(outcome) = outcome else {
-                    continue;
+            for joined in ready {
+                let (key, outcome) = match joined {
+                    Ok((key, Some(outcome))) => (key, outcome),
+                    // Not sent: a stop, or the budget.
+                    Ok((_, None)) => continue,
+                    Err(e) => {
+                        tracing::warn!("a call's task failed: {e}");
+                        continue;
+                    }
                 };
                 let indices = by_key.get(&key).map(Vec::as_slice).unwrap_or_default();
                 for (n, &index) in indices.iter().enumerate() {
@@ -255,6 +270,11 @@ impl Executor {
                 on_done(batch);
             }
         }
+    }
+
+    /// Whether to start no more calls: a stop came, or the budget was reached.
+    fn stopping(&self, stop: &AtomicBool) -> bool {
+        stop.load(Ordering::SeqCst) || self.budget.as_ref().is_some_and(|b| b.reached())
     }
 
     /// Sends one job (or, when its model refuses schemas, the job without its schema) with
