@@ -110,6 +110,8 @@ pub struct Executor {
     budget: Option<Arc<Budget>>,
     /// Paces calls to the providers' rate limits.
     pacer: Pacer,
+    /// One permit per request that may be out at once (`--concurrency`).
+    slots: tokio::sync::Semaphore,
 }
 
 /// Who claims calls before sending them, for processes that share a database.
@@ -156,6 +158,7 @@ impl Executor {
             schema_refused: Mutex::default(),
             budget: None,
             pacer: Pacer::new(None, ConfiguredLimits::default(), retry.max_delay),
+            slots: tokio::sync::Semaphore::new(concurrency.max(1)),
         }
     }
 
@@ -207,7 +210,9 @@ impl Executor {
     /// one batch (so the caller records them in one transaction). Jobs with the same key are
     /// sent once: the first index gets the fresh answer, the others a cache hit of it.
     ///
-    /// Each call is a task of its own, so calls go on while the caller records a batch.
+    /// Each call is a task of its own, so calls go on while the caller records a batch; at
+    /// most `concurrency` requests are out at once, while other calls claim their keys or
+    /// store their answers.
     /// Once `stop` is set (or the budget is reached) no call is started and none is retried;
     /// calls in flight land and are reported, calls that were waiting to be retried are not
     /// reported at all.
@@ -229,7 +234,9 @@ impl Executor {
         let mut pending = unique.into_iter();
         let mut running = tokio::task::JoinSet::new();
         loop {
-            while running.len() < self.concurrency && !self.stopping(stop) {
+            // Twice the concurrency in tasks: those beyond it claim their keys and look up
+            // earlier failures while the others' requests are out; only requests take a slot.
+            while running.len() < 2 * self.concurrency && !self.stopping(stop) {
                 let Some(job) = pending.next() else {
                     break;
                 };
@@ -457,6 +464,13 @@ impl Executor {
                 tracing::debug!(attempt = attempts, "stopping: no retry");
                 return None;
             }
+            // A slot for the request: claims and stores wait outside.
+            let Ok(slot) = self.slots.acquire().await else {
+                return None;
+            };
+            if stop.load(Ordering::SeqCst) {
+                return None;
+            }
             let reservation = match &self.budget {
                 Some(budget) => Some(budget.reserve(worst_usd).await?),
                 None => None,
@@ -478,6 +492,7 @@ impl Executor {
             let result = super::chat(&self.client, &job.endpoint, &job.request).await;
             last_latency_ms = started.elapsed().as_secs_f64() * 1000.0;
             self.pacer.observe(permit, &result).await;
+            drop(slot);
             match (&result, reservation) {
                 (Ok(answer), Some(r)) => r.settle(
                     job.price
