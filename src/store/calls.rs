@@ -93,10 +93,8 @@ impl Store {
             let id = tx.last_insert_rowid();
             // A stored outcome ends the claim on its key, in the same transaction: a run
             // waiting for it sees the answer (or, after an error, claims the key itself).
-            tx.execute(
-                "DELETE FROM call_claims WHERE cache_key = ?1",
-                [call.cache_key],
-            )?;
+            tx.prepare_cached("DELETE FROM call_claims WHERE cache_key = ?1")?
+                .execute([call.cache_key])?;
             Ok(id)
         })
     }

@@ -40,11 +40,8 @@ impl Store {
                 return Ok(Claim::Answered(call));
             }
             let holder: Option<(String, f64)> = tx
-                .query_row(
-                    "SELECT owner, expires_at FROM call_claims WHERE cache_key = ?1",
-                    [key],
-                    |r| Ok((r.get(0)?, r.get(1)?)),
-                )
+                .prepare_cached("SELECT owner, expires_at FROM call_claims WHERE cache_key = ?1")?
+                .query_row([key], |r| Ok((r.get(0)?, r.get(1)?)))
                 .optional()?;
             let now = now_secs();
             if let Some((holder, expires_at)) = holder
@@ -54,21 +51,20 @@ impl Store {
             {
                 return Ok(Claim::Busy(holder));
             }
-            tx.execute(
+            tx.prepare_cached(
                 "INSERT INTO call_claims (cache_key, owner, expires_at) VALUES (?1, ?2, ?3)
                  ON CONFLICT (cache_key) DO UPDATE SET owner = ?2, expires_at = ?3",
-                params![key, owner, now + lease.as_secs_f64()],
-            )?;
+            )?
+            .execute(params![key, owner, now + lease.as_secs_f64()])?;
             Ok(Claim::Mine)
         })
     }
 
     /// Lets go of `owner`'s claim on `key` (answered, failed or stopped).
     pub fn release_claim(&self, key: &str, owner: &str) -> Result<()> {
-        self.conn.execute(
-            "DELETE FROM call_claims WHERE cache_key = ?1 AND owner = ?2",
-            params![key, owner],
-        )?;
+        self.conn
+            .prepare_cached("DELETE FROM call_claims WHERE cache_key = ?1 AND owner = ?2")?
+            .execute(params![key, owner])?;
         Ok(())
     }
 }

@@ -182,11 +182,12 @@ impl Store {
 
     /// Writes a run's tally.
     pub fn update_run_tally(&self, run_id: i64, t: &RunTally) -> Result<()> {
-        self.conn.execute(
+        self.conn.prepare_cached(
             "UPDATE runs SET planned_calls = ?2, calls = ?3, cache_hits = ?4, failed_calls = ?5,
                  errors = ?6, cost_usd = ?7, paid_usd = ?8
              WHERE id = ?1",
-            params![
+        )?
+        .execute(params![
                 run_id,
                 t.planned_calls as i64,
                 t.calls as i64,
@@ -195,8 +196,7 @@ impl Store {
                 t.errors as i64,
                 t.cost_usd,
                 t.paid_usd
-            ],
-        )?;
+            ])?;
         Ok(())
     }
 

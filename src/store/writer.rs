@@ -67,11 +67,14 @@ impl Writer {
 }
 
 impl Store {
-    /// Runs `batch` in one IMMEDIATE transaction; each piece's own writes are a savepoint
-    /// within it (a piece that fails leaves the others). Returns the answers and how the
-    /// transaction ended.
+    /// Runs `batch` in one IMMEDIATE transaction (a piece that fails leaves the others).
+    /// Returns the answers and how the transaction ended.
     fn in_one_transaction(&mut self, batch: Vec<Work>) -> (Vec<Answer>, Result<()>) {
-        if let Err(e) = self.conn.execute_batch("BEGIN IMMEDIATE") {
+        let begin = self
+            .conn
+            .prepare_cached("BEGIN IMMEDIATE")
+            .and_then(|mut s| s.execute([]));
+        if let Err(e) = begin {
             let e = StoreError::from(e);
             let answers = batch.into_iter().map(|work| work(self)).collect();
             // Each piece ran on its own (autocommit); the failed BEGIN is reported to none.
@@ -79,15 +82,21 @@ impl Store {
             return (answers, Ok(()));
         }
         let answers = batch.into_iter().map(|work| work(self)).collect();
-        let ended = self.conn.execute_batch("COMMIT").map_err(StoreError::from);
+        let ended = self
+            .conn
+            .prepare_cached("COMMIT")
+            .and_then(|mut s| s.execute([]))
+            .map(drop)
+            .map_err(StoreError::from);
         if ended.is_err() {
             let _ = self.conn.execute_batch("ROLLBACK");
         }
         (answers, ended)
     }
 
-    /// Runs `f` atomically: in an IMMEDIATE transaction of its own, or as a savepoint of the
-    /// transaction in progress (the writer's batch).
+    /// Runs `f` atomically: in an IMMEDIATE transaction of its own, or within the transaction
+    /// in progress (the writer's batch, which commits it with the others; a piece that fails
+    /// midway may leave what it wrote before, which is never more than a blob).
     pub(super) fn atomically<R>(
         &mut self,
         f: impl FnOnce(&rusqlite::Connection) -> Result<R>,
@@ -100,10 +109,7 @@ impl Store {
             tx.commit()?;
             Ok(result)
         } else {
-            let savepoint = self.conn.savepoint()?;
-            let result = f(&savepoint)?;
-            savepoint.commit()?;
-            Ok(result)
+            f(&self.conn)
         }
     }
 }
