@@ -13,7 +13,7 @@ use crate::experiment::{
     Answers, Experiment, ExperimentError, ExperimentKind, Overrides, PendingCall, PlannedCall,
     ReportOptions, RunHeader, RunSummary, Stage, Target, check_size,
 };
-use crate::llm::{CallOutcome, ChatRequest, Message, estimate_tokens};
+use crate::llm::{CallOutcome, ChatRequest, Message, tokens_bound};
 use crate::prompt::Template;
 use crate::store::{BenchResultRow, Store, StoredCall};
 
@@ -217,9 +217,9 @@ impl BenchExperiment {
                     };
                     stage.pending.push(PendingCall {
                         target: judge,
-                        input_tokens: estimate_tokens(&self.judge_template.text)
-                            + estimate_tokens(&test.prompt)
-                            + estimate_tokens(rubric)
+                        input_tokens: tokens_bound(&self.judge_template.text)
+                            + tokens_bound(&test.prompt)
+                            + tokens_bound(rubric)
                             + u64::from(max_answer),
                         output_tokens: u64::from(JUDGE_MAX_TOKENS),
                     });

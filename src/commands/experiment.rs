@@ -225,9 +225,9 @@ fn print_plan(plan: &Plan, file: Option<&str>, budget_usd: Option<f64>) -> anyho
     writeln!(out, "{}", render(&df, Columns::Compact))?;
     writeln!(
         out,
-        "dry run{}: {} calls planned, {} cached, {} to call, at most ${:.6} (inputs at ~4 \
-         characters a token, each answer at its max_tokens or {ASSUMED_MAX_OUTPUT_TOKENS} when \
-         unset); nothing was called",
+        "dry run{}: {} calls planned, {} cached, {} to call, at most ${:.6} (inputs at a token \
+         a byte, the most any tokenizer makes; each answer at its max_tokens or \
+         {ASSUMED_MAX_OUTPUT_TOKENS} when unset); nothing was called",
         file.map(|f| format!(" of {f}")).unwrap_or_default(),
         plan.calls(),
         plan.cached(),

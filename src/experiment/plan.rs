@@ -5,7 +5,9 @@
 use std::collections::HashMap;
 
 use super::{Experiment, ExperimentError, Stage};
-use crate::llm::{CacheMode, CallJob, CallOutcome, Executor, Part, estimate_tokens};
+use crate::llm::{
+    CacheMode, CallJob, CallOutcome, Executor, MESSAGE_TOKENS_BOUND, Part, tokens_bound,
+};
 use crate::store::StoredCall;
 
 /// Output tokens assumed for the cost bound of a call that sets no `max_tokens`.
@@ -165,18 +167,26 @@ pub fn check_size(calls: u64) -> Result<(), ExperimentError> {
     Ok(())
 }
 
-/// The most a call can cost: its input as estimated (images at their bound) and an answer
-/// of its `max_tokens`.
+/// The most a call can cost: its input at a token a byte with each message's framing (images
+/// at their bound), and an answer of its `max_tokens`. What a budget reserves before sending.
 pub fn max_cost(job: &CallJob) -> f64 {
     let request = &job.request;
-    let input = request.system.as_deref().map_or(0, estimate_tokens)
+    let input = request
+        .system
+        .as_deref()
+        .map_or(0, |s| tokens_bound(s) + MESSAGE_TOKENS_BOUND)
         + request
             .messages
             .iter()
-            .flat_map(|m| &m.parts)
-            .map(|p| match p {
-                Part::Text(text) => estimate_tokens(text),
-                Part::Image(_) => IMAGE_TOKENS_BOUND,
+            .map(|m| {
+                MESSAGE_TOKENS_BOUND
+                    + m.parts
+                        .iter()
+                        .map(|p| match p {
+                            Part::Text(text) => tokens_bound(text),
+                            Part::Image(_) => IMAGE_TOKENS_BOUND,
+                        })
+                        .sum::<u64>()
             })
             .sum::<u64>();
     let output = u64::from(

@@ -283,6 +283,15 @@ pub(crate) fn usage_or_estimate(
     }
 }
 
+/// The most input tokens `text` can count: no tokenizer the providers use makes more than a
+/// token a byte. What budgets reserve and plans bound, never less than a provider bills.
+pub fn tokens_bound(text: &str) -> u64 {
+    text.len() as u64
+}
+
+/// Tokens of a message's framing (its role and separators), at most, besides its text.
+pub const MESSAGE_TOKENS_BOUND: u64 = 8;
+
 /// Rough token count for providers that report none: about 4 characters a token.
 pub fn estimate_tokens(text: &str) -> u64 {
     (text.chars().count() as u64).div_ceil(4)

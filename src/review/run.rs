@@ -17,7 +17,7 @@ use crate::experiment::{
     RunHeader, RunSummary, Stage, StageData, Target, check_size,
 };
 use crate::llm::{
-    AnswerSchema, CallJob, CallOutcome, ChatRequest, Message, SamplingParams, estimate_tokens,
+    AnswerSchema, CallJob, CallOutcome, ChatRequest, Message, SamplingParams, tokens_bound,
 };
 use crate::prompt::Template;
 use crate::store::{Store, StoredCall};
@@ -319,9 +319,9 @@ impl DatasheetExperiment {
         };
         let reviewing = &self.plan.reviewing;
         let generated = self.plan.generation.params.max_tokens.unwrap_or(0);
-        let input = estimate_tokens(&reviewing.template.text)
-            + estimate_tokens(&official)
-            + estimate_tokens(&reviewing.criteria.criteria_text())
+        let input = tokens_bound(&reviewing.template.text)
+            + tokens_bound(&official)
+            + tokens_bound(&reviewing.criteria.criteria_text())
             + u64::from(generated);
         let output = u64::from(
             reviewing
