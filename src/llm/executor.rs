@@ -315,15 +315,18 @@ impl Executor {
             _ => false,
         };
         if fallback && refusal {
-            tracing::info!(
-                "{} {} refused the answer's schema (HTTP {}); asking it without one for the \
-                 rest of this run",
-                job.endpoint.provider,
-                job.request.model,
-                status.unwrap_or_default()
-            );
-            if let Ok(mut set) = self.schema_refused.lock() {
-                set.insert(job.model_key());
+            let first = self
+                .schema_refused
+                .lock()
+                .is_ok_and(|mut set| set.insert(job.model_key()));
+            if first {
+                tracing::info!(
+                    "{} {} refused the answer's schema (HTTP {}); asking it without one for \
+                     the rest of this run",
+                    job.endpoint.provider,
+                    job.request.model,
+                    status.unwrap_or_default()
+                );
             }
             return self.run_plain(job, stop).await;
         }
@@ -470,6 +473,22 @@ impl Executor {
             };
             if stop.load(Ordering::SeqCst) {
                 return None;
+            }
+            // Its model refused a schema while this call waited: it goes without one.
+            if attempts == 0 && job.plain_fallback && job.request.schema.is_some() {
+                let refused = self
+                    .schema_refused
+                    .lock()
+                    .is_ok_and(|set| set.contains(&job.model_key()));
+                if refused {
+                    let error = SCHEMA_REFUSED_IN_THIS_RUN.to_owned();
+                    let outcome = CallOutcome::Failed {
+                        call_id: None,
+                        error,
+                        attempts: 0,
+                    };
+                    return Some((outcome, Some(400)));
+                }
             }
             let reservation = match &self.budget {
                 Some(budget) => Some(budget.reserve(worst_usd).await?),
@@ -635,6 +654,10 @@ enum Failure {
     /// Its scope met a refusal no wait mends (what happened and the fix).
     NotSent(String),
 }
+
+/// The outcome of a call whose model refused the answer's schema while it waited to be sent
+/// (never stored: the call is asked again without its schema).
+const SCHEMA_REFUSED_IN_THIS_RUN: &str = "its model refused the answer's schema earlier in this run";
 
 /// Attempts at most when the server cannot be reached at all.
 const CONNECT_ATTEMPTS: u32 = 2;
