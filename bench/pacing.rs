@@ -96,7 +96,14 @@ fn main() {
         });
         let file = write_bench(dir.path(), case.model, case.prompts, case.max_tokens);
         let status = Command::new(env!("CARGO_BIN_EXE_track"))
-            .args(["run", path(&file), "-q", "--no-detail", "--concurrency", "64"])
+            .args([
+                "run",
+                path(&file),
+                "-q",
+                "--no-detail",
+                "--concurrency",
+                "64",
+            ])
             .env("TRACK_DB", dir.path().join("pacing.db"))
             .env("OPENAI_BASE_URL", mock.openai_base_url())
             .env("ANTHROPIC_BASE_URL", mock.anthropic_base_url())

@@ -6,7 +6,6 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-
 use super::pacer::{ConfiguredLimits, Cost, NotSent, Pacer};
 use super::{
     Budget, CanonicalRequest, ChatRequest, ChatResponse, Endpoint, LlmClient, ProviderError,
@@ -657,7 +656,8 @@ enum Failure {
 
 /// The outcome of a call whose model refused the answer's schema while it waited to be sent
 /// (never stored: the call is asked again without its schema).
-const SCHEMA_REFUSED_IN_THIS_RUN: &str = "its model refused the answer's schema earlier in this run";
+const SCHEMA_REFUSED_IN_THIS_RUN: &str =
+    "its model refused the answer's schema earlier in this run";
 
 /// Attempts at most when the server cannot be reached at all.
 const CONNECT_ATTEMPTS: u32 = 2;

@@ -381,6 +381,8 @@ impl Pacer {
                 () = tokio::time::sleep(NAP) => {}
             }
         }
+        // A wait is logged once, not at every look.
+        let mut logged = false;
         loop {
             let (limited, held_until) = {
                 let state = lock_state(scope);
@@ -413,18 +415,20 @@ impl Pacer {
                     _ => return Ok(permit(false, false)),
                 }
             };
-            self.waiting(scope, &wait);
+            self.waiting(scope, &wait, !std::mem::replace(&mut logged, true));
             tokio::time::sleep(wait.wait.min(NAP)).await;
         }
     }
 
-    /// Records a wait: for the progress line, and in the log (`-v`).
-    fn waiting(&self, scope: &Scope, wait: &Wait) {
+    /// Records a wait for the progress line, and in the log (`-v`) when `log`.
+    fn waiting(&self, scope: &Scope, wait: &Wait, log: bool) {
         let what = match wait.because {
             Some((dimension, limit)) => format!("{} {limit:.0} {}", scope.label, dimension.unit()),
             None => format!("{} held after a refusal", scope.label),
         };
-        tracing::info!("{what}: waiting {:.3} s", wait.wait.as_secs_f64());
+        if log {
+            tracing::info!("paced: {what}: waiting {:.3} s", wait.wait.as_secs_f64());
+        }
         let mut note = self.note.lock().unwrap_or_else(|p| p.into_inner());
         *note = Some((what, Instant::now() + wait.wait));
     }

@@ -116,7 +116,8 @@ fn two_processes_on_one_database_and_one_key_share_the_pace() {
     let s = limited(limits(Some(2_400), None));
     // Distinct prompts, so that both pay.
     let half = |from: usize| {
-        let mut yaml = String::from("temperature: 0\nmax_tokens: 50\nmodels:\n  - openai:gpt-4o\nprompts:\n");
+        let mut yaml =
+            String::from("temperature: 0\nmax_tokens: 50\nmodels:\n  - openai:gpt-4o\nprompts:\n");
         for i in from..from + 150 {
             yaml.push_str(&format!(
                 "  - p{i}:\n    prompt: \"question number {i}\"\n    output: \"mock\"\n    method: contains\n"
@@ -167,7 +168,13 @@ fn run_errors(s: &Sandbox) -> Vec<(String, String)> {
 /// Runs 60 prompts on `spent` (whose account refuses) and `fine`, at concurrency 16; checks
 /// that `spent` got no more requests than the first and those in flight, that every one of
 /// its calls is an error naming `cause` and `fix`, and that `fine` got every answer.
-fn ends_the_model_at_once(s: &Sandbox, (spent, spent_id): (&str, &str), fine: &str, cause: &str, fix: &str) {
+fn ends_the_model_at_once(
+    s: &Sandbox,
+    (spent, spent_id): (&str, &str),
+    fine: &str,
+    cause: &str,
+    fix: &str,
+) {
     s.write("bench.yaml", &many_prompts(&[spent, fine], 60, 50));
     let out = s
         .track()
@@ -192,7 +199,11 @@ fn ends_the_model_at_once(s: &Sandbox, (spent, spent_id): (&str, &str), fine: &s
         assert!(error.contains(cause) && error.contains(fix), "{error}");
     }
     assert!(errors.iter().all(|(m, _)| m == spent), "{errors:?}");
-    assert_eq!(answered(s), 60, "the other model got every answer\n{stderr}");
+    assert_eq!(
+        answered(s),
+        60,
+        "the other model got every answer\n{stderr}"
+    );
     assert!(stderr.contains(fix), "{stderr}");
 }
 
@@ -279,14 +290,24 @@ fn a_budget_caps_what_the_provider_bills_and_a_larger_one_finishes_from_the_cach
     assert!(stderr.contains("budget"), "{stderr}");
     let status: String = s
         .db()
-        .query_row("SELECT status FROM runs ORDER BY id DESC LIMIT 1", [], |r| {
-            r.get(0)
-        })
+        .query_row(
+            "SELECT status FROM runs ORDER BY id DESC LIMIT 1",
+            [],
+            |r| r.get(0),
+        )
         .unwrap();
     assert_eq!(status, "budget");
     // A larger budget finishes it, paying only for the rest.
     s.track()
-        .args(["run", "bench.yaml", "--no-detail", "--concurrency", "16", "--budget", "1"])
+        .args([
+            "run",
+            "bench.yaml",
+            "--no-detail",
+            "--concurrency",
+            "16",
+            "--budget",
+            "1",
+        ])
         .assert()
         .success();
     let ledger = s.mock.ledger();
