@@ -314,22 +314,28 @@ impl Executor {
             _ => false,
         };
         if fallback && refusal {
-            let first = self
-                .schema_refused
-                .lock()
-                .is_ok_and(|mut set| set.insert(job.model_key()));
-            if first {
-                tracing::info!(
-                    "{} {} refused the answer's schema (HTTP {}); asking it without one for \
-                     the rest of this run",
-                    job.endpoint.provider,
-                    job.request.model,
-                    status.unwrap_or_default()
-                );
-            }
+            self.note_schema_refused(job, status);
             return self.run_plain(job, stop).await;
         }
         Some(outcome)
+    }
+
+    /// Remembers that `job`'s model refused the answer's schema, so that its other calls go
+    /// without one; says so once.
+    fn note_schema_refused(&self, job: &CallJob, status: Option<u16>) {
+        let first = self
+            .schema_refused
+            .lock()
+            .is_ok_and(|mut set| set.insert(job.model_key()));
+        if first {
+            tracing::info!(
+                "{} {} refused the answer's schema (HTTP {}); asking it without one for the \
+                 rest of this run",
+                job.endpoint.provider,
+                job.request.model,
+                status.unwrap_or_default()
+            );
+        }
     }
 
     /// `job` without its schema: served from the cache when it is there, else sent.
@@ -510,6 +516,14 @@ impl Executor {
             let result = super::chat(&self.client, &job.endpoint, &job.request).await;
             last_latency_ms = started.elapsed().as_secs_f64() * 1000.0;
             self.pacer.observe(permit, &result).await;
+            // Before the slot goes to a call of the same model, which then goes without.
+            if let Err(e) = &result
+                && job.plain_fallback
+                && job.request.schema.is_some()
+                && refuses_schema(e.http_status(), &e.to_string())
+            {
+                self.note_schema_refused(job, e.http_status());
+            }
             drop(slot);
             match (&result, reservation) {
                 (Ok(answer), Some(r)) => r.settle(
