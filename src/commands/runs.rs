@@ -10,9 +10,9 @@ use crate::output::{Columns, Format, print_frame};
 
 /// List runs: id, kind, file (or the command line of a run without one), models, started,
 /// status (a run whose process is gone shows as `abandoned`; one stopped by its budget as
-/// `budget`), calls, cache hits, errors, cost, its budget (`--budget`, `budget:`; empty when
-/// none); with --wide or in CSV/JSON, what it paid (next to its budget) and the command line
-/// too. `--errors ID` lists the calls of run ID that got no answer, with why.
+/// `budget`), calls, cache hits, errors, cost, what it paid and its budget (`--budget`,
+/// `budget:`; empty when none); with --wide or in CSV/JSON, the command line too. `--errors
+/// ID` lists the calls of run ID that got no answer, with why.
 #[derive(Debug, clap::Args)]
 pub struct RunsArgs {
     /// List the calls of this run that got no answer (failed, no key, not cached offline).
@@ -58,7 +58,7 @@ pub fn run(context: &Context, args: RunsArgs) -> anyhow::Result<ExitCode> {
         .iter()
         .map(|r| observed_status(&context.db, r.id, r.status).as_str())
         .collect();
-    let df = DataFrame::new_infer_height(vec![
+    let mut df = DataFrame::new_infer_height(vec![
         Column::new("id".into(), runs.iter().map(|r| r.id).collect::<Vec<_>>()),
         Column::new(
             "kind".into(),
@@ -111,6 +111,11 @@ pub fn run(context: &Context, args: RunsArgs) -> anyhow::Result<ExitCode> {
             runs.iter().map(|r| r.command.clone()).collect::<Vec<_>>(),
         ),
     ])?;
+    if args.format == Format::Table && !args.wide {
+        // Compact tables leave what was paid to --wide, but a run's budget is read against
+        // what it paid: here it stays, beside the budget.
+        df.rename("paid_usd", "run_paid_usd".into())?;
+    }
     print_frame(&df, args.format, Columns::wide_if(args.wide))?;
     Ok(ExitCode::SUCCESS)
 }

@@ -116,6 +116,8 @@ const SHORT_HEADERS: &[(&str, &str)] = &[
     ("total_cost_usd", "cost $"),
     ("cost_usd", "cost $"),
     ("paid_usd", "paid $"),
+    // `track runs`' compact table, where paid stays beside the budget.
+    ("run_paid_usd", "paid $"),
     ("budget_usd", "budget $"),
     ("max_cost_usd", "max $"),
     ("energy_wh", "Wh"),
