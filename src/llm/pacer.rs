@@ -471,8 +471,10 @@ impl Pacer {
                 if *status == 429 {
                     let wait = refusal_wait(*retry_after, &refused, &permit.cost, self.max_wait);
                     lesson.refused = Some((refused, wait));
-                    if !lock_state(&scope).limited && lesson.limits.is_none() {
-                        let mut state = lock_state(&scope);
+                    // A scope without known limits is held here, for the wait asked or a
+                    // second.
+                    let mut state = lock_state(&scope);
+                    if !state.limited && lesson.limits.is_none() {
                         let until = Instant::now() + wait.unwrap_or(Duration::from_secs(1));
                         state.held_until = Some(state.held_until.map_or(until, |t| t.max(until)));
                     }
