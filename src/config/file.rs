@@ -303,6 +303,15 @@ mod tests {
     use super::*;
     use crate::config::{Catalog, Settings};
 
+    /// The built-in catalog and settings, before any file.
+    fn builtin() -> Config {
+        Config {
+            catalog: Catalog::builtin(),
+            settings: Settings::default(),
+            source: None,
+        }
+    }
+
     #[test]
     fn absurd_timeouts_and_waits_are_refused_not_a_panic() {
         for yaml in [
@@ -314,11 +323,7 @@ mod tests {
             "retry:\n  max_attempts: 0\n",
             "concurrency: 100000000\n",
         ] {
-            let mut config = Config {
-                catalog: Catalog::builtin(),
-                settings: Settings::default(),
-                source: None,
-            };
+            let mut config = builtin();
             let e = config
                 .apply(Path::new("config.yaml"), yaml)
                 .unwrap_err()
@@ -329,11 +334,7 @@ mod tests {
 
     #[test]
     fn config_file_adds_providers_and_models() {
-        let mut config = Config {
-            catalog: Catalog::builtin(),
-            settings: Settings::default(),
-            source: None,
-        };
+        let mut config = builtin();
         let yaml = "
 providers:
   vllm:
@@ -376,11 +377,7 @@ energy_method: seed-linear
 
     #[test]
     fn config_errors_name_the_file_and_fix() {
-        let mut config = Config {
-            catalog: Catalog::builtin(),
-            settings: Settings::default(),
-            source: None,
-        };
+        let mut config = builtin();
         let e = config
             .apply(
                 Path::new("c.yaml"),
@@ -405,11 +402,7 @@ energy_method: seed-linear
 
     #[test]
     fn rate_limits_per_provider_and_model() {
-        let mut config = Config {
-            catalog: Catalog::builtin(),
-            settings: Settings::default(),
-            source: None,
-        };
+        let mut config = builtin();
         let yaml = "
 providers:
   openai:
@@ -445,11 +438,7 @@ models:
             ),
             ("providers:\n  openai:\n    rate_limit: {rpn: 5}\n", "rpn"),
         ] {
-            let mut config = Config {
-                catalog: Catalog::builtin(),
-                settings: Settings::default(),
-                source: None,
-            };
+            let mut config = builtin();
             let e = config
                 .apply(Path::new("config.yaml"), yaml)
                 .unwrap_err()

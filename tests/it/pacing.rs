@@ -9,12 +9,17 @@ use crate::support::{Sandbox, text};
 
 /// A benchmark of `n` short distinct prompts on `models`, with `max_tokens`.
 fn many_prompts(models: &[&str], n: usize, max_tokens: u32) -> String {
+    prompts_numbered(models, 0..n, max_tokens)
+}
+
+/// A benchmark of the prompts numbered `numbers` on `models`, with `max_tokens`.
+fn prompts_numbered(models: &[&str], numbers: std::ops::Range<usize>, max_tokens: u32) -> String {
     let mut yaml = format!("temperature: 0\nmax_tokens: {max_tokens}\nmodels:\n");
     for m in models {
         yaml.push_str(&format!("  - {m}\n"));
     }
     yaml.push_str("prompts:\n");
-    for i in 0..n {
+    for i in numbers {
         yaml.push_str(&format!(
             "  - p{i}:\n    prompt: \"question number {i}\"\n    output: \"mock\"\n    method: contains\n"
         ));
@@ -115,18 +120,11 @@ fn a_server_without_headers_is_paced_by_rate_limit_in_config() {
 fn two_processes_on_one_database_and_one_key_share_the_pace() {
     let s = limited(limits(Some(2_400), None));
     // Distinct prompts, so that both pay.
-    let half = |from: usize| {
-        let mut yaml =
-            String::from("temperature: 0\nmax_tokens: 50\nmodels:\n  - openai:gpt-4o\nprompts:\n");
-        for i in from..from + 150 {
-            yaml.push_str(&format!(
-                "  - p{i}:\n    prompt: \"question number {i}\"\n    output: \"mock\"\n    method: contains\n"
-            ));
-        }
-        yaml
-    };
-    s.write("a.yaml", &half(0));
-    s.write("b.yaml", &half(150));
+    s.write("a.yaml", &prompts_numbered(&["openai:gpt-4o"], 0..150, 50));
+    s.write(
+        "b.yaml",
+        &prompts_numbered(&["openai:gpt-4o"], 150..300, 50),
+    );
     let spawn = |file: &str| {
         s.track_process()
             .args(["run", file, "--no-detail", "--concurrency", "64", "-q"])
