@@ -1253,89 +1253,98 @@ impl Shared {
         format: Format,
         charge: u64,
     ) -> Result<(), Refusal> {
+        self.with_buckets(key, model, limits, |b| {
+            let checks: [(Kind, Option<&Bucket>, u64); 3] = match format {
+                Format::OpenAi => [
+                    (Kind::Requests, b.requests.as_ref(), 1),
+                    (Kind::Tokens, b.tokens.as_ref(), charge),
+                    (Kind::OutputTokens, None, 0),
+                ],
+                _ => [
+                    (Kind::Requests, b.requests.as_ref(), 1),
+                    (Kind::InputTokens, b.input.as_ref(), charge),
+                    (Kind::OutputTokens, b.output.as_ref(), 0),
+                ],
+            };
+            let mut worst: Option<Refusal> = None;
+            for (kind, bucket, c) in checks {
+                let Some(bucket) = bucket else { continue };
+                if kind != Kind::OutputTokens && c > bucket.limit {
+                    return Err(Refusal::TooLarge {
+                        kind,
+                        limit: bucket.limit,
+                        requested: c,
+                        reset: bucket.reset_secs(),
+                    });
+                }
+                let wait = if kind == Kind::OutputTokens {
+                    // Output is charged after the answer; admission needs a positive level.
+                    if bucket.level > 0.0 {
+                        continue;
+                    }
+                    bucket.wait_for(0.0) + 0.001
+                } else {
+                    let need = bucket.need(c);
+                    if bucket.level + LEVEL_EPS >= need {
+                        continue;
+                    }
+                    bucket.wait_for(need)
+                };
+                let longer = match &worst {
+                    Some(Refusal::Retry { wait: w, .. }) => wait > *w,
+                    _ => true,
+                };
+                if longer {
+                    worst = Some(Refusal::Retry {
+                        kind,
+                        limit: bucket.limit,
+                        used: bucket.limit - bucket.remaining(),
+                        requested: c,
+                        wait,
+                    });
+                }
+            }
+            if let Some(refusal) = worst {
+                return Err(refusal);
+            }
+            if let Some(r) = &mut b.requests {
+                r.level -= 1.0;
+            }
+            let tokens = match format {
+                Format::OpenAi => &mut b.tokens,
+                _ => &mut b.input,
+            };
+            if let Some(t) = tokens {
+                t.level -= charge as f64;
+            }
+            Ok(())
+        })
+    }
+
+    /// Runs `f` on the buckets of (`key`, `model`), made full at first use and refilled to now.
+    fn with_buckets<R>(
+        &self,
+        key: &str,
+        model: &str,
+        limits: &MockLimits,
+        f: impl FnOnce(&mut Buckets) -> R,
+    ) -> R {
         let now = Instant::now();
         let mut map = lock(&self.buckets);
         let b = map
             .entry((key.to_owned(), model.to_owned()))
             .or_insert_with(|| Buckets::new(limits, now));
         b.refill(now);
-        let checks: [(Kind, Option<&Bucket>, u64); 3] = match format {
-            Format::OpenAi => [
-                (Kind::Requests, b.requests.as_ref(), 1),
-                (Kind::Tokens, b.tokens.as_ref(), charge),
-                (Kind::OutputTokens, None, 0),
-            ],
-            _ => [
-                (Kind::Requests, b.requests.as_ref(), 1),
-                (Kind::InputTokens, b.input.as_ref(), charge),
-                (Kind::OutputTokens, b.output.as_ref(), 0),
-            ],
-        };
-        let mut worst: Option<Refusal> = None;
-        for (kind, bucket, c) in checks {
-            let Some(bucket) = bucket else { continue };
-            if kind != Kind::OutputTokens && c > bucket.limit {
-                return Err(Refusal::TooLarge {
-                    kind,
-                    limit: bucket.limit,
-                    requested: c,
-                    reset: bucket.reset_secs(),
-                });
-            }
-            let wait = if kind == Kind::OutputTokens {
-                // Output is charged after the answer; admission needs a positive level.
-                if bucket.level > 0.0 {
-                    continue;
-                }
-                bucket.wait_for(0.0) + 0.001
-            } else {
-                let need = bucket.need(c);
-                if bucket.level + LEVEL_EPS >= need {
-                    continue;
-                }
-                bucket.wait_for(need)
-            };
-            let longer = match &worst {
-                Some(Refusal::Retry { wait: w, .. }) => wait > *w,
-                _ => true,
-            };
-            if longer {
-                worst = Some(Refusal::Retry {
-                    kind,
-                    limit: bucket.limit,
-                    used: bucket.limit - bucket.remaining(),
-                    requested: c,
-                    wait,
-                });
-            }
-        }
-        if let Some(refusal) = worst {
-            return Err(refusal);
-        }
-        if let Some(r) = &mut b.requests {
-            r.level -= 1.0;
-        }
-        let tokens = match format {
-            Format::OpenAi => &mut b.tokens,
-            _ => &mut b.input,
-        };
-        if let Some(t) = tokens {
-            t.level -= charge as f64;
-        }
-        Ok(())
+        f(b)
     }
 
     /// Charge an Anthropic answer's output tokens to its output bucket.
     fn charge_output(&self, key: &str, model: &str, limits: &MockLimits, output_tokens: u64) {
-        let now = Instant::now();
-        let mut map = lock(&self.buckets);
-        let b = map
-            .entry((key.to_owned(), model.to_owned()))
-            .or_insert_with(|| Buckets::new(limits, now));
-        if let Some(o) = &mut b.output {
-            o.refill(now);
-            o.level -= output_tokens as f64;
-        }
+        self.with_buckets(key, model, limits, |b| {
+            if let Some(o) = &mut b.output {
+                o.level -= output_tokens as f64;
+            }
+        });
     }
 
     /// The provider's rate-limit headers for (key, model), describing the buckets now.
@@ -1346,79 +1355,75 @@ impl Shared {
         model: &str,
         limits: &MockLimits,
     ) -> Vec<(String, String)> {
-        let now = Instant::now();
-        let mut map = lock(&self.buckets);
-        let b = map
-            .entry((key.to_owned(), model.to_owned()))
-            .or_insert_with(|| Buckets::new(limits, now));
-        b.refill(now);
-        let mut out = Vec::new();
-        match format {
-            Format::OpenAi => {
-                for (name, bucket) in [("requests", &b.requests), ("tokens", &b.tokens)] {
-                    let Some(bucket) = bucket else { continue };
-                    out.push((
-                        format!("x-ratelimit-limit-{name}"),
-                        bucket.limit.to_string(),
-                    ));
-                    out.push((
-                        format!("x-ratelimit-remaining-{name}"),
-                        bucket.remaining().to_string(),
-                    ));
-                    out.push((
-                        format!("x-ratelimit-reset-{name}"),
-                        go_duration_secs(bucket.reset_secs()),
-                    ));
-                }
-            }
-            Format::Anthropic => {
-                let wall = SystemTime::now();
-                let mut push = |name: &str, bucket: &Bucket, round: bool| {
-                    let remaining = if round {
-                        (bucket.remaining() + 500) / 1000 * 1000
-                    } else {
-                        bucket.remaining()
-                    };
-                    out.push((
-                        format!("anthropic-ratelimit-{name}-limit"),
-                        bucket.limit.to_string(),
-                    ));
-                    out.push((
-                        format!("anthropic-ratelimit-{name}-remaining"),
-                        remaining.to_string(),
-                    ));
-                    out.push((
-                        format!("anthropic-ratelimit-{name}-reset"),
-                        rfc3339_secs_ceil(wall, bucket.reset_secs()),
-                    ));
-                };
-                if let Some(r) = &b.requests {
-                    push("requests", r, false);
-                }
-                if let Some(i) = &b.input {
-                    push("input-tokens", i, true);
-                }
-                if let Some(o) = &b.output {
-                    push("output-tokens", o, true);
-                }
-                let fraction = |b: &Bucket| {
-                    if b.limit == 0 {
-                        0.0
-                    } else {
-                        b.remaining() as f64 / b.limit as f64
+        self.with_buckets(key, model, limits, |b| {
+            let mut out = Vec::new();
+            match format {
+                Format::OpenAi => {
+                    for (name, bucket) in [("requests", &b.requests), ("tokens", &b.tokens)] {
+                        let Some(bucket) = bucket else { continue };
+                        out.push((
+                            format!("x-ratelimit-limit-{name}"),
+                            bucket.limit.to_string(),
+                        ));
+                        out.push((
+                            format!("x-ratelimit-remaining-{name}"),
+                            bucket.remaining().to_string(),
+                        ));
+                        out.push((
+                            format!("x-ratelimit-reset-{name}"),
+                            go_duration_secs(bucket.reset_secs()),
+                        ));
                     }
-                };
-                let tokens = match (&b.input, &b.output) {
-                    (Some(i), Some(o)) => Some(if fraction(o) < fraction(i) { o } else { i }),
-                    (i, o) => i.as_ref().or(o.as_ref()),
-                };
-                if let Some(t) = tokens {
-                    push("tokens", t, true);
                 }
+                Format::Anthropic => {
+                    let wall = SystemTime::now();
+                    let mut push = |name: &str, bucket: &Bucket, round: bool| {
+                        let remaining = if round {
+                            (bucket.remaining() + 500) / 1000 * 1000
+                        } else {
+                            bucket.remaining()
+                        };
+                        out.push((
+                            format!("anthropic-ratelimit-{name}-limit"),
+                            bucket.limit.to_string(),
+                        ));
+                        out.push((
+                            format!("anthropic-ratelimit-{name}-remaining"),
+                            remaining.to_string(),
+                        ));
+                        out.push((
+                            format!("anthropic-ratelimit-{name}-reset"),
+                            rfc3339_secs_ceil(wall, bucket.reset_secs()),
+                        ));
+                    };
+                    if let Some(r) = &b.requests {
+                        push("requests", r, false);
+                    }
+                    if let Some(i) = &b.input {
+                        push("input-tokens", i, true);
+                    }
+                    if let Some(o) = &b.output {
+                        push("output-tokens", o, true);
+                    }
+                    let fraction = |b: &Bucket| {
+                        if b.limit == 0 {
+                            0.0
+                        } else {
+                            b.remaining() as f64 / b.limit as f64
+                        }
+                    };
+                    let tokens = match (&b.input, &b.output) {
+                        (Some(i), Some(o)) => Some(if fraction(o) < fraction(i) { o } else { i }),
+                        (i, o) => i.as_ref().or(o.as_ref()),
+                    };
+                    if let Some(t) = tokens {
+                        push("tokens", t, true);
+                    }
+                }
+                Format::Ollama => {}
             }
-            Format::Ollama => {}
-        }
-        out
+            out
+        })
     }
 }
 
