@@ -8,6 +8,7 @@ mod bench_inputs;
 mod bench_run;
 mod budget;
 mod diff;
+mod golden;
 mod hardening;
 mod local_model;
 mod mock_selftest;
