@@ -13,7 +13,7 @@ pub const OPENAI_KEY: &str = "sk-test-openai-CANARY-0001";
 pub const ANTHROPIC_KEY: &str = "sk-ant-test-CANARY-0002";
 
 /// Environment variables of the developer's machine that must not leak into a test.
-const SCRUBBED_ENV: [&str; 14] = [
+pub const SCRUBBED_ENV: [&str; 14] = [
     "OPENAI_API_KEY",
     "OPENAI_KEY",
     "ANTHROPIC_API_KEY",
