@@ -406,6 +406,9 @@ fn fixture_copy() -> tempfile::TempDir {
     copy_dir(&golden_dir().join("inputs"), dir.path());
     std::fs::copy(golden_dir().join("fixture.db"), dir.path().join("track.db"))
         .expect("tests/golden/fixture.db: rebuild it as tests/golden/README.md says");
+    // track reads the nearest `.env`, in this folder or a parent: an empty one here keeps one
+    // in /tmp or / from setting a key or COLUMNS.
+    std::fs::write(dir.path().join(".env"), "").unwrap();
     dir
 }
 
