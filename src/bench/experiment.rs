@@ -458,7 +458,7 @@ impl Experiment for BenchExperiment {
         options: &ReportOptions,
         out: &mut dyn std::io::Write,
     ) -> Result<(), ExperimentError> {
-        super::report::print(store, summary, options, out).map_err(ExperimentError::kind)?;
+        super::console::print(store, summary, options, out).map_err(ExperimentError::kind)?;
         // The parse-failure rate of each judge, next to the tally.
         for (&judge, &(verdicts, unreadable)) in &self.verdicts {
             options.note(format!(

@@ -3,11 +3,14 @@
 //! The spec becomes stages of calls for the experiment runtime; each outcome becomes a result
 //! row pointing at its call. No HTTP and no SQL here.
 
+pub mod console;
+pub mod diff;
 pub mod experiment;
+pub mod html;
 pub mod judge;
 pub mod methods;
-pub mod report;
 pub mod spec;
+pub mod summary;
 
 pub use experiment::{BenchExperiment, from_file};
 pub use spec::{BenchSpec, PromptTest, SpecError};

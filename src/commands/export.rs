@@ -8,7 +8,7 @@ use anyhow::Context as _;
 use polars::prelude::Column;
 
 use super::{Context, selection_status, shown};
-use crate::analysis::BenchFrames;
+use crate::bench::summary::BenchFrames;
 use crate::experiment::ExperimentKind;
 use crate::output::write_csv_file;
 use crate::review::criteria::Criteria;

@@ -9,22 +9,22 @@
 //! BASE,NEW` (two runs of one kind), first their comparison, as `track diff` makes it; then one
 //! per kind of experiment in the selection.
 
-mod bench;
-mod charts;
-mod columns;
+pub mod charts;
+pub mod columns;
 mod comparison;
 mod header;
-mod html;
+pub mod html;
 mod relevance;
 mod review;
 mod selection;
-mod svg;
+pub mod svg;
 
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
 use polars::prelude::PolarsError;
 
+pub use header::Energy;
 pub use selection::{RunChoice, SelectedRun, Selection};
 
 use crate::experiment::ExperimentKind;
@@ -80,7 +80,7 @@ pub fn build(store: &Store, db: &Path, choice: &RunChoice) -> Result<Report, Rep
     let mut energy = None;
     let bench_runs = selection.ids_of(ExperimentKind::Bench);
     if !bench_runs.is_empty() {
-        let section = bench::BenchSection::load(store, &bench_runs)?;
+        let section = crate::bench::html::BenchSection::load(store, &bench_runs)?;
         energy = section.energy();
         sections.push(Box::new(section));
     }

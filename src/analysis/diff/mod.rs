@@ -6,7 +6,6 @@
 //! command can print them and a report can show them as a section. Items found in only one
 //! run are counted and kept in the item frame (`only_in` = `base` or `new`), never dropped.
 
-mod bench;
 mod relevance;
 mod review;
 
@@ -92,20 +91,20 @@ pub struct RunDiff {
 }
 
 /// What one kind's comparison returns; [`RunDiff`] adds the runs and kind.
-struct KindDiff {
-    counts: DiffCounts,
-    summary: DataFrame,
-    items: DataFrame,
-    significant: Vec<String>,
+pub struct KindDiff {
+    pub counts: DiffCounts,
+    pub summary: DataFrame,
+    pub items: DataFrame,
+    pub significant: Vec<String>,
 }
 
 /// How a kind's item frame reads: its key columns, the columns worth showing for a change,
 /// and its `change` labels from the most to the least serious (`unchanged` left out).
-struct Layout {
-    keys: &'static [&'static str],
-    change_columns: &'static [&'static str],
-    change_order: &'static [&'static str],
-    item_noun: &'static str,
+pub struct Layout {
+    pub keys: &'static [&'static str],
+    pub change_columns: &'static [&'static str],
+    pub change_order: &'static [&'static str],
+    pub item_noun: &'static str,
 }
 
 impl RunDiff {
@@ -127,7 +126,7 @@ impl RunDiff {
         };
         let kind: ExperimentKind = base.kind.parse().map_err(|_| unsupported())?;
         let diff = match kind {
-            ExperimentKind::Bench => bench::diff(
+            ExperimentKind::Bench => crate::bench::diff::diff(
                 store.bench_columns(&[base_run], false)?,
                 store.bench_columns(&[new_run], false)?,
             )?,
@@ -236,7 +235,7 @@ impl RunDiff {
         match self.kind {
             ExperimentKind::Review => &review::LAYOUT,
             ExperimentKind::Relevance => &relevance::LAYOUT,
-            _ => &bench::LAYOUT,
+            _ => &crate::bench::diff::LAYOUT,
         }
     }
 }
@@ -268,7 +267,7 @@ fn plural(n: u64, noun: &str) -> String {
 
 /// An item of two runs: in both, or in one only.
 #[derive(Debug, Clone, PartialEq)]
-enum Pairing<T> {
+pub enum Pairing<T> {
     Both(T, T),
     OnlyBase(T),
     OnlyNew(T),
@@ -277,7 +276,7 @@ enum Pairing<T> {
 /// Pairs the items of two runs by `key`: the base run's items in their order (paired or
 /// not), then the new run's unpaired ones in theirs. A key found twice on one side pairs
 /// once; the other item is listed as unpaired, never dropped.
-fn pair_by_key<T, K: Eq + Hash>(
+pub fn pair_by_key<T, K: Eq + Hash>(
     base: Vec<T>,
     new: Vec<T>,
     key: impl Fn(&T) -> K,
@@ -299,7 +298,7 @@ fn pair_by_key<T, K: Eq + Hash>(
 }
 
 /// `only_in` of a pairing: null when paired.
-fn only_in<T>(pairing: &Pairing<T>) -> Option<&'static str> {
+pub fn only_in<T>(pairing: &Pairing<T>) -> Option<&'static str> {
     match pairing {
         Pairing::Both(..) => None,
         Pairing::OnlyBase(_) => Some("base"),
@@ -308,7 +307,7 @@ fn only_in<T>(pairing: &Pairing<T>) -> Option<&'static str> {
 }
 
 /// The base and new sides of a pairing (one of them absent when unpaired).
-fn sides<T>(pairing: &Pairing<T>) -> (Option<&T>, Option<&T>) {
+pub fn sides<T>(pairing: &Pairing<T>) -> (Option<&T>, Option<&T>) {
     match pairing {
         Pairing::Both(base, new) => (Some(base), Some(new)),
         Pairing::OnlyBase(base) => (Some(base), None),
@@ -317,7 +316,7 @@ fn sides<T>(pairing: &Pairing<T>) -> (Option<&T>, Option<&T>) {
 }
 
 /// The item that names a pairing: the base run's when paired.
-fn either<T>(pairing: &Pairing<T>) -> &T {
+pub fn either<T>(pairing: &Pairing<T>) -> &T {
     match pairing {
         Pairing::Both(base, _) | Pairing::OnlyBase(base) => base,
         Pairing::OnlyNew(new) => new,
@@ -325,12 +324,12 @@ fn either<T>(pairing: &Pairing<T>) -> &T {
 }
 
 /// `new - base`, when both are known.
-fn difference(base: Option<f64>, new: Option<f64>) -> Option<f64> {
+pub fn difference(base: Option<f64>, new: Option<f64>) -> Option<f64> {
     Some(new? - base?)
 }
 
 /// The mean of `values`, `None` when empty.
-fn mean(values: impl IntoIterator<Item = f64>) -> Option<f64> {
+pub fn mean(values: impl IntoIterator<Item = f64>) -> Option<f64> {
     let (sum, n) = values
         .into_iter()
         .fold((0.0, 0usize), |(sum, n), v| (sum + v, n + 1));

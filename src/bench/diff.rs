@@ -1,16 +1,16 @@
-//! Benchmark diffs: evaluations paired by (model, prompt, repeat); per model the paired change
+//! Benchmark diffs (`track diff`): evaluations paired by (model, prompt, repeat); per model the paired change
 //! in success rate with McNemar's test, and the changes in cost, latency and tokens.
 
 use polars::prelude::*;
 
-use super::{
+use crate::analysis::diff::{
     DiffCounts, KindDiff, Layout, Pairing, SIGNIFICANCE, difference, either, only_in, pair_by_key,
     sides,
 };
 use crate::analysis::stats::McNemar;
 use crate::store::BenchColumns;
 
-pub(super) const LAYOUT: Layout = Layout {
+pub const LAYOUT: Layout = Layout {
     keys: &["model", "prompt", "repeat"],
     change_columns: &[
         "model",
@@ -219,7 +219,7 @@ impl ModelTally {
 }
 
 /// Compares the evaluations of two benchmark runs.
-pub(super) fn diff(base: BenchColumns, new: BenchColumns) -> PolarsResult<KindDiff> {
+pub fn diff(base: BenchColumns, new: BenchColumns) -> PolarsResult<KindDiff> {
     let paired = pair_by_key(evaluations(base), evaluations(new), |e| {
         (e.model.clone(), e.prompt.clone(), e.repeat)
     });
