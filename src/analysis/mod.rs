@@ -4,5 +4,4 @@
 
 pub mod diff;
 pub mod relevance;
-pub mod review;
 pub mod stats;

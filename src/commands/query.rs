@@ -6,11 +6,11 @@ use polars::prelude::Column;
 
 use super::{Context, selection_status};
 use crate::analysis::relevance::variant_summary;
-use crate::analysis::review::{ReviewFrames, agreement, criterion_summary, review_summary};
 use crate::bench::summary::{Measures, model_summary, prompt_summary};
 use crate::experiment::ExperimentKind;
 use crate::output::count;
 use crate::output::{Columns, Format, print_frame};
+use crate::review::summary::{ReviewFrames, agreement, criterion_summary, review_summary};
 use crate::store::{RunSelector, Store};
 
 /// What to group results by.

@@ -15,7 +15,6 @@ mod comparison;
 mod header;
 pub mod html;
 mod relevance;
-mod review;
 mod selection;
 pub mod svg;
 
@@ -86,7 +85,10 @@ pub fn build(store: &Store, db: &Path, choice: &RunChoice) -> Result<Report, Rep
     }
     let review_runs = selection.ids_of(ExperimentKind::Review);
     if !review_runs.is_empty() {
-        sections.push(Box::new(review::ReviewSection::load(store, &review_runs)?));
+        sections.push(Box::new(crate::review::html::ReviewSection::load(
+            store,
+            &review_runs,
+        )?));
     }
     let relevance_runs = selection.ids_of(ExperimentKind::Relevance);
     if !relevance_runs.is_empty() {

@@ -7,7 +7,6 @@
 //! run are counted and kept in the item frame (`only_in` = `base` or `new`), never dropped.
 
 mod relevance;
-mod review;
 
 use std::collections::HashMap;
 use std::hash::Hash;
@@ -130,7 +129,7 @@ impl RunDiff {
                 store.bench_columns(&[base_run], false)?,
                 store.bench_columns(&[new_run], false)?,
             )?,
-            ExperimentKind::Review => review::diff(
+            ExperimentKind::Review => crate::review::diff::diff(
                 store.review_columns(&[base_run])?,
                 store.review_columns(&[new_run])?,
             )?,
@@ -233,7 +232,7 @@ impl RunDiff {
 
     fn layout(&self) -> &'static Layout {
         match self.kind {
-            ExperimentKind::Review => &review::LAYOUT,
+            ExperimentKind::Review => &crate::review::diff::LAYOUT,
             ExperimentKind::Relevance => &relevance::LAYOUT,
             _ => &crate::bench::diff::LAYOUT,
         }

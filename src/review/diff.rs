@@ -1,18 +1,18 @@
-//! Review diffs: criterion scores paired by item (sensor, generator, reviewer, criterion); per
+//! Review diffs (`track diff`): criterion scores paired by item (sensor, generator, reviewer, criterion); per
 //! criterion and generator the change in mean score with a paired bootstrap interval.
 
 use std::collections::{BTreeMap, HashMap};
 
 use polars::prelude::*;
 
-use super::{
+use crate::analysis::diff::{
     BOOTSTRAP_REPLICATES, BOOTSTRAP_SEED, DiffCounts, INTERVAL_LEVEL, KindDiff, Layout,
     MIN_BOOTSTRAP_UNITS, Pairing, difference, either, mean, only_in, pair_by_key, sides,
 };
 use crate::analysis::stats::{BootstrapInterval, paired_bootstrap};
 use crate::store::{ReviewColumns, ScoreColumns};
 
-pub(super) const LAYOUT: Layout = Layout {
+pub const LAYOUT: Layout = Layout {
     keys: &["reviewer", "generator", "sensor", "criterion"],
     change_columns: &[
         "reviewer",
@@ -190,7 +190,7 @@ impl Group {
 }
 
 /// Compares the reviews of two runs (each as `Store::review_columns` loads one run).
-pub(super) fn diff(
+pub fn diff(
     base: (ReviewColumns, ScoreColumns),
     new: (ReviewColumns, ScoreColumns),
 ) -> PolarsResult<KindDiff> {
