@@ -34,14 +34,22 @@ impl Range {
 /// What the energy methods need to know of a model.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct EnergyProfile {
-    /// Parameters in billions as the specification lists them (used by `seed-linear`).
-    pub spec_parameters: f64,
-    /// Active parameters in billions (a range for closed models).
-    pub active_parameters: Range,
-    /// Total parameters in billions (differs from active for mixtures of experts).
-    pub total_parameters: Range,
+    /// The model's parameter counts; `None` when nobody gave them (a config.yaml model without
+    /// `parameters:`): its energy is then unknown, never guessed.
+    pub parameters: Option<Parameters>,
     /// Data-centre power usage effectiveness of the provider.
     pub pue: Range,
+}
+
+/// A model's parameter counts, in billions.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Parameters {
+    /// As the specification lists them (used by `seed-linear`).
+    pub spec: f64,
+    /// Active parameters (a range for closed models).
+    pub active: Range,
+    /// Total parameters (differs from active for mixtures of experts).
+    pub total: Range,
 }
 
 /// An energy estimate in Wh: a value with its min-max range.
@@ -76,11 +84,18 @@ impl EnergyMethod {
         }
     }
 
-    /// Estimates one request that produced `output_tokens` in `latency_s` seconds.
-    pub fn estimate(self, profile: &EnergyProfile, output_tokens: u64, latency_s: f64) -> Energy {
-        match self {
+    /// Estimates one request that produced `output_tokens` in `latency_s` seconds; `None` when
+    /// the model's parameter counts are unknown.
+    pub fn estimate(
+        self,
+        profile: &EnergyProfile,
+        output_tokens: u64,
+        latency_s: f64,
+    ) -> Option<Energy> {
+        let parameters = profile.parameters?;
+        Some(match self {
             Self::SeedLinear => {
-                let wh = seed_linear_wh(output_tokens, profile.spec_parameters);
+                let wh = seed_linear_wh(output_tokens, parameters.spec);
                 Energy {
                     wh,
                     min_wh: wh,
@@ -91,23 +106,15 @@ impl EnergyMethod {
                 let at = |active: f64, total: f64, pue: f64| {
                     ecologits_09_wh(output_tokens, active, total, pue, Some(latency_s))
                 };
-                let min_wh = at(
-                    profile.active_parameters.min,
-                    profile.total_parameters.min,
-                    profile.pue.min,
-                );
-                let max_wh = at(
-                    profile.active_parameters.max,
-                    profile.total_parameters.max,
-                    profile.pue.max,
-                );
+                let min_wh = at(parameters.active.min, parameters.total.min, profile.pue.min);
+                let max_wh = at(parameters.active.max, parameters.total.max, profile.pue.max);
                 Energy {
                     wh: (min_wh + max_wh) / 2.0,
                     min_wh,
                     max_wh,
                 }
             }
-        }
+        })
     }
 }
 
@@ -203,24 +210,41 @@ mod tests {
     #[test]
     fn ranges_give_min_and_max() {
         let gpt4o = EnergyProfile {
-            spec_parameters: 200.0,
-            active_parameters: Range {
-                min: 44.0,
-                max: 132.0,
-            },
-            total_parameters: Range::exact(440.0),
+            parameters: Some(Parameters {
+                spec: 200.0,
+                active: Range {
+                    min: 44.0,
+                    max: 132.0,
+                },
+                total: Range::exact(440.0),
+            }),
             pue: Range::exact(1.2),
         };
-        let e = EnergyMethod::EcoLogits09.estimate(&gpt4o, 1000, 1e9);
+        let e = EnergyMethod::EcoLogits09
+            .estimate(&gpt4o, 1000, 1e9)
+            .unwrap();
         assert!(
             close(e.min_wh, 2.13, 0.006) && close(e.max_wh, 3.83, 0.006),
             "{e:?}"
         );
         assert!(close(e.wh, (e.min_wh + e.max_wh) / 2.0, 1e-12));
-        let s = EnergyMethod::SeedLinear.estimate(&gpt4o, 1000, 1.0);
+        let s = EnergyMethod::SeedLinear
+            .estimate(&gpt4o, 1000, 1.0)
+            .unwrap();
         assert!(close(s.wh, 1000.0 * (8.91e-5 * 200.0 + 1.43e-3), 1e-9));
         assert_eq!("seed-linear".parse(), Ok(EnergyMethod::SeedLinear));
         assert!("joules".parse::<EnergyMethod>().is_err());
+    }
+
+    #[test]
+    fn unknown_parameters_leave_energy_unknown_under_every_method() {
+        let unsized_model = EnergyProfile {
+            parameters: None,
+            pue: Range::exact(1.2),
+        };
+        for method in EnergyMethod::ALL {
+            assert_eq!(method.estimate(&unsized_model, 1000, 1.0), None, "{method}");
+        }
     }
 
     #[test]

@@ -3,6 +3,7 @@
 
 use polars::prelude::*;
 
+use crate::relevance::metrics::{self, ClassMetrics};
 use crate::relevance::parse::Variant;
 use crate::store::PredictionRow;
 
@@ -34,25 +35,46 @@ pub fn predictions_frame(rows: &[PredictionRow]) -> PolarsResult<DataFrame> {
     ])
 }
 
-fn ratio(num: Expr, den: Expr) -> Expr {
-    when(den.clone().gt(lit(0)))
-        .then(num.cast(DataType::Float64) / den.cast(DataType::Float64))
-        .otherwise(lit(NULL))
+/// The counts of column `name` (null where absent).
+fn counts(df: &DataFrame, name: &str) -> PolarsResult<Vec<Option<u64>>> {
+    Ok(df
+        .column(name)?
+        .cast(&DataType::UInt64)?
+        .u64()?
+        .iter()
+        .collect())
 }
 
-fn f1(p: Expr, r: Expr) -> Expr {
-    when(p.clone().is_not_null().and(r.clone().is_not_null()))
-        .then(
-            when((p.clone() + r.clone()).gt(lit(0.0)))
-                .then(lit(2.0) * p.clone() * r.clone() / (p + r))
-                .otherwise(lit(0.0)),
-        )
-        .otherwise(lit(NULL))
+/// `df` with `precision`, `recall` and `f1` of the confusion counts in its columns `tp`, `fp`,
+/// `fn` (and `tn` when it has one), computed by [`ClassMetrics::from_counts`], the one
+/// implementation of these metrics; null in rows without counts.
+fn with_class_metrics(mut df: DataFrame) -> PolarsResult<DataFrame> {
+    let (tp, fp, fn_) = (counts(&df, "tp")?, counts(&df, "fp")?, counts(&df, "fn")?);
+    let tn = match df.get_column_index("tn") {
+        Some(_) => counts(&df, "tn")?,
+        None => vec![Some(0); df.height()],
+    };
+    let metrics: Vec<Option<ClassMetrics>> = (0..df.height())
+        .map(|i| Some(ClassMetrics::from_counts(tp[i]?, fp[i]?, tn[i]?, fn_[i]?)))
+        .collect();
+    let column = |name: &str, of: fn(&ClassMetrics) -> Option<f64>| {
+        let values: Vec<Option<f64>> = metrics.iter().map(|m| m.as_ref().and_then(of)).collect();
+        Column::new(name.into(), values)
+    };
+    let added = [
+        column("precision", |m| m.precision),
+        column("recall", |m| m.recall),
+        column("f1", |m| m.f1),
+    ];
+    for c in added {
+        df.with_column(c)?;
+    }
+    Ok(df)
 }
 
 /// Per variant (and per predicate type when `per_predicate`): a row per class with precision,
 /// recall, F1, TP, FP, TN, FN, total samples, coverage and invalid answers. The negative
-/// class mirrors the positive one.
+/// class mirrors the positive one. polars counts; the metrics are [`ClassMetrics`]'.
 pub fn variant_summary(rows: &[PredictionRow], per_predicate: bool) -> PolarsResult<DataFrame> {
     let frame = predictions_frame(rows)?;
     let mut keys = vec![col("variant")];
@@ -60,7 +82,7 @@ pub fn variant_summary(rows: &[PredictionRow], per_predicate: bool) -> PolarsRes
         keys.insert(0, col("predicate_type"));
     }
     let score = || col("score");
-    let counts = frame.lazy().group_by(keys.clone()).agg([
+    let counted = frame.lazy().group_by(keys.clone()).agg([
         score().eq(lit(2)).and(col("truth")).sum().alias("tp"),
         score().eq(lit(2)).and(col("truth").not()).sum().alias("fp"),
         score().eq(lit(0)).and(col("truth").not()).sum().alias("tn"),
@@ -72,8 +94,6 @@ pub fn variant_summary(rows: &[PredictionRow], per_predicate: bool) -> PolarsRes
         let mut columns = keys.clone();
         columns.extend([
             lit(name).alias("class"),
-            ratio(col(tp), col(tp) + col(fp)).alias("precision"),
-            ratio(col(tp), col(tp) + col(fn_)).alias("recall"),
             col(tp).cast(DataType::UInt64).alias("tp"),
             col(fp).cast(DataType::UInt64).alias("fp"),
             col(tn).cast(DataType::UInt64).alias("tn"),
@@ -81,14 +101,10 @@ pub fn variant_summary(rows: &[PredictionRow], per_predicate: bool) -> PolarsRes
             (col(tp) + col(fp) + col(tn) + col(fn_))
                 .cast(DataType::UInt64)
                 .alias("total_samples"),
-            ratio(
-                col(tp) + col(fp) + col(tn) + col(fn_),
-                col(tp) + col(fp) + col(tn) + col(fn_) + col("uncertain"),
-            )
-            .alias("coverage"),
+            col("uncertain").cast(DataType::UInt64),
             col("invalid").cast(DataType::UInt64),
         ]);
-        counts.clone().select(columns)
+        counted.clone().select(columns)
     };
     let both = concat(
         [
@@ -103,33 +119,45 @@ pub fn variant_summary(rows: &[PredictionRow], per_predicate: bool) -> PolarsRes
         order.push("predicate_type".into());
     }
     order.extend(["variant_order".into(), "class_order".into()]);
-    let both = both.with_columns([
-        when(col("variant").eq(lit(Variant::With.spec_name())))
-            .then(lit(0))
-            .otherwise(lit(1))
-            .alias("variant_order"),
-        when(col("class").eq(lit("positive")))
-            .then(lit(0))
-            .otherwise(lit(1))
-            .alias("class_order"),
-    ]);
-    let mut columns = keys;
+    let both = both
+        .with_columns([
+            when(col("variant").eq(lit(Variant::With.spec_name())))
+                .then(lit(0))
+                .otherwise(lit(1))
+                .alias("variant_order"),
+            when(col("class").eq(lit("positive")))
+                .then(lit(0))
+                .otherwise(lit(1))
+                .alias("class_order"),
+        ])
+        .sort(order, SortMultipleOptions::default())
+        .collect()?;
+    let mut both = with_class_metrics(both)?;
+    let coverage: Vec<Option<f64>> = counts(&both, "total_samples")?
+        .into_iter()
+        .zip(counts(&both, "uncertain")?)
+        .map(|(certain, uncertain)| metrics::coverage(certain?, uncertain?))
+        .collect();
+    both.with_column(Column::new("coverage".into(), coverage))?;
+    let mut columns: Vec<&str> = Vec::new();
+    if per_predicate {
+        columns.push("predicate_type");
+    }
     columns.extend([
-        col("class"),
-        col("precision"),
-        col("recall"),
-        f1(col("precision"), col("recall")).alias("f1"),
-        col("tp"),
-        col("fp"),
-        col("tn"),
-        col("fn"),
-        col("total_samples"),
-        col("coverage"),
-        col("invalid"),
+        "variant",
+        "class",
+        "precision",
+        "recall",
+        "f1",
+        "tp",
+        "fp",
+        "tn",
+        "fn",
+        "total_samples",
+        "coverage",
+        "invalid",
     ]);
-    both.sort(order, SortMultipleOptions::default())
-        .select(columns)
-        .collect()
+    both.select(columns)
 }
 
 /// The probabilities log-loss clips to, so that a confident wrong answer costs a lot but not
@@ -146,9 +174,10 @@ pub const THRESHOLD_POLICIES: [&str; 4] = [
 
 /// Per variant, each reading of score 1 (threshold tuning): filtered out (the certain answers
 /// only, as `comparison_summary.csv`), counted as true, counted as false, all with the positive
-/// class's precision, recall and F1; and as probability 0.5 (2 → 1, 0 → 0), with the Brier
-/// score and the log-loss (probabilities clipped to [`LOG_LOSS_CLIP`], 1 - it). Invalid
-/// answers are left out. WITHOUT has no 1s: its rows agree but for the probabilistic one.
+/// class's precision, recall and F1 ([`ClassMetrics`]' of polars' counts); and as probability
+/// 0.5 (2 → 1, 0 → 0), with the Brier score and the log-loss (probabilities clipped to
+/// [`LOG_LOSS_CLIP`], 1 - it). Invalid answers are left out. WITHOUT has no 1s: its rows agree
+/// but for the probabilistic one.
 pub fn threshold_summary(rows: &[PredictionRow]) -> PolarsResult<DataFrame> {
     let valid = predictions_frame(rows)?
         .lazy()
@@ -169,12 +198,12 @@ pub fn threshold_summary(rows: &[PredictionRow]) -> PolarsResult<DataFrame> {
                 col("variant"),
                 lit(policy).alias("policy"),
                 col("predictions"),
-                ratio(col("tp"), col("tp") + col("fp")).alias("precision"),
-                ratio(col("tp"), col("tp") + col("fn")).alias("recall"),
+                col("tp").cast(DataType::UInt64),
+                col("fp").cast(DataType::UInt64),
+                col("fn").cast(DataType::UInt64),
                 lit(NULL).cast(DataType::Float64).alias("brier"),
                 lit(NULL).cast(DataType::Float64).alias("log_loss"),
             ])
-            .with_column(f1(col("precision"), col("recall")).alias("f1"))
     };
     let score = || col("score");
     // Scores are 0, 1 or 2: the loss of each, clipped, for a true and a false predicate.
@@ -205,11 +234,11 @@ pub fn threshold_summary(rows: &[PredictionRow]) -> PolarsResult<DataFrame> {
             col("variant"),
             lit(THRESHOLD_POLICIES[3]).alias("policy"),
             col("predictions"),
-            lit(NULL).cast(DataType::Float64).alias("precision"),
-            lit(NULL).cast(DataType::Float64).alias("recall"),
+            lit(NULL).cast(DataType::UInt64).alias("tp"),
+            lit(NULL).cast(DataType::UInt64).alias("fp"),
+            lit(NULL).cast(DataType::UInt64).alias("fn"),
             col("brier"),
             col("log_loss"),
-            lit(NULL).cast(DataType::Float64).alias("f1"),
         ]);
     let all = concat(
         [
@@ -232,28 +261,30 @@ pub fn threshold_summary(rows: &[PredictionRow]) -> PolarsResult<DataFrame> {
                 .otherwise(acc)
         },
     );
-    all.with_columns([
-        when(col("variant").eq(lit(Variant::With.spec_name())))
-            .then(lit(0))
-            .otherwise(lit(1))
-            .alias("variant_order"),
-        policy_order.alias("policy_order"),
+    let all = all
+        .with_columns([
+            when(col("variant").eq(lit(Variant::With.spec_name())))
+                .then(lit(0))
+                .otherwise(lit(1))
+                .alias("variant_order"),
+            policy_order.alias("policy_order"),
+        ])
+        .sort(
+            ["variant_order", "policy_order"],
+            SortMultipleOptions::default(),
+        )
+        .collect()?;
+    // The probabilistic reading has no counts: its precision, recall and F1 stay null.
+    with_class_metrics(all)?.select([
+        "variant",
+        "policy",
+        "predictions",
+        "precision",
+        "recall",
+        "f1",
+        "brier",
+        "log_loss",
     ])
-    .sort(
-        ["variant_order", "policy_order"],
-        SortMultipleOptions::default(),
-    )
-    .select([
-        col("variant"),
-        col("policy"),
-        col("predictions"),
-        col("precision"),
-        col("recall"),
-        col("f1"),
-        col("brier"),
-        col("log_loss"),
-    ])
-    .collect()
 }
 
 #[cfg(test)]
@@ -281,7 +312,7 @@ mod tests {
     }
 
     #[test]
-    fn polars_matches_the_metrics_module() {
+    fn summaries_count_with_polars_and_measure_as_the_metrics_module() {
         let data = [
             ("WITH", "clear", Some(2), true),
             ("WITH", "clear", Some(2), false),
@@ -310,8 +341,13 @@ mod tests {
                 .filter_map(|d| d.2.map(|score| Scored { score, truth: d.3 })),
         );
         let f = |name: &str, i: usize| summary.column(name).unwrap().f64().unwrap().get(i);
-        assert_eq!(f("precision", 0), with.positive.precision);
-        assert_eq!(f("recall", 1), with.negative.recall);
+        // Bit for bit the metrics module's numbers: it computes them.
+        for (row, class) in [(0, with.positive), (1, with.negative)] {
+            assert_eq!(
+                (f("precision", row), f("recall", row), f("f1", row)),
+                (class.precision, class.recall, class.f1)
+            );
+        }
         assert_eq!(f("coverage", 0), with.coverage);
         assert_eq!(
             summary.column("invalid").unwrap().u64().unwrap().get(2),

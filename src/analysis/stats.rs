@@ -1,8 +1,14 @@
 //! Statistics over stored scores: inter-rater agreement (quadratic-weighted Cohen's kappa,
-//! Krippendorff's alpha) and the Wilson interval. Pure functions, checked against published
-//! values.
+//! Krippendorff's alpha), the Wilson interval, Student's t intervals of means, McNemar's test
+//! and the paired bootstrap. Pure functions, checked against published values; the t,
+//! chi-square and binomial distributions are statrs'.
 
 use std::collections::BTreeMap;
+
+use statrs::distribution::{
+    Binomial, ChiSquared, Continuous, ContinuousCDF, Discrete, DiscreteCDF, Normal, StudentsT,
+};
+use statrs::function::factorial::binomial;
 
 /// The metric of Krippendorff's alpha: how far apart two values are.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -146,25 +152,28 @@ pub fn wilson_interval(successes: u64, n: u64, z: f64) -> Option<(f64, f64)> {
     Some(((centre - half).max(0.0), (centre + half).min(1.0)))
 }
 
+/// Above this many degrees of freedom, t's quantile is taken as the normal one (they differ by
+/// less than 3e-6): statrs' t quantile loses digits past about 10^4 degrees of freedom and
+/// stops converging past about 10^7, and its CDF loses digits past about 10^8.
+const T_AS_NORMAL_DF: u64 = 1_000_000;
+
 /// The 97.5 % quantile of Student's t with `df` degrees of freedom (for two-sided 95 %
-/// intervals of a mean): a table up to 30, then the Cornish-Fisher expansion around z.
+/// intervals of a mean); `None` for 0.
 pub fn t_975(df: u64) -> Option<f64> {
-    const TABLE: [f64; 30] = [
-        12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179, 2.160,
-        2.145, 2.131, 2.120, 2.110, 2.101, 2.093, 2.086, 2.080, 2.074, 2.069, 2.064, 2.060, 2.056,
-        2.052, 2.048, 2.045, 2.042,
-    ];
-    match df {
-        0 => None,
-        1..=30 => Some(TABLE[df as usize - 1]),
-        _ => {
-            let (z, n) = (Z_95, df as f64);
-            let z3 = z.powi(3);
-            Some(
-                z + (z3 + z) / (4.0 * n) + (5.0 * z.powi(5) + 16.0 * z3 + 3.0 * z) / (96.0 * n * n),
-            )
-        }
+    if df == 0 {
+        return None;
     }
+    if df > T_AS_NORMAL_DF {
+        return Some(Normal::standard().inverse_cdf(0.975));
+    }
+    let t = StudentsT::new(0.0, 1.0, df as f64).ok()?;
+    let mut q = t.inverse_cdf(0.975);
+    // Newton steps on the CDF, which stays exact where the inverse does not (10^4 to 10^6
+    // degrees of freedom); below that they change nothing.
+    for _ in 0..2 {
+        q -= (t.cdf(q) - 0.975) / t.pdf(q);
+    }
+    Some(q)
 }
 
 /// The 95 % interval of a mean of `n` values with sample standard deviation `sd` (Student's
@@ -174,6 +183,10 @@ pub fn mean_interval(mean: f64, sd: f64, n: u64) -> Option<(f64, f64)> {
     let half = t * sd / (n as f64).sqrt();
     half.is_finite().then_some((mean - half, mean + half))
 }
+
+/// Up to this many discordant pairs McNemar's exact tail is computed exactly (every binomial
+/// coefficient and their sum stay below 2^53); beyond, it is the binomial's CDF.
+const EXACT_TAIL_PAIRS: u64 = 50;
 
 /// McNemar's test on paired yes/no outcomes: `b` items only the first variant got right, `c`
 /// only the second.
@@ -205,23 +218,35 @@ impl McNemar {
                 Some((diff - 1.0).max(0.0).powi(2) / n as f64),
             )
         };
-        let p_of = |x: f64| libm::erfc((x / 2.0).sqrt());
+        // The upper tail of chi-square with 1 degree of freedom.
+        let chi2_1 = ChiSquared::new(1.0).ok();
+        let p_of = |x: f64| chi2_1.as_ref().map(|d| d.sf(x));
+        // P(X <= k) and P(X = k) for X ~ Binomial(n, 1/2), k the smaller count.
         let k = b.min(c);
-        // P(X <= k) for X ~ Binomial(n, 1/2), summed in log space for large n.
-        let tail: f64 = (0..=k).map(|i| binomial_half(n, i)).sum();
+        let (tail, at_k) = if n <= EXACT_TAIL_PAIRS {
+            // Whole binomial coefficients (exact below 2^53) times 2^-n: exact to the last
+            // bit. statrs' CDF, an incomplete beta, is off in the 15th digit, which CSV files
+            // print (0.6875 would read 0.687500000000001, 1 0.999999999999999).
+            let scale = 0.5f64.powi(n as i32);
+            let tail: f64 = (0..=k).map(|i| binomial(n, i)).sum();
+            (tail * scale, binomial(n, k) * scale)
+        } else {
+            let flips = Binomial::new(0.5, n).expect("1/2 is a probability");
+            (flips.cdf(k), flips.pmf(k))
+        };
         let p_exact = (2.0 * tail).min(1.0);
         let p_mid = if n == 0 {
             1.0
         } else {
-            (2.0 * (tail - 0.5 * binomial_half(n, k))).min(1.0)
+            (2.0 * (tail - 0.5 * at_k)).min(1.0)
         };
         Self {
             b,
             c,
             chi2,
-            p_chi2: chi2.map(p_of),
+            p_chi2: chi2.and_then(p_of),
             chi2_corrected,
-            p_corrected: chi2_corrected.map(p_of),
+            p_corrected: chi2_corrected.and_then(p_of),
             p_exact,
             p_mid,
         }
@@ -238,14 +263,6 @@ impl McNemar {
     }
 }
 
-/// C(n, i) / 2^n.
-fn binomial_half(n: u64, i: u64) -> f64 {
-    let ln_choose = libm::lgamma(n as f64 + 1.0)
-        - libm::lgamma(i as f64 + 1.0)
-        - libm::lgamma((n - i) as f64 + 1.0);
-    (ln_choose - n as f64 * std::f64::consts::LN_2).exp()
-}
-
 /// A percentile bootstrap interval of a paired difference.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct BootstrapInterval {
@@ -256,21 +273,41 @@ pub struct BootstrapInterval {
     pub dropped: usize,
 }
 
-/// Paired percentile bootstrap: draws `replicates` resamples of the `units` indices (the same
-/// draw for both variants, seeded with `seed`), evaluates `statistic` on each (`None` when it
-/// is undefined, e.g. 0/0) and returns the `level` interval; `None` if no replicate is defined.
+/// How a paired bootstrap draws its interval.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Bootstrap {
+    /// Resamples drawn.
+    pub resamples: usize,
+    /// The seed of the draws: the same data give the same interval.
+    pub seed: u64,
+    /// The interval's level (0.95: the 2.5th to the 97.5th percentile).
+    pub confidence: f64,
+}
+
+/// The one bootstrap configuration of every interval track reports: the relevance deltas
+/// (console, `comparison_statistics.csv`, report) and `track diff`'s changes of review scores
+/// and relevance metrics.
+pub const BOOTSTRAP: Bootstrap = Bootstrap {
+    resamples: 2000,
+    seed: 20_250_101,
+    confidence: 0.95,
+};
+
+/// Paired percentile bootstrap: draws `config.resamples` resamples of the `units` indices
+/// (the same draw for both variants, seeded with `config.seed`), evaluates `statistic` on each
+/// (`None` when it is undefined, e.g. 0/0) and returns the `config.confidence` interval; `None`
+/// if no replicate is defined.
 pub fn paired_bootstrap(
     units: usize,
-    replicates: usize,
-    seed: u64,
-    level: f64,
+    config: &Bootstrap,
     mut statistic: impl FnMut(&[usize]) -> Option<f64>,
 ) -> Option<BootstrapInterval> {
     use rand::{Rng, SeedableRng};
+    let (replicates, level) = (config.resamples, config.confidence);
     if units == 0 || replicates == 0 {
         return None;
     }
-    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
+    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(config.seed);
     let mut sample = vec![0usize; units];
     let mut values = Vec::with_capacity(replicates);
     for _ in 0..replicates {
@@ -400,6 +437,27 @@ mod tests {
         let big = McNemar::new(40, 20);
         assert_eq!(big.p_value(), big.p_chi2);
         assert!(close(McNemar::new(5, 5).p_exact, 1.0, 1e-12));
+        // Small counts give exact p-values, as CSV files print them to 15 digits.
+        assert_eq!(McNemar::new(0, 1).p_exact, 1.0);
+        assert_eq!(McNemar::new(6, 0).p_exact, 0.03125);
+        assert_eq!(McNemar::new(2, 4).p_exact, 0.6875);
+        assert_eq!(McNemar::new(2, 4).p_mid, 0.6875 - 15.0 / 64.0);
+        assert_eq!(McNemar::new(25, 25).p_exact, 1.0);
+        // Either side of the exact range (50 pairs), the same tail: 2 P(X <= 20) of
+        // Binomial(50, 1/2) and of Binomial(51, 1/2), summed exactly elsewhere.
+        let (at, past) = (McNemar::new(30, 20), McNemar::new(31, 20));
+        assert!(close(at.p_exact, 0.202_638_751_064_541, 1e-12), "{at:?}");
+        assert!(
+            close(past.p_exact, 0.160_779_601_811_988, 1e-12),
+            "{past:?}"
+        );
+        // Large counts: the CDF, quick and in range.
+        let large = McNemar::new(60_000, 50_000);
+        assert!(
+            large.p_exact < 1e-100 && large.p_mid <= large.p_exact,
+            "{large:?}"
+        );
+        assert!(close(McNemar::new(20_000, 20_000).p_exact, 1.0, 1e-12));
     }
 
     #[test]
@@ -414,20 +472,29 @@ mod tests {
                     - idx.iter().map(|&i| b[i]).sum::<f64>() / n,
             )
         };
-        let one = paired_bootstrap(200, 2000, 7, 0.95, diff).unwrap();
-        let two = paired_bootstrap(200, 2000, 7, 0.95, diff).unwrap();
+        let seven = Bootstrap {
+            seed: 7,
+            ..BOOTSTRAP
+        };
+        let one = paired_bootstrap(200, &seven, diff).unwrap();
+        let two = paired_bootstrap(200, &seven, diff).unwrap();
         assert_eq!(one, two, "the same seed gives the same interval");
         assert!(one.low < 0.2 && 0.2 < one.high && one.low > 0.05, "{one:?}");
         assert_eq!((one.replicates, one.dropped), (2000, 0));
         // An undefined statistic is dropped and counted.
         let mut n = 0;
-        let sometimes = paired_bootstrap(10, 100, 1, 0.95, |_| {
+        let small = Bootstrap {
+            resamples: 100,
+            seed: 1,
+            confidence: 0.95,
+        };
+        let sometimes = paired_bootstrap(10, &small, |_| {
             n += 1;
             (n % 2 == 0).then_some(1.0)
         })
         .unwrap();
         assert_eq!((sometimes.replicates, sometimes.dropped), (50, 50));
-        assert_eq!(paired_bootstrap(10, 100, 1, 0.95, |_| None), None);
+        assert_eq!(paired_bootstrap(10, &small, |_| None), None);
     }
 
     #[test]
@@ -448,14 +515,38 @@ mod tests {
     #[test]
     fn t_intervals_of_means() {
         assert_eq!(t_975(0), None);
-        assert_eq!(t_975(1), Some(12.706));
-        // Beyond the table the expansion joins it smoothly and tends to z.
-        assert!(close(t_975(31).unwrap(), 2.0395, 2e-4), "{:?}", t_975(31));
-        assert!(close(t_975(120).unwrap(), 1.9799, 2e-4), "{:?}", t_975(120));
-        // Scores 2, 4, 6: mean 4, sd 2, t(2) = 4.303: 4 +/- 4.303 * 2 / sqrt 3.
+        // Published quantiles t(0.975; df), to the digits tables print.
+        for (df, want) in [
+            (1, 12.706_205),
+            (2, 4.302_653),
+            (10, 2.228_139),
+            (30, 2.042_272),
+            (31, 2.039_513),
+            (120, 1.979_930),
+        ] {
+            let t = t_975(df).unwrap();
+            assert!(close(t, want, 5e-6), "t({df}) = {t}");
+        }
+        // Where statrs' own quantile drifts (10^4 to 10^6), the CDF keeps it on the expansion
+        // t = z + (z^3 + z) / 4df + (5z^5 + 16z^3 + 3z) / 96df^2, exact to 1e-12 there.
+        let z: f64 = 1.959_963_984_540_054;
+        for df in [10_000u64, 100_000, 1_000_000] {
+            let n = df as f64;
+            let want = z
+                + (z.powi(3) + z) / (4.0 * n)
+                + (5.0 * z.powi(5) + 16.0 * z.powi(3) + 3.0 * z) / (96.0 * n * n);
+            let t = t_975(df).unwrap();
+            assert!(close(t, want, 1e-9), "t({df}) = {t}, want {want}");
+        }
+        // Beyond, the normal quantile; never below it, and no hang on absurd counts.
+        assert!(close(t_975(1_000_001).unwrap(), z, 1e-12));
+        assert!(close(t_975(u64::MAX).unwrap(), z, 1e-12));
+        assert!((1..200).all(|df| t_975(df).unwrap() > z));
+        // Scores 2, 4, 6: mean 4, sd 2, t(2) = 4.302653: 4 +/- 4.302653 * 2 / sqrt 3.
         let (low, high) = mean_interval(4.0, 2.0, 3).unwrap();
+        let half = 4.302_653 * 2.0 / 3f64.sqrt();
         assert!(
-            close(low, 4.0 - 4.968_7, 1e-3) && close(high, 8.968_7, 1e-3),
+            close(low, 4.0 - half, 1e-5) && close(high, 4.0 + half, 1e-5),
             "{low} {high}"
         );
         assert_eq!(mean_interval(4.0, 0.0, 1), None);

@@ -309,10 +309,30 @@ impl BenchExperiment {
         row.tokens_estimated = call.tokens_estimated;
         row.cost_usd = Some(call.cost_usd);
         row.paid_usd = Some(if row.cache_hit { 0.0 } else { call.cost_usd });
-        row.energy_wh = Some(energy.wh);
-        row.energy_wh_min = Some(energy.min_wh);
-        row.energy_wh_max = Some(energy.max_wh);
-        row.energy_method = Some(self.energy.name().to_owned());
+        // A model without a parameter count has no estimate: the energy stays NULL (unknown),
+        // and so does the method, as no method estimated it.
+        if let Some(energy) = energy {
+            row.energy_wh = Some(energy.wh);
+            row.energy_wh_min = Some(energy.min_wh);
+            row.energy_wh_max = Some(energy.max_wh);
+            row.energy_method = Some(self.energy.name().to_owned());
+        }
+    }
+
+    /// The note of a run some of whose models have no parameter count, or `None`.
+    fn energy_unknown_note(&self) -> Option<String> {
+        let unknown: Vec<String> = self.targets[..self.models]
+            .iter()
+            .filter(|t| t.spec.energy.parameters.is_none())
+            .map(|t| format!("`{}`", t.reference))
+            .collect();
+        (!unknown.is_empty()).then(|| {
+            format!(
+                "track: note: energy unknown for {}: config.yaml gives no `parameters:` \
+                 (billions, a number or [min, max]); add it to estimate energy",
+                unknown.join(", ")
+            )
+        })
     }
 
     /// The row of a judged answer: the verdict from the judge's score, or an error when the
@@ -459,6 +479,9 @@ impl Experiment for BenchExperiment {
         out: &mut dyn std::io::Write,
     ) -> Result<(), ExperimentError> {
         super::console::print(store, summary, options, out).map_err(ExperimentError::kind)?;
+        if let Some(note) = self.energy_unknown_note() {
+            options.note(note);
+        }
         // The parse-failure rate of each judge, next to the tally.
         for (&judge, &(verdicts, unreadable)) in &self.verdicts {
             options.note(format!(

@@ -58,13 +58,27 @@ impl BenchSection {
         })
     }
 
-    /// The energy of all results, with its range; `None` when none was estimated.
+    /// The energy of all results, with its range; `None` when none was estimated, or when a
+    /// model's is unknown (no parameter count): a total without it would look complete.
     pub fn energy(&self) -> Option<Energy> {
+        if !self.energy_unknown().is_empty() {
+            return None;
+        }
         Some(Energy {
             wh: sum(&self.by_model, "energy_wh")?,
             min_wh: sum(&self.by_model, "energy_wh_min"),
             max_wh: sum(&self.by_model, "energy_wh_max"),
         })
+    }
+
+    /// The models whose energy is unknown: they answered without a parameter count.
+    fn energy_unknown(&self) -> Vec<String> {
+        let wh = floats(&self.by_model, "energy_wh");
+        texts(&self.by_model, "model")
+            .into_iter()
+            .zip(wh)
+            .filter_map(|(model, wh)| wh.is_none().then_some(model))
+            .collect()
     }
 
     fn run_list(&self) -> String {
@@ -402,8 +416,25 @@ impl BenchSection {
             floats(&self.by_model, "energy_wh_min"),
             floats(&self.by_model, "energy_wh_max"),
         );
+        let unknown = self.energy_unknown();
+        let unknown_note = if unknown.is_empty() {
+            String::new()
+        } else {
+            format!(
+                " Energy is unknown (–) for {}: no parameter count was given (config.yaml \
+                 without `parameters:`), so the total is unknown too.",
+                unknown
+                    .iter()
+                    .map(|m| format!("`{m}`"))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )
+        };
         if wh.iter().all(Option::is_none) {
-            return "<p class=\"note\">No energy was estimated for these results.</p>".to_owned();
+            return format!(
+                "<p class=\"note\">No energy was estimated for these results.{}</p>",
+                escape(&unknown_note)
+            );
         }
         let max = high
             .iter()
@@ -440,8 +471,11 @@ impl BenchSection {
             domain: (0.0, crate::report::svg::headroom(max)),
             reference: None,
         });
-        let note = "Estimated per call by the run's energy method; the per-model table above has the numbers.";
-        figure("bench-energy", "Energy", &chart, note, "")
+        let note = format!(
+            "Estimated per call by the run's energy method; the per-model table above has the \
+             numbers.{unknown_note}"
+        );
+        figure("bench-energy", "Energy", &chart, &note, "")
     }
 
     /// The results that did not pass, bounded, with expected and actual answers.

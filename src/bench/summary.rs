@@ -254,14 +254,30 @@ fn insert_wilson(
     Ok(())
 }
 
+/// Whether a result has an answer but no energy estimate: its model had no parameter count.
+/// (An error has neither: no call, no energy, and nothing unknown.)
+fn energy_unknown() -> Expr {
+    col("output_tokens")
+        .is_not_null()
+        .and(col("energy_wh").is_null())
+}
+
+/// `value`, or null when any result of the group has unknown energy: a sum or mean that left
+/// those results out would look complete and be too low.
+fn unless_energy_unknown(unknown: Expr, value: Expr) -> Expr {
+    when(unknown)
+        .then(lit(NULL).cast(DataType::Float64))
+        .otherwise(value)
+}
+
 /// Share of passed among passed and failed (errors excluded), in percent; null when none.
 fn success_pct() -> Expr {
     col("passed").cast(DataType::Float64).mean() * lit(100.0)
 }
 
 /// Per model, in the order models were run: counts, % success, total time, cost, paid,
-/// tokens and energy. Each slice is summed on its own, then the sums are summed: the rows are
-/// never copied into one frame.
+/// tokens and energy (null, unknown, for a model with an answer of unknown energy). Each slice
+/// is summed on its own, then the sums are summed: the rows are never copied into one frame.
 pub fn model_summary(measures: &Measures) -> PolarsResult<DataFrame> {
     let sums = [
         ("latency_ms", "latency_ms"),
@@ -295,6 +311,12 @@ pub fn model_summary(measures: &Measures) -> PolarsResult<DataFrame> {
                     .cast(DataType::UInt64)
                     .alias("cache_hits"),
             ];
+            aggs.push(
+                energy_unknown()
+                    .sum()
+                    .cast(DataType::UInt64)
+                    .alias("energy_unknown"),
+            );
             aggs.extend(sums.iter().map(|(from, to)| col(*from).sum().alias(*to)));
             part.clone().lazy().group_by([col("model")]).agg(aggs)
         })
@@ -302,10 +324,17 @@ pub fn model_summary(measures: &Measures) -> PolarsResult<DataFrame> {
     if partials.is_empty() {
         return Ok(DataFrame::empty());
     }
-    let mut totals: Vec<Expr> = ["results", "passed", "failed", "errors", "cache_hits"]
-        .iter()
-        .map(|c| col(*c).sum())
-        .collect();
+    let mut totals: Vec<Expr> = [
+        "results",
+        "passed",
+        "failed",
+        "errors",
+        "cache_hits",
+        "energy_unknown",
+    ]
+    .iter()
+    .map(|c| col(*c).sum())
+    .collect();
     totals.extend(sums.iter().map(|(_, to)| col(*to).sum()));
     let decided = (col("passed") + col("failed")).cast(DataType::Float64);
     let df = concat(partials, UnionArgs::default())?
@@ -327,9 +356,13 @@ pub fn model_summary(measures: &Measures) -> PolarsResult<DataFrame> {
             col("paid_usd"),
             col("input_tokens").cast(DataType::UInt64),
             col("output_tokens").cast(DataType::UInt64),
-            col("energy_wh"),
-            col("energy_wh_min"),
-            col("energy_wh_max"),
+            // A model with results of unknown energy has an unknown total, not a partial one.
+            unless_energy_unknown(col("energy_unknown").gt(lit(0)), col("energy_wh"))
+                .alias("energy_wh"),
+            unless_energy_unknown(col("energy_unknown").gt(lit(0)), col("energy_wh_min"))
+                .alias("energy_wh_min"),
+            unless_energy_unknown(col("energy_unknown").gt(lit(0)), col("energy_wh_max"))
+                .alias("energy_wh_max"),
             col("cache_hits"),
         ])
         .collect()?;
@@ -345,7 +378,8 @@ pub fn model_summary(measures: &Measures) -> PolarsResult<DataFrame> {
 }
 
 /// Per prompt, in file order: % success for each model and across all models, then averages
-/// of input and output tokens, cost, time and energy.
+/// of input and output tokens, cost, time and energy (null, unknown, when any model's answer
+/// to the prompt has unknown energy).
 pub fn prompt_summary(measures: &Measures) -> PolarsResult<DataFrame> {
     let lazy = concat(
         measures
@@ -373,7 +407,9 @@ pub fn prompt_summary(measures: &Measures) -> PolarsResult<DataFrame> {
                 .alias("avg_output_tokens"),
             col("cost_usd").mean().alias("avg_cost_usd"),
             (col("latency_ms").mean() / lit(1000.0)).alias("avg_time_s"),
-            col("energy_wh").mean().alias("avg_energy_wh"),
+            // Across models: unknown when any model's is, rather than the mean of the others.
+            unless_energy_unknown(energy_unknown().any(true), col("energy_wh").mean())
+                .alias("avg_energy_wh"),
         ])
         .sort(["prompt"], SortMultipleOptions::default());
     let per_pair = lazy
@@ -550,6 +586,64 @@ mod tests {
         assert_eq!(f64_at(&p, "success_pct_all", 1), Some(0.0));
         assert_eq!(f64_at(&p, "avg_output_tokens", 0), Some(6.0));
         assert_eq!(f64_at(&p, "avg_time_s", 0), Some(1.5));
+    }
+
+    /// `columns()` plus model c, without a parameter count: answers on p1 and an error on p2.
+    fn columns_with_unknown_energy() -> BenchColumns {
+        let mut c = columns();
+        for (p, passed) in [("p1", Some(true)), ("p2", None)] {
+            let ok = passed.is_some();
+            c.run_id.push(1);
+            c.model_index.push(2);
+            c.prompt_index.push(u32::from(p == "p2"));
+            c.repeat_index.push(0);
+            c.model_ref.push("c".into());
+            c.prompt_name.push(p.into());
+            c.passed.push(passed);
+            c.cache_hit.push(false);
+            c.latency_ms.push(ok.then_some(500.0));
+            c.input_tokens.push(ok.then_some(10));
+            c.output_tokens.push(ok.then_some(4));
+            c.cost_usd.push(ok.then_some(0.0));
+            c.paid_usd.push(ok.then_some(0.0));
+            c.energy_wh.push(None);
+            c.energy_wh_min.push(None);
+            c.energy_wh_max.push(None);
+        }
+        c
+    }
+
+    #[test]
+    fn unknown_energy_stays_unknown_in_the_summaries() {
+        let measures = Measures::from_columns(&columns_with_unknown_energy()).unwrap();
+        let m = model_summary(&measures).unwrap();
+        assert_eq!(m.column("model").unwrap().str().unwrap().get(2), Some("c"));
+        for column in ["energy_wh", "energy_wh_min", "energy_wh_max"] {
+            assert_eq!(f64_at(&m, column, 2), None, "c: {column} is unknown, not 0");
+            assert_eq!(f64_at(&m, column, 0), Some(4.0), "a keeps its energy");
+        }
+        // b's only error has no energy and no answer: nothing is unknown.
+        assert_eq!(f64_at(&m, "energy_wh", 1), Some(2.0));
+        assert_eq!(
+            f64_at(&m, "total_time_s", 2),
+            Some(0.5),
+            "the rest is known"
+        );
+
+        let p = prompt_summary(&measures).unwrap();
+        assert_eq!(
+            f64_at(&p, "avg_energy_wh", 0),
+            None,
+            "p1: c answered with unknown energy, so the mean over models is unknown"
+        );
+        assert_eq!(
+            f64_at(&p, "avg_energy_wh", 1),
+            Some(3.0),
+            "p2: c only errored, the mean over the answers is known"
+        );
+        // Without model c the same means are known.
+        let known = prompt_summary(&Measures::from_columns(&columns()).unwrap()).unwrap();
+        assert_eq!(f64_at(&known, "avg_energy_wh", 0), Some(1.5));
     }
 
     #[test]

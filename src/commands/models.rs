@@ -71,21 +71,21 @@ pub fn run(context: &Context, args: ModelsArgs) -> anyhow::Result<ExitCode> {
             "parameters_b".into(),
             models
                 .iter()
-                .map(|m| m.energy.spec_parameters)
+                .map(|m| m.energy.parameters.map(|p| p.spec))
                 .collect::<Vec<_>>(),
         ),
         Column::new(
             "active_b".into(),
             models
                 .iter()
-                .map(|m| range(m.energy.active_parameters))
+                .map(|m| m.energy.parameters.map(|p| range(p.active)))
                 .collect::<Vec<_>>(),
         ),
         Column::new(
             "total_b".into(),
             models
                 .iter()
-                .map(|m| range(m.energy.total_parameters))
+                .map(|m| m.energy.parameters.map(|p| range(p.total)))
                 .collect::<Vec<_>>(),
         ),
         Column::new(

@@ -5,7 +5,7 @@ use crate::llm::pacer::RateLimit;
 use std::collections::BTreeMap;
 
 use super::{Catalog, ModelSpec, ProviderSpec};
-use crate::energy::{EnergyProfile, Range};
+use crate::energy::{EnergyProfile, Parameters, Range};
 use crate::llm::ProviderKind;
 
 impl Catalog {
@@ -106,9 +106,11 @@ impl Catalog {
                 input_price: prices.0,
                 output_price: prices.1,
                 energy: EnergyProfile {
-                    spec_parameters: spec_p,
-                    active_parameters: active,
-                    total_parameters: total,
+                    parameters: Some(Parameters {
+                        spec: spec_p,
+                        active,
+                        total,
+                    }),
                     pue: providers[provider].pue,
                 },
                 // Text-only models are marked after the list.
@@ -260,9 +262,9 @@ mod tests {
             (
                 gpt.input_price,
                 gpt.output_price,
-                gpt.energy.spec_parameters
+                gpt.energy.parameters.map(|p| p.spec)
             ),
-            (2.5, 10.0, 200.0)
+            (2.5, 10.0, Some(200.0))
         );
     }
 }

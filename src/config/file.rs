@@ -9,7 +9,7 @@ use serde::Deserialize;
 
 use super::catalog::split_reference;
 use super::{Config, ConfigError, ModelSpec, ProviderSpec};
-use crate::energy::{EnergyMethod, EnergyProfile, Range};
+use crate::energy::{EnergyMethod, EnergyProfile, Parameters, Range};
 use crate::llm::pacer::RateLimit;
 use crate::llm::{ProviderKind, RetryPolicy};
 
@@ -133,16 +133,26 @@ impl Config {
                 self.catalog.provider_names()
             ));
         };
+        // Without a parameter count the model still runs; its energy is unknown (the run
+        // says so once).
         let parameters = m.parameters.map(NumberOrRange::range);
-        let Some(active) = m.active_parameters.map(NumberOrRange::range).or(parameters) else {
-            return Err(format!(
-                "model `{reference}` needs `parameters:` (billions, a number or [min, max]) for energy estimates"
-            ));
+        let active = m.active_parameters.map(NumberOrRange::range).or(parameters);
+        let total = m.total_parameters.map(NumberOrRange::range);
+        let parameters = match (active, total) {
+            (Some(active), total) => Some(Parameters {
+                spec: parameters.unwrap_or(active).mid(),
+                active,
+                total: total.unwrap_or(active),
+            }),
+            (None, None) => None,
+            (None, Some(_)) => {
+                return Err(format!(
+                    "model `{reference}`: `total_parameters:` needs `parameters:` or \
+                     `active_parameters:` too (billions, a number or [min, max]); without any, \
+                     its energy is left unknown"
+                ));
+            }
         };
-        let total = m
-            .total_parameters
-            .map(NumberOrRange::range)
-            .unwrap_or(active);
         let spec = ModelSpec {
             provider: provider.to_owned(),
             alias: alias.to_owned(),
@@ -150,12 +160,7 @@ impl Config {
             model: m.model.unwrap_or_else(|| alias.to_owned()),
             input_price: m.input_price,
             output_price: m.output_price,
-            energy: EnergyProfile {
-                spec_parameters: parameters.unwrap_or(active).mid(),
-                active_parameters: active,
-                total_parameters: total,
-                pue,
-            },
+            energy: EnergyProfile { parameters, pue },
             vision: m.vision,
             structured: m.structured.unwrap_or_default(),
             rate_limit: rate_limit.unwrap_or_default(),
@@ -392,12 +397,46 @@ energy_method: seed-linear
         let e = config
             .apply(
                 Path::new("c.yaml"),
-                "models:\n  openai:x:\n    input_price: 1\n",
+                "models:\n  openai:x:\n    total_parameters: 440\n",
             )
             .unwrap_err()
             .to_string();
-        assert!(e.contains("needs `parameters:`"), "{e}");
+        assert!(
+            e.starts_with("c.yaml") && e.contains("`total_parameters:` needs `parameters:`"),
+            "{e}"
+        );
         assert!(config.apply(Path::new("c.yaml"), "nonsense: [").is_err());
+    }
+
+    #[test]
+    fn a_model_without_parameters_is_added_with_energy_unknown() {
+        let mut config = builtin();
+        config
+            .apply(
+                Path::new("c.yaml"),
+                "models:\n  openai:x:\n    input_price: 1\n  openai:y:\n    active_parameters: [8, 28]\n",
+            )
+            .unwrap();
+        let x = config.catalog.resolve("openai:x").unwrap();
+        assert_eq!((x.model.as_str(), x.input_price), ("x", 1.0));
+        assert_eq!(x.energy.parameters, None, "no count: energy unknown");
+        assert_eq!(x.energy.pue, Range::exact(1.2), "the provider's PUE stays");
+        // `active_parameters:` alone is enough: total and spec follow from it.
+        let y = config.catalog.resolve("openai:y").unwrap();
+        assert_eq!(
+            y.energy.parameters,
+            Some(Parameters {
+                spec: 18.0,
+                active: Range {
+                    min: 8.0,
+                    max: 28.0
+                },
+                total: Range {
+                    min: 8.0,
+                    max: 28.0
+                },
+            })
+        );
     }
 
     #[test]

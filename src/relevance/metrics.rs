@@ -1,6 +1,8 @@
 //! Metrics of a relevance variant on its certain predictions (scores 0 and 2) against ground
 //! truth: both classes, coverage, recall with abstentions counted as misses, calibration of
 //! the uncertain answers, and WITH - WITHOUT deltas. A division by zero is `None`, never NaN.
+//! The one implementation of these metrics: the polars summaries of `analysis::relevance`,
+//! the bootstrap and the diffs all call it.
 
 /// One answered prediction: the model's score (0, 1 or 2) and the ground truth.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -26,7 +28,6 @@ pub struct ClassMetrics {
 impl ClassMetrics {
     /// The metrics of counts `tp`, `fp`, `tn`, `fn_`.
     pub fn from_counts(tp: u64, fp: u64, tn: u64, fn_: u64) -> Self {
-        let ratio = |num: u64, den: u64| (den > 0).then(|| num as f64 / den as f64);
         let precision = ratio(tp, tp + fp);
         let recall = ratio(tp, tp + fn_);
         let f1 = match (precision, recall) {
@@ -97,18 +98,27 @@ impl VariantMetrics {
         }
         let positive = ClassMetrics::from_counts(tp, fp, tn, fn_);
         let answered = positive.total_samples + uncertain;
-        let ratio = |num: u64, den: u64| (den > 0).then(|| num as f64 / den as f64);
         Self {
             positive,
             negative: positive.mirror(),
             answered,
             uncertain,
-            coverage: ratio(positive.total_samples, answered),
+            coverage: coverage(positive.total_samples, uncertain),
             positive_recall_with_abstentions: ratio(tp, true_total),
             negative_recall_with_abstentions: ratio(tn, false_total),
             uncertain_true_share: ratio(uncertain_true, uncertain),
         }
     }
+}
+
+/// `num / den`, `None` when `den` is 0.
+fn ratio(num: u64, den: u64) -> Option<f64> {
+    (den > 0).then(|| num as f64 / den as f64)
+}
+
+/// The share of answered predictions that were certain: `certain / (certain + uncertain)`.
+pub fn coverage(certain: u64, uncertain: u64) -> Option<f64> {
+    ratio(certain, certain + uncertain)
 }
 
 /// `with - without`, `None` when either side is undefined.

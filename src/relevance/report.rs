@@ -160,7 +160,8 @@ pub fn write_summary_csv(
 
 /// The statistics lines printed after the console block.
 pub fn statistics_block(rows: &[crate::store::PredictionRow]) -> String {
-    use super::stats::{BOOTSTRAP_REPLICATES, bootstrap_deltas, mcnemar};
+    use super::stats::{bootstrap_deltas, mcnemar};
+    use crate::analysis::stats::BOOTSTRAP;
     let mut out = String::new();
     let m = mcnemar(rows);
     let p = m
@@ -178,7 +179,8 @@ pub fn statistics_block(rows: &[crate::store::PredictionRow]) -> String {
     );
     let _ = writeln!(
         out,
-        "Paired bootstrap 95 % intervals of the deltas ({BOOTSTRAP_REPLICATES} resamples of whole images):"
+        "Paired bootstrap 95 % intervals of the deltas ({} resamples of whole images):",
+        BOOTSTRAP.resamples
     );
     for d in bootstrap_deltas(rows) {
         let interval = d.interval.map_or_else(

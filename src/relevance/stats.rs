@@ -4,15 +4,11 @@
 
 use std::collections::BTreeMap;
 
-use crate::analysis::stats::{BootstrapInterval, McNemar, paired_bootstrap};
+use crate::analysis::stats::{BOOTSTRAP, BootstrapInterval, McNemar, paired_bootstrap};
 use crate::store::PredictionRow;
 
 use super::metrics::{ClassMetrics, Scored, VariantMetrics, delta};
 use super::parse::Variant;
-
-/// Bootstrap resamples, and the seed that makes them repeatable.
-pub const BOOTSTRAP_REPLICATES: usize = 2000;
-pub const BOOTSTRAP_SEED: u64 = 20_240_601;
 
 fn is_with(row: &PredictionRow) -> bool {
     row.variant == Variant::With.name()
@@ -79,7 +75,7 @@ pub struct DeltaInterval {
     pub interval: Option<BootstrapInterval>,
 }
 
-/// Paired bootstrap 95 % intervals of the six deltas (precision, recall, F1 of both classes),
+/// Paired bootstrap intervals ([`BOOTSTRAP`]: 95 %) of the six deltas (precision, recall, F1 of both classes),
 /// resampling whole images (an image of one run and model: pooled runs are separate units).
 pub fn bootstrap_deltas(rows: &[PredictionRow]) -> Vec<DeltaInterval> {
     let mut images: BTreeMap<(i64, &str, &str), Vec<&PredictionRow>> = BTreeMap::new();
@@ -109,18 +105,12 @@ pub fn bootstrap_deltas(rows: &[PredictionRow]) -> Vec<DeltaInterval> {
     let mut out = Vec::new();
     for class in ["positive", "negative"] {
         for name in ["precision", "recall", "f1"] {
-            let interval = paired_bootstrap(
-                images.len(),
-                BOOTSTRAP_REPLICATES,
-                BOOTSTRAP_SEED,
-                0.95,
-                |sample| {
-                    let chosen = || sample.iter().flat_map(|&i| images[i].iter().copied());
-                    let w = measure(chosen().filter(|r| is_with(r)));
-                    let wo = measure(chosen().filter(|r| !is_with(r)));
-                    delta(metric(&w, class, name), metric(&wo, class, name))
-                },
-            );
+            let interval = paired_bootstrap(images.len(), &BOOTSTRAP, |sample| {
+                let chosen = || sample.iter().flat_map(|&i| images[i].iter().copied());
+                let w = measure(chosen().filter(|r| is_with(r)));
+                let wo = measure(chosen().filter(|r| !is_with(r)));
+                delta(metric(&w, class, name), metric(&wo, class, name))
+            });
             out.push(DeltaInterval {
                 class,
                 metric: name,

@@ -13,12 +13,10 @@ use super::html::{
 };
 use super::{ReportError, Section};
 use crate::analysis::relevance::variant_summary;
-use crate::analysis::stats::{McNemar, Z_95, wilson_interval};
+use crate::analysis::stats::{BOOTSTRAP, McNemar, Z_95, wilson_interval};
 use crate::relevance::metrics::{ClassMetrics, VariantMetrics};
 use crate::relevance::run::measure_rows;
-use crate::relevance::stats::{
-    BOOTSTRAP_REPLICATES, DeltaInterval, bootstrap_deltas, by_kind, mcnemar,
-};
+use crate::relevance::stats::{DeltaInterval, bootstrap_deltas, by_kind, mcnemar};
 use crate::store::Store;
 
 /// The predictions of some relevance runs, measured.
@@ -179,8 +177,9 @@ impl RelevanceSection {
             reference: Some(0.0),
         });
         let note = format!(
-            "{BOOTSTRAP_REPLICATES} resamples of whole images (the same draw for both variants); \
-             an interval that does not cross 0 shows a difference beyond chance."
+            "{} resamples of whole images (the same draw for both variants); \
+             an interval that does not cross 0 shows a difference beyond chance.",
+            BOOTSTRAP.resamples
         );
         figure(
             "relevance-deltas",

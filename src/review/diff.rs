@@ -6,10 +6,10 @@ use std::collections::{BTreeMap, HashMap};
 use polars::prelude::*;
 
 use crate::analysis::diff::{
-    BOOTSTRAP_REPLICATES, BOOTSTRAP_SEED, DiffCounts, INTERVAL_LEVEL, KindDiff, Layout,
-    MIN_BOOTSTRAP_UNITS, Pairing, difference, either, mean, only_in, pair_by_key, sides,
+    DiffCounts, KindDiff, Layout, MIN_BOOTSTRAP_UNITS, Pairing, difference, either, mean, only_in,
+    pair_by_key, sides,
 };
-use crate::analysis::stats::{BootstrapInterval, paired_bootstrap};
+use crate::analysis::stats::{BOOTSTRAP, BootstrapInterval, paired_bootstrap};
 use crate::store::{ReviewColumns, ScoreColumns};
 
 pub const LAYOUT: Layout = Layout {
@@ -164,13 +164,9 @@ impl Group {
             return None;
         }
         let deltas: Vec<f64> = self.scored.iter().map(|(b, n)| n - b).collect();
-        paired_bootstrap(
-            deltas.len(),
-            BOOTSTRAP_REPLICATES,
-            BOOTSTRAP_SEED,
-            INTERVAL_LEVEL,
-            |sample| mean(sample.iter().map(|&i| deltas[i])),
-        )
+        paired_bootstrap(deltas.len(), &BOOTSTRAP, |sample| {
+            mean(sample.iter().map(|&i| deltas[i]))
+        })
     }
 
     fn describe(&self, interval: &BootstrapInterval) -> String {

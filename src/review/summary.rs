@@ -477,9 +477,10 @@ mod tests {
         assert_eq!(c.column("scored").unwrap().u64().unwrap().get(0), Some(5));
         let f = |name: &str, row: usize| c.column(name).unwrap().f64().unwrap().get(row);
         assert_eq!(f("mean_score", 0), Some(3.0));
-        let half = 2.776 * (2.5f64).sqrt() / 5f64.sqrt();
-        assert!((f("mean_low", 0).unwrap() - (3.0 - half)).abs() < 1e-9);
-        assert!((f("mean_high", 0).unwrap() - (3.0 + half)).abs() < 1e-9);
+        // t(0.975; 4) = 2.776445 (the 3-digit table said 2.776).
+        let half = 2.776_445 * (2.5f64).sqrt() / 5f64.sqrt();
+        assert!((f("mean_low", 0).unwrap() - (3.0 - half)).abs() < 1e-6);
+        assert!((f("mean_high", 0).unwrap() - (3.0 + half)).abs() < 1e-6);
         assert_eq!(f("mean_score", 1), Some(16.0 / 5.0));
     }
 

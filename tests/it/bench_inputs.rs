@@ -86,11 +86,12 @@ fn bad_config_and_arguments_are_named() {
     );
     s.write(
         "bad-config.yaml",
-        "models:\n  openai:x:\n    input_price: 1\n",
+        "models:\n  openai:x:\n    total_parameters: 440\n",
     );
     let stderr = failure(&s, &["--config", "bad-config.yaml", "run", "bench.yaml"]);
     assert!(
-        stderr.contains("bad-config.yaml: model `openai:x` needs `parameters:`"),
+        stderr
+            .contains("bad-config.yaml: model `openai:x`: `total_parameters:` needs `parameters:`"),
         "{stderr}"
     );
     let stderr = failure(&s, &["--config", "nope.yaml", "models"]);

@@ -8,6 +8,7 @@ mod bench_inputs;
 mod bench_run;
 mod budget;
 mod diff;
+mod energy_unknown;
 mod golden;
 mod hardening;
 mod local_model;

@@ -16,11 +16,8 @@ use polars::prelude::*;
 use crate::experiment::ExperimentKind;
 use crate::store::{RunInfo, Store, StoreError};
 
-/// Bootstrap resamples of every interval of a diff, and the seed that makes them repeatable.
-pub const BOOTSTRAP_REPLICATES: usize = 2000;
-pub const BOOTSTRAP_SEED: u64 = 20_250_101;
-/// The level of every bootstrap interval, and the significance level of McNemar's test.
-pub const INTERVAL_LEVEL: f64 = 0.95;
+/// The significance level of McNemar's test. Bootstrap intervals are drawn as every other
+/// interval track reports ([`BOOTSTRAP`](crate::analysis::stats::BOOTSTRAP)).
 pub const SIGNIFICANCE: f64 = 0.05;
 /// Fewer paired units than this (review items, relevance images) get no interval: a
 /// bootstrap of two or three values says nothing, and nothing counts as significant then.

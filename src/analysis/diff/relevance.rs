@@ -8,10 +8,10 @@ use std::collections::HashMap;
 use polars::prelude::*;
 
 use super::{
-    BOOTSTRAP_REPLICATES, BOOTSTRAP_SEED, DiffCounts, INTERVAL_LEVEL, KindDiff, Layout,
-    MIN_BOOTSTRAP_UNITS, Pairing, difference, either, only_in, pair_by_key, sides,
+    DiffCounts, KindDiff, Layout, MIN_BOOTSTRAP_UNITS, Pairing, difference, either, only_in,
+    pair_by_key, sides,
 };
-use crate::analysis::stats::{BootstrapInterval, paired_bootstrap};
+use crate::analysis::stats::{BOOTSTRAP, BootstrapInterval, paired_bootstrap};
 use crate::relevance::metrics::ClassMetrics;
 use crate::relevance::parse::Variant;
 use crate::store::PredictionRow;
@@ -202,13 +202,9 @@ fn metric_rows(counts: &ImageCounts) -> Vec<MetricRow> {
             for name in METRICS {
                 let interval = (units >= MIN_BOOTSTRAP_UNITS)
                     .then(|| {
-                        paired_bootstrap(
-                            units,
-                            BOOTSTRAP_REPLICATES,
-                            BOOTSTRAP_SEED,
-                            INTERVAL_LEVEL,
-                            |sample| counts.delta(sample, v, class, name),
-                        )
+                        paired_bootstrap(units, &BOOTSTRAP, |sample| {
+                            counts.delta(sample, v, class, name)
+                        })
                     })
                     .flatten();
                 rows.push(MetricRow {
