@@ -3,5 +3,4 @@
 //! are in its folder. Nothing here reads SQL or prints.
 
 pub mod diff;
-pub mod relevance;
 pub mod stats;

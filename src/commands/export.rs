@@ -149,8 +149,8 @@ fn export_reviews(context: &Context, args: &CsvArgs) -> anyhow::Result<ExitCode>
 
 /// Writes the relevance CSV files of the selected runs, computed from stored predictions.
 fn export_relevance(context: &Context, args: &CsvArgs) -> anyhow::Result<ExitCode> {
-    use crate::relevance::report::{write_statistics_csv, write_summary_csv};
-    use crate::relevance::run::measure_rows;
+    use crate::relevance::export::{write_statistics_csv, write_summary_csv};
+    use crate::relevance::stats::measure_rows;
     let store = context.open_existing_store()?;
     let run_ids = store.select_runs(
         ExperimentKind::Relevance.as_str(),
@@ -199,7 +199,7 @@ fn export_relevance(context: &Context, args: &CsvArgs) -> anyhow::Result<ExitCod
             r.image_sha256.clone(),
             r.predicate.clone(),
             r.predicate_kind.clone(),
-            crate::relevance::parse::Variant::from_stored(&r.variant)
+            crate::relevance::Variant::from_stored(&r.variant)
                 .spec_name()
                 .to_owned(),
             r.trial.to_string(),

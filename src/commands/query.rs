@@ -5,11 +5,11 @@ use std::process::ExitCode;
 use polars::prelude::Column;
 
 use super::{Context, selection_status};
-use crate::analysis::relevance::variant_summary;
 use crate::bench::summary::{Measures, model_summary, prompt_summary};
 use crate::experiment::ExperimentKind;
 use crate::output::count;
 use crate::output::{Columns, Format, print_frame};
+use crate::relevance::summary::variant_summary;
 use crate::review::summary::{ReviewFrames, agreement, criterion_summary, review_summary};
 use crate::store::{RunSelector, Store};
 

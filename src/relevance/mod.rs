@@ -2,18 +2,24 @@
 //! without an "uncertain" option; precision, recall and F1 on the certain predictions, and the
 //! WITH - WITHOUT deltas, with McNemar's test and bootstrap intervals.
 
+pub mod console;
+pub mod diff;
+pub mod export;
+pub mod html;
 pub mod logistics;
 pub mod metrics;
 pub mod parse;
 pub mod predicates;
-pub mod report;
 pub mod run;
 pub mod stats;
+pub mod summary;
 pub mod synth;
+pub mod variant;
 
 use std::path::PathBuf;
 
 pub use run::{CompareExperiment, RelevanceExperiment, from_file};
+pub use variant::Variant;
 
 use crate::prompt::PromptError;
 use crate::store::StoreError;

@@ -14,7 +14,6 @@ pub mod columns;
 mod comparison;
 mod header;
 pub mod html;
-mod relevance;
 mod selection;
 pub mod svg;
 
@@ -92,7 +91,7 @@ pub fn build(store: &Store, db: &Path, choice: &RunChoice) -> Result<Report, Rep
     }
     let relevance_runs = selection.ids_of(ExperimentKind::Relevance);
     if !relevance_runs.is_empty() {
-        let section = relevance::RelevanceSection::load(store, &relevance_runs)?;
+        let section = crate::relevance::html::RelevanceSection::load(store, &relevance_runs)?;
         sections.push(Box::new(section));
     }
     Ok(Report {

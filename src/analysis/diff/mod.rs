@@ -6,8 +6,6 @@
 //! command can print them and a report can show them as a section. Items found in only one
 //! run are counted and kept in the item frame (`only_in` = `base` or `new`), never dropped.
 
-mod relevance;
-
 use std::collections::HashMap;
 use std::hash::Hash;
 
@@ -130,7 +128,7 @@ impl RunDiff {
                 store.review_columns(&[base_run])?,
                 store.review_columns(&[new_run])?,
             )?,
-            ExperimentKind::Relevance => relevance::diff(
+            ExperimentKind::Relevance => crate::relevance::diff::diff(
                 store.predictions(&[base_run])?,
                 store.predictions(&[new_run])?,
             )?,
@@ -230,7 +228,7 @@ impl RunDiff {
     fn layout(&self) -> &'static Layout {
         match self.kind {
             ExperimentKind::Review => &crate::review::diff::LAYOUT,
-            ExperimentKind::Relevance => &relevance::LAYOUT,
+            ExperimentKind::Relevance => &crate::relevance::diff::LAYOUT,
             _ => &crate::bench::diff::LAYOUT,
         }
     }

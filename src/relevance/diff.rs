@@ -1,4 +1,4 @@
-//! Relevance diffs: predictions paired by (image, predicate, trial, variant); per variant the
+//! Relevance diffs (`track diff`): predictions paired by (image, predicate, trial, variant); per variant the
 //! change of precision, recall and F1 of both classes on the shared predictions, with paired
 //! bootstrap intervals that resample whole images (so an image's predicates and trials stay
 //! together, as in `relevance::stats`).
@@ -7,16 +7,16 @@ use std::collections::HashMap;
 
 use polars::prelude::*;
 
-use super::{
+use super::metrics::ClassMetrics;
+use super::variant::Variant;
+use crate::analysis::diff::{
     DiffCounts, KindDiff, Layout, MIN_BOOTSTRAP_UNITS, Pairing, difference, either, only_in,
     pair_by_key, sides,
 };
 use crate::analysis::stats::{BOOTSTRAP, BootstrapInterval, paired_bootstrap};
-use crate::relevance::metrics::ClassMetrics;
-use crate::relevance::parse::Variant;
 use crate::store::PredictionRow;
 
-pub(super) const LAYOUT: Layout = Layout {
+pub const LAYOUT: Layout = Layout {
     keys: &["image", "predicate", "trial", "variant"],
     change_columns: &[
         "image",
@@ -223,7 +223,7 @@ fn metric_rows(counts: &ImageCounts) -> Vec<MetricRow> {
 }
 
 /// Compares the predictions of two relevance runs.
-pub(super) fn diff(base: Vec<PredictionRow>, new: Vec<PredictionRow>) -> PolarsResult<KindDiff> {
+pub fn diff(base: Vec<PredictionRow>, new: Vec<PredictionRow>) -> PolarsResult<KindDiff> {
     let paired = pair_by_key(base, new, |p| {
         (
             p.image.clone(),
