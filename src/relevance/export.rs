@@ -1,12 +1,90 @@
 //! The specification's CSV files of a comparison, computed from stored predictions:
 //! `comparison_summary.csv` with exactly `variant,class,precision,recall,f1,tp,fp,tn,fn,total_samples`,
 //! and beyond it `comparison_by_predicate.csv`, `comparison_statistics.csv` and
-//! `comparison_thresholds.csv`. A run writes them when it ends (`console`).
+//! `comparison_thresholds.csv`. A run writes them when it ends (`console`); `track export csv
+//! --kind relevance` writes them of any runs, with `relevance_predictions.csv`.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
+
+use anyhow::Context as _;
 
 use super::metrics::{ClassMetrics, VariantMetrics};
+use super::stats::measure_rows;
 use super::variant::Variant;
+use crate::kinds::{ExportOptions, ExportRuns};
+use crate::store::Store;
+
+/// Writes the relevance CSV files of `runs` into `--out` (default `results/relevance/`),
+/// computed from their stored predictions; the files written on stdout.
+pub fn write_csv(
+    store: &Store,
+    runs: &ExportRuns<'_>,
+    options: &ExportOptions,
+) -> anyhow::Result<()> {
+    let rows = store.predictions(runs.ids)?;
+    let out = options
+        .out
+        .clone()
+        .unwrap_or_else(|| PathBuf::from("results/relevance"));
+    let (with, without, _) = measure_rows(&rows);
+    let mut paths = vec![
+        write_summary_csv(&out, &with, &without)
+            .with_context(|| format!("writing into {}", out.display()))?,
+    ];
+    paths.extend(
+        write_statistics_csv(&out, &rows)
+            .with_context(|| format!("writing into {}", out.display()))?,
+    );
+    let predictions = out.join("relevance_predictions.csv");
+    let mut writer = csv::Writer::from_path(&predictions)
+        .with_context(|| format!("writing {}", predictions.display()))?;
+    writer.write_record([
+        "run_id",
+        "model",
+        "image",
+        "image_sha256",
+        "predicate",
+        "predicate_type",
+        "variant",
+        "trial",
+        "score",
+        "invalid_reason",
+        "truth",
+        "call_id",
+        "cache_hit",
+        "prompt_sha256",
+        "run_status",
+    ])?;
+    for r in &rows {
+        writer.write_record([
+            r.run_id.to_string(),
+            r.model_ref.clone(),
+            r.image.clone(),
+            r.image_sha256.clone(),
+            r.predicate.clone(),
+            r.predicate_kind.clone(),
+            Variant::from_stored(&r.variant).spec_name().to_owned(),
+            r.trial.to_string(),
+            r.score.map(|s| s.to_string()).unwrap_or_default(),
+            r.invalid_reason.clone().unwrap_or_default(),
+            u8::from(r.truth).to_string(),
+            r.call_id.map(|c| c.to_string()).unwrap_or_default(),
+            u8::from(r.cache_hit).to_string(),
+            r.prompt_sha256.clone().unwrap_or_default(),
+            runs.run_status
+                .get(&r.run_id)
+                .copied()
+                .unwrap_or("")
+                .to_owned(),
+        ])?;
+    }
+    writer.flush()?;
+    paths.push(predictions);
+    for path in &paths {
+        println!("{}", path.display());
+    }
+    Ok(())
+}
 
 /// A CSV cell of a rate: four decimals, empty when undefined.
 /// A CSV number at full precision: the shortest text that reads back to the same value (the

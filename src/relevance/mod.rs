@@ -1,9 +1,14 @@
 //! Relevance experiments: a vision model scores blocks-world predicates of images with and
 //! without an "uncertain" option; precision, recall and F1 on the certain predictions, and the
 //! WITH - WITHOUT deltas, with McNemar's test and bootstrap intervals.
+//!
+//! Everything that is the kind's own is in this folder: the experiment (`run`), its answers
+//! (`parse`, `variant`), metrics and statistics, summaries (`summary`), diff, report section
+//! (`html`), console output, CSV files (`export`), and its entry in the registry (`entry`).
 
 pub mod console;
 pub mod diff;
+pub mod entry;
 pub mod export;
 pub mod html;
 pub mod logistics;
@@ -18,6 +23,7 @@ pub mod variant;
 
 use std::path::PathBuf;
 
+pub use entry::KIND;
 pub use run::{CompareExperiment, RelevanceExperiment, from_file};
 pub use variant::Variant;
 
