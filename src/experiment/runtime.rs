@@ -206,6 +206,7 @@ pub fn execute(
         options.cache,
     );
     let (plan, first) = plan::plan(experiment, &executor)?;
+    tracing::debug!(calls = plan.calls(), to_call = plan.to_call(), "planned");
     if options.dry_run {
         return Ok(RunEnd::Planned(plan));
     }
@@ -341,6 +342,7 @@ async fn run(
         (Ok(()), None) => RunStatus::Completed,
     };
     let finished = guard.finish(&lock(store), status);
+    tracing::debug!(?status, "run ended");
     result?;
     finished?;
     Ok(RunSummary {
@@ -463,7 +465,9 @@ impl Run<'_> {
         let mut answers = vec![None; stage.calls.len()];
         let (immediate, to_send) = self.triage(stage, cached);
         self.record(stage, immediate, &mut answers)?;
+        tracing::debug!(stage = stage.name, to_send = to_send.len(), "sending");
         self.send(stage, to_send, &mut answers).await?;
+        tracing::debug!(stage = stage.name, "stage answered and recorded");
         Ok(answers)
     }
 
