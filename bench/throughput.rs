@@ -6,7 +6,7 @@
 //! 3. `track query --by model` and `--by prompt` over a database of 1,000,000 results.
 //!
 //! Each figure comes with the peak resident memory of the `track` process (wait4's maxrss).
-//! `TRACK_BENCH_PARTS=1` runs the first case only.
+//! `TRACK_BENCH_PARTS=1` runs the first case only; `TRACK_BENCH_VERBOSE=1` shows its log (`-v`).
 
 #[path = "million.rs"]
 mod million;
@@ -44,13 +44,19 @@ fn main() {
     // 1. Fresh calls.
     let bench = write_bench(dir.as_path(), "calls.yaml", 2_000);
     let db = dir.as_path().join("calls.db");
+    // TRACK_BENCH_VERBOSE=1 lets track log with -v (times since its start, on stderr) to
+    // show where the run spends its time.
+    let verbosity = match std::env::var_os("TRACK_BENCH_VERBOSE") {
+        Some(_) => "-v",
+        None => "-q",
+    };
     let (secs, rss) = run_track(
         &mock,
         &db,
         &[
             "run",
             path(&bench),
-            "-q",
+            verbosity,
             "--no-detail",
             "--concurrency",
             "64",
@@ -139,7 +145,10 @@ fn write_bench(dir: &Path, name: &str, n: usize) -> PathBuf {
 
 /// Runs the release binary against `mock`; returns wall seconds and peak RSS in MB, and
 /// prints the process's CPU time.
-#[allow(clippy::zombie_processes)] // reaped by wait4, which also reports its peak memory
+#[allow(
+    clippy::zombie_processes,
+    reason = "reaped by wait4, which also reports its peak memory"
+)]
 fn run_track(mock: &MockProvider, db: &Path, args: &[&str]) -> (f64, f64) {
     let started = Instant::now();
     let child = Command::new(env!("CARGO_BIN_EXE_track"))

@@ -142,6 +142,7 @@ pub fn run_experiment(
         let stdout = std::io::stdout();
         let mut out = ClosedPipeIsDone::new(stdout.lock());
         experiment.report(&lock(&store), &summary, &report, &mut out)?;
+        tracing::debug!("results printed");
         if out.closed {
             // `track run … | head`: the reader has what it wanted; the run itself is recorded.
             return Ok(ExitCode::from(summary.exit_code()));

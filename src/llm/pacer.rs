@@ -495,6 +495,7 @@ impl Pacer {
             state.limited |= learned;
             if state.probe == Probe::InFlight {
                 state.probe = Probe::Done;
+                tracing::debug!(scope = %scope.label, limited = state.limited, "first answer");
             }
         }
         scope.answered.notify_waiters();
