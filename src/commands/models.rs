@@ -5,6 +5,7 @@ use std::process::ExitCode;
 use polars::prelude::*;
 
 use super::Context;
+use crate::config::Catalog;
 use crate::output::{Columns, Format, print_frame};
 
 /// List the model catalog: provider, alias, model id, prices, parameters, and whether a key is set.
@@ -20,26 +21,36 @@ pub struct ModelsArgs {
 
 pub fn run(context: &Context, args: ModelsArgs) -> anyhow::Result<ExitCode> {
     let config = context.load_config()?;
-    let catalog = &config.catalog;
+    let df = catalog_frame(&config.catalog)?;
+    print_frame(&df, args.format, Columns::wide_if(args.wide))?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// A range as a person writes it: `7` when its ends agree, else `7–13`.
+fn range(r: crate::energy::Range) -> String {
+    if r.min == r.max {
+        format!("{}", r.min)
+    } else {
+        format!("{}–{}", r.min, r.max)
+    }
+}
+
+/// Whether the key of `m`'s provider is set, not needed, or missing (naming its variables).
+fn key_status(catalog: &Catalog, m: &crate::config::ModelSpec) -> String {
+    let provider = catalog.provider(m);
+    if !provider.key_required {
+        "not needed".to_owned()
+    } else if provider.endpoint().api_key.is_some() {
+        "set".to_owned()
+    } else {
+        format!("missing ({})", provider.key_vars_text())
+    }
+}
+
+/// The models of `catalog`, one row each.
+fn catalog_frame(catalog: &Catalog) -> PolarsResult<DataFrame> {
     let models = &catalog.models;
-    let range = |r: crate::energy::Range| {
-        if r.min == r.max {
-            format!("{}", r.min)
-        } else {
-            format!("{}–{}", r.min, r.max)
-        }
-    };
-    let key_status = |m: &crate::config::ModelSpec| {
-        let provider = catalog.provider(m);
-        if !provider.key_required {
-            "not needed".to_owned()
-        } else if provider.endpoint().api_key.is_some() {
-            "set".to_owned()
-        } else {
-            format!("missing ({})", provider.key_vars_text())
-        }
-    };
-    let df = DataFrame::new_infer_height(vec![
+    DataFrame::new_infer_height(vec![
         Column::new(
             "reference".into(),
             models.iter().map(|m| m.reference()).collect::<Vec<_>>(),
@@ -97,9 +108,10 @@ pub fn run(context: &Context, args: ModelsArgs) -> anyhow::Result<ExitCode> {
         ),
         Column::new(
             "key".into(),
-            models.iter().map(key_status).collect::<Vec<_>>(),
+            models
+                .iter()
+                .map(|m| key_status(catalog, m))
+                .collect::<Vec<_>>(),
         ),
-    ])?;
-    print_frame(&df, args.format, Columns::wide_if(args.wide))?;
-    Ok(ExitCode::SUCCESS)
+    ])
 }

@@ -7,6 +7,7 @@ use polars::prelude::*;
 use super::Context;
 use crate::experiment::observed_status;
 use crate::output::{Columns, Format, print_frame};
+use crate::store::{RunErrorRow, RunInfo};
 
 /// List runs: id, kind, file (or the command line of a run without one), models, started,
 /// status (a run whose process is gone shows as `abandoned`; one stopped by its budget as
@@ -32,21 +33,7 @@ pub struct RunsArgs {
 pub fn run(context: &Context, args: RunsArgs) -> anyhow::Result<ExitCode> {
     let store = context.open_existing_store()?;
     if let Some(run_id) = args.errors {
-        let errors = store.run_errors(run_id)?;
-        let column = |name: &str, values: Vec<String>| Column::new(name.into(), values);
-        let df = DataFrame::new_infer_height(vec![
-            column("stage", errors.iter().map(|e| e.stage.clone()).collect()),
-            column(
-                "model",
-                errors.iter().map(|e| e.model_ref.clone()).collect(),
-            ),
-            column("item", errors.iter().map(|e| e.item.clone()).collect()),
-            Column::new(
-                "attempts".into(),
-                errors.iter().map(|e| e.attempts).collect::<Vec<_>>(),
-            ),
-            column("error", errors.iter().map(|e| e.error.clone()).collect()),
-        ])?;
+        let df = errors_frame(&store.run_errors(run_id)?)?;
         print_frame(&df, args.format, Columns::wide_if(args.wide))?;
         return Ok(ExitCode::SUCCESS);
     }
@@ -54,11 +41,42 @@ pub fn run(context: &Context, args: RunsArgs) -> anyhow::Result<ExitCode> {
     if let Some(limit) = args.limit {
         runs.truncate(limit);
     }
+    let mut df = runs_frame(context, &runs)?;
+    if args.format == Format::Table && !args.wide {
+        // Compact tables leave what was paid to --wide, but a run's budget is read against
+        // what it paid: here it stays, beside the budget.
+        df.rename("paid_usd", "run_paid_usd".into())?;
+    }
+    print_frame(&df, args.format, Columns::wide_if(args.wide))?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The calls of a run that got no answer, one row each (`track runs --errors ID`).
+fn errors_frame(errors: &[RunErrorRow]) -> PolarsResult<DataFrame> {
+    let column = |name: &str, values: Vec<String>| Column::new(name.into(), values);
+    DataFrame::new_infer_height(vec![
+        column("stage", errors.iter().map(|e| e.stage.clone()).collect()),
+        column(
+            "model",
+            errors.iter().map(|e| e.model_ref.clone()).collect(),
+        ),
+        column("item", errors.iter().map(|e| e.item.clone()).collect()),
+        Column::new(
+            "attempts".into(),
+            errors.iter().map(|e| e.attempts).collect::<Vec<_>>(),
+        ),
+        column("error", errors.iter().map(|e| e.error.clone()).collect()),
+    ])
+}
+
+/// The runs, one row each, with the status observed now (a run whose process is gone is
+/// `abandoned`).
+fn runs_frame(context: &Context, runs: &[RunInfo]) -> PolarsResult<DataFrame> {
     let status: Vec<&str> = runs
         .iter()
         .map(|r| observed_status(&context.db, r.id, r.status).as_str())
         .collect();
-    let mut df = DataFrame::new_infer_height(vec![
+    DataFrame::new_infer_height(vec![
         Column::new("id".into(), runs.iter().map(|r| r.id).collect::<Vec<_>>()),
         Column::new(
             "kind".into(),
@@ -110,12 +128,5 @@ pub fn run(context: &Context, args: RunsArgs) -> anyhow::Result<ExitCode> {
             "command".into(),
             runs.iter().map(|r| r.command.clone()).collect::<Vec<_>>(),
         ),
-    ])?;
-    if args.format == Format::Table && !args.wide {
-        // Compact tables leave what was paid to --wide, but a run's budget is read against
-        // what it paid: here it stays, beside the budget.
-        df.rename("paid_usd", "run_paid_usd".into())?;
-    }
-    print_frame(&df, args.format, Columns::wide_if(args.wide))?;
-    Ok(ExitCode::SUCCESS)
+    ])
 }

@@ -4,7 +4,7 @@
 
 use std::collections::HashMap;
 
-use super::{Experiment, ExperimentError, Stage};
+use super::{Experiment, ExperimentError, Stage, Target};
 use crate::llm::{
     CacheMode, CallJob, CallOutcome, Executor, MESSAGE_TOKENS_BOUND, Part, tokens_bound,
 };
@@ -106,9 +106,33 @@ pub(crate) fn plan(
         let planned = plan.calls() + stage.calls.len() as u64 + stage.pending.len() as u64;
         check_size(planned)?;
         let cached = executor.lookup(stage.calls.iter().map(|c| c.job.canonical.key.as_str()))?;
+        let answers = plan.count_stage(&stage, &cached, targets);
+        if index == 0 {
+            first_cached = Some(cached);
+        }
+        stages.push((stage, answers));
+    }
+    plan.note_refused(targets, executor.mode());
+    let first = stages
+        .into_iter()
+        .next()
+        .zip(first_cached)
+        .map(|((stage, _), cached)| FirstStage { stage, cached });
+    Ok((plan, first))
+}
+
+impl Plan {
+    /// Counts the calls of `stage` line by line, cached or to send (with their worst cost),
+    /// and returns the cached answers the next stage depends on.
+    fn count_stage(
+        &mut self,
+        stage: &Stage,
+        cached: &HashMap<String, StoredCall>,
+        targets: &[Target],
+    ) -> Vec<Option<CallOutcome>> {
         let mut answers = vec![None; stage.calls.len()];
         for (i, call) in stage.calls.iter().enumerate() {
-            let line = &mut plan.lines[call.target];
+            let line = &mut self.lines[call.target];
             line.calls += 1;
             match cached.get(&call.job.canonical.key) {
                 Some(hit) => {
@@ -124,7 +148,7 @@ pub(crate) fn plan(
             }
         }
         for pending in &stage.pending {
-            let line = &mut plan.lines[pending.target];
+            let line = &mut self.lines[pending.target];
             line.calls += 1;
             line.to_call += 1;
             line.max_cost_usd += targets[pending.target]
@@ -132,27 +156,23 @@ pub(crate) fn plan(
                 .price()
                 .cost_usd(pending.input_tokens, pending.output_tokens);
         }
-        if index == 0 {
-            first_cached = Some(cached);
-        }
-        stages.push((stage, answers));
+        answers
     }
-    for (line, target) in plan.lines.iter_mut().zip(targets) {
-        if line.to_call == 0 {
-            continue;
+
+    /// Says on each line with calls to send why they will not be sent, when they will not:
+    /// `--offline`, or what blocks the target (no key).
+    fn note_refused(&mut self, targets: &[Target], mode: CacheMode) {
+        for (line, target) in self.lines.iter_mut().zip(targets) {
+            if line.to_call == 0 {
+                continue;
+            }
+            line.note = match (mode, &target.blocked) {
+                (CacheMode::Offline, _) => Some("not cached: --offline refuses these calls".into()),
+                (_, Some(reason)) => Some(reason.clone()),
+                _ => None,
+            };
         }
-        line.note = match (executor.mode(), &target.blocked) {
-            (CacheMode::Offline, _) => Some("not cached: --offline refuses these calls".into()),
-            (_, Some(reason)) => Some(reason.clone()),
-            _ => None,
-        };
     }
-    let first = stages
-        .into_iter()
-        .next()
-        .zip(first_cached)
-        .map(|((stage, _), cached)| FirstStage { stage, cached });
-    Ok((plan, first))
 }
 
 /// Refuses plans beyond [`MAX_PLANNED_CALLS`].

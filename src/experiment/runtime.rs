@@ -15,7 +15,9 @@ use indicatif::ProgressBar;
 use super::lifecycle::{RunGuard, observed_status};
 use super::plan::{self, FirstStage};
 use super::signals::Signals;
-use super::{Experiment, ExperimentError, ExperimentKind, Plan, RunOptions, Signal, Stage, Tally};
+use super::{
+    Experiment, ExperimentError, ExperimentKind, Plan, RunHeader, RunOptions, Signal, Stage, Tally,
+};
 use crate::config::Settings;
 use crate::llm::executor::Claims;
 use crate::llm::pacer::{ConfiguredLimits, Pacer};
@@ -258,13 +260,7 @@ async fn run(
     let started = std::time::Instant::now();
     // The command line's budget wins over the file's.
     let budget_usd = options.budget_usd.or(experiment.budget_usd());
-    let mut header = experiment.header();
-    if let Some(usd) = budget_usd {
-        if !header.options.is_object() {
-            header.options = serde_json::json!({});
-        }
-        header.options["budget_usd"] = serde_json::json!(usd);
-    }
+    let header = header_with_budget(experiment, budget_usd);
     let guard = RunGuard::start(
         &lock(store),
         db,
@@ -277,18 +273,7 @@ async fn run(
         executor.set_budget(Arc::new(Budget::new(usd)));
     }
     if let Some(db) = db {
-        // Runs sharing this database pay each distinct call once: a key is claimed by the run
-        // sending it; a claim whose run is gone is taken over.
-        let db = db.to_path_buf();
-        executor.set_claims(Claims {
-            owner: run_id.to_string(),
-            lease,
-            is_alive: Box::new(move |owner| {
-                owner.parse::<i64>().is_ok_and(|id| {
-                    observed_status(&db, id, RunStatus::Running) == RunStatus::Running
-                })
-            }),
-        });
+        executor.set_claims(claims(db, run_id, lease));
     }
     let executor = &Arc::new(executor);
     // The bar counts the calls to send: its rate, and so its ETA, is that of paid calls, not
@@ -309,22 +294,7 @@ async fn run(
         tally,
     };
     let result = match first {
-        Some(first) => {
-            // While the pacer holds calls, the progress line says so: a paced run never
-            // looks hung.
-            let ticker = async {
-                loop {
-                    tokio::time::sleep(PACING_TICK).await;
-                    if let Some(note) = executor.pacing_note() {
-                        progress.set_message(note);
-                    }
-                }
-            };
-            tokio::select! {
-                result = run.stages(first) => result,
-                () = ticker => Ok(()),
-            }
-        }
+        Some(first) => run.paced_stages(first).await,
         None => Ok(()),
     };
     let tally = run.tally;
@@ -334,12 +304,7 @@ async fn run(
     }
     let signal = signals.received();
     let budget = executor.budget().map(|b| BudgetUse::of(b));
-    let status = match (&result, signal) {
-        (Err(_), _) => RunStatus::Failed,
-        (Ok(()), Some(_)) => RunStatus::Interrupted,
-        (Ok(()), None) if budget.is_some_and(|b| b.reached) => RunStatus::Budget,
-        (Ok(()), None) => RunStatus::Completed,
-    };
+    let status = end_status(result.is_ok(), signal, budget);
     let finished = guard.finish(&lock(store), status);
     tracing::debug!(?status, "run ended");
     result?;
@@ -353,6 +318,44 @@ async fn run(
         elapsed: started.elapsed(),
         budget,
     })
+}
+
+/// The experiment's header, with the run's budget among its options when it has one.
+fn header_with_budget(experiment: &dyn Experiment, budget_usd: Option<f64>) -> RunHeader {
+    let mut header = experiment.header();
+    if let Some(usd) = budget_usd {
+        if !header.options.is_object() {
+            header.options = serde_json::json!({});
+        }
+        header.options["budget_usd"] = serde_json::json!(usd);
+    }
+    header
+}
+
+/// Runs sharing the database at `db` pay each distinct call once: a key is claimed by the run
+/// sending it (`run_id`, for `lease`); a claim whose run is gone is taken over.
+fn claims(db: &Path, run_id: i64, lease: Duration) -> Claims {
+    let db = db.to_path_buf();
+    Claims {
+        owner: run_id.to_string(),
+        lease,
+        is_alive: Box::new(move |owner| {
+            owner
+                .parse::<i64>()
+                .is_ok_and(|id| observed_status(&db, id, RunStatus::Running) == RunStatus::Running)
+        }),
+    }
+}
+
+/// How a run ended: failed on an error, interrupted by a signal, stopped by its budget, or
+/// completed.
+fn end_status(ok: bool, signal: Option<Signal>, budget: Option<BudgetUse>) -> RunStatus {
+    match (ok, signal) {
+        (false, _) => RunStatus::Failed,
+        (true, Some(_)) => RunStatus::Interrupted,
+        (true, None) if budget.is_some_and(|b| b.reached) => RunStatus::Budget,
+        (true, None) => RunStatus::Completed,
+    }
 }
 
 /// Starts the signal handler: the first signal stops the sending, a second marks the run
@@ -413,6 +416,24 @@ impl Run<'_> {
     /// Whether to start nothing more: a signal came, or the budget was reached.
     fn stopping(&self) -> bool {
         self.signals.stopping() || self.executor.budget().is_some_and(|b| b.reached())
+    }
+
+    /// [`Run::stages`], while the progress line says what the pacer holds calls for: a paced
+    /// run never looks hung.
+    async fn paced_stages(&mut self, first: FirstStage) -> Result<(), ExperimentError> {
+        let (executor, progress) = (self.executor.clone(), self.progress.clone());
+        let ticker = async {
+            loop {
+                tokio::time::sleep(PACING_TICK).await;
+                if let Some(note) = executor.pacing_note() {
+                    progress.set_message(note);
+                }
+            }
+        };
+        tokio::select! {
+            result = self.stages(first) => result,
+            () = ticker => Ok(()),
+        }
     }
 
     /// Runs the first stage and each one after it, until the last or a signal.

@@ -54,6 +54,10 @@ pub enum ReportError {
         path.display()
     )]
     Empty { path: PathBuf, what: String },
+    /// A section read a column its summary does not have: a chart would have been drawn
+    /// empty.
+    #[error("the report's {table} has no column `{column}` to read (a bug in track)")]
+    MissingColumn { column: String, table: String },
 }
 
 /// One part of the report after its header: a kind's results, or a comparison.
@@ -74,10 +78,30 @@ pub struct ReportPart {
     pub energy: Option<Energy>,
 }
 
-/// A report ready to be written: the header and the sections, in order.
+/// A report ready to be written: the header and the sections, in order, drawn.
 pub struct Report {
     header: header::Header,
-    sections: Vec<Box<dyn Section>>,
+    sections: Vec<Drawn>,
+}
+
+/// A section drawn: what the document needs of it.
+struct Drawn {
+    anchor: &'static str,
+    heading: String,
+    body: String,
+}
+
+impl Drawn {
+    /// Draws `section`; a column it reads that its frame lacks is an error, not an empty chart.
+    fn draw(section: &dyn Section) -> Result<Self, ReportError> {
+        let anchor = section.anchor();
+        let body = columns::watch(&format!("{anchor} section"), || section.body())?;
+        Ok(Self {
+            anchor,
+            heading: section.heading(),
+            body,
+        })
+    }
 }
 
 /// Builds the report of the runs `choice` names in the database at `db`.
@@ -93,10 +117,14 @@ pub fn build(store: &Store, db: &Path, choice: &RunChoice) -> Result<Report, Rep
         if runs.is_empty() {
             continue;
         }
-        let part = load(store, &runs)?;
+        let part = columns::watch(&format!("{} section", kind.as_str()), || load(store, &runs))??;
         energy = Energy::total(energy, part.energy);
         sections.push(part.section);
     }
+    let sections = sections
+        .iter()
+        .map(|section| Drawn::draw(section.as_ref()))
+        .collect::<Result<_, _>>()?;
     Ok(Report {
         header: header::Header::new(selection, energy, db),
         sections,
@@ -139,19 +167,19 @@ impl Report {
             let _ = write!(
                 out,
                 "<li><a href=\"#{}\">{}</a></li>",
-                section.anchor(),
-                escape(&section.heading())
+                section.anchor,
+                escape(&section.heading)
             );
         }
         out.push_str("</ol></nav><main>");
         for section in &self.sections {
-            let anchor = section.anchor();
+            let anchor = section.anchor;
             let _ = write!(
                 out,
                 "<section id=\"{anchor}\" aria-labelledby=\"{anchor}-heading\">\
                  <h2 id=\"{anchor}-heading\">{}</h2>{}</section>",
-                escape(&section.heading()),
-                section.body()
+                escape(&section.heading),
+                section.body
             );
         }
         let _ = writeln!(

@@ -1,0 +1,125 @@
+//! Which columns a terminal table shows (compact or `--wide`) and under which headers: the
+//! short headers of compact tables and the readable header of a column name.
+
+/// Which columns a terminal table shows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Columns {
+    /// The main columns under short headers: what a terminal has room for.
+    #[default]
+    Compact,
+    /// Every column under its full header (`--wide`), as CSV and JSON always have.
+    Wide,
+}
+
+impl Columns {
+    /// `Wide` when `wide` is set.
+    pub fn wide_if(wide: bool) -> Self {
+        if wide { Self::Wide } else { Self::Compact }
+    }
+
+    /// Whether a compact table shows the column `name`: it leaves out confidence bounds,
+    /// counts and totals that the columns it keeps imply (failed = n - passed - errors; paid
+    /// <= cost), and breakdowns (tokens in and out, energy bounds).
+    pub(super) fn shows(self, name: &str) -> bool {
+        self == Self::Wide
+            || !(name.ends_with("_low_pct")
+                || name.ends_with("_high_pct")
+                || WIDE_ONLY.contains(&name))
+    }
+
+    /// The header of the column `name`.
+    pub(super) fn header(self, name: &str) -> String {
+        match self {
+            Self::Wide => header(name),
+            Self::Compact => short_header(name),
+        }
+    }
+}
+
+/// Columns only `--wide` tables show (CSV and JSON always have them).
+const WIDE_ONLY: &[&str] = &[
+    "passed",
+    "failed",
+    "paid_usd",
+    "input_tokens",
+    "output_tokens",
+    "avg_input_tokens",
+    "avg_output_tokens",
+    "tokens_in",
+    "tokens_out",
+    "energy_wh_min",
+    "energy_wh_max",
+    "command",
+    "provider",
+    "alias",
+    "model_id",
+    "active_b",
+    "total_b",
+    "pue",
+];
+
+/// Short headers of compact tables, for columns whose full header is long.
+const SHORT_HEADERS: &[(&str, &str)] = &[
+    ("results", "n"),
+    ("passed", "pass"),
+    ("errors", "err"),
+    ("success_pct", "pass %"),
+    ("success_pct_all", "all %"),
+    ("total_time_s", "time s"),
+    ("time_s", "time s"),
+    ("total_cost_usd", "cost $"),
+    ("cost_usd", "cost $"),
+    ("paid_usd", "paid $"),
+    // `track runs`' compact table, where paid stays beside the budget.
+    ("run_paid_usd", "paid $"),
+    ("budget_usd", "budget $"),
+    ("max_cost_usd", "max $"),
+    ("energy_wh", "Wh"),
+    ("cache_hits", "hits"),
+    ("avg_time_s", "avg s"),
+    ("avg_cost_usd", "avg $"),
+    ("avg_energy_wh", "avg Wh"),
+    ("to_call", "to call"),
+    ("input_usd_per_mtok", "in $/Mtok"),
+    ("output_usd_per_mtok", "out $/Mtok"),
+    ("parameters_b", "params B"),
+    ("parse_failures", "unparsable"),
+    ("parse_failure_pct", "unparsable %"),
+    ("no_official", "no official"),
+    ("na_scores", "N/A"),
+    ("with_na", "with N/A"),
+    ("mean_overall", "overall"),
+    ("mean_average_pn", "mean P"),
+];
+
+/// The header of a compact table: a short form when there is one, else the full header.
+fn short_header(name: &str) -> String {
+    SHORT_HEADERS
+        .iter()
+        .find(|(column, _)| *column == name)
+        .map_or_else(|| header(name), |(_, short)| (*short).to_owned())
+}
+
+/// A header a person reads: `total_cost_usd` becomes `total cost ($)`, units last.
+pub(crate) fn header(name: &str) -> String {
+    if let Some((_, model)) = name.split_once('[') {
+        // `success_pct[openai:gpt-4o]` -> `openai:gpt-4o %`
+        return format!("{} %", model.trim_end_matches(']'));
+    }
+    let name = name.replace("_usd_per_mtok", "_perMtok");
+    let mut words = Vec::new();
+    let mut unit = "";
+    for word in name.split('_') {
+        match word {
+            "usd" => unit = " ($)",
+            "perMtok" => unit = " ($/Mtok)",
+            "pct" => unit = " %",
+            "wh" => unit = " (Wh)",
+            "s" => unit = " (s)",
+            "ms" => unit = " (ms)",
+            "b" => unit = " (B)",
+            other => words.push(other),
+        }
+    }
+    format!("{}{unit}", words.join(" "))
+}

@@ -1,0 +1,75 @@
+//! Numbers in words a person reads: counts with their noun, dollars, and floats without the
+//! noise of binary arithmetic. Cell formatting by column is in `cell.rs`.
+
+/// `1 call`, `2 calls`: a count with its noun, singular or plural (`plural` is the noun + s).
+pub fn count(n: u64, noun: &str) -> String {
+    match n {
+        1 => format!("1 {noun}"),
+        _ if noun.ends_with('y') && !noun.ends_with("ey") => {
+            format!("{n} {}ies", &noun[..noun.len() - 1])
+        }
+        _ => format!("{n} {noun}s"),
+    }
+}
+
+/// An amount of dollars to the micro-dollar, without trailing zeros: `$0`, `$0.0125`.
+pub fn dollars(usd: f64) -> String {
+    let text = format!("{usd:.6}");
+    let text = text.trim_end_matches('0').trim_end_matches('.');
+    format!("${text}")
+}
+
+/// `v` at the 15 significant digits a double holds exactly: what binary arithmetic adds beyond
+/// them (`0.38598899999999997` for a sum of `0.385989`) is noise, not precision.
+pub fn tidy_float(v: f64) -> f64 {
+    if v == 0.0 || !v.is_finite() {
+        return v;
+    }
+    let digits = 14 - v.abs().log10().floor() as i32;
+    if !(0..=22).contains(&digits) {
+        // Outside the range of exact powers of ten: round through text.
+        return format!("{v:.14e}").parse().unwrap_or(v);
+    }
+    // 10^digits is exact, so the division gives the double nearest the decimal.
+    let scale = 10f64.powi(digits);
+    (v * scale).round() / scale
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn dollars_drop_trailing_zeros() {
+        assert_eq!(dollars(0.0), "$0");
+        assert_eq!(dollars(0.0125), "$0.0125");
+        assert_eq!(dollars(12.0), "$12");
+        assert_eq!(dollars(0.0000004), "$0");
+        assert_eq!(dollars(1.2345678), "$1.234568");
+    }
+
+    #[test]
+    fn counts_read_as_english() {
+        assert_eq!(count(1, "error"), "1 error");
+        assert_eq!(count(0, "error"), "0 errors");
+        assert_eq!(count(2, "cache hit"), "2 cache hits");
+        assert_eq!(count(3, "reply"), "3 replies");
+        assert_eq!(count(3, "key"), "3 keys");
+    }
+
+    #[test]
+    fn floats_lose_their_binary_noise_not_their_digits() {
+        let noisy = 0.1 + 0.2;
+        assert_eq!(noisy.to_string(), "0.30000000000000004");
+        assert_eq!(tidy_float(noisy).to_string(), "0.3");
+        let sum: f64 = [0.128663, 0.128663, 0.128663].iter().sum();
+        assert_eq!(tidy_float(sum).to_string(), "0.385989");
+        assert_eq!(tidy_float(2.0 / 3.0).to_string(), "0.666666666666667");
+        assert_eq!(tidy_float(1234567.891).to_string(), "1234567.891");
+        assert_eq!(
+            tidy_float(1e-30 / 3.0).to_string(),
+            "0.000000000000000000000000000000333333333333333"
+        );
+        assert_eq!(tidy_float(0.0), 0.0);
+    }
+}
