@@ -406,10 +406,37 @@ fn fixture_copy() -> tempfile::TempDir {
     copy_dir(&golden_dir().join("inputs"), dir.path());
     std::fs::copy(golden_dir().join("fixture.db"), dir.path().join("track.db"))
         .expect("tests/golden/fixture.db: rebuild it as tests/golden/README.md says");
+    fill_expected_outputs(&dir.path().join("track.db"));
+    // The benchmark files are not at hand: the report reads expected outputs from the
+    // database only (they are in inputs/ for the generator and for reading).
+    for file in ["bench_v1.yaml", "bench_v2.yaml"] {
+        std::fs::remove_file(dir.path().join(file)).unwrap();
+    }
     // track reads the nearest `.env`, in this folder or a parent: an empty one here keeps one
     // in /tmp or / from setting a key or COLUMNS.
     std::fs::write(dir.path().join(".env"), "").unwrap();
     dir
+}
+
+/// Migrates the fixture's copy `db` and stores the expected outputs its benchmark runs, made
+/// before results kept them (migration V14), would store now: `tests/golden/fill_expected.sql`.
+/// The report reads them from the database, never from the benchmark files.
+fn fill_expected_outputs(db: &Path) {
+    drop(track::store::Store::open(db).expect("migrating the fixture's copy"));
+    let conn = rusqlite::Connection::open(db).unwrap();
+    conn.execute_batch(&std::fs::read_to_string(golden_dir().join("fill_expected.sql")).unwrap())
+        .expect("tests/golden/fill_expected.sql");
+    let missing: i64 = conn
+        .query_row(
+            "SELECT count(*) FROM bench_results WHERE expected IS NULL",
+            [],
+            |r| r.get(0),
+        )
+        .unwrap();
+    assert_eq!(
+        missing, 0,
+        "fill_expected.sql misses a prompt of the fixture"
+    );
 }
 
 #[test]
