@@ -241,7 +241,7 @@ fn cases() -> Vec<Case> {
     }
 
     // track report: the default selection, latest (one run of each kind), all, each
-    // comparison, and run 1 alone (its expected outputs from bench_v1.yaml only)
+    // comparison, and run 1 alone (its expected outputs only)
     for (name, run) in [
         ("default", None),
         ("latest", Some("latest")),
