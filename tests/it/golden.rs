@@ -418,6 +418,34 @@ fn fixture_copy() -> tempfile::TempDir {
     dir
 }
 
+/// A database made before expected outputs were stored with results (the fixture as it was
+/// made, migrated, not filled): each failure's Expected shows –, one note names the runs, and
+/// the benchmark files, though at hand and unchanged, are not read.
+#[test]
+fn results_recorded_before_stored_expected_outputs_show_a_dash_and_one_note() {
+    let dir = tempfile::tempdir().unwrap();
+    copy_dir(&golden_dir().join("inputs"), dir.path());
+    std::fs::copy(golden_dir().join("fixture.db"), dir.path().join("track.db")).unwrap();
+    std::fs::write(dir.path().join(".env"), "").unwrap();
+    let out = track(dir.path())
+        .args(["report", "--run", "1,4", "--out", "-"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let html = text(&out.stdout);
+    assert!(html.contains("<dt>Expected</dt><dd><pre>–</pre>"));
+    assert!(
+        !html.contains("<dt>Expected</dt><dd><pre>391</pre>"),
+        "not from the file"
+    );
+    assert_eq!(
+        html.matches("Runs 1, 4 predate expected outputs stored with the results")
+            .count(),
+        1,
+        "one note"
+    );
+}
+
 /// Migrates the fixture's copy `db` and stores the expected outputs its benchmark runs, made
 /// before results kept them (migration V14), would store now: `tests/golden/fill_expected.sql`.
 /// The report reads them from the database, never from the benchmark files.
