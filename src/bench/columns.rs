@@ -57,6 +57,15 @@ pub const CACHE_HITS: &str = "cache_hits";
 /// Per model while summing: results with an answer but no energy estimate.
 pub const ENERGY_UNKNOWN: &str = "energy_unknown";
 
+// Working columns of the summaries, dropped before they are shown.
+/// Per model: passed plus failed, the results with an answer.
+pub const DECIDED: &str = "decided";
+/// Per prompt: passed, and passed plus failed, across models.
+pub const PASSED_ALL: &str = "passed_all";
+pub const DECIDED_ALL: &str = "decided_all";
+/// Per model and prompt: the success of the pair.
+pub const PCT: &str = "pct";
+
 // The per-prompt summary (`track query --by prompt`).
 pub const SUCCESS_PCT_ALL: &str = "success_pct_all";
 pub const SUCCESS_ALL_LOW_PCT: &str = "success_all_low_pct";

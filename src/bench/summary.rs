@@ -84,18 +84,17 @@ struct MeasureBuilders {
     prompt: Vec<u32>,
     passed: BooleanChunkedBuilder,
     cache_hit: Vec<bool>,
-    floats: [PrimitiveChunkedBuilder<Float64Type>; 7],
+    floats: [PrimitiveChunkedBuilder<Float64Type>; 6],
     tokens: [PrimitiveChunkedBuilder<Int64Type>; 2],
 }
 
-const FLOAT_COLUMNS: [&str; 7] = [
+const FLOAT_COLUMNS: [&str; 6] = [
     c::LATENCY_MS,
     c::COST_USD,
     c::PAID_USD,
     c::ENERGY_WH,
     c::ENERGY_WH_MIN,
     c::ENERGY_WH_MAX,
-    "_unused",
 ];
 
 impl MeasureBuilders {
@@ -132,7 +131,7 @@ impl MeasureBuilders {
     }
 
     fn finish(self) -> PolarsResult<DataFrame> {
-        let [latency, cost, paid, energy, energy_min, energy_max, _] = self.floats;
+        let [latency, cost, paid, energy, energy_min, energy_max] = self.floats;
         let [input, output] = self.tokens;
         DataFrame::new_infer_height(vec![
             Column::new(c::MODEL.into(), self.model),
@@ -281,7 +280,7 @@ pub fn model_summary(measures: &Measures) -> PolarsResult<DataFrame> {
     }
     let mut df = model_totals(partials)?;
     df.with_column(Column::new(
-        "decided".into(),
+        c::DECIDED.into(),
         (df.column(c::PASSED)?.as_materialized_series()
             + df.column(c::FAILED)?.as_materialized_series())?,
     ))?;
@@ -290,9 +289,9 @@ pub fn model_summary(measures: &Measures) -> PolarsResult<DataFrame> {
         c::SUCCESS_PCT,
         (c::SUCCESS_LOW_PCT, c::SUCCESS_HIGH_PCT),
         c::PASSED,
-        "decided",
+        c::DECIDED,
     )?;
-    let df = df.drop("decided")?;
+    let df = df.drop(c::DECIDED)?;
     named(df, c::MODEL, &measures.labels.models)
 }
 
@@ -393,8 +392,8 @@ pub fn prompt_summary(measures: &Measures) -> PolarsResult<DataFrame> {
         &mut summary,
         c::SUCCESS_PCT_ALL,
         (c::SUCCESS_ALL_LOW_PCT, c::SUCCESS_ALL_HIGH_PCT),
-        "passed_all",
-        "decided_all",
+        c::PASSED_ALL,
+        c::DECIDED_ALL,
     )?;
     let order = prompt_column_order(model_columns);
     named(summary.select(order)?, c::PROMPT, &measures.labels.prompts)
@@ -406,8 +405,8 @@ fn prompt_averages(lazy: LazyFrame) -> LazyFrame {
         .agg([
             len().cast(DataType::UInt64).alias(c::RESULTS),
             success_pct().alias(c::SUCCESS_PCT_ALL),
-            col(c::PASSED).sum().alias("passed_all"),
-            col(c::PASSED).is_not_null().sum().alias("decided_all"),
+            col(c::PASSED).sum().alias(c::PASSED_ALL),
+            col(c::PASSED).is_not_null().sum().alias(c::DECIDED_ALL),
             col(c::INPUT_TOKENS)
                 .cast(DataType::Float64)
                 .mean()
@@ -434,7 +433,7 @@ fn join_model_success(
 ) -> PolarsResult<(LazyFrame, Vec<String>)> {
     let per_pair = lazy
         .group_by([col(c::MODEL), col(c::PROMPT)])
-        .agg([success_pct().alias("pct")])
+        .agg([success_pct().alias(c::PCT)])
         .collect()?;
     let mut model_columns = Vec::new();
     for (key, model) in models.iter().enumerate() {
@@ -443,7 +442,7 @@ fn join_model_success(
             .clone()
             .lazy()
             .filter(col(c::MODEL).eq(lit(key as u32)))
-            .select([col(c::PROMPT), col("pct").alias(column.as_str())]);
+            .select([col(c::PROMPT), col(c::PCT).alias(column.as_str())]);
         let mut args = JoinArgs::new(JoinType::Left);
         args.maintain_order = MaintainOrderJoin::Left;
         summary = summary.join(for_model, [col(c::PROMPT)], [col(c::PROMPT)], args);
