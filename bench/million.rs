@@ -3,7 +3,7 @@
 
 use std::path::Path;
 
-use track::store::{BenchResultRow, RunStatus, RunTally, Store};
+use track::store::{BenchResultRow, Outcome, RunStatus, RunTally, Store};
 
 /// Waits for `pid` and returns its exit status, peak resident set size in KiB and CPU seconds.
 #[allow(
@@ -45,7 +45,11 @@ pub fn fill_million(db: &Path) {
                 method: "exact".into(),
                 call_id: None,
                 cache_hit: prompt % 2 == 0,
-                passed: if prompt % 97 == 0 { None } else { Some(passed) },
+                outcome: if prompt % 97 == 0 {
+                    Outcome::Error
+                } else {
+                    Outcome::of_test(passed)
+                },
                 detail: None,
                 latency_ms: Some(100.0 + f64::from(prompt % 50)),
                 input_tokens: Some(u64::from(10 + prompt % 20)),
@@ -60,6 +64,7 @@ pub fn fill_million(db: &Path) {
                 judge_call_id: None,
                 judge_score: None,
                 judge_cost_usd: None,
+                expected: Some("4".into()),
             });
         }
         store.insert_bench_results(&rows).expect("insert");

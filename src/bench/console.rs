@@ -2,6 +2,7 @@
 //! per-prompt summaries, and the detail table (unless turned off). Long tables are cut with the
 //! command that gives all. It computes nothing itself: the frames are `summary`'s.
 
+use super::columns as c;
 use std::io::Write;
 
 use polars::prelude::*;
@@ -70,34 +71,34 @@ fn detail_table(frames: &BenchFrames) -> PolarsResult<DataFrame> {
         .clone()
         .lazy()
         .select([
-            col("model"),
-            col("prompt"),
-            col("repeat"),
-            col("status").alias("result"),
-            (col("latency_ms") / lit(1000.0)).alias("time_s"),
-            col("input_tokens").alias("tokens_in"),
-            col("output_tokens").alias("tokens_out"),
-            col("cost_usd"),
-            col("energy_wh"),
-            col("cache_hit").alias("cached"),
+            col(c::MODEL),
+            col(c::PROMPT),
+            col(c::REPEAT),
+            col(c::STATUS).alias(c::RESULT),
+            (col(c::LATENCY_MS) / lit(1000.0)).alias(c::TIME_S),
+            col(c::INPUT_TOKENS).alias(c::TOKENS_IN),
+            col(c::OUTPUT_TOKENS).alias(c::TOKENS_OUT),
+            col(c::COST_USD),
+            col(c::ENERGY_WH),
+            col(c::CACHE_HIT).alias(c::CACHED),
         ])
         .collect()?;
     let any_estimated = results
-        .column("tokens_estimated")?
+        .column(c::TOKENS_ESTIMATED)?
         .as_materialized_series()
         .bool()?
         .any();
     let detail = if any_estimated {
-        detail.hstack(&[results.column("tokens_estimated")?.clone()])?
+        detail.hstack(&[results.column(c::TOKENS_ESTIMATED)?.clone()])?
     } else {
         detail
     };
     let repeats = results
-        .column("repeat")?
+        .column(c::REPEAT)?
         .as_materialized_series()
         .max::<u32>()?;
     if results.height() > 0 && repeats == Some(0) {
-        detail.drop("repeat")
+        detail.drop(c::REPEAT)
     } else {
         Ok(detail)
     }

@@ -1,6 +1,7 @@
 //! Benchmark diffs (`track diff`): evaluations paired by (model, prompt, repeat); per model the paired change
 //! in success rate with McNemar's test, and the changes in cost, latency and tokens.
 
+use super::columns as c;
 use polars::prelude::*;
 
 use crate::analysis::diff::{
@@ -8,21 +9,21 @@ use crate::analysis::diff::{
     pair_by_key, plural, sides,
 };
 use crate::analysis::stats::McNemar;
-use crate::store::{BenchColumns, Store};
+use crate::store::{BenchColumns, Outcome, Store};
 
 /// How a benchmark diff reads.
 pub const LAYOUT: Layout = Layout {
-    keys: &["model", "prompt", "repeat"],
+    keys: &[c::MODEL, c::PROMPT, c::REPEAT],
     change_columns: &[
-        "model",
-        "prompt",
-        "repeat",
-        "change",
-        "base_status",
-        "new_status",
-        "delta_latency_ms",
-        "delta_cost_usd",
-        "delta_tokens",
+        c::MODEL,
+        c::PROMPT,
+        c::REPEAT,
+        c::CHANGE,
+        c::BASE_STATUS,
+        c::NEW_STATUS,
+        c::DELTA_LATENCY_MS,
+        c::DELTA_COST_USD,
+        c::DELTA_TOKENS,
     ],
     change_order: &["regression", "new_error", "fix", "error_resolved"],
     item_noun: "item",
@@ -46,8 +47,7 @@ struct Evaluation {
     model: String,
     prompt: String,
     repeat: u32,
-    /// `Some(true)` passed, `Some(false)` failed, `None` an error.
-    passed: Option<bool>,
+    outcome: Outcome,
     latency_ms: Option<f64>,
     /// Input plus output tokens.
     tokens: Option<i64>,
@@ -69,13 +69,14 @@ enum Change {
 }
 
 impl Change {
-    fn of(base: Option<bool>, new: Option<bool>) -> Self {
+    fn of(base: Outcome, new: Outcome) -> Self {
+        use Outcome::{Error, Failed, Passed};
         match (base, new) {
-            (Some(true), Some(false)) => Self::Regression,
-            (Some(false), Some(true)) => Self::Fix,
-            (Some(_), None) => Self::NewError,
-            (None, Some(_)) => Self::ErrorResolved,
-            _ => Self::Unchanged,
+            (Passed, Failed) => Self::Regression,
+            (Failed, Passed) => Self::Fix,
+            (Passed | Failed, Error) => Self::NewError,
+            (Error, Passed | Failed) => Self::ErrorResolved,
+            (Passed, Passed) | (Failed, Failed) | (Error, Error) => Self::Unchanged,
         }
     }
 
@@ -87,14 +88,6 @@ impl Change {
             Self::ErrorResolved => "error_resolved",
             Self::Unchanged => "unchanged",
         }
-    }
-}
-
-fn status(passed: Option<bool>) -> &'static str {
-    match passed {
-        Some(true) => "passed",
-        Some(false) => "failed",
-        None => "error",
     }
 }
 
@@ -112,16 +105,16 @@ fn evaluations(cols: BenchColumns) -> Vec<Evaluation> {
         .into_iter()
         .zip(cols.prompt_name)
         .zip(cols.repeat_index)
-        .zip(cols.passed)
+        .zip(cols.outcome)
         .zip(cols.latency_ms)
         .zip(cols.cost_usd)
         .zip(tokens)
         .map(
-            |((((((model, prompt), repeat), passed), latency_ms), cost_usd), tokens)| Evaluation {
+            |((((((model, prompt), repeat), outcome), latency_ms), cost_usd), tokens)| Evaluation {
                 model,
                 prompt,
                 repeat,
-                passed,
+                outcome,
                 latency_ms,
                 tokens,
                 cost_usd,
@@ -184,12 +177,12 @@ impl ModelTally {
             Pairing::OnlyNew(_) => return self.only_in_new += 1,
         };
         self.shared += 1;
-        if let (Some(b), Some(n)) = (base.passed, new.passed) {
+        if let (Some(b), Some(n)) = (base.outcome.passed(), new.outcome.passed()) {
             self.paired += 1;
             self.base_passed += u64::from(b);
             self.new_passed += u64::from(n);
         }
-        match Change::of(base.passed, new.passed) {
+        match Change::of(base.outcome, new.outcome) {
             Change::Regression => self.regressions += 1,
             Change::Fix => self.fixes += 1,
             Change::NewError => self.new_errors += 1,
@@ -298,34 +291,34 @@ fn summary_frame(tallies: &[ModelTally]) -> PolarsResult<DataFrame> {
         .collect();
     DataFrame::new_infer_height(vec![
         Column::new(
-            "model".into(),
+            c::MODEL.into(),
             tallies.iter().map(|t| t.model.as_str()).collect::<Vec<_>>(),
         ),
-        column("shared", of(|t| t.shared)),
-        column("paired", of(|t| t.paired)),
-        Column::new("base_success_pct".into(), base_pct),
-        Column::new("new_success_pct".into(), new_pct),
-        Column::new("delta_success_pct".into(), delta_pct),
-        column("regressions", of(|t| t.regressions)),
-        column("fixes", of(|t| t.fixes)),
-        column("new_errors", of(|t| t.new_errors)),
-        Column::new("p_value".into(), floats(&|t| t.mcnemar().p_value())),
+        column(c::SHARED, of(|t| t.shared)),
+        column(c::PAIRED, of(|t| t.paired)),
+        Column::new(c::BASE_SUCCESS_PCT.into(), base_pct),
+        Column::new(c::NEW_SUCCESS_PCT.into(), new_pct),
+        Column::new(c::DELTA_SUCCESS_PCT.into(), delta_pct),
+        column(c::REGRESSIONS, of(|t| t.regressions)),
+        column(c::FIXES, of(|t| t.fixes)),
+        column(c::NEW_ERRORS, of(|t| t.new_errors)),
+        Column::new(c::P_VALUE.into(), floats(&|t| t.mcnemar().p_value())),
         Column::new(
-            "significant_regression".into(),
+            c::SIGNIFICANT_REGRESSION.into(),
             tallies
                 .iter()
                 .map(ModelTally::significant_regression)
                 .collect::<Vec<_>>(),
         ),
-        column("only_in_base", of(|t| t.only_in_base)),
-        column("only_in_new", of(|t| t.only_in_new)),
-        Column::new("delta_cost_usd".into(), floats(&|t| t.cost.delta())),
+        column(c::ONLY_IN_BASE, of(|t| t.only_in_base)),
+        column(c::ONLY_IN_NEW, of(|t| t.only_in_new)),
+        Column::new(c::DELTA_COST_USD.into(), floats(&|t| t.cost.delta())),
         Column::new(
-            "delta_mean_latency_ms".into(),
+            c::DELTA_MEAN_LATENCY_MS.into(),
             floats(&|t| t.latency.delta_of_means()),
         ),
         Column::new(
-            "delta_tokens".into(),
+            c::DELTA_TOKENS.into(),
             tallies
                 .iter()
                 .map(|t| t.tokens.delta().map(|d| d as i64))
@@ -359,39 +352,39 @@ fn items_frame(paired: &[Pairing<Evaluation>]) -> PolarsResult<DataFrame> {
             .map(|p| {
                 let both = sides(p);
                 let e = if side == 0 { both.0 } else { both.1 };
-                e.map(|e| status(e.passed))
+                e.map(|e| e.outcome.as_str())
             })
             .collect()
     };
     let change: Vec<Option<&str>> = paired
         .iter()
         .map(|p| match p {
-            Pairing::Both(b, n) => Some(Change::of(b.passed, n.passed).label()),
+            Pairing::Both(b, n) => Some(Change::of(b.outcome, n.outcome).label()),
             _ => None,
         })
         .collect();
     let repeat: Vec<u32> = paired.iter().map(|p| either(p).repeat).collect();
     let int_column = |name: &str, values: Vec<Option<i64>>| Column::new(name.into(), values);
     DataFrame::new_infer_height(vec![
-        Column::new("model".into(), key(|e| &e.model)),
-        Column::new("prompt".into(), key(|e| &e.prompt)),
-        Column::new("repeat".into(), repeat),
-        Column::new("change".into(), change),
+        Column::new(c::MODEL.into(), key(|e| &e.model)),
+        Column::new(c::PROMPT.into(), key(|e| &e.prompt)),
+        Column::new(c::REPEAT.into(), repeat),
+        Column::new(c::CHANGE.into(), change),
         Column::new(
-            "only_in".into(),
+            c::ONLY_IN.into(),
             paired.iter().map(only_in).collect::<Vec<_>>(),
         ),
-        Column::new("base_status".into(), status_of(0)),
-        Column::new("new_status".into(), status_of(1)),
-        Column::new("base_latency_ms".into(), base_latency),
-        Column::new("new_latency_ms".into(), new_latency),
-        Column::new("delta_latency_ms".into(), delta_latency),
-        Column::new("base_cost_usd".into(), base_cost),
-        Column::new("new_cost_usd".into(), new_cost),
-        Column::new("delta_cost_usd".into(), delta_cost),
-        int_column("base_tokens", as_int(base_tokens)),
-        int_column("new_tokens", as_int(new_tokens)),
-        int_column("delta_tokens", as_int(delta_tokens)),
+        Column::new(c::BASE_STATUS.into(), status_of(0)),
+        Column::new(c::NEW_STATUS.into(), status_of(1)),
+        Column::new(c::BASE_LATENCY_MS.into(), base_latency),
+        Column::new(c::NEW_LATENCY_MS.into(), new_latency),
+        Column::new(c::DELTA_LATENCY_MS.into(), delta_latency),
+        Column::new(c::BASE_COST_USD.into(), base_cost),
+        Column::new(c::NEW_COST_USD.into(), new_cost),
+        Column::new(c::DELTA_COST_USD.into(), delta_cost),
+        int_column(c::BASE_TOKENS, as_int(base_tokens)),
+        int_column(c::NEW_TOKENS, as_int(new_tokens)),
+        int_column(c::DELTA_TOKENS, as_int(delta_tokens)),
     ])
 }
 
@@ -410,7 +403,8 @@ mod tests {
             c.model_ref.push(model.into());
             c.prompt_name.push(prompt.into());
             c.repeat_index.push(repeat);
-            c.passed.push(passed);
+            c.outcome
+                .push(passed.map_or(Outcome::Error, Outcome::of_test));
             let answered = passed.is_some();
             c.latency_ms.push(answered.then_some(latency));
             c.cost_usd.push(answered.then_some(cost));

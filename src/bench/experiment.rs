@@ -15,7 +15,7 @@ use crate::experiment::{
 };
 use crate::llm::{CallOutcome, ChatRequest, Message, tokens_bound};
 use crate::prompt::Template;
-use crate::store::{BenchResultRow, Store, StoredCall};
+use crate::store::{BenchResultRow, Outcome, Store, StoredCall};
 
 /// The scale of a judge's score.
 const JUDGE_SCALE: (i64, i64) = (1, 5);
@@ -265,7 +265,7 @@ impl BenchExperiment {
             method: test.method.name().to_owned(),
             call_id: None,
             cache_hit: matches!(outcome, CallOutcome::Hit(_)),
-            passed: None,
+            outcome: Outcome::Error,
             detail: None,
             latency_ms: None,
             input_tokens: None,
@@ -280,6 +280,7 @@ impl BenchExperiment {
             judge_call_id: None,
             judge_score: None,
             judge_cost_usd: None,
+            expected: Some(test.expected.clone()),
         };
         match outcome {
             CallOutcome::Failed { call_id, error, .. } => {
@@ -289,7 +290,7 @@ impl BenchExperiment {
             CallOutcome::Hit(call) | CallOutcome::Fresh(call) => {
                 self.fill_from_call(&mut row, call, model);
                 let verdict = test.method.check(&test.expected, &call.text);
-                row.passed = Some(verdict.passed);
+                row.outcome = Outcome::of_test(verdict.passed);
                 row.detail = verdict.detail;
             }
         }
@@ -349,7 +350,7 @@ impl BenchExperiment {
         let call = match outcome {
             CallOutcome::Failed { call_id, error, .. } => {
                 row.judge_call_id = *call_id;
-                row.passed = None;
+                row.outcome = Outcome::Error;
                 row.detail = Some(format!("the judge call failed: {error}"));
                 return (row, None);
             }
@@ -364,7 +365,7 @@ impl BenchExperiment {
         match judge::parse_judge(&call.text, JUDGE_SCALE.0, JUDGE_SCALE.1) {
             Ok((score, why)) => {
                 row.judge_score = Some(score);
-                row.passed = Some(score >= judged.threshold);
+                row.outcome = Outcome::of_test(score >= judged.threshold);
                 row.detail = Some(format!(
                     "judge {} scored {score}/5 (passes at {}){}",
                     judged.judge,
@@ -375,7 +376,7 @@ impl BenchExperiment {
             }
             Err(reason) => {
                 let detail = format!("the judge's answer could not be used: {reason}");
-                row.passed = None;
+                row.outcome = Outcome::Error;
                 row.detail = Some(detail.clone());
                 let problem = format!("{} on {}: {detail}", row.model_ref, row.prompt_name);
                 (row, Some(problem))
@@ -492,5 +493,220 @@ impl Experiment for BenchExperiment {
             ));
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::Outcome;
+
+    const FILE: &str = "\
+temperature: 0
+repeat: 2
+judge: openai:gpt-4o-mini
+models:
+  - openai:gpt-4o
+  - anthropic:sonnet 3.5
+prompts:
+  - arithmetic:
+    prompt: \"What is 2 + 2? Answer with the number only.\"
+    output: \"4\"
+    method: exact
+  - recursion:
+    prompt: \"Explain recursion.\"
+    method: judge
+    rubric: \"Accurate and short.\"
+    threshold: 4
+";
+
+    fn experiment() -> BenchExperiment {
+        let spec = BenchSpec::parse(Path::new("bench.yaml"), FILE).unwrap();
+        BenchExperiment::new(
+            spec,
+            &Catalog::builtin(),
+            &Overrides::default(),
+            EnergyMethod::default(),
+        )
+        .unwrap()
+    }
+
+    fn answer(id: i64, text: &str) -> CallOutcome {
+        CallOutcome::Fresh(StoredCall {
+            id,
+            text: text.into(),
+            finish_reason: Some("stop".into()),
+            input_tokens: 10,
+            output_tokens: 2,
+            tokens_estimated: false,
+            latency_ms: 250.0,
+            attempts: 1,
+            cost_usd: 0.01,
+            created_at: "2026-11-24T00:00:00Z".into(),
+        })
+    }
+
+    /// A store holding calls 1 to `n` (result rows point at their calls), and a run.
+    fn store_with_calls(n: i64) -> (Store, i64) {
+        let mut store = Store::open_in_memory().unwrap();
+        for id in 1..=n {
+            let key = format!("key{id}");
+            let stored = store
+                .insert_call(&crate::store::NewCall {
+                    cache_key: &key,
+                    canonical_request: "{}",
+                    provider: "openai",
+                    model: "m",
+                    outcome: Ok("an answer"),
+                    finish_reason: None,
+                    input_tokens: Some(10),
+                    output_tokens: Some(2),
+                    tokens_estimated: false,
+                    latency_ms: 250.0,
+                    attempts: 1,
+                    input_price_per_mtok: 0.0,
+                    output_price_per_mtok: 0.0,
+                    cost_usd: Some(0.01),
+                    http_status: None,
+                })
+                .unwrap();
+            assert_eq!(stored, id);
+        }
+        let run = store.create_run("bench", None, None, "{}").unwrap();
+        (store, run)
+    }
+
+    #[test]
+    fn answers_are_planned_model_major_with_judges_as_a_follow_up() {
+        let bench = experiment();
+        let targets: Vec<&str> = bench
+            .targets()
+            .iter()
+            .map(|t| t.reference.as_str())
+            .collect();
+        assert_eq!(
+            targets,
+            [
+                "openai:gpt-4o",
+                "anthropic:sonnet 3.5",
+                "openai:gpt-4o-mini"
+            ],
+            "the models in file order, then the judge"
+        );
+        let answers = bench.stage(0, None).unwrap().unwrap();
+        assert_eq!(answers.name, "answers");
+        // 2 models x 2 prompts x 2 repeats, model by model, prompt by prompt, repeat by repeat.
+        let order: Vec<(usize, u32, usize, bool)> = answers
+            .calls
+            .iter()
+            .map(|c| (c.target, c.group, c.item, c.follow_up))
+            .collect();
+        assert_eq!(
+            order,
+            [
+                (0, 0, 0, false),
+                (0, 0, 1, false),
+                (0, 0, 2, true),
+                (0, 0, 3, true),
+                (1, 1, 4, false),
+                (1, 1, 5, false),
+                (1, 1, 6, true),
+                (1, 1, 7, true),
+            ]
+        );
+        // Judges: one per answer of the judge test, after it; a failed answer is not judged.
+        let mut outcomes: Vec<Option<CallOutcome>> =
+            (0..8).map(|i| Some(answer(i + 1, "an answer"))).collect();
+        outcomes[3] = Some(CallOutcome::Failed {
+            call_id: None,
+            error: "HTTP 500".into(),
+            attempts: 1,
+        });
+        let judges = bench
+            .stage(1, Some((&answers, &outcomes)))
+            .unwrap()
+            .unwrap();
+        assert_eq!(judges.name, "judges");
+        let judged: Vec<(usize, usize)> = judges.calls.iter().map(|c| (c.target, c.item)).collect();
+        assert_eq!(judged, [(2, 2), (2, 6), (2, 7)]);
+        assert!(judges.calls.iter().all(|c| c.after.is_some()));
+        // Answers not known yet (a plan): each judge call is pending, bounded.
+        let unknown: Vec<Option<CallOutcome>> = vec![None; 8];
+        let plan = bench.stage(1, Some((&answers, &unknown))).unwrap().unwrap();
+        assert!(plan.calls.is_empty());
+        assert_eq!(plan.pending.len(), 4);
+        assert!(bench.stage(2, Some((&plan, &[]))).unwrap().is_none());
+    }
+
+    #[test]
+    fn record_stores_outcomes_and_expected_outputs_and_judged_rows_wait() {
+        let mut bench = experiment();
+        let (mut store, run) = store_with_calls(9);
+        let answers = bench.stage(0, None).unwrap().unwrap();
+        let outcomes = [
+            answer(1, "4"),
+            answer(2, "five"),
+            answer(3, "recursion is…"),
+            CallOutcome::Failed {
+                call_id: None,
+                error: "HTTP 500".into(),
+                attempts: 1,
+            },
+        ];
+        let recorded: Vec<(usize, &CallOutcome)> = outcomes.iter().enumerate().collect();
+        let problems = bench.record(&mut store, run, &answers, &recorded).unwrap();
+        assert!(problems.is_empty());
+        let failures = store.bench_failures(&[run], 10, 100).unwrap();
+        let seen: Vec<(&str, u32, Outcome, Option<&str>)> = failures
+            .iter()
+            .map(|f| {
+                (
+                    f.prompt_name.as_str(),
+                    f.repeat_index,
+                    f.status,
+                    f.expected.as_deref(),
+                )
+            })
+            .collect();
+        // Item 2 (the judge test's answer) waits for its verdict: no row yet.
+        assert_eq!(
+            seen,
+            [
+                ("arithmetic", 1, Outcome::Failed, Some("4")),
+                ("recursion", 1, Outcome::Error, Some("")),
+            ]
+        );
+        let cols = store.bench_columns(&[run], true).unwrap();
+        assert_eq!(
+            cols.outcome,
+            [Outcome::Passed, Outcome::Failed, Outcome::Error]
+        );
+        assert_eq!(cols.cost_usd[0], Some(0.01));
+        assert_eq!(cols.paid_usd[0], Some(0.01), "a fresh answer is paid");
+
+        // The judge's verdict completes the waiting row: a score of 5 passes at 4.
+        let all: Vec<Option<CallOutcome>> = outcomes.iter().cloned().map(Some).collect();
+        let mut padded = all.clone();
+        padded.extend((5..=8).map(|i| Some(answer(i, "x"))));
+        let judges = bench.stage(1, Some((&answers, &padded))).unwrap().unwrap();
+        let verdict = answer(9, r#"{"score": 5, "reason": "clear"}"#);
+        let problems = bench
+            .record(&mut store, run, &judges, &[(0, &verdict)])
+            .unwrap();
+        assert!(problems.is_empty(), "{problems:?}");
+        let cols = store.bench_columns(&[run], true).unwrap();
+        assert_eq!(cols.len(), 4);
+        let judged = cols
+            .prompt_name
+            .iter()
+            .position(|p| p == "recursion")
+            .unwrap();
+        assert_eq!(cols.outcome[judged], Outcome::Passed);
+        assert_eq!(cols.judge_score[judged], Some(5));
+        assert_eq!(
+            cols.cost_usd[judged],
+            Some(0.02),
+            "the judge's cost is added"
+        );
     }
 }

@@ -2,6 +2,7 @@
 //! status), `bench_by_model.csv` and `bench_by_prompt.csv` (the summaries of `track query`, with
 //! the selection's status), computed from stored results.
 
+use super::columns as c;
 use std::path::PathBuf;
 
 use anyhow::Context as _;
@@ -22,7 +23,7 @@ pub fn write_csv(
     let mut frames = BenchFrames::from_columns(store.bench_columns(runs.ids, true)?)?;
     let per_row: Vec<&str> = frames
         .results
-        .column("run_id")?
+        .column(c::RUN_ID)?
         .as_materialized_series()
         .i64()?
         .iter()
@@ -33,10 +34,10 @@ pub fn write_csv(
         .collect();
     frames
         .results
-        .with_column(Column::new("run_status".into(), per_row))?;
+        .with_column(Column::new(c::RUN_STATUS.into(), per_row))?;
     for df in [&mut frames.by_model, &mut frames.by_prompt] {
         let rows = df.height();
-        df.with_column(Column::new("status".into(), vec![runs.status; rows]))?;
+        df.with_column(Column::new(c::RUNS_STATUS.into(), vec![runs.status; rows]))?;
     }
     let out = options
         .out

@@ -2,7 +2,7 @@
 //! the model × prompt pass matrix, how prompts spread by success, latency, tokens, energy,
 //! the per-model and per-prompt tables of `track query`, and the failures with their answers.
 
-use std::collections::HashMap;
+use super::columns as c;
 use std::fmt::Write as _;
 
 use polars::prelude::*;
@@ -33,9 +33,8 @@ pub struct BenchSection {
     by_model: DataFrame,
     by_prompt: DataFrame,
     latency: DataFrame,
+    /// The first results that did not pass, each with the expected output stored with it.
     failures: Vec<FailureRow>,
-    /// Expected outputs by prompt name, from benchmark files that are still as they ran.
-    expected: HashMap<String, String>,
 }
 
 impl BenchSection {
@@ -43,19 +42,57 @@ impl BenchSection {
     pub fn load(store: &Store, runs: &[i64]) -> Result<Self, ReportError> {
         let measures = Measures::load(store, runs).map_err(ReportError::Measures)?;
         let failures = store.bench_failures(runs, LISTED_FAILURES, ANSWER_BYTES)?;
-        let expected = if failures.is_empty() {
-            HashMap::new()
-        } else {
-            expected_outputs(store, runs)
-        };
-        Ok(Self {
+        let section = Self {
             runs: runs.to_vec(),
             by_model: model_summary(&measures)?,
             by_prompt: prompt_summary(&measures)?,
             latency: latency_summary(&measures)?,
             failures,
-            expected,
-        })
+        };
+        section.check_columns()?;
+        Ok(section)
+    }
+
+    /// Checks that the summaries have every column the figures read: a missing one is an
+    /// error naming it, not an empty chart (the readers of `report::columns` forgive).
+    fn check_columns(&self) -> PolarsResult<()> {
+        if self.by_model.height() == 0 {
+            return Ok(());
+        }
+        c::require(
+            &self.by_model,
+            &[
+                c::MODEL,
+                c::RESULTS,
+                c::PASSED,
+                c::FAILED,
+                c::ERRORS,
+                c::SUCCESS_PCT,
+                c::SUCCESS_LOW_PCT,
+                c::SUCCESS_HIGH_PCT,
+                c::TOTAL_COST_USD,
+                c::INPUT_TOKENS,
+                c::OUTPUT_TOKENS,
+                c::ENERGY_WH,
+                c::ENERGY_WH_MIN,
+                c::ENERGY_WH_MAX,
+            ],
+        )?;
+        c::require(&self.by_prompt, &[c::PROMPT, c::SUCCESS_PCT_ALL])?;
+        for model in texts(&self.by_model, c::MODEL) {
+            self.by_prompt.column(&c::success_pct_of(&model))?;
+        }
+        c::require(
+            &self.latency,
+            &[
+                c::MODEL,
+                c::MIN_TIME_S,
+                c::Q1_TIME_S,
+                c::MEDIAN_TIME_S,
+                c::Q3_TIME_S,
+                c::MAX_TIME_S,
+            ],
+        )
     }
 
     /// The energy of all results, with its range; `None` when none was estimated, or when a
@@ -65,16 +102,16 @@ impl BenchSection {
             return None;
         }
         Some(Energy {
-            wh: sum(&self.by_model, "energy_wh")?,
-            min_wh: sum(&self.by_model, "energy_wh_min"),
-            max_wh: sum(&self.by_model, "energy_wh_max"),
+            wh: sum(&self.by_model, c::ENERGY_WH)?,
+            min_wh: sum(&self.by_model, c::ENERGY_WH_MIN),
+            max_wh: sum(&self.by_model, c::ENERGY_WH_MAX),
         })
     }
 
     /// The models whose energy is unknown: they answered without a parameter count.
     fn energy_unknown(&self) -> Vec<String> {
-        let wh = floats(&self.by_model, "energy_wh");
-        texts(&self.by_model, "model")
+        let wh = floats(&self.by_model, c::ENERGY_WH);
+        texts(&self.by_model, c::MODEL)
             .into_iter()
             .zip(wh)
             .filter_map(|(model, wh)| wh.is_none().then_some(model))
@@ -89,10 +126,10 @@ impl BenchSection {
     /// `9 results of 3 models on 3 prompts: 7 passed, 1 failed, 1 error.`
     fn overview(&self) -> String {
         let (results, passed, failed, errors) = (
-            total(&self.by_model, "results"),
-            total(&self.by_model, "passed"),
-            total(&self.by_model, "failed"),
-            total(&self.by_model, "errors"),
+            total(&self.by_model, c::RESULTS),
+            total(&self.by_model, c::PASSED),
+            total(&self.by_model, c::FAILED),
+            total(&self.by_model, c::ERRORS),
         );
         format!(
             "<p>{} results of {} on {}: {} passed, {} failed, {}. Success counts passed among \
@@ -110,11 +147,11 @@ impl BenchSection {
 
     /// Success per model, dots with their Wilson 95 % intervals, and the per-model table.
     fn success_figure(&self) -> String {
-        let models = texts(&self.by_model, "model");
+        let models = texts(&self.by_model, c::MODEL);
         let (pct, low, high) = (
-            floats(&self.by_model, "success_pct"),
-            floats(&self.by_model, "success_low_pct"),
-            floats(&self.by_model, "success_high_pct"),
+            floats(&self.by_model, c::SUCCESS_PCT),
+            floats(&self.by_model, c::SUCCESS_LOW_PCT),
+            floats(&self.by_model, c::SUCCESS_HIGH_PCT),
         );
         let rows = models
             .iter()
@@ -127,9 +164,9 @@ impl BenchSection {
                     high: high[i],
                     tip: format!(
                         "{model}: {} % success, 95 % interval {}–{} %",
-                        number("success_pct", value),
-                        maybe_number("success_low_pct", low[i]),
-                        maybe_number("success_high_pct", high[i])
+                        number(c::SUCCESS_PCT, value),
+                        maybe_number(c::SUCCESS_LOW_PCT, low[i]),
+                        maybe_number(c::SUCCESS_HIGH_PCT, high[i])
                     ),
                 })],
             })
@@ -159,12 +196,12 @@ impl BenchSection {
 
     /// Cost against success: the cheapest model that is good enough is on the frontier.
     fn cost_figure(&self) -> String {
-        let models = texts(&self.by_model, "model");
-        let cost = floats(&self.by_model, "total_cost_usd");
+        let models = texts(&self.by_model, c::MODEL);
+        let cost = floats(&self.by_model, c::TOTAL_COST_USD);
         let (pct, low, high) = (
-            floats(&self.by_model, "success_pct"),
-            floats(&self.by_model, "success_low_pct"),
-            floats(&self.by_model, "success_high_pct"),
+            floats(&self.by_model, c::SUCCESS_PCT),
+            floats(&self.by_model, c::SUCCESS_LOW_PCT),
+            floats(&self.by_model, c::SUCCESS_HIGH_PCT),
         );
         let points: Vec<Point> = models
             .iter()
@@ -179,8 +216,8 @@ impl BenchSection {
                     y_high: high[i],
                     tip: format!(
                         "{model}: cost ${}, success {} %",
-                        number("total_cost_usd", x),
-                        number("success_pct", y)
+                        number(c::TOTAL_COST_USD, x),
+                        number(c::SUCCESS_PCT, y)
                     ),
                 })
             })
@@ -213,19 +250,19 @@ impl BenchSection {
             .with_maintain_order(true);
         Ok(self
             .by_prompt
-            .sort(["success_pct_all"], options)?
+            .sort([c::SUCCESS_PCT_ALL], options)?
             .head(Some(MATRIX_PROMPTS)))
     }
 
     /// The pass matrix: per prompt and model, the share of repeats that passed.
     fn matrix_figure(&self) -> Result<String, ReportError> {
         let shown = self.shown_prompts()?;
-        let models = texts(&self.by_model, "model");
+        let models = texts(&self.by_model, c::MODEL);
         let per_model: Vec<Vec<Option<f64>>> = models
             .iter()
-            .map(|m| floats(&shown, &format!("success_pct[{m}]")))
+            .map(|m| floats(&shown, &c::success_pct_of(m)))
             .collect();
-        let prompts = texts(&shown, "prompt");
+        let prompts = texts(&shown, c::PROMPT);
         let cells = (0..prompts.len())
             .map(|p| per_model.iter().map(|column| column[p]).collect())
             .collect();
@@ -240,7 +277,7 @@ impl BenchSection {
             rows: prompts,
             cells,
             domain: (0.0, 100.0),
-            value_column: "success_pct",
+            value_column: c::SUCCESS_PCT,
         });
         let note = if shown.height() < self.by_prompt.height() {
             format!(
@@ -268,7 +305,7 @@ impl BenchSection {
     /// How all prompts spread by their success across models, in tenths.
     fn spread_figure(&self) -> String {
         let mut bins = [0u64; 11];
-        for pct in floats(&self.by_prompt, "success_pct_all") {
+        for pct in floats(&self.by_prompt, c::SUCCESS_PCT_ALL) {
             let bin = pct.map_or(10, |p| ((p / 10.0).floor() as usize).min(9));
             bins[bin] += 1;
         }
@@ -312,14 +349,14 @@ impl BenchSection {
 
     /// Latency per model as box plots, and their quartiles as a table.
     fn latency_figure(&self) -> String {
-        let models = texts(&self.latency, "model");
+        let models = texts(&self.latency, c::MODEL);
         let column = |name: &str| floats(&self.latency, name);
         let (min, q1, median, q3, max) = (
-            column("min_time_s"),
+            column(c::MIN_TIME_S),
             column("q1_time_s"),
-            column("median_time_s"),
+            column(c::MEDIAN_TIME_S),
             column("q3_time_s"),
-            column("max_time_s"),
+            column(c::MAX_TIME_S),
         );
         let rows: Vec<BoxRow> = models
             .iter()
@@ -336,11 +373,11 @@ impl BenchSection {
                 };
                 let tip = format!(
                     "{model}: median {} s, quartiles {}–{} s, range {}–{} s",
-                    number("median_time_s", row.median),
+                    number(c::MEDIAN_TIME_S, row.median),
                     number("q1_time_s", row.q1),
                     number("q3_time_s", row.q3),
-                    number("min_time_s", row.min),
-                    number("max_time_s", row.max)
+                    number(c::MIN_TIME_S, row.min),
+                    number(c::MAX_TIME_S, row.max)
                 );
                 Some(BoxRow { tip, ..row })
             })
@@ -372,10 +409,10 @@ impl BenchSection {
 
     /// Input and output tokens per model, stacked.
     fn tokens_figure(&self) -> String {
-        let models = texts(&self.by_model, "model");
+        let models = texts(&self.by_model, c::MODEL);
         let (input, output) = (
-            counts(&self.by_model, "input_tokens"),
-            counts(&self.by_model, "output_tokens"),
+            counts(&self.by_model, c::INPUT_TOKENS),
+            counts(&self.by_model, c::OUTPUT_TOKENS),
         );
         let bars = models
             .iter()
@@ -410,11 +447,11 @@ impl BenchSection {
 
     /// Energy per model, with the range of its estimate.
     fn energy_figure(&self) -> String {
-        let models = texts(&self.by_model, "model");
+        let models = texts(&self.by_model, c::MODEL);
         let (wh, low, high) = (
-            floats(&self.by_model, "energy_wh"),
-            floats(&self.by_model, "energy_wh_min"),
-            floats(&self.by_model, "energy_wh_max"),
+            floats(&self.by_model, c::ENERGY_WH),
+            floats(&self.by_model, c::ENERGY_WH_MIN),
+            floats(&self.by_model, c::ENERGY_WH_MAX),
         );
         let unknown = self.energy_unknown();
         let unknown_note = if unknown.is_empty() {
@@ -452,9 +489,9 @@ impl BenchSection {
                     high: high[i],
                     tip: format!(
                         "{model}: {} Wh ({}–{})",
-                        number("energy_wh", value),
-                        maybe_number("energy_wh_min", low[i]),
-                        maybe_number("energy_wh_max", high[i])
+                        number(c::ENERGY_WH, value),
+                        maybe_number(c::ENERGY_WH_MIN, low[i]),
+                        maybe_number(c::ENERGY_WH_MAX, high[i])
                     ),
                 })],
             })
@@ -481,8 +518,8 @@ impl BenchSection {
     /// The results that did not pass, bounded, with expected and actual answers.
     fn failures_list(&self) -> String {
         let (failed, errors) = (
-            total(&self.by_model, "failed"),
-            total(&self.by_model, "errors"),
+            total(&self.by_model, c::FAILED),
+            total(&self.by_model, c::ERRORS),
         );
         let mut out = String::from("<h3 id=\"bench-failures\">Failures and errors</h3>");
         if failed + errors == 0 {
@@ -503,21 +540,48 @@ impl BenchSection {
             },
             escape(&self.run_list())
         );
+        out.push_str(&self.predating_note());
         for failure in &self.failures {
             out.push_str(&self.failure_item(failure));
         }
         out
     }
 
+    /// The note, once, when some listed failures were recorded before expected outputs were
+    /// stored with results: their expected output shows as –.
+    fn predating_note(&self) -> String {
+        let mut runs: Vec<i64> = self
+            .failures
+            .iter()
+            .filter(|f| f.expected.is_none())
+            .map(|f| f.run_id)
+            .collect();
+        runs.dedup();
+        if runs.is_empty() {
+            return String::new();
+        }
+        let runs: Vec<String> = runs.iter().map(i64::to_string).collect();
+        format!(
+            "<p class=\"note\">{noun} {} {verb} expected outputs stored with the results: \
+             their Expected shows –; the Why quotes it where the test failed on it.</p>",
+            escape(&runs.join(", ")),
+            noun = if runs.len() == 1 { "Run" } else { "Runs" },
+            verb = if runs.len() == 1 {
+                "predates"
+            } else {
+                "predate"
+            },
+        )
+    }
+
     /// One failure as a collapsible block.
     fn failure_item(&self, f: &FailureRow) -> String {
-        let expected = self.expected.get(&f.prompt_name).map_or_else(
-            || {
-                "(the benchmark file is not at hand as it ran; the reason below quotes it)"
-                    .to_owned()
-            },
-            |e| truncate(e, 2000),
-        );
+        // A result recorded before expected outputs were stored has none: never the file's
+        // (it may have moved or changed since), but – and the note of `failures_list`.
+        let expected = f
+            .expected
+            .as_deref()
+            .map_or_else(|| "–".to_owned(), |e| truncate(e, 2000));
         let answer = f.answer.as_deref().map_or_else(
             || "(no answer)".to_owned(),
             |a| {
@@ -534,7 +598,7 @@ impl BenchSection {
              {model} · {prompt} · repeat {repeat}</summary><dl><dt>Method</dt><dd>{method}</dd>\
              <dt>Expected</dt><dd><pre>{expected}</pre></dd><dt>Answer</dt><dd><pre>{answer}</pre></dd>\
              <dt>Why</dt><dd>{why}</dd><dt>Run</dt><dd>{run}</dd></dl></details>",
-            status = escape(&f.status),
+            status = escape(f.status.as_str()),
             model = escape(&f.model_ref),
             prompt = escape(&f.prompt_name),
             repeat = f.repeat_index,
@@ -545,30 +609,6 @@ impl BenchSection {
             run = f.run_id,
         )
     }
-}
-
-/// The expected output of each prompt, from the runs' benchmark files when they still hold
-/// what ran (same sha256); a file moved, edited or unreadable gives nothing.
-fn expected_outputs(store: &Store, runs: &[i64]) -> HashMap<String, String> {
-    let mut expected = HashMap::new();
-    for &run in runs {
-        let Ok((Some(file), Some(sha))) = store.run_spec(run) else {
-            continue;
-        };
-        let path = std::path::Path::new(&file);
-        let Ok(text) = std::fs::read_to_string(path) else {
-            continue;
-        };
-        if crate::hash::sha256_hex(text.as_bytes()) != sha {
-            continue;
-        }
-        if let Ok(spec) = crate::bench::spec::BenchSpec::parse(path, &text) {
-            for prompt in spec.prompts {
-                expected.entry(prompt.name).or_insert(prompt.expected);
-            }
-        }
-    }
-    expected
 }
 
 impl Section for BenchSection {
@@ -603,5 +643,91 @@ impl Section for BenchSection {
             self.failures_list(),
         ]
         .concat()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::{BenchResultRow, Outcome};
+
+    fn row(run_id: i64, prompt: u32, outcome: Outcome, expected: Option<&str>) -> BenchResultRow {
+        BenchResultRow {
+            run_id,
+            model_index: 0,
+            prompt_index: prompt,
+            repeat_index: 0,
+            model_ref: "openai:m".into(),
+            provider: "openai".into(),
+            model_id: "m".into(),
+            prompt_name: format!("p{prompt}"),
+            method: "exact".into(),
+            call_id: None,
+            cache_hit: false,
+            outcome,
+            detail: Some("expected `4`, got `five`".into()),
+            latency_ms: Some(100.0),
+            input_tokens: Some(10),
+            output_tokens: Some(20),
+            tokens_estimated: false,
+            cost_usd: Some(0.5),
+            paid_usd: Some(0.5),
+            energy_wh: Some(1.0),
+            energy_wh_min: Some(0.5),
+            energy_wh_max: Some(1.5),
+            energy_method: Some("ecologits-0.9".into()),
+            judge_call_id: None,
+            judge_score: None,
+            judge_cost_usd: None,
+            expected: expected.map(str::to_owned),
+        }
+    }
+
+    /// Run 1 recorded before expected outputs were stored (NULL), run 2 after.
+    fn store() -> (Store, [i64; 2]) {
+        let mut store = Store::open_in_memory().unwrap();
+        let old = store.create_run("bench", None, None, "{}").unwrap();
+        let new = store.create_run("bench", None, None, "{}").unwrap();
+        store
+            .insert_bench_results(&[
+                row(old, 0, Outcome::Failed, None),
+                row(old, 1, Outcome::Error, None),
+                row(old, 2, Outcome::Passed, None),
+                row(new, 0, Outcome::Failed, Some("4")),
+                row(new, 1, Outcome::Passed, Some("4")),
+            ])
+            .unwrap();
+        (store, [old, new])
+    }
+
+    #[test]
+    fn failures_show_the_stored_expected_output_and_old_runs_a_note_once() {
+        let (store, [old, new]) = store();
+        let body = BenchSection::load(&store, &[old, new]).unwrap().body();
+        assert_eq!(body.matches("<dt>Expected</dt><dd><pre>4</pre>").count(), 1);
+        assert_eq!(body.matches("<dt>Expected</dt><dd><pre>–</pre>").count(), 2);
+        assert_eq!(body.matches("predates expected outputs").count(), 1);
+        assert!(body.contains(&format!("Run {old} predates")));
+        let recent = BenchSection::load(&store, &[new]).unwrap().body();
+        assert!(
+            !recent.contains("predate"),
+            "no note when every result has one"
+        );
+    }
+
+    #[test]
+    fn a_missing_summary_column_is_an_error_naming_it() {
+        let (store, runs) = store();
+        let mut section = BenchSection::load(&store, &runs).unwrap();
+        section.by_model = section.by_model.drop(c::SUCCESS_LOW_PCT).unwrap();
+        let error = section.check_columns().unwrap_err().to_string();
+        assert!(error.contains(c::SUCCESS_LOW_PCT), "{error}");
+        let mut section = BenchSection::load(&store, &runs).unwrap();
+        section.by_prompt = section
+            .by_prompt
+            .drop(&c::success_pct_of("openai:m"))
+            .unwrap();
+        let error = section.check_columns().unwrap_err().to_string();
+        assert!(error.contains("success_pct[openai:m]"), "{error}");
     }
 }

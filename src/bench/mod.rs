@@ -6,6 +6,7 @@
 //! console output, CSV export, and their entry in the registry (`entry`) that the commands
 //! reach it all through.
 
+pub mod columns;
 pub mod console;
 pub mod diff;
 pub mod entry;
@@ -17,6 +18,7 @@ pub mod methods;
 pub mod spec;
 pub mod summary;
 
+pub use crate::store::Outcome;
 pub use entry::KIND;
 pub use experiment::{BenchExperiment, from_file};
 pub use spec::{BenchSpec, PromptTest, SpecError};

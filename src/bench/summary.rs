@@ -2,11 +2,14 @@
 //! model, per prompt, latency. Nothing here reads SQL or prints: `track query`, the export, the
 //! console and the report section all read these frames.
 
+use super::columns as c;
 use std::collections::HashMap;
 
 use polars::prelude::*;
 
 use crate::analysis::stats::{Z_95, wilson_interval};
+#[cfg(test)]
+use crate::store::Outcome;
 use crate::store::{BenchColumns, Labels, MeasureRow, Store};
 
 /// The three tables of a benchmark report.
@@ -32,42 +35,35 @@ impl BenchFrames {
 /// One row per evaluation. Detail columns are present only when they were loaded.
 pub fn results_frame(cols: BenchColumns) -> PolarsResult<DataFrame> {
     let with_detail = cols.method.len() == cols.len();
-    let status: Vec<&str> = cols
-        .passed
-        .iter()
-        .map(|p| match p {
-            Some(true) => "passed",
-            Some(false) => "failed",
-            None => "error",
-        })
-        .collect();
+    let status: Vec<&str> = cols.outcome.iter().map(|o| o.as_str()).collect();
+    let passed: Vec<Option<bool>> = cols.outcome.iter().map(|o| o.passed()).collect();
     let mut columns = vec![
-        Column::new("run_id".into(), cols.run_id),
-        Column::new("model".into(), cols.model_ref),
-        Column::new("prompt".into(), cols.prompt_name),
-        Column::new("repeat".into(), cols.repeat_index),
-        Column::new("status".into(), status),
-        Column::new("passed".into(), cols.passed),
-        Column::new("latency_ms".into(), cols.latency_ms),
-        Column::new("input_tokens".into(), cols.input_tokens),
-        Column::new("output_tokens".into(), cols.output_tokens),
-        Column::new("cost_usd".into(), cols.cost_usd),
-        Column::new("paid_usd".into(), cols.paid_usd),
-        Column::new("energy_wh".into(), cols.energy_wh),
-        Column::new("energy_wh_min".into(), cols.energy_wh_min),
-        Column::new("energy_wh_max".into(), cols.energy_wh_max),
-        Column::new("cache_hit".into(), cols.cache_hit),
+        Column::new(c::RUN_ID.into(), cols.run_id),
+        Column::new(c::MODEL.into(), cols.model_ref),
+        Column::new(c::PROMPT.into(), cols.prompt_name),
+        Column::new(c::REPEAT.into(), cols.repeat_index),
+        Column::new(c::STATUS.into(), status),
+        Column::new(c::PASSED.into(), passed),
+        Column::new(c::LATENCY_MS.into(), cols.latency_ms),
+        Column::new(c::INPUT_TOKENS.into(), cols.input_tokens),
+        Column::new(c::OUTPUT_TOKENS.into(), cols.output_tokens),
+        Column::new(c::COST_USD.into(), cols.cost_usd),
+        Column::new(c::PAID_USD.into(), cols.paid_usd),
+        Column::new(c::ENERGY_WH.into(), cols.energy_wh),
+        Column::new(c::ENERGY_WH_MIN.into(), cols.energy_wh_min),
+        Column::new(c::ENERGY_WH_MAX.into(), cols.energy_wh_max),
+        Column::new(c::CACHE_HIT.into(), cols.cache_hit),
     ];
     if with_detail {
         columns.extend([
-            Column::new("provider".into(), cols.provider),
-            Column::new("model_id".into(), cols.model_id),
-            Column::new("method".into(), cols.method),
-            Column::new("tokens_estimated".into(), cols.tokens_estimated),
-            Column::new("energy_method".into(), cols.energy_method),
-            Column::new("judge_score".into(), cols.judge_score),
-            Column::new("judge_cost_usd".into(), cols.judge_cost_usd),
-            Column::new("detail".into(), cols.detail),
+            Column::new(c::PROVIDER.into(), cols.provider),
+            Column::new(c::MODEL_ID.into(), cols.model_id),
+            Column::new(c::METHOD.into(), cols.method),
+            Column::new(c::TOKENS_ESTIMATED.into(), cols.tokens_estimated),
+            Column::new(c::ENERGY_METHOD.into(), cols.energy_method),
+            Column::new(c::JUDGE_SCORE.into(), cols.judge_score),
+            Column::new(c::JUDGE_COST_USD.into(), cols.judge_cost_usd),
+            Column::new(c::DETAIL.into(), cols.detail),
         ]);
     }
     DataFrame::new_infer_height(columns)
@@ -88,18 +84,17 @@ struct MeasureBuilders {
     prompt: Vec<u32>,
     passed: BooleanChunkedBuilder,
     cache_hit: Vec<bool>,
-    floats: [PrimitiveChunkedBuilder<Float64Type>; 7],
+    floats: [PrimitiveChunkedBuilder<Float64Type>; 6],
     tokens: [PrimitiveChunkedBuilder<Int64Type>; 2],
 }
 
-const FLOAT_COLUMNS: [&str; 7] = [
-    "latency_ms",
-    "cost_usd",
-    "paid_usd",
-    "energy_wh",
-    "energy_wh_min",
-    "energy_wh_max",
-    "_unused",
+const FLOAT_COLUMNS: [&str; 6] = [
+    c::LATENCY_MS,
+    c::COST_USD,
+    c::PAID_USD,
+    c::ENERGY_WH,
+    c::ENERGY_WH_MIN,
+    c::ENERGY_WH_MAX,
 ];
 
 impl MeasureBuilders {
@@ -107,10 +102,10 @@ impl MeasureBuilders {
         Self {
             model: Vec::with_capacity(capacity),
             prompt: Vec::with_capacity(capacity),
-            passed: BooleanChunkedBuilder::new("passed".into(), capacity),
+            passed: BooleanChunkedBuilder::new(c::PASSED.into(), capacity),
             cache_hit: Vec::with_capacity(capacity),
             floats: FLOAT_COLUMNS.map(|n| PrimitiveChunkedBuilder::new(n.into(), capacity)),
-            tokens: ["input_tokens", "output_tokens"]
+            tokens: [c::INPUT_TOKENS, c::OUTPUT_TOKENS]
                 .map(|n| PrimitiveChunkedBuilder::new(n.into(), capacity)),
         }
     }
@@ -118,7 +113,7 @@ impl MeasureBuilders {
     fn push(&mut self, r: &MeasureRow) {
         self.model.push(r.model);
         self.prompt.push(r.prompt);
-        self.passed.append_option(r.passed);
+        self.passed.append_option(r.outcome.passed());
         self.cache_hit.push(r.cache_hit);
         let floats = [
             r.latency_ms,
@@ -136,13 +131,13 @@ impl MeasureBuilders {
     }
 
     fn finish(self) -> PolarsResult<DataFrame> {
-        let [latency, cost, paid, energy, energy_min, energy_max, _] = self.floats;
+        let [latency, cost, paid, energy, energy_min, energy_max] = self.floats;
         let [input, output] = self.tokens;
         DataFrame::new_infer_height(vec![
-            Column::new("model".into(), self.model),
-            Column::new("prompt".into(), self.prompt),
+            Column::new(c::MODEL.into(), self.model),
+            Column::new(c::PROMPT.into(), self.prompt),
             self.passed.finish().into_column(),
-            Column::new("cache_hit".into(), self.cache_hit),
+            Column::new(c::CACHE_HIT.into(), self.cache_hit),
             latency.finish().into_column(),
             input.finish().into_column(),
             output.finish().into_column(),
@@ -194,7 +189,7 @@ impl Measures {
             let row = MeasureRow {
                 model: key(0, &cols.model_ref[i], &mut labels),
                 prompt: key(1, &cols.prompt_name[i], &mut labels),
-                passed: cols.passed[i],
+                outcome: cols.outcome[i],
                 cache_hit: cols.cache_hit[i],
                 latency_ms: cols.latency_ms[i],
                 input_tokens: cols.input_tokens[i].map(|n| n as i64),
@@ -225,12 +220,12 @@ fn named(mut df: DataFrame, column: &str, names: &[String]) -> PolarsResult<Data
     Ok(df)
 }
 
-/// Inserts `<prefix>_low_pct` and `<prefix>_high_pct`, the Wilson 95 % interval of the share
-/// `passed` of `decided` (in percent), right after column `after`.
+/// Inserts columns `low` and `high`, the Wilson 95 % interval of the share `passed` of
+/// `decided` (in percent), right after column `after`.
 fn insert_wilson(
     df: &mut DataFrame,
     after: &str,
-    prefix: &str,
+    (low_name, high_name): (&str, &str),
     passed: &str,
     decided: &str,
 ) -> PolarsResult<()> {
@@ -249,17 +244,17 @@ fn insert_wilson(
         })
         .unzip();
     let at = df.get_column_index(after).map_or(df.width(), |i| i + 1);
-    df.insert_column(at, Column::new(format!("{prefix}_high_pct").into(), high))?;
-    df.insert_column(at, Column::new(format!("{prefix}_low_pct").into(), low))?;
+    df.insert_column(at, Column::new(high_name.into(), high))?;
+    df.insert_column(at, Column::new(low_name.into(), low))?;
     Ok(())
 }
 
 /// Whether a result has an answer but no energy estimate: its model had no parameter count.
 /// (An error has neither: no call, no energy, and nothing unknown.)
 fn energy_unknown() -> Expr {
-    col("output_tokens")
+    col(c::OUTPUT_TOKENS)
         .is_not_null()
-        .and(col("energy_wh").is_null())
+        .and(col(c::ENERGY_WH).is_null())
 }
 
 /// `value`, or null when any result of the group has unknown energy: a sum or mean that left
@@ -272,109 +267,110 @@ fn unless_energy_unknown(unknown: Expr, value: Expr) -> Expr {
 
 /// Share of passed among passed and failed (errors excluded), in percent; null when none.
 fn success_pct() -> Expr {
-    col("passed").cast(DataType::Float64).mean() * lit(100.0)
+    col(c::PASSED).cast(DataType::Float64).mean() * lit(100.0)
 }
 
 /// Per model, in the order models were run: counts, % success, total time, cost, paid,
 /// tokens and energy (null, unknown, for a model with an answer of unknown energy). Each slice
 /// is summed on its own, then the sums are summed: the rows are never copied into one frame.
 pub fn model_summary(measures: &Measures) -> PolarsResult<DataFrame> {
-    let sums = [
-        ("latency_ms", "latency_ms"),
-        ("cost_usd", "total_cost_usd"),
-        ("paid_usd", "paid_usd"),
-        ("input_tokens", "input_tokens"),
-        ("output_tokens", "output_tokens"),
-        ("energy_wh", "energy_wh"),
-        ("energy_wh_min", "energy_wh_min"),
-        ("energy_wh_max", "energy_wh_max"),
-    ];
-    let partials = measures
-        .parts
-        .iter()
-        .map(|part| {
-            let mut aggs = vec![
-                len().cast(DataType::UInt64).alias("results"),
-                col("passed").sum().cast(DataType::UInt64).alias("passed"),
-                col("passed")
-                    .not()
-                    .sum()
-                    .cast(DataType::UInt64)
-                    .alias("failed"),
-                col("passed")
-                    .is_null()
-                    .sum()
-                    .cast(DataType::UInt64)
-                    .alias("errors"),
-                col("cache_hit")
-                    .sum()
-                    .cast(DataType::UInt64)
-                    .alias("cache_hits"),
-            ];
-            aggs.push(
-                energy_unknown()
-                    .sum()
-                    .cast(DataType::UInt64)
-                    .alias("energy_unknown"),
-            );
-            aggs.extend(sums.iter().map(|(from, to)| col(*from).sum().alias(*to)));
-            part.clone().lazy().group_by([col("model")]).agg(aggs)
-        })
-        .collect::<Vec<_>>();
+    let partials: Vec<LazyFrame> = measures.parts.iter().map(model_slice_sums).collect();
     if partials.is_empty() {
         return Ok(DataFrame::empty());
     }
-    let mut totals: Vec<Expr> = [
-        "results",
-        "passed",
-        "failed",
-        "errors",
-        "cache_hits",
-        "energy_unknown",
-    ]
-    .iter()
-    .map(|c| col(*c).sum())
-    .collect();
-    totals.extend(sums.iter().map(|(_, to)| col(*to).sum()));
-    let decided = (col("passed") + col("failed")).cast(DataType::Float64);
-    let df = concat(partials, UnionArgs::default())?
-        .group_by([col("model")])
-        .agg(totals)
-        .sort(["model"], SortMultipleOptions::default())
-        .select([
-            col("model"),
-            col("results"),
-            col("passed"),
-            col("failed"),
-            col("errors"),
-            when(decided.clone().gt(lit(0.0)))
-                .then(col("passed").cast(DataType::Float64) * lit(100.0) / decided)
-                .otherwise(lit(NULL))
-                .alias("success_pct"),
-            (col("latency_ms") / lit(1000.0)).alias("total_time_s"),
-            col("total_cost_usd"),
-            col("paid_usd"),
-            col("input_tokens").cast(DataType::UInt64),
-            col("output_tokens").cast(DataType::UInt64),
-            // A model with results of unknown energy has an unknown total, not a partial one.
-            unless_energy_unknown(col("energy_unknown").gt(lit(0)), col("energy_wh"))
-                .alias("energy_wh"),
-            unless_energy_unknown(col("energy_unknown").gt(lit(0)), col("energy_wh_min"))
-                .alias("energy_wh_min"),
-            unless_energy_unknown(col("energy_unknown").gt(lit(0)), col("energy_wh_max"))
-                .alias("energy_wh_max"),
-            col("cache_hits"),
-        ])
-        .collect()?;
-    let mut df = df;
+    let mut df = model_totals(partials)?;
     df.with_column(Column::new(
-        "decided".into(),
-        (df.column("passed")?.as_materialized_series()
-            + df.column("failed")?.as_materialized_series())?,
+        c::DECIDED.into(),
+        (df.column(c::PASSED)?.as_materialized_series()
+            + df.column(c::FAILED)?.as_materialized_series())?,
     ))?;
-    insert_wilson(&mut df, "success_pct", "success", "passed", "decided")?;
-    let df = df.drop("decided")?;
-    named(df, "model", &measures.labels.models)
+    insert_wilson(
+        &mut df,
+        c::SUCCESS_PCT,
+        (c::SUCCESS_LOW_PCT, c::SUCCESS_HIGH_PCT),
+        c::PASSED,
+        c::DECIDED,
+    )?;
+    let df = df.drop(c::DECIDED)?;
+    named(df, c::MODEL, &measures.labels.models)
+}
+
+/// The measures summed per model, each into the summary column it becomes.
+const MODEL_SUMS: [(&str, &str); 8] = [
+    (c::LATENCY_MS, c::LATENCY_MS),
+    (c::COST_USD, c::TOTAL_COST_USD),
+    (c::PAID_USD, c::PAID_USD),
+    (c::INPUT_TOKENS, c::INPUT_TOKENS),
+    (c::OUTPUT_TOKENS, c::OUTPUT_TOKENS),
+    (c::ENERGY_WH, c::ENERGY_WH),
+    (c::ENERGY_WH_MIN, c::ENERGY_WH_MIN),
+    (c::ENERGY_WH_MAX, c::ENERGY_WH_MAX),
+];
+
+/// The counts the per-model summary sums over the slices.
+const MODEL_COUNTS: [&str; 6] = [
+    c::RESULTS,
+    c::PASSED,
+    c::FAILED,
+    c::ERRORS,
+    c::CACHE_HITS,
+    c::ENERGY_UNKNOWN,
+];
+
+/// Step 1 of [`model_summary`]: one slice's counts and sums per model.
+fn model_slice_sums(part: &DataFrame) -> LazyFrame {
+    let count = |e: Expr, name: &str| e.sum().cast(DataType::UInt64).alias(name);
+    let mut aggs = vec![
+        len().cast(DataType::UInt64).alias(c::RESULTS),
+        count(col(c::PASSED), c::PASSED),
+        count(col(c::PASSED).not(), c::FAILED),
+        count(col(c::PASSED).is_null(), c::ERRORS),
+        count(col(c::CACHE_HIT), c::CACHE_HITS),
+        count(energy_unknown(), c::ENERGY_UNKNOWN),
+    ];
+    aggs.extend(
+        MODEL_SUMS
+            .iter()
+            .map(|(from, to)| col(*from).sum().alias(*to)),
+    );
+    part.clone().lazy().group_by([col(c::MODEL)]).agg(aggs)
+}
+
+/// Step 2 of [`model_summary`]: the slices' sums summed per model, and the summary's columns
+/// computed from them, in model order.
+fn model_totals(partials: Vec<LazyFrame>) -> PolarsResult<DataFrame> {
+    let mut totals: Vec<Expr> = MODEL_COUNTS.iter().map(|name| col(*name).sum()).collect();
+    totals.extend(MODEL_SUMS.iter().map(|(_, to)| col(*to).sum()));
+    let decided = (col(c::PASSED) + col(c::FAILED)).cast(DataType::Float64);
+    // A model with results of unknown energy has an unknown total, not a partial one.
+    let energy = |name: &str| {
+        unless_energy_unknown(col(c::ENERGY_UNKNOWN).gt(lit(0)), col(name)).alias(name)
+    };
+    concat(partials, UnionArgs::default())?
+        .group_by([col(c::MODEL)])
+        .agg(totals)
+        .sort([c::MODEL], SortMultipleOptions::default())
+        .select([
+            col(c::MODEL),
+            col(c::RESULTS),
+            col(c::PASSED),
+            col(c::FAILED),
+            col(c::ERRORS),
+            when(decided.clone().gt(lit(0.0)))
+                .then(col(c::PASSED).cast(DataType::Float64) * lit(100.0) / decided)
+                .otherwise(lit(NULL))
+                .alias(c::SUCCESS_PCT),
+            (col(c::LATENCY_MS) / lit(1000.0)).alias(c::TOTAL_TIME_S),
+            col(c::TOTAL_COST_USD),
+            col(c::PAID_USD),
+            col(c::INPUT_TOKENS).cast(DataType::UInt64),
+            col(c::OUTPUT_TOKENS).cast(DataType::UInt64),
+            energy(c::ENERGY_WH),
+            energy(c::ENERGY_WH_MIN),
+            energy(c::ENERGY_WH_MAX),
+            col(c::CACHE_HITS),
+        ])
+        .collect()
 }
 
 /// Per prompt, in file order: % success for each model and across all models, then averages
@@ -389,85 +385,92 @@ pub fn prompt_summary(measures: &Measures) -> PolarsResult<DataFrame> {
             .collect::<Vec<_>>(),
         UnionArgs::default(),
     )?;
-    let mut summary = lazy
-        .clone()
-        .group_by([col("prompt")])
+    let summary = prompt_averages(lazy.clone());
+    let (summary, model_columns) = join_model_success(summary, lazy, &measures.labels.models)?;
+    let mut summary = summary.collect()?;
+    insert_wilson(
+        &mut summary,
+        c::SUCCESS_PCT_ALL,
+        (c::SUCCESS_ALL_LOW_PCT, c::SUCCESS_ALL_HIGH_PCT),
+        c::PASSED_ALL,
+        c::DECIDED_ALL,
+    )?;
+    let order = prompt_column_order(model_columns);
+    named(summary.select(order)?, c::PROMPT, &measures.labels.prompts)
+}
+
+/// Step 1 of [`prompt_summary`]: per prompt, success across models and the averages.
+fn prompt_averages(lazy: LazyFrame) -> LazyFrame {
+    lazy.group_by([col(c::PROMPT)])
         .agg([
-            len().cast(DataType::UInt64).alias("results"),
-            success_pct().alias("success_pct_all"),
-            col("passed").sum().alias("passed_all"),
-            col("passed").is_not_null().sum().alias("decided_all"),
-            col("input_tokens")
+            len().cast(DataType::UInt64).alias(c::RESULTS),
+            success_pct().alias(c::SUCCESS_PCT_ALL),
+            col(c::PASSED).sum().alias(c::PASSED_ALL),
+            col(c::PASSED).is_not_null().sum().alias(c::DECIDED_ALL),
+            col(c::INPUT_TOKENS)
                 .cast(DataType::Float64)
                 .mean()
-                .alias("avg_input_tokens"),
-            col("output_tokens")
+                .alias(c::AVG_INPUT_TOKENS),
+            col(c::OUTPUT_TOKENS)
                 .cast(DataType::Float64)
                 .mean()
-                .alias("avg_output_tokens"),
-            col("cost_usd").mean().alias("avg_cost_usd"),
-            (col("latency_ms").mean() / lit(1000.0)).alias("avg_time_s"),
+                .alias(c::AVG_OUTPUT_TOKENS),
+            col(c::COST_USD).mean().alias(c::AVG_COST_USD),
+            (col(c::LATENCY_MS).mean() / lit(1000.0)).alias(c::AVG_TIME_S),
             // Across models: unknown when any model's is, rather than the mean of the others.
-            unless_energy_unknown(energy_unknown().any(true), col("energy_wh").mean())
-                .alias("avg_energy_wh"),
+            unless_energy_unknown(energy_unknown().any(true), col(c::ENERGY_WH).mean())
+                .alias(c::AVG_ENERGY_WH),
         ])
-        .sort(["prompt"], SortMultipleOptions::default());
+        .sort([c::PROMPT], SortMultipleOptions::default())
+}
+
+/// Step 2 of [`prompt_summary`]: a column of each model's success on the prompt, joined to
+/// `summary`; the columns' names, in model order.
+fn join_model_success(
+    mut summary: LazyFrame,
+    lazy: LazyFrame,
+    models: &[String],
+) -> PolarsResult<(LazyFrame, Vec<String>)> {
     let per_pair = lazy
-        .group_by([col("model"), col("prompt")])
-        .agg([success_pct().alias("pct")])
+        .group_by([col(c::MODEL), col(c::PROMPT)])
+        .agg([success_pct().alias(c::PCT)])
         .collect()?;
     let mut model_columns = Vec::new();
-    for (key, model) in measures.labels.models.iter().enumerate() {
-        let column = format!("success_pct[{model}]");
+    for (key, model) in models.iter().enumerate() {
+        let column = c::success_pct_of(model);
         let for_model = per_pair
             .clone()
             .lazy()
-            .filter(col("model").eq(lit(key as u32)))
-            .select([col("prompt"), col("pct").alias(column.as_str())]);
+            .filter(col(c::MODEL).eq(lit(key as u32)))
+            .select([col(c::PROMPT), col(c::PCT).alias(column.as_str())]);
         let mut args = JoinArgs::new(JoinType::Left);
         args.maintain_order = MaintainOrderJoin::Left;
-        summary = summary.join(for_model, [col("prompt")], [col("prompt")], args);
+        summary = summary.join(for_model, [col(c::PROMPT)], [col(c::PROMPT)], args);
         model_columns.push(column);
     }
-    let summary = summary.collect()?;
-    // The per-model columns right after the prompt, as the specification lists them.
-    let mut order: Vec<String> = vec!["prompt".into()];
+    Ok((summary, model_columns))
+}
+
+/// Step 3 of [`prompt_summary`]: its columns in order, the per-model ones right after the
+/// prompt, as the specification lists them.
+fn prompt_column_order(model_columns: Vec<String>) -> Vec<String> {
+    let mut order: Vec<String> = vec![c::PROMPT.into()];
     order.extend(model_columns);
     order.extend(
         [
-            "results",
-            "success_pct_all",
-            "avg_input_tokens",
-            "avg_output_tokens",
-            "avg_cost_usd",
-            "avg_time_s",
-            "avg_energy_wh",
+            c::RESULTS,
+            c::SUCCESS_PCT_ALL,
+            c::SUCCESS_ALL_LOW_PCT,
+            c::SUCCESS_ALL_HIGH_PCT,
+            c::AVG_INPUT_TOKENS,
+            c::AVG_OUTPUT_TOKENS,
+            c::AVG_COST_USD,
+            c::AVG_TIME_S,
+            c::AVG_ENERGY_WH,
         ]
         .map(str::to_owned),
     );
-    let mut summary = summary;
-    insert_wilson(
-        &mut summary,
-        "success_pct_all",
-        "success_all",
-        "passed_all",
-        "decided_all",
-    )?;
-    order.insert(
-        order
-            .iter()
-            .position(|c| c == "success_pct_all")
-            .map_or(0, |i| i + 1),
-        "success_all_low_pct".into(),
-    );
-    order.insert(
-        order
-            .iter()
-            .position(|c| c == "success_all_low_pct")
-            .map_or(0, |i| i + 1),
-        "success_all_high_pct".into(),
-    );
-    named(summary.select(order)?, "prompt", &measures.labels.prompts)
+    order
 }
 
 /// Per model (in the order of [`model_summary`]): how long answers took, in seconds, over the
@@ -485,27 +488,27 @@ pub fn latency_summary(measures: &Measures) -> PolarsResult<DataFrame> {
             .collect::<Vec<_>>(),
         UnionArgs::default(),
     )?;
-    let seconds = || col("latency_ms") / lit(1000.0);
+    let seconds = || col(c::LATENCY_MS) / lit(1000.0);
     let quantile = |q: f64, name: &str| {
         seconds()
             .quantile(lit(q), QuantileMethod::Linear)
             .alias(name)
     };
     let df = lazy
-        .filter(col("latency_ms").is_not_null())
-        .group_by([col("model")])
+        .filter(col(c::LATENCY_MS).is_not_null())
+        .group_by([col(c::MODEL)])
         .agg([
-            len().cast(DataType::UInt64).alias("timed"),
-            seconds().min().alias("min_time_s"),
+            len().cast(DataType::UInt64).alias(c::TIMED),
+            seconds().min().alias(c::MIN_TIME_S),
             quantile(0.25, "q1_time_s"),
-            quantile(0.5, "median_time_s"),
+            quantile(0.5, c::MEDIAN_TIME_S),
             quantile(0.75, "q3_time_s"),
-            seconds().max().alias("max_time_s"),
-            seconds().mean().alias("mean_time_s"),
+            seconds().max().alias(c::MAX_TIME_S),
+            seconds().mean().alias(c::MEAN_TIME_S),
         ])
-        .sort(["model"], SortMultipleOptions::default())
+        .sort([c::MODEL], SortMultipleOptions::default())
         .collect()?;
-    named(df, "model", &measures.labels.models)
+    named(df, c::MODEL, &measures.labels.models)
 }
 
 #[cfg(test)]
@@ -528,7 +531,8 @@ mod tests {
             c.repeat_index.push(0);
             c.model_ref.push(m.into());
             c.prompt_name.push(p.into());
-            c.passed.push(passed);
+            c.outcome
+                .push(passed.map_or(Outcome::Error, Outcome::of_test));
             c.cache_hit.push(hit);
             let ok = passed.is_some();
             c.latency_ms.push(ok.then_some(ms));
@@ -599,7 +603,8 @@ mod tests {
             c.repeat_index.push(0);
             c.model_ref.push("c".into());
             c.prompt_name.push(p.into());
-            c.passed.push(passed);
+            c.outcome
+                .push(passed.map_or(Outcome::Error, Outcome::of_test));
             c.cache_hit.push(false);
             c.latency_ms.push(ok.then_some(500.0));
             c.input_tokens.push(ok.then_some(10));

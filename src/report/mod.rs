@@ -214,7 +214,7 @@ mod tests {
             method: "exact".into(),
             call_id: None,
             cache_hit: false,
-            passed,
+            outcome: passed.map_or(crate::store::Outcome::Error, crate::store::Outcome::of_test),
             detail: Some(format!("expected `4`, got `{HOSTILE}`")),
             latency_ms: Some(100.0 + f64::from(prompt)),
             input_tokens: Some(10),
@@ -229,6 +229,7 @@ mod tests {
             judge_call_id: None,
             judge_score: None,
             judge_cost_usd: None,
+            expected: Some("4".into()),
         }
     }
 

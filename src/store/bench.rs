@@ -3,8 +3,76 @@
 use std::collections::{HashMap, HashSet};
 
 use rusqlite::params;
+use rusqlite::types::{FromSql, FromSqlError, FromSqlResult, ToSqlOutput, ValueRef};
 
 use super::{Result, Store, now_rfc3339};
+
+/// What a benchmark result came to. Stored as the text of `bench_results.status` (`passed`,
+/// `failed`, `error`), counted by the summaries as a nullable boolean (see [`Outcome::passed`]),
+/// shown by its name: the one place these meanings are mapped.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Outcome {
+    /// The answer passed its test.
+    Passed,
+    /// The answer failed its test.
+    Failed,
+    /// No answer to test: the call failed, or the judge did.
+    Error,
+}
+
+impl Outcome {
+    /// The outcome of a tested answer.
+    pub const fn of_test(passed: bool) -> Self {
+        if passed { Self::Passed } else { Self::Failed }
+    }
+
+    /// Its stored and shown name: `passed`, `failed` or `error`.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Self::Passed => "passed",
+            Self::Failed => "failed",
+            Self::Error => "error",
+        }
+    }
+
+    /// As the summaries count it: `Some(true)` passed, `Some(false)` failed, `None` an error
+    /// (no answer: neither a pass nor a failure).
+    pub const fn passed(self) -> Option<bool> {
+        match self {
+            Self::Passed => Some(true),
+            Self::Failed => Some(false),
+            Self::Error => None,
+        }
+    }
+
+    /// The outcome named `name`, if it is one.
+    pub fn parse(name: &str) -> Option<Self> {
+        [Self::Passed, Self::Failed, Self::Error]
+            .into_iter()
+            .find(|o| o.as_str() == name)
+    }
+}
+
+impl std::fmt::Display for Outcome {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl rusqlite::ToSql for Outcome {
+    fn to_sql(&self) -> rusqlite::Result<ToSqlOutput<'_>> {
+        Ok(ToSqlOutput::from(self.as_str()))
+    }
+}
+
+impl FromSql for Outcome {
+    fn column_result(value: ValueRef<'_>) -> FromSqlResult<Self> {
+        let name = value.as_str()?;
+        Self::parse(name).ok_or_else(|| {
+            FromSqlError::Other(format!("`{name}` is not a benchmark outcome").into())
+        })
+    }
+}
 
 /// One benchmark evaluation, as written by a run.
 #[derive(Debug, Clone, PartialEq)]
@@ -20,8 +88,7 @@ pub struct BenchResultRow {
     pub method: String,
     pub call_id: Option<i64>,
     pub cache_hit: bool,
-    /// `Some(true)` passed, `Some(false)` failed, `None` an error (no answer to test).
-    pub passed: Option<bool>,
+    pub outcome: Outcome,
     pub detail: Option<String>,
     pub latency_ms: Option<f64>,
     pub input_tokens: Option<u64>,
@@ -37,6 +104,9 @@ pub struct BenchResultRow {
     pub judge_call_id: Option<i64>,
     pub judge_score: Option<i64>,
     pub judge_cost_usd: Option<f64>,
+    /// The expected output the answer was tested against (`''` for a test without one);
+    /// `None` only in rows recorded before it was stored (migration V14).
+    pub expected: Option<String>,
 }
 
 /// Benchmark results as columns, ready to become a polars frame.
@@ -48,7 +118,7 @@ pub struct BenchColumns {
     pub repeat_index: Vec<u32>,
     pub model_ref: Vec<String>,
     pub prompt_name: Vec<String>,
-    pub passed: Vec<Option<bool>>,
+    pub outcome: Vec<Outcome>,
     pub cache_hit: Vec<bool>,
     pub latency_ms: Vec<Option<f64>>,
     pub input_tokens: Vec<Option<u64>>,
@@ -81,7 +151,7 @@ pub struct Labels {
 pub struct MeasureRow {
     pub model: u32,
     pub prompt: u32,
-    pub passed: Option<bool>,
+    pub outcome: Outcome,
     pub cache_hit: bool,
     pub latency_ms: Option<f64>,
     pub input_tokens: Option<i64>,
@@ -114,20 +184,163 @@ pub struct FailureRow {
     pub prompt_name: String,
     pub repeat_index: u32,
     pub method: String,
-    /// `failed` or `error`.
-    pub status: String,
+    /// Failed or error.
+    pub status: Outcome,
     /// Why the test failed (`expected `4`, got `five``), or the error.
     pub detail: Option<String>,
+    /// The expected output stored with the result; `None` for a result recorded before
+    /// expected outputs were stored (migration V14).
+    pub expected: Option<String>,
     /// The answer's first bytes (as many as asked for), when there was one.
     pub answer: Option<String>,
 }
 
-fn status_of(passed: Option<bool>) -> &'static str {
-    match passed {
-        Some(true) => "passed",
-        Some(false) => "failed",
-        None => "error",
+/// Names each run's model and prompt indices in `bench_labels` (once per run and index).
+fn insert_bench_labels(tx: &rusqlite::Transaction<'_>, rows: &[BenchResultRow]) -> Result<()> {
+    let mut labels = tx.prepare_cached(
+        "INSERT OR IGNORE INTO bench_labels (run_id, kind, idx, label) VALUES (?1, ?2, ?3, ?4)",
+    )?;
+    let mut labelled = HashSet::new();
+    for row in rows {
+        if labelled.insert((row.run_id, "model", row.model_index)) {
+            labels.execute(params![row.run_id, "model", row.model_index, row.model_ref])?;
+        }
+        if labelled.insert((row.run_id, "prompt", row.prompt_index)) {
+            labels.execute(params![
+                row.run_id,
+                "prompt",
+                row.prompt_index,
+                row.prompt_name
+            ])?;
+        }
     }
+    Ok(())
+}
+
+/// Per run, the label key of each model index and each prompt index: `[models, prompts]`.
+type LocalKeys = [Vec<u32>; 2];
+
+/// Slice bounds: `parts` ranges of model-major positions (model x prompts + prompt) of each
+/// run, as (model, prompt) pairs, from the run's label counts; the last bound is past the end.
+fn slice_bounds(local_keys: &[LocalKeys], parts: usize) -> Vec<Vec<(i64, i64)>> {
+    local_keys
+        .iter()
+        .map(|local| {
+            let (models, prompts) = (local[0].len().max(1) as i64, local[1].len().max(1) as i64);
+            let cells = models * prompts;
+            (0..=parts as i64)
+                .map(|k| {
+                    let position = cells * k / parts as i64;
+                    if k == parts as i64 {
+                        (i64::MAX, 0)
+                    } else {
+                        (position / prompts, position % prompts)
+                    }
+                })
+                .collect()
+        })
+        .collect()
+}
+
+/// The runs of a measures scan, cut into slices by [`slice_bounds`].
+struct Slices<'a> {
+    run_ids: &'a [i64],
+    local_keys: &'a [LocalKeys],
+    bounds: Vec<Vec<(i64, i64)>>,
+}
+
+/// The rows of one run in one slice.
+const SLICE_RANGE: &str = "run_id = ?1 AND (model_index, prompt_index) >= (?2, ?3) \
+                           AND (model_index, prompt_index) < (?4, ?5)";
+
+impl Slices<'_> {
+    /// The bounds of slice `part` of run number `run` (its position in `run_ids`).
+    fn range(&self, run: usize, part: usize) -> [i64; 5] {
+        let ((m0, p0), (m1, p1)) = (self.bounds[run][part], self.bounds[run][part + 1]);
+        [self.run_ids[run], m0, p0, m1, p1]
+    }
+
+    /// Reads slice `part` on `conn`: counts its rows for `init`, then gives each to `each`.
+    fn scan<S>(
+        &self,
+        conn: &rusqlite::Connection,
+        part: usize,
+        init: &impl Fn(usize) -> S,
+        each: &impl Fn(&mut S, &MeasureRow),
+    ) -> Result<S> {
+        let mut count = conn.prepare(&format!(
+            "SELECT count(*) FROM bench_results WHERE {SLICE_RANGE}"
+        ))?;
+        let mut rows_in_slice = 0usize;
+        for run in 0..self.run_ids.len() {
+            let range = self.range(run, part);
+            rows_in_slice += count.query_row(range, |r| r.get::<_, i64>(0))? as usize;
+        }
+        let mut state = init(rows_in_slice);
+        let mut stmt = conn.prepare(&format!(
+            "SELECT model_index, prompt_index, status, cache_hit, latency_ms, input_tokens,
+                    output_tokens, cost_usd, paid_usd, energy_wh, energy_wh_min, energy_wh_max
+             FROM bench_results WHERE {SLICE_RANGE}"
+        ))?;
+        for run in 0..self.run_ids.len() {
+            let local = &self.local_keys[run];
+            let mut rows = stmt.query(self.range(run, part))?;
+            while let Some(r) = rows.next()? {
+                each(&mut state, &measure_row(r, local)?);
+            }
+        }
+        Ok(state)
+    }
+}
+
+/// One row of a measures scan, its indices turned into label keys by `local`.
+fn measure_row(r: &rusqlite::Row<'_>, local: &LocalKeys) -> rusqlite::Result<MeasureRow> {
+    let model = r.get::<_, u32>(0)? as usize;
+    let prompt = r.get::<_, u32>(1)? as usize;
+    Ok(MeasureRow {
+        model: local[0].get(model).copied().unwrap_or(u32::MAX),
+        prompt: local[1].get(prompt).copied().unwrap_or(u32::MAX),
+        outcome: r.get(2)?,
+        cache_hit: r.get(3)?,
+        latency_ms: r.get(4)?,
+        input_tokens: r.get(5)?,
+        output_tokens: r.get(6)?,
+        cost_usd: r.get(7)?,
+        paid_usd: r.get(8)?,
+        energy_wh: r.get(9)?,
+        energy_wh_min: r.get(10)?,
+        energy_wh_max: r.get(11)?,
+    })
+}
+
+/// Runs `scan` on `parts` slices at once, each on its own read-only connection to `path`.
+fn scan_in_parallel<S: Send>(
+    path: &std::path::Path,
+    parts: usize,
+    scan: &(impl Fn(&rusqlite::Connection, usize) -> Result<S> + Sync),
+) -> Result<Vec<S>> {
+    std::thread::scope(|scope| {
+        let handles: Vec<_> = (0..parts)
+            .map(|part| {
+                scope.spawn(move || -> Result<S> {
+                    let conn = rusqlite::Connection::open_with_flags(
+                        path,
+                        rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY
+                            | rusqlite::OpenFlags::SQLITE_OPEN_NO_MUTEX,
+                    )?;
+                    conn.busy_timeout(std::time::Duration::from_secs(30))?;
+                    scan(&conn, part)
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| {
+                h.join()
+                    .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
+            })
+            .collect::<Result<Vec<S>>>()
+    })
 }
 
 impl Store {
@@ -136,27 +349,11 @@ impl Store {
     pub fn insert_bench_results(&mut self, rows: &[BenchResultRow]) -> Result<()> {
         /// Rows written by one statement: cached runs write tens of thousands at once.
         const ROWS_PER_STATEMENT: usize = 64;
-        const COLUMNS: usize = 27;
+        const COLUMNS: usize = 28;
         let tx = self.conn.transaction()?;
         {
             let now = now_rfc3339();
-            let mut labels = tx.prepare_cached(
-                "INSERT OR IGNORE INTO bench_labels (run_id, kind, idx, label) VALUES (?1, ?2, ?3, ?4)",
-            )?;
-            let mut labelled = HashSet::new();
-            for row in rows {
-                if labelled.insert((row.run_id, "model", row.model_index)) {
-                    labels.execute(params![row.run_id, "model", row.model_index, row.model_ref])?;
-                }
-                if labelled.insert((row.run_id, "prompt", row.prompt_index)) {
-                    labels.execute(params![
-                        row.run_id,
-                        "prompt",
-                        row.prompt_index,
-                        row.prompt_name
-                    ])?;
-                }
-            }
+            insert_bench_labels(&tx, rows)?;
             let one_row = format!("({})", vec!["?"; COLUMNS].join(","));
             for chunk in rows.chunks(ROWS_PER_STATEMENT) {
                 let mut stmt = tx.prepare_cached(&format!(
@@ -164,7 +361,7 @@ impl Store {
                         model_ref, provider, model_id, prompt_name, method, call_id, cache_hit, status, detail,
                         latency_ms, input_tokens, output_tokens, tokens_estimated, cost_usd, paid_usd,
                         energy_wh, energy_wh_min, energy_wh_max, energy_method, created_at, judge_call_id,
-                        judge_score, judge_cost_usd)
+                        judge_score, judge_cost_usd, expected)
                      VALUES {}",
                     vec![one_row.as_str(); chunk.len()].join(",")
                 ))?;
@@ -177,10 +374,9 @@ impl Store {
                         ]
                     })
                     .collect();
-                let statuses: Vec<&str> = chunk.iter().map(|r| status_of(r.passed)).collect();
                 let mut values: Vec<&dyn rusqlite::ToSql> =
                     Vec::with_capacity(chunk.len() * COLUMNS);
-                for ((row, tokens), status) in chunk.iter().zip(&tokens).zip(&statuses) {
+                for (row, tokens) in chunk.iter().zip(&tokens) {
                     values.extend([
                         &row.run_id as &dyn rusqlite::ToSql,
                         &row.model_index,
@@ -193,7 +389,7 @@ impl Store {
                         &row.method,
                         &row.call_id,
                         &row.cache_hit,
-                        status,
+                        &row.outcome,
                         &row.detail,
                         &row.latency_ms,
                         &tokens[0],
@@ -209,6 +405,7 @@ impl Store {
                         &row.judge_call_id,
                         &row.judge_score,
                         &row.judge_cost_usd,
+                        &row.expected,
                     ]);
                 }
                 stmt.execute(rusqlite::params_from_iter(values))?;
@@ -232,15 +429,42 @@ impl Store {
         init: impl Fn(usize) -> S + Sync,
         each: impl Fn(&mut S, &MeasureRow) + Sync,
     ) -> Result<(Labels, Vec<S>)> {
+        let (labels, local_keys) = self.bench_label_keys(run_ids)?;
+        let path = self
+            .conn
+            .path()
+            .filter(|p| !p.is_empty())
+            .map(std::path::PathBuf::from);
+        // An immutable (read-only) database is read on its one connection.
+        let parts = if path.is_some() && !self.immutable {
+            parts.max(1)
+        } else {
+            1
+        };
+        let slices = Slices {
+            run_ids,
+            local_keys: &local_keys,
+            bounds: slice_bounds(&local_keys, parts),
+        };
+        let scan = |conn: &rusqlite::Connection, part: usize| slices.scan(conn, part, &init, &each);
+        let states = match path {
+            Some(path) if parts > 1 => scan_in_parallel(&path, parts, &scan)?,
+            _ => vec![scan(&self.conn, 0)?],
+        };
+        Ok((labels, states))
+    }
+
+    /// The labels of `run_ids`' models and prompts, one key per distinct name, and per run
+    /// the key of each index: `[models, prompts]`.
+    fn bench_label_keys(&self, run_ids: &[i64]) -> Result<(Labels, Vec<LocalKeys>)> {
         let mut labels = Labels::default();
         let mut keys: [HashMap<String, u32>; 2] = Default::default();
-        // Per run: index -> global key, for models and prompts.
-        let mut local_keys: Vec<[Vec<u32>; 2]> = Vec::new();
+        let mut local_keys = Vec::with_capacity(run_ids.len());
         let mut label_stmt = self.conn.prepare(
             "SELECT kind, idx, label FROM bench_labels WHERE run_id = ?1 ORDER BY kind, idx",
         )?;
         for &run_id in run_ids {
-            let mut local: [Vec<u32>; 2] = Default::default();
+            let mut local: LocalKeys = Default::default();
             let mut rows = label_stmt.query([run_id])?;
             while let Some(r) = rows.next()? {
                 let kind = usize::from(r.get_ref(0)?.as_str()? == "prompt");
@@ -262,112 +486,7 @@ impl Store {
             }
             local_keys.push(local);
         }
-        let path = self
-            .conn
-            .path()
-            .filter(|p| !p.is_empty())
-            .map(std::path::PathBuf::from);
-        // An immutable (read-only) database is read on its one connection.
-        let parts = if path.is_some() && !self.immutable {
-            parts.max(1)
-        } else {
-            1
-        };
-        // Slice bounds: `parts` ranges of model-major positions (model x prompts + prompt) of
-        // each run, as (model, prompt) pairs, from the run's label counts.
-        let bounds: Vec<Vec<(i64, i64)>> = local_keys
-            .iter()
-            .map(|local| {
-                let (models, prompts) =
-                    (local[0].len().max(1) as i64, local[1].len().max(1) as i64);
-                let cells = models * prompts;
-                (0..=parts as i64)
-                    .map(|k| {
-                        let position = cells * k / parts as i64;
-                        if k == parts as i64 {
-                            (i64::MAX, 0)
-                        } else {
-                            (position / prompts, position % prompts)
-                        }
-                    })
-                    .collect()
-            })
-            .collect();
-        let scan = |conn: &rusqlite::Connection, part: usize| -> Result<S> {
-            let range = "run_id = ?1 AND (model_index, prompt_index) >= (?2, ?3) AND (model_index, prompt_index) < (?4, ?5)";
-            let mut count =
-                conn.prepare(&format!("SELECT count(*) FROM bench_results WHERE {range}"))?;
-            let mut rows_in_slice = 0usize;
-            for (run, &run_id) in run_ids.iter().enumerate() {
-                let ((m0, p0), (m1, p1)) = (bounds[run][part], bounds[run][part + 1]);
-                rows_in_slice += count
-                    .query_row(params![run_id, m0, p0, m1, p1], |r| r.get::<_, i64>(0))?
-                    as usize;
-            }
-            let mut state = init(rows_in_slice);
-            let mut stmt = conn.prepare(&format!(
-                "SELECT model_index, prompt_index, status, cache_hit, latency_ms, input_tokens, output_tokens,
-                        cost_usd, paid_usd, energy_wh, energy_wh_min, energy_wh_max
-                 FROM bench_results WHERE {range}"
-            ))?;
-            for (run, &run_id) in run_ids.iter().enumerate() {
-                let local = &local_keys[run];
-                let ((m0, p0), (m1, p1)) = (bounds[run][part], bounds[run][part + 1]);
-                let mut rows = stmt.query(params![run_id, m0, p0, m1, p1])?;
-                while let Some(r) = rows.next()? {
-                    let model = r.get::<_, u32>(0)? as usize;
-                    let prompt = r.get::<_, u32>(1)? as usize;
-                    let row = MeasureRow {
-                        model: local[0].get(model).copied().unwrap_or(u32::MAX),
-                        prompt: local[1].get(prompt).copied().unwrap_or(u32::MAX),
-                        passed: match r.get_ref(2)?.as_str()? {
-                            "passed" => Some(true),
-                            "failed" => Some(false),
-                            _ => None,
-                        },
-                        cache_hit: r.get(3)?,
-                        latency_ms: r.get(4)?,
-                        input_tokens: r.get(5)?,
-                        output_tokens: r.get(6)?,
-                        cost_usd: r.get(7)?,
-                        paid_usd: r.get(8)?,
-                        energy_wh: r.get(9)?,
-                        energy_wh_min: r.get(10)?,
-                        energy_wh_max: r.get(11)?,
-                    };
-                    each(&mut state, &row);
-                }
-            }
-            Ok(state)
-        };
-        let states = match path {
-            Some(path) if parts > 1 => std::thread::scope(|scope| {
-                let handles: Vec<_> = (0..parts)
-                    .map(|part| {
-                        let path = &path;
-                        let scan = &scan;
-                        scope.spawn(move || -> Result<S> {
-                            let conn = rusqlite::Connection::open_with_flags(
-                                path,
-                                rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY
-                                    | rusqlite::OpenFlags::SQLITE_OPEN_NO_MUTEX,
-                            )?;
-                            conn.busy_timeout(std::time::Duration::from_secs(30))?;
-                            scan(&conn, part)
-                        })
-                    })
-                    .collect();
-                handles
-                    .into_iter()
-                    .map(|h| {
-                        h.join()
-                            .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
-                    })
-                    .collect::<Result<Vec<S>>>()
-            })?,
-            _ => vec![scan(&self.conn, 0)?],
-        };
-        Ok((labels, states))
+        Ok((labels, local_keys))
     }
 
     /// The first `limit` results of `run_ids` that did not pass, in run, model, prompt and
@@ -380,11 +499,11 @@ impl Store {
     ) -> Result<Vec<FailureRow>> {
         let mut stmt = self.conn.prepare(
             "SELECT b.run_id, b.model_ref, b.prompt_name, b.repeat_index, b.method, b.status, b.detail,
-                    substr(bl.content, 1, ?2)
+                    substr(bl.content, 1, ?2), b.expected
              FROM bench_results b
                   LEFT JOIN calls c ON c.id = b.call_id
                   LEFT JOIN blobs bl ON bl.sha256 = c.response_sha256
-             WHERE b.run_id = ?1 AND b.status != 'passed'
+             WHERE b.run_id = ?1 AND b.status != ?4
              ORDER BY b.model_index, b.prompt_index, b.repeat_index
              LIMIT ?3",
         )?;
@@ -394,7 +513,12 @@ impl Store {
             if left == 0 {
                 break;
             }
-            let mut rows = stmt.query(params![run_id, answer_bytes as i64, left as i64])?;
+            let mut rows = stmt.query(params![
+                run_id,
+                answer_bytes as i64,
+                left as i64,
+                Outcome::Passed
+            ])?;
             while let Some(r) = rows.next()? {
                 let answer = match r.get_ref(7)? {
                     rusqlite::types::ValueRef::Text(b) | rusqlite::types::ValueRef::Blob(b) => {
@@ -410,6 +534,7 @@ impl Store {
                     method: r.get(4)?,
                     status: r.get(5)?,
                     detail: r.get(6)?,
+                    expected: r.get(8)?,
                     answer,
                 });
             }
@@ -444,11 +569,7 @@ impl Store {
                 cols.repeat_index.push(r.get(3)?);
                 cols.model_ref.push(r.get_ref(4)?.as_str()?.to_owned());
                 cols.prompt_name.push(r.get_ref(5)?.as_str()?.to_owned());
-                cols.passed.push(match r.get_ref(6)?.as_str()? {
-                    "passed" => Some(true),
-                    "failed" => Some(false),
-                    _ => None,
-                });
+                cols.outcome.push(r.get(6)?);
                 cols.cache_hit.push(r.get(7)?);
                 cols.latency_ms.push(r.get(8)?);
                 cols.input_tokens
@@ -480,12 +601,7 @@ impl Store {
 mod tests {
     use super::*;
 
-    pub(crate) fn row(
-        run_id: i64,
-        model: u32,
-        prompt: u32,
-        passed: Option<bool>,
-    ) -> BenchResultRow {
+    pub(crate) fn row(run_id: i64, model: u32, prompt: u32, outcome: Outcome) -> BenchResultRow {
         BenchResultRow {
             run_id,
             model_index: model,
@@ -498,7 +614,7 @@ mod tests {
             method: "exact".into(),
             call_id: None,
             cache_hit: false,
-            passed,
+            outcome,
             detail: None,
             latency_ms: Some(100.0),
             input_tokens: Some(10),
@@ -513,7 +629,27 @@ mod tests {
             judge_call_id: None,
             judge_score: None,
             judge_cost_usd: None,
+            expected: Some("4".into()),
         }
+    }
+
+    #[test]
+    fn outcomes_keep_their_stored_names() {
+        let store = Store::open_in_memory().unwrap();
+        for outcome in [Outcome::Passed, Outcome::Failed, Outcome::Error] {
+            let (text, back): (String, Outcome) = store
+                .conn
+                .query_row("SELECT ?1, ?1", [outcome], |r| Ok((r.get(0)?, r.get(1)?)))
+                .unwrap();
+            assert_eq!(text, outcome.as_str());
+            assert_eq!(back, outcome);
+        }
+        assert_eq!(Outcome::Passed.passed(), Some(true));
+        assert_eq!(Outcome::Failed.passed(), Some(false));
+        assert_eq!(Outcome::Error.passed(), None);
+        let wrong: rusqlite::Result<Outcome> =
+            store.conn.query_row("SELECT 'maybe'", [], |r| r.get(0));
+        assert!(wrong.unwrap_err().to_string().contains("`maybe`"));
     }
 
     #[test]
@@ -522,7 +658,7 @@ mod tests {
         let mut store = Store::open(&dir.path().join("t.db")).unwrap();
         let run = store.create_run("bench", None, None, "{}").unwrap();
         let rows: Vec<BenchResultRow> = (0..3)
-            .flat_map(|m| (0..5).map(move |p| row(run, m, p, Some(p % 2 == 0))))
+            .flat_map(|m| (0..5).map(move |p| row(run, m, p, Outcome::of_test(p % 2 == 0))))
             .collect();
         store.insert_bench_results(&rows).unwrap();
         for parts in [1, 3] {
@@ -548,22 +684,29 @@ mod tests {
     fn failures_come_bounded_in_model_major_order() {
         let mut store = Store::open_in_memory().unwrap();
         let run = store.create_run("bench", None, None, "{}").unwrap();
-        let mut failed = row(run, 1, 0, Some(false));
+        let mut failed = row(run, 1, 0, Outcome::Failed);
         failed.detail = Some("expected `4`, got `five`".into());
         store
             .insert_bench_results(&[
                 failed,
-                row(run, 0, 1, None),
-                row(run, 0, 0, Some(true)),
-                row(run, 0, 2, Some(false)),
+                row(run, 0, 1, Outcome::Error),
+                row(run, 0, 0, Outcome::Passed),
+                row(run, 0, 2, Outcome::Failed),
             ])
             .unwrap();
         let all = store.bench_failures(&[run], 10, 100).unwrap();
-        let order: Vec<(&str, &str)> = all
+        let order: Vec<(&str, Outcome)> = all
             .iter()
-            .map(|f| (f.prompt_name.as_str(), f.status.as_str()))
+            .map(|f| (f.prompt_name.as_str(), f.status))
             .collect();
-        assert_eq!(order, [("p1", "error"), ("p2", "failed"), ("p0", "failed")]);
+        assert_eq!(
+            order,
+            [
+                ("p1", Outcome::Error),
+                ("p2", Outcome::Failed),
+                ("p0", Outcome::Failed)
+            ]
+        );
         assert_eq!(all[2].detail.as_deref(), Some("expected `4`, got `five`"));
         assert_eq!(all[2].answer, None, "no call, no answer");
         assert_eq!(store.bench_failures(&[run, run], 2, 100).unwrap().len(), 2);
@@ -575,16 +718,19 @@ mod tests {
         let run = store.create_run("bench", None, None, "{}").unwrap();
         store
             .insert_bench_results(&[
-                row(run, 1, 0, Some(true)),
-                row(run, 0, 1, None),
-                row(run, 0, 0, Some(false)),
+                row(run, 1, 0, Outcome::Passed),
+                row(run, 0, 1, Outcome::Error),
+                row(run, 0, 0, Outcome::Failed),
             ])
             .unwrap();
         let cols = store.bench_columns(&[run], true).unwrap();
         assert_eq!(cols.len(), 3);
         assert_eq!(cols.model_index, vec![0, 0, 1]);
         assert_eq!(cols.prompt_index, vec![0, 1, 0]);
-        assert_eq!(cols.passed, vec![Some(false), None, Some(true)]);
+        assert_eq!(
+            cols.outcome,
+            vec![Outcome::Failed, Outcome::Error, Outcome::Passed]
+        );
         assert_eq!(cols.method.len(), 3);
         let lean = store.bench_columns(&[run], false).unwrap();
         assert!(lean.method.is_empty());

@@ -19,7 +19,7 @@ use std::time::Duration;
 
 use rusqlite::Connection;
 
-pub use bench::{BenchColumns, BenchResultRow, FailureRow, Labels, MeasureRow};
+pub use bench::{BenchColumns, BenchResultRow, FailureRow, Labels, MeasureRow, Outcome};
 pub use calls::{NewCall, StoredCall};
 pub use claims::Claim;
 pub use pacing::{BucketRow, PacingRow};

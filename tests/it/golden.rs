@@ -241,7 +241,7 @@ fn cases() -> Vec<Case> {
     }
 
     // track report: the default selection, latest (one run of each kind), all, each
-    // comparison, and run 1 alone (its expected outputs from bench_v1.yaml only)
+    // comparison, and run 1 alone (its expected outputs only)
     for (name, run) in [
         ("default", None),
         ("latest", Some("latest")),
@@ -406,10 +406,65 @@ fn fixture_copy() -> tempfile::TempDir {
     copy_dir(&golden_dir().join("inputs"), dir.path());
     std::fs::copy(golden_dir().join("fixture.db"), dir.path().join("track.db"))
         .expect("tests/golden/fixture.db: rebuild it as tests/golden/README.md says");
+    fill_expected_outputs(&dir.path().join("track.db"));
+    // The benchmark files are not at hand: the report reads expected outputs from the
+    // database only (they are in inputs/ for the generator and for reading).
+    for file in ["bench_v1.yaml", "bench_v2.yaml"] {
+        std::fs::remove_file(dir.path().join(file)).unwrap();
+    }
     // track reads the nearest `.env`, in this folder or a parent: an empty one here keeps one
     // in /tmp or / from setting a key or COLUMNS.
     std::fs::write(dir.path().join(".env"), "").unwrap();
     dir
+}
+
+/// A database made before expected outputs were stored with results (the fixture as it was
+/// made, migrated, not filled): each failure's Expected shows –, one note names the runs, and
+/// the benchmark files, though at hand and unchanged, are not read.
+#[test]
+fn results_recorded_before_stored_expected_outputs_show_a_dash_and_one_note() {
+    let dir = tempfile::tempdir().unwrap();
+    copy_dir(&golden_dir().join("inputs"), dir.path());
+    std::fs::copy(golden_dir().join("fixture.db"), dir.path().join("track.db")).unwrap();
+    std::fs::write(dir.path().join(".env"), "").unwrap();
+    let out = track(dir.path())
+        .args(["report", "--run", "1,4", "--out", "-"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let html = text(&out.stdout);
+    assert!(html.contains("<dt>Expected</dt><dd><pre>–</pre>"));
+    assert!(
+        !html.contains("<dt>Expected</dt><dd><pre>391</pre>"),
+        "not from the file"
+    );
+    assert_eq!(
+        html.matches("Runs 1, 4 predate expected outputs stored with the results")
+            .count(),
+        1,
+        "one note"
+    );
+}
+
+/// Migrates the fixture's copy `db` and stores the expected outputs its benchmark runs, made
+/// before results kept them (migration V14), would store now: `tests/golden/fill_expected.sql`.
+/// The report reads them from the database, never from the benchmark files.
+fn fill_expected_outputs(db: &Path) {
+    drop(track::store::Store::open(db).expect("migrating the fixture's copy"));
+    let conn = rusqlite::Connection::open(db).unwrap();
+    conn.execute_batch(&std::fs::read_to_string(golden_dir().join("fill_expected.sql")).unwrap())
+        .expect("tests/golden/fill_expected.sql");
+    let missing: i64 = conn
+        .query_row(
+            "SELECT count(*) FROM bench_results WHERE expected IS NULL",
+            [],
+            |r| r.get(0),
+        )
+        .unwrap();
+    assert_eq!(
+        missing, 0,
+        "fill_expected.sql misses a prompt of the fixture"
+    );
 }
 
 #[test]

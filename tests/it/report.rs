@@ -345,7 +345,7 @@ fn a_benchmark_report_holds_the_numbers_of_track_query() {
     );
     assert!(
         words.contains(HOSTILE_EXPECTED),
-        "the expected output, from the file"
+        "the expected output, stored with the result"
     );
     assert!(words.contains(HOSTILE_ANSWER), "the answer, as text");
     assert!(words.contains("expected `4`, got `five`"));
@@ -355,6 +355,39 @@ fn a_benchmark_report_holds_the_numbers_of_track_query() {
     assert!(
         !doc.descendants()
             .any(|n| n.attribute("class") == Some("banner"))
+    );
+}
+
+/// Issue 16: the report showed expected outputs by reading the benchmark file again, and lost
+/// them once the file was edited or out of reach. They are stored with the results now.
+#[test]
+fn expected_outputs_survive_an_edited_or_missing_benchmark_file() {
+    let s = Sandbox::new();
+    s.mock.add_rule(Rule::reply("question 1", "no idea"));
+    let expected = "the answer is 42";
+    s.write(
+        "b.yaml",
+        &bench_yaml(&MODELS[..1], &[("p1", "question 1", expected, "icontains")]),
+    );
+    let out = s.track().args(["run", "b.yaml", "-q"]).output().unwrap();
+    assert!(
+        !text(&out.stderr).contains("panicked"),
+        "{}",
+        text(&out.stderr)
+    );
+    let shown = format!("<dt>Expected</dt><dd><pre>{expected}</pre>");
+    s.write(
+        "b.yaml",
+        &bench_yaml(&MODELS[..1], &[("p1", "question 1", "edited", "exact")]),
+    );
+    let html = report(&s, &[]);
+    assert!(html.contains(&shown), "after an edit");
+    std::fs::remove_file(s.path("b.yaml")).unwrap();
+    let html = report(&s, &[]);
+    assert!(html.contains(&shown), "without the file");
+    assert!(
+        !html.contains("predate"),
+        "a run of today stored its expected outputs"
     );
 }
 

@@ -1,0 +1,141 @@
+//! The names of the benchmark frames' columns: the results frame, the per-model, per-prompt
+//! and latency summaries, and the diff's items. Every file of the folder names columns through
+//! these constants, so a rename is one edit and a typo does not compile. The names are the
+//! stable schema of `--format csv|json` and the exports: changing one changes the outputs.
+//! Reading a column the frame lacks is an error naming it ([`require`]), never an empty chart.
+
+use polars::prelude::{DataFrame, PolarsResult};
+
+// The results frame (one row per evaluation), and the measures the summaries read.
+pub const RUN_ID: &str = "run_id";
+pub const MODEL: &str = "model";
+pub const PROMPT: &str = "prompt";
+pub const REPEAT: &str = "repeat";
+/// `passed`, `failed` or `error` ([`crate::store::Outcome`]).
+pub const STATUS: &str = "status";
+/// True passed, false failed, null an error: what the summaries count.
+pub const PASSED: &str = "passed";
+pub const LATENCY_MS: &str = "latency_ms";
+pub const INPUT_TOKENS: &str = "input_tokens";
+pub const OUTPUT_TOKENS: &str = "output_tokens";
+pub const COST_USD: &str = "cost_usd";
+pub const PAID_USD: &str = "paid_usd";
+pub const ENERGY_WH: &str = "energy_wh";
+pub const ENERGY_WH_MIN: &str = "energy_wh_min";
+pub const ENERGY_WH_MAX: &str = "energy_wh_max";
+pub const CACHE_HIT: &str = "cache_hit";
+pub const PROVIDER: &str = "provider";
+pub const MODEL_ID: &str = "model_id";
+pub const METHOD: &str = "method";
+pub const TOKENS_ESTIMATED: &str = "tokens_estimated";
+pub const ENERGY_METHOD: &str = "energy_method";
+pub const JUDGE_SCORE: &str = "judge_score";
+pub const JUDGE_COST_USD: &str = "judge_cost_usd";
+pub const DETAIL: &str = "detail";
+/// The export's status of the run a result belongs to.
+pub const RUN_STATUS: &str = "run_status";
+/// The export's summaries: the status of the runs they summarise.
+pub const RUNS_STATUS: &str = "status";
+
+// The detail table a run prints when it ends (`console`): results' columns renamed.
+pub const RESULT: &str = "result";
+pub const TIME_S: &str = "time_s";
+pub const TOKENS_IN: &str = "tokens_in";
+pub const TOKENS_OUT: &str = "tokens_out";
+pub const CACHED: &str = "cached";
+
+// The per-model summary (`track query --by model`).
+pub const RESULTS: &str = "results";
+pub const FAILED: &str = "failed";
+pub const ERRORS: &str = "errors";
+pub const SUCCESS_PCT: &str = "success_pct";
+pub const SUCCESS_LOW_PCT: &str = "success_low_pct";
+pub const SUCCESS_HIGH_PCT: &str = "success_high_pct";
+pub const TOTAL_TIME_S: &str = "total_time_s";
+pub const TOTAL_COST_USD: &str = "total_cost_usd";
+pub const CACHE_HITS: &str = "cache_hits";
+/// Per model while summing: results with an answer but no energy estimate.
+pub const ENERGY_UNKNOWN: &str = "energy_unknown";
+
+// Working columns of the summaries, dropped before they are shown.
+/// Per model: passed plus failed, the results with an answer.
+pub const DECIDED: &str = "decided";
+/// Per prompt: passed, and passed plus failed, across models.
+pub const PASSED_ALL: &str = "passed_all";
+pub const DECIDED_ALL: &str = "decided_all";
+/// Per model and prompt: the success of the pair.
+pub const PCT: &str = "pct";
+
+// The per-prompt summary (`track query --by prompt`).
+pub const SUCCESS_PCT_ALL: &str = "success_pct_all";
+pub const SUCCESS_ALL_LOW_PCT: &str = "success_all_low_pct";
+pub const SUCCESS_ALL_HIGH_PCT: &str = "success_all_high_pct";
+pub const AVG_INPUT_TOKENS: &str = "avg_input_tokens";
+pub const AVG_OUTPUT_TOKENS: &str = "avg_output_tokens";
+pub const AVG_COST_USD: &str = "avg_cost_usd";
+pub const AVG_TIME_S: &str = "avg_time_s";
+pub const AVG_ENERGY_WH: &str = "avg_energy_wh";
+
+// The latency summary (the report's box plots).
+pub const TIMED: &str = "timed";
+pub const MIN_TIME_S: &str = "min_time_s";
+pub const Q1_TIME_S: &str = "q1_time_s";
+pub const MEDIAN_TIME_S: &str = "median_time_s";
+pub const Q3_TIME_S: &str = "q3_time_s";
+pub const MAX_TIME_S: &str = "max_time_s";
+pub const MEAN_TIME_S: &str = "mean_time_s";
+
+// `track diff`: its items (one row per evaluation of either run) and its per-model summary.
+pub const CHANGE: &str = "change";
+pub const ONLY_IN: &str = "only_in";
+pub const BASE_STATUS: &str = "base_status";
+pub const NEW_STATUS: &str = "new_status";
+pub const BASE_LATENCY_MS: &str = "base_latency_ms";
+pub const NEW_LATENCY_MS: &str = "new_latency_ms";
+pub const DELTA_LATENCY_MS: &str = "delta_latency_ms";
+pub const BASE_COST_USD: &str = "base_cost_usd";
+pub const NEW_COST_USD: &str = "new_cost_usd";
+pub const DELTA_COST_USD: &str = "delta_cost_usd";
+pub const BASE_TOKENS: &str = "base_tokens";
+pub const NEW_TOKENS: &str = "new_tokens";
+pub const DELTA_TOKENS: &str = "delta_tokens";
+pub const SHARED: &str = "shared";
+pub const PAIRED: &str = "paired";
+pub const BASE_SUCCESS_PCT: &str = "base_success_pct";
+pub const NEW_SUCCESS_PCT: &str = "new_success_pct";
+pub const DELTA_SUCCESS_PCT: &str = "delta_success_pct";
+pub const REGRESSIONS: &str = "regressions";
+pub const FIXES: &str = "fixes";
+pub const NEW_ERRORS: &str = "new_errors";
+pub const P_VALUE: &str = "p_value";
+pub const SIGNIFICANT_REGRESSION: &str = "significant_regression";
+pub const ONLY_IN_BASE: &str = "only_in_base";
+pub const ONLY_IN_NEW: &str = "only_in_new";
+pub const DELTA_MEAN_LATENCY_MS: &str = "delta_mean_latency_ms";
+
+/// The per-prompt summary's column of one model's success: `success_pct[openai:gpt-4o]`.
+pub fn success_pct_of(model: &str) -> String {
+    format!("{SUCCESS_PCT}[{model}]")
+}
+
+/// Checks that `df` has every column of `names`: the error names the first one missing.
+pub fn require(df: &DataFrame, names: &[&str]) -> PolarsResult<()> {
+    for name in names {
+        df.column(name)?;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use polars::prelude::Column;
+
+    #[test]
+    fn a_missing_column_is_an_error_naming_it() {
+        let df = DataFrame::new_infer_height(vec![Column::new(MODEL.into(), ["a"])]).unwrap();
+        assert!(require(&df, &[MODEL]).is_ok());
+        let error = require(&df, &[MODEL, SUCCESS_PCT]).unwrap_err().to_string();
+        assert!(error.contains(SUCCESS_PCT), "{error}");
+    }
+}
