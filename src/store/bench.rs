@@ -105,7 +105,7 @@ pub struct BenchResultRow {
     pub judge_score: Option<i64>,
     pub judge_cost_usd: Option<f64>,
     /// The expected output the answer was tested against (`''` for a test without one);
-    /// `None` only in rows recorded before it was stored (migration V13).
+    /// `None` only in rows recorded before it was stored (migration V14).
     pub expected: Option<String>,
 }
 
@@ -189,7 +189,7 @@ pub struct FailureRow {
     /// Why the test failed (`expected `4`, got `five``), or the error.
     pub detail: Option<String>,
     /// The expected output stored with the result; `None` for a result recorded before
-    /// expected outputs were stored (migration V13).
+    /// expected outputs were stored (migration V14).
     pub expected: Option<String>,
     /// The answer's first bytes (as many as asked for), when there was one.
     pub answer: Option<String>,

@@ -1,5 +1,5 @@
--- The expected outputs a run made now stores with each benchmark result (migration V13), for
--- the fixture's two benchmark runs, made before V13 stored them. Applied by the golden test to
+-- The expected outputs a run made now stores with each benchmark result (migration V14), for
+-- the fixture's two benchmark runs, made before V14 stored them. Applied by the golden test to
 -- its migrated copy of fixture.db (the committed file stays as it was made): see README.md.
 -- Each value is the prompt's `output:` in inputs/bench_v1.yaml (run 1) or inputs/bench_v2.yaml
 -- (run 4), as `BenchExperiment::result_row` stores it; '' where the test has none (json-valid,

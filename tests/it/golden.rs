@@ -447,7 +447,7 @@ fn results_recorded_before_stored_expected_outputs_show_a_dash_and_one_note() {
 }
 
 /// Migrates the fixture's copy `db` and stores the expected outputs its benchmark runs, made
-/// before results kept them (migration V13), would store now: `tests/golden/fill_expected.sql`.
+/// before results kept them (migration V14), would store now: `tests/golden/fill_expected.sql`.
 /// The report reads them from the database, never from the benchmark files.
 fn fill_expected_outputs(db: &Path) {
     drop(track::store::Store::open(db).expect("migrating the fixture's copy"));

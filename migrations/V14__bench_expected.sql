@@ -1,4 +1,4 @@
--- V13: each benchmark result keeps the expected output its answer was tested against ('' for
+-- V14: each benchmark result keeps the expected output its answer was tested against ('' for
 -- tests without one: json-valid, and judge tests, graded by their rubric). Why: issue 16: the
 -- HTML report read the benchmark file again from disk to show expected outputs, and silently
 -- lost them when run from another folder or after the file was edited. NULL: a result recorded
