@@ -405,6 +405,32 @@ pub struct BatchCounts {
     pub expired: u64,
 }
 
+impl From<BatchCounts> for crate::store::BatchCountsRow {
+    fn from(c: BatchCounts) -> Self {
+        Self {
+            total: c.total,
+            processing: c.processing,
+            succeeded: c.succeeded,
+            errored: c.errored,
+            cancelled: c.cancelled,
+            expired: c.expired,
+        }
+    }
+}
+
+impl From<crate::store::BatchCountsRow> for BatchCounts {
+    fn from(c: crate::store::BatchCountsRow) -> Self {
+        Self {
+            total: c.total,
+            processing: c.processing,
+            succeeded: c.succeeded,
+            errored: c.errored,
+            cancelled: c.cancelled,
+            expired: c.expired,
+        }
+    }
+}
+
 /// A batch as the provider describes it.
 #[derive(Debug, Clone, PartialEq)]
 pub struct BatchInfo {
@@ -434,6 +460,26 @@ impl BatchInfo {
     pub fn tag(&self) -> Option<&str> {
         self.metadata.get(INTENT_KEY).map(String::as_str)
     }
+
+    /// A failed batch's errors as the JSON stored beside its status (`None` when there are
+    /// none).
+    pub fn failures_json(&self) -> Option<String> {
+        let failures = self.status.failures();
+        (!failures.is_empty())
+            .then(|| serde_json::to_string(failures).ok())
+            .flatten()
+    }
+}
+
+/// The errors stored by [`BatchInfo::failures_json`] (none when absent or unreadable).
+pub fn failures_from_json(json: Option<&str>) -> Vec<BatchFailure> {
+    json.and_then(|j| serde_json::from_str(j).ok())
+        .unwrap_or_default()
+}
+
+/// A time as the store writes it (RFC 3339, milliseconds, UTC).
+pub fn stored_time(t: DateTime<Utc>) -> String {
+    t.to_rfc3339_opts(chrono::SecondsFormat::Millis, true)
 }
 
 /// The metadata key naming the intent a batch was created for (OpenAI).
@@ -1059,6 +1105,23 @@ mod tests {
             let back = BatchStatus::from_stored(status.as_str(), status.failures().to_vec());
             assert_eq!(back, status);
         }
+        let info = BatchInfo {
+            api: BatchApi::Openai,
+            id: "batch_1".into(),
+            status: BatchStatus::Failed(vec![failure.clone()]),
+            counts: BatchCounts::default(),
+            created_at: None,
+            expires_at: None,
+            ended_at: None,
+            metadata: BTreeMap::new(),
+            input_file_id: None,
+            output_file_id: None,
+            error_file_id: None,
+            results_url: None,
+        };
+        let stored = info.failures_json();
+        assert_eq!(failures_from_json(stored.as_deref()), vec![failure.clone()]);
+        assert_eq!(failures_from_json(None), []);
         let failed = BatchStatus::Failed(vec![failure]);
         assert_eq!(
             failed.to_string(),
