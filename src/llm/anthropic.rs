@@ -49,8 +49,8 @@ pub(crate) fn headers(endpoint: &Endpoint) -> Result<HeaderMap, ProviderError> {
     Ok(headers)
 }
 
-/// The request body.
-pub(crate) fn body(request: &ChatRequest) -> Value {
+/// The request body, live or in a batch (its `params`).
+pub fn body(request: &ChatRequest) -> Value {
     let messages: Vec<Value> = request
         .messages
         .iter()

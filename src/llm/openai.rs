@@ -42,9 +42,9 @@ pub(crate) fn headers(endpoint: &Endpoint) -> Result<HeaderMap, ProviderError> {
     Ok(headers)
 }
 
-/// The request body. OpenAI itself takes `max_completion_tokens`; compatible servers mostly
-/// know only `max_tokens`.
-pub(crate) fn body(request: &ChatRequest, kind: ProviderKind) -> Value {
+/// The request body, live or in a batch. OpenAI itself takes `max_completion_tokens`;
+/// compatible servers mostly know only `max_tokens`.
+pub fn body(request: &ChatRequest, kind: ProviderKind) -> Value {
     let mut messages = Vec::new();
     if let Some(system) = &request.system {
         messages.push(json!({"role": "system", "content": system}));

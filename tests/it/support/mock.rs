@@ -34,6 +34,10 @@
 //! * Every 200 the mock generates is billed in a ledger ([`MockProvider::ledger`]); every
 //!   chat request is logged by the limiter ([`MockProvider::admissions`]).
 //!   `reset_requests` clears neither.
+//! * Batch APIs (OpenAI files and batches, Anthropic message batches) are in [`batch`].
+
+#[path = "batch.rs"]
+pub mod batch;
 
 use std::collections::HashMap;
 use std::io;
@@ -453,6 +457,7 @@ impl MockProvider {
             buckets: Mutex::new(HashMap::new()),
             ledger: Mutex::new(Vec::new()),
             admissions: Mutex::new(Vec::new()),
+            batches: batch::Batches::default(),
         });
         let (tx, rx) = tokio::sync::oneshot::channel::<()>();
         let state = Arc::clone(&shared);
@@ -622,6 +627,7 @@ struct Shared {
     buckets: Mutex<HashMap<(String, String), Buckets>>,
     ledger: Mutex<Vec<LedgerEntry>>,
     admissions: Mutex<Vec<Admission>>,
+    batches: batch::Batches,
 }
 
 struct RuleSlot {
@@ -743,9 +749,16 @@ struct Outcome {
     tokens: u64,
     /// When the limiter decided.
     at: Option<Instant>,
+    /// A request of a batch: not logged, not delayed, not rate limited, not billed (its
+    /// tokens are left in `billed` for the batch to bill once it completes).
+    batch: bool,
+    billed: Option<(u64, u64)>,
 }
 
 async fn handle(State(shared): State<Arc<Shared>>, req: Request) -> Response {
+    if batch::owns(req.uri().path()) {
+        return batch::handle(&shared, req).await;
+    }
     let mut out = Outcome::default();
     let mut resp = answer(&shared, req, &mut out).await;
     let Some(format) = out.format else {
@@ -785,9 +798,11 @@ async fn answer(shared: &Shared, req: Request, out: &mut Outcome) -> Response {
     let parsed: Option<Value> = serde_json::from_slice(&bytes).ok();
     // Record before anything else, so a client killed mid-request still
     // shows up in the log.
-    shared.record(&path, &parts.headers, &bytes, parsed.as_ref());
+    if !out.batch {
+        shared.record(&path, &parts.headers, &bytes, parsed.as_ref());
+    }
 
-    if !shared.config.delay.is_zero() {
+    if !shared.config.delay.is_zero() && !out.batch {
         tokio::time::sleep(shared.config.delay).await;
     }
 
@@ -921,6 +936,7 @@ async fn answer(shared: &Shared, req: Request, out: &mut Outcome) -> Response {
     }
     let limits = match format {
         Format::Ollama => None,
+        _ if out.batch => None,
         _ => shared.limits_for(&model),
     };
     let charge = match format {
@@ -995,7 +1011,11 @@ async fn answer(shared: &Shared, req: Request, out: &mut Outcome) -> Response {
         }
         out.tokens += output_tokens as u64;
     }
-    shared.bill(&out.key, &model, input_tokens as u64, output_tokens as u64);
+    if out.batch {
+        out.billed = Some((input_tokens as u64, output_tokens as u64));
+    } else {
+        shared.bill(&out.key, &model, input_tokens as u64, output_tokens as u64);
+    }
     let usage = with_usage.then_some((input_tokens, output_tokens));
     let id = shared.next_id.fetch_add(1, Ordering::Relaxed);
 
