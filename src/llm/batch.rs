@@ -89,6 +89,7 @@ pub struct Limits {
 /// an intent to one model).
 #[derive(Clone, PartialEq, Eq)]
 pub struct Payload {
+    /// The batch API it is for.
     pub api: BatchApi,
     /// The model id every request of the payload names.
     pub model: String,
@@ -370,8 +371,11 @@ pub const TOKEN_LIMIT_CODE: &str = "token_limit_exceeded";
 /// Why a batch was refused (OpenAI's `errors.data[]`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct BatchFailure {
+    /// The provider's code (`invalid_json_line`, `token_limit_exceeded`, …).
     pub code: String,
+    /// What it says of the error.
     pub message: String,
+    /// The parameter at fault, when it names one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub param: Option<String>,
     /// The line of the input file (1-based), when the error is one line's.
@@ -397,11 +401,17 @@ impl fmt::Display for BatchFailure {
 /// move; Anthropic keeps everything under `processing` until the batch ends.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 pub struct BatchCounts {
+    /// Requests in the batch (OpenAI: 0 while validating).
     pub total: u64,
+    /// Not done yet.
     pub processing: u64,
+    /// Answered.
     pub succeeded: u64,
+    /// Answered with an error (OpenAI: expired and cancelled too).
     pub errored: u64,
+    /// Cancelled before they ran (Anthropic).
     pub cancelled: u64,
+    /// Expired before they ran (Anthropic).
     pub expired: u64,
 }
 
@@ -434,12 +444,17 @@ impl From<crate::store::BatchCountsRow> for BatchCounts {
 /// A batch as the provider describes it.
 #[derive(Debug, Clone, PartialEq)]
 pub struct BatchInfo {
+    /// The batch API it was read from.
     pub api: BatchApi,
     /// The provider's id (`batch_…`, `msgbatch_…`).
     pub id: String,
+    /// Where it is.
     pub status: BatchStatus,
+    /// How many of its requests are where.
     pub counts: BatchCounts,
+    /// When the provider created it.
     pub created_at: Option<DateTime<Utc>>,
+    /// When its completion window closes (24 h after creation).
     pub expires_at: Option<DateTime<Utc>>,
     /// When it ended (completed, failed, expired or cancelled).
     pub ended_at: Option<DateTime<Utc>>,
@@ -459,6 +474,25 @@ impl BatchInfo {
     /// The tag of the intent track created it for (OpenAI's metadata), if any.
     pub fn tag(&self) -> Option<&str> {
         self.metadata.get(INTENT_KEY).map(String::as_str)
+    }
+
+    /// Lends what the store keeps of this answer (status, failures, counts, files, results
+    /// URL, times as the store writes them) to `f`: for `Store::set_batch_submitted` and
+    /// `Store::record_batch_poll`.
+    pub fn with_poll<R>(&self, f: impl FnOnce(&crate::store::BatchPoll<'_>) -> R) -> R {
+        let failures = self.failures_json();
+        let expires_at = self.expires_at.map(stored_time);
+        let ended_at = self.ended_at.map(stored_time);
+        f(&crate::store::BatchPoll {
+            status: self.status.as_str(),
+            failures: failures.as_deref(),
+            counts: self.counts.into(),
+            output_file_id: self.output_file_id.as_deref(),
+            error_file_id: self.error_file_id.as_deref(),
+            results_url: self.results_url.as_deref(),
+            expires_at: expires_at.as_deref(),
+            ended_at: ended_at.as_deref(),
+        })
     }
 
     /// A failed batch's errors as the JSON stored beside its status (`None` when there are
@@ -501,6 +535,7 @@ pub struct Page {
 /// One page of batches, newest first.
 #[derive(Debug, Clone, PartialEq)]
 pub struct BatchList {
+    /// This page's batches, newest first.
     pub batches: Vec<BatchInfo>,
     /// The `after` of the next (older) page, when there is one.
     pub next: Option<String>,
@@ -523,11 +558,13 @@ pub enum LineFailure {
     /// that type with (`invalid_request_error` 400, `rate_limit_error` 429, `api_error` 500,
     /// `overloaded_error` 529, …). Not billed.
     Error {
+        /// The HTTP status (see above).
         status: Option<u16>,
         /// The error's type (`invalid_request_error`, `api_error`, …).
         kind: Option<String>,
         /// OpenAI's error code, when it gives one.
         code: Option<String>,
+        /// The provider's message.
         message: String,
     },
     /// The completion window ended before it ran (`batch_expired`, `expired`): send it again.
@@ -1130,6 +1167,66 @@ mod tests {
         assert!(failed.is_ended() && !failed.has_results() && !failed.is_token_limit());
         assert!(!BatchStatus::Finalizing.is_ended());
         assert!(BatchStatus::Expired.has_results());
+    }
+
+    #[test]
+    fn what_a_poll_said_is_stored_and_read_back_the_same() {
+        let mut store = crate::store::Store::open_in_memory().unwrap();
+        let keys = vec![key(1)];
+        let row = store
+            .create_batch(&crate::store::NewBatch {
+                run_id: None,
+                provider: "openai",
+                api: BatchApi::Openai.as_str(),
+                base_url: "https://api.openai.com/v1",
+                key_fingerprint: "no-key",
+                model: "gpt-4o",
+                payload_sha256: "ab",
+                payload_bytes: 2,
+                keys: &keys,
+            })
+            .unwrap();
+        let ended = DateTime::from_timestamp(1_711_493_133, 0);
+        let info = BatchInfo {
+            api: BatchApi::Openai,
+            id: "batch_1".into(),
+            status: BatchStatus::Failed(vec![BatchFailure {
+                code: TOKEN_LIMIT_CODE.into(),
+                message: "Enqueued token limit reached".into(),
+                param: None,
+                line: None,
+            }]),
+            counts: BatchCounts {
+                total: 1,
+                processing: 1,
+                ..BatchCounts::default()
+            },
+            created_at: None,
+            expires_at: ended,
+            ended_at: ended,
+            metadata: BTreeMap::new(),
+            input_file_id: Some("file-1".into()),
+            output_file_id: Some("file-2".into()),
+            error_file_id: None,
+            results_url: None,
+        };
+        info.with_poll(|poll| store.set_batch_submitted(row.id, &info.id, poll))
+            .unwrap();
+        let back = store.batch(row.id).unwrap().unwrap();
+        let status = BatchStatus::from_stored(
+            back.status.as_deref().unwrap(),
+            failures_from_json(back.failures.as_deref()),
+        );
+        assert_eq!(status, info.status);
+        assert!(status.is_token_limit());
+        assert_eq!(BatchCounts::from(back.counts), info.counts);
+        assert_eq!(back.output_file_id.as_deref(), Some("file-2"));
+        assert_eq!(back.ended_at.as_deref(), Some("2024-03-26T22:45:33.000Z"));
+        assert_eq!(
+            from_rfc3339(back.ended_at.as_deref()),
+            info.ended_at,
+            "times read back"
+        );
     }
 
     #[test]

@@ -83,11 +83,17 @@ impl BatchState {
 /// How many of a batch's requests are where, as the last poll said.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct BatchCountsRow {
+    /// Requests in the batch.
     pub total: u64,
+    /// Not done yet.
     pub processing: u64,
+    /// Answered.
     pub succeeded: u64,
+    /// Answered with an error.
     pub errored: u64,
+    /// Cancelled before they ran.
     pub cancelled: u64,
+    /// Expired before they ran.
     pub expired: u64,
 }
 
@@ -111,6 +117,7 @@ pub struct BatchPoll<'a> {
 /// A batch as stored.
 #[derive(Debug, Clone, PartialEq)]
 pub struct BatchRow {
+    /// Track's id of the batch (`calls.batch`, `batch_calls.batch`).
     pub id: i64,
     /// Track's random name for it (OpenAI's metadata `track_intent`).
     pub tag: String,
