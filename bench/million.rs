@@ -6,10 +6,16 @@ use std::path::Path;
 use track::store::{BenchResultRow, RunStatus, RunTally, Store};
 
 /// Waits for `pid` and returns its exit status, peak resident set size in KiB and CPU seconds.
+#[allow(
+    unsafe_code,
+    reason = "std has no wait4, the one way to a child's peak memory"
+)]
 pub fn wait_with_rusage(pid: i32) -> (i32, i64, f64) {
     let mut status = 0;
-    // SAFETY: plain syscalls on a child we spawned and have not waited for.
+    // SAFETY: rusage is a plain C struct, for which all zeroes is a valid value.
     let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: a plain syscall on a child we spawned and have not waited for, writing into
+    // two locals that outlive it.
     let r = unsafe { libc::wait4(pid, &mut status, 0, &mut usage) };
     assert_eq!(r, pid, "wait4 failed");
     let seconds = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;

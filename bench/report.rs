@@ -60,7 +60,10 @@ fn main() {
 
 /// Runs `track report --run all` over `db` into `out`; returns its exit status, peak RSS in
 /// KiB and CPU seconds.
-#[allow(clippy::zombie_processes)] // reaped by wait4, which also reports its peak memory
+#[allow(
+    clippy::zombie_processes,
+    reason = "reaped by wait4, which also reports its peak memory"
+)]
 fn run_report(db: &Path, out: &Path) -> (i32, i64, f64) {
     let child = Command::new(env!("CARGO_BIN_EXE_track"))
         .args(["report", "-q", "--run", "all", "--out"])

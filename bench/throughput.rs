@@ -145,7 +145,10 @@ fn write_bench(dir: &Path, name: &str, n: usize) -> PathBuf {
 
 /// Runs the release binary against `mock`; returns wall seconds and peak RSS in MB, and
 /// prints the process's CPU time.
-#[allow(clippy::zombie_processes)] // reaped by wait4, which also reports its peak memory
+#[allow(
+    clippy::zombie_processes,
+    reason = "reaped by wait4, which also reports its peak memory"
+)]
 fn run_track(mock: &MockProvider, db: &Path, args: &[&str]) -> (f64, f64) {
     let started = Instant::now();
     let child = Command::new(env!("CARGO_BIN_EXE_track"))

@@ -13,6 +13,7 @@ pub mod cost;
 pub mod energy;
 pub mod experiment;
 pub mod hash;
+pub mod kinds;
 pub mod llm;
 pub mod output;
 pub mod prompt;

@@ -1,10 +1,6 @@
-//! Analysis: polars frames built from the store's columns, and the summaries of each
-//! experiment kind. Nothing here reads SQL or prints.
+//! Analysis shared by every kind: statistics (Wilson, McNemar, bootstrap, κ, α) and the
+//! pairing of two runs' items that diffs are built on. Each kind's own frames and summaries
+//! are in its folder. Nothing here reads SQL or prints.
 
-pub mod bench;
 pub mod diff;
-pub mod relevance;
-pub mod review;
 pub mod stats;
-
-pub use bench::{BenchFrames, Measures, model_summary, prompt_summary, results_frame};

@@ -478,7 +478,7 @@ impl Experiment for BenchExperiment {
         options: &ReportOptions,
         out: &mut dyn std::io::Write,
     ) -> Result<(), ExperimentError> {
-        super::report::print(store, summary, options, out).map_err(ExperimentError::kind)?;
+        super::console::print(store, summary, options, out).map_err(ExperimentError::kind)?;
         if let Some(note) = self.energy_unknown_note() {
             options.note(note);
         }

@@ -1,14 +1,23 @@
 //! Benchmarks: every prompt against every model (model-major), each answer tested.
 //!
 //! The spec becomes stages of calls for the experiment runtime; each outcome becomes a result
-//! row pointing at its call. No HTTP and no SQL here.
+//! row pointing at its call. No HTTP and no SQL here. Everything else that is the benchmarks'
+//! own is in this folder too: their summaries (`summary`), diff, report section (`html`),
+//! console output, CSV export, and their entry in the registry (`entry`) that the commands
+//! reach it all through.
 
+pub mod console;
+pub mod diff;
+pub mod entry;
 pub mod experiment;
+pub mod export;
+pub mod html;
 pub mod judge;
 pub mod methods;
-pub mod report;
 pub mod spec;
+pub mod summary;
 
+pub use entry::KIND;
 pub use experiment::{BenchExperiment, from_file};
 pub use spec::{BenchSpec, PromptTest, SpecError};
 

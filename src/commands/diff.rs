@@ -8,7 +8,7 @@ use polars::prelude::{DataFrame, PolarsResult};
 
 use super::{Context, selection_status};
 use crate::analysis::diff::{DiffError, RunDiff};
-use crate::experiment::ExperimentKind;
+use crate::kinds;
 use crate::output::{Columns, Format, print_frame, render};
 use crate::store::{RunSelector, Store};
 
@@ -117,7 +117,7 @@ fn compare(context: &Context, args: DiffArgs) -> anyhow::Result<ExitCode> {
             "track: note: run {new_run} is compared with itself: nothing can have changed"
         ));
     }
-    let diff = RunDiff::compute(&store, args.base, new_run)?;
+    let diff = kinds::diff(&store, args.base, new_run)?;
     selection_status(context, &store, &[args.base, new_run])?;
     if args.items {
         print_frame(&diff.items, args.format, Columns::wide_if(args.wide))?;
@@ -182,11 +182,7 @@ fn print_table(diff: &RunDiff, columns: Columns) -> anyhow::Result<()> {
             diff.significant.len() - NAMED_REGRESSIONS
         )?;
     }
-    let title = match diff.kind {
-        ExperimentKind::Review => "Per criterion and generator",
-        ExperimentKind::Relevance => "Per variant, class and metric",
-        _ => "Per model",
-    };
+    let title = diff.layout.summary_title;
     writeln!(out, "\n{title}\n{}", render(&diff.summary, columns))?;
     let all = format!(
         "track diff {} {} --items --format csv",

@@ -5,8 +5,8 @@ use std::process::ExitCode;
 
 use super::experiment::{ExperimentArgs, TableArgs, run_experiment};
 use super::{Context, SensorArgs};
+use crate::review::DatasheetExperiment;
 use crate::review::file::ReviewExperiment;
-use crate::review::run::DatasheetExperiment;
 
 /// Have a model write a datasheet for each sensor of the list, saved as
 /// `results/<Brand>/<Sensor>/<provider>_<model>_<YYYYMMDD_HHMMSS>.md`, e.g.

@@ -1,37 +1,40 @@
-//! `track query`: summaries computed with polars from the database, for any run.
+//! `track query`: summaries computed with polars from the database, for any run; each `--by`
+//! value and its summary come from a kind's registry entry.
 
 use std::process::ExitCode;
+use std::sync::LazyLock;
 
 use polars::prelude::Column;
 
 use super::{Context, selection_status};
-use crate::analysis::relevance::variant_summary;
-use crate::analysis::review::{ReviewFrames, agreement, criterion_summary, review_summary};
-use crate::analysis::{Measures, model_summary, prompt_summary};
 use crate::experiment::ExperimentKind;
-use crate::output::count;
+use crate::kinds::{self, Grouping, QueryFlag, QueryOptions};
 use crate::output::{Columns, Format, print_frame};
-use crate::store::{RunSelector, Store};
+use crate::store::RunSelector;
 
-/// What to group results by.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum GroupBy {
-    /// Benchmarks, per model: total time, cost, paid, tokens, energy and % success.
-    Model,
-    /// Benchmarks, per prompt: % success per model and overall, average tokens, cost, time, energy.
-    Prompt,
-    /// Reviews, per reviewer: counts, N/A, parse failures, mean scores, cost.
-    Reviewer,
-    /// Reviews, per reviewer and generator model.
-    Generator,
-    /// Reviews, per reviewer and sensor.
-    Sensor,
-    /// Reviews, per criterion (P1-P16, overall) and reviewer; with --agreement, agreement
-    /// between reviewers.
-    Criterion,
-    /// Relevance, per variant (WITH, WITHOUT) and class: precision, recall, F1, counts,
-    /// coverage and invalid answers; with --per-predicate, per predicate type too.
-    Variant,
+/// What to group results by: a `--by` value of one kind's registry entry.
+#[derive(Debug, Clone, Copy)]
+pub struct GroupBy {
+    kind: ExperimentKind,
+    grouping: &'static Grouping,
+}
+
+/// Every kind's `--by` values, kind by kind: what `--help` lists.
+static GROUPINGS: LazyLock<Vec<GroupBy>> = LazyLock::new(|| {
+    kinds::groupings()
+        .map(|(kind, grouping)| GroupBy { kind, grouping })
+        .collect()
+});
+
+impl clap::ValueEnum for GroupBy {
+    fn value_variants<'a>() -> &'a [Self] {
+        &GROUPINGS
+    }
+
+    fn to_possible_value(&self) -> Option<clap::builder::PossibleValue> {
+        let value = clap::builder::PossibleValue::new(self.grouping.name);
+        Some(value.help(self.grouping.help))
+    }
 }
 
 /// Summaries of recorded results, e.g. `track query --by model --run all --format csv` or
@@ -63,92 +66,34 @@ pub struct QueryArgs {
 }
 
 pub fn run(context: &Context, args: QueryArgs) -> anyhow::Result<ExitCode> {
-    if args.agreement && args.by != GroupBy::Criterion {
-        anyhow::bail!("--agreement goes with --by criterion");
-    }
-    if args.per_predicate && args.by != GroupBy::Variant {
-        anyhow::bail!("--per-predicate goes with --by variant");
+    let by = args.by.grouping;
+    for (flag, given) in [
+        (QueryFlag::Agreement, args.agreement),
+        (QueryFlag::PerPredicate, args.per_predicate),
+    ] {
+        if given && !by.flags.contains(&flag) {
+            let homes: Vec<String> = kinds::groupings()
+                .filter(|(_, g)| g.flags.contains(&flag))
+                .map(|(_, g)| format!("--by {}", g.name))
+                .collect();
+            anyhow::bail!("{} goes with {}", flag.as_str(), homes.join(" or "));
+        }
     }
     let store = context.open_existing_store()?;
-    let kind = match args.by {
-        GroupBy::Model | GroupBy::Prompt => ExperimentKind::Bench,
-        GroupBy::Variant => ExperimentKind::Relevance,
-        _ => ExperimentKind::Review,
-    };
-    let default = match kind {
-        ExperimentKind::Review => RunSelector::All,
-        _ => RunSelector::Latest,
-    };
+    let kind = args.by.kind;
+    let default = kinds::kind(kind).default_runs();
     let run_ids = store.select_runs(kind.as_str(), args.run.unwrap_or(default))?;
     let (status, _) = selection_status(context, &store, &run_ids)?;
-    let summary = match args.by {
-        GroupBy::Model | GroupBy::Prompt => {
-            let measures = Measures::load(&store, &run_ids)?;
-            if args.by == GroupBy::Model {
-                model_summary(&measures)?
-            } else {
-                prompt_summary(&measures)?
-            }
-        }
-        GroupBy::Variant => variant_summary(&store.predictions(&run_ids)?, args.per_predicate)?,
-        by => {
-            let frames = review_frames(context, &store, &run_ids, args.reviewer.as_deref())?;
-            note_unscored(&frames)?;
-            match by {
-                GroupBy::Reviewer => review_summary(&frames, "reviewer")?,
-                GroupBy::Generator => review_summary(&frames, "generator")?,
-                GroupBy::Sensor => review_summary(&frames, "sensor")?,
-                _ if args.agreement => agreement(&frames)?,
-                _ => criterion_summary(&frames)?,
-            }
-        }
+    let options = QueryOptions {
+        reviewer: args.reviewer.as_deref(),
+        agreement: args.agreement,
+        per_predicate: args.per_predicate,
+        config: &|| context.load_config(),
     };
+    let summary = (by.summary)(&store, &run_ids, &options)?;
     let rows = summary.height();
     let mut summary = summary;
     summary.with_column(Column::new("status".into(), vec![status; rows]))?;
     print_frame(&summary, args.format, Columns::wide_if(args.wide))?;
     Ok(ExitCode::SUCCESS)
-}
-
-fn review_frames(
-    context: &Context,
-    store: &Store,
-    run_ids: &[i64],
-    reviewer: Option<&str>,
-) -> anyhow::Result<ReviewFrames> {
-    let (reviews, scores) = store.review_columns(run_ids)?;
-    let frames = ReviewFrames::new(reviews, scores)?;
-    Ok(match reviewer {
-        Some(reviewer) => {
-            let config = context.load_config()?;
-            let reference = config.catalog.resolve(reviewer)?.reference();
-            frames.for_reviewer(&reference)?
-        }
-        None => frames,
-    })
-}
-
-/// When no review of the selection has a score, says why instead of leaving an empty table to
-/// puzzle over: how many reviews, unparsable, failed calls, without an official datasheet.
-fn note_unscored(frames: &ReviewFrames) -> anyhow::Result<()> {
-    let statuses = frames.reviews.column("parse_status")?.str()?.clone();
-    let mut counts = std::collections::BTreeMap::<&str, u64>::new();
-    for status in statuses.iter().flatten() {
-        *counts.entry(status).or_default() += 1;
-    }
-    let scored =
-        counts.get("ok").copied().unwrap_or(0) + counts.get("partial").copied().unwrap_or(0);
-    if scored > 0 {
-        return Ok(());
-    }
-    let n = |s: &str| counts.get(s).copied().unwrap_or(0);
-    eprintln!(
-        "track: note: no review has a score to summarise: {} in the selected runs, {} unparsable, \
-         {}, {} without an official datasheet",
-        count(statuses.len() as u64, "review"),
-        n("failed"),
-        count(n("error"), "failed call"),
-        n("skipped"),
-    );
-    Ok(())
 }

@@ -6,7 +6,7 @@ use std::process::ExitCode;
 
 use super::experiment::{ExperimentArgs, TableArgs, run_experiment};
 use super::{Context, shown};
-use crate::relevance::run::{RelevanceExperiment, World, read_predicates};
+use crate::relevance::experiment::{RelevanceExperiment, World, read_predicates};
 use crate::relevance::synth::synthesize;
 
 /// Relevance experiments: a vision model scores predicates of images with and without an

@@ -6,8 +6,8 @@ use std::process::ExitCode;
 
 use super::experiment::{ExperimentArgs, TableArgs, run_experiment};
 use super::{Context, SensorArgs};
+use crate::review::DatasheetExperiment;
 use crate::review::file::ReviewExperiment;
-use crate::review::run::DatasheetExperiment;
 
 /// Have one or more reviewer models score every generated datasheet against its official
 /// datasheet, e.g. `track review-datasheets --reviewer google:gemini-1.5-pro --sensor BME280`.

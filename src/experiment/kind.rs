@@ -1,22 +1,14 @@
-//! The kinds of experiment: their stored names, and how a file of each kind is loaded.
+//! The kinds of experiment as a leaf enum: their stored names, their nouns, and which kind a
+//! file is. It must not name what a kind does: that is its folder's, reached through the
+//! registry (`crate::kinds`), so the runtime depends on no kind.
 //!
-//! Adding a kind: write its folder (spec → stages of calls, answers → rows, report) with a
-//! `from_file` loader if it has an experiment file, then add one line to `kinds!` below.
+//! Adding a kind: one line in `kinds!` below; the compiler then names the registry's match.
 
 use std::fmt;
-use std::path::Path;
 use std::str::FromStr;
 
-use super::{Experiment, ExperimentError, Overrides};
-use crate::config::Config;
-
-/// Loads an experiment file of one kind: its path (for messages), its text, the config and
-/// the command line's overrides.
-pub type Loader =
-    fn(&Path, &str, &Config, &Overrides) -> Result<Box<dyn Experiment>, ExperimentError>;
-
 macro_rules! kinds {
-    ($($(#[$doc:meta])* $variant:ident = $name:literal, $noun:literal, $loader:expr;)*) => {
+    ($($(#[$doc:meta])* $variant:ident = $name:literal, $noun:literal;)*) => {
         /// A kind of experiment; its name is stored with every run.
         #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
         pub enum ExperimentKind {
@@ -40,33 +32,28 @@ macro_rules! kinds {
                     $(Self::$variant => $noun,)*
                 }
             }
-
-            /// How an experiment file of this kind is loaded; `None` for kinds that only
-            /// have a command.
-            pub fn loader(self) -> Option<Loader> {
-                match self {
-                    $(Self::$variant => $loader,)*
-                }
-            }
         }
     };
 }
 
 kinds! {
     /// Every prompt against every model, each answer tested (`track run bench.yaml`).
-    Bench = "bench", "benchmark", Some(crate::bench::from_file);
+    Bench = "bench", "benchmark";
     /// A reviewer model scores generated datasheets (`kind: review`, `review-datasheets`).
-    Review = "review", "review", Some(crate::review::from_file);
+    Review = "review", "review";
     /// A model writes datasheets (`generate-datasheets`).
-    Generate = "generate", "generation", None;
+    Generate = "generate", "generation";
     /// A vision model scores predicates with and without "uncertain" (`kind: relevance`).
-    Relevance = "relevance", "relevance", Some(crate::relevance::from_file);
+    Relevance = "relevance", "relevance";
 }
 
 impl ExperimentKind {
+    /// The kind of an experiment file without a `kind:` line.
+    pub const FILE_DEFAULT: Self = Self::Bench;
+
     /// The `kind:` of an experiment file: a top-level `kind:` line, read without parsing the
     /// whole file (benchmark files can be huge); a file without one is a benchmark.
-    pub fn of_file(text: &str) -> Result<Self, String> {
+    pub fn of_file(text: &str) -> Result<Self, UnknownKind> {
         let written = text
             .lines()
             .find_map(|line| line.strip_prefix("kind:"))
@@ -76,32 +63,32 @@ impl ExperimentKind {
             })
             .filter(|kind| !kind.is_empty());
         match written {
-            None => Ok(Self::Bench),
+            None => Ok(Self::FILE_DEFAULT),
             Some(name) => name.parse(),
         }
     }
 
-    /// Names of the kinds that have experiment files, for messages: `bench (the default),
-    /// review or relevance`.
-    pub fn file_kinds() -> String {
-        let names: Vec<String> = Self::ALL
-            .iter()
-            .filter(|k| k.loader().is_some())
-            .map(|k| match k {
-                Self::Bench => format!("{} (the default)", k.as_str()),
-                _ => k.as_str().to_owned(),
-            })
-            .collect();
-        match names.split_last() {
-            Some((last, [])) => last.clone(),
-            Some((last, rest)) => format!("{} or {last}", rest.join(", ")),
-            None => String::new(),
-        }
+    /// The kind whose stored name is exactly `stored` (as `runs.kind` holds it).
+    pub fn from_stored(stored: &str) -> Option<Self> {
+        Self::ALL.iter().copied().find(|k| k.as_str() == stored)
     }
 }
 
+/// A `kind:` that names no kind. The registry (`crate::kinds::of_file`) says which kinds a
+/// file may name.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UnknownKind(pub String);
+
+impl fmt::Display for UnknownKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "unknown `kind: {}`", self.0)
+    }
+}
+
+impl std::error::Error for UnknownKind {}
+
 impl FromStr for ExperimentKind {
-    type Err = String;
+    type Err = UnknownKind;
 
     fn from_str(s: &str) -> Result<Self, Self::Err> {
         let s = s.trim();
@@ -109,7 +96,7 @@ impl FromStr for ExperimentKind {
             .iter()
             .copied()
             .find(|k| s.eq_ignore_ascii_case(k.as_str()) || s.eq_ignore_ascii_case(k.noun()))
-            .ok_or_else(|| format!("unknown `kind: {s}`; use {}", Self::file_kinds()))
+            .ok_or_else(|| UnknownKind(s.to_owned()))
     }
 }
 
@@ -147,10 +134,12 @@ mod tests {
             "only top-level keys"
         );
         let e = ExperimentKind::of_file("kind: poetry\n").unwrap_err();
+        assert_eq!(e, UnknownKind("poetry".into()));
         assert_eq!(
-            e,
-            "unknown `kind: poetry`; use bench (the default), review or relevance"
+            ExperimentKind::from_stored("bench"),
+            Some(ExperimentKind::Bench)
         );
+        assert_eq!(ExperimentKind::from_stored("benchmark"), None);
         for kind in ExperimentKind::ALL {
             assert_eq!(kind.as_str().parse::<ExperimentKind>(), Ok(*kind));
         }

@@ -20,7 +20,7 @@ use std::any::Any;
 use std::io::Write;
 use std::sync::Arc;
 
-pub use kind::ExperimentKind;
+pub use kind::{ExperimentKind, UnknownKind};
 pub use lifecycle::{observed_status, run_lock_dir};
 pub use options::{FileBudget, MAX_REPEAT, Override, Overrides, RunOptions};
 pub use plan::{

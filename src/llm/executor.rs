@@ -128,8 +128,12 @@ const CLAIM_POLL: Duration = Duration::from_millis(100);
 
 /// What claiming a key came to.
 enum Claimed {
-    /// Send it (and release the claim, if one was taken).
-    Send { claimed: bool },
+    /// Send it (and release the claim, if one was taken); `failed_attempts`: the attempts of
+    /// its last stored failure, when the claim looked them up (`None`: not looked up).
+    Send {
+        claimed: bool,
+        failed_attempts: Option<Option<u32>>,
+    },
     /// Another run stored the answer meanwhile.
     Answered(StoredCall),
     /// A stop came while waiting for another run.
@@ -375,12 +379,15 @@ impl Executor {
                 None,
             ));
         }
-        let claimed = match self.claim(job, stop).await {
+        let (claimed, failed_attempts) = match self.claim(job, stop).await {
             Claimed::Answered(call) => return Some((CallOutcome::Hit(call), None)),
             Claimed::Stopped => return None,
-            Claimed::Send { claimed } => claimed,
+            Claimed::Send {
+                claimed,
+                failed_attempts,
+            } => (claimed, failed_attempts),
         };
-        let outcome = self.send_and_store(job, stop).await;
+        let outcome = self.send_and_store(job, stop, failed_attempts).await;
         // Storing the outcome ended the claim; only an outcome not stored leaves it to release.
         let stored = matches!(
             outcome.as_ref().map(|(o, _)| o),
@@ -408,26 +415,45 @@ impl Executor {
     /// Claims `job`'s key, waiting while another live run sends it.
     async fn claim(&self, job: &CallJob, stop: &AtomicBool) -> Claimed {
         let Some(claims) = self.claims.as_ref().filter(|_| self.mode == CacheMode::Use) else {
-            return Claimed::Send { claimed: false };
+            return Claimed::Send {
+                claimed: false,
+                failed_attempts: None,
+            };
         };
         let key = &job.canonical.key;
         let mut take_over = false;
         loop {
             let (key, owner, lease) = (key.clone(), claims.owner.clone(), claims.lease);
+            // A claim won also looks up the key's last failure: one trip to the writer.
             let claim = self
                 .writer
-                .run(move |s| s.claim(&key, &owner, lease, take_over))
+                .run(move |s| {
+                    let claim = s.claim(&key, &owner, lease, take_over)?;
+                    let failed = match claim {
+                        Claim::Mine => s.last_failure_attempts(&key)?,
+                        _ => None,
+                    };
+                    Ok((claim, failed))
+                })
                 .await;
             match claim {
-                Ok(Claim::Answered(call)) => return Claimed::Answered(call),
-                Ok(Claim::Mine) => return Claimed::Send { claimed: true },
-                Ok(Claim::Busy(holder)) if !(claims.is_alive)(&holder) => take_over = true,
-                Ok(Claim::Busy(_)) if stop.load(Ordering::SeqCst) => return Claimed::Stopped,
-                Ok(Claim::Busy(_)) => tokio::time::sleep(CLAIM_POLL).await,
+                Ok((Claim::Answered(call), _)) => return Claimed::Answered(call),
+                Ok((Claim::Mine, failed)) => {
+                    return Claimed::Send {
+                        claimed: true,
+                        failed_attempts: Some(failed),
+                    };
+                }
+                Ok((Claim::Busy(holder), _)) if !(claims.is_alive)(&holder) => take_over = true,
+                Ok((Claim::Busy(_), _)) if stop.load(Ordering::SeqCst) => return Claimed::Stopped,
+                Ok((Claim::Busy(_), _)) => tokio::time::sleep(CLAIM_POLL).await,
                 Err(e) => {
                     // Without claims the call may be paid twice, never lost.
                     tracing::warn!("could not claim a call, sending it anyway: {e}");
-                    return Claimed::Send { claimed: false };
+                    return Claimed::Send {
+                        claimed: false,
+                        failed_attempts: None,
+                    };
                 }
             }
         }
@@ -439,22 +465,29 @@ impl Executor {
     ///
     /// Each attempt reserves the call's worst case from the budget, waits for the pacer, and
     /// tells the pacer what the answer said of the limits. A rate-limit refusal is waited out
-    /// by the pacer, not by the backoff, and has an allowance of its own.
+    /// by the pacer, not by the backoff, and has an allowance of its own. `failed_attempts`:
+    /// the key's last stored failure if the claim looked it up, else it is looked up here.
     async fn send_and_store(
         &self,
         job: &CallJob,
         stop: &AtomicBool,
+        failed_attempts: Option<Option<u32>>,
     ) -> Option<(CallOutcome, Option<u16>)> {
         // A call whose every attempt failed in an earlier run is tried once: the same key
         // failing the same way should not burn the whole backoff budget on every re-run.
-        let key = job.canonical.key.clone();
-        let failed_before = self
-            .writer
-            .run(move |s| s.last_failure_attempts(&key))
-            .await
-            .ok()
-            .flatten()
-            .is_some_and(|attempts| attempts >= self.retry.max_attempts);
+        let failed_attempts = match failed_attempts {
+            Some(looked_up) => looked_up,
+            None => {
+                let key = job.canonical.key.clone();
+                self.writer
+                    .run(move |s| s.last_failure_attempts(&key))
+                    .await
+                    .ok()
+                    .flatten()
+            }
+        };
+        let failed_before =
+            failed_attempts.is_some_and(|attempts| attempts >= self.retry.max_attempts);
         let max_attempts = if failed_before {
             1
         } else {

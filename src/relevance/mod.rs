@@ -1,19 +1,32 @@
 //! Relevance experiments: a vision model scores blocks-world predicates of images with and
 //! without an "uncertain" option; precision, recall and F1 on the certain predictions, and the
 //! WITH - WITHOUT deltas, with McNemar's test and bootstrap intervals.
+//!
+//! Everything that is the kind's own is in this folder: the experiment (`experiment`), its
+//! answers (`parse`, `variant`), metrics and statistics, summaries (`summary`), diff, report
+//! section (`html`), console output, CSV files (`export`), and its entry in the registry
+//! (`entry`).
 
+pub mod console;
+pub mod diff;
+pub mod entry;
+pub mod experiment;
+pub mod export;
+pub mod html;
 pub mod logistics;
 pub mod metrics;
 pub mod parse;
 pub mod predicates;
-pub mod report;
-pub mod run;
 pub mod stats;
+pub mod summary;
 pub mod synth;
+pub mod variant;
 
 use std::path::PathBuf;
 
-pub use run::{CompareExperiment, RelevanceExperiment, from_file};
+pub use entry::KIND;
+pub use experiment::{CompareExperiment, RelevanceExperiment, from_file};
+pub use variant::Variant;
 
 use crate::prompt::PromptError;
 use crate::store::StoreError;

@@ -8,7 +8,7 @@ use crate::analysis::stats::{BOOTSTRAP, BootstrapInterval, McNemar, paired_boots
 use crate::store::PredictionRow;
 
 use super::metrics::{ClassMetrics, Scored, VariantMetrics, delta};
-use super::parse::Variant;
+use super::variant::Variant;
 
 fn is_with(row: &PredictionRow) -> bool {
     row.variant == Variant::With.name()
@@ -21,6 +21,28 @@ fn measure<'a>(rows: impl Iterator<Item = &'a PredictionRow>) -> VariantMetrics 
             truth: r.truth,
         })
     }))
+}
+
+/// Metrics of WITH and WITHOUT, and their invalid counts, from stored predictions.
+pub fn measure_rows(rows: &[PredictionRow]) -> (VariantMetrics, VariantMetrics, [u64; 2]) {
+    let mut invalid = [0u64; 2];
+    let mut scored: [Vec<Scored>; 2] = [Vec::new(), Vec::new()];
+    for r in rows {
+        let v = usize::from(r.variant != Variant::With.name());
+        match r.score {
+            Some(score) => scored[v].push(Scored {
+                score,
+                truth: r.truth,
+            }),
+            None => invalid[v] += 1,
+        }
+    }
+    let [with, without] = scored;
+    (
+        VariantMetrics::measure(with),
+        VariantMetrics::measure(without),
+        invalid,
+    )
 }
 
 /// WITH and WITHOUT metrics per predicate type (`clear`, `on`, ...).

@@ -1,5 +1,5 @@
 //! The section of a report on two runs of one kind (`track report --run BASE,NEW`): the same
-//! comparison as `track diff BASE NEW`, from [`RunDiff`], with its headline, the significant
+//! comparison as `track diff BASE NEW`, from [`RunDiff`] (made by the kind's diff), with its headline, the significant
 //! regressions, the summary and the changed items.
 
 use std::fmt::Write as _;
@@ -21,7 +21,7 @@ pub struct ComparisonSection {
 impl ComparisonSection {
     /// Compares run `new` with run `base`.
     pub fn load(store: &Store, base: i64, new: i64) -> Result<Self, ReportError> {
-        let diff = RunDiff::compute(store, base, new)?;
+        let diff = crate::kinds::diff(store, base, new)?;
         let body = body(&diff)?;
         Ok(Self { diff, body })
     }

@@ -7,15 +7,32 @@ use std::path::Path;
 
 use super::html::{escape, number, text_table, thousands};
 use super::selection::{SelectedRun, Selection};
+use crate::experiment::ExperimentKind;
+use crate::kinds;
 use crate::output::count;
 use crate::store::RunStatus;
 
-/// Energy of the benchmark results: the estimate and its range, in Wh.
+/// Energy of the runs' results (benchmarks estimate it): the estimate and its range, in Wh.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Energy {
     pub wh: f64,
     pub min_wh: Option<f64>,
     pub max_wh: Option<f64>,
+}
+
+impl Energy {
+    /// The energy of two kinds' results together; `None` when neither has any.
+    pub fn total(a: Option<Self>, b: Option<Self>) -> Option<Self> {
+        let bound = |x: Option<f64>, y: Option<f64>| Some(x? + y?);
+        match (a, b) {
+            (None, e) | (e, None) => e,
+            (Some(a), Some(b)) => Some(Self {
+                wh: a.wh + b.wh,
+                min_wh: bound(a.min_wh, b.min_wh),
+                max_wh: bound(a.max_wh, b.max_wh),
+            }),
+        }
+    }
 }
 
 /// The header of a report.
@@ -208,15 +225,9 @@ impl Header {
     }
 }
 
-/// The word for runs of `kind` in the header.
+/// The word for runs of the stored kind `kind` in the header, as its kind says it.
 fn kind_noun(kind: &str) -> &'static str {
-    match kind {
-        "bench" => "benchmark",
-        "review" => "review",
-        "relevance" => "relevance run",
-        "generate" => "generation",
-        _ => "other run",
-    }
+    ExperimentKind::from_stored(kind).map_or("other run", |k| kinds::kind(k).report_noun())
 }
 
 /// A stored RFC 3339 time as people read it: `2025-05-04 03:07:59 UTC`.

@@ -7,27 +7,26 @@
 //!
 //! A report is a header (the runs, their status and totals) and [`Section`]s: with `--run
 //! BASE,NEW` (two runs of one kind), first their comparison, as `track diff` makes it; then one
-//! per kind of experiment in the selection.
+//! per kind of experiment in the selection. The sections come from the kinds, through the
+//! registry (`crate::kinds`); this module holds the document and its primitives.
 
-mod bench;
-mod charts;
-mod columns;
+pub mod charts;
+pub mod columns;
 mod comparison;
 mod header;
-mod html;
-mod relevance;
-mod review;
+pub mod html;
 mod selection;
-mod svg;
+pub mod svg;
 
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
 use polars::prelude::PolarsError;
 
+pub use header::Energy;
 pub use selection::{RunChoice, SelectedRun, Selection};
 
-use crate::experiment::ExperimentKind;
+use crate::kinds;
 use crate::store::{Store, StoreError};
 use html::escape;
 
@@ -54,10 +53,10 @@ pub enum ReportError {
          or pick runs with --run (`track runs` lists them)",
         path.display()
     )]
-    Empty { path: PathBuf, what: &'static str },
+    Empty { path: PathBuf, what: String },
 }
 
-/// One part of the report after its header: a kind's results, or later a comparison.
+/// One part of the report after its header: a kind's results, or a comparison.
 pub trait Section {
     /// The `id` of the section's element (`bench`): the contents link to it.
     fn anchor(&self) -> &'static str;
@@ -65,6 +64,14 @@ pub trait Section {
     fn heading(&self) -> String;
     /// Its HTML, without the heading.
     fn body(&self) -> String;
+}
+
+/// What a kind adds to a report: its section, and the energy its runs used (for the header).
+pub struct ReportPart {
+    /// Placed after the comparison, kind by kind in the order of `ExperimentKind::ALL`.
+    pub section: Box<dyn Section>,
+    /// `None` when the kind estimates no energy.
+    pub energy: Option<Energy>,
 }
 
 /// A report ready to be written: the header and the sections, in order.
@@ -78,20 +85,17 @@ pub fn build(store: &Store, db: &Path, choice: &RunChoice) -> Result<Report, Rep
     let selection = Selection::resolve(store, db, choice)?;
     let mut sections = comparison_sections(store, &selection)?;
     let mut energy = None;
-    let bench_runs = selection.ids_of(ExperimentKind::Bench);
-    if !bench_runs.is_empty() {
-        let section = bench::BenchSection::load(store, &bench_runs)?;
-        energy = section.energy();
-        sections.push(Box::new(section));
-    }
-    let review_runs = selection.ids_of(ExperimentKind::Review);
-    if !review_runs.is_empty() {
-        sections.push(Box::new(review::ReviewSection::load(store, &review_runs)?));
-    }
-    let relevance_runs = selection.ids_of(ExperimentKind::Relevance);
-    if !relevance_runs.is_empty() {
-        let section = relevance::RelevanceSection::load(store, &relevance_runs)?;
-        sections.push(Box::new(section));
+    for kind in kinds::reported() {
+        let Some(load) = kinds::kind(kind).section() else {
+            continue;
+        };
+        let runs = selection.ids_of(kind);
+        if runs.is_empty() {
+            continue;
+        }
+        let part = load(store, &runs)?;
+        energy = Energy::total(energy, part.energy);
+        sections.push(part.section);
     }
     Ok(Report {
         header: header::Header::new(selection, energy, db),

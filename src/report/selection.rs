@@ -7,20 +7,14 @@ use std::str::FromStr;
 
 use super::ReportError;
 use crate::experiment::{ExperimentKind, observed_status};
+use crate::kinds;
 use crate::store::{RunInfo, RunSelector, RunStatus, Store, StoreError};
-
-/// The kinds of experiment that have a section, in the report's order.
-pub const REPORTED_KINDS: [ExperimentKind; 3] = [
-    ExperimentKind::Bench,
-    ExperimentKind::Review,
-    ExperimentKind::Relevance,
-];
 
 /// Which runs `--run` names.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub enum RunChoice {
-    /// No `--run`: what `track query` takes by default: the latest benchmark and relevance
-    /// runs, and every review run.
+    /// No `--run`: what `track query` takes by default, each kind's own (`Kind::default_runs`):
+    /// the latest benchmark and relevance runs, and every review run.
     #[default]
     Default,
     /// The newest run of each kind.
@@ -92,13 +86,12 @@ impl Selection {
                     }
                 }
             }
-            _ => {
-                for kind in REPORTED_KINDS {
-                    let selector = match (choice, kind) {
-                        (RunChoice::All, _) | (RunChoice::Default, ExperimentKind::Review) => {
-                            RunSelector::All
-                        }
-                        _ => RunSelector::Latest,
+            RunChoice::Default | RunChoice::Latest | RunChoice::All => {
+                for kind in kinds::reported() {
+                    let selector = match choice {
+                        RunChoice::All => RunSelector::All,
+                        RunChoice::Default => kinds::kind(kind).default_runs(),
+                        RunChoice::Latest | RunChoice::Ids(_) => RunSelector::Latest,
                     };
                     match store.select_runs(kind.as_str(), selector) {
                         Ok(found) => ids.extend(found),
@@ -115,7 +108,7 @@ impl Selection {
         if infos.is_empty() {
             return Err(ReportError::Empty {
                 path: db.to_path_buf(),
-                what: "benchmark, review or relevance run",
+                what: format!("{} run", kinds::reported_nouns()),
             });
         }
         let mut runs: Vec<SelectedRun> = infos

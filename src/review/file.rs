@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use serde::Deserialize;
 
 use super::criteria::Criteria;
-use super::run::{DatasheetExperiment, DatasheetPlan, Generation, Reviewing};
+use super::experiment::{DatasheetExperiment, DatasheetPlan, Generation, Reviewing};
 use super::{GENERATION_PROMPT, Paths, REVIEW_PROMPT, ReviewError, SensorFilter};
 use crate::config::Config;
 use crate::experiment::{

@@ -1,23 +1,30 @@
 //! Judge reviews: models write sensor datasheets; a reviewer model scores each against the
 //! official datasheet on criteria P1-P16 and overall, on a 1-5 Likert scale.
 //!
-//! Generation and review are stages of one experiment of the runtime (`run`); answers become
-//! stored rows, files under `results/`, and the specification's CSV (`spec_csv`). This file
-//! holds what they share: errors, where files live, and which sensors.
+//! Generation and review are stages of one experiment of the runtime (`experiment`); answers
+//! become stored rows, files under `results/`, and the specification's CSV (`spec_csv`). The
+//! reviews' summaries (`summary`), diff, report section (`html`), console output, CSV export,
+//! and the registry's entries of reviews and generation (`entry`) are in this folder too. This
+//! file holds what they share: errors, where files live, and which sensors.
 
+pub mod console;
 pub mod criteria;
+pub mod diff;
+pub mod entry;
+pub mod experiment;
+pub mod export;
 pub mod file;
+pub mod html;
 pub mod parse;
 pub mod prompts;
-mod record;
-pub mod report;
-pub mod run;
 pub mod sensors;
 pub mod spec_csv;
+pub mod summary;
 
+pub use entry::{GENERATE, KIND};
+pub use experiment::{DatasheetExperiment, DatasheetPlan};
 pub use file::from_file;
 pub use prompts::{GENERATION_PROMPT, REVIEW_PROMPT};
-pub use run::{DatasheetExperiment, DatasheetPlan};
 pub use spec_csv::csv_row;
 
 use std::path::{Path, PathBuf};

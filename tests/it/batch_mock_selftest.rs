@@ -7,7 +7,7 @@ use std::time::Duration;
 use serde_json::{Value, json};
 
 use crate::support::mock::batch::{BatchFault, BatchStep, BatchTimings, TokenLimitForm};
-use crate::support::mock::{MockConfig, MockProvider, Rule};
+use crate::support::mock::{Hold, MockConfig, MockProvider, Rule};
 
 const OPENAI_KEY: &str = "sk-test-batch";
 const ANTHROPIC_KEY: &str = "sk-ant-test-batch";
@@ -766,4 +766,31 @@ async fn batch_endpoints_want_the_providers_credentials() {
         2,
         "batch requests are logged"
     );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_hold_stops_a_batch_create_before_it_is_made_until_released() {
+    let mock = mock();
+    let file = json_of(upload(&mock, OPENAI_KEY, &jsonl(&["p0"])).await).await;
+    mock.hold(Hold::Containing("held-intent".into()));
+    let url = format!("{}/batches", mock.openai_base_url());
+    let body = json!({"input_file_id": file["id"], "endpoint": "/v1/chat/completions",
+                      "completion_window": "24h", "metadata": {"track_intent": "held-intent"}});
+    let create = tokio::spawn(async move {
+        client()
+            .post(url)
+            .bearer_auth(OPENAI_KEY)
+            .json(&body)
+            .send()
+            .await
+            .map(|r| r.status())
+    });
+    mock.wait_held(1);
+    assert!(
+        mock.batches().list().is_empty(),
+        "held before it is created"
+    );
+    mock.release();
+    assert_eq!(create.await.unwrap().unwrap(), 200);
+    assert_eq!(mock.batches().list().len(), 1);
 }

@@ -1,10 +1,10 @@
 //! `track run` end to end: the three wire formats, the cache, offline and dry runs, repeats,
 //! retries and faults, kill-and-resume, queries, exports and secrets.
 
-use std::time::{Duration, Instant};
-
-use crate::support::mock::{MockConfig, MockProvider, Rule};
-use crate::support::{ANTHROPIC_KEY, OPENAI_KEY, Sandbox, any_file_contains, bench_yaml, text};
+use crate::support::mock::{Hold, Rule};
+use crate::support::{
+    ANTHROPIC_KEY, OPENAI_KEY, Sandbox, any_file_contains, bench_yaml, text, wait_for,
+};
 
 const THREE_MODELS: [&str; 3] = [
     "openai:gpt-4o",
@@ -545,11 +545,7 @@ fn query_and_export_reproduce_the_run_from_the_database() {
 
 #[test]
 fn killing_a_run_loses_nothing_completed_and_resuming_pays_only_the_rest() {
-    let mock = MockProvider::start_with(MockConfig {
-        delay: Duration::from_millis(250),
-        ..MockConfig::default()
-    });
-    let s = Sandbox::with_mock(mock);
+    let s = Sandbox::new().patient();
     let prompts: Vec<(String, String)> = (0..8)
         .map(|i| (format!("p{i}"), format!("question number {i}")))
         .collect();
@@ -558,38 +554,29 @@ fn killing_a_run_loses_nothing_completed_and_resuming_pays_only_the_rest() {
         .map(|(n, p)| (n.as_str(), p.as_str(), "x", "contains"))
         .collect();
     s.write("bench.yaml", &bench_yaml(&["openai:gpt-4o"], &as_refs));
-    let mut child = s
-        .track_process()
-        .args(["run", "bench.yaml", "-q", "--concurrency", "1"])
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .unwrap();
-    let started = Instant::now();
-    while s.mock.request_count() < 4 && started.elapsed() < Duration::from_secs(30) {
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    child.kill().unwrap(); // SIGKILL: no chance to clean up
-    child.wait().unwrap();
-    let sent_before_kill = s.mock.request_count();
-    let stored = s.count("SELECT count(*) FROM calls WHERE status = 'ok'") as usize;
-    assert!(
-        stored >= 3,
-        "completed calls were stored as they arrived ({stored})"
-    );
-    assert!(
-        sent_before_kill <= stored + 1,
-        "at most the call in flight is lost"
+    // One at a time: the fourth request is held, unanswered, while three have landed.
+    s.mock.hold(Hold::From(4));
+    let mut run = s.start(&["run", "bench.yaml", "-q", "--concurrency", "1"]);
+    s.mock.wait_held(1);
+    wait_for("the three answers stored while the run goes on", || {
+        s.count("SELECT count(*) FROM calls WHERE status = 'ok'") == 3
+    });
+    run.kill(); // SIGKILL: no chance to clean up
+    s.mock.release();
+    assert_eq!(s.mock.request_count(), 4, "nothing after the held request");
+    assert_eq!(
+        s.count("SELECT count(*) FROM calls WHERE status = 'ok'"),
+        3,
+        "only the call in flight is lost"
     );
 
     s.track()
         .args(["run", "bench.yaml", "-q"])
         .assert()
         .success();
-    let resumed = s.mock.request_count() - sent_before_kill;
     assert_eq!(
-        resumed,
-        8 - stored,
+        s.mock.request_count() - 4,
+        5,
         "only the calls not stored were sent again"
     );
     assert_eq!(
@@ -598,89 +585,84 @@ fn killing_a_run_loses_nothing_completed_and_resuming_pays_only_the_rest() {
     );
     assert_eq!(
         s.count("SELECT count(*) FROM bench_results WHERE run_id = 2 AND cache_hit = 1"),
-        stored as i64
+        3
     );
-    for (_, prompt) in &prompts {
-        assert!(
-            s.mock.requests_containing(prompt) <= 2,
-            "{prompt} paid more than once after completing"
-        );
-    }
+    let mut sent: Vec<usize> = prompts
+        .iter()
+        .map(|(_, prompt)| s.mock.requests_containing(prompt))
+        .collect();
+    sent.sort_unstable();
+    assert_eq!(
+        sent,
+        [1, 1, 1, 1, 1, 1, 1, 2],
+        "each prompt sent once, twice only the one killed in flight"
+    );
 }
 
 #[test]
 fn prompts_of_one_model_run_concurrently() {
-    let mock = MockProvider::start_with(MockConfig {
-        delay: Duration::from_millis(400),
-        ..MockConfig::default()
-    });
-    let s = Sandbox::with_mock(mock);
-    let prompts: Vec<String> = (0..8).map(|i| format!("prompt {i}")).collect();
+    let prompts: Vec<String> = (0..9).map(|i| format!("prompt {i}")).collect();
     let as_refs: Vec<(&str, &str, &str, &str)> = prompts
         .iter()
         .map(|p| (p.as_str(), p.as_str(), "x", "contains"))
         .collect();
+    // The first call goes alone (its answer tells the provider's limits); of the 8 others,
+    // none is answered until all 8 are out at once: one at a time, they never would be.
+    let s = Sandbox::new().patient();
     s.write("bench.yaml", &bench_yaml(&["openai:gpt-4o"], &as_refs));
-    s.track()
-        .args(["run", "bench.yaml", "-q", "--concurrency", "8"])
-        .assert()
-        .success();
-    // With 8 in flight the 8 calls overlap: their stored windows intersect.
-    let overlapping = s.count(
-        "SELECT count(*) FROM calls a JOIN calls b ON a.id < b.id
-         WHERE julianday(a.created_at) * 86400000 - a.latency_ms < julianday(b.created_at) * 86400000
-           AND julianday(b.created_at) * 86400000 - b.latency_ms < julianday(a.created_at) * 86400000",
-    );
-    assert!(
-        overlapping >= 20,
-        "only {overlapping} overlapping pairs of 28"
-    );
+    s.mock.hold(Hold::From(2));
+    let run = s.start(&["run", "bench.yaml", "-q", "--concurrency", "8"]);
+    s.mock.wait_held(8);
+    s.mock.release();
+    let (code, stderr) = run.finish();
+    assert_eq!(code, Some(0), "{stderr}");
+    assert_eq!(s.mock.max_in_flight(), 8);
+    assert_eq!(s.mock.request_count(), 9);
+
+    // And never more than --concurrency: at 3, the mock never sees 4 at once.
+    let s = Sandbox::new().patient();
+    s.write("bench.yaml", &bench_yaml(&["openai:gpt-4o"], &as_refs));
+    s.mock.hold(Hold::From(2));
+    let run = s.start(&["run", "bench.yaml", "-q", "--concurrency", "3"]);
+    s.mock.wait_held(3);
+    s.mock.release();
+    let (code, stderr) = run.finish();
+    assert_eq!(code, Some(0), "{stderr}");
+    assert_eq!(s.mock.max_in_flight(), 3);
+    assert_eq!(s.mock.request_count(), 9);
 }
 
 #[test]
 fn ctrl_c_marks_the_run_interrupted_and_keeps_what_completed() {
-    let mock = MockProvider::start_with(MockConfig {
-        delay: Duration::from_millis(200),
-        ..MockConfig::default()
-    });
-    let s = Sandbox::with_mock(mock);
+    let s = Sandbox::new().patient();
     let prompts: Vec<String> = (0..10).map(|i| format!("slow question {i}")).collect();
     let as_refs: Vec<(&str, &str, &str, &str)> = prompts
         .iter()
         .map(|p| (p.as_str(), p.as_str(), "x", "contains"))
         .collect();
     s.write("bench.yaml", &bench_yaml(&["openai:gpt-4o"], &as_refs));
-    let child = s
-        .track_process()
-        .args(["run", "bench.yaml", "-q", "--concurrency", "1"])
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    let started = Instant::now();
-    while s.mock.request_count() < 3 && started.elapsed() < Duration::from_secs(30) {
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    let status = std::process::Command::new("kill")
-        .args(["-INT", &child.id().to_string()])
-        .status()
-        .unwrap();
-    assert!(status.success());
-    let out = child.wait_with_output().unwrap();
-    assert_eq!(out.status.code(), Some(130));
-    let stderr = text(&out.stderr);
+    // Ctrl-C while the third call is out: it lands, and no fourth is sent.
+    s.mock.hold(Hold::From(3));
+    let run = s.start(&["run", "bench.yaml", "-q", "--concurrency", "1"]);
+    s.mock.wait_held(1);
+    run.signal("INT");
+    run.wait_for_stderr("INT received: sending no more calls");
+    s.mock.release();
+    let (code, stderr) = run.finish();
+    assert_eq!(code, Some(130), "{stderr}");
     assert!(stderr.contains("interrupted: run 1"), "{stderr}");
     let status: String = s
         .db()
         .query_row("SELECT status FROM runs WHERE id = 1", [], |r| r.get(0))
         .unwrap();
     assert_eq!(status, "interrupted");
-    let done = s.count("SELECT count(*) FROM bench_results WHERE run_id = 1");
-    assert!(done >= 2, "completed evaluations were kept ({done})");
+    assert_eq!(s.mock.request_count(), 3);
     assert_eq!(
-        s.count("SELECT count(*) FROM calls WHERE status = 'ok'"),
-        done
+        s.count("SELECT count(*) FROM bench_results WHERE run_id = 1"),
+        3,
+        "completed evaluations were kept, the one in flight too"
     );
+    assert_eq!(s.count("SELECT count(*) FROM calls WHERE status = 'ok'"), 3);
 }
 
 #[test]

@@ -1,11 +1,9 @@
 //! `track diff` end to end: two runs against the mock, some answers changed in between, and
 //! the diff must find exactly those changes, for benchmarks, reviews and relevance.
 
-use std::time::{Duration, Instant};
-
 use serde_json::Value;
 
-use crate::support::mock::{MockConfig, MockProvider, Rule};
+use crate::support::mock::{Hold, Rule};
 use crate::support::{Sandbox, bench_yaml, synth_blocks, text};
 
 const MODEL: &str = "openai:gpt-4o";
@@ -280,34 +278,23 @@ fn items_in_one_run_only_are_counted_and_listed() {
 
 #[test]
 fn a_run_that_did_not_complete_gets_a_warning() {
-    let mock = MockProvider::start_with(MockConfig {
-        delay: Duration::from_millis(300),
-        ..MockConfig::default()
-    });
-    let s = Sandbox::with_mock(mock);
+    let s = Sandbox::new().patient();
     write_bench(&s, "bench.yaml", &twelve_prompts());
     script(&s, &[], &[]);
     run_bench(&s, "bench.yaml");
-    let mut child = s
-        .track_process()
-        .args([
-            "run",
-            "bench.yaml",
-            "--no-cache",
-            "-q",
-            "--concurrency",
-            "1",
-        ])
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .unwrap();
-    let started = Instant::now();
-    while s.mock.request_count() < 14 && started.elapsed() < Duration::from_secs(30) {
-        std::thread::sleep(Duration::from_millis(10));
-    }
-    child.kill().unwrap(); // no chance to mark the run: it shows as abandoned
-    child.wait().unwrap();
+    // Run 2 is killed while its second call is out.
+    s.mock.hold(Hold::From(s.mock.request_count() + 2));
+    let mut run = s.start(&[
+        "run",
+        "bench.yaml",
+        "--no-cache",
+        "-q",
+        "--concurrency",
+        "1",
+    ]);
+    s.mock.wait_held(1);
+    run.kill(); // no chance to mark the run: it shows as abandoned
+    s.mock.release();
     let out = s.track().args(["diff", "1", "2"]).output().unwrap();
     assert!(out.status.success(), "{}", text(&out.stderr));
     let stderr = text(&out.stderr);

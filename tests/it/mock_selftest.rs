@@ -6,9 +6,11 @@ use std::time::{Duration, Instant};
 use futures::StreamExt;
 use serde_json::{Value, json};
 
+use tokio::task::JoinHandle;
+
 use crate::support::mock::{
-    Action, MockConfig, MockLimits, MockProvider, RetryAfterHeader, Rule, go_duration,
-    openai_token_charge,
+    Action, Hold, MockConfig, MockLimits, MockProvider, RetryAfterHeader, Rule, WAIT_LIMIT,
+    go_duration, openai_token_charge,
 };
 
 const PNG_B64: &str = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg==";
@@ -588,25 +590,79 @@ async fn delay_rule_and_config_delay() {
     assert!(t.elapsed() >= Duration::from_millis(200));
 }
 
-#[tokio::test]
+/// Sends an OpenAI chat request with `text` in a task of its own, so that the test can watch
+/// the mock while the request waits.
+fn spawn_openai(mock: &MockProvider, text: &str) -> JoinHandle<reqwest::Result<reqwest::Response>> {
+    let url = format!("{}/chat/completions", mock.openai_base_url());
+    let body = json!({"model": "m", "messages": [user(text)]});
+    tokio::spawn(async move { client().post(url).bearer_auth("k").json(&body).send().await })
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn requests_are_recorded_before_the_response() {
-    let mock = MockProvider::start_with(MockConfig {
-        delay: Duration::from_secs(30),
-        ..MockConfig::default()
-    });
-    let fut = client()
-        .post(format!("{}/chat/completions", mock.openai_base_url()))
-        .bearer_auth("k")
-        .json(&json!({"model": "m", "messages": [user("abandoned")]}))
-        .send();
-    let res = tokio::time::timeout(Duration::from_millis(500), fut).await;
-    assert!(res.is_err(), "the request should still be pending");
+    let mock = MockProvider::start();
+    mock.hold(Hold::From(1));
+    let pending = spawn_openai(&mock, "abandoned");
+    mock.wait_held(1);
     assert_eq!(mock.request_count(), 1);
     assert_eq!(mock.requests_containing("abandoned"), 1);
-    // Dropping the mock with a response in flight must not hang.
-    let t = Instant::now();
-    drop(mock);
-    assert!(t.elapsed() < Duration::from_secs(5));
+    assert!(!pending.is_finished(), "a held request gets no answer");
+    // Dropping the mock with a response in flight must not hang, and ends that request.
+    let (dropped, done) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        drop(mock);
+        let _ = dropped.send(());
+    });
+    done.recv_timeout(WAIT_LIMIT)
+        .expect("dropping the mock with a request in flight hung");
+    assert!(
+        pending.await.unwrap().is_err(),
+        "the held request got no answer"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn held_requests_wait_for_the_release_and_count_in_flight() {
+    let mock = MockProvider::start();
+    // From the second request on.
+    mock.hold(Hold::From(2));
+    let first = openai(&mock, json!({"model": "m", "messages": [user("one")]})).await;
+    assert_eq!(first.status(), 200, "the first request is not held");
+    let (second, third) = (spawn_openai(&mock, "two"), spawn_openai(&mock, "three"));
+    mock.wait_held(2);
+    assert_eq!((mock.held(), mock.in_flight()), (2, 2));
+    assert_eq!(mock.request_count(), 3, "held requests are recorded");
+    assert!(!second.is_finished() && !third.is_finished());
+    mock.release();
+    for (task, text) in [(second, "two"), (third, "three")] {
+        let v: Value = task.await.unwrap().unwrap().json().await.unwrap();
+        assert_eq!(
+            v["choices"][0]["message"]["content"],
+            format!("mock reply to: {text}")
+        );
+    }
+    assert_eq!(
+        (mock.held(), mock.in_flight(), mock.max_in_flight()),
+        (0, 0, 2)
+    );
+    // A release ends the holds: the next request is answered at once.
+    let fourth = openai(&mock, json!({"model": "m", "messages": [user("four")]})).await;
+    assert_eq!(fourth.status(), 200);
+
+    // Only the requests whose body holds the text; the others go by meanwhile.
+    let mock = MockProvider::start();
+    mock.hold(Hold::Containing("wait for me".into()));
+    let waiting = spawn_openai(&mock, "please wait for me");
+    mock.wait_held(1);
+    for text in ["first", "second"] {
+        let resp = openai(&mock, json!({"model": "m", "messages": [user(text)]})).await;
+        assert_eq!(resp.status(), 200);
+    }
+    assert!(!waiting.is_finished());
+    assert_eq!((mock.held(), mock.max_in_flight()), (1, 2));
+    mock.release();
+    assert_eq!(waiting.await.unwrap().unwrap().status(), 200);
+    assert_eq!(mock.request_count(), 3);
 }
 
 #[tokio::test]
@@ -887,6 +943,7 @@ async fn requests_bucket_refills_within_its_window() {
                 ..limits
             },
         )],
+        manual_clock: true,
         ..MockConfig::default()
     });
     for _ in 0..2 {
@@ -899,9 +956,9 @@ async fn requests_bucket_refills_within_its_window() {
     assert_eq!(header(&resp, "retry-after"), Some("1"));
     assert!(header(&resp, "retry-after-ms").is_none());
     assert_eq!(header_u64(&resp, "x-ratelimit-limit-requests"), 120);
-    assert!(header_u64(&resp, "x-ratelimit-remaining-requests") < 60);
-    let reset = parse_go_duration(header(&resp, "x-ratelimit-reset-requests").unwrap()).unwrap();
-    assert!(reset > 0.5 && reset <= 1.0, "reset {reset}");
+    assert_eq!(header_u64(&resp, "x-ratelimit-remaining-requests"), 0);
+    // The clock stands still: the bucket is empty, a whole second from full.
+    assert_eq!(header(&resp, "x-ratelimit-reset-requests"), Some("1s"));
     assert!(header(&resp, "x-ratelimit-limit-tokens").is_none());
     let v: Value = resp.json().await.unwrap();
     assert_eq!(v["error"]["type"], "requests");
@@ -924,7 +981,7 @@ async fn requests_bucket_refills_within_its_window() {
         .and_then(|r| r.split(". Visit").next())
         .and_then(parse_go_duration)
         .unwrap();
-    assert!(wait > 0.0 && wait <= 0.5, "wait {wait}");
+    assert_eq!(wait, 0.5, "half a second refills one request");
     assert!(
         message.ends_with("Visit https://platform.openai.com/account/rate-limits to learn more.")
     );
@@ -942,18 +999,19 @@ async fn requests_bucket_refills_within_its_window() {
     let resp = openai(&mock, chat("gpt-ms", "hi")).await;
     assert_eq!(resp.status(), 429);
     assert!(header(&resp, "retry-after").is_none());
-    let ms: u64 = header(&resp, "retry-after-ms").unwrap().parse().unwrap();
-    assert!(ms > 0 && ms <= 500, "retry-after-ms {ms}");
+    assert_eq!(header(&resp, "retry-after-ms"), Some("500"));
 
-    // Half a second refills one request.
-    tokio::time::sleep(Duration::from_millis(700)).await;
+    // 499 ms refill most of a request, not all of it; 500 ms refill one.
+    mock.advance(Duration::from_millis(499));
+    assert_eq!(openai(&mock, chat("gpt-4o", "hi")).await.status(), 429);
+    mock.advance(Duration::from_millis(1));
     assert_eq!(openai(&mock, chat("gpt-4o", "hi")).await.status(), 200);
 
-    assert_eq!(mock.refused(), 2);
+    assert_eq!(mock.refused(), 3);
     assert_eq!(mock.admitted(), 6);
     let log = mock.admissions();
     let statuses: Vec<u16> = log.iter().map(|a| a.status).collect();
-    assert_eq!(statuses, [200, 200, 429, 200, 200, 200, 429, 200]);
+    assert_eq!(statuses, [200, 200, 429, 200, 200, 200, 429, 429, 200]);
     assert_eq!(log[2].requests, 0);
     assert_eq!(log[2].tokens, 0);
     assert_eq!(log[0].requests, 1);
@@ -962,7 +1020,7 @@ async fn requests_bucket_refills_within_its_window() {
     assert_eq!(log[3].key, "sk-other");
     assert_eq!(log[0].model, "gpt-4o");
     assert!(log.windows(2).all(|w| w[0].at <= w[1].at));
-    assert!(log[7].at - log[2].at >= Duration::from_millis(500));
+    assert_eq!(log[8].at - log[2].at, Duration::from_millis(500));
 }
 
 #[tokio::test]
@@ -984,6 +1042,7 @@ async fn openai_headers_parse_and_remaining_decreases() {
             tpm: Some(100_000),
             ..MockLimits::default()
         }),
+        manual_clock: true,
         ..MockConfig::default()
     });
     let body = json!({"model": "gpt-4o", "max_tokens": 1000, "messages": [user("hello world")]});
@@ -1033,6 +1092,7 @@ async fn openai_tokens_too_large_and_debt() {
             window: Duration::from_secs(1),
             ..MockLimits::default()
         }),
+        manual_clock: true,
         ..MockConfig::default()
     });
     // Above the per-minute limit: never succeeds, no retry header.
@@ -1092,6 +1152,7 @@ async fn anthropic_headers_and_output_charged_after_the_answer() {
             otpm: Some(5_000),
             ..MockLimits::default()
         }),
+        manual_clock: true,
         ..MockConfig::default()
     });
     let long = vec!["word"; 3000].join(" ");
@@ -1196,6 +1257,7 @@ async fn anthropic_requests_and_input_limits() {
             itpm: Some(10),
             ..MockLimits::default()
         }),
+        manual_clock: true,
         ..MockConfig::default()
     });
     // More input than the per-minute limit: a rate_limit_error that never fits.
@@ -1237,6 +1299,7 @@ async fn quota_and_usage_limits_never_succeed_for_their_model_only() {
             rpm: Some(1),
             ..MockLimits::default()
         }),
+        manual_clock: true,
         ..MockConfig::default()
     });
     mock.add_rule(Rule::for_model("gpt-broke", Action::QuotaExhausted).times(2));
@@ -1317,6 +1380,7 @@ async fn ledger_bills_generated_answers_at_their_price() {
                 ..MockLimits::default()
             },
         )],
+        manual_clock: true,
         ..MockConfig::default()
     });
     mock.add_rule(Rule::fail("boom", 500, 1));
@@ -1405,6 +1469,7 @@ async fn limits_without_headers_still_enforce() {
             headers: false,
             retry_after: RetryAfterHeader::Seconds,
         }),
+        manual_clock: true,
         ..MockConfig::default()
     });
     let quiet = |resp: &reqwest::Response| {

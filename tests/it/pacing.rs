@@ -141,8 +141,11 @@ fn two_processes_on_one_database_and_one_key_share_the_pace() {
     assert_eq!(answered(&s), 300);
     let (admitted, refused) = (s.mock.admitted(), s.mock.refused());
     assert_eq!(admitted, 300);
+    // Paced apart, each to the whole limit, the two get some 40 % of their requests refused;
+    // sharing the pace, none on an idle machine and up to 3 % on a loaded one (two processes
+    // on two busy cores read and write the shared buckets late).
     assert!(
-        refused * 100 < admitted + refused,
+        refused * 10 < admitted + refused,
         "{refused} of {} requests refused",
         admitted + refused
     );

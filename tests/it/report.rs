@@ -696,6 +696,7 @@ fn show(png: &Path) {
 }
 
 #[test]
+#[ignore = "needs chromium (bash .ci/browser.sh install): run with --include-ignored (README)"]
 fn the_report_renders_in_a_real_browser() {
     let s = Sandbox::new();
     add_bench(&s);

@@ -5,10 +5,8 @@
 //! same command finishes it paying only for what had not landed; a missing key gives error
 //! rows for that model only; `--repeat 2` gives distinct cache entries.
 
-use std::time::{Duration, Instant};
-
-use crate::support::mock::{MockConfig, MockProvider};
-use crate::support::{ANTHROPIC_KEY, Sandbox, text};
+use crate::support::mock::{Hold, MockProvider};
+use crate::support::{Sandbox, text};
 
 /// One way of running an experiment, with what its missing-key case removes.
 struct Case {
@@ -198,33 +196,24 @@ fn offline_on_an_uncached_plan_sends_nothing_and_fails_naming_the_misses() {
     }
 }
 
-/// Sends `signal` to a run of `case` once it has sent two requests; returns its exit code.
+/// Sends `signal` to a run of `case` while its second request is held; releases that request
+/// once the run has taken the signal; returns its exit code.
 fn interrupt(s: &Sandbox, case: &Case, signal: &str) -> Option<i32> {
-    let child = s
-        .track_process()
-        .args(case.args)
-        .args(["-q", "--concurrency", "1"])
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    let started = Instant::now();
-    while s.mock.request_count() < 2 && started.elapsed() < Duration::from_secs(30) {
-        std::thread::sleep(Duration::from_millis(10));
-    }
-    let sent = std::process::Command::new("kill")
-        .args([&format!("-{signal}"), &child.id().to_string()])
-        .status()
-        .unwrap();
-    assert!(sent.success());
-    let out = child.wait_with_output().unwrap();
-    let stderr = text(&out.stderr);
+    s.mock.hold(Hold::From(2));
+    let mut args = case.args.to_vec();
+    args.extend(["-q", "--concurrency", "1"]);
+    let run = s.start(&args);
+    s.mock.wait_held(1);
+    run.signal(signal);
+    run.wait_for_stderr(&format!("{signal} received: sending no more calls"));
+    s.mock.release();
+    let (code, stderr) = run.finish();
     assert!(
         stderr.contains("interrupted: run 1"),
         "{} {signal}: {stderr}",
         case.name
     );
-    out.status.code()
+    code
 }
 
 #[test]
@@ -232,11 +221,7 @@ fn a_signal_leaves_the_run_interrupted_and_the_same_command_finishes_it() {
     let signals = [("INT", 130), ("TERM", 143), ("HUP", 129)];
     for (i, case) in CASES.iter().enumerate() {
         let (signal, code) = signals[i % signals.len()];
-        let mock = MockProvider::start_with(MockConfig {
-            delay: Duration::from_millis(500),
-            ..MockConfig::default()
-        });
-        let s = matrix_sandbox(mock);
+        let s = matrix_sandbox(MockProvider::start()).patient();
         assert_eq!(
             interrupt(&s, case, signal),
             Some(code),
@@ -402,11 +387,7 @@ fn options_that_make_no_sense_for_a_kind_are_refused_by_name() {
 
 #[test]
 fn queries_and_exports_say_when_a_run_is_not_completed() {
-    let mock = MockProvider::start_with(MockConfig {
-        delay: Duration::from_millis(500),
-        ..MockConfig::default()
-    });
-    let s = matrix_sandbox(mock);
+    let s = matrix_sandbox(MockProvider::start()).patient();
     assert_eq!(interrupt(&s, &CASES[0], "INT"), Some(130));
     let out = s
         .track()
@@ -443,23 +424,10 @@ fn queries_and_exports_say_when_a_run_is_not_completed() {
 
 #[test]
 fn a_killed_run_is_shown_abandoned() {
-    let mock = MockProvider::start_with(MockConfig {
-        delay: Duration::from_millis(500),
-        ..MockConfig::default()
-    });
-    let s = matrix_sandbox(mock);
-    let mut child = s
-        .track_process()
-        .args(["run", "bench.yaml", "-q", "--concurrency", "1"])
-        .env("ANTHROPIC_API_KEY", ANTHROPIC_KEY)
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .unwrap();
-    let started = Instant::now();
-    while s.mock.request_count() < 2 && started.elapsed() < Duration::from_secs(30) {
-        std::thread::sleep(Duration::from_millis(10));
-    }
+    let s = matrix_sandbox(MockProvider::start()).patient();
+    s.mock.hold(Hold::From(2));
+    let mut run = s.start(&["run", "bench.yaml", "-q", "--concurrency", "1"]);
+    s.mock.wait_held(1);
     let runs = s
         .track()
         .args(["runs", "--format", "csv"])
@@ -470,8 +438,8 @@ fn a_killed_run_is_shown_abandoned() {
         "{}",
         text(&runs.stdout)
     );
-    child.kill().unwrap(); // SIGKILL: no chance to mark anything
-    child.wait().unwrap();
+    run.kill(); // SIGKILL: no chance to mark anything
+    s.mock.release();
     let runs = s
         .track()
         .args(["runs", "--format", "csv"])

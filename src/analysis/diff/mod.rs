@@ -1,14 +1,13 @@
 //! Comparing two runs of the same kind on the items they share: what regressed, what was
 //! fixed, what newly failed, and whether the change is more than noise.
 //!
-//! [`RunDiff::compute`] reads both runs through the store and returns frames (a summary per
-//! model, criterion or metric, and one row per item of either run) with counts, so that a
-//! command can print them and a report can show them as a section. Items found in only one
-//! run are counted and kept in the item frame (`only_in` = `base` or `new`), never dropped.
-
-mod bench;
-mod relevance;
-mod review;
+//! Each kind's `diff` (in its folder, reached through `crate::kinds::diff`) reads both runs
+//! through the store and returns frames (a summary per model, criterion or metric, and one row
+//! per item of either run) with counts and its [`Layout`], so that a command can print them and
+//! a report can show them as a section. This module holds what every kind's diff shares:
+//! pairing items by key, counts, the changed and unpaired items, the headline. Items found in
+//! only one run are counted and kept in the item frame (`only_in` = `base` or `new`), never
+//! dropped. It names no kind.
 
 use std::collections::HashMap;
 use std::hash::Hash;
@@ -77,6 +76,8 @@ pub struct RunDiff {
     pub new_run: i64,
     pub kind: ExperimentKind,
     pub counts: DiffCounts,
+    /// How the kind's frames read.
+    pub layout: &'static Layout,
     /// Benchmarks: one row per model; reviews: per criterion and generator; relevance: per
     /// variant, class and metric. Each has `significant_regression`.
     pub summary: DataFrame,
@@ -89,25 +90,46 @@ pub struct RunDiff {
 }
 
 /// What one kind's comparison returns; [`RunDiff`] adds the runs and kind.
-struct KindDiff {
-    counts: DiffCounts,
-    summary: DataFrame,
-    items: DataFrame,
-    significant: Vec<String>,
+pub struct KindDiff {
+    /// As [`RunDiff::counts`].
+    pub counts: DiffCounts,
+    /// How its frames read.
+    pub layout: &'static Layout,
+    /// As [`RunDiff::summary`].
+    pub summary: DataFrame,
+    /// As [`RunDiff::items`].
+    pub items: DataFrame,
+    /// As [`RunDiff::significant`].
+    pub significant: Vec<String>,
 }
 
-/// How a kind's item frame reads: its key columns, the columns worth showing for a change,
-/// and its `change` labels from the most to the least serious (`unchanged` left out).
-struct Layout {
-    keys: &'static [&'static str],
-    change_columns: &'static [&'static str],
-    change_order: &'static [&'static str],
-    item_noun: &'static str,
+/// How a kind's diff reads: its item frame's key columns, the columns worth showing for a
+/// change, its `change` labels from the most to the least serious (`unchanged` left out), and
+/// the words of its headline and summary.
+#[derive(Debug)]
+pub struct Layout {
+    /// The key columns of an item (`model`, `prompt`, `repeat`).
+    pub keys: &'static [&'static str],
+    /// The columns that show how a changed item changed.
+    pub change_columns: &'static [&'static str],
+    /// The `change` labels, most serious first.
+    pub change_order: &'static [&'static str],
+    /// What an item is called in the headline (`item`, `prediction`).
+    pub item_noun: &'static str,
+    /// The title of the summary table on a terminal (`Per model`).
+    pub summary_title: &'static str,
+    /// The headline's changes: `2 regressions, 1 fix, 0 new errors`.
+    pub changes: fn(&DiffCounts) -> String,
 }
 
 impl RunDiff {
-    /// Compares run `new_run` with run `base_run`: both must exist and be of one kind.
-    pub fn compute(store: &Store, base_run: i64, new_run: i64) -> Result<Self, DiffError> {
+    /// The kind of runs `base_run` and `new_run`: both must exist and be of one kind that
+    /// track knows.
+    pub fn kind_of(
+        store: &Store,
+        base_run: i64,
+        new_run: i64,
+    ) -> Result<ExperimentKind, DiffError> {
         let base = find_run(store, base_run)?;
         let new = find_run(store, new_run)?;
         if base.kind != new.kind {
@@ -118,65 +140,37 @@ impl RunDiff {
                 new_kind: kind_noun(&new.kind),
             });
         }
-        let unsupported = || DiffError::Unsupported {
+        base.kind.parse().map_err(|_| DiffError::Unsupported {
             run: base_run,
             kind: kind_noun(&base.kind),
-        };
-        let kind: ExperimentKind = base.kind.parse().map_err(|_| unsupported())?;
-        let diff = match kind {
-            ExperimentKind::Bench => bench::diff(
-                store.bench_columns(&[base_run], false)?,
-                store.bench_columns(&[new_run], false)?,
-            )?,
-            ExperimentKind::Review => review::diff(
-                store.review_columns(&[base_run])?,
-                store.review_columns(&[new_run])?,
-            )?,
-            ExperimentKind::Relevance => relevance::diff(
-                store.predictions(&[base_run])?,
-                store.predictions(&[new_run])?,
-            )?,
-            ExperimentKind::Generate => return Err(unsupported()),
-        };
-        Ok(Self {
+        })
+    }
+
+    /// Run `new_run` compared with run `base_run`, both of `kind`, by the kind's diff.
+    pub fn new(base_run: i64, new_run: i64, kind: ExperimentKind, diff: KindDiff) -> Self {
+        Self {
             base_run,
             new_run,
             kind,
             counts: diff.counts,
+            layout: diff.layout,
             summary: diff.summary,
             items: diff.items,
             significant: diff.significant,
-        })
+        }
     }
 
     /// One line summing the diff up: `run 3 → run 5 (benchmark): 40 items shared,
     /// 2 regressions, 1 fix, 0 new errors; 3 only in run 3, 0 only in run 5`.
     pub fn headline(&self) -> String {
         let c = &self.counts;
-        let changes = match self.kind {
-            ExperimentKind::Review => format!(
-                "{} lower, {} higher, {} newly N/A or unparsable",
-                c.regressions, c.fixes, c.new_errors
-            ),
-            ExperimentKind::Relevance => format!(
-                "{} (right → not right), {}, {} newly invalid",
-                plural(c.regressions, "regression"),
-                plural(c.fixes, "fix"),
-                c.new_errors
-            ),
-            _ => format!(
-                "{}, {}, {}",
-                plural(c.regressions, "regression"),
-                plural(c.fixes, "fix"),
-                plural(c.new_errors, "new error")
-            ),
-        };
+        let changes = (self.layout.changes)(c);
         format!(
             "run {} → run {} ({}): {} shared, {changes}; {} only in run {}, {} only in run {}",
             self.base_run,
             self.new_run,
             self.kind.noun(),
-            plural(c.shared, self.layout().item_noun),
+            plural(c.shared, self.layout.item_noun),
             c.only_in_base,
             self.base_run,
             c.only_in_new,
@@ -192,7 +186,7 @@ impl RunDiff {
     /// The shared items that changed, most serious first (regressions, new errors, fixes,
     /// the rest), with the columns that show the change.
     pub fn changes(&self) -> PolarsResult<DataFrame> {
-        let layout = self.layout();
+        let layout = self.layout;
         let mut rank = lit(layout.change_order.len() as u32);
         for (position, label) in layout.change_order.iter().enumerate().rev() {
             rank = when(col("change").eq(lit(*label)))
@@ -219,7 +213,7 @@ impl RunDiff {
 
     /// The items found in one run only: their keys and `only_in`.
     pub fn unpaired(&self) -> PolarsResult<DataFrame> {
-        let mut columns: Vec<Expr> = self.layout().keys.iter().map(|c| col(*c)).collect();
+        let mut columns: Vec<Expr> = self.layout.keys.iter().map(|c| col(*c)).collect();
         columns.push(col("only_in"));
         self.items
             .clone()
@@ -227,14 +221,6 @@ impl RunDiff {
             .filter(col("only_in").is_not_null())
             .select(columns)
             .collect()
-    }
-
-    fn layout(&self) -> &'static Layout {
-        match self.kind {
-            ExperimentKind::Review => &review::LAYOUT,
-            ExperimentKind::Relevance => &relevance::LAYOUT,
-            _ => &bench::LAYOUT,
-        }
     }
 }
 
@@ -255,7 +241,7 @@ fn kind_noun(stored: &str) -> String {
 }
 
 /// `1 fix`, `2 fixes`, `3 items`.
-fn plural(n: u64, noun: &str) -> String {
+pub fn plural(n: u64, noun: &str) -> String {
     match n {
         1 => format!("1 {noun}"),
         _ if noun.ends_with('x') || noun.ends_with('s') => format!("{n} {noun}es"),
@@ -265,7 +251,7 @@ fn plural(n: u64, noun: &str) -> String {
 
 /// An item of two runs: in both, or in one only.
 #[derive(Debug, Clone, PartialEq)]
-enum Pairing<T> {
+pub enum Pairing<T> {
     Both(T, T),
     OnlyBase(T),
     OnlyNew(T),
@@ -274,7 +260,7 @@ enum Pairing<T> {
 /// Pairs the items of two runs by `key`: the base run's items in their order (paired or
 /// not), then the new run's unpaired ones in theirs. A key found twice on one side pairs
 /// once; the other item is listed as unpaired, never dropped.
-fn pair_by_key<T, K: Eq + Hash>(
+pub fn pair_by_key<T, K: Eq + Hash>(
     base: Vec<T>,
     new: Vec<T>,
     key: impl Fn(&T) -> K,
@@ -296,7 +282,7 @@ fn pair_by_key<T, K: Eq + Hash>(
 }
 
 /// `only_in` of a pairing: null when paired.
-fn only_in<T>(pairing: &Pairing<T>) -> Option<&'static str> {
+pub fn only_in<T>(pairing: &Pairing<T>) -> Option<&'static str> {
     match pairing {
         Pairing::Both(..) => None,
         Pairing::OnlyBase(_) => Some("base"),
@@ -305,7 +291,7 @@ fn only_in<T>(pairing: &Pairing<T>) -> Option<&'static str> {
 }
 
 /// The base and new sides of a pairing (one of them absent when unpaired).
-fn sides<T>(pairing: &Pairing<T>) -> (Option<&T>, Option<&T>) {
+pub fn sides<T>(pairing: &Pairing<T>) -> (Option<&T>, Option<&T>) {
     match pairing {
         Pairing::Both(base, new) => (Some(base), Some(new)),
         Pairing::OnlyBase(base) => (Some(base), None),
@@ -314,7 +300,7 @@ fn sides<T>(pairing: &Pairing<T>) -> (Option<&T>, Option<&T>) {
 }
 
 /// The item that names a pairing: the base run's when paired.
-fn either<T>(pairing: &Pairing<T>) -> &T {
+pub fn either<T>(pairing: &Pairing<T>) -> &T {
     match pairing {
         Pairing::Both(base, _) | Pairing::OnlyBase(base) => base,
         Pairing::OnlyNew(new) => new,
@@ -322,12 +308,12 @@ fn either<T>(pairing: &Pairing<T>) -> &T {
 }
 
 /// `new - base`, when both are known.
-fn difference(base: Option<f64>, new: Option<f64>) -> Option<f64> {
+pub fn difference(base: Option<f64>, new: Option<f64>) -> Option<f64> {
     Some(new? - base?)
 }
 
 /// The mean of `values`, `None` when empty.
-fn mean(values: impl IntoIterator<Item = f64>) -> Option<f64> {
+pub fn mean(values: impl IntoIterator<Item = f64>) -> Option<f64> {
     let (sum, n) = values
         .into_iter()
         .fold((0.0, 0usize), |(sum, n), v| (sum + v, n + 1));
@@ -368,40 +354,5 @@ mod tests {
         assert_eq!(mean([]), None);
         assert_eq!(difference(Some(1.0), Some(3.5)), Some(2.5));
         assert_eq!(difference(None, Some(3.5)), None);
-    }
-
-    #[test]
-    fn missing_and_mismatched_runs_are_named() {
-        let store = Store::open_in_memory().unwrap();
-        let bench = store.create_run("bench", None, None, "{}").unwrap();
-        let review = store.create_run("review", None, None, "{}").unwrap();
-        let generate = store.create_run("generate", None, None, "{}").unwrap();
-        let missing = RunDiff::compute(&store, bench, 42).unwrap_err();
-        assert_eq!(
-            missing.to_string(),
-            "no run 42 in the database: `track runs` lists the runs recorded"
-        );
-        let mismatch = RunDiff::compute(&store, bench, review).unwrap_err();
-        assert_eq!(
-            mismatch.to_string(),
-            format!(
-                "run {bench} is a benchmark run and run {review} a review run: only runs of \
-                 the same kind can be compared"
-            )
-        );
-        let unsupported = RunDiff::compute(&store, generate, generate).unwrap_err();
-        assert!(
-            unsupported.to_string().contains("generation run"),
-            "{unsupported}"
-        );
-        let empty = RunDiff::compute(&store, bench, bench).unwrap();
-        assert_eq!(empty.counts, DiffCounts::default());
-        assert_eq!(
-            empty.headline(),
-            format!(
-                "run {bench} → run {bench} (benchmark): 0 items shared, 0 regressions, 0 fixes, \
-                 0 new errors; 0 only in run {bench}, 0 only in run {bench}"
-            )
-        );
     }
 }

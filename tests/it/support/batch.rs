@@ -33,6 +33,9 @@
 //!   answer (the connection drops), as a crash or a timeout would have it.
 //! * Batches and files belong to the key that made them: another key neither lists nor reads
 //!   them.
+//! * Requests to the batch endpoints are logged (`MockProvider::requests`), counted in flight
+//!   and held by a `Hold` like any other; the requests inside a batch are not. The batch
+//!   clock is its own, apart from the rate limiter's manual clock (`MockConfig::manual_clock`).
 
 use std::collections::{HashMap, HashSet};
 use std::sync::Mutex;
@@ -822,7 +825,9 @@ pub(super) async fn handle(shared: &Shared, req: Request) -> Response {
         .await
         .unwrap_or_default();
     let parsed: Option<Value> = serde_json::from_slice(&bytes).ok();
-    shared.record(&path, &parts.headers, &bytes, parsed.as_ref());
+    // Logged and held (`Hold`) as every request is: a test can stop a run mid-create.
+    let number = shared.record(&path, &parts.headers, &bytes, parsed.as_ref());
+    shared.hold_if_picked(number, parsed.as_ref()).await;
     let format = match path.starts_with("/v1/messages/") || path.starts_with(RESULTS_PREFIX) {
         true => Format::Anthropic,
         false => Format::OpenAi,

@@ -1,4 +1,7 @@
-#![allow(dead_code)]
+#![allow(
+    dead_code,
+    reason = "shared by the tests and the benches, each using a part"
+)]
 //! A mock LLM provider speaking the real OpenAI chat-completions, Anthropic
 //! messages and Ollama chat wire formats, for integration tests and benchmarks.
 //!
@@ -34,6 +37,10 @@
 //! * Every 200 the mock generates is billed in a ledger ([`MockProvider::ledger`]); every
 //!   chat request is logged by the limiter ([`MockProvider::admissions`]).
 //!   `reset_requests` clears neither.
+//! * Barriers instead of clocks: the mock counts the requests in flight (and the most ever
+//!   at once, [`MockProvider::max_in_flight`]), and holds the requests a [`Hold`] picks, once
+//!   recorded and before answering, until [`MockProvider::release`]. A test waits for what
+//!   it needs ([`MockProvider::wait_held`]) rather than for some milliseconds.
 //! * Batch APIs (OpenAI files and batches, Anthropic message batches) are in [`batch`].
 
 #[path = "batch.rs"]
@@ -43,7 +50,7 @@ use std::collections::HashMap;
 use std::io;
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Condvar, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
@@ -54,6 +61,10 @@ use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, header};
 use axum::response::Response;
 use axum::serve::ListenerExt;
 use serde_json::{Value, json};
+
+/// How long [`MockProvider::wait_held`] waits before failing the test: only a bound on a
+/// hang, never a measure of anything.
+pub const WAIT_LIMIT: Duration = Duration::from_secs(120);
 
 /// How long a truncated response waits between the partial body and the
 /// connection abort, so that headers and the partial body are flushed first.
@@ -83,6 +94,9 @@ pub struct MockConfig {
     /// Prices: (model id, USD per million input tokens, USD per million output tokens).
     /// Models not listed cost nothing.
     pub prices: Vec<(String, f64, f64)>,
+    /// The rate limiter's clock stands still until [`MockProvider::advance`] moves it, so
+    /// that a test of the buckets never depends on how fast the machine is. Off: real time.
+    pub manual_clock: bool,
 }
 
 impl Default for MockConfig {
@@ -95,6 +109,7 @@ impl Default for MockConfig {
             limits: None,
             model_limits: Vec::new(),
             prices: Vec::new(),
+            manual_clock: false,
         }
     }
 }
@@ -420,6 +435,26 @@ impl Rule {
     }
 }
 
+/// Which requests [`MockProvider::hold`] holds.
+#[derive(Debug, Clone)]
+pub enum Hold {
+    /// The `n`-th request (1-based, numbered as [`MockProvider::request_count`] counts them)
+    /// and every later one.
+    From(usize),
+    /// Every request whose body contains this (as [`MockProvider::requests_containing`]
+    /// searches).
+    Containing(String),
+}
+
+impl Hold {
+    fn picks(&self, number: usize, body: Option<&Value>) -> bool {
+        match self {
+            Hold::From(n) => number >= *n,
+            Hold::Containing(needle) => body.is_some_and(|b| body_contains(b, needle)),
+        }
+    }
+}
+
 /// A running mock server. Dropping it shuts the server down.
 pub struct MockProvider {
     addr: SocketAddr,
@@ -458,6 +493,10 @@ impl MockProvider {
             ledger: Mutex::new(Vec::new()),
             admissions: Mutex::new(Vec::new()),
             batches: batch::Batches::default(),
+            manual_time: Mutex::new(Duration::ZERO),
+            flight: Mutex::new(Flight::default()),
+            flight_changed: Condvar::new(),
+            released: tokio::sync::watch::Sender::new(0),
         });
         let (tx, rx) = tokio::sync::oneshot::channel::<()>();
         let state = Arc::clone(&shared);
@@ -597,6 +636,62 @@ impl MockProvider {
             .filter(|a| a.requests == 1)
             .count()
     }
+
+    /// From now on, hold the requests `which` picks: each is recorded and counts in flight,
+    /// but gets no answer until [`Self::release`]. Holds add up.
+    pub fn hold(&self, which: Hold) {
+        lock(&self.shared.flight).holds.push(which);
+    }
+
+    /// Lets every held request go on (to the delay, the rules and the limits, as usual) and
+    /// holds no more.
+    pub fn release(&self) {
+        let mut flight = lock(&self.shared.flight);
+        flight.holds.clear();
+        flight.generation += 1;
+        self.shared.released.send_replace(flight.generation);
+    }
+
+    /// Moves the rate limiter's clock `by` (with [`MockConfig::manual_clock`] only).
+    pub fn advance(&self, by: Duration) {
+        assert!(
+            self.shared.config.manual_clock,
+            "mock: the clock is the real one"
+        );
+        *lock(&self.shared.manual_time) += by;
+    }
+
+    /// How many requests are held now.
+    pub fn held(&self) -> usize {
+        lock(&self.shared.flight).held
+    }
+
+    /// How many requests the mock is handling now (held ones included).
+    pub fn in_flight(&self) -> usize {
+        lock(&self.shared.flight).in_flight
+    }
+
+    /// The most requests the mock has handled at once since it started.
+    pub fn max_in_flight(&self) -> usize {
+        lock(&self.shared.flight).max_in_flight
+    }
+
+    /// Blocks until at least `n` requests are held; fails the test after [`WAIT_LIMIT`].
+    pub fn wait_held(&self, n: usize) {
+        let flight = lock(&self.shared.flight);
+        let (flight, _) = self
+            .shared
+            .flight_changed
+            .wait_timeout_while(flight, WAIT_LIMIT, |f| f.held < n)
+            .unwrap_or_else(|e| e.into_inner());
+        assert!(
+            flight.held >= n,
+            "mock: {} requests held, never {n} ({} received, {} in flight)",
+            flight.held,
+            self.request_count(),
+            flight.in_flight
+        );
+    }
 }
 
 impl Drop for MockProvider {
@@ -628,6 +723,51 @@ struct Shared {
     ledger: Mutex<Vec<LedgerEntry>>,
     admissions: Mutex<Vec<Admission>>,
     batches: batch::Batches,
+    /// Time since `started` on the manual clock (`MockConfig::manual_clock`).
+    manual_time: Mutex<Duration>,
+    /// Requests in flight and held, and what holds them.
+    flight: Mutex<Flight>,
+    /// Notified whenever `flight` counts change.
+    flight_changed: Condvar,
+    /// The generation of the last release: a held request waits for a newer one.
+    released: tokio::sync::watch::Sender<u64>,
+}
+
+#[derive(Default)]
+struct Flight {
+    in_flight: usize,
+    max_in_flight: usize,
+    held: usize,
+    holds: Vec<Hold>,
+    generation: u64,
+}
+
+/// One request in flight, from its arrival to its answer (or its connection's end).
+struct Flying(Arc<Shared>);
+
+impl Flying {
+    fn new(shared: &Arc<Shared>) -> Self {
+        shared.flight_count(|f| {
+            f.in_flight += 1;
+            f.max_in_flight = f.max_in_flight.max(f.in_flight);
+        });
+        Self(Arc::clone(shared))
+    }
+}
+
+impl Drop for Flying {
+    fn drop(&mut self) {
+        self.0.flight_count(|f| f.in_flight -= 1);
+    }
+}
+
+/// One request held, until released (or its connection's end).
+struct Held<'a>(&'a Shared);
+
+impl Drop for Held<'_> {
+    fn drop(&mut self) {
+        self.0.flight_count(|f| f.held -= 1);
+    }
 }
 
 struct RuleSlot {
@@ -636,7 +776,45 @@ struct RuleSlot {
 }
 
 impl Shared {
-    fn record(&self, path: &str, headers: &HeaderMap, body: &Bytes, parsed: Option<&Value>) {
+    /// Now, on the rate limiter's clock.
+    fn now(&self) -> Instant {
+        if self.config.manual_clock {
+            self.started + *lock(&self.manual_time)
+        } else {
+            Instant::now()
+        }
+    }
+
+    /// Changes the flight counts and wakes whoever waits on them.
+    fn flight_count(&self, change: impl FnOnce(&mut Flight)) {
+        change(&mut lock(&self.flight));
+        self.flight_changed.notify_all();
+    }
+
+    /// Waits for a release when a hold picks request `number`.
+    async fn hold_if_picked(&self, number: usize, body: Option<&Value>) {
+        let generation = {
+            let mut flight = lock(&self.flight);
+            if !flight.holds.iter().any(|h| h.picks(number, body)) {
+                return;
+            }
+            flight.held += 1;
+            flight.generation
+        };
+        self.flight_changed.notify_all();
+        let _held = Held(self);
+        let mut released = self.released.subscribe();
+        let _ = released.wait_for(|g| *g > generation).await;
+    }
+
+    /// Records a request; returns its number (as `request_count` counts).
+    fn record(
+        &self,
+        path: &str,
+        headers: &HeaderMap,
+        body: &Bytes,
+        parsed: Option<&Value>,
+    ) -> usize {
         let rec = if self.config.record_bodies {
             let body = match parsed {
                 Some(v) => v.clone(),
@@ -665,7 +843,7 @@ impl Shared {
         };
         let mut reqs = lock(&self.requests);
         reqs.push(rec);
-        self.count.fetch_add(1, Ordering::AcqRel);
+        self.count.fetch_add(1, Ordering::AcqRel) + 1
     }
 
     /// The action of the first available rule matching the request, which then counts as
@@ -756,6 +934,7 @@ struct Outcome {
 }
 
 async fn handle(State(shared): State<Arc<Shared>>, req: Request) -> Response {
+    let _flying = Flying::new(&shared);
     if batch::owns(req.uri().path()) {
         return batch::handle(&shared, req).await;
     }
@@ -775,7 +954,7 @@ async fn handle(State(shared): State<Arc<Shared>>, req: Request) -> Response {
             }
         }
     }
-    let at = out.at.unwrap_or_else(Instant::now);
+    let at = out.at.unwrap_or_else(|| shared.now());
     let entry = Admission {
         at: at.saturating_duration_since(shared.started),
         key: out.key,
@@ -799,7 +978,8 @@ async fn answer(shared: &Shared, req: Request, out: &mut Outcome) -> Response {
     // Record before anything else, so a client killed mid-request still
     // shows up in the log.
     if !out.batch {
-        shared.record(&path, &parts.headers, &bytes, parsed.as_ref());
+        let number = shared.record(&path, &parts.headers, &bytes, parsed.as_ref());
+        shared.hold_if_picked(number, parsed.as_ref()).await;
     }
 
     if !shared.config.delay.is_zero() && !out.batch {
@@ -931,7 +1111,7 @@ async fn answer(shared: &Shared, req: Request, out: &mut Outcome) -> Response {
 
     // Account-level refusals come before the rate limits and are never charged.
     if let Some(action) = shared.pick_action(&text, &model, true) {
-        out.at = Some(Instant::now());
+        out.at = Some(shared.now());
         return fatal_response(shared, format, &action);
     }
     let limits = match format {
@@ -946,12 +1126,12 @@ async fn answer(shared: &Shared, req: Request, out: &mut Outcome) -> Response {
     };
     if let Some(limits) = limits {
         let verdict = shared.admit(&out.key, &model, limits, format, charge);
-        out.at = Some(Instant::now());
+        out.at = Some(shared.now());
         if let Err(refusal) = verdict {
             return refusal_response(shared, format, &model, &refusal, limits.retry_after);
         }
     } else {
-        out.at = Some(Instant::now());
+        out.at = Some(shared.now());
     }
     out.requests = 1;
     out.tokens = charge;
@@ -1349,7 +1529,7 @@ impl Shared {
         limits: &MockLimits,
         f: impl FnOnce(&mut Buckets) -> R,
     ) -> R {
-        let now = Instant::now();
+        let now = self.now();
         let mut map = lock(&self.buckets);
         let b = map
             .entry((key.to_owned(), model.to_owned()))

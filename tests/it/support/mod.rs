@@ -3,10 +3,12 @@
 
 pub mod mock;
 
+use std::io::Read as _;
 use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
 
 use assert_cmd::Command;
-use mock::MockProvider;
+use mock::{MockProvider, WAIT_LIMIT};
 
 /// Keys the sandbox gives the binary: canaries that must never be stored or printed.
 pub const OPENAI_KEY: &str = "sk-test-openai-CANARY-0001";
@@ -102,6 +104,136 @@ impl Sandbox {
     /// One integer from a query on the sandbox database.
     pub fn count(&self, sql: &str) -> i64 {
         self.db().query_row(sql, [], |r| r.get(0)).expect(sql)
+    }
+
+    /// One integer from a query, or `None` while the database (or its table) is not there.
+    pub fn try_count(&self, sql: &str) -> Option<i64> {
+        if !self.db_path().exists() {
+            return None;
+        }
+        rusqlite::Connection::open_with_flags(
+            self.db_path(),
+            rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY,
+        )
+        .and_then(|db| db.query_row(sql, [], |r| r.get(0)))
+        .ok()
+    }
+
+    /// Gives a held request all the time it needs: `track` times a call out after
+    /// `timeout_secs`, and a test holding requests must not race that clock.
+    pub fn patient(self) -> Self {
+        self.write(
+            "config.yaml",
+            "retry:\n  max_attempts: 4\n  base_delay: 10\n  max_delay: 200\ntimeout_secs: 600\n",
+        );
+        self
+    }
+
+    /// Starts `track` with `args` in the background, its stderr read as it comes.
+    pub fn start(&self, args: &[&str]) -> Running {
+        let mut cmd = self.track_process();
+        cmd.args(args);
+        Running::start(cmd)
+    }
+}
+
+/// Blocks until `done` holds, checking every few milliseconds; fails the test, saying
+/// `what` it waited for, after [`WAIT_LIMIT`]. The limit only turns a hang into a failure.
+pub fn wait_for(what: &str, mut done: impl FnMut() -> bool) {
+    let started = std::time::Instant::now();
+    while !done() {
+        assert!(
+            started.elapsed() < WAIT_LIMIT,
+            "waited {WAIT_LIMIT:?} for {what}"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+}
+
+/// A `track` process running in the background, its stderr collected as it comes. Dropped
+/// while running, it is killed.
+pub struct Running {
+    child: std::process::Child,
+    stderr: Arc<Mutex<String>>,
+    reader: Option<std::thread::JoinHandle<()>>,
+}
+
+impl Running {
+    /// Spawns `cmd` with stdout discarded and stderr piped.
+    pub fn start(mut cmd: std::process::Command) -> Self {
+        let mut child = cmd
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .expect("spawn track");
+        let mut pipe = child.stderr.take().unwrap();
+        let stderr = Arc::new(Mutex::new(String::new()));
+        let sink = Arc::clone(&stderr);
+        let reader = std::thread::spawn(move || {
+            let mut buf = [0u8; 4096];
+            while let Ok(n) = pipe.read(&mut buf) {
+                if n == 0 {
+                    break;
+                }
+                let chunk = String::from_utf8_lossy(&buf[..n]).into_owned();
+                sink.lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .push_str(&chunk);
+            }
+        });
+        Self {
+            child,
+            stderr,
+            reader: Some(reader),
+        }
+    }
+
+    /// The stderr so far.
+    pub fn stderr(&self) -> String {
+        self.stderr
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
+
+    /// Sends the signal `name` (`INT`, `TERM`, `HUP`...).
+    pub fn signal(&self, name: &str) {
+        let sent = std::process::Command::new("kill")
+            .args([&format!("-{name}"), &self.child.id().to_string()])
+            .status()
+            .unwrap();
+        assert!(sent.success(), "kill -{name} failed");
+    }
+
+    /// Blocks until stderr contains `needle` (failing the test after [`WAIT_LIMIT`]).
+    pub fn wait_for_stderr(&self, needle: &str) {
+        wait_for(&format!("`{needle}` on stderr"), || {
+            self.stderr().contains(needle)
+        });
+    }
+
+    /// SIGKILL: no chance to clean up.
+    pub fn kill(&mut self) {
+        self.child.kill().unwrap();
+        self.child.wait().unwrap();
+    }
+
+    /// Waits for the end; returns the exit code (none when killed by a signal) and stderr.
+    pub fn finish(mut self) -> (Option<i32>, String) {
+        let status = self.child.wait().unwrap();
+        if let Some(reader) = self.reader.take() {
+            reader.join().unwrap();
+        }
+        (status.code(), self.stderr())
+    }
+}
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        if self.child.try_wait().ok().flatten().is_none() {
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+        }
     }
 }
 

@@ -1,4 +1,4 @@
-//! The review section: how each reviewer's reviews went (parse failures, N/A), mean scores
+//! The review section of `track report`: how each reviewer's reviews went (parse failures, N/A), mean scores
 //! per criterion and generator model with their intervals, per criterion and reviewer,
 //! agreement between reviewers, and the justification behind every score (bounded).
 
@@ -6,17 +6,17 @@ use std::fmt::Write as _;
 
 use polars::prelude::*;
 
-use super::charts::{
-    Bar, BarChart, DotChart, DotRow, Heatmap, Mark, Titles, bar_chart, dot_chart, figure, heatmap,
-};
-use super::columns::{counts, floats, texts, total};
-use super::html::{
-    TableOptions, counted, escape, frame_table, maybe_number, number, thousands, truncate,
-};
-use super::{ReportError, Section};
-use crate::analysis::review::{
+use super::summary::{
     ReviewFrames, agreement, criterion_generator_summary, criterion_summary, review_summary,
 };
+use crate::report::charts::{
+    Bar, BarChart, DotChart, DotRow, Heatmap, Mark, Titles, bar_chart, dot_chart, figure, heatmap,
+};
+use crate::report::columns::{counts, floats, texts, total};
+use crate::report::html::{
+    TableOptions, counted, escape, frame_table, maybe_number, number, thousands, truncate,
+};
+use crate::report::{ReportError, Section};
 use crate::store::{ReviewNotes, Store};
 
 /// Reviews whose justifications are listed at most.

@@ -1,16 +1,17 @@
-//! Benchmark diffs: evaluations paired by (model, prompt, repeat); per model the paired change
+//! Benchmark diffs (`track diff`): evaluations paired by (model, prompt, repeat); per model the paired change
 //! in success rate with McNemar's test, and the changes in cost, latency and tokens.
 
 use polars::prelude::*;
 
-use super::{
-    DiffCounts, KindDiff, Layout, Pairing, SIGNIFICANCE, difference, either, only_in, pair_by_key,
-    sides,
+use crate::analysis::diff::{
+    DiffCounts, DiffError, KindDiff, Layout, Pairing, SIGNIFICANCE, difference, either, only_in,
+    pair_by_key, plural, sides,
 };
 use crate::analysis::stats::McNemar;
-use crate::store::BenchColumns;
+use crate::store::{BenchColumns, Store};
 
-pub(super) const LAYOUT: Layout = Layout {
+/// How a benchmark diff reads.
+pub const LAYOUT: Layout = Layout {
     keys: &["model", "prompt", "repeat"],
     change_columns: &[
         "model",
@@ -25,7 +26,19 @@ pub(super) const LAYOUT: Layout = Layout {
     ],
     change_order: &["regression", "new_error", "fix", "error_resolved"],
     item_noun: "item",
+    summary_title: "Per model",
+    changes,
 };
+
+/// The headline's changes: `2 regressions, 1 fix, 0 new errors`.
+fn changes(c: &DiffCounts) -> String {
+    format!(
+        "{}, {}, {}",
+        plural(c.regressions, "regression"),
+        plural(c.fixes, "fix"),
+        plural(c.new_errors, "new error")
+    )
+}
 
 /// One evaluation of a run: what the diff reads of it.
 #[derive(Debug, Clone, PartialEq)]
@@ -218,8 +231,16 @@ impl ModelTally {
     }
 }
 
+/// Compares benchmark run `new` with run `base`, both read from `store` (`track diff`).
+pub fn compare(store: &Store, base: i64, new: i64) -> Result<KindDiff, DiffError> {
+    Ok(diff(
+        store.bench_columns(&[base], false)?,
+        store.bench_columns(&[new], false)?,
+    )?)
+}
+
 /// Compares the evaluations of two benchmark runs.
-pub(super) fn diff(base: BenchColumns, new: BenchColumns) -> PolarsResult<KindDiff> {
+pub fn diff(base: BenchColumns, new: BenchColumns) -> PolarsResult<KindDiff> {
     let paired = pair_by_key(evaluations(base), evaluations(new), |e| {
         (e.model.clone(), e.prompt.clone(), e.repeat)
     });
@@ -253,6 +274,7 @@ pub(super) fn diff(base: BenchColumns, new: BenchColumns) -> PolarsResult<KindDi
         significant_regressions: significant.len() as u64,
     };
     Ok(KindDiff {
+        layout: &LAYOUT,
         counts,
         summary: summary_frame(&tallies)?,
         items: items_frame(&paired)?,

@@ -1,4 +1,4 @@
-//! The relevance section: WITH against WITHOUT on precision, recall and F1 of both classes,
+//! The relevance section of `track report`: WITH against WITHOUT on precision, recall and F1 of both classes,
 //! the deltas with their paired bootstrap intervals, coverage, McNemar's test in words, the
 //! metrics per predicate type, and the calibration of the uncertain answers.
 
@@ -7,16 +7,17 @@ use std::fmt::Write as _;
 
 use polars::prelude::*;
 
-use super::charts::{DotChart, DotRow, LineChart, Mark, Titles, dot_chart, figure, line_chart};
-use super::html::{
+use super::metrics::{ClassMetrics, VariantMetrics};
+use super::stats::{DeltaInterval, bootstrap_deltas, by_kind, mcnemar, measure_rows};
+use super::summary::variant_summary;
+use crate::analysis::stats::{BOOTSTRAP, McNemar, Z_95, wilson_interval};
+use crate::report::charts::{
+    DotChart, DotRow, LineChart, Mark, Titles, dot_chart, figure, line_chart,
+};
+use crate::report::html::{
     TableOptions, counted, escape, frame_table, maybe_number, number, text_table, thousands,
 };
-use super::{ReportError, Section};
-use crate::analysis::relevance::variant_summary;
-use crate::analysis::stats::{BOOTSTRAP, McNemar, Z_95, wilson_interval};
-use crate::relevance::metrics::{ClassMetrics, VariantMetrics};
-use crate::relevance::run::measure_rows;
-use crate::relevance::stats::{DeltaInterval, bootstrap_deltas, by_kind, mcnemar};
+use crate::report::{ReportError, Section};
 use crate::store::Store;
 
 /// The predictions of some relevance runs, measured.
@@ -57,7 +58,7 @@ impl RelevanceSection {
             deltas: bootstrap_deltas(&rows),
             mcnemar: mcnemar(&rows),
             by_kind: by_kind(&rows),
-            thresholds: crate::analysis::relevance::threshold_summary(&rows)?,
+            thresholds: super::summary::threshold_summary(&rows)?,
         })
     }
 

@@ -1,4 +1,4 @@
-//! Relevance diffs: predictions paired by (image, predicate, trial, variant); per variant the
+//! Relevance diffs (`track diff`): predictions paired by (image, predicate, trial, variant); per variant the
 //! change of precision, recall and F1 of both classes on the shared predictions, with paired
 //! bootstrap intervals that resample whole images (so an image's predicates and trials stay
 //! together, as in `relevance::stats`).
@@ -7,16 +7,17 @@ use std::collections::HashMap;
 
 use polars::prelude::*;
 
-use super::{
-    DiffCounts, KindDiff, Layout, MIN_BOOTSTRAP_UNITS, Pairing, difference, either, only_in,
-    pair_by_key, sides,
+use super::metrics::ClassMetrics;
+use super::variant::Variant;
+use crate::analysis::diff::{
+    DiffCounts, DiffError, KindDiff, Layout, MIN_BOOTSTRAP_UNITS, Pairing, difference, either,
+    only_in, pair_by_key, plural, sides,
 };
 use crate::analysis::stats::{BOOTSTRAP, BootstrapInterval, paired_bootstrap};
-use crate::relevance::metrics::ClassMetrics;
-use crate::relevance::parse::Variant;
-use crate::store::PredictionRow;
+use crate::store::{PredictionRow, Store};
 
-pub(super) const LAYOUT: Layout = Layout {
+/// How a relevance diff reads.
+pub const LAYOUT: Layout = Layout {
     keys: &["image", "predicate", "trial", "variant"],
     change_columns: &[
         "image",
@@ -36,7 +37,19 @@ pub(super) const LAYOUT: Layout = Layout {
         "changed",
     ],
     item_noun: "prediction",
+    summary_title: "Per variant, class and metric",
+    changes,
 };
+
+/// The headline's changes: `2 regressions (right → not right), 1 fix, 0 newly invalid`.
+fn changes(c: &DiffCounts) -> String {
+    format!(
+        "{} (right → not right), {}, {} newly invalid",
+        plural(c.regressions, "regression"),
+        plural(c.fixes, "fix"),
+        c.new_errors
+    )
+}
 
 const VARIANTS: [Variant; 2] = [Variant::With, Variant::Without];
 const CLASSES: [&str; 2] = ["positive", "negative"];
@@ -222,8 +235,16 @@ fn metric_rows(counts: &ImageCounts) -> Vec<MetricRow> {
     rows
 }
 
+/// Compares relevance run `new` with run `base`, both read from `store` (`track diff`).
+pub fn compare(store: &Store, base: i64, new: i64) -> Result<KindDiff, DiffError> {
+    Ok(diff(
+        store.predictions(&[base])?,
+        store.predictions(&[new])?,
+    )?)
+}
+
 /// Compares the predictions of two relevance runs.
-pub(super) fn diff(base: Vec<PredictionRow>, new: Vec<PredictionRow>) -> PolarsResult<KindDiff> {
+pub fn diff(base: Vec<PredictionRow>, new: Vec<PredictionRow>) -> PolarsResult<KindDiff> {
     let paired = pair_by_key(base, new, |p| {
         (
             p.image.clone(),
@@ -257,6 +278,7 @@ pub(super) fn diff(base: Vec<PredictionRow>, new: Vec<PredictionRow>) -> PolarsR
         .collect();
     counts.significant_regressions = significant.len() as u64;
     Ok(KindDiff {
+        layout: &LAYOUT,
         counts,
         summary: summary_frame(&rows, image_counts.images.len())?,
         items: items_frame(&paired)?,

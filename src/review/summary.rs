@@ -1,11 +1,12 @@
-//! Review frames and summaries: Likert averages per reviewer, generator, sensor and criterion,
-//! N/A and parse-failure counts, and agreement between reviewers.
+//! Review frames and summaries with polars, from the store's columns: Likert averages per
+//! reviewer, generator, sensor and criterion, N/A and parse-failure counts, and agreement
+//! between reviewers. Nothing here reads SQL or prints.
 
 use std::collections::BTreeMap;
 
 use polars::prelude::*;
 
-use super::stats::{Level, krippendorff_alpha, mean_interval, weighted_kappa};
+use crate::analysis::stats::{Level, krippendorff_alpha, mean_interval, weighted_kappa};
 use crate::store::{ReviewColumns, ScoreColumns};
 
 /// Reviews (one row each) and their criterion scores (one row per review and criterion).

@@ -1,10 +1,12 @@
-//! Benchmark frames and summaries: per evaluation, per model, per prompt.
+//! Benchmark frames and summaries with polars, from the store's columns: per evaluation, per
+//! model, per prompt, latency. Nothing here reads SQL or prints: `track query`, the export, the
+//! console and the report section all read these frames.
 
 use std::collections::HashMap;
 
 use polars::prelude::*;
 
-use super::stats::{Z_95, wilson_interval};
+use crate::analysis::stats::{Z_95, wilson_interval};
 use crate::store::{BenchColumns, Labels, MeasureRow, Store};
 
 /// The three tables of a benchmark report.

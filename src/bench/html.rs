@@ -1,4 +1,4 @@
-//! The benchmark section: success per model with Wilson intervals, cost against success,
+//! The benchmark section of `track report`: success per model with Wilson intervals, cost against success,
 //! the model × prompt pass matrix, how prompts spread by success, latency, tokens, energy,
 //! the per-model and per-prompt tables of `track query`, and the failures with their answers.
 
@@ -7,18 +7,16 @@ use std::fmt::Write as _;
 
 use polars::prelude::*;
 
-use super::charts::{
+use super::summary::{Measures, latency_summary, model_summary, prompt_summary};
+use crate::report::charts::{
     Bar, BarChart, BoxRow, DotChart, DotRow, Heatmap, Mark, Point, Scatter, Titles, bar_chart,
     box_plot, dot_chart, figure, heatmap, scatter,
 };
-use super::columns::{counts, floats, sum, texts, total};
-use super::header::Energy;
-use super::html::{
+use crate::report::columns::{counts, floats, sum, texts, total};
+use crate::report::html::{
     TableOptions, counted, escape, frame_table, maybe_number, number, thousands, truncate,
 };
-use super::{ReportError, Section};
-use crate::analysis::bench::latency_summary;
-use crate::analysis::{Measures, model_summary, prompt_summary};
+use crate::report::{Energy, ReportError, Section};
 use crate::store::{FailureRow, Store};
 
 /// Prompts the pass matrix and the per-prompt table show at most: a file of 50,000 prompts
@@ -470,7 +468,7 @@ impl BenchSection {
             },
             series: vec![],
             rows,
-            domain: (0.0, super::svg::headroom(max)),
+            domain: (0.0, crate::report::svg::headroom(max)),
             reference: None,
         });
         let note = format!(

@@ -1,11 +1,12 @@
-//! The specification's outputs of a comparison: the console block (WITH, WITHOUT, Delta) and
-//! `comparison_summary.csv` with exactly `variant,class,precision,recall,f1,tp,fp,tn,fn,total_samples`.
+//! What a comparison run prints on the console when it ends, from its stored predictions: the
+//! specification's console block (WITH, WITHOUT, Delta), the statistics and the threshold
+//! block; it writes the specification's CSV files through `export`.
 
 use std::fmt::Write as _;
 use std::path::Path;
 
+use super::export::{write_statistics_csv, write_summary_csv};
 use super::metrics::{ClassMetrics, VariantMetrics, delta};
-use super::parse::Variant;
 
 const RULE: &str = "=============================================================";
 
@@ -95,69 +96,6 @@ pub fn console_block(with: &VariantMetrics, without: &VariantMetrics) -> String 
     out
 }
 
-/// A CSV cell of a rate: four decimals, empty when undefined.
-/// A CSV number at full precision: the shortest text that reads back to the same value (the
-/// console block keeps 4 decimals).
-fn cell(v: Option<f64>) -> String {
-    v.map_or_else(String::new, |v| {
-        // `1.0`, not `1`: the column reads as numbers with decimals, as polars writes them.
-        let v = crate::output::tidy_float(v);
-        if v.fract() == 0.0 && v.is_finite() {
-            format!("{v:.1}")
-        } else {
-            format!("{v}")
-        }
-    })
-}
-
-/// The CSV fields of one class: precision, recall, f1, tp, fp, tn, fn, total_samples.
-fn class_fields(c: &ClassMetrics) -> [String; 8] {
-    [
-        cell(c.precision),
-        cell(c.recall),
-        cell(c.f1),
-        c.tp.to_string(),
-        c.fp.to_string(),
-        c.tn.to_string(),
-        c.fn_.to_string(),
-        c.total_samples.to_string(),
-    ]
-}
-
-/// Writes `comparison_summary.csv` into `dir`.
-pub fn write_summary_csv(
-    dir: &Path,
-    with: &VariantMetrics,
-    without: &VariantMetrics,
-) -> std::io::Result<std::path::PathBuf> {
-    std::fs::create_dir_all(dir)?;
-    let path = dir.join("comparison_summary.csv");
-    let mut writer = csv::Writer::from_path(&path).map_err(std::io::Error::other)?;
-    writer
-        .write_record([
-            "variant",
-            "class",
-            "precision",
-            "recall",
-            "f1",
-            "tp",
-            "fp",
-            "tn",
-            "fn",
-            "total_samples",
-        ])
-        .map_err(std::io::Error::other)?;
-    for (variant, m) in [("with_uncertain", with), ("without_uncertain", without)] {
-        for (class, c) in [("positive", &m.positive), ("negative", &m.negative)] {
-            let mut record = vec![variant.to_owned(), class.to_owned()];
-            record.extend(class_fields(c));
-            writer.write_record(record).map_err(std::io::Error::other)?;
-        }
-    }
-    writer.flush()?;
-    Ok(path)
-}
-
 /// The statistics lines printed after the console block.
 pub fn statistics_block(rows: &[crate::store::PredictionRow]) -> String {
     use super::stats::{bootstrap_deltas, mcnemar};
@@ -205,138 +143,15 @@ pub fn statistics_block(rows: &[crate::store::PredictionRow]) -> String {
     out
 }
 
-/// Writes `comparison_by_predicate.csv` (metrics per predicate type),
-/// `comparison_statistics.csv` (deltas with intervals, McNemar, spread across trials) and
-/// `comparison_thresholds.csv` (score 1 read four ways).
-pub fn write_statistics_csv(
-    dir: &Path,
-    rows: &[crate::store::PredictionRow],
-) -> std::io::Result<Vec<std::path::PathBuf>> {
-    std::fs::create_dir_all(dir)?;
-    let by_predicate = dir.join("comparison_by_predicate.csv");
-    write_by_predicate(&by_predicate, rows)?;
-    let statistics = dir.join("comparison_statistics.csv");
-    write_statistics(&statistics, rows)?;
-    let thresholds = dir.join("comparison_thresholds.csv");
-    let frame =
-        crate::analysis::relevance::threshold_summary(rows).map_err(std::io::Error::other)?;
-    crate::output::write_csv_file(&frame, &thresholds)?;
-    Ok(vec![by_predicate, statistics, thresholds])
-}
-
 /// The console's threshold block: how each reading of score 1 scores, per variant.
 pub fn thresholds_block(rows: &[crate::store::PredictionRow]) -> String {
-    match crate::analysis::relevance::threshold_summary(rows) {
+    match super::summary::threshold_summary(rows) {
         Ok(frame) => format!(
             "\n--- Score 1 read four ways (threshold tuning; positive class) ---\n{}\n",
             crate::output::render(&frame, crate::output::Columns::Compact)
         ),
         Err(e) => format!("\nthreshold tuning: cannot compute: {e}\n"),
     }
-}
-
-/// `comparison_by_predicate.csv`: both variants' metrics per predicate type.
-fn write_by_predicate(path: &Path, rows: &[crate::store::PredictionRow]) -> std::io::Result<()> {
-    let mut w = csv::Writer::from_path(path).map_err(std::io::Error::other)?;
-    w.write_record([
-        "predicate_type",
-        "variant",
-        "class",
-        "precision",
-        "recall",
-        "f1",
-        "tp",
-        "fp",
-        "tn",
-        "fn",
-        "total_samples",
-        "coverage",
-    ])
-    .map_err(std::io::Error::other)?;
-    for (kind, (with, without)) in super::stats::by_kind(rows) {
-        for (variant, m) in [("with_uncertain", &with), ("without_uncertain", &without)] {
-            for (class, c) in [("positive", &m.positive), ("negative", &m.negative)] {
-                let mut record = vec![kind.clone(), variant.to_owned(), class.to_owned()];
-                record.extend(class_fields(c));
-                record.push(cell(m.coverage));
-                w.write_record(record).map_err(std::io::Error::other)?;
-            }
-        }
-    }
-    w.flush()
-}
-
-/// `comparison_statistics.csv`: the deltas with their bootstrap intervals, McNemar's test and
-/// the spread across trials.
-fn write_statistics(path: &Path, rows: &[crate::store::PredictionRow]) -> std::io::Result<()> {
-    use super::stats::{bootstrap_deltas, mcnemar, trial_spread};
-    let mut w = csv::Writer::from_path(path).map_err(std::io::Error::other)?;
-    let mut record = |fields: [&str; 8]| w.write_record(fields).map_err(std::io::Error::other);
-    record([
-        "statistic",
-        "class",
-        "metric",
-        "value",
-        "low",
-        "high",
-        "n",
-        "note",
-    ])?;
-    for d in bootstrap_deltas(rows) {
-        let (low, high, n, note) = match d.interval {
-            Some(i) => (
-                Some(i.low),
-                Some(i.high),
-                i.replicates.to_string(),
-                format!("{} undefined resamples dropped", i.dropped),
-            ),
-            None => (None, None, "0".to_owned(), "undefined".to_owned()),
-        };
-        let (value, low, high) = (cell(d.delta), cell(low), cell(high));
-        record([
-            "delta_with_minus_without",
-            d.class,
-            d.metric,
-            &value,
-            &low,
-            &high,
-            &n,
-            &note,
-        ])?;
-    }
-    let m = mcnemar(rows);
-    let (n, note) = ((m.b + m.c).to_string(), format!("b={} c={}", m.b, m.c));
-    for (metric, value) in [
-        ("chi2", m.chi2),
-        ("p_chi2", m.p_chi2),
-        ("chi2_corrected", m.chi2_corrected),
-        ("p_corrected", m.p_corrected),
-        ("p_exact", Some(m.p_exact)),
-        ("p_mid", Some(m.p_mid)),
-    ] {
-        record(["mcnemar", "", metric, &cell(value), "", "", &n, &note])?;
-    }
-    for t in trial_spread(rows) {
-        let metric = format!(
-            "{}_{}",
-            Variant::from_stored(t.variant).spec_name(),
-            t.metric
-        );
-        let spread =
-            t.sd.map_or_else(|| "one trial".to_owned(), |sd| format!("sd {sd:.4}"));
-        let (mean, trials) = (cell(t.mean), t.trials.to_string());
-        record([
-            "trial_mean",
-            "positive",
-            &metric,
-            &mean,
-            "",
-            "",
-            &trials,
-            &spread,
-        ])?;
-    }
-    w.flush()
 }
 
 /// The report of a comparison run, from its stored predictions: the console block and the
@@ -349,7 +164,7 @@ pub fn print_run(
     out: &mut dyn std::io::Write,
 ) -> Result<(), super::RelevanceError> {
     let rows = store.predictions(&[summary.run_id])?;
-    let (with, without, invalid) = super::run::measure_rows(&rows);
+    let (with, without, invalid) = super::stats::measure_rows(&rows);
     write!(out, "{}", console_block(&with, &without))?;
     write!(out, "{}", statistics_block(&rows))?;
     write!(out, "{}", thresholds_block(&rows))?;

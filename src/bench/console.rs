@@ -1,12 +1,13 @@
-//! The report of a benchmark run, from the database: the detail table (unless turned off),
-//! per-model and per-prompt summaries. Long tables are cut with the command that gives all.
+//! What a benchmark run prints on the console when it ends, from the database: per-model and
+//! per-prompt summaries, and the detail table (unless turned off). Long tables are cut with the
+//! command that gives all. It computes nothing itself: the frames are `summary`'s.
 
 use std::io::Write;
 
 use polars::prelude::*;
 
 use super::BenchError;
-use crate::analysis::BenchFrames;
+use super::summary::BenchFrames;
 use crate::experiment::{ReportOptions, RunSummary};
 use crate::output::{Columns, count, render};
 use crate::store::Store;

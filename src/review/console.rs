@@ -1,5 +1,6 @@
-//! The report of a datasheet run, from the database: the datasheets it wrote and the CSV
-//! files its reviews went to (stdout), and per reviewer how the answers could be read.
+//! What a datasheet run prints on the console when it ends, from the database: the datasheets
+//! it wrote and the CSV files its reviews went to (stdout), and per reviewer how the answers
+//! could be read (stderr).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::Write;

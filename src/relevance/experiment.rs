@@ -6,9 +6,9 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use super::RelevanceError;
-use super::metrics::{Scored, VariantMetrics};
-use super::parse::{Variant, answer_schema, parse_answer};
+use super::parse::{answer_schema, parse_answer};
 use super::predicates::Predicate;
+use super::variant::Variant;
 use crate::config::{Catalog, Config};
 use crate::experiment::{
     Answers, Experiment, ExperimentError, ExperimentKind, FileBudget, Override, Overrides,
@@ -596,29 +596,7 @@ impl Experiment for CompareExperiment {
         options: &ReportOptions,
         out: &mut dyn std::io::Write,
     ) -> Result<(), ExperimentError> {
-        super::report::print_run(store, summary, &self.plan.out, options, out)
+        super::console::print_run(store, summary, &self.plan.out, options, out)
             .map_err(ExperimentError::kind)
     }
-}
-
-/// Metrics of WITH and WITHOUT, and their invalid counts, from stored predictions.
-pub fn measure_rows(rows: &[PredictionRow]) -> (VariantMetrics, VariantMetrics, [u64; 2]) {
-    let mut invalid = [0u64; 2];
-    let mut scored: [Vec<Scored>; 2] = [Vec::new(), Vec::new()];
-    for r in rows {
-        let v = usize::from(r.variant != Variant::With.name());
-        match r.score {
-            Some(score) => scored[v].push(Scored {
-                score,
-                truth: r.truth,
-            }),
-            None => invalid[v] += 1,
-        }
-    }
-    let [with, without] = scored;
-    (
-        VariantMetrics::measure(with),
-        VariantMetrics::measure(without),
-        invalid,
-    )
 }

@@ -1,18 +1,19 @@
-//! Review diffs: criterion scores paired by item (sensor, generator, reviewer, criterion); per
+//! Review diffs (`track diff`): criterion scores paired by item (sensor, generator, reviewer, criterion); per
 //! criterion and generator the change in mean score with a paired bootstrap interval.
 
 use std::collections::{BTreeMap, HashMap};
 
 use polars::prelude::*;
 
-use super::{
-    DiffCounts, KindDiff, Layout, MIN_BOOTSTRAP_UNITS, Pairing, difference, either, mean, only_in,
-    pair_by_key, sides,
+use crate::analysis::diff::{
+    DiffCounts, DiffError, KindDiff, Layout, MIN_BOOTSTRAP_UNITS, Pairing, difference, either,
+    mean, only_in, pair_by_key, sides,
 };
 use crate::analysis::stats::{BOOTSTRAP, BootstrapInterval, paired_bootstrap};
-use crate::store::{ReviewColumns, ScoreColumns};
+use crate::store::{ReviewColumns, ScoreColumns, Store};
 
-pub(super) const LAYOUT: Layout = Layout {
+/// How a review diff reads.
+pub const LAYOUT: Layout = Layout {
     keys: &["reviewer", "generator", "sensor", "criterion"],
     change_columns: &[
         "reviewer",
@@ -26,7 +27,17 @@ pub(super) const LAYOUT: Layout = Layout {
     ],
     change_order: &["lower", "now_na", "higher", "no_longer_na"],
     item_noun: "score",
+    summary_title: "Per criterion and generator",
+    changes,
 };
+
+/// The headline's changes: `2 lower, 1 higher, 0 newly N/A or unparsable`.
+fn changes(c: &DiffCounts) -> String {
+    format!(
+        "{} lower, {} higher, {} newly N/A or unparsable",
+        c.regressions, c.fixes, c.new_errors
+    )
+}
 
 /// The name of the overall score among the criteria, as `track query --by criterion` has it.
 const OVERALL: &str = "Overall";
@@ -185,8 +196,16 @@ impl Group {
     }
 }
 
+/// Compares review run `new` with run `base`, both read from `store` (`track diff`).
+pub fn compare(store: &Store, base: i64, new: i64) -> Result<KindDiff, DiffError> {
+    Ok(diff(
+        store.review_columns(&[base])?,
+        store.review_columns(&[new])?,
+    )?)
+}
+
 /// Compares the reviews of two runs (each as `Store::review_columns` loads one run).
-pub(super) fn diff(
+pub fn diff(
     base: (ReviewColumns, ScoreColumns),
     new: (ReviewColumns, ScoreColumns),
 ) -> PolarsResult<KindDiff> {
@@ -235,6 +254,7 @@ pub(super) fn diff(
     };
     let significant_flags = intervals.iter().map(regressed).collect();
     Ok(KindDiff {
+        layout: &LAYOUT,
         counts,
         summary: summary_frame(&groups, &intervals, significant_flags)?,
         items: items_frame(&paired)?,

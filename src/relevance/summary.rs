@@ -1,10 +1,11 @@
 //! Relevance summaries with polars from stored predictions: per variant (and predicate type),
-//! both classes, in the columns of `comparison_summary.csv` plus coverage and invalid counts.
+//! both classes, in the columns of `comparison_summary.csv` plus coverage and invalid counts;
+//! score 1 read four ways. Nothing here reads SQL or prints.
 
 use polars::prelude::*;
 
-use crate::relevance::metrics::{self, ClassMetrics};
-use crate::relevance::parse::Variant;
+use super::metrics::{self, ClassMetrics};
+use super::variant::Variant;
 use crate::store::PredictionRow;
 
 /// Predictions as a frame: variant, predicate type, score (null when invalid), truth.

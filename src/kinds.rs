@@ -1,0 +1,287 @@
+//! The registry of experiment kinds: one entry per kind, that `track run`, `query`, `export`,
+//! `diff` and `report` dispatch through. It sits at the crate's root, above the kinds and the
+//! layers they share: the runtime (`experiment`), `analysis`, `report`, `output` and `store`
+//! name no kind, and each kind's folder holds everything that varies by kind.
+//!
+//! Adding a kind: its folder with a `pub static` that implements [`Kind`], one line in
+//! `experiment/kind.rs`, and one arm in [`kind`]. There is no `_ =>` over kinds anywhere, so
+//! the compiler names every place a new kind must fill. A capability a kind lacks is a
+//! method that returns `None` (a kind without an experiment file, without a diff), and the
+//! commands then say so as they always have.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+
+use polars::prelude::DataFrame;
+
+use crate::analysis::diff::{DiffError, KindDiff, RunDiff};
+use crate::config::Config;
+use crate::experiment::{Experiment, ExperimentError, ExperimentKind, Overrides};
+use crate::report::{ReportError, ReportPart};
+use crate::store::{RunSelector, Store};
+
+/// The registry's entry of `kind`.
+pub fn kind(kind: ExperimentKind) -> &'static dyn Kind {
+    match kind {
+        ExperimentKind::Bench => &crate::bench::KIND,
+        ExperimentKind::Review => &crate::review::KIND,
+        ExperimentKind::Generate => &crate::review::GENERATE,
+        ExperimentKind::Relevance => &crate::relevance::KIND,
+    }
+}
+
+/// What one kind of experiment supplies to the commands, besides its runs (which go through
+/// the runtime as an [`Experiment`]). Each method answers for one command; an `Option` that
+/// is `None` is a capability the kind lacks.
+pub trait Kind: Sync {
+    /// How `track run FILE` loads its experiment files; `None` for a kind without a file form
+    /// (only its command starts it).
+    fn loader(&self) -> Option<Loader>;
+
+    /// The runs `track query`, `track export csv` and `track report` take without `--run`.
+    fn default_runs(&self) -> RunSelector;
+
+    /// Its `--by` values of `track query`, in the order `--help` lists them, each with the
+    /// summary it prints; empty for a kind with nothing to query.
+    fn groupings(&self) -> &'static [Grouping];
+
+    /// What `track export csv --kind <its name>` writes; `None`: the kind is not offered there.
+    fn export_csv(&self) -> Option<ExportCsv>;
+
+    /// How two of its runs are compared (`track diff`, `track report --run BASE,NEW`); `None`:
+    /// its runs cannot be compared.
+    fn diff(&self) -> Option<DiffRuns>;
+
+    /// Its section of `track report`; `None`: its runs appear in the report's header only
+    /// when named by id, and `latest`, `all` and the default selection leave them out.
+    fn section(&self) -> Option<LoadSection>;
+
+    /// The word for its runs in the report's header, counted: `2 benchmarks, 1 relevance run`.
+    fn report_noun(&self) -> &'static str;
+}
+
+/// Loads an experiment file of one kind: its path (for messages), its text, the config and
+/// the command line's overrides.
+pub type Loader =
+    fn(&Path, &str, &Config, &Overrides) -> Result<Box<dyn Experiment>, ExperimentError>;
+
+/// Writes a kind's CSV files of some runs (`track export csv`): each file's path on stdout as
+/// it is written, notes on stderr.
+pub type ExportCsv = fn(&Store, &ExportRuns<'_>, &ExportOptions) -> anyhow::Result<()>;
+
+/// Compares two runs of a kind, read from the store: the base run, then the new one.
+pub type DiffRuns = fn(&Store, i64, i64) -> Result<KindDiff, DiffError>;
+
+/// Summarises some runs of a kind (oldest first) for `track report`.
+pub type LoadSection = fn(&Store, &[i64]) -> Result<ReportPart, ReportError>;
+
+/// The summary a `--by` value prints, of the runs selected (oldest first).
+pub type Summary = fn(&Store, &[i64], &QueryOptions<'_>) -> anyhow::Result<DataFrame>;
+
+/// A `--by` value of `track query`: its name, its line of `--help` (as clap would show a doc
+/// comment: no final period), the options that go with it only, and its summary.
+#[derive(Debug)]
+pub struct Grouping {
+    /// As typed after `--by`: `model`.
+    pub name: &'static str,
+    /// Its line in `track query --help`.
+    pub help: &'static str,
+    /// The options of `track query` that make sense with this grouping only.
+    pub flags: &'static [QueryFlag],
+    /// What it prints.
+    pub summary: Summary,
+}
+
+/// An option of `track query` that goes with some groupings only.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum QueryFlag {
+    /// `--agreement`: agreement between reviewers.
+    Agreement,
+    /// `--per-predicate`: one block per predicate type.
+    PerPredicate,
+}
+
+impl QueryFlag {
+    /// As typed on the command line.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Agreement => "--agreement",
+            Self::PerPredicate => "--per-predicate",
+        }
+    }
+}
+
+/// The options of `track query` a summary may read.
+pub struct QueryOptions<'a> {
+    /// `--reviewer`: only this reviewer's reviews.
+    pub reviewer: Option<&'a str>,
+    /// `--agreement`.
+    pub agreement: bool,
+    /// `--per-predicate`.
+    pub per_predicate: bool,
+    /// Loads the config (its catalog resolves `--reviewer`), only when a summary needs it.
+    pub config: &'a dyn Fn() -> anyhow::Result<Config>,
+}
+
+/// The runs `track export csv` exports, with their status as observed now.
+#[derive(Debug, Clone, Copy)]
+pub struct ExportRuns<'a> {
+    /// Oldest first.
+    pub ids: &'a [i64],
+    /// The runs' one status, or `mixed`.
+    pub status: &'a str,
+    /// Each run's status.
+    pub run_status: &'a HashMap<i64, &'static str>,
+}
+
+/// The options of `track export csv` an export may read.
+#[derive(Debug, Clone, Default)]
+pub struct ExportOptions {
+    /// `--out`: the folder to write into; `None`: the kind's own default.
+    pub out: Option<PathBuf>,
+    /// `--criteria`: the criteria file the reviews were made with.
+    pub criteria: Option<PathBuf>,
+    /// `--quiet`: no notes on stderr.
+    pub quiet: bool,
+}
+
+impl ExportOptions {
+    /// A note for the user on stderr, unless quiet.
+    pub fn note(&self, message: impl AsRef<str>) {
+        if !self.quiet {
+            eprintln!("{}", message.as_ref());
+        }
+    }
+}
+
+/// The kind of an experiment file (its `kind:` line; none: a benchmark), or why it names no
+/// kind: `unknown `kind: poetry`; use bench (the default), review or relevance`.
+pub fn of_file(text: &str) -> Result<ExperimentKind, String> {
+    ExperimentKind::of_file(text).map_err(|e| format!("{e}; use {}", file_kinds()))
+}
+
+/// Names of the kinds that have experiment files, for messages: `bench (the default), review
+/// or relevance`.
+fn file_kinds() -> String {
+    let names: Vec<String> = ExperimentKind::ALL
+        .iter()
+        .filter(|&&k| kind(k).loader().is_some())
+        .map(|&k| {
+            if k == ExperimentKind::FILE_DEFAULT {
+                format!("{} (the default)", k.as_str())
+            } else {
+                k.as_str().to_owned()
+            }
+        })
+        .collect();
+    one_of(&names)
+}
+
+/// The kinds that have a report section, in the report's order (that of
+/// [`ExperimentKind::ALL`]).
+pub fn reported() -> impl Iterator<Item = ExperimentKind> {
+    ExperimentKind::ALL
+        .iter()
+        .copied()
+        .filter(|&k| kind(k).section().is_some())
+}
+
+/// The nouns of the kinds that have a report section: `benchmark, review or relevance`.
+pub fn reported_nouns() -> String {
+    let nouns: Vec<String> = reported().map(|k| k.noun().to_owned()).collect();
+    one_of(&nouns)
+}
+
+/// Every kind's `--by` values of `track query`, kind by kind in the order of
+/// [`ExperimentKind::ALL`].
+pub fn groupings() -> impl Iterator<Item = (ExperimentKind, &'static Grouping)> {
+    ExperimentKind::ALL
+        .iter()
+        .flat_map(|&k| kind(k).groupings().iter().map(move |g| (k, g)))
+}
+
+/// Compares run `new` with run `base` (`track diff`, and a report's comparison): both must
+/// exist and be of one kind whose runs can be compared.
+pub fn diff(store: &Store, base: i64, new: i64) -> Result<RunDiff, DiffError> {
+    let of_both = RunDiff::kind_of(store, base, new)?;
+    let Some(compare) = kind(of_both).diff() else {
+        return Err(DiffError::Unsupported {
+            run: base,
+            kind: of_both.noun().to_owned(),
+        });
+    };
+    Ok(RunDiff::new(base, new, of_both, compare(store, base, new)?))
+}
+
+/// `a`, `a or b`, `a, b or c`.
+fn one_of(names: &[String]) -> String {
+    match names.split_last() {
+        Some((last, [])) => last.clone(),
+        Some((last, rest)) => format!("{} or {last}", rest.join(", ")),
+        None => String::new(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::analysis::diff::DiffCounts;
+
+    #[test]
+    fn files_name_the_kinds_that_have_them() {
+        assert_eq!(of_file("models: [a:b]\n"), Ok(ExperimentKind::Bench));
+        assert_eq!(
+            of_file("kind: poetry\n").unwrap_err(),
+            "unknown `kind: poetry`; use bench (the default), review or relevance"
+        );
+        assert_eq!(reported_nouns(), "benchmark, review or relevance");
+    }
+
+    #[test]
+    fn every_grouping_has_one_name_and_its_flags_one_home() {
+        let names: Vec<&str> = groupings().map(|(_, g)| g.name).collect();
+        let mut unique = names.clone();
+        unique.sort_unstable();
+        unique.dedup();
+        assert_eq!(names.len(), unique.len(), "{names:?}");
+        for flag in [QueryFlag::Agreement, QueryFlag::PerPredicate] {
+            let homes = groupings().filter(|(_, g)| g.flags.contains(&flag)).count();
+            assert_eq!(homes, 1, "{}", flag.as_str());
+        }
+    }
+
+    #[test]
+    fn missing_and_mismatched_runs_are_named() {
+        let store = Store::open_in_memory().unwrap();
+        let bench = store.create_run("bench", None, None, "{}").unwrap();
+        let review = store.create_run("review", None, None, "{}").unwrap();
+        let generate = store.create_run("generate", None, None, "{}").unwrap();
+        let missing = diff(&store, bench, 42).unwrap_err();
+        assert_eq!(
+            missing.to_string(),
+            "no run 42 in the database: `track runs` lists the runs recorded"
+        );
+        let mismatch = diff(&store, bench, review).unwrap_err();
+        assert_eq!(
+            mismatch.to_string(),
+            format!(
+                "run {bench} is a benchmark run and run {review} a review run: only runs of \
+                 the same kind can be compared"
+            )
+        );
+        let unsupported = diff(&store, generate, generate).unwrap_err();
+        assert!(
+            unsupported.to_string().contains("generation run"),
+            "{unsupported}"
+        );
+        let empty = diff(&store, bench, bench).unwrap();
+        assert_eq!(empty.counts, DiffCounts::default());
+        assert_eq!(
+            empty.headline(),
+            format!(
+                "run {bench} → run {bench} (benchmark): 0 items shared, 0 regressions, 0 fixes, \
+                 0 new errors; 0 only in run {bench}, 0 only in run {bench}"
+            )
+        );
+    }
+}

@@ -1,0 +1,71 @@
+//! Relevance experiments' entry in the registry (`crate::kinds`): what `track run`, `query`,
+//! `export`, `diff` and `report` do for them. Glue only: the work is in the folder's other
+//! files.
+
+use polars::prelude::DataFrame;
+
+use super::html::RelevanceSection;
+use super::summary::variant_summary;
+use crate::kinds::{
+    DiffRuns, ExportCsv, Grouping, Kind, LoadSection, Loader, QueryFlag, QueryOptions,
+};
+use crate::report::{ReportError, ReportPart};
+use crate::store::{RunSelector, Store};
+
+/// Relevance experiments, as the registry knows them.
+#[derive(Debug)]
+pub struct RelevanceKind;
+
+/// The registry's entry of relevance experiments.
+pub static KIND: RelevanceKind = RelevanceKind;
+
+impl Kind for RelevanceKind {
+    fn loader(&self) -> Option<Loader> {
+        Some(super::from_file)
+    }
+
+    fn default_runs(&self) -> RunSelector {
+        RunSelector::Latest
+    }
+
+    fn groupings(&self) -> &'static [Grouping] {
+        &GROUPINGS
+    }
+
+    fn export_csv(&self) -> Option<ExportCsv> {
+        Some(super::export::write_csv)
+    }
+
+    fn diff(&self) -> Option<DiffRuns> {
+        Some(super::diff::compare)
+    }
+
+    fn section(&self) -> Option<LoadSection> {
+        Some(section)
+    }
+
+    fn report_noun(&self) -> &'static str {
+        "relevance run"
+    }
+}
+
+/// `track query --by variant`.
+static GROUPINGS: [Grouping; 1] = [Grouping {
+    name: "variant",
+    help: "Relevance, per variant (WITH, WITHOUT) and class: precision, recall, F1, counts, \
+           coverage and invalid answers; with --per-predicate, per predicate type too",
+    flags: &[QueryFlag::PerPredicate],
+    summary: by_variant,
+}];
+
+fn by_variant(store: &Store, runs: &[i64], q: &QueryOptions<'_>) -> anyhow::Result<DataFrame> {
+    Ok(variant_summary(&store.predictions(runs)?, q.per_predicate)?)
+}
+
+/// The relevance section.
+fn section(store: &Store, runs: &[i64]) -> Result<ReportPart, ReportError> {
+    Ok(ReportPart {
+        section: Box::new(RelevanceSection::load(store, runs)?),
+        energy: None,
+    })
+}

@@ -1,0 +1,190 @@
+//! The entries of reviews and of datasheet generation in the registry (`crate::kinds`): what
+//! `track run`, `query`, `export`, `diff` and `report` do for them. Glue only: the work is in
+//! the folder's other files. Generation has no file form, query, export, diff or section of its
+//! own: its datasheets are what reviews review.
+
+use polars::prelude::DataFrame;
+
+use super::html::ReviewSection;
+use super::summary::{ReviewFrames, agreement, criterion_summary, review_summary};
+use crate::kinds::{
+    DiffRuns, ExportCsv, Grouping, Kind, LoadSection, Loader, QueryFlag, QueryOptions,
+};
+use crate::output::count;
+use crate::report::{ReportError, ReportPart};
+use crate::store::{RunSelector, Store};
+
+/// Reviews, as the registry knows them.
+#[derive(Debug)]
+pub struct ReviewKind;
+
+/// The registry's entry of reviews.
+pub static KIND: ReviewKind = ReviewKind;
+
+impl Kind for ReviewKind {
+    fn loader(&self) -> Option<Loader> {
+        Some(super::from_file)
+    }
+
+    /// Every review run: reviews of one datasheet by several runs are read together.
+    fn default_runs(&self) -> RunSelector {
+        RunSelector::All
+    }
+
+    fn groupings(&self) -> &'static [Grouping] {
+        &GROUPINGS
+    }
+
+    fn export_csv(&self) -> Option<ExportCsv> {
+        Some(super::export::write_csv)
+    }
+
+    fn diff(&self) -> Option<DiffRuns> {
+        Some(super::diff::compare)
+    }
+
+    fn section(&self) -> Option<LoadSection> {
+        Some(section)
+    }
+
+    fn report_noun(&self) -> &'static str {
+        "review"
+    }
+}
+
+/// Datasheet generation, as the registry knows it.
+#[derive(Debug)]
+pub struct GenerateKind;
+
+/// The registry's entry of datasheet generation.
+pub static GENERATE: GenerateKind = GenerateKind;
+
+impl Kind for GenerateKind {
+    fn loader(&self) -> Option<Loader> {
+        None
+    }
+
+    fn default_runs(&self) -> RunSelector {
+        RunSelector::Latest
+    }
+
+    fn groupings(&self) -> &'static [Grouping] {
+        &[]
+    }
+
+    fn export_csv(&self) -> Option<ExportCsv> {
+        None
+    }
+
+    fn diff(&self) -> Option<DiffRuns> {
+        None
+    }
+
+    fn section(&self) -> Option<LoadSection> {
+        None
+    }
+
+    fn report_noun(&self) -> &'static str {
+        "generation"
+    }
+}
+
+/// `track query --by reviewer|generator|sensor|criterion`.
+static GROUPINGS: [Grouping; 4] = [
+    Grouping {
+        name: "reviewer",
+        help: "Reviews, per reviewer: counts, N/A, parse failures, mean scores, cost",
+        flags: &[],
+        summary: by_reviewer,
+    },
+    Grouping {
+        name: "generator",
+        help: "Reviews, per reviewer and generator model",
+        flags: &[],
+        summary: by_generator,
+    },
+    Grouping {
+        name: "sensor",
+        help: "Reviews, per reviewer and sensor",
+        flags: &[],
+        summary: by_sensor,
+    },
+    Grouping {
+        name: "criterion",
+        help: "Reviews, per criterion (P1-P16, overall) and reviewer; with --agreement, \
+               agreement between reviewers",
+        flags: &[QueryFlag::Agreement],
+        summary: by_criterion,
+    },
+];
+
+fn by_reviewer(store: &Store, runs: &[i64], q: &QueryOptions<'_>) -> anyhow::Result<DataFrame> {
+    Ok(review_summary(&frames(store, runs, q)?, "reviewer")?)
+}
+
+fn by_generator(store: &Store, runs: &[i64], q: &QueryOptions<'_>) -> anyhow::Result<DataFrame> {
+    Ok(review_summary(&frames(store, runs, q)?, "generator")?)
+}
+
+fn by_sensor(store: &Store, runs: &[i64], q: &QueryOptions<'_>) -> anyhow::Result<DataFrame> {
+    Ok(review_summary(&frames(store, runs, q)?, "sensor")?)
+}
+
+fn by_criterion(store: &Store, runs: &[i64], q: &QueryOptions<'_>) -> anyhow::Result<DataFrame> {
+    let frames = frames(store, runs, q)?;
+    Ok(if q.agreement {
+        agreement(&frames)?
+    } else {
+        criterion_summary(&frames)?
+    })
+}
+
+/// The reviews of `runs` (only `--reviewer`'s, when given), after a note on stderr when none
+/// has a score.
+fn frames(store: &Store, runs: &[i64], q: &QueryOptions<'_>) -> anyhow::Result<ReviewFrames> {
+    let (reviews, scores) = store.review_columns(runs)?;
+    let frames = ReviewFrames::new(reviews, scores)?;
+    let frames = match q.reviewer {
+        Some(reviewer) => {
+            let config = (q.config)()?;
+            let reference = config.catalog.resolve(reviewer)?.reference();
+            frames.for_reviewer(&reference)?
+        }
+        None => frames,
+    };
+    note_unscored(&frames)?;
+    Ok(frames)
+}
+
+/// When no review of the selection has a score, says why instead of leaving an empty table to
+/// puzzle over: how many reviews, unparsable, failed calls, without an official datasheet.
+fn note_unscored(frames: &ReviewFrames) -> anyhow::Result<()> {
+    let statuses = frames.reviews.column("parse_status")?.str()?.clone();
+    let mut counts = std::collections::BTreeMap::<&str, u64>::new();
+    for status in statuses.iter().flatten() {
+        *counts.entry(status).or_default() += 1;
+    }
+    let scored =
+        counts.get("ok").copied().unwrap_or(0) + counts.get("partial").copied().unwrap_or(0);
+    if scored > 0 {
+        return Ok(());
+    }
+    let n = |s: &str| counts.get(s).copied().unwrap_or(0);
+    eprintln!(
+        "track: note: no review has a score to summarise: {} in the selected runs, {} unparsable, \
+         {}, {} without an official datasheet",
+        count(statuses.len() as u64, "review"),
+        n("failed"),
+        count(n("error"), "failed call"),
+        n("skipped"),
+    );
+    Ok(())
+}
+
+/// The review section.
+fn section(store: &Store, runs: &[i64]) -> Result<ReportPart, ReportError> {
+    Ok(ReportPart {
+        section: Box::new(ReviewSection::load(store, runs)?),
+        energy: None,
+    })
+}
