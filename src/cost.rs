@@ -11,7 +11,20 @@ pub struct Price {
     pub output_per_mtok: f64,
 }
 
+/// What batch APIs charge of the standard price: OpenAI's Batch API and Anthropic's Message
+/// Batches both take 50 % off every token.
+pub const BATCH_DISCOUNT: f64 = 0.5;
+
 impl Price {
+    /// The price of the same model through a batch API. Calls answered in a batch store these
+    /// prices (and their batch), so their cost is what was billed.
+    pub fn batch(self) -> Price {
+        Price {
+            input_per_mtok: self.input_per_mtok * BATCH_DISCOUNT,
+            output_per_mtok: self.output_per_mtok * BATCH_DISCOUNT,
+        }
+    }
+
     /// USD for `input_tokens` and `output_tokens` at this price.
     pub fn cost_usd(&self, input_tokens: u64, output_tokens: u64) -> f64 {
         (input_tokens as f64 * self.input_per_mtok + output_tokens as f64 * self.output_per_mtok)
@@ -32,5 +45,9 @@ mod tests {
         // 1000 x 2.50/1M + 500 x 10.00/1M = 0.0025 + 0.005
         assert!((gpt_4o.cost_usd(1_000, 500) - 0.0075).abs() < 1e-15);
         assert_eq!(Price::default().cost_usd(1_000, 500), 0.0);
+        // Through a batch: half of 0.0075.
+        let batch = gpt_4o.batch();
+        assert_eq!((batch.input_per_mtok, batch.output_per_mtok), (1.25, 5.0));
+        assert!((batch.cost_usd(1_000, 500) - 0.00375).abs() < 1e-15);
     }
 }

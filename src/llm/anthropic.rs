@@ -1,5 +1,7 @@
 //! Anthropic messages: `x-api-key`, `anthropic-version`, a required `max_tokens`, and answers
-//! as content blocks that are joined.
+//! as content blocks that are joined. Its Message Batches are in [`batch`].
+
+pub mod batch;
 
 use reqwest::header::{HeaderMap, HeaderValue};
 use serde::Deserialize;
@@ -19,6 +21,17 @@ pub(crate) async fn chat(
     endpoint: &Endpoint,
     request: &ChatRequest,
 ) -> Result<ChatResponse, ProviderError> {
+    let response = client
+        .post_json(endpoint, headers(endpoint)?, &body(request))
+        .await?;
+    let limits = super::client::limits_of(&response);
+    let bytes = client.read_body(endpoint, response).await?;
+    parse(&endpoint.provider, &bytes, request).map(|answer| answer.with_limits(limits))
+}
+
+/// The headers of every request to Anthropic: the API version and the key (marked
+/// sensitive, so it is never logged).
+pub(crate) fn headers(endpoint: &Endpoint) -> Result<HeaderMap, ProviderError> {
     let mut headers = HeaderMap::new();
     headers.insert(
         "anthropic-version",
@@ -33,14 +46,11 @@ pub(crate) async fn chat(
         value.set_sensitive(true);
         headers.insert("x-api-key", value);
     }
-    let response = client.post_json(endpoint, headers, &body(request)).await?;
-    let limits = super::client::limits_of(&response);
-    let bytes = client.read_body(endpoint, response).await?;
-    parse(&endpoint.provider, &bytes, request).map(|answer| answer.with_limits(limits))
+    Ok(headers)
 }
 
-/// The request body.
-pub(crate) fn body(request: &ChatRequest) -> Value {
+/// The request body, live or in a batch (its `params`).
+pub fn body(request: &ChatRequest) -> Value {
     let messages: Vec<Value> = request
         .messages
         .iter()

@@ -70,6 +70,21 @@ impl Endpoint {
     }
 }
 
+impl Endpoint {
+    /// The key's fingerprint (16 hex digits of a salted sha256, `no-key` without one): enough
+    /// to tell keys apart in the database (pacing scopes, batches), never enough to use one.
+    pub fn key_fingerprint(&self) -> String {
+        match &self.api_key {
+            Some(key) => {
+                let hash =
+                    crate::hash::sha256_hex(format!("track pacing\n{}", key.expose()).as_bytes());
+                hash[..16].to_owned()
+            }
+            None => "no-key".to_owned(),
+        }
+    }
+}
+
 /// Normalises `OLLAMA_HOST` the way the Ollama clients do: scheme defaults to http, port to
 /// 11434, and `0.0.0.0` (a listen address) means this machine.
 fn ollama_base(host: &str) -> String {
@@ -124,20 +139,55 @@ impl LlmClient {
         headers: HeaderMap,
         body: &Value,
     ) -> Result<reqwest::Response, ProviderError> {
-        let url = endpoint.chat_url();
-        let mut request = self.http.post(&url);
+        // A `Value` always serializes.
+        let bytes = serde_json::to_vec(body).unwrap_or_default();
+        self.send(
+            endpoint,
+            ApiRequest {
+                method: reqwest::Method::POST,
+                url: endpoint.chat_url(),
+                headers,
+                body: Some(("application/json".into(), bytes.into())),
+                timeout: None,
+            },
+        )
+        .await
+    }
+
+    /// Sends `request` to one of `endpoint`'s URLs; returns the response when its status is a
+    /// success, a [`ProviderError::Http`] (or `Exhausted`) with the provider's message otherwise.
+    pub(crate) async fn send(
+        &self,
+        endpoint: &Endpoint,
+        request: ApiRequest,
+    ) -> Result<reqwest::Response, ProviderError> {
+        let ApiRequest {
+            method,
+            url,
+            headers,
+            body,
+            timeout,
+        } = request;
+        let mut builder = self.http.request(method, &url);
         // A key's own Authorization header wins over credentials of the URL.
         if let Some((user, password)) = &endpoint.basic_auth
             && !headers.contains_key(reqwest::header::AUTHORIZATION)
         {
-            request = request.basic_auth(user, Some(password.expose()));
+            builder = builder.basic_auth(user, Some(password.expose()));
         }
-        let response = request
-            .headers(headers)
-            .json(body)
+        builder = builder.headers(headers);
+        if let Some((content_type, bytes)) = body {
+            builder = builder
+                .header(reqwest::header::CONTENT_TYPE, content_type)
+                .body(bytes);
+        }
+        if let Some(timeout) = timeout {
+            builder = builder.timeout(timeout);
+        }
+        let response = builder
             .send()
             .await
-            .map_err(|e| self.transport_error(endpoint, &e))?;
+            .map_err(|e| self.transport_error_at(endpoint, &url, timeout, &e))?;
         let status = response.status();
         if status.is_success() {
             return Ok(response);
@@ -185,11 +235,22 @@ impl LlmClient {
 
     /// Maps a reqwest failure to the error kinds the retry policy understands.
     pub(crate) fn transport_error(&self, endpoint: &Endpoint, e: &reqwest::Error) -> ProviderError {
+        self.transport_error_at(endpoint, &endpoint.chat_url(), None, e)
+    }
+
+    /// Maps a reqwest failure of a request to `url` (with its own `timeout`, if it had one).
+    pub(crate) fn transport_error_at(
+        &self,
+        endpoint: &Endpoint,
+        url: &str,
+        timeout: Option<Duration>,
+        e: &reqwest::Error,
+    ) -> ProviderError {
         let provider = endpoint.provider.clone();
         if e.is_timeout() {
             ProviderError::Timeout {
                 provider,
-                timeout: self.timeout,
+                timeout: timeout.unwrap_or(self.timeout),
             }
         } else if e.is_builder() {
             ProviderError::Request {
@@ -199,7 +260,7 @@ impl LlmClient {
         } else if e.is_connect() {
             ProviderError::Connect {
                 provider,
-                url: endpoint.chat_url(),
+                url: url.to_owned(),
                 detail: root_cause(e),
             }
         } else {
@@ -209,6 +270,22 @@ impl LlmClient {
             }
         }
     }
+
+    /// The per-request timeout of this client.
+    pub(crate) fn timeout(&self) -> Duration {
+        self.timeout
+    }
+}
+
+/// A request to one of a provider's URLs besides chat (batches, files).
+pub(crate) struct ApiRequest {
+    pub method: reqwest::Method,
+    pub url: String,
+    pub headers: HeaderMap,
+    /// The body and its content type.
+    pub body: Option<(String, bytes::Bytes)>,
+    /// A timeout of its own (large uploads and downloads), instead of the client's.
+    pub timeout: Option<Duration>,
 }
 
 /// What an answer's headers say of the provider's rate limits.

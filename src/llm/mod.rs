@@ -5,6 +5,7 @@
 //! Providers know wire formats and nothing of experiments or the database.
 
 pub mod anthropic;
+pub mod batch;
 pub mod budget;
 pub mod canonical;
 pub mod client;

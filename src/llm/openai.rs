@@ -1,5 +1,7 @@
 //! OpenAI chat completions, also spoken by OpenAI-compatible servers (OpenRouter, vLLM,
-//! llama.cpp, LM Studio, Gemini's compatible endpoint).
+//! llama.cpp, LM Studio, Gemini's compatible endpoint). Its Batch API is in [`batch`].
+
+pub mod batch;
 
 use reqwest::header::{AUTHORIZATION, HeaderMap, HeaderValue};
 use serde::Deserialize;
@@ -14,6 +16,17 @@ pub(crate) async fn chat(
     endpoint: &Endpoint,
     request: &ChatRequest,
 ) -> Result<ChatResponse, ProviderError> {
+    let response = client
+        .post_json(endpoint, headers(endpoint)?, &body(request, endpoint.kind))
+        .await?;
+    let limits = super::client::limits_of(&response);
+    let bytes = client.read_body(endpoint, response).await?;
+    parse(&endpoint.provider, &bytes, request).map(|answer| answer.with_limits(limits))
+}
+
+/// The headers of every request to an OpenAI-style endpoint: the key as a bearer token
+/// (marked sensitive, so it is never logged).
+pub(crate) fn headers(endpoint: &Endpoint) -> Result<HeaderMap, ProviderError> {
     let mut headers = HeaderMap::new();
     if let Some(key) = &endpoint.api_key {
         let mut value =
@@ -26,17 +39,12 @@ pub(crate) async fn chat(
         value.set_sensitive(true);
         headers.insert(AUTHORIZATION, value);
     }
-    let response = client
-        .post_json(endpoint, headers, &body(request, endpoint.kind))
-        .await?;
-    let limits = super::client::limits_of(&response);
-    let bytes = client.read_body(endpoint, response).await?;
-    parse(&endpoint.provider, &bytes, request).map(|answer| answer.with_limits(limits))
+    Ok(headers)
 }
 
-/// The request body. OpenAI itself takes `max_completion_tokens`; compatible servers mostly
-/// know only `max_tokens`.
-pub(crate) fn body(request: &ChatRequest, kind: ProviderKind) -> Value {
+/// The request body, live or in a batch. OpenAI itself takes `max_completion_tokens`;
+/// compatible servers mostly know only `max_tokens`.
+pub fn body(request: &ChatRequest, kind: ProviderKind) -> Value {
     let mut messages = Vec::new();
     if let Some(system) = &request.system {
         messages.push(json!({"role": "system", "content": system}));

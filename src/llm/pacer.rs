@@ -254,14 +254,7 @@ fn unix_now() -> f64 {
 
 /// A key's fingerprint: enough to tell keys apart, never enough to use one.
 fn fingerprint(endpoint: &Endpoint) -> String {
-    match &endpoint.api_key {
-        Some(key) => {
-            let hash =
-                crate::hash::sha256_hex(format!("track pacing\n{}", key.expose()).as_bytes());
-            hash[..16].to_owned()
-        }
-        None => "no-key".to_owned(),
-    }
+    endpoint.key_fingerprint()
 }
 
 impl Pacer {

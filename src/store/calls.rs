@@ -50,53 +50,7 @@ impl Store {
     /// Records one call in its own transaction (request blob, response blob, call row, and the
     /// end of any claim on its key) and returns its id. Called the moment a response arrives, so a killed run loses nothing.
     pub fn insert_call(&mut self, call: &NewCall<'_>) -> Result<i64> {
-        self.atomically(|tx| {
-            insert_blob(
-                tx,
-                call.cache_key,
-                "application/json",
-                call.canonical_request.as_bytes(),
-            )?;
-            let (status, response_sha, error) = match call.outcome {
-                Ok(text) => {
-                    let sha = crate::hash::sha256_hex(text.as_bytes());
-                    insert_blob(tx, &sha, "text/plain; charset=utf-8", text.as_bytes())?;
-                    ("ok", Some(sha), None)
-                }
-                Err(message) => ("error", None, Some(message)),
-            };
-            tx.prepare_cached(
-                "INSERT INTO calls (cache_key, provider, model, status, response_sha256, finish_reason,
-                    input_tokens, output_tokens, tokens_estimated, latency_ms, attempts,
-                    input_price_per_mtok, output_price_per_mtok, cost_usd, http_status, error, created_at)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17)",
-            )?
-            .execute(params![
-                call.cache_key,
-                call.provider,
-                call.model,
-                status,
-                response_sha,
-                call.finish_reason,
-                call.input_tokens.map(|n| n as i64),
-                call.output_tokens.map(|n| n as i64),
-                call.tokens_estimated,
-                call.latency_ms,
-                call.attempts,
-                call.input_price_per_mtok,
-                call.output_price_per_mtok,
-                call.cost_usd,
-                call.http_status,
-                error,
-                now_rfc3339(),
-            ])?;
-            let id = tx.last_insert_rowid();
-            // A stored outcome ends the claim on its key, in the same transaction: a run
-            // waiting for it sees the answer (or, after an error, claims the key itself).
-            tx.prepare_cached("DELETE FROM call_claims WHERE cache_key = ?1")?
-                .execute([call.cache_key])?;
-            Ok(id)
-        })
+        self.atomically(|tx| insert_call_row(tx, call, None))
     }
 
     /// The newest successful call for each of `keys` that has one. Errors are never returned.
@@ -173,6 +127,62 @@ impl Store {
             .prepare_cached("SELECT count(*) FROM calls WHERE cache_key = ?1")?
             .query_row([key], |r| r.get::<_, i64>(0))? as u64)
     }
+}
+
+/// Inserts `call` on `tx` (its blobs, its row, the end of any claim on its key), answered in
+/// `batch` when it came from one; returns its id.
+pub(super) fn insert_call_row(
+    tx: &rusqlite::Connection,
+    call: &NewCall<'_>,
+    batch: Option<i64>,
+) -> Result<i64> {
+    insert_blob(
+        tx,
+        call.cache_key,
+        "application/json",
+        call.canonical_request.as_bytes(),
+    )?;
+    let (status, response_sha, error) = match call.outcome {
+        Ok(text) => {
+            let sha = crate::hash::sha256_hex(text.as_bytes());
+            insert_blob(tx, &sha, "text/plain; charset=utf-8", text.as_bytes())?;
+            ("ok", Some(sha), None)
+        }
+        Err(message) => ("error", None, Some(message)),
+    };
+    tx.prepare_cached(
+        "INSERT INTO calls (cache_key, provider, model, status, response_sha256, finish_reason,
+            input_tokens, output_tokens, tokens_estimated, latency_ms, attempts,
+            input_price_per_mtok, output_price_per_mtok, cost_usd, http_status, error, created_at,
+            batch)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18)",
+    )?
+    .execute(params![
+        call.cache_key,
+        call.provider,
+        call.model,
+        status,
+        response_sha,
+        call.finish_reason,
+        call.input_tokens.map(|n| n as i64),
+        call.output_tokens.map(|n| n as i64),
+        call.tokens_estimated,
+        call.latency_ms,
+        call.attempts,
+        call.input_price_per_mtok,
+        call.output_price_per_mtok,
+        call.cost_usd,
+        call.http_status,
+        error,
+        now_rfc3339(),
+        batch,
+    ])?;
+    let id = tx.last_insert_rowid();
+    // A stored outcome ends the claim on its key, in the same transaction: a run
+    // waiting for it sees the answer (or, after an error, claims the key itself).
+    tx.prepare_cached("DELETE FROM call_claims WHERE cache_key = ?1")?
+        .execute([call.cache_key])?;
+    Ok(id)
 }
 
 /// The columns every cached-call query selects, after the key.

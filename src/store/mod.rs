@@ -1,8 +1,10 @@
 //! The SQLite store: opening, pragmas and migrations, and every SQL query of track.
 //!
 //! Nothing outside this module writes SQL. The store knows tables, not providers or experiments:
-//! callers hand it plain rows and get plain rows back.
+//! callers hand it plain rows and get plain rows back. Batch state (intents, their keys,
+//! polls) is in `batches`.
 
+mod batches;
 mod bench;
 mod blobs;
 mod calls;
@@ -19,6 +21,9 @@ use std::time::Duration;
 
 use rusqlite::Connection;
 
+pub use batches::{
+    BatchCountsRow, BatchKeyRow, BatchPoll, BatchRow, BatchState, KeyOutcome, NewBatch,
+};
 pub use bench::{BenchColumns, BenchResultRow, FailureRow, Labels, MeasureRow, Outcome};
 pub use calls::{NewCall, StoredCall};
 pub use claims::Claim;
@@ -72,6 +77,20 @@ pub enum StoreError {
     /// The writer thread is gone (the process is ending).
     #[error("the database writer has stopped")]
     WriterGone,
+    /// A call already waits in another batch: it would be paid twice.
+    #[error("the call {key} already waits in batch {batch}; a call is never in two batches")]
+    AlreadyBatched { key: String, batch: i64 },
+    /// No batch has this id.
+    #[error("no batch {0} in the database")]
+    NoSuchBatch(i64),
+    /// A batch is past the step asked of it.
+    #[error("batch {id} is {state}: that step is done or can no longer be taken")]
+    BatchState { id: i64, state: &'static str },
+    /// A result for a key that is not pending in the batch.
+    #[error(
+        "the call {key} is not pending in batch {batch}: its result is stored already, or it is not one of the batch's"
+    )]
+    NotPending { key: String, batch: i64 },
     /// A run selector named no run.
     #[error("no run matches `{0}`; `track runs` lists them")]
     NoSuchRun(String),

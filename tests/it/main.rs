@@ -4,6 +4,8 @@
 mod support;
 mod terminal;
 
+mod batch_client;
+mod batch_mock_selftest;
 mod bench_inputs;
 mod bench_run;
 mod budget;

@@ -41,6 +41,10 @@
 //!   at once, [`MockProvider::max_in_flight`]), and holds the requests a [`Hold`] picks, once
 //!   recorded and before answering, until [`MockProvider::release`]. A test waits for what
 //!   it needs ([`MockProvider::wait_held`]) rather than for some milliseconds.
+//! * Batch APIs (OpenAI files and batches, Anthropic message batches) are in [`batch`].
+
+#[path = "batch.rs"]
+pub mod batch;
 
 use std::collections::HashMap;
 use std::io;
@@ -488,6 +492,7 @@ impl MockProvider {
             buckets: Mutex::new(HashMap::new()),
             ledger: Mutex::new(Vec::new()),
             admissions: Mutex::new(Vec::new()),
+            batches: batch::Batches::default(),
             manual_time: Mutex::new(Duration::ZERO),
             flight: Mutex::new(Flight::default()),
             flight_changed: Condvar::new(),
@@ -717,6 +722,7 @@ struct Shared {
     buckets: Mutex<HashMap<(String, String), Buckets>>,
     ledger: Mutex<Vec<LedgerEntry>>,
     admissions: Mutex<Vec<Admission>>,
+    batches: batch::Batches,
     /// Time since `started` on the manual clock (`MockConfig::manual_clock`).
     manual_time: Mutex<Duration>,
     /// Requests in flight and held, and what holds them.
@@ -921,10 +927,17 @@ struct Outcome {
     tokens: u64,
     /// When the limiter decided.
     at: Option<Instant>,
+    /// A request of a batch: not logged, not delayed, not rate limited, not billed (its
+    /// tokens are left in `billed` for the batch to bill once it completes).
+    batch: bool,
+    billed: Option<(u64, u64)>,
 }
 
 async fn handle(State(shared): State<Arc<Shared>>, req: Request) -> Response {
     let _flying = Flying::new(&shared);
+    if batch::owns(req.uri().path()) {
+        return batch::handle(&shared, req).await;
+    }
     let mut out = Outcome::default();
     let mut resp = answer(&shared, req, &mut out).await;
     let Some(format) = out.format else {
@@ -964,10 +977,12 @@ async fn answer(shared: &Shared, req: Request, out: &mut Outcome) -> Response {
     let parsed: Option<Value> = serde_json::from_slice(&bytes).ok();
     // Record before anything else, so a client killed mid-request still
     // shows up in the log.
-    let number = shared.record(&path, &parts.headers, &bytes, parsed.as_ref());
-    shared.hold_if_picked(number, parsed.as_ref()).await;
+    if !out.batch {
+        let number = shared.record(&path, &parts.headers, &bytes, parsed.as_ref());
+        shared.hold_if_picked(number, parsed.as_ref()).await;
+    }
 
-    if !shared.config.delay.is_zero() {
+    if !shared.config.delay.is_zero() && !out.batch {
         tokio::time::sleep(shared.config.delay).await;
     }
 
@@ -1101,6 +1116,7 @@ async fn answer(shared: &Shared, req: Request, out: &mut Outcome) -> Response {
     }
     let limits = match format {
         Format::Ollama => None,
+        _ if out.batch => None,
         _ => shared.limits_for(&model),
     };
     let charge = match format {
@@ -1175,7 +1191,11 @@ async fn answer(shared: &Shared, req: Request, out: &mut Outcome) -> Response {
         }
         out.tokens += output_tokens as u64;
     }
-    shared.bill(&out.key, &model, input_tokens as u64, output_tokens as u64);
+    if out.batch {
+        out.billed = Some((input_tokens as u64, output_tokens as u64));
+    } else {
+        shared.bill(&out.key, &model, input_tokens as u64, output_tokens as u64);
+    }
     let usage = with_usage.then_some((input_tokens, output_tokens));
     let id = shared.next_id.fetch_add(1, Ordering::Relaxed);
 
