@@ -5,6 +5,7 @@ use std::collections::{BTreeMap, HashMap};
 
 use polars::prelude::*;
 
+use super::parse::ParseStatus;
 use crate::analysis::diff::{
     DiffCounts, DiffError, KindDiff, Layout, MIN_BOOTSTRAP_UNITS, Pairing, difference, either,
     mean, only_in, pair_by_key, sides,
@@ -92,7 +93,7 @@ fn score_items(reviews: &ReviewColumns, scores: &ScoreColumns) -> Vec<ScoreItem>
     // Per key: the item's place in `items` and the scores it stands for.
     let mut index: HashMap<ItemKey, (usize, Vec<f64>)> = HashMap::new();
     for (r, id) in reviews.review_id.iter().enumerate() {
-        if reviews.parse_status[r] == "skipped" {
+        if reviews.parse_status[r] == ParseStatus::Skipped {
             continue;
         }
         let rows = by_review.get(id).map(Vec::as_slice).unwrap_or_default();
@@ -370,7 +371,7 @@ mod tests {
             r.sensor.push(sensor.into());
             r.target.push(format!("{sensor} | {generator}"));
             r.official_status.push("Found".into());
-            r.parse_status.push(status.into());
+            r.parse_status.push(status.parse().unwrap());
             r.average_score.push(p1.map(|v| v as f64));
             r.overall_score.push(overall);
             r.cost_usd.push(None);

@@ -699,7 +699,7 @@ impl Record<'_> {
                     &key,
                     not_reviewed(criteria, "the reviewer call failed"),
                 );
-                row.parse_status = "error".into();
+                row.parse_status = ParseStatus::Error;
                 row.call_id = *call_id;
                 row.detail = Some(error.clone());
                 row.reviewed_at = crate::store::now_rfc3339();
@@ -721,7 +721,7 @@ impl Record<'_> {
         });
         let mut row = self.row(run_id, &key, parsed);
         if outcome.is_none() {
-            row.parse_status = "skipped".into();
+            row.parse_status = ParseStatus::Skipped;
         }
         if let Some(call) = call {
             let hit = matches!(outcome, Some(CallOutcome::Hit(_)));
@@ -764,7 +764,7 @@ impl Record<'_> {
             criteria_sha256: reviewing.criteria.sha256.clone(),
             call_id: None,
             cache_hit: false,
-            parse_status: parsed.status.as_str().to_owned(),
+            parse_status: parsed.status,
             detail: parsed.detail.clone(),
             average_score: parsed.average(),
             overall_score: parsed.overall.score,

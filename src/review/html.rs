@@ -355,7 +355,7 @@ fn review_block(review: &ReviewNotes) -> String {
         escape(&review.generator),
         escape(&review.reviewer),
         escape(&overall),
-        escape(&review.parse_status)
+        escape(review.parse_status.as_str())
     );
     if let Some(detail) = &review.detail {
         let _ = write!(
@@ -446,6 +446,7 @@ impl Section for ReviewSection {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::review::parse::ParseStatus;
     use crate::store::ScoreRow;
 
     #[test]
@@ -456,7 +457,7 @@ mod tests {
             generator: "openai:gpt-4o".into(),
             sensor: "Bosch BME280".into(),
             generated_path: "results/x.md".into(),
-            parse_status: "partial".into(),
+            parse_status: ParseStatus::Partial,
             detail: None,
             overall_score: Some(4),
             overall_justification: Some("</script><img src=x onerror=alert(1)>".into()),

@@ -6,6 +6,7 @@ use std::collections::BTreeMap;
 
 use polars::prelude::*;
 
+use super::parse::ParseStatus;
 use crate::analysis::stats::{Level, krippendorff_alpha, mean_interval, weighted_kappa};
 use crate::store::{ReviewColumns, ScoreColumns};
 
@@ -27,7 +28,14 @@ impl ReviewFrames {
             Column::new("sensor".into(), reviews.sensor),
             Column::new("target".into(), reviews.target),
             Column::new("official_status".into(), reviews.official_status),
-            Column::new("parse_status".into(), reviews.parse_status),
+            Column::new(
+                "parse_status".into(),
+                reviews
+                    .parse_status
+                    .iter()
+                    .map(|s| s.as_str())
+                    .collect::<Vec<_>>(),
+            ),
             Column::new("average_score".into(), reviews.average_score),
             Column::new("overall_score".into(), reviews.overall_score),
             Column::new("cost_usd".into(), reviews.cost_usd),
@@ -81,13 +89,13 @@ impl ReviewFrames {
 /// Reviews whose answer could be read (all scores, or some N/A).
 fn answered() -> Expr {
     col("parse_status")
-        .eq(lit("ok"))
-        .or(col("parse_status").eq(lit("partial")))
+        .eq(lit(ParseStatus::Ok.as_str()))
+        .or(col("parse_status").eq(lit(ParseStatus::Partial.as_str())))
 }
 
-fn count_status(status: &str) -> Expr {
+fn count_status(status: ParseStatus) -> Expr {
     col("parse_status")
-        .eq(lit(status))
+        .eq(lit(status.as_str()))
         .sum()
         .cast(DataType::UInt64)
 }
@@ -119,11 +127,11 @@ pub fn review_summary(frames: &ReviewFrames, by: &str) -> PolarsResult<DataFrame
         .group_by_stable(keys)
         .agg([
             len().cast(DataType::UInt64).alias("reviews"),
-            count_status("ok").alias("complete"),
-            count_status("partial").alias("with_na"),
-            count_status("failed").alias("parse_failures"),
-            count_status("skipped").alias("no_official"),
-            count_status("error").alias("errors"),
+            count_status(ParseStatus::Ok).alias("complete"),
+            count_status(ParseStatus::Partial).alias("with_na"),
+            count_status(ParseStatus::Failed).alias("parse_failures"),
+            count_status(ParseStatus::Skipped).alias("no_official"),
+            count_status(ParseStatus::Error).alias("errors"),
             col("na_scores")
                 .sum()
                 .cast(DataType::UInt64)
@@ -427,7 +435,7 @@ mod tests {
             r.sensor.push("Bosch BME280".into());
             r.target.push(target.into());
             r.official_status.push("Found".into());
-            r.parse_status.push(status.into());
+            r.parse_status.push(status.parse().unwrap());
             r.average_score.push(p1);
             r.overall_score.push(overall);
             r.cost_usd.push(Some(0.01));
