@@ -7,7 +7,7 @@ use std::collections::HashMap;
 
 use polars::prelude::*;
 
-use super::metrics::ClassMetrics;
+use super::metrics::{Class, ClassMetrics, Metric};
 use super::variant::Variant;
 use crate::analysis::diff::{
     DiffCounts, DiffError, KindDiff, Layout, MIN_BOOTSTRAP_UNITS, Pairing, difference, either,
@@ -50,10 +50,6 @@ fn changes(c: &DiffCounts) -> String {
         c.new_errors
     )
 }
-
-const VARIANTS: [Variant; 2] = [Variant::With, Variant::Without];
-const CLASSES: [&str; 2] = ["positive", "negative"];
-const METRICS: [&str; 3] = ["precision", "recall", "f1"];
 
 /// What a prediction was, against the truth.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -104,22 +100,12 @@ fn add(confusion: &mut Confusion, p: &PredictionRow) {
     confusion[cell] += 1;
 }
 
-fn metric(c: &Confusion, class: &str, name: &str) -> Option<f64> {
-    let positive = ClassMetrics::from_counts(c[0], c[1], c[2], c[3]);
-    let m = if class == "positive" {
-        positive
-    } else {
-        positive.mirror()
-    };
-    match name {
-        "precision" => m.precision,
-        "recall" => m.recall,
-        _ => m.f1,
-    }
+fn metric(c: &Confusion, class: Class, name: Metric) -> Option<f64> {
+    name.of(&class.from_positive(ClassMetrics::from_counts(c[0], c[1], c[2], c[3])))
 }
 
 fn variant_index(p: &PredictionRow) -> usize {
-    usize::from(Variant::from_stored(&p.variant) != Variant::With)
+    usize::from(p.variant != Variant::With)
 }
 
 /// The shared predictions' confusion counts per image (the bootstrap's unit): indexed
@@ -163,7 +149,7 @@ impl ImageCounts {
     }
 
     /// `new - base` of a metric over the images `sample`.
-    fn delta(&self, sample: &[usize], variant: usize, class: &str, name: &str) -> Option<f64> {
+    fn delta(&self, sample: &[usize], variant: usize, class: Class, name: Metric) -> Option<f64> {
         let base = self.total(sample.iter().copied(), variant, 0);
         let new = self.total(sample.iter().copied(), variant, 1);
         difference(metric(&base, class, name), metric(&new, class, name))
@@ -173,8 +159,8 @@ impl ImageCounts {
 /// One summary row: a metric of one class of one variant.
 struct MetricRow {
     variant: &'static str,
-    class: &'static str,
-    metric: &'static str,
+    class: Class,
+    metric: Metric,
     shared: u64,
     base: Option<f64>,
     new: Option<f64>,
@@ -205,14 +191,14 @@ impl MetricRow {
 fn metric_rows(counts: &ImageCounts) -> Vec<MetricRow> {
     let units = counts.images.len();
     let mut rows = Vec::new();
-    for (v, variant) in VARIANTS.iter().enumerate() {
+    for (v, variant) in Variant::ALL.iter().enumerate() {
         if counts.shared[v] == 0 {
             continue;
         }
         let all_base = counts.total(0..units, v, 0);
         let all_new = counts.total(0..units, v, 1);
-        for class in CLASSES {
-            for name in METRICS {
+        for class in Class::ALL {
+            for name in Metric::ALL {
                 let interval = (units >= MIN_BOOTSTRAP_UNITS)
                     .then(|| {
                         paired_bootstrap(units, &BOOTSTRAP, |sample| {
@@ -246,12 +232,7 @@ pub fn compare(store: &Store, base: i64, new: i64) -> Result<KindDiff, DiffError
 /// Compares the predictions of two relevance runs.
 pub fn diff(base: Vec<PredictionRow>, new: Vec<PredictionRow>) -> PolarsResult<KindDiff> {
     let paired = pair_by_key(base, new, |p| {
-        (
-            p.image.clone(),
-            p.predicate.clone(),
-            p.trial,
-            p.variant.clone(),
-        )
+        (p.image.clone(), p.predicate.clone(), p.trial, p.variant)
     });
     let mut counts = DiffCounts::default();
     for pairing in &paired {
@@ -292,8 +273,8 @@ fn summary_frame(rows: &[MetricRow], images: usize) -> PolarsResult<DataFrame> {
     let floats = |f: &dyn Fn(&MetricRow) -> Option<f64>| rows.iter().map(f).collect::<Vec<_>>();
     DataFrame::new_infer_height(vec![
         Column::new("variant".into(), text(|r| r.variant)),
-        Column::new("class".into(), text(|r| r.class)),
-        Column::new("metric".into(), text(|r| r.metric)),
+        Column::new("class".into(), text(|r| r.class.name())),
+        Column::new("metric".into(), text(|r| r.metric.name())),
         Column::new(
             "shared".into(),
             rows.iter().map(|r| r.shared).collect::<Vec<_>>(),
@@ -345,7 +326,7 @@ fn items_frame(paired: &[Pairing<PredictionRow>]) -> PolarsResult<DataFrame> {
             "variant".into(),
             first
                 .iter()
-                .map(|r| Variant::from_stored(&r.variant).spec_name())
+                .map(|r| r.variant.spec_name())
                 .collect::<Vec<_>>(),
         ),
         Column::new(
@@ -389,7 +370,7 @@ mod tests {
             image_sha256: "x".into(),
             predicate: predicate.into(),
             predicate_kind: "clear".into(),
-            variant: variant.into(),
+            variant: variant.parse().unwrap(),
             trial: 0,
             score,
             invalid_reason: None,

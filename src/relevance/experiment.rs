@@ -498,7 +498,7 @@ impl CompareExperiment {
                 image_sha256: image.image.sha256.clone(),
                 predicate: predicate.to_string(),
                 predicate_kind: predicate.kind().to_owned(),
-                variant: variant.name().to_owned(),
+                variant,
                 trial,
                 score: score.as_ref().ok().copied(),
                 invalid_reason: score.as_ref().err().cloned(),

@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::Context as _;
 
-use super::metrics::{ClassMetrics, VariantMetrics};
+use super::metrics::{Class, ClassMetrics, VariantMetrics};
 use super::stats::measure_rows;
 use super::variant::Variant;
 use crate::kinds::{ExportOptions, ExportRuns};
@@ -63,7 +63,7 @@ pub fn write_csv(
             r.image_sha256.clone(),
             r.predicate.clone(),
             r.predicate_kind.clone(),
-            Variant::from_stored(&r.variant).spec_name().to_owned(),
+            r.variant.spec_name().to_owned(),
             r.trial.to_string(),
             r.score.map(|s| s.to_string()).unwrap_or_default(),
             r.invalid_reason.clone().unwrap_or_default(),
@@ -138,10 +138,10 @@ pub fn write_summary_csv(
             "total_samples",
         ])
         .map_err(std::io::Error::other)?;
-    for (variant, m) in [("with_uncertain", with), ("without_uncertain", without)] {
-        for (class, c) in [("positive", &m.positive), ("negative", &m.negative)] {
-            let mut record = vec![variant.to_owned(), class.to_owned()];
-            record.extend(class_fields(c));
+    for (variant, m) in [(Variant::With, with), (Variant::Without, without)] {
+        for class in Class::ALL {
+            let mut record = vec![variant.spec_name().to_owned(), class.name().to_owned()];
+            record.extend(class_fields(class.of(m)));
             writer.write_record(record).map_err(std::io::Error::other)?;
         }
     }
@@ -186,10 +186,14 @@ fn write_by_predicate(path: &Path, rows: &[crate::store::PredictionRow]) -> std:
     ])
     .map_err(std::io::Error::other)?;
     for (kind, (with, without)) in super::stats::by_kind(rows) {
-        for (variant, m) in [("with_uncertain", &with), ("without_uncertain", &without)] {
-            for (class, c) in [("positive", &m.positive), ("negative", &m.negative)] {
-                let mut record = vec![kind.clone(), variant.to_owned(), class.to_owned()];
-                record.extend(class_fields(c));
+        for (variant, m) in [(Variant::With, &with), (Variant::Without, &without)] {
+            for class in Class::ALL {
+                let mut record = vec![
+                    kind.clone(),
+                    variant.spec_name().to_owned(),
+                    class.name().to_owned(),
+                ];
+                record.extend(class_fields(class.of(m)));
                 record.push(cell(m.coverage));
                 w.write_record(record).map_err(std::io::Error::other)?;
             }
@@ -227,8 +231,8 @@ fn write_statistics(path: &Path, rows: &[crate::store::PredictionRow]) -> std::i
         let (value, low, high) = (cell(d.delta), cell(low), cell(high));
         record([
             "delta_with_minus_without",
-            d.class,
-            d.metric,
+            d.class.name(),
+            d.metric.name(),
             &value,
             &low,
             &high,
@@ -249,17 +253,13 @@ fn write_statistics(path: &Path, rows: &[crate::store::PredictionRow]) -> std::i
         record(["mcnemar", "", metric, &cell(value), "", "", &n, &note])?;
     }
     for t in trial_spread(rows) {
-        let metric = format!(
-            "{}_{}",
-            Variant::from_stored(t.variant).spec_name(),
-            t.metric
-        );
+        let metric = format!("{}_{}", t.variant.spec_name(), t.metric);
         let spread =
             t.sd.map_or_else(|| "one trial".to_owned(), |sd| format!("sd {sd:.4}"));
         let (mean, trials) = (cell(t.mean), t.trials.to_string());
         record([
             "trial_mean",
-            "positive",
+            Class::Positive.name(),
             &metric,
             &mean,
             "",

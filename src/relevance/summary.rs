@@ -4,7 +4,7 @@
 
 use polars::prelude::*;
 
-use super::metrics::{self, ClassMetrics};
+use super::metrics::{self, Class, ClassMetrics};
 use super::variant::Variant;
 use crate::store::PredictionRow;
 
@@ -14,7 +14,7 @@ pub fn predictions_frame(rows: &[PredictionRow]) -> PolarsResult<DataFrame> {
         Column::new(
             "variant".into(),
             rows.iter()
-                .map(|r| Variant::from_stored(&r.variant).spec_name())
+                .map(|r| r.variant.spec_name())
                 .collect::<Vec<_>>(),
         ),
         Column::new(
@@ -91,10 +91,10 @@ pub fn variant_summary(rows: &[PredictionRow], per_predicate: bool) -> PolarsRes
         score().eq(lit(1)).sum().alias("uncertain"),
         score().is_null().sum().alias("invalid"),
     ]);
-    let class = |name: &str, tp: &str, fp: &str, tn: &str, fn_: &str| {
+    let class = |class: Class, tp: &str, fp: &str, tn: &str, fn_: &str| {
         let mut columns = keys.clone();
         columns.extend([
-            lit(name).alias("class"),
+            lit(class.name()).alias("class"),
             col(tp).cast(DataType::UInt64).alias("tp"),
             col(fp).cast(DataType::UInt64).alias("fp"),
             col(tn).cast(DataType::UInt64).alias("tn"),
@@ -109,8 +109,8 @@ pub fn variant_summary(rows: &[PredictionRow], per_predicate: bool) -> PolarsRes
     };
     let both = concat(
         [
-            class("positive", "tp", "fp", "tn", "fn"),
-            class("negative", "tn", "fn", "tp", "fp"),
+            class(Class::Positive, "tp", "fp", "tn", "fn"),
+            class(Class::Negative, "tn", "fn", "tp", "fp"),
         ],
         UnionArgs::default(),
     )?;
@@ -126,7 +126,7 @@ pub fn variant_summary(rows: &[PredictionRow], per_predicate: bool) -> PolarsRes
                 .then(lit(0))
                 .otherwise(lit(1))
                 .alias("variant_order"),
-            when(col("class").eq(lit("positive")))
+            when(col("class").eq(lit(Class::Positive.name())))
                 .then(lit(0))
                 .otherwise(lit(1))
                 .alias("class_order"),
@@ -301,7 +301,7 @@ mod tests {
             image_sha256: "s".into(),
             predicate: format!("{kind}(red:block)"),
             predicate_kind: kind.into(),
-            variant: variant.into(),
+            variant: variant.parse().unwrap(),
             trial: 0,
             score,
             invalid_reason: None,
