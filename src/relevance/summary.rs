@@ -77,43 +77,11 @@ fn with_class_metrics(mut df: DataFrame) -> PolarsResult<DataFrame> {
 /// recall, F1, TP, FP, TN, FN, total samples, coverage and invalid answers. The negative
 /// class mirrors the positive one. polars counts; the metrics are [`ClassMetrics`]'.
 pub fn variant_summary(rows: &[PredictionRow], per_predicate: bool) -> PolarsResult<DataFrame> {
-    let frame = predictions_frame(rows)?;
     let mut keys = vec![col("variant")];
     if per_predicate {
         keys.insert(0, col("predicate_type"));
     }
-    let score = || col("score");
-    let counted = frame.lazy().group_by(keys.clone()).agg([
-        score().eq(lit(2)).and(col("truth")).sum().alias("tp"),
-        score().eq(lit(2)).and(col("truth").not()).sum().alias("fp"),
-        score().eq(lit(0)).and(col("truth").not()).sum().alias("tn"),
-        score().eq(lit(0)).and(col("truth")).sum().alias("fn"),
-        score().eq(lit(1)).sum().alias("uncertain"),
-        score().is_null().sum().alias("invalid"),
-    ]);
-    let class = |class: Class, tp: &str, fp: &str, tn: &str, fn_: &str| {
-        let mut columns = keys.clone();
-        columns.extend([
-            lit(class.name()).alias("class"),
-            col(tp).cast(DataType::UInt64).alias("tp"),
-            col(fp).cast(DataType::UInt64).alias("fp"),
-            col(tn).cast(DataType::UInt64).alias("tn"),
-            col(fn_).cast(DataType::UInt64).alias("fn"),
-            (col(tp) + col(fp) + col(tn) + col(fn_))
-                .cast(DataType::UInt64)
-                .alias("total_samples"),
-            col("uncertain").cast(DataType::UInt64),
-            col("invalid").cast(DataType::UInt64),
-        ]);
-        counted.clone().select(columns)
-    };
-    let both = concat(
-        [
-            class(Class::Positive, "tp", "fp", "tn", "fn"),
-            class(Class::Negative, "tn", "fn", "tp", "fp"),
-        ],
-        UnionArgs::default(),
-    )?;
+    let both = class_counts(predictions_frame(rows)?, &keys)?;
     // WITH before WITHOUT, positive before negative.
     let mut order: Vec<PlSmallStr> = Vec::new();
     if per_predicate {
@@ -122,10 +90,7 @@ pub fn variant_summary(rows: &[PredictionRow], per_predicate: bool) -> PolarsRes
     order.extend(["variant_order".into(), "class_order".into()]);
     let both = both
         .with_columns([
-            when(col("variant").eq(lit(Variant::With.spec_name())))
-                .then(lit(0))
-                .otherwise(lit(1))
-                .alias("variant_order"),
+            variant_order(),
             when(col("class").eq(lit(Class::Positive.name())))
                 .then(lit(0))
                 .otherwise(lit(1))
@@ -161,6 +126,49 @@ pub fn variant_summary(rows: &[PredictionRow], per_predicate: bool) -> PolarsRes
     both.select(columns)
 }
 
+/// 0 for WITH, 1 for WITHOUT: the order of every table.
+fn variant_order() -> Expr {
+    when(col("variant").eq(lit(Variant::With.spec_name())))
+        .then(lit(0))
+        .otherwise(lit(1))
+        .alias("variant_order")
+}
+
+/// The confusion counts per `keys`, a row per class (the negative class mirrors the positive
+/// one), with the uncertain and invalid answers; unsorted.
+fn class_counts(frame: DataFrame, keys: &[Expr]) -> PolarsResult<LazyFrame> {
+    let score = || col("score");
+    let counted = frame.lazy().group_by(keys).agg([
+        score().eq(lit(2)).and(col("truth")).sum().alias("tp"),
+        score().eq(lit(2)).and(col("truth").not()).sum().alias("fp"),
+        score().eq(lit(0)).and(col("truth").not()).sum().alias("tn"),
+        score().eq(lit(0)).and(col("truth")).sum().alias("fn"),
+        score().eq(lit(1)).sum().alias("uncertain"),
+        score().is_null().sum().alias("invalid"),
+    ]);
+    let class = |class: Class| {
+        let [tp, fp, tn, fn_] = match class {
+            Class::Positive => ["tp", "fp", "tn", "fn"],
+            Class::Negative => ["tn", "fn", "tp", "fp"],
+        };
+        let mut columns = keys.to_vec();
+        columns.extend([
+            lit(class.name()).alias("class"),
+            col(tp).cast(DataType::UInt64).alias("tp"),
+            col(fp).cast(DataType::UInt64).alias("fp"),
+            col(tn).cast(DataType::UInt64).alias("tn"),
+            col(fn_).cast(DataType::UInt64).alias("fn"),
+            (col(tp) + col(fp) + col(tn) + col(fn_))
+                .cast(DataType::UInt64)
+                .alias("total_samples"),
+            col("uncertain").cast(DataType::UInt64),
+            col("invalid").cast(DataType::UInt64),
+        ]);
+        counted.clone().select(columns)
+    };
+    concat(Class::ALL.map(class), UnionArgs::default())
+}
+
 /// The probabilities log-loss clips to, so that a confident wrong answer costs a lot but not
 /// infinity.
 pub const LOG_LOSS_CLIP: f64 = 1e-6;
@@ -183,30 +191,83 @@ pub fn threshold_summary(rows: &[PredictionRow]) -> PolarsResult<DataFrame> {
     let valid = predictions_frame(rows)?
         .lazy()
         .filter(col("score").is_not_null());
-    let truth = || col("truth");
-    let hard = |policy: &str, keep: Expr, predicted: Expr| {
-        valid
-            .clone()
-            .filter(keep)
-            .group_by([col("variant")])
-            .agg([
-                len().cast(DataType::UInt64).alias("predictions"),
-                predicted.clone().and(truth()).sum().alias("tp"),
-                predicted.clone().and(truth().not()).sum().alias("fp"),
-                predicted.not().and(truth()).sum().alias("fn"),
-            ])
-            .select([
-                col("variant"),
-                lit(policy).alias("policy"),
-                col("predictions"),
-                col("tp").cast(DataType::UInt64),
-                col("fp").cast(DataType::UInt64),
-                col("fn").cast(DataType::UInt64),
-                lit(NULL).cast(DataType::Float64).alias("brier"),
-                lit(NULL).cast(DataType::Float64).alias("log_loss"),
-            ])
-    };
     let score = || col("score");
+    let all = concat(
+        [
+            hard_reading(
+                &valid,
+                THRESHOLD_POLICIES[0],
+                score().neq(lit(1)),
+                score().eq(lit(2)),
+            ),
+            hard_reading(
+                &valid,
+                THRESHOLD_POLICIES[1],
+                lit(true),
+                score().gt_eq(lit(1)),
+            ),
+            hard_reading(&valid, THRESHOLD_POLICIES[2], lit(true), score().eq(lit(2))),
+            half_reading(&valid),
+        ],
+        UnionArgs::default(),
+    )?;
+    let policy_order = THRESHOLD_POLICIES.iter().enumerate().fold(
+        lit(THRESHOLD_POLICIES.len() as u32),
+        |acc, (i, p)| {
+            when(col("policy").eq(lit(*p)))
+                .then(lit(i as u32))
+                .otherwise(acc)
+        },
+    );
+    let all = all
+        .with_columns([variant_order(), policy_order.alias("policy_order")])
+        .sort(
+            ["variant_order", "policy_order"],
+            SortMultipleOptions::default(),
+        )
+        .collect()?;
+    // The probabilistic reading has no counts: its precision, recall and F1 stay null.
+    with_class_metrics(all)?.select([
+        "variant",
+        "policy",
+        "predictions",
+        "precision",
+        "recall",
+        "f1",
+        "brier",
+        "log_loss",
+    ])
+}
+
+/// A hard reading of score 1, per variant: the predictions `keep`s, `predicted` true or not,
+/// as the positive class's counts.
+fn hard_reading(valid: &LazyFrame, policy: &str, keep: Expr, predicted: Expr) -> LazyFrame {
+    let truth = || col("truth");
+    valid
+        .clone()
+        .filter(keep)
+        .group_by([col("variant")])
+        .agg([
+            len().cast(DataType::UInt64).alias("predictions"),
+            predicted.clone().and(truth()).sum().alias("tp"),
+            predicted.clone().and(truth().not()).sum().alias("fp"),
+            predicted.not().and(truth()).sum().alias("fn"),
+        ])
+        .select([
+            col("variant"),
+            lit(policy).alias("policy"),
+            col("predictions"),
+            col("tp").cast(DataType::UInt64),
+            col("fp").cast(DataType::UInt64),
+            col("fn").cast(DataType::UInt64),
+            lit(NULL).cast(DataType::Float64).alias("brier"),
+            lit(NULL).cast(DataType::Float64).alias("log_loss"),
+        ])
+}
+
+/// Score 1 as probability 0.5 (2 → 1, 0 → 0), per variant: the Brier score and the log-loss.
+fn half_reading(valid: &LazyFrame) -> LazyFrame {
+    let (truth, score) = (|| col("truth"), || col("score"));
     // Scores are 0, 1 or 2: the loss of each, clipped, for a true and a false predicate.
     let loss = |p: f64| -p.clamp(LOG_LOSS_CLIP, 1.0 - LOG_LOSS_CLIP).ln();
     let loss_of = |score_of_truth: [f64; 3]| {
@@ -220,7 +281,7 @@ pub fn threshold_summary(rows: &[PredictionRow]) -> PolarsResult<DataFrame> {
         .then(loss_of([loss(0.0), loss(0.5), loss(1.0)]))
         .otherwise(loss_of([loss(1.0), loss(0.5), loss(0.0)]));
     let t = truth().cast(DataType::Float64);
-    let half = valid
+    valid
         .clone()
         .group_by([col("variant")])
         .agg([
@@ -240,52 +301,7 @@ pub fn threshold_summary(rows: &[PredictionRow]) -> PolarsResult<DataFrame> {
             lit(NULL).cast(DataType::UInt64).alias("fn"),
             col("brier"),
             col("log_loss"),
-        ]);
-    let all = concat(
-        [
-            hard(
-                THRESHOLD_POLICIES[0],
-                score().neq(lit(1)),
-                score().eq(lit(2)),
-            ),
-            hard(THRESHOLD_POLICIES[1], lit(true), score().gt_eq(lit(1))),
-            hard(THRESHOLD_POLICIES[2], lit(true), score().eq(lit(2))),
-            half,
-        ],
-        UnionArgs::default(),
-    )?;
-    let policy_order = THRESHOLD_POLICIES.iter().enumerate().fold(
-        lit(THRESHOLD_POLICIES.len() as u32),
-        |acc, (i, p)| {
-            when(col("policy").eq(lit(*p)))
-                .then(lit(i as u32))
-                .otherwise(acc)
-        },
-    );
-    let all = all
-        .with_columns([
-            when(col("variant").eq(lit(Variant::With.spec_name())))
-                .then(lit(0))
-                .otherwise(lit(1))
-                .alias("variant_order"),
-            policy_order.alias("policy_order"),
         ])
-        .sort(
-            ["variant_order", "policy_order"],
-            SortMultipleOptions::default(),
-        )
-        .collect()?;
-    // The probabilistic reading has no counts: its precision, recall and F1 stay null.
-    with_class_metrics(all)?.select([
-        "variant",
-        "policy",
-        "predictions",
-        "precision",
-        "recall",
-        "f1",
-        "brier",
-        "log_loss",
-    ])
 }
 
 #[cfg(test)]

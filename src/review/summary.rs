@@ -291,33 +291,100 @@ pub fn criterion_generator_summary(frames: &ReviewFrames) -> PolarsResult<DataFr
 /// Krippendorff's alpha (any number, missing ratings allowed), and the mean score across
 /// reviewers (the mean of each reviewer's mean).
 pub fn agreement(frames: &ReviewFrames) -> PolarsResult<DataFrame> {
-    // criterion -> target -> reviewer -> score; criteria in order.
-    let mut order: Vec<String> = Vec::new();
-    let mut ratings: BTreeMap<String, BTreeMap<String, BTreeMap<String, Option<i64>>>> =
-        BTreeMap::new();
-    let scored = frames
-        .scored()
-        .select([
-            col("criterion"),
-            col("target"),
-            col("reviewer"),
-            col("score"),
-        ])
-        .collect()?;
-    let overall = frames
-        .reviews
-        .clone()
-        .lazy()
-        .filter(answered())
-        .select([
-            lit("Overall").alias("criterion"),
-            col("target"),
-            col("reviewer"),
-            col("overall_score").alias("score"),
-        ])
-        .collect()?;
-    let mut reviewers: Vec<String> = Vec::new();
-    for df in [&scored, &overall] {
+    let ratings = Ratings::collect(frames)?;
+    let rows: Vec<AgreementRow> = ratings
+        .order
+        .iter()
+        .map(|criterion| ratings.agreement(criterion))
+        .collect();
+    DataFrame::new_infer_height(vec![
+        Column::new(
+            "criterion".into(),
+            rows.iter()
+                .map(|r| r.criterion.as_str())
+                .collect::<Vec<_>>(),
+        ),
+        Column::new(
+            "reviewers".into(),
+            rows.iter().map(|r| r.reviewers).collect::<Vec<_>>(),
+        ),
+        Column::new(
+            "datasheets_compared".into(),
+            rows.iter().map(|r| r.units).collect::<Vec<_>>(),
+        ),
+        Column::new(
+            "kappa_quadratic".into(),
+            rows.iter().map(|r| r.kappa).collect::<Vec<_>>(),
+        ),
+        Column::new(
+            "alpha_ordinal".into(),
+            rows.iter().map(|r| r.alpha).collect::<Vec<_>>(),
+        ),
+        Column::new(
+            "mean_score".into(),
+            rows.iter().map(|r| r.mean).collect::<Vec<_>>(),
+        ),
+    ])
+}
+
+/// A reviewer's score of a datasheet (`None`: N/A), per datasheet.
+type ByTarget = BTreeMap<String, BTreeMap<String, Option<i64>>>;
+
+/// Every rating of the answered reviews: criterion -> target -> reviewer -> score, with the
+/// criteria (then `Overall`) and the reviewers in the order first met.
+struct Ratings {
+    order: Vec<String>,
+    reviewers: Vec<String>,
+    ratings: BTreeMap<String, ByTarget>,
+}
+
+/// One criterion's agreement: a row of [`agreement`].
+struct AgreementRow {
+    criterion: String,
+    reviewers: u64,
+    units: u64,
+    kappa: Option<f64>,
+    alpha: Option<f64>,
+    mean: Option<f64>,
+}
+
+impl Ratings {
+    /// The criterion scores and overall scores of the reviews that could be read.
+    fn collect(frames: &ReviewFrames) -> PolarsResult<Self> {
+        let scored = frames
+            .scored()
+            .select([
+                col("criterion"),
+                col("target"),
+                col("reviewer"),
+                col("score"),
+            ])
+            .collect()?;
+        let overall = frames
+            .reviews
+            .clone()
+            .lazy()
+            .filter(answered())
+            .select([
+                lit("Overall").alias("criterion"),
+                col("target"),
+                col("reviewer"),
+                col("overall_score").alias("score"),
+            ])
+            .collect()?;
+        let mut ratings = Self {
+            order: Vec::new(),
+            reviewers: Vec::new(),
+            ratings: BTreeMap::new(),
+        };
+        for df in [&scored, &overall] {
+            ratings.add(df)?;
+        }
+        Ok(ratings)
+    }
+
+    /// Adds the ratings of `df` (criterion, target, reviewer, score).
+    fn add(&mut self, df: &DataFrame) -> PolarsResult<()> {
         let criterion = df.column("criterion")?.str()?.clone();
         let target = df.column("target")?.str()?.clone();
         let reviewer = df.column("reviewer")?.str()?.clone();
@@ -328,32 +395,29 @@ pub fn agreement(frames: &ReviewFrames) -> PolarsResult<DataFrame> {
             else {
                 continue;
             };
-            if !order.iter().any(|o| o == c) {
-                order.push(c.to_owned());
+            if !self.order.iter().any(|o| o == c) {
+                self.order.push(c.to_owned());
             }
-            if !reviewers.iter().any(|x| x == r) {
-                reviewers.push(r.to_owned());
+            if !self.reviewers.iter().any(|x| x == r) {
+                self.reviewers.push(r.to_owned());
             }
-            ratings
+            self.ratings
                 .entry(c.to_owned())
                 .or_default()
                 .entry(t.to_owned())
                 .or_default()
                 .insert(r.to_owned(), score.get(i));
         }
+        Ok(())
     }
-    let mut names = Vec::new();
-    let mut n_reviewers = Vec::new();
-    let mut n_units = Vec::new();
-    let mut kappas: Vec<Option<f64>> = Vec::new();
-    let mut alphas: Vec<Option<f64>> = Vec::new();
-    let mut means: Vec<Option<f64>> = Vec::new();
-    for criterion in &order {
-        let by_target = &ratings[criterion];
+
+    /// The agreement on `criterion`.
+    fn agreement(&self, criterion: &str) -> AgreementRow {
+        let by_target = &self.ratings[criterion];
         let units: Vec<Vec<Option<f64>>> = by_target
             .values()
             .map(|by_reviewer| {
-                reviewers
+                self.reviewers
                     .iter()
                     .map(|r| by_reviewer.get(r).copied().flatten().map(|s| s as f64))
                     .collect()
@@ -363,24 +427,40 @@ pub fn agreement(frames: &ReviewFrames) -> PolarsResult<DataFrame> {
             .iter()
             .filter(|u| u.iter().flatten().count() >= 2)
             .count();
-        let kappa = if reviewers.len() == 2 {
-            let pairs: Vec<(i64, i64)> = by_target
-                .values()
-                .filter_map(|m| {
-                    Some((
-                        m.get(&reviewers[0]).copied().flatten()?,
-                        m.get(&reviewers[1]).copied().flatten()?,
-                    ))
-                })
-                .collect();
-            // The weights' scale cancels out of kappa: the observed range is enough.
-            let low = pairs.iter().map(|p| p.0.min(p.1)).min().unwrap_or(1);
-            let high = pairs.iter().map(|p| p.0.max(p.1)).max().unwrap_or(1);
-            weighted_kappa(&pairs, low, high.max(low + 1))
-        } else {
-            None
+        AgreementRow {
+            criterion: criterion.to_owned(),
+            reviewers: self.reviewers.len() as u64,
+            units: pairable as u64,
+            kappa: self.kappa(by_target),
+            alpha: krippendorff_alpha(&units, Level::Ordinal),
+            mean: self.mean_of_means(by_target),
+        }
+    }
+
+    /// Quadratic-weighted Cohen's kappa, with exactly two reviewers.
+    fn kappa(&self, by_target: &ByTarget) -> Option<f64> {
+        let [first, second] = self.reviewers.as_slice() else {
+            return None;
         };
-        let reviewer_means: Vec<f64> = reviewers
+        let pairs: Vec<(i64, i64)> = by_target
+            .values()
+            .filter_map(|m| {
+                Some((
+                    m.get(first).copied().flatten()?,
+                    m.get(second).copied().flatten()?,
+                ))
+            })
+            .collect();
+        // The weights' scale cancels out of kappa: the observed range is enough.
+        let low = pairs.iter().map(|p| p.0.min(p.1)).min().unwrap_or(1);
+        let high = pairs.iter().map(|p| p.0.max(p.1)).max().unwrap_or(1);
+        weighted_kappa(&pairs, low, high.max(low + 1))
+    }
+
+    /// The mean of each reviewer's mean score.
+    fn mean_of_means(&self, by_target: &ByTarget) -> Option<f64> {
+        let reviewer_means: Vec<f64> = self
+            .reviewers
             .iter()
             .filter_map(|r| {
                 let mine: Vec<f64> = by_target
@@ -391,24 +471,9 @@ pub fn agreement(frames: &ReviewFrames) -> PolarsResult<DataFrame> {
                 (!mine.is_empty()).then(|| mine.iter().sum::<f64>() / mine.len() as f64)
             })
             .collect();
-        names.push(criterion.clone());
-        n_reviewers.push(reviewers.len() as u64);
-        n_units.push(pairable as u64);
-        kappas.push(kappa);
-        alphas.push(krippendorff_alpha(&units, Level::Ordinal));
-        means.push(
-            (!reviewer_means.is_empty())
-                .then(|| reviewer_means.iter().sum::<f64>() / reviewer_means.len() as f64),
-        );
+        (!reviewer_means.is_empty())
+            .then(|| reviewer_means.iter().sum::<f64>() / reviewer_means.len() as f64)
     }
-    DataFrame::new_infer_height(vec![
-        Column::new("criterion".into(), names),
-        Column::new("reviewers".into(), n_reviewers),
-        Column::new("datasheets_compared".into(), n_units),
-        Column::new("kappa_quadratic".into(), kappas),
-        Column::new("alpha_ordinal".into(), alphas),
-        Column::new("mean_score".into(), means),
-    ])
 }
 
 #[cfg(test)]
