@@ -7,6 +7,7 @@ use std::collections::HashMap;
 
 use polars::prelude::*;
 
+use super::columns as cols;
 use super::metrics::{Class, ClassMetrics, Metric};
 use super::variant::Variant;
 use crate::analysis::diff::{
@@ -18,16 +19,16 @@ use crate::store::{PredictionRow, Store};
 
 /// How a relevance diff reads.
 pub const LAYOUT: Layout = Layout {
-    keys: &["image", "predicate", "trial", "variant"],
+    keys: &[cols::IMAGE, cols::PREDICATE, cols::TRIAL, cols::VARIANT],
     change_columns: &[
-        "image",
-        "predicate",
-        "trial",
-        "variant",
-        "change",
-        "truth",
-        "base_score",
-        "new_score",
+        cols::IMAGE,
+        cols::PREDICATE,
+        cols::TRIAL,
+        cols::VARIANT,
+        cols::CHANGE,
+        cols::TRUTH,
+        cols::BASE_SCORE,
+        cols::NEW_SCORE,
     ],
     change_order: &[
         "regression",
@@ -272,21 +273,27 @@ fn summary_frame(rows: &[MetricRow], images: usize) -> PolarsResult<DataFrame> {
     let text = |f: fn(&MetricRow) -> &'static str| rows.iter().map(f).collect::<Vec<_>>();
     let floats = |f: &dyn Fn(&MetricRow) -> Option<f64>| rows.iter().map(f).collect::<Vec<_>>();
     DataFrame::new_infer_height(vec![
-        Column::new("variant".into(), text(|r| r.variant)),
-        Column::new("class".into(), text(|r| r.class.name())),
-        Column::new("metric".into(), text(|r| r.metric.name())),
+        Column::new(cols::VARIANT.into(), text(|r| r.variant)),
+        Column::new(cols::CLASS.into(), text(|r| r.class.name())),
+        Column::new(cols::METRIC.into(), text(|r| r.metric.name())),
         Column::new(
-            "shared".into(),
+            cols::SHARED.into(),
             rows.iter().map(|r| r.shared).collect::<Vec<_>>(),
         ),
-        Column::new("images".into(), vec![images as u64; rows.len()]),
-        Column::new("base".into(), floats(&|r| r.base)),
-        Column::new("new".into(), floats(&|r| r.new)),
+        Column::new(cols::IMAGES.into(), vec![images as u64; rows.len()]),
+        Column::new(cols::BASE.into(), floats(&|r| r.base)),
+        Column::new(cols::NEW.into(), floats(&|r| r.new)),
         Column::new("delta".into(), floats(&|r| difference(r.base, r.new))),
-        Column::new("delta_low".into(), floats(&|r| r.interval.map(|i| i.low))),
-        Column::new("delta_high".into(), floats(&|r| r.interval.map(|i| i.high))),
         Column::new(
-            "significant_regression".into(),
+            cols::DELTA_LOW.into(),
+            floats(&|r| r.interval.map(|i| i.low)),
+        ),
+        Column::new(
+            cols::DELTA_HIGH.into(),
+            floats(&|r| r.interval.map(|i| i.high)),
+        ),
+        Column::new(
+            cols::SIGNIFICANT_REGRESSION.into(),
             rows.iter()
                 .map(MetricRow::significant_regression)
                 .collect::<Vec<_>>(),
@@ -308,29 +315,29 @@ fn items_frame(paired: &[Pairing<PredictionRow>]) -> PolarsResult<DataFrame> {
     };
     DataFrame::new_infer_height(vec![
         Column::new(
-            "image".into(),
+            cols::IMAGE.into(),
             first.iter().map(|r| r.image.as_str()).collect::<Vec<_>>(),
         ),
         Column::new(
-            "predicate".into(),
+            cols::PREDICATE.into(),
             first
                 .iter()
                 .map(|r| r.predicate.as_str())
                 .collect::<Vec<_>>(),
         ),
         Column::new(
-            "trial".into(),
+            cols::TRIAL.into(),
             first.iter().map(|r| r.trial).collect::<Vec<_>>(),
         ),
         Column::new(
-            "variant".into(),
+            cols::VARIANT.into(),
             first
                 .iter()
                 .map(|r| r.variant.spec_name())
                 .collect::<Vec<_>>(),
         ),
         Column::new(
-            "change".into(),
+            cols::CHANGE.into(),
             paired
                 .iter()
                 .map(|p| match p {
@@ -340,15 +347,15 @@ fn items_frame(paired: &[Pairing<PredictionRow>]) -> PolarsResult<DataFrame> {
                 .collect::<Vec<_>>(),
         ),
         Column::new(
-            "only_in".into(),
+            cols::ONLY_IN.into(),
             paired.iter().map(only_in).collect::<Vec<_>>(),
         ),
         Column::new(
-            "truth".into(),
+            cols::TRUTH.into(),
             first.iter().map(|r| r.truth).collect::<Vec<_>>(),
         ),
-        Column::new("base_score".into(), score(0)),
-        Column::new("new_score".into(), score(1)),
+        Column::new(cols::BASE_SCORE.into(), score(0)),
+        Column::new(cols::NEW_SCORE.into(), score(1)),
     ])
 }
 

@@ -7,6 +7,7 @@ use std::fmt::Write as _;
 
 use polars::prelude::*;
 
+use super::columns as cols;
 use super::metrics::{Class, ClassMetrics, Metric, VariantMetrics};
 use super::stats::{DeltaInterval, bootstrap_deltas, by_kind, mcnemar, measure_rows};
 use super::summary::variant_summary;
@@ -223,10 +224,10 @@ impl RelevanceSection {
              of {} = {}. WITH abstained (answered 1) {} times.</p>",
             thousands(self.with.positive.total_samples),
             thousands(self.with.answered),
-            maybe_number("coverage", self.with.coverage),
+            maybe_number(cols::COVERAGE, self.with.coverage),
             thousands(self.without.positive.total_samples),
             thousands(self.without.answered),
-            maybe_number("coverage", self.without.coverage),
+            maybe_number(cols::COVERAGE, self.without.coverage),
             thousands(self.with.uncertain)
         );
         let _ = write!(
@@ -248,7 +249,7 @@ impl RelevanceSection {
                         value,
                         low: None,
                         high: None,
-                        tip: format!("{kind} {variant}: positive F1 {}", number("f1", value)),
+                        tip: format!("{kind} {variant}: positive F1 {}", number(cols::F1, value)),
                     })
                 };
                 DotRow {

@@ -5,6 +5,7 @@ use std::collections::{BTreeMap, HashMap};
 
 use polars::prelude::*;
 
+use super::columns as cols;
 use super::parse::ParseStatus;
 use crate::analysis::diff::{
     DiffCounts, DiffError, KindDiff, Layout, MIN_BOOTSTRAP_UNITS, Pairing, difference, either,
@@ -15,16 +16,21 @@ use crate::store::{ReviewColumns, ScoreColumns, Store};
 
 /// How a review diff reads.
 pub const LAYOUT: Layout = Layout {
-    keys: &["reviewer", "generator", "sensor", "criterion"],
+    keys: &[
+        cols::REVIEWER,
+        cols::GENERATOR,
+        cols::SENSOR,
+        cols::CRITERION,
+    ],
     change_columns: &[
-        "reviewer",
-        "generator",
-        "sensor",
-        "criterion",
-        "change",
-        "base_score",
-        "new_score",
-        "delta_score",
+        cols::REVIEWER,
+        cols::GENERATOR,
+        cols::SENSOR,
+        cols::CRITERION,
+        cols::CHANGE,
+        cols::BASE_SCORE,
+        cols::NEW_SCORE,
+        cols::DELTA_SCORE,
     ],
     change_order: &["lower", "now_na", "higher", "no_longer_na"],
     item_noun: "score",
@@ -279,33 +285,33 @@ fn summary_frame(
         .map(|(b, n)| difference(*b, *n))
         .collect();
     DataFrame::new_infer_height(vec![
-        Column::new("criterion".into(), text(|g| &g.criterion)),
-        Column::new("generator".into(), text(|g| &g.generator)),
-        Column::new("shared".into(), counts(|g| g.shared)),
-        Column::new("paired".into(), counts(|g| g.scored.len() as u64)),
-        Column::new("base_mean_score".into(), base_mean),
-        Column::new("new_mean_score".into(), new_mean),
-        Column::new("delta_mean_score".into(), delta),
+        Column::new(cols::CRITERION.into(), text(|g| &g.criterion)),
+        Column::new(cols::GENERATOR.into(), text(|g| &g.generator)),
+        Column::new(cols::SHARED.into(), counts(|g| g.shared)),
+        Column::new(cols::PAIRED.into(), counts(|g| g.scored.len() as u64)),
+        Column::new(cols::BASE_MEAN_SCORE.into(), base_mean),
+        Column::new(cols::NEW_MEAN_SCORE.into(), new_mean),
+        Column::new(cols::DELTA_MEAN_SCORE.into(), delta),
         Column::new(
-            "delta_low".into(),
+            cols::DELTA_LOW.into(),
             intervals
                 .iter()
                 .map(|i| i.map(|i| i.low))
                 .collect::<Vec<_>>(),
         ),
         Column::new(
-            "delta_high".into(),
+            cols::DELTA_HIGH.into(),
             intervals
                 .iter()
                 .map(|i| i.map(|i| i.high))
                 .collect::<Vec<_>>(),
         ),
-        Column::new("significant_regression".into(), significant),
-        Column::new("lower".into(), counts(|g| g.lower)),
-        Column::new("higher".into(), counts(|g| g.higher)),
-        Column::new("now_na".into(), counts(|g| g.now_na)),
-        Column::new("only_in_base".into(), counts(|g| g.only_in_base)),
-        Column::new("only_in_new".into(), counts(|g| g.only_in_new)),
+        Column::new(cols::SIGNIFICANT_REGRESSION.into(), significant),
+        Column::new(cols::LOWER.into(), counts(|g| g.lower)),
+        Column::new(cols::HIGHER.into(), counts(|g| g.higher)),
+        Column::new(cols::NOW_NA.into(), counts(|g| g.now_na)),
+        Column::new(cols::ONLY_IN_BASE.into(), counts(|g| g.only_in_base)),
+        Column::new(cols::ONLY_IN_NEW.into(), counts(|g| g.only_in_new)),
     ])
 }
 
@@ -336,18 +342,18 @@ fn items_frame(paired: &[Pairing<ScoreItem>]) -> PolarsResult<DataFrame> {
         })
         .collect();
     DataFrame::new_infer_height(vec![
-        Column::new("reviewer".into(), key(|i| &i.reviewer)),
-        Column::new("generator".into(), key(|i| &i.generator)),
-        Column::new("sensor".into(), key(|i| &i.sensor)),
-        Column::new("criterion".into(), key(|i| &i.criterion)),
-        Column::new("change".into(), changes),
+        Column::new(cols::REVIEWER.into(), key(|i| &i.reviewer)),
+        Column::new(cols::GENERATOR.into(), key(|i| &i.generator)),
+        Column::new(cols::SENSOR.into(), key(|i| &i.sensor)),
+        Column::new(cols::CRITERION.into(), key(|i| &i.criterion)),
+        Column::new(cols::CHANGE.into(), changes),
         Column::new(
-            "only_in".into(),
+            cols::ONLY_IN.into(),
             paired.iter().map(only_in).collect::<Vec<_>>(),
         ),
-        Column::new("base_score".into(), base),
-        Column::new("new_score".into(), new),
-        Column::new("delta_score".into(), delta),
+        Column::new(cols::BASE_SCORE.into(), base),
+        Column::new(cols::NEW_SCORE.into(), new),
+        Column::new(cols::DELTA_SCORE.into(), delta),
     ])
 }
 

@@ -5,6 +5,7 @@
 
 use polars::prelude::DataFrame;
 
+use super::columns as cols;
 use super::html::ReviewSection;
 use super::parse::ParseStatus;
 use super::summary::{ReviewFrames, agreement, criterion_summary, review_summary};
@@ -120,15 +121,15 @@ static GROUPINGS: [Grouping; 4] = [
 ];
 
 fn by_reviewer(store: &Store, runs: &[i64], q: &QueryOptions<'_>) -> anyhow::Result<DataFrame> {
-    Ok(review_summary(&frames(store, runs, q)?, "reviewer")?)
+    Ok(review_summary(&frames(store, runs, q)?, cols::REVIEWER)?)
 }
 
 fn by_generator(store: &Store, runs: &[i64], q: &QueryOptions<'_>) -> anyhow::Result<DataFrame> {
-    Ok(review_summary(&frames(store, runs, q)?, "generator")?)
+    Ok(review_summary(&frames(store, runs, q)?, cols::GENERATOR)?)
 }
 
 fn by_sensor(store: &Store, runs: &[i64], q: &QueryOptions<'_>) -> anyhow::Result<DataFrame> {
-    Ok(review_summary(&frames(store, runs, q)?, "sensor")?)
+    Ok(review_summary(&frames(store, runs, q)?, cols::SENSOR)?)
 }
 
 fn by_criterion(store: &Store, runs: &[i64], q: &QueryOptions<'_>) -> anyhow::Result<DataFrame> {
@@ -160,7 +161,7 @@ fn frames(store: &Store, runs: &[i64], q: &QueryOptions<'_>) -> anyhow::Result<R
 /// When no review of the selection has a score, says why instead of leaving an empty table to
 /// puzzle over: how many reviews, unparsable, failed calls, without an official datasheet.
 fn note_unscored(frames: &ReviewFrames) -> anyhow::Result<()> {
-    let statuses = frames.reviews.column("parse_status")?.str()?.clone();
+    let statuses = frames.reviews.column(cols::PARSE_STATUS)?.str()?.clone();
     let mut counts = std::collections::BTreeMap::<ParseStatus, u64>::new();
     for status in statuses.iter().flatten() {
         *counts.entry(status.parse()?).or_default() += 1;
