@@ -9,6 +9,10 @@ pub const BASE: &str = "base";
 pub const BASE_SCORE: &str = "base_score";
 /// `brier`.
 pub const BRIER: &str = "brier";
+/// `cache_hit`.
+pub const CACHE_HIT: &str = "cache_hit";
+/// `call_id`.
+pub const CALL_ID: &str = "call_id";
 /// `change`.
 pub const CHANGE: &str = "change";
 /// `class`.
@@ -29,14 +33,20 @@ pub const FN: &str = "fn";
 pub const FP: &str = "fp";
 /// `image`.
 pub const IMAGE: &str = "image";
+/// `image_sha256`.
+pub const IMAGE_SHA256: &str = "image_sha256";
 /// `images`.
 pub const IMAGES: &str = "images";
 /// `invalid`.
 pub const INVALID: &str = "invalid";
+/// `invalid_reason`.
+pub const INVALID_REASON: &str = "invalid_reason";
 /// `log_loss`.
 pub const LOG_LOSS: &str = "log_loss";
 /// `metric`.
 pub const METRIC: &str = "metric";
+/// `model`.
+pub const MODEL: &str = "model";
 /// `new`.
 pub const NEW: &str = "new";
 /// `new_score`.
@@ -55,8 +65,14 @@ pub const PREDICATE: &str = "predicate";
 pub const PREDICATE_TYPE: &str = "predicate_type";
 /// `predictions`.
 pub const PREDICTIONS: &str = "predictions";
+/// `prompt_sha256`.
+pub const PROMPT_SHA256: &str = "prompt_sha256";
 /// `recall`.
 pub const RECALL: &str = "recall";
+/// `run_id`.
+pub const RUN_ID: &str = "run_id";
+/// `run_status`.
+pub const RUN_STATUS: &str = "run_status";
 /// `score`.
 pub const SCORE: &str = "score";
 /// `shared`.

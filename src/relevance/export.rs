@@ -8,6 +8,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::Context as _;
 
+use super::columns as cols;
 use super::metrics::{Class, ClassMetrics, VariantMetrics};
 use super::stats::measure_rows;
 use super::variant::Variant;
@@ -39,21 +40,21 @@ pub fn write_csv(
     let mut writer = csv::Writer::from_path(&predictions)
         .with_context(|| format!("writing {}", predictions.display()))?;
     writer.write_record([
-        "run_id",
-        "model",
-        "image",
-        "image_sha256",
-        "predicate",
-        "predicate_type",
-        "variant",
-        "trial",
-        "score",
-        "invalid_reason",
-        "truth",
-        "call_id",
-        "cache_hit",
-        "prompt_sha256",
-        "run_status",
+        cols::RUN_ID,
+        cols::MODEL,
+        cols::IMAGE,
+        cols::IMAGE_SHA256,
+        cols::PREDICATE,
+        cols::PREDICATE_TYPE,
+        cols::VARIANT,
+        cols::TRIAL,
+        cols::SCORE,
+        cols::INVALID_REASON,
+        cols::TRUTH,
+        cols::CALL_ID,
+        cols::CACHE_HIT,
+        cols::PROMPT_SHA256,
+        cols::RUN_STATUS,
     ])?;
     for r in &rows {
         writer.write_record([
@@ -126,16 +127,16 @@ pub fn write_summary_csv(
     let mut writer = csv::Writer::from_path(&path).map_err(std::io::Error::other)?;
     writer
         .write_record([
-            "variant",
-            "class",
-            "precision",
-            "recall",
-            "f1",
-            "tp",
-            "fp",
-            "tn",
-            "fn",
-            "total_samples",
+            cols::VARIANT,
+            cols::CLASS,
+            cols::PRECISION,
+            cols::RECALL,
+            cols::F1,
+            cols::TP,
+            cols::FP,
+            cols::TN,
+            cols::FN,
+            cols::TOTAL_SAMPLES,
         ])
         .map_err(std::io::Error::other)?;
     for (variant, m) in [(Variant::With, with), (Variant::Without, without)] {
@@ -171,18 +172,18 @@ pub fn write_statistics_csv(
 fn write_by_predicate(path: &Path, rows: &[crate::store::PredictionRow]) -> std::io::Result<()> {
     let mut w = csv::Writer::from_path(path).map_err(std::io::Error::other)?;
     w.write_record([
-        "predicate_type",
-        "variant",
-        "class",
-        "precision",
-        "recall",
-        "f1",
-        "tp",
-        "fp",
-        "tn",
-        "fn",
-        "total_samples",
-        "coverage",
+        cols::PREDICATE_TYPE,
+        cols::VARIANT,
+        cols::CLASS,
+        cols::PRECISION,
+        cols::RECALL,
+        cols::F1,
+        cols::TP,
+        cols::FP,
+        cols::TN,
+        cols::FN,
+        cols::TOTAL_SAMPLES,
+        cols::COVERAGE,
     ])
     .map_err(std::io::Error::other)?;
     for (kind, (with, without)) in super::stats::by_kind(rows) {
