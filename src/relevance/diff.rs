@@ -31,11 +31,11 @@ pub const LAYOUT: Layout = Layout {
         cols::NEW_SCORE,
     ],
     change_order: &[
-        "regression",
-        "new_invalid",
-        "fix",
-        "invalid_resolved",
-        "changed",
+        Change::Regression.name(),
+        Change::NewInvalid.name(),
+        Change::Fix.name(),
+        Change::InvalidResolved.name(),
+        Change::Changed.name(),
     ],
     item_noun: "prediction",
     summary_title: "Per variant, class and metric",
@@ -74,16 +74,46 @@ fn outcome(p: &PredictionRow) -> Outcome {
 }
 
 /// How a shared prediction changed.
-fn change(base: &PredictionRow, new: &PredictionRow) -> &'static str {
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Change {
+    /// Right before, not now.
+    Regression,
+    /// Valid before, invalid now.
+    NewInvalid,
+    /// Right now, not before.
+    Fix,
+    /// Invalid before, valid now.
+    InvalidResolved,
+    /// Another score, neither right before nor now.
+    Changed,
+    Unchanged,
+}
+
+impl Change {
+    /// The name in the items' `change` column.
+    const fn name(self) -> &'static str {
+        match self {
+            Self::Regression => "regression",
+            Self::NewInvalid => "new_invalid",
+            Self::Fix => "fix",
+            Self::InvalidResolved => "invalid_resolved",
+            Self::Changed => "changed",
+            Self::Unchanged => "unchanged",
+        }
+    }
+}
+
+/// How a shared prediction changed.
+fn change(base: &PredictionRow, new: &PredictionRow) -> Change {
     use Outcome::{Invalid, Right};
     match (outcome(base), outcome(new)) {
-        (Invalid, Invalid) => "unchanged",
-        (_, Invalid) => "new_invalid",
-        (Invalid, _) => "invalid_resolved",
-        (Right, n) if n != Right => "regression",
-        (b, Right) if b != Right => "fix",
-        _ if base.score != new.score => "changed",
-        _ => "unchanged",
+        (Invalid, Invalid) => Change::Unchanged,
+        (_, Invalid) => Change::NewInvalid,
+        (Invalid, _) => Change::InvalidResolved,
+        (Right, n) if n != Right => Change::Regression,
+        (b, Right) if b != Right => Change::Fix,
+        _ if base.score != new.score => Change::Changed,
+        _ => Change::Unchanged,
     }
 }
 
@@ -241,10 +271,10 @@ pub fn diff(base: Vec<PredictionRow>, new: Vec<PredictionRow>) -> PolarsResult<K
             Pairing::Both(b, n) => {
                 counts.shared += 1;
                 match change(b, n) {
-                    "regression" => counts.regressions += 1,
-                    "fix" => counts.fixes += 1,
-                    "new_invalid" => counts.new_errors += 1,
-                    _ => {}
+                    Change::Regression => counts.regressions += 1,
+                    Change::Fix => counts.fixes += 1,
+                    Change::NewInvalid => counts.new_errors += 1,
+                    Change::InvalidResolved | Change::Changed | Change::Unchanged => {}
                 }
             }
             Pairing::OnlyBase(_) => counts.only_in_base += 1,
@@ -341,7 +371,7 @@ fn items_frame(paired: &[Pairing<PredictionRow>]) -> PolarsResult<DataFrame> {
             paired
                 .iter()
                 .map(|p| match p {
-                    Pairing::Both(b, n) => Some(change(b, n)),
+                    Pairing::Both(b, n) => Some(change(b, n).name()),
                     _ => None,
                 })
                 .collect::<Vec<_>>(),
@@ -422,13 +452,13 @@ mod tests {
     #[test]
     fn changes_of_predictions_are_classified() {
         let p = |score| prediction("i", "p", "WITH", score, true);
-        assert_eq!(change(&p(Some(2)), &p(Some(0))), "regression");
-        assert_eq!(change(&p(Some(2)), &p(Some(1))), "regression");
-        assert_eq!(change(&p(Some(1)), &p(Some(2))), "fix");
-        assert_eq!(change(&p(Some(1)), &p(Some(0))), "changed");
-        assert_eq!(change(&p(Some(2)), &p(None)), "new_invalid");
-        assert_eq!(change(&p(None), &p(Some(2))), "invalid_resolved");
-        assert_eq!(change(&p(Some(0)), &p(Some(0))), "unchanged");
+        assert_eq!(change(&p(Some(2)), &p(Some(0))).name(), "regression");
+        assert_eq!(change(&p(Some(2)), &p(Some(1))).name(), "regression");
+        assert_eq!(change(&p(Some(1)), &p(Some(2))).name(), "fix");
+        assert_eq!(change(&p(Some(1)), &p(Some(0))).name(), "changed");
+        assert_eq!(change(&p(Some(2)), &p(None)).name(), "new_invalid");
+        assert_eq!(change(&p(None), &p(Some(2))).name(), "invalid_resolved");
+        assert_eq!(change(&p(Some(0)), &p(Some(0))).name(), "unchanged");
     }
 
     #[test]

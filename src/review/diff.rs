@@ -32,7 +32,12 @@ pub const LAYOUT: Layout = Layout {
         cols::NEW_SCORE,
         cols::DELTA_SCORE,
     ],
-    change_order: &["lower", "now_na", "higher", "no_longer_na"],
+    change_order: &[
+        Change::Lower.name(),
+        Change::NowNa.name(),
+        Change::Higher.name(),
+        Change::NoLongerNa.name(),
+    ],
     item_noun: "score",
     summary_title: "Per criterion and generator",
     changes,
@@ -78,13 +83,38 @@ impl ScoreItem {
 }
 
 /// How a score changed.
-fn change(base: Option<f64>, new: Option<f64>) -> &'static str {
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Change {
+    Lower,
+    Higher,
+    /// A score before, N/A now.
+    NowNa,
+    /// N/A before, a score now.
+    NoLongerNa,
+    Unchanged,
+}
+
+impl Change {
+    /// The name in the items' `change` column.
+    const fn name(self) -> &'static str {
+        match self {
+            Self::Lower => "lower",
+            Self::Higher => "higher",
+            Self::NowNa => "now_na",
+            Self::NoLongerNa => "no_longer_na",
+            Self::Unchanged => "unchanged",
+        }
+    }
+}
+
+/// How a score changed.
+fn change(base: Option<f64>, new: Option<f64>) -> Change {
     match (base, new) {
-        (Some(b), Some(n)) if n < b => "lower",
-        (Some(b), Some(n)) if n > b => "higher",
-        (Some(_), None) => "now_na",
-        (None, Some(_)) => "no_longer_na",
-        _ => "unchanged",
+        (Some(b), Some(n)) if n < b => Change::Lower,
+        (Some(b), Some(n)) if n > b => Change::Higher,
+        (Some(_), None) => Change::NowNa,
+        (None, Some(_)) => Change::NoLongerNa,
+        _ => Change::Unchanged,
     }
 }
 
@@ -161,10 +191,10 @@ impl Group {
             self.scored.push((b, n));
         }
         match change(base.score, new.score) {
-            "lower" => self.lower += 1,
-            "higher" => self.higher += 1,
-            "now_na" => self.now_na += 1,
-            _ => {}
+            Change::Lower => self.lower += 1,
+            Change::Higher => self.higher += 1,
+            Change::NowNa => self.now_na += 1,
+            Change::NoLongerNa | Change::Unchanged => {}
         }
     }
 
@@ -337,7 +367,7 @@ fn items_frame(paired: &[Pairing<ScoreItem>]) -> PolarsResult<DataFrame> {
     let changes: Vec<Option<&str>> = paired
         .iter()
         .map(|p| match p {
-            Pairing::Both(b, n) => Some(change(b.score, n.score)),
+            Pairing::Both(b, n) => Some(change(b.score, n.score).name()),
             _ => None,
         })
         .collect();
