@@ -7,7 +7,8 @@ use std::collections::HashMap;
 
 use polars::prelude::*;
 
-use super::metrics::ClassMetrics;
+use super::columns as cols;
+use super::metrics::{Class, ClassMetrics, Metric};
 use super::variant::Variant;
 use crate::analysis::diff::{
     DiffCounts, DiffError, KindDiff, Layout, MIN_BOOTSTRAP_UNITS, Pairing, difference, either,
@@ -18,23 +19,23 @@ use crate::store::{PredictionRow, Store};
 
 /// How a relevance diff reads.
 pub const LAYOUT: Layout = Layout {
-    keys: &["image", "predicate", "trial", "variant"],
+    keys: &[cols::IMAGE, cols::PREDICATE, cols::TRIAL, cols::VARIANT],
     change_columns: &[
-        "image",
-        "predicate",
-        "trial",
-        "variant",
-        "change",
-        "truth",
-        "base_score",
-        "new_score",
+        cols::IMAGE,
+        cols::PREDICATE,
+        cols::TRIAL,
+        cols::VARIANT,
+        cols::CHANGE,
+        cols::TRUTH,
+        cols::BASE_SCORE,
+        cols::NEW_SCORE,
     ],
     change_order: &[
-        "regression",
-        "new_invalid",
-        "fix",
-        "invalid_resolved",
-        "changed",
+        Change::Regression.name(),
+        Change::NewInvalid.name(),
+        Change::Fix.name(),
+        Change::InvalidResolved.name(),
+        Change::Changed.name(),
     ],
     item_noun: "prediction",
     summary_title: "Per variant, class and metric",
@@ -50,10 +51,6 @@ fn changes(c: &DiffCounts) -> String {
         c.new_errors
     )
 }
-
-const VARIANTS: [Variant; 2] = [Variant::With, Variant::Without];
-const CLASSES: [&str; 2] = ["positive", "negative"];
-const METRICS: [&str; 3] = ["precision", "recall", "f1"];
 
 /// What a prediction was, against the truth.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -77,16 +74,46 @@ fn outcome(p: &PredictionRow) -> Outcome {
 }
 
 /// How a shared prediction changed.
-fn change(base: &PredictionRow, new: &PredictionRow) -> &'static str {
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Change {
+    /// Right before, not now.
+    Regression,
+    /// Valid before, invalid now.
+    NewInvalid,
+    /// Right now, not before.
+    Fix,
+    /// Invalid before, valid now.
+    InvalidResolved,
+    /// Another score, neither right before nor now.
+    Changed,
+    Unchanged,
+}
+
+impl Change {
+    /// The name in the items' `change` column.
+    const fn name(self) -> &'static str {
+        match self {
+            Self::Regression => "regression",
+            Self::NewInvalid => "new_invalid",
+            Self::Fix => "fix",
+            Self::InvalidResolved => "invalid_resolved",
+            Self::Changed => "changed",
+            Self::Unchanged => "unchanged",
+        }
+    }
+}
+
+/// How a shared prediction changed.
+fn change(base: &PredictionRow, new: &PredictionRow) -> Change {
     use Outcome::{Invalid, Right};
     match (outcome(base), outcome(new)) {
-        (Invalid, Invalid) => "unchanged",
-        (_, Invalid) => "new_invalid",
-        (Invalid, _) => "invalid_resolved",
-        (Right, n) if n != Right => "regression",
-        (b, Right) if b != Right => "fix",
-        _ if base.score != new.score => "changed",
-        _ => "unchanged",
+        (Invalid, Invalid) => Change::Unchanged,
+        (_, Invalid) => Change::NewInvalid,
+        (Invalid, _) => Change::InvalidResolved,
+        (Right, n) if n != Right => Change::Regression,
+        (b, Right) if b != Right => Change::Fix,
+        _ if base.score != new.score => Change::Changed,
+        _ => Change::Unchanged,
     }
 }
 
@@ -104,22 +131,12 @@ fn add(confusion: &mut Confusion, p: &PredictionRow) {
     confusion[cell] += 1;
 }
 
-fn metric(c: &Confusion, class: &str, name: &str) -> Option<f64> {
-    let positive = ClassMetrics::from_counts(c[0], c[1], c[2], c[3]);
-    let m = if class == "positive" {
-        positive
-    } else {
-        positive.mirror()
-    };
-    match name {
-        "precision" => m.precision,
-        "recall" => m.recall,
-        _ => m.f1,
-    }
+fn metric(c: &Confusion, class: Class, name: Metric) -> Option<f64> {
+    name.of(&class.from_positive(ClassMetrics::from_counts(c[0], c[1], c[2], c[3])))
 }
 
 fn variant_index(p: &PredictionRow) -> usize {
-    usize::from(Variant::from_stored(&p.variant) != Variant::With)
+    usize::from(p.variant != Variant::With)
 }
 
 /// The shared predictions' confusion counts per image (the bootstrap's unit): indexed
@@ -163,7 +180,7 @@ impl ImageCounts {
     }
 
     /// `new - base` of a metric over the images `sample`.
-    fn delta(&self, sample: &[usize], variant: usize, class: &str, name: &str) -> Option<f64> {
+    fn delta(&self, sample: &[usize], variant: usize, class: Class, name: Metric) -> Option<f64> {
         let base = self.total(sample.iter().copied(), variant, 0);
         let new = self.total(sample.iter().copied(), variant, 1);
         difference(metric(&base, class, name), metric(&new, class, name))
@@ -173,8 +190,8 @@ impl ImageCounts {
 /// One summary row: a metric of one class of one variant.
 struct MetricRow {
     variant: &'static str,
-    class: &'static str,
-    metric: &'static str,
+    class: Class,
+    metric: Metric,
     shared: u64,
     base: Option<f64>,
     new: Option<f64>,
@@ -205,14 +222,14 @@ impl MetricRow {
 fn metric_rows(counts: &ImageCounts) -> Vec<MetricRow> {
     let units = counts.images.len();
     let mut rows = Vec::new();
-    for (v, variant) in VARIANTS.iter().enumerate() {
+    for (v, variant) in Variant::ALL.iter().enumerate() {
         if counts.shared[v] == 0 {
             continue;
         }
         let all_base = counts.total(0..units, v, 0);
         let all_new = counts.total(0..units, v, 1);
-        for class in CLASSES {
-            for name in METRICS {
+        for class in Class::ALL {
+            for name in Metric::ALL {
                 let interval = (units >= MIN_BOOTSTRAP_UNITS)
                     .then(|| {
                         paired_bootstrap(units, &BOOTSTRAP, |sample| {
@@ -246,12 +263,7 @@ pub fn compare(store: &Store, base: i64, new: i64) -> Result<KindDiff, DiffError
 /// Compares the predictions of two relevance runs.
 pub fn diff(base: Vec<PredictionRow>, new: Vec<PredictionRow>) -> PolarsResult<KindDiff> {
     let paired = pair_by_key(base, new, |p| {
-        (
-            p.image.clone(),
-            p.predicate.clone(),
-            p.trial,
-            p.variant.clone(),
-        )
+        (p.image.clone(), p.predicate.clone(), p.trial, p.variant)
     });
     let mut counts = DiffCounts::default();
     for pairing in &paired {
@@ -259,10 +271,10 @@ pub fn diff(base: Vec<PredictionRow>, new: Vec<PredictionRow>) -> PolarsResult<K
             Pairing::Both(b, n) => {
                 counts.shared += 1;
                 match change(b, n) {
-                    "regression" => counts.regressions += 1,
-                    "fix" => counts.fixes += 1,
-                    "new_invalid" => counts.new_errors += 1,
-                    _ => {}
+                    Change::Regression => counts.regressions += 1,
+                    Change::Fix => counts.fixes += 1,
+                    Change::NewInvalid => counts.new_errors += 1,
+                    Change::InvalidResolved | Change::Changed | Change::Unchanged => {}
                 }
             }
             Pairing::OnlyBase(_) => counts.only_in_base += 1,
@@ -291,21 +303,27 @@ fn summary_frame(rows: &[MetricRow], images: usize) -> PolarsResult<DataFrame> {
     let text = |f: fn(&MetricRow) -> &'static str| rows.iter().map(f).collect::<Vec<_>>();
     let floats = |f: &dyn Fn(&MetricRow) -> Option<f64>| rows.iter().map(f).collect::<Vec<_>>();
     DataFrame::new_infer_height(vec![
-        Column::new("variant".into(), text(|r| r.variant)),
-        Column::new("class".into(), text(|r| r.class)),
-        Column::new("metric".into(), text(|r| r.metric)),
+        Column::new(cols::VARIANT.into(), text(|r| r.variant)),
+        Column::new(cols::CLASS.into(), text(|r| r.class.name())),
+        Column::new(cols::METRIC.into(), text(|r| r.metric.name())),
         Column::new(
-            "shared".into(),
+            cols::SHARED.into(),
             rows.iter().map(|r| r.shared).collect::<Vec<_>>(),
         ),
-        Column::new("images".into(), vec![images as u64; rows.len()]),
-        Column::new("base".into(), floats(&|r| r.base)),
-        Column::new("new".into(), floats(&|r| r.new)),
+        Column::new(cols::IMAGES.into(), vec![images as u64; rows.len()]),
+        Column::new(cols::BASE.into(), floats(&|r| r.base)),
+        Column::new(cols::NEW.into(), floats(&|r| r.new)),
         Column::new("delta".into(), floats(&|r| difference(r.base, r.new))),
-        Column::new("delta_low".into(), floats(&|r| r.interval.map(|i| i.low))),
-        Column::new("delta_high".into(), floats(&|r| r.interval.map(|i| i.high))),
         Column::new(
-            "significant_regression".into(),
+            cols::DELTA_LOW.into(),
+            floats(&|r| r.interval.map(|i| i.low)),
+        ),
+        Column::new(
+            cols::DELTA_HIGH.into(),
+            floats(&|r| r.interval.map(|i| i.high)),
+        ),
+        Column::new(
+            cols::SIGNIFICANT_REGRESSION.into(),
             rows.iter()
                 .map(MetricRow::significant_regression)
                 .collect::<Vec<_>>(),
@@ -327,47 +345,47 @@ fn items_frame(paired: &[Pairing<PredictionRow>]) -> PolarsResult<DataFrame> {
     };
     DataFrame::new_infer_height(vec![
         Column::new(
-            "image".into(),
+            cols::IMAGE.into(),
             first.iter().map(|r| r.image.as_str()).collect::<Vec<_>>(),
         ),
         Column::new(
-            "predicate".into(),
+            cols::PREDICATE.into(),
             first
                 .iter()
                 .map(|r| r.predicate.as_str())
                 .collect::<Vec<_>>(),
         ),
         Column::new(
-            "trial".into(),
+            cols::TRIAL.into(),
             first.iter().map(|r| r.trial).collect::<Vec<_>>(),
         ),
         Column::new(
-            "variant".into(),
+            cols::VARIANT.into(),
             first
                 .iter()
-                .map(|r| Variant::from_stored(&r.variant).spec_name())
+                .map(|r| r.variant.spec_name())
                 .collect::<Vec<_>>(),
         ),
         Column::new(
-            "change".into(),
+            cols::CHANGE.into(),
             paired
                 .iter()
                 .map(|p| match p {
-                    Pairing::Both(b, n) => Some(change(b, n)),
+                    Pairing::Both(b, n) => Some(change(b, n).name()),
                     _ => None,
                 })
                 .collect::<Vec<_>>(),
         ),
         Column::new(
-            "only_in".into(),
+            cols::ONLY_IN.into(),
             paired.iter().map(only_in).collect::<Vec<_>>(),
         ),
         Column::new(
-            "truth".into(),
+            cols::TRUTH.into(),
             first.iter().map(|r| r.truth).collect::<Vec<_>>(),
         ),
-        Column::new("base_score".into(), score(0)),
-        Column::new("new_score".into(), score(1)),
+        Column::new(cols::BASE_SCORE.into(), score(0)),
+        Column::new(cols::NEW_SCORE.into(), score(1)),
     ])
 }
 
@@ -389,7 +407,7 @@ mod tests {
             image_sha256: "x".into(),
             predicate: predicate.into(),
             predicate_kind: "clear".into(),
-            variant: variant.into(),
+            variant: variant.parse().unwrap(),
             trial: 0,
             score,
             invalid_reason: None,
@@ -434,13 +452,13 @@ mod tests {
     #[test]
     fn changes_of_predictions_are_classified() {
         let p = |score| prediction("i", "p", "WITH", score, true);
-        assert_eq!(change(&p(Some(2)), &p(Some(0))), "regression");
-        assert_eq!(change(&p(Some(2)), &p(Some(1))), "regression");
-        assert_eq!(change(&p(Some(1)), &p(Some(2))), "fix");
-        assert_eq!(change(&p(Some(1)), &p(Some(0))), "changed");
-        assert_eq!(change(&p(Some(2)), &p(None)), "new_invalid");
-        assert_eq!(change(&p(None), &p(Some(2))), "invalid_resolved");
-        assert_eq!(change(&p(Some(0)), &p(Some(0))), "unchanged");
+        assert_eq!(change(&p(Some(2)), &p(Some(0))).name(), "regression");
+        assert_eq!(change(&p(Some(2)), &p(Some(1))).name(), "regression");
+        assert_eq!(change(&p(Some(1)), &p(Some(2))).name(), "fix");
+        assert_eq!(change(&p(Some(1)), &p(Some(0))).name(), "changed");
+        assert_eq!(change(&p(Some(2)), &p(None)).name(), "new_invalid");
+        assert_eq!(change(&p(None), &p(Some(2))).name(), "invalid_resolved");
+        assert_eq!(change(&p(Some(0)), &p(Some(0))).name(), "unchanged");
     }
 
     #[test]

@@ -498,7 +498,7 @@ impl CompareExperiment {
                 image_sha256: image.image.sha256.clone(),
                 predicate: predicate.to_string(),
                 predicate_kind: predicate.kind().to_owned(),
-                variant: variant.name().to_owned(),
+                variant,
                 trial,
                 score: score.as_ref().ok().copied(),
                 invalid_reason: score.as_ref().err().cloned(),
@@ -598,5 +598,175 @@ impl Experiment for CompareExperiment {
     ) -> Result<(), ExperimentError> {
         super::console::print_run(store, summary, &self.plan.out, options, out)
             .map_err(ExperimentError::kind)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::{NewCall, StoredCall};
+
+    /// A 1x1 PNG's first bytes: enough for its media type.
+    const PNG: &[u8] = &[0x89, b'P', b'N', b'G', 0x0d, 0x0a, 0x1a, 0x0a, 0, 1];
+
+    /// Two images, each asked two predicates, `repeat` trials, with gpt-4o.
+    fn experiment(repeat: u32) -> CompareExperiment {
+        let image = |stem: &str, byte: u8, truths: [bool; 2]| ImageItem {
+            stem: stem.into(),
+            image: Image::new("image/png", [PNG, &[byte]].concat()),
+            truth: ["clear(red:block)", "on(red:block,blue:block)"]
+                .into_iter()
+                .zip(truths)
+                .map(|(p, t)| (p.parse().unwrap(), t))
+                .collect(),
+        };
+        let template = |builtin| Template::load(None, builtin, &["predicates"]).unwrap();
+        let plan = ComparePlan {
+            file: None,
+            model: "openai:gpt-4o".into(),
+            images: vec![
+                image("state_0", 0, [true, false]),
+                image("state_1", 1, [false, true]),
+            ],
+            repeat,
+            params: SamplingParams::default(),
+            with_prompt: template(WITH_PROMPT),
+            without_prompt: template(WITHOUT_PROMPT),
+            domain: String::new(),
+            out: PathBuf::from("unused"),
+            budget_usd: None,
+        };
+        CompareExperiment::new(plan, &Catalog::builtin()).unwrap()
+    }
+
+    /// An answer stored as a call, as the executor would have.
+    fn answered(store: &mut Store, key: &str, text: &str) -> StoredCall {
+        store
+            .insert_call(&NewCall {
+                cache_key: key,
+                canonical_request: "{}",
+                provider: "openai",
+                model: "gpt-4o",
+                outcome: Ok(text),
+                finish_reason: Some("stop"),
+                input_tokens: Some(1),
+                output_tokens: Some(1),
+                tokens_estimated: false,
+                latency_ms: 1.0,
+                attempts: 1,
+                input_price_per_mtok: 0.0,
+                output_price_per_mtok: 0.0,
+                cost_usd: Some(0.0),
+                http_status: Some(200),
+            })
+            .unwrap();
+        store.cached_calls([key]).unwrap().remove(key).unwrap()
+    }
+
+    #[test]
+    fn stage_plans_every_image_with_both_variants_and_every_trial() {
+        let e = experiment(2);
+        let stage = e.stage(0, None).unwrap().unwrap();
+        assert_eq!(stage.name, "predictions");
+        assert_eq!(stage.calls.len(), 2 * 2 * 2, "images x variants x trials");
+        let labels: Vec<String> = (0..stage.calls.len()).map(|i| e.label(&stage, i)).collect();
+        assert_eq!(labels[0], "state_0 (WITH) trial 1");
+        assert_eq!(labels[3], "state_0 (WITHOUT) trial 2");
+        assert_eq!(labels[4], "state_1 (WITH) trial 1");
+        let mut items: Vec<usize> = stage.calls.iter().map(|c| c.item).collect();
+        items.dedup();
+        assert_eq!(items, (0..8).collect::<Vec<_>>(), "one item per call");
+        assert!(e.stage(1, None).unwrap().is_none(), "one stage only");
+    }
+
+    #[test]
+    fn record_stores_a_prediction_per_predicate_asked_with_invalid_answers_counted() {
+        let mut e = experiment(1);
+        let mut store = Store::open_in_memory().unwrap();
+        let run = store.create_run("relevance", None, None, "{}").unwrap();
+        let stage = e.stage(0, None).unwrap().unwrap();
+        e.begin(&mut store, run, &stage).unwrap();
+        // state_0 WITH: an abstention; state_0 WITHOUT: a forbidden 1 and a missing predicate;
+        // state_1 WITH fails; state_1 WITHOUT is not answered yet.
+        let with = answered(
+            &mut store,
+            "a",
+            r#"{"clear(red:block)": 2, "on(red:block,blue:block)": 1}"#,
+        );
+        let without = answered(&mut store, "b", r#"{"clear(red:block)": 1}"#);
+        let failed = CallOutcome::Failed {
+            call_id: None,
+            error: "HTTP 500".into(),
+            attempts: 3,
+        };
+        let (with, without) = (CallOutcome::Fresh(with), CallOutcome::Hit(without));
+        let problems = e
+            .record(
+                &mut store,
+                run,
+                &stage,
+                &[(0, &with), (1, &without), (2, &failed)],
+            )
+            .unwrap();
+        assert!(problems.is_empty());
+        let rows = store.predictions(&[run]).unwrap();
+        type Got<'a> = (&'a str, &'a str, Variant, Option<u8>, bool, bool);
+        let got: Vec<Got<'_>> = rows
+            .iter()
+            .map(|r| {
+                (
+                    r.image.as_str(),
+                    r.predicate.as_str(),
+                    r.variant,
+                    r.score,
+                    r.truth,
+                    r.cache_hit,
+                )
+            })
+            .collect();
+        assert_eq!(
+            got,
+            [
+                (
+                    "state_0",
+                    "clear(red:block)",
+                    Variant::With,
+                    Some(2),
+                    true,
+                    false
+                ),
+                (
+                    "state_0",
+                    "clear(red:block)",
+                    Variant::Without,
+                    None,
+                    true,
+                    true
+                ),
+                (
+                    "state_0",
+                    "on(red:block,blue:block)",
+                    Variant::With,
+                    Some(1),
+                    false,
+                    false
+                ),
+                (
+                    "state_0",
+                    "on(red:block,blue:block)",
+                    Variant::Without,
+                    None,
+                    false,
+                    true
+                ),
+            ]
+        );
+        assert!(rows.iter().all(|r| r.run_id == run && r.trial == 0));
+        assert!(
+            rows.iter()
+                .filter(|r| r.score.is_none())
+                .all(|r| r.invalid_reason.is_some()),
+            "{rows:#?}"
+        );
     }
 }

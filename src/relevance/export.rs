@@ -8,7 +8,8 @@ use std::path::{Path, PathBuf};
 
 use anyhow::Context as _;
 
-use super::metrics::{ClassMetrics, VariantMetrics};
+use super::columns as cols;
+use super::metrics::{Class, ClassMetrics, VariantMetrics};
 use super::stats::measure_rows;
 use super::variant::Variant;
 use crate::kinds::{ExportOptions, ExportRuns};
@@ -39,21 +40,21 @@ pub fn write_csv(
     let mut writer = csv::Writer::from_path(&predictions)
         .with_context(|| format!("writing {}", predictions.display()))?;
     writer.write_record([
-        "run_id",
-        "model",
-        "image",
-        "image_sha256",
-        "predicate",
-        "predicate_type",
-        "variant",
-        "trial",
-        "score",
-        "invalid_reason",
-        "truth",
-        "call_id",
-        "cache_hit",
-        "prompt_sha256",
-        "run_status",
+        cols::RUN_ID,
+        cols::MODEL,
+        cols::IMAGE,
+        cols::IMAGE_SHA256,
+        cols::PREDICATE,
+        cols::PREDICATE_TYPE,
+        cols::VARIANT,
+        cols::TRIAL,
+        cols::SCORE,
+        cols::INVALID_REASON,
+        cols::TRUTH,
+        cols::CALL_ID,
+        cols::CACHE_HIT,
+        cols::PROMPT_SHA256,
+        cols::RUN_STATUS,
     ])?;
     for r in &rows {
         writer.write_record([
@@ -63,7 +64,7 @@ pub fn write_csv(
             r.image_sha256.clone(),
             r.predicate.clone(),
             r.predicate_kind.clone(),
-            Variant::from_stored(&r.variant).spec_name().to_owned(),
+            r.variant.spec_name().to_owned(),
             r.trial.to_string(),
             r.score.map(|s| s.to_string()).unwrap_or_default(),
             r.invalid_reason.clone().unwrap_or_default(),
@@ -126,22 +127,22 @@ pub fn write_summary_csv(
     let mut writer = csv::Writer::from_path(&path).map_err(std::io::Error::other)?;
     writer
         .write_record([
-            "variant",
-            "class",
-            "precision",
-            "recall",
-            "f1",
-            "tp",
-            "fp",
-            "tn",
-            "fn",
-            "total_samples",
+            cols::VARIANT,
+            cols::CLASS,
+            cols::PRECISION,
+            cols::RECALL,
+            cols::F1,
+            cols::TP,
+            cols::FP,
+            cols::TN,
+            cols::FN,
+            cols::TOTAL_SAMPLES,
         ])
         .map_err(std::io::Error::other)?;
-    for (variant, m) in [("with_uncertain", with), ("without_uncertain", without)] {
-        for (class, c) in [("positive", &m.positive), ("negative", &m.negative)] {
-            let mut record = vec![variant.to_owned(), class.to_owned()];
-            record.extend(class_fields(c));
+    for (variant, m) in [(Variant::With, with), (Variant::Without, without)] {
+        for class in Class::ALL {
+            let mut record = vec![variant.spec_name().to_owned(), class.name().to_owned()];
+            record.extend(class_fields(class.of(m)));
             writer.write_record(record).map_err(std::io::Error::other)?;
         }
     }
@@ -171,25 +172,29 @@ pub fn write_statistics_csv(
 fn write_by_predicate(path: &Path, rows: &[crate::store::PredictionRow]) -> std::io::Result<()> {
     let mut w = csv::Writer::from_path(path).map_err(std::io::Error::other)?;
     w.write_record([
-        "predicate_type",
-        "variant",
-        "class",
-        "precision",
-        "recall",
-        "f1",
-        "tp",
-        "fp",
-        "tn",
-        "fn",
-        "total_samples",
-        "coverage",
+        cols::PREDICATE_TYPE,
+        cols::VARIANT,
+        cols::CLASS,
+        cols::PRECISION,
+        cols::RECALL,
+        cols::F1,
+        cols::TP,
+        cols::FP,
+        cols::TN,
+        cols::FN,
+        cols::TOTAL_SAMPLES,
+        cols::COVERAGE,
     ])
     .map_err(std::io::Error::other)?;
     for (kind, (with, without)) in super::stats::by_kind(rows) {
-        for (variant, m) in [("with_uncertain", &with), ("without_uncertain", &without)] {
-            for (class, c) in [("positive", &m.positive), ("negative", &m.negative)] {
-                let mut record = vec![kind.clone(), variant.to_owned(), class.to_owned()];
-                record.extend(class_fields(c));
+        for (variant, m) in [(Variant::With, &with), (Variant::Without, &without)] {
+            for class in Class::ALL {
+                let mut record = vec![
+                    kind.clone(),
+                    variant.spec_name().to_owned(),
+                    class.name().to_owned(),
+                ];
+                record.extend(class_fields(class.of(m)));
                 record.push(cell(m.coverage));
                 w.write_record(record).map_err(std::io::Error::other)?;
             }
@@ -227,8 +232,8 @@ fn write_statistics(path: &Path, rows: &[crate::store::PredictionRow]) -> std::i
         let (value, low, high) = (cell(d.delta), cell(low), cell(high));
         record([
             "delta_with_minus_without",
-            d.class,
-            d.metric,
+            d.class.name(),
+            d.metric.name(),
             &value,
             &low,
             &high,
@@ -249,17 +254,13 @@ fn write_statistics(path: &Path, rows: &[crate::store::PredictionRow]) -> std::i
         record(["mcnemar", "", metric, &cell(value), "", "", &n, &note])?;
     }
     for t in trial_spread(rows) {
-        let metric = format!(
-            "{}_{}",
-            Variant::from_stored(t.variant).spec_name(),
-            t.metric
-        );
+        let metric = format!("{}_{}", t.variant.spec_name(), t.metric);
         let spread =
             t.sd.map_or_else(|| "one trial".to_owned(), |sd| format!("sd {sd:.4}"));
         let (mean, trials) = (cell(t.mean), t.trials.to_string());
         record([
             "trial_mean",
-            "positive",
+            Class::Positive.name(),
             &metric,
             &mean,
             "",

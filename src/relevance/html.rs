@@ -7,9 +7,11 @@ use std::fmt::Write as _;
 
 use polars::prelude::*;
 
-use super::metrics::{ClassMetrics, VariantMetrics};
+use super::columns as cols;
+use super::metrics::{Class, ClassMetrics, Metric, VariantMetrics};
 use super::stats::{DeltaInterval, bootstrap_deltas, by_kind, mcnemar, measure_rows};
 use super::summary::variant_summary;
+use super::variant::Variant;
 use crate::analysis::stats::{BOOTSTRAP, McNemar, Z_95, wilson_interval};
 use crate::report::charts::{
     DotChart, DotRow, LineChart, Mark, Titles, dot_chart, figure, line_chart,
@@ -82,22 +84,20 @@ impl RelevanceSection {
     /// Precision, recall and F1 of both classes, WITH against WITHOUT, and the summary table.
     fn metrics_figure(&self) -> String {
         let mut rows = Vec::new();
-        for (class, with, without) in [
-            ("positive", &self.with.positive, &self.without.positive),
-            ("negative", &self.with.negative, &self.without.negative),
-        ] {
-            for metric in ["precision", "recall", "f1"] {
+        for class in Class::ALL {
+            let (with, without) = (class.of(&self.with), class.of(&self.without));
+            for metric in Metric::ALL {
                 let label = format!("{class} {metric}");
-                let mark = |variant: &str, c: &ClassMetrics| {
-                    metric_of(c, metric).map(|value| Mark {
+                let mark = |variant: Variant, c: &ClassMetrics| {
+                    metric.of(c).map(|value| Mark {
                         value,
                         low: None,
                         high: None,
-                        tip: format!("{variant} {label}: {}", number(metric, value)),
+                        tip: format!("{variant} {label}: {}", number(metric.name(), value)),
                     })
                 };
                 rows.push(DotRow {
-                    marks: vec![mark("WITH", with), mark("WITHOUT", without)],
+                    marks: vec![mark(Variant::With, with), mark(Variant::Without, without)],
                     label,
                 });
             }
@@ -224,10 +224,10 @@ impl RelevanceSection {
              of {} = {}. WITH abstained (answered 1) {} times.</p>",
             thousands(self.with.positive.total_samples),
             thousands(self.with.answered),
-            maybe_number("coverage", self.with.coverage),
+            maybe_number(cols::COVERAGE, self.with.coverage),
             thousands(self.without.positive.total_samples),
             thousands(self.without.answered),
-            maybe_number("coverage", self.without.coverage),
+            maybe_number(cols::COVERAGE, self.without.coverage),
             thousands(self.with.uncertain)
         );
         let _ = write!(
@@ -249,7 +249,7 @@ impl RelevanceSection {
                         value,
                         low: None,
                         high: None,
-                        tip: format!("{kind} {variant}: positive F1 {}", number("f1", value)),
+                        tip: format!("{kind} {variant}: positive F1 {}", number(cols::F1, value)),
                     })
                 };
                 DotRow {
@@ -427,14 +427,6 @@ fn calibration_table(lines: &[(String, [Option<Share>; 3])]) -> String {
         ],
         &rows,
     )
-}
-
-fn metric_of(c: &ClassMetrics, metric: &str) -> Option<f64> {
-    match metric {
-        "precision" => c.precision,
-        "recall" => c.recall,
-        _ => c.f1,
-    }
 }
 
 /// McNemar's test said in a sentence a reader can act on.

@@ -53,6 +53,124 @@ impl ClassMetrics {
     }
 }
 
+/// An unknown name of a variant, class or metric, named in the error.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("unknown relevance {what} {name:?} (expected {expected})")]
+pub struct UnknownName {
+    pub what: &'static str,
+    pub name: String,
+    pub expected: &'static str,
+}
+
+/// The two classes measured: the positive one (score 2 against true) and its mirror.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Class {
+    Positive,
+    Negative,
+}
+
+impl Class {
+    /// Both classes, in the order of every table.
+    pub const ALL: [Self; 2] = [Self::Positive, Self::Negative];
+
+    /// The name in every table, CSV and chart: `positive`, `negative`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Positive => "positive",
+            Self::Negative => "negative",
+        }
+    }
+
+    /// This class's metrics of `m`.
+    pub fn of(self, m: &VariantMetrics) -> &ClassMetrics {
+        match self {
+            Self::Positive => &m.positive,
+            Self::Negative => &m.negative,
+        }
+    }
+
+    /// This class's metrics of the positive class's counts `positive`.
+    pub fn from_positive(self, positive: ClassMetrics) -> ClassMetrics {
+        match self {
+            Self::Positive => positive,
+            Self::Negative => positive.mirror(),
+        }
+    }
+}
+
+impl std::fmt::Display for Class {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl std::str::FromStr for Class {
+    type Err = UnknownName;
+
+    fn from_str(name: &str) -> Result<Self, Self::Err> {
+        Self::ALL
+            .into_iter()
+            .find(|c| c.name() == name)
+            .ok_or_else(|| UnknownName {
+                what: "class",
+                name: name.to_owned(),
+                expected: "positive or negative",
+            })
+    }
+}
+
+/// The three metrics of a class.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Metric {
+    Precision,
+    Recall,
+    F1,
+}
+
+impl Metric {
+    /// The three metrics, in the order of every table.
+    pub const ALL: [Self; 3] = [Self::Precision, Self::Recall, Self::F1];
+
+    /// The name in every table, CSV and chart: `precision`, `recall`, `f1`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Precision => "precision",
+            Self::Recall => "recall",
+            Self::F1 => "f1",
+        }
+    }
+
+    /// This metric of `c`.
+    pub fn of(self, c: &ClassMetrics) -> Option<f64> {
+        match self {
+            Self::Precision => c.precision,
+            Self::Recall => c.recall,
+            Self::F1 => c.f1,
+        }
+    }
+}
+
+impl std::fmt::Display for Metric {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl std::str::FromStr for Metric {
+    type Err = UnknownName;
+
+    fn from_str(name: &str) -> Result<Self, Self::Err> {
+        Self::ALL
+            .into_iter()
+            .find(|m| m.name() == name)
+            .ok_or_else(|| UnknownName {
+                what: "metric",
+                name: name.to_owned(),
+                expected: "precision, recall or f1",
+            })
+    }
+}
+
 /// Everything measured of one variant.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct VariantMetrics {

@@ -7,6 +7,7 @@
 //! section (`html`), console output, CSV files (`export`), and its entry in the registry
 //! (`entry`).
 
+pub mod columns;
 pub mod console;
 pub mod diff;
 pub mod entry;

@@ -7,11 +7,11 @@ use std::collections::BTreeMap;
 use crate::analysis::stats::{BOOTSTRAP, BootstrapInterval, McNemar, paired_bootstrap};
 use crate::store::PredictionRow;
 
-use super::metrics::{ClassMetrics, Scored, VariantMetrics, delta};
+use super::metrics::{Class, Metric, Scored, VariantMetrics, delta};
 use super::variant::Variant;
 
 fn is_with(row: &PredictionRow) -> bool {
-    row.variant == Variant::With.name()
+    row.variant == Variant::With
 }
 
 fn measure<'a>(rows: impl Iterator<Item = &'a PredictionRow>) -> VariantMetrics {
@@ -28,7 +28,7 @@ pub fn measure_rows(rows: &[PredictionRow]) -> (VariantMetrics, VariantMetrics, 
     let mut invalid = [0u64; 2];
     let mut scored: [Vec<Scored>; 2] = [Vec::new(), Vec::new()];
     for r in rows {
-        let v = usize::from(r.variant != Variant::With.name());
+        let v = usize::from(r.variant != Variant::With);
         match r.score {
             Some(score) => scored[v].push(Scored {
                 score,
@@ -91,8 +91,8 @@ pub fn mcnemar(rows: &[PredictionRow]) -> McNemar {
 /// A WITH - WITHOUT difference with its bootstrap interval.
 #[derive(Debug, Clone, PartialEq)]
 pub struct DeltaInterval {
-    pub class: &'static str,
-    pub metric: &'static str,
+    pub class: Class,
+    pub metric: Metric,
     pub delta: Option<f64>,
     pub interval: Option<BootstrapInterval>,
 }
@@ -108,25 +108,14 @@ pub fn bootstrap_deltas(rows: &[PredictionRow]) -> Vec<DeltaInterval> {
             .push(r);
     }
     let images: Vec<Vec<&PredictionRow>> = images.into_values().collect();
-    let metric = |m: &VariantMetrics, class: &str, name: &str| -> Option<f64> {
-        let c: &ClassMetrics = if class == "positive" {
-            &m.positive
-        } else {
-            &m.negative
-        };
-        match name {
-            "precision" => c.precision,
-            "recall" => c.recall,
-            _ => c.f1,
-        }
-    };
+    let metric = |m: &VariantMetrics, class: Class, name: Metric| name.of(class.of(m));
     let (with, without) = (
         measure(rows.iter().filter(|r| is_with(r))),
         measure(rows.iter().filter(|r| !is_with(r))),
     );
     let mut out = Vec::new();
-    for class in ["positive", "negative"] {
-        for name in ["precision", "recall", "f1"] {
+    for class in Class::ALL {
+        for name in Metric::ALL {
             let interval = paired_bootstrap(images.len(), &BOOTSTRAP, |sample| {
                 let chosen = || sample.iter().flat_map(|&i| images[i].iter().copied());
                 let w = measure(chosen().filter(|r| is_with(r)));
@@ -147,8 +136,8 @@ pub fn bootstrap_deltas(rows: &[PredictionRow]) -> Vec<DeltaInterval> {
 /// Mean and sample standard deviation of a metric across trials (`None` with one trial).
 #[derive(Debug, Clone, PartialEq)]
 pub struct TrialSpread {
-    pub variant: &'static str,
-    pub metric: &'static str,
+    pub variant: Variant,
+    pub metric: Metric,
     pub trials: usize,
     pub mean: Option<f64>,
     pub sd: Option<f64>,
@@ -166,21 +155,12 @@ pub fn trial_spread(rows: &[PredictionRow]) -> Vec<TrialSpread> {
     for variant in [Variant::With, Variant::Without] {
         let per_trial: Vec<VariantMetrics> = trials
             .iter()
-            .map(|&t| {
-                measure(
-                    rows.iter()
-                        .filter(|r| r.trial == t && r.variant == variant.name()),
-                )
-            })
+            .map(|&t| measure(rows.iter().filter(|r| r.trial == t && r.variant == variant)))
             .collect();
-        for name in ["precision", "recall", "f1"] {
+        for name in Metric::ALL {
             let values: Vec<f64> = per_trial
                 .iter()
-                .filter_map(|m| match name {
-                    "precision" => m.positive.precision,
-                    "recall" => m.positive.recall,
-                    _ => m.positive.f1,
-                })
+                .filter_map(|m| name.of(&m.positive))
                 .collect();
             let n = values.len();
             let mean = (n > 0).then(|| values.iter().sum::<f64>() / n as f64);
@@ -188,7 +168,7 @@ pub fn trial_spread(rows: &[PredictionRow]) -> Vec<TrialSpread> {
                 (values.iter().map(|v| (v - m).powi(2)).sum::<f64>() / (n - 1) as f64).sqrt()
             });
             out.push(TrialSpread {
-                variant: variant.name(),
+                variant,
                 metric: name,
                 trials: n,
                 mean,
@@ -218,7 +198,7 @@ mod tests {
             image_sha256: "x".into(),
             predicate: predicate.into(),
             predicate_kind: predicate.split('(').next().unwrap().into(),
-            variant: variant.name().into(),
+            variant,
             trial,
             score,
             invalid_reason: None,

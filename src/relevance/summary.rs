@@ -4,7 +4,8 @@
 
 use polars::prelude::*;
 
-use super::metrics::{self, ClassMetrics};
+use super::columns as cols;
+use super::metrics::{self, Class, ClassMetrics};
 use super::variant::Variant;
 use crate::store::PredictionRow;
 
@@ -12,25 +13,25 @@ use crate::store::PredictionRow;
 pub fn predictions_frame(rows: &[PredictionRow]) -> PolarsResult<DataFrame> {
     DataFrame::new_infer_height(vec![
         Column::new(
-            "variant".into(),
+            cols::VARIANT.into(),
             rows.iter()
-                .map(|r| Variant::from_stored(&r.variant).spec_name())
+                .map(|r| r.variant.spec_name())
                 .collect::<Vec<_>>(),
         ),
         Column::new(
-            "predicate_type".into(),
+            cols::PREDICATE_TYPE.into(),
             rows.iter()
                 .map(|r| r.predicate_kind.as_str())
                 .collect::<Vec<_>>(),
         ),
         Column::new(
-            "score".into(),
+            cols::SCORE.into(),
             rows.iter()
                 .map(|r| r.score.map(u32::from))
                 .collect::<Vec<_>>(),
         ),
         Column::new(
-            "truth".into(),
+            cols::TRUTH.into(),
             rows.iter().map(|r| r.truth).collect::<Vec<_>>(),
         ),
     ])
@@ -50,9 +51,13 @@ fn counts(df: &DataFrame, name: &str) -> PolarsResult<Vec<Option<u64>>> {
 /// `fn` (and `tn` when it has one), computed by [`ClassMetrics::from_counts`], the one
 /// implementation of these metrics; null in rows without counts.
 fn with_class_metrics(mut df: DataFrame) -> PolarsResult<DataFrame> {
-    let (tp, fp, fn_) = (counts(&df, "tp")?, counts(&df, "fp")?, counts(&df, "fn")?);
-    let tn = match df.get_column_index("tn") {
-        Some(_) => counts(&df, "tn")?,
+    let (tp, fp, fn_) = (
+        counts(&df, cols::TP)?,
+        counts(&df, cols::FP)?,
+        counts(&df, cols::FN)?,
+    );
+    let tn = match df.get_column_index(cols::TN) {
+        Some(_) => counts(&df, cols::TN)?,
         None => vec![Some(0); df.height()],
     };
     let metrics: Vec<Option<ClassMetrics>> = (0..df.height())
@@ -77,88 +82,112 @@ fn with_class_metrics(mut df: DataFrame) -> PolarsResult<DataFrame> {
 /// recall, F1, TP, FP, TN, FN, total samples, coverage and invalid answers. The negative
 /// class mirrors the positive one. polars counts; the metrics are [`ClassMetrics`]'.
 pub fn variant_summary(rows: &[PredictionRow], per_predicate: bool) -> PolarsResult<DataFrame> {
-    let frame = predictions_frame(rows)?;
-    let mut keys = vec![col("variant")];
+    let mut keys = vec![col(cols::VARIANT)];
     if per_predicate {
-        keys.insert(0, col("predicate_type"));
+        keys.insert(0, col(cols::PREDICATE_TYPE));
     }
-    let score = || col("score");
-    let counted = frame.lazy().group_by(keys.clone()).agg([
-        score().eq(lit(2)).and(col("truth")).sum().alias("tp"),
-        score().eq(lit(2)).and(col("truth").not()).sum().alias("fp"),
-        score().eq(lit(0)).and(col("truth").not()).sum().alias("tn"),
-        score().eq(lit(0)).and(col("truth")).sum().alias("fn"),
-        score().eq(lit(1)).sum().alias("uncertain"),
-        score().is_null().sum().alias("invalid"),
-    ]);
-    let class = |name: &str, tp: &str, fp: &str, tn: &str, fn_: &str| {
-        let mut columns = keys.clone();
-        columns.extend([
-            lit(name).alias("class"),
-            col(tp).cast(DataType::UInt64).alias("tp"),
-            col(fp).cast(DataType::UInt64).alias("fp"),
-            col(tn).cast(DataType::UInt64).alias("tn"),
-            col(fn_).cast(DataType::UInt64).alias("fn"),
-            (col(tp) + col(fp) + col(tn) + col(fn_))
-                .cast(DataType::UInt64)
-                .alias("total_samples"),
-            col("uncertain").cast(DataType::UInt64),
-            col("invalid").cast(DataType::UInt64),
-        ]);
-        counted.clone().select(columns)
-    };
-    let both = concat(
-        [
-            class("positive", "tp", "fp", "tn", "fn"),
-            class("negative", "tn", "fn", "tp", "fp"),
-        ],
-        UnionArgs::default(),
-    )?;
+    let both = class_counts(predictions_frame(rows)?, &keys)?;
     // WITH before WITHOUT, positive before negative.
     let mut order: Vec<PlSmallStr> = Vec::new();
     if per_predicate {
         order.push("predicate_type".into());
     }
-    order.extend(["variant_order".into(), "class_order".into()]);
+    order.extend([cols::VARIANT_ORDER.into(), cols::CLASS_ORDER.into()]);
     let both = both
         .with_columns([
-            when(col("variant").eq(lit(Variant::With.spec_name())))
+            variant_order(),
+            when(col(cols::CLASS).eq(lit(Class::Positive.name())))
                 .then(lit(0))
                 .otherwise(lit(1))
-                .alias("variant_order"),
-            when(col("class").eq(lit("positive")))
-                .then(lit(0))
-                .otherwise(lit(1))
-                .alias("class_order"),
+                .alias(cols::CLASS_ORDER),
         ])
         .sort(order, SortMultipleOptions::default())
         .collect()?;
     let mut both = with_class_metrics(both)?;
-    let coverage: Vec<Option<f64>> = counts(&both, "total_samples")?
+    let coverage: Vec<Option<f64>> = counts(&both, cols::TOTAL_SAMPLES)?
         .into_iter()
-        .zip(counts(&both, "uncertain")?)
+        .zip(counts(&both, cols::UNCERTAIN)?)
         .map(|(certain, uncertain)| metrics::coverage(certain?, uncertain?))
         .collect();
-    both.with_column(Column::new("coverage".into(), coverage))?;
+    both.with_column(Column::new(cols::COVERAGE.into(), coverage))?;
     let mut columns: Vec<&str> = Vec::new();
     if per_predicate {
         columns.push("predicate_type");
     }
     columns.extend([
-        "variant",
-        "class",
-        "precision",
-        "recall",
-        "f1",
-        "tp",
-        "fp",
-        "tn",
-        "fn",
-        "total_samples",
-        "coverage",
-        "invalid",
+        cols::VARIANT,
+        cols::CLASS,
+        cols::PRECISION,
+        cols::RECALL,
+        cols::F1,
+        cols::TP,
+        cols::FP,
+        cols::TN,
+        cols::FN,
+        cols::TOTAL_SAMPLES,
+        cols::COVERAGE,
+        cols::INVALID,
     ]);
     both.select(columns)
+}
+
+/// 0 for WITH, 1 for WITHOUT: the order of every table.
+fn variant_order() -> Expr {
+    when(col(cols::VARIANT).eq(lit(Variant::With.spec_name())))
+        .then(lit(0))
+        .otherwise(lit(1))
+        .alias(cols::VARIANT_ORDER)
+}
+
+/// The confusion counts per `keys`, a row per class (the negative class mirrors the positive
+/// one), with the uncertain and invalid answers; unsorted.
+fn class_counts(frame: DataFrame, keys: &[Expr]) -> PolarsResult<LazyFrame> {
+    let score = || col(cols::SCORE);
+    let counted = frame.lazy().group_by(keys).agg([
+        score()
+            .eq(lit(2))
+            .and(col(cols::TRUTH))
+            .sum()
+            .alias(cols::TP),
+        score()
+            .eq(lit(2))
+            .and(col(cols::TRUTH).not())
+            .sum()
+            .alias(cols::FP),
+        score()
+            .eq(lit(0))
+            .and(col(cols::TRUTH).not())
+            .sum()
+            .alias(cols::TN),
+        score()
+            .eq(lit(0))
+            .and(col(cols::TRUTH))
+            .sum()
+            .alias(cols::FN),
+        score().eq(lit(1)).sum().alias(cols::UNCERTAIN),
+        score().is_null().sum().alias(cols::INVALID),
+    ]);
+    let class = |class: Class| {
+        let [tp, fp, tn, fn_] = match class {
+            Class::Positive => ["tp", "fp", "tn", "fn"],
+            Class::Negative => ["tn", "fn", "tp", "fp"],
+        };
+        let mut columns = keys.to_vec();
+        columns.extend([
+            lit(class.name()).alias(cols::CLASS),
+            col(tp).cast(DataType::UInt64).alias(cols::TP),
+            col(fp).cast(DataType::UInt64).alias(cols::FP),
+            col(tn).cast(DataType::UInt64).alias(cols::TN),
+            col(fn_).cast(DataType::UInt64).alias(cols::FN),
+            (col(tp) + col(fp) + col(tn) + col(fn_))
+                .cast(DataType::UInt64)
+                .alias(cols::TOTAL_SAMPLES),
+            col(cols::UNCERTAIN).cast(DataType::UInt64),
+            col(cols::INVALID).cast(DataType::UInt64),
+        ]);
+        counted.clone().select(columns)
+    };
+    concat(Class::ALL.map(class), UnionArgs::default())
 }
 
 /// The probabilities log-loss clips to, so that a confident wrong answer costs a lot but not
@@ -182,31 +211,84 @@ pub const THRESHOLD_POLICIES: [&str; 4] = [
 pub fn threshold_summary(rows: &[PredictionRow]) -> PolarsResult<DataFrame> {
     let valid = predictions_frame(rows)?
         .lazy()
-        .filter(col("score").is_not_null());
-    let truth = || col("truth");
-    let hard = |policy: &str, keep: Expr, predicted: Expr| {
-        valid
-            .clone()
-            .filter(keep)
-            .group_by([col("variant")])
-            .agg([
-                len().cast(DataType::UInt64).alias("predictions"),
-                predicted.clone().and(truth()).sum().alias("tp"),
-                predicted.clone().and(truth().not()).sum().alias("fp"),
-                predicted.not().and(truth()).sum().alias("fn"),
-            ])
-            .select([
-                col("variant"),
-                lit(policy).alias("policy"),
-                col("predictions"),
-                col("tp").cast(DataType::UInt64),
-                col("fp").cast(DataType::UInt64),
-                col("fn").cast(DataType::UInt64),
-                lit(NULL).cast(DataType::Float64).alias("brier"),
-                lit(NULL).cast(DataType::Float64).alias("log_loss"),
-            ])
-    };
-    let score = || col("score");
+        .filter(col(cols::SCORE).is_not_null());
+    let score = || col(cols::SCORE);
+    let all = concat(
+        [
+            hard_reading(
+                &valid,
+                THRESHOLD_POLICIES[0],
+                score().neq(lit(1)),
+                score().eq(lit(2)),
+            ),
+            hard_reading(
+                &valid,
+                THRESHOLD_POLICIES[1],
+                lit(true),
+                score().gt_eq(lit(1)),
+            ),
+            hard_reading(&valid, THRESHOLD_POLICIES[2], lit(true), score().eq(lit(2))),
+            half_reading(&valid),
+        ],
+        UnionArgs::default(),
+    )?;
+    let policy_order = THRESHOLD_POLICIES.iter().enumerate().fold(
+        lit(THRESHOLD_POLICIES.len() as u32),
+        |acc, (i, p)| {
+            when(col(cols::POLICY).eq(lit(*p)))
+                .then(lit(i as u32))
+                .otherwise(acc)
+        },
+    );
+    let all = all
+        .with_columns([variant_order(), policy_order.alias(cols::POLICY_ORDER)])
+        .sort(
+            ["variant_order", "policy_order"],
+            SortMultipleOptions::default(),
+        )
+        .collect()?;
+    // The probabilistic reading has no counts: its precision, recall and F1 stay null.
+    with_class_metrics(all)?.select([
+        cols::VARIANT,
+        cols::POLICY,
+        cols::PREDICTIONS,
+        cols::PRECISION,
+        cols::RECALL,
+        cols::F1,
+        cols::BRIER,
+        cols::LOG_LOSS,
+    ])
+}
+
+/// A hard reading of score 1, per variant: the predictions `keep`s, `predicted` true or not,
+/// as the positive class's counts.
+fn hard_reading(valid: &LazyFrame, policy: &str, keep: Expr, predicted: Expr) -> LazyFrame {
+    let truth = || col(cols::TRUTH);
+    valid
+        .clone()
+        .filter(keep)
+        .group_by([col(cols::VARIANT)])
+        .agg([
+            len().cast(DataType::UInt64).alias(cols::PREDICTIONS),
+            predicted.clone().and(truth()).sum().alias(cols::TP),
+            predicted.clone().and(truth().not()).sum().alias(cols::FP),
+            predicted.not().and(truth()).sum().alias(cols::FN),
+        ])
+        .select([
+            col(cols::VARIANT),
+            lit(policy).alias(cols::POLICY),
+            col(cols::PREDICTIONS),
+            col(cols::TP).cast(DataType::UInt64),
+            col(cols::FP).cast(DataType::UInt64),
+            col(cols::FN).cast(DataType::UInt64),
+            lit(NULL).cast(DataType::Float64).alias(cols::BRIER),
+            lit(NULL).cast(DataType::Float64).alias(cols::LOG_LOSS),
+        ])
+}
+
+/// Score 1 as probability 0.5 (2 → 1, 0 → 0), per variant: the Brier score and the log-loss.
+fn half_reading(valid: &LazyFrame) -> LazyFrame {
+    let (truth, score) = (|| col(cols::TRUTH), || col(cols::SCORE));
     // Scores are 0, 1 or 2: the loss of each, clipped, for a true and a false predicate.
     let loss = |p: f64| -p.clamp(LOG_LOSS_CLIP, 1.0 - LOG_LOSS_CLIP).ln();
     let loss_of = |score_of_truth: [f64; 3]| {
@@ -220,72 +302,27 @@ pub fn threshold_summary(rows: &[PredictionRow]) -> PolarsResult<DataFrame> {
         .then(loss_of([loss(0.0), loss(0.5), loss(1.0)]))
         .otherwise(loss_of([loss(1.0), loss(0.5), loss(0.0)]));
     let t = truth().cast(DataType::Float64);
-    let half = valid
+    valid
         .clone()
-        .group_by([col("variant")])
+        .group_by([col(cols::VARIANT)])
         .agg([
-            len().cast(DataType::UInt64).alias("predictions"),
+            len().cast(DataType::UInt64).alias(cols::PREDICTIONS),
             ((score().cast(DataType::Float64) / lit(2.0) - t.clone())
                 * (score().cast(DataType::Float64) / lit(2.0) - t))
                 .mean()
-                .alias("brier"),
-            log_loss.mean().alias("log_loss"),
+                .alias(cols::BRIER),
+            log_loss.mean().alias(cols::LOG_LOSS),
         ])
         .select([
-            col("variant"),
-            lit(THRESHOLD_POLICIES[3]).alias("policy"),
-            col("predictions"),
-            lit(NULL).cast(DataType::UInt64).alias("tp"),
-            lit(NULL).cast(DataType::UInt64).alias("fp"),
-            lit(NULL).cast(DataType::UInt64).alias("fn"),
-            col("brier"),
-            col("log_loss"),
-        ]);
-    let all = concat(
-        [
-            hard(
-                THRESHOLD_POLICIES[0],
-                score().neq(lit(1)),
-                score().eq(lit(2)),
-            ),
-            hard(THRESHOLD_POLICIES[1], lit(true), score().gt_eq(lit(1))),
-            hard(THRESHOLD_POLICIES[2], lit(true), score().eq(lit(2))),
-            half,
-        ],
-        UnionArgs::default(),
-    )?;
-    let policy_order = THRESHOLD_POLICIES.iter().enumerate().fold(
-        lit(THRESHOLD_POLICIES.len() as u32),
-        |acc, (i, p)| {
-            when(col("policy").eq(lit(*p)))
-                .then(lit(i as u32))
-                .otherwise(acc)
-        },
-    );
-    let all = all
-        .with_columns([
-            when(col("variant").eq(lit(Variant::With.spec_name())))
-                .then(lit(0))
-                .otherwise(lit(1))
-                .alias("variant_order"),
-            policy_order.alias("policy_order"),
+            col(cols::VARIANT),
+            lit(THRESHOLD_POLICIES[3]).alias(cols::POLICY),
+            col(cols::PREDICTIONS),
+            lit(NULL).cast(DataType::UInt64).alias(cols::TP),
+            lit(NULL).cast(DataType::UInt64).alias(cols::FP),
+            lit(NULL).cast(DataType::UInt64).alias(cols::FN),
+            col(cols::BRIER),
+            col(cols::LOG_LOSS),
         ])
-        .sort(
-            ["variant_order", "policy_order"],
-            SortMultipleOptions::default(),
-        )
-        .collect()?;
-    // The probabilistic reading has no counts: its precision, recall and F1 stay null.
-    with_class_metrics(all)?.select([
-        "variant",
-        "policy",
-        "predictions",
-        "precision",
-        "recall",
-        "f1",
-        "brier",
-        "log_loss",
-    ])
 }
 
 #[cfg(test)]
@@ -301,7 +338,7 @@ mod tests {
             image_sha256: "s".into(),
             predicate: format!("{kind}(red:block)"),
             predicate_kind: kind.into(),
-            variant: variant.into(),
+            variant: variant.parse().unwrap(),
             trial: 0,
             score,
             invalid_reason: None,

@@ -5,6 +5,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::Write;
 
+use super::parse::ParseStatus;
 use super::spec_csv::{csv_path, csv_row};
 use super::{Paths, ReviewError};
 use crate::experiment::{ReportOptions, RunSummary};
@@ -25,7 +26,7 @@ pub fn print(
     let reviews = store.review_rows(&[summary.run_id])?;
     let files: BTreeSet<_> = reviews
         .iter()
-        .filter(|r| r.parse_status != "error")
+        .filter(|r| r.parse_status != ParseStatus::Error)
         .map(|r| csv_path(&paths.reviews, &csv_row(r)))
         .collect();
     for path in files {
@@ -34,12 +35,12 @@ pub fn print(
     // Per reviewer: ok, partial, failed, skipped, error.
     let mut counts: BTreeMap<&str, [usize; 5]> = BTreeMap::new();
     for review in &reviews {
-        let slot = match review.parse_status.as_str() {
-            "ok" => 0,
-            "partial" => 1,
-            "failed" => 2,
-            "skipped" => 3,
-            _ => 4,
+        let slot = match review.parse_status {
+            ParseStatus::Ok => 0,
+            ParseStatus::Partial => 1,
+            ParseStatus::Failed => 2,
+            ParseStatus::Skipped => 3,
+            ParseStatus::Error => 4,
         };
         counts.entry(&review.reviewer_ref).or_default()[slot] += 1;
     }

@@ -5,6 +5,8 @@ use std::collections::{BTreeMap, HashMap};
 
 use polars::prelude::*;
 
+use super::columns as cols;
+use super::parse::ParseStatus;
 use crate::analysis::diff::{
     DiffCounts, DiffError, KindDiff, Layout, MIN_BOOTSTRAP_UNITS, Pairing, difference, either,
     mean, only_in, pair_by_key, sides,
@@ -14,18 +16,28 @@ use crate::store::{ReviewColumns, ScoreColumns, Store};
 
 /// How a review diff reads.
 pub const LAYOUT: Layout = Layout {
-    keys: &["reviewer", "generator", "sensor", "criterion"],
-    change_columns: &[
-        "reviewer",
-        "generator",
-        "sensor",
-        "criterion",
-        "change",
-        "base_score",
-        "new_score",
-        "delta_score",
+    keys: &[
+        cols::REVIEWER,
+        cols::GENERATOR,
+        cols::SENSOR,
+        cols::CRITERION,
     ],
-    change_order: &["lower", "now_na", "higher", "no_longer_na"],
+    change_columns: &[
+        cols::REVIEWER,
+        cols::GENERATOR,
+        cols::SENSOR,
+        cols::CRITERION,
+        cols::CHANGE,
+        cols::BASE_SCORE,
+        cols::NEW_SCORE,
+        cols::DELTA_SCORE,
+    ],
+    change_order: &[
+        Change::Lower.name(),
+        Change::NowNa.name(),
+        Change::Higher.name(),
+        Change::NoLongerNa.name(),
+    ],
     item_noun: "score",
     summary_title: "Per criterion and generator",
     changes,
@@ -71,13 +83,38 @@ impl ScoreItem {
 }
 
 /// How a score changed.
-fn change(base: Option<f64>, new: Option<f64>) -> &'static str {
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Change {
+    Lower,
+    Higher,
+    /// A score before, N/A now.
+    NowNa,
+    /// N/A before, a score now.
+    NoLongerNa,
+    Unchanged,
+}
+
+impl Change {
+    /// The name in the items' `change` column.
+    const fn name(self) -> &'static str {
+        match self {
+            Self::Lower => "lower",
+            Self::Higher => "higher",
+            Self::NowNa => "now_na",
+            Self::NoLongerNa => "no_longer_na",
+            Self::Unchanged => "unchanged",
+        }
+    }
+}
+
+/// How a score changed.
+fn change(base: Option<f64>, new: Option<f64>) -> Change {
     match (base, new) {
-        (Some(b), Some(n)) if n < b => "lower",
-        (Some(b), Some(n)) if n > b => "higher",
-        (Some(_), None) => "now_na",
-        (None, Some(_)) => "no_longer_na",
-        _ => "unchanged",
+        (Some(b), Some(n)) if n < b => Change::Lower,
+        (Some(b), Some(n)) if n > b => Change::Higher,
+        (Some(_), None) => Change::NowNa,
+        (None, Some(_)) => Change::NoLongerNa,
+        _ => Change::Unchanged,
     }
 }
 
@@ -92,7 +129,7 @@ fn score_items(reviews: &ReviewColumns, scores: &ScoreColumns) -> Vec<ScoreItem>
     // Per key: the item's place in `items` and the scores it stands for.
     let mut index: HashMap<ItemKey, (usize, Vec<f64>)> = HashMap::new();
     for (r, id) in reviews.review_id.iter().enumerate() {
-        if reviews.parse_status[r] == "skipped" {
+        if reviews.parse_status[r] == ParseStatus::Skipped {
             continue;
         }
         let rows = by_review.get(id).map(Vec::as_slice).unwrap_or_default();
@@ -154,10 +191,10 @@ impl Group {
             self.scored.push((b, n));
         }
         match change(base.score, new.score) {
-            "lower" => self.lower += 1,
-            "higher" => self.higher += 1,
-            "now_na" => self.now_na += 1,
-            _ => {}
+            Change::Lower => self.lower += 1,
+            Change::Higher => self.higher += 1,
+            Change::NowNa => self.now_na += 1,
+            Change::NoLongerNa | Change::Unchanged => {}
         }
     }
 
@@ -278,33 +315,33 @@ fn summary_frame(
         .map(|(b, n)| difference(*b, *n))
         .collect();
     DataFrame::new_infer_height(vec![
-        Column::new("criterion".into(), text(|g| &g.criterion)),
-        Column::new("generator".into(), text(|g| &g.generator)),
-        Column::new("shared".into(), counts(|g| g.shared)),
-        Column::new("paired".into(), counts(|g| g.scored.len() as u64)),
-        Column::new("base_mean_score".into(), base_mean),
-        Column::new("new_mean_score".into(), new_mean),
-        Column::new("delta_mean_score".into(), delta),
+        Column::new(cols::CRITERION.into(), text(|g| &g.criterion)),
+        Column::new(cols::GENERATOR.into(), text(|g| &g.generator)),
+        Column::new(cols::SHARED.into(), counts(|g| g.shared)),
+        Column::new(cols::PAIRED.into(), counts(|g| g.scored.len() as u64)),
+        Column::new(cols::BASE_MEAN_SCORE.into(), base_mean),
+        Column::new(cols::NEW_MEAN_SCORE.into(), new_mean),
+        Column::new(cols::DELTA_MEAN_SCORE.into(), delta),
         Column::new(
-            "delta_low".into(),
+            cols::DELTA_LOW.into(),
             intervals
                 .iter()
                 .map(|i| i.map(|i| i.low))
                 .collect::<Vec<_>>(),
         ),
         Column::new(
-            "delta_high".into(),
+            cols::DELTA_HIGH.into(),
             intervals
                 .iter()
                 .map(|i| i.map(|i| i.high))
                 .collect::<Vec<_>>(),
         ),
-        Column::new("significant_regression".into(), significant),
-        Column::new("lower".into(), counts(|g| g.lower)),
-        Column::new("higher".into(), counts(|g| g.higher)),
-        Column::new("now_na".into(), counts(|g| g.now_na)),
-        Column::new("only_in_base".into(), counts(|g| g.only_in_base)),
-        Column::new("only_in_new".into(), counts(|g| g.only_in_new)),
+        Column::new(cols::SIGNIFICANT_REGRESSION.into(), significant),
+        Column::new(cols::LOWER.into(), counts(|g| g.lower)),
+        Column::new(cols::HIGHER.into(), counts(|g| g.higher)),
+        Column::new(cols::NOW_NA.into(), counts(|g| g.now_na)),
+        Column::new(cols::ONLY_IN_BASE.into(), counts(|g| g.only_in_base)),
+        Column::new(cols::ONLY_IN_NEW.into(), counts(|g| g.only_in_new)),
     ])
 }
 
@@ -330,23 +367,23 @@ fn items_frame(paired: &[Pairing<ScoreItem>]) -> PolarsResult<DataFrame> {
     let changes: Vec<Option<&str>> = paired
         .iter()
         .map(|p| match p {
-            Pairing::Both(b, n) => Some(change(b.score, n.score)),
+            Pairing::Both(b, n) => Some(change(b.score, n.score).name()),
             _ => None,
         })
         .collect();
     DataFrame::new_infer_height(vec![
-        Column::new("reviewer".into(), key(|i| &i.reviewer)),
-        Column::new("generator".into(), key(|i| &i.generator)),
-        Column::new("sensor".into(), key(|i| &i.sensor)),
-        Column::new("criterion".into(), key(|i| &i.criterion)),
-        Column::new("change".into(), changes),
+        Column::new(cols::REVIEWER.into(), key(|i| &i.reviewer)),
+        Column::new(cols::GENERATOR.into(), key(|i| &i.generator)),
+        Column::new(cols::SENSOR.into(), key(|i| &i.sensor)),
+        Column::new(cols::CRITERION.into(), key(|i| &i.criterion)),
+        Column::new(cols::CHANGE.into(), changes),
         Column::new(
-            "only_in".into(),
+            cols::ONLY_IN.into(),
             paired.iter().map(only_in).collect::<Vec<_>>(),
         ),
-        Column::new("base_score".into(), base),
-        Column::new("new_score".into(), new),
-        Column::new("delta_score".into(), delta),
+        Column::new(cols::BASE_SCORE.into(), base),
+        Column::new(cols::NEW_SCORE.into(), new),
+        Column::new(cols::DELTA_SCORE.into(), delta),
     ])
 }
 
@@ -370,7 +407,7 @@ mod tests {
             r.sensor.push(sensor.into());
             r.target.push(format!("{sensor} | {generator}"));
             r.official_status.push("Found".into());
-            r.parse_status.push(status.into());
+            r.parse_status.push(status.parse().unwrap());
             r.average_score.push(p1.map(|v| v as f64));
             r.overall_score.push(overall);
             r.cost_usd.push(None);

@@ -5,7 +5,9 @@
 
 use polars::prelude::DataFrame;
 
+use super::columns as cols;
 use super::html::ReviewSection;
+use super::parse::ParseStatus;
 use super::summary::{ReviewFrames, agreement, criterion_summary, review_summary};
 use crate::kinds::{
     DiffRuns, ExportCsv, Grouping, Kind, LoadSection, Loader, QueryFlag, QueryOptions,
@@ -119,15 +121,15 @@ static GROUPINGS: [Grouping; 4] = [
 ];
 
 fn by_reviewer(store: &Store, runs: &[i64], q: &QueryOptions<'_>) -> anyhow::Result<DataFrame> {
-    Ok(review_summary(&frames(store, runs, q)?, "reviewer")?)
+    Ok(review_summary(&frames(store, runs, q)?, cols::REVIEWER)?)
 }
 
 fn by_generator(store: &Store, runs: &[i64], q: &QueryOptions<'_>) -> anyhow::Result<DataFrame> {
-    Ok(review_summary(&frames(store, runs, q)?, "generator")?)
+    Ok(review_summary(&frames(store, runs, q)?, cols::GENERATOR)?)
 }
 
 fn by_sensor(store: &Store, runs: &[i64], q: &QueryOptions<'_>) -> anyhow::Result<DataFrame> {
-    Ok(review_summary(&frames(store, runs, q)?, "sensor")?)
+    Ok(review_summary(&frames(store, runs, q)?, cols::SENSOR)?)
 }
 
 fn by_criterion(store: &Store, runs: &[i64], q: &QueryOptions<'_>) -> anyhow::Result<DataFrame> {
@@ -159,24 +161,22 @@ fn frames(store: &Store, runs: &[i64], q: &QueryOptions<'_>) -> anyhow::Result<R
 /// When no review of the selection has a score, says why instead of leaving an empty table to
 /// puzzle over: how many reviews, unparsable, failed calls, without an official datasheet.
 fn note_unscored(frames: &ReviewFrames) -> anyhow::Result<()> {
-    let statuses = frames.reviews.column("parse_status")?.str()?.clone();
-    let mut counts = std::collections::BTreeMap::<&str, u64>::new();
+    let statuses = frames.reviews.column(cols::PARSE_STATUS)?.str()?.clone();
+    let mut counts = std::collections::BTreeMap::<ParseStatus, u64>::new();
     for status in statuses.iter().flatten() {
-        *counts.entry(status).or_default() += 1;
+        *counts.entry(status.parse()?).or_default() += 1;
     }
-    let scored =
-        counts.get("ok").copied().unwrap_or(0) + counts.get("partial").copied().unwrap_or(0);
-    if scored > 0 {
+    let n = |s: ParseStatus| counts.get(&s).copied().unwrap_or(0);
+    if counts.keys().any(|s| s.is_scored()) {
         return Ok(());
     }
-    let n = |s: &str| counts.get(s).copied().unwrap_or(0);
     eprintln!(
         "track: note: no review has a score to summarise: {} in the selected runs, {} unparsable, \
          {}, {} without an official datasheet",
         count(statuses.len() as u64, "review"),
-        n("failed"),
-        count(n("error"), "failed call"),
-        n("skipped"),
+        n(ParseStatus::Failed),
+        count(n(ParseStatus::Error), "failed call"),
+        n(ParseStatus::Skipped),
     );
     Ok(())
 }

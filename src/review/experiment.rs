@@ -699,7 +699,7 @@ impl Record<'_> {
                     &key,
                     not_reviewed(criteria, "the reviewer call failed"),
                 );
-                row.parse_status = "error".into();
+                row.parse_status = ParseStatus::Error;
                 row.call_id = *call_id;
                 row.detail = Some(error.clone());
                 row.reviewed_at = crate::store::now_rfc3339();
@@ -721,7 +721,7 @@ impl Record<'_> {
         });
         let mut row = self.row(run_id, &key, parsed);
         if outcome.is_none() {
-            row.parse_status = "skipped".into();
+            row.parse_status = ParseStatus::Skipped;
         }
         if let Some(call) = call {
             let hit = matches!(outcome, Some(CallOutcome::Hit(_)));
@@ -764,7 +764,7 @@ impl Record<'_> {
             criteria_sha256: reviewing.criteria.sha256.clone(),
             call_id: None,
             cache_hit: false,
-            parse_status: parsed.status.as_str().to_owned(),
+            parse_status: parsed.status,
             detail: parsed.detail.clone(),
             average_score: parsed.average(),
             overall_score: parsed.overall.score,
@@ -800,5 +800,188 @@ fn not_reviewed(criteria: &Criteria, reason: &str) -> ParsedReview {
         detail: Some(reason.to_owned()),
         scores: criteria.items.iter().map(|c| na(&c.id)).collect(),
         overall: na("overall"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::review::{GENERATION_PROMPT, REVIEW_PROMPT};
+    use crate::store::NewCall;
+
+    /// gpt-4o writes the datasheets of two sensors, one with an official datasheet; haiku
+    /// reviews them. Files live under `dir`.
+    fn experiment(dir: &Path) -> DatasheetExperiment {
+        let paths = Paths {
+            sensors: dir.join("sensors.csv"),
+            datasheets: dir.join("datasheet"),
+            results: dir.join("results"),
+            reviews: dir.join("results/reviews"),
+        };
+        std::fs::create_dir_all(&paths.datasheets).unwrap();
+        std::fs::write(paths.datasheets.join("Bosch_BME280.md"), "# BME280\n").unwrap();
+        let sensor = |brand: &str, sensor: &str| Sensor {
+            brand: brand.into(),
+            sensor: sensor.into(),
+        };
+        let plan = DatasheetPlan {
+            file: None,
+            generators: vec!["openai:gpt-4o".into()],
+            reviewers: vec!["anthropic:claude-3-5-haiku".into()],
+            sensors: vec![sensor("Bosch", "BME280"), sensor("Acme", "X1")],
+            paths,
+            generation: Generation {
+                template: Template::load(None, GENERATION_PROMPT, &["brand", "sensor"]).unwrap(),
+                params: SamplingParams::default(),
+            },
+            reviewing: Reviewing {
+                template: Template::load(None, REVIEW_PROMPT, &[]).unwrap(),
+                criteria: Criteria::builtin(),
+                params: SamplingParams::default(),
+                only_generator: None,
+            },
+            repeats: 1,
+            budget_usd: None,
+        };
+        DatasheetExperiment::new(plan, &Catalog::builtin()).unwrap()
+    }
+
+    /// An answer stored as a call, as the executor would have.
+    fn answered(store: &mut Store, key: &str, text: &str) -> CallOutcome {
+        store
+            .insert_call(&NewCall {
+                cache_key: key,
+                canonical_request: "{}",
+                provider: "openai",
+                model: "gpt-4o",
+                outcome: Ok(text),
+                finish_reason: Some("stop"),
+                input_tokens: Some(1),
+                output_tokens: Some(1),
+                tokens_estimated: false,
+                latency_ms: 1.0,
+                attempts: 1,
+                input_price_per_mtok: 0.0,
+                output_price_per_mtok: 0.0,
+                cost_usd: Some(0.0),
+                http_status: Some(200),
+            })
+            .unwrap();
+        CallOutcome::Fresh(store.cached_calls([key]).unwrap().remove(key).unwrap())
+    }
+
+    fn full_answer(score: u8) -> String {
+        let mut parts: Vec<String> = (1..=16)
+            .map(|i| format!("\"p{i}_score\": {score}, \"p{i}_justification\": \"reason {i}\""))
+            .collect();
+        parts.push(format!(
+            "\"overall_score\": {score}, \"overall_justification\": \"fine\""
+        ));
+        format!("{{{}}}", parts.join(", "))
+    }
+
+    #[test]
+    fn stage_plans_generation_then_a_review_of_each_datasheet_with_an_official_one() {
+        let dir = tempfile::tempdir().unwrap();
+        let e = experiment(dir.path());
+        assert_eq!(e.kind(), ExperimentKind::Review);
+        let generation = e.stage(0, None).unwrap().unwrap();
+        assert_eq!(generation.name, "generation");
+        let labels: Vec<String> = (0..generation.calls.len())
+            .map(|i| e.label(&generation, i))
+            .collect();
+        assert_eq!(
+            labels,
+            [
+                "openai:gpt-4o writing Bosch BME280",
+                "openai:gpt-4o writing Acme X1"
+            ]
+        );
+        assert!(
+            generation
+                .calls
+                .iter()
+                .all(|c| c.follow_up && c.target == 0)
+        );
+        // Not answered yet: the reviews are bounded, not planned.
+        let unanswered = [None, None];
+        let reviews = e
+            .stage(1, Some((&generation, &unanswered)))
+            .unwrap()
+            .unwrap();
+        assert_eq!(reviews.name, "reviews");
+        assert!(reviews.calls.is_empty());
+        assert_eq!(
+            reviews.pending.len(),
+            1,
+            "Acme X1 has no official datasheet"
+        );
+        assert_eq!(reviews.pending[0].target, 1);
+        assert!(e.stage(2, None).unwrap().is_none());
+    }
+
+    #[test]
+    fn record_stores_datasheets_then_reviews_with_each_status() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut e = experiment(dir.path());
+        let mut store = Store::open_in_memory().unwrap();
+        let run = store.create_run("review", None, None, "{}").unwrap();
+        let generation = e.stage(0, None).unwrap().unwrap();
+        let written = [
+            answered(&mut store, "g0", "# BME280, as written\n"),
+            answered(&mut store, "g1", "# X1, as written\n"),
+        ];
+        let outcomes: Vec<(usize, &CallOutcome)> = written.iter().enumerate().collect();
+        e.record(&mut store, run, &generation, &outcomes).unwrap();
+        assert_eq!(store.generated_paths(run).unwrap().len(), 2);
+
+        let answers = written.map(Some);
+        let reviews = e.stage(1, Some((&generation, &answers))).unwrap().unwrap();
+        assert_eq!(reviews.calls.len(), 1, "one datasheet has an official one");
+        assert_eq!(
+            e.label(&reviews, 0),
+            "anthropic:haiku 3.5 reviewing Bosch BME280 by openai:gpt-4o"
+        );
+        e.begin(&mut store, run, &reviews).unwrap();
+        let garbage = answered(&mut store, "r0", "no JSON here");
+        let failed = CallOutcome::Failed {
+            call_id: None,
+            error: "HTTP 500".into(),
+            attempts: 3,
+        };
+        let good = answered(&mut store, "r1", &full_answer(4));
+        let mut problems = Vec::new();
+        for outcome in [&garbage, &failed, &good] {
+            problems.extend(
+                e.record(&mut store, run, &reviews, &[(0, outcome)])
+                    .unwrap(),
+            );
+        }
+        assert_eq!(problems.len(), 1, "the unparsable answer: {problems:?}");
+        assert!(problems[0].contains("unparsable answer"), "{problems:?}");
+        let rows = store.review_rows(&[run]).unwrap();
+        let got: Vec<(&str, ParseStatus, Option<i64>, usize)> = rows
+            .iter()
+            .map(|r| {
+                (
+                    r.sensor.as_str(),
+                    r.parse_status,
+                    r.overall_score,
+                    r.scores.len(),
+                )
+            })
+            .collect();
+        assert_eq!(
+            got,
+            [
+                ("X1", ParseStatus::Skipped, None, 16),
+                ("BME280", ParseStatus::Failed, None, 16),
+                ("BME280", ParseStatus::Error, None, 16),
+                ("BME280", ParseStatus::Ok, Some(4), 16),
+            ]
+        );
+        assert_eq!(rows[2].detail.as_deref(), Some("HTTP 500"));
+        assert_eq!(rows[3].average_score, Some(4.0));
+        assert!(rows.iter().all(|r| r.reviewer_ref == "anthropic:haiku 3.5"));
     }
 }

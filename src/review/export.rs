@@ -5,6 +5,7 @@
 use std::path::PathBuf;
 
 use super::criteria::Criteria;
+use super::parse::ParseStatus;
 use super::spec_csv::{self, csv_row};
 use crate::kinds::{ExportOptions, ExportRuns};
 use crate::store::Store;
@@ -28,7 +29,7 @@ pub fn write_csv(
     let mut files = std::collections::BTreeSet::new();
     let (mut written, mut skipped) = (0, 0);
     for review in store.review_rows(runs.ids)? {
-        if review.parse_status == "error" {
+        if review.parse_status == ParseStatus::Error {
             continue;
         }
         if review.criteria_sha256 != criteria.sha256 {

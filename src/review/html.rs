@@ -6,6 +6,7 @@ use std::fmt::Write as _;
 
 use polars::prelude::*;
 
+use super::columns as cols;
 use super::summary::{
     ReviewFrames, agreement, criterion_generator_summary, criterion_summary, review_summary,
 };
@@ -44,7 +45,7 @@ impl ReviewSection {
     pub fn load(store: &Store, runs: &[i64]) -> Result<Self, ReportError> {
         let (reviews, scores) = store.review_columns(runs)?;
         let frames = ReviewFrames::new(reviews, scores)?;
-        let by_reviewer = review_summary(&frames, "reviewer")?;
+        let by_reviewer = review_summary(&frames, cols::REVIEWER)?;
         let agreement = if by_reviewer.height() > 1 {
             Some(agreement(&frames)?)
         } else {
@@ -53,7 +54,7 @@ impl ReviewSection {
         Ok(Self {
             runs: runs.to_vec(),
             reviews: frames.reviews.height(),
-            by_generator: review_summary(&frames, "generator")?,
+            by_generator: review_summary(&frames, cols::GENERATOR)?,
             by_criterion: criterion_summary(&frames)?,
             by_criterion_generator: criterion_generator_summary(&frames)?,
             by_reviewer,
@@ -75,11 +76,11 @@ impl ReviewSection {
              reviewer|generator|criterion --run {}</code>.</p>",
             counted(self.reviews as u64, "review"),
             counted(r.height() as u64, "reviewer"),
-            thousands(total(r, "complete")),
-            thousands(total(r, "with_na")),
-            thousands(total(r, "parse_failures")),
-            thousands(total(r, "no_official")),
-            counted(total(r, "errors"), "failed call"),
+            thousands(total(r, cols::COMPLETE)),
+            thousands(total(r, cols::WITH_NA)),
+            thousands(total(r, cols::PARSE_FAILURES)),
+            thousands(total(r, cols::NO_OFFICIAL)),
+            counted(total(r, cols::ERRORS), "failed call"),
             escape(&self.run_list())
         )
     }
@@ -87,13 +88,13 @@ impl ReviewSection {
     /// How each reviewer's reviews went, stacked, and the per-reviewer table.
     fn reviewers_figure(&self) -> String {
         let parts = [
-            ("complete", "complete"),
-            ("with_na", "with N/A"),
-            ("parse_failures", "unparsable"),
-            ("no_official", "no official datasheet"),
-            ("errors", "failed call"),
+            (cols::COMPLETE, "complete"),
+            (cols::WITH_NA, "with N/A"),
+            (cols::PARSE_FAILURES, "unparsable"),
+            (cols::NO_OFFICIAL, "no official datasheet"),
+            (cols::ERRORS, "failed call"),
         ];
-        let reviewers = texts(&self.by_reviewer, "reviewer");
+        let reviewers = texts(&self.by_reviewer, cols::REVIEWER);
         let values: Vec<Vec<u64>> = parts
             .iter()
             .map(|(c, _)| counts(&self.by_reviewer, c))
@@ -140,12 +141,12 @@ impl ReviewSection {
     /// Mean score per criterion and generator model, with 95 % intervals.
     fn generators_figure(&self) -> String {
         let df = &self.by_criterion_generator;
-        let (criteria, generators) = (texts(df, "criterion"), texts(df, "generator"));
+        let (criteria, generators) = (texts(df, cols::CRITERION), texts(df, cols::GENERATOR));
         let (mean, low, high, n) = (
-            floats(df, "mean_score"),
-            floats(df, "mean_low"),
-            floats(df, "mean_high"),
-            counts(df, "scored"),
+            floats(df, cols::MEAN_SCORE),
+            floats(df, cols::MEAN_LOW),
+            floats(df, cols::MEAN_HIGH),
+            counts(df, cols::SCORED),
         );
         let series = distinct(&generators);
         let mut rows: Vec<DotRow> = distinct(&criteria)
@@ -171,10 +172,10 @@ impl ReviewSection {
                     "{} · {}: mean {} of {} scores, 95 % interval {}–{}",
                     criteria[i],
                     generators[i],
-                    number("mean_score", value),
+                    number(cols::MEAN_SCORE, value),
                     n[i],
-                    maybe_number("mean_low", low[i]),
-                    maybe_number("mean_high", high[i])
+                    maybe_number(cols::MEAN_LOW, low[i]),
+                    maybe_number(cols::MEAN_HIGH, high[i])
                 ),
             });
         }
@@ -211,9 +212,9 @@ impl ReviewSection {
     fn criteria_figure(&self) -> String {
         let df = &self.by_criterion;
         let (criteria, reviewers, mean) = (
-            texts(df, "criterion"),
-            texts(df, "reviewer"),
-            floats(df, "mean_score"),
+            texts(df, cols::CRITERION),
+            texts(df, cols::REVIEWER),
+            floats(df, cols::MEAN_SCORE),
         );
         let (rows, columns) = (distinct(&criteria), distinct(&reviewers));
         let mut cells = vec![vec![None; columns.len()]; rows.len()];
@@ -235,7 +236,7 @@ impl ReviewSection {
             rows,
             cells,
             domain: SCORE_RANGE,
-            value_column: "mean_score",
+            value_column: cols::MEAN_SCORE,
         });
         let table = frame_table(
             df,
@@ -261,8 +262,11 @@ impl ReviewSection {
                     datasheets; these runs have one.</p>"
                 .to_owned();
         };
-        let criteria = texts(df, "criterion");
-        let (kappa, alpha) = (floats(df, "kappa_quadratic"), floats(df, "alpha_ordinal"));
+        let criteria = texts(df, cols::CRITERION);
+        let (kappa, alpha) = (
+            floats(df, cols::KAPPA_QUADRATIC),
+            floats(df, cols::ALPHA_ORDINAL),
+        );
         let mark = |name: &str, criterion: &str, v: Option<f64>| {
             v.map(|value| Mark {
                 value,
@@ -355,7 +359,7 @@ fn review_block(review: &ReviewNotes) -> String {
         escape(&review.generator),
         escape(&review.reviewer),
         escape(&overall),
-        escape(&review.parse_status)
+        escape(review.parse_status.as_str())
     );
     if let Some(detail) = &review.detail {
         let _ = write!(
@@ -446,6 +450,7 @@ impl Section for ReviewSection {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::review::parse::ParseStatus;
     use crate::store::ScoreRow;
 
     #[test]
@@ -456,7 +461,7 @@ mod tests {
             generator: "openai:gpt-4o".into(),
             sensor: "Bosch BME280".into(),
             generated_path: "results/x.md".into(),
-            parse_status: "partial".into(),
+            parse_status: ParseStatus::Partial,
             detail: None,
             overall_score: Some(4),
             overall_justification: Some("</script><img src=x onerror=alert(1)>".into()),

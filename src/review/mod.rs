@@ -7,6 +7,7 @@
 //! and the registry's entries of reviews and generation (`entry`) are in this folder too. This
 //! file holds what they share: errors, where files live, and which sensors.
 
+pub mod columns;
 pub mod console;
 pub mod criteria;
 pub mod diff;

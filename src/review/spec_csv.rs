@@ -187,7 +187,7 @@ pub fn csv_row(row: &ReviewRow) -> ReviewCsvRow {
         (None, Some(reason)) => format!("N/A: {reason}"),
         (None, None) => String::new(),
     };
-    let overall_justification = if row.parse_status == ParseStatus::Failed.as_str() {
+    let overall_justification = if row.parse_status == ParseStatus::Failed {
         format!(
             "N/A: the reviewer's answer could not be parsed ({})",
             row.detail.as_deref().unwrap_or("no JSON object")

@@ -6,6 +6,8 @@ use std::collections::BTreeMap;
 
 use polars::prelude::*;
 
+use super::columns as cols;
+use super::parse::ParseStatus;
 use crate::analysis::stats::{Level, krippendorff_alpha, mean_interval, weighted_kappa};
 use crate::store::{ReviewColumns, ScoreColumns};
 
@@ -20,25 +22,32 @@ impl ReviewFrames {
     /// Builds both frames from stored columns.
     pub fn new(reviews: ReviewColumns, scores: ScoreColumns) -> PolarsResult<Self> {
         let reviews = DataFrame::new_infer_height(vec![
-            Column::new("review_id".into(), reviews.review_id),
-            Column::new("run_id".into(), reviews.run_id),
-            Column::new("reviewer".into(), reviews.reviewer),
-            Column::new("generator".into(), reviews.generator),
-            Column::new("sensor".into(), reviews.sensor),
-            Column::new("target".into(), reviews.target),
-            Column::new("official_status".into(), reviews.official_status),
-            Column::new("parse_status".into(), reviews.parse_status),
-            Column::new("average_score".into(), reviews.average_score),
-            Column::new("overall_score".into(), reviews.overall_score),
-            Column::new("cost_usd".into(), reviews.cost_usd),
-            Column::new("paid_usd".into(), reviews.paid_usd),
-            Column::new("cache_hit".into(), reviews.cache_hit),
+            Column::new(cols::REVIEW_ID.into(), reviews.review_id),
+            Column::new(cols::RUN_ID.into(), reviews.run_id),
+            Column::new(cols::REVIEWER.into(), reviews.reviewer),
+            Column::new(cols::GENERATOR.into(), reviews.generator),
+            Column::new(cols::SENSOR.into(), reviews.sensor),
+            Column::new(cols::TARGET.into(), reviews.target),
+            Column::new(cols::OFFICIAL_STATUS.into(), reviews.official_status),
+            Column::new(
+                cols::PARSE_STATUS.into(),
+                reviews
+                    .parse_status
+                    .iter()
+                    .map(|s| s.as_str())
+                    .collect::<Vec<_>>(),
+            ),
+            Column::new(cols::AVERAGE_SCORE.into(), reviews.average_score),
+            Column::new(cols::OVERALL_SCORE.into(), reviews.overall_score),
+            Column::new(cols::COST_USD.into(), reviews.cost_usd),
+            Column::new(cols::PAID_USD.into(), reviews.paid_usd),
+            Column::new(cols::CACHE_HIT.into(), reviews.cache_hit),
         ])?;
         let scores = DataFrame::new_infer_height(vec![
-            Column::new("review_id".into(), scores.review_id),
-            Column::new("position".into(), scores.position),
-            Column::new("criterion".into(), scores.criterion),
-            Column::new("score".into(), scores.score),
+            Column::new(cols::REVIEW_ID.into(), scores.review_id),
+            Column::new(cols::POSITION.into(), scores.position),
+            Column::new(cols::CRITERION.into(), scores.criterion),
+            Column::new(cols::SCORE.into(), scores.score),
         ])?;
         Ok(Self { reviews, scores })
     }
@@ -49,16 +58,16 @@ impl ReviewFrames {
             .reviews
             .clone()
             .lazy()
-            .filter(col("reviewer").eq(lit(reviewer)))
+            .filter(col(cols::REVIEWER).eq(lit(reviewer)))
             .collect()?;
         let scores = self
             .scores
             .clone()
             .lazy()
             .join(
-                reviews.clone().lazy().select([col("review_id")]),
-                [col("review_id")],
-                [col("review_id")],
+                reviews.clone().lazy().select([col(cols::REVIEW_ID)]),
+                [col(cols::REVIEW_ID)],
+                [col(cols::REVIEW_ID)],
                 JoinArgs::new(JoinType::Inner),
             )
             .collect()?;
@@ -71,8 +80,8 @@ impl ReviewFrames {
         args.maintain_order = MaintainOrderJoin::Left;
         self.scores.clone().lazy().join(
             self.reviews.clone().lazy().filter(answered()),
-            [col("review_id")],
-            [col("review_id")],
+            [col(cols::REVIEW_ID)],
+            [col(cols::REVIEW_ID)],
             args,
         )
     }
@@ -80,14 +89,14 @@ impl ReviewFrames {
 
 /// Reviews whose answer could be read (all scores, or some N/A).
 fn answered() -> Expr {
-    col("parse_status")
-        .eq(lit("ok"))
-        .or(col("parse_status").eq(lit("partial")))
+    col(cols::PARSE_STATUS)
+        .eq(lit(ParseStatus::Ok.as_str()))
+        .or(col(cols::PARSE_STATUS).eq(lit(ParseStatus::Partial.as_str())))
 }
 
-fn count_status(status: &str) -> Expr {
-    col("parse_status")
-        .eq(lit(status))
+fn count_status(status: ParseStatus) -> Expr {
+    col(cols::PARSE_STATUS)
+        .eq(lit(status.as_str()))
         .sum()
         .cast(DataType::UInt64)
 }
@@ -96,59 +105,67 @@ fn count_status(status: &str) -> Expr {
 /// were complete, had N/A scores, could not be parsed, had no official datasheet or failed,
 /// the N/A scores, mean overall and mean of the P averages, cost and paid.
 pub fn review_summary(frames: &ReviewFrames, by: &str) -> PolarsResult<DataFrame> {
-    let keys: Vec<Expr> = if by == "reviewer" {
-        vec![col("reviewer")]
+    let keys: Vec<Expr> = if by == cols::REVIEWER {
+        vec![col(cols::REVIEWER)]
     } else {
-        vec![col("reviewer"), col(by)]
+        vec![col(cols::REVIEWER), col(by)]
     };
     let na_per_review = frames
         .scored()
-        .group_by([col("review_id")])
-        .agg([col("score")
+        .group_by([col(cols::REVIEW_ID)])
+        .agg([col(cols::SCORE)
             .is_null()
             .sum()
             .cast(DataType::UInt64)
-            .alias("na_scores")]);
+            .alias(cols::NA_SCORES)]);
     let mut args = JoinArgs::new(JoinType::Left);
     args.maintain_order = MaintainOrderJoin::Left;
     frames
         .reviews
         .clone()
         .lazy()
-        .join(na_per_review, [col("review_id")], [col("review_id")], args)
+        .join(
+            na_per_review,
+            [col(cols::REVIEW_ID)],
+            [col(cols::REVIEW_ID)],
+            args,
+        )
         .group_by_stable(keys)
         .agg([
-            len().cast(DataType::UInt64).alias("reviews"),
-            count_status("ok").alias("complete"),
-            count_status("partial").alias("with_na"),
-            count_status("failed").alias("parse_failures"),
-            count_status("skipped").alias("no_official"),
-            count_status("error").alias("errors"),
-            col("na_scores")
+            len().cast(DataType::UInt64).alias(cols::REVIEWS),
+            count_status(ParseStatus::Ok).alias(cols::COMPLETE),
+            count_status(ParseStatus::Partial).alias(cols::WITH_NA),
+            count_status(ParseStatus::Failed).alias(cols::PARSE_FAILURES),
+            count_status(ParseStatus::Skipped).alias(cols::NO_OFFICIAL),
+            count_status(ParseStatus::Error).alias(cols::ERRORS),
+            col(cols::NA_SCORES)
                 .sum()
                 .cast(DataType::UInt64)
-                .alias("na_scores"),
-            col("overall_score")
+                .alias(cols::NA_SCORES),
+            col(cols::OVERALL_SCORE)
                 .cast(DataType::Float64)
                 .mean()
-                .alias("mean_overall"),
-            col("average_score").mean().alias("mean_average_pn"),
-            col("cost_usd").sum().alias("cost_usd"),
-            col("paid_usd").sum().alias("paid_usd"),
+                .alias(cols::MEAN_OVERALL),
+            col(cols::AVERAGE_SCORE).mean().alias(cols::MEAN_AVERAGE_PN),
+            col(cols::COST_USD).sum().alias(cols::COST_USD),
+            col(cols::PAID_USD).sum().alias(cols::PAID_USD),
         ])
         // Of the answers received (reviews neither skipped nor failed calls), the share that
         // could not be read.
         .with_column(
-            (col("parse_failures").cast(DataType::Float64) * lit(100.0)
-                / (col("complete") + col("with_na") + col("parse_failures"))
+            (col(cols::PARSE_FAILURES).cast(DataType::Float64) * lit(100.0)
+                / (col(cols::COMPLETE) + col(cols::WITH_NA) + col(cols::PARSE_FAILURES))
                     .cast(DataType::Float64))
-            .alias("parse_failure_pct"),
+            .alias(cols::PARSE_FAILURE_PCT),
         )
         .with_column(
-            when((col("complete") + col("with_na") + col("parse_failures")).eq(lit(0u64)))
-                .then(lit(NULL).cast(DataType::Float64))
-                .otherwise(col("parse_failure_pct"))
-                .alias("parse_failure_pct"),
+            when(
+                (col(cols::COMPLETE) + col(cols::WITH_NA) + col(cols::PARSE_FAILURES))
+                    .eq(lit(0u64)),
+            )
+            .then(lit(NULL).cast(DataType::Float64))
+            .otherwise(col(cols::PARSE_FAILURE_PCT))
+            .alias(cols::PARSE_FAILURE_PCT),
         )
         .collect()
 }
@@ -158,57 +175,64 @@ pub fn review_summary(frames: &ReviewFrames, by: &str) -> PolarsResult<DataFrame
 pub fn criterion_summary(frames: &ReviewFrames) -> PolarsResult<DataFrame> {
     let per_criterion = frames
         .scored()
-        .group_by_stable([col("position"), col("criterion"), col("reviewer")])
+        .group_by_stable([
+            col(cols::POSITION),
+            col(cols::CRITERION),
+            col(cols::REVIEWER),
+        ])
         .agg([
-            col("score").count().cast(DataType::UInt64).alias("scored"),
-            col("score")
+            col(cols::SCORE)
+                .count()
+                .cast(DataType::UInt64)
+                .alias(cols::SCORED),
+            col(cols::SCORE)
                 .is_null()
                 .sum()
                 .cast(DataType::UInt64)
-                .alias("na"),
-            col("score")
+                .alias(cols::NA),
+            col(cols::SCORE)
                 .cast(DataType::Float64)
                 .mean()
-                .alias("mean_score"),
+                .alias(cols::MEAN_SCORE),
         ])
         .sort(
             ["position"],
             SortMultipleOptions::default().with_maintain_order(true),
         )
         .select([
-            col("criterion"),
-            col("reviewer"),
-            col("scored"),
-            col("na"),
-            col("mean_score"),
+            col(cols::CRITERION),
+            col(cols::REVIEWER),
+            col(cols::SCORED),
+            col(cols::NA),
+            col(cols::MEAN_SCORE),
         ]);
     let overall = frames
         .reviews
         .clone()
         .lazy()
         .filter(answered())
-        .group_by_stable([col("reviewer")])
+        .group_by_stable([col(cols::REVIEWER)])
         .agg([
-            col("overall_score")
+            col(cols::OVERALL_SCORE)
                 .count()
                 .cast(DataType::UInt64)
-                .alias("scored"),
-            col("overall_score")
+                .alias(cols::SCORED),
+            col(cols::OVERALL_SCORE)
                 .is_null()
                 .sum()
                 .cast(DataType::UInt64)
-                .alias("na"),
-            col("overall_score")
+                .alias(cols::NA),
+            col(cols::OVERALL_SCORE)
                 .cast(DataType::Float64)
                 .mean()
-                .alias("mean_score"),
+                .alias(cols::MEAN_SCORE),
         ])
         .select([
-            lit("Overall").alias("criterion"),
-            col("reviewer"),
-            col("scored"),
-            col("na"),
-            col("mean_score"),
+            lit("Overall").alias(cols::CRITERION),
+            col(cols::REVIEWER),
+            col(cols::SCORED),
+            col(cols::NA),
+            col(cols::MEAN_SCORE),
         ]);
     concat([per_criterion, overall], UnionArgs::default())?.collect()
 }
@@ -218,49 +242,57 @@ pub fn criterion_summary(frames: &ReviewFrames) -> PolarsResult<DataFrame> {
 pub fn criterion_generator_summary(frames: &ReviewFrames) -> PolarsResult<DataFrame> {
     let stats = |score: Expr| {
         [
-            score.clone().count().cast(DataType::UInt64).alias("scored"),
+            score
+                .clone()
+                .count()
+                .cast(DataType::UInt64)
+                .alias(cols::SCORED),
             score
                 .clone()
                 .cast(DataType::Float64)
                 .mean()
-                .alias("mean_score"),
-            score.cast(DataType::Float64).std(1).alias("sd"),
+                .alias(cols::MEAN_SCORE),
+            score.cast(DataType::Float64).std(1).alias(cols::SD),
         ]
     };
     let per_criterion = frames
         .scored()
-        .group_by_stable([col("position"), col("criterion"), col("generator")])
-        .agg(stats(col("score")))
+        .group_by_stable([
+            col(cols::POSITION),
+            col(cols::CRITERION),
+            col(cols::GENERATOR),
+        ])
+        .agg(stats(col(cols::SCORE)))
         .sort(
             ["position"],
             SortMultipleOptions::default().with_maintain_order(true),
         )
         .select([
-            col("criterion"),
-            col("generator"),
-            col("scored"),
-            col("mean_score"),
-            col("sd"),
+            col(cols::CRITERION),
+            col(cols::GENERATOR),
+            col(cols::SCORED),
+            col(cols::MEAN_SCORE),
+            col(cols::SD),
         ]);
     let overall = frames
         .reviews
         .clone()
         .lazy()
         .filter(answered())
-        .group_by_stable([col("generator")])
-        .agg(stats(col("overall_score")))
+        .group_by_stable([col(cols::GENERATOR)])
+        .agg(stats(col(cols::OVERALL_SCORE)))
         .select([
-            lit("Overall").alias("criterion"),
-            col("generator"),
-            col("scored"),
-            col("mean_score"),
-            col("sd"),
+            lit("Overall").alias(cols::CRITERION),
+            col(cols::GENERATOR),
+            col(cols::SCORED),
+            col(cols::MEAN_SCORE),
+            col(cols::SD),
         ]);
     let mut df = concat([per_criterion, overall], UnionArgs::default())?.collect()?;
     let (low, high): (Vec<Option<f64>>, Vec<Option<f64>>) = {
-        let n = df.column("scored")?.u64()?;
-        let mean = df.column("mean_score")?.f64()?;
-        let sd = df.column("sd")?.f64()?;
+        let n = df.column(cols::SCORED)?.u64()?;
+        let mean = df.column(cols::MEAN_SCORE)?.f64()?;
+        let sd = df.column(cols::SD)?.f64()?;
         n.iter()
             .zip(mean.iter())
             .zip(sd.iter())
@@ -273,8 +305,8 @@ pub fn criterion_generator_summary(frames: &ReviewFrames) -> PolarsResult<DataFr
             })
             .unzip()
     };
-    df.with_column(Column::new("mean_low".into(), low))?;
-    df.with_column(Column::new("mean_high".into(), high))?;
+    df.with_column(Column::new(cols::MEAN_LOW.into(), low))?;
+    df.with_column(Column::new(cols::MEAN_HIGH.into(), high))?;
     df.drop("sd")
 }
 
@@ -283,69 +315,133 @@ pub fn criterion_generator_summary(frames: &ReviewFrames) -> PolarsResult<DataFr
 /// Krippendorff's alpha (any number, missing ratings allowed), and the mean score across
 /// reviewers (the mean of each reviewer's mean).
 pub fn agreement(frames: &ReviewFrames) -> PolarsResult<DataFrame> {
-    // criterion -> target -> reviewer -> score; criteria in order.
-    let mut order: Vec<String> = Vec::new();
-    let mut ratings: BTreeMap<String, BTreeMap<String, BTreeMap<String, Option<i64>>>> =
-        BTreeMap::new();
-    let scored = frames
-        .scored()
-        .select([
-            col("criterion"),
-            col("target"),
-            col("reviewer"),
-            col("score"),
-        ])
-        .collect()?;
-    let overall = frames
-        .reviews
-        .clone()
-        .lazy()
-        .filter(answered())
-        .select([
-            lit("Overall").alias("criterion"),
-            col("target"),
-            col("reviewer"),
-            col("overall_score").alias("score"),
-        ])
-        .collect()?;
-    let mut reviewers: Vec<String> = Vec::new();
-    for df in [&scored, &overall] {
-        let criterion = df.column("criterion")?.str()?.clone();
-        let target = df.column("target")?.str()?.clone();
-        let reviewer = df.column("reviewer")?.str()?.clone();
-        let score = df.column("score")?.cast(&DataType::Int64)?;
+    let ratings = Ratings::collect(frames)?;
+    let rows: Vec<AgreementRow> = ratings
+        .order
+        .iter()
+        .map(|criterion| ratings.agreement(criterion))
+        .collect();
+    DataFrame::new_infer_height(vec![
+        Column::new(
+            cols::CRITERION.into(),
+            rows.iter()
+                .map(|r| r.criterion.as_str())
+                .collect::<Vec<_>>(),
+        ),
+        Column::new(
+            cols::REVIEWERS.into(),
+            rows.iter().map(|r| r.reviewers).collect::<Vec<_>>(),
+        ),
+        Column::new(
+            cols::DATASHEETS_COMPARED.into(),
+            rows.iter().map(|r| r.units).collect::<Vec<_>>(),
+        ),
+        Column::new(
+            cols::KAPPA_QUADRATIC.into(),
+            rows.iter().map(|r| r.kappa).collect::<Vec<_>>(),
+        ),
+        Column::new(
+            cols::ALPHA_ORDINAL.into(),
+            rows.iter().map(|r| r.alpha).collect::<Vec<_>>(),
+        ),
+        Column::new(
+            cols::MEAN_SCORE.into(),
+            rows.iter().map(|r| r.mean).collect::<Vec<_>>(),
+        ),
+    ])
+}
+
+/// A reviewer's score of a datasheet (`None`: N/A), per datasheet.
+type ByTarget = BTreeMap<String, BTreeMap<String, Option<i64>>>;
+
+/// Every rating of the answered reviews: criterion -> target -> reviewer -> score, with the
+/// criteria (then `Overall`) and the reviewers in the order first met.
+struct Ratings {
+    order: Vec<String>,
+    reviewers: Vec<String>,
+    ratings: BTreeMap<String, ByTarget>,
+}
+
+/// One criterion's agreement: a row of [`agreement`].
+struct AgreementRow {
+    criterion: String,
+    reviewers: u64,
+    units: u64,
+    kappa: Option<f64>,
+    alpha: Option<f64>,
+    mean: Option<f64>,
+}
+
+impl Ratings {
+    /// The criterion scores and overall scores of the reviews that could be read.
+    fn collect(frames: &ReviewFrames) -> PolarsResult<Self> {
+        let scored = frames
+            .scored()
+            .select([
+                col(cols::CRITERION),
+                col(cols::TARGET),
+                col(cols::REVIEWER),
+                col(cols::SCORE),
+            ])
+            .collect()?;
+        let overall = frames
+            .reviews
+            .clone()
+            .lazy()
+            .filter(answered())
+            .select([
+                lit("Overall").alias(cols::CRITERION),
+                col(cols::TARGET),
+                col(cols::REVIEWER),
+                col(cols::OVERALL_SCORE).alias(cols::SCORE),
+            ])
+            .collect()?;
+        let mut ratings = Self {
+            order: Vec::new(),
+            reviewers: Vec::new(),
+            ratings: BTreeMap::new(),
+        };
+        for df in [&scored, &overall] {
+            ratings.add(df)?;
+        }
+        Ok(ratings)
+    }
+
+    /// Adds the ratings of `df` (criterion, target, reviewer, score).
+    fn add(&mut self, df: &DataFrame) -> PolarsResult<()> {
+        let criterion = df.column(cols::CRITERION)?.str()?.clone();
+        let target = df.column(cols::TARGET)?.str()?.clone();
+        let reviewer = df.column(cols::REVIEWER)?.str()?.clone();
+        let score = df.column(cols::SCORE)?.cast(&DataType::Int64)?;
         let score = score.i64()?;
         for i in 0..df.height() {
             let (Some(c), Some(t), Some(r)) = (criterion.get(i), target.get(i), reviewer.get(i))
             else {
                 continue;
             };
-            if !order.iter().any(|o| o == c) {
-                order.push(c.to_owned());
+            if !self.order.iter().any(|o| o == c) {
+                self.order.push(c.to_owned());
             }
-            if !reviewers.iter().any(|x| x == r) {
-                reviewers.push(r.to_owned());
+            if !self.reviewers.iter().any(|x| x == r) {
+                self.reviewers.push(r.to_owned());
             }
-            ratings
+            self.ratings
                 .entry(c.to_owned())
                 .or_default()
                 .entry(t.to_owned())
                 .or_default()
                 .insert(r.to_owned(), score.get(i));
         }
+        Ok(())
     }
-    let mut names = Vec::new();
-    let mut n_reviewers = Vec::new();
-    let mut n_units = Vec::new();
-    let mut kappas: Vec<Option<f64>> = Vec::new();
-    let mut alphas: Vec<Option<f64>> = Vec::new();
-    let mut means: Vec<Option<f64>> = Vec::new();
-    for criterion in &order {
-        let by_target = &ratings[criterion];
+
+    /// The agreement on `criterion`.
+    fn agreement(&self, criterion: &str) -> AgreementRow {
+        let by_target = &self.ratings[criterion];
         let units: Vec<Vec<Option<f64>>> = by_target
             .values()
             .map(|by_reviewer| {
-                reviewers
+                self.reviewers
                     .iter()
                     .map(|r| by_reviewer.get(r).copied().flatten().map(|s| s as f64))
                     .collect()
@@ -355,24 +451,40 @@ pub fn agreement(frames: &ReviewFrames) -> PolarsResult<DataFrame> {
             .iter()
             .filter(|u| u.iter().flatten().count() >= 2)
             .count();
-        let kappa = if reviewers.len() == 2 {
-            let pairs: Vec<(i64, i64)> = by_target
-                .values()
-                .filter_map(|m| {
-                    Some((
-                        m.get(&reviewers[0]).copied().flatten()?,
-                        m.get(&reviewers[1]).copied().flatten()?,
-                    ))
-                })
-                .collect();
-            // The weights' scale cancels out of kappa: the observed range is enough.
-            let low = pairs.iter().map(|p| p.0.min(p.1)).min().unwrap_or(1);
-            let high = pairs.iter().map(|p| p.0.max(p.1)).max().unwrap_or(1);
-            weighted_kappa(&pairs, low, high.max(low + 1))
-        } else {
-            None
+        AgreementRow {
+            criterion: criterion.to_owned(),
+            reviewers: self.reviewers.len() as u64,
+            units: pairable as u64,
+            kappa: self.kappa(by_target),
+            alpha: krippendorff_alpha(&units, Level::Ordinal),
+            mean: self.mean_of_means(by_target),
+        }
+    }
+
+    /// Quadratic-weighted Cohen's kappa, with exactly two reviewers.
+    fn kappa(&self, by_target: &ByTarget) -> Option<f64> {
+        let [first, second] = self.reviewers.as_slice() else {
+            return None;
         };
-        let reviewer_means: Vec<f64> = reviewers
+        let pairs: Vec<(i64, i64)> = by_target
+            .values()
+            .filter_map(|m| {
+                Some((
+                    m.get(first).copied().flatten()?,
+                    m.get(second).copied().flatten()?,
+                ))
+            })
+            .collect();
+        // The weights' scale cancels out of kappa: the observed range is enough.
+        let low = pairs.iter().map(|p| p.0.min(p.1)).min().unwrap_or(1);
+        let high = pairs.iter().map(|p| p.0.max(p.1)).max().unwrap_or(1);
+        weighted_kappa(&pairs, low, high.max(low + 1))
+    }
+
+    /// The mean of each reviewer's mean score.
+    fn mean_of_means(&self, by_target: &ByTarget) -> Option<f64> {
+        let reviewer_means: Vec<f64> = self
+            .reviewers
             .iter()
             .filter_map(|r| {
                 let mine: Vec<f64> = by_target
@@ -383,24 +495,9 @@ pub fn agreement(frames: &ReviewFrames) -> PolarsResult<DataFrame> {
                 (!mine.is_empty()).then(|| mine.iter().sum::<f64>() / mine.len() as f64)
             })
             .collect();
-        names.push(criterion.clone());
-        n_reviewers.push(reviewers.len() as u64);
-        n_units.push(pairable as u64);
-        kappas.push(kappa);
-        alphas.push(krippendorff_alpha(&units, Level::Ordinal));
-        means.push(
-            (!reviewer_means.is_empty())
-                .then(|| reviewer_means.iter().sum::<f64>() / reviewer_means.len() as f64),
-        );
+        (!reviewer_means.is_empty())
+            .then(|| reviewer_means.iter().sum::<f64>() / reviewer_means.len() as f64)
     }
-    DataFrame::new_infer_height(vec![
-        Column::new("criterion".into(), names),
-        Column::new("reviewers".into(), n_reviewers),
-        Column::new("datasheets_compared".into(), n_units),
-        Column::new("kappa_quadratic".into(), kappas),
-        Column::new("alpha_ordinal".into(), alphas),
-        Column::new("mean_score".into(), means),
-    ])
 }
 
 #[cfg(test)]
@@ -427,7 +524,7 @@ mod tests {
             r.sensor.push("Bosch BME280".into());
             r.target.push(target.into());
             r.official_status.push("Found".into());
-            r.parse_status.push(status.into());
+            r.parse_status.push(status.parse().unwrap());
             r.average_score.push(p1);
             r.overall_score.push(overall);
             r.cost_usd.push(Some(0.01));

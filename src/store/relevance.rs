@@ -3,6 +3,7 @@
 use rusqlite::params;
 
 use super::{Result, Store};
+use crate::relevance::variant::Variant;
 
 /// One prediction of a relevance run.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -13,8 +14,8 @@ pub struct PredictionRow {
     pub image_sha256: String,
     pub predicate: String,
     pub predicate_kind: String,
-    /// `WITH` or `WITHOUT`.
-    pub variant: String,
+    /// WITH or WITHOUT the uncertain option (stored `WITH`, `WITHOUT`).
+    pub variant: Variant,
     pub trial: u32,
     /// 0, 1 or 2; `None` when the answer for it was invalid.
     pub score: Option<u8>,

@@ -5,6 +5,7 @@ use rusqlite::{OptionalExtension, params};
 use super::blobs::insert_blob;
 use super::{Result, Store, now_rfc3339};
 use crate::hash::sha256_hex;
+use crate::review::parse::ParseStatus;
 
 /// A generated datasheet to record.
 #[derive(Debug, Clone)]
@@ -52,7 +53,7 @@ pub struct ReviewRow {
     pub criteria_sha256: String,
     pub call_id: Option<i64>,
     pub cache_hit: bool,
-    pub parse_status: String,
+    pub parse_status: ParseStatus,
     pub detail: Option<String>,
     pub average_score: Option<f64>,
     pub overall_score: Option<i64>,
@@ -76,7 +77,7 @@ pub struct ReviewColumns {
     /// text are two items).
     pub target: Vec<String>,
     pub official_status: Vec<String>,
-    pub parse_status: Vec<String>,
+    pub parse_status: Vec<ParseStatus>,
     pub average_score: Vec<Option<f64>>,
     pub overall_score: Vec<Option<i64>>,
     pub cost_usd: Vec<Option<f64>>,
@@ -94,7 +95,7 @@ pub struct ReviewNotes {
     /// Brand and sensor.
     pub sensor: String,
     pub generated_path: String,
-    pub parse_status: String,
+    pub parse_status: ParseStatus,
     /// Why the answer could not be read, or the error.
     pub detail: Option<String>,
     pub overall_score: Option<i64>,
@@ -169,8 +170,8 @@ impl Store {
     /// When the review with `review_key` was first recorded (failed calls aside), if ever.
     pub fn first_review_time(&self, review_key: &str) -> Result<Option<String>> {
         Ok(self.conn.query_row(
-            "SELECT min(reviewed_at) FROM reviews WHERE review_key = ?1 AND parse_status != 'error'",
-            [review_key],
+            "SELECT min(reviewed_at) FROM reviews WHERE review_key = ?1 AND parse_status != ?2",
+            params![review_key, ParseStatus::Error],
             |r| r.get(0),
         )?)
     }
