@@ -17,7 +17,7 @@ use std::time::Duration;
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
-use super::client::{Endpoint, LlmClient, scrub_key};
+use super::client::{ApiRequest, Endpoint, LlmClient, scrub_key};
 use super::{ChatRequest, ChatResponse, ProviderError, ProviderKind, anthropic, openai};
 
 /// The batch API a provider speaks (`batch: openai | anthropic` in config.yaml).
@@ -938,6 +938,21 @@ pub(crate) fn transfer_timeout(client: &LlmClient, bytes: usize) -> Duration {
 /// The timeout of downloading a result file of unknown size.
 pub(crate) fn download_timeout(client: &LlmClient) -> Duration {
     client.timeout().max(Duration::from_secs(600))
+}
+
+/// Sends `request` and reads its whole body.
+pub(crate) async fn fetch(
+    client: &LlmClient,
+    endpoint: &Endpoint,
+    request: ApiRequest,
+) -> Result<bytes::Bytes, BatchError> {
+    let url = request.url.clone();
+    let timeout = request.timeout;
+    let response = client.send(endpoint, request).await?;
+    response
+        .bytes()
+        .await
+        .map_err(|e| BatchError::Provider(client.transport_error_at(endpoint, &url, timeout, &e)))
 }
 
 /// Unix seconds as a time (`None` for absent or impossible values).

@@ -13,7 +13,7 @@ use serde_json::{Value, json};
 
 use super::super::batch::{
     self as neutral, BatchApi, BatchCounts, BatchError, BatchFailure, BatchInfo, BatchList,
-    BatchStatus, INTENT_KEY, LineFailure, PAYLOAD_KEY, Page, Payload, ResultLine,
+    BatchStatus, INTENT_KEY, LineFailure, PAYLOAD_KEY, Page, Payload, ResultLine, fetch,
 };
 use super::super::client::{ApiRequest, Endpoint, LlmClient, body_excerpt};
 use super::super::{ChatRequest, ProviderError, ProviderKind};
@@ -53,21 +53,6 @@ fn request(
         body,
         timeout: None,
     })
-}
-
-/// Sends `request` and reads its whole body.
-async fn fetch(
-    client: &LlmClient,
-    endpoint: &Endpoint,
-    request: ApiRequest,
-) -> Result<bytes::Bytes, BatchError> {
-    let url = request.url.clone();
-    let timeout = request.timeout;
-    let response = client.send(endpoint, request).await?;
-    response
-        .bytes()
-        .await
-        .map_err(|e| BatchError::Provider(client.transport_error_at(endpoint, &url, timeout, &e)))
 }
 
 /// Uploads `payload` as a batch input file (`multipart/form-data`, `purpose=batch`); returns
