@@ -6,7 +6,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use super::pacer::{ConfiguredLimits, Cost, NotSent, Pacer};
+use super::budget::Reservation;
+use super::pacer::{ConfiguredLimits, Cost, NotSent, Pacer, Scope};
 use super::{
     Budget, CanonicalRequest, ChatRequest, ChatResponse, Endpoint, LlmClient, ProviderError,
     RetryPolicy, Usage,
@@ -493,90 +494,44 @@ impl Executor {
         } else {
             self.retry.max_attempts
         };
+        let sent = match self.send(job, stop, max_attempts).await? {
+            Sent::Finished(sent) => sent,
+            Sent::SchemaRefusedHere => {
+                let outcome = CallOutcome::Failed {
+                    call_id: None,
+                    error: SCHEMA_REFUSED_IN_THIS_RUN.to_owned(),
+                    attempts: 0,
+                };
+                return Some((outcome, Some(400)));
+            }
+        };
+        let status = match &sent.result {
+            Err(Failure::Sent(e)) => e.http_status(),
+            _ => None,
+        };
+        let outcome = self.store_outcome(job, sent, status, failed_before).await;
+        Some((outcome, status))
+    }
+
+    /// Sends `job` until it is answered, fails for good or meets a refusal no wait mends;
+    /// `None` when a stop came or the budget cannot hold it.
+    async fn send(&self, job: &CallJob, stop: &AtomicBool, max_attempts: u32) -> Option<Sent> {
         let scope = self.pacer.scope(&job.endpoint, &job.request.model);
-        let cost = Cost::of(&job.request);
-        let worst_usd = crate::experiment::max_cost(job);
         let mut backoff = self.retry.backoff();
-        let (mut attempts, mut refusals) = (0_u32, 0_u32);
-        // Latency of the last attempt (retries and waits excluded).
-        let mut last_latency_ms = 0.0;
+        let mut tries = Tries::default();
         let result = loop {
-            if attempts > 0 && stop.load(Ordering::SeqCst) {
-                tracing::debug!(attempt = attempts, "stopping: no retry");
+            if tries.attempts > 0 && stop.load(Ordering::SeqCst) {
+                tracing::debug!(attempt = tries.attempts, "stopping: no retry");
                 return None;
             }
-            // A slot for the request: claims and stores wait outside.
-            let Ok(slot) = self.slots.acquire().await else {
-                return None;
-            };
-            if stop.load(Ordering::SeqCst) {
-                return None;
-            }
-            // Its model refused a schema while this call waited: it goes without one.
-            if attempts == 0 && job.plain_fallback && job.request.schema.is_some() {
-                let refused = self
-                    .schema_refused
-                    .lock()
-                    .is_ok_and(|set| set.contains(&job.model_key()));
-                if refused {
-                    let error = SCHEMA_REFUSED_IN_THIS_RUN.to_owned();
-                    let outcome = CallOutcome::Failed {
-                        call_id: None,
-                        error,
-                        attempts: 0,
-                    };
-                    return Some((outcome, Some(400)));
-                }
-            }
-            let reservation = match &self.budget {
-                Some(budget) => Some(budget.reserve(worst_usd).await?),
-                None => None,
-            };
-            let permit = match self.pacer.acquire(&scope, cost, stop).await {
-                Ok(permit) => permit,
-                Err(not_sent) => {
-                    if let Some(r) = reservation {
-                        r.release();
-                    }
-                    match not_sent {
-                        NotSent::Stopped => return None,
-                        NotSent::Exhausted(why) => break Err(Failure::NotSent(why)),
-                    }
-                }
-            };
-            attempts += 1;
-            let started = Instant::now();
-            let result = super::chat(&self.client, &job.endpoint, &job.request).await;
-            last_latency_ms = started.elapsed().as_secs_f64() * 1000.0;
-            self.pacer.observe(permit, &result).await;
-            // Before the slot goes to a call of the same model, which then goes without.
-            if let Err(e) = &result
-                && job.plain_fallback
-                && job.request.schema.is_some()
-                && refuses_schema(e.http_status(), &e.to_string())
+            let (result, latency_ms) = match self.attempt(job, &scope, stop, tries.attempts).await?
             {
-                self.note_schema_refused(job, e.http_status());
-            }
-            drop(slot);
-            match (&result, reservation) {
-                (Ok(answer), Some(r)) => r.settle(
-                    job.price
-                        .cost_usd(answer.usage.input_tokens, answer.usage.output_tokens),
-                ),
-                // Refused before anything was generated: nothing billed.
-                (
-                    Err(
-                        ProviderError::Http { .. }
-                        | ProviderError::Exhausted { .. }
-                        | ProviderError::Connect { .. }
-                        | ProviderError::Request { .. }
-                        | ProviderError::MissingKey { .. },
-                    ),
-                    Some(r),
-                ) => r.release(),
-                // Cut off or unreadable: it may have been billed; its worst case stays spent.
-                (_, r) => drop(r),
-            }
+                Attempt::Answered(result, latency_ms) => (result, latency_ms),
+                Attempt::SchemaRefusedHere => return Some(Sent::SchemaRefusedHere),
+                Attempt::NotSent(why) => break Err(Failure::NotSent(why)),
+            };
+            tries.attempts += 1;
+            tries.last_latency_ms = latency_ms;
             let error = match result {
                 Ok(answer) => break Ok(answer),
                 Err(e) if !e.is_retryable() => break Err(Failure::Sent(e)),
@@ -584,64 +539,126 @@ impl Executor {
             };
             let rate_limited = error.http_status() == Some(429);
             if rate_limited {
-                refusals += 1;
+                tries.refusals += 1;
             }
-            let failures = attempts - refusals;
-            let give_up = match &error {
-                // A server that refuses connections is usually not running: one more try
-                // covers a restart, more would only make the user wait.
-                ProviderError::Connect { .. } => attempts >= CONNECT_ATTEMPTS.min(max_attempts),
-                _ if rate_limited => refusals >= max_attempts * RATE_LIMIT_ALLOWANCE,
-                _ => failures >= max_attempts,
-            };
-            if give_up {
+            if tries.give_up(&error, max_attempts) {
                 break Err(Failure::Sent(error));
             }
             // The pacer holds the scope after a rate-limit refusal; other errors back off.
             if !rate_limited {
                 let wait = self.retry.wait(&error, &mut backoff);
-                tracing::debug!(attempt = attempts, ?wait, %error, "retrying");
+                tracing::debug!(attempt = tries.attempts, ?wait, %error, "retrying");
                 tokio::time::sleep(wait).await;
             } else {
-                tracing::debug!(attempt = attempts, %error, "refused: paced retry");
+                tracing::debug!(attempt = tries.attempts, %error, "refused: paced retry");
             }
         };
-        let status = match &result {
-            Err(Failure::Sent(e)) => e.http_status(),
-            _ => None,
+        Some(Sent::Finished(Finished { result, tries }))
+    }
+
+    /// One attempt at `job`: a slot, the budget's reservation of its worst case and the
+    /// pacer's permit, then the request; what the answer says of the limits goes to the pacer,
+    /// and the reservation is settled. `None` when a stop came or the budget cannot hold it.
+    async fn attempt(
+        &self,
+        job: &CallJob,
+        scope: &Arc<Scope>,
+        stop: &AtomicBool,
+        attempts: u32,
+    ) -> Option<Attempt> {
+        // A slot for the request: claims and stores wait outside.
+        let slot = self.slots.acquire().await.ok()?;
+        if stop.load(Ordering::SeqCst) {
+            return None;
+        }
+        // Its model refused a schema while this call waited: it goes without one.
+        if attempts == 0 && job.plain_fallback && job.request.schema.is_some() {
+            let refused = self
+                .schema_refused
+                .lock()
+                .is_ok_and(|set| set.contains(&job.model_key()));
+            if refused {
+                return Some(Attempt::SchemaRefusedHere);
+            }
+        }
+        let reservation = match &self.budget {
+            Some(budget) => Some(budget.reserve(crate::experiment::max_cost(job)).await?),
+            None => None,
         };
-        let timing = (last_latency_ms, attempts);
-        let outcome = match result {
-            Ok(response) => self.store_answer(job, response, timing).await,
-            Err(Failure::NotSent(why)) if attempts == 0 => CallOutcome::Failed {
-                call_id: None,
-                error: format!("{why} (not sent)"),
-                attempts: 0,
-            },
-            Err(failure) => {
-                let message = match failure {
-                    Failure::NotSent(why) => format!("{why} (not sent again)"),
-                    Failure::Sent(error) => failure_message(&error, attempts, failed_before),
-                };
-                let stored = {
-                    let (job, error) = (job.clone(), message.clone());
-                    self.writer
-                        .run(move |s| {
-                            s.insert_call(&new_call(&job, Err(&error), None, None, status, timing))
-                        })
-                        .await
-                };
-                let call_id = stored
-                    .inspect_err(|e| tracing::warn!("could not store a failed call: {e}"))
-                    .ok();
-                CallOutcome::Failed {
-                    call_id,
-                    error: message,
-                    attempts,
+        let permit = match self
+            .pacer
+            .acquire(scope, Cost::of(&job.request), stop)
+            .await
+        {
+            Ok(permit) => permit,
+            Err(not_sent) => {
+                if let Some(r) = reservation {
+                    r.release();
                 }
+                return match not_sent {
+                    NotSent::Stopped => None,
+                    NotSent::Exhausted(why) => Some(Attempt::NotSent(why)),
+                };
             }
         };
-        Some((outcome, status))
+        let started = Instant::now();
+        let result = super::chat(&self.client, &job.endpoint, &job.request).await;
+        let latency_ms = started.elapsed().as_secs_f64() * 1000.0;
+        self.pacer.observe(permit, &result).await;
+        // Before the slot goes to a call of the same model, which then goes without.
+        if let Err(e) = &result
+            && job.plain_fallback
+            && job.request.schema.is_some()
+            && refuses_schema(e.http_status(), &e.to_string())
+        {
+            self.note_schema_refused(job, e.http_status());
+        }
+        drop(slot);
+        if let Some(reservation) = reservation {
+            settle(reservation, job, &result);
+        }
+        Some(Attempt::Answered(result, latency_ms))
+    }
+
+    /// Stores what sending `job` came to: its answer, or its failure (a scope's refusal met
+    /// before anything was sent is not stored: nothing was asked).
+    async fn store_outcome(
+        &self,
+        job: &CallJob,
+        sent: Finished,
+        status: Option<u16>,
+        failed_before: bool,
+    ) -> CallOutcome {
+        let Finished { result, tries } = sent;
+        let (attempts, timing) = (tries.attempts, (tries.last_latency_ms, tries.attempts));
+        let message = match result {
+            Ok(response) => return self.store_answer(job, response, timing).await,
+            Err(Failure::NotSent(why)) if attempts == 0 => {
+                return CallOutcome::Failed {
+                    call_id: None,
+                    error: format!("{why} (not sent)"),
+                    attempts: 0,
+                };
+            }
+            Err(Failure::NotSent(why)) => format!("{why} (not sent again)"),
+            Err(Failure::Sent(error)) => failure_message(&error, attempts, failed_before),
+        };
+        let stored = {
+            let (job, error) = (job.clone(), message.clone());
+            self.writer
+                .run(move |s| {
+                    s.insert_call(&new_call(&job, Err(&error), None, None, status, timing))
+                })
+                .await
+        };
+        let call_id = stored
+            .inspect_err(|e| tracing::warn!("could not store a failed call: {e}"))
+            .ok();
+        CallOutcome::Failed {
+            call_id,
+            error: message,
+            attempts,
+        }
     }
 
     /// Stores an answer; the stored call, or a failure when it could not be stored.
@@ -699,6 +716,80 @@ enum Failure {
     Sent(ProviderError),
     /// Its scope met a refusal no wait mends (what happened and the fix).
     NotSent(String),
+}
+
+/// What sending a call came to.
+enum Sent {
+    /// Its last attempt's result, and the tries made.
+    Finished(Finished),
+    /// Its model refused the answer's schema while it waited: not sent (it is asked again
+    /// without its schema).
+    SchemaRefusedHere,
+}
+
+/// A call's last result and the tries it took.
+struct Finished {
+    result: Result<ChatResponse, Failure>,
+    tries: Tries,
+}
+
+/// The attempts made at a call, the rate-limit refusals among them, and the latency of the
+/// last (retries and waits excluded).
+#[derive(Debug, Default)]
+struct Tries {
+    attempts: u32,
+    refusals: u32,
+    last_latency_ms: f64,
+}
+
+impl Tries {
+    /// Whether `error`, just met, ends the call's tries.
+    fn give_up(&self, error: &ProviderError, max_attempts: u32) -> bool {
+        let failures = self.attempts - self.refusals;
+        match error {
+            // A server that refuses connections is usually not running: one more try covers a
+            // restart, more would only make the user wait.
+            ProviderError::Connect { .. } => self.attempts >= CONNECT_ATTEMPTS.min(max_attempts),
+            _ if error.http_status() == Some(429) => {
+                self.refusals >= max_attempts * RATE_LIMIT_ALLOWANCE
+            }
+            _ => failures >= max_attempts,
+        }
+    }
+}
+
+/// What one attempt came to.
+enum Attempt {
+    /// The request was sent: its result and latency in ms.
+    Answered(Result<ChatResponse, ProviderError>, f64),
+    /// Its model refused the answer's schema while it waited.
+    SchemaRefusedHere,
+    /// Its scope met a refusal no wait mends (what happened and the fix).
+    NotSent(String),
+}
+
+/// Settles `reservation` to what the answer cost, gives it back when the request was refused
+/// before anything was generated, and keeps it as spent when the answer was cut off or could
+/// not be read (it may have been billed).
+fn settle(
+    reservation: Reservation<'_>,
+    job: &CallJob,
+    result: &Result<ChatResponse, ProviderError>,
+) {
+    match result {
+        Ok(answer) => reservation.settle(
+            job.price
+                .cost_usd(answer.usage.input_tokens, answer.usage.output_tokens),
+        ),
+        Err(
+            ProviderError::Http { .. }
+            | ProviderError::Exhausted { .. }
+            | ProviderError::Connect { .. }
+            | ProviderError::Request { .. }
+            | ProviderError::MissingKey { .. },
+        ) => reservation.release(),
+        Err(_) => drop(reservation),
+    }
 }
 
 /// The outcome of a call whose model refused the answer's schema while it waited to be sent
