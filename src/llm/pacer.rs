@@ -337,43 +337,8 @@ impl Pacer {
             taken,
         };
         let _turn = scope.turnstile.lock().await;
-        // Until the first answer has told the limits, one call is in flight.
-        loop {
-            let answered = scope.answered.notified();
-            let probe = {
-                let state = lock_state(scope);
-                if let Some(why) = &state.exhausted {
-                    return Err(NotSent::Exhausted(why.clone()));
-                }
-                (state.probe, state.limited)
-            };
-            match probe {
-                (Probe::Done, _) => break,
-                (Probe::Ahead, limited) => {
-                    // An earlier run may have learned them.
-                    let known = limited
-                        || self
-                            .update(&scope.id, |row| !row.buckets.is_empty())
-                            .await
-                            .unwrap_or(false);
-                    let mut state = lock_state(scope);
-                    state.limited = known;
-                    if known {
-                        state.probe = Probe::Done;
-                        break;
-                    }
-                    state.probe = Probe::InFlight;
-                    return Ok(permit(true, false));
-                }
-                (Probe::InFlight, _) => {}
-            }
-            if stop.load(Ordering::SeqCst) {
-                return Err(NotSent::Stopped);
-            }
-            tokio::select! {
-                () = answered => {}
-                () = tokio::time::sleep(NAP) => {}
-            }
+        if self.await_first_answer(scope, stop).await? {
+            return Ok(permit(true, false));
         }
         // A wait is logged once, not at every look.
         let mut logged = false;
@@ -411,6 +376,54 @@ impl Pacer {
             };
             self.waiting(scope, &wait, !std::mem::replace(&mut logged, true));
             tokio::time::sleep(wait.wait.min(NAP)).await;
+        }
+    }
+
+    /// Until the first answer has told `scope`'s limits, one call is in flight: waits while
+    /// another call is that one; `true` when this call is to be it (limits unknown, none
+    /// learned by an earlier run), `false` once the limits are known or none were told.
+    async fn await_first_answer(
+        &self,
+        scope: &Arc<Scope>,
+        stop: &AtomicBool,
+    ) -> Result<bool, NotSent> {
+        // Until the first answer has told the limits, one call is in flight.
+        loop {
+            let answered = scope.answered.notified();
+            let probe = {
+                let state = lock_state(scope);
+                if let Some(why) = &state.exhausted {
+                    return Err(NotSent::Exhausted(why.clone()));
+                }
+                (state.probe, state.limited)
+            };
+            match probe {
+                (Probe::Done, _) => return Ok(false),
+                (Probe::Ahead, limited) => {
+                    // An earlier run may have learned them.
+                    let known = limited
+                        || self
+                            .update(&scope.id, |row| !row.buckets.is_empty())
+                            .await
+                            .unwrap_or(false);
+                    let mut state = lock_state(scope);
+                    state.limited = known;
+                    if known {
+                        state.probe = Probe::Done;
+                        return Ok(false);
+                    }
+                    state.probe = Probe::InFlight;
+                    return Ok(true);
+                }
+                (Probe::InFlight, _) => {}
+            }
+            if stop.load(Ordering::SeqCst) {
+                return Err(NotSent::Stopped);
+            }
+            tokio::select! {
+                () = answered => {}
+                () = tokio::time::sleep(NAP) => {}
+            }
         }
     }
 
