@@ -75,7 +75,7 @@ fn by_prompt(store: &Store, runs: &[i64], _: &QueryOptions<'_>) -> anyhow::Resul
 fn section(store: &Store, runs: &[i64]) -> Result<ReportPart, ReportError> {
     let section = BenchSection::load(store, runs)?;
     Ok(ReportPart {
-        energy: section.energy(),
+        energy: section.energy()?,
         section: Box::new(section),
     })
 }

@@ -465,11 +465,11 @@ impl Section for RelevanceSection {
         format!("Relevance ({noun} {})", self.run_list().replace(',', ", "))
     }
 
-    fn body(&self) -> String {
+    fn body(&self) -> Result<String, ReportError> {
         if self.predictions == 0 {
-            return "<p>These runs recorded no predictions yet.</p>".to_owned();
+            return Ok("<p>These runs recorded no predictions yet.</p>".to_owned());
         }
-        [
+        Ok([
             self.overview(),
             self.metrics_figure(),
             self.deltas_figure(),
@@ -478,7 +478,7 @@ impl Section for RelevanceSection {
             self.calibration_figure(),
             self.thresholds_table(),
         ]
-        .concat()
+        .concat())
     }
 }
 
