@@ -6,12 +6,12 @@ use std::collections::{BTreeMap, HashMap};
 use polars::prelude::*;
 
 use super::columns as cols;
-use super::parse::ParseStatus;
 use crate::analysis::diff::{
     DiffCounts, DiffError, KindDiff, Layout, MIN_BOOTSTRAP_UNITS, Pairing, difference, either,
     mean, only_in, pair_by_key, sides,
 };
 use crate::analysis::stats::{BOOTSTRAP, BootstrapInterval, paired_bootstrap};
+use crate::store::ParseStatus;
 use crate::store::{ReviewColumns, ScoreColumns, Store};
 
 /// How a review diff reads.

@@ -7,13 +7,13 @@ use polars::prelude::DataFrame;
 
 use super::columns as cols;
 use super::html::ReviewSection;
-use super::parse::ParseStatus;
 use super::summary::{ReviewFrames, agreement, criterion_summary, review_summary};
 use crate::kinds::{
     DiffRuns, ExportCsv, Grouping, Kind, LoadSection, Loader, QueryFlag, QueryOptions,
 };
 use crate::output::count;
 use crate::report::{ReportError, ReportPart};
+use crate::store::ParseStatus;
 use crate::store::{RunSelector, Store};
 
 /// Reviews, as the registry knows them.

@@ -11,7 +11,7 @@
 use std::path::{Path, PathBuf};
 
 use super::criteria::Criteria;
-use super::parse::{ParseStatus, ParsedReview, ScoreEntry, parse_review};
+use super::parse::{ParsedReview, ScoreEntry, parse_review};
 use super::sensors::{self, GeneratedFile, Official, Sensor, safe_component};
 use super::spec_csv::{self, csv_row};
 use super::{Paths, ReviewError};
@@ -25,6 +25,7 @@ use crate::llm::{
     AnswerSchema, CallJob, CallOutcome, ChatRequest, Message, SamplingParams, tokens_bound,
 };
 use crate::prompt::Template;
+use crate::store::ParseStatus;
 use crate::store::{NewGenerated, ReviewRow, ScoreRow, Store, StoredCall};
 
 /// How datasheets are written.

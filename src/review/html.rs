@@ -461,7 +461,7 @@ impl Section for ReviewSection {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::review::parse::ParseStatus;
+    use crate::store::ParseStatus;
     use crate::store::ScoreRow;
 
     #[test]

@@ -28,8 +28,11 @@ pub use bench::{BenchColumns, BenchResultRow, FailureRow, Labels, MeasureRow, Ou
 pub use calls::{NewCall, StoredCall};
 pub use claims::Claim;
 pub use pacing::{BucketRow, PacingRow};
-pub use relevance::PredictionRow;
-pub use review::{NewGenerated, ReviewColumns, ReviewNotes, ReviewRow, ScoreColumns, ScoreRow};
+pub use relevance::{PredictionRow, UnknownVariant, Variant};
+pub use review::{
+    NewGenerated, ParseStatus, ReviewColumns, ReviewNotes, ReviewRow, ScoreColumns, ScoreRow,
+    UnknownStatus,
+};
 pub use runs::{RunErrorRow, RunInfo, RunSelector, RunStatus, RunTally};
 pub use writer::Writer;
 
