@@ -85,8 +85,8 @@ pub const MAX_TIME_S: &str = "max_time_s";
 pub const MEAN_TIME_S: &str = "mean_time_s";
 
 // `track diff`: its items (one row per evaluation of either run) and its per-model summary.
-pub const CHANGE: &str = "change";
-pub const ONLY_IN: &str = "only_in";
+pub const CHANGE: &str = crate::analysis::diff::CHANGE;
+pub const ONLY_IN: &str = crate::analysis::diff::ONLY_IN;
 pub const BASE_STATUS: &str = "base_status";
 pub const NEW_STATUS: &str = "new_status";
 pub const BASE_LATENCY_MS: &str = "base_latency_ms";

@@ -9,8 +9,7 @@ use super::spec_csv::{csv_path, csv_row};
 use super::{Paths, ReviewError};
 use crate::experiment::{ReportOptions, RunSummary};
 use crate::output::count;
-use crate::store::ParseStatus;
-use crate::store::Store;
+use crate::store::{ParseStatus, Store};
 
 /// Prints the files of the run `summary` describes, and a line per reviewer on stderr.
 pub fn print(

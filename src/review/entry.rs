@@ -13,8 +13,7 @@ use crate::kinds::{
 };
 use crate::output::count;
 use crate::report::{ReportError, ReportPart};
-use crate::store::ParseStatus;
-use crate::store::{RunSelector, Store};
+use crate::store::{ParseStatus, RunSelector, Store};
 
 /// Reviews, as the registry knows them.
 #[derive(Debug)]

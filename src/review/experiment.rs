@@ -25,8 +25,7 @@ use crate::llm::{
     AnswerSchema, CallJob, CallOutcome, ChatRequest, Message, SamplingParams, tokens_bound,
 };
 use crate::prompt::Template;
-use crate::store::ParseStatus;
-use crate::store::{NewGenerated, ReviewRow, ScoreRow, Store, StoredCall};
+use crate::store::{NewGenerated, ParseStatus, ReviewRow, ScoreRow, Store, StoredCall};
 
 /// How datasheets are written.
 #[derive(Debug, Clone)]

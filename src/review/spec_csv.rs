@@ -9,8 +9,7 @@ use std::path::{Path, PathBuf};
 use super::ReviewError;
 use super::criteria::Criteria;
 use super::sensors::safe_component;
-use crate::store::ParseStatus;
-use crate::store::ReviewRow;
+use crate::store::{ParseStatus, ReviewRow};
 
 /// One review as the CSV shows it (scores already formatted: `1`-`5` or `N/A`).
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -8,8 +8,7 @@ use polars::prelude::*;
 
 use super::columns as cols;
 use crate::analysis::stats::{Level, krippendorff_alpha, mean_interval, weighted_kappa};
-use crate::store::ParseStatus;
-use crate::store::{ReviewColumns, ScoreColumns};
+use crate::store::{ParseStatus, ReviewColumns, ScoreColumns};
 
 /// Reviews (one row each) and their criterion scores (one row per review and criterion).
 #[derive(Debug, Clone)]
