@@ -250,11 +250,18 @@ impl Store {
         Ok(rows.collect::<rusqlite::Result<_>>()?)
     }
 
-    /// When the review with `review_key` was first recorded (failed calls aside), if ever.
-    pub fn first_review_time(&self, review_key: &str) -> Result<Option<String>> {
+    /// When the review with `review_key` was first recorded from the answer of call `call_id`
+    /// (`None`: a review that needed no call), failed calls aside; `None` if never. A review
+    /// asked again (a fresh call) has a call of its own, so it does not inherit this time.
+    pub fn first_review_time(
+        &self,
+        review_key: &str,
+        call_id: Option<i64>,
+    ) -> Result<Option<String>> {
         Ok(self.conn.query_row(
-            "SELECT min(reviewed_at) FROM reviews WHERE review_key = ?1 AND parse_status != ?2",
-            params![review_key, ParseStatus::Error],
+            "SELECT min(reviewed_at) FROM reviews
+             WHERE review_key = ?1 AND call_id IS ?2 AND parse_status != ?3",
+            params![review_key, call_id, ParseStatus::Error],
             |r| r.get(0),
         )?)
     }
