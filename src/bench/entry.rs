@@ -5,7 +5,9 @@ use polars::prelude::DataFrame;
 
 use super::html::BenchSection;
 use super::summary::{Measures, model_summary, prompt_summary};
-use crate::kinds::{DiffRuns, ExportCsv, Grouping, Kind, LoadSection, Loader, QueryOptions};
+use crate::kinds::{
+    AnswerErrors, DiffRuns, ExportCsv, Grouping, Kind, LoadSection, Loader, QueryOptions,
+};
 use crate::report::{ReportError, ReportPart};
 use crate::store::{RunSelector, Store};
 
@@ -43,6 +45,10 @@ impl Kind for BenchKind {
 
     fn report_noun(&self) -> &'static str {
         "benchmark"
+    }
+
+    fn answer_errors(&self) -> Option<AnswerErrors> {
+        Some(super::experiment::answer_errors)
     }
 }
 

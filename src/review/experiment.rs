@@ -25,7 +25,9 @@ use crate::llm::{
     AnswerSchema, CallJob, CallOutcome, ChatRequest, Message, SamplingParams, tokens_bound,
 };
 use crate::prompt::Template;
-use crate::store::{NewGenerated, ParseStatus, ReviewRow, ScoreRow, Store, StoredCall};
+use crate::store::{
+    NewGenerated, ParseStatus, ReviewRow, RunErrorRow, ScoreRow, Store, StoreError, StoredCall,
+};
 
 /// How datasheets are written.
 #[derive(Debug, Clone)]
@@ -240,7 +242,7 @@ impl DatasheetExperiment {
             }
         }
         Ok(Stage {
-            name: "reviews",
+            name: REVIEWS,
             calls,
             pending,
             data: Some(StageData::new(ReviewItems(items))),
@@ -508,13 +510,12 @@ impl Experiment for DatasheetExperiment {
                 format!("{model} writing {} {}", sensor.brand, sensor.sensor)
             }
             Some(items) => {
-                let item = &items[call.item / self.repeats()];
-                format!(
-                    "{model} reviewing {} {} by {}:{}",
-                    item.file.sensor.brand,
-                    item.file.sensor.sensor,
-                    item.file.provider,
-                    item.file.model
+                let file = &items[call.item / self.repeats()].file;
+                review_label(
+                    model,
+                    &file.sensor.brand,
+                    &file.sensor.sensor,
+                    &format!("{}:{}", file.provider, file.model),
                 )
             }
         }
@@ -643,6 +644,41 @@ fn new_datasheet_path(
         n += 1;
     }
     Ok(path)
+}
+
+/// The reviews stage's name, as `track runs --errors` lists it.
+const REVIEWS: &str = "reviews";
+
+/// A review's call as it is labelled: `openai:gpt-4o-mini reviewing Bosch BME280 by
+/// openai:gpt-4o` (the reviewer, the sensor, the datasheet's generator).
+fn review_label(reviewer: &str, brand: &str, sensor: &str, generator: &str) -> String {
+    format!("{reviewer} reviewing {brand} {sensor} by {generator}")
+}
+
+/// The errors found in the answers of run `run_id` (`track runs --errors`): the reviews whose
+/// answer could not be parsed, each labelled as its call is. (A reviewer's call that got no
+/// answer is listed by the runtime, with the other failed calls.)
+pub fn answer_errors(store: &Store, run_id: i64) -> Result<Vec<RunErrorRow>, StoreError> {
+    Ok(store
+        .unparsable_reviews(run_id)?
+        .into_iter()
+        .map(|r| RunErrorRow {
+            stage: REVIEWS.to_owned(),
+            item: review_label(
+                &r.reviewer_ref,
+                &r.brand,
+                &r.sensor,
+                &format!("{}:{}", r.generator_provider, r.generator_model),
+            ),
+            model_ref: r.reviewer_ref,
+            error: format!(
+                "unparsable answer ({})",
+                r.detail.as_deref().unwrap_or("no JSON object")
+            ),
+            call_id: r.call_id,
+            attempts: r.attempts.unwrap_or(0),
+        })
+        .collect())
 }
 
 /// One review to record: a datasheet, its reviewer and the sample.

@@ -90,6 +90,21 @@ impl FromSql for ParseStatus {
     }
 }
 
+/// A review whose answer could not be parsed (a parse failure: counted apart, never scored).
+#[derive(Debug, Clone, PartialEq)]
+pub struct UnparsableReviewRow {
+    pub reviewer_ref: String,
+    pub brand: String,
+    pub sensor: String,
+    pub generator_provider: String,
+    pub generator_model: String,
+    /// Why the answer could not be read.
+    pub detail: Option<String>,
+    pub call_id: Option<i64>,
+    /// The attempts of its call; `None` when the call is not stored.
+    pub attempts: Option<u32>,
+}
+
 /// A generated datasheet to record.
 #[derive(Debug, Clone)]
 pub struct NewGenerated<'a> {
@@ -264,6 +279,30 @@ impl Store {
             params![review_key, call_id, ParseStatus::Error],
             |r| r.get(0),
         )?)
+    }
+
+    /// The reviews of `run_id` whose answer could not be parsed, in the order recorded.
+    pub fn unparsable_reviews(&self, run_id: i64) -> Result<Vec<UnparsableReviewRow>> {
+        let mut stmt = self.conn.prepare(
+            "SELECT r.reviewer_ref, r.brand, r.sensor, r.generator_provider, r.generator_model,
+                    r.detail, r.call_id, c.attempts
+             FROM reviews r LEFT JOIN calls c ON c.id = r.call_id
+             WHERE r.run_id = ?1 AND r.parse_status = ?2
+             ORDER BY r.id",
+        )?;
+        let rows = stmt.query_map(params![run_id, ParseStatus::Failed], |r| {
+            Ok(UnparsableReviewRow {
+                reviewer_ref: r.get(0)?,
+                brand: r.get(1)?,
+                sensor: r.get(2)?,
+                generator_provider: r.get(3)?,
+                generator_model: r.get(4)?,
+                detail: r.get(5)?,
+                call_id: r.get(6)?,
+                attempts: r.get(7)?,
+            })
+        })?;
+        Ok(rows.collect::<rusqlite::Result<_>>()?)
     }
 
     /// Records a review and its scores in one transaction; returns its id.

@@ -230,6 +230,51 @@ fn reviews_land_in_the_database_and_the_specifications_csv() {
     );
 }
 
+/// Regression: an unparsable review counted among its run's errors (`track runs`) but was
+/// missing from `track runs --errors`, which listed only the calls that got no answer.
+#[test]
+fn runs_errors_lists_an_unparsable_review_with_its_item_and_why() {
+    let s = review_sandbox();
+    s.track()
+        .args([
+            "review-datasheets",
+            "--reviewer",
+            "openai:gpt-4o-mini",
+            "-q",
+        ])
+        .assert()
+        .success();
+    assert_eq!(s.count("SELECT errors FROM runs WHERE id = 1"), 1);
+    let out = s
+        .track()
+        .args(["runs", "--errors", "1", "--format", "csv"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let listed: Vec<Vec<String>> = csv::ReaderBuilder::new()
+        .from_reader(&out.stdout[..])
+        .records()
+        .map(|r| r.unwrap().iter().map(str::to_owned).collect())
+        .collect();
+    let [row] = &listed[..] else {
+        panic!("the one error the run counts: {listed:?}");
+    };
+    assert_eq!(
+        row[..4],
+        [
+            "reviews",
+            "openai:gpt-4o-mini",
+            "openai:gpt-4o-mini reviewing TI HDC1080 by openai:gpt-4o",
+            "1"
+        ]
+    );
+    assert!(
+        row[4].starts_with("unparsable answer (")
+            && row[4].contains("Sorry, I cannot review this datasheet."),
+        "{row:?}"
+    );
+}
+
 /// Regression: a review asked again (`--no-cache`) kept the first review's `reviewed_at`, so
 /// the specification's CSV dated the new answer by the old one.
 #[test]
