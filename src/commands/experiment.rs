@@ -1,6 +1,7 @@
 //! The glue every experiment command shares: the options of a run (`--concurrency`,
-//! `--no-cache`, `--offline`, `--dry-run`, `--repeat`, `--budget`), handing the experiment to the
-//! runtime, and printing the plan or the report, the tally, the errors and the exit status.
+//! `--no-cache`, `--offline`, `--dry-run`, `--repeat`, `--budget`, `--batch`, `--detach`),
+//! handing the experiment to the runtime, and printing the plan or the report, the tally, the
+//! errors and the exit status.
 
 use std::io::Write as _;
 use std::process::ExitCode;
@@ -45,6 +46,17 @@ pub struct ExperimentArgs {
     /// `budget:`, else none].
     #[arg(long, value_name = "USD", value_parser = parse_budget_arg, allow_hyphen_values = true)]
     pub budget: Option<f64>,
+    /// Send the calls not in the cache through the provider's batch API, at half price, with
+    /// results within 24 hours (usually within one); models whose provider has none (Ollama,
+    /// most OpenAI-compatible servers) run live in the same run. The run polls until its
+    /// batches end; Ctrl-C leaves it `waiting`, and the same command collects it later
+    /// [default: the file's `batch:`, else off].
+    #[arg(long)]
+    pub batch: bool,
+    /// With batches: submit them, then exit leaving the run `waiting` instead of polling; run
+    /// the same command later to collect what has finished (see `track batches`).
+    #[arg(long)]
+    pub detach: bool,
 }
 
 /// `--budget`'s value parser: [`parse_budget`](crate::llm::budget::parse_budget), for clap.
@@ -76,6 +88,8 @@ impl ExperimentArgs {
             show_progress: !context.quiet,
             command: Some(super::command_line()),
             budget_usd: self.budget,
+            batch: self.batch,
+            detach: self.detach,
         }
     }
 
@@ -110,6 +124,8 @@ pub fn run_experiment(
     tables: TableArgs,
 ) -> anyhow::Result<ExitCode> {
     let options = args.options(context, config);
+    // Before the database is opened or anything is sent.
+    options.check_batch(experiment.batch())?;
     let report = ReportOptions {
         detail: !tables.no_detail,
         quiet: context.quiet,

@@ -271,6 +271,9 @@ pub(crate) fn selection_status(
             // `is interrupted`, `is abandoned`; a run its budget stopped `is stopped by its budget`.
             let state = match status {
                 RunStatus::Budget => "stopped by its budget (`budget`)".to_owned(),
+                RunStatus::Waiting => {
+                    "waiting for its batches (`waiting`; the same command collects them)".to_owned()
+                }
                 other => other.to_string(),
             };
             eprintln!(
