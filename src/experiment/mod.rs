@@ -24,8 +24,8 @@ pub use kind::{ExperimentKind, UnknownKind};
 pub use lifecycle::{observed_status, run_lock_dir};
 pub use options::{FileBudget, MAX_REPEAT, Override, Overrides, RunOptions};
 pub use plan::{
-    ASSUMED_MAX_OUTPUT_TOKENS, IMAGE_TOKENS_BOUND, MAX_PLANNED_CALLS, Plan, PlanLine, check_size,
-    max_cost,
+    ASSUMED_MAX_OUTPUT_TOKENS, IMAGE_TOKENS_BOUND, MAX_PLANNED_CALLS, Plan, PlanLine,
+    batch_max_cost, check_size, max_cost,
 };
 pub use runtime::{RunEnd, RunSummary, execute};
 pub use signals::Signal;

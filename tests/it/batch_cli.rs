@@ -561,3 +561,68 @@ fn track_batches_cancel_asks_the_provider_and_records_its_answer() {
         assert!(!text(output).contains(crate::support::OPENAI_KEY));
     }
 }
+
+#[test]
+fn a_dry_run_with_batch_bounds_batched_calls_at_half_price_and_names_the_live_ones() {
+    let s = Sandbox::with_mock(MockProvider::start());
+    bench(
+        &s,
+        "bench.yaml",
+        &[
+            "openai:gpt-4o",
+            "anthropic:haiku 3.5",
+            "ollama:qwen2.5-coder",
+        ],
+        "",
+    );
+    let plan = |extra: &[&str]| -> (String, f64) {
+        let out = s
+            .track()
+            .args(["run", "bench.yaml", "--dry-run"])
+            .args(extra)
+            .output()
+            .unwrap();
+        let stdout = text(&out.stdout);
+        assert!(out.status.success(), "{stdout}{}", text(&out.stderr));
+        let bound = stdout
+            .split("at most $")
+            .nth(1)
+            .and_then(|rest| rest.split_whitespace().next())
+            .and_then(|n| n.parse::<f64>().ok())
+            .unwrap_or_else(|| panic!("{stdout}"));
+        (stdout, bound)
+    };
+    let (live, full) = plan(&[]);
+    assert!(!live.contains("batch API"), "{live}");
+    let (batched, half) = plan(&["--batch"]);
+    assert!(full > 0.0);
+    // Ollama's calls are free: the whole bound is the hosted models', halved.
+    assert!((half - full / 2.0).abs() < 1e-6, "{half} vs {full}");
+    for expected in [
+        "batch: openai:gpt-4o through the openai batch API, bounded at half price",
+        "batch: anthropic:haiku 3.5 through the anthropic batch API, bounded at half price",
+        "batch: ollama:qwen2.5-coder has no batch API: runs live",
+        "calls through a batch API at its half price",
+    ] {
+        assert!(batched.contains(expected), "{expected}: {batched}");
+    }
+    // `batch: true` in the file plans the same.
+    bench(
+        &s,
+        "bench.yaml",
+        &[
+            "openai:gpt-4o",
+            "anthropic:haiku 3.5",
+            "ollama:qwen2.5-coder",
+        ],
+        "batch: true\n",
+    );
+    let (from_file, bound) = plan(&[]);
+    assert_eq!(bound, half);
+    assert!(from_file.contains("runs live"), "{from_file}");
+    // A budget is read against the half-price bound.
+    let (fits, _) = plan(&["--budget", &format!("{}", (half + full) / 2.0)]);
+    assert!(fits.contains("fits"), "{fits}");
+    assert!(!fits.contains("does not fit"), "{fits}");
+    assert_eq!(s.mock.request_count(), 0);
+}
