@@ -626,3 +626,67 @@ fn a_dry_run_with_batch_bounds_batched_calls_at_half_price_and_names_the_live_on
     assert!(!fits.contains("does not fit"), "{fits}");
     assert_eq!(s.mock.request_count(), 0);
 }
+
+#[test]
+fn queries_exports_and_reports_of_a_waiting_run_show_its_rows_so_far_as_waiting() {
+    let s = Sandbox::with_mock(MockProvider::start());
+    bench(&s, "bench.yaml", &["openai:gpt-4o"], "");
+    let out = s
+        .track()
+        .args(["run", "bench.yaml", "-q"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    // The run's batches are out: its rows so far are those answered live or from the cache.
+    track::store::Store::open(&s.db_path())
+        .unwrap()
+        .finish_run(1, track::store::RunStatus::Waiting)
+        .unwrap();
+    let out = s
+        .track()
+        .args([
+            "query", "--by", "model", "--run", "latest", "--format", "csv",
+        ])
+        .output()
+        .unwrap();
+    let (csv, stderr) = (text(&out.stdout), text(&out.stderr));
+    assert!(out.status.success(), "{stderr}");
+    assert!(
+        stderr.contains(
+            "warning: run 1 is waiting for its batches (`waiting`; the same command collects them)"
+        ),
+        "{stderr}"
+    );
+    assert!(csv.lines().next().unwrap().ends_with(",status"), "{csv}");
+    assert!(csv.lines().nth(1).unwrap().ends_with(",waiting"), "{csv}");
+    let out = s
+        .track()
+        .args(["export", "csv", "--out", "exp"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let results = std::fs::read_to_string(s.path("exp/bench_results.csv")).unwrap();
+    assert!(
+        results.lines().nth(1).unwrap().contains("waiting"),
+        "{results}"
+    );
+    let out = s
+        .track()
+        .args(["report", "--run", "latest", "--out", "r.html"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let html = std::fs::read_to_string(s.path("r.html")).unwrap();
+    assert!(
+        html.contains("is waiting for its batches (the same command collects them)"),
+        "the report's banner says so"
+    );
+    // `track runs` shows it waiting, not abandoned, though no process holds it.
+    let runs = s.track().args(["runs"]).output().unwrap();
+    let table = text(&runs.stdout);
+    assert!(table.contains("waiting"), "{table}");
+    assert!(
+        table.contains("run 1 is waiting with no batch left open"),
+        "{table}"
+    );
+}
