@@ -455,6 +455,10 @@ impl Experiment for BenchExperiment {
         self.spec.budget_usd
     }
 
+    fn batch(&self) -> bool {
+        self.spec.batch
+    }
+
     fn stage(
         &self,
         index: usize,

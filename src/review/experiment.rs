@@ -61,6 +61,8 @@ pub struct DatasheetPlan {
     pub repeats: u32,
     /// The most a run may spend, in USD (the file's `budget:`).
     pub budget_usd: Option<f64>,
+    /// Whether its calls go through batch APIs (the file's `batch: true`).
+    pub batch: bool,
 }
 
 /// A datasheet experiment resolved for the runtime.
@@ -433,6 +435,10 @@ impl Experiment for DatasheetExperiment {
 
     fn budget_usd(&self) -> Option<f64> {
         self.plan.budget_usd
+    }
+
+    fn batch(&self) -> bool {
+        self.plan.batch
     }
 
     fn stage(
@@ -880,6 +886,7 @@ mod tests {
             },
             repeats: 1,
             budget_usd: None,
+            batch: false,
         };
         DatasheetExperiment::new(plan, &Catalog::builtin()).unwrap()
     }

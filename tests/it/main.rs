@@ -4,6 +4,7 @@
 mod support;
 mod terminal;
 
+mod batch_cli;
 mod batch_client;
 mod batch_mock_selftest;
 mod bench_inputs;
