@@ -105,8 +105,6 @@ pub struct RunDiff {
 pub struct KindDiff {
     /// As [`RunDiff::counts`].
     pub counts: DiffCounts,
-    /// How its frames read.
-    pub layout: &'static Layout,
     /// As [`RunDiff::summary`].
     pub summary: DataFrame,
     /// As [`RunDiff::items`].
@@ -116,8 +114,9 @@ pub struct KindDiff {
 }
 
 /// How a kind's diff reads: its item frame's key columns, the columns worth showing for a
-/// change, its `change` labels from the most to the least serious (`unchanged` left out), and
-/// the words of its headline and summary.
+/// change, its `change` labels from the most to the least serious (`unchanged` left out), the
+/// words of its headline and summary, and what makes a regression significant. `track diff
+/// --help` is written from the layouts of the kinds.
 #[derive(Debug)]
 pub struct Layout {
     /// The key columns of an item (`model`, `prompt`, `repeat`).
@@ -132,6 +131,9 @@ pub struct Layout {
     pub summary_title: &'static str,
     /// The headline's changes: `2 regressions, 1 fix, 0 new errors`.
     pub changes: fn(&DiffCounts) -> String,
+    /// What a significant regression is, for `--help`: `a model whose success rate … dropped,
+    /// with McNemar's p < 0.05 …` (no final period).
+    pub significant: &'static str,
 }
 
 impl RunDiff {
@@ -158,14 +160,21 @@ impl RunDiff {
         })
     }
 
-    /// Run `new_run` compared with run `base_run`, both of `kind`, by the kind's diff.
-    pub fn new(base_run: i64, new_run: i64, kind: ExperimentKind, diff: KindDiff) -> Self {
+    /// Run `new_run` compared with run `base_run`, both of `kind`, by the kind's diff, whose
+    /// frames read as `layout` says.
+    pub fn new(
+        base_run: i64,
+        new_run: i64,
+        kind: ExperimentKind,
+        layout: &'static Layout,
+        diff: KindDiff,
+    ) -> Self {
         Self {
             base_run,
             new_run,
             kind,
             counts: diff.counts,
-            layout: diff.layout,
+            layout,
             summary: diff.summary,
             items: diff.items,
             significant: diff.significant,
