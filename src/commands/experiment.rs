@@ -208,7 +208,7 @@ fn print_errors(context: &Context, summary: &RunSummary) {
     }
     if errors > 1 {
         eprintln!(
-            "each call that got no answer: track runs --errors {}",
+            "each error, with its item and why: track runs --errors {}",
             summary.run_id
         );
     }

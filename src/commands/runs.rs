@@ -1,4 +1,4 @@
-//! `track runs`: the runs recorded in the database, and the failed calls of one.
+//! `track runs`: the runs recorded in the database, and the errors of one.
 
 use std::process::ExitCode;
 
@@ -14,10 +14,12 @@ use crate::store::{BatchRow, RunErrorRow, RunInfo, RunStatus, Store};
 /// `budget`; one whose batches are not collected yet as `waiting`, with a line under the table
 /// saying what it waits for), calls, cache hits, errors, cost, what it paid and its budget (`--budget`,
 /// `budget:`; empty when none); with --wide or in CSV/JSON, the command line too. `--errors
-/// ID` lists the calls of run ID that got no answer, with why.
+/// ID` lists what run ID counts as errors, each with its item and why.
 #[derive(Debug, clap::Args)]
 pub struct RunsArgs {
-    /// List the calls of this run that got no answer (failed, no key, not cached offline).
+    /// List the errors this run counts: the calls that got no answer (failed, no key, not
+    /// cached offline), then the answers that could not be used (an unparsable review, a
+    /// judge's garbage verdict).
     #[arg(long, value_name = "RUN")]
     errors: Option<i64>,
     /// Only the newest N runs.
@@ -34,7 +36,7 @@ pub struct RunsArgs {
 pub fn run(context: &Context, args: RunsArgs) -> anyhow::Result<ExitCode> {
     let store = context.open_existing_store()?;
     if let Some(run_id) = args.errors {
-        let df = errors_frame(&store.run_errors(run_id)?)?;
+        let df = errors_frame(&crate::kinds::run_errors(&store, run_id)?)?;
         print_frame(&df, args.format, Columns::wide_if(args.wide))?;
         return Ok(ExitCode::SUCCESS);
     }
@@ -99,7 +101,7 @@ fn waiting_note(run_id: i64, batches: &[BatchRow]) -> String {
     )
 }
 
-/// The calls of a run that got no answer, one row each (`track runs --errors ID`).
+/// The errors of a run, one row each (`track runs --errors ID`).
 fn errors_frame(errors: &[RunErrorRow]) -> PolarsResult<DataFrame> {
     let column = |name: &str, values: Vec<String>| Column::new(name.into(), values);
     DataFrame::new_infer_height(vec![

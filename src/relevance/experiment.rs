@@ -8,7 +8,6 @@ use std::path::{Path, PathBuf};
 use super::RelevanceError;
 use super::parse::{answer_schema, parse_answer};
 use super::predicates::Predicate;
-use super::variant::Variant;
 use crate::config::{Catalog, Config};
 use crate::experiment::{
     Answers, Experiment, ExperimentError, ExperimentKind, FileBudget, Override, Overrides,
@@ -16,7 +15,7 @@ use crate::experiment::{
 };
 use crate::llm::{CallOutcome, ChatRequest, Image, Message, Part, Role, SamplingParams};
 use crate::prompt::Template;
-use crate::store::{PredictionRow, Store};
+use crate::store::{PredictionRow, Store, Variant};
 
 /// The built-in prompts of the two variants.
 pub const WITH_PROMPT: &str = include_str!("../../prompts/relevance_with_uncertain.txt");
