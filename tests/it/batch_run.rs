@@ -488,3 +488,66 @@ fn killed_while_storing_results_the_next_run_stores_the_rest() {
         1
     );
 }
+
+/// The plan's bound as `--dry-run` prints it with a budget: `the plan's bound $0.0312`.
+fn planned_bound(s: &Sandbox, extra: &[&str]) -> f64 {
+    let out = s
+        .track()
+        .args(["run", "bench.yaml", "--dry-run", "--budget", "1000"])
+        .args(extra)
+        .output()
+        .unwrap();
+    let stdout = text(&out.stdout) + &text(&out.stderr);
+    let after = stdout
+        .split("the plan's bound $")
+        .nth(1)
+        .unwrap_or_else(|| panic!("no bound in {stdout}"));
+    after
+        .split(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .next()
+        .unwrap()
+        .parse()
+        .unwrap()
+}
+
+#[test]
+fn a_budget_reserves_at_the_batch_price_when_a_batch_is_submitted() {
+    let s = sandbox();
+    bench(&s, &["openai:gpt-4o", "anthropic:haiku 3.5"], 6);
+    let live_bound = planned_bound(&s, &[]);
+    let batch_bound = planned_bound(&s, &["--batch"]);
+    assert!(
+        (batch_bound - live_bound / 2.0).abs() <= 1e-4 * live_bound,
+        "{batch_bound} vs {live_bound}"
+    );
+    // Room for about half the worst cases at the batch price: only what fits is submitted.
+    let half = format!("{}", batch_bound / 2.0);
+    let out = run_batch(&s, &["--budget", &half]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stderr).contains("budget reached"),
+        "{}",
+        text(&out.stderr)
+    );
+    assert_eq!(
+        s.count("SELECT count(*) FROM runs WHERE status = 'budget'"),
+        1
+    );
+    let submitted = s.mock.batches().submitted().len();
+    assert!(
+        submitted > 0 && submitted < 12,
+        "{submitted} of 12 submitted"
+    );
+    assert!(s.mock.batches().billed_usd() <= batch_bound / 2.0);
+    // A budget that holds the batch bound, though not the live one, finishes the rest.
+    let enough = format!("{}", batch_bound * 1.01);
+    assert!(batch_bound * 1.01 < live_bound);
+    let out = run_batch(&s, &["--budget", &enough]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert_eq!(
+        s.mock.batches().submitted().len(),
+        12,
+        "only the rest was submitted"
+    );
+    assert_complete(&s, 12);
+}
