@@ -311,7 +311,7 @@ impl Batcher {
                 .extend(submitted.round.indices[key].iter().copied());
         }
         for payload in split.payloads {
-            let row = lock(&self.store).create_batch(&NewBatch {
+            let intent = lock(&self.store).create_batch(&NewBatch {
                 run_id: Some(self.run_id),
                 provider: &endpoint.provider,
                 api: api.as_str(),
@@ -321,7 +321,16 @@ impl Batcher {
                 payload_sha256: &payload.sha256,
                 payload_bytes: payload.bytes.len() as u64,
                 keys: &payload.custom_ids,
-            })?;
+            });
+            let row = match intent {
+                Ok(row) => row,
+                Err(StoreError::AlreadyBatched { .. }) => {
+                    // Another run sharing the database batched some of them meanwhile.
+                    self.follow_or_defer(submitted, &payload.custom_ids, budget)?;
+                    continue;
+                }
+                Err(e) => return Err(e),
+            };
             tracing::debug!(
                 batch = row.id,
                 requests = payload.request_count(),
@@ -344,6 +353,37 @@ impl Batcher {
                         };
                         submitted.failed.extend(submitted.round.spread(key, failed));
                     }
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// `keys`, some of which another run has just put in a batch of its own: those are
+    /// followed; the others are left to the next run (submitting them now would race it).
+    fn follow_or_defer(
+        &self,
+        submitted: &mut Submitted,
+        keys: &[String],
+        budget: Option<&Budget>,
+    ) -> Result<(), StoreError> {
+        let pending = lock(&self.store).pending_in_batches(keys.iter().map(String::as_str))?;
+        for key in keys {
+            self.release(&mut submitted.round, key, budget, 0.0);
+            match pending.get(key) {
+                Some(batch) => {
+                    let first = (Instant::now() + self.poll.first, self.poll.first);
+                    submitted.round.following.entry(*batch).or_insert(first);
+                }
+                None => {
+                    let failed = CallOutcome::Failed {
+                        call_id: None,
+                        error: "another run batched calls of the same batch meanwhile; run \
+                                again to send it"
+                            .to_owned(),
+                        attempts: 0,
+                    };
+                    submitted.failed.extend(submitted.round.spread(key, failed));
                 }
             }
         }
