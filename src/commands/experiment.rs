@@ -177,6 +177,9 @@ pub fn run_experiment(
     if let Some(why) = summary.failure() {
         eprintln!("track: {why}");
     }
+    if let Some(note) = summary.waiting_note() {
+        eprintln!("track: {note}");
+    }
     Ok(ExitCode::from(summary.exit_code()))
 }
 

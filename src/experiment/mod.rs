@@ -7,6 +7,7 @@
 //! answer becomes its rows ([`Experiment::record`]). It never speaks HTTP, never decides
 //! whether a call is sent, and never writes SQL by hand.
 
+mod batches;
 mod kind;
 mod lifecycle;
 mod options;
@@ -20,6 +21,7 @@ use std::any::Any;
 use std::io::Write;
 use std::sync::Arc;
 
+pub use batches::PollPolicy;
 pub use kind::{ExperimentKind, UnknownKind};
 pub use lifecycle::{observed_status, run_lock_dir};
 pub use options::{FileBudget, MAX_REPEAT, Override, Overrides, RunOptions};
@@ -27,7 +29,7 @@ pub use plan::{
     ASSUMED_MAX_OUTPUT_TOKENS, IMAGE_TOKENS_BOUND, MAX_PLANNED_CALLS, Plan, PlanLine,
     batch_max_cost, check_size, max_cost,
 };
-pub use runtime::{RunEnd, RunSummary, execute};
+pub use runtime::{RunEnd, RunSummary, Waiting, execute};
 pub use signals::Signal;
 pub use tally::{ErrorGroup, Tally};
 pub use target::Target;

@@ -656,6 +656,17 @@ impl Store {
         Ok(found)
     }
 
+    /// Whether a stored batch already has the provider's id `batch_id` (a batch found by
+    /// listing is adopted only when no other intent claims it).
+    pub fn batch_id_known(&self, batch_id: &str) -> Result<bool> {
+        Ok(self
+            .conn
+            .prepare_cached("SELECT 1 FROM batches WHERE batch_id = ?1 LIMIT 1")?
+            .query_row([batch_id], |_| Ok(()))
+            .optional()?
+            .is_some())
+    }
+
     /// The batch that answered call `call_id`, if it came from one (its prices are then the
     /// batch rate).
     pub fn call_batch(&self, call_id: i64) -> Result<Option<i64>> {

@@ -560,6 +560,27 @@ fn track_batches_cancel_asks_the_provider_and_records_its_answer() {
     for output in [&out.stdout, &out.stderr] {
         assert!(!text(output).contains(crate::support::OPENAI_KEY));
     }
+    // A provider that refuses says so, and nothing is recorded as a poll.
+    s.mock.batches().fault(
+        crate::support::mock::batch::BatchStep::Cancel,
+        crate::support::mock::batch::BatchFault::Status(500),
+        1,
+    );
+    let out = s
+        .track()
+        .args(["batches", "cancel", &openai2.to_string()])
+        .output()
+        .unwrap();
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.starts_with(&format!("track: cancelling batch {openai2} (openai batch_")),
+        "{stderr}"
+    );
+    assert!(stderr.contains("500"), "{stderr}");
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    assert_eq!(polled(openai2).1, 0);
+    assert!(!stderr.contains(crate::support::OPENAI_KEY));
 }
 
 #[test]
