@@ -226,12 +226,22 @@ pub fn groupings() -> impl Iterator<Item = (ExperimentKind, &'static Grouping)> 
 /// Compares run `new` with run `base` (`track diff`, and a report's comparison): both must
 /// exist and be of one kind whose runs can be compared.
 pub fn diff(store: &Store, base: i64, new: i64) -> Result<RunDiff, DiffError> {
-    let of_both = RunDiff::kind_of(store, base, new)?;
-    let Some(runs) = kind(of_both).diff() else {
-        return Err(DiffError::Unsupported {
+    let stored = RunDiff::kind_of(store, base, new)?;
+    let unsupported = || {
+        let nouns: Vec<String> = ExperimentKind::ALL
+            .iter()
+            .filter(|&&k| kind(k).diff().is_some())
+            .map(|k| k.noun().to_owned())
+            .collect();
+        DiffError::Unsupported {
             run: base,
-            kind: of_both.noun().to_owned(),
-        });
+            kind: crate::analysis::diff::kind_noun(&stored),
+            comparable: all_of(&nouns),
+        }
+    };
+    let of_both: ExperimentKind = stored.parse().map_err(|_| unsupported())?;
+    let Some(runs) = kind(of_both).diff() else {
+        return Err(unsupported());
     };
     let compared = (runs.compare)(store, base, new)?;
     Ok(RunDiff::new(base, new, of_both, runs.layout, compared))
@@ -283,9 +293,19 @@ pub fn flag_homes(flag: QueryFlag) -> String {
 
 /// `a`, `a or b`, `a, b or c`.
 fn one_of(names: &[String]) -> String {
+    listed(names, "or")
+}
+
+/// `a`, `a and b`, `a, b and c`.
+fn all_of(names: &[String]) -> String {
+    listed(names, "and")
+}
+
+/// `names` joined by commas, the last by `last_word`.
+fn listed(names: &[String], last_word: &str) -> String {
     match names.split_last() {
         Some((last, [])) => last.clone(),
-        Some((last, rest)) => format!("{} or {last}", rest.join(", ")),
+        Some((last, rest)) => format!("{} {last_word} {last}", rest.join(", ")),
         None => String::new(),
     }
 }
@@ -348,9 +368,12 @@ mod tests {
             )
         );
         let unsupported = diff(&store, generate, generate).unwrap_err();
-        assert!(
-            unsupported.to_string().contains("generation run"),
-            "{unsupported}"
+        assert_eq!(
+            unsupported.to_string(),
+            format!(
+                "run {generate} is a generation run: track diff compares benchmark, review and \
+                 relevance runs"
+            )
         );
         let empty = diff(&store, bench, bench).unwrap();
         assert_eq!(empty.counts, DiffCounts::default());

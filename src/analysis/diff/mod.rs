@@ -53,9 +53,15 @@ pub enum DiffError {
         new: i64,
         new_kind: String,
     },
-    /// The runs are of a kind that has no items to compare (datasheet generation).
-    #[error("run {run} is a {kind} run: track diff compares benchmark, review and relevance runs")]
-    Unsupported { run: i64, kind: String },
+    /// The runs are of a kind that has no items to compare (datasheet generation), or of one
+    /// this track does not know; `comparable` names the kinds it compares (`benchmark, review
+    /// and relevance`), from the registry.
+    #[error("run {run} is a {kind} run: track diff compares {comparable} runs")]
+    Unsupported {
+        run: i64,
+        kind: String,
+        comparable: String,
+    },
     #[error(transparent)]
     Store(#[from] StoreError),
     #[error("cannot build the diff's tables: {0}")]
@@ -137,13 +143,9 @@ pub struct Layout {
 }
 
 impl RunDiff {
-    /// The kind of runs `base_run` and `new_run`: both must exist and be of one kind that
-    /// track knows.
-    pub fn kind_of(
-        store: &Store,
-        base_run: i64,
-        new_run: i64,
-    ) -> Result<ExperimentKind, DiffError> {
+    /// The kind of runs `base_run` and `new_run` as stored (`bench`): both must exist and be
+    /// of one kind. Whether that kind can be compared is the registry's to say.
+    pub fn kind_of(store: &Store, base_run: i64, new_run: i64) -> Result<String, DiffError> {
         let base = find_run(store, base_run)?;
         let new = find_run(store, new_run)?;
         if base.kind != new.kind {
@@ -154,10 +156,7 @@ impl RunDiff {
                 new_kind: kind_noun(&new.kind),
             });
         }
-        base.kind.parse().map_err(|_| DiffError::Unsupported {
-            run: base_run,
-            kind: kind_noun(&base.kind),
-        })
+        Ok(base.kind)
     }
 
     /// Run `new_run` compared with run `base_run`, both of `kind`, by the kind's diff, whose
@@ -255,7 +254,7 @@ fn find_run(store: &Store, id: i64) -> Result<RunInfo, DiffError> {
 }
 
 /// The word for a stored kind in messages (`benchmark`), or the stored name itself.
-fn kind_noun(stored: &str) -> String {
+pub fn kind_noun(stored: &str) -> String {
     stored
         .parse::<ExperimentKind>()
         .map_or_else(|_| stored.to_owned(), |k| k.noun().to_owned())
