@@ -87,9 +87,7 @@ impl Store {
         use rusqlite::OptionalExtension as _;
         Ok(self
             .conn
-            .prepare_cached(
-                "SELECT status, attempts FROM calls WHERE cache_key = ?1 ORDER BY id DESC LIMIT 1",
-            )?
+            .prepare_cached(LAST_OUTCOME_OF_KEY)?
             .query_row([key], |r| Ok((r.get::<_, String>(0)?, r.get::<_, u32>(1)?)))
             .optional()?
             .and_then(|(status, attempts)| (status == "error").then_some(attempts)))
@@ -128,6 +126,11 @@ impl Store {
             .query_row([key], |r| r.get::<_, i64>(0))? as u64)
     }
 }
+
+/// The status and attempts of the newest call of a key. `max(id)` rather than `ORDER BY id
+/// DESC LIMIT 1`: the index on (cache_key, status) does not give a key's calls in id order, so
+/// the latter sorts them in a temporary b-tree, made and dropped at every call sent.
+pub(super) const LAST_OUTCOME_OF_KEY: &str = "SELECT status, attempts FROM calls WHERE id = (SELECT max(id) FROM calls WHERE cache_key = ?1)";
 
 /// Inserts `call` on `tx` (its blobs, its row, the end of any claim on its key), answered in
 /// `batch` when it came from one; returns its id.
