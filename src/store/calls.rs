@@ -100,8 +100,8 @@ impl Store {
         Ok(self
             .conn
             .prepare_cached(
-                "SELECT status, http_status, coalesce(error, '') FROM calls WHERE cache_key = ?1 \
-                 ORDER BY id DESC LIMIT 1",
+                "SELECT status, http_status, coalesce(error, '') FROM calls \
+                 WHERE id = (SELECT max(id) FROM calls WHERE cache_key = ?1)",
             )?
             .query_row([key], |r| {
                 Ok((
@@ -255,6 +255,26 @@ mod tests {
         store.insert_call(&call("k1", Err("HTTP 500"))).unwrap();
         assert!(store.cached_calls(["k1"]).unwrap().is_empty());
         assert_eq!(store.call_count("k1").unwrap(), 1);
+    }
+
+    #[test]
+    fn the_last_failure_is_that_of_the_newest_call() {
+        let mut store = Store::open_in_memory().unwrap();
+        assert_eq!(store.last_failure_attempts("k1").unwrap(), None);
+        store.insert_call(&call("k1", Err("HTTP 500"))).unwrap();
+        let mut failed = call("k1", Err("HTTP 503"));
+        failed.attempts = 6;
+        failed.http_status = Some(503);
+        store.insert_call(&failed).unwrap();
+        assert_eq!(store.last_failure_attempts("k1").unwrap(), Some(6));
+        assert_eq!(
+            store.last_failure_status("k1").unwrap(),
+            Some((503, "HTTP 503".to_owned()))
+        );
+        store.insert_call(&call("k1", Ok("fine"))).unwrap();
+        assert_eq!(store.last_failure_attempts("k1").unwrap(), None);
+        assert_eq!(store.last_failure_status("k1").unwrap(), None);
+        assert_eq!(store.last_failure_attempts("k2").unwrap(), None);
     }
 
     #[test]
