@@ -18,7 +18,7 @@ use crate::analysis::diff::{DiffError, KindDiff, RunDiff};
 use crate::config::Config;
 use crate::experiment::{Experiment, ExperimentError, ExperimentKind, Overrides};
 use crate::report::{ReportError, ReportPart};
-use crate::store::{RunSelector, Store};
+use crate::store::{RunErrorRow, RunSelector, Store, StoreError};
 
 /// The registry's entry of `kind`.
 pub fn kind(kind: ExperimentKind) -> &'static dyn Kind {
@@ -58,6 +58,10 @@ pub trait Kind: Sync {
 
     /// The word for its runs in the report's header, counted: `2 benchmarks, 1 relevance run`.
     fn report_noun(&self) -> &'static str;
+
+    /// The errors it finds in answers (`track runs --errors`), that its runs count among their
+    /// errors beside the calls that got no answer; `None`: it finds none.
+    fn answer_errors(&self) -> Option<AnswerErrors>;
 }
 
 /// Loads an experiment file of one kind: its path (for messages), its text, the config and
@@ -71,6 +75,10 @@ pub type ExportCsv = fn(&Store, &ExportRuns<'_>, &ExportOptions) -> anyhow::Resu
 
 /// Compares two runs of a kind, read from the store: the base run, then the new one.
 pub type DiffRuns = fn(&Store, i64, i64) -> Result<KindDiff, DiffError>;
+
+/// The errors a kind found in the answers of a run, each as `track runs --errors` lists it: the
+/// stage and model of the call, the item, its attempts and why its answer could not be used.
+pub type AnswerErrors = fn(&Store, i64) -> Result<Vec<RunErrorRow>, StoreError>;
 
 /// Summarises some runs of a kind (oldest first) for `track report`.
 pub type LoadSection = fn(&Store, &[i64]) -> Result<ReportPart, ReportError>;
@@ -211,6 +219,22 @@ pub fn diff(store: &Store, base: i64, new: i64) -> Result<RunDiff, DiffError> {
         });
     };
     Ok(RunDiff::new(base, new, of_both, compare(store, base, new)?))
+}
+
+/// What run `run_id` counts as its errors (`track runs --errors`): the calls that got no answer,
+/// in the order they failed, then the answers its kind could not use (an unparsable review, a
+/// judge's garbage verdict). Empty for a run that does not exist.
+pub fn run_errors(store: &Store, run_id: i64) -> Result<Vec<RunErrorRow>, StoreError> {
+    let mut errors = store.run_errors(run_id)?;
+    let of_run = store
+        .runs_by_id(&[run_id])?
+        .into_iter()
+        .next()
+        .and_then(|run| ExperimentKind::from_stored(&run.kind));
+    if let Some(answer_errors) = of_run.and_then(|k| kind(k).answer_errors()) {
+        errors.extend(answer_errors(store, run_id)?);
+    }
+    Ok(errors)
 }
 
 /// `a`, `a or b`, `a, b or c`.

@@ -2,9 +2,8 @@
 //! and latency summaries, and the diff's items. Every file of the folder names columns through
 //! these constants, so a rename is one edit and a typo does not compile. The names are the
 //! stable schema of `--format csv|json` and the exports: changing one changes the outputs.
-//! Reading a column the frame lacks is an error naming it ([`require`]), never an empty chart.
-
-use polars::prelude::{DataFrame, PolarsResult};
+//! Reading a column the frame lacks is an error naming it, never an empty chart (the report's
+//! readers, `crate::report::columns`).
 
 // The results frame (one row per evaluation), and the measures the summaries read.
 pub const RUN_ID: &str = "run_id";
@@ -86,8 +85,8 @@ pub const MAX_TIME_S: &str = "max_time_s";
 pub const MEAN_TIME_S: &str = "mean_time_s";
 
 // `track diff`: its items (one row per evaluation of either run) and its per-model summary.
-pub const CHANGE: &str = "change";
-pub const ONLY_IN: &str = "only_in";
+pub const CHANGE: &str = crate::analysis::diff::CHANGE;
+pub const ONLY_IN: &str = crate::analysis::diff::ONLY_IN;
 pub const BASE_STATUS: &str = "base_status";
 pub const NEW_STATUS: &str = "new_status";
 pub const BASE_LATENCY_MS: &str = "base_latency_ms";
@@ -116,26 +115,4 @@ pub const DELTA_MEAN_LATENCY_MS: &str = "delta_mean_latency_ms";
 /// The per-prompt summary's column of one model's success: `success_pct[openai:gpt-4o]`.
 pub fn success_pct_of(model: &str) -> String {
     format!("{SUCCESS_PCT}[{model}]")
-}
-
-/// Checks that `df` has every column of `names`: the error names the first one missing.
-pub fn require(df: &DataFrame, names: &[&str]) -> PolarsResult<()> {
-    for name in names {
-        df.column(name)?;
-    }
-    Ok(())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use polars::prelude::Column;
-
-    #[test]
-    fn a_missing_column_is_an_error_naming_it() {
-        let df = DataFrame::new_infer_height(vec![Column::new(MODEL.into(), ["a"])]).unwrap();
-        assert!(require(&df, &[MODEL]).is_ok());
-        let error = require(&df, &[MODEL, SUCCESS_PCT]).unwrap_err().to_string();
-        assert!(error.contains(SUCCESS_PCT), "{error}");
-    }
 }

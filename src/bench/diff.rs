@@ -5,8 +5,8 @@ use super::columns as c;
 use polars::prelude::*;
 
 use crate::analysis::diff::{
-    DiffCounts, DiffError, KindDiff, Layout, Pairing, SIGNIFICANCE, difference, either, only_in,
-    pair_by_key, plural, sides,
+    DiffCounts, DiffError, KindDiff, Layout, Pairing, SIGNIFICANCE, UNCHANGED, difference, either,
+    only_in, pair_by_key, plural, sides,
 };
 use crate::analysis::stats::McNemar;
 use crate::store::{BenchColumns, Outcome, Store};
@@ -86,7 +86,7 @@ impl Change {
             Self::Fix => "fix",
             Self::NewError => "new_error",
             Self::ErrorResolved => "error_resolved",
-            Self::Unchanged => "unchanged",
+            Self::Unchanged => UNCHANGED,
         }
     }
 }

@@ -5,7 +5,9 @@ use polars::prelude::DataFrame;
 
 use super::html::BenchSection;
 use super::summary::{Measures, model_summary, prompt_summary};
-use crate::kinds::{DiffRuns, ExportCsv, Grouping, Kind, LoadSection, Loader, QueryOptions};
+use crate::kinds::{
+    AnswerErrors, DiffRuns, ExportCsv, Grouping, Kind, LoadSection, Loader, QueryOptions,
+};
 use crate::report::{ReportError, ReportPart};
 use crate::store::{RunSelector, Store};
 
@@ -44,6 +46,10 @@ impl Kind for BenchKind {
     fn report_noun(&self) -> &'static str {
         "benchmark"
     }
+
+    fn answer_errors(&self) -> Option<AnswerErrors> {
+        Some(super::experiment::answer_errors)
+    }
 }
 
 /// `track query --by model|prompt`.
@@ -75,7 +81,7 @@ fn by_prompt(store: &Store, runs: &[i64], _: &QueryOptions<'_>) -> anyhow::Resul
 fn section(store: &Store, runs: &[i64]) -> Result<ReportPart, ReportError> {
     let section = BenchSection::load(store, runs)?;
     Ok(ReportPart {
-        energy: section.energy(),
+        energy: section.energy()?,
         section: Box::new(section),
     })
 }

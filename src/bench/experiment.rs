@@ -15,10 +15,14 @@ use crate::experiment::{
 };
 use crate::llm::{CallOutcome, ChatRequest, Message, tokens_bound};
 use crate::prompt::Template;
-use crate::store::{BenchResultRow, Outcome, Store, StoredCall};
+use crate::store::{BenchResultRow, Outcome, RunErrorRow, Store, StoreError, StoredCall};
 
 /// The scale of a judge's score.
 const JUDGE_SCALE: (i64, i64) = (1, 5);
+
+/// The stages' names, as `track runs --errors` lists them.
+const ANSWERS: &str = "answers";
+const JUDGES: &str = "judges";
 
 /// Loads a benchmark file for `track run`.
 pub fn from_file(
@@ -173,7 +177,7 @@ impl BenchExperiment {
             }
         }
         Stage {
-            name: "answers",
+            name: ANSWERS,
             calls,
             ..Stage::default()
         }
@@ -183,7 +187,7 @@ impl BenchExperiment {
     /// yet (a plan) is bounded as the largest answer its test allows.
     fn judges_stage(&self, answers: &Stage, outcomes: &Answers) -> Option<Stage> {
         let mut stage = Stage {
-            name: "judges",
+            name: JUDGES,
             ..Stage::default()
         };
         for (call, outcome) in answers.calls.iter().zip(outcomes) {
@@ -386,6 +390,47 @@ impl BenchExperiment {
     }
 }
 
+/// An evaluation as its calls are labelled: `openai:gpt-4o on capital`, with ` #2` (the repeat,
+/// from 1) when the run repeats its evaluations.
+fn eval_label(model: &str, prompt: &str, repeat: Option<u32>) -> String {
+    match repeat {
+        Some(repeat) => format!("{model} on {prompt} #{}", repeat + 1),
+        None => format!("{model} on {prompt}"),
+    }
+}
+
+/// A judge's call as it is labelled: `judge openai:gpt-4o-mini of <the evaluation's label>`.
+fn judge_label(judge: &str, eval: &str) -> String {
+    format!("judge {judge} of {eval}")
+}
+
+/// The errors found in the answers of run `run_id` (`track runs --errors`): the judges'
+/// verdicts that could not be used, each labelled as its call is. (A judge's call that got no
+/// answer is listed by the runtime, with the other failed calls.)
+pub fn answer_errors(store: &Store, run_id: i64) -> Result<Vec<RunErrorRow>, StoreError> {
+    Ok(store
+        .unusable_verdicts(run_id)?
+        .into_iter()
+        .map(|v| {
+            let eval = eval_label(
+                &v.model_ref,
+                &v.prompt_name,
+                v.repeated.then_some(v.repeat_index),
+            );
+            RunErrorRow {
+                stage: JUDGES.to_owned(),
+                item: judge_label(&v.judge, &eval),
+                model_ref: v.judge,
+                error: v
+                    .detail
+                    .unwrap_or_else(|| "the judge's answer could not be used".to_owned()),
+                call_id: Some(v.call_id),
+                attempts: v.attempts,
+            }
+        })
+        .collect())
+}
+
 impl Experiment for BenchExperiment {
     fn kind(&self) -> ExperimentKind {
         ExperimentKind::Bench
@@ -409,6 +454,10 @@ impl Experiment for BenchExperiment {
 
     fn budget_usd(&self) -> Option<f64> {
         self.spec.budget_usd
+    }
+
+    fn batch(&self) -> bool {
+        self.spec.batch
     }
 
     fn stage(
@@ -460,17 +509,15 @@ impl Experiment for BenchExperiment {
     fn label(&self, stage: &Stage, index: usize) -> String {
         let call = &stage.calls[index];
         let eval = self.eval(call.item);
-        let mut label = format!(
-            "{} on {}",
-            self.targets[eval.model].reference, self.spec.prompts[eval.prompt].name
+        let label = eval_label(
+            &self.targets[eval.model].reference,
+            &self.spec.prompts[eval.prompt].name,
+            (self.repeats > 1).then_some(eval.repeat),
         );
-        if self.repeats > 1 {
-            label.push_str(&format!(" #{}", eval.repeat + 1));
+        match call.after {
+            Some(_) => judge_label(&self.targets[call.target].reference, &label),
+            None => label,
         }
-        if call.after.is_some() {
-            label = format!("judge {} of {label}", self.targets[call.target].reference);
-        }
-        label
     }
 
     fn report(

@@ -12,7 +12,7 @@ use crate::report::charts::{
     Bar, BarChart, BoxRow, DotChart, DotRow, Heatmap, Mark, Point, Scatter, Titles, bar_chart,
     box_plot, dot_chart, figure, heatmap, scatter,
 };
-use crate::report::columns::{counts, floats, sum, texts, total};
+use crate::report::columns::{try_counts, try_floats, try_sum, try_texts, try_total};
 use crate::report::html::{
     TableOptions, counted, escape, frame_table, maybe_number, number, thousands, truncate,
 };
@@ -26,6 +26,11 @@ pub const MATRIX_PROMPTS: usize = 40;
 pub const LISTED_FAILURES: usize = 200;
 /// Bytes of each failed answer shown.
 const ANSWER_BYTES: usize = 2000;
+
+/// The summaries the section draws, as a missing column's error names them.
+const BY_MODEL: &str = "benchmark summary by model";
+const BY_PROMPT: &str = "benchmark summary by prompt";
+const LATENCY: &str = "benchmark latency summary";
 
 /// The benchmark results of some runs, summarised.
 pub struct BenchSection {
@@ -42,80 +47,39 @@ impl BenchSection {
     pub fn load(store: &Store, runs: &[i64]) -> Result<Self, ReportError> {
         let measures = Measures::load(store, runs).map_err(ReportError::Measures)?;
         let failures = store.bench_failures(runs, LISTED_FAILURES, ANSWER_BYTES)?;
-        let section = Self {
+        Ok(Self {
             runs: runs.to_vec(),
             by_model: model_summary(&measures)?,
             by_prompt: prompt_summary(&measures)?,
             latency: latency_summary(&measures)?,
             failures,
-        };
-        section.check_columns()?;
-        Ok(section)
-    }
-
-    /// Checks that the summaries have every column the figures read: a missing one is an
-    /// error naming it, not an empty chart (the readers of `report::columns` forgive).
-    fn check_columns(&self) -> PolarsResult<()> {
-        if self.by_model.height() == 0 {
-            return Ok(());
-        }
-        c::require(
-            &self.by_model,
-            &[
-                c::MODEL,
-                c::RESULTS,
-                c::PASSED,
-                c::FAILED,
-                c::ERRORS,
-                c::SUCCESS_PCT,
-                c::SUCCESS_LOW_PCT,
-                c::SUCCESS_HIGH_PCT,
-                c::TOTAL_COST_USD,
-                c::INPUT_TOKENS,
-                c::OUTPUT_TOKENS,
-                c::ENERGY_WH,
-                c::ENERGY_WH_MIN,
-                c::ENERGY_WH_MAX,
-            ],
-        )?;
-        c::require(&self.by_prompt, &[c::PROMPT, c::SUCCESS_PCT_ALL])?;
-        for model in texts(&self.by_model, c::MODEL) {
-            self.by_prompt.column(&c::success_pct_of(&model))?;
-        }
-        c::require(
-            &self.latency,
-            &[
-                c::MODEL,
-                c::MIN_TIME_S,
-                c::Q1_TIME_S,
-                c::MEDIAN_TIME_S,
-                c::Q3_TIME_S,
-                c::MAX_TIME_S,
-            ],
-        )
+        })
     }
 
     /// The energy of all results, with its range; `None` when none was estimated, or when a
     /// model's is unknown (no parameter count): a total without it would look complete.
-    pub fn energy(&self) -> Option<Energy> {
-        if !self.energy_unknown().is_empty() {
-            return None;
+    pub fn energy(&self) -> Result<Option<Energy>, ReportError> {
+        if !self.energy_unknown()?.is_empty() {
+            return Ok(None);
         }
-        Some(Energy {
-            wh: sum(&self.by_model, c::ENERGY_WH)?,
-            min_wh: sum(&self.by_model, c::ENERGY_WH_MIN),
-            max_wh: sum(&self.by_model, c::ENERGY_WH_MAX),
-        })
+        let Some(wh) = try_sum(&self.by_model, BY_MODEL, c::ENERGY_WH)? else {
+            return Ok(None);
+        };
+        Ok(Some(Energy {
+            wh,
+            min_wh: try_sum(&self.by_model, BY_MODEL, c::ENERGY_WH_MIN)?,
+            max_wh: try_sum(&self.by_model, BY_MODEL, c::ENERGY_WH_MAX)?,
+        }))
     }
 
     /// The models whose energy is unknown: they answered without a parameter count.
-    fn energy_unknown(&self) -> Vec<String> {
-        let wh = floats(&self.by_model, c::ENERGY_WH);
-        texts(&self.by_model, c::MODEL)
+    fn energy_unknown(&self) -> Result<Vec<String>, ReportError> {
+        let wh = try_floats(&self.by_model, BY_MODEL, c::ENERGY_WH)?;
+        Ok(try_texts(&self.by_model, BY_MODEL, c::MODEL)?
             .into_iter()
             .zip(wh)
             .filter_map(|(model, wh)| wh.is_none().then_some(model))
-            .collect()
+            .collect())
     }
 
     fn run_list(&self) -> String {
@@ -124,14 +88,14 @@ impl BenchSection {
     }
 
     /// `9 results of 3 models on 3 prompts: 7 passed, 1 failed, 1 error.`
-    fn overview(&self) -> String {
+    fn overview(&self) -> Result<String, ReportError> {
         let (results, passed, failed, errors) = (
-            total(&self.by_model, c::RESULTS),
-            total(&self.by_model, c::PASSED),
-            total(&self.by_model, c::FAILED),
-            total(&self.by_model, c::ERRORS),
+            try_total(&self.by_model, BY_MODEL, c::RESULTS)?,
+            try_total(&self.by_model, BY_MODEL, c::PASSED)?,
+            try_total(&self.by_model, BY_MODEL, c::FAILED)?,
+            try_total(&self.by_model, BY_MODEL, c::ERRORS)?,
         );
-        format!(
+        Ok(format!(
             "<p>{} results of {} on {}: {} passed, {} failed, {}. Success counts passed among \
              passed and failed; errors (no answer to test) are apart. The same numbers as \
              <code>track query --by model --run {}</code>.</p>",
@@ -142,16 +106,16 @@ impl BenchSection {
             thousands(failed),
             counted(errors, "error"),
             escape(&self.run_list())
-        )
+        ))
     }
 
     /// Success per model, dots with their Wilson 95 % intervals, and the per-model table.
-    fn success_figure(&self) -> String {
-        let models = texts(&self.by_model, c::MODEL);
+    fn success_figure(&self) -> Result<String, ReportError> {
+        let models = try_texts(&self.by_model, BY_MODEL, c::MODEL)?;
         let (pct, low, high) = (
-            floats(&self.by_model, c::SUCCESS_PCT),
-            floats(&self.by_model, c::SUCCESS_LOW_PCT),
-            floats(&self.by_model, c::SUCCESS_HIGH_PCT),
+            try_floats(&self.by_model, BY_MODEL, c::SUCCESS_PCT)?,
+            try_floats(&self.by_model, BY_MODEL, c::SUCCESS_LOW_PCT)?,
+            try_floats(&self.by_model, BY_MODEL, c::SUCCESS_HIGH_PCT)?,
         );
         let rows = models
             .iter()
@@ -191,17 +155,23 @@ impl BenchSection {
                 max_rows: usize::MAX,
             },
         );
-        figure("bench-success", "Success per model", &chart, "", &table)
+        Ok(figure(
+            "bench-success",
+            "Success per model",
+            &chart,
+            "",
+            &table,
+        ))
     }
 
     /// Cost against success: the cheapest model that is good enough is on the frontier.
-    fn cost_figure(&self) -> String {
-        let models = texts(&self.by_model, c::MODEL);
-        let cost = floats(&self.by_model, c::TOTAL_COST_USD);
+    fn cost_figure(&self) -> Result<String, ReportError> {
+        let models = try_texts(&self.by_model, BY_MODEL, c::MODEL)?;
+        let cost = try_floats(&self.by_model, BY_MODEL, c::TOTAL_COST_USD)?;
         let (pct, low, high) = (
-            floats(&self.by_model, c::SUCCESS_PCT),
-            floats(&self.by_model, c::SUCCESS_LOW_PCT),
-            floats(&self.by_model, c::SUCCESS_HIGH_PCT),
+            try_floats(&self.by_model, BY_MODEL, c::SUCCESS_PCT)?,
+            try_floats(&self.by_model, BY_MODEL, c::SUCCESS_LOW_PCT)?,
+            try_floats(&self.by_model, BY_MODEL, c::SUCCESS_HIGH_PCT)?,
         );
         let points: Vec<Point> = models
             .iter()
@@ -236,7 +206,13 @@ impl BenchSection {
         let note = "The line joins the models that no other model beats on both cost and \
                     success: the cheapest choice at each level of success. Cost is what the \
                     calls cost when made (cache hits included); numbers in the table above.";
-        figure("bench-cost", "Cost against success", &chart, note, "")
+        Ok(figure(
+            "bench-cost",
+            "Cost against success",
+            &chart,
+            note,
+            "",
+        ))
     }
 
     /// The prompts the matrix shows: all in file order when few, else the hardest (prompts
@@ -254,15 +230,24 @@ impl BenchSection {
             .head(Some(MATRIX_PROMPTS)))
     }
 
-    /// The pass matrix: per prompt and model, the share of repeats that passed.
+    /// The pass matrix: per prompt and model, the share of repeats that passed; a note
+    /// instead when the hardest prompts cannot be picked (a missing column is an error).
     fn matrix_figure(&self) -> Result<String, ReportError> {
-        let shown = self.shown_prompts()?;
-        let models = texts(&self.by_model, c::MODEL);
-        let per_model: Vec<Vec<Option<f64>>> = models
+        let shown = match self.shown_prompts() {
+            Ok(shown) => shown,
+            Err(e) => {
+                return Ok(format!(
+                    "<p class=\"note\">No pass matrix: {}</p>",
+                    escape(&ReportError::from(e).to_string())
+                ));
+            }
+        };
+        let models = try_texts(&self.by_model, BY_MODEL, c::MODEL)?;
+        let per_model = models
             .iter()
-            .map(|m| floats(&shown, &c::success_pct_of(m)))
-            .collect();
-        let prompts = texts(&shown, c::PROMPT);
+            .map(|m| try_floats(&shown, BY_PROMPT, &c::success_pct_of(m)))
+            .collect::<Result<Vec<_>, _>>()?;
+        let prompts = try_texts(&shown, BY_PROMPT, c::PROMPT)?;
         let cells = (0..prompts.len())
             .map(|p| per_model.iter().map(|column| column[p]).collect())
             .collect();
@@ -303,9 +288,9 @@ impl BenchSection {
     }
 
     /// How all prompts spread by their success across models, in tenths.
-    fn spread_figure(&self) -> String {
+    fn spread_figure(&self) -> Result<String, ReportError> {
         let mut bins = [0u64; 11];
-        for pct in floats(&self.by_prompt, c::SUCCESS_PCT_ALL) {
+        for pct in try_floats(&self.by_prompt, BY_PROMPT, c::SUCCESS_PCT_ALL)? {
             let bin = pct.map_or(10, |p| ((p / 10.0).floor() as usize).min(9));
             bins[bin] += 1;
         }
@@ -338,25 +323,25 @@ impl BenchSection {
             "All {} prompts, by success_pct_all; each bar's count is in its tooltip.",
             thousands(self.by_prompt.height() as u64)
         );
-        figure(
+        Ok(figure(
             "bench-spread",
             "How prompts spread by success",
             &chart,
             &note,
             "",
-        )
+        ))
     }
 
     /// Latency per model as box plots, and their quartiles as a table.
-    fn latency_figure(&self) -> String {
-        let models = texts(&self.latency, c::MODEL);
-        let column = |name: &str| floats(&self.latency, name);
+    fn latency_figure(&self) -> Result<String, ReportError> {
+        let models = try_texts(&self.latency, LATENCY, c::MODEL)?;
+        let column = |name: &str| try_floats(&self.latency, LATENCY, name);
         let (min, q1, median, q3, max) = (
-            column(c::MIN_TIME_S),
-            column("q1_time_s"),
-            column(c::MEDIAN_TIME_S),
-            column("q3_time_s"),
-            column(c::MAX_TIME_S),
+            column(c::MIN_TIME_S)?,
+            column(c::Q1_TIME_S)?,
+            column(c::MEDIAN_TIME_S)?,
+            column(c::Q3_TIME_S)?,
+            column(c::MAX_TIME_S)?,
         );
         let rows: Vec<BoxRow> = models
             .iter()
@@ -374,8 +359,8 @@ impl BenchSection {
                 let tip = format!(
                     "{model}: median {} s, quartiles {}–{} s, range {}–{} s",
                     number(c::MEDIAN_TIME_S, row.median),
-                    number("q1_time_s", row.q1),
-                    number("q3_time_s", row.q3),
+                    number(c::Q1_TIME_S, row.q1),
+                    number(c::Q3_TIME_S, row.q3),
                     number(c::MIN_TIME_S, row.min),
                     number(c::MAX_TIME_S, row.max)
                 );
@@ -398,21 +383,21 @@ impl BenchSection {
         );
         let note = "Boxes span the quartiles, the bar is the median, whiskers reach the \
                     fastest and slowest answers. Cached answers keep the time they first took.";
-        figure(
+        Ok(figure(
             "bench-latency-figure",
             "Latency",
             &box_plot(titles, &rows),
             note,
             &table,
-        )
+        ))
     }
 
     /// Input and output tokens per model, stacked.
-    fn tokens_figure(&self) -> String {
-        let models = texts(&self.by_model, c::MODEL);
+    fn tokens_figure(&self) -> Result<String, ReportError> {
+        let models = try_texts(&self.by_model, BY_MODEL, c::MODEL)?;
         let (input, output) = (
-            counts(&self.by_model, c::INPUT_TOKENS),
-            counts(&self.by_model, c::OUTPUT_TOKENS),
+            try_counts(&self.by_model, BY_MODEL, c::INPUT_TOKENS)?,
+            try_counts(&self.by_model, BY_MODEL, c::OUTPUT_TOKENS)?,
         );
         let bars = models
             .iter()
@@ -442,18 +427,18 @@ impl BenchSection {
             bars,
         });
         let note = "Totals over the results; the per-model table above has the numbers.";
-        figure("bench-tokens", "Tokens", &chart, note, "")
+        Ok(figure("bench-tokens", "Tokens", &chart, note, ""))
     }
 
     /// Energy per model, with the range of its estimate.
-    fn energy_figure(&self) -> String {
-        let models = texts(&self.by_model, c::MODEL);
+    fn energy_figure(&self) -> Result<String, ReportError> {
+        let models = try_texts(&self.by_model, BY_MODEL, c::MODEL)?;
         let (wh, low, high) = (
-            floats(&self.by_model, c::ENERGY_WH),
-            floats(&self.by_model, c::ENERGY_WH_MIN),
-            floats(&self.by_model, c::ENERGY_WH_MAX),
+            try_floats(&self.by_model, BY_MODEL, c::ENERGY_WH)?,
+            try_floats(&self.by_model, BY_MODEL, c::ENERGY_WH_MIN)?,
+            try_floats(&self.by_model, BY_MODEL, c::ENERGY_WH_MAX)?,
         );
-        let unknown = self.energy_unknown();
+        let unknown = self.energy_unknown()?;
         let unknown_note = if unknown.is_empty() {
             String::new()
         } else {
@@ -468,10 +453,10 @@ impl BenchSection {
             )
         };
         if wh.iter().all(Option::is_none) {
-            return format!(
+            return Ok(format!(
                 "<p class=\"note\">No energy was estimated for these results.{}</p>",
                 escape(&unknown_note)
-            );
+            ));
         }
         let max = high
             .iter()
@@ -512,19 +497,19 @@ impl BenchSection {
             "Estimated per call by the run's energy method; the per-model table above has the \
              numbers.{unknown_note}"
         );
-        figure("bench-energy", "Energy", &chart, &note, "")
+        Ok(figure("bench-energy", "Energy", &chart, &note, ""))
     }
 
     /// The results that did not pass, bounded, with expected and actual answers.
-    fn failures_list(&self) -> String {
+    fn failures_list(&self) -> Result<String, ReportError> {
         let (failed, errors) = (
-            total(&self.by_model, c::FAILED),
-            total(&self.by_model, c::ERRORS),
+            try_total(&self.by_model, BY_MODEL, c::FAILED)?,
+            try_total(&self.by_model, BY_MODEL, c::ERRORS)?,
         );
         let mut out = String::from("<h3 id=\"bench-failures\">Failures and errors</h3>");
         if failed + errors == 0 {
             out.push_str("<p>Every result passed.</p>");
-            return out;
+            return Ok(out);
         }
         let _ = write!(
             out,
@@ -544,7 +529,7 @@ impl BenchSection {
         for failure in &self.failures {
             out.push_str(&self.failure_item(failure));
         }
-        out
+        Ok(out)
     }
 
     /// The note, once, when some listed failures were recorded before expected outputs were
@@ -621,28 +606,22 @@ impl Section for BenchSection {
         format!("Benchmark ({noun} {})", self.run_list().replace(',', ", "))
     }
 
-    fn body(&self) -> String {
+    fn body(&self) -> Result<String, ReportError> {
         if self.by_model.height() == 0 {
-            return "<p>These runs recorded no results yet.</p>".to_owned();
+            return Ok("<p>These runs recorded no results yet.</p>".to_owned());
         }
-        let matrix = self.matrix_figure().unwrap_or_else(|e| {
-            format!(
-                "<p class=\"note\">No pass matrix: {}</p>",
-                escape(&e.to_string())
-            )
-        });
-        [
-            self.overview(),
-            self.success_figure(),
-            self.cost_figure(),
-            matrix,
-            self.spread_figure(),
-            self.latency_figure(),
-            self.tokens_figure(),
-            self.energy_figure(),
-            self.failures_list(),
+        Ok([
+            self.overview()?,
+            self.success_figure()?,
+            self.cost_figure()?,
+            self.matrix_figure()?,
+            self.spread_figure()?,
+            self.latency_figure()?,
+            self.tokens_figure()?,
+            self.energy_figure()?,
+            self.failures_list()?,
         ]
-        .concat()
+        .concat())
     }
 }
 
@@ -703,12 +682,15 @@ mod tests {
     #[test]
     fn failures_show_the_stored_expected_output_and_old_runs_a_note_once() {
         let (store, [old, new]) = store();
-        let body = BenchSection::load(&store, &[old, new]).unwrap().body();
+        let body = BenchSection::load(&store, &[old, new])
+            .unwrap()
+            .body()
+            .unwrap();
         assert_eq!(body.matches("<dt>Expected</dt><dd><pre>4</pre>").count(), 1);
         assert_eq!(body.matches("<dt>Expected</dt><dd><pre>–</pre>").count(), 2);
         assert_eq!(body.matches("predates expected outputs").count(), 1);
         assert!(body.contains(&format!("Run {old} predates")));
-        let recent = BenchSection::load(&store, &[new]).unwrap().body();
+        let recent = BenchSection::load(&store, &[new]).unwrap().body().unwrap();
         assert!(
             !recent.contains("predate"),
             "no note when every result has one"
@@ -720,14 +702,24 @@ mod tests {
         let (store, runs) = store();
         let mut section = BenchSection::load(&store, &runs).unwrap();
         section.by_model = section.by_model.drop(c::SUCCESS_LOW_PCT).unwrap();
-        let error = section.check_columns().unwrap_err().to_string();
-        assert!(error.contains(c::SUCCESS_LOW_PCT), "{error}");
+        let error = section.body().unwrap_err();
+        assert!(
+            matches!(&error, ReportError::MissingColumn { column, table }
+                if column == c::SUCCESS_LOW_PCT && table == BY_MODEL),
+            "{error:?}"
+        );
         let mut section = BenchSection::load(&store, &runs).unwrap();
         section.by_prompt = section
             .by_prompt
             .drop(&c::success_pct_of("openai:m"))
             .unwrap();
-        let error = section.check_columns().unwrap_err().to_string();
-        assert!(error.contains("success_pct[openai:m]"), "{error}");
+        let error = section.body().unwrap_err().to_string();
+        assert!(
+            error.contains("success_pct[openai:m]") && error.contains(BY_PROMPT),
+            "{error}"
+        );
+        let mut section = BenchSection::load(&store, &runs).unwrap();
+        section.by_model = section.by_model.drop(c::ENERGY_WH).unwrap();
+        assert!(section.energy().is_err(), "the header's energy too");
     }
 }

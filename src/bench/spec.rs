@@ -45,6 +45,8 @@ pub struct BenchSpec {
     pub repeat: u32,
     /// The most a run may spend, in USD (`budget:` in the file; `--budget` overrides).
     pub budget_usd: Option<f64>,
+    /// Whether its calls go through batch APIs (`batch: true`; `--batch` asks the same).
+    pub batch: bool,
     /// The file's text, read again for line numbers only when a message needs one.
     text: Arc<str>,
 }
@@ -84,6 +86,9 @@ struct RawBench {
     repeat: Option<u32>,
     #[serde(default)]
     budget: Option<crate::experiment::FileBudget>,
+    /// Send through batch APIs, at half price.
+    #[serde(default)]
+    batch: bool,
     /// Default judge model of `method: judge` tests.
     #[serde(default)]
     judge: Option<String>,
@@ -209,6 +214,7 @@ impl BenchSpec {
             prompts,
             repeat: raw.repeat.unwrap_or(1).max(1),
             budget_usd: raw.budget.map(|b| b.0),
+            batch: raw.batch,
             text: Arc::from(text),
         })
     }
@@ -497,6 +503,21 @@ prompts:
         assert_eq!(spec.prompts[1].params.temperature, Some(0.0));
         assert_eq!(spec.repeat, 3);
         assert_eq!(spec.budget_usd, None);
+    }
+
+    #[test]
+    fn batch_is_read_and_off_by_default() {
+        let body = "models: [openai:gpt-4o]\nprompts:\n  - t:\n    prompt: x\n    output: y\n    method: exact\n";
+        assert!(parse(&format!("batch: true\n{body}")).unwrap().batch);
+        assert!(!parse(body).unwrap().batch);
+        let e = parse(&format!("batch: sometimes\n{body}"))
+            .unwrap_err()
+            .to_string();
+        assert!(e.starts_with("bench.yaml:1:"), "{e}");
+        let e = parse(&format!("batches: true\n{body}"))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("unknown field `batches`"), "{e}");
     }
 
     #[test]

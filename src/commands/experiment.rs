@@ -1,6 +1,7 @@
 //! The glue every experiment command shares: the options of a run (`--concurrency`,
-//! `--no-cache`, `--offline`, `--dry-run`, `--repeat`, `--budget`), handing the experiment to the
-//! runtime, and printing the plan or the report, the tally, the errors and the exit status.
+//! `--no-cache`, `--offline`, `--dry-run`, `--repeat`, `--budget`, `--batch`, `--detach`),
+//! handing the experiment to the runtime, and printing the plan or the report, the tally, the
+//! errors and the exit status.
 
 use std::io::Write as _;
 use std::process::ExitCode;
@@ -15,6 +16,7 @@ use crate::experiment::{
     RunSummary, execute,
 };
 use crate::llm::Structured;
+use crate::llm::batch::BatchApi;
 use crate::output::{Columns, count, render};
 use crate::store::{Store, lock};
 
@@ -45,6 +47,17 @@ pub struct ExperimentArgs {
     /// `budget:`, else none].
     #[arg(long, value_name = "USD", value_parser = parse_budget_arg, allow_hyphen_values = true)]
     pub budget: Option<f64>,
+    /// Send the calls not in the cache through the provider's batch API, at half price, with
+    /// results within 24 hours (usually within one); models whose provider has none (Ollama,
+    /// most OpenAI-compatible servers) run live in the same run. The run polls until its
+    /// batches end; Ctrl-C leaves it `waiting`, and the same command collects it later
+    /// [default: the file's `batch:`, else off].
+    #[arg(long)]
+    pub batch: bool,
+    /// With batches: submit them, then exit leaving the run `waiting` instead of polling; run
+    /// the same command later to collect what has finished (see `track batches`).
+    #[arg(long)]
+    pub detach: bool,
 }
 
 /// `--budget`'s value parser: [`parse_budget`](crate::llm::budget::parse_budget), for clap.
@@ -76,6 +89,8 @@ impl ExperimentArgs {
             show_progress: !context.quiet,
             command: Some(super::command_line()),
             budget_usd: self.budget,
+            batch: self.batch,
+            detach: self.detach,
         }
     }
 
@@ -110,6 +125,8 @@ pub fn run_experiment(
     tables: TableArgs,
 ) -> anyhow::Result<ExitCode> {
     let options = args.options(context, config);
+    // Before the database is opened or anything is sent.
+    options.check_batch(experiment.batch())?;
     let report = ReportOptions {
         detail: !tables.no_detail,
         quiet: context.quiet,
@@ -133,7 +150,13 @@ pub fn run_experiment(
     let (summary, _) = match end {
         RunEnd::Planned(plan) => {
             let budget = options.budget_usd.or(experiment.budget_usd());
-            print_plan(&plan, experiment.header().file.as_deref(), budget)?;
+            let batch = options.batch_on(experiment.batch());
+            let plan = if batch {
+                plan.batched(experiment.targets())
+            } else {
+                plan
+            };
+            print_plan(&plan, experiment.header().file.as_deref(), budget, batch)?;
             return Ok(ExitCode::SUCCESS);
         }
         RunEnd::Ran(summary, plan) => (summary, plan),
@@ -153,6 +176,9 @@ pub fn run_experiment(
     print_errors(context, &summary);
     if let Some(why) = summary.failure() {
         eprintln!("track: {why}");
+    }
+    if let Some(note) = summary.waiting_note() {
+        eprintln!("track: {note}");
     }
     Ok(ExitCode::from(summary.exit_code()))
 }
@@ -182,7 +208,7 @@ fn print_errors(context: &Context, summary: &RunSummary) {
     }
     if errors > 1 {
         eprintln!(
-            "each call that got no answer: track runs --errors {}",
+            "each error, with its item and why: track runs --errors {}",
             summary.run_id
         );
     }
@@ -192,8 +218,14 @@ fn print_errors(context: &Context, summary: &RunSummary) {
 const SHOWN_ERROR_GROUPS: usize = 8;
 
 /// A dry run's plan: per model, calls, cached, to call, the bound of their cost and why
-/// some will fail; with a budget, whether the bound fits it.
-fn print_plan(plan: &Plan, file: Option<&str>, budget_usd: Option<f64>) -> anyhow::Result<()> {
+/// some will fail; in batch mode, which models go through a batch API and which run live;
+/// with a budget, whether the bound fits it.
+fn print_plan(
+    plan: &Plan,
+    file: Option<&str>,
+    budget_usd: Option<f64>,
+    batch: bool,
+) -> anyhow::Result<()> {
     let lines = &plan.lines;
     let df = DataFrame::new_infer_height(vec![
         Column::new(
@@ -228,17 +260,54 @@ fn print_plan(plan: &Plan, file: Option<&str>, budget_usd: Option<f64>) -> anyho
         out,
         "dry run{}: {} calls planned, {} cached, {} to call, at most ${:.6} (inputs at a token \
          a byte, the most any tokenizer makes; each answer at its max_tokens or \
-         {ASSUMED_MAX_OUTPUT_TOKENS} when unset); nothing was called",
+         {ASSUMED_MAX_OUTPUT_TOKENS} when unset{}); nothing was called",
         file.map(|f| format!(" of {f}")).unwrap_or_default(),
         plan.calls(),
         plan.cached(),
         plan.to_call(),
         plan.max_cost_usd(),
+        if batch {
+            "; calls through a batch API at its half price"
+        } else {
+            ""
+        },
     )?;
+    if batch {
+        for line in batch_lines(plan) {
+            writeln!(out, "{line}")?;
+        }
+    }
     if let Some(budget) = budget_usd {
         writeln!(out, "{}", budget_fit(plan.max_cost_usd(), budget))?;
     }
     Ok(())
+}
+
+/// For a plan in batch mode ([`Plan::batched`]), which models' calls to send go through a
+/// batch API (bounded at half price) and which run live: one line per API, one per live
+/// model; none when nothing is to be sent.
+fn batch_lines(plan: &Plan) -> Vec<String> {
+    let (batched, live) = plan.batch_routes();
+    let mut lines = Vec::new();
+    for api in [BatchApi::Openai, BatchApi::Anthropic] {
+        let models: Vec<&str> = batched
+            .iter()
+            .filter(|(_, a)| *a == api)
+            .map(|(r, _)| *r)
+            .collect();
+        if !models.is_empty() {
+            lines.push(format!(
+                "batch: {} through the {} batch API, bounded at half price (results within 24 \
+                 hours)",
+                models.join(", "),
+                api.as_str()
+            ));
+        }
+    }
+    for model in live {
+        lines.push(format!("batch: {model} has no batch API: runs live"));
+    }
+    lines
 }
 
 /// Whether a plan's cost bound fits a budget, in one line.
@@ -314,6 +383,41 @@ mod tests {
             "budget $0.01: the plan's bound $0.0312 does not fit; the run would stop at its \
              budget, having sent only what fits"
         );
+    }
+
+    #[test]
+    fn a_dry_run_in_batch_mode_says_which_models_go_through_which_api() {
+        use crate::experiment::PlanLine;
+        let line = |model: &str, to_call: u64, batch: Option<BatchApi>| PlanLine {
+            model: model.into(),
+            calls: to_call,
+            cached: 0,
+            to_call,
+            max_cost_usd: 0.0,
+            note: None,
+            batch,
+        };
+        let plan = Plan {
+            lines: vec![
+                line("openai:gpt-4o", 2, Some(BatchApi::Openai)),
+                line("ollama:llama3.2", 2, None),
+                line("anthropic:haiku 3.5 (judge)", 2, Some(BatchApi::Anthropic)),
+                line("openai:gpt-4o-mini", 1, Some(BatchApi::Openai)),
+                line("ollama:llava", 0, None),
+            ],
+            stages: vec!["answers"],
+        };
+        assert_eq!(
+            batch_lines(&plan),
+            [
+                "batch: openai:gpt-4o, openai:gpt-4o-mini through the openai batch API, bounded \
+                 at half price (results within 24 hours)",
+                "batch: anthropic:haiku 3.5 through the anthropic batch API, bounded at half \
+                 price (results within 24 hours)",
+                "batch: ollama:llama3.2 has no batch API: runs live",
+            ]
+        );
+        assert!(batch_lines(&Plan::default()).is_empty());
     }
 
     #[test]

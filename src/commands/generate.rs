@@ -56,6 +56,7 @@ pub fn run(context: &Context, args: GenerateArgs) -> anyhow::Result<ExitCode> {
         generation_max_tokens: None,
         repeat: None,
         budget: None,
+        batch: false,
     };
     let mut plan = experiment.plan(None, &args.run.overrides())?;
     plan.generation.params.temperature = args.temperature;

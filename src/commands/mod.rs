@@ -3,6 +3,7 @@
 //! Each subcommand file holds its clap struct (whose doc comments are its `--help`) and a
 //! `run` that turns arguments into options, calls the library and prints what it returns.
 
+mod batches;
 mod diff;
 mod experiment;
 mod export;
@@ -111,6 +112,7 @@ pub enum Command {
     ReviewDatasheets(review::ReviewArgs),
     Relevance(relevance::RelevanceArgs),
     Runs(runs::RunsArgs),
+    Batches(batches::BatchesArgs),
     Query(query::QueryArgs),
     Diff(diff::DiffArgs),
     Export(export::ExportArgs),
@@ -185,6 +187,7 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::ReviewDatasheets(args) => review::run(&context, args),
         Command::Relevance(args) => relevance::run(&context, args),
         Command::Runs(args) => runs::run(&context, args),
+        Command::Batches(args) => batches::run(&context, args),
         Command::Query(args) => query::run(&context, args),
         Command::Diff(args) => diff::run(&context, args),
         Command::Export(args) => export::run(&context, args),
@@ -271,6 +274,9 @@ pub(crate) fn selection_status(
             // `is interrupted`, `is abandoned`; a run its budget stopped `is stopped by its budget`.
             let state = match status {
                 RunStatus::Budget => "stopped by its budget (`budget`)".to_owned(),
+                RunStatus::Waiting => {
+                    "waiting for its batches (`waiting`; the same command collects them)".to_owned()
+                }
                 other => other.to_string(),
             };
             eprintln!(

@@ -8,7 +8,9 @@ use super::Context;
 use crate::config::Catalog;
 use crate::output::{Columns, Format, print_frame};
 
-/// List the model catalog: provider, alias, model id, prices, parameters, and whether a key is set.
+/// List the model catalog: provider, alias, model id, prices, parameters, whether a key is
+/// set, and (with --wide, CSV, JSON) the batch API `--batch` sends its calls through (empty:
+/// none, they run live).
 #[derive(Debug, clap::Args)]
 pub struct ModelsArgs {
     /// Output format.
@@ -111,6 +113,13 @@ fn catalog_frame(catalog: &Catalog) -> PolarsResult<DataFrame> {
             models
                 .iter()
                 .map(|m| key_status(catalog, m))
+                .collect::<Vec<_>>(),
+        ),
+        Column::new(
+            "batch".into(),
+            models
+                .iter()
+                .map(|m| catalog.batch(m).map(|api| api.as_str()))
                 .collect::<Vec<_>>(),
         ),
     ])

@@ -152,6 +152,7 @@ fn compare_command(context: &Context, args: CompareArgs) -> anyhow::Result<ExitC
             .transpose()?,
         world: args.world,
         budget: None,
+        batch: false,
     };
     let experiment = experiment.plan(None, &config, &args.run.overrides())?;
     run_experiment(

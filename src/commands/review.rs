@@ -66,6 +66,7 @@ pub fn run(context: &Context, args: ReviewArgs) -> anyhow::Result<ExitCode> {
         generation_max_tokens: None,
         repeat: None,
         budget: None,
+        batch: false,
     };
     let plan = experiment.plan(None, &args.run.overrides())?;
     let experiment = DatasheetExperiment::new(plan, &config.catalog)?;

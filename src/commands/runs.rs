@@ -1,4 +1,4 @@
-//! `track runs`: the runs recorded in the database, and the failed calls of one.
+//! `track runs`: the runs recorded in the database, and the errors of one.
 
 use std::process::ExitCode;
 
@@ -7,16 +7,19 @@ use polars::prelude::*;
 use super::Context;
 use crate::experiment::observed_status;
 use crate::output::{Columns, Format, print_frame};
-use crate::store::{RunErrorRow, RunInfo};
+use crate::store::{BatchRow, RunErrorRow, RunInfo, RunStatus, Store};
 
 /// List runs: id, kind, file (or the command line of a run without one), models, started,
 /// status (a run whose process is gone shows as `abandoned`; one stopped by its budget as
-/// `budget`), calls, cache hits, errors, cost, what it paid and its budget (`--budget`,
+/// `budget`; one whose batches are not collected yet as `waiting`, with a line under the table
+/// saying what it waits for), calls, cache hits, errors, cost, what it paid and its budget (`--budget`,
 /// `budget:`; empty when none); with --wide or in CSV/JSON, the command line too. `--errors
-/// ID` lists the calls of run ID that got no answer, with why.
+/// ID` lists what run ID counts as errors, each with its item and why.
 #[derive(Debug, clap::Args)]
 pub struct RunsArgs {
-    /// List the calls of this run that got no answer (failed, no key, not cached offline).
+    /// List the errors this run counts: the calls that got no answer (failed, no key, not
+    /// cached offline), then the answers that could not be used (an unparsable review, a
+    /// judge's garbage verdict).
     #[arg(long, value_name = "RUN")]
     errors: Option<i64>,
     /// Only the newest N runs.
@@ -33,7 +36,7 @@ pub struct RunsArgs {
 pub fn run(context: &Context, args: RunsArgs) -> anyhow::Result<ExitCode> {
     let store = context.open_existing_store()?;
     if let Some(run_id) = args.errors {
-        let df = errors_frame(&store.run_errors(run_id)?)?;
+        let df = errors_frame(&crate::kinds::run_errors(&store, run_id)?)?;
         print_frame(&df, args.format, Columns::wide_if(args.wide))?;
         return Ok(ExitCode::SUCCESS);
     }
@@ -48,10 +51,57 @@ pub fn run(context: &Context, args: RunsArgs) -> anyhow::Result<ExitCode> {
         df.rename("paid_usd", "run_paid_usd".into())?;
     }
     print_frame(&df, args.format, Columns::wide_if(args.wide))?;
+    if args.format == Format::Table {
+        for run in runs.iter().filter(|r| r.status == RunStatus::Waiting) {
+            println!("{}", waiting_note(run.id, &waited_for(&store, run.id)?));
+        }
+    }
     Ok(ExitCode::SUCCESS)
 }
 
-/// The calls of a run that got no answer, one row each (`track runs --errors ID`).
+/// The batches run `run_id` waits for: those not collected nor given up.
+fn waited_for(store: &Store, run_id: i64) -> anyhow::Result<Vec<BatchRow>> {
+    let mut batches = store.list_batches(Some(run_id), usize::MAX)?;
+    batches.retain(|b| b.state.is_open());
+    batches.reverse();
+    Ok(batches)
+}
+
+/// The line under the table for a `waiting` run: `run 7 waits for 2 batches (openai
+/// gpt-4o-mini: 40 of 120 done); run the same command to collect, or see track batches`.
+/// Batches of the same provider and model are counted together, in the order sent.
+fn waiting_note(run_id: i64, batches: &[BatchRow]) -> String {
+    if batches.is_empty() {
+        return format!(
+            "run {run_id} is waiting with no batch left open; run the same command to finish it"
+        );
+    }
+    let mut groups: Vec<(String, u64, u64)> = Vec::new();
+    for b in batches {
+        let name = format!("{} {}", b.provider, b.model);
+        match groups.iter_mut().find(|(n, ..)| *n == name) {
+            Some((_, done, total)) => {
+                *done += b.done();
+                *total += b.request_count;
+            }
+            None => groups.push((name, b.done(), b.request_count)),
+        }
+    }
+    let counts: Vec<String> = groups
+        .iter()
+        .map(|(name, done, total)| format!("{name}: {done} of {total} done"))
+        .collect();
+    format!(
+        "run {run_id} waits for {} ({}); run the same command to collect, or see track batches",
+        match batches.len() {
+            1 => "1 batch".to_owned(),
+            n => format!("{n} batches"),
+        },
+        counts.join(", ")
+    )
+}
+
+/// The errors of a run, one row each (`track runs --errors ID`).
 fn errors_frame(errors: &[RunErrorRow]) -> PolarsResult<DataFrame> {
     let column = |name: &str, values: Vec<String>| Column::new(name.into(), values);
     DataFrame::new_infer_height(vec![
@@ -129,4 +179,69 @@ fn runs_frame(context: &Context, runs: &[RunInfo]) -> PolarsResult<DataFrame> {
             runs.iter().map(|r| r.command.clone()).collect::<Vec<_>>(),
         ),
     ])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::{BatchCountsRow, BatchState};
+
+    fn batch(id: i64, provider: &str, model: &str, done: u64, total: u64) -> BatchRow {
+        BatchRow {
+            id,
+            tag: format!("track-{id}"),
+            run_id: Some(7),
+            provider: provider.into(),
+            api: provider.into(),
+            base_url: "https://example.test/v1".into(),
+            key_fingerprint: "0123456789abcdef".into(),
+            model: model.into(),
+            payload_sha256: "ab".into(),
+            payload_bytes: 10,
+            request_count: total,
+            created_at: "2026-11-25T14:00:00.000Z".into(),
+            state: BatchState::Submitted,
+            file_id: None,
+            batch_id: Some(format!("batch_{id}")),
+            submitted_at: None,
+            status: Some("in_progress".into()),
+            failures: None,
+            counts: BatchCountsRow {
+                total,
+                processing: total - done,
+                succeeded: done,
+                ..BatchCountsRow::default()
+            },
+            output_file_id: None,
+            error_file_id: None,
+            results_url: None,
+            expires_at: None,
+            polls: 1,
+            last_polled_at: None,
+            ended_at: None,
+            collected_at: None,
+            note: None,
+        }
+    }
+
+    #[test]
+    fn a_waiting_run_says_what_it_waits_for_per_model() {
+        let batches = [
+            batch(1, "openai", "gpt-4o-mini", 30, 100),
+            batch(2, "anthropic", "claude-3-5-haiku", 0, 50),
+            batch(3, "openai", "gpt-4o-mini", 10, 20),
+        ];
+        assert_eq!(
+            waiting_note(7, &batches),
+            "run 7 waits for 3 batches (openai gpt-4o-mini: 40 of 120 done, anthropic \
+             claude-3-5-haiku: 0 of 50 done); run the same command to collect, or see track \
+             batches"
+        );
+        assert_eq!(
+            waiting_note(7, &batches[1..2]),
+            "run 7 waits for 1 batch (anthropic claude-3-5-haiku: 0 of 50 done); run the same \
+             command to collect, or see track batches"
+        );
+        assert!(waiting_note(8, &[]).starts_with("run 8 is waiting with no batch left open"));
+    }
 }

@@ -25,6 +25,8 @@ impl Catalog {
                         key_required: required,
                         pue,
                         rate_limit: RateLimit::default(),
+                        // The kind's own batch API, if it has one.
+                        batch: None,
                     },
                 )
             };
@@ -117,6 +119,7 @@ impl Catalog {
                 vision: true,
                 structured: crate::llm::Structured::Auto,
                 rate_limit: RateLimit::default(),
+                batch: None,
             }
         };
         let r = |min, max| Range { min, max };

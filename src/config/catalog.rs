@@ -7,6 +7,7 @@ use std::collections::BTreeMap;
 use super::ConfigError;
 use crate::cost::Price;
 use crate::energy::{EnergyProfile, Range};
+use crate::llm::batch::BatchApi;
 use crate::llm::client::ApiKey;
 use crate::llm::pacer::RateLimit;
 use crate::llm::{Endpoint, ProviderKind};
@@ -26,6 +27,105 @@ pub struct ProviderSpec {
     pub pue: Range,
     /// Limits set in config.yaml for every model of the provider (`rate_limit:`).
     pub rate_limit: RateLimit,
+    /// The batch API config.yaml sets for every model of the provider (`batch:`); `None`:
+    /// its kind's ([`BatchApi::of`]).
+    pub batch: Option<BatchSetting>,
+}
+
+/// `batch:` in config.yaml: which batch API a provider's or a model's calls may go through,
+/// or none.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BatchSetting {
+    /// `batch: openai` or `batch: anthropic`.
+    Api(BatchApi),
+    /// `batch: off`: its calls always run live.
+    Off,
+}
+
+impl BatchSetting {
+    /// The values `batch:` accepts, for messages.
+    pub const ALLOWED: &'static str = "openai, anthropic or off";
+
+    /// The setting written `name` (`openai`, `anthropic`, `off`; case ignored).
+    pub fn from_name(name: &str) -> Option<Self> {
+        let name = name.trim().to_ascii_lowercase();
+        match name.as_str() {
+            "off" | "none" | "false" => Some(Self::Off),
+            other => BatchApi::from_name(other).map(Self::Api),
+        }
+    }
+
+    /// Its name, as config.yaml writes it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Api(api) => api.as_str(),
+            Self::Off => "off",
+        }
+    }
+
+    /// Refuses an API that `kind`'s requests cannot be sent through: OpenAI's batch API takes
+    /// the bodies of OpenAI and OpenAI-compatible providers; Anthropic's, Anthropic's.
+    pub fn check(self, kind: ProviderKind) -> Result<(), String> {
+        let fits = match self {
+            Self::Off => true,
+            Self::Api(BatchApi::Openai) => {
+                matches!(kind, ProviderKind::Openai | ProviderKind::OpenaiCompatible)
+            }
+            Self::Api(BatchApi::Anthropic) => kind == ProviderKind::Anthropic,
+        };
+        if fits {
+            return Ok(());
+        }
+        let fix = match kind {
+            ProviderKind::Anthropic => "write `batch: anthropic` or `batch: off`",
+            ProviderKind::Openai | ProviderKind::OpenaiCompatible => {
+                "write `batch: openai` or `batch: off`"
+            }
+            ProviderKind::Ollama => "it has no batch API: write `batch: off` or leave it out",
+        };
+        Err(format!(
+            "`batch: {}` does not fit a provider of kind {}: {fix}",
+            self.as_str(),
+            kind.as_str(),
+        ))
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for BatchSetting {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct Name;
+
+        impl serde::de::Visitor<'_> for Name {
+            type Value = BatchSetting;
+
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                write!(f, "`batch:` as {}", BatchSetting::ALLOWED)
+            }
+
+            fn visit_str<E: serde::de::Error>(self, text: &str) -> Result<BatchSetting, E> {
+                BatchSetting::from_name(text).ok_or_else(|| {
+                    E::custom(format!(
+                        "`batch: {text}` is not a batch API: write {}",
+                        BatchSetting::ALLOWED
+                    ))
+                })
+            }
+
+            // YAML 1.1 reads a bare `off` as false.
+            fn visit_bool<E: serde::de::Error>(self, on: bool) -> Result<BatchSetting, E> {
+                if on {
+                    Err(E::custom(format!(
+                        "`batch: true` does not say which batch API: write {}",
+                        BatchSetting::ALLOWED
+                    )))
+                } else {
+                    Ok(BatchSetting::Off)
+                }
+            }
+        }
+
+        deserializer.deserialize_any(Name)
+    }
 }
 
 impl ProviderSpec {
@@ -176,6 +276,8 @@ pub struct ModelSpec {
     pub structured: crate::llm::Structured,
     /// Limits set in config.yaml for this model (`rate_limit:`), over its provider's.
     pub rate_limit: RateLimit,
+    /// The batch API config.yaml sets for this model (`batch:`), over its provider's.
+    pub batch: Option<BatchSetting>,
 }
 
 impl ModelSpec {
@@ -280,6 +382,17 @@ impl Catalog {
     /// The rate limits config.yaml sets for `model`: its own, then its provider's.
     pub fn rate_limit(&self, model: &ModelSpec) -> RateLimit {
         model.rate_limit.over(self.provider(model).rate_limit)
+    }
+
+    /// The batch API `model`'s calls may go through: its own `batch:`, else its provider's,
+    /// else its provider kind's ([`BatchApi::of`]); `None` when it has none or `batch: off`.
+    pub fn batch(&self, model: &ModelSpec) -> Option<BatchApi> {
+        let provider = self.provider(model);
+        match model.batch.or(provider.batch) {
+            Some(BatchSetting::Api(api)) => Some(api),
+            Some(BatchSetting::Off) => None,
+            None => BatchApi::of(provider.kind),
+        }
     }
 
     /// The provider names, comma-separated, for messages.

@@ -8,7 +8,7 @@ use std::time::Duration;
 use serde::Deserialize;
 
 use super::catalog::split_reference;
-use super::{Config, ConfigError, ModelSpec, ProviderSpec};
+use super::{BatchSetting, Config, ConfigError, ModelSpec, ProviderSpec};
 use crate::energy::{EnergyMethod, EnergyProfile, Parameters, Range};
 use crate::llm::pacer::RateLimit;
 use crate::llm::{ProviderKind, RetryPolicy};
@@ -75,6 +75,7 @@ impl Config {
             key_required: false,
             pue: Range::exact(1.2),
             rate_limit: RateLimit::default(),
+            batch: None,
         });
         let base_url_given = p.base_url.is_some();
         let spec = ProviderSpec {
@@ -90,6 +91,7 @@ impl Config {
             key_vars: p.api_key_env.map(|v| vec![v]).unwrap_or(base.key_vars),
             pue: p.pue.map(NumberOrRange::range).unwrap_or(base.pue),
             rate_limit: checked_rate_limit(&name, p.rate_limit)?.unwrap_or(base.rate_limit),
+            batch: checked_batch(&name, p.batch, kind)?.or(base.batch),
             ..base
         };
         if spec.default_base_url.is_empty() {
@@ -112,6 +114,9 @@ impl Config {
         m: ModelEntry,
     ) -> Result<(), String> {
         let rate_limit = checked_rate_limit(reference, m.rate_limit)?;
+        if let Some(kind) = self.catalog.providers.get(provider).map(|p| p.kind) {
+            checked_batch(reference, m.batch, kind)?;
+        }
         if m.is_only_settings()
             && let Some(existing) = self
                 .catalog
@@ -124,6 +129,9 @@ impl Config {
             }
             if let Some(limit) = rate_limit {
                 existing.rate_limit = limit;
+            }
+            if let Some(batch) = m.batch {
+                existing.batch = Some(batch);
             }
             return Ok(());
         }
@@ -164,6 +172,7 @@ impl Config {
             vision: m.vision,
             structured: m.structured.unwrap_or_default(),
             rate_limit: rate_limit.unwrap_or_default(),
+            batch: m.batch,
         };
         self.catalog.models.retain(|existing| {
             !(existing.provider == spec.provider && existing.alias == spec.alias)
@@ -217,6 +226,22 @@ fn checked_rate_limit(whose: &str, limit: Option<RateLimit>) -> Result<Option<Ra
     }
 }
 
+/// `batch:` of `whose`, refused when its API does not take the requests of a provider of
+/// `kind` (Anthropic's batch API for an OpenAI-compatible server).
+fn checked_batch(
+    whose: &str,
+    batch: Option<BatchSetting>,
+    kind: ProviderKind,
+) -> Result<Option<BatchSetting>, String> {
+    match batch {
+        Some(setting) => setting
+            .check(kind)
+            .map(|()| Some(setting))
+            .map_err(|e| format!("`{whose}`: {e}")),
+        None => Ok(None),
+    }
+}
+
 /// A number or a `[min, max]` pair in a config file.
 #[derive(Debug, Clone, Copy, Deserialize)]
 #[serde(untagged)]
@@ -261,6 +286,8 @@ struct ProviderEntry {
     pue: Option<NumberOrRange>,
     /// Requests and tokens a minute for every model of the provider.
     rate_limit: Option<RateLimit>,
+    /// The batch API of every model of the provider: openai, anthropic or off.
+    batch: Option<BatchSetting>,
 }
 
 /// An entry under `models:`, keyed by its `<provider>:<name>` reference.
@@ -282,13 +309,15 @@ struct ModelEntry {
     structured: Option<crate::llm::Structured>,
     /// Requests and tokens a minute for this model, over its provider's.
     rate_limit: Option<RateLimit>,
+    /// The batch API of this model, over its provider's: openai, anthropic or off.
+    batch: Option<BatchSetting>,
 }
 
 impl ModelEntry {
-    /// Whether the entry sets only settings of a model (`structured`, `rate_limit`), not
-    /// the model itself.
+    /// Whether the entry sets only settings of a model (`structured`, `rate_limit`,
+    /// `batch`), not the model itself.
     fn is_only_settings(&self) -> bool {
-        (self.structured.is_some() || self.rate_limit.is_some())
+        (self.structured.is_some() || self.rate_limit.is_some() || self.batch.is_some())
             && self.model.is_none()
             && self.input_price == 0.0
             && self.output_price == 0.0
@@ -462,6 +491,87 @@ models:
         // The model kept its prices: only its limit changed.
         assert!(config.catalog.resolve("openai:gpt-4o").unwrap().input_price > 0.0);
         assert!(limit("anthropic:haiku 3.5").is_empty());
+    }
+
+    #[test]
+    fn batch_apis_per_provider_and_model() {
+        let mut config = builtin();
+        let yaml = "
+providers:
+  openrouter:
+    kind: openai-compatible
+    base_url: https://openrouter.ai/api/v1
+    batch: openai
+  anthropic:
+    batch: off
+models:
+  anthropic:sonnet 3.5:
+    batch: anthropic
+  openai:gpt-4o:
+    batch: \"off\"
+";
+        config.apply(Path::new("config.yaml"), yaml).unwrap();
+        let batch = |config: &Config, reference: &str| {
+            let model = config.catalog.resolve(reference).unwrap();
+            config.catalog.batch(model)
+        };
+        use crate::llm::batch::BatchApi;
+        // Defaults follow the provider's kind.
+        assert_eq!(batch(&config, "openai:gpt-4o-mini"), Some(BatchApi::Openai));
+        assert_eq!(batch(&config, "ollama:qwen2.5-coder"), None);
+        // The provider's setting, and the model's over it.
+        assert_eq!(batch(&config, "anthropic:haiku 3.5"), None);
+        assert_eq!(
+            batch(&config, "anthropic:sonnet 3.5"),
+            Some(BatchApi::Anthropic)
+        );
+        assert_eq!(batch(&config, "openai:gpt-4o"), None);
+        // A model entry with only `batch:` keeps the model's prices.
+        assert!(config.catalog.resolve("openai:gpt-4o").unwrap().input_price > 0.0);
+        config
+            .apply(
+                Path::new("config.yaml"),
+                "models:\n  openrouter:llama:\n    model: meta/llama\n",
+            )
+            .unwrap();
+        assert_eq!(batch(&config, "openrouter:llama"), Some(BatchApi::Openai));
+    }
+
+    #[test]
+    fn bad_batch_values_name_the_setting_and_the_allowed_values() {
+        for (yaml, expected) in [
+            (
+                "providers:\n  openai:\n    batch: openia\n",
+                "`batch: openia` is not a batch API: write openai, anthropic or off",
+            ),
+            (
+                "models:\n  openai:gpt-4o:\n    batch: true\n",
+                "`batch: true` does not say which batch API: write openai, anthropic or off",
+            ),
+            (
+                "models:\n  openai:gpt-4o:\n    batch: 3\n",
+                "openai, anthropic or off",
+            ),
+            (
+                "models:\n  openai:gpt-4o:\n    batch: anthropic\n",
+                "`openai:gpt-4o`: `batch: anthropic` does not fit a provider of kind openai: \
+                 write `batch: openai` or `batch: off`",
+            ),
+            (
+                "providers:\n  ollama:\n    batch: openai\n",
+                "`ollama`: `batch: openai` does not fit a provider of kind ollama: it has no \
+                 batch API",
+            ),
+        ] {
+            let mut config = builtin();
+            let e = config
+                .apply(Path::new("config.yaml"), yaml)
+                .unwrap_err()
+                .to_string();
+            assert!(e.contains(expected), "{yaml}: {e}");
+            assert!(e.starts_with("config.yaml"), "{e}");
+            assert_eq!(e.lines().count(), 1, "{e}");
+        }
     }
 
     #[test]

@@ -16,7 +16,7 @@ use std::time::Duration;
 use crate::energy::EnergyMethod;
 use crate::llm::RetryPolicy;
 
-pub use catalog::{Catalog, ModelSpec, ProviderSpec};
+pub use catalog::{BatchSetting, Catalog, ModelSpec, ProviderSpec, hide_user_info};
 
 /// Errors in the catalog, the config file or a model reference.
 #[derive(Debug, thiserror::Error)]

@@ -1,7 +1,8 @@
 //! A run's life: its row is created `running` with a lock file held for as long as the
-//! process works on it, and ends `completed`, `interrupted`, `budget` or `failed`. A run still
-//! `running` whose lock is free has lost its process (SIGKILL, a crash, a reboot): it is
-//! `abandoned`, whoever looks.
+//! process works on it, and ends `completed`, `interrupted`, `budget`, `waiting` or `failed`.
+//! A run still `running` whose lock is free has lost its process (SIGKILL, a crash, a
+//! reboot): it is `abandoned`, whoever looks. A `waiting` run has no process by design (its
+//! batches work at the provider), so it is never seen as abandoned.
 
 use std::fs::{File, OpenOptions, TryLockError};
 use std::path::{Path, PathBuf};
@@ -22,7 +23,7 @@ fn lock_path(db: &Path, run_id: i64) -> PathBuf {
 }
 
 /// The status of a run as it is now: a stored `running` becomes `abandoned` when no process
-/// holds its lock.
+/// holds its lock; every other status (`waiting` among them) is as stored.
 pub fn observed_status(db: &Path, run_id: i64, stored: RunStatus) -> RunStatus {
     if stored != RunStatus::Running {
         return stored;
@@ -168,6 +169,15 @@ mod tests {
         assert_eq!(
             observed_status(&db, id, RunStatus::Completed),
             RunStatus::Completed
+        );
+        // A run waiting for its batches left its process on purpose: not abandoned.
+        assert_eq!(
+            observed_status(&db, id, RunStatus::Waiting),
+            RunStatus::Waiting
+        );
+        assert_eq!(
+            observed_status(&db, id + 7, RunStatus::Waiting),
+            RunStatus::Waiting
         );
     }
 }

@@ -1,12 +1,13 @@
 //! The runtime every experiment kind goes through, written once: the run row and how it ends
-//! (completed, interrupted, budget, failed; abandoned when its process is gone), signals, the
-//! plan and its dry-run bound, `--offline`, the missing-key policy, the budget, progress, the
-//! cost/paid tally, the error summary and the exit code.
+//! (completed, interrupted, budget, waiting, failed; abandoned when its process is gone),
+//! signals, the plan and its dry-run bound, `--offline`, batch mode, the missing-key policy,
+//! the budget, progress, the cost/paid tally, the error summary and the exit code.
 //!
 //! An experiment kind supplies only its stages of calls ([`Experiment::stage`]) and how an
 //! answer becomes its rows ([`Experiment::record`]). It never speaks HTTP, never decides
 //! whether a call is sent, and never writes SQL by hand.
 
+mod batches;
 mod kind;
 mod lifecycle;
 mod options;
@@ -20,14 +21,15 @@ use std::any::Any;
 use std::io::Write;
 use std::sync::Arc;
 
+pub use batches::PollPolicy;
 pub use kind::{ExperimentKind, UnknownKind};
 pub use lifecycle::{observed_status, run_lock_dir};
 pub use options::{FileBudget, MAX_REPEAT, Override, Overrides, RunOptions};
 pub use plan::{
-    ASSUMED_MAX_OUTPUT_TOKENS, IMAGE_TOKENS_BOUND, MAX_PLANNED_CALLS, Plan, PlanLine, check_size,
-    max_cost,
+    ASSUMED_MAX_OUTPUT_TOKENS, IMAGE_TOKENS_BOUND, MAX_PLANNED_CALLS, Plan, PlanLine,
+    batch_max_cost, check_size, max_cost,
 };
-pub use runtime::{RunEnd, RunSummary, execute};
+pub use runtime::{RunEnd, RunSummary, Waiting, execute};
 pub use signals::Signal;
 pub use tally::{ErrorGroup, Tally};
 pub use target::Target;
@@ -62,6 +64,9 @@ pub enum ExperimentError {
         limit: u64,
         fix: &'static str,
     },
+    /// Options that cannot go together, with the fix (`--batch` with `--offline`).
+    #[error("{0}")]
+    Conflict(&'static str),
     /// A kind's own error (its spec, its files, its report).
     #[error(transparent)]
     Kind(Box<dyn std::error::Error + Send + Sync>),
@@ -220,6 +225,12 @@ pub trait Experiment: Send {
     /// wins over it. `None`: no cap.
     fn budget_usd(&self) -> Option<f64> {
         None
+    }
+
+    /// Whether the experiment file asks for batch APIs (`batch: true`): the run then sends
+    /// as `--batch` does (`RunOptions::batch || Experiment::batch`).
+    fn batch(&self) -> bool {
+        false
     }
 
     /// What call `index` of `stage` is for, in messages: `openai:gpt-4o on p1`.

@@ -20,6 +20,39 @@ pub struct RunOptions {
     pub command: Option<String>,
     /// The most the run may spend, in USD (`--budget`); it wins over the file's `budget:`.
     pub budget_usd: Option<f64>,
+    /// Send the uncached calls of models with a batch API through it, at half price
+    /// (`--batch`); the file's `batch: true` asks the same ([`Experiment::batch`]).
+    ///
+    /// [`Experiment::batch`]: super::Experiment::batch
+    pub batch: bool,
+    /// Submit the batches, then leave the run `waiting` without polling them (`--detach`);
+    /// the same command later collects them. Needs batch mode ([`RunOptions::check_batch`]).
+    pub detach: bool,
+}
+
+impl RunOptions {
+    /// Refuses options that contradict batch mode, before anything is sent: `--batch` with
+    /// `--offline`, and `--detach` when neither `--batch` nor the file (`file_batch`, the
+    /// experiment's `batch: true`) asks for batches.
+    pub fn check_batch(&self, file_batch: bool) -> Result<(), ExperimentError> {
+        if self.batch && self.cache == CacheMode::Offline {
+            return Err(ExperimentError::Conflict(
+                "--batch sends calls to a provider's batch API; --offline forbids calls: drop one",
+            ));
+        }
+        if self.detach && !(self.batch || file_batch) {
+            return Err(ExperimentError::Conflict(
+                "--detach leaves a run waiting for its batches, and this run sends none: add \
+                 --batch (or `batch: true` in the experiment file), or drop --detach",
+            ));
+        }
+        Ok(())
+    }
+
+    /// Whether the run sends through batch APIs: `--batch` or the file's `batch: true`.
+    pub fn batch_on(&self, file_batch: bool) -> bool {
+        self.batch || file_batch
+    }
 }
 
 /// A budget as an experiment file writes it (`budget: 5`, `budget: 0.25`, `budget: "$5"`):
@@ -187,6 +220,60 @@ mod tests {
             );
         }
         assert!(read("budget: .inf").is_err());
+    }
+
+    fn options(cache: CacheMode, batch: bool, detach: bool) -> RunOptions {
+        RunOptions {
+            cache,
+            dry_run: false,
+            concurrency: 1,
+            show_progress: false,
+            command: None,
+            budget_usd: None,
+            batch,
+            detach,
+        }
+    }
+
+    #[test]
+    fn batch_options_that_contradict_each_other_are_refused() {
+        let e = options(CacheMode::Offline, true, false)
+            .check_batch(false)
+            .unwrap_err()
+            .to_string();
+        assert_eq!(
+            e,
+            "--batch sends calls to a provider's batch API; --offline forbids calls: drop one"
+        );
+        let e = options(CacheMode::Use, false, true)
+            .check_batch(false)
+            .unwrap_err()
+            .to_string();
+        assert!(e.starts_with("--detach ") && e.contains("--batch"), "{e}");
+        assert_eq!(e.lines().count(), 1);
+        // The file's `batch: true` is batch mode too.
+        assert!(
+            options(CacheMode::Use, false, true)
+                .check_batch(true)
+                .is_ok()
+        );
+        assert!(
+            options(CacheMode::Use, true, true)
+                .check_batch(false)
+                .is_ok()
+        );
+        assert!(
+            options(CacheMode::Offline, false, false)
+                .check_batch(true)
+                .is_ok()
+        );
+        assert!(
+            options(CacheMode::Refresh, true, false)
+                .check_batch(false)
+                .is_ok()
+        );
+        assert!(options(CacheMode::Use, false, false).batch_on(true));
+        assert!(!options(CacheMode::Use, false, false).batch_on(false));
     }
 
     #[test]

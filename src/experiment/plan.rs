@@ -5,6 +5,7 @@
 use std::collections::HashMap;
 
 use super::{Experiment, ExperimentError, Stage, Target};
+use crate::llm::batch::BatchApi;
 use crate::llm::{
     CacheMode, CallJob, CallOutcome, Executor, MESSAGE_TOKENS_BOUND, Part, tokens_bound,
 };
@@ -34,6 +35,9 @@ pub struct PlanLine {
     pub max_cost_usd: f64,
     /// Why calls of this model will fail (a missing key, `--offline`).
     pub note: Option<String>,
+    /// In batch mode, the batch API its calls to send go through (their bound at the batch
+    /// price); `None`: they run live ([`Plan::batched`]).
+    pub batch: Option<BatchApi>,
 }
 
 /// What a run would do, per model.
@@ -64,6 +68,41 @@ impl Plan {
     pub fn max_cost_usd(&self) -> f64 {
         self.lines.iter().map(|l| l.max_cost_usd).sum()
     }
+
+    /// The plan in batch mode (`--batch`, `batch: true`): each line of a target with a batch
+    /// API ([`Target::batch`]) names it, and the bound of its calls to send is at the batch
+    /// price ([`Price::batch`](crate::cost::Price::batch)); the others run live at the
+    /// standard price. Every bound is linear in its price, so the line's bound times
+    /// [`BATCH_DISCOUNT`](crate::cost::BATCH_DISCOUNT) is the sum of its calls' bounds at the
+    /// batch price ([`batch_max_cost`]). `targets` are the experiment's, indexed as the lines.
+    pub fn batched(mut self, targets: &[Target]) -> Self {
+        for (line, target) in self.lines.iter_mut().zip(targets) {
+            line.batch = target.batch;
+            if line.batch.is_some() {
+                line.max_cost_usd *= crate::cost::BATCH_DISCOUNT;
+            }
+        }
+        self
+    }
+
+    /// The references that go through each batch API, and those that run live, with calls
+    /// to send, each once and in plan order: for the dry run's lines.
+    pub fn batch_routes(&self) -> (Vec<(&str, BatchApi)>, Vec<&str>) {
+        let mut batched: Vec<(&str, BatchApi)> = Vec::new();
+        let mut live: Vec<&str> = Vec::new();
+        for line in self.lines.iter().filter(|l| l.to_call > 0) {
+            // `openai:gpt-4o (judge)` is the model `openai:gpt-4o`.
+            let reference = line.model.split(" (").next().unwrap_or(&line.model);
+            match line.batch {
+                Some(api) if !batched.iter().any(|(r, _)| *r == reference) => {
+                    batched.push((reference, api));
+                }
+                None if !live.contains(&reference) => live.push(reference),
+                _ => {}
+            }
+        }
+        (batched, live)
+    }
 }
 
 /// The first stage of a plan with the cached answers of its calls, for the run to start from.
@@ -89,6 +128,7 @@ pub(crate) fn plan(
                 to_call: 0,
                 max_cost_usd: 0.0,
                 note: None,
+                batch: None,
             })
             .collect(),
         stages: Vec::new(),
@@ -190,6 +230,17 @@ pub fn check_size(calls: u64) -> Result<(), ExperimentError> {
 /// The most a call can cost: its input at a token a byte with each message's framing (images
 /// at their bound), and an answer of its `max_tokens`. What a budget reserves before sending.
 pub fn max_cost(job: &CallJob) -> f64 {
+    max_cost_at(job, job.price)
+}
+
+/// The most a call sent through a batch API can cost: [`max_cost`] at the batch price
+/// ([`Price::batch`](crate::cost::Price::batch)). What a budget reserves at submission.
+pub fn batch_max_cost(job: &CallJob) -> f64 {
+    max_cost_at(job, job.price.batch())
+}
+
+/// [`max_cost`] at `price`.
+fn max_cost_at(job: &CallJob, price: crate::cost::Price) -> f64 {
     let request = &job.request;
     let input = request
         .system
@@ -215,5 +266,85 @@ pub fn max_cost(job: &CallJob) -> f64 {
             .max_tokens
             .unwrap_or(ASSUMED_MAX_OUTPUT_TOKENS),
     );
-    job.price.cost_usd(input, output)
+    price.cost_usd(input, output)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::Catalog;
+    use crate::llm::{ChatRequest, Message, SamplingParams};
+
+    fn targets() -> Vec<Target> {
+        let catalog = Catalog::builtin();
+        [
+            "openai:gpt-4o",
+            "ollama:qwen2.5-coder",
+            "anthropic:haiku 3.5",
+        ]
+        .into_iter()
+        .map(|r| Target::resolve(&catalog, r).unwrap())
+        .chain([Target::resolve(&catalog, "openai:gpt-4o")
+            .unwrap()
+            .with_role("judge")])
+        .collect()
+    }
+
+    fn line(target: &Target, to_call: u64, max_cost_usd: f64) -> PlanLine {
+        PlanLine {
+            model: target.label(),
+            calls: to_call + 1,
+            cached: 1,
+            to_call,
+            max_cost_usd,
+            note: None,
+            batch: None,
+        }
+    }
+
+    #[test]
+    fn a_batch_call_is_bounded_at_the_batch_price() {
+        let target = &targets()[0];
+        let job = target.job(
+            ChatRequest {
+                model: target.spec.model.clone(),
+                system: Some("be brief".into()),
+                messages: vec![Message::user("what is 2 + 2?")],
+                params: SamplingParams {
+                    max_tokens: Some(100),
+                    ..SamplingParams::default()
+                },
+                schema: None,
+            },
+            1,
+        );
+        assert!(max_cost(&job) > 0.0);
+        assert_eq!(
+            batch_max_cost(&job),
+            max_cost(&job) * crate::cost::BATCH_DISCOUNT
+        );
+    }
+
+    #[test]
+    fn in_batch_mode_lines_with_a_batch_api_are_bounded_at_half_and_the_rest_run_live() {
+        let targets = targets();
+        let plan = Plan {
+            lines: vec![
+                line(&targets[0], 4, 0.4),
+                line(&targets[1], 4, 0.0),
+                line(&targets[2], 0, 0.0),
+                line(&targets[3], 2, 0.2),
+            ],
+            stages: vec!["answers", "judges"],
+        };
+        assert_eq!(plan.clone().batched(&[]), plan, "no targets, no change");
+        let batched = plan.clone().batched(&targets);
+        assert_eq!(batched.max_cost_usd(), plan.max_cost_usd() / 2.0);
+        assert_eq!(batched.lines[0].batch, Some(BatchApi::Openai));
+        assert_eq!(batched.lines[1].batch, None);
+        let (through, live) = batched.batch_routes();
+        // The judge is the same model: named once; a model with nothing to send is left out.
+        assert_eq!(through, [("openai:gpt-4o", BatchApi::Openai)]);
+        assert_eq!(live, ["ollama:qwen2.5-coder"]);
+    }
 }

@@ -12,6 +12,7 @@ use std::time::Duration;
 
 use indicatif::ProgressBar;
 
+use super::batches::{BatchCall, Batcher, PollPolicy, Round};
 use super::lifecycle::{RunGuard, observed_status};
 use super::plan::{self, FirstStage};
 use super::signals::Signals;
@@ -44,6 +45,17 @@ pub struct RunSummary {
     pub elapsed: Duration,
     /// The run's budget and what it spent, when it had one.
     pub budget: Option<BudgetUse>,
+    /// The batches it left waiting (status `waiting`), with what the last poll said of them.
+    pub waiting: Option<Waiting>,
+}
+
+/// The batches a run left waiting for their results.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Waiting {
+    /// How many batches.
+    pub batches: usize,
+    /// What the last poll said of them (`openai gpt-4o-mini in_progress 40/120 · …`).
+    pub note: Option<String>,
 }
 
 /// What a run with a budget spent of it.
@@ -79,6 +91,10 @@ impl RunSummary {
     /// The process's exit status: 128 + the signal's number when interrupted; 1 when its
     /// budget stopped it, nothing could run or `--offline` met calls not in the cache; else 0.
     pub fn exit_code(&self) -> u8 {
+        if self.status == RunStatus::Waiting {
+            // Waiting is a way to end: the same command collects.
+            return 0;
+        }
         match self.signal {
             Some(signal) => signal.exit_code(),
             None if self.status == RunStatus::Budget
@@ -97,8 +113,31 @@ impl RunSummary {
         c.planned_calls.saturating_sub(c.calls)
     }
 
+    /// What a run left waiting says: how many batches and how to collect them.
+    pub fn waiting_note(&self) -> Option<String> {
+        let waiting = self.waiting.as_ref()?;
+        let seen = waiting
+            .note
+            .as_deref()
+            .map(|n| format!(" ({n})"))
+            .unwrap_or_default();
+        let batches = match waiting.batches {
+            1 => "1 batch".to_owned(),
+            n => format!("{n} batches"),
+        };
+        Some(format!(
+            "run {} is waiting for {batches}{seen}; run the same command again to collect the \
+             results (batches usually end within an hour, at most 24 h); `track batches` lists \
+             them",
+            self.run_id,
+        ))
+    }
+
     /// Why the exit status is not 0, in one line.
     pub fn failure(&self) -> Option<String> {
+        if self.status == RunStatus::Waiting {
+            return None;
+        }
         let first = || {
             self.tally
                 .first_error()
@@ -192,6 +231,7 @@ pub fn execute(
         .build()
         .map_err(ExperimentError::Runtime)?;
     let client = LlmClient::new(settings.timeout).map_err(ExperimentError::kind)?;
+    let batch_client = client.clone();
     // Claims, stored calls and the pacer's buckets go through the run's one connection (calls
     // and claims by a thread of their own, in batches). A second connection in this process
     // would contend with the first for SQLite's write lock: in a 2,000-call run that was about
@@ -214,11 +254,20 @@ pub fn execute(
     executor.set_pacer(pacer(experiment, shared_buckets, settings));
     let lease = (settings.timeout + settings.retry.max_delay) * settings.retry.max_attempts
         + Duration::from_secs(60);
+    let batcher = |run_id| {
+        Batcher::new(
+            batch_client,
+            store.clone(),
+            run_id,
+            settings.retry,
+            PollPolicy::from_env(),
+        )
+    };
     let summary = runtime.block_on(run(
         experiment,
         &store,
         db,
-        (executor, lease),
+        (executor, lease, batcher),
         options,
         &plan,
         first,
@@ -251,7 +300,7 @@ async fn run(
     experiment: &mut dyn Experiment,
     store: &Arc<Mutex<Store>>,
     db: Option<&Path>,
-    (mut executor, lease): (Executor, Duration),
+    (mut executor, lease, batcher): (Executor, Duration, impl FnOnce(i64) -> Batcher),
     options: &RunOptions,
     plan: &Plan,
     first: Option<FirstStage>,
@@ -260,7 +309,14 @@ async fn run(
     let started = std::time::Instant::now();
     // The command line's budget wins over the file's.
     let budget_usd = options.budget_usd.or(experiment.budget_usd());
-    let header = header_with_budget(experiment, budget_usd);
+    let mut header = header_with_budget(experiment, budget_usd);
+    if options.batch_on(experiment.batch()) {
+        // Recorded with the run: its answers were asked through batch APIs.
+        if !header.options.is_object() {
+            header.options = serde_json::json!({});
+        }
+        header.options["batch"] = serde_json::json!(true);
+    }
     let guard = RunGuard::start(
         &lock(store),
         db,
@@ -285,26 +341,31 @@ async fn run(
     tally.counts.planned_calls = plan.calls();
     lock(store).update_run_tally(run_id, &tally.counts)?;
     let mut run = Run {
+        batch: options.batch_on(experiment.batch()),
+        detach: options.detach,
         experiment,
         store,
         executor,
+        batcher: batcher(run_id),
         run_id,
         signals: signals.clone(),
         progress: progress.clone(),
         tally,
+        waiting: None,
+        live_noted: std::collections::HashSet::new(),
     };
     let result = match first {
         Some(first) => run.paced_stages(first).await,
         None => Ok(()),
     };
-    let tally = run.tally;
+    let (tally, waiting) = (run.tally, run.waiting);
     progress.finish_and_clear();
     if let Ok(handle) = listener {
         handle.abort();
     }
     let signal = signals.received();
     let budget = executor.budget().map(|b| BudgetUse::of(b));
-    let status = end_status(result.is_ok(), signal, budget);
+    let status = end_status(result.is_ok(), signal, budget, waiting.is_some());
     let finished = guard.finish(&lock(store), status);
     tracing::debug!(?status, "run ended");
     result?;
@@ -317,6 +378,7 @@ async fn run(
         tally,
         elapsed: started.elapsed(),
         budget,
+        waiting,
     })
 }
 
@@ -347,11 +409,17 @@ fn claims(db: &Path, run_id: i64, lease: Duration) -> Claims {
     }
 }
 
-/// How a run ended: failed on an error, interrupted by a signal, stopped by its budget, or
-/// completed.
-fn end_status(ok: bool, signal: Option<Signal>, budget: Option<BudgetUse>) -> RunStatus {
+/// How a run ended: failed on an error, waiting for batches (left by `--detach` or a
+/// signal), interrupted by a signal, stopped by its budget, or completed.
+fn end_status(
+    ok: bool,
+    signal: Option<Signal>,
+    budget: Option<BudgetUse>,
+    waiting: bool,
+) -> RunStatus {
     match (ok, signal) {
         (false, _) => RunStatus::Failed,
+        (true, _) if waiting => RunStatus::Waiting,
         (true, Some(_)) => RunStatus::Interrupted,
         (true, None) if budget.is_some_and(|b| b.reached) => RunStatus::Budget,
         (true, None) => RunStatus::Completed,
@@ -406,10 +474,20 @@ struct Run<'a> {
     experiment: &'a mut dyn Experiment,
     store: &'a Arc<Mutex<Store>>,
     executor: &'a Arc<Executor>,
+    /// Sends the calls of batch-capable models through their batch APIs.
+    batcher: Batcher,
+    /// Whether uncached calls of batch-capable models go to batches (`--batch`, `batch:`).
+    batch: bool,
+    /// Whether to leave batches waiting once submitted (`--detach`).
+    detach: bool,
     run_id: i64,
     signals: Signals,
     progress: ProgressBar,
     tally: Tally,
+    /// The batches the run leaves waiting, once it stops waiting for them.
+    waiting: Option<Waiting>,
+    /// Models said once to run live for want of a batch API.
+    live_noted: std::collections::HashSet<usize>,
 }
 
 impl Run<'_> {
@@ -448,7 +526,7 @@ impl Run<'_> {
                 .begin(&mut lock(self.store), self.run_id, &stage)?;
             self.tally.add_problems(begun);
             let answers = self.run_stage(&stage, &cached).await?;
-            if self.stopping() {
+            if self.stopping() || self.waiting.is_some() {
                 return Ok(());
             }
             let Some(next) = self.experiment.stage(index, Some((&stage, &answers)))? else {
@@ -485,10 +563,114 @@ impl Run<'_> {
         let mut answers = vec![None; stage.calls.len()];
         let (immediate, to_send) = self.triage(stage, cached);
         self.record(stage, immediate, &mut answers)?;
-        tracing::debug!(stage = stage.name, to_send = to_send.len(), "sending");
-        self.send(stage, to_send, &mut answers).await?;
+        let (batched, mut live) = self.split_batched(stage, to_send)?;
+        let mut round = None;
+        if !batched.is_empty() {
+            tracing::debug!(
+                stage = stage.name,
+                batched = batched.len(),
+                "submitting batches"
+            );
+            let budget = self.executor.budget().map(|b| b.as_ref());
+            let submitted = self
+                .batcher
+                .submit(batched, budget, self.signals.stop_flag())
+                .await?;
+            self.record(stage, submitted.failed, &mut answers)?;
+            live.extend(submitted.live);
+            round = Some(submitted.round);
+        }
+        tracing::debug!(stage = stage.name, to_send = live.len(), "sending");
+        self.send(stage, live, &mut answers).await?;
+        if let Some(round) = round {
+            self.follow(stage, round, &mut answers).await?;
+        }
         tracing::debug!(stage = stage.name, "stage answered and recorded");
         Ok(answers)
+    }
+
+    /// Splits calls to send into those that go to a batch (keys already waiting in one, and,
+    /// with `--batch`, the calls of models whose provider has a batch API, at the batch
+    /// price) and those sent live; says once of each model that has no batch API that it
+    /// runs live.
+    fn split_batched(
+        &mut self,
+        stage: &Stage,
+        to_send: Vec<usize>,
+    ) -> Result<(Vec<BatchCall>, Vec<usize>), ExperimentError> {
+        let waiting = lock(self.store).pending_in_batches(
+            to_send
+                .iter()
+                .map(|&i| stage.calls[i].job.canonical.key.as_str()),
+        )?;
+        let mut batched = Vec::new();
+        let mut live = Vec::new();
+        for i in to_send {
+            let call = &stage.calls[i];
+            let target = &self.experiment.targets()[call.target];
+            let api = match (target.batch, waiting.contains_key(&call.job.canonical.key)) {
+                (Some(api), true) => Some(api),
+                (Some(api), false) if self.batch => Some(api),
+                // Waits in a batch a config change has since turned off: still followed.
+                (None, true) => crate::llm::batch::BatchApi::of(target.endpoint.kind),
+                _ => None,
+            };
+            match api {
+                Some(api) => {
+                    let mut job = call.job.clone();
+                    job.price = job.price.batch();
+                    batched.push(BatchCall { index: i, job, api });
+                }
+                None => {
+                    if self.batch && self.live_noted.insert(call.target) {
+                        self.progress.suspend(|| {
+                            eprintln!(
+                                "track: {} has no batch API: its calls run live, at the \
+                                 standard price",
+                                target.reference
+                            );
+                        });
+                    }
+                    live.push(i);
+                }
+            }
+        }
+        Ok((batched, live))
+    }
+
+    /// Waits for a stage's batches, polling with backoff and recording each batch's outcomes
+    /// as it is collected. With `--detach`, or once a signal came, it stops waiting: the run
+    /// is left `waiting`, and the same command collects.
+    async fn follow(
+        &mut self,
+        stage: &Stage,
+        mut round: Round,
+        answers: &mut [Option<CallOutcome>],
+    ) -> Result<(), ExperimentError> {
+        let budget = self.executor.budget().cloned();
+        loop {
+            let outcomes = self.batcher.poll(&mut round, budget.as_deref()).await?;
+            self.record(stage, outcomes, answers)?;
+            if let Some(note) = round.note() {
+                self.progress.set_message(note);
+            }
+            if round.is_done() {
+                return Ok(());
+            }
+            if self.detach || self.signals.stopping() {
+                self.waiting = Some(Waiting {
+                    batches: round.waiting(),
+                    note: round.note(),
+                });
+                return Ok(());
+            }
+            // Interruptible: a signal is seen within a tick.
+            let until = std::time::Instant::now() + self.batcher.next_due(&round);
+            while std::time::Instant::now() < until && !self.signals.stopping() {
+                let left = until.saturating_duration_since(std::time::Instant::now());
+                tokio::time::sleep(left.min(Duration::from_millis(100))).await;
+            }
+        }
     }
 
     /// Splits a stage's calls into outcomes known now (cached; refused by `--offline` or for a
@@ -644,7 +826,30 @@ mod tests {
             tally,
             elapsed: Duration::from_millis(1500),
             budget,
+            waiting: None,
         }
+    }
+
+    #[test]
+    fn a_run_left_waiting_exits_0_saying_how_to_collect_even_after_a_signal() {
+        let waiting = RunSummary {
+            status: RunStatus::Waiting,
+            signal: Some(Signal::Interrupt),
+            waiting: Some(Waiting {
+                batches: 2,
+                note: Some("openai gpt-4o-mini in_progress 40/120".into()),
+            }),
+            ..summary(RunStatus::Waiting, None)
+        };
+        assert_eq!(waiting.exit_code(), 0);
+        assert_eq!(waiting.failure(), None);
+        assert_eq!(
+            waiting.waiting_note().unwrap(),
+            "run 7 is waiting for 2 batches (openai gpt-4o-mini in_progress 40/120); run the \
+             same command again to collect the results (batches usually end within an hour, at \
+             most 24 h); `track batches` lists them"
+        );
+        assert_eq!(summary(RunStatus::Completed, None).waiting_note(), None);
     }
 
     #[test]

@@ -24,6 +24,9 @@ pub struct Target {
     pub structured: Structured,
     /// The rate limits config.yaml sets for it (its own, then its provider's).
     pub rate_limit: RateLimit,
+    /// The batch API its calls may go through in batch mode (`batch:` in config.yaml, else
+    /// its provider kind's); `None`: they run live.
+    pub batch: Option<crate::llm::batch::BatchApi>,
 }
 
 impl Target {
@@ -48,6 +51,7 @@ impl Target {
             blocked,
             structured: model.structured,
             rate_limit: catalog.rate_limit(model),
+            batch: catalog.batch(model),
         })
     }
 
@@ -104,5 +108,10 @@ mod tests {
         let t = Target::resolve(&catalog, "ollama:qwen2.5-coder:7b").unwrap();
         assert_eq!(t.reference, "ollama:qwen2.5-coder");
         assert_eq!(t.blocked, None, "ollama needs no key");
+        assert_eq!(t.batch, None, "ollama has no batch API");
+        use crate::llm::batch::BatchApi;
+        let batch = |r: &str| Target::resolve(&catalog, r).unwrap().batch;
+        assert_eq!(batch("openai:gpt-4o-mini"), Some(BatchApi::Openai));
+        assert_eq!(batch("anthropic:haiku 3.5"), Some(BatchApi::Anthropic));
     }
 }

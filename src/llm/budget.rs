@@ -106,6 +106,29 @@ impl Budget {
         }
     }
 
+    /// Reserves `worst_usd` now, without waiting for calls in flight: for calls sent in a
+    /// batch, whose answers land long after. `false` (and the budget reached) when it does not
+    /// fit beside what is spent and reserved. Settle it with [`Budget::settle_held`].
+    pub fn try_reserve(&self, worst_usd: f64) -> bool {
+        let worst_usd = worst_usd.max(0.0);
+        let mut ledger = self.state.lock().unwrap_or_else(|p| p.into_inner());
+        let left = self.limit_usd - ledger.spent_usd - ledger.reserved_usd;
+        if worst_usd > left || ledger.reached {
+            ledger.reached = true;
+            ledger.refused_usd = ledger.refused_usd.max(worst_usd);
+            return false;
+        }
+        ledger.reserved_usd += worst_usd;
+        ledger.open += 1;
+        true
+    }
+
+    /// Settles a reservation [`Budget::try_reserve`] made of `worst_usd` to `actual_usd` (0
+    /// when nothing was billed).
+    pub fn settle_held(&self, worst_usd: f64, actual_usd: f64) {
+        self.close(worst_usd, actual_usd);
+    }
+
     fn close(&self, worst_usd: f64, spent_usd: f64) {
         let mut ledger = self.state.lock().unwrap_or_else(|p| p.into_inner());
         ledger.open = ledger.open.saturating_sub(1);

@@ -56,6 +56,8 @@ const WIDE_ONLY: &[&str] = &[
     "active_b",
     "total_b",
     "pue",
+    // `track models`: the batch API, for --wide, CSV and JSON.
+    "batch",
 ];
 
 /// Short headers of compact tables, for columns whose full header is long.

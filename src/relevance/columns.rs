@@ -14,7 +14,7 @@ pub const CACHE_HIT: &str = "cache_hit";
 /// `call_id`.
 pub const CALL_ID: &str = "call_id";
 /// `change`.
-pub const CHANGE: &str = "change";
+pub const CHANGE: &str = crate::analysis::diff::CHANGE;
 /// `class`.
 pub const CLASS: &str = "class";
 /// `class_order`.
@@ -52,7 +52,7 @@ pub const NEW: &str = "new";
 /// `new_score`.
 pub const NEW_SCORE: &str = "new_score";
 /// `only_in`.
-pub const ONLY_IN: &str = "only_in";
+pub const ONLY_IN: &str = crate::analysis::diff::ONLY_IN;
 /// `policy`.
 pub const POLICY: &str = "policy";
 /// `policy_order`.

@@ -9,13 +9,12 @@ use polars::prelude::*;
 
 use super::columns as cols;
 use super::metrics::{Class, ClassMetrics, Metric};
-use super::variant::Variant;
 use crate::analysis::diff::{
-    DiffCounts, DiffError, KindDiff, Layout, MIN_BOOTSTRAP_UNITS, Pairing, difference, either,
-    only_in, pair_by_key, plural, sides,
+    DiffCounts, DiffError, KindDiff, Layout, MIN_BOOTSTRAP_UNITS, Pairing, UNCHANGED, difference,
+    either, only_in, pair_by_key, plural, sides,
 };
 use crate::analysis::stats::{BOOTSTRAP, BootstrapInterval, paired_bootstrap};
-use crate::store::{PredictionRow, Store};
+use crate::store::{PredictionRow, Store, Variant};
 
 /// How a relevance diff reads.
 pub const LAYOUT: Layout = Layout {
@@ -98,7 +97,7 @@ impl Change {
             Self::Fix => "fix",
             Self::InvalidResolved => "invalid_resolved",
             Self::Changed => "changed",
-            Self::Unchanged => "unchanged",
+            Self::Unchanged => UNCHANGED,
         }
     }
 }

@@ -7,7 +7,7 @@ use polars::prelude::DataFrame;
 use super::html::RelevanceSection;
 use super::summary::variant_summary;
 use crate::kinds::{
-    DiffRuns, ExportCsv, Grouping, Kind, LoadSection, Loader, QueryFlag, QueryOptions,
+    AnswerErrors, DiffRuns, ExportCsv, Grouping, Kind, LoadSection, Loader, QueryFlag, QueryOptions,
 };
 use crate::report::{ReportError, ReportPart};
 use crate::store::{RunSelector, Store};
@@ -46,6 +46,11 @@ impl Kind for RelevanceKind {
 
     fn report_noun(&self) -> &'static str {
         "relevance run"
+    }
+
+    fn answer_errors(&self) -> Option<AnswerErrors> {
+        // An invalid answer is a prediction counted apart (`invalid`), not an error.
+        None
     }
 }
 

@@ -8,7 +8,6 @@ use std::path::{Path, PathBuf};
 use super::RelevanceError;
 use super::parse::{answer_schema, parse_answer};
 use super::predicates::Predicate;
-use super::variant::Variant;
 use crate::config::{Catalog, Config};
 use crate::experiment::{
     Answers, Experiment, ExperimentError, ExperimentKind, FileBudget, Override, Overrides,
@@ -16,7 +15,7 @@ use crate::experiment::{
 };
 use crate::llm::{CallOutcome, ChatRequest, Image, Message, Part, Role, SamplingParams};
 use crate::prompt::Template;
-use crate::store::{PredictionRow, Store};
+use crate::store::{PredictionRow, Store, Variant};
 
 /// The built-in prompts of the two variants.
 pub const WITH_PROMPT: &str = include_str!("../../prompts/relevance_with_uncertain.txt");
@@ -67,6 +66,9 @@ pub struct RelevanceExperiment {
     /// The most a run may spend, in USD (`--budget` wins over it).
     #[serde(default)]
     pub budget: Option<FileBudget>,
+    /// Send the calls through batch APIs, at half price (`--batch` asks the same).
+    #[serde(default)]
+    pub batch: bool,
 }
 
 /// What a predicate the ground truth does not list is.
@@ -191,6 +193,7 @@ impl RelevanceExperiment {
                 domain: self.domain.clone().unwrap_or_default(),
                 out: self.out.clone(),
                 budget_usd: self.budget.map(|b| b.0),
+                batch: self.batch,
             },
             &config.catalog,
         )
@@ -295,6 +298,8 @@ pub struct ComparePlan {
     pub out: PathBuf,
     /// The most a run may spend, in USD (the file's `budget:`).
     pub budget_usd: Option<f64>,
+    /// Whether its calls go through batch APIs (the file's `batch: true`).
+    pub batch: bool,
 }
 
 /// The files a `--images` pattern (or plain path) names, in order.
@@ -544,6 +549,10 @@ impl Experiment for CompareExperiment {
         self.plan.budget_usd
     }
 
+    fn batch(&self) -> bool {
+        self.plan.batch
+    }
+
     fn stage(
         &self,
         index: usize,
@@ -635,6 +644,7 @@ mod tests {
             domain: String::new(),
             out: PathBuf::from("unused"),
             budget_usd: None,
+            batch: false,
         };
         CompareExperiment::new(plan, &Catalog::builtin()).unwrap()
     }
@@ -661,6 +671,18 @@ mod tests {
             })
             .unwrap();
         store.cached_calls([key]).unwrap().remove(key).unwrap()
+    }
+
+    #[test]
+    fn a_relevance_file_may_ask_for_batches() {
+        let parse = |yaml: &str| RelevanceExperiment::parse(Path::new("c.yaml"), yaml);
+        let body = "model: openai:gpt-4o\nimages: \"*.png\"\nground_truth: gt.csv\n";
+        assert!(parse(&format!("{body}batch: true\n")).unwrap().batch);
+        assert!(!parse(body).unwrap().batch);
+        let e = parse(&format!("{body}batchs: true\n"))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("unknown field `batchs`"), "{e}");
     }
 
     #[test]

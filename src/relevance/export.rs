@@ -11,9 +11,8 @@ use anyhow::Context as _;
 use super::columns as cols;
 use super::metrics::{Class, ClassMetrics, VariantMetrics};
 use super::stats::measure_rows;
-use super::variant::Variant;
 use crate::kinds::{ExportOptions, ExportRuns};
-use crate::store::Store;
+use crate::store::{Store, Variant};
 
 /// Writes the relevance CSV files of `runs` into `--out` (default `results/relevance/`),
 /// computed from their stored predictions; the files written on stdout.

@@ -11,7 +11,6 @@ use super::columns as cols;
 use super::metrics::{Class, ClassMetrics, Metric, VariantMetrics};
 use super::stats::{DeltaInterval, bootstrap_deltas, by_kind, mcnemar, measure_rows};
 use super::summary::variant_summary;
-use super::variant::Variant;
 use crate::analysis::stats::{BOOTSTRAP, McNemar, Z_95, wilson_interval};
 use crate::report::charts::{
     DotChart, DotRow, LineChart, Mark, Titles, dot_chart, figure, line_chart,
@@ -20,7 +19,7 @@ use crate::report::html::{
     TableOptions, counted, escape, frame_table, maybe_number, number, text_table, thousands,
 };
 use crate::report::{ReportError, Section};
-use crate::store::Store;
+use crate::store::{Store, Variant};
 
 /// The predictions of some relevance runs, measured.
 pub struct RelevanceSection {
@@ -465,11 +464,11 @@ impl Section for RelevanceSection {
         format!("Relevance ({noun} {})", self.run_list().replace(',', ", "))
     }
 
-    fn body(&self) -> String {
+    fn body(&self) -> Result<String, ReportError> {
         if self.predictions == 0 {
-            return "<p>These runs recorded no predictions yet.</p>".to_owned();
+            return Ok("<p>These runs recorded no predictions yet.</p>".to_owned());
         }
-        [
+        Ok([
             self.overview(),
             self.metrics_figure(),
             self.deltas_figure(),
@@ -478,7 +477,7 @@ impl Section for RelevanceSection {
             self.calibration_figure(),
             self.thresholds_table(),
         ]
-        .concat()
+        .concat())
     }
 }
 

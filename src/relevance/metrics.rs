@@ -53,7 +53,7 @@ impl ClassMetrics {
     }
 }
 
-/// An unknown name of a variant, class or metric, named in the error.
+/// An unknown name of a class or metric, named in the error.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("unknown relevance {what} {name:?} (expected {expected})")]
 pub struct UnknownName {
@@ -247,6 +247,22 @@ pub fn delta(with: Option<f64>, without: Option<f64>) -> Option<f64> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn every_name_reads_back_and_an_unknown_one_is_an_error_naming_it() {
+        for c in Class::ALL {
+            assert_eq!(c.name().parse(), Ok(c));
+        }
+        for m in Metric::ALL {
+            assert_eq!(m.to_string().parse(), Ok(m));
+        }
+        for (err, name) in [
+            ("neutral".parse::<Class>().unwrap_err(), "neutral"),
+            ("f2".parse::<Metric>().unwrap_err(), "f2"),
+        ] {
+            assert!(err.to_string().contains(&format!("{name:?}")), "{err}");
+        }
+    }
 
     fn scored(list: &[(u8, bool)]) -> Vec<Scored> {
         list.iter()

@@ -3,9 +3,10 @@
 //! WITH - WITHOUT deltas, with McNemar's test and bootstrap intervals.
 //!
 //! Everything that is the kind's own is in this folder: the experiment (`experiment`), its
-//! answers (`parse`, `variant`), metrics and statistics, summaries (`summary`), diff, report
-//! section (`html`), console output, CSV files (`export`), and its entry in the registry
-//! (`entry`).
+//! answers (`parse`), metrics and statistics, summaries (`summary`), diff, report section
+//! (`html`), console output, CSV files (`export`), and its entry in the registry (`entry`).
+//! Its two prompt variants are stored with its rows, so they live with its tables
+//! (`crate::store::Variant`), as the store must not import from a kind.
 
 pub mod columns;
 pub mod console;
@@ -21,13 +22,11 @@ pub mod predicates;
 pub mod stats;
 pub mod summary;
 pub mod synth;
-pub mod variant;
 
 use std::path::PathBuf;
 
 pub use entry::KIND;
 pub use experiment::{CompareExperiment, RelevanceExperiment, from_file};
-pub use variant::Variant;
 
 use crate::prompt::PromptError;
 use crate::store::StoreError;

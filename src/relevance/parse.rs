@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 use serde_json::Value;
 
 use super::predicates::Predicate;
-use super::variant::Variant;
+use crate::store::Variant;
 
 /// An answer, read: a score or the reason it is invalid, for each predicate asked.
 #[derive(Debug, Clone, PartialEq, Eq)]

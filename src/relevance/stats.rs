@@ -5,10 +5,9 @@
 use std::collections::BTreeMap;
 
 use crate::analysis::stats::{BOOTSTRAP, BootstrapInterval, McNemar, paired_bootstrap};
-use crate::store::PredictionRow;
+use crate::store::{PredictionRow, Variant};
 
 use super::metrics::{Class, Metric, Scored, VariantMetrics, delta};
-use super::variant::Variant;
 
 fn is_with(row: &PredictionRow) -> bool {
     row.variant == Variant::With

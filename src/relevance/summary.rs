@@ -6,8 +6,7 @@ use polars::prelude::*;
 
 use super::columns as cols;
 use super::metrics::{self, Class, ClassMetrics};
-use super::variant::Variant;
-use crate::store::PredictionRow;
+use crate::store::{PredictionRow, Variant};
 
 /// Predictions as a frame: variant, predicate type, score (null when invalid), truth.
 pub fn predictions_frame(rows: &[PredictionRow]) -> PolarsResult<DataFrame> {

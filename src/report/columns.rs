@@ -1,14 +1,10 @@
 //! Reading a summary frame's columns as plain vectors for charts. A column the frame does not
-//! have is an error naming it ([`ReportError::MissingColumn`]), never an empty chart: a
-//! summary that renamed a column must not turn a figure blank without a word. A value of
-//! another type (text where a number is read) reads as absent.
+//! have is an error naming it and the frame ([`ReportError::MissingColumn`]), never an empty
+//! chart: a summary that renamed a column must not turn a figure blank without a word. A value
+//! of another type (text where a number is read) reads as absent.
 //!
-//! Two ways in: the fallible readers ([`column`], [`try_texts`], [`try_floats`], …) return the
-//! error; the plain ones ([`texts`], [`floats`], …), which sections call while they draw (a
-//! [`super::Section`]'s body cannot fail), note the missing column, and [`watch`], around a
-//! section's loading and drawing in [`super::build`], turns the note into the error.
-
-use std::cell::RefCell;
+//! Every reader is fallible and sections return their errors ([`super::Section::body`] is a
+//! `Result`): nothing is noted on the side.
 
 use polars::prelude::{Column, DataFrame, DataType};
 
@@ -66,65 +62,6 @@ pub fn try_sum(df: &DataFrame, table: &str, name: &str) -> Result<Option<f64>, R
     Ok((!values.is_empty()).then(|| values.iter().sum()))
 }
 
-thread_local! {
-    /// The columns read and missing since [`watch`] began on this thread; `None` outside it.
-    static MISSING: RefCell<Option<Vec<String>>> = const { RefCell::new(None) };
-}
-
-/// Runs `draw` (a section's loading or drawing), and fails with the first column it read that
-/// its frame did not have, naming `table` (the section) and the column.
-pub fn watch<T>(table: &str, draw: impl FnOnce() -> T) -> Result<T, ReportError> {
-    let outer = MISSING.with(|m| m.replace(Some(Vec::new())));
-    let drawn = draw();
-    let missing = MISSING.with(|m| m.replace(outer)).unwrap_or_default();
-    match missing.into_iter().next() {
-        Some(column) => Err(ReportError::MissingColumn {
-            column,
-            table: table.to_owned(),
-        }),
-        None => Ok(drawn),
-    }
-}
-
-/// `read`'s value, or `absent` after noting the missing column for [`watch`].
-fn noted<T>(read: Result<T, ReportError>, absent: impl FnOnce() -> T) -> T {
-    read.unwrap_or_else(|error| {
-        if let ReportError::MissingColumn { column, .. } = error {
-            MISSING.with(|m| {
-                if let Some(missing) = m.borrow_mut().as_mut() {
-                    missing.push(column);
-                }
-            });
-        }
-        absent()
-    })
-}
-
-/// [`try_texts`] while drawing: a missing column is noted for [`watch`].
-pub fn texts(df: &DataFrame, name: &str) -> Vec<String> {
-    noted(try_texts(df, "", name), || vec![String::new(); df.height()])
-}
-
-/// [`try_floats`] while drawing: a missing column is noted for [`watch`].
-pub fn floats(df: &DataFrame, name: &str) -> Vec<Option<f64>> {
-    noted(try_floats(df, "", name), || vec![None; df.height()])
-}
-
-/// [`try_counts`] while drawing: a missing column is noted for [`watch`].
-pub fn counts(df: &DataFrame, name: &str) -> Vec<u64> {
-    noted(try_counts(df, "", name), || vec![0; df.height()])
-}
-
-/// [`try_total`] while drawing: a missing column is noted for [`watch`].
-pub fn total(df: &DataFrame, name: &str) -> u64 {
-    noted(try_total(df, "", name), || 0)
-}
-
-/// [`try_sum`] while drawing: a missing column is noted for [`watch`].
-pub fn sum(df: &DataFrame, name: &str) -> Option<f64> {
-    noted(try_sum(df, "", name), || None)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -140,12 +77,22 @@ mod tests {
     #[test]
     fn columns_read_as_vectors() {
         let df = frame();
-        assert_eq!(texts(&df, "model"), ["a", "b"]);
-        assert_eq!(floats(&df, "n"), [Some(2.0), None]);
-        assert_eq!(counts(&df, "n"), [2, 0]);
-        assert_eq!(total(&df, "n"), 2);
-        assert_eq!(sum(&df, "n"), Some(2.0));
-        assert_eq!(floats(&df, "model"), [None, None], "text is not a number");
+        let t = "t";
+        assert_eq!(try_texts(&df, t, "model").unwrap(), ["a", "b"]);
+        assert_eq!(try_floats(&df, t, "n").unwrap(), [Some(2.0), None]);
+        assert_eq!(try_counts(&df, t, "n").unwrap(), [2, 0]);
+        assert_eq!(try_total(&df, t, "n").unwrap(), 2);
+        assert_eq!(try_sum(&df, t, "n").unwrap(), Some(2.0));
+        assert_eq!(
+            try_floats(&df, t, "model").unwrap(),
+            [None, None],
+            "text is not a number"
+        );
+        assert_eq!(
+            try_texts(&df, t, "n").unwrap(),
+            ["", ""],
+            "a number is not text"
+        );
     }
 
     #[test]
@@ -167,24 +114,5 @@ mod tests {
         );
         assert!(try_texts(&df, "by model", "model").is_ok());
         assert!(try_sum(&df, "by model", "missing").is_err());
-    }
-
-    #[test]
-    fn a_section_that_reads_a_missing_column_fails_instead_of_drawing_nothing() {
-        let df = frame();
-        let drawn = watch("bench", || (texts(&df, "model"), total(&df, "n")));
-        assert_eq!(drawn.unwrap(), (vec!["a".to_owned(), "b".to_owned()], 2));
-        let error = watch("bench", || floats(&df, "energy_wh")).unwrap_err();
-        assert!(
-            matches!(
-                &error,
-                ReportError::MissingColumn { column, table }
-                    if column == "energy_wh" && table == "bench"
-            ),
-            "{error:?}"
-        );
-        // Outside a watch nothing is noted, and the next watch starts clean.
-        assert_eq!(counts(&df, "missing"), [0, 0]);
-        assert!(watch("bench", || texts(&df, "model")).is_ok());
     }
 }

@@ -39,8 +39,8 @@ impl Section for ComparisonSection {
         )
     }
 
-    fn body(&self) -> String {
-        self.body.clone()
+    fn body(&self) -> Result<String, ReportError> {
+        Ok(self.body.clone())
     }
 }
 

@@ -249,6 +249,7 @@ fn banner(run: &SelectedRun) -> String {
         RunStatus::Abandoned => "was abandoned: its process is gone",
         RunStatus::Interrupted => "was interrupted",
         RunStatus::Budget => "was stopped by its budget",
+        RunStatus::Waiting => "is waiting for its batches (the same command collects them)",
         RunStatus::Failed => "failed",
         RunStatus::Completed => "completed",
     };

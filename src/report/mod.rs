@@ -66,8 +66,9 @@ pub trait Section {
     fn anchor(&self) -> &'static str;
     /// The heading shown above it and listed in the contents.
     fn heading(&self) -> String;
-    /// Its HTML, without the heading.
-    fn body(&self) -> String;
+    /// Its HTML, without the heading; an error when a summary it draws lacks a column it
+    /// reads ([`ReportError::MissingColumn`]): a chart is never drawn empty in its place.
+    fn body(&self) -> Result<String, ReportError>;
 }
 
 /// What a kind adds to a report: its section, and the energy its runs used (for the header).
@@ -94,12 +95,10 @@ struct Drawn {
 impl Drawn {
     /// Draws `section`; a column it reads that its frame lacks is an error, not an empty chart.
     fn draw(section: &dyn Section) -> Result<Self, ReportError> {
-        let anchor = section.anchor();
-        let body = columns::watch(&format!("{anchor} section"), || section.body())?;
         Ok(Self {
-            anchor,
+            anchor: section.anchor(),
             heading: section.heading(),
-            body,
+            body: section.body()?,
         })
     }
 }
@@ -117,7 +116,7 @@ pub fn build(store: &Store, db: &Path, choice: &RunChoice) -> Result<Report, Rep
         if runs.is_empty() {
             continue;
         }
-        let part = columns::watch(&format!("{} section", kind.as_str()), || load(store, &runs))??;
+        let part = load(store, &runs)?;
         energy = Energy::total(energy, part.energy);
         sections.push(part.section);
     }

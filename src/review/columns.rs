@@ -14,7 +14,7 @@ pub const BASE_SCORE: &str = "base_score";
 /// `cache_hit`.
 pub const CACHE_HIT: &str = "cache_hit";
 /// `change`.
-pub const CHANGE: &str = "change";
+pub const CHANGE: &str = crate::analysis::diff::CHANGE;
 /// `complete`.
 pub const COMPLETE: &str = "complete";
 /// `cost_usd`.
@@ -66,7 +66,7 @@ pub const NOW_NA: &str = "now_na";
 /// `official_status`.
 pub const OFFICIAL_STATUS: &str = "official_status";
 /// `only_in`.
-pub const ONLY_IN: &str = "only_in";
+pub const ONLY_IN: &str = crate::analysis::diff::ONLY_IN;
 /// `only_in_base`.
 pub const ONLY_IN_BASE: &str = "only_in_base";
 /// `only_in_new`.

@@ -5,12 +5,11 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::Write;
 
-use super::parse::ParseStatus;
 use super::spec_csv::{csv_path, csv_row};
 use super::{Paths, ReviewError};
 use crate::experiment::{ReportOptions, RunSummary};
 use crate::output::count;
-use crate::store::Store;
+use crate::store::{ParseStatus, Store};
 
 /// Prints the files of the run `summary` describes, and a line per reviewer on stderr.
 pub fn print(

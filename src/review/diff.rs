@@ -6,13 +6,12 @@ use std::collections::{BTreeMap, HashMap};
 use polars::prelude::*;
 
 use super::columns as cols;
-use super::parse::ParseStatus;
 use crate::analysis::diff::{
-    DiffCounts, DiffError, KindDiff, Layout, MIN_BOOTSTRAP_UNITS, Pairing, difference, either,
-    mean, only_in, pair_by_key, sides,
+    DiffCounts, DiffError, KindDiff, Layout, MIN_BOOTSTRAP_UNITS, Pairing, UNCHANGED, difference,
+    either, mean, only_in, pair_by_key, sides,
 };
 use crate::analysis::stats::{BOOTSTRAP, BootstrapInterval, paired_bootstrap};
-use crate::store::{ReviewColumns, ScoreColumns, Store};
+use crate::store::{ParseStatus, ReviewColumns, ScoreColumns, Store};
 
 /// How a review diff reads.
 pub const LAYOUT: Layout = Layout {
@@ -102,7 +101,7 @@ impl Change {
             Self::Higher => "higher",
             Self::NowNa => "now_na",
             Self::NoLongerNa => "no_longer_na",
-            Self::Unchanged => "unchanged",
+            Self::Unchanged => UNCHANGED,
         }
     }
 }

@@ -7,14 +7,13 @@ use polars::prelude::DataFrame;
 
 use super::columns as cols;
 use super::html::ReviewSection;
-use super::parse::ParseStatus;
 use super::summary::{ReviewFrames, agreement, criterion_summary, review_summary};
 use crate::kinds::{
-    DiffRuns, ExportCsv, Grouping, Kind, LoadSection, Loader, QueryFlag, QueryOptions,
+    AnswerErrors, DiffRuns, ExportCsv, Grouping, Kind, LoadSection, Loader, QueryFlag, QueryOptions,
 };
 use crate::output::count;
 use crate::report::{ReportError, ReportPart};
-use crate::store::{RunSelector, Store};
+use crate::store::{ParseStatus, RunSelector, Store};
 
 /// Reviews, as the registry knows them.
 #[derive(Debug)]
@@ -52,6 +51,10 @@ impl Kind for ReviewKind {
     fn report_noun(&self) -> &'static str {
         "review"
     }
+
+    fn answer_errors(&self) -> Option<AnswerErrors> {
+        Some(super::experiment::answer_errors)
+    }
 }
 
 /// Datasheet generation, as the registry knows it.
@@ -88,6 +91,11 @@ impl Kind for GenerateKind {
 
     fn report_noun(&self) -> &'static str {
         "generation"
+    }
+
+    fn answer_errors(&self) -> Option<AnswerErrors> {
+        // A datasheet is any text: nothing in an answer is an error.
+        None
     }
 }
 

@@ -11,7 +11,7 @@
 use std::path::{Path, PathBuf};
 
 use super::criteria::Criteria;
-use super::parse::{ParseStatus, ParsedReview, ScoreEntry, parse_review};
+use super::parse::{ParsedReview, ScoreEntry, parse_review};
 use super::sensors::{self, GeneratedFile, Official, Sensor, safe_component};
 use super::spec_csv::{self, csv_row};
 use super::{Paths, ReviewError};
@@ -25,7 +25,9 @@ use crate::llm::{
     AnswerSchema, CallJob, CallOutcome, ChatRequest, Message, SamplingParams, tokens_bound,
 };
 use crate::prompt::Template;
-use crate::store::{NewGenerated, ReviewRow, ScoreRow, Store, StoredCall};
+use crate::store::{
+    NewGenerated, ParseStatus, ReviewRow, RunErrorRow, ScoreRow, Store, StoreError, StoredCall,
+};
 
 /// How datasheets are written.
 #[derive(Debug, Clone)]
@@ -59,6 +61,8 @@ pub struct DatasheetPlan {
     pub repeats: u32,
     /// The most a run may spend, in USD (the file's `budget:`).
     pub budget_usd: Option<f64>,
+    /// Whether its calls go through batch APIs (the file's `batch: true`).
+    pub batch: bool,
 }
 
 /// A datasheet experiment resolved for the runtime.
@@ -240,7 +244,7 @@ impl DatasheetExperiment {
             }
         }
         Ok(Stage {
-            name: "reviews",
+            name: REVIEWS,
             calls,
             pending,
             data: Some(StageData::new(ReviewItems(items))),
@@ -433,6 +437,10 @@ impl Experiment for DatasheetExperiment {
         self.plan.budget_usd
     }
 
+    fn batch(&self) -> bool {
+        self.plan.batch
+    }
+
     fn stage(
         &self,
         index: usize,
@@ -508,13 +516,12 @@ impl Experiment for DatasheetExperiment {
                 format!("{model} writing {} {}", sensor.brand, sensor.sensor)
             }
             Some(items) => {
-                let item = &items[call.item / self.repeats()];
-                format!(
-                    "{model} reviewing {} {} by {}:{}",
-                    item.file.sensor.brand,
-                    item.file.sensor.sensor,
-                    item.file.provider,
-                    item.file.model
+                let file = &items[call.item / self.repeats()].file;
+                review_label(
+                    model,
+                    &file.sensor.brand,
+                    &file.sensor.sensor,
+                    &format!("{}:{}", file.provider, file.model),
                 )
             }
         }
@@ -645,6 +652,41 @@ fn new_datasheet_path(
     Ok(path)
 }
 
+/// The reviews stage's name, as `track runs --errors` lists it.
+const REVIEWS: &str = "reviews";
+
+/// A review's call as it is labelled: `openai:gpt-4o-mini reviewing Bosch BME280 by
+/// openai:gpt-4o` (the reviewer, the sensor, the datasheet's generator).
+fn review_label(reviewer: &str, brand: &str, sensor: &str, generator: &str) -> String {
+    format!("{reviewer} reviewing {brand} {sensor} by {generator}")
+}
+
+/// The errors found in the answers of run `run_id` (`track runs --errors`): the reviews whose
+/// answer could not be parsed, each labelled as its call is. (A reviewer's call that got no
+/// answer is listed by the runtime, with the other failed calls.)
+pub fn answer_errors(store: &Store, run_id: i64) -> Result<Vec<RunErrorRow>, StoreError> {
+    Ok(store
+        .unparsable_reviews(run_id)?
+        .into_iter()
+        .map(|r| RunErrorRow {
+            stage: REVIEWS.to_owned(),
+            item: review_label(
+                &r.reviewer_ref,
+                &r.brand,
+                &r.sensor,
+                &format!("{}:{}", r.generator_provider, r.generator_model),
+            ),
+            model_ref: r.reviewer_ref,
+            error: format!(
+                "unparsable answer ({})",
+                r.detail.as_deref().unwrap_or("no JSON object")
+            ),
+            call_id: r.call_id,
+            attempts: r.attempts.unwrap_or(0),
+        })
+        .collect())
+}
+
 /// One review to record: a datasheet, its reviewer and the sample.
 struct Record<'a> {
     experiment: &'a DatasheetExperiment,
@@ -730,9 +772,11 @@ impl Record<'_> {
             row.cost_usd = Some(call.cost_usd);
             row.paid_usd = Some(if hit { 0.0 } else { call.cost_usd });
         }
-        // The same review keeps its first time, so re-runs append no duplicate CSV rows.
+        // A review is dated by the answer it stores: a re-run served from the cache stores the
+        // same answer, keeps its first time and appends no duplicate CSV row; a review asked
+        // again (`--no-cache`) stores a new answer, dated by its new call.
         row.reviewed_at = store
-            .first_review_time(&key)?
+            .first_review_time(&key, row.call_id)?
             .or_else(|| call.map(|c| c.created_at.clone()))
             .unwrap_or_else(crate::store::now_rfc3339);
         store.insert_review(&row)?;
@@ -842,6 +886,7 @@ mod tests {
             },
             repeats: 1,
             budget_usd: None,
+            batch: false,
         };
         DatasheetExperiment::new(plan, &Catalog::builtin()).unwrap()
     }
@@ -868,6 +913,15 @@ mod tests {
             })
             .unwrap();
         CallOutcome::Fresh(store.cached_calls([key]).unwrap().remove(key).unwrap())
+    }
+
+    /// An answer stored as a call, dated `at` (the time a review of it is given).
+    fn answered_at(store: &mut Store, key: &str, text: &str, at: &str) -> CallOutcome {
+        let CallOutcome::Fresh(mut call) = answered(store, key, text) else {
+            unreachable!("answered makes fresh outcomes")
+        };
+        call.created_at = at.to_owned();
+        CallOutcome::Fresh(call)
     }
 
     fn full_answer(score: u8) -> String {
@@ -943,13 +997,19 @@ mod tests {
             "anthropic:haiku 3.5 reviewing Bosch BME280 by openai:gpt-4o"
         );
         e.begin(&mut store, run, &reviews).unwrap();
-        let garbage = answered(&mut store, "r0", "no JSON here");
+        let garbage = answered_at(&mut store, "r0", "no JSON here", "2026-01-01T10:00:00.000Z");
         let failed = CallOutcome::Failed {
             call_id: None,
             error: "HTTP 500".into(),
             attempts: 3,
         };
-        let good = answered(&mut store, "r1", &full_answer(4));
+        // The same review asked again (`--no-cache`): a new call, answered a day later.
+        let good = answered_at(
+            &mut store,
+            "r1",
+            &full_answer(4),
+            "2026-01-02T10:00:00.000Z",
+        );
         let mut problems = Vec::new();
         for outcome in [&garbage, &failed, &good] {
             problems.extend(
@@ -983,5 +1043,20 @@ mod tests {
         assert_eq!(rows[2].detail.as_deref(), Some("HTTP 500"));
         assert_eq!(rows[3].average_score, Some(4.0));
         assert!(rows.iter().all(|r| r.reviewer_ref == "anthropic:haiku 3.5"));
+        // Each review is dated by the answer it stores: the re-asked one by its own call,
+        // not by the first (unparsable) review of the same datasheet.
+        assert_eq!(rows[1].reviewed_at, "2026-01-01T10:00:00.000Z");
+        assert_eq!(rows[3].reviewed_at, "2026-01-02T10:00:00.000Z");
+
+        // A re-run served from the cache stores the same answer: it keeps the time first
+        // recorded with it, whatever the call says now (no duplicate CSV row).
+        let CallOutcome::Fresh(mut call) = good else {
+            unreachable!("answered_at makes fresh outcomes")
+        };
+        call.created_at = "2026-01-03T10:00:00.000Z".into();
+        e.record(&mut store, run, &reviews, &[(0, &CallOutcome::Hit(call))])
+            .unwrap();
+        let rows = store.review_rows(&[run]).unwrap();
+        assert_eq!(rows[4].reviewed_at, "2026-01-02T10:00:00.000Z");
     }
 }

@@ -5,10 +5,9 @@
 use std::path::PathBuf;
 
 use super::criteria::Criteria;
-use super::parse::ParseStatus;
 use super::spec_csv::{self, csv_row};
 use crate::kinds::{ExportOptions, ExportRuns};
-use crate::store::Store;
+use crate::store::{ParseStatus, Store};
 
 /// Writes the reviews of `runs` into `--out` (default `results/reviews/`), with the criteria
 /// of `--criteria` (default the built-in ones); the files written on stdout, the counts on

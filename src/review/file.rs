@@ -85,6 +85,9 @@ pub struct ReviewExperiment {
     /// The most a run may spend, in USD (`--budget` wins over it).
     #[serde(default)]
     pub budget: Option<FileBudget>,
+    /// Send the calls through batch APIs, at half price (`--batch` asks the same).
+    #[serde(default)]
+    pub batch: bool,
 }
 
 fn default_sensors() -> PathBuf {
@@ -186,6 +189,7 @@ impl ReviewExperiment {
             },
             repeats: overrides.repeat_or(self.repeat.unwrap_or(1))?,
             budget_usd: self.budget.map(|b| b.0),
+            batch: self.batch,
         })
     }
 }
@@ -212,6 +216,17 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(e.starts_with("r.yaml:2:1: unknown field `colour`"), "{e}");
+    }
+
+    #[test]
+    fn a_review_file_may_ask_for_batches() {
+        let parse = |yaml: &str| ReviewExperiment::parse(Path::new("r.yaml"), yaml);
+        assert!(parse("reviewers: [a:b]\nbatch: true\n").unwrap().batch);
+        assert!(!parse("reviewers: [a:b]\n").unwrap().batch);
+        let e = parse("reviewers: [a:b]\nbatched: true\n")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("unknown field `batched`"), "{e}");
     }
 
     #[test]

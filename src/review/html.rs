@@ -13,7 +13,7 @@ use super::summary::{
 use crate::report::charts::{
     Bar, BarChart, DotChart, DotRow, Heatmap, Mark, Titles, bar_chart, dot_chart, figure, heatmap,
 };
-use crate::report::columns::{counts, floats, texts, total};
+use crate::report::columns::{try_counts, try_floats, try_texts, try_total};
 use crate::report::html::{
     TableOptions, counted, escape, frame_table, maybe_number, number, thousands, truncate,
 };
@@ -26,6 +26,12 @@ pub const LISTED_REVIEWS: usize = 100;
 const JUSTIFICATION_CHARS: usize = 800;
 /// The Likert scale of review scores.
 const SCORE_RANGE: (f64, f64) = (1.0, 5.0);
+
+/// The summaries the section draws, as a missing column's error names them.
+const BY_REVIEWER: &str = "review summary by reviewer";
+const BY_CRITERION: &str = "review summary by criterion";
+const BY_CRITERION_GENERATOR: &str = "review summary by criterion and generator";
+const AGREEMENT: &str = "review agreement summary";
 
 /// The reviews of some runs, summarised.
 pub struct ReviewSection {
@@ -68,25 +74,25 @@ impl ReviewSection {
         ids.join(",")
     }
 
-    fn overview(&self) -> String {
+    fn overview(&self) -> Result<String, ReportError> {
         let r = &self.by_reviewer;
-        format!(
+        Ok(format!(
             "<p>{} by {}: {} complete, {} with N/A scores, {} unparsable, {} without an \
              official datasheet, {}. The same numbers as <code>track query --by \
              reviewer|generator|criterion --run {}</code>.</p>",
             counted(self.reviews as u64, "review"),
             counted(r.height() as u64, "reviewer"),
-            thousands(total(r, cols::COMPLETE)),
-            thousands(total(r, cols::WITH_NA)),
-            thousands(total(r, cols::PARSE_FAILURES)),
-            thousands(total(r, cols::NO_OFFICIAL)),
-            counted(total(r, cols::ERRORS), "failed call"),
+            thousands(try_total(r, BY_REVIEWER, cols::COMPLETE)?),
+            thousands(try_total(r, BY_REVIEWER, cols::WITH_NA)?),
+            thousands(try_total(r, BY_REVIEWER, cols::PARSE_FAILURES)?),
+            thousands(try_total(r, BY_REVIEWER, cols::NO_OFFICIAL)?),
+            counted(try_total(r, BY_REVIEWER, cols::ERRORS)?, "failed call"),
             escape(&self.run_list())
-        )
+        ))
     }
 
     /// How each reviewer's reviews went, stacked, and the per-reviewer table.
-    fn reviewers_figure(&self) -> String {
+    fn reviewers_figure(&self) -> Result<String, ReportError> {
         let parts = [
             (cols::COMPLETE, "complete"),
             (cols::WITH_NA, "with N/A"),
@@ -94,11 +100,11 @@ impl ReviewSection {
             (cols::NO_OFFICIAL, "no official datasheet"),
             (cols::ERRORS, "failed call"),
         ];
-        let reviewers = texts(&self.by_reviewer, cols::REVIEWER);
-        let values: Vec<Vec<u64>> = parts
+        let reviewers = try_texts(&self.by_reviewer, BY_REVIEWER, cols::REVIEWER)?;
+        let values = parts
             .iter()
-            .map(|(c, _)| counts(&self.by_reviewer, c))
-            .collect();
+            .map(|(c, _)| try_counts(&self.by_reviewer, BY_REVIEWER, c))
+            .collect::<Result<Vec<_>, _>>()?;
         let bars = reviewers
             .iter()
             .enumerate()
@@ -129,24 +135,27 @@ impl ReviewSection {
                 max_rows: usize::MAX,
             },
         );
-        figure(
+        Ok(figure(
             "review-status",
             "Per reviewer: parse failures and N/A",
             &chart,
             "",
             &table,
-        )
+        ))
     }
 
     /// Mean score per criterion and generator model, with 95 % intervals.
-    fn generators_figure(&self) -> String {
+    fn generators_figure(&self) -> Result<String, ReportError> {
         let df = &self.by_criterion_generator;
-        let (criteria, generators) = (texts(df, cols::CRITERION), texts(df, cols::GENERATOR));
+        let (criteria, generators) = (
+            try_texts(df, BY_CRITERION_GENERATOR, cols::CRITERION)?,
+            try_texts(df, BY_CRITERION_GENERATOR, cols::GENERATOR)?,
+        );
         let (mean, low, high, n) = (
-            floats(df, cols::MEAN_SCORE),
-            floats(df, cols::MEAN_LOW),
-            floats(df, cols::MEAN_HIGH),
-            counts(df, cols::SCORED),
+            try_floats(df, BY_CRITERION_GENERATOR, cols::MEAN_SCORE)?,
+            try_floats(df, BY_CRITERION_GENERATOR, cols::MEAN_LOW)?,
+            try_floats(df, BY_CRITERION_GENERATOR, cols::MEAN_HIGH)?,
+            try_counts(df, BY_CRITERION_GENERATOR, cols::SCORED)?,
         );
         let series = distinct(&generators);
         let mut rows: Vec<DotRow> = distinct(&criteria)
@@ -199,22 +208,22 @@ impl ReviewSection {
                 max_rows: usize::MAX,
             },
         );
-        figure(
+        Ok(figure(
             "review-generators",
             "Scores per generator model",
             &chart,
             "",
             &table,
-        )
+        ))
     }
 
     /// Mean score per criterion and reviewer as a heatmap, and the per-criterion table.
-    fn criteria_figure(&self) -> String {
+    fn criteria_figure(&self) -> Result<String, ReportError> {
         let df = &self.by_criterion;
         let (criteria, reviewers, mean) = (
-            texts(df, cols::CRITERION),
-            texts(df, cols::REVIEWER),
-            floats(df, cols::MEAN_SCORE),
+            try_texts(df, BY_CRITERION, cols::CRITERION)?,
+            try_texts(df, BY_CRITERION, cols::REVIEWER)?,
+            try_floats(df, BY_CRITERION, cols::MEAN_SCORE)?,
         );
         let (rows, columns) = (distinct(&criteria), distinct(&reviewers));
         let mut cells = vec![vec![None; columns.len()]; rows.len()];
@@ -246,26 +255,28 @@ impl ReviewSection {
                 max_rows: usize::MAX,
             },
         );
-        figure(
+        Ok(figure(
             "review-criteria-figure",
             "Scores per reviewer",
             &chart,
             "",
             &table,
-        )
+        ))
     }
 
     /// Agreement between reviewers per criterion: kappa (two reviewers) and alpha.
-    fn agreement_figure(&self) -> String {
+    fn agreement_figure(&self) -> Result<String, ReportError> {
         let Some(df) = &self.agreement else {
-            return "<p class=\"note\">Agreement needs two reviewers or more of the same \
-                    datasheets; these runs have one.</p>"
-                .to_owned();
+            return Ok(
+                "<p class=\"note\">Agreement needs two reviewers or more of the same \
+                       datasheets; these runs have one.</p>"
+                    .to_owned(),
+            );
         };
-        let criteria = texts(df, cols::CRITERION);
+        let criteria = try_texts(df, AGREEMENT, cols::CRITERION)?;
         let (kappa, alpha) = (
-            floats(df, cols::KAPPA_QUADRATIC),
-            floats(df, cols::ALPHA_ORDINAL),
+            try_floats(df, AGREEMENT, cols::KAPPA_QUADRATIC)?,
+            try_floats(df, AGREEMENT, cols::ALPHA_ORDINAL)?,
         );
         let mark = |name: &str, criterion: &str, v: Option<f64>| {
             v.map(|value| Mark {
@@ -307,13 +318,13 @@ impl ReviewSection {
             },
         );
         let note = "Undefined values (too few shared datasheets, or no variation) are left out of the chart.";
-        figure(
+        Ok(figure(
             "review-agreement-figure",
             "Agreement between reviewers",
             &chart,
             note,
             &table,
-        )
+        ))
     }
 
     /// The per-generator table of `track query --by generator`.
@@ -430,27 +441,27 @@ impl Section for ReviewSection {
         format!("Reviews ({noun} {})", self.run_list().replace(',', ", "))
     }
 
-    fn body(&self) -> String {
+    fn body(&self) -> Result<String, ReportError> {
         if self.reviews == 0 {
-            return "<p>These runs recorded no reviews yet.</p>".to_owned();
+            return Ok("<p>These runs recorded no reviews yet.</p>".to_owned());
         }
-        [
-            self.overview(),
-            self.reviewers_figure(),
-            self.generators_figure(),
-            self.criteria_figure(),
-            self.agreement_figure(),
+        Ok([
+            self.overview()?,
+            self.reviewers_figure()?,
+            self.generators_figure()?,
+            self.criteria_figure()?,
+            self.agreement_figure()?,
             self.generator_table(),
             self.justifications(),
         ]
-        .concat()
+        .concat())
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::review::parse::ParseStatus;
+    use crate::store::ParseStatus;
     use crate::store::ScoreRow;
 
     #[test]

@@ -8,6 +8,7 @@ use serde_json::Value;
 
 use super::criteria::Criteria;
 use crate::answer::{find_object, normalise_key, read_score};
+use crate::store::ParseStatus;
 
 /// A score that could be used, or why not.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -18,89 +19,6 @@ pub struct ScoreEntry {
     pub justification: Option<String>,
     /// Why `score` is N/A.
     pub na_reason: Option<String>,
-}
-
-/// What became of a review: how well its answer could be read, or why there is none. One value
-/// per review row, stored in `reviews.parse_status` under the names of [`ParseStatus::as_str`].
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub enum ParseStatus {
-    /// Every score valid.
-    Ok,
-    /// A JSON object, but some scores N/A.
-    Partial,
-    /// No usable JSON object: counted apart, never scored.
-    Failed,
-    /// The reviewer call failed: no answer to read.
-    Error,
-    /// No official datasheet to compare with: never asked.
-    Skipped,
-}
-
-impl ParseStatus {
-    /// Every status, in the order the console counts them.
-    pub const ALL: [Self; 5] = [
-        Self::Ok,
-        Self::Partial,
-        Self::Failed,
-        Self::Skipped,
-        Self::Error,
-    ];
-
-    /// The name stored in the database.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::Ok => "ok",
-            Self::Partial => "partial",
-            Self::Failed => "failed",
-            Self::Error => "error",
-            Self::Skipped => "skipped",
-        }
-    }
-
-    /// Whether the review has scores (complete or with N/A ones).
-    pub fn is_scored(self) -> bool {
-        match self {
-            Self::Ok | Self::Partial => true,
-            Self::Failed | Self::Error | Self::Skipped => false,
-        }
-    }
-}
-
-impl std::fmt::Display for ParseStatus {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-
-/// A stored name that is no review status.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("unknown review status {0:?} (expected ok, partial, failed, error or skipped)")]
-pub struct UnknownStatus(pub String);
-
-impl std::str::FromStr for ParseStatus {
-    type Err = UnknownStatus;
-
-    fn from_str(name: &str) -> Result<Self, Self::Err> {
-        Self::ALL
-            .into_iter()
-            .find(|s| s.as_str() == name)
-            .ok_or_else(|| UnknownStatus(name.to_owned()))
-    }
-}
-
-impl rusqlite::types::ToSql for ParseStatus {
-    fn to_sql(&self) -> rusqlite::Result<rusqlite::types::ToSqlOutput<'_>> {
-        Ok(self.as_str().into())
-    }
-}
-
-impl rusqlite::types::FromSql for ParseStatus {
-    fn column_result(value: rusqlite::types::ValueRef<'_>) -> rusqlite::types::FromSqlResult<Self> {
-        value
-            .as_str()?
-            .parse()
-            .map_err(|e: UnknownStatus| rusqlite::types::FromSqlError::Other(Box::new(e)))
-    }
 }
 
 /// A reviewer's answer, read.

@@ -8,9 +8,8 @@ use std::path::{Path, PathBuf};
 
 use super::ReviewError;
 use super::criteria::Criteria;
-use super::parse::ParseStatus;
 use super::sensors::safe_component;
-use crate::store::ReviewRow;
+use crate::store::{ParseStatus, ReviewRow};
 
 /// One review as the CSV shows it (scores already formatted: `1`-`5` or `N/A`).
 #[derive(Debug, Clone, PartialEq, Eq)]

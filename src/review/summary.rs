@@ -7,9 +7,8 @@ use std::collections::BTreeMap;
 use polars::prelude::*;
 
 use super::columns as cols;
-use super::parse::ParseStatus;
 use crate::analysis::stats::{Level, krippendorff_alpha, mean_interval, weighted_kappa};
-use crate::store::{ReviewColumns, ScoreColumns};
+use crate::store::{ParseStatus, ReviewColumns, ScoreColumns};
 
 /// Reviews (one row each) and their criterion scores (one row per review and criterion).
 #[derive(Debug, Clone)]

@@ -152,6 +152,26 @@ pub struct BatchRow {
     pub note: Option<String>,
 }
 
+impl BatchRow {
+    /// Requests the last poll counted as done: answered, errored, cancelled or expired.
+    pub fn done(&self) -> u64 {
+        let c = &self.counts;
+        c.succeeded + c.errored + c.cancelled + c.expired
+    }
+
+    /// Where it is, in one word: track's step before it is submitted and once it is
+    /// collected or void, else the provider's status at the last poll.
+    pub fn shown_status(&self) -> &str {
+        match self.state {
+            BatchState::Intent
+            | BatchState::Uploaded
+            | BatchState::Collected
+            | BatchState::Void => self.state.as_str(),
+            BatchState::Submitted => self.status.as_deref().unwrap_or("submitted"),
+        }
+    }
+}
+
 /// What became of one call of a batch.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum KeyOutcome {
@@ -552,6 +572,40 @@ impl Store {
         )
     }
 
+    /// The batch the provider calls `batch_id` (`batch_…`, `msgbatch_…`), if one is stored; the
+    /// newest when two providers gave the same id.
+    pub fn batch_by_provider_id(&self, batch_id: &str) -> Result<Option<BatchRow>> {
+        Ok(batch_rows(
+            &self.conn,
+            &format!(
+                "SELECT {BATCH_COLUMNS} FROM batches WHERE batch_id = ?1 ORDER BY id DESC LIMIT 1"
+            ),
+            [batch_id],
+        )?
+        .pop())
+    }
+
+    /// What the answers of each of batches `ids` cost so far, in USD: the sum of `cost_usd`
+    /// of the calls it answered (`calls.batch`), at the batch rate. A batch with none is
+    /// absent. Read through `batch_calls`, whose key starts with the batch, so no scan of
+    /// `calls` is needed.
+    pub fn batch_costs(&self, ids: &[i64]) -> Result<HashMap<i64, f64>> {
+        let mut costs = HashMap::new();
+        for chunk in ids.chunks(CHUNK) {
+            let placeholders = vec!["?"; chunk.len()].join(",");
+            let mut stmt = self.conn.prepare(&format!(
+                "SELECT bc.batch, sum(coalesce(c.cost_usd, 0)) FROM batch_calls bc
+                 JOIN calls c ON c.id = bc.call_id AND c.batch = bc.batch
+                 WHERE bc.batch IN ({placeholders}) GROUP BY bc.batch"
+            ))?;
+            let mut rows = stmt.query(rusqlite::params_from_iter(chunk.iter()))?;
+            while let Some(row) = rows.next()? {
+                costs.insert(row.get(0)?, row.get(1)?);
+            }
+        }
+        Ok(costs)
+    }
+
     /// The calls of batch `id`, in payload order.
     pub fn batch_keys(&self, id: i64) -> Result<Vec<BatchKeyRow>> {
         let mut stmt = self.conn.prepare_cached(
@@ -600,6 +654,17 @@ impl Store {
             }
         }
         Ok(found)
+    }
+
+    /// Whether a stored batch already has the provider's id `batch_id` (a batch found by
+    /// listing is adopted only when no other intent claims it).
+    pub fn batch_id_known(&self, batch_id: &str) -> Result<bool> {
+        Ok(self
+            .conn
+            .prepare_cached("SELECT 1 FROM batches WHERE batch_id = ?1 LIMIT 1")?
+            .query_row([batch_id], |_| Ok(()))
+            .optional()?
+            .is_some())
     }
 
     /// The batch that answered call `call_id`, if it came from one (its prices are then the
@@ -861,6 +926,37 @@ mod tests {
         // A live call of another key is not from a batch.
         let live = store.insert_call(&call("k9", Ok("live"))).unwrap();
         assert_eq!(store.call_batch(live).unwrap(), None);
+    }
+
+    #[test]
+    fn a_batch_is_found_by_the_providers_id_and_costs_what_its_answers_cost() {
+        let mut store = Store::open_in_memory().unwrap();
+        let id = store
+            .create_batch(&intent(&keys(&["k1", "k2", "k3"])))
+            .unwrap()
+            .id;
+        let other = store.create_batch(&intent(&keys(&["k9"]))).unwrap().id;
+        assert_eq!(store.batch_by_provider_id("batch_abc").unwrap(), None);
+        store
+            .set_batch_submitted(id, "batch_abc", &poll("in_progress"))
+            .unwrap();
+        assert_eq!(
+            store
+                .batch_by_provider_id("batch_abc")
+                .unwrap()
+                .map(|b| b.id),
+            Some(id)
+        );
+        assert!(store.batch_costs(&[id, other]).unwrap().is_empty());
+        store.insert_batch_call(id, &call("k1", Ok("4"))).unwrap();
+        store
+            .insert_batch_call(id, &call("k2", Err("HTTP 400: bad")))
+            .unwrap();
+        // A live call of another key counts for no batch.
+        store.insert_call(&call("k3", Ok("live"))).unwrap();
+        let costs = store.batch_costs(&[id, other]).unwrap();
+        assert_eq!(costs.len(), 1);
+        assert!((costs[&id] - 2.0 * 0.00000135).abs() < 1e-12, "{costs:?}");
     }
 
     #[test]

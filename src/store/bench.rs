@@ -74,6 +74,24 @@ impl FromSql for Outcome {
     }
 }
 
+/// A benchmark result recorded as an error although its judge answered: the verdict could not
+/// be used (a judge answering garbage).
+#[derive(Debug, Clone, PartialEq)]
+pub struct UnusableVerdictRow {
+    /// The model whose answer was judged.
+    pub model_ref: String,
+    pub prompt_name: String,
+    pub repeat_index: u32,
+    /// Whether the run repeats its evaluations (its labels then number the repeats).
+    pub repeated: bool,
+    /// `provider:model` of the judge's call.
+    pub judge: String,
+    /// Why the verdict could not be used.
+    pub detail: Option<String>,
+    pub call_id: i64,
+    pub attempts: u32,
+}
+
 /// One benchmark evaluation, as written by a run.
 #[derive(Debug, Clone, PartialEq)]
 pub struct BenchResultRow {
@@ -494,6 +512,33 @@ impl Store {
             local_keys.push(local);
         }
         Ok((labels, local_keys))
+    }
+
+    /// The results of `run_id` recorded as errors although their judge answered: the verdict
+    /// could not be used. In model, prompt and repeat order.
+    pub fn unusable_verdicts(&self, run_id: i64) -> Result<Vec<UnusableVerdictRow>> {
+        let mut stmt = self.conn.prepare(
+            "SELECT b.model_ref, b.prompt_name, b.repeat_index,
+                    EXISTS (SELECT 1 FROM bench_results r
+                            WHERE r.run_id = b.run_id AND r.repeat_index > 0),
+                    c.provider || ':' || c.model, b.detail, c.id, c.attempts
+             FROM bench_results b JOIN calls c ON c.id = b.judge_call_id
+             WHERE b.run_id = ?1 AND b.status = ?2 AND c.status = 'ok'
+             ORDER BY b.model_index, b.prompt_index, b.repeat_index",
+        )?;
+        let rows = stmt.query_map(params![run_id, Outcome::Error], |r| {
+            Ok(UnusableVerdictRow {
+                model_ref: r.get(0)?,
+                prompt_name: r.get(1)?,
+                repeat_index: r.get(2)?,
+                repeated: r.get(3)?,
+                judge: r.get(4)?,
+                detail: r.get(5)?,
+                call_id: r.get(6)?,
+                attempts: r.get(7)?,
+            })
+        })?;
+        Ok(rows.collect::<rusqlite::Result<_>>()?)
     }
 
     /// The first `limit` results of `run_ids` that did not pass, in run, model, prompt and

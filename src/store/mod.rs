@@ -24,12 +24,17 @@ use rusqlite::Connection;
 pub use batches::{
     BatchCountsRow, BatchKeyRow, BatchPoll, BatchRow, BatchState, KeyOutcome, NewBatch,
 };
-pub use bench::{BenchColumns, BenchResultRow, FailureRow, Labels, MeasureRow, Outcome};
+pub use bench::{
+    BenchColumns, BenchResultRow, FailureRow, Labels, MeasureRow, Outcome, UnusableVerdictRow,
+};
 pub use calls::{NewCall, StoredCall};
 pub use claims::Claim;
 pub use pacing::{BucketRow, PacingRow};
-pub use relevance::PredictionRow;
-pub use review::{NewGenerated, ReviewColumns, ReviewNotes, ReviewRow, ScoreColumns, ScoreRow};
+pub use relevance::{PredictionRow, UnknownVariant, Variant};
+pub use review::{
+    NewGenerated, ParseStatus, ReviewColumns, ReviewNotes, ReviewRow, ScoreColumns, ScoreRow,
+    UnknownStatus, UnparsableReviewRow,
+};
 pub use runs::{RunErrorRow, RunInfo, RunSelector, RunStatus, RunTally};
 pub use writer::Writer;
 

@@ -1,11 +1,109 @@
 //! Judge reviews: generated datasheets, reviews and their per-criterion scores.
 
+use rusqlite::types::{FromSql, FromSqlError, FromSqlResult, ToSql, ToSqlOutput, ValueRef};
 use rusqlite::{OptionalExtension, params};
 
 use super::blobs::insert_blob;
 use super::{Result, Store, now_rfc3339};
 use crate::hash::sha256_hex;
-use crate::review::parse::ParseStatus;
+
+/// What became of a review: how well its answer could be read, or why there is none. One value
+/// per review row, stored in `reviews.parse_status` under the names of [`ParseStatus::as_str`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum ParseStatus {
+    /// Every score valid.
+    Ok,
+    /// A JSON object, but some scores N/A.
+    Partial,
+    /// No usable JSON object: counted apart, never scored.
+    Failed,
+    /// The reviewer call failed: no answer to read.
+    Error,
+    /// No official datasheet to compare with: never asked.
+    Skipped,
+}
+
+impl ParseStatus {
+    /// Every status, in the order the console counts them.
+    pub const ALL: [Self; 5] = [
+        Self::Ok,
+        Self::Partial,
+        Self::Failed,
+        Self::Skipped,
+        Self::Error,
+    ];
+
+    /// The name stored in the database.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Ok => "ok",
+            Self::Partial => "partial",
+            Self::Failed => "failed",
+            Self::Error => "error",
+            Self::Skipped => "skipped",
+        }
+    }
+
+    /// Whether the review has scores (complete or with N/A ones).
+    pub fn is_scored(self) -> bool {
+        match self {
+            Self::Ok | Self::Partial => true,
+            Self::Failed | Self::Error | Self::Skipped => false,
+        }
+    }
+}
+
+impl std::fmt::Display for ParseStatus {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// A stored name that is no review status.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("unknown review status {0:?} (expected ok, partial, failed, error or skipped)")]
+pub struct UnknownStatus(pub String);
+
+impl std::str::FromStr for ParseStatus {
+    type Err = UnknownStatus;
+
+    fn from_str(name: &str) -> std::result::Result<Self, Self::Err> {
+        Self::ALL
+            .into_iter()
+            .find(|s| s.as_str() == name)
+            .ok_or_else(|| UnknownStatus(name.to_owned()))
+    }
+}
+
+impl ToSql for ParseStatus {
+    fn to_sql(&self) -> rusqlite::Result<ToSqlOutput<'_>> {
+        Ok(self.as_str().into())
+    }
+}
+
+impl FromSql for ParseStatus {
+    fn column_result(value: ValueRef<'_>) -> FromSqlResult<Self> {
+        value
+            .as_str()?
+            .parse()
+            .map_err(|e: UnknownStatus| FromSqlError::Other(Box::new(e)))
+    }
+}
+
+/// A review whose answer could not be parsed (a parse failure: counted apart, never scored).
+#[derive(Debug, Clone, PartialEq)]
+pub struct UnparsableReviewRow {
+    pub reviewer_ref: String,
+    pub brand: String,
+    pub sensor: String,
+    pub generator_provider: String,
+    pub generator_model: String,
+    /// Why the answer could not be read.
+    pub detail: Option<String>,
+    pub call_id: Option<i64>,
+    /// The attempts of its call; `None` when the call is not stored.
+    pub attempts: Option<u32>,
+}
 
 /// A generated datasheet to record.
 #[derive(Debug, Clone)]
@@ -167,13 +265,44 @@ impl Store {
         Ok(rows.collect::<rusqlite::Result<_>>()?)
     }
 
-    /// When the review with `review_key` was first recorded (failed calls aside), if ever.
-    pub fn first_review_time(&self, review_key: &str) -> Result<Option<String>> {
+    /// When the review with `review_key` was first recorded from the answer of call `call_id`
+    /// (`None`: a review that needed no call), failed calls aside; `None` if never. A review
+    /// asked again (a fresh call) has a call of its own, so it does not inherit this time.
+    pub fn first_review_time(
+        &self,
+        review_key: &str,
+        call_id: Option<i64>,
+    ) -> Result<Option<String>> {
         Ok(self.conn.query_row(
-            "SELECT min(reviewed_at) FROM reviews WHERE review_key = ?1 AND parse_status != ?2",
-            params![review_key, ParseStatus::Error],
+            "SELECT min(reviewed_at) FROM reviews
+             WHERE review_key = ?1 AND call_id IS ?2 AND parse_status != ?3",
+            params![review_key, call_id, ParseStatus::Error],
             |r| r.get(0),
         )?)
+    }
+
+    /// The reviews of `run_id` whose answer could not be parsed, in the order recorded.
+    pub fn unparsable_reviews(&self, run_id: i64) -> Result<Vec<UnparsableReviewRow>> {
+        let mut stmt = self.conn.prepare(
+            "SELECT r.reviewer_ref, r.brand, r.sensor, r.generator_provider, r.generator_model,
+                    r.detail, r.call_id, c.attempts
+             FROM reviews r LEFT JOIN calls c ON c.id = r.call_id
+             WHERE r.run_id = ?1 AND r.parse_status = ?2
+             ORDER BY r.id",
+        )?;
+        let rows = stmt.query_map(params![run_id, ParseStatus::Failed], |r| {
+            Ok(UnparsableReviewRow {
+                reviewer_ref: r.get(0)?,
+                brand: r.get(1)?,
+                sensor: r.get(2)?,
+                generator_provider: r.get(3)?,
+                generator_model: r.get(4)?,
+                detail: r.get(5)?,
+                call_id: r.get(6)?,
+                attempts: r.get(7)?,
+            })
+        })?;
+        Ok(rows.collect::<rusqlite::Result<_>>()?)
     }
 
     /// Records a review and its scores in one transaction; returns its id.

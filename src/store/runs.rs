@@ -17,6 +17,11 @@ pub enum RunStatus {
     /// Stopped by its budget (`--budget`): a call's worst case did not fit what was left.
     /// Resumable as `interrupted` is: the same command with a larger budget finishes it.
     Budget,
+    /// Its calls wait in batches submitted to a provider's batch API and not yet collected
+    /// (`--detach`, or stopped while polling). Not abandoned when its process is gone: it
+    /// waits by design. Resumable as `interrupted` is: the same command collects what has
+    /// finished and submits nothing twice.
+    Waiting,
     /// Recorded `running`, but its process is gone (killed, or the machine stopped). Never
     /// stored: seen by whoever looks (`experiment::observed_status`).
     Abandoned,
@@ -31,6 +36,7 @@ impl RunStatus {
             Self::Failed => "failed",
             Self::Interrupted => "interrupted",
             Self::Budget => "budget",
+            Self::Waiting => "waiting",
             Self::Abandoned => "abandoned",
         }
     }
@@ -46,6 +52,7 @@ impl FromStr for RunStatus {
             "failed" => Self::Failed,
             "interrupted" => Self::Interrupted,
             "budget" => Self::Budget,
+            "waiting" => Self::Waiting,
             "abandoned" => Self::Abandoned,
             other => return Err(format!("unknown run status `{other}`")),
         })
@@ -417,6 +424,56 @@ mod tests {
         assert_eq!(run.budget_usd, Some(0.05));
         assert_eq!(run.status, RunStatus::Budget);
         assert_eq!("budget".parse(), Ok(RunStatus::Budget));
+    }
+
+    #[test]
+    fn migrating_to_waiting_keeps_every_run_and_what_refers_to_it() {
+        let mut conn = rusqlite::Connection::open_in_memory().unwrap();
+        conn.pragma_update(None, "foreign_keys", "ON").unwrap();
+        super::super::migrations::runner()
+            .set_target(refinery::Target::Version(14))
+            .run(&mut conn)
+            .unwrap();
+        conn.execute_batch(
+            "INSERT INTO runs (id, kind, started_at, status) VALUES (1, 'bench', 'now', 'budget');
+             INSERT INTO run_errors (run_id, stage, model_ref, item, error, attempts, created_at)
+             VALUES (1, 'answers', 'openai:gpt-4o', 'p1', 'boom', 1, 'now');",
+        )
+        .unwrap();
+        assert!(
+            conn.execute("UPDATE runs SET status = 'waiting' WHERE id = 1", [])
+                .is_err(),
+            "V14 does not know `waiting`"
+        );
+        super::super::migrations::runner().run(&mut conn).unwrap();
+        let store = Store {
+            conn,
+            immutable: false,
+        };
+        assert_eq!(store.run_errors(1).unwrap().len(), 1, "nothing cascaded");
+        assert_eq!(store.runs_by_id(&[1]).unwrap()[0].status, RunStatus::Budget);
+        store.finish_run(1, RunStatus::Waiting).unwrap();
+        assert_eq!(
+            store.runs_by_id(&[1]).unwrap()[0].status,
+            RunStatus::Waiting
+        );
+        assert_eq!("waiting".parse(), Ok(RunStatus::Waiting));
+        assert_eq!(RunStatus::Waiting.to_string(), "waiting");
+        for status in ["running", "completed", "failed", "interrupted", "budget"] {
+            store
+                .conn
+                .execute("UPDATE runs SET status = ?1 WHERE id = 1", [status])
+                .unwrap();
+        }
+        let bogus = store
+            .conn
+            .execute("UPDATE runs SET status = 'bogus' WHERE id = 1", []);
+        assert!(bogus.is_err(), "the CHECK still refuses unknown statuses");
+        let check: String = store
+            .conn
+            .query_row("PRAGMA integrity_check", [], |r| r.get(0))
+            .unwrap();
+        assert_eq!(check, "ok");
     }
 
     #[test]

@@ -776,3 +776,81 @@ fn judge_graded_tests_count_the_judge_in_cost_and_never_fail_on_garbage() {
         text(&dry.stdout)
     );
 }
+
+/// The rows of a CSV printed on stdout, header first.
+fn csv_rows(stdout: &[u8]) -> Vec<Vec<String>> {
+    csv::ReaderBuilder::new()
+        .has_headers(false)
+        .from_reader(stdout)
+        .records()
+        .map(|r| r.unwrap().iter().map(str::to_owned).collect())
+        .collect()
+}
+
+/// Regression: `track runs` counted a judge's garbage verdict among a run's errors, but
+/// `track runs --errors` listed only the calls that got no answer, so the two disagreed.
+#[test]
+fn runs_errors_lists_every_error_the_errors_column_counts() {
+    let s = Sandbox::new();
+    s.mock
+        .add_rule(Rule::reply("ANSWER-ODD", "I liked it a lot!"));
+    s.mock.add_rule(Rule::fail("forbidden", 400, 100));
+    s.mock.add_rule(Rule::reply("question odd", "ANSWER-ODD"));
+    s.mock.add_rule(Rule::reply("", "ok"));
+    s.write(
+        "bench.yaml",
+        "models: [openai:gpt-4o]\nprompts:\n\
+         - odd:\n    prompt: question odd\n    method: judge\n    output: Says GOOD.\n    judge: openai:gpt-4o-mini\n\
+         - bad:\n    prompt: forbidden words\n    output: ok\n    method: exact\n\
+         - fine:\n    prompt: fine prompt\n    output: ok\n    method: exact\n",
+    );
+    s.track()
+        .args(["run", "bench.yaml", "-q"])
+        .assert()
+        .success();
+
+    let runs = csv_rows(
+        &s.track()
+            .args(["runs", "--format", "csv"])
+            .output()
+            .unwrap()
+            .stdout,
+    );
+    let column = runs[0].iter().position(|c| c == "errors").unwrap();
+    assert_eq!(runs[1][column], "2", "a failed call and a garbage verdict");
+
+    let out = s
+        .track()
+        .args(["runs", "--errors", "1", "--format", "csv"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let errors = csv_rows(&out.stdout);
+    assert_eq!(errors[0], ["stage", "model", "item", "attempts", "error"]);
+    assert_eq!(
+        errors.len(),
+        1 + 2,
+        "as many as the column counts: {errors:?}"
+    );
+    assert_eq!(
+        errors[1][..4],
+        ["answers", "openai:gpt-4o", "openai:gpt-4o on bad", "1"],
+        "the call that got no answer"
+    );
+    assert!(errors[1][4].contains("HTTP 400"), "{errors:?}");
+    assert_eq!(
+        errors[2][..4],
+        [
+            "judges",
+            "openai:gpt-4o-mini",
+            "judge openai:gpt-4o-mini of openai:gpt-4o on odd",
+            "1"
+        ],
+        "the verdict that could not be used, labelled as its call"
+    );
+    assert!(
+        errors[2][4].starts_with("the judge's answer could not be used: ")
+            && errors[2][4].contains("I liked it a lot!"),
+        "with why: {errors:?}"
+    );
+}

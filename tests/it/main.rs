@@ -4,8 +4,10 @@
 mod support;
 mod terminal;
 
+mod batch_cli;
 mod batch_client;
 mod batch_mock_selftest;
+mod batch_run;
 mod bench_inputs;
 mod bench_run;
 mod budget;

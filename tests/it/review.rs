@@ -230,6 +230,110 @@ fn reviews_land_in_the_database_and_the_specifications_csv() {
     );
 }
 
+/// Regression: an unparsable review counted among its run's errors (`track runs`) but was
+/// missing from `track runs --errors`, which listed only the calls that got no answer.
+#[test]
+fn runs_errors_lists_an_unparsable_review_with_its_item_and_why() {
+    let s = review_sandbox();
+    s.track()
+        .args([
+            "review-datasheets",
+            "--reviewer",
+            "openai:gpt-4o-mini",
+            "-q",
+        ])
+        .assert()
+        .success();
+    assert_eq!(s.count("SELECT errors FROM runs WHERE id = 1"), 1);
+    let out = s
+        .track()
+        .args(["runs", "--errors", "1", "--format", "csv"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let listed: Vec<Vec<String>> = csv::ReaderBuilder::new()
+        .from_reader(&out.stdout[..])
+        .records()
+        .map(|r| r.unwrap().iter().map(str::to_owned).collect())
+        .collect();
+    let [row] = &listed[..] else {
+        panic!("the one error the run counts: {listed:?}");
+    };
+    assert_eq!(
+        row[..4],
+        [
+            "reviews",
+            "openai:gpt-4o-mini",
+            "openai:gpt-4o-mini reviewing TI HDC1080 by openai:gpt-4o",
+            "1"
+        ]
+    );
+    assert!(
+        row[4].starts_with("unparsable answer (")
+            && row[4].contains("Sorry, I cannot review this datasheet."),
+        "{row:?}"
+    );
+}
+
+/// Regression: a review asked again (`--no-cache`) kept the first review's `reviewed_at`, so
+/// the specification's CSV dated the new answer by the old one.
+#[test]
+fn a_review_asked_again_is_dated_by_its_new_answer() {
+    let s = review_sandbox();
+    let review = |extra: &[&str]| {
+        s.track()
+            .args([
+                "review-datasheets",
+                "--reviewer",
+                "openai:gpt-4o-mini",
+                "-q",
+            ])
+            .args(extra)
+            .assert()
+            .success();
+    };
+    review(&[]);
+    // HDC1080's answer was unparsable; asked again, the reviewer now answers.
+    s.mock.clear_rules();
+    s.mock
+        .add_rule(Rule::reply("HDC1080 text", &answer("5", &[], false)));
+    add_review_files(&s);
+    review(&["--no-cache"]);
+
+    // Both reviews of HDC1080 with the run that recorded each: the re-asked one is dated
+    // within its own run (by its new answer), not by the first review.
+    let db = s.db();
+    let mut stmt = db
+        .prepare(
+            "SELECT r.parse_status, r.call_id, r.reviewed_at, u.started_at, u.finished_at \
+             FROM reviews r JOIN runs u ON u.id = r.run_id \
+             WHERE r.sensor = 'HDC1080' ORDER BY r.id",
+        )
+        .unwrap();
+    let reviews: Vec<(String, i64, String, String, String)> = stmt
+        .query_map([], |r| {
+            Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?))
+        })
+        .unwrap()
+        .map(Result::unwrap)
+        .collect();
+    let [first, again] = &reviews[..] else {
+        panic!("two reviews of HDC1080: {reviews:?}");
+    };
+    assert_eq!((first.0.as_str(), again.0.as_str()), ("failed", "ok"));
+    assert_ne!(first.1, again.1, "asked again: a call of its own");
+    let (at, started, finished) = (&again.2, &again.3, &again.4);
+    assert!(
+        started <= at && at <= finished,
+        "dated by the new answer, during the run that asked it again: {reviews:?}"
+    );
+    // The CSV's new row carries that time (to the second, in UTC).
+    let ti = read_csv(&s, "results/reviews/openai_gpt-4o-mini/TI_HDC1080.csv");
+    let last = ti.last().unwrap();
+    assert_eq!(last[24], "5");
+    assert_eq!(last[42], at[..19].replace('T', " "));
+}
+
 #[test]
 fn filters_summaries_and_agreement_between_two_reviewers() {
     let s = review_sandbox();

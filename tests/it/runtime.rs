@@ -5,6 +5,8 @@
 //! same command finishes it paying only for what had not landed; a missing key gives error
 //! rows for that model only; `--repeat 2` gives distinct cache entries.
 
+use std::collections::BTreeMap;
+
 use crate::support::mock::{Hold, MockProvider};
 use crate::support::{Sandbox, text};
 
@@ -456,4 +458,147 @@ fn a_killed_run_is_shown_abandoned() {
         "{}",
         text(&out.stderr)
     );
+}
+
+/// What a run of the matrix left that must not depend on how its calls were sent: every file
+/// `track export csv` writes, without the columns that do (latency, cost, prices, energy,
+/// times, ids), and the answers by model.
+fn comparable(s: &Sandbox, case: &Case) -> BTreeMap<String, Vec<Vec<String>>> {
+    let out = s
+        .track()
+        .args([
+            "export", "csv", "--run", "latest", "--out", "exports", "--kind",
+        ])
+        .arg(match case.args[0] {
+            "run" if case.args[1] == "bench.yaml" => "bench",
+            "run" if case.args[1] == "review.yaml" => "review",
+            "generate-datasheets" | "review-datasheets" => "review",
+            _ => "relevance",
+        })
+        .output()
+        .unwrap();
+    // `generate-datasheets` records datasheets, not rows: compared below, by their texts.
+    let no_rows = text(&out.stderr).contains("no run matches");
+    assert!(
+        out.status.success() || no_rows,
+        "{}: {}",
+        case.name,
+        text(&out.stderr)
+    );
+    let volatile = |name: &str| {
+        let name = name.to_ascii_lowercase();
+        [
+            "latency", "cost", "paid", "price", "wh", "energy", "_at", "time", "run_id", "call_id",
+        ]
+        .iter()
+        .any(|v| name.contains(v))
+    };
+    let mut files = BTreeMap::new();
+    let mut paths = Vec::new();
+    let mut dirs = vec![s.path("exports"), s.path("results")];
+    let mut datasheets = Vec::new();
+    while let Some(dir) = dirs.pop() {
+        let Ok(entries) = std::fs::read_dir(dir) else {
+            continue;
+        };
+        for entry in entries {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                dirs.push(path);
+            } else if path.extension().is_some_and(|e| e == "csv") {
+                paths.push(path);
+            } else if path.extension().is_some_and(|e| e == "md") {
+                datasheets.push(vec![std::fs::read_to_string(&path).unwrap()]);
+            }
+        }
+    }
+    for path in paths {
+        let mut reader = csv::Reader::from_path(&path).unwrap();
+        let headers = reader.headers().unwrap().clone();
+        let keep: Vec<usize> = (0..headers.len())
+            .filter(|&i| !volatile(&headers[i]))
+            .collect();
+        let mut rows: Vec<Vec<String>> =
+            vec![keep.iter().map(|&i| headers[i].to_owned()).collect()];
+        for record in reader.records() {
+            let record = record.unwrap();
+            rows.push(keep.iter().map(|&i| record[i].to_owned()).collect());
+        }
+        rows[1..].sort();
+        let name = path.strip_prefix(s.dir.path()).unwrap();
+        files.insert(name.to_string_lossy().into_owned(), rows);
+    }
+    let db = s.db();
+    let mut stmt = db
+        .prepare(
+            "SELECT model, response_sha256 FROM calls WHERE status = 'ok' \
+             AND provider IN ('openai', 'anthropic') ORDER BY 1, 2",
+        )
+        .unwrap();
+    let answers = stmt
+        .query_map([], |r| Ok(vec![r.get(0)?, r.get(1)?]))
+        .unwrap()
+        .map(Result::unwrap)
+        .collect();
+    files.insert("answers".into(), answers);
+    datasheets.sort();
+    files.insert("datasheets".into(), datasheets);
+    files
+}
+
+/// What the calls of OpenAI and Anthropic models cost, as recorded.
+fn batchable_cost(s: &Sandbox) -> f64 {
+    s.db()
+        .query_row(
+            "SELECT coalesce(sum(cost_usd), 0) FROM calls WHERE status = 'ok' \
+             AND provider IN ('openai', 'anthropic')",
+            [],
+            |r| r.get(0),
+        )
+        .unwrap()
+}
+
+#[test]
+fn batch_runs_every_kind_through_the_batch_apis_at_half_the_cost_with_the_same_results() {
+    for case in &CASES {
+        let live = matrix_sandbox(MockProvider::start());
+        let out = run(&live, case, &["-q"]);
+        assert!(out.status.success(), "{}: {}", case.name, text(&out.stderr));
+
+        let s = matrix_sandbox(MockProvider::start());
+        s.mock.batches().set_speed(1_000_000.0);
+        let out = s
+            .track()
+            .args(case.args)
+            .args(["-q", "--batch"])
+            .env("TRACK_BATCH_POLL_MS", "20,200")
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}: {}", case.name, text(&out.stderr));
+        let live_calls = s
+            .mock
+            .requests()
+            .iter()
+            .filter(|r| r.path == "/v1/chat/completions" || r.path == "/v1/messages")
+            .count();
+        assert_eq!(
+            live_calls, 0,
+            "{}: no live call to a batch API's provider",
+            case.name
+        );
+        assert!(!s.mock.batches().list().is_empty(), "{}", case.name);
+        assert_eq!(
+            comparable(&s, case),
+            comparable(&live, case),
+            "{}: the same results as a live run",
+            case.name
+        );
+        let (batched, full) = (batchable_cost(&s), batchable_cost(&live));
+        assert!(full > 0.0, "{}", case.name);
+        assert!(
+            (batched - full / 2.0).abs() < 1e-12,
+            "{}: batched {batched} vs live {full}",
+            case.name
+        );
+    }
 }

@@ -24,6 +24,18 @@ pub const SIGNIFICANCE: f64 = 0.05;
 /// bootstrap of two or three values says nothing, and nothing counts as significant then.
 pub const MIN_BOOTSTRAP_UNITS: usize = 5;
 
+/// The column of every kind's item frame that says how a shared item changed (one of its
+/// [`Layout::change_order`] names, or [`UNCHANGED`]); null for an item of one run only.
+/// Each kind's `columns.rs` names it by this constant.
+pub const CHANGE: &str = "change";
+/// The `change` of a shared item that did not change: left out of [`RunDiff::changes`].
+pub const UNCHANGED: &str = "unchanged";
+/// The column of every kind's item frame that names the only run an item is in (`base` or
+/// `new`, see [`only_in`]); null for a shared item.
+pub const ONLY_IN: &str = "only_in";
+/// The rank [`RunDiff::changes`] sorts by, dropped before it returns.
+const RANK: &str = "_rank";
+
 /// Why two runs cannot be compared.
 #[derive(Debug, thiserror::Error)]
 pub enum DiffError {
@@ -189,7 +201,7 @@ impl RunDiff {
         let layout = self.layout;
         let mut rank = lit(layout.change_order.len() as u32);
         for (position, label) in layout.change_order.iter().enumerate().rev() {
-            rank = when(col("change").eq(lit(*label)))
+            rank = when(col(CHANGE).eq(lit(*label)))
                 .then(lit(position as u32))
                 .otherwise(rank);
         }
@@ -198,13 +210,13 @@ impl RunDiff {
             .clone()
             .lazy()
             .filter(
-                col("change")
+                col(CHANGE)
                     .is_not_null()
-                    .and(col("change").neq(lit("unchanged"))),
+                    .and(col(CHANGE).neq(lit(UNCHANGED))),
             )
-            .with_column(rank.alias("_rank"))
+            .with_column(rank.alias(RANK))
             .sort(
-                ["_rank"],
+                [RANK],
                 SortMultipleOptions::default().with_maintain_order(true),
             )
             .select(columns)
@@ -214,11 +226,11 @@ impl RunDiff {
     /// The items found in one run only: their keys and `only_in`.
     pub fn unpaired(&self) -> PolarsResult<DataFrame> {
         let mut columns: Vec<Expr> = self.layout.keys.iter().map(|c| col(*c)).collect();
-        columns.push(col("only_in"));
+        columns.push(col(ONLY_IN));
         self.items
             .clone()
             .lazy()
-            .filter(col("only_in").is_not_null())
+            .filter(col(ONLY_IN).is_not_null())
             .select(columns)
             .collect()
     }

@@ -1,0 +1,955 @@
+//! Batch rounds: a stage's uncached calls sent through a provider's batch API at half price.
+//! Every step is stored before anything relies on it (the intent before the upload, the file
+//! id before the create, the batch id before the first poll, each poll, each result into the
+//! call cache as an ordinary call), so a crash at any point neither submits a call twice nor
+//! loses a paid result: a batch whose create may have happened unrecorded is found again by
+//! listing ([`batch::recover`]), never created twice.
+//!
+//! The wire formats are `llm::batch`'s and the rows the store's; this module decides when to
+//! submit, recover, poll and collect. The runtime records the outcomes as it records live ones.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use chrono::{DateTime, Utc};
+
+use crate::llm::batch::{self, BatchApi, BatchError, BatchInfo, BatchStatus, LineFailure, Lost};
+use crate::llm::{Budget, CallJob, CallOutcome, ChatRequest, Endpoint, LlmClient, RetryPolicy};
+use crate::store::{
+    BatchRow, BatchState, KeyOutcome, NewBatch, NewCall, Store, StoreError, StoredCall, lock,
+};
+
+/// How often batches are polled: first after `first`, each wait half again as long as the one
+/// before, up to `max`. Batch endpoints have rate limits of their own, polls included.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct PollPolicy {
+    pub first: Duration,
+    pub max: Duration,
+}
+
+impl Default for PollPolicy {
+    /// 5 s, then up to a minute.
+    fn default() -> Self {
+        Self {
+            first: Duration::from_secs(5),
+            max: Duration::from_secs(60),
+        }
+    }
+}
+
+impl PollPolicy {
+    /// The policy `TRACK_BATCH_POLL_MS` sets (`FIRST` or `FIRST,MAX`, in milliseconds: for
+    /// tests and for servers that answer batches in seconds), else the default.
+    pub fn from_env() -> Self {
+        let Ok(text) = std::env::var("TRACK_BATCH_POLL_MS") else {
+            return Self::default();
+        };
+        let mut parts = text.split(',').map(|p| p.trim().parse::<u64>());
+        match (parts.next(), parts.next()) {
+            (Some(Ok(first)), None) if first > 0 => Self {
+                first: Duration::from_millis(first),
+                max: Duration::from_millis(first).max(Self::default().max),
+            },
+            (Some(Ok(first)), Some(Ok(max))) if first > 0 && max >= first => Self {
+                first: Duration::from_millis(first),
+                max: Duration::from_millis(max),
+            },
+            _ => {
+                tracing::warn!(
+                    "TRACK_BATCH_POLL_MS=`{text}` is not FIRST or FIRST,MAX in milliseconds; \
+                     polling every 5 s to a minute"
+                );
+                Self::default()
+            }
+        }
+    }
+
+    fn next(&self, wait: Duration) -> Duration {
+        wait.mul_f64(1.5).min(self.max).max(self.first)
+    }
+}
+
+/// A call of a stage to send through a batch API.
+#[derive(Debug, Clone)]
+pub struct BatchCall {
+    /// Its index in the stage.
+    pub index: usize,
+    /// The call, priced at the batch rate.
+    pub job: CallJob,
+    /// The batch API its provider speaks.
+    pub api: BatchApi,
+}
+
+/// The batched calls of one stage and the batches they wait in.
+#[derive(Debug, Default)]
+pub struct Round {
+    /// The stage's indices of each key (the first gets the answer, the others a hit of it).
+    indices: HashMap<String, Vec<usize>>,
+    /// Each key's call, priced at the batch rate.
+    jobs: HashMap<String, CallJob>,
+    /// Track's ids of the batches the stage waits for: when each is polled next, and the
+    /// wait before that poll.
+    following: BTreeMap<i64, (Instant, Duration)>,
+    /// The worst case reserved from the budget for each key this run submitted.
+    reserved: HashMap<String, f64>,
+    /// Each batch's last status and counts, for the progress line.
+    seen: BTreeMap<i64, String>,
+}
+
+impl Round {
+    /// Whether the stage waits for no batch.
+    pub fn is_done(&self) -> bool {
+        self.following.is_empty()
+    }
+
+    /// How many batches it waits for.
+    pub fn waiting(&self) -> usize {
+        self.following.len()
+    }
+
+    /// What the progress line says of the batches: `batches: openai gpt-4o-mini in_progress
+    /// 40/120 · …`.
+    pub fn note(&self) -> Option<String> {
+        (!self.seen.is_empty()).then(|| {
+            let parts: Vec<&str> = self.seen.values().map(String::as_str).collect();
+            format!("batches: {}", parts.join(" · "))
+        })
+    }
+
+    /// The outcome of every index of `key`: the first gets `outcome`, the others a hit of a
+    /// fresh answer.
+    fn spread(&self, key: &str, outcome: CallOutcome) -> Vec<(usize, CallOutcome)> {
+        let indices = self.indices.get(key).map(Vec::as_slice).unwrap_or_default();
+        indices
+            .iter()
+            .enumerate()
+            .map(|(n, &index)| {
+                let outcome = match (&outcome, n) {
+                    (CallOutcome::Fresh(call), 1..) => CallOutcome::Hit(call.clone()),
+                    _ => outcome.clone(),
+                };
+                (index, outcome)
+            })
+            .collect()
+    }
+}
+
+/// What submitting a stage's batched calls came to.
+#[derive(Debug, Default)]
+pub struct Submitted {
+    /// The batches to follow.
+    pub round: Round,
+    /// Calls a batch cannot carry (a request alone over the size limit): send them live.
+    pub live: Vec<usize>,
+    /// Calls that got no batch, with why (a refused upload or create, no room in the budget).
+    pub failed: Vec<(usize, CallOutcome)>,
+}
+
+/// Submits, recovers, polls and collects batches for a run.
+pub struct Batcher {
+    client: LlmClient,
+    store: Arc<Mutex<Store>>,
+    run_id: i64,
+    retry: RetryPolicy,
+    poll: PollPolicy,
+}
+
+/// An error of a batch step, as the runtime reports it.
+type StepResult<T> = Result<T, StepError>;
+
+/// Why a batch step stopped.
+#[derive(Debug, thiserror::Error)]
+pub enum StepError {
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    #[error(transparent)]
+    Batch(#[from] BatchError),
+}
+
+impl Batcher {
+    /// A batcher for run `run_id`, storing through `store`.
+    pub fn new(
+        client: LlmClient,
+        store: Arc<Mutex<Store>>,
+        run_id: i64,
+        retry: RetryPolicy,
+        poll: PollPolicy,
+    ) -> Self {
+        Self {
+            client,
+            store,
+            run_id,
+            retry,
+            poll,
+        }
+    }
+
+    /// Takes the stage's batched `calls`: keys already waiting in a batch (an earlier run's)
+    /// are followed, never submitted again; a batch an earlier run left half-made is found
+    /// again or given up first; the rest are submitted, one batch per model and API within
+    /// the provider's limits, each step stored before the next. With a `budget`, each call's
+    /// worst case at the batch price is reserved before it is submitted; a call that does not
+    /// fit is not submitted (the budget is then reached).
+    pub async fn submit(
+        &self,
+        calls: Vec<BatchCall>,
+        budget: Option<&Budget>,
+        stop: &AtomicBool,
+    ) -> Result<Submitted, StoreError> {
+        let mut submitted = Submitted::default();
+        let round = &mut submitted.round;
+        let mut apis: HashMap<String, BatchApi> = HashMap::new();
+        for call in calls {
+            let key = call.job.canonical.key.clone();
+            let first = !round.indices.contains_key(&key);
+            round
+                .indices
+                .entry(key.clone())
+                .or_default()
+                .push(call.index);
+            if first {
+                apis.insert(key.clone(), call.api);
+                round.jobs.insert(key, call.job);
+            }
+        }
+        self.settle_half_made(round).await?;
+        let pending =
+            lock(&self.store).pending_in_batches(round.jobs.keys().map(String::as_str))?;
+        let mut unconfirmed = BTreeSet::new();
+        for batch in pending.values().collect::<BTreeSet<_>>() {
+            let submitted = lock(&self.store)
+                .batch(*batch)?
+                .is_some_and(|row| row.state == BatchState::Submitted);
+            if submitted {
+                round
+                    .following
+                    .insert(*batch, (Instant::now(), Duration::ZERO));
+            } else {
+                unconfirmed.insert(*batch);
+            }
+        }
+        // Left half-made and not found at the provider for want of an answer: neither followed
+        // nor submitted again (that could pay twice); a later run looks again.
+        for (key, batch) in pending.iter().filter(|(_, b)| unconfirmed.contains(*b)) {
+            let failed = CallOutcome::Failed {
+                call_id: None,
+                error: format!(
+                    "waits in batch {batch}, which an earlier run left before the provider \
+                     confirmed it and which could not be looked for now; run again later"
+                ),
+                attempts: 0,
+            };
+            submitted.failed.extend(round.spread(key, failed));
+        }
+        // The rest, grouped by endpoint and API, in the stage's order.
+        let mut order: Vec<&String> = round
+            .jobs
+            .keys()
+            .filter(|k| !pending.contains_key(*k))
+            .collect();
+        order.sort_by_key(|k| round.indices[*k][0]);
+        let mut groups: Vec<(Arc<Endpoint>, BatchApi, Vec<String>)> = Vec::new();
+        for key in order {
+            let job = &round.jobs[key];
+            if stop.load(Ordering::SeqCst) {
+                break;
+            }
+            if let Some(budget) = budget {
+                let worst = crate::experiment::max_cost(job);
+                if !budget.try_reserve(worst) {
+                    continue;
+                }
+                round.reserved.insert(key.clone(), worst);
+            }
+            let api = apis[key];
+            match groups
+                .iter_mut()
+                .find(|(e, a, _)| *a == api && same_endpoint(e, &job.endpoint))
+            {
+                Some((_, _, keys)) => keys.push(key.clone()),
+                None => groups.push((job.endpoint.clone(), api, vec![key.clone()])),
+            }
+        }
+        for (endpoint, api, keys) in groups {
+            self.submit_group(&mut submitted, &endpoint, api, &keys, budget)
+                .await?;
+        }
+        Ok(submitted)
+    }
+
+    /// Splits one endpoint's keys into payloads and submits each.
+    async fn submit_group(
+        &self,
+        submitted: &mut Submitted,
+        endpoint: &Endpoint,
+        api: BatchApi,
+        keys: &[String],
+        budget: Option<&Budget>,
+    ) -> Result<(), StoreError> {
+        let round = &submitted.round;
+        let items = keys.iter().map(|k| (k.as_str(), &round.jobs[k].request));
+        let split = match batch::split(api, endpoint.kind, items, api.limits()) {
+            Ok(split) => split,
+            Err(e) => {
+                // A key the batch APIs refuse: cannot happen for sha256 keys; send live.
+                tracing::warn!("cannot batch these calls, sending them live: {e}");
+                for key in keys {
+                    self.release(&mut submitted.round, key, budget, 0.0);
+                    submitted
+                        .live
+                        .extend(submitted.round.indices[key].iter().copied());
+                }
+                return Ok(());
+            }
+        };
+        for key in &split.oversized {
+            self.release(&mut submitted.round, key, budget, 0.0);
+            submitted
+                .live
+                .extend(submitted.round.indices[key].iter().copied());
+        }
+        for payload in split.payloads {
+            let intent = lock(&self.store).create_batch(&NewBatch {
+                run_id: Some(self.run_id),
+                provider: &endpoint.provider,
+                api: api.as_str(),
+                base_url: &endpoint.base_url,
+                key_fingerprint: &endpoint.key_fingerprint(),
+                model: &payload.model,
+                payload_sha256: &payload.sha256,
+                payload_bytes: payload.bytes.len() as u64,
+                keys: &payload.custom_ids,
+            });
+            let row = match intent {
+                Ok(row) => row,
+                Err(StoreError::AlreadyBatched { .. }) => {
+                    // Another run sharing the database batched some of them meanwhile.
+                    self.follow_or_defer(submitted, &payload.custom_ids, budget)?;
+                    continue;
+                }
+                Err(e) => return Err(e),
+            };
+            tracing::debug!(
+                batch = row.id,
+                requests = payload.request_count(),
+                "batch intent stored"
+            );
+            match self.send_payload(endpoint, &payload, &row).await {
+                Ok(()) => {
+                    let first = (Instant::now() + self.poll.first, self.poll.first);
+                    submitted.round.following.insert(row.id, first);
+                }
+                Err(e) => {
+                    let why = format!("the batch could not be submitted: {e}");
+                    lock(&self.store).void_batch(row.id, &why)?;
+                    for key in &payload.custom_ids {
+                        self.release(&mut submitted.round, key, budget, 0.0);
+                        let failed = CallOutcome::Failed {
+                            call_id: None,
+                            error: why.clone(),
+                            attempts: 0,
+                        };
+                        submitted.failed.extend(submitted.round.spread(key, failed));
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// `keys`, some of which another run has just put in a batch of its own: those are
+    /// followed; the others are left to the next run (submitting them now would race it).
+    fn follow_or_defer(
+        &self,
+        submitted: &mut Submitted,
+        keys: &[String],
+        budget: Option<&Budget>,
+    ) -> Result<(), StoreError> {
+        let pending = lock(&self.store).pending_in_batches(keys.iter().map(String::as_str))?;
+        for key in keys {
+            self.release(&mut submitted.round, key, budget, 0.0);
+            match pending.get(key) {
+                Some(batch) => {
+                    let first = (Instant::now() + self.poll.first, self.poll.first);
+                    submitted.round.following.entry(*batch).or_insert(first);
+                }
+                None => {
+                    let failed = CallOutcome::Failed {
+                        call_id: None,
+                        error: "another run batched calls of the same batch meanwhile; run \
+                                again to send it"
+                            .to_owned(),
+                        attempts: 0,
+                    };
+                    submitted.failed.extend(submitted.round.spread(key, failed));
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Uploads (OpenAI) and creates the batch of `row`, storing the file id and the batch id
+    /// as each arrives. A create whose answer is lost is looked for before it is tried again.
+    async fn send_payload(
+        &self,
+        endpoint: &Endpoint,
+        payload: &batch::Payload,
+        row: &BatchRow,
+    ) -> StepResult<()> {
+        let file_id = self
+            .with_retries(|| batch::upload(&self.client, endpoint, payload))
+            .await?;
+        if let Some(file_id) = &file_id {
+            lock(&self.store).set_batch_file(row.id, file_id)?;
+        }
+        let mut backoff = self.retry.backoff();
+        for attempt in 1.. {
+            let error = match batch::create(
+                &self.client,
+                endpoint,
+                payload,
+                file_id.as_deref(),
+                &row.tag,
+            )
+            .await
+            {
+                Ok(info) => return self.adopt(row.id, &info),
+                Err(e) => e,
+            };
+            if !error.is_retryable() || attempt >= self.retry.max_attempts {
+                return Err(error.into());
+            }
+            // The provider may have created it and the answer been lost: look before asking
+            // again, so that it is never created twice.
+            let lost = Lost {
+                tag: &row.tag,
+                file_id: file_id.as_deref(),
+                request_count: payload.request_count(),
+                since: parse_time(&row.created_at),
+            };
+            if let Some(info) = self.find_lost(endpoint, payload.api, &lost).await? {
+                return self.adopt(row.id, &info);
+            }
+            let wait = backoff.next().unwrap_or(self.retry.max_delay);
+            tracing::debug!(attempt, ?wait, %error, "batch create failed; trying again");
+            tokio::time::sleep(wait).await;
+        }
+        Ok(())
+    }
+
+    /// Stores that batch `id` is the provider's `info`: its id and what it said.
+    fn adopt(&self, id: i64, info: &BatchInfo) -> StepResult<()> {
+        info.with_poll(|poll| lock(&self.store).set_batch_submitted(id, &info.id, poll))?;
+        tracing::debug!(batch = id, provider_id = %info.id, "batch submitted");
+        Ok(())
+    }
+
+    /// The batch `lost` describes, when the provider has it and no stored batch claims it.
+    async fn find_lost(
+        &self,
+        endpoint: &Endpoint,
+        api: BatchApi,
+        lost: &Lost<'_>,
+    ) -> StepResult<Option<BatchInfo>> {
+        let candidates = self
+            .with_retries(|| batch::recover(&self.client, endpoint, api, lost))
+            .await?;
+        let store = lock(&self.store);
+        // Oldest first: the intent's batch was created soon after it.
+        for info in candidates.into_iter().rev() {
+            if !store.batch_id_known(&info.id)? {
+                return Ok(Some(info));
+            }
+        }
+        Ok(None)
+    }
+
+    /// Batches an earlier run left half-made (intent or uploaded) holding keys of this round:
+    /// adopted when the provider has them, else given up, so their keys are submitted again.
+    async fn settle_half_made(&self, round: &Round) -> Result<(), StoreError> {
+        let pending =
+            lock(&self.store).pending_in_batches(round.jobs.keys().map(String::as_str))?;
+        let ids: BTreeSet<i64> = pending.values().copied().collect();
+        for id in ids {
+            let Some(row) = lock(&self.store).batch(id)? else {
+                continue;
+            };
+            if !matches!(row.state, BatchState::Intent | BatchState::Uploaded) {
+                continue;
+            }
+            let Some(api) = BatchApi::from_name(&row.api) else {
+                continue;
+            };
+            // OpenAI creates only from an uploaded file whose id was stored first: an intent
+            // was never created. Anthropic's create carries the requests: it may have been.
+            let maybe_created = row.state == BatchState::Uploaded || api == BatchApi::Anthropic;
+            let endpoint = pending
+                .iter()
+                .find(|(_, b)| **b == id)
+                .and_then(|(k, _)| round.jobs.get(k))
+                .map(|j| j.endpoint.clone());
+            let found = match (maybe_created, endpoint) {
+                (true, Some(endpoint)) => {
+                    let lost = Lost {
+                        tag: &row.tag,
+                        file_id: row.file_id.as_deref(),
+                        request_count: row.request_count as usize,
+                        since: parse_time(&row.created_at),
+                    };
+                    match self.find_lost(&endpoint, api, &lost).await {
+                        Ok(found) => found,
+                        Err(e) => {
+                            // Unknown: leave it for a later run rather than risk paying twice.
+                            tracing::warn!("could not look for batch {id} at the provider: {e}");
+                            continue;
+                        }
+                    }
+                }
+                _ => None,
+            };
+            match found {
+                Some(info) => {
+                    if let Err(e) = self.adopt(id, &info) {
+                        tracing::warn!("could not adopt batch {id}: {e}");
+                    }
+                }
+                None => {
+                    lock(&self.store).void_batch(
+                        id,
+                        "never created: an earlier run stopped before the provider had it",
+                    )?;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Polls the round's batches that are due and collects those that ended: the outcomes
+    /// of their calls, for the runtime to record.
+    pub async fn poll(
+        &self,
+        round: &mut Round,
+        budget: Option<&Budget>,
+    ) -> Result<Vec<(usize, CallOutcome)>, StoreError> {
+        let now = Instant::now();
+        let due: Vec<i64> = round
+            .following
+            .iter()
+            .filter(|(_, (at, _))| *at <= now)
+            .map(|(id, _)| *id)
+            .collect();
+        let mut outcomes = Vec::new();
+        for id in due {
+            let Some(row) = lock(&self.store).batch(id)? else {
+                round.following.remove(&id);
+                continue;
+            };
+            if !row.state.is_open() {
+                // Collected or voided meanwhile (another run): its keys are settled.
+                round.following.remove(&id);
+                round.seen.remove(&id);
+                outcomes.extend(self.settled_elsewhere(round, id, budget)?);
+                continue;
+            }
+            match self.poll_one(round, &row, budget).await {
+                Ok(Some(collected)) => {
+                    round.following.remove(&id);
+                    round.seen.remove(&id);
+                    outcomes.extend(collected);
+                }
+                Ok(None) => {}
+                Err(StepError::Store(e)) => return Err(e),
+                Err(StepError::Batch(e)) => {
+                    tracing::warn!("batch {id}: {e}; polled again later");
+                }
+            }
+            if let Some((at, wait)) = round.following.get_mut(&id) {
+                *wait = self.poll.next(*wait);
+                *at = Instant::now() + *wait;
+            }
+        }
+        Ok(outcomes)
+    }
+
+    /// How long until the next batch is due (zero when one is).
+    pub fn next_due(&self, round: &Round) -> Duration {
+        round
+            .following
+            .values()
+            .map(|(at, _)| at)
+            .min()
+            .map_or(Duration::ZERO, |at| {
+                at.saturating_duration_since(Instant::now())
+            })
+    }
+
+    /// Polls batch `row` once; collects it when it has ended. `None` while it runs.
+    async fn poll_one(
+        &self,
+        round: &mut Round,
+        row: &BatchRow,
+        budget: Option<&Budget>,
+    ) -> StepResult<Option<Vec<(usize, CallOutcome)>>> {
+        let (Some(batch_id), Some(api)) = (row.batch_id.as_deref(), BatchApi::from_name(&row.api))
+        else {
+            return Ok(None);
+        };
+        let Some(endpoint) = self.endpoint_of(round, row.id)? else {
+            return Ok(None);
+        };
+        let info = self
+            .with_retries(|| batch::get(&self.client, &endpoint, api, batch_id))
+            .await?;
+        info.with_poll(|poll| lock(&self.store).record_batch_poll(row.id, poll))?;
+        round.seen.insert(row.id, progress_of(row, &info));
+        if !info.status.is_ended() {
+            return Ok(None);
+        }
+        self.collect(round, row, &endpoint, &info, budget)
+            .await
+            .map(Some)
+    }
+
+    /// The endpoint to reach batch `id` with: that of one of its calls in this round.
+    fn endpoint_of(&self, round: &Round, id: i64) -> StepResult<Option<Arc<Endpoint>>> {
+        let keys = lock(&self.store).batch_keys(id)?;
+        Ok(keys
+            .iter()
+            .find_map(|k| round.jobs.get(&k.cache_key))
+            .map(|j| j.endpoint.clone()))
+    }
+
+    /// Stores every result of an ended batch: answers as ordinary calls at the batch price,
+    /// errors as failed calls; requests that never ran (expired, cancelled) are left to the
+    /// next run. A batch refused as a whole is given up, with its errors' lines and codes.
+    async fn collect(
+        &self,
+        round: &mut Round,
+        row: &BatchRow,
+        endpoint: &Endpoint,
+        info: &BatchInfo,
+        budget: Option<&Budget>,
+    ) -> StepResult<Vec<(usize, CallOutcome)>> {
+        if let BatchStatus::Failed(failures) = &info.status {
+            let listed: Vec<String> = failures.iter().map(ToString::to_string).collect();
+            let why = format!(
+                "{} refused batch {}: {}",
+                endpoint.provider,
+                info.id,
+                listed.join("; ")
+            );
+            let keys = self.keys_of(round, row.id)?;
+            lock(&self.store).void_batch(row.id, &why)?;
+            let mut outcomes = Vec::new();
+            for key in keys {
+                self.release(round, &key, budget, 0.0);
+                let failed = CallOutcome::Failed {
+                    call_id: None,
+                    error: why.clone(),
+                    attempts: 0,
+                };
+                outcomes.extend(round.spread(&key, failed));
+            }
+            return Ok(outcomes);
+        }
+        let jobs = &round.jobs;
+        let request_of = |id: &str| -> Option<&ChatRequest> { jobs.get(id).map(|j| &j.request) };
+        let lines = self
+            .with_retries(|| batch::results(&self.client, endpoint, info, request_of))
+            .await?;
+        let latency_ms = turnaround_ms(row, info);
+        // Keys an earlier collect stored before its run stopped are served from the cache.
+        let (pending, stored): (Vec<_>, Vec<_>) = lock(&self.store)
+            .batch_keys(row.id)?
+            .into_iter()
+            .filter(|k| round.jobs.contains_key(&k.cache_key))
+            .partition(|k| k.outcome == KeyOutcome::Pending);
+        let pending: HashSet<String> = pending.into_iter().map(|k| k.cache_key).collect();
+        let stored: Vec<String> = stored.into_iter().map(|k| k.cache_key).collect();
+        let mut outcomes = self.stored_outcomes(round, &stored, budget)?;
+        let mut unfinished = Vec::new();
+        for line in lines {
+            if !pending.contains(&line.custom_id) {
+                continue;
+            }
+            let Some(job) = round.jobs.get(&line.custom_id).cloned() else {
+                continue;
+            };
+            let key = line.custom_id;
+            let outcome = match line.outcome {
+                Ok(response) => {
+                    let cost = job
+                        .price
+                        .cost_usd(response.usage.input_tokens, response.usage.output_tokens);
+                    self.release(round, &key, budget, cost);
+                    self.store_answer(row.id, &job, response, latency_ms)
+                }
+                Err(failure) if failure.is_unfinished() => {
+                    self.release(round, &key, budget, 0.0);
+                    unfinished.push(key.clone());
+                    CallOutcome::Failed {
+                        call_id: None,
+                        error: format!("{failure}; the next run submits it again"),
+                        attempts: 0,
+                    }
+                }
+                Err(failure) => {
+                    self.release(round, &key, budget, 0.0);
+                    self.store_failure(row.id, &job, &failure, latency_ms)
+                }
+            };
+            outcomes.extend(round.spread(&key, outcome));
+        }
+        let mut store = lock(&self.store);
+        let unfinished: Vec<&str> = unfinished.iter().map(String::as_str).collect();
+        store.mark_batch_unfinished(row.id, &unfinished)?;
+        // Keys no line named, or that this round does not know (another experiment's).
+        let left: Vec<String> = store
+            .batch_keys(row.id)?
+            .into_iter()
+            .filter(|k| k.outcome == KeyOutcome::Pending)
+            .map(|k| k.cache_key)
+            .collect();
+        if left.iter().all(|k| round.jobs.contains_key(k)) {
+            store.finish_batch(row.id)?;
+        }
+        drop(store);
+        let known: Vec<String> = left
+            .into_iter()
+            .filter(|k| round.jobs.contains_key(k))
+            .collect();
+        for key in &known {
+            self.release(round, key, budget, 0.0);
+            let failed = CallOutcome::Failed {
+                call_id: None,
+                error: format!(
+                    "batch {} ended without a result for this request; the next run submits \
+                     it again",
+                    info.id
+                ),
+                attempts: 0,
+            };
+            outcomes.extend(round.spread(key, failed));
+        }
+        tracing::debug!(batch = row.id, outcomes = outcomes.len(), "batch collected");
+        Ok(outcomes)
+    }
+
+    /// The outcomes of batch `id`'s keys in this round, once another run has settled it.
+    fn settled_elsewhere(
+        &self,
+        round: &mut Round,
+        id: i64,
+        budget: Option<&Budget>,
+    ) -> Result<Vec<(usize, CallOutcome)>, StoreError> {
+        let keys = lock(&self.store).batch_keys(id)?;
+        let mine: Vec<String> = keys
+            .iter()
+            .filter(|k| round.jobs.contains_key(&k.cache_key))
+            .map(|k| k.cache_key.clone())
+            .collect();
+        self.stored_outcomes(round, &mine, budget)
+    }
+
+    /// The outcomes of `keys`, settled before this collect: their stored answers, or a
+    /// failure that the next run sends again.
+    fn stored_outcomes(
+        &self,
+        round: &mut Round,
+        keys: &[String],
+        budget: Option<&Budget>,
+    ) -> Result<Vec<(usize, CallOutcome)>, StoreError> {
+        let cached = lock(&self.store).cached_calls(keys.iter().map(String::as_str))?;
+        let mut outcomes = Vec::new();
+        for key in keys {
+            self.release(round, key, budget, 0.0);
+            let outcome = match cached.get(key) {
+                Some(call) => CallOutcome::Hit(call.clone()),
+                None => CallOutcome::Failed {
+                    call_id: None,
+                    error: "its batch ended without an answer for it; the next run submits it \
+                            again"
+                        .to_owned(),
+                    attempts: 0,
+                },
+            };
+            outcomes.extend(round.spread(key, outcome));
+        }
+        Ok(outcomes)
+    }
+
+    /// The keys of batch `id` this round knows.
+    fn keys_of(&self, round: &Round, id: i64) -> Result<Vec<String>, StoreError> {
+        Ok(lock(&self.store)
+            .batch_keys(id)?
+            .into_iter()
+            .filter(|k| k.outcome == KeyOutcome::Pending && round.jobs.contains_key(&k.cache_key))
+            .map(|k| k.cache_key)
+            .collect())
+    }
+
+    /// Settles the budget's reservation of `key` (if this run made one) to `actual_usd`.
+    fn release(&self, round: &mut Round, key: &str, budget: Option<&Budget>, actual_usd: f64) {
+        if let (Some(worst), Some(budget)) = (round.reserved.remove(key), budget) {
+            budget.settle_held(worst, actual_usd);
+        }
+    }
+
+    /// Stores an answer of batch `batch` as an ordinary call at the batch price.
+    fn store_answer(
+        &self,
+        batch: i64,
+        job: &CallJob,
+        response: crate::llm::ChatResponse,
+        latency_ms: f64,
+    ) -> CallOutcome {
+        let usage = response.usage;
+        let cost_usd = job.price.cost_usd(usage.input_tokens, usage.output_tokens);
+        let call = NewCall {
+            cache_key: &job.canonical.key,
+            canonical_request: &job.canonical.json,
+            provider: &job.endpoint.provider,
+            model: &job.request.model,
+            outcome: Ok(&response.text),
+            finish_reason: response.finish_reason.as_deref(),
+            input_tokens: Some(usage.input_tokens),
+            output_tokens: Some(usage.output_tokens),
+            tokens_estimated: usage.estimated,
+            latency_ms,
+            attempts: 1,
+            input_price_per_mtok: job.price.input_per_mtok,
+            output_price_per_mtok: job.price.output_per_mtok,
+            cost_usd: Some(cost_usd),
+            http_status: Some(200),
+        };
+        match lock(&self.store).insert_batch_call(batch, &call) {
+            Ok(id) => CallOutcome::Fresh(StoredCall {
+                id,
+                text: response.text,
+                finish_reason: response.finish_reason,
+                input_tokens: usage.input_tokens,
+                output_tokens: usage.output_tokens,
+                tokens_estimated: usage.estimated,
+                latency_ms,
+                attempts: 1,
+                cost_usd,
+                created_at: crate::store::now_rfc3339(),
+            }),
+            Err(e) => CallOutcome::Failed {
+                call_id: None,
+                error: format!("the batch's answer arrived but could not be stored: {e}"),
+                attempts: 1,
+            },
+        }
+    }
+
+    /// Stores a request of batch `batch` that the provider answered with an error.
+    fn store_failure(
+        &self,
+        batch: i64,
+        job: &CallJob,
+        failure: &LineFailure,
+        latency_ms: f64,
+    ) -> CallOutcome {
+        let why = if failure.is_invalid_request() {
+            "not retried: the request itself is at fault"
+        } else if failure.is_retryable() {
+            "the next run sends it again"
+        } else {
+            "not retried"
+        };
+        let error = format!("{failure} ({why})");
+        let call = NewCall {
+            cache_key: &job.canonical.key,
+            canonical_request: &job.canonical.json,
+            provider: &job.endpoint.provider,
+            model: &job.request.model,
+            outcome: Err(&error),
+            finish_reason: None,
+            input_tokens: None,
+            output_tokens: None,
+            tokens_estimated: false,
+            latency_ms,
+            attempts: 1,
+            input_price_per_mtok: job.price.input_per_mtok,
+            output_price_per_mtok: job.price.output_per_mtok,
+            cost_usd: None,
+            http_status: failure.http_status(),
+        };
+        let call_id = lock(&self.store)
+            .insert_batch_call(batch, &call)
+            .inspect_err(|e| tracing::warn!("could not store a batch's failed request: {e}"))
+            .ok();
+        CallOutcome::Failed {
+            call_id,
+            error,
+            attempts: 1,
+        }
+    }
+
+    /// `step`, tried again on errors that may pass (with the retry policy's backoff).
+    async fn with_retries<T, F, Fut>(&self, step: F) -> Result<T, BatchError>
+    where
+        F: Fn() -> Fut,
+        Fut: std::future::Future<Output = Result<T, BatchError>>,
+    {
+        let mut backoff = self.retry.backoff();
+        let mut attempt = 1;
+        loop {
+            match step().await {
+                Ok(value) => return Ok(value),
+                Err(e) if e.is_retryable() && attempt < self.retry.max_attempts => {
+                    let wait = backoff.next().unwrap_or(self.retry.max_delay);
+                    tracing::debug!(attempt, ?wait, %e, "batch step failed; trying again");
+                    tokio::time::sleep(wait).await;
+                    attempt += 1;
+                }
+                Err(e) => return Err(e),
+            }
+        }
+    }
+}
+
+/// Whether two endpoints are the same provider at the same place with the same key.
+fn same_endpoint(a: &Endpoint, b: &Endpoint) -> bool {
+    a.provider == b.provider
+        && a.base_url == b.base_url
+        && a.key_fingerprint() == b.key_fingerprint()
+}
+
+/// A stored RFC 3339 time (now when unreadable: the recovery then looks back from now, less
+/// the clock skew it allows).
+fn parse_time(text: &str) -> DateTime<Utc> {
+    DateTime::parse_from_rfc3339(text).map_or_else(|_| Utc::now(), |t| t.with_timezone(&Utc))
+}
+
+/// How long the batch took to answer, in ms: its calls' latency (the wait a batch costs;
+/// energy estimates cap generation time by latency, so a long one changes nothing there).
+fn turnaround_ms(row: &BatchRow, info: &BatchInfo) -> f64 {
+    let start = info
+        .created_at
+        .or_else(|| row.submitted_at.as_deref().map(parse_time))
+        .unwrap_or_else(Utc::now);
+    let end = info.ended_at.unwrap_or_else(Utc::now);
+    (end - start).num_milliseconds().max(0) as f64
+}
+
+/// The progress line's words for a batch: `openai gpt-4o-mini in_progress 40/120`.
+fn progress_of(row: &BatchRow, info: &BatchInfo) -> String {
+    let c = &info.counts;
+    let total = if c.total > 0 {
+        c.total
+    } else {
+        row.request_count
+    };
+    format!(
+        "{} {} {} {}/{}",
+        row.provider,
+        row.model,
+        info.status,
+        c.succeeded + c.errored + c.cancelled + c.expired,
+        total
+    )
+}
