@@ -14,7 +14,7 @@ use std::path::{Path, PathBuf};
 
 use polars::prelude::DataFrame;
 
-use crate::analysis::diff::{DiffError, KindDiff, RunDiff};
+use crate::analysis::diff::{DiffError, KindDiff, Layout, RunDiff};
 use crate::config::Config;
 use crate::experiment::{Experiment, ExperimentError, ExperimentKind, Overrides};
 use crate::report::{ReportError, ReportPart};
@@ -69,12 +69,27 @@ pub trait Kind: Sync {
 pub type Loader =
     fn(&Path, &str, &Config, &Overrides) -> Result<Box<dyn Experiment>, ExperimentError>;
 
-/// Writes a kind's CSV files of some runs (`track export csv`): each file's path on stdout as
-/// it is written, notes on stderr.
-pub type ExportCsv = fn(&Store, &ExportRuns<'_>, &ExportOptions) -> anyhow::Result<()>;
+/// What `track export csv --kind <its name>` writes for a kind, and where.
+#[derive(Debug, Clone, Copy)]
+pub struct ExportCsv {
+    /// Writes the kind's CSV files of some runs into [`ExportOptions::out`]: each file's path
+    /// on stdout as it is written, notes on stderr.
+    pub write: fn(&Store, &ExportRuns<'_>, &ExportOptions) -> anyhow::Result<()>,
+    /// The files it writes, for `--help`: `bench_results.csv, bench_by_model.csv and
+    /// bench_by_prompt.csv`.
+    pub files: &'static str,
+    /// The folder it writes into without `--out`: `exports`.
+    pub default_out: &'static str,
+}
 
-/// Compares two runs of a kind, read from the store: the base run, then the new one.
-pub type DiffRuns = fn(&Store, i64, i64) -> Result<KindDiff, DiffError>;
+/// How two runs of a kind are compared (`track diff`, a report's comparison).
+#[derive(Debug, Clone, Copy)]
+pub struct DiffRuns {
+    /// Compares two runs, read from the store: the base run, then the new one.
+    pub compare: fn(&Store, i64, i64) -> Result<KindDiff, DiffError>,
+    /// How its frames read, and its part of `track diff --help`.
+    pub layout: &'static Layout,
+}
 
 /// The errors a kind found in the answers of a run, each as `track runs --errors` lists it: the
 /// stage and model of the call, the item, its attempts and why its answer could not be used.
@@ -145,8 +160,8 @@ pub struct ExportRuns<'a> {
 /// The options of `track export csv` an export may read.
 #[derive(Debug, Clone, Default)]
 pub struct ExportOptions {
-    /// `--out`: the folder to write into; `None`: the kind's own default.
-    pub out: Option<PathBuf>,
+    /// The folder to write into: `--out`, else the kind's [`ExportCsv::default_out`].
+    pub out: PathBuf,
     /// `--criteria`: the criteria file the reviews were made with.
     pub criteria: Option<PathBuf>,
     /// `--quiet`: no notes on stderr.
@@ -211,14 +226,25 @@ pub fn groupings() -> impl Iterator<Item = (ExperimentKind, &'static Grouping)> 
 /// Compares run `new` with run `base` (`track diff`, and a report's comparison): both must
 /// exist and be of one kind whose runs can be compared.
 pub fn diff(store: &Store, base: i64, new: i64) -> Result<RunDiff, DiffError> {
-    let of_both = RunDiff::kind_of(store, base, new)?;
-    let Some(compare) = kind(of_both).diff() else {
-        return Err(DiffError::Unsupported {
+    let stored = RunDiff::kind_of(store, base, new)?;
+    let unsupported = || {
+        let nouns: Vec<String> = ExperimentKind::ALL
+            .iter()
+            .filter(|&&k| kind(k).diff().is_some())
+            .map(|k| k.noun().to_owned())
+            .collect();
+        DiffError::Unsupported {
             run: base,
-            kind: of_both.noun().to_owned(),
-        });
+            kind: crate::analysis::diff::kind_noun(&stored),
+            comparable: all_of(&nouns),
+        }
     };
-    Ok(RunDiff::new(base, new, of_both, compare(store, base, new)?))
+    let of_both: ExperimentKind = stored.parse().map_err(|_| unsupported())?;
+    let Some(runs) = kind(of_both).diff() else {
+        return Err(unsupported());
+    };
+    let compared = (runs.compare)(store, base, new)?;
+    Ok(RunDiff::new(base, new, of_both, runs.layout, compared))
 }
 
 /// What run `run_id` counts as its errors (`track runs --errors`): the calls that got no answer,
@@ -237,11 +263,49 @@ pub fn run_errors(store: &Store, run_id: i64) -> Result<Vec<RunErrorRow>, StoreE
     Ok(errors)
 }
 
+/// The runs each kind that `offers` takes without `--run`, for `--help`: `the latest
+/// benchmark, all reviews, the latest relevance run`.
+pub fn default_runs_help(offers: impl Fn(&dyn Kind) -> bool) -> String {
+    let words: Vec<String> = ExperimentKind::ALL
+        .iter()
+        .map(|&k| kind(k))
+        .filter(|&k| offers(k))
+        .map(|k| {
+            let noun = k.report_noun();
+            match k.default_runs() {
+                RunSelector::Latest => format!("the latest {noun}"),
+                RunSelector::All => format!("all {noun}s"),
+                RunSelector::Id(id) => format!("{noun} {id}"),
+            }
+        })
+        .collect();
+    words.join(", ")
+}
+
+/// The `--by` values that `flag` goes with: `--by criterion`.
+pub fn flag_homes(flag: QueryFlag) -> String {
+    let homes: Vec<String> = groupings()
+        .filter(|(_, g)| g.flags.contains(&flag))
+        .map(|(_, g)| format!("--by {}", g.name))
+        .collect();
+    one_of(&homes)
+}
+
 /// `a`, `a or b`, `a, b or c`.
 fn one_of(names: &[String]) -> String {
+    listed(names, "or")
+}
+
+/// `a`, `a and b`, `a, b and c`.
+fn all_of(names: &[String]) -> String {
+    listed(names, "and")
+}
+
+/// `names` joined by commas, the last by `last_word`.
+fn listed(names: &[String], last_word: &str) -> String {
     match names.split_last() {
         Some((last, [])) => last.clone(),
-        Some((last, rest)) => format!("{} or {last}", rest.join(", ")),
+        Some((last, rest)) => format!("{} {last_word} {last}", rest.join(", ")),
         None => String::new(),
     }
 }
@@ -275,6 +339,16 @@ mod tests {
     }
 
     #[test]
+    fn help_texts_are_written_from_the_entries() {
+        assert_eq!(
+            default_runs_help(|k| k.export_csv().is_some()),
+            "the latest benchmark, all reviews, the latest relevance run"
+        );
+        assert_eq!(flag_homes(QueryFlag::Agreement), "--by criterion");
+        assert_eq!(flag_homes(QueryFlag::PerPredicate), "--by variant");
+    }
+
+    #[test]
     fn missing_and_mismatched_runs_are_named() {
         let store = Store::open_in_memory().unwrap();
         let bench = store.create_run("bench", None, None, "{}").unwrap();
@@ -294,9 +368,12 @@ mod tests {
             )
         );
         let unsupported = diff(&store, generate, generate).unwrap_err();
-        assert!(
-            unsupported.to_string().contains("generation run"),
-            "{unsupported}"
+        assert_eq!(
+            unsupported.to_string(),
+            format!(
+                "run {generate} is a generation run: track diff compares benchmark, review and \
+                 relevance runs"
+            )
         );
         let empty = diff(&store, bench, bench).unwrap();
         assert_eq!(empty.counts, DiffCounts::default());

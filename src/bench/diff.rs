@@ -29,6 +29,9 @@ pub const LAYOUT: Layout = Layout {
     item_noun: "item",
     summary_title: "Per model",
     changes,
+    significant: "a model whose success rate on the evaluations answered in both runs \
+                  dropped, with McNemar's p < 0.05 (exact binomial below 25 flips, else \
+                  chi-square)",
 };
 
 /// The headline's changes: `2 regressions, 1 fix, 0 new errors`.
@@ -267,7 +270,6 @@ pub fn diff(base: BenchColumns, new: BenchColumns) -> PolarsResult<KindDiff> {
         significant_regressions: significant.len() as u64,
     };
     Ok(KindDiff {
-        layout: &LAYOUT,
         counts,
         summary: summary_frame(&tallies)?,
         items: items_frame(&paired)?,

@@ -32,11 +32,18 @@ impl Kind for BenchKind {
     }
 
     fn export_csv(&self) -> Option<ExportCsv> {
-        Some(super::export::write_csv)
+        Some(ExportCsv {
+            write: super::export::write_csv,
+            files: "bench_results.csv, bench_by_model.csv and bench_by_prompt.csv",
+            default_out: "exports",
+        })
     }
 
     fn diff(&self) -> Option<DiffRuns> {
-        Some(super::diff::compare)
+        Some(DiffRuns {
+            compare: super::diff::compare,
+            layout: &super::diff::LAYOUT,
+        })
     }
 
     fn section(&self) -> Option<LoadSection> {

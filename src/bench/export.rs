@@ -3,7 +3,6 @@
 //! the selection's status), computed from stored results.
 
 use super::columns as c;
-use std::path::PathBuf;
 
 use anyhow::Context as _;
 use polars::prelude::Column;
@@ -13,8 +12,8 @@ use crate::kinds::{ExportOptions, ExportRuns};
 use crate::output::write_csv_file;
 use crate::store::Store;
 
-/// Writes the benchmark CSV files of `runs` into `--out` (default `exports/`), each path on
-/// stdout once written.
+/// Writes the benchmark CSV files of `runs` into `options.out` (`--out`, default `exports/`:
+/// the registry entry's), each path on stdout once written.
 pub fn write_csv(
     store: &Store,
     runs: &ExportRuns<'_>,
@@ -39,11 +38,8 @@ pub fn write_csv(
         let rows = df.height();
         df.with_column(Column::new(c::RUNS_STATUS.into(), vec![runs.status; rows]))?;
     }
-    let out = options
-        .out
-        .clone()
-        .unwrap_or_else(|| PathBuf::from("exports"));
-    std::fs::create_dir_all(&out)
+    let out = &options.out;
+    std::fs::create_dir_all(out)
         .with_context(|| format!("creating the export folder {}", out.display()))?;
     for (name, df) in [
         ("bench_results.csv", &frames.results),

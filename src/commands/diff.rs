@@ -7,7 +7,8 @@ use std::str::FromStr;
 use polars::prelude::{DataFrame, PolarsResult};
 
 use super::{Context, selection_status};
-use crate::analysis::diff::{DiffError, RunDiff};
+use crate::analysis::diff::{DiffError, Layout, MIN_BOOTSTRAP_UNITS, RunDiff, UNCHANGED};
+use crate::experiment::ExperimentKind;
 use crate::kinds;
 use crate::output::{Columns, Format, print_frame, render};
 use crate::store::{RunSelector, Store};
@@ -20,44 +21,9 @@ const NAMED_REGRESSIONS: usize = 5;
 
 /// Compare two runs of the same kind on the items they share, e.g. `track diff 3 5`.
 ///
-/// Items are paired by key: benchmarks by (model, prompt, repeat); reviews by (sensor,
-/// generator, reviewer, criterion), P1-P16 and Overall; relevance by (image, predicate,
-/// trial, variant). Items found in one run only are counted and listed apart (`only_in` =
-/// base or new), never dropped.
-///
-/// A regression is significant (what --fail-on-regression checks):
-///
-/// - benchmarks: a model whose success rate on the evaluations answered in both runs dropped,
-///   with McNemar's p < 0.05 (exact binomial below 25 flips, else chi-square);
-///
-/// - reviews: a (criterion, generator) whose mean-score change has a 95 % paired bootstrap
-///   interval (2,000 resamples of the items, fixed seed) entirely below 0;
-///
-/// - relevance: a metric (precision, recall or F1 of either class, of either variant) whose
-///   change has a 95 % paired bootstrap interval (whole images resampled) entirely below 0.
-///
-/// With fewer than 5 paired units (review items, images) no interval is computed and nothing
-/// is significant.
-///
-/// Output (--format):
-///
-/// - table (the default): a headline with the counts, the significant regressions, the summary
-///   (per model; per criterion and generator; or per variant, class and metric), the changed
-///   items (the first 20, most serious first) and the items found in one run only;
-///
-/// - csv, json: the summary alone, with stable snake_case columns and `significant_regression`:
-///   what a CI job reads next to the exit status;
-///
-/// - with --items, any format: one row per item of either run instead, with its key columns,
-///   `change` (benchmarks: regression, fix, new_error, error_resolved, unchanged; reviews:
-///   lower, higher, now_na, no_longer_na, unchanged; relevance: regression, fix, new_invalid,
-///   invalid_resolved, changed, unchanged; empty, or null in JSON, when unpaired), `only_in`
-///   (base, new, or empty when paired) and both runs' values with their difference.
-///
-/// Exit status, as diff(1)'s: 0, or 1 with --fail-on-regression and a significant regression;
-/// 2 when the runs cannot be compared (a missing run, runs of different kinds, no database),
-/// so a CI job can tell a regression from trouble.
+/// (The rest of `--help` is `long_about()`: each kind's part comes from its registry entry.)
 #[derive(Debug, clap::Args)]
+#[command(long_about = long_about())]
 pub struct DiffArgs {
     /// The run compared against (a run id).
     #[arg(value_name = "BASE")]
@@ -97,6 +63,61 @@ impl FromStr for NewRun {
             _ => Err(format!("`{s}` is not a run: use a run id or `latest`")),
         }
     }
+}
+
+/// The kinds whose runs can be compared, with the layout of their diff, in the order of
+/// [`ExperimentKind::ALL`].
+fn comparable() -> Vec<(ExperimentKind, &'static Layout)> {
+    ExperimentKind::ALL
+        .iter()
+        .filter_map(|&k| kinds::kind(k).diff().map(|d| (k, d.layout)))
+        .collect()
+}
+
+/// `track diff --help` after its first line: how items pair, what a significant regression is,
+/// the outputs and the exit status, each kind's part written from its diff's [`Layout`].
+fn long_about() -> String {
+    let kinds = comparable();
+    let per_kind = |separator: &str, part: &dyn Fn(&Layout) -> String| {
+        let parts: Vec<String> = kinds
+            .iter()
+            .map(|(k, layout)| format!("{}: {}", k.noun(), part(layout)))
+            .collect();
+        parts.join(separator)
+    };
+    let keys: Vec<String> = kinds
+        .iter()
+        .map(|(k, l)| format!("{} by ({})", k.noun(), l.keys.join(", ")))
+        .collect();
+    let keys = keys.join("; ");
+    let significant = per_kind(";\n\n- ", &|l| l.significant.to_owned());
+    let summaries = per_kind("; ", &|l| l.summary_title.to_lowercase());
+    let changes = per_kind("; ", &|l| {
+        let mut labels = l.change_order.to_vec();
+        labels.push(UNCHANGED);
+        labels.join(", ")
+    });
+    format!(
+        "Compare two runs of the same kind on the items they share, e.g. `track diff 3 5`.\n\n\
+         Items are paired by key: {keys}. Items found in one run only are counted and listed \
+         apart (`only_in` = base or new), never dropped.\n\n\
+         A regression is significant (what --fail-on-regression checks):\n\n\
+         - {significant}.\n\n\
+         With fewer than {MIN_BOOTSTRAP_UNITS} paired units (the items a bootstrap resamples) no \
+         interval is computed and nothing is significant.\n\n\
+         Output (--format):\n\n\
+         - table (the default): a headline with the counts, the significant regressions, the \
+         summary ({summaries}), the changed items (the first {TABLE_ROWS}, most serious first) \
+         and the items found in one run only;\n\n\
+         - csv, json: the summary alone, with stable snake_case columns and \
+         `significant_regression`: what a CI job reads next to the exit status;\n\n\
+         - with --items, any format: one row per item of either run instead, with its key \
+         columns, `change` ({changes}; empty, or null in JSON, when unpaired), `only_in` (base, \
+         new, or empty when paired) and both runs' values with their difference.\n\n\
+         Exit status, as diff(1)'s: 0, or 1 with --fail-on-regression and a significant \
+         regression; 2 when the runs cannot be compared (a missing run, runs of different \
+         kinds, no database), so a CI job can tell a regression from trouble."
+    )
 }
 
 pub fn run(context: &Context, args: DiffArgs) -> anyhow::Result<ExitCode> {

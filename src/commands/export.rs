@@ -6,7 +6,7 @@ use std::sync::LazyLock;
 
 use super::{Context, selection_status};
 use crate::experiment::ExperimentKind;
-use crate::kinds::{self, ExportOptions, ExportRuns};
+use crate::kinds::{self, ExportCsv, ExportOptions, ExportRuns};
 use crate::store::RunSelector;
 
 /// Export recorded results.
@@ -18,25 +18,58 @@ pub struct ExportArgs {
 
 #[derive(Debug, clap::Subcommand)]
 enum ExportFormat {
-    /// Benchmarks: bench_results.csv, bench_by_model.csv and bench_by_prompt.csv.
-    /// Reviews (--kind review): <out>/<ReviewerProvider>_<ReviewerModel>/<Brand>_<Sensor>.csv.
-    /// Relevance (--kind relevance): comparison_summary.csv, comparison_by_predicate.csv,
-    /// comparison_statistics.csv and relevance_predictions.csv.
+    // Its help names each kind's files, from the registry.
+    #[command(about = csv_about())]
     Csv(CsvArgs),
 }
+
+/// The kinds `--kind` offers, with their export: in the order of [`ExperimentKind::ALL`].
+fn exports() -> impl Iterator<Item = (ExperimentKind, ExportCsv)> {
+    ExperimentKind::ALL
+        .iter()
+        .filter_map(|&k| kinds::kind(k).export_csv().map(|export| (k, export)))
+}
+
+/// `track export csv`'s line of help: each kind's files, `bench (the default): bench_results.csv,
+/// …; review: …`.
+fn csv_about() -> String {
+    let files: Vec<String> = exports()
+        .map(|(k, export)| {
+            let default = if k == DEFAULT_KIND {
+                " (the default)"
+            } else {
+                ""
+            };
+            format!("{}{default}: {}", k.as_str(), export.files)
+        })
+        .collect();
+    format!(
+        "The CSV files of a kind's runs, by --kind: {}",
+        files.join("; ")
+    )
+}
+
+/// `--out`'s help: each kind's folder, `[default: exports/ for benchmarks, …]`.
+fn out_help() -> String {
+    let folders: Vec<String> = exports()
+        .map(|(k, export)| {
+            let noun = kinds::kind(k).report_noun();
+            format!("{}/ for {noun}s", export.default_out)
+        })
+        .collect();
+    format!("Folder to write into [default: {}]", folders.join(", "))
+}
+
+/// The kind exported without `--kind`.
+const DEFAULT_KIND: ExperimentKind = ExperimentKind::Bench;
 
 /// Which experiment kind to export: one whose registry entry has a CSV export.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 struct ExportKind(ExperimentKind);
 
 /// The kinds `--kind` offers, in the order of [`ExperimentKind::ALL`].
-static EXPORT_KINDS: LazyLock<Vec<ExportKind>> = LazyLock::new(|| {
-    ExperimentKind::ALL
-        .iter()
-        .filter(|&&k| kinds::kind(k).export_csv().is_some())
-        .map(|&k| ExportKind(k))
-        .collect()
-});
+static EXPORT_KINDS: LazyLock<Vec<ExportKind>> =
+    LazyLock::new(|| exports().map(|(k, _)| ExportKind(k)).collect());
 
 impl clap::ValueEnum for ExportKind {
     fn value_variants<'a>() -> &'a [Self] {
@@ -51,18 +84,25 @@ impl clap::ValueEnum for ExportKind {
 #[derive(Debug, clap::Args)]
 struct CsvArgs {
     /// Which experiment kind.
-    #[arg(long, value_enum, default_value_t = ExportKind(ExperimentKind::Bench))]
+    #[arg(long, value_enum, default_value_t = ExportKind(DEFAULT_KIND))]
     kind: ExportKind,
-    /// Which runs: a run id, `latest` or `all` [default: latest benchmark; all reviews].
-    #[arg(long)]
+    // Its help names each kind's default, from the registry.
+    #[arg(long, help = run_help())]
     run: Option<RunSelector>,
-    /// Folder to write into [default: exports/ for benchmarks, results/reviews/ for reviews,
-    /// results/relevance/ for relevance].
-    #[arg(long, value_name = "DIR")]
+    // Its help names each kind's default folder, from the registry.
+    #[arg(long, value_name = "DIR", help = out_help())]
     out: Option<PathBuf>,
     /// Reviews made with your own criteria file: the same file, for the CSV columns.
     #[arg(long, value_name = "FILE")]
     criteria: Option<PathBuf>,
+}
+
+/// `--run`'s help: `Which runs: …` with each kind's default selection.
+fn run_help() -> String {
+    format!(
+        "Which runs: a run id, `latest` or `all` [default: {}]",
+        kinds::default_runs_help(|k| k.export_csv().is_some())
+    )
 }
 
 pub fn run(context: &Context, args: ExportArgs) -> anyhow::Result<ExitCode> {
@@ -83,10 +123,12 @@ pub fn run(context: &Context, args: ExportArgs) -> anyhow::Result<ExitCode> {
         run_status: &run_status,
     };
     let options = ExportOptions {
-        out: args.out,
+        out: args
+            .out
+            .unwrap_or_else(|| PathBuf::from(export.default_out)),
         criteria: args.criteria,
         quiet: context.quiet,
     };
-    export(&store, &runs, &options)?;
+    (export.write)(&store, &runs, &options)?;
     Ok(ExitCode::SUCCESS)
 }

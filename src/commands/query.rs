@@ -44,18 +44,23 @@ pub struct QueryArgs {
     /// What to group by.
     #[arg(long, value_enum)]
     by: GroupBy,
-    /// Which runs: a run id, `latest` or `all` [default: latest benchmark; all reviews].
-    #[arg(long)]
+    // Its help names each kind's default, from the registry.
+    #[arg(long, help = run_help())]
     run: Option<RunSelector>,
     /// Reviews: only this reviewer (`<provider>:<name>`).
     #[arg(long, value_name = "MODEL")]
     reviewer: Option<String>,
-    /// With --by criterion: agreement between reviewers per criterion (quadratic-weighted
-    /// Cohen's kappa for two, ordinal Krippendorff's alpha for any number).
-    #[arg(long)]
+    // The help of the flags names the --by values they go with, from the registry.
+    #[arg(long, help = flag_help(
+        QueryFlag::Agreement,
+        "agreement between reviewers per criterion (quadratic-weighted Cohen's kappa for two, \
+         ordinal Krippendorff's alpha for any number)",
+    ))]
     agreement: bool,
-    /// With --by variant: one block per predicate type (its name: clear, on, at, in…).
-    #[arg(long)]
+    #[arg(long, help = flag_help(
+        QueryFlag::PerPredicate,
+        "one block per predicate type (its name: clear, on, at, in…)",
+    ))]
     per_predicate: bool,
     /// Output format.
     #[arg(long, value_enum, default_value_t = Format::Table)]
@@ -65,6 +70,19 @@ pub struct QueryArgs {
     wide: bool,
 }
 
+/// `--run`'s help: `Which runs: …` with each kind's default selection.
+fn run_help() -> String {
+    format!(
+        "Which runs: a run id, `latest` or `all` [default: {}]",
+        kinds::default_runs_help(|k| !k.groupings().is_empty())
+    )
+}
+
+/// The help of `flag`: `With --by criterion: <what>`.
+fn flag_help(flag: QueryFlag, what: &str) -> String {
+    format!("With {}: {what}", kinds::flag_homes(flag))
+}
+
 pub fn run(context: &Context, args: QueryArgs) -> anyhow::Result<ExitCode> {
     let by = args.by.grouping;
     for (flag, given) in [
@@ -72,11 +90,7 @@ pub fn run(context: &Context, args: QueryArgs) -> anyhow::Result<ExitCode> {
         (QueryFlag::PerPredicate, args.per_predicate),
     ] {
         if given && !by.flags.contains(&flag) {
-            let homes: Vec<String> = kinds::groupings()
-                .filter(|(_, g)| g.flags.contains(&flag))
-                .map(|(_, g)| format!("--by {}", g.name))
-                .collect();
-            anyhow::bail!("{} goes with {}", flag.as_str(), homes.join(" or "));
+            anyhow::bail!("{} goes with {}", flag.as_str(), kinds::flag_homes(flag));
         }
     }
     let store = context.open_existing_store()?;

@@ -38,6 +38,9 @@ pub const LAYOUT: Layout = Layout {
     ],
     item_noun: "prediction",
     summary_title: "Per variant, class and metric",
+    significant: "a metric (precision, recall or F1 of either class, of either variant) \
+                  whose change has a 95 % paired bootstrap interval (whole images \
+                  resampled) entirely below 0",
     changes,
 };
 
@@ -289,7 +292,6 @@ pub fn diff(base: Vec<PredictionRow>, new: Vec<PredictionRow>) -> PolarsResult<K
         .collect();
     counts.significant_regressions = significant.len() as u64;
     Ok(KindDiff {
-        layout: &LAYOUT,
         counts,
         summary: summary_frame(&rows, image_counts.images.len())?,
         items: items_frame(&paired)?,

@@ -33,11 +33,19 @@ impl Kind for RelevanceKind {
     }
 
     fn export_csv(&self) -> Option<ExportCsv> {
-        Some(super::export::write_csv)
+        Some(ExportCsv {
+            write: super::export::write_csv,
+            files: "comparison_summary.csv, comparison_by_predicate.csv, \
+                    comparison_statistics.csv and relevance_predictions.csv",
+            default_out: "results/relevance",
+        })
     }
 
     fn diff(&self) -> Option<DiffRuns> {
-        Some(super::diff::compare)
+        Some(DiffRuns {
+            compare: super::diff::compare,
+            layout: &super::diff::LAYOUT,
+        })
     }
 
     fn section(&self) -> Option<LoadSection> {

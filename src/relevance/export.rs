@@ -4,7 +4,7 @@
 //! `comparison_thresholds.csv`. A run writes them when it ends (`console`); `track export csv
 //! --kind relevance` writes them of any runs, with `relevance_predictions.csv`.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use anyhow::Context as _;
 
@@ -14,25 +14,23 @@ use super::stats::measure_rows;
 use crate::kinds::{ExportOptions, ExportRuns};
 use crate::store::{Store, Variant};
 
-/// Writes the relevance CSV files of `runs` into `--out` (default `results/relevance/`),
-/// computed from their stored predictions; the files written on stdout.
+/// Writes the relevance CSV files of `runs` into `options.out` (`--out`, default
+/// `results/relevance/`: the registry entry's), computed from their stored predictions; the
+/// files written on stdout.
 pub fn write_csv(
     store: &Store,
     runs: &ExportRuns<'_>,
     options: &ExportOptions,
 ) -> anyhow::Result<()> {
     let rows = store.predictions(runs.ids)?;
-    let out = options
-        .out
-        .clone()
-        .unwrap_or_else(|| PathBuf::from("results/relevance"));
+    let out = &options.out;
     let (with, without, _) = measure_rows(&rows);
     let mut paths = vec![
-        write_summary_csv(&out, &with, &without)
+        write_summary_csv(out, &with, &without)
             .with_context(|| format!("writing into {}", out.display()))?,
     ];
     paths.extend(
-        write_statistics_csv(&out, &rows)
+        write_statistics_csv(out, &rows)
             .with_context(|| format!("writing into {}", out.display()))?,
     );
     let predictions = out.join("relevance_predictions.csv");

@@ -37,11 +37,19 @@ impl Kind for ReviewKind {
     }
 
     fn export_csv(&self) -> Option<ExportCsv> {
-        Some(super::export::write_csv)
+        Some(ExportCsv {
+            write: super::export::write_csv,
+            files: "the specification's \
+                    <out>/<ReviewerProvider>_<ReviewerModel>/<Brand>_<Sensor>.csv",
+            default_out: "results/reviews",
+        })
     }
 
     fn diff(&self) -> Option<DiffRuns> {
-        Some(super::diff::compare)
+        Some(DiffRuns {
+            compare: super::diff::compare,
+            layout: &super::diff::LAYOUT,
+        })
     }
 
     fn section(&self) -> Option<LoadSection> {

@@ -2,14 +2,13 @@
 //! specification's CSV files, `<out>/<ReviewerProvider>_<ReviewerModel>/<Brand>_<Sensor>.csv`;
 //! rows already in a file are not written again (`spec_csv`).
 
-use std::path::PathBuf;
-
 use super::criteria::Criteria;
 use super::spec_csv::{self, csv_row};
 use crate::kinds::{ExportOptions, ExportRuns};
 use crate::store::{ParseStatus, Store};
 
-/// Writes the reviews of `runs` into `--out` (default `results/reviews/`), with the criteria
+/// Writes the reviews of `runs` into `options.out` (`--out`, default `results/reviews/`: the
+/// registry entry's), with the criteria
 /// of `--criteria` (default the built-in ones); the files written on stdout, the counts on
 /// stderr. The specification's CSV has a fixed header: the runs' status is not in it.
 pub fn write_csv(
@@ -21,10 +20,7 @@ pub fn write_csv(
         Some(path) => Criteria::load(path)?,
         None => Criteria::builtin(),
     };
-    let out = options
-        .out
-        .clone()
-        .unwrap_or_else(|| PathBuf::from("results/reviews"));
+    let out = &options.out;
     let mut files = std::collections::BTreeSet::new();
     let (mut written, mut skipped) = (0, 0);
     for review in store.review_rows(runs.ids)? {
@@ -35,7 +31,7 @@ pub fn write_csv(
             skipped += 1;
             continue;
         }
-        let (path, new) = spec_csv::append(&out, &criteria, &csv_row(&review))?;
+        let (path, new) = spec_csv::append(out, &criteria, &csv_row(&review))?;
         written += usize::from(new);
         files.insert(path);
     }

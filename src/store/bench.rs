@@ -80,7 +80,9 @@ impl FromSql for Outcome {
 pub struct UnusableVerdictRow {
     /// The model whose answer was judged.
     pub model_ref: String,
+    /// The test's name in the benchmark file.
     pub prompt_name: String,
+    /// From 0.
     pub repeat_index: u32,
     /// Whether the run repeats its evaluations (its labels then number the repeats).
     pub repeated: bool,
@@ -88,7 +90,9 @@ pub struct UnusableVerdictRow {
     pub judge: String,
     /// Why the verdict could not be used.
     pub detail: Option<String>,
+    /// The judge's call.
     pub call_id: i64,
+    /// The attempts of the judge's call.
     pub attempts: u32,
 }
 

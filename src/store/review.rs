@@ -93,13 +93,17 @@ impl FromSql for ParseStatus {
 /// A review whose answer could not be parsed (a parse failure: counted apart, never scored).
 #[derive(Debug, Clone, PartialEq)]
 pub struct UnparsableReviewRow {
+    /// The reviewer, as its run named it.
     pub reviewer_ref: String,
+    /// The sensor reviewed: its brand and name.
     pub brand: String,
     pub sensor: String,
+    /// Who wrote the datasheet reviewed.
     pub generator_provider: String,
     pub generator_model: String,
     /// Why the answer could not be read.
     pub detail: Option<String>,
+    /// The reviewer's call.
     pub call_id: Option<i64>,
     /// The attempts of its call; `None` when the call is not stored.
     pub attempts: Option<u32>,

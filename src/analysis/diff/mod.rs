@@ -53,9 +53,15 @@ pub enum DiffError {
         new: i64,
         new_kind: String,
     },
-    /// The runs are of a kind that has no items to compare (datasheet generation).
-    #[error("run {run} is a {kind} run: track diff compares benchmark, review and relevance runs")]
-    Unsupported { run: i64, kind: String },
+    /// The runs are of a kind that has no items to compare (datasheet generation), or of one
+    /// this track does not know; `comparable` names the kinds it compares (`benchmark, review
+    /// and relevance`), from the registry.
+    #[error("run {run} is a {kind} run: track diff compares {comparable} runs")]
+    Unsupported {
+        run: i64,
+        kind: String,
+        comparable: String,
+    },
     #[error(transparent)]
     Store(#[from] StoreError),
     #[error("cannot build the diff's tables: {0}")]
@@ -105,8 +111,6 @@ pub struct RunDiff {
 pub struct KindDiff {
     /// As [`RunDiff::counts`].
     pub counts: DiffCounts,
-    /// How its frames read.
-    pub layout: &'static Layout,
     /// As [`RunDiff::summary`].
     pub summary: DataFrame,
     /// As [`RunDiff::items`].
@@ -116,8 +120,9 @@ pub struct KindDiff {
 }
 
 /// How a kind's diff reads: its item frame's key columns, the columns worth showing for a
-/// change, its `change` labels from the most to the least serious (`unchanged` left out), and
-/// the words of its headline and summary.
+/// change, its `change` labels from the most to the least serious (`unchanged` left out), the
+/// words of its headline and summary, and what makes a regression significant. `track diff
+/// --help` is written from the layouts of the kinds.
 #[derive(Debug)]
 pub struct Layout {
     /// The key columns of an item (`model`, `prompt`, `repeat`).
@@ -132,16 +137,15 @@ pub struct Layout {
     pub summary_title: &'static str,
     /// The headline's changes: `2 regressions, 1 fix, 0 new errors`.
     pub changes: fn(&DiffCounts) -> String,
+    /// What a significant regression is, for `--help`: `a model whose success rate … dropped,
+    /// with McNemar's p < 0.05 …` (no final period).
+    pub significant: &'static str,
 }
 
 impl RunDiff {
-    /// The kind of runs `base_run` and `new_run`: both must exist and be of one kind that
-    /// track knows.
-    pub fn kind_of(
-        store: &Store,
-        base_run: i64,
-        new_run: i64,
-    ) -> Result<ExperimentKind, DiffError> {
+    /// The kind of runs `base_run` and `new_run` as stored (`bench`): both must exist and be
+    /// of one kind. Whether that kind can be compared is the registry's to say.
+    pub fn kind_of(store: &Store, base_run: i64, new_run: i64) -> Result<String, DiffError> {
         let base = find_run(store, base_run)?;
         let new = find_run(store, new_run)?;
         if base.kind != new.kind {
@@ -152,20 +156,24 @@ impl RunDiff {
                 new_kind: kind_noun(&new.kind),
             });
         }
-        base.kind.parse().map_err(|_| DiffError::Unsupported {
-            run: base_run,
-            kind: kind_noun(&base.kind),
-        })
+        Ok(base.kind)
     }
 
-    /// Run `new_run` compared with run `base_run`, both of `kind`, by the kind's diff.
-    pub fn new(base_run: i64, new_run: i64, kind: ExperimentKind, diff: KindDiff) -> Self {
+    /// Run `new_run` compared with run `base_run`, both of `kind`, by the kind's diff, whose
+    /// frames read as `layout` says.
+    pub fn new(
+        base_run: i64,
+        new_run: i64,
+        kind: ExperimentKind,
+        layout: &'static Layout,
+        diff: KindDiff,
+    ) -> Self {
         Self {
             base_run,
             new_run,
             kind,
             counts: diff.counts,
-            layout: diff.layout,
+            layout,
             summary: diff.summary,
             items: diff.items,
             significant: diff.significant,
@@ -246,7 +254,7 @@ fn find_run(store: &Store, id: i64) -> Result<RunInfo, DiffError> {
 }
 
 /// The word for a stored kind in messages (`benchmark`), or the stored name itself.
-fn kind_noun(stored: &str) -> String {
+pub fn kind_noun(stored: &str) -> String {
     stored
         .parse::<ExperimentKind>()
         .map_or_else(|_| stored.to_owned(), |k| k.noun().to_owned())
