@@ -632,3 +632,27 @@ fn a_cancelled_batch_keeps_what_finished_and_the_next_run_submits_the_rest() {
     assert_complete(&s, 10);
     assert_no_call_in_two_batches(&s);
 }
+
+#[test]
+fn a_bad_batch_setting_in_a_file_is_named_and_a_detached_run_with_nothing_back_prints_no_tables() {
+    let s = sandbox();
+    bench(&s, &["openai:gpt-4o"], 2);
+    let yaml = std::fs::read_to_string(s.path("bench.yaml")).unwrap();
+    s.write("bench.yaml", &format!("batch: maybe\n{yaml}"));
+    let out = s.track().args(["run", "bench.yaml"]).output().unwrap();
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("`batch: maybe` must be true"), "{stderr}");
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+
+    s.write("bench.yaml", &format!("batch: true\n{yaml}"));
+    s.mock.batches().set_speed(0.0);
+    let out = s
+        .track()
+        .args(["run", "bench.yaml", "--detach"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert_eq!(text(&out.stdout), "", "no empty tables");
+    assert!(text(&out.stderr).contains("waiting for 1 batch"));
+}
