@@ -943,7 +943,11 @@ impl Batcher {
             match step().await {
                 Ok(value) => return Ok(value),
                 Err(e) if e.is_retryable() && attempt < self.retry.max_attempts => {
-                    let wait = backoff.next().unwrap_or(self.retry.max_delay);
+                    // A refusal of the batch endpoints' own rate limit says how long to wait.
+                    let wait = match &e {
+                        BatchError::Provider(error) => self.retry.wait(error, &mut backoff),
+                        _ => backoff.next().unwrap_or(self.retry.max_delay),
+                    };
                     tracing::debug!(attempt, ?wait, %e, "batch step failed; trying again");
                     tokio::time::sleep(wait).await;
                     attempt += 1;

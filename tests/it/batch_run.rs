@@ -656,3 +656,19 @@ fn a_bad_batch_setting_in_a_file_is_named_and_a_detached_run_with_nothing_back_p
     assert_eq!(text(&out.stdout), "", "no empty tables");
     assert!(text(&out.stderr).contains("waiting for 1 batch"));
 }
+
+#[test]
+fn refused_polls_and_downloads_are_tried_again_and_the_run_completes() {
+    let s = sandbox();
+    bench(&s, &["openai:gpt-4o"], 3);
+    s.mock
+        .batches()
+        .fault(BatchStep::Get, BatchFault::Status(429), 2);
+    s.mock
+        .batches()
+        .fault(BatchStep::Results, BatchFault::Status(503), 1);
+    let out = run_batch(&s, &[]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert_complete(&s, 3);
+    assert_eq!(s.mock.batches().list().len(), 1);
+}
