@@ -86,15 +86,16 @@ impl BenchExperiment {
         let file = spec.path.display().to_string();
         let mut targets = Vec::new();
         for (i, reference) in references.iter().enumerate() {
-            // Name where the reference came from: the file's line, or the command line.
-            let (origin, line) = if from_file {
-                (file.clone(), spec.model_line(i))
-            } else {
-                ("--models".to_owned(), None)
-            };
-            targets.push(
-                Target::resolve(catalog, reference).map_err(|e| model_error(origin, line, e))?,
-            );
+            // Name where the reference came from: the file's line, or the command line. The
+            // line is looked up only for a message: it parses the whole file again.
+            let target = Target::resolve(catalog, reference).map_err(|e| {
+                if from_file {
+                    model_error(file.clone(), spec.model_line(i), e)
+                } else {
+                    model_error("--models".to_owned(), None, e)
+                }
+            })?;
+            targets.push(target);
         }
         let models = targets.len();
         let mut prompt_judge = Vec::with_capacity(spec.prompts.len());

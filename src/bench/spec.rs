@@ -87,7 +87,7 @@ struct RawBench {
     #[serde(default)]
     budget: Option<crate::experiment::FileBudget>,
     /// Send through batch APIs, at half price.
-    #[serde(default)]
+    #[serde(default, deserialize_with = "crate::experiment::batch_flag")]
     batch: bool,
     /// Default judge model of `method: judge` tests.
     #[serde(default)]

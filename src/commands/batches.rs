@@ -276,6 +276,34 @@ fn cancel(context: &Context, id: &str) -> anyhow::Result<ExitCode> {
     let api = BatchApi::from_name(&row.api)
         .with_context(|| format!("{name} names an unknown batch API `{}`", row.api))?;
     let config = context.load_config()?;
+    let endpoint = endpoint_of(&config, &row, &name)?;
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .context("cannot start the async runtime")?;
+    let client = LlmClient::new(config.settings.timeout)?;
+    let info = runtime
+        .block_on(batch::cancel(&client, &endpoint, api, &batch_id))
+        .with_context(|| format!("cancelling {name}"))?;
+    info.with_poll(|poll| store.record_batch_poll(row.id, poll))?;
+    let counts = info.counts;
+    let done = counts.succeeded + counts.errored + counts.cancelled + counts.expired;
+    println!(
+        "{name}: {} ({done} of {} requests done); what finished keeps its results: {}",
+        info.status,
+        row.request_count,
+        collect_hint(&row)
+    );
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The endpoint batch `row` (called `name` in messages) was sent to, with its key: refused
+/// when the catalog no longer has its provider, points elsewhere now, or has no key.
+fn endpoint_of(
+    config: &crate::config::Config,
+    row: &BatchRow,
+    name: &str,
+) -> anyhow::Result<crate::llm::Endpoint> {
     let provider = config.catalog.providers.get(&row.provider).with_context(|| {
         format!(
             "{name} was sent to the provider `{}`, which the catalog no longer has; add it back \
@@ -301,24 +329,7 @@ fn cancel(context: &Context, id: &str) -> anyhow::Result<ExitCode> {
             provider.key_vars_text()
         );
     }
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .context("cannot start the async runtime")?;
-    let client = LlmClient::new(config.settings.timeout)?;
-    let info = runtime
-        .block_on(batch::cancel(&client, &endpoint, api, &batch_id))
-        .with_context(|| format!("cancelling {name}"))?;
-    info.with_poll(|poll| store.record_batch_poll(row.id, poll))?;
-    let counts = info.counts;
-    let done = counts.succeeded + counts.errored + counts.cancelled + counts.expired;
-    println!(
-        "{name}: {} ({done} of {} requests done); what finished keeps its results: {}",
-        info.status,
-        row.request_count,
-        collect_hint(&row)
-    );
-    Ok(ExitCode::SUCCESS)
+    Ok(endpoint)
 }
 
 /// How the results of `row` are collected, for messages.

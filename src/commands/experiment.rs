@@ -161,7 +161,9 @@ pub fn run_experiment(
         }
         RunEnd::Ran(summary, plan) => (summary, plan),
     };
-    if summary.signal.is_none() {
+    // A run left waiting before any answer landed has nothing to show but its note.
+    let nothing_yet = summary.waiting.is_some() && summary.tally.counts.calls == 0;
+    if summary.signal.is_none() && !nothing_yet {
         let stdout = std::io::stdout();
         let mut out = ClosedPipeIsDone::new(stdout.lock());
         experiment.report(&lock(&store), &summary, &report, &mut out)?;

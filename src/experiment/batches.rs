@@ -215,34 +215,8 @@ impl Batcher {
             }
         }
         self.settle_half_made(round).await?;
-        let pending =
-            lock(&self.store).pending_in_batches(round.jobs.keys().map(String::as_str))?;
-        let mut unconfirmed = BTreeSet::new();
-        for batch in pending.values().collect::<BTreeSet<_>>() {
-            let submitted = lock(&self.store)
-                .batch(*batch)?
-                .is_some_and(|row| row.state == BatchState::Submitted);
-            if submitted {
-                round
-                    .following
-                    .insert(*batch, (Instant::now(), Duration::ZERO));
-            } else {
-                unconfirmed.insert(*batch);
-            }
-        }
-        // Left half-made and not found at the provider for want of an answer: neither followed
-        // nor submitted again (that could pay twice); a later run looks again.
-        for (key, batch) in pending.iter().filter(|(_, b)| unconfirmed.contains(*b)) {
-            let failed = CallOutcome::Failed {
-                call_id: None,
-                error: format!(
-                    "waits in batch {batch}, which an earlier run left before the provider \
-                     confirmed it and which could not be looked for now; run again later"
-                ),
-                attempts: 0,
-            };
-            submitted.failed.extend(round.spread(key, failed));
-        }
+        let pending = self.follow_pending(&mut submitted)?;
+        let round = &mut submitted.round;
         // The rest, grouped by endpoint and API, in the stage's order.
         let mut order: Vec<&String> = round
             .jobs
@@ -277,6 +251,45 @@ impl Batcher {
                 .await?;
         }
         Ok(submitted)
+    }
+
+    /// Follows the batches the round's keys already wait in (an earlier run's, now
+    /// submitted); returns those keys with their batch. Keys in a batch still unconfirmed are
+    /// failed for now.
+    fn follow_pending(
+        &self,
+        submitted: &mut Submitted,
+    ) -> Result<HashMap<String, i64>, StoreError> {
+        let round = &mut submitted.round;
+        let pending =
+            lock(&self.store).pending_in_batches(round.jobs.keys().map(String::as_str))?;
+        let mut unconfirmed = BTreeSet::new();
+        for batch in pending.values().collect::<BTreeSet<_>>() {
+            let submitted = lock(&self.store)
+                .batch(*batch)?
+                .is_some_and(|row| row.state == BatchState::Submitted);
+            if submitted {
+                round
+                    .following
+                    .insert(*batch, (Instant::now(), Duration::ZERO));
+            } else {
+                unconfirmed.insert(*batch);
+            }
+        }
+        // Left half-made and not found at the provider for want of an answer: neither followed
+        // nor submitted again (that could pay twice); a later run looks again.
+        for (key, batch) in pending.iter().filter(|(_, b)| unconfirmed.contains(*b)) {
+            let failed = CallOutcome::Failed {
+                call_id: None,
+                error: format!(
+                    "waits in batch {batch}, which an earlier run left before the provider \
+                     confirmed it and which could not be looked for now; run again later"
+                ),
+                attempts: 0,
+            };
+            submitted.failed.extend(round.spread(key, failed));
+        }
+        Ok(pending)
     }
 
     /// Splits one endpoint's keys into payloads and submits each.
@@ -633,33 +646,13 @@ impl Batcher {
         budget: Option<&Budget>,
     ) -> StepResult<Vec<(usize, CallOutcome)>> {
         if let BatchStatus::Failed(failures) = &info.status {
-            let listed: Vec<String> = failures.iter().map(ToString::to_string).collect();
-            let why = format!(
-                "{} refused batch {}: {}",
-                endpoint.provider,
-                info.id,
-                listed.join("; ")
-            );
-            let keys = self.keys_of(round, row.id)?;
-            lock(&self.store).void_batch(row.id, &why)?;
-            let mut outcomes = Vec::new();
-            for key in keys {
-                self.release(round, &key, budget, 0.0);
-                let failed = CallOutcome::Failed {
-                    call_id: None,
-                    error: why.clone(),
-                    attempts: 0,
-                };
-                outcomes.extend(round.spread(&key, failed));
-            }
-            return Ok(outcomes);
+            return Ok(self.refused(round, row, endpoint, info, failures, budget)?);
         }
         let jobs = &round.jobs;
         let request_of = |id: &str| -> Option<&ChatRequest> { jobs.get(id).map(|j| &j.request) };
         let lines = self
             .with_retries(|| batch::results(&self.client, endpoint, info, request_of))
             .await?;
-        let latency_ms = turnaround_ms(row, info);
         // Keys an earlier collect stored before its run stopped are served from the cache.
         let (pending, stored): (Vec<_>, Vec<_>) = lock(&self.store)
             .batch_keys(row.id)?
@@ -670,6 +663,7 @@ impl Batcher {
         let stored: Vec<String> = stored.into_iter().map(|k| k.cache_key).collect();
         let mut outcomes = self.stored_outcomes(round, &stored, budget)?;
         let mut unfinished = Vec::new();
+        let latency_ms = turnaround_ms(row, info);
         for line in lines {
             if !pending.contains(&line.custom_id) {
                 continue;
@@ -680,9 +674,8 @@ impl Batcher {
             let key = line.custom_id;
             let outcome = match line.outcome {
                 Ok(response) => {
-                    let cost = job
-                        .price
-                        .cost_usd(response.usage.input_tokens, response.usage.output_tokens);
+                    let usage = response.usage;
+                    let cost = job.price.cost_usd(usage.input_tokens, usage.output_tokens);
                     self.release(round, &key, budget, cost);
                     self.store_answer(row.id, &job, response, latency_ms)
                 }
@@ -702,24 +695,41 @@ impl Batcher {
             };
             outcomes.extend(round.spread(&key, outcome));
         }
+        outcomes.extend(self.close(round, row, info, &unfinished, budget)?);
+        tracing::debug!(batch = row.id, outcomes = outcomes.len(), "batch collected");
+        Ok(outcomes)
+    }
+
+    /// Closes a collected batch: `unfinished` keys, and those of this round no line named,
+    /// are left to the next run; the batch is collected unless it holds keys this round does
+    /// not know (another experiment's, collected by its run). Returns the outcomes of the
+    /// round's keys no line named.
+    fn close(
+        &self,
+        round: &mut Round,
+        row: &BatchRow,
+        info: &BatchInfo,
+        unfinished: &[String],
+        budget: Option<&Budget>,
+    ) -> Result<Vec<(usize, CallOutcome)>, StoreError> {
         let mut store = lock(&self.store);
-        let unfinished: Vec<&str> = unfinished.iter().map(String::as_str).collect();
-        store.mark_batch_unfinished(row.id, &unfinished)?;
-        // Keys no line named, or that this round does not know (another experiment's).
-        let left: Vec<String> = store
+        let (known, unknown): (Vec<String>, Vec<String>) = store
             .batch_keys(row.id)?
             .into_iter()
-            .filter(|k| k.outcome == KeyOutcome::Pending)
+            .filter(|k| k.outcome == KeyOutcome::Pending && !unfinished.contains(&k.cache_key))
             .map(|k| k.cache_key)
+            .partition(|k| round.jobs.contains_key(k));
+        let done: Vec<&str> = unfinished
+            .iter()
+            .chain(&known)
+            .map(String::as_str)
             .collect();
-        if left.iter().all(|k| round.jobs.contains_key(k)) {
+        store.mark_batch_unfinished(row.id, &done)?;
+        if unknown.is_empty() {
             store.finish_batch(row.id)?;
         }
         drop(store);
-        let known: Vec<String> = left
-            .into_iter()
-            .filter(|k| round.jobs.contains_key(k))
-            .collect();
+        let mut outcomes = Vec::new();
         for key in &known {
             self.release(round, key, budget, 0.0);
             let failed = CallOutcome::Failed {
@@ -733,7 +743,39 @@ impl Batcher {
             };
             outcomes.extend(round.spread(key, failed));
         }
-        tracing::debug!(batch = row.id, outcomes = outcomes.len(), "batch collected");
+        Ok(outcomes)
+    }
+
+    /// A batch the provider refused as a whole (OpenAI's validation): given up, with each
+    /// error's line and code in its note and in its calls' errors; nothing of it was billed.
+    fn refused(
+        &self,
+        round: &mut Round,
+        row: &BatchRow,
+        endpoint: &Endpoint,
+        info: &BatchInfo,
+        failures: &[batch::BatchFailure],
+        budget: Option<&Budget>,
+    ) -> Result<Vec<(usize, CallOutcome)>, StoreError> {
+        let listed: Vec<String> = failures.iter().map(ToString::to_string).collect();
+        let why = format!(
+            "{} refused batch {}: {}",
+            endpoint.provider,
+            info.id,
+            listed.join("; ")
+        );
+        let keys = self.keys_of(round, row.id)?;
+        lock(&self.store).void_batch(row.id, &why)?;
+        let mut outcomes = Vec::new();
+        for key in keys {
+            self.release(round, &key, budget, 0.0);
+            let failed = CallOutcome::Failed {
+                call_id: None,
+                error: why.clone(),
+                attempts: 0,
+            };
+            outcomes.extend(round.spread(&key, failed));
+        }
         Ok(outcomes)
     }
 
@@ -901,7 +943,11 @@ impl Batcher {
             match step().await {
                 Ok(value) => return Ok(value),
                 Err(e) if e.is_retryable() && attempt < self.retry.max_attempts => {
-                    let wait = backoff.next().unwrap_or(self.retry.max_delay);
+                    // A refusal of the batch endpoints' own rate limit says how long to wait.
+                    let wait = match &e {
+                        BatchError::Provider(error) => self.retry.wait(error, &mut backoff),
+                        _ => backoff.next().unwrap_or(self.retry.max_delay),
+                    };
                     tracing::debug!(attempt, ?wait, %e, "batch step failed; trying again");
                     tokio::time::sleep(wait).await;
                     attempt += 1;

@@ -24,7 +24,7 @@ use std::sync::Arc;
 pub use batches::PollPolicy;
 pub use kind::{ExperimentKind, UnknownKind};
 pub use lifecycle::{observed_status, run_lock_dir};
-pub use options::{FileBudget, MAX_REPEAT, Override, Overrides, RunOptions};
+pub use options::{FileBudget, MAX_REPEAT, Override, Overrides, RunOptions, batch_flag};
 pub use plan::{
     ASSUMED_MAX_OUTPUT_TOKENS, IMAGE_TOKENS_BOUND, MAX_PLANNED_CALLS, Plan, PlanLine,
     batch_max_cost, check_size, max_cost,

@@ -95,6 +95,37 @@ impl<'de> serde::Deserialize<'de> for FileBudget {
     }
 }
 
+/// Reads an experiment file's `batch:`: `true` or `false`, refused otherwise with the
+/// setting named (serde's own message is only "invalid boolean").
+pub fn batch_flag<'de, D: serde::Deserializer<'de>>(deserializer: D) -> Result<bool, D::Error> {
+    struct Flag;
+
+    impl serde::de::Visitor<'_> for Flag {
+        type Value = bool;
+
+        fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            f.write_str("`batch:` as true or false")
+        }
+
+        fn visit_bool<E: serde::de::Error>(self, value: bool) -> Result<bool, E> {
+            Ok(value)
+        }
+
+        fn visit_str<E: serde::de::Error>(self, text: &str) -> Result<bool, E> {
+            match text {
+                "true" => Ok(true),
+                "false" => Ok(false),
+                other => Err(E::custom(format!(
+                    "`batch: {other}` must be true (send the calls through batch APIs, at half \
+                     price) or false"
+                ))),
+            }
+        }
+    }
+
+    deserializer.deserialize_any(Flag)
+}
+
 /// The most samples per call a user may ask for: beyond it, a typo is likelier than intent.
 pub const MAX_REPEAT: u32 = 10_000;
 

@@ -309,14 +309,7 @@ async fn run(
     let started = std::time::Instant::now();
     // The command line's budget wins over the file's.
     let budget_usd = options.budget_usd.or(experiment.budget_usd());
-    let mut header = header_with_budget(experiment, budget_usd);
-    if options.batch_on(experiment.batch()) {
-        // Recorded with the run: its answers were asked through batch APIs.
-        if !header.options.is_object() {
-            header.options = serde_json::json!({});
-        }
-        header.options["batch"] = serde_json::json!(true);
-    }
+    let header = run_header(experiment, budget_usd, options.batch_on(experiment.batch()));
     let guard = RunGuard::start(
         &lock(store),
         db,
@@ -382,14 +375,21 @@ async fn run(
     })
 }
 
-/// The experiment's header, with the run's budget among its options when it has one.
-fn header_with_budget(experiment: &dyn Experiment, budget_usd: Option<f64>) -> RunHeader {
+/// The experiment's header, with the run's budget among its options when it has one, and
+/// `batch: true` when its calls go through batch APIs.
+fn run_header(experiment: &dyn Experiment, budget_usd: Option<f64>, batch: bool) -> RunHeader {
     let mut header = experiment.header();
+    if budget_usd.is_none() && !batch {
+        return header;
+    }
+    if !header.options.is_object() {
+        header.options = serde_json::json!({});
+    }
     if let Some(usd) = budget_usd {
-        if !header.options.is_object() {
-            header.options = serde_json::json!({});
-        }
         header.options["budget_usd"] = serde_json::json!(usd);
+    }
+    if batch {
+        header.options["batch"] = serde_json::json!(true);
     }
     header
 }

@@ -85,6 +85,19 @@ impl Endpoint {
     }
 }
 
+/// The HTTP client of [`LlmClient`]; the error's text when it cannot be built.
+fn build_http(timeout: Duration) -> Result<reqwest::Client, String> {
+    // reqwest is built without a default TLS provider: install ring once.
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    reqwest::Client::builder()
+        .timeout(timeout)
+        .connect_timeout(Duration::from_secs(20))
+        .pool_max_idle_per_host(256)
+        .user_agent(concat!("track/", env!("CARGO_PKG_VERSION")))
+        .build()
+        .map_err(|e| e.to_string())
+}
+
 /// Normalises `OLLAMA_HOST` the way the Ollama clients do: scheme defaults to http, port to
 /// 11434, and `0.0.0.0` (a listen address) means this machine.
 fn ollama_base(host: &str) -> String {
@@ -112,23 +125,45 @@ pub struct LlmClient {
     timeout: Duration,
 }
 
+/// A client being built on a thread of its own ([`LlmClient::build_ahead`]), with its timeout.
+type Ahead = (
+    Duration,
+    std::thread::JoinHandle<Result<reqwest::Client, String>>,
+);
+
+/// The client [`LlmClient::build_ahead`] started, until [`LlmClient::new`] takes it.
+static AHEAD: std::sync::Mutex<Option<Ahead>> = std::sync::Mutex::new(None);
+
 impl LlmClient {
-    /// Builds the client with a per-request timeout.
+    /// Builds the client with a per-request timeout (taking the one [`Self::build_ahead`]
+    /// started with the same timeout, if any).
     pub fn new(timeout: Duration) -> Result<Self, ProviderError> {
-        // reqwest is built without a default TLS provider: install ring once.
-        let _ = rustls::crypto::ring::default_provider().install_default();
-        let http = reqwest::Client::builder()
-            .timeout(timeout)
-            .connect_timeout(Duration::from_secs(20))
-            .pool_max_idle_per_host(256)
-            .user_agent(concat!("track/", env!("CARGO_PKG_VERSION")))
-            .build()
-            .map_err(|e| ProviderError::Connect {
-                provider: "http client".into(),
-                url: String::new(),
-                detail: e.to_string(),
-            })?;
+        let ahead = AHEAD.lock().unwrap_or_else(|p| p.into_inner()).take();
+        let built = match ahead {
+            Some((same, thread)) if same == timeout => thread
+                .join()
+                .unwrap_or_else(|_| Err("the thread building it panicked".into())),
+            _ => build_http(timeout),
+        };
+        let http = built.map_err(|detail| ProviderError::Connect {
+            provider: "http client".into(),
+            url: String::new(),
+            detail,
+        })?;
         Ok(Self { http, timeout })
+    }
+
+    /// Starts building the client of [`Self::new`] on a thread of its own, while the caller
+    /// does other work (reads an experiment file): TLS set-up reads and parses the system's
+    /// root certificates, a few milliseconds. Nothing is sent, and nothing is kept if no
+    /// client is asked for.
+    pub fn build_ahead(timeout: Duration) {
+        let thread = std::thread::Builder::new()
+            .name("track-client".into())
+            .spawn(move || build_http(timeout));
+        if let Ok(thread) = thread {
+            *AHEAD.lock().unwrap_or_else(|p| p.into_inner()) = Some((timeout, thread));
+        }
     }
 
     /// Posts `body` as JSON with `headers`; returns the response when its status is a success,
@@ -411,6 +446,17 @@ pub(crate) fn body_excerpt(body: &[u8]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_client_built_ahead_is_the_one_taken_with_its_timeout() {
+        let timeout = Duration::from_millis(123_457);
+        LlmClient::build_ahead(timeout);
+        assert_eq!(LlmClient::new(timeout).unwrap().timeout, timeout);
+        // Another timeout builds its own.
+        LlmClient::build_ahead(timeout);
+        let other = Duration::from_millis(98_765);
+        assert_eq!(LlmClient::new(other).unwrap().timeout, other);
+    }
 
     fn endpoint(kind: ProviderKind, base: &str) -> Endpoint {
         Endpoint {

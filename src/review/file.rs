@@ -86,7 +86,7 @@ pub struct ReviewExperiment {
     #[serde(default)]
     pub budget: Option<FileBudget>,
     /// Send the calls through batch APIs, at half price (`--batch` asks the same).
-    #[serde(default)]
+    #[serde(default, deserialize_with = "crate::experiment::batch_flag")]
     pub batch: bool,
 }
 

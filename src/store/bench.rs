@@ -377,7 +377,14 @@ impl Store {
             let now = now_rfc3339();
             insert_bench_labels(&tx, rows)?;
             let one_row = format!("({})", vec!["?"; COLUMNS].join(","));
-            for chunk in rows.chunks(ROWS_PER_STATEMENT) {
+            // Two statements only, of 64 rows and of one: a statement for each length (the
+            // executor hands over batches of 1 to 64 answers) would not stay in the cache of
+            // prepared statements, and each would be compiled again and again.
+            let full = rows.len() - rows.len() % ROWS_PER_STATEMENT;
+            let chunks = rows[..full]
+                .chunks(ROWS_PER_STATEMENT)
+                .chain(rows[full..].chunks(1));
+            for chunk in chunks {
                 let mut stmt = tx.prepare_cached(&format!(
                     "INSERT OR REPLACE INTO bench_results (run_id, model_index, prompt_index, repeat_index,
                         model_ref, provider, model_id, prompt_name, method, call_id, cache_hit, status, detail,

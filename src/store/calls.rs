@@ -87,9 +87,7 @@ impl Store {
         use rusqlite::OptionalExtension as _;
         Ok(self
             .conn
-            .prepare_cached(
-                "SELECT status, attempts FROM calls WHERE cache_key = ?1 ORDER BY id DESC LIMIT 1",
-            )?
+            .prepare_cached(LAST_OUTCOME_OF_KEY)?
             .query_row([key], |r| Ok((r.get::<_, String>(0)?, r.get::<_, u32>(1)?)))
             .optional()?
             .and_then(|(status, attempts)| (status == "error").then_some(attempts)))
@@ -102,8 +100,8 @@ impl Store {
         Ok(self
             .conn
             .prepare_cached(
-                "SELECT status, http_status, coalesce(error, '') FROM calls WHERE cache_key = ?1 \
-                 ORDER BY id DESC LIMIT 1",
+                "SELECT status, http_status, coalesce(error, '') FROM calls \
+                 WHERE id = (SELECT max(id) FROM calls WHERE cache_key = ?1)",
             )?
             .query_row([key], |r| {
                 Ok((
@@ -128,6 +126,11 @@ impl Store {
             .query_row([key], |r| r.get::<_, i64>(0))? as u64)
     }
 }
+
+/// The status and attempts of the newest call of a key. `max(id)` rather than `ORDER BY id
+/// DESC LIMIT 1`: the index on (cache_key, status) does not give a key's calls in id order, so
+/// the latter sorts them in a temporary b-tree, made and dropped at every call sent.
+pub(super) const LAST_OUTCOME_OF_KEY: &str = "SELECT status, attempts FROM calls WHERE id = (SELECT max(id) FROM calls WHERE cache_key = ?1)";
 
 /// Inserts `call` on `tx` (its blobs, its row, the end of any claim on its key), answered in
 /// `batch` when it came from one; returns its id.
@@ -252,6 +255,26 @@ mod tests {
         store.insert_call(&call("k1", Err("HTTP 500"))).unwrap();
         assert!(store.cached_calls(["k1"]).unwrap().is_empty());
         assert_eq!(store.call_count("k1").unwrap(), 1);
+    }
+
+    #[test]
+    fn the_last_failure_is_that_of_the_newest_call() {
+        let mut store = Store::open_in_memory().unwrap();
+        assert_eq!(store.last_failure_attempts("k1").unwrap(), None);
+        store.insert_call(&call("k1", Err("HTTP 500"))).unwrap();
+        let mut failed = call("k1", Err("HTTP 503"));
+        failed.attempts = 6;
+        failed.http_status = Some(503);
+        store.insert_call(&failed).unwrap();
+        assert_eq!(store.last_failure_attempts("k1").unwrap(), Some(6));
+        assert_eq!(
+            store.last_failure_status("k1").unwrap(),
+            Some((503, "HTTP 503".to_owned()))
+        );
+        store.insert_call(&call("k1", Ok("fine"))).unwrap();
+        assert_eq!(store.last_failure_attempts("k1").unwrap(), None);
+        assert_eq!(store.last_failure_status("k1").unwrap(), None);
+        assert_eq!(store.last_failure_attempts("k2").unwrap(), None);
     }
 
     #[test]

@@ -52,13 +52,33 @@ fn live_requests(mock: &MockProvider) -> usize {
         .count()
 }
 
-/// No key is in two batches at the provider, and none is answered twice in the store.
+/// No key waits in two batches at once or is paid twice: a key is submitted again only when
+/// an earlier batch ended without running it (expired, cancelled), and the provider billed
+/// each key once; none is answered twice in the store.
 fn assert_no_call_in_two_batches(s: &Sandbox) {
+    let mut billed = BTreeSet::new();
+    for bill in s.mock.batches().bills() {
+        assert!(
+            billed.insert(bill.custom_id.clone()),
+            "{} was billed by two batches",
+            bill.custom_id
+        );
+    }
+    let unfinished: BTreeSet<String> = {
+        let db = s.db();
+        let mut stmt = db
+            .prepare("SELECT cache_key FROM batch_calls WHERE outcome = 'unfinished'")
+            .unwrap();
+        stmt.query_map([], |r| r.get(0))
+            .unwrap()
+            .map(Result::unwrap)
+            .collect()
+    };
     let mut seen = BTreeSet::new();
     for line in s.mock.batches().submitted() {
         assert!(
-            seen.insert(line.custom_id.clone()),
-            "{} was submitted in two batches",
+            seen.insert(line.custom_id.clone()) || unfinished.contains(&line.custom_id),
+            "{} was submitted in two batches, though the first did not leave it unfinished",
             line.custom_id
         );
     }
@@ -550,4 +570,105 @@ fn a_budget_reserves_at_the_batch_price_when_a_batch_is_submitted() {
         "only the rest was submitted"
     );
     assert_complete(&s, 12);
+}
+
+#[test]
+fn killed_while_polling_a_running_batch_the_next_run_collects_it() {
+    for (model, second_poll) in [("openai:gpt-4o", 4), ("anthropic:haiku 3.5", 3)] {
+        let s = sandbox();
+        // The mock's clock stands still: the first poll finds it running, the second is held.
+        s.mock.batches().set_speed(0.0);
+        bench(&s, &[model], 4);
+        s.mock.hold(Hold::From(second_poll));
+        let mut cmd = s.track_process();
+        cmd.args(["run", "bench.yaml", "--batch"])
+            .env(POLL.0, POLL.1);
+        let mut running = crate::support::Running::start(cmd);
+        s.mock.wait_held(1);
+        running.kill();
+        assert_eq!(
+            s.count("SELECT count(*) FROM batches WHERE state = 'submitted' AND polls = 1"),
+            1,
+            "{model}: one poll stored"
+        );
+        s.mock.release();
+        wait_for("the held request to end", || s.mock.in_flight() == 0);
+        s.mock.batches().advance(Duration::from_secs(3600));
+        let out = run_batch(&s, &[]);
+        assert!(out.status.success(), "{model}: {}", text(&out.stderr));
+        assert_eq!(s.mock.batches().list().len(), 1, "{model}");
+        assert_complete(&s, 4);
+        assert_no_call_in_two_batches(&s);
+    }
+}
+
+#[test]
+fn a_cancelled_batch_keeps_what_finished_and_the_next_run_submits_the_rest() {
+    let s = sandbox();
+    s.mock.batches().set_speed(0.0);
+    bench(&s, &["anthropic:haiku 3.5"], 10);
+    let out = run_batch(&s, &["--detach"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    // Half of its 5 minutes in progress: about half the requests are done.
+    s.mock.batches().advance(Duration::from_secs(150));
+    let out = s.track().args(["batches", "cancel", "1"]).output().unwrap();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    s.mock.batches().advance(Duration::from_secs(3600));
+    let out = run_batch(&s, &["--detach"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let answered = s.count("SELECT count(*) FROM calls WHERE status = 'ok'");
+    assert!(answered > 0 && answered < 10, "{answered} of 10 kept");
+    assert_eq!(
+        s.count("SELECT count(*) FROM batch_calls WHERE batch = 1 AND outcome = 'unfinished'"),
+        10 - answered
+    );
+    // The rest, and only the rest, in a second batch.
+    s.mock.batches().set_speed(1_000_000.0);
+    let out = run_batch(&s, &[]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let batches = s.mock.batches().list();
+    assert_eq!(batches.len(), 2, "{batches:?}");
+    assert_eq!(batches[1].custom_ids.len() as i64, 10 - answered);
+    assert_complete(&s, 10);
+    assert_no_call_in_two_batches(&s);
+}
+
+#[test]
+fn a_bad_batch_setting_in_a_file_is_named_and_a_detached_run_with_nothing_back_prints_no_tables() {
+    let s = sandbox();
+    bench(&s, &["openai:gpt-4o"], 2);
+    let yaml = std::fs::read_to_string(s.path("bench.yaml")).unwrap();
+    s.write("bench.yaml", &format!("batch: maybe\n{yaml}"));
+    let out = s.track().args(["run", "bench.yaml"]).output().unwrap();
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("`batch: maybe` must be true"), "{stderr}");
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+
+    s.write("bench.yaml", &format!("batch: true\n{yaml}"));
+    s.mock.batches().set_speed(0.0);
+    let out = s
+        .track()
+        .args(["run", "bench.yaml", "--detach"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert_eq!(text(&out.stdout), "", "no empty tables");
+    assert!(text(&out.stderr).contains("waiting for 1 batch"));
+}
+
+#[test]
+fn refused_polls_and_downloads_are_tried_again_and_the_run_completes() {
+    let s = sandbox();
+    bench(&s, &["openai:gpt-4o"], 3);
+    s.mock
+        .batches()
+        .fault(BatchStep::Get, BatchFault::Status(429), 2);
+    s.mock
+        .batches()
+        .fault(BatchStep::Results, BatchFault::Status(503), 1);
+    let out = run_batch(&s, &[]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert_complete(&s, 3);
+    assert_eq!(s.mock.batches().list().len(), 1);
 }
