@@ -58,6 +58,11 @@ const WIDE_ONLY: &[&str] = &[
     "pue",
     // `track models`: the batch API, for --wide, CSV and JSON.
     "batch",
+    // Pairwise comparisons: the intervals of win rates and strengths.
+    "win_rate_low",
+    "win_rate_high",
+    "strength_low",
+    "strength_high",
 ];
 
 /// Short headers of compact tables, for columns whose full header is long.
@@ -92,6 +97,14 @@ const SHORT_HEADERS: &[(&str, &str)] = &[
     ("with_na", "with N/A"),
     ("mean_overall", "overall"),
     ("mean_average_pn", "mean P"),
+    // Pairwise comparisons (`candidate_b` would read `candidate (B)`, billions).
+    ("candidate_a", "A"),
+    ("candidate_b", "B"),
+    ("wins_a", "A wins"),
+    ("wins_b", "B wins"),
+    ("verdicts", "n"),
+    ("inconsistent", "incons."),
+    ("inconsistency", "share"),
 ];
 
 /// The header of a compact table: a short form when there is one, else the full header.

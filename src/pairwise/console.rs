@@ -4,10 +4,11 @@
 use std::io::Write;
 
 use super::PairwiseError;
+use super::columns as c;
 use super::stats::Verdicts;
 use super::summary::{candidate_summary, judge_summary, pair_summary};
 use crate::experiment::ReportOptions;
-use crate::output::render;
+use crate::output::{Columns, render};
 use crate::store::Store;
 
 /// Prints the tables of run `run_id`.
@@ -27,11 +28,13 @@ pub fn print(
         "Candidates (Bradley–Terry strength, natural log, mean 0)\n{}",
         render(&candidate_summary(&verdicts)?, options.columns)
     )?;
-    writeln!(
-        out,
-        "Pairs\n{}",
-        render(&pair_summary(&verdicts)?, options.columns)
-    )?;
+    let mut pairs = pair_summary(&verdicts)?;
+    if options.columns == Columns::Compact {
+        // Long candidate names leave no room: the judges' table has the inconsistency, and
+        // `--wide` or `track query --by pair` every count.
+        pairs = pairs.drop_many([c::INCONSISTENT, c::INVALID]);
+    }
+    writeln!(out, "Pairs\n{}", render(&pairs, options.columns))?;
     writeln!(
         out,
         "Judges\n{}",

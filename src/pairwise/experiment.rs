@@ -6,7 +6,7 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use super::spec::{Candidates, PairwiseSpec};
+use super::spec::{CandidateModel, Candidates, PairwiseSpec};
 use super::verdict;
 use crate::config::{Catalog, Config};
 use crate::experiment::{
@@ -36,7 +36,14 @@ pub fn from_file(
     let mut spec = PairwiseSpec::parse(path, text).map_err(ExperimentError::kind)?;
     if overrides.models.is_some() {
         match &mut spec.candidates {
-            Candidates::Models(models) => *models = overrides.models_or(models),
+            Candidates::Models(models) => {
+                let references: Vec<String> = models.iter().map(|m| m.model.clone()).collect();
+                *models = overrides
+                    .models_or(&references)
+                    .iter()
+                    .map(|r| CandidateModel::plain(r))
+                    .collect();
+            }
             Candidates::Datasheets { .. } => {
                 return Err(ExperimentError::Unsupported {
                     kind: ExperimentKind::Pairwise,
@@ -100,9 +107,13 @@ impl PairwiseExperiment {
         let names = match &spec.candidates {
             Candidates::Models(models) => {
                 for m in models {
-                    targets.push(resolve(m, "candidate")?);
+                    targets.push(resolve(&m.model, "candidate")?);
                 }
-                targets.iter().map(|t| t.reference.clone()).collect()
+                models
+                    .iter()
+                    .zip(&targets)
+                    .map(|(m, t)| m.name.clone().unwrap_or_else(|| t.reference.clone()))
+                    .collect()
             }
             Candidates::Datasheets { names, .. } => names.clone(),
         };
@@ -152,15 +163,20 @@ impl PairwiseExperiment {
     /// Stage 0 of candidate models: each answers each task once.
     fn answers_stage(&self) -> Stage {
         let tasks = self.spec.tasks.len();
+        let Candidates::Models(settings) = &self.spec.candidates else {
+            return Stage::default();
+        };
         let mut calls = Vec::new();
-        for (c, model) in self.targets[..self.names.len()].iter().enumerate() {
+        for (c, (model, own)) in self.targets.iter().zip(settings).enumerate() {
             for (t, task) in self.spec.tasks.iter().enumerate() {
+                let mut params = task.params.clone();
+                params.temperature = own.temperature.or(params.temperature);
                 let request = ChatRequest {
                     model: model.spec.model.clone(),
                     schema: None,
-                    system: task.system.clone(),
+                    system: own.system.clone().or_else(|| task.system.clone()),
                     messages: vec![Message::user(task.text.clone())],
-                    params: task.params.clone(),
+                    params,
                 };
                 calls.push(PlannedCall {
                     target: c,

@@ -61,15 +61,53 @@ struct RawFile {
 #[derive(Debug, Deserialize)]
 #[serde(untagged)]
 enum RawCandidates {
-    Models(Vec<String>),
+    Models(Vec<RawCandidate>),
     Word(String),
+}
+
+/// One candidate model as written: its reference, or a mapping that names it and sets its own
+/// system prompt or temperature (one model under two settings is two candidates).
+#[derive(Debug, Deserialize)]
+#[serde(untagged)]
+enum RawCandidate {
+    Reference(String),
+    Set(CandidateModel),
+}
+
+/// A candidate model with its own settings.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CandidateModel {
+    /// The model (`provider:name`).
+    pub model: String,
+    /// Its name in every table (default: the model's canonical reference).
+    #[serde(default)]
+    pub name: Option<String>,
+    /// Its system prompt, instead of the prompt's or the file's.
+    #[serde(default)]
+    pub system: Option<String>,
+    /// Its temperature, instead of the file's.
+    #[serde(default)]
+    pub temperature: Option<f64>,
+}
+
+impl CandidateModel {
+    /// The model `reference` with no settings of its own.
+    pub fn plain(reference: &str) -> Self {
+        Self {
+            model: reference.trim().to_owned(),
+            name: None,
+            system: None,
+            temperature: None,
+        }
+    }
 }
 
 /// What is compared.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Candidates {
     /// Models, each answering every prompt (their answers are the first stage).
-    Models(Vec<String>),
+    Models(Vec<CandidateModel>),
     /// Generated datasheets, named by their generator (and time, when one generator has
     /// several of a sensor): `texts[item][candidate]`, `None` when it wrote none of it.
     Datasheets {
@@ -140,7 +178,16 @@ impl PairwiseSpec {
                 })?;
                 let tasks =
                     prompt_tasks(prompts, raw.system.as_deref(), &defaults).map_err(invalid)?;
-                let models = models.iter().map(|m| m.trim().to_owned()).collect();
+                let models = models
+                    .iter()
+                    .map(|m| match m {
+                        RawCandidate::Reference(r) => CandidateModel::plain(r),
+                        RawCandidate::Set(set) => CandidateModel {
+                            model: set.model.trim().to_owned(),
+                            ..set.clone()
+                        },
+                    })
+                    .collect();
                 (Candidates::Models(models), tasks)
             }
             RawCandidates::Word(word) if word.trim() == "datasheets" => {

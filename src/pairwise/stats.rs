@@ -421,16 +421,29 @@ pub fn bradley_terry(wins: &[Vec<f64>]) -> Option<Vec<f64>> {
     Some(p.iter().map(|v| v.ln()).collect())
 }
 
-/// The rank of each strength, 1 the strongest; candidates without a strength last, by order.
+/// The rank of each strength, 1 the strongest, equal strengths sharing a rank; candidates
+/// without a strength last, by order.
 pub fn ranks(strengths: &[Strength]) -> Vec<u32> {
     let mut order: Vec<usize> = (0..strengths.len()).collect();
     order.sort_by(|&x, &y| {
         let key = |i: usize| strengths[i].value.unwrap_or(f64::NEG_INFINITY);
         key(y).total_cmp(&key(x)).then(x.cmp(&y))
     });
+    // Competition ranking: equal strengths share a rank (1, 1, 3).
     let mut ranks = vec![0; strengths.len()];
-    for (rank, i) in order.into_iter().enumerate() {
-        ranks[i] = rank as u32 + 1;
+    for (position, &i) in order.iter().enumerate() {
+        let same = position
+            .checked_sub(1)
+            .map(|p| order[p])
+            .filter(|&prev| strengths[prev].value.is_some())
+            .filter(|&prev| {
+                let (a, b) = (strengths[prev].value, strengths[i].value);
+                a.zip(b).is_some_and(|(a, b)| (a - b).abs() < 1e-9)
+            });
+        ranks[i] = match same {
+            Some(prev) => ranks[prev],
+            None => position as u32 + 1,
+        };
     }
     ranks
 }
@@ -651,5 +664,15 @@ mod tests {
         assert!(close(s[0].value.unwrap(), half, 1e-9));
         assert!(s[0].low.unwrap() <= half && half <= s[0].high.unwrap());
         assert_eq!(ranks(&s), [1, 2]);
+        let even = Strength {
+            value: Some(0.0),
+            low: None,
+            high: None,
+        };
+        let none = Strength {
+            value: None,
+            ..even
+        };
+        assert_eq!(ranks(&[even, none, even]), [1, 3, 1]);
     }
 }

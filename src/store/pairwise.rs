@@ -145,12 +145,14 @@ impl Store {
         Ok(())
     }
 
-    /// The verdicts of `run_ids`, run by run, in the order they were stored.
+    /// The verdicts of `run_ids`, run by run, each run's by judge, item, pair, repeat and order
+    /// (not the order they were stored in, which concurrency decides).
     pub fn pairwise_verdicts(&self, run_ids: &[i64]) -> Result<Vec<VerdictRow>> {
         let mut stmt = self.conn.prepare(
             "SELECT run_id, judge, item, candidate_a, candidate_b, repeat_index, shown_order,
                     winner, justification, invalid_reason, call_id, cache_hit
-             FROM pairwise_verdicts WHERE run_id = ?1 ORDER BY id",
+             FROM pairwise_verdicts WHERE run_id = ?1
+             ORDER BY judge, item, candidate_a, candidate_b, repeat_index, shown_order",
         )?;
         let mut out = Vec::new();
         for run_id in run_ids {
@@ -209,6 +211,10 @@ mod tests {
         store
             .insert_pairwise_verdicts(&[row.clone(), invalid.clone()])
             .unwrap();
-        assert_eq!(store.pairwise_verdicts(&[run]).unwrap(), [row, invalid]);
+        assert_eq!(
+            store.pairwise_verdicts(&[run]).unwrap(),
+            [invalid, row],
+            "by order shown, not as stored"
+        );
     }
 }

@@ -103,12 +103,13 @@ fn candidate_models_are_judged_in_both_orders_with_inconsistency_and_invalid_cou
         lines[0].starts_with("judge,verdicts,invalid,pairs,inconsistent,inconsistency,kappa"),
         "{judges}"
     );
+    // Judges in the order of their names.
     assert!(
-        lines[1].starts_with("openai:gpt-4o-mini,12,0,6,0,0"),
+        lines[2].starts_with("openai:gpt-4o-mini,12,0,6,0,0"),
         "{judges}"
     );
     assert!(
-        lines[2].starts_with("anthropic:haiku 3.5,12,6,3,3,1"),
+        lines[1].starts_with("anthropic:haiku 3.5,12,6,3,3,1"),
         "every readable pair of the position-biased judge is inconsistent: {judges}"
     );
     let by_candidate = s
