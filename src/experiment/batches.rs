@@ -355,7 +355,17 @@ impl Batcher {
                     submitted.round.following.insert(row.id, first);
                 }
                 Err(e) => {
-                    let why = format!("the batch could not be submitted: {e}");
+                    let hint = match &e {
+                        StepError::Batch(b) if matches!(b.http_status(), Some(404 | 405 | 501)) => {
+                            format!(
+                                " ({} seems to have no batch API: set `batch: off` for it in \
+                                 config.yaml, or run without --batch)",
+                                endpoint.provider
+                            )
+                        }
+                        _ => String::new(),
+                    };
+                    let why = format!("the batch could not be submitted: {e}{hint}");
                     lock(&self.store).void_batch(row.id, &why)?;
                     for key in &payload.custom_ids {
                         self.release(&mut submitted.round, key, budget, 0.0);
