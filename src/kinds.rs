@@ -27,6 +27,7 @@ pub fn kind(kind: ExperimentKind) -> &'static dyn Kind {
         ExperimentKind::Review => &crate::review::KIND,
         ExperimentKind::Generate => &crate::review::GENERATE,
         ExperimentKind::Relevance => &crate::relevance::KIND,
+        ExperimentKind::Pairwise => &crate::pairwise::KIND,
     }
 }
 
@@ -320,9 +321,9 @@ mod tests {
         assert_eq!(of_file("models: [a:b]\n"), Ok(ExperimentKind::Bench));
         assert_eq!(
             of_file("kind: poetry\n").unwrap_err(),
-            "unknown `kind: poetry`; use bench (the default), review or relevance"
+            "unknown `kind: poetry`; use bench (the default), review, relevance or pairwise"
         );
-        assert_eq!(reported_nouns(), "benchmark, review or relevance");
+        assert_eq!(reported_nouns(), "benchmark, review, relevance or pairwise");
     }
 
     #[test]
@@ -342,7 +343,7 @@ mod tests {
     fn help_texts_are_written_from_the_entries() {
         assert_eq!(
             default_runs_help(|k| k.export_csv().is_some()),
-            "the latest benchmark, all reviews, the latest relevance run"
+            "the latest benchmark, all reviews, the latest relevance run, the latest pairwise run"
         );
         assert_eq!(flag_homes(QueryFlag::Agreement), "--by criterion");
         assert_eq!(flag_homes(QueryFlag::PerPredicate), "--by variant");
@@ -371,8 +372,8 @@ mod tests {
         assert_eq!(
             unsupported.to_string(),
             format!(
-                "run {generate} is a generation run: track diff compares benchmark, review and \
-                 relevance runs"
+                "run {generate} is a generation run: track diff compares benchmark, review, \
+                 relevance and pairwise runs"
             )
         );
         let empty = diff(&store, bench, bench).unwrap();

@@ -16,6 +16,7 @@ pub mod hash;
 pub mod kinds;
 pub mod llm;
 pub mod output;
+pub mod pairwise;
 pub mod prompt;
 pub mod relevance;
 pub mod report;

@@ -45,6 +45,8 @@ kinds! {
     Generate = "generate", "generation";
     /// A vision model scores predicates with and without "uncertain" (`kind: relevance`).
     Relevance = "relevance", "relevance";
+    /// Judges compare candidates two by two, in both orders (`kind: pairwise`).
+    Pairwise = "pairwise", "pairwise";
 }
 
 impl ExperimentKind {

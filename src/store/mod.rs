@@ -10,6 +10,7 @@ mod blobs;
 mod calls;
 mod claims;
 mod pacing;
+mod pairwise;
 mod relevance;
 mod review;
 mod runs;
@@ -30,6 +31,7 @@ pub use bench::{
 pub use calls::{NewCall, StoredCall};
 pub use claims::Claim;
 pub use pacing::{BucketRow, PacingRow};
+pub use pairwise::{Shown, UnknownPairwise, VerdictRow, Winner};
 pub use relevance::{PredictionRow, UnknownVariant, Variant};
 pub use review::{
     NewGenerated, ParseStatus, ReviewColumns, ReviewNotes, ReviewRow, ScoreColumns, ScoreRow,

@@ -18,6 +18,7 @@ mod hardening;
 mod local_model;
 mod mock_selftest;
 mod pacing;
+mod pairwise;
 mod relevance;
 mod report;
 mod review;

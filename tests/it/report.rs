@@ -601,7 +601,7 @@ fn errors_name_what_is_wrong() {
     let empty = s.track().args(["report"]).output().unwrap();
     assert!(!empty.status.success());
     assert!(
-        text(&empty.stderr).contains("has no benchmark, review or relevance run yet"),
+        text(&empty.stderr).contains("has no benchmark, review, relevance or pairwise run yet"),
         "{}",
         text(&empty.stderr)
     );

@@ -616,7 +616,7 @@ fn a_review_experiment_file_generates_then_reviews() {
     s.write("odd.yaml", "kind: survey\n");
     let out = s.track().args(["run", "odd.yaml"]).output().unwrap();
     assert!(text(&out.stderr).contains(
-        "odd.yaml: unknown `kind: survey`; use bench (the default), review or relevance"
+        "odd.yaml: unknown `kind: survey`; use bench (the default), review, relevance or pairwise"
     ));
 }
 

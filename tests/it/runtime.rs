@@ -1,6 +1,6 @@
 //! The runtime's promises, as a matrix over every kind of experiment: a benchmark file, a
 //! review file, a relevance file, `generate-datasheets`, `review-datasheets` and `relevance
-//! compare`. A dry run sends nothing and prints the bound; `--offline` on an uncached plan
+//! compare`, and a pairwise file. A dry run sends nothing and prints the bound; `--offline` on an uncached plan
 //! sends nothing and fails naming the misses; a signal leaves the run `interrupted` and the
 //! same command finishes it paying only for what had not landed; a missing key gives error
 //! rows for that model only; `--repeat 2` gives distinct cache entries.
@@ -20,7 +20,7 @@ struct Case {
     others_answer: bool,
 }
 
-const CASES: [Case; 6] = [
+const CASES: [Case; 7] = [
     Case {
         name: "benchmark file",
         args: &["run", "bench.yaml"],
@@ -72,11 +72,18 @@ const CASES: [Case; 6] = [
         keyless: ("OPENAI_API_KEY", "openai:gpt-4o"),
         others_answer: false,
     },
+    Case {
+        name: "pairwise file",
+        args: &["run", "pairwise.yaml"],
+        keyless: ("ANTHROPIC_API_KEY", "anthropic:haiku 3.5"),
+        others_answer: true,
+    },
 ];
 
 /// A sandbox with the files of every case: a benchmark of 2 models x 4 prompts, 4 sensors
 /// with official and generated datasheets, a review file (one generator, one reviewer), 3
-/// synthetic blocks-world images and a relevance file.
+/// synthetic blocks-world images, a relevance file and a pairwise file (two candidate
+/// models, one judge, two prompts).
 fn matrix_sandbox(mock: MockProvider) -> Sandbox {
     let s = Sandbox::with_mock(mock);
     let prompts: Vec<(String, String)> = (0..4)
@@ -117,6 +124,16 @@ fn matrix_sandbox(mock: MockProvider) -> Sandbox {
     s.write(
         "relevance.yaml",
         "kind: relevance\nmodel: openai:gpt-4o\nimages: \"blocks/state_*.png\"\nground_truth: blocks/ground_truth.json\nout: rel\n",
+    );
+    // The two candidates answer differently, so a pair's two orders are two requests.
+    s.mock.add_rule(
+        crate::support::mock::Rule::reply("pairwise question", "the llama's answer")
+            .model("llama3.2:3b"),
+    );
+    s.write(
+        "pairwise.yaml",
+        "kind: pairwise\ncandidates: [openai:gpt-4o, ollama:llama3.2]\njudges: [anthropic:haiku 3.5]\n\
+         prompts:\n  - q1:\n    prompt: pairwise question 1\n  - q2:\n    prompt: pairwise question 2\n",
     );
     s
 }
@@ -472,6 +489,7 @@ fn comparable(s: &Sandbox, case: &Case) -> BTreeMap<String, Vec<Vec<String>>> {
         .arg(match case.args[0] {
             "run" if case.args[1] == "bench.yaml" => "bench",
             "run" if case.args[1] == "review.yaml" => "review",
+            "run" if case.args[1] == "pairwise.yaml" => "pairwise",
             "generate-datasheets" | "review-datasheets" => "review",
             _ => "relevance",
         })

@@ -1,0 +1,82 @@
+//! The names of the pairwise frames' columns (summaries, exports, diff): one constant each, so
+//! a misspelt column does not compile. They are the stable schema of `--format csv|json` and
+//! of the exports: never renamed.
+
+/// `run_id`.
+pub const RUN_ID: &str = "run_id";
+/// `judge`.
+pub const JUDGE: &str = "judge";
+/// `item`: the prompt, or the sensor.
+pub const ITEM: &str = "item";
+/// `candidate_a`.
+pub const CANDIDATE_A: &str = "candidate_a";
+/// `candidate_b`.
+pub const CANDIDATE_B: &str = "candidate_b";
+/// `repeat`.
+pub const REPEAT: &str = "repeat";
+/// `order`: `ab` showed candidate_a first.
+pub const ORDER: &str = "order";
+/// `winner`: a candidate's name, `tie` or `invalid`.
+pub const WINNER: &str = "winner";
+/// `justification`.
+pub const JUSTIFICATION: &str = "justification";
+/// `call_id`.
+pub const CALL_ID: &str = "call_id";
+/// `candidate`.
+pub const CANDIDATE: &str = "candidate";
+/// `wins`.
+pub const WINS: &str = "wins";
+/// `ties`.
+pub const TIES: &str = "ties";
+/// `losses`.
+pub const LOSSES: &str = "losses";
+/// `win_rate`: wins over comparisons counted.
+pub const WIN_RATE: &str = "win_rate";
+/// `win_rate_low`.
+pub const WIN_RATE_LOW: &str = "win_rate_low";
+/// `win_rate_high`.
+pub const WIN_RATE_HIGH: &str = "win_rate_high";
+/// `strength`: natural-log Bradley–Terry strength, mean 0.
+pub const STRENGTH: &str = "strength";
+/// `strength_low`.
+pub const STRENGTH_LOW: &str = "strength_low";
+/// `strength_high`.
+pub const STRENGTH_HIGH: &str = "strength_high";
+/// `rank`.
+pub const RANK: &str = "rank";
+/// `wins_a`: candidate_a's wins over candidate_b.
+pub const WINS_A: &str = "wins_a";
+/// `wins_b`.
+pub const WINS_B: &str = "wins_b";
+/// `invalid`: pairs with an unreadable verdict, or unreadable verdicts.
+pub const INVALID: &str = "invalid";
+/// `inconsistent`: pairs whose two orders disagreed.
+pub const INCONSISTENT: &str = "inconsistent";
+/// `inconsistency`: the share of readable pairs whose orders disagreed.
+pub const INCONSISTENCY: &str = "inconsistency";
+/// `verdicts`.
+pub const VERDICTS: &str = "verdicts";
+/// `pairs`: pairs judged in both orders, readable.
+pub const PAIRS: &str = "pairs";
+/// `kappa`: quadratic-weighted κ on winners (A < tie < B) with the other judges, mean.
+pub const KAPPA: &str = "kappa";
+/// `base_strength`.
+pub const BASE_STRENGTH: &str = "base_strength";
+/// `new_strength`.
+pub const NEW_STRENGTH: &str = "new_strength";
+/// `delta_strength`.
+pub const DELTA_STRENGTH: &str = "delta_strength";
+/// `base_rank`.
+pub const BASE_RANK: &str = "base_rank";
+/// `new_rank`.
+pub const NEW_RANK: &str = "new_rank";
+/// `change`.
+pub const CHANGE: &str = crate::analysis::diff::CHANGE;
+/// `only_in`.
+pub const ONLY_IN: &str = crate::analysis::diff::ONLY_IN;
+/// `significant_regression`.
+pub const SIGNIFICANT_REGRESSION: &str = "significant_regression";
+/// `base_winner`.
+pub const BASE_WINNER: &str = "base_winner";
+/// `new_winner`.
+pub const NEW_WINNER: &str = "new_winner";

@@ -1,0 +1,214 @@
+//! Pairwise verdicts: one row per judge x item x pair x repeat x order of a run, and the two
+//! enums they store (the order shown, the winner). It imports nothing from the kind.
+
+use rusqlite::params;
+use rusqlite::types::{FromSql, FromSqlError, FromSqlResult, ToSql, ToSqlOutput, ValueRef};
+
+use super::{Result, Store};
+
+/// The order a pair was shown in: `ab` showed `candidate_a` as answer A.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Shown {
+    /// `candidate_a` first (as A), `candidate_b` second.
+    Ab,
+    /// `candidate_b` first (as A), `candidate_a` second.
+    Ba,
+}
+
+impl Shown {
+    /// Both orders, in the order they are asked.
+    pub const ALL: [Self; 2] = [Self::Ab, Self::Ba];
+
+    /// As stored and exported: `ab`, `ba`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Ab => "ab",
+            Self::Ba => "ba",
+        }
+    }
+}
+
+/// Who won a verdict, in the pair's own frame (`A` is `candidate_a` whatever the order shown).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Winner {
+    /// `candidate_a`.
+    A,
+    /// `candidate_b`.
+    B,
+    /// Neither: the judge said they are as good.
+    Tie,
+    /// The judge's answer could not be read.
+    Invalid,
+}
+
+impl Winner {
+    /// Every winner.
+    pub const ALL: [Self; 4] = [Self::A, Self::B, Self::Tie, Self::Invalid];
+
+    /// As stored: `A`, `B`, `tie`, `invalid`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::A => "A",
+            Self::B => "B",
+            Self::Tie => "tie",
+            Self::Invalid => "invalid",
+        }
+    }
+}
+
+/// A stored value that is no order or winner, named in the error.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("unknown pairwise value {0:?} (expected ab, ba, A, B, tie or invalid)")]
+pub struct UnknownPairwise(pub String);
+
+impl ToSql for Shown {
+    fn to_sql(&self) -> rusqlite::Result<ToSqlOutput<'_>> {
+        Ok(self.as_str().into())
+    }
+}
+
+impl FromSql for Shown {
+    fn column_result(value: ValueRef<'_>) -> FromSqlResult<Self> {
+        let text = value.as_str()?;
+        Self::ALL
+            .into_iter()
+            .find(|s| s.as_str() == text)
+            .ok_or_else(|| FromSqlError::Other(Box::new(UnknownPairwise(text.to_owned()))))
+    }
+}
+
+impl ToSql for Winner {
+    fn to_sql(&self) -> rusqlite::Result<ToSqlOutput<'_>> {
+        Ok(self.as_str().into())
+    }
+}
+
+impl FromSql for Winner {
+    fn column_result(value: ValueRef<'_>) -> FromSqlResult<Self> {
+        let text = value.as_str()?;
+        Self::ALL
+            .into_iter()
+            .find(|w| w.as_str() == text)
+            .ok_or_else(|| FromSqlError::Other(Box::new(UnknownPairwise(text.to_owned()))))
+    }
+}
+
+/// One verdict of a pairwise run.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct VerdictRow {
+    pub run_id: i64,
+    /// The judge's `provider:alias`.
+    pub judge: String,
+    /// The prompt's name, or the sensor (`Bosch BME280`).
+    pub item: String,
+    pub candidate_a: String,
+    pub candidate_b: String,
+    pub repeat_index: u32,
+    pub shown: Shown,
+    pub winner: Winner,
+    pub justification: Option<String>,
+    /// Why the answer could not be read, when `winner` is `Invalid`.
+    pub invalid_reason: Option<String>,
+    pub call_id: Option<i64>,
+    pub cache_hit: bool,
+}
+
+impl Store {
+    /// Writes verdicts in one transaction (a repeated one replaces the earlier).
+    pub fn insert_pairwise_verdicts(&mut self, rows: &[VerdictRow]) -> Result<()> {
+        let tx = self.conn.transaction()?;
+        {
+            let mut stmt = tx.prepare_cached(
+                "INSERT OR REPLACE INTO pairwise_verdicts (run_id, judge, item, candidate_a,
+                    candidate_b, repeat_index, shown_order, winner, justification, invalid_reason,
+                    call_id, cache_hit)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
+            )?;
+            for r in rows {
+                stmt.execute(params![
+                    r.run_id,
+                    r.judge,
+                    r.item,
+                    r.candidate_a,
+                    r.candidate_b,
+                    r.repeat_index,
+                    r.shown,
+                    r.winner,
+                    r.justification,
+                    r.invalid_reason,
+                    r.call_id,
+                    r.cache_hit,
+                ])?;
+            }
+        }
+        tx.commit()?;
+        Ok(())
+    }
+
+    /// The verdicts of `run_ids`, run by run, in the order they were stored.
+    pub fn pairwise_verdicts(&self, run_ids: &[i64]) -> Result<Vec<VerdictRow>> {
+        let mut stmt = self.conn.prepare(
+            "SELECT run_id, judge, item, candidate_a, candidate_b, repeat_index, shown_order,
+                    winner, justification, invalid_reason, call_id, cache_hit
+             FROM pairwise_verdicts WHERE run_id = ?1 ORDER BY id",
+        )?;
+        let mut out = Vec::new();
+        for run_id in run_ids {
+            let rows = stmt.query_map([run_id], |r| {
+                Ok(VerdictRow {
+                    run_id: r.get(0)?,
+                    judge: r.get(1)?,
+                    item: r.get(2)?,
+                    candidate_a: r.get(3)?,
+                    candidate_b: r.get(4)?,
+                    repeat_index: r.get(5)?,
+                    shown: r.get(6)?,
+                    winner: r.get(7)?,
+                    justification: r.get(8)?,
+                    invalid_reason: r.get(9)?,
+                    call_id: r.get(10)?,
+                    cache_hit: r.get(11)?,
+                })
+            })?;
+            for row in rows {
+                out.push(row?);
+            }
+        }
+        Ok(out)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn verdicts_round_trip_with_their_enums() {
+        let mut store = Store::open_in_memory().unwrap();
+        let run = store.create_run("pairwise", None, None, "{}").unwrap();
+        let row = VerdictRow {
+            run_id: run,
+            judge: "openai:gpt-4o-mini".into(),
+            item: "p1".into(),
+            candidate_a: "a".into(),
+            candidate_b: "b".into(),
+            repeat_index: 0,
+            shown: Shown::Ba,
+            winner: Winner::Tie,
+            justification: Some("same".into()),
+            invalid_reason: None,
+            call_id: None,
+            cache_hit: false,
+        };
+        let invalid = VerdictRow {
+            shown: Shown::Ab,
+            winner: Winner::Invalid,
+            invalid_reason: Some("no JSON".into()),
+            ..row.clone()
+        };
+        store
+            .insert_pairwise_verdicts(&[row.clone(), invalid.clone()])
+            .unwrap();
+        assert_eq!(store.pairwise_verdicts(&[run]).unwrap(), [row, invalid]);
+    }
+}

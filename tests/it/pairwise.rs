@@ -1,0 +1,315 @@
+//! Pairwise comparisons end to end against the mock, in both forms: candidate models that
+//! answer prompts, and generated datasheets under `results/`. Every pair is judged in both
+//! orders by every judge; orders that disagree are counted as inconsistent ties; an
+//! unreadable verdict is `invalid`; a re-run pays nothing.
+
+use crate::support::mock::Rule;
+use crate::support::{Sandbox, text};
+
+/// A judge's verdict as the mock answers it.
+fn verdict(winner: &str) -> String {
+    format!(r#"{{"justification": "scripted", "winner": "{winner}"}}"#)
+}
+
+/// Three candidates (GOOD, MID, BAD answers), two prompts and two judges: gpt-4o-mini prefers
+/// GOOD to MID to BAD whatever the order; haiku 3.5 always says "A" (position bias), and
+/// answers garbage on the second prompt.
+fn answers_sandbox() -> Sandbox {
+    let s = Sandbox::new();
+    for (model, answer) in [
+        ("gpt-4o", "ANS-GOOD"),
+        ("claude-3-5-sonnet-20241022", "ANS-MID"),
+        ("llama3.2:3b", "ANS-BAD"),
+    ] {
+        s.mock
+            .add_rule(Rule::reply("question", answer).model(model));
+    }
+    for (shown, winner) in [
+        ("ANSWER A:\nANS-GOOD", "A"),
+        ("ANSWER B:\nANS-GOOD", "B"),
+        ("ANSWER A:\nANS-MID", "A"),
+        ("ANSWER B:\nANS-MID", "B"),
+    ] {
+        s.mock
+            .add_rule(Rule::reply(shown, &verdict(winner)).model("gpt-4o-mini"));
+    }
+    s.mock.add_rule(
+        Rule::reply("question two", "I cannot decide, both are fine.")
+            .model("claude-3-5-haiku-20241022"),
+    );
+    s.mock
+        .add_rule(Rule::reply("", &verdict("A")).model("claude-3-5-haiku-20241022"));
+    s.write(
+        "pairwise.yaml",
+        "kind: pairwise\n\
+         candidates: [openai:gpt-4o, anthropic:sonnet 3.5, ollama:llama3.2]\n\
+         judges: [openai:gpt-4o-mini, anthropic:haiku 3.5]\n\
+         prompts:\n  - one:\n    prompt: question one\n    output: the reference\n\
+         \x20 - two:\n    prompt: question two\n",
+    );
+    s
+}
+
+/// The rows of a CSV file, header first.
+fn csv_rows(path: &std::path::Path) -> Vec<Vec<String>> {
+    csv::ReaderBuilder::new()
+        .has_headers(false)
+        .from_path(path)
+        .unwrap()
+        .records()
+        .map(|r| r.unwrap().iter().map(str::to_owned).collect())
+        .collect()
+}
+
+#[test]
+fn candidate_models_are_judged_in_both_orders_with_inconsistency_and_invalid_counted() {
+    let s = answers_sandbox();
+    let out = s.track().args(["run", "pairwise.yaml"]).output().unwrap();
+    let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
+    assert!(out.status.success(), "{stderr}");
+    // 3 candidates x 2 prompts answer; 3 pairs x 2 prompts x 2 judges x 2 orders.
+    assert_eq!(s.mock.request_count(), 6 + 24);
+    assert_eq!(s.count("SELECT count(*) FROM pairwise_verdicts"), 24);
+    for judge in ["openai:gpt-4o-mini", "anthropic:haiku 3.5"] {
+        assert_eq!(
+            s.count(&format!(
+                "SELECT count(*) FROM pairwise_verdicts WHERE judge = '{judge}'"
+            )),
+            2 * 3 * 2,
+            "exactly twice the pairs, per judge"
+        );
+    }
+    assert_eq!(
+        s.count("SELECT count(*) FROM pairwise_verdicts WHERE winner = 'invalid'"),
+        6,
+        "haiku's garbage on prompt two is invalid, never a guess"
+    );
+    assert!(
+        stdout.contains("Candidates") && stdout.contains("Judges"),
+        "{stdout}"
+    );
+    assert!(
+        stderr.contains("judge anthropic:haiku 3.5: 12 verdicts, 6 invalid (50 %)"),
+        "{stderr}"
+    );
+    let judges = s
+        .track()
+        .args(["query", "--by", "judge", "--format", "csv"])
+        .output()
+        .unwrap();
+    let judges = text(&judges.stdout);
+    let lines: Vec<&str> = judges.lines().collect();
+    assert!(
+        lines[0].starts_with("judge,verdicts,invalid,pairs,inconsistent,inconsistency,kappa"),
+        "{judges}"
+    );
+    assert!(
+        lines[1].starts_with("openai:gpt-4o-mini,12,0,6,0,0"),
+        "{judges}"
+    );
+    assert!(
+        lines[2].starts_with("anthropic:haiku 3.5,12,6,3,3,1"),
+        "every readable pair of the position-biased judge is inconsistent: {judges}"
+    );
+    let by_candidate = s
+        .track()
+        .args(["query", "--by", "candidate", "--format", "csv"])
+        .output()
+        .unwrap();
+    let by_candidate = text(&by_candidate.stdout);
+    let first = by_candidate.lines().nth(1).unwrap();
+    // gpt-4o: 4 wins (gpt-4o-mini), 2 ties (haiku's inconsistent pairs), no loss; rank 1.
+    assert!(first.starts_with("openai:gpt-4o,4,2,0,"), "{by_candidate}");
+    assert!(first.ends_with(",1,completed"), "{by_candidate}");
+    let pairs = s
+        .track()
+        .args(["query", "--by", "pair", "--format", "csv"])
+        .output()
+        .unwrap();
+    assert_eq!(text(&pairs.stdout).lines().count(), 1 + 3);
+
+    // A re-run pays nothing: every call is served from the cache.
+    let again = s
+        .track()
+        .args(["run", "pairwise.yaml", "-q"])
+        .output()
+        .unwrap();
+    assert!(again.status.success(), "{}", text(&again.stderr));
+    assert_eq!(s.mock.request_count(), 30);
+    assert_eq!(s.count("SELECT cache_hits FROM runs WHERE id = 2"), 30);
+    let dry = s
+        .track()
+        .args(["run", "pairwise.yaml", "--dry-run"])
+        .output()
+        .unwrap();
+    assert!(
+        text(&dry.stdout).contains("30 calls planned, 30 cached, 0 to call"),
+        "{}",
+        text(&dry.stdout)
+    );
+
+    // Exports: verdicts with the winner as a name, and the summary.
+    let out = s
+        .track()
+        .args([
+            "export", "csv", "--kind", "pairwise", "--run", "1", "--out", "exp",
+        ])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let verdicts = csv_rows(&s.path("exp/pairwise_verdicts.csv"));
+    assert_eq!(
+        verdicts[0],
+        [
+            "run_id",
+            "judge",
+            "item",
+            "candidate_a",
+            "candidate_b",
+            "repeat",
+            "order",
+            "winner",
+            "justification",
+            "call_id"
+        ]
+    );
+    assert_eq!(verdicts.len(), 1 + 24);
+    let winners: Vec<&str> = verdicts[1..].iter().map(|r| r[7].as_str()).collect();
+    assert!(winners.contains(&"openai:gpt-4o") && winners.contains(&"invalid"));
+    let summary = csv_rows(&s.path("exp/pairwise_summary.csv"));
+    assert_eq!(
+        summary[0].join(","),
+        "candidate,wins,ties,losses,win_rate,win_rate_low,win_rate_high,strength,strength_low,\
+         strength_high,rank"
+    );
+    assert_eq!(summary.len(), 1 + 3);
+
+    // A diff of the two runs: the same verdicts, no candidate moved.
+    let diff = s.track().args(["diff", "1", "2"]).output().unwrap();
+    assert!(diff.status.success(), "{}", text(&diff.stderr));
+    assert!(
+        text(&diff.stdout).contains("3 candidates shared, 0 weaker candidates"),
+        "{}",
+        text(&diff.stdout)
+    );
+    // The report has the section, its heatmap and its dot plot.
+    let report = s
+        .track()
+        .args(["report", "--run", "1", "--out", "r.html"])
+        .output()
+        .unwrap();
+    assert!(report.status.success(), "{}", text(&report.stderr));
+    let html = std::fs::read_to_string(s.path("r.html")).unwrap();
+    assert!(html.contains("pairwise-win-matrix") && html.contains("pairwise-strengths"));
+}
+
+#[test]
+fn generated_datasheets_are_compared_per_sensor_with_the_official_one_as_reference() {
+    let s = Sandbox::new();
+    s.write(
+        "data/sensors.csv",
+        "Brand,Sensor\nBosch,BME280\nTI,HDC1080\n",
+    );
+    s.write("datasheet/Bosch_BME280.md", "OFFICIAL BME280 sheet");
+    for (file, body) in [
+        ("openai_gpt-4o_20250101_000000.md", "SHEET-OLD"),
+        ("openai_gpt-4o_20250202_000000.md", "SHEET-NEW"),
+        ("anthropic_haiku_20250101_000000.md", "SHEET-HAIKU"),
+    ] {
+        s.write(&format!("results/Bosch/BME280/{file}"), body);
+    }
+    // One datasheet only: nothing to compare for this sensor.
+    s.write(
+        "results/TI/HDC1080/openai_gpt-4o_20250101_000000.md",
+        "alone",
+    );
+    for (shown, winner) in [
+        ("DATASHEET A:\nSHEET-NEW", "A"),
+        ("DATASHEET B:\nSHEET-NEW", "B"),
+        ("DATASHEET A:\nSHEET-HAIKU", "tie"),
+        ("DATASHEET B:\nSHEET-HAIKU", "tie"),
+    ] {
+        s.mock.add_rule(Rule::reply(shown, &verdict(winner)));
+    }
+    s.write(
+        "pairwise.yaml",
+        "kind: pairwise\ncandidates: datasheets\njudges: [openai:gpt-4o-mini]\n",
+    );
+    let out = s.track().args(["run", "pairwise.yaml"]).output().unwrap();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    // 3 versions of one sensor: 3 pairs, each in both orders.
+    assert_eq!(s.mock.request_count(), 6);
+    assert!(
+        s.mock
+            .requests()
+            .iter()
+            .all(|r| r.last_user_text().contains("OFFICIAL BME280 sheet")),
+        "the official datasheet is the reference"
+    );
+    let names = s.count(
+        "SELECT count(*) FROM pairwise_verdicts WHERE candidate_a = 'openai:gpt-4o@20250101_000000' \
+         OR candidate_b = 'openai:gpt-4o@20250101_000000'",
+    );
+    assert_eq!(
+        names, 4,
+        "one generator's two versions are told apart by their time"
+    );
+    assert_eq!(
+        s.count("SELECT count(*) FROM pairwise_verdicts WHERE item = 'Bosch BME280'"),
+        6
+    );
+    let again = s
+        .track()
+        .args(["run", "pairwise.yaml", "-q"])
+        .output()
+        .unwrap();
+    assert!(again.status.success());
+    assert_eq!(s.mock.request_count(), 6, "a re-run pays nothing");
+}
+
+#[test]
+fn bad_files_get_one_line_naming_the_thing_and_the_fix() {
+    let s = Sandbox::new();
+    for (file, want) in [
+        (
+            "kind: pairwise\ncandidates: [openai:gpt-4o]\njudges: [openai:gpt-4o-mini]\nprompts:\n  - a:\n    prompt: x\n",
+            "needs at least 2",
+        ),
+        (
+            "kind: pairwise\ncandidates: [openai:gpt-4o, nowhere:model]\njudges: [openai:gpt-4o-mini]\nprompts:\n  - a:\n    prompt: x\n",
+            "candidate `nowhere:model`",
+        ),
+        (
+            "kind: pairwise\ncandidates: datasheets\njudges: [openai:gpt-4o-mini]\n",
+            "sensors",
+        ),
+        (
+            "kind: pairwise\ncandidates: [openai:gpt-4o, openai:gpt-4o-mini]\njudges: [openai:gpt-4o-mini]\n",
+            "need `prompts:`",
+        ),
+        (
+            "kind: pairwise\ncandidates: [openai:gpt-4o, openai:gpt-4o-mini]\njudge: x\n",
+            "pairwise.yaml",
+        ),
+    ] {
+        s.write("pairwise.yaml", file);
+        let out = s.track().args(["run", "pairwise.yaml"]).output().unwrap();
+        let stderr = text(&out.stderr);
+        assert!(!out.status.success(), "{file}");
+        assert!(stderr.contains(want), "{file}: {stderr}");
+        assert_eq!(stderr.trim().lines().count(), 1, "{stderr}");
+    }
+    // Sensors listed, but no two datasheets of one sensor under results/.
+    s.write("data/sensors.csv", "Brand,Sensor\nBosch,BME280\n");
+    s.write(
+        "pairwise.yaml",
+        "kind: pairwise\ncandidates: datasheets\njudges: [openai:gpt-4o-mini]\n",
+    );
+    let out = s.track().args(["run", "pairwise.yaml"]).output().unwrap();
+    let stderr = text(&out.stderr);
+    assert!(
+        stderr.contains("has two generated datasheets") && stderr.contains("generate-datasheets"),
+        "{stderr}"
+    );
+    assert_eq!(s.mock.request_count(), 0);
+}
