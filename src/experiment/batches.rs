@@ -355,7 +355,17 @@ impl Batcher {
                     submitted.round.following.insert(row.id, first);
                 }
                 Err(e) => {
-                    let why = format!("the batch could not be submitted: {e}");
+                    let hint = match &e {
+                        StepError::Batch(b) if matches!(b.http_status(), Some(404 | 405 | 501)) => {
+                            format!(
+                                " ({} seems to have no batch API: set `batch: off` for it in \
+                                 config.yaml, or run without --batch)",
+                                endpoint.provider
+                            )
+                        }
+                        _ => String::new(),
+                    };
+                    let why = format!("the batch could not be submitted: {e}{hint}");
                     lock(&self.store).void_batch(row.id, &why)?;
                     for key in &payload.custom_ids {
                         self.release(&mut submitted.round, key, budget, 0.0);
@@ -574,8 +584,27 @@ impl Batcher {
                 }
                 Ok(None) => {}
                 Err(StepError::Store(e)) => return Err(e),
-                Err(StepError::Batch(e)) => {
+                Err(StepError::Batch(e)) if e.is_retryable() => {
                     tracing::warn!("batch {id}: {e}; polled again later");
+                }
+                Err(StepError::Batch(e)) => {
+                    // Not followed in this run; its calls still wait in it, for the next run
+                    // to follow once the cause is mended (never submitted again meanwhile).
+                    round.following.remove(&id);
+                    round.seen.remove(&id);
+                    let why = format!(
+                        "batch {id} could not be followed: {e}; its calls wait in it, and the \
+                         same command follows it again once that is mended"
+                    );
+                    for key in self.keys_of(round, id)? {
+                        self.release(round, &key, budget, 0.0);
+                        let failed = CallOutcome::Failed {
+                            call_id: None,
+                            error: why.clone(),
+                            attempts: 0,
+                        };
+                        outcomes.extend(round.spread(&key, failed));
+                    }
                 }
             }
             if let Some((at, wait)) = round.following.get_mut(&id) {

@@ -672,3 +672,26 @@ fn refused_polls_and_downloads_are_tried_again_and_the_run_completes() {
     assert_complete(&s, 3);
     assert_eq!(s.mock.batches().list().len(), 1);
 }
+
+#[test]
+fn a_batch_that_cannot_be_polled_ends_the_wait_and_is_followed_again_later() {
+    let s = sandbox();
+    bench(&s, &["openai:gpt-4o"], 2);
+    // The poll refused for good (as a batch unknown to the key would be): not tried again.
+    s.mock
+        .batches()
+        .fault(BatchStep::Get, BatchFault::Status(404), 1);
+    let out = run_batch(&s, &[]);
+    let stderr = text(&out.stderr);
+    assert!(stderr.contains("could not be followed"), "{stderr}");
+    assert_eq!(
+        s.count("SELECT count(*) FROM batch_calls WHERE outcome = 'pending'"),
+        2,
+        "its calls still wait in it"
+    );
+    // Mended: the same command follows it, submitting nothing again.
+    let out = run_batch(&s, &[]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert_eq!(s.mock.batches().list().len(), 1);
+    assert_complete(&s, 2);
+}
