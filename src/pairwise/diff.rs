@@ -63,6 +63,14 @@ fn movement(base: &Strength, new: &Strength) -> Option<&'static str> {
     })
 }
 
+/// One candidate of either run: its strengths and how it moved.
+struct Moved<'a> {
+    name: &'a str,
+    base: Option<Strength>,
+    new: Option<Strength>,
+    change: Option<&'static str>,
+}
+
 /// The diff of two runs' strengths.
 pub fn diff(
     base: &Verdicts,
@@ -70,24 +78,21 @@ pub fn diff(
     new: &Verdicts,
     new_s: &[Strength],
 ) -> PolarsResult<KindDiff> {
-    let mut names: Vec<String> = base.candidates.clone();
+    let mut names: Vec<&str> = base.candidates.iter().map(String::as_str).collect();
     names.extend(
         new.candidates
             .iter()
             .filter(|n| !base.candidates.contains(n))
-            .cloned(),
+            .map(String::as_str),
     );
     let find = |v: &Verdicts, s: &[Strength], name: &str| {
         v.candidates.iter().position(|n| n == name).map(|i| s[i])
     };
     let mut counts = DiffCounts::default();
-    let (mut change, mut only_in, mut significant_rows) = (Vec::new(), Vec::new(), Vec::new());
-    let (mut b_val, mut lows, mut highs, mut n_val) =
-        (Vec::new(), Vec::new(), Vec::new(), Vec::new());
-    let mut significant = Vec::new();
-    for name in &names {
+    let mut rows = Vec::with_capacity(names.len());
+    for name in names {
         let (b, n) = (find(base, base_s, name), find(new, new_s, name));
-        let moved = match (b, n) {
+        let change = match (b, n) {
             (Some(b), Some(n)) => {
                 counts.shared += 1;
                 movement(&b, &n)
@@ -101,54 +106,126 @@ pub fn diff(
                 None
             }
         };
-        counts.regressions += u64::from(moved == Some(WEAKER));
-        counts.fixes += u64::from(moved == Some(STRONGER));
-        if moved == Some(WEAKER) {
-            significant.push(format!(
-                "{name}: strength {} is below the base run's interval [{}, {}]",
-                fmt(n.and_then(|s| s.value)),
-                fmt(b.and_then(|s| s.low)),
-                fmt(b.and_then(|s| s.high))
-            ));
-        }
-        change.push(moved.map(str::to_owned));
-        only_in.push(match (b, n) {
-            (Some(_), None) => Some("base"),
-            (None, Some(_)) => Some("new"),
-            _ => None,
+        counts.regressions += u64::from(change == Some(WEAKER));
+        counts.fixes += u64::from(change == Some(STRONGER));
+        rows.push(Moved {
+            name,
+            base: b,
+            new: n,
+            change,
         });
-        significant_rows.push(moved == Some(WEAKER));
-        b_val.push(b.and_then(|s| s.value));
-        lows.push(b.and_then(|s| s.low));
-        highs.push(b.and_then(|s| s.high));
-        n_val.push(n.and_then(|s| s.value));
     }
-    counts.significant_regressions = significant.len() as u64;
-    let delta: Vec<Option<f64>> = b_val
+    let significant: Vec<String> = rows
         .iter()
-        .zip(&n_val)
-        .map(|(b, n)| Some((*n)? - (*b)?))
+        .filter(|r| r.change == Some(WEAKER))
+        .map(|r| {
+            format!(
+                "{}: strength {} is below the base run's interval [{}, {}]",
+                r.name,
+                fmt(r.new.and_then(|s| s.value)),
+                fmt(r.base.and_then(|s| s.low)),
+                fmt(r.base.and_then(|s| s.high))
+            )
+        })
         .collect();
-    let items = DataFrame::new_infer_height(vec![
-        Column::new(c::CANDIDATE.into(), names),
-        Column::new(c::CHANGE.into(), change),
-        Column::new(c::ONLY_IN.into(), only_in),
-        Column::new(c::BASE_STRENGTH.into(), b_val),
-        Column::new(c::STRENGTH_LOW.into(), lows),
-        Column::new(c::STRENGTH_HIGH.into(), highs),
-        Column::new(c::NEW_STRENGTH.into(), n_val),
-        Column::new(c::DELTA_STRENGTH.into(), delta),
-        Column::new(c::SIGNIFICANT_REGRESSION.into(), significant_rows),
-    ])?;
-    let summary = items.drop(c::ONLY_IN)?;
+    counts.significant_regressions = significant.len() as u64;
+    let items = items_frame(&rows)?;
     Ok(KindDiff {
         counts,
-        summary,
+        summary: items.drop(c::ONLY_IN)?,
         items,
         significant,
     })
 }
 
+/// The item frame: one row per candidate of either run.
+fn items_frame(rows: &[Moved<'_>]) -> PolarsResult<DataFrame> {
+    let base = |f: fn(&Strength) -> Option<f64>| -> Vec<Option<f64>> {
+        rows.iter().map(|r| r.base.as_ref().and_then(f)).collect()
+    };
+    let new_value: Vec<Option<f64>> = rows.iter().map(|r| r.new.and_then(|s| s.value)).collect();
+    let base_value = base(|s| s.value);
+    let delta: Vec<Option<f64>> = base_value
+        .iter()
+        .zip(&new_value)
+        .map(|(b, n)| Some((*n)? - (*b)?))
+        .collect();
+    let only_in: Vec<Option<&str>> = rows
+        .iter()
+        .map(|r| match (r.base, r.new) {
+            (Some(_), None) => Some("base"),
+            (None, Some(_)) => Some("new"),
+            _ => None,
+        })
+        .collect();
+    DataFrame::new_infer_height(vec![
+        Column::new(
+            c::CANDIDATE.into(),
+            rows.iter().map(|r| r.name).collect::<Vec<_>>(),
+        ),
+        Column::new(
+            c::CHANGE.into(),
+            rows.iter().map(|r| r.change).collect::<Vec<_>>(),
+        ),
+        Column::new(c::ONLY_IN.into(), only_in),
+        Column::new(c::BASE_STRENGTH.into(), base_value),
+        Column::new(c::STRENGTH_LOW.into(), base(|s| s.low)),
+        Column::new(c::STRENGTH_HIGH.into(), base(|s| s.high)),
+        Column::new(c::NEW_STRENGTH.into(), new_value),
+        Column::new(c::DELTA_STRENGTH.into(), delta),
+        Column::new(
+            c::SIGNIFICANT_REGRESSION.into(),
+            rows.iter()
+                .map(|r| r.change == Some(WEAKER))
+                .collect::<Vec<_>>(),
+        ),
+    ])
+}
+
 fn fmt(v: Option<f64>) -> String {
     v.map_or_else(|| "n/a".to_owned(), |v| format!("{v:.3}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn strength(value: f64, low: f64, high: f64) -> Strength {
+        Strength {
+            value: Some(value),
+            low: Some(low),
+            high: Some(high),
+        }
+    }
+
+    #[test]
+    fn a_strength_below_the_base_interval_is_a_significant_regression() {
+        let base = strength(0.5, 0.2, 0.8);
+        assert_eq!(movement(&base, &strength(0.1, 0.0, 0.3)), Some(WEAKER));
+        assert_eq!(movement(&base, &strength(0.9, 0.6, 1.2)), Some(STRONGER));
+        assert_eq!(movement(&base, &strength(0.3, 0.0, 0.6)), Some(UNCHANGED));
+        let undefined = Strength {
+            value: None,
+            low: None,
+            high: None,
+        };
+        assert_eq!(movement(&base, &undefined), None);
+        let rows = [Moved {
+            name: "x",
+            base: Some(base),
+            new: Some(strength(0.1, 0.0, 0.3)),
+            change: Some(WEAKER),
+        }];
+        let items = items_frame(&rows).unwrap();
+        assert_eq!(items.height(), 1);
+        assert_eq!(
+            items
+                .column(c::DELTA_STRENGTH)
+                .unwrap()
+                .f64()
+                .unwrap()
+                .get(0),
+            Some(0.1 - 0.5)
+        );
+    }
 }

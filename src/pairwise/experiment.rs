@@ -94,7 +94,6 @@ impl PairwiseExperiment {
         catalog: &Catalog,
         overrides: &Overrides,
     ) -> Result<Self, ExperimentError> {
-        let file = spec.path.display().to_string();
         let resolve = |reference: &str, what: &str| {
             Target::resolve(catalog, reference).map_err(|e| {
                 ExperimentError::kind(super::PairwiseError::Invalid {
@@ -148,7 +147,6 @@ impl PairwiseExperiment {
         let tasks = spec.tasks.len() as u64;
         let answers = if spec.datasheets() { 0 } else { k * tasks };
         check_size(answers + tasks * k * (k - 1) * judges.len() as u64 * u64::from(repeats))?;
-        let _ = file;
         Ok(Self {
             spec,
             targets,

@@ -3,7 +3,7 @@
 //! judge prompt and limits, validated into a [`PairwiseSpec`]. It reads files but calls no
 //! model and opens no database.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
@@ -12,7 +12,7 @@ use serde_json::Value;
 use super::PairwiseError;
 use crate::experiment::FileBudget;
 use crate::llm::SamplingParams;
-use crate::review::sensors::{Sensor, find_generated, load_official, load_sensors};
+use crate::review::sensors::{GeneratedFile, Sensor, find_generated, load_official, load_sensors};
 
 /// The file as written.
 #[derive(Debug, Deserialize)]
@@ -315,6 +315,50 @@ fn prompt_tasks(
     Ok(tasks)
 }
 
+/// The generators (provider, model) with two datasheets of one sensor: they are named with
+/// their datasheets' times everywhere.
+fn stamped_generators(files: &[GeneratedFile]) -> BTreeSet<(String, String)> {
+    let mut per_sensor: BTreeMap<(&str, &str, &str, &str), usize> = BTreeMap::new();
+    for f in files {
+        let (brand, sensor) = (f.sensor.brand.as_str(), f.sensor.sensor.as_str());
+        *per_sensor
+            .entry((brand, sensor, f.provider.as_str(), f.model.as_str()))
+            .or_default() += 1;
+    }
+    per_sensor
+        .into_iter()
+        .filter(|(_, n)| *n > 1)
+        .map(|((_, _, p, m), _)| (p.to_owned(), m.to_owned()))
+        .collect()
+}
+
+/// The texts of one sensor's datasheets, each with its candidate's index in `names` (added
+/// when new).
+fn read_versions(
+    own: &[&GeneratedFile],
+    stamped: &BTreeSet<(String, String)>,
+    names: &mut Vec<String>,
+) -> Result<Vec<(usize, String)>, String> {
+    let mut versions = Vec::new();
+    for f in own {
+        let text = std::fs::read_to_string(&f.path)
+            .map_err(|e| format!("cannot read {}: {e}", f.path.display()))?;
+        let mut name = format!("{}:{}", f.provider, f.model);
+        if stamped.contains(&(f.provider.clone(), f.model.clone())) {
+            name = format!("{name}@{}", f.stamp);
+        }
+        let index = match names.iter().position(|n| *n == name) {
+            Some(i) => i,
+            None => {
+                names.push(name);
+                names.len() - 1
+            }
+        };
+        versions.push((index, text));
+    }
+    Ok(versions)
+}
+
 /// Form 2: every sensor of the list (filtered by `brand`, `sensor`) with two or more generated
 /// datasheets under `results/`; the official datasheet is each one's reference.
 fn datasheet_candidates(raw: &RawFile) -> Result<(Candidates, Vec<Task>), String> {
@@ -340,46 +384,16 @@ fn datasheet_candidates(raw: &RawFile) -> Result<(Candidates, Vec<Task>), String
         .filter(|s| wanted(&raw.brand, &s.brand) && wanted(&raw.sensor, &s.sensor))
         .collect();
     let files = find_generated(&results, &sensors);
-    // A generator with two datasheets of one sensor is named with their times everywhere.
-    let mut per_sensor: BTreeMap<(String, String, String), usize> = BTreeMap::new();
-    for f in &files {
-        let key = (
-            f.sensor.brand.clone() + " " + &f.sensor.sensor,
-            f.provider.clone(),
-            f.model.clone(),
-        );
-        *per_sensor.entry(key).or_default() += 1;
-    }
-    let stamped = |provider: &str, model: &str| {
-        per_sensor
-            .iter()
-            .any(|((_, p, m), n)| p == provider && m == model && *n > 1)
-    };
+    let stamped = stamped_generators(&files);
     let mut names: Vec<String> = Vec::new();
     let mut tasks = Vec::new();
     let mut texts: Vec<Vec<(usize, String)>> = Vec::new();
     for sensor in &sensors {
-        let own: Vec<_> = files.iter().filter(|f| f.sensor == *sensor).collect();
+        let own: Vec<&GeneratedFile> = files.iter().filter(|f| f.sensor == *sensor).collect();
         if own.len() < 2 {
             continue;
         }
-        let mut versions = Vec::new();
-        for f in own {
-            let text = std::fs::read_to_string(&f.path)
-                .map_err(|e| format!("cannot read {}: {e}", f.path.display()))?;
-            let mut name = format!("{}:{}", f.provider, f.model);
-            if stamped(&f.provider, &f.model) {
-                name = format!("{name}@{}", f.stamp);
-            }
-            let index = match names.iter().position(|n| *n == name) {
-                Some(i) => i,
-                None => {
-                    names.push(name);
-                    names.len() - 1
-                }
-            };
-            versions.push((index, text));
-        }
+        let versions = read_versions(&own, &stamped, &mut names)?;
         let official = load_official(&official_dir, sensor);
         tasks.push(Task {
             name: format!("{} {}", sensor.brand, sensor.sensor),

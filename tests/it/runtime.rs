@@ -1,9 +1,11 @@
 //! The runtime's promises, as a matrix over every kind of experiment: a benchmark file, a
-//! review file, a relevance file, `generate-datasheets`, `review-datasheets` and `relevance
-//! compare`, and a pairwise file. A dry run sends nothing and prints the bound; `--offline` on an uncached plan
-//! sends nothing and fails naming the misses; a signal leaves the run `interrupted` and the
-//! same command finishes it paying only for what had not landed; a missing key gives error
-//! rows for that model only; `--repeat 2` gives distinct cache entries.
+//! review file, a relevance file, `generate-datasheets`, `review-datasheets`, `relevance
+//! compare` and a pairwise file. A dry run sends nothing and prints the bound; `--offline` on
+//! an uncached plan sends nothing and fails naming the misses; a signal leaves the run
+//! `interrupted` and the same command finishes it paying only for what had not landed; a
+//! budget too small stops the run and a larger one finishes it from the cache; a missing key
+//! gives error rows for that model only; `--repeat 2` gives distinct cache entries; `--batch`
+//! gives the same results at half the cost.
 
 use std::collections::BTreeMap;
 
@@ -367,6 +369,41 @@ fn repeat_two_gives_distinct_cache_entries_for_every_kind() {
             case.name
         );
         assert_eq!(s.mock.request_count() as u64, keys, "{}", case.name);
+    }
+}
+
+#[test]
+fn a_budget_too_small_stops_the_run_and_a_larger_one_finishes_it_from_the_cache() {
+    for case in &CASES {
+        let s = matrix_sandbox(MockProvider::start());
+        let out = run(&s, case, &["-q", "--budget", "0.0000001"]);
+        assert_eq!(
+            out.status.code(),
+            Some(1),
+            "{}: {}",
+            case.name,
+            text(&out.stderr)
+        );
+        let status: String = s
+            .db()
+            .query_row("SELECT status FROM runs WHERE id = 1", [], |r| r.get(0))
+            .unwrap();
+        assert_eq!(status, "budget", "{}", case.name);
+        let sent = s.mock.request_count() as i64;
+        let out = run(&s, case, &["-q", "--budget", "1000"]);
+        assert!(out.status.success(), "{}: {}", case.name, text(&out.stderr));
+        assert_eq!(
+            s.count("SELECT cache_hits FROM runs WHERE id = 2"),
+            sent,
+            "{}: what the small budget paid for is served from the cache",
+            case.name
+        );
+        assert_eq!(
+            s.count("SELECT count(*) FROM calls WHERE status = 'ok'"),
+            s.mock.request_count() as i64,
+            "{}: nothing was paid twice",
+            case.name
+        );
     }
 }
 
