@@ -1,11 +1,12 @@
 //! The runtime's promises, as a matrix over every kind of experiment: a benchmark file, a
 //! review file, a relevance file, `generate-datasheets`, `review-datasheets`, `relevance
-//! compare` and a pairwise file. A dry run sends nothing and prints the bound; `--offline` on
-//! an uncached plan sends nothing and fails naming the misses; a signal leaves the run
-//! `interrupted` and the same command finishes it paying only for what had not landed; a
-//! budget too small stops the run and a larger one finishes it from the cache; a missing key
-//! gives error rows for that model only; `--repeat 2` gives distinct cache entries; `--batch`
-//! gives the same results at half the cost.
+//! compare`, and pairwise files of both forms (candidate models, generated datasheets). A dry
+//! run sends nothing and prints the bound; `--offline` on an uncached plan sends nothing and
+//! fails naming the misses; a signal leaves the run `interrupted` and the same command
+//! finishes it paying only for what had not landed; a budget too small stops the run and a
+//! larger one finishes it from the cache; a missing key gives error rows for that model only;
+//! `--repeat 2` gives distinct cache entries; `--batch` gives the same results at half the
+//! cost.
 
 use std::collections::BTreeMap;
 
@@ -22,7 +23,7 @@ struct Case {
     others_answer: bool,
 }
 
-const CASES: [Case; 7] = [
+const CASES: [Case; 8] = [
     Case {
         name: "benchmark file",
         args: &["run", "bench.yaml"],
@@ -80,12 +81,18 @@ const CASES: [Case; 7] = [
         keyless: ("ANTHROPIC_API_KEY", "anthropic:haiku 3.5"),
         others_answer: true,
     },
+    Case {
+        name: "pairwise datasheets file",
+        args: &["run", "pairwise_sheets.yaml"],
+        keyless: ("ANTHROPIC_API_KEY", "anthropic:haiku 3.5"),
+        others_answer: false,
+    },
 ];
 
 /// A sandbox with the files of every case: a benchmark of 2 models x 4 prompts, 4 sensors
 /// with official and generated datasheets, a review file (one generator, one reviewer), 3
-/// synthetic blocks-world images, a relevance file and a pairwise file (two candidate
-/// models, one judge, two prompts).
+/// synthetic blocks-world images, a relevance file, a pairwise file (two candidate models,
+/// one judge, two prompts) and a pairwise file of two versions of two sensors' datasheets.
 fn matrix_sandbox(mock: MockProvider) -> Sandbox {
     let s = Sandbox::with_mock(mock);
     let prompts: Vec<(String, String)> = (0..4)
@@ -131,6 +138,22 @@ fn matrix_sandbox(mock: MockProvider) -> Sandbox {
     s.mock.add_rule(
         crate::support::mock::Rule::reply("pairwise question", "the llama's answer")
             .model("llama3.2:3b"),
+    );
+    // Two versions of two sensors' datasheets, apart from the review's `results/`.
+    for (brand, sensor) in &sensors[..2] {
+        for (file, version) in [
+            ("openai_gpt-4o_20250101_000000", "one"),
+            ("anthropic_haiku_20250102_000000", "two"),
+        ] {
+            s.write(
+                &format!("pw_results/{brand}/{sensor}/{file}.md"),
+                &format!("{sensor} datasheet version {version}"),
+            );
+        }
+    }
+    s.write(
+        "pairwise_sheets.yaml",
+        "kind: pairwise\ncandidates: datasheets\nresults: pw_results\njudges: [anthropic:haiku 3.5]\n",
     );
     s.write(
         "pairwise.yaml",
@@ -526,7 +549,7 @@ fn comparable(s: &Sandbox, case: &Case) -> BTreeMap<String, Vec<Vec<String>>> {
         .arg(match case.args[0] {
             "run" if case.args[1] == "bench.yaml" => "bench",
             "run" if case.args[1] == "review.yaml" => "review",
-            "run" if case.args[1] == "pairwise.yaml" => "pairwise",
+            "run" if case.args[1].starts_with("pairwise") => "pairwise",
             "generate-datasheets" | "review-datasheets" => "review",
             _ => "relevance",
         })
