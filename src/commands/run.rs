@@ -12,17 +12,19 @@ use crate::kinds;
 
 /// Run an experiment file: a benchmark (every prompt against every model, model by model),
 /// e.g. `track run data/benchmark.yaml --concurrency 4`; a review experiment (`kind: review`,
-/// e.g. data/review.yaml); or a relevance experiment (`kind: relevance`, e.g.
-/// data/relevance.yaml). `--dry-run` first shows what it would call and cost.
+/// e.g. data/review.yaml); a relevance experiment (`kind: relevance`, e.g.
+/// data/relevance.yaml); or a pairwise comparison (`kind: pairwise`, e.g. data/pairwise.yaml).
+/// `--dry-run` first shows what it would call and cost.
 #[derive(Debug, clap::Args)]
 pub struct RunArgs {
     /// The experiment file (YAML): a benchmark's models and prompts, or a file with
-    /// `kind: review` or `kind: relevance`.
+    /// `kind: review`, `kind: relevance` or `kind: pairwise`.
     file: PathBuf,
     #[command(flatten)]
     run: ExperimentArgs,
     /// The models under evaluation instead of the file's (comma-separated references): a
-    /// benchmark's `models:`, a review's `generators:`, a relevance experiment's `model:`.
+    /// benchmark's `models:`, a review's `generators:`, a relevance experiment's `model:`, a
+    /// pairwise comparison's candidate models.
     #[arg(long, value_delimiter = ',', value_name = "LIST")]
     models: Option<Vec<String>>,
     /// Energy method of benchmarks: ecologits-0.9 or seed-linear [default: ecologits-0.9, or
