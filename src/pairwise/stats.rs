@@ -45,6 +45,7 @@ impl Combined {
 /// One pair of candidates judged in both orders.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Judged {
+    pub run_id: i64,
     pub judge: String,
     pub item: String,
     pub repeat: u32,
@@ -132,8 +133,8 @@ fn index_of(names: &mut Vec<String>, name: &str) -> usize {
     }
 }
 
-/// One judged pair, as judges' winners are matched: item, repeat, candidates.
-type PairOf<'a> = (&'a str, u32, usize, usize);
+/// One judged pair, as judges' winners are matched: run, item, repeat, candidates.
+type PairOf<'a> = (i64, &'a str, u32, usize, usize);
 
 /// The key of one pair's two orders.
 type PairKey = (i64, String, String, u32, String, String);
@@ -179,7 +180,7 @@ impl Verdicts {
             let Some([Some(ab), Some(ba)]) = orders.get(&key).copied() else {
                 continue;
             };
-            let (_, judge, item, repeat, a, b) = key;
+            let (run_id, judge, item, repeat, a, b) = key;
             let result = Combined::of(ab, ba);
             let j = index_of(&mut judge_names, &judge);
             if result != Combined::Invalid {
@@ -187,6 +188,7 @@ impl Verdicts {
                 judges[j].inconsistent += u64::from(result == Combined::Inconsistent);
             }
             judged.push(Judged {
+                run_id,
                 a: index_of(&mut candidates, &a),
                 b: index_of(&mut candidates, &b),
                 judge,
@@ -214,7 +216,10 @@ impl Verdicts {
                 continue;
             };
             if let Some(k) = self.judges.iter().position(|r| r.judge == j.judge) {
-                by_judge[k].insert((j.item.as_str(), j.repeat, j.a, j.b), winner_scale(w));
+                by_judge[k].insert(
+                    (j.run_id, j.item.as_str(), j.repeat, j.a, j.b),
+                    winner_scale(w),
+                );
             }
         }
         let mut kappas = vec![Vec::new(); n];
