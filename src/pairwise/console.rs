@@ -6,7 +6,8 @@ use std::io::Write;
 use super::PairwiseError;
 use super::columns as c;
 use super::stats::Verdicts;
-use super::summary::{candidate_summary, judge_summary, pair_summary};
+use super::summary::{candidate_summary_with, judge_summary, pair_summary};
+use crate::analysis::stats::BOOTSTRAP;
 use crate::experiment::ReportOptions;
 use crate::output::{Columns, render};
 use crate::store::Store;
@@ -23,11 +24,22 @@ pub fn print(
         writeln!(out, "no pair was judged in both orders")?;
         return Ok(());
     }
+    let strengths = verdicts.strengths();
     writeln!(
         out,
         "Candidates (Bradley–Terry strength, natural log, mean 0)\n{}",
-        render(&candidate_summary(&verdicts)?, options.columns)
+        render(
+            &candidate_summary_with(&verdicts, &strengths)?,
+            options.columns
+        )
     )?;
+    if let Some(dropped) = strengths.iter().map(|s| s.dropped).max().filter(|&d| d > 0) {
+        options.note(format!(
+            "strength intervals: {dropped} of {} resamples of the items had no maximum (a \
+             candidate that never won or never lost in them) and were dropped",
+            BOOTSTRAP.resamples
+        ));
+    }
     let mut pairs = pair_summary(&verdicts)?;
     if options.columns == Columns::Compact {
         // Long candidate names leave no room: the judges' table has the inconsistency, and

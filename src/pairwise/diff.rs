@@ -195,6 +195,7 @@ mod tests {
             value: Some(value),
             low: Some(low),
             high: Some(high),
+            dropped: 0,
         }
     }
 
@@ -208,6 +209,7 @@ mod tests {
             value: None,
             low: None,
             high: None,
+            dropped: 0,
         };
         assert_eq!(movement(&base, &undefined), None);
         let rows = [Moved {

@@ -107,6 +107,9 @@ pub struct Strength {
     pub value: Option<f64>,
     pub low: Option<f64>,
     pub high: Option<f64>,
+    /// Bootstrap resamples dropped because their fit had no maximum (a candidate that never
+    /// won or never lost in that resample).
+    pub dropped: usize,
 }
 
 /// The verdicts of some runs, combined and counted.
@@ -318,6 +321,7 @@ impl Verdicts {
                     value: fit.as_ref().map(|s| s[c]),
                     low: interval.map(|i| i.low),
                     high: interval.map(|i| i.high),
+                    dropped: interval.map_or(config.resamples, |i| i.dropped),
                 }
             })
             .collect()
@@ -673,6 +677,7 @@ mod tests {
             value: Some(0.0),
             low: None,
             high: None,
+            dropped: 0,
         };
         let none = Strength {
             value: None,
