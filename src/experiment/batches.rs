@@ -279,15 +279,13 @@ impl Batcher {
         // Left half-made and not found at the provider for want of an answer: neither followed
         // nor submitted again (that could pay twice); a later run looks again.
         for (key, batch) in pending.iter().filter(|(_, b)| unconfirmed.contains(*b)) {
-            let failed = CallOutcome::Failed {
-                call_id: None,
-                error: format!(
-                    "waits in batch {batch}, which an earlier run left before the provider \
-                     confirmed it and which could not be looked for now; run again later"
-                ),
-                attempts: 0,
-            };
-            submitted.failed.extend(round.spread(key, failed));
+            let why = format!(
+                "waits in batch {batch}, which an earlier run left before the provider confirmed \
+                 it and which could not be looked for now; run again later"
+            );
+            submitted
+                .failed
+                .extend(self.fail(round, [key.as_str()], &why, None));
         }
         Ok(pending)
     }
@@ -367,15 +365,8 @@ impl Batcher {
                     };
                     let why = format!("the batch could not be submitted: {e}{hint}");
                     lock(&self.store).void_batch(row.id, &why)?;
-                    for key in &payload.custom_ids {
-                        self.release(&mut submitted.round, key, budget, 0.0);
-                        let failed = CallOutcome::Failed {
-                            call_id: None,
-                            error: why.clone(),
-                            attempts: 0,
-                        };
-                        submitted.failed.extend(submitted.round.spread(key, failed));
-                    }
+                    let failed = self.fail(&mut submitted.round, &payload.custom_ids, &why, budget);
+                    submitted.failed.extend(failed);
                 }
             }
         }
@@ -399,14 +390,10 @@ impl Batcher {
                     submitted.round.following.entry(*batch).or_insert(first);
                 }
                 None => {
-                    let failed = CallOutcome::Failed {
-                        call_id: None,
-                        error: "another run batched calls of the same batch meanwhile; run \
-                                again to send it"
-                            .to_owned(),
-                        attempts: 0,
-                    };
-                    submitted.failed.extend(submitted.round.spread(key, failed));
+                    let why = "another run batched calls of the same batch meanwhile; run again \
+                               to send it";
+                    let failed = self.fail(&mut submitted.round, [key], why, budget);
+                    submitted.failed.extend(failed);
                 }
             }
         }
@@ -596,15 +583,8 @@ impl Batcher {
                         "batch {id} could not be followed: {e}; its calls wait in it, and the \
                          same command follows it again once that is mended"
                     );
-                    for key in self.keys_of(round, id)? {
-                        self.release(round, &key, budget, 0.0);
-                        let failed = CallOutcome::Failed {
-                            call_id: None,
-                            error: why.clone(),
-                            attempts: 0,
-                        };
-                        outcomes.extend(round.spread(&key, failed));
-                    }
+                    let keys = self.keys_of(round, id)?;
+                    outcomes.extend(self.fail(round, &keys, &why, budget));
                 }
             }
             if let Some((at, wait)) = round.following.get_mut(&id) {
@@ -758,21 +738,11 @@ impl Batcher {
             store.finish_batch(row.id)?;
         }
         drop(store);
-        let mut outcomes = Vec::new();
-        for key in &known {
-            self.release(round, key, budget, 0.0);
-            let failed = CallOutcome::Failed {
-                call_id: None,
-                error: format!(
-                    "batch {} ended without a result for this request; the next run submits \
-                     it again",
-                    info.id
-                ),
-                attempts: 0,
-            };
-            outcomes.extend(round.spread(key, failed));
-        }
-        Ok(outcomes)
+        let why = format!(
+            "batch {} ended without a result for this request; the next run submits it again",
+            info.id
+        );
+        Ok(self.fail(round, &known, &why, budget))
     }
 
     /// A batch the provider refused as a whole (OpenAI's validation): given up, with each
@@ -795,17 +765,31 @@ impl Batcher {
         );
         let keys = self.keys_of(round, row.id)?;
         lock(&self.store).void_batch(row.id, &why)?;
+        Ok(self.fail(round, &keys, &why, budget))
+    }
+
+    /// `keys` of the round end in this run without an answer and without a stored call (not
+    /// submitted, not followed, or never run): each gets `why`, and its reservation is given
+    /// back. Returns their outcomes.
+    fn fail<K: AsRef<str>>(
+        &self,
+        round: &mut Round,
+        keys: impl IntoIterator<Item = K>,
+        why: &str,
+        budget: Option<&Budget>,
+    ) -> Vec<(usize, CallOutcome)> {
         let mut outcomes = Vec::new();
         for key in keys {
-            self.release(round, &key, budget, 0.0);
+            let key = key.as_ref();
+            self.release(round, key, budget, 0.0);
             let failed = CallOutcome::Failed {
                 call_id: None,
-                error: why.clone(),
+                error: why.to_owned(),
                 attempts: 0,
             };
-            outcomes.extend(round.spread(&key, failed));
+            outcomes.extend(round.spread(key, failed));
         }
-        Ok(outcomes)
+        outcomes
     }
 
     /// The outcomes of batch `id`'s keys in this round, once another run has settled it.

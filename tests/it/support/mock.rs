@@ -977,13 +977,19 @@ async fn answer(shared: &Shared, req: Request, out: &mut Outcome) -> Response {
     let parsed: Option<Value> = serde_json::from_slice(&bytes).ok();
     // Record before anything else, so a client killed mid-request still
     // shows up in the log.
+    let mut held = Duration::ZERO;
     if !out.batch {
         let number = shared.record(&path, &parts.headers, &bytes, parsed.as_ref());
+        let holding = Instant::now();
         shared.hold_if_picked(number, parsed.as_ref()).await;
+        held = holding.elapsed();
     }
 
+    // The delay counts from the request's arrival (less any hold), as a server answering in
+    // 50 ms does: reading the body and recording it are part of those 50 ms, not added to them.
     if !shared.config.delay.is_zero() && !out.batch {
-        tokio::time::sleep(shared.config.delay).await;
+        let due = started + held + shared.config.delay;
+        tokio::time::sleep_until(tokio::time::Instant::from_std(due)).await;
     }
 
     let format = match (&parts.method, path.as_str()) {
