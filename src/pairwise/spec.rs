@@ -425,3 +425,58 @@ fn datasheet_candidates(raw: &RawFile) -> Result<(Candidates, Vec<Task>), String
         .collect();
     Ok((Candidates::Datasheets { names, texts }, tasks))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(text: &str) -> Result<PairwiseSpec, String> {
+        PairwiseSpec::parse(Path::new("p.yaml"), text).map_err(|e| e.to_string())
+    }
+
+    #[test]
+    fn candidates_are_references_or_models_with_settings_of_their_own() {
+        let spec = parse(
+            "kind: pairwise\ncandidates:\n  - openai:gpt-4o\n  - model: local:smollm2\n    \
+             name: terse\n    system: Be brief.\njudges: [openai:gpt-4o-mini]\nmax_tokens: 64\n\
+             prompts:\n  - capital:\n    prompt: Capital of France?\n    output: Paris\n    \
+             method: icontains\n",
+        )
+        .unwrap();
+        let Candidates::Models(models) = &spec.candidates else {
+            panic!("{:?}", spec.candidates);
+        };
+        assert_eq!(models[0], CandidateModel::plain("openai:gpt-4o"));
+        assert_eq!(models[1].name.as_deref(), Some("terse"));
+        assert_eq!(models[1].system.as_deref(), Some("Be brief."));
+        assert_eq!(spec.tasks[0].name, "capital");
+        assert_eq!(spec.tasks[0].reference, "Paris");
+        assert_eq!((spec.max_tokens, spec.repeat), (64, 1));
+    }
+
+    #[test]
+    fn bad_files_name_the_thing_and_the_fix() {
+        for (text, want) in [
+            (
+                "candidates: everything\njudges: [a:b]\n",
+                "`candidates: everything` is neither a list of models nor `datasheets`",
+            ),
+            (
+                "candidates: [a:b, c:d]\njudges: []\nprompts: []\n",
+                "`judges:` is empty",
+            ),
+            (
+                "candidates: [a:b, c:d]\njudges: [e:f]\nprompts: []\n",
+                "`prompts:` is empty",
+            ),
+            (
+                "candidates: [a:b, c:d]\njudges: [e:f]\nprompts:\n  - x:\n    output: y\n",
+                "prompt `x` has no `prompt:`",
+            ),
+            ("candidates: [a:b]\njudge: [e:f]\n", "p.yaml"),
+        ] {
+            let e = parse(text).unwrap_err();
+            assert!(e.contains(want), "{text}: {e}");
+        }
+    }
+}
