@@ -398,7 +398,16 @@ fn datasheet_candidates(raw: &RawFile) -> Result<(Candidates, Vec<Task>), String
         tasks.push(Task {
             name: format!("{} {}", sensor.brand, sensor.sensor),
             text: format!("{} {}", sensor.brand, sensor.sensor),
-            reference: official.text.unwrap_or_default(),
+            // No official datasheet: the judge is told so, rather than shown an empty reference.
+            reference: official.text.unwrap_or_else(|| {
+                format!(
+                    "(none: {})",
+                    official
+                        .detail
+                        .as_deref()
+                        .unwrap_or("no official datasheet")
+                )
+            }),
             system: None,
             params: SamplingParams::default(),
         });
