@@ -224,6 +224,49 @@ fn a_real_llama_cpp_server_writes_a_structured_review_that_parses() {
     assert!(request.contains("\"schema\""), "{request}");
 }
 
+#[test]
+#[ignore = "needs llama-server and its model (bash .ci/local-model.sh install): run with --include-ignored (README)"]
+fn a_real_llama_cpp_server_runs_the_pairwise_example_offline_after() {
+    // data/pairwise.yaml as shipped: one local model under two settings, judging itself.
+    let server = ServerLease::acquire();
+    let s = Sandbox::new();
+    s.write(
+        "config.yaml",
+        "timeout_secs: 600\nretry:\n  max_attempts: 2\n  base_delay: 100\n  max_delay: 1000\n",
+    );
+    let example = std::fs::read_to_string(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("data/pairwise.yaml"),
+    )
+    .unwrap();
+    s.write("pairwise.yaml", &example);
+    let out = s
+        .track()
+        .args(["run", "pairwise.yaml"])
+        .env("LOCAL_MODEL_BASE_URL", &server.base_url)
+        .output()
+        .unwrap();
+    let stderr = text(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    // 1 pair x 3 prompts x 1 judge x 2 orders; structured output makes every verdict readable.
+    assert_eq!(
+        s.count("SELECT count(*) FROM pairwise_verdicts"),
+        6,
+        "{stderr}"
+    );
+    assert_eq!(
+        s.count("SELECT count(*) FROM pairwise_verdicts WHERE winner = 'invalid'"),
+        0,
+        "{stderr}"
+    );
+    let again = s
+        .track()
+        .args(["run", "pairwise.yaml", "--offline"])
+        .env("LOCAL_MODEL_BASE_URL", &server.base_url)
+        .output()
+        .unwrap();
+    assert!(again.status.success(), "{}", text(&again.stderr));
+}
+
 /// The README's test command, which runs the tests above, is the one CI runs.
 #[test]
 fn the_readme_test_command_is_what_ci_runs() {
