@@ -149,7 +149,19 @@ pub fn wilson_interval(successes: u64, n: u64, z: f64) -> Option<(f64, f64)> {
     let denominator = 1.0 + z2 / n;
     let centre = (p + z2 / (2.0 * n)) / denominator;
     let half = z / denominator * (p * (1.0 - p) / n + z2 / (4.0 * n * n)).sqrt();
-    Some(((centre - half).max(0.0), (centre + half).min(1.0)))
+    // At 0 or n successes a bound is exactly 0 or 1; the formula leaves a rounding residue
+    // (5.6e-17 for 0 of 3) that a CSV would print.
+    let low = if p == 0.0 {
+        0.0
+    } else {
+        (centre - half).max(0.0)
+    };
+    let high = if p == 1.0 {
+        1.0
+    } else {
+        (centre + half).min(1.0)
+    };
+    Some((low, high))
 }
 
 /// Above this many degrees of freedom, t's quantile is taken as the normal one (they differ by
@@ -510,6 +522,11 @@ mod tests {
             "{lo} {hi}"
         );
         assert_eq!(wilson_interval(0, 0, Z_95), None);
+        // Exactly 0 and 1 at the ends, not a rounding residue.
+        for n in 1..50 {
+            assert_eq!(wilson_interval(0, n, Z_95).unwrap().0, 0.0, "0 of {n}");
+            assert_eq!(wilson_interval(n, n, Z_95).unwrap().1, 1.0, "{n} of {n}");
+        }
     }
 
     #[test]
