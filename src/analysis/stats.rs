@@ -22,6 +22,27 @@ pub enum Level {
 /// Quadratic-weighted Cohen's kappa of two raters who rated the same items on the integer
 /// scale `min..=max`. `None` when undefined (no items, or no expected disagreement).
 pub fn weighted_kappa(pairs: &[(i64, i64)], min: i64, max: i64) -> Option<f64> {
+    let span = ((max - min).max(1) * (max - min).max(1)) as f64;
+    kappa_with(pairs, min, max, |i, j| {
+        ((i as f64) - (j as f64)).powi(2) / span
+    })
+}
+
+/// Cohen's κ, unweighted, of two raters' categories `min..=max` (each pair one item): the
+/// agreement beyond chance, (p_o − p_e) / (1 − p_e), for categories with no order (a judge's
+/// winner: A, B or a tie). `None` without pairs or when chance agreement is total.
+pub fn cohen_kappa(pairs: &[(i64, i64)], min: i64, max: i64) -> Option<f64> {
+    kappa_with(pairs, min, max, |i, j| if i == j { 0.0 } else { 1.0 })
+}
+
+/// κ = 1 − Σ w·O / Σ w·E over the k × k table of `pairs`, with the disagreement weight
+/// `weight(i, j)` of categories i and j (0 on the diagonal).
+fn kappa_with(
+    pairs: &[(i64, i64)],
+    min: i64,
+    max: i64,
+    weight: impl Fn(usize, usize) -> f64,
+) -> Option<f64> {
     if pairs.is_empty() || max <= min {
         return None;
     }
@@ -39,11 +60,10 @@ pub fn weighted_kappa(pairs: &[(i64, i64)], min: i64, max: i64) -> Option<f64> {
         rows[i] += 1.0;
         cols[j] += 1.0;
     }
-    let span = ((k - 1) * (k - 1)) as f64;
     let (mut weighted_observed, mut weighted_expected) = (0.0, 0.0);
     for i in 0..k {
         for j in 0..k {
-            let w = ((i as f64) - (j as f64)).powi(2) / span;
+            let w = weight(i, j);
             weighted_observed += w * observed[i][j];
             weighted_expected += w * rows[i] * cols[j] / n;
         }

@@ -58,7 +58,7 @@ pub const INCONSISTENCY: &str = "inconsistency";
 pub const VERDICTS: &str = "verdicts";
 /// `pairs`: pairs judged in both orders, readable.
 pub const PAIRS: &str = "pairs";
-/// `kappa`: quadratic-weighted κ on winners (A < tie < B) with the other judges, mean.
+/// `kappa`: Cohen's κ on winners (A, B, tie) with the other judges, their mean.
 pub const KAPPA: &str = "kappa";
 /// `base_strength`.
 pub const BASE_STRENGTH: &str = "base_strength";

@@ -7,7 +7,7 @@
 use std::collections::{BTreeMap, HashMap};
 
 use crate::analysis::stats::{
-    BOOTSTRAP, Bootstrap, Z_95, paired_bootstrap, weighted_kappa, wilson_interval,
+    BOOTSTRAP, Bootstrap, Z_95, cohen_kappa, paired_bootstrap, wilson_interval,
 };
 use crate::store::{Shown, VerdictRow, Winner};
 
@@ -337,7 +337,7 @@ fn add(r: &mut Record, w: Winner) {
     }
 }
 
-/// A winner on the ordinal scale κ reads: A 1, tie 2, B 3 (a tie lies between the wins).
+/// A winner as the category κ counts: A 1, tie 2, B 3.
 fn winner_scale(w: Winner) -> i64 {
     match w {
         Winner::A => 1,
@@ -346,13 +346,14 @@ fn winner_scale(w: Winner) -> i64 {
     }
 }
 
-/// κ (quadratic-weighted, `crate::analysis`) of two judges over the pairs both judged.
+/// Cohen's κ (unweighted: a winner is a category, not a score) of two judges over the pairs
+/// both judged.
 fn judges_kappa<K: std::hash::Hash + Eq>(x: &HashMap<K, i64>, y: &HashMap<K, i64>) -> Option<f64> {
     let pairs: Vec<(i64, i64)> = x
         .iter()
         .filter_map(|(key, &a)| y.get(key).map(|&b| (a, b)))
         .collect();
-    weighted_kappa(&pairs, 1, 3)
+    cohen_kappa(&pairs, 1, 3)
 }
 
 /// The sum of the matrices of `items` (an item drawn twice counts twice).
@@ -637,12 +638,16 @@ mod tests {
     }
 
     #[test]
-    fn kappa_on_winners_is_the_shared_weighted_kappa() {
-        // The analysis module's hand-checked case on a 3-point scale: 0.636.
+    fn kappa_on_winners_is_cohens_unweighted_kappa() {
+        // Two of four agree (p_o 0.5); both judges' shares are 1/4, 1/4, 1/2 (p_e 0.375):
+        // (0.5 - 0.375) / (1 - 0.375) = 0.2, as scikit-learn's cohen_kappa_score gives for
+        // [0, 1, 2, 2] and [0, 2, 2, 1]. (Quadratic weights would give 0.636.)
         let x: HashMap<u8, i64> = [(0, 1), (1, 2), (2, 3), (3, 3)].into();
         let y: HashMap<u8, i64> = [(0, 1), (1, 3), (2, 3), (3, 2)].into();
         let k = judges_kappa(&x, &y).unwrap();
-        assert!(close(k, 0.636_363_636, 1e-9), "{k}");
+        assert!(close(k, 0.2, 1e-12), "{k}");
+        let same: HashMap<u8, i64> = [(0, 1), (1, 2), (2, 3)].into();
+        assert_eq!(judges_kappa(&same, &same), Some(1.0));
     }
 
     #[test]
