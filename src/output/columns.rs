@@ -97,7 +97,7 @@ const SHORT_HEADERS: &[(&str, &str)] = &[
     ("with_na", "with N/A"),
     ("mean_overall", "overall"),
     ("mean_average_pn", "mean P"),
-    // Pairwise comparisons (`candidate_b` would read `candidate (B)`, billions).
+    // Pairwise comparisons.
     ("candidate_a", "A"),
     ("candidate_b", "B"),
     ("wins_a", "A wins"),
@@ -117,6 +117,14 @@ fn short_header(name: &str) -> String {
 
 /// A header a person reads: `total_cost_usd` becomes `total cost ($)`, units last.
 pub(crate) fn header(name: &str) -> String {
+    // Pairwise comparisons' sides: a final `_b` is their B, not billions.
+    match name {
+        "candidate_a" => return "candidate A".to_owned(),
+        "candidate_b" => return "candidate B".to_owned(),
+        "wins_a" => return "A wins".to_owned(),
+        "wins_b" => return "B wins".to_owned(),
+        _ => {}
+    }
     if let Some((_, model)) = name.split_once('[') {
         // `success_pct[openai:gpt-4o]` -> `openai:gpt-4o %`
         return format!("{} %", model.trim_end_matches(']'));
@@ -137,4 +145,18 @@ pub(crate) fn header(name: &str) -> String {
         }
     }
     format!("{}{unit}", words.join(" "))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::header;
+
+    #[test]
+    fn a_final_b_is_billions_except_for_a_pairs_second_side() {
+        assert_eq!(header("parameters_b"), "parameters (B)");
+        assert_eq!(header("total_cost_usd"), "total cost ($)");
+        assert_eq!(header("candidate_a"), "candidate A");
+        assert_eq!(header("candidate_b"), "candidate B");
+        assert_eq!(header("wins_b"), "B wins");
+    }
 }
