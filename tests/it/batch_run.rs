@@ -695,3 +695,36 @@ fn a_batch_that_cannot_be_polled_ends_the_wait_and_is_followed_again_later() {
     assert_eq!(s.mock.batches().list().len(), 1);
     assert_complete(&s, 2);
 }
+
+/// The same, with a real kill: a batch of 1,500 answers is stored one transaction each, and
+/// `track` is killed once some and not all are in.
+#[test]
+fn killed_with_sigkill_while_storing_results_the_next_run_stores_the_rest() {
+    let s = sandbox();
+    bench(&s, &["openai:gpt-4o"], 1_500);
+    let mut cmd = s.track_process();
+    cmd.args(["run", "bench.yaml", "--batch", "-q"])
+        .env(POLL.0, POLL.1);
+    let mut running = crate::support::Running::start(cmd);
+    let stored = || {
+        s.try_count("SELECT count(*) FROM calls WHERE batch IS NOT NULL")
+            .unwrap_or(0)
+    };
+    wait_for("the first results to be stored", || stored() > 0);
+    running.kill();
+    let at_kill = stored();
+    assert!(
+        at_kill > 0 && at_kill < 1_500,
+        "killed with {at_kill} of 1,500 stored: not while storing"
+    );
+    assert_eq!(
+        s.count("SELECT count(*) FROM batches WHERE state = 'submitted'"),
+        1
+    );
+    let out = run_batch(&s, &["-q"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert_eq!(s.mock.batches().list().len(), 1, "nothing submitted again");
+    assert_complete(&s, 1_500);
+    assert_no_call_in_two_batches(&s);
+    assert_eq!(stored(), 1_500, "each answer stored once");
+}
