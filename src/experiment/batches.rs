@@ -89,9 +89,8 @@ pub struct Round {
     indices: HashMap<String, Vec<usize>>,
     /// Each key's call, priced at the batch rate.
     jobs: HashMap<String, CallJob>,
-    /// Track's ids of the batches the stage waits for: when each is polled next, and the
-    /// wait before that poll.
-    following: BTreeMap<i64, (Instant, Duration)>,
+    /// The batches the stage waits for, by track's id.
+    following: BTreeMap<i64, Followed>,
     /// The worst case reserved from the budget for each key this run submitted.
     reserved: HashMap<String, f64>,
     /// Each batch's last status and counts, for the progress line.
@@ -133,6 +132,34 @@ impl Round {
                 (index, outcome)
             })
             .collect()
+    }
+}
+
+/// A batch a round waits for: where to ask, and when.
+#[derive(Debug)]
+struct Followed {
+    /// The endpoint its calls were sent to (with the key to poll it with).
+    endpoint: Arc<Endpoint>,
+    /// When it is polled next.
+    due: Instant,
+    /// The wait before that poll (it grows by half at each poll).
+    wait: Duration,
+}
+
+impl Round {
+    /// Waits for batch `id` at `endpoint` too, polling it first after `wait` (unless it is
+    /// already followed).
+    fn follow(&mut self, id: i64, endpoint: &Arc<Endpoint>, wait: Duration) {
+        self.following.entry(id).or_insert_with(|| Followed {
+            endpoint: endpoint.clone(),
+            due: Instant::now() + wait,
+            wait,
+        });
+    }
+
+    /// The endpoint of `key`'s call.
+    fn endpoint(&self, key: &str) -> Option<Arc<Endpoint>> {
+        self.jobs.get(key).map(|j| j.endpoint.clone())
     }
 }
 
@@ -264,16 +291,15 @@ impl Batcher {
         let pending =
             lock(&self.store).pending_in_batches(round.jobs.keys().map(String::as_str))?;
         let mut unconfirmed = BTreeSet::new();
-        for batch in pending.values().collect::<BTreeSet<_>>() {
+        for (key, batch) in &pending {
             let submitted = lock(&self.store)
                 .batch(*batch)?
                 .is_some_and(|row| row.state == BatchState::Submitted);
-            if submitted {
-                round
-                    .following
-                    .insert(*batch, (Instant::now(), Duration::ZERO));
-            } else {
-                unconfirmed.insert(*batch);
+            match round.endpoint(key) {
+                Some(endpoint) if submitted => round.follow(*batch, &endpoint, Duration::ZERO),
+                _ => {
+                    unconfirmed.insert(*batch);
+                }
             }
         }
         // Left half-made and not found at the provider for want of an answer: neither followed
@@ -294,7 +320,7 @@ impl Batcher {
     async fn submit_group(
         &self,
         submitted: &mut Submitted,
-        endpoint: &Endpoint,
+        endpoint: &Arc<Endpoint>,
         api: BatchApi,
         keys: &[String],
         budget: Option<&Budget>,
@@ -348,10 +374,7 @@ impl Batcher {
                 "batch intent stored"
             );
             match self.send_payload(endpoint, &payload, &row).await {
-                Ok(()) => {
-                    let first = (Instant::now() + self.poll.first, self.poll.first);
-                    submitted.round.following.insert(row.id, first);
-                }
+                Ok(()) => submitted.round.follow(row.id, endpoint, self.poll.first),
                 Err(e) => {
                     let hint = match &e {
                         StepError::Batch(b) if matches!(b.http_status(), Some(404 | 405 | 501)) => {
@@ -386,8 +409,9 @@ impl Batcher {
             self.release(&mut submitted.round, key, budget, 0.0);
             match pending.get(key) {
                 Some(batch) => {
-                    let first = (Instant::now() + self.poll.first, self.poll.first);
-                    submitted.round.following.entry(*batch).or_insert(first);
+                    if let Some(endpoint) = submitted.round.endpoint(key) {
+                        submitted.round.follow(*batch, &endpoint, self.poll.first);
+                    }
                 }
                 None => {
                     let why = "another run batched calls of the same batch meanwhile; run again \
@@ -547,7 +571,7 @@ impl Batcher {
         let due: Vec<i64> = round
             .following
             .iter()
-            .filter(|(_, (at, _))| *at <= now)
+            .filter(|(_, followed)| followed.due <= now)
             .map(|(id, _)| *id)
             .collect();
         let mut outcomes = Vec::new();
@@ -587,9 +611,9 @@ impl Batcher {
                     outcomes.extend(self.fail(round, &keys, &why, budget));
                 }
             }
-            if let Some((at, wait)) = round.following.get_mut(&id) {
-                *wait = self.poll.next(*wait);
-                *at = Instant::now() + *wait;
+            if let Some(followed) = round.following.get_mut(&id) {
+                followed.wait = self.poll.next(followed.wait);
+                followed.due = Instant::now() + followed.wait;
             }
         }
         Ok(outcomes)
@@ -600,7 +624,7 @@ impl Batcher {
         round
             .following
             .values()
-            .map(|(at, _)| at)
+            .map(|followed| followed.due)
             .min()
             .map_or(Duration::ZERO, |at| {
                 at.saturating_duration_since(Instant::now())
@@ -618,7 +642,7 @@ impl Batcher {
         else {
             return Ok(None);
         };
-        let Some(endpoint) = self.endpoint_of(round, row.id)? else {
+        let Some(endpoint) = round.following.get(&row.id).map(|f| f.endpoint.clone()) else {
             return Ok(None);
         };
         let info = self
@@ -632,15 +656,6 @@ impl Batcher {
         self.collect(round, row, &endpoint, &info, budget)
             .await
             .map(Some)
-    }
-
-    /// The endpoint to reach batch `id` with: that of one of its calls in this round.
-    fn endpoint_of(&self, round: &Round, id: i64) -> StepResult<Option<Arc<Endpoint>>> {
-        let keys = lock(&self.store).batch_keys(id)?;
-        Ok(keys
-            .iter()
-            .find_map(|k| round.jobs.get(&k.cache_key))
-            .map(|j| j.endpoint.clone()))
     }
 
     /// Stores every result of an ended batch: answers as ordinary calls at the batch price,

@@ -428,28 +428,7 @@ mod tests {
 
     #[test]
     fn migrating_to_waiting_keeps_every_run_and_what_refers_to_it() {
-        let mut conn = rusqlite::Connection::open_in_memory().unwrap();
-        conn.pragma_update(None, "foreign_keys", "ON").unwrap();
-        super::super::migrations::runner()
-            .set_target(refinery::Target::Version(14))
-            .run(&mut conn)
-            .unwrap();
-        conn.execute_batch(
-            "INSERT INTO runs (id, kind, started_at, status) VALUES (1, 'bench', 'now', 'budget');
-             INSERT INTO run_errors (run_id, stage, model_ref, item, error, attempts, created_at)
-             VALUES (1, 'answers', 'openai:gpt-4o', 'p1', 'boom', 1, 'now');",
-        )
-        .unwrap();
-        assert!(
-            conn.execute("UPDATE runs SET status = 'waiting' WHERE id = 1", [])
-                .is_err(),
-            "V14 does not know `waiting`"
-        );
-        super::super::migrations::runner().run(&mut conn).unwrap();
-        let store = Store {
-            conn,
-            immutable: false,
-        };
+        let store = migrated_from(14, "budget", Some("waiting"));
         assert_eq!(store.run_errors(1).unwrap().len(), 1, "nothing cascaded");
         assert_eq!(store.runs_by_id(&[1]).unwrap()[0].status, RunStatus::Budget);
         store.finish_run(1, RunStatus::Waiting).unwrap();
@@ -465,6 +444,40 @@ mod tests {
                 .execute("UPDATE runs SET status = ?1 WHERE id = 1", [status])
                 .unwrap();
         }
+        assert_still_checked(&store);
+    }
+
+    /// A database at migration `version` holding run 1 with `status` and an error of it (where
+    /// `refused`, when given, is checked to be an unknown status), migrated to the newest schema.
+    fn migrated_from(version: i32, status: &str, refused: Option<&str>) -> Store {
+        let mut conn = rusqlite::Connection::open_in_memory().unwrap();
+        conn.pragma_update(None, "foreign_keys", "ON").unwrap();
+        super::super::migrations::runner()
+            .set_target(refinery::Target::Version(version))
+            .run(&mut conn)
+            .unwrap();
+        conn.execute_batch(&format!(
+            "INSERT INTO runs (id, kind, started_at, status) VALUES (1, 'bench', 'now', '{status}');
+             INSERT INTO run_errors (run_id, stage, model_ref, item, error, attempts, created_at)
+             VALUES (1, 'answers', 'openai:gpt-4o', 'p1', 'boom', 1, 'now');"
+        ))
+        .unwrap();
+        if let Some(refused) = refused {
+            assert!(
+                conn.execute("UPDATE runs SET status = ?1 WHERE id = 1", [refused])
+                    .is_err(),
+                "V{version} does not know `{refused}`"
+            );
+        }
+        super::super::migrations::runner().run(&mut conn).unwrap();
+        Store {
+            conn,
+            immutable: false,
+        }
+    }
+
+    /// The runs table still refuses unknown statuses, and the database is sound.
+    fn assert_still_checked(store: &Store) {
         let bogus = store
             .conn
             .execute("UPDATE runs SET status = 'bogus' WHERE id = 1", []);
@@ -478,34 +491,10 @@ mod tests {
 
     #[test]
     fn migrating_to_budgets_keeps_every_run_and_what_refers_to_it() {
-        let mut conn = rusqlite::Connection::open_in_memory().unwrap();
-        conn.pragma_update(None, "foreign_keys", "ON").unwrap();
-        super::super::migrations::runner()
-            .set_target(refinery::Target::Version(10))
-            .run(&mut conn)
-            .unwrap();
-        conn.execute_batch(
-            "INSERT INTO runs (id, kind, started_at, status) VALUES (1, 'bench', 'now', 'interrupted');
-             INSERT INTO run_errors (run_id, stage, model_ref, item, error, attempts, created_at)
-             VALUES (1, 'answers', 'openai:gpt-4o', 'p1', 'boom', 1, 'now');",
-        )
-        .unwrap();
-        super::super::migrations::runner().run(&mut conn).unwrap();
-        let store = Store {
-            conn,
-            immutable: false,
-        };
+        let store = migrated_from(10, "interrupted", None);
         assert_eq!(store.run_errors(1).unwrap().len(), 1, "nothing cascaded");
         store.finish_run(1, RunStatus::Budget).unwrap();
         assert_eq!(store.runs_by_id(&[1]).unwrap()[0].status, RunStatus::Budget);
-        let bogus = store
-            .conn
-            .execute("UPDATE runs SET status = 'bogus' WHERE id = 1", []);
-        assert!(bogus.is_err(), "the CHECK still refuses unknown statuses");
-        let check: String = store
-            .conn
-            .query_row("PRAGMA integrity_check", [], |r| r.get(0))
-            .unwrap();
-        assert_eq!(check, "ok");
+        assert_still_checked(&store);
     }
 }

@@ -44,6 +44,15 @@ fn run_batch(s: &Sandbox, extra: &[&str]) -> std::process::Output {
         .unwrap()
 }
 
+/// `track run bench.yaml --batch <extra>` in the background, to signal or kill.
+fn start_batch(s: &Sandbox, extra: &[&str]) -> crate::support::Running {
+    let mut cmd = s.track_process();
+    cmd.args(["run", "bench.yaml", "--batch"])
+        .args(extra)
+        .env(POLL.0, POLL.1);
+    crate::support::Running::start(cmd)
+}
+
 /// Chat requests sent live to OpenAI's or Anthropic's API (not their batch APIs).
 fn live_requests(mock: &MockProvider) -> usize {
     mock.requests()
@@ -245,10 +254,7 @@ fn a_signal_while_waiting_leaves_the_run_waiting_and_exits_0() {
     let s = sandbox();
     s.mock.batches().set_speed(0.0);
     bench(&s, &["anthropic:haiku 3.5"], 3);
-    let mut cmd = s.track_process();
-    cmd.args(["run", "bench.yaml", "--batch"])
-        .env(POLL.0, POLL.1);
-    let running = crate::support::Running::start(cmd);
+    let running = start_batch(&s, &[]);
     wait_for("the batch to be submitted", || {
         s.try_count("SELECT count(*) FROM batches WHERE state = 'submitted'") == Some(1)
     });
@@ -379,10 +385,7 @@ fn crash_and_resume(model: &str, hold: Hold, state: &str) {
     let s = sandbox();
     bench(&s, &[model], 4);
     s.mock.hold(hold);
-    let mut cmd = s.track_process();
-    cmd.args(["run", "bench.yaml", "--batch"])
-        .env(POLL.0, POLL.1);
-    let mut running = crate::support::Running::start(cmd);
+    let mut running = start_batch(&s, &[]);
     s.mock.wait_held(1);
     running.kill();
     assert_eq!(
@@ -442,10 +445,7 @@ fn a_batch_created_but_not_recorded_is_found_again_not_created_twice() {
             .batches()
             .fault(BatchStep::Create, BatchFault::LoseAnswer, 1);
         s.mock.hold(Hold::From(list_request));
-        let mut cmd = s.track_process();
-        cmd.args(["run", "bench.yaml", "--batch"])
-            .env(POLL.0, POLL.1);
-        let mut running = crate::support::Running::start(cmd);
+        let mut running = start_batch(&s, &[]);
         s.mock.wait_held(1);
         running.kill();
         assert_eq!(s.mock.batches().list().len(), 1, "{model}: created");
@@ -580,10 +580,7 @@ fn killed_while_polling_a_running_batch_the_next_run_collects_it() {
         s.mock.batches().set_speed(0.0);
         bench(&s, &[model], 4);
         s.mock.hold(Hold::From(second_poll));
-        let mut cmd = s.track_process();
-        cmd.args(["run", "bench.yaml", "--batch"])
-            .env(POLL.0, POLL.1);
-        let mut running = crate::support::Running::start(cmd);
+        let mut running = start_batch(&s, &[]);
         s.mock.wait_held(1);
         running.kill();
         assert_eq!(
@@ -702,10 +699,7 @@ fn a_batch_that_cannot_be_polled_ends_the_wait_and_is_followed_again_later() {
 fn killed_with_sigkill_while_storing_results_the_next_run_stores_the_rest() {
     let s = sandbox();
     bench(&s, &["openai:gpt-4o"], 1_500);
-    let mut cmd = s.track_process();
-    cmd.args(["run", "bench.yaml", "--batch", "-q"])
-        .env(POLL.0, POLL.1);
-    let mut running = crate::support::Running::start(cmd);
+    let mut running = start_batch(&s, &["-q"]);
     let stored = || {
         s.try_count("SELECT count(*) FROM calls WHERE batch IS NOT NULL")
             .unwrap_or(0)
