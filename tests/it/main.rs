@@ -23,4 +23,5 @@ mod relevance;
 mod report;
 mod review;
 mod runtime;
+mod shards;
 mod structured;
