@@ -151,6 +151,57 @@ fn two_processes_on_one_database_and_one_key_share_the_pace() {
     );
 }
 
+#[test]
+fn shards_with_databases_of_their_own_split_one_keys_limits() {
+    let run_shards = |pace: &[&str]| {
+        let s = limited(limits(Some(2_400), None));
+        s.write("bench.yaml", &many_prompts(&["openai:gpt-4o"], 300, 50));
+        let spawn = |k: usize| {
+            s.track_process()
+                .args([
+                    "run",
+                    "bench.yaml",
+                    "--no-detail",
+                    "--concurrency",
+                    "64",
+                    "-q",
+                ])
+                .args([
+                    "--shard",
+                    &format!("{k}/2"),
+                    "--db",
+                    &format!("shard-{k}.db"),
+                ])
+                .args(pace)
+                .stdout(std::process::Stdio::null())
+                .stderr(std::process::Stdio::piped())
+                .spawn()
+                .unwrap()
+        };
+        let (a, b) = (spawn(0), spawn(1));
+        for child in [a, b] {
+            let out = child.wait_with_output().unwrap();
+            assert!(out.status.success(), "{}", text(&out.stderr));
+        }
+        assert_eq!(s.mock.admitted(), 300);
+        (s.mock.refused(), s.mock.admitted())
+    };
+    // Each at half of the limit its headers tell: together within it.
+    let (refused, admitted) = run_shards(&[]);
+    assert!(
+        refused * 10 < admitted + refused,
+        "split: {refused} of {} requests refused",
+        admitted + refused
+    );
+    // Each at the whole limit, as if each had a key of its own: the two overrun it.
+    let (whole_refused, _) = run_shards(&["--shard-pace", "whole"]);
+    eprintln!("refused: split {refused} of {admitted} admitted; whole {whole_refused}");
+    assert!(
+        whole_refused > refused,
+        "whole: {whole_refused} refused, split: {refused}"
+    );
+}
+
 /// The errors of the latest run, as `model_ref | error`.
 fn run_errors(s: &Sandbox) -> Vec<(String, String)> {
     let db = s.db();
