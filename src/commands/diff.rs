@@ -130,9 +130,11 @@ pub fn run(context: &Context, args: DiffArgs) -> anyhow::Result<ExitCode> {
     })
 }
 
-fn compare(context: &Context, args: DiffArgs) -> anyhow::Result<ExitCode> {
+fn compare(context: &Context, mut args: DiffArgs) -> anyhow::Result<ExitCode> {
     let store = context.open_existing_store()?;
-    let new_run = resolve(&store, args.base, args.new)?;
+    // A shard merged into its plan's run is that run.
+    args.base = store.merged_run_of(args.base)?;
+    let new_run = store.merged_run_of(resolve(&store, args.base, args.new)?)?;
     if new_run == args.base {
         context.note(format!(
             "track: note: run {new_run} is compared with itself: nothing can have changed"

@@ -164,7 +164,7 @@ pub fn run_experiment(
         &config.settings,
         &options,
     )?;
-    let (summary, _) = match end {
+    let (summary, plan) = match end {
         RunEnd::Planned(plan) => {
             let budget = options.budget_usd.or(experiment.budget_usd());
             let batch = options.batch_on(experiment.batch());
@@ -198,6 +198,21 @@ pub fn run_experiment(
     }
     if let Some(note) = summary.waiting_note() {
         eprintln!("track: {note}");
+    }
+    if plan.shard.is_part() {
+        // Said even with --quiet: a shard's figures are not the plan's.
+        let held = if plan.calls() == 0 {
+            "holds none of the plan's items (they all went to other shards)".to_owned()
+        } else {
+            format!("holds {} of the plan's calls", plan.calls())
+        };
+        eprintln!(
+            "track: run {} is shard {} of plan {}: it {held}; once every shard has \
+             finished, `track merge OUT.db SHARD.db…` joins them into one run",
+            summary.run_id,
+            plan.shard,
+            &plan.sha256[..12.min(plan.sha256.len())]
+        );
     }
     Ok(ExitCode::from(summary.exit_code()))
 }

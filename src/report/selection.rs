@@ -81,6 +81,8 @@ impl Selection {
         match choice {
             RunChoice::Ids(named) => {
                 for &id in named {
+                    // A shard merged into its plan's run is that run.
+                    let id = store.merged_run_of(id)?;
                     if !ids.contains(&id) {
                         ids.push(id);
                     }

@@ -26,6 +26,8 @@ pub enum MergeError {
     OutIsInput(PathBuf),
     #[error("nothing to merge: give at least one database after OUT")]
     NoInputs,
+    #[error("{0} is not a track database (not SQLite at all); give the databases runs wrote (--db)")]
+    NotADatabase(PathBuf),
     #[error("{path}: {source}")]
     Input {
         path: PathBuf,
@@ -201,6 +203,15 @@ fn read_input(path: &Path) -> Result<Input, MergeError> {
             path: path.to_path_buf(),
             source: std::io::Error::new(std::io::ErrorKind::NotFound, "no such file"),
         }));
+    }
+    // Not opened (nor a lock file made beside it) unless it is a SQLite database.
+    let mut magic = [0u8; 16];
+    let is_sqlite = std::fs::File::open(path)
+        .and_then(|mut f| std::io::Read::read_exact(&mut f, &mut magic))
+        .is_ok()
+        && &magic == b"SQLite format 3\0";
+    if !is_sqlite {
+        return Err(MergeError::NotADatabase(path.to_path_buf()));
     }
     let store = Store::open(path).map_err(input_error)?;
     let (shards, superseded) = shard_runs(&store.conn).map_err(input_error)?;
@@ -457,7 +468,6 @@ fn copy_attached(
     joined: Option<&Joined>,
 ) -> Result<InputAdded, MergeError> {
     let tx = conn.transaction()?;
-    let before_runs = count(&tx, "runs")?;
     let before_calls = count(&tx, "calls")?;
     let mut before_rows = 0;
     for table in ROW_TABLES {
@@ -492,6 +502,8 @@ fn copy_attached(
         }
         None => None,
     };
+    // The merged run is not the input's: counted from here.
+    let before_runs = count(&tx, "runs")?;
 
     tx.execute_batch(&copy_sql(&tx, "blobs", &[], "")?)?;
     // Runs: all but superseded shard runs, by uid; their merged_into is settled below.

@@ -342,6 +342,20 @@ impl Store {
         Ok(ids)
     }
 
+    /// The run `run_id` reads as: the run its plan's shards were merged into, for a merged
+    /// shard; itself otherwise (a run not in the database included).
+    pub fn merged_run_of(&self, run_id: i64) -> Result<i64> {
+        Ok(self
+            .conn
+            .query_row(
+                "SELECT coalesce(merged_into, id) FROM runs WHERE id = ?1",
+                [run_id],
+                |r| r.get(0),
+            )
+            .optional()?
+            .unwrap_or(run_id))
+    }
+
     /// The experiment file a run was started from and the sha256 of its text, as recorded.
     pub fn run_spec(&self, run_id: i64) -> Result<(Option<String>, Option<String>)> {
         Ok(self
