@@ -26,7 +26,9 @@ pub enum MergeError {
     OutIsInput(PathBuf),
     #[error("nothing to merge: give at least one database after OUT")]
     NoInputs,
-    #[error("{0} is not a track database (not SQLite at all); give the databases runs wrote (--db)")]
+    #[error(
+        "{0} is not a track database (not SQLite at all); give the databases runs wrote (--db)"
+    )]
     NotADatabase(PathBuf),
     #[error("{path}: {source}")]
     Input {
@@ -476,13 +478,14 @@ fn copy_attached(
     tx.execute_batch(
         "CREATE TEMP TABLE IF NOT EXISTS skip_runs (id INTEGER PRIMARY KEY);
          CREATE TEMP TABLE IF NOT EXISTS joined_runs (id INTEGER PRIMARY KEY);
-         CREATE TEMP TABLE IF NOT EXISTS run_map (src INTEGER PRIMARY KEY, dst INTEGER);
-         CREATE TEMP TABLE IF NOT EXISTS batch_map (src INTEGER PRIMARY KEY, dst INTEGER);
-         CREATE TEMP TABLE IF NOT EXISTS call_map (src INTEGER PRIMARY KEY, dst INTEGER);
-         CREATE TEMP TABLE IF NOT EXISTS review_map (src INTEGER PRIMARY KEY, dst INTEGER);
-         DELETE FROM skip_runs; DELETE FROM joined_runs; DELETE FROM run_map;
-         DELETE FROM batch_map; DELETE FROM call_map; DELETE FROM review_map;",
+         DELETE FROM skip_runs; DELETE FROM joined_runs;",
     )?;
+    for map in ["run_map", "batch_map", "call_map", "review_map"] {
+        tx.execute_batch(&format!(
+            "CREATE TEMP TABLE IF NOT EXISTS {map} (src INTEGER PRIMARY KEY, dst INTEGER);
+             DELETE FROM {map};"
+        ))?;
+    }
     for id in &input.superseded {
         tx.execute("INSERT OR IGNORE INTO skip_runs (id) VALUES (?1)", [id])?;
     }
@@ -494,8 +497,7 @@ fn copy_attached(
                     [shard.id],
                 )?;
             }
-            let first = input.shards.iter().find(|s| s.plan == j.plan);
-            match first {
+            match input.shards.iter().find(|s| s.plan == j.plan) {
                 Some(first) => Some(ensure_merged_run(&tx, first, j)?),
                 None => None,
             }
@@ -504,124 +506,10 @@ fn copy_attached(
     };
     // The merged run is not the input's: counted from here.
     let before_runs = count(&tx, "runs")?;
-
     tx.execute_batch(&copy_sql(&tx, "blobs", &[], "")?)?;
-    // Runs: all but superseded shard runs, by uid; their merged_into is settled below.
-    tx.execute_batch(&copy_sql(
-        &tx,
-        "runs",
-        &[("merged_into", "NULL")],
-        "WHERE s.id NOT IN (SELECT id FROM temp.skip_runs)",
-    )?)?;
-    tx.execute(
-        "INSERT INTO temp.run_map (src, dst)
-         SELECT s.id, CASE WHEN s.id IN (SELECT id FROM temp.joined_runs) THEN ?1 ELSE m.id END
-         FROM src.runs s JOIN main.runs m ON m.uid = s.uid
-         WHERE s.id NOT IN (SELECT id FROM temp.skip_runs)",
-        [merged_id],
-    )?;
-    // A shard points at the run it was merged into; one merged elsewhere keeps pointing at it.
-    tx.execute(
-        "UPDATE main.runs SET merged_into = ?1
-         WHERE uid IN (SELECT uid FROM src.runs WHERE id IN (SELECT id FROM temp.joined_runs))",
-        [merged_id],
-    )?;
-    tx.execute_batch(
-        "UPDATE main.runs SET merged_into = (
-             SELECT mp.id FROM src.runs s JOIN src.runs sp ON sp.id = s.merged_into
-             JOIN main.runs mp ON mp.uid = sp.uid WHERE s.uid = main.runs.uid)
-         WHERE merged_into IS NULL AND uid IN (
-             SELECT uid FROM src.runs WHERE merged_into IS NOT NULL
-             AND id NOT IN (SELECT id FROM temp.skip_runs));",
-    )?;
-
-    tx.execute_batch(&copy_sql(
-        &tx,
-        "batches",
-        &[(
-            "run_id",
-            "(SELECT dst FROM temp.run_map WHERE src = s.run_id)",
-        )],
-        "",
-    )?)?;
-    tx.execute_batch(
-        "INSERT INTO temp.batch_map (src, dst)
-         SELECT s.id, m.id FROM src.batches s JOIN main.batches m ON m.tag = s.tag;",
-    )?;
-    tx.execute_batch(&copy_sql(
-        &tx,
-        "calls",
-        &[(
-            "batch",
-            "(SELECT dst FROM temp.batch_map WHERE src = s.batch)",
-        )],
-        "",
-    )?)?;
-    tx.execute_batch(
-        "INSERT INTO temp.call_map (src, dst)
-         SELECT s.id, m.id FROM src.calls s JOIN main.calls m ON m.uid = s.uid;",
-    )?;
-    tx.execute_batch(&copy_sql(
-        &tx,
-        "batch_calls",
-        &[
-            (
-                "batch",
-                "(SELECT dst FROM temp.batch_map WHERE src = s.batch)",
-            ),
-            (
-                "call_id",
-                "(SELECT dst FROM temp.call_map WHERE src = s.call_id)",
-            ),
-        ],
-        "",
-    )?)?;
-    let run = (
-        "run_id",
-        "(SELECT dst FROM temp.run_map WHERE src = s.run_id)",
-    );
-    let call = (
-        "call_id",
-        "(SELECT dst FROM temp.call_map WHERE src = s.call_id)",
-    );
-    let of_runs = "WHERE s.run_id IN (SELECT src FROM temp.run_map)";
-    tx.execute_batch(&copy_sql(
-        &tx,
-        "bench_results",
-        &[
-            run,
-            call,
-            (
-                "judge_call_id",
-                "(SELECT dst FROM temp.call_map WHERE src = s.judge_call_id)",
-            ),
-        ],
-        of_runs,
-    )?)?;
-    tx.execute_batch(&copy_sql(&tx, "bench_labels", &[run], of_runs)?)?;
-    tx.execute_batch(&copy_sql(
-        &tx,
-        "generated_datasheets",
-        &[run, call],
-        "WHERE s.run_id IS NULL OR s.run_id IN (SELECT src FROM temp.run_map)",
-    )?)?;
-    for table in ["reviews", "relevance_predictions", "pairwise_verdicts"] {
-        tx.execute_batch(&copy_sql(&tx, table, &[run, call], of_runs)?)?;
-    }
-    tx.execute_batch(&copy_sql(&tx, "run_errors", &[run, call], of_runs)?)?;
-    tx.execute_batch(
-        "INSERT INTO temp.review_map (src, dst)
-         SELECT s.id, m.id FROM src.reviews s JOIN main.reviews m ON m.uid = s.uid;",
-    )?;
-    tx.execute_batch(&copy_sql(
-        &tx,
-        "review_scores",
-        &[(
-            "review_id",
-            "(SELECT dst FROM temp.review_map WHERE src = s.review_id)",
-        )],
-        "WHERE s.review_id IN (SELECT src FROM temp.review_map)",
-    )?)?;
+    copy_runs(&tx, merged_id)?;
+    copy_calls(&tx)?;
+    copy_rows(&tx)?;
     let mut after_rows = 0;
     for table in ROW_TABLES {
         after_rows += count(&tx, table)?;
@@ -636,12 +524,97 @@ fn copy_attached(
     Ok(added)
 }
 
+/// The expression of `column` of a source row mapped to OUT's id through `map`.
+fn remap(map: &str, column: &str) -> String {
+    format!("(SELECT dst FROM temp.{map} WHERE src = s.{column})")
+}
+
+/// Fills `map` with each source row of `table` and OUT's row of the same `key`.
+fn build_map(tx: &Connection, map: &str, table: &str, key: &str) -> rusqlite::Result<()> {
+    tx.execute_batch(&format!(
+        "INSERT INTO temp.{map} (src, dst)
+         SELECT s.id, m.id FROM src.{table} s JOIN main.{table} m ON m.{key} = s.{key};"
+    ))
+}
+
+/// Copies the input's runs but superseded shard runs, by uid, and maps them: the shards of
+/// the joined plan to its merged run (`merged_id`), the others to their copies. A shard
+/// points at the run it was merged into; one merged elsewhere keeps pointing at its own.
+fn copy_runs(tx: &Connection, merged_id: Option<i64>) -> rusqlite::Result<()> {
+    let kept = "WHERE s.id NOT IN (SELECT id FROM temp.skip_runs)";
+    tx.execute_batch(&copy_sql(
+        tx,
+        "runs",
+        &[("merged_into", "NULL".into())],
+        kept,
+    )?)?;
+    tx.execute(
+        &format!(
+            "INSERT INTO temp.run_map (src, dst)
+             SELECT s.id, CASE WHEN s.id IN (SELECT id FROM temp.joined_runs) THEN ?1 ELSE m.id END
+             FROM src.runs s JOIN main.runs m ON m.uid = s.uid {kept}"
+        ),
+        [merged_id],
+    )?;
+    tx.execute(
+        "UPDATE main.runs SET merged_into = ?1
+         WHERE uid IN (SELECT uid FROM src.runs WHERE id IN (SELECT id FROM temp.joined_runs))",
+        [merged_id],
+    )?;
+    tx.execute_batch(&format!(
+        "UPDATE main.runs SET merged_into = (
+             SELECT mp.id FROM src.runs s JOIN src.runs sp ON sp.id = s.merged_into
+             JOIN main.runs mp ON mp.uid = sp.uid WHERE s.uid = main.runs.uid)
+         WHERE merged_into IS NULL AND uid IN (
+             SELECT s.uid FROM src.runs s {kept} AND s.merged_into IS NOT NULL);"
+    ))
+}
+
+/// Copies batches (by tag), calls (by uid: the cache) and the calls of each batch.
+fn copy_calls(tx: &Connection) -> rusqlite::Result<()> {
+    let run = ("run_id", remap("run_map", "run_id"));
+    tx.execute_batch(&copy_sql(tx, "batches", &[run], "")?)?;
+    build_map(tx, "batch_map", "batches", "tag")?;
+    let batch = ("batch", remap("batch_map", "batch"));
+    tx.execute_batch(&copy_sql(tx, "calls", &[batch.clone()], "")?)?;
+    build_map(tx, "call_map", "calls", "uid")?;
+    let call = ("call_id", remap("call_map", "call_id"));
+    tx.execute_batch(&copy_sql(tx, "batch_calls", &[batch, call], "")?)
+}
+
+/// Copies every kind's rows of the runs copied (by uid), their run and calls mapped.
+fn copy_rows(tx: &Connection) -> rusqlite::Result<()> {
+    let run = ("run_id", remap("run_map", "run_id"));
+    let call = ("call_id", remap("call_map", "call_id"));
+    let of_runs = "WHERE s.run_id IN (SELECT src FROM temp.run_map)";
+    let judge = ("judge_call_id", remap("call_map", "judge_call_id"));
+    let bench = [run.clone(), call.clone(), judge];
+    tx.execute_batch(&copy_sql(tx, "bench_results", &bench, of_runs)?)?;
+    tx.execute_batch(&copy_sql(tx, "bench_labels", &[run.clone()], of_runs)?)?;
+    // A datasheet written by another tool has no run.
+    let generated = "WHERE s.run_id IS NULL OR s.run_id IN (SELECT src FROM temp.run_map)";
+    let pair = [run, call];
+    tx.execute_batch(&copy_sql(tx, "generated_datasheets", &pair, generated)?)?;
+    for table in [
+        "reviews",
+        "relevance_predictions",
+        "pairwise_verdicts",
+        "run_errors",
+    ] {
+        tx.execute_batch(&copy_sql(tx, table, &pair, of_runs)?)?;
+    }
+    build_map(tx, "review_map", "reviews", "uid")?;
+    let review = ("review_id", remap("review_map", "review_id"));
+    let reviewed = "WHERE s.review_id IN (SELECT src FROM temp.review_map)";
+    tx.execute_batch(&copy_sql(tx, "review_scores", &[review], reviewed)?)
+}
+
 /// `INSERT OR IGNORE INTO main.T (cols) SELECT exprs FROM src.T s filter`: every column but
 /// a rowid `id`, each copied as is unless `mapped` gives its expression.
 fn copy_sql(
     conn: &Connection,
     table: &str,
-    mapped: &[(&str, &str)],
+    mapped: &[(&str, String)],
     filter: &str,
 ) -> rusqlite::Result<String> {
     let mut stmt = conn.prepare(&format!("PRAGMA main.table_info({table})"))?;
@@ -663,7 +636,7 @@ fn copy_sql(
             mapped
                 .iter()
                 .find(|(column, _)| column == name)
-                .map_or_else(|| format!("s.{name}"), |(_, expr)| (*expr).to_owned())
+                .map_or_else(|| format!("s.{name}"), |(_, expr)| expr.clone())
         })
         .collect();
     Ok(format!(
