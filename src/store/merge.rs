@@ -576,7 +576,7 @@ fn copy_calls(tx: &Connection) -> rusqlite::Result<()> {
     tx.execute_batch(&copy_sql(tx, "batches", &[run], "")?)?;
     build_map(tx, "batch_map", "batches", "tag")?;
     let batch = ("batch", remap("batch_map", "batch"));
-    tx.execute_batch(&copy_sql(tx, "calls", &[batch.clone()], "")?)?;
+    tx.execute_batch(&copy_sql(tx, "calls", std::slice::from_ref(&batch), "")?)?;
     build_map(tx, "call_map", "calls", "uid")?;
     let call = ("call_id", remap("call_map", "call_id"));
     tx.execute_batch(&copy_sql(tx, "batch_calls", &[batch, call], "")?)
@@ -590,7 +590,12 @@ fn copy_rows(tx: &Connection) -> rusqlite::Result<()> {
     let judge = ("judge_call_id", remap("call_map", "judge_call_id"));
     let bench = [run.clone(), call.clone(), judge];
     tx.execute_batch(&copy_sql(tx, "bench_results", &bench, of_runs)?)?;
-    tx.execute_batch(&copy_sql(tx, "bench_labels", &[run.clone()], of_runs)?)?;
+    tx.execute_batch(&copy_sql(
+        tx,
+        "bench_labels",
+        std::slice::from_ref(&run),
+        of_runs,
+    )?)?;
     // A datasheet written by another tool has no run.
     let generated = "WHERE s.run_id IS NULL OR s.run_id IN (SELECT src FROM temp.run_map)";
     let pair = [run, call];
