@@ -166,7 +166,7 @@ pub fn run_experiment(
     )?;
     let (summary, plan) = match end {
         RunEnd::Planned(plan) => {
-            let budget = options.budget_usd.or(experiment.budget_usd());
+            let budget = options.budget(experiment.budget_usd());
             let batch = options.batch_on(experiment.batch());
             let plan = if batch {
                 plan.batched(experiment.targets())

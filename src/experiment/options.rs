@@ -47,6 +47,14 @@ pub enum ShardPace {
 }
 
 impl RunOptions {
+    /// The most this run may spend, in USD: `--budget`, else the file's `budget:`; a budget is
+    /// the plan's, so shard k/N may spend 1/N of it (N shards together never more).
+    pub fn budget(&self, file_budget: Option<f64>) -> Option<f64> {
+        self.budget_usd
+            .or(file_budget)
+            .map(|usd| usd / f64::from(self.shard.count.max(1)))
+    }
+
     /// The part of every rate limit this run may use: 1/N for shard k/N pacing `split`.
     pub fn pace_share(&self) -> f64 {
         match self.shard_pace {
@@ -292,6 +300,28 @@ mod tests {
             shard: Shard::WHOLE,
             shard_pace: ShardPace::Split,
         }
+    }
+
+    #[test]
+    fn a_shard_may_spend_and_pace_at_its_part_of_the_plan() {
+        let mut o = options(CacheMode::Use, false, false);
+        assert_eq!(o.budget(Some(8.0)), Some(8.0));
+        o.shard = Shard::new(1, 4).unwrap();
+        assert_eq!(
+            o.budget(Some(8.0)),
+            Some(2.0),
+            "the file's budget is the plan's"
+        );
+        o.budget_usd = Some(4.0);
+        assert_eq!(
+            o.budget(Some(8.0)),
+            Some(1.0),
+            "--budget wins, and is the plan's too"
+        );
+        assert_eq!(o.budget(None), Some(1.0));
+        assert_eq!(o.pace_share(), 0.25);
+        o.shard_pace = ShardPace::Whole;
+        assert_eq!(o.pace_share(), 1.0);
     }
 
     #[test]

@@ -310,7 +310,7 @@ async fn run(
     let kind = experiment.kind();
     let started = std::time::Instant::now();
     // The command line's budget wins over the file's.
-    let budget_usd = options.budget_usd.or(experiment.budget_usd());
+    let budget_usd = options.budget(experiment.budget_usd());
     let header = run_header(experiment, budget_usd, options.batch_on(experiment.batch()));
     let guard = RunGuard::start(
         &lock(store),
