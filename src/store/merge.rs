@@ -77,6 +77,8 @@ pub enum MergeError {
         "{0} is in use by another process (its write-ahead log is not empty); stop it, then merge again"
     )]
     OutInUse(PathBuf),
+    #[error("another track merge is writing the same output ({0} is locked); wait for it to end")]
+    Busy(PathBuf),
     #[error("cannot write {path}: {source}")]
     Io {
         path: PathBuf,
@@ -186,11 +188,16 @@ pub fn merge(
         allow_partial,
     )?;
     let staging = staging_path(out);
+    // One merge into OUT at a time: they would share the staging file.
+    let (turn, turn_path) = merge_lock(&staging)?;
     remove_database(&staging);
     let result = write(out, &staging, &read, plan.as_ref());
     if result.is_err() {
         remove_database(&staging);
     }
+    // Removed while held: a merge waiting for it finds it gone and makes its own.
+    let _ = std::fs::remove_file(turn_path);
+    drop(turn);
     result
 }
 
@@ -367,6 +374,28 @@ fn staging_path(out: &Path) -> PathBuf {
     let mut name = out.as_os_str().to_owned();
     name.push(".merging");
     PathBuf::from(name)
+}
+
+/// Takes the lock of merges into one OUT (`<OUT>.merging-turn`), held until dropped.
+fn merge_lock(staging: &Path) -> Result<(std::fs::File, PathBuf), MergeError> {
+    let mut name = staging.as_os_str().to_owned();
+    name.push("-turn");
+    let path = PathBuf::from(name);
+    let file = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(&path)
+        .map_err(|source| MergeError::Io {
+            path: path.clone(),
+            source,
+        })?;
+    match file.try_lock() {
+        Ok(()) => Ok((file, path)),
+        Err(std::fs::TryLockError::WouldBlock) => Err(MergeError::Busy(path)),
+        // A filesystem without locks: go on, as track does elsewhere.
+        Err(std::fs::TryLockError::Error(_)) => Ok((file, path)),
+    }
 }
 
 /// Removes a database file and its companions, ignoring what is not there.
