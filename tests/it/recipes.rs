@@ -1,0 +1,682 @@
+//! The launch recipes of `tests/recipes/` (the README's "Beyond one machine"), run as their
+//! schedulers run them: the Slurm array and its dependent merge on a real single-node Slurm
+//! (`.ci/slurm.sh`); the Kubernetes Indexed Job and the GitHub Actions matrix by reading the
+//! files and running here each pod's or matrix entry's command with the environment it would
+//! get there. Each ends in its merge, and the merged database must answer `track query --by
+//! model --format csv` byte for byte as an unsharded run of the same file does. And the README
+//! quotes every recipe file verbatim.
+//!
+//! Nothing here rewrites a recipe: the commands run are the files' own, with `track` on PATH.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::time::{Duration, Instant};
+
+use serde::Deserialize;
+
+use crate::support::mock::Rule;
+use crate::support::{Sandbox, bench_yaml, text, track_bin};
+
+/// Which `track` the recipes launch. [`Launcher::StandIn`] records what each command saw
+/// (arguments, shard variables) instead of running, so the scheduling machinery is proved
+/// before `track run --shard` and `track merge` exist; [`Launcher::Track`] is the real binary.
+const LAUNCHER: Launcher = Launcher::StandIn;
+
+/// The recipes' shard count (`--array=0-2`, `completions: 3`, `shard: [0, 1, 2]`).
+const SHARDS: usize = 3;
+
+const MODELS: [&str; 2] = ["openai:gpt-4o", "anthropic:sonnet 3.5"];
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+#[allow(dead_code, reason = "one of the two is chosen by LAUNCHER")]
+enum Launcher {
+    Track,
+    StandIn,
+}
+
+/// A `track` that runs nothing: `run … --db F` writes its arguments and the shard variables it
+/// sees to F; `merge OUT IN…` writes its arguments and the inputs, in order, to OUT.
+const STAND_IN: &str = r#"#!/bin/sh
+set -eu
+case $1 in
+run)
+    db=
+    for a in "$@"; do [ "${prev:-}" = --db ] && db=$a; prev=$a; done
+    { echo "$*"; env | grep -E '^(SLURM_ARRAY_TASK_(ID|COUNT|MIN)|JOB_COMPLETION_INDEX|JOB_COMPLETIONS)=' | LC_ALL=C sort; } >"$db"
+    ;;
+merge)
+    out=$2
+    { echo "$*"; shift 2; for f in "$@"; do echo; cat "$f"; done; } >"$out"
+    ;;
+*)
+    echo "stand-in track: unexpected command: $*" >&2
+    exit 2
+    ;;
+esac
+"#;
+
+fn repo() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+fn recipe(name: &str) -> String {
+    let path = repo().join("tests/recipes").join(name);
+    std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
+/// A sandbox with a small benchmark (2 models × 6 prompts, half of the answers right), the
+/// recipe files `names` copied in as a user copies them, and `bin/track` for the jobs' PATH.
+fn sandbox(names: &[&str]) -> Sandbox {
+    let s = Sandbox::new();
+    let prompts: Vec<(String, String, String)> = (0..6)
+        .map(|i| {
+            (
+                format!("q{i}"),
+                format!("Question {i}?"),
+                format!("answer {i}"),
+            )
+        })
+        .collect();
+    for (i, (_, prompt, output)) in prompts.iter().enumerate() {
+        let reply = if i % 2 == 0 {
+            output.clone()
+        } else {
+            "no idea".into()
+        };
+        s.mock.add_rule(Rule::reply(prompt, &reply));
+    }
+    let prompts: Vec<(&str, &str, &str, &str)> = prompts
+        .iter()
+        .map(|(n, p, o)| (n.as_str(), p.as_str(), o.as_str(), "exact"))
+        .collect();
+    s.write("bench.yaml", &bench_yaml(&MODELS, &prompts));
+    for name in names {
+        s.write(name, &recipe(name));
+    }
+    let bin = s.path("bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    match LAUNCHER {
+        Launcher::Track => std::os::unix::fs::symlink(track_bin(), bin.join("track")).unwrap(),
+        Launcher::StandIn => {
+            use std::os::unix::fs::PermissionsExt as _;
+            let path = s.write("bin/track", STAND_IN);
+            std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+        }
+    }
+    s
+}
+
+/// `program` in the sandbox with the environment a scheduler hands a job here: the sandbox's
+/// (the mock's URLs, test keys) without `TRACK_DB` (the recipes name their databases), and
+/// `bin` (holding `track`) first on `path`.
+fn job(s: &Sandbox, program: &str, path: &str) -> Command {
+    let template = s.track_process();
+    let mut cmd = Command::new(program);
+    cmd.current_dir(s.dir.path());
+    for (key, value) in template.get_envs() {
+        match value {
+            Some(value) => cmd.env(key, value),
+            None => cmd.env_remove(key),
+        };
+    }
+    cmd.env_remove("TRACK_DB");
+    cmd.env("PATH", format!("{}:{path}", s.path("bin").display()));
+    cmd
+}
+
+/// The value the sandbox gives the variable `name` (a secret a recipe reads from its store).
+fn sandbox_env(s: &Sandbox, name: &str) -> String {
+    s.track_process()
+        .get_envs()
+        .find(|(k, _)| *k == name)
+        .and_then(|(_, v)| v)
+        .unwrap_or_else(|| panic!("the sandbox sets no {name}"))
+        .to_string_lossy()
+        .into_owned()
+}
+
+fn host_path() -> String {
+    std::env::var("PATH").unwrap_or_default()
+}
+
+fn assert_ran(what: &str, out: &Output) {
+    assert!(
+        out.status.success(),
+        "{what} failed ({}):\n{}\n{}",
+        out.status,
+        text(&out.stdout),
+        text(&out.stderr)
+    );
+}
+
+/// What the recipes' merge left in `results.db`, checked against `expected`: per shard k, the
+/// arguments of its `track run` and the shard variables it saw.
+fn assert_merged(s: &Sandbox, expected: impl Fn(usize) -> (String, Vec<String>)) {
+    let calls = s.mock.request_count();
+    match LAUNCHER {
+        Launcher::StandIn => {
+            let merged =
+                std::fs::read_to_string(s.path("results.db")).expect("the merge wrote results.db");
+            let mut blocks = merged.split("\n\n");
+            let shard_files: Vec<String> = (0..SHARDS).map(|k| format!("shard-{k}.db")).collect();
+            assert_eq!(
+                blocks.next().unwrap().trim_end(),
+                format!("merge results.db {}", shard_files.join(" ")),
+                "{merged}"
+            );
+            let seen: BTreeSet<(String, Vec<String>)> = blocks
+                .map(|b| {
+                    let mut lines = b.lines().map(str::to_owned);
+                    let args = lines.next().unwrap_or_default();
+                    let mut vars: Vec<String> = lines.collect();
+                    vars.sort();
+                    (args, vars)
+                })
+                .collect();
+            let want: BTreeSet<(String, Vec<String>)> = (0..SHARDS)
+                .map(|k| {
+                    let (args, mut vars) = expected(k);
+                    vars.sort();
+                    (args, vars)
+                })
+                .collect();
+            assert_eq!(seen, want, "{merged}");
+            assert_eq!(calls, 0);
+        }
+        Launcher::Track => {
+            // Among them, the shards sent every call of the plan once.
+            assert_eq!(calls, MODELS.len() * 6, "calls sent by the shards");
+            let out = s
+                .track()
+                .args(["run", "bench.yaml", "-q", "--db", "unsharded.db"])
+                .output()
+                .unwrap();
+            assert_ran("the unsharded run", &out);
+            let query = |db: &str| {
+                let out = s
+                    .track()
+                    .args(["query", "--by", "model", "--format", "csv", "--db", db])
+                    .output()
+                    .unwrap();
+                assert_ran(&format!("track query on {db}"), &out);
+                text(&out.stdout)
+            };
+            let (merged, unsharded) = (query("results.db"), query("unsharded.db"));
+            assert_eq!(merged, unsharded, "merged (left) and unsharded (right)");
+            assert_eq!(merged.lines().count(), 1 + MODELS.len(), "{merged}");
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------- Slurm
+
+/// The single-node Slurm of `.ci/slurm.sh`: its PATH, LD_LIBRARY_PATH and SLURM_CONF.
+struct Slurm {
+    env: BTreeMap<String, String>,
+    /// Whether this test started it (then it stops it at the end).
+    started: bool,
+}
+
+impl Slurm {
+    /// Brings the cluster up (or finds it up). `None` when Debian's packages cannot be
+    /// fetched (the script's exit code 4): the one case the test skips, saying so.
+    fn up() -> Option<Self> {
+        let script = repo().join(".ci/slurm.sh");
+        let was_up = Command::new("bash")
+            .arg(&script)
+            .arg("status")
+            .output()
+            .unwrap()
+            .status
+            .success();
+        let out = Command::new("bash")
+            .arg(&script)
+            .arg("start")
+            .output()
+            .unwrap();
+        if out.status.code() == Some(4) {
+            eprintln!(
+                "skipped: Debian's Slurm packages cannot be fetched here:\n{}",
+                text(&out.stderr)
+            );
+            return None;
+        }
+        assert_ran("bash .ci/slurm.sh start", &out);
+        let out = Command::new("bash")
+            .arg(&script)
+            .arg("env")
+            .output()
+            .unwrap();
+        assert_ran("bash .ci/slurm.sh env", &out);
+        let env = text(&out.stdout)
+            .lines()
+            .filter_map(|l| l.strip_prefix("export ")?.split_once('='))
+            .map(|(k, v)| (k.to_owned(), v.to_owned()))
+            .collect::<BTreeMap<_, _>>();
+        for var in ["PATH", "LD_LIBRARY_PATH", "SLURM_CONF"] {
+            assert!(env.contains_key(var), "slurm.sh env gave no {var}: {env:?}");
+        }
+        Some(Self {
+            env,
+            started: !was_up,
+        })
+    }
+
+    /// `program` run as a job's submitter: the job environment plus Slurm's.
+    fn command(&self, s: &Sandbox, program: &str) -> Command {
+        let mut cmd = job(s, program, &self.env["PATH"]);
+        cmd.env("LD_LIBRARY_PATH", &self.env["LD_LIBRARY_PATH"])
+            .env("SLURM_CONF", &self.env["SLURM_CONF"]);
+        cmd
+    }
+
+    /// `scontrol show job ID`: one (JobState, Reason) per job (per array task).
+    fn states(&self, s: &Sandbox, id: &str) -> Vec<(String, String)> {
+        let out = self
+            .command(s, "scontrol")
+            .args(["show", "job", id])
+            .output()
+            .unwrap();
+        assert_ran(&format!("scontrol show job {id}"), &out);
+        let field = |record: &str, name: &str| {
+            record
+                .split_whitespace()
+                .find_map(|w| w.strip_prefix(name))
+                .unwrap_or_default()
+                .to_owned()
+        };
+        text(&out.stdout)
+            .split("\n\n")
+            .filter(|r| r.contains("JobState="))
+            .map(|r| (field(r, "JobState="), field(r, "Reason=")))
+            .collect()
+    }
+
+    /// Waits until job `merge` ends; fails the test, with the jobs' logs, unless it and every
+    /// task of `shards` completed.
+    fn wait(&self, s: &Sandbox, shards: &str, merge: &str) {
+        let started = Instant::now();
+        let logs = || {
+            let mut all = String::new();
+            for k in 0..SHARDS {
+                let log = s.path(&format!("shard-{k}.log"));
+                all += &format!(
+                    "--- shard-{k}.log\n{}\n",
+                    std::fs::read_to_string(log).unwrap_or_default()
+                );
+            }
+            all += &format!(
+                "--- merge.log\n{}\n--- shards: {:?}",
+                std::fs::read_to_string(s.path("merge.log")).unwrap_or_default(),
+                self.states(s, shards)
+            );
+            all
+        };
+        loop {
+            let states = self.states(s, merge);
+            let (state, reason) = states.first().cloned().unwrap_or_default();
+            match state.as_str() {
+                "COMPLETED" => break,
+                "PENDING" | "RUNNING" | "CONFIGURING" | "COMPLETING" => {}
+                _ => panic!("the merge job ended {state} ({reason})\n{}", logs()),
+            }
+            assert!(
+                started.elapsed() < Duration::from_secs(300),
+                "the merge job is still {state} ({reason}) after 300 s\n{}",
+                logs()
+            );
+            std::thread::sleep(Duration::from_millis(250));
+        }
+        let shard_states = self.states(s, shards);
+        assert_eq!(shard_states.len(), SHARDS, "{shard_states:?}");
+        assert!(
+            shard_states.iter().all(|(state, _)| state == "COMPLETED"),
+            "{shard_states:?}\n{}",
+            logs()
+        );
+        eprintln!(
+            "slurm: shards and merge completed in {:.1} s",
+            started.elapsed().as_secs_f64()
+        );
+    }
+}
+
+impl Drop for Slurm {
+    fn drop(&mut self) {
+        if self.started {
+            let _ = Command::new("bash")
+                .arg(repo().join(".ci/slurm.sh"))
+                .arg("stop")
+                .output();
+        }
+    }
+}
+
+#[test]
+#[ignore = "needs a single-node Slurm: bash .ci/slurm.sh install (the README's test command runs it)"]
+fn the_slurm_array_and_its_dependent_merge_equal_an_unsharded_run() {
+    let Some(slurm) = Slurm::up() else {
+        return;
+    };
+    let s = sandbox(&[
+        "slurm-array.sbatch",
+        "slurm-merge.sbatch",
+        "slurm-submit.sh",
+    ]);
+    let out = slurm
+        .command(&s, "sh")
+        .arg("slurm-submit.sh")
+        .output()
+        .unwrap();
+    assert_ran("sh slurm-submit.sh", &out);
+    let said = text(&out.stdout);
+    let ids: Vec<&str> = said
+        .split(|c: char| !c.is_ascii_digit())
+        .filter(|w| !w.is_empty())
+        .collect();
+    let [shards, merge] = ids[..] else {
+        panic!("slurm-submit.sh said {said:?}, not two job ids");
+    };
+    slurm.wait(&s, shards, merge);
+    assert_merged(&s, |k| {
+        (
+            format!("run bench.yaml --shard auto --db shard-{k}.db"),
+            vec![
+                format!("SLURM_ARRAY_TASK_ID={k}"),
+                format!("SLURM_ARRAY_TASK_COUNT={SHARDS}"),
+                "SLURM_ARRAY_TASK_MIN=0".into(),
+            ],
+        )
+    });
+}
+
+// ----------------------------------------------------------------------------- Kubernetes
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct K8sJob {
+    kind: String,
+    spec: K8sJobSpec,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct K8sJobSpec {
+    completion_mode: Option<String>,
+    completions: Option<usize>,
+    parallelism: Option<usize>,
+    template: K8sPodTemplate,
+}
+
+#[derive(Deserialize)]
+struct K8sPodTemplate {
+    spec: K8sPodSpec,
+}
+
+#[derive(Deserialize)]
+struct K8sPodSpec {
+    containers: Vec<K8sContainer>,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct K8sContainer {
+    command: Vec<String>,
+    #[serde(default)]
+    args: Vec<String>,
+    working_dir: Option<String>,
+    #[serde(default)]
+    env: Vec<K8sEnv>,
+    #[serde(default)]
+    volume_mounts: Vec<K8sMount>,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct K8sEnv {
+    name: String,
+    value: Option<String>,
+    value_from: Option<K8sValueFrom>,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct K8sValueFrom {
+    secret_key_ref: K8sKeyRef,
+}
+
+#[derive(Deserialize)]
+struct K8sKeyRef {
+    key: String,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct K8sMount {
+    mount_path: String,
+}
+
+impl K8sJob {
+    fn read(name: &str) -> Self {
+        let job: Self =
+            serde_saphyr::from_str(&recipe(name)).unwrap_or_else(|e| panic!("{name}: {e}"));
+        assert_eq!(job.kind, "Job", "{name}");
+        assert_eq!(job.spec.template.spec.containers.len(), 1, "{name}");
+        job
+    }
+
+    fn container(&self) -> &K8sContainer {
+        &self.spec.template.spec.containers[0]
+    }
+
+    /// The pod's process, run here: its working directory (a shared volume) is the sandbox,
+    /// its environment the manifest's (a secret's value from the sandbox's variable of the
+    /// secret's key) plus `extra`.
+    fn pod(&self, s: &Sandbox, extra: &[(&str, String)]) -> Command {
+        let c = self.container();
+        let dir = c.working_dir.as_deref().expect("a workingDir");
+        assert!(
+            c.volume_mounts.iter().any(|m| m.mount_path == dir),
+            "the workingDir {dir} is a mounted volume"
+        );
+        let mut cmd = job(s, &c.command[0], &host_path());
+        cmd.args(&c.command[1..]).args(&c.args);
+        for var in &c.env {
+            let value = match (&var.value, &var.value_from) {
+                (Some(value), None) => value.clone(),
+                (None, Some(from)) => sandbox_env(s, &from.secret_key_ref.key),
+                _ => panic!("env {}: a value or a secretKeyRef", var.name),
+            };
+            cmd.env(&var.name, value);
+        }
+        for (name, value) in extra {
+            cmd.env(name, value);
+        }
+        cmd
+    }
+}
+
+#[test]
+fn the_kubernetes_indexed_job_and_its_merge_equal_an_unsharded_run() {
+    let s = sandbox(&[]);
+    let shards = K8sJob::read("k8s-indexed-job.yaml");
+    assert_eq!(shards.spec.completion_mode.as_deref(), Some("Indexed"));
+    assert_eq!(shards.spec.completions, Some(SHARDS));
+    assert_eq!(shards.spec.parallelism, Some(SHARDS));
+    let completions = shards
+        .container()
+        .env
+        .iter()
+        .find(|e| e.name == "JOB_COMPLETIONS")
+        .and_then(|e| e.value.clone());
+    assert_eq!(
+        completions,
+        Some(SHARDS.to_string()),
+        "JOB_COMPLETIONS equals completions"
+    );
+    // The pods run at once (parallelism = completions), each with its index.
+    let pods: Vec<_> = (0..SHARDS)
+        .map(|k| {
+            shards
+                .pod(&s, &[("JOB_COMPLETION_INDEX", k.to_string())])
+                .stdout(std::process::Stdio::piped())
+                .stderr(std::process::Stdio::piped())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    for (k, pod) in pods.into_iter().enumerate() {
+        assert_ran(&format!("pod {k}"), &pod.wait_with_output().unwrap());
+    }
+    let merge = K8sJob::read("k8s-merge-job.yaml");
+    assert_eq!(merge.spec.completion_mode, None);
+    assert_ran("the merge pod", &merge.pod(&s, &[]).output().unwrap());
+    assert_merged(&s, |k| {
+        (
+            format!("run bench.yaml --shard auto --db shard-{k}.db"),
+            vec![
+                format!("JOB_COMPLETION_INDEX={k}"),
+                format!("JOB_COMPLETIONS={SHARDS}"),
+            ],
+        )
+    });
+}
+
+// ------------------------------------------------------------------------- GitHub Actions
+
+#[derive(Deserialize)]
+struct Workflow {
+    #[serde(default)]
+    env: BTreeMap<String, String>,
+    jobs: BTreeMap<String, GhJob>,
+}
+
+#[derive(Deserialize)]
+struct GhJob {
+    needs: Option<String>,
+    strategy: Option<GhStrategy>,
+    #[serde(default)]
+    env: BTreeMap<String, String>,
+    steps: Vec<GhStep>,
+}
+
+#[derive(Deserialize)]
+struct GhStrategy {
+    matrix: BTreeMap<String, Vec<serde_json::Value>>,
+}
+
+#[derive(Deserialize)]
+struct GhStep {
+    id: Option<String>,
+    uses: Option<String>,
+    run: Option<String>,
+    #[serde(default)]
+    env: BTreeMap<String, String>,
+}
+
+/// One job of the workflow as a runner would run it, here: the `run` steps in order under
+/// GitHub's bash, `${{ … }}` expanded from the matrix entry, the strategy and the secrets (the
+/// sandbox's variables of those names). `uses` steps (checkout, artifacts) have nothing to do
+/// in one shared folder, and the step `id: install` is this test's `bin/track`.
+fn run_gh_job(s: &Sandbox, wf: &Workflow, job: &GhJob, entry: Option<(&str, &str, usize)>) {
+    let expand = |value: &str| {
+        let mut out = String::new();
+        let mut rest = value;
+        while let Some(start) = rest.find("${{") {
+            out += &rest[..start];
+            let end = rest[start..].find("}}").expect("a closed ${{ }}") + start;
+            let expr = rest[start + 3..end].trim();
+            out += &match (expr, entry) {
+                ("strategy.job-total", _) => SHARDS.to_string(),
+                ("strategy.job-index", Some((_, _, i))) => i.to_string(),
+                (e, Some((key, value, _))) if e.strip_prefix("matrix.") == Some(key) => {
+                    value.to_owned()
+                }
+                (e, _) if e.starts_with("secrets.") => sandbox_env(s, &e["secrets.".len()..]),
+                (e, _) => panic!("the test does not know the expression {e}"),
+            };
+            rest = &rest[end + 2..];
+        }
+        out + rest
+    };
+    let mut ran = 0;
+    for step in &job.steps {
+        let Some(script) = &step.run else {
+            assert!(step.uses.is_some(), "a step runs or uses");
+            continue;
+        };
+        if step.id.as_deref() == Some("install") {
+            continue;
+        }
+        let mut cmd = self::job(s, "bash", &host_path());
+        cmd.args(["--noprofile", "--norc", "-eo", "pipefail", "-c"])
+            .arg(expand(script));
+        for (k, v) in wf.env.iter().chain(&job.env).chain(&step.env) {
+            cmd.env(k, expand(v));
+        }
+        assert_ran(
+            &format!("step `{script}` of {entry:?}"),
+            &cmd.output().unwrap(),
+        );
+        ran += 1;
+    }
+    assert_eq!(ran, 1, "one track command per job");
+}
+
+#[test]
+fn the_github_actions_matrix_and_its_merge_equal_an_unsharded_run() {
+    let s = sandbox(&[]);
+    let wf: Workflow = serde_saphyr::from_str(&recipe("github-actions-matrix.yml"))
+        .unwrap_or_else(|e| panic!("github-actions-matrix.yml: {e}"));
+    let shard = &wf.jobs["shard"];
+    let matrix = &shard.strategy.as_ref().expect("a matrix").matrix;
+    let (key, values) = matrix.iter().next().expect("one matrix variable");
+    assert_eq!(matrix.len(), 1);
+    let values: Vec<String> = values.iter().map(|v| v.to_string()).collect();
+    assert_eq!(values, ["0", "1", "2"]);
+    // The matrix entries run at once, each on its own runner.
+    std::thread::scope(|scope| {
+        for (i, value) in values.iter().enumerate() {
+            let (s, wf) = (&s, &wf);
+            scope.spawn(move || run_gh_job(s, wf, shard, Some((key.as_str(), value.as_str(), i))));
+        }
+    });
+    let merge = &wf.jobs["merge"];
+    assert_eq!(merge.needs.as_deref(), Some("shard"));
+    run_gh_job(&s, &wf, merge, None);
+    assert_merged(&s, |k| {
+        (
+            format!("run bench.yaml --shard {k}/{SHARDS} --db shard-{k}.db"),
+            vec![],
+        )
+    });
+}
+
+// --------------------------------------------------------------------------------- README
+
+#[test]
+fn the_readme_quotes_every_recipe_verbatim() {
+    let readme = std::fs::read_to_string(repo().join("README.md")).unwrap();
+    let mut names: Vec<String> = std::fs::read_dir(repo().join("tests/recipes"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    assert_eq!(names.len(), 6, "{names:?}");
+    let mut missing = Vec::new();
+    for name in &names {
+        let lang = match Path::new(name).extension().and_then(|e| e.to_str()) {
+            Some("sbatch" | "sh") => "sh",
+            Some("yaml" | "yml") => "yaml",
+            other => panic!("{name}: no language for {other:?}"),
+        };
+        if !readme.contains(&format!("```{lang}\n{}```\n", recipe(name))) {
+            missing.push(name.as_str());
+        }
+    }
+    assert!(
+        missing.is_empty(),
+        "README.md does not quote these files of tests/recipes/ verbatim (a ```sh or ```yaml block with the file's exact text): {missing:?}"
+    );
+}
