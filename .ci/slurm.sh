@@ -103,11 +103,9 @@ export_env() {
 
 # ---------------------------------------------------------------------------- apt
 
-APT=(apt-get -q)
-APT_CACHE=(apt-cache)
-
 # Uses the host's apt when its lists know slurmd; otherwise a private state (lists and cache
-# in $DIR/apt) over the host's own sources, updated here.
+# in $DIR/apt) over the host's own sources, updated here. APT_CONFIG is read after the host's
+# apt.conf.d, so its settings win; the hooks cleared are the host's, on the host's cache.
 apt_choose() {
     have apt-get && have dpkg-deb || no_packages "apt-get and dpkg-deb are required (a Debian host)"
     if [[ ${TRACK_SLURM_APT:-} != private && -n $(apt-cache show --no-all-versions slurmd 2>/dev/null) ]]; then
@@ -123,8 +121,8 @@ Dir::Cache::pkgcache "pkgcache.bin";
 Dir::Cache::srcpkgcache "srcpkgcache.bin";
 Acquire::Languages "none";
 Acquire::IndexTargets::deb::DEP-11::DefaultEnabled "false";
-APT::Update::Post-Invoke "";
-APT::Update::Post-Invoke-Success "";
+#clear APT::Update::Post-Invoke;
+#clear APT::Update::Post-Invoke-Success;
 APT::Sandbox::User "root";
 EOF
     export APT_CONFIG=$APT_DIR/apt.conf
@@ -214,7 +212,7 @@ install() {
     local tmp new=$DIR/root.new deb
     tmp=$(mktemp -d "$DIR/tmp.XXXXXX")
     TMP_DIRS+=("$tmp")
-    (cd "$tmp" && "${APT[@]}" -o APT::Sandbox::User=root download "${PACKAGES[@]}" </dev/null) ||
+    (cd "$tmp" && apt-get -q -o APT::Sandbox::User=root download "${PACKAGES[@]}" </dev/null) ||
         no_packages "apt-get download ${PACKAGES[*]} failed: Debian's package registry cannot be reached"
     rm -rf "$new"
     mkdir -p "$new"
