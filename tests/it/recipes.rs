@@ -111,9 +111,14 @@ fn sandbox(names: &[&str]) -> Sandbox {
 /// (the mock's URLs, test keys) without `TRACK_DB` (the recipes name their databases), and
 /// `bin` (holding `track`) first on `path`.
 fn job(s: &Sandbox, program: &str, path: &str) -> Command {
+    job_in(s, s.dir.path(), program, path)
+}
+
+/// [`job`] in the folder `dir`.
+fn job_in(s: &Sandbox, dir: &Path, program: &str, path: &str) -> Command {
     let template = s.track_process();
     let mut cmd = Command::new(program);
-    cmd.current_dir(s.dir.path());
+    cmd.current_dir(dir);
     for (key, value) in template.get_envs() {
         match value {
             Some(value) => cmd.env(key, value),
@@ -152,12 +157,12 @@ fn assert_ran(what: &str, out: &Output) {
 
 /// What the recipes' merge left in `results.db`, checked against `expected`: per shard k, the
 /// arguments of its `track run` and the shard variables it saw.
-fn assert_merged(s: &Sandbox, expected: impl Fn(usize) -> (String, Vec<String>)) {
+fn assert_merged(s: &Sandbox, dir: &Path, expected: impl Fn(usize) -> (String, Vec<String>)) {
+    let results = dir.join("results.db");
     let calls = s.mock.request_count();
     match LAUNCHER {
         Launcher::StandIn => {
-            let merged =
-                std::fs::read_to_string(s.path("results.db")).expect("the merge wrote results.db");
+            let merged = std::fs::read_to_string(&results).expect("the merge wrote results.db");
             let mut blocks = merged.split("\n\n");
             let shard_files: Vec<String> = (0..SHARDS).map(|k| format!("shard-{k}.db")).collect();
             assert_eq!(
@@ -193,16 +198,17 @@ fn assert_merged(s: &Sandbox, expected: impl Fn(usize) -> (String, Vec<String>))
                 .output()
                 .unwrap();
             assert_ran("the unsharded run", &out);
-            let query = |db: &str| {
+            let query = |db: &Path| {
                 let out = s
                     .track()
-                    .args(["query", "--by", "model", "--format", "csv", "--db", db])
+                    .args(["query", "--by", "model", "--format", "csv", "--db"])
+                    .arg(db)
                     .output()
                     .unwrap();
-                assert_ran(&format!("track query on {db}"), &out);
+                assert_ran(&format!("track query on {}", db.display()), &out);
                 text(&out.stdout)
             };
-            let (merged, unsharded) = (query("results.db"), query("unsharded.db"));
+            let (merged, unsharded) = (query(&results), query(&s.path("unsharded.db")));
             assert_eq!(merged.lines().count(), 1 + MODELS.len(), "{merged}");
             assert_eq!(
                 unclocked(&merged),
@@ -420,7 +426,7 @@ fn the_slurm_array_and_its_dependent_merge_equal_an_unsharded_run() {
         panic!("slurm-submit.sh said {said:?}, not two job ids");
     };
     slurm.wait(&s, shards, merge);
-    assert_merged(&s, |k| {
+    assert_merged(&s, s.dir.path(), |k| {
         (
             format!("run bench.yaml --shard auto --db shard-{k}.db"),
             vec![
@@ -573,7 +579,7 @@ fn the_kubernetes_indexed_job_and_its_merge_equal_an_unsharded_run() {
     let merge = K8sJob::read("k8s-merge-job.yaml");
     assert_eq!(merge.spec.completion_mode, None);
     assert_ran("the merge pod", &merge.pod(&s, &[]).output().unwrap());
-    assert_merged(&s, |k| {
+    assert_merged(&s, s.dir.path(), |k| {
         (
             format!("run bench.yaml --shard auto --db shard-{k}.db"),
             vec![
@@ -614,55 +620,114 @@ struct GhStep {
     run: Option<String>,
     #[serde(default)]
     env: BTreeMap<String, String>,
+    #[serde(default)]
+    with: BTreeMap<String, serde_json::Value>,
 }
 
-/// One job of the workflow as a runner would run it, here: the `run` steps in order under
-/// GitHub's bash, `${{ … }}` expanded from the matrix entry, the strategy and the secrets (the
-/// sandbox's variables of those names). `uses` steps (checkout, artifacts) have nothing to do
-/// in one shared folder, and the step `id: install` is this test's `bin/track`.
-fn run_gh_job(s: &Sandbox, wf: &Workflow, job: &GhJob, entry: Option<(&str, &str, usize)>) {
-    let expand = |value: &str| {
-        let mut out = String::new();
-        let mut rest = value;
-        while let Some(start) = rest.find("${{") {
-            out += &rest[..start];
-            let end = rest[start..].find("}}").expect("a closed ${{ }}") + start;
-            let expr = rest[start + 3..end].trim();
-            out += &match (expr, entry) {
-                ("strategy.job-total", _) => SHARDS.to_string(),
-                ("strategy.job-index", Some((_, _, i))) => i.to_string(),
-                (e, Some((key, value, _))) if e.strip_prefix("matrix.") == Some(key) => {
-                    value.to_owned()
-                }
-                (e, _) if e.starts_with("secrets.") => sandbox_env(s, &e["secrets.".len()..]),
-                (e, _) => panic!("the test does not know the expression {e}"),
-            };
-            rest = &rest[end + 2..];
-        }
-        out + rest
-    };
-    let mut ran = 0;
-    for step in &job.steps {
-        let Some(script) = &step.run else {
-            assert!(step.uses.is_some(), "a step runs or uses");
-            continue;
+/// Where a job of the workflow runs: its runner's own workspace, and the artifact store that
+/// all the runs of the workflow share.
+struct Runner<'a> {
+    s: &'a Sandbox,
+    workspace: PathBuf,
+    artifacts: PathBuf,
+}
+
+impl Runner<'_> {
+    /// One job as a runner would run it, here: `${{ … }}` expanded from the matrix entry, the
+    /// strategy and the secrets (the sandbox's variables of those names); the `run` steps in
+    /// order under GitHub's bash; checkout copies the repository's files (the benchmark and
+    /// its config) into the workspace; upload-artifact and download-artifact move files
+    /// through the shared store, as GitHub's do, so a shard's database reaches the merge
+    /// alone, without anything else its run left beside it. The step `id: install` is this
+    /// test's `bin/track`.
+    fn run(&self, wf: &Workflow, job: &GhJob, entry: Option<(&str, &str, usize)>) {
+        let s = self.s;
+        std::fs::create_dir_all(&self.workspace).unwrap();
+        let expand = |value: &str| {
+            let mut out = String::new();
+            let mut rest = value;
+            while let Some(start) = rest.find("${{") {
+                out += &rest[..start];
+                let end = rest[start..].find("}}").expect("a closed ${{ }}") + start;
+                let expr = rest[start + 3..end].trim();
+                out += &match (expr, entry) {
+                    ("strategy.job-total", _) => SHARDS.to_string(),
+                    ("strategy.job-index", Some((_, _, i))) => i.to_string(),
+                    (e, Some((key, value, _))) if e.strip_prefix("matrix.") == Some(key) => {
+                        value.to_owned()
+                    }
+                    (e, _) if e.starts_with("secrets.") => sandbox_env(s, &e["secrets.".len()..]),
+                    (e, _) => panic!("the test does not know the expression {e}"),
+                };
+                rest = &rest[end + 2..];
+            }
+            out + rest
         };
-        if step.id.as_deref() == Some("install") {
-            continue;
+        let with = |step: &GhStep, key: &str| -> Option<String> {
+            step.with.get(key).map(|v| match v {
+                serde_json::Value::String(text) => expand(text),
+                other => other.to_string(),
+            })
+        };
+        let mut ran = 0;
+        for step in &job.steps {
+            if let Some(action) = &step.uses {
+                let action = action.split('@').next().unwrap_or_default();
+                match action {
+                    "actions/checkout" => {
+                        for name in ["bench.yaml", "config.yaml"] {
+                            std::fs::copy(s.path(name), self.workspace.join(name)).unwrap();
+                        }
+                    }
+                    "actions/upload-artifact" => {
+                        let name = with(step, "name").expect("an artifact name");
+                        let path = with(step, "path").expect("an artifact path");
+                        let into = self.artifacts.join(&name);
+                        std::fs::create_dir_all(&into).unwrap();
+                        std::fs::copy(self.workspace.join(&path), into.join(&path))
+                            .unwrap_or_else(|e| panic!("upload-artifact {name}: {path}: {e}"));
+                    }
+                    "actions/download-artifact" => {
+                        let pattern = with(step, "pattern").expect("a pattern");
+                        let prefix = pattern.strip_suffix('*').expect("a pattern `prefix*`");
+                        assert_eq!(with(step, "merge-multiple").as_deref(), Some("true"));
+                        let mut found = 0;
+                        for artifact in std::fs::read_dir(&self.artifacts).unwrap() {
+                            let artifact = artifact.unwrap();
+                            if !artifact.file_name().to_string_lossy().starts_with(prefix) {
+                                continue;
+                            }
+                            for file in std::fs::read_dir(artifact.path()).unwrap() {
+                                let file = file.unwrap();
+                                std::fs::copy(file.path(), self.workspace.join(file.file_name()))
+                                    .unwrap();
+                                found += 1;
+                            }
+                        }
+                        assert!(found > 0, "no artifact matches {pattern}");
+                    }
+                    other => panic!("the test does not know the action {other}"),
+                }
+                continue;
+            }
+            let script = step.run.as_deref().expect("a step runs or uses");
+            if step.id.as_deref() == Some("install") {
+                continue;
+            }
+            let mut cmd = job_in(s, &self.workspace, "bash", &host_path());
+            cmd.args(["--noprofile", "--norc", "-eo", "pipefail", "-c"])
+                .arg(expand(script));
+            for (k, v) in wf.env.iter().chain(&job.env).chain(&step.env) {
+                cmd.env(k, expand(v));
+            }
+            assert_ran(
+                &format!("step `{script}` of {entry:?}"),
+                &cmd.output().unwrap(),
+            );
+            ran += 1;
         }
-        let mut cmd = self::job(s, "bash", &host_path());
-        cmd.args(["--noprofile", "--norc", "-eo", "pipefail", "-c"])
-            .arg(expand(script));
-        for (k, v) in wf.env.iter().chain(&job.env).chain(&step.env) {
-            cmd.env(k, expand(v));
-        }
-        assert_ran(
-            &format!("step `{script}` of {entry:?}"),
-            &cmd.output().unwrap(),
-        );
-        ran += 1;
+        assert_eq!(ran, 1, "one track command per job");
     }
-    assert_eq!(ran, 1, "one track command per job");
 }
 
 #[test]
@@ -676,17 +741,23 @@ fn the_github_actions_matrix_and_its_merge_equal_an_unsharded_run() {
     assert_eq!(matrix.len(), 1);
     let values: Vec<String> = values.iter().map(|v| v.to_string()).collect();
     assert_eq!(values, ["0", "1", "2"]);
+    let runner = |name: &str| Runner {
+        s: &s,
+        workspace: s.path(&format!("runners/{name}")),
+        artifacts: s.path("artifacts"),
+    };
     // The matrix entries run at once, each on its own runner.
     std::thread::scope(|scope| {
         for (i, value) in values.iter().enumerate() {
-            let (s, wf) = (&s, &wf);
-            scope.spawn(move || run_gh_job(s, wf, shard, Some((key.as_str(), value.as_str(), i))));
+            let (runner, wf) = (runner(&format!("shard-{i}")), &wf);
+            scope.spawn(move || runner.run(wf, shard, Some((key.as_str(), value.as_str(), i))));
         }
     });
     let merge = &wf.jobs["merge"];
     assert_eq!(merge.needs.as_deref(), Some("shard"));
-    run_gh_job(&s, &wf, merge, None);
-    assert_merged(&s, |k| {
+    let merger = runner("merge");
+    merger.run(&wf, merge, None);
+    assert_merged(&s, &merger.workspace, |k| {
         (
             format!("run bench.yaml --shard {k}/{SHARDS} --db shard-{k}.db"),
             vec![],
