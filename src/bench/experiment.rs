@@ -520,6 +520,15 @@ impl Experiment for BenchExperiment {
         }
     }
 
+    fn shard_key(&self, stage: &Stage, index: usize) -> String {
+        // A test: its answer and its judge's verdict go together.
+        let eval = self.eval(stage.calls[index].item);
+        format!(
+            "{}\x1f{}\x1f{}",
+            self.targets[eval.model].reference, self.spec.prompts[eval.prompt].name, eval.repeat
+        )
+    }
+
     fn report(
         &self,
         store: &Store,

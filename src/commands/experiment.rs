@@ -13,7 +13,7 @@ use super::{CacheArgs, Context};
 use crate::config::Config;
 use crate::experiment::{
     ASSUMED_MAX_OUTPUT_TOKENS, Experiment, Overrides, Plan, ReportOptions, RunEnd, RunOptions,
-    RunSummary, execute,
+    RunSummary, Shard, ShardPace, execute,
 };
 use crate::llm::Structured;
 use crate::llm::batch::BatchApi;
@@ -58,6 +58,17 @@ pub struct ExperimentArgs {
     /// the same command later to collect what has finished (see `track batches`).
     #[arg(long)]
     pub detach: bool,
+    /// Run one part of the plan, for runs spread over machines: k/N (k from 0 to N-1), or
+    /// `auto` from a scheduler (JOB_COMPLETION_INDEX and JOB_COMPLETIONS of a Kubernetes
+    /// Indexed Job, SLURM_ARRAY_TASK_ID and SLURM_ARRAY_TASK_COUNT of a Slurm array). Each
+    /// item (a test and its judge, an image's WITH and WITHOUT calls, a sensor's datasheets and
+    /// reviews, a pairwise item) goes to one shard; `track merge` joins the shards' databases.
+    #[arg(long, value_name = "k/N|auto")]
+    pub shard: Option<String>,
+    /// How shards share their keys' rate limits: split (each of N paces at 1/N: one key, a
+    /// database each) or whole (a key each, or one shared database) [default: split].
+    #[arg(long, value_enum, value_name = "HOW", requires = "shard")]
+    pub shard_pace: Option<ShardPace>,
 }
 
 /// `--budget`'s value parser: [`parse_budget`](crate::llm::budget::parse_budget), for clap.
@@ -77,9 +88,13 @@ impl ExperimentArgs {
         Ok(config)
     }
 
-    /// The runtime's options.
-    pub fn options(&self, context: &Context, config: &Config) -> RunOptions {
-        RunOptions {
+    /// The runtime's options; a `--shard` that cannot be read is refused.
+    pub fn options(&self, context: &Context, config: &Config) -> anyhow::Result<RunOptions> {
+        let shard = match &self.shard {
+            Some(text) => Shard::parse(text, |name| std::env::var(name).ok())?,
+            None => Shard::WHOLE,
+        };
+        Ok(RunOptions {
             cache: self.cache.mode(),
             dry_run: self.dry_run,
             concurrency: self
@@ -91,7 +106,9 @@ impl ExperimentArgs {
             budget_usd: self.budget,
             batch: self.batch,
             detach: self.detach,
-        }
+            shard,
+            shard_pace: self.shard_pace.unwrap_or_default(),
+        })
     }
 
     /// The overrides these options carry (`--repeat`); commands add their own.
@@ -124,7 +141,7 @@ pub fn run_experiment(
     args: &ExperimentArgs,
     tables: TableArgs,
 ) -> anyhow::Result<ExitCode> {
-    let options = args.options(context, config);
+    let options = args.options(context, config)?;
     // Before the database is opened or anything is sent.
     options.check_batch(experiment.batch())?;
     let report = ReportOptions {
@@ -279,6 +296,15 @@ fn print_plan(
             writeln!(out, "{line}")?;
         }
     }
+    if plan.shard.is_part() {
+        writeln!(
+            out,
+            "shard {} of plan {}: only this shard's calls are counted above; the other \
+             shards' are theirs",
+            plan.shard,
+            &plan.sha256[..12.min(plan.sha256.len())]
+        )?;
+    }
     if let Some(budget) = budget_usd {
         writeln!(out, "{}", budget_fit(plan.max_cost_usd(), budget))?;
     }
@@ -408,6 +434,7 @@ mod tests {
                 line("ollama:llava", 0, None),
             ],
             stages: vec!["answers"],
+            ..Plan::default()
         };
         assert_eq!(
             batch_lines(&plan),

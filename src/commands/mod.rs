@@ -8,6 +8,7 @@ mod diff;
 mod experiment;
 mod export;
 mod generate;
+mod merge;
 mod models;
 mod query;
 mod relevance;
@@ -116,6 +117,7 @@ pub enum Command {
     Query(query::QueryArgs),
     Diff(diff::DiffArgs),
     Export(export::ExportArgs),
+    Merge(merge::MergeArgs),
     Report(report::ReportArgs),
     Models(models::ModelsArgs),
 }
@@ -191,6 +193,7 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Query(args) => query::run(&context, args),
         Command::Diff(args) => diff::run(&context, args),
         Command::Export(args) => export::run(&context, args),
+        Command::Merge(args) => merge::run(&context, args),
         Command::Report(args) => report::run(&context, args),
         Command::Models(args) => models::run(&context, args),
     }
@@ -267,7 +270,22 @@ pub(crate) fn selection_status(
     let mut statuses = BTreeSet::new();
     let mut per_run = HashMap::new();
     for run in store.runs_by_id(run_ids)? {
-        let status = observed_status(&context.db, run.id, run.status);
+        let mut status = observed_status(&context.db, run.id, run.status);
+        if let Some((k, n)) = run.shard
+            && status == RunStatus::Completed
+        {
+            // One shard of a plan covers part of it: its figures are not the plan's.
+            eprintln!(
+                "track: warning: run {} is shard {k}/{n} of its plan: these figures cover only \
+                 that shard; `track merge OUT.db SHARD.db…` joins the {n} shards' databases \
+                 into one run of the whole plan",
+                run.id
+            );
+            status = RunStatus::Partial;
+            statuses.insert(status.as_str());
+            per_run.insert(run.id, status.as_str());
+            continue;
+        }
         statuses.insert(status.as_str());
         per_run.insert(run.id, status.as_str());
         if status != RunStatus::Completed {
@@ -277,6 +295,7 @@ pub(crate) fn selection_status(
                 RunStatus::Waiting => {
                     "waiting for its batches (`waiting`; the same command collects them)".to_owned()
                 }
+                RunStatus::Partial => "merged from some of its shards only (`partial`)".to_owned(),
                 other => other.to_string(),
             };
             eprintln!(

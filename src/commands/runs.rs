@@ -120,11 +120,17 @@ fn errors_frame(errors: &[RunErrorRow]) -> PolarsResult<DataFrame> {
 }
 
 /// The runs, one row each, with the status observed now (a run whose process is gone is
-/// `abandoned`).
+/// `abandoned`); one shard of a plan says which (`completed, shard 1/3`).
 fn runs_frame(context: &Context, runs: &[RunInfo]) -> PolarsResult<DataFrame> {
-    let status: Vec<&str> = runs
+    let status: Vec<String> = runs
         .iter()
-        .map(|r| observed_status(&context.db, r.id, r.status).as_str())
+        .map(|r| {
+            let status = observed_status(&context.db, r.id, r.status);
+            match r.shard {
+                Some((k, n)) => format!("{status}, shard {k}/{n}"),
+                None => status.to_string(),
+            }
+        })
         .collect();
     DataFrame::new_infer_height(vec![
         Column::new("id".into(), runs.iter().map(|r| r.id).collect::<Vec<_>>()),

@@ -13,6 +13,7 @@ mod lifecycle;
 mod options;
 mod plan;
 mod runtime;
+mod shard;
 mod signals;
 mod tally;
 mod target;
@@ -24,12 +25,13 @@ use std::sync::Arc;
 pub use batches::PollPolicy;
 pub use kind::{ExperimentKind, UnknownKind};
 pub use lifecycle::{observed_status, run_lock_dir};
-pub use options::{FileBudget, MAX_REPEAT, Override, Overrides, RunOptions, batch_flag};
+pub use options::{FileBudget, MAX_REPEAT, Override, Overrides, RunOptions, ShardPace, batch_flag};
 pub use plan::{
     ASSUMED_MAX_OUTPUT_TOKENS, IMAGE_TOKENS_BOUND, MAX_PLANNED_CALLS, Plan, PlanLine,
     batch_max_cost, check_size, max_cost,
 };
 pub use runtime::{RunEnd, RunSummary, Waiting, execute};
+pub use shard::{AUTO_SOURCES, MAX_SHARDS, Shard, ShardError};
 pub use signals::Signal;
 pub use tally::{ErrorGroup, Tally};
 pub use target::Target;
@@ -200,12 +202,14 @@ pub trait Experiment: Send {
     ) -> Result<Option<Stage>, ExperimentError>;
 
     /// Stores what a stage records without any call (a review with no official datasheet),
-    /// when the stage starts. Returns problems for the error summary.
+    /// when the stage starts: only what belongs to `shard` ([`Shard::keeps`] of the items'
+    /// [`Experiment::shard_key`]). Returns problems for the error summary.
     fn begin(
         &mut self,
         _store: &mut Store,
         _run_id: i64,
         _stage: &Stage,
+        _shard: Shard,
     ) -> Result<Vec<String>, ExperimentError> {
         Ok(Vec::new())
     }
@@ -235,6 +239,12 @@ pub trait Experiment: Send {
 
     /// What call `index` of `stage` is for, in messages: `openai:gpt-4o on p1`.
     fn label(&self, stage: &Stage, index: usize) -> String;
+
+    /// The item call `index` of `stage` belongs to, as `--shard` splits a plan: every call
+    /// whose rows a statistic pairs has the same key (a benchmark test and its judge, an
+    /// image's WITH and WITHOUT trials, a datasheet's generation and its reviews, a pairwise
+    /// item's orders and candidates' answers), the same in every process running the plan.
+    fn shard_key(&self, stage: &Stage, index: usize) -> String;
 
     /// Prints the report of a finished run (tables, files written) to `out`.
     fn report(

@@ -1,6 +1,6 @@
 //! The options of a run, with one meaning for every kind of experiment.
 
-use super::{ExperimentError, ExperimentKind};
+use super::{ExperimentError, ExperimentKind, Shard};
 use crate::energy::EnergyMethod;
 use crate::llm::CacheMode;
 use crate::llm::budget::parse_budget;
@@ -28,6 +28,32 @@ pub struct RunOptions {
     /// Submit the batches, then leave the run `waiting` without polling them (`--detach`);
     /// the same command later collects them. Needs batch mode ([`RunOptions::check_batch`]).
     pub detach: bool,
+    /// The part of the plan this process runs (`--shard k/N`); [`Shard::WHOLE`] by default.
+    pub shard: Shard,
+    /// How a shard paces against its key's rate limits (`--shard-pace`).
+    pub shard_pace: ShardPace,
+}
+
+/// How the shards of a plan share their keys' rate limits.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
+pub enum ShardPace {
+    /// Each of N shards paces at 1/N of every limit: the shards share one key, each with a
+    /// database of its own.
+    #[default]
+    Split,
+    /// Each shard paces at the whole limit: each has a key of its own, or the shards share
+    /// one database, whose buckets pace them together.
+    Whole,
+}
+
+impl RunOptions {
+    /// The part of every rate limit this run may use: 1/N for shard k/N pacing `split`.
+    pub fn pace_share(&self) -> f64 {
+        match self.shard_pace {
+            ShardPace::Split => 1.0 / f64::from(self.shard.count.max(1)),
+            ShardPace::Whole => 1.0,
+        }
+    }
 }
 
 impl RunOptions {
@@ -263,6 +289,8 @@ mod tests {
             budget_usd: None,
             batch,
             detach,
+            shard: Shard::WHOLE,
+            shard_pace: ShardPace::Split,
         }
     }
 

@@ -4,6 +4,7 @@
 
 use std::collections::HashMap;
 
+use super::shard::{self, Shard};
 use super::{Experiment, ExperimentError, Stage, Target};
 use crate::llm::batch::BatchApi;
 use crate::llm::{
@@ -46,6 +47,11 @@ pub struct Plan {
     pub lines: Vec<PlanLine>,
     /// Names of the stages, in order.
     pub stages: Vec<&'static str>,
+    /// The sha256 of the whole plan, the same for each of its shards
+    /// ([`plan_sha256`](super::shard::plan_sha256)).
+    pub sha256: String,
+    /// The part of it this run makes (`--shard`).
+    pub shard: Shard,
 }
 
 impl Plan {
@@ -116,6 +122,7 @@ pub(crate) struct FirstStage {
 pub(crate) fn plan(
     experiment: &dyn Experiment,
     executor: &Executor,
+    part: Shard,
 ) -> Result<(Plan, Option<FirstStage>), ExperimentError> {
     let targets = experiment.targets();
     let mut plan = Plan {
@@ -132,6 +139,8 @@ pub(crate) fn plan(
             })
             .collect(),
         stages: Vec::new(),
+        sha256: shard::plan_sha256(experiment, None),
+        shard: part,
     };
     // Every stage is kept until the end: the run starts from the first one (and its lookups).
     let mut stages: Vec<(Stage, Vec<Option<CallOutcome>>)> = Vec::new();
@@ -142,6 +151,10 @@ pub(crate) fn plan(
         let Some(stage) = next else {
             break;
         };
+        if index == 0 {
+            plan.sha256 = shard::plan_sha256(experiment, Some(&stage));
+        }
+        let stage = shard::keep(experiment, stage, part);
         plan.stages.push(stage.name);
         let planned = plan.calls() + stage.calls.len() as u64 + stage.pending.len() as u64;
         check_size(planned)?;
@@ -336,6 +349,7 @@ mod tests {
                 line(&targets[3], 2, 0.2),
             ],
             stages: vec!["answers", "judges"],
+            ..Plan::default()
         };
         assert_eq!(plan.clone().batched(&[]), plan, "no targets, no change");
         let batched = plan.clone().batched(&targets);

@@ -15,6 +15,7 @@ use indicatif::ProgressBar;
 use super::batches::{BatchCall, Batcher, PollPolicy, Round};
 use super::lifecycle::{RunGuard, observed_status};
 use super::plan::{self, FirstStage};
+use super::shard::{self, Shard};
 use super::signals::Signals;
 use super::{
     Experiment, ExperimentError, ExperimentKind, Plan, RunHeader, RunOptions, Signal, Stage, Tally,
@@ -246,12 +247,13 @@ pub fn execute(
         options.concurrency,
         options.cache,
     );
-    let (plan, first) = plan::plan(experiment, &executor)?;
+    let (plan, first) = plan::plan(experiment, &executor, options.shard)?;
     tracing::debug!(calls = plan.calls(), to_call = plan.to_call(), "planned");
     if options.dry_run {
         return Ok(RunEnd::Planned(plan));
     }
-    executor.set_pacer(pacer(experiment, shared_buckets, settings));
+    executor
+        .set_pacer(pacer(experiment, shared_buckets, settings).with_share(options.pace_share()));
     let lease = (settings.timeout + settings.retry.max_delay) * settings.retry.max_attempts
         + Duration::from_secs(60);
     let batcher = |run_id| {
@@ -317,6 +319,8 @@ async fn run(
         (&header, experiment.targets(), options.command.as_deref()),
     )?;
     let run_id = guard.run_id;
+    let shard = plan.shard.is_part().then_some(plan.shard);
+    lock(store).set_run_plan(run_id, &plan.sha256, shard.map(|s| (s.index, s.count)))?;
     if let Some(usd) = budget_usd {
         lock(store).set_run_budget(run_id, Some(usd))?;
         executor.set_budget(Arc::new(Budget::new(usd)));
@@ -346,6 +350,7 @@ async fn run(
         tally,
         waiting: None,
         live_noted: std::collections::HashSet::new(),
+        shard: plan.shard,
     };
     let result = match first {
         Some(first) => run.paced_stages(first).await,
@@ -488,6 +493,8 @@ struct Run<'a> {
     waiting: Option<Waiting>,
     /// Models said once to run live for want of a batch API.
     live_noted: std::collections::HashSet<usize>,
+    /// The part of the plan this run makes (`--shard`).
+    shard: Shard,
 }
 
 impl Run<'_> {
@@ -521,9 +528,9 @@ impl Run<'_> {
             mut cached,
         } = first;
         for index in 1.. {
-            let begun = self
-                .experiment
-                .begin(&mut lock(self.store), self.run_id, &stage)?;
+            let begun =
+                self.experiment
+                    .begin(&mut lock(self.store), self.run_id, &stage, self.shard)?;
             self.tally.add_problems(begun);
             let answers = self.run_stage(&stage, &cached).await?;
             if self.stopping() || self.waiting.is_some() {
@@ -532,6 +539,7 @@ impl Run<'_> {
             let Some(next) = self.experiment.stage(index, Some((&stage, &answers)))? else {
                 return Ok(());
             };
+            let next = shard::keep(&*self.experiment, next, self.shard);
             cached = self
                 .executor
                 .lookup(next.calls.iter().map(|c| c.job.canonical.key.as_str()))?;

@@ -63,6 +63,17 @@ impl RateLimit {
         }
     }
 
+    /// These limits times `share` (a shard's part of a key's limits).
+    pub fn scaled(self, share: f64) -> Self {
+        let part = |limit: Option<f64>| limit.map(|l| l * share);
+        Self {
+            rpm: part(self.rpm),
+            tpm: part(self.tpm),
+            itpm: part(self.itpm),
+            otpm: part(self.otpm),
+        }
+    }
+
     /// These limits, with `base`'s for the dimensions these leave out (a model's over its
     /// provider's).
     pub fn over(self, base: RateLimit) -> RateLimit {
@@ -178,6 +189,9 @@ pub struct Pacer {
     max_wait: Duration,
     /// The latest wait, for the progress line.
     note: Mutex<Option<(String, Instant)>>,
+    /// The part of every limit this run may use: 1, or 1/N for a shard of N that shares its
+    /// key with the others (`--shard`).
+    share: f64,
 }
 
 /// One scope: a key's limits for one model at one endpoint.
@@ -186,7 +200,10 @@ pub struct Scope {
     id: String,
     /// `provider:model`, for messages.
     label: String,
+    /// Its limits from config.yaml, times the pacer's share.
     configured: RateLimit,
+    /// The part of the limits its headers tell that this run may use.
+    share: f64,
     /// Calls wait their turn here, first come first served.
     turnstile: tokio::sync::Mutex<()>,
     state: Mutex<ScopeState>,
@@ -275,7 +292,17 @@ impl Pacer {
             scopes: Mutex::default(),
             max_wait,
             note: Mutex::default(),
+            share: 1.0,
         }
+    }
+
+    /// Paces at `share` of every limit (configured or told by headers): a shard of N that
+    /// shares its key with the other shards uses 1/N of it.
+    pub fn with_share(mut self, share: f64) -> Self {
+        if share.is_finite() && share > 0.0 {
+            self.share = share.min(1.0);
+        }
+        self
     }
 
     /// The scope of calls of `model` at `endpoint` with its key.
@@ -294,11 +321,13 @@ impl Pacer {
                     .configured
                     .get(&(endpoint.provider.clone(), model.to_owned()))
                     .copied()
-                    .unwrap_or_default();
+                    .unwrap_or_default()
+                    .scaled(self.share);
                 Arc::new(Scope {
                     id,
                     label: format!("{}:{model}", endpoint.provider),
                     configured,
+                    share: self.share,
                     turnstile: tokio::sync::Mutex::new(()),
                     state: Mutex::new(ScopeState {
                         limited: !configured.is_empty(),
@@ -447,6 +476,7 @@ impl Pacer {
         let scope = permit.scope.clone();
         let mut lesson = Lesson {
             configured: scope.configured,
+            share: scope.share,
             limits: None,
             refused: None,
             // Given back in full unless the answer says what it used.
@@ -660,6 +690,8 @@ fn refusal_wait(
 /// What one answer teaches a scope's buckets.
 struct Lesson {
     configured: RateLimit,
+    /// The part of the limits headers tell that the run may use.
+    share: f64,
     limits: Option<RateLimits>,
     /// A rate-limit refusal and the wait it asked for.
     refused: Option<(Refused, Option<Duration>)>,
@@ -676,14 +708,16 @@ impl Lesson {
         }
         if let Some(limits) = &self.limits {
             for reading in &limits.readings {
+                let told = reading.limit * self.share;
                 let limit = self
                     .configured
                     .get(reading.dimension)
-                    .map_or(reading.limit, |set| set.min(reading.limit));
-                // What the provider says is left (rounded counts may be 500 short).
+                    .map_or(told, |set| set.min(told));
+                // What the provider says is left (rounded counts may be 500 short), of which
+                // a shard may use its share.
                 let allowance = reading
                     .remaining
-                    .map(|r| if reading.rounded { r + 500.0 } else { r });
+                    .map(|r| if reading.rounded { r + 500.0 } else { r } * self.share);
                 let (_, capacity) = shape(limit);
                 let name = reading.dimension.as_str();
                 match row.buckets.iter_mut().find(|b| b.dimension == name) {
@@ -778,6 +812,7 @@ mod tests {
     fn lesson(limits: Option<RateLimits>) -> Lesson {
         Lesson {
             configured: RateLimit::default(),
+            share: 1.0,
             limits,
             refused: None,
             output_held: None,
@@ -833,6 +868,36 @@ mod tests {
         let mut row = PacingRow::default();
         tight.apply(&mut row, 0.0);
         assert_eq!(row.buckets[0].limit_per_min, 60.0);
+    }
+
+    #[test]
+    fn a_shard_paces_at_its_share_of_what_headers_and_config_say() {
+        let mut row = PacingRow::default();
+        let mut shard = lesson(Some(limits(&[(Dimension::Requests, 600.0, 400.0)])));
+        shard.share = 0.25;
+        shard.apply(&mut row, 0.0);
+        let b = &row.buckets[0];
+        assert_eq!(b.limit_per_min, 150.0, "a quarter of the key's 600 RPM");
+        assert!(
+            b.level <= 100.0,
+            "a quarter of what is left at most: {}",
+            b.level
+        );
+        let configured = RateLimit {
+            rpm: Some(600.0),
+            tpm: None,
+            itpm: Some(80.0),
+            otpm: None,
+        };
+        assert_eq!(
+            configured.scaled(0.5),
+            RateLimit {
+                rpm: Some(300.0),
+                tpm: None,
+                itpm: Some(40.0),
+                otpm: None
+            }
+        );
     }
 
     #[test]

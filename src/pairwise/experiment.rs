@@ -3,7 +3,7 @@
 //! every pair of answers to a prompt in both orders, `repeat` times; with generated
 //! datasheets, the comparisons are stage 0. Each verdict becomes a stored row.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::path::Path;
 
 use super::spec::{CandidateModel, Candidates, PairwiseSpec};
@@ -374,10 +374,19 @@ impl Experiment for PairwiseExperiment {
         let tasks = self.spec.tasks.len();
         Ok(match (&self.spec.candidates, index, previous) {
             (Candidates::Models(_), 0, _) => Some(self.answers_stage()),
-            (Candidates::Models(_), 1, Some((_, outcomes))) => {
-                self.verdicts_stage(&|c, t| match &outcomes[c * tasks + t] {
-                    Some(outcome) => outcome.call().map(|call| Some(call.text.clone())),
-                    None => Some(None),
+            (Candidates::Models(_), 1, Some((answers, outcomes))) => {
+                // By item, not position: a shard's stage holds some items only; the others'
+                // verdicts are other shards' (`--shard`).
+                let by_item: HashMap<usize, &Option<CallOutcome>> = answers
+                    .calls
+                    .iter()
+                    .zip(outcomes)
+                    .map(|(call, outcome)| (call.item, outcome))
+                    .collect();
+                self.verdicts_stage(&|c, t| match by_item.get(&(c * tasks + t)) {
+                    Some(Some(outcome)) => outcome.call().map(|call| Some(call.text.clone())),
+                    Some(None) => Some(None),
+                    None => None,
                 })
             }
             (Candidates::Datasheets { texts, .. }, 0, _) => {
@@ -411,6 +420,17 @@ impl Experiment for PairwiseExperiment {
         store.insert_pairwise_verdicts(&rows)?;
         // An unreadable verdict is `invalid`, counted apart, not an error of the run.
         Ok(Vec::new())
+    }
+
+    fn shard_key(&self, stage: &Stage, index: usize) -> String {
+        // An item: its candidates' answers and every verdict on them (both orders, every
+        // judge) go together.
+        let call = &stage.calls[index];
+        let task = match stage.data.as_ref().and_then(|d| d.get::<Vec<Comparison>>()) {
+            Some(comparisons) => comparisons[call.item].task,
+            None => call.item % self.spec.tasks.len(),
+        };
+        self.spec.tasks[task].name.clone()
     }
 
     fn label(&self, stage: &Stage, index: usize) -> String {

@@ -11,7 +11,7 @@ use super::predicates::Predicate;
 use crate::config::{Catalog, Config};
 use crate::experiment::{
     Answers, Experiment, ExperimentError, ExperimentKind, FileBudget, Override, Overrides,
-    PlannedCall, ReportOptions, RunHeader, RunSummary, Stage, Target, check_size,
+    PlannedCall, ReportOptions, RunHeader, RunSummary, Shard, Stage, Target, check_size,
 };
 use crate::llm::{CallOutcome, ChatRequest, Image, Message, Part, Role, SamplingParams};
 use crate::prompt::Template;
@@ -566,6 +566,7 @@ impl Experiment for CompareExperiment {
         store: &mut Store,
         _run_id: i64,
         _stage: &Stage,
+        _shard: Shard,
     ) -> Result<Vec<String>, ExperimentError> {
         // The images are stored once, by hash; predictions point at them.
         for item in &self.plan.images {
@@ -587,6 +588,12 @@ impl Experiment for CompareExperiment {
             .collect();
         store.insert_predictions(&rows)?;
         Ok(Vec::new())
+    }
+
+    fn shard_key(&self, stage: &Stage, index: usize) -> String {
+        // An image: its WITH and WITHOUT trials go together (McNemar pairs them).
+        let (i, _, _) = self.item(stage.calls[index].item);
+        self.plan.images[i].stem.clone()
     }
 
     fn label(&self, stage: &Stage, index: usize) -> String {
@@ -707,7 +714,8 @@ mod tests {
         let mut store = Store::open_in_memory().unwrap();
         let run = store.create_run("relevance", None, None, "{}").unwrap();
         let stage = e.stage(0, None).unwrap().unwrap();
-        e.begin(&mut store, run, &stage).unwrap();
+        e.begin(&mut store, run, &stage, crate::experiment::Shard::WHOLE)
+            .unwrap();
         // state_0 WITH: an abstention; state_0 WITHOUT: a forbidden 1 and a missing predicate;
         // state_1 WITH fails; state_1 WITHOUT is not answered yet.
         let with = answered(

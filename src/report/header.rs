@@ -251,6 +251,9 @@ fn banner(run: &SelectedRun) -> String {
         RunStatus::Budget => "was stopped by its budget",
         RunStatus::Waiting => "is waiting for its batches (the same command collects them)",
         RunStatus::Failed => "failed",
+        RunStatus::Partial => {
+            "was merged from some of its shards only (track merge --allow-partial)"
+        }
         RunStatus::Completed => "completed",
     };
     format!(
@@ -290,6 +293,7 @@ mod tests {
                     paid_usd: 0.125,
                 },
                 budget_usd: None,
+                shard: None,
             },
             status,
         }

@@ -18,7 +18,7 @@ use super::{Paths, ReviewError};
 use crate::config::Catalog;
 use crate::experiment::{
     Answers, Experiment, ExperimentError, ExperimentKind, PendingCall, PlannedCall, ReportOptions,
-    RunHeader, RunSummary, Stage, StageData, Target, check_size,
+    RunHeader, RunSummary, Shard, Stage, StageData, Target, check_size,
 };
 use crate::hash::sha256_hex;
 use crate::llm::{
@@ -461,12 +461,19 @@ impl Experiment for DatasheetExperiment {
         store: &mut Store,
         run_id: i64,
         stage: &Stage,
+        shard: Shard,
     ) -> Result<Vec<String>, ExperimentError> {
         let Some(items) = review_items(stage) else {
             return Ok(Vec::new());
         };
         // Datasheets without an official one to compare with are recorded as skipped.
-        for item in items.iter().filter(|i| i.official.text.is_none()) {
+        let of_shard =
+            |i: &&Item| shard.keeps(&sensor_key(&i.file.sensor.brand, &i.file.sensor.sensor));
+        for item in items
+            .iter()
+            .filter(|i| i.official.text.is_none())
+            .filter(of_shard)
+        {
             for r in self.reviewers() {
                 let record = Record {
                     experiment: self,
@@ -504,6 +511,21 @@ impl Experiment for DatasheetExperiment {
             }
         }
         Ok(problems)
+    }
+
+    fn shard_key(&self, stage: &Stage, index: usize) -> String {
+        // A sensor: its datasheets' generation and their reviews go together.
+        let call = &stage.calls[index];
+        match review_items(stage) {
+            None => {
+                let sensor = &self.plan.sensors[self.generation_item(call.item).1];
+                sensor_key(&sensor.brand, &sensor.sensor)
+            }
+            Some(items) => {
+                let sensor = &items[call.item / self.repeats()].file.sensor;
+                sensor_key(&sensor.brand, &sensor.sensor)
+            }
+        }
     }
 
     fn label(&self, stage: &Stage, index: usize) -> String {
@@ -847,6 +869,11 @@ fn not_reviewed(criteria: &Criteria, reason: &str) -> ParsedReview {
     }
 }
 
+/// A sensor as `--shard` keys it: its brand and name.
+fn sensor_key(brand: &str, sensor: &str) -> String {
+    format!("{brand}\x1f{sensor}")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -996,7 +1023,8 @@ mod tests {
             e.label(&reviews, 0),
             "anthropic:haiku 3.5 reviewing Bosch BME280 by openai:gpt-4o"
         );
-        e.begin(&mut store, run, &reviews).unwrap();
+        e.begin(&mut store, run, &reviews, crate::experiment::Shard::WHOLE)
+            .unwrap();
         let garbage = answered_at(&mut store, "r0", "no JSON here", "2026-01-01T10:00:00.000Z");
         let failed = CallOutcome::Failed {
             call_id: None,

@@ -371,11 +371,13 @@ impl Store {
     pub fn insert_bench_results(&mut self, rows: &[BenchResultRow]) -> Result<()> {
         /// Rows written by one statement: cached runs write tens of thousands at once.
         const ROWS_PER_STATEMENT: usize = 64;
-        const COLUMNS: usize = 28;
+        const COLUMNS: usize = 29;
         let tx = self.conn.transaction()?;
         {
             let now = now_rfc3339();
             insert_bench_labels(&tx, rows)?;
+            // The uid of the rows' run, looked up once per run.
+            let mut run_uid: Option<(i64, Option<String>)> = None;
             let one_row = format!("({})", vec!["?"; COLUMNS].join(","));
             // Two statements only, of 64 rows and of one: a statement for each length (the
             // executor hands over batches of 1 to 64 answers) would not stay in the cache of
@@ -390,7 +392,7 @@ impl Store {
                         model_ref, provider, model_id, prompt_name, method, call_id, cache_hit, status, detail,
                         latency_ms, input_tokens, output_tokens, tokens_estimated, cost_usd, paid_usd,
                         energy_wh, energy_wh_min, energy_wh_max, energy_method, created_at, judge_call_id,
-                        judge_score, judge_cost_usd, expected)
+                        judge_score, judge_cost_usd, expected, uid)
                      VALUES {}",
                     vec![one_row.as_str(); chunk.len()].join(",")
                 ))?;
@@ -403,9 +405,23 @@ impl Store {
                         ]
                     })
                     .collect();
+                let mut uids = Vec::with_capacity(chunk.len());
+                for r in chunk {
+                    if run_uid.as_ref().is_none_or(|(id, _)| *id != r.run_id) {
+                        run_uid = Some((r.run_id, super::ids::run_uid(&tx, r.run_id)?));
+                    }
+                    let of_run = run_uid.as_ref().and_then(|(_, uid)| uid.as_ref());
+                    uids.push(super::uid(&[
+                        "bench_result".into(),
+                        of_run.into(),
+                        i64::from(r.model_index).into(),
+                        i64::from(r.prompt_index).into(),
+                        i64::from(r.repeat_index).into(),
+                    ]));
+                }
                 let mut values: Vec<&dyn rusqlite::ToSql> =
                     Vec::with_capacity(chunk.len() * COLUMNS);
-                for (row, tokens) in chunk.iter().zip(&tokens) {
+                for ((row, tokens), uid) in chunk.iter().zip(&tokens).zip(&uids) {
                     values.extend([
                         &row.run_id as &dyn rusqlite::ToSql,
                         &row.model_index,
@@ -435,6 +451,7 @@ impl Store {
                         &row.judge_score,
                         &row.judge_cost_usd,
                         &row.expected,
+                        uid,
                     ]);
                 }
                 stmt.execute(rusqlite::params_from_iter(values))?;

@@ -153,12 +153,24 @@ pub(super) fn insert_call_row(
         }
         Err(message) => ("error", None, Some(message)),
     };
+    let created_at = now_rfc3339();
+    // The same wherever it is copied: its content, and a salt so that two alike stay two.
+    let uid = super::uid(&[
+        "call".into(),
+        call.cache_key.into(),
+        status.into(),
+        response_sha.as_deref().into(),
+        (&created_at).into(),
+        i64::from(call.attempts).into(),
+        error.into(),
+        super::ids::salt().into(),
+    ]);
     tx.prepare_cached(
         "INSERT INTO calls (cache_key, provider, model, status, response_sha256, finish_reason,
             input_tokens, output_tokens, tokens_estimated, latency_ms, attempts,
             input_price_per_mtok, output_price_per_mtok, cost_usd, http_status, error, created_at,
-            batch)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18)",
+            batch, uid)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19)",
     )?
     .execute(params![
         call.cache_key,
@@ -177,8 +189,9 @@ pub(super) fn insert_call_row(
         call.cost_usd,
         call.http_status,
         error,
-        now_rfc3339(),
+        created_at,
         batch,
+        uid,
     ])?;
     let id = tx.last_insert_rowid();
     // A stored outcome ends the claim on its key, in the same transaction: a run

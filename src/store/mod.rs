@@ -9,6 +9,8 @@ mod bench;
 mod blobs;
 mod calls;
 mod claims;
+mod ids;
+mod merge;
 mod pacing;
 mod pairwise;
 mod relevance;
@@ -30,6 +32,8 @@ pub use bench::{
 };
 pub use calls::{NewCall, StoredCall};
 pub use claims::Claim;
+pub use ids::{Part, merged_run_uid, new_run_uid, uid};
+pub use merge::{InputAdded, MergeError, MergeReport, PlanMerged, merge};
 pub use pacing::{BucketRow, PacingRow};
 pub use pairwise::{Shown, UnknownPairwise, VerdictRow, Winner};
 pub use relevance::{PredictionRow, UnknownVariant, Variant};
@@ -165,6 +169,7 @@ impl Store {
         };
         refuse_foreign(&conn, path)?;
         stable_plans(&conn)?;
+        ids::register(&conn)?;
         let applied = version(&conn).map_err(open_error)?;
         let current = migrations::runner()
             .get_migrations()
@@ -191,6 +196,7 @@ impl Store {
         // A run uses about twenty statements over and over (claims, stored calls, results,
         // tallies, pacing): all of them stay compiled.
         conn.set_prepared_statement_cache_capacity(64);
+        ids::register(&conn)?;
         conn.pragma_update(None, "journal_mode", "WAL")?;
         conn.pragma_update(None, "synchronous", "NORMAL")?;
         conn.pragma_update(None, "foreign_keys", "ON")?;

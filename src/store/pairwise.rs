@@ -121,10 +121,20 @@ impl Store {
             let mut stmt = tx.prepare_cached(
                 "INSERT OR REPLACE INTO pairwise_verdicts (run_id, judge, item, candidate_a,
                     candidate_b, repeat_index, shown_order, winner, justification, invalid_reason,
-                    call_id, cache_hit)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
+                    call_id, cache_hit, uid)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)",
             )?;
             for r in rows {
+                let uid = super::uid(&[
+                    "verdict".into(),
+                    super::ids::run_uid(&tx, r.run_id)?.as_ref().into(),
+                    (&r.judge).into(),
+                    (&r.item).into(),
+                    (&r.candidate_a).into(),
+                    (&r.candidate_b).into(),
+                    i64::from(r.repeat_index).into(),
+                    r.shown.as_str().into(),
+                ]);
                 stmt.execute(params![
                     r.run_id,
                     r.judge,
@@ -138,6 +148,7 @@ impl Store {
                     r.invalid_reason,
                     r.call_id,
                     r.cache_hit,
+                    uid,
                 ])?;
             }
         }

@@ -115,10 +115,18 @@ impl Store {
             let mut stmt = tx.prepare_cached(
                 "INSERT OR REPLACE INTO relevance_predictions (run_id, model_ref, image, image_sha256,
                     predicate, predicate_kind, variant, trial, score, invalid_reason, truth, call_id, cache_hit,
-                    prompt_sha256)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)",
+                    prompt_sha256, uid)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15)",
             )?;
             for r in rows {
+                let uid = super::uid(&[
+                    "prediction".into(),
+                    super::ids::run_uid(&tx, r.run_id)?.as_ref().into(),
+                    (&r.image).into(),
+                    (&r.predicate).into(),
+                    r.variant.name().into(),
+                    i64::from(r.trial).into(),
+                ]);
                 stmt.execute(params![
                     r.run_id,
                     r.model_ref,
@@ -134,6 +142,7 @@ impl Store {
                     r.call_id,
                     r.cache_hit,
                     r.prompt_sha256,
+                    uid,
                 ])?;
             }
         }

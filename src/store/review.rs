@@ -225,10 +225,23 @@ impl Store {
             "text/markdown; charset=utf-8",
             g.content.as_bytes(),
         )?;
+        let created_at = now_rfc3339();
+        let run_uid = match g.run_id {
+            Some(id) => super::ids::run_uid(&self.conn, id)?,
+            None => None,
+        };
+        let uid = super::uid(&[
+            "generated".into(),
+            run_uid.as_ref().into(),
+            g.path.into(),
+            (&sha).into(),
+            (&created_at).into(),
+            super::ids::salt().into(),
+        ]);
         self.conn.execute(
             "INSERT INTO generated_datasheets (run_id, brand, sensor, generator_provider, generator_model,
-                model_ref, call_id, cache_hit, cost_usd, paid_usd, content_sha256, path, created_at)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)",
+                model_ref, call_id, cache_hit, cost_usd, paid_usd, content_sha256, path, created_at, uid)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)",
             params![
                 g.run_id,
                 g.brand,
@@ -242,7 +255,8 @@ impl Store {
                 g.paid_usd,
                 sha,
                 g.path,
-                now_rfc3339()
+                created_at,
+                uid
             ],
         )?;
         Ok(self.conn.last_insert_rowid())
@@ -332,9 +346,9 @@ impl Store {
                 generated_path, generated_sha256, reviewer_ref, reviewer_provider, reviewer_model,
                 official_status, official_sha256, prompt_sha256, criteria_sha256, call_id, cache_hit,
                 parse_status, detail, average_score, overall_score, overall_justification,
-                overall_na_reason, cost_usd, paid_usd, reviewed_at)
+                overall_na_reason, cost_usd, paid_usd, reviewed_at, uid)
              VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18,
-                ?19, ?20, ?21, ?22, ?23, ?24, ?25, ?26)",
+                ?19, ?20, ?21, ?22, ?23, ?24, ?25, ?26, ?27)",
             params![
                 r.run_id,
                 r.review_key,
@@ -362,6 +376,14 @@ impl Store {
                 r.cost_usd,
                 r.paid_usd,
                 r.reviewed_at,
+                super::uid(&[
+                    "review".into(),
+                    super::ids::run_uid(&tx, r.run_id)?.as_ref().into(),
+                    (&r.review_key).into(),
+                    (&r.generated_path).into(),
+                    (&r.reviewed_at).into(),
+                    super::ids::salt().into(),
+                ]),
             ],
         )?;
         let review_id = tx.last_insert_rowid();
@@ -452,7 +474,10 @@ impl Store {
     }
 
     /// Reviews and scores of `run_ids` as columns. With several reviews of the same datasheet
-    /// by the same reviewer (re-runs), only the newest counts.
+    /// by the same reviewer (re-runs), only the newest counts. In one order whatever order
+    /// the answers arrived in, or the shards of a merged run were copied in: by reviewer,
+    /// sensor, generator and file, so summaries in first-appearance order are the same for a
+    /// run and for its shards merged.
     pub fn review_columns(&self, run_ids: &[i64]) -> Result<(ReviewColumns, ScoreColumns)> {
         let newest = newest_reviews(run_ids);
         let mut reviews = ReviewColumns::default();
@@ -461,7 +486,9 @@ impl Store {
                     brand || ' ' || sensor || ' | ' || generator_provider || ':' || generator_model
                         || ' | ' || generated_path, official_status, parse_status, average_score, overall_score,
                     cost_usd, paid_usd, cache_hit
-             FROM reviews WHERE id IN ({newest}) ORDER BY id"
+             FROM reviews WHERE id IN ({newest})
+             ORDER BY reviewer_ref, brand, sensor, generator_provider, generator_model,
+                      generated_path, review_key, reviewed_at, id"
         ))?;
         let mut rows = stmt.query([])?;
         while let Some(r) = rows.next()? {

@@ -22,6 +22,9 @@ pub enum RunStatus {
     /// waits by design. Resumable as `interrupted` is: the same command collects what has
     /// finished and submits nothing twice.
     Waiting,
+    /// A run merged from the shards of one plan (`track merge --allow-partial`) some of
+    /// whose shards were missing or unfinished: its statistics cover only what was merged.
+    Partial,
     /// Recorded `running`, but its process is gone (killed, or the machine stopped). Never
     /// stored: seen by whoever looks (`experiment::observed_status`).
     Abandoned,
@@ -37,6 +40,7 @@ impl RunStatus {
             Self::Interrupted => "interrupted",
             Self::Budget => "budget",
             Self::Waiting => "waiting",
+            Self::Partial => "partial",
             Self::Abandoned => "abandoned",
         }
     }
@@ -53,6 +57,7 @@ impl FromStr for RunStatus {
             "interrupted" => Self::Interrupted,
             "budget" => Self::Budget,
             "waiting" => Self::Waiting,
+            "partial" => Self::Partial,
             "abandoned" => Self::Abandoned,
             other => return Err(format!("unknown run status `{other}`")),
         })
@@ -143,6 +148,8 @@ pub struct RunInfo {
     pub tally: RunTally,
     /// The most it was allowed to spend, in USD (`--budget`, `budget:`); `None`: no cap.
     pub budget_usd: Option<f64>,
+    /// For one shard of a plan not merged into its plan's run: `(k, N)` of `--shard k/N`.
+    pub shard: Option<(u32, u32)>,
 }
 
 impl Store {
@@ -155,15 +162,16 @@ impl Store {
         options_json: &str,
     ) -> Result<i64> {
         self.conn.execute(
-            "INSERT INTO runs (kind, file, spec_sha256, options_json, started_at, status, pid)
-             VALUES (?1, ?2, ?3, ?4, ?5, 'running', ?6)",
+            "INSERT INTO runs (kind, file, spec_sha256, options_json, started_at, status, pid, uid)
+             VALUES (?1, ?2, ?3, ?4, ?5, 'running', ?6, ?7)",
             params![
                 kind,
                 file,
                 spec_sha256,
                 options_json,
                 now_rfc3339(),
-                std::process::id()
+                std::process::id(),
+                super::new_run_uid(),
             ],
         )?;
         Ok(self.conn.last_insert_rowid())
@@ -174,6 +182,20 @@ impl Store {
         self.conn.execute(
             "UPDATE runs SET models = ?2, command = ?3 WHERE id = ?1",
             params![run_id, models, command],
+        )?;
+        Ok(())
+    }
+
+    /// Records a run's plan (its sha256) and, for a shard (`--shard k/N`), which: `(k, N)`.
+    pub fn set_run_plan(
+        &self,
+        run_id: i64,
+        plan_sha256: &str,
+        shard: Option<(u32, u32)>,
+    ) -> Result<()> {
+        self.conn.execute(
+            "UPDATE runs SET plan_sha256 = ?2, shard_index = ?3, shard_count = ?4 WHERE id = ?1",
+            params![run_id, plan_sha256, shard.map(|s| s.0), shard.map(|s| s.1)],
         )?;
         Ok(())
     }
@@ -215,11 +237,22 @@ impl Store {
         let tx = self.conn.transaction()?;
         {
             let mut stmt = tx.prepare_cached(
-                "INSERT INTO run_errors (run_id, stage, model_ref, item, error, call_id, attempts, created_at)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+                "INSERT INTO run_errors (run_id, stage, model_ref, item, error, call_id, attempts, created_at, uid)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
             )?;
             let now = now_rfc3339();
+            let run_uid = super::ids::run_uid(&tx, run_id)?;
             for r in rows {
+                let uid = super::uid(&[
+                    "run_error".into(),
+                    run_uid.as_ref().into(),
+                    (&r.stage).into(),
+                    (&r.model_ref).into(),
+                    (&r.item).into(),
+                    (&r.error).into(),
+                    (&now).into(),
+                    super::ids::salt().into(),
+                ]);
                 stmt.execute(params![
                     run_id,
                     r.stage,
@@ -228,7 +261,8 @@ impl Store {
                     r.error,
                     r.call_id,
                     r.attempts,
-                    now
+                    now,
+                    uid
                 ])?;
             }
         }
@@ -264,27 +298,34 @@ impl Store {
         Ok(())
     }
 
-    /// The ids of the runs of `kind` that `selector` names, oldest first.
+    /// The ids of the runs of `kind` that `selector` names, oldest first. A shard merged into
+    /// its plan's run is that run: `latest` and `all` name the merged run, and so does the
+    /// shard's own id.
     pub fn select_runs(&self, kind: &str, selector: RunSelector) -> Result<Vec<i64>> {
         let ids = match selector {
+            // The newest run to start (the merged run of a plan starts with its first shard).
             RunSelector::Latest => self
                 .conn
-                .query_row("SELECT max(id) FROM runs WHERE kind = ?1", [kind], |r| {
-                    r.get::<_, Option<i64>>(0)
-                })?
+                .query_row(
+                    "SELECT id FROM runs WHERE kind = ?1 AND merged_into IS NULL
+                     ORDER BY started_at DESC, id DESC LIMIT 1",
+                    [kind],
+                    |r| r.get::<_, i64>(0),
+                )
+                .optional()?
                 .into_iter()
                 .collect(),
             RunSelector::All => {
-                let mut stmt = self
-                    .conn
-                    .prepare("SELECT id FROM runs WHERE kind = ?1 ORDER BY id")?;
+                let mut stmt = self.conn.prepare(
+                    "SELECT id FROM runs WHERE kind = ?1 AND merged_into IS NULL ORDER BY id",
+                )?;
                 stmt.query_map([kind], |r| r.get(0))?
                     .collect::<rusqlite::Result<Vec<i64>>>()?
             }
             RunSelector::Id(id) => self
                 .conn
                 .query_row(
-                    "SELECT id FROM runs WHERE id = ?1 AND kind = ?2",
+                    "SELECT coalesce(merged_into, id) FROM runs WHERE id = ?1 AND kind = ?2",
                     params![id, kind],
                     |r| r.get(0),
                 )
@@ -314,9 +355,10 @@ impl Store {
             .unwrap_or((None, None)))
     }
 
-    /// Every run, newest first, with its tally.
+    /// Every run, newest first, with its tally; a shard merged into its plan's run is that
+    /// run.
     pub fn list_runs(&self) -> Result<Vec<RunInfo>> {
-        self.query_runs("", [])
+        self.query_runs("WHERE merged_into IS NULL", [])
     }
 
     /// The runs `ids` names, in id order.
@@ -332,7 +374,7 @@ impl Store {
         let mut stmt = self.conn.prepare(&format!(
             "SELECT id, kind, file, started_at, finished_at, status, coalesce(planned_calls, 0),
                     calls, cache_hits, failed_calls, errors, cost_usd, paid_usd, models, command,
-                    budget_usd
+                    budget_usd, shard_index, shard_count
              FROM runs {filter} ORDER BY id DESC"
         ))?;
         let rows = stmt.query_map(args, |r| {
@@ -356,6 +398,10 @@ impl Store {
                     paid_usd: r.get(12)?,
                 },
                 budget_usd: r.get(15)?,
+                shard: match (r.get::<_, Option<u32>>(16)?, r.get::<_, Option<u32>>(17)?) {
+                    (Some(k), Some(n)) => Some((k, n)),
+                    _ => None,
+                },
             })
         })?;
         Ok(rows.collect::<rusqlite::Result<_>>()?)
@@ -452,6 +498,7 @@ mod tests {
     fn migrated_from(version: i32, status: &str, refused: Option<&str>) -> Store {
         let mut conn = rusqlite::Connection::open_in_memory().unwrap();
         conn.pragma_update(None, "foreign_keys", "ON").unwrap();
+        super::super::ids::register(&conn).unwrap();
         super::super::migrations::runner()
             .set_target(refinery::Target::Version(version))
             .run(&mut conn)
@@ -495,6 +542,32 @@ mod tests {
         assert_eq!(store.run_errors(1).unwrap().len(), 1, "nothing cascaded");
         store.finish_run(1, RunStatus::Budget).unwrap();
         assert_eq!(store.runs_by_id(&[1]).unwrap()[0].status, RunStatus::Budget);
+        assert_still_checked(&store);
+    }
+
+    #[test]
+    fn migrating_to_global_ids_backfills_every_uid_and_knows_partial() {
+        let store = migrated_from(16, "completed", Some("partial"));
+        let (uid, plan): (String, String) = store
+            .conn
+            .query_row("SELECT uid, plan_sha256 FROM runs WHERE id = 1", [], |r| {
+                Ok((r.get(0)?, r.get(1)?))
+            })
+            .unwrap();
+        assert_eq!(uuid::Uuid::parse_str(&uid).unwrap().get_version_num(), 7);
+        assert_eq!(plan.len(), 64);
+        let error_uid: Option<String> = store
+            .conn
+            .query_row("SELECT uid FROM run_errors WHERE run_id = 1", [], |r| {
+                r.get(0)
+            })
+            .unwrap();
+        assert_eq!(error_uid.map(|u| u.len()), Some(64));
+        store.finish_run(1, RunStatus::Partial).unwrap();
+        assert_eq!(
+            store.runs_by_id(&[1]).unwrap()[0].status,
+            RunStatus::Partial
+        );
         assert_still_checked(&store);
     }
 }

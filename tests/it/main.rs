@@ -24,4 +24,5 @@ mod relevance;
 mod report;
 mod review;
 mod runtime;
+mod shards;
 mod structured;

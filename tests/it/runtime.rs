@@ -14,16 +14,16 @@ use crate::support::mock::{Hold, MockProvider};
 use crate::support::{Sandbox, text};
 
 /// One way of running an experiment, with what its missing-key case removes.
-struct Case {
-    name: &'static str,
-    args: &'static [&'static str],
+pub(crate) struct Case {
+    pub(crate) name: &'static str,
+    pub(crate) args: &'static [&'static str],
     /// The key variable whose absence the missing-key test tries, and the model it blocks.
-    keyless: (&'static str, &'static str),
+    pub(crate) keyless: (&'static str, &'static str),
     /// Whether other models of the experiment still answer without that key.
-    others_answer: bool,
+    pub(crate) others_answer: bool,
 }
 
-const CASES: [Case; 8] = [
+pub(crate) const CASES: [Case; 8] = [
     Case {
         name: "benchmark file",
         args: &["run", "bench.yaml"],
@@ -93,7 +93,7 @@ const CASES: [Case; 8] = [
 /// with official and generated datasheets, a review file (one generator, one reviewer), 3
 /// synthetic blocks-world images, a relevance file, a pairwise file (two candidate models,
 /// one judge, two prompts) and a pairwise file of two versions of two sensors' datasheets.
-fn matrix_sandbox(mock: MockProvider) -> Sandbox {
+pub(crate) fn matrix_sandbox(mock: MockProvider) -> Sandbox {
     let s = Sandbox::with_mock(mock);
     let prompts: Vec<(String, String)> = (0..4)
         .map(|i| (format!("p{i}"), format!("benchmark question {i}")))
@@ -540,7 +540,7 @@ fn a_killed_run_is_shown_abandoned() {
 /// What a run of the matrix left that must not depend on how its calls were sent: every file
 /// `track export csv` writes, without the columns that do (latency, cost, prices, energy,
 /// times, ids), and the answers by model.
-fn comparable(s: &Sandbox, case: &Case) -> BTreeMap<String, Vec<Vec<String>>> {
+pub(crate) fn comparable(s: &Sandbox, case: &Case) -> BTreeMap<String, Vec<Vec<String>>> {
     let out = s
         .track()
         .args([

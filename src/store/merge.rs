@@ -1,0 +1,737 @@
+//! Merging databases (`track merge OUT IN…`): the shards of a plan into one run, or any two
+//! track databases into one (a teammate's cache shared).
+//!
+//! Every input is validated before OUT is touched: the shards of a plan must all be there,
+//! once each, of one plan, and finished (`allow_partial` merges anyway and marks the merged
+//! run `partial`). Then OUT is copied to a file beside it, each input is copied in by global
+//! id (`uid`, migration V17) in one transaction, and the file replaces OUT: a kill mid-merge
+//! leaves OUT as it was. Copying by uid makes merging idempotent and order-independent. The
+//! shards of a plan become one run (`merged_into` points each at it) that owns their rows, so
+//! statistics are computed from the rows of the whole plan, never averaged over shards.
+//! Pacing buckets and claims are this machine's: they are not copied.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+
+use rusqlite::{Connection, OptionalExtension, params};
+
+use super::{Result as StoreResult, RunStatus, Store, StoreError, merged_run_uid};
+
+/// Why a merge was refused or failed; OUT is left as it was.
+#[derive(Debug, thiserror::Error)]
+pub enum MergeError {
+    #[error("{0} is given twice; give each database once")]
+    GivenTwice(PathBuf),
+    #[error("{0} is both the output and an input; name another output file")]
+    OutIsInput(PathBuf),
+    #[error("nothing to merge: give at least one database after OUT")]
+    NoInputs,
+    #[error("{path}: {source}")]
+    Input {
+        path: PathBuf,
+        #[source]
+        source: StoreError,
+    },
+    #[error(
+        "shards of different plans: {0}; merge the shards of one plan at a time (a plan changes with its file, models or options)"
+    )]
+    DifferentPlans(String),
+    #[error(
+        "the shards of plan {plan} do not agree on their number: {counts}; merge the shards of one launch"
+    )]
+    Counts { plan: String, counts: String },
+    #[error(
+        "shard {index}/{count} of plan {plan} is given twice, by different runs: {first} and {second}; keep one of them"
+    )]
+    RepeatedShard {
+        plan: String,
+        index: u32,
+        count: u32,
+        first: String,
+        second: String,
+    },
+    #[error(
+        "missing shard{s} {missing} of plan {plan} ({count} shards); give {them} too, or --allow-partial to merge what is here and mark the result partial",
+        s = if missing.contains(',') { "s" } else { "" },
+        them = if missing.contains(',') { "them" } else { "it" }
+    )]
+    Missing {
+        plan: String,
+        count: u32,
+        missing: String,
+    },
+    #[error(
+        "shard {index}/{count} in {source_db} is {status}, not completed: run its command again to finish it, or --allow-partial to merge it as it is and mark the result partial"
+    )]
+    Unfinished {
+        index: u32,
+        count: u32,
+        source_db: String,
+        status: String,
+    },
+    #[error(
+        "{0} is in use by another process (its write-ahead log is not empty); stop it, then merge again"
+    )]
+    OutInUse(PathBuf),
+    #[error("cannot write {path}: {source}")]
+    Io {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error(transparent)]
+    Store(#[from] StoreError),
+}
+
+impl From<rusqlite::Error> for MergeError {
+    fn from(e: rusqlite::Error) -> Self {
+        Self::Store(StoreError::Sqlite(e))
+    }
+}
+
+/// What a merge did.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct MergeReport {
+    /// Per input: its path and what it added (runs, calls, rows).
+    pub inputs: Vec<InputAdded>,
+    /// The plan whose shards were joined, if any.
+    pub plan: Option<PlanMerged>,
+}
+
+/// What one input added to OUT.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct InputAdded {
+    pub path: PathBuf,
+    pub runs: u64,
+    pub calls: u64,
+    pub rows: u64,
+}
+
+/// The run a plan's shards became.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PlanMerged {
+    pub plan_sha256: String,
+    pub kind: String,
+    pub run_id: i64,
+    pub run_uid: String,
+    pub shards: u32,
+    /// The shards in OUT now.
+    pub present: Vec<u32>,
+    pub status: RunStatus,
+}
+
+/// A shard run as an input holds it.
+#[derive(Debug, Clone)]
+struct ShardRun {
+    id: i64,
+    uid: String,
+    plan: String,
+    index: u32,
+    count: u32,
+    status: String,
+}
+
+/// One input, opened and read.
+struct Input {
+    path: PathBuf,
+    /// Its shard runs to merge: the newest of each (plan, k).
+    shards: Vec<ShardRun>,
+    /// Older runs of the same shard (a run interrupted, then run again): not copied.
+    superseded: Vec<i64>,
+}
+
+/// Merges `inputs` into `out`, as the module says.
+pub fn merge(
+    out: &Path,
+    inputs: &[PathBuf],
+    allow_partial: bool,
+) -> Result<MergeReport, MergeError> {
+    if inputs.is_empty() {
+        return Err(MergeError::NoInputs);
+    }
+    let out_real = std::fs::canonicalize(out).ok();
+    let mut seen = BTreeSet::new();
+    for path in inputs {
+        let real = std::fs::canonicalize(path).map_err(|source| MergeError::Input {
+            path: path.clone(),
+            source: StoreError::Folder {
+                path: path.clone(),
+                source,
+            },
+        })?;
+        if out_real.as_ref() == Some(&real) {
+            return Err(MergeError::OutIsInput(path.clone()));
+        }
+        if !seen.insert(real) {
+            return Err(MergeError::GivenTwice(path.clone()));
+        }
+    }
+    let read = inputs
+        .iter()
+        .map(|path| read_input(path))
+        .collect::<Result<Vec<_>, _>>()?;
+    let existing = if out.exists() {
+        let store = Store::open(out)?;
+        Some(shard_runs(&store.conn)?.0)
+    } else {
+        None
+    };
+    let plan = validate(
+        &read,
+        existing.as_deref().unwrap_or_default(),
+        allow_partial,
+    )?;
+    let staging = staging_path(out);
+    remove_database(&staging);
+    let result = write(out, &staging, &read, plan.as_ref());
+    if result.is_err() {
+        remove_database(&staging);
+    }
+    result
+}
+
+/// Opens an input (migrating it, as any command does) and reads its shard runs.
+fn read_input(path: &Path) -> Result<Input, MergeError> {
+    let input_error = |source| MergeError::Input {
+        path: path.to_path_buf(),
+        source,
+    };
+    if !path.is_file() {
+        return Err(input_error(StoreError::Folder {
+            path: path.to_path_buf(),
+            source: std::io::Error::new(std::io::ErrorKind::NotFound, "no such file"),
+        }));
+    }
+    let store = Store::open(path).map_err(input_error)?;
+    let (shards, superseded) = shard_runs(&store.conn).map_err(input_error)?;
+    Ok(Input {
+        path: path.to_path_buf(),
+        shards,
+        superseded,
+    })
+}
+
+/// The shard runs of a database, the newest of each (plan, k), and the older ones.
+fn shard_runs(conn: &Connection) -> StoreResult<(Vec<ShardRun>, Vec<i64>)> {
+    let mut stmt = conn.prepare(
+        "SELECT id, uid, plan_sha256, shard_index, shard_count, status FROM runs
+         WHERE shard_index IS NOT NULL AND uid IS NOT NULL AND plan_sha256 IS NOT NULL
+         ORDER BY started_at DESC, id DESC",
+    )?;
+    let rows = stmt.query_map([], |r| {
+        Ok(ShardRun {
+            id: r.get(0)?,
+            uid: r.get(1)?,
+            plan: r.get(2)?,
+            index: r.get(3)?,
+            count: r.get(4)?,
+            status: r.get(5)?,
+        })
+    })?;
+    let mut newest: BTreeMap<(String, u32, u32), ShardRun> = BTreeMap::new();
+    let mut superseded = Vec::new();
+    for run in rows {
+        let run = run?;
+        let key = (run.plan.clone(), run.count, run.index);
+        match newest.entry(key) {
+            std::collections::btree_map::Entry::Occupied(_) => superseded.push(run.id),
+            std::collections::btree_map::Entry::Vacant(slot) => {
+                slot.insert(run);
+            }
+        }
+    }
+    Ok((newest.into_values().collect(), superseded))
+}
+
+/// The plan whose shards are merged, and the shards of it in OUT afterwards.
+#[derive(Debug, Clone)]
+struct Joined {
+    plan: String,
+    count: u32,
+    partial: bool,
+}
+
+/// Refuses what must not be merged; returns the plan whose shards are joined.
+fn validate(
+    inputs: &[Input],
+    existing: &[ShardRun],
+    allow_partial: bool,
+) -> Result<Option<Joined>, MergeError> {
+    let short = |plan: &str| plan.chars().take(12).collect::<String>();
+    let plans: BTreeSet<&str> = inputs
+        .iter()
+        .flat_map(|i| i.shards.iter().map(|s| s.plan.as_str()))
+        .collect();
+    if plans.len() > 1 {
+        let described: Vec<String> = inputs
+            .iter()
+            .filter_map(|i| {
+                let plans: BTreeSet<String> = i.shards.iter().map(|s| short(&s.plan)).collect();
+                (!plans.is_empty()).then(|| {
+                    format!(
+                        "{} has plan {}",
+                        i.path.display(),
+                        plans.into_iter().collect::<Vec<_>>().join(" and ")
+                    )
+                })
+            })
+            .collect();
+        return Err(MergeError::DifferentPlans(described.join(", ")));
+    }
+    let Some(plan) = plans.into_iter().next() else {
+        return Ok(None);
+    };
+    let of_plan = |s: &&ShardRun| s.plan == plan;
+    let mut counts: BTreeSet<u32> = inputs
+        .iter()
+        .flat_map(|i| i.shards.iter().filter(of_plan).map(|s| s.count))
+        .collect();
+    counts.extend(existing.iter().filter(of_plan).map(|s| s.count));
+    if counts.len() > 1 {
+        let list: Vec<String> = counts.iter().map(|c| format!("N = {c}")).collect();
+        return Err(MergeError::Counts {
+            plan: short(plan),
+            counts: list.join(" and "),
+        });
+    }
+    let count = counts.into_iter().next().unwrap_or(1);
+    let mut owners: BTreeMap<u32, &ShardRun> = BTreeMap::new();
+    for shard in existing.iter().filter(of_plan) {
+        owners.insert(shard.index, shard);
+    }
+    let mut partial = false;
+    for input in inputs {
+        for shard in input.shards.iter().filter(of_plan) {
+            if let Some(other) = owners.get(&shard.index)
+                && other.uid != shard.uid
+            {
+                return Err(MergeError::RepeatedShard {
+                    plan: short(plan),
+                    index: shard.index,
+                    count,
+                    first: other.uid.clone(),
+                    second: shard.uid.clone(),
+                });
+            }
+            owners.insert(shard.index, shard);
+            if shard.status != RunStatus::Completed.as_str() {
+                if !allow_partial {
+                    return Err(MergeError::Unfinished {
+                        index: shard.index,
+                        count,
+                        source_db: input.path.display().to_string(),
+                        status: shard.status.clone(),
+                    });
+                }
+                partial = true;
+            }
+        }
+    }
+    let present: BTreeSet<u32> = owners.keys().copied().collect();
+    let missing: Vec<String> = (0..count)
+        .filter(|k| !present.contains(k))
+        .map(|k| format!("{k}/{count}"))
+        .collect();
+    if !missing.is_empty() {
+        if !allow_partial {
+            return Err(MergeError::Missing {
+                plan: short(plan),
+                count,
+                missing: missing.join(", "),
+            });
+        }
+        partial = true;
+    }
+    Ok(Some(Joined {
+        plan: plan.to_owned(),
+        count,
+        partial,
+    }))
+}
+
+/// The file a merge is written into before it replaces OUT.
+fn staging_path(out: &Path) -> PathBuf {
+    let mut name = out.as_os_str().to_owned();
+    name.push(".merging");
+    PathBuf::from(name)
+}
+
+/// Removes a database file and its companions, ignoring what is not there.
+fn remove_database(path: &Path) {
+    for suffix in ["", "-wal", "-shm", "-journal", "-lock"] {
+        let mut name = path.as_os_str().to_owned();
+        name.push(suffix);
+        let _ = std::fs::remove_file(PathBuf::from(name));
+    }
+}
+
+/// Copies OUT (if any) to `staging`, merges every input into it, and puts it in OUT's place.
+fn write(
+    out: &Path,
+    staging: &Path,
+    inputs: &[Input],
+    joined: Option<&Joined>,
+) -> Result<MergeReport, MergeError> {
+    if out.exists() {
+        let store = Store::open(out)?;
+        store
+            .conn
+            .execute("VACUUM INTO ?1", [staging.to_string_lossy()])?;
+    }
+    let mut store = Store::open(staging)?;
+    let mut report = MergeReport::default();
+    for input in inputs {
+        report
+            .inputs
+            .push(copy_input(&mut store.conn, input, joined)?);
+    }
+    if let Some(joined) = joined {
+        report.plan = Some(settle_merged_run(&store.conn, joined)?);
+    }
+    // One file, no write-ahead log: what replaces OUT is complete on its own.
+    store.conn.pragma_update(None, "journal_mode", "DELETE")?;
+    drop(store);
+    let io = |path: &Path| {
+        let path = path.to_path_buf();
+        move |source| MergeError::Io { path, source }
+    };
+    std::fs::File::open(staging)
+        .and_then(|f| f.sync_all())
+        .map_err(io(staging))?;
+    let mut wal = out.as_os_str().to_owned();
+    wal.push("-wal");
+    let wal = PathBuf::from(wal);
+    if std::fs::metadata(&wal).is_ok_and(|m| m.len() > 0) {
+        return Err(MergeError::OutInUse(out.to_path_buf()));
+    }
+    for suffix in ["-wal", "-shm"] {
+        let mut name = out.as_os_str().to_owned();
+        name.push(suffix);
+        let _ = std::fs::remove_file(PathBuf::from(name));
+    }
+    std::fs::rename(staging, out).map_err(io(out))?;
+    if let Some(dir) = out.parent().filter(|d| !d.as_os_str().is_empty()) {
+        let _ = std::fs::File::open(dir).and_then(|d| d.sync_all());
+    }
+    let mut lock = staging.as_os_str().to_owned();
+    lock.push("-lock");
+    let _ = std::fs::remove_file(PathBuf::from(lock));
+    Ok(report)
+}
+
+/// Counts the rows of `table` in the main database.
+fn count(conn: &Connection, table: &str) -> rusqlite::Result<u64> {
+    conn.query_row(&format!("SELECT count(*) FROM main.{table}"), [], |r| {
+        r.get::<_, i64>(0)
+    })
+    .map(|n| n as u64)
+}
+
+/// The result tables, copied by uid with their run and calls mapped.
+const ROW_TABLES: &[&str] = &[
+    "bench_results",
+    "generated_datasheets",
+    "reviews",
+    "relevance_predictions",
+    "pairwise_verdicts",
+    "run_errors",
+];
+
+/// Copies one input into the staging database, in one transaction.
+fn copy_input(
+    conn: &mut Connection,
+    input: &Input,
+    joined: Option<&Joined>,
+) -> Result<InputAdded, MergeError> {
+    conn.execute("ATTACH DATABASE ?1 AS src", [input.path.to_string_lossy()])?;
+    let result = copy_attached(conn, input, joined);
+    let detached = conn.execute("DETACH DATABASE src", []);
+    let added = result?;
+    detached?;
+    Ok(added)
+}
+
+fn copy_attached(
+    conn: &mut Connection,
+    input: &Input,
+    joined: Option<&Joined>,
+) -> Result<InputAdded, MergeError> {
+    let tx = conn.transaction()?;
+    let before_runs = count(&tx, "runs")?;
+    let before_calls = count(&tx, "calls")?;
+    let mut before_rows = 0;
+    for table in ROW_TABLES {
+        before_rows += count(&tx, table)?;
+    }
+    tx.execute_batch(
+        "CREATE TEMP TABLE IF NOT EXISTS skip_runs (id INTEGER PRIMARY KEY);
+         CREATE TEMP TABLE IF NOT EXISTS joined_runs (id INTEGER PRIMARY KEY);
+         CREATE TEMP TABLE IF NOT EXISTS run_map (src INTEGER PRIMARY KEY, dst INTEGER);
+         CREATE TEMP TABLE IF NOT EXISTS batch_map (src INTEGER PRIMARY KEY, dst INTEGER);
+         CREATE TEMP TABLE IF NOT EXISTS call_map (src INTEGER PRIMARY KEY, dst INTEGER);
+         CREATE TEMP TABLE IF NOT EXISTS review_map (src INTEGER PRIMARY KEY, dst INTEGER);
+         DELETE FROM skip_runs; DELETE FROM joined_runs; DELETE FROM run_map;
+         DELETE FROM batch_map; DELETE FROM call_map; DELETE FROM review_map;",
+    )?;
+    for id in &input.superseded {
+        tx.execute("INSERT OR IGNORE INTO skip_runs (id) VALUES (?1)", [id])?;
+    }
+    let merged_id = match joined {
+        Some(j) => {
+            for shard in input.shards.iter().filter(|s| s.plan == j.plan) {
+                tx.execute(
+                    "INSERT OR IGNORE INTO joined_runs (id) VALUES (?1)",
+                    [shard.id],
+                )?;
+            }
+            let first = input.shards.iter().find(|s| s.plan == j.plan);
+            match first {
+                Some(first) => Some(ensure_merged_run(&tx, first, j)?),
+                None => None,
+            }
+        }
+        None => None,
+    };
+
+    tx.execute_batch(&copy_sql(&tx, "blobs", &[], "")?)?;
+    // Runs: all but superseded shard runs, by uid; their merged_into is settled below.
+    tx.execute_batch(&copy_sql(
+        &tx,
+        "runs",
+        &[("merged_into", "NULL")],
+        "WHERE s.id NOT IN (SELECT id FROM temp.skip_runs)",
+    )?)?;
+    tx.execute(
+        "INSERT INTO temp.run_map (src, dst)
+         SELECT s.id, CASE WHEN s.id IN (SELECT id FROM temp.joined_runs) THEN ?1 ELSE m.id END
+         FROM src.runs s JOIN main.runs m ON m.uid = s.uid
+         WHERE s.id NOT IN (SELECT id FROM temp.skip_runs)",
+        [merged_id],
+    )?;
+    // A shard points at the run it was merged into; one merged elsewhere keeps pointing at it.
+    tx.execute(
+        "UPDATE main.runs SET merged_into = ?1
+         WHERE uid IN (SELECT uid FROM src.runs WHERE id IN (SELECT id FROM temp.joined_runs))",
+        [merged_id],
+    )?;
+    tx.execute_batch(
+        "UPDATE main.runs SET merged_into = (
+             SELECT mp.id FROM src.runs s JOIN src.runs sp ON sp.id = s.merged_into
+             JOIN main.runs mp ON mp.uid = sp.uid WHERE s.uid = main.runs.uid)
+         WHERE merged_into IS NULL AND uid IN (
+             SELECT uid FROM src.runs WHERE merged_into IS NOT NULL
+             AND id NOT IN (SELECT id FROM temp.skip_runs));",
+    )?;
+
+    tx.execute_batch(&copy_sql(
+        &tx,
+        "batches",
+        &[(
+            "run_id",
+            "(SELECT dst FROM temp.run_map WHERE src = s.run_id)",
+        )],
+        "",
+    )?)?;
+    tx.execute_batch(
+        "INSERT INTO temp.batch_map (src, dst)
+         SELECT s.id, m.id FROM src.batches s JOIN main.batches m ON m.tag = s.tag;",
+    )?;
+    tx.execute_batch(&copy_sql(
+        &tx,
+        "calls",
+        &[(
+            "batch",
+            "(SELECT dst FROM temp.batch_map WHERE src = s.batch)",
+        )],
+        "",
+    )?)?;
+    tx.execute_batch(
+        "INSERT INTO temp.call_map (src, dst)
+         SELECT s.id, m.id FROM src.calls s JOIN main.calls m ON m.uid = s.uid;",
+    )?;
+    tx.execute_batch(&copy_sql(
+        &tx,
+        "batch_calls",
+        &[
+            (
+                "batch",
+                "(SELECT dst FROM temp.batch_map WHERE src = s.batch)",
+            ),
+            (
+                "call_id",
+                "(SELECT dst FROM temp.call_map WHERE src = s.call_id)",
+            ),
+        ],
+        "",
+    )?)?;
+    let run = (
+        "run_id",
+        "(SELECT dst FROM temp.run_map WHERE src = s.run_id)",
+    );
+    let call = (
+        "call_id",
+        "(SELECT dst FROM temp.call_map WHERE src = s.call_id)",
+    );
+    let of_runs = "WHERE s.run_id IN (SELECT src FROM temp.run_map)";
+    tx.execute_batch(&copy_sql(
+        &tx,
+        "bench_results",
+        &[
+            run,
+            call,
+            (
+                "judge_call_id",
+                "(SELECT dst FROM temp.call_map WHERE src = s.judge_call_id)",
+            ),
+        ],
+        of_runs,
+    )?)?;
+    tx.execute_batch(&copy_sql(&tx, "bench_labels", &[run], of_runs)?)?;
+    tx.execute_batch(&copy_sql(
+        &tx,
+        "generated_datasheets",
+        &[run, call],
+        "WHERE s.run_id IS NULL OR s.run_id IN (SELECT src FROM temp.run_map)",
+    )?)?;
+    for table in ["reviews", "relevance_predictions", "pairwise_verdicts"] {
+        tx.execute_batch(&copy_sql(&tx, table, &[run, call], of_runs)?)?;
+    }
+    tx.execute_batch(&copy_sql(&tx, "run_errors", &[run, call], of_runs)?)?;
+    tx.execute_batch(
+        "INSERT INTO temp.review_map (src, dst)
+         SELECT s.id, m.id FROM src.reviews s JOIN main.reviews m ON m.uid = s.uid;",
+    )?;
+    tx.execute_batch(&copy_sql(
+        &tx,
+        "review_scores",
+        &[(
+            "review_id",
+            "(SELECT dst FROM temp.review_map WHERE src = s.review_id)",
+        )],
+        "WHERE s.review_id IN (SELECT src FROM temp.review_map)",
+    )?)?;
+    let mut after_rows = 0;
+    for table in ROW_TABLES {
+        after_rows += count(&tx, table)?;
+    }
+    let added = InputAdded {
+        path: input.path.clone(),
+        runs: count(&tx, "runs")? - before_runs,
+        calls: count(&tx, "calls")? - before_calls,
+        rows: after_rows - before_rows,
+    };
+    tx.commit()?;
+    Ok(added)
+}
+
+/// `INSERT OR IGNORE INTO main.T (cols) SELECT exprs FROM src.T s filter`: every column but
+/// a rowid `id`, each copied as is unless `mapped` gives its expression.
+fn copy_sql(
+    conn: &Connection,
+    table: &str,
+    mapped: &[(&str, &str)],
+    filter: &str,
+) -> rusqlite::Result<String> {
+    let mut stmt = conn.prepare(&format!("PRAGMA main.table_info({table})"))?;
+    let columns: Vec<(String, bool)> = stmt
+        .query_map([], |r| {
+            Ok((r.get::<_, String>(1)?, r.get::<_, i64>(5)? > 0))
+        })?
+        .collect::<rusqlite::Result<_>>()?;
+    let rowid_id = columns.iter().any(|(name, pk)| name == "id" && *pk)
+        && columns.iter().filter(|(_, pk)| *pk).count() == 1;
+    let kept: Vec<&str> = columns
+        .iter()
+        .map(|(name, _)| name.as_str())
+        .filter(|name| !(rowid_id && *name == "id"))
+        .collect();
+    let exprs: Vec<String> = kept
+        .iter()
+        .map(|name| {
+            mapped
+                .iter()
+                .find(|(column, _)| column == name)
+                .map_or_else(|| format!("s.{name}"), |(_, expr)| (*expr).to_owned())
+        })
+        .collect();
+    Ok(format!(
+        "INSERT OR IGNORE INTO main.{table} ({}) SELECT {} FROM src.{table} s {filter};",
+        kept.join(", "),
+        exprs.join(", ")
+    ))
+}
+
+/// The run a plan's shards are merged into: made from `first` (of the plan) if OUT has none.
+fn ensure_merged_run(
+    tx: &Connection,
+    first: &ShardRun,
+    joined: &Joined,
+) -> Result<i64, MergeError> {
+    let uid = merged_run_uid(&joined.plan, joined.count);
+    tx.execute(
+        "INSERT OR IGNORE INTO main.runs (uid, kind, file, spec_sha256, options_json, started_at,
+             finished_at, status, models, command, plan_sha256, shard_count)
+         SELECT ?1, kind, file, spec_sha256, options_json, started_at, finished_at, 'running',
+             models, command, plan_sha256, shard_count
+         FROM src.runs WHERE id = ?2",
+        params![uid, first.id],
+    )?;
+    let id: Option<i64> = tx
+        .query_row("SELECT id FROM main.runs WHERE uid = ?1", [&uid], |r| {
+            r.get(0)
+        })
+        .optional()?;
+    id.ok_or_else(|| MergeError::Store(StoreError::NoSuchRun(uid)))
+}
+
+/// Sets the merged run's tally, times and status from its shards in OUT: `completed` when
+/// every shard is there and completed, else `partial`.
+fn settle_merged_run(conn: &Connection, joined: &Joined) -> Result<PlanMerged, MergeError> {
+    let uid = merged_run_uid(&joined.plan, joined.count);
+    let (id, kind): (i64, String) =
+        conn.query_row("SELECT id, kind FROM runs WHERE uid = ?1", [&uid], |r| {
+            Ok((r.get(0)?, r.get(1)?))
+        })?;
+    let (present, completed): (i64, i64) = conn.query_row(
+        "SELECT count(DISTINCT shard_index),
+                count(DISTINCT CASE WHEN status = 'completed' THEN shard_index END)
+         FROM runs WHERE merged_into = ?1",
+        [id],
+        |r| Ok((r.get(0)?, r.get(1)?)),
+    )?;
+    let whole = present == i64::from(joined.count) && completed == present && !joined.partial;
+    let status = if whole {
+        RunStatus::Completed
+    } else {
+        RunStatus::Partial
+    };
+    conn.execute(
+        "UPDATE runs SET
+             planned_calls = (SELECT sum(planned_calls) FROM runs s WHERE s.merged_into = ?1),
+             calls = (SELECT sum(calls) FROM runs s WHERE s.merged_into = ?1),
+             cache_hits = (SELECT sum(cache_hits) FROM runs s WHERE s.merged_into = ?1),
+             failed_calls = (SELECT sum(failed_calls) FROM runs s WHERE s.merged_into = ?1),
+             errors = (SELECT sum(errors) FROM runs s WHERE s.merged_into = ?1),
+             cost_usd = (SELECT sum(cost_usd) FROM runs s WHERE s.merged_into = ?1),
+             paid_usd = (SELECT sum(paid_usd) FROM runs s WHERE s.merged_into = ?1),
+             started_at = (SELECT min(started_at) FROM runs s WHERE s.merged_into = ?1),
+             finished_at = (SELECT max(finished_at) FROM runs s WHERE s.merged_into = ?1),
+             status = ?2, shard_index = NULL, shard_count = ?3, pid = NULL
+         WHERE id = ?1",
+        params![id, status.as_str(), joined.count],
+    )?;
+    let mut stmt =
+        conn.prepare("SELECT DISTINCT shard_index FROM runs WHERE merged_into = ?1 ORDER BY 1")?;
+    let present: Vec<u32> = stmt
+        .query_map([id], |r| r.get(0))?
+        .collect::<rusqlite::Result<_>>()?;
+    Ok(PlanMerged {
+        plan_sha256: joined.plan.clone(),
+        kind,
+        run_id: id,
+        run_uid: uid,
+        shards: joined.count,
+        present,
+        status,
+    })
+}

@@ -1,0 +1,632 @@
+//! Shards and merges (issue 19): `--shard k/N` splits every kind's plan into disjoint parts
+//! that together cover it, `track merge` joins the shards' databases into one run whose
+//! summaries equal the unsharded run's, refuses what must not be merged (leaving OUT as it
+//! was), is idempotent and order-independent, survives a kill, and shares call caches
+//! between unrelated databases.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::Path;
+
+use crate::runtime::{CASES, Case, comparable, matrix_sandbox};
+use crate::support::mock::MockProvider;
+use crate::support::{Sandbox, text};
+
+/// The `--by` summaries of a case's kind.
+fn summaries_of(case: &Case) -> &'static [&'static [&'static str]] {
+    match case.args[0] {
+        "run" if case.args[1] == "bench.yaml" => &[&["--by", "model"], &["--by", "prompt"]],
+        "run" if case.args[1].starts_with("pairwise") => &[
+            &["--by", "candidate"],
+            &["--by", "pair"],
+            &["--by", "judge"],
+        ],
+        "run" if case.args[1] == "relevance.yaml" => &[
+            &["--by", "variant"],
+            &["--by", "variant", "--per-predicate"],
+        ],
+        "relevance" => &[&["--by", "variant"]],
+        "generate-datasheets" => &[],
+        _ => &[
+            &["--by", "reviewer"],
+            &["--by", "sensor"],
+            &["--by", "criterion"],
+            &["--by", "criterion", "--agreement"],
+        ],
+    }
+}
+
+/// The case's summaries as CSV, without the columns that depend on timing (latency, time,
+/// energy, which a run measures): everything else byte for byte.
+fn summaries(s: &Sandbox, case: &Case) -> BTreeMap<String, String> {
+    let mut all = BTreeMap::new();
+    for by in summaries_of(case) {
+        let out = s
+            .track()
+            .arg("query")
+            .args(*by)
+            .args(["--run", "latest", "--format", "csv"])
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{} {by:?}: {}",
+            case.name,
+            text(&out.stderr)
+        );
+        let csv = text(&out.stdout);
+        let mut lines = csv.lines();
+        let header: Vec<&str> = lines.next().unwrap_or_default().split(',').collect();
+        let timed = |name: &str| {
+            let name = name.to_ascii_lowercase();
+            ["latency", "time", "wh", "energy", "run"]
+                .iter()
+                .any(|t| name.contains(t))
+        };
+        let keep: Vec<usize> = (0..header.len()).filter(|&i| !timed(header[i])).collect();
+        let mut kept = String::new();
+        for line in std::iter::once(header.join(",")).chain(lines.map(str::to_owned)) {
+            let cells: Vec<&str> = line.split(',').collect();
+            let row: Vec<&str> = keep.iter().filter_map(|&i| cells.get(i).copied()).collect();
+            kept.push_str(&row.join(","));
+            kept.push('\n');
+        }
+        all.insert(by.join(" "), kept);
+    }
+    all
+}
+
+/// Runs `case` as `count` shards, each into `shard-k.db`, all against the sandbox's one mock.
+fn run_shards(s: &Sandbox, case: &Case, count: u32) {
+    for k in 0..count {
+        let out = s
+            .track()
+            .args(case.args)
+            .args(["-q", "--shard", &format!("{k}/{count}")])
+            .args(["--db", &format!("shard-{k}.db")])
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{} shard {k}/{count}: {}",
+            case.name,
+            text(&out.stderr)
+        );
+    }
+}
+
+/// `track merge OUT shard-0.db … shard-(count-1).db`.
+fn merge(s: &Sandbox, out: &str, shards: &[String], extra: &[&str]) -> std::process::Output {
+    s.track()
+        .arg("merge")
+        .arg(out)
+        .args(shards)
+        .args(extra)
+        .output()
+        .unwrap()
+}
+
+fn shard_files(count: u32) -> Vec<String> {
+    (0..count).map(|k| format!("shard-{k}.db")).collect()
+}
+
+/// The request bodies the mock received for chat calls (live), as text.
+fn chat_bodies(s: &Sandbox) -> Vec<String> {
+    s.mock
+        .requests()
+        .iter()
+        .filter(|r| {
+            r.path == "/v1/chat/completions" || r.path == "/v1/messages" || r.path == "/api/chat"
+        })
+        .map(|r| r.body.to_string())
+        .collect()
+}
+
+#[test]
+fn shards_are_disjoint_and_cover_the_plan_for_every_kind() {
+    for case in &CASES {
+        let whole = matrix_sandbox(MockProvider::start());
+        let out = whole.track().args(case.args).arg("-q").output().unwrap();
+        assert!(out.status.success(), "{}: {}", case.name, text(&out.stderr));
+        let expected: BTreeSet<String> = chat_bodies(&whole).into_iter().collect();
+        assert!(!expected.is_empty(), "{}", case.name);
+        let counts: &[u32] = if case.args[1] == "bench.yaml" {
+            &[1, 2, 3, 8]
+        } else {
+            &[3]
+        };
+        for &count in counts {
+            let s = matrix_sandbox(MockProvider::start());
+            run_shards(&s, case, count);
+            let sent = chat_bodies(&s);
+            let distinct: BTreeSet<String> = sent.iter().cloned().collect();
+            assert_eq!(
+                sent.len(),
+                distinct.len(),
+                "{} in {count} shards: a call sent twice",
+                case.name
+            );
+            assert_eq!(
+                distinct, expected,
+                "{} in {count} shards: the shards' calls are the plan's",
+                case.name
+            );
+        }
+    }
+}
+
+#[test]
+fn merged_shards_give_the_unsharded_summaries_for_every_kind() {
+    for case in &CASES {
+        let whole = matrix_sandbox(MockProvider::start());
+        let out = whole.track().args(case.args).arg("-q").output().unwrap();
+        assert!(out.status.success(), "{}: {}", case.name, text(&out.stderr));
+
+        let s = matrix_sandbox(MockProvider::start());
+        run_shards(&s, case, 3);
+        let out = merge(&s, "track.db", &shard_files(3), &[]);
+        assert!(out.status.success(), "{}: {}", case.name, text(&out.stderr));
+        let (merged, unsharded) = (summaries(&s, case), summaries(&whole, case));
+        for (by, csv) in &unsharded {
+            assert_eq!(
+                merged.get(by),
+                Some(csv),
+                "{} {by}: merged summaries equal the unsharded run's",
+                case.name
+            );
+        }
+        assert_eq!(
+            comparable(&s, case),
+            comparable(&whole, case),
+            "{}: merged exports equal the unsharded run's",
+            case.name
+        );
+        // One run in `track runs`, completed, with the whole plan's tally.
+        let runs = s
+            .track()
+            .args(["runs", "--format", "csv"])
+            .output()
+            .unwrap();
+        let runs = text(&runs.stdout);
+        assert_eq!(runs.lines().count(), 2, "{}: {runs}", case.name);
+        assert!(runs.contains("completed"), "{}: {runs}", case.name);
+        let planned = |db: &Path| -> i64 {
+            rusqlite::Connection::open(db)
+                .unwrap()
+                .query_row(
+                    "SELECT calls FROM runs WHERE merged_into IS NULL ORDER BY id DESC LIMIT 1",
+                    [],
+                    |r| r.get(0),
+                )
+                .unwrap()
+        };
+        assert_eq!(
+            planned(&s.db_path()),
+            planned(&whole.db_path()),
+            "{}",
+            case.name
+        );
+    }
+}
+
+/// A benchmark whose tests pass on some prompts only: 12 prompts, a third expecting what the
+/// mock never says.
+fn skewed_sandbox() -> Sandbox {
+    let s = Sandbox::new();
+    let prompts: Vec<(String, String, String)> = (0..12)
+        .map(|i| {
+            let expected = if i % 3 == 0 { "never said" } else { "mock" };
+            (
+                format!("p{i}"),
+                format!("question {i}"),
+                expected.to_owned(),
+            )
+        })
+        .collect();
+    let prompts: Vec<(&str, &str, &str, &str)> = prompts
+        .iter()
+        .map(|(n, p, e)| (n.as_str(), p.as_str(), e.as_str(), "contains"))
+        .collect();
+    s.write(
+        "bench.yaml",
+        &crate::support::bench_yaml(&["openai:gpt-4o"], &prompts),
+    );
+    s
+}
+
+/// The success rate `track query --by model` gives, as printed.
+fn success_rate(s: &Sandbox, db: &str) -> f64 {
+    let out = s
+        .track()
+        .args(["query", "--by", "model", "--format", "json", "--db", db])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let rows: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let row = &rows.as_array().unwrap()[0];
+    let (key, value) = row
+        .as_object()
+        .unwrap()
+        .iter()
+        .find(|(k, _)| k.contains("success"))
+        .unwrap_or_else(|| panic!("no success column in {row}"));
+    value
+        .as_f64()
+        .unwrap_or_else(|| panic!("{key} is not a number: {value}"))
+}
+
+#[test]
+fn statistics_come_from_the_merged_rows_not_from_averaging_shards() {
+    let s = skewed_sandbox();
+    let case = Case {
+        name: "skewed benchmark",
+        args: &["run", "bench.yaml"],
+        ..CASES[0]
+    };
+    run_shards(&s, &case, 3);
+    let per_shard: Vec<f64> = shard_files(3)
+        .iter()
+        .map(|db| success_rate(&s, db))
+        .collect();
+    let out = merge(&s, "merged.db", &shard_files(3), &[]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let merged = success_rate(&s, "merged.db");
+    // 8 of the 12 tests pass.
+    assert!((merged - 100.0 * 8.0 / 12.0).abs() < 0.01, "{merged}");
+    let mean = per_shard.iter().sum::<f64>() / per_shard.len() as f64;
+    assert!(
+        (mean - merged).abs() > 0.1,
+        "skewed shards {per_shard:?}: their mean {mean} should differ from the merged {merged}"
+    );
+    // A lone shard says it is one.
+    let out = s
+        .track()
+        .args(["query", "--by", "model", "--db", "shard-0.db"])
+        .output()
+        .unwrap();
+    assert!(
+        text(&out.stderr).contains("shard 0/3"),
+        "{}",
+        text(&out.stderr)
+    );
+}
+
+/// The content of a database by global id, for comparing two merges.
+fn content(db: &Path) -> Vec<String> {
+    let conn = rusqlite::Connection::open(db).unwrap();
+    let mut lines = Vec::new();
+    for (table, columns) in [
+        (
+            "runs",
+            "uid, kind, status, plan_sha256, shard_index, shard_count, calls, paid_usd, \
+             (SELECT p.uid FROM runs p WHERE p.id = runs.merged_into)",
+        ),
+        ("calls", "uid, cache_key, status, response_sha256"),
+        (
+            "bench_results",
+            "uid, (SELECT r.uid FROM runs r WHERE r.id = run_id), status, \
+             (SELECT c.uid FROM calls c WHERE c.id = call_id)",
+        ),
+        ("blobs", "sha256, size"),
+    ] {
+        let mut stmt = conn
+            .prepare(&format!("SELECT {columns} FROM {table}"))
+            .unwrap();
+        let n = stmt.column_count();
+        let rows = stmt
+            .query_map([], |r| {
+                let mut cells = Vec::new();
+                for i in 0..n {
+                    let v: rusqlite::types::Value = r.get(i)?;
+                    cells.push(format!("{v:?}"));
+                }
+                Ok(format!("{table}: {}", cells.join(" | ")))
+            })
+            .unwrap();
+        lines.extend(rows.map(Result::unwrap));
+    }
+    lines.sort();
+    lines
+}
+
+fn bench_shards(count: u32) -> Sandbox {
+    let s = skewed_sandbox();
+    let case = Case {
+        name: "benchmark",
+        args: &["run", "bench.yaml"],
+        ..CASES[0]
+    };
+    run_shards(&s, &case, count);
+    s
+}
+
+#[test]
+fn merging_is_idempotent_and_order_independent() {
+    let s = bench_shards(3);
+    let files = shard_files(3);
+    assert!(merge(&s, "a.db", &files, &[]).status.success());
+    let first = content(&s.path("a.db"));
+    assert!(merge(&s, "a.db", &files, &[]).status.success());
+    assert_eq!(
+        content(&s.path("a.db")),
+        first,
+        "merging again changes nothing"
+    );
+    let reversed: Vec<String> = files.iter().rev().cloned().collect();
+    assert!(merge(&s, "b.db", &reversed, &[]).status.success());
+    assert_eq!(content(&s.path("b.db")), first, "the order does not matter");
+    // One shard at a time (partial, then whole) ends as all at once.
+    let out = merge(&s, "c.db", &files[..1], &["--allow-partial"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stdout).contains("partial"),
+        "{}",
+        text(&out.stdout)
+    );
+    assert!(merge(&s, "c.db", &files[1..], &[]).status.success());
+    assert_eq!(content(&s.path("c.db")), first, "merged in steps");
+    // A merged database merges as its shards do.
+    assert!(
+        merge(&s, "d.db", &["a.db".to_owned()], &[])
+            .status
+            .success()
+    );
+    assert_eq!(content(&s.path("d.db")), first, "a merge of a merge");
+}
+
+/// The bytes of `path`, or `None` when it does not exist.
+fn bytes(path: &Path) -> Option<Vec<u8>> {
+    std::fs::read(path).ok()
+}
+
+#[test]
+fn merges_refuse_missing_repeated_unfinished_and_foreign_shards_leaving_out_as_it_was() {
+    let s = bench_shards(3);
+    let files = shard_files(3);
+    // OUT exists, with a teammate's run in it: it must stay as it was.
+    std::fs::copy(s.path("shard-0.db"), s.path("out.db")).unwrap();
+    let before = bytes(&s.path("out.db"));
+    let refused = |args: Vec<String>, extra: &[&str], needle: &str| {
+        let out = merge(&s, "out.db", &args, extra);
+        assert!(!out.status.success(), "{args:?} merged");
+        let stderr = text(&out.stderr);
+        assert!(stderr.contains(needle), "{args:?}: {stderr}");
+        assert_eq!(stderr.lines().count(), 1, "one line: {stderr}");
+        assert_eq!(bytes(&s.path("out.db")), before, "{args:?}: OUT changed");
+    };
+    refused(files[..2].to_vec(), &[], "missing shard 2/3");
+    refused(
+        vec![files[0].clone(), files[1].clone(), files[1].clone()],
+        &[],
+        "given twice",
+    );
+    // The same shard run again, in another database: two runs claim shard 1.
+    let case = Case {
+        name: "benchmark",
+        args: &["run", "bench.yaml"],
+        ..CASES[0]
+    };
+    let again = s
+        .track()
+        .args(case.args)
+        .args(["-q", "--shard", "1/3", "--db", "again-1.db", "--no-cache"])
+        .output()
+        .unwrap();
+    assert!(again.status.success(), "{}", text(&again.stderr));
+    refused(
+        vec![
+            files[0].clone(),
+            files[1].clone(),
+            files[2].clone(),
+            "again-1.db".into(),
+        ],
+        &[],
+        "shard 1/3 of plan",
+    );
+    // Another plan: the file changed.
+    let other = s.path("other.yaml");
+    std::fs::write(
+        &other,
+        std::fs::read_to_string(s.path("bench.yaml")).unwrap() + "\n# edited\n",
+    )
+    .unwrap();
+    let out = s
+        .track()
+        .args([
+            "run",
+            "other.yaml",
+            "-q",
+            "--shard",
+            "2/3",
+            "--db",
+            "other-2.db",
+        ])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    refused(
+        vec![files[0].clone(), files[1].clone(), "other-2.db".into()],
+        &[],
+        "shards of different plans",
+    );
+    // An unfinished shard: its run recorded as interrupted.
+    std::fs::copy(s.path("shard-2.db"), s.path("cut-2.db")).unwrap();
+    rusqlite::Connection::open(s.path("cut-2.db"))
+        .unwrap()
+        .execute("UPDATE runs SET status = 'interrupted'", [])
+        .unwrap();
+    refused(
+        vec![files[0].clone(), files[1].clone(), "cut-2.db".into()],
+        &[],
+        "is interrupted, not completed",
+    );
+    refused(vec!["no-such.db".into()], &[], "no-such.db");
+    refused(vec!["out.db".into()], &[], "both the output and an input");
+    // --allow-partial merges the unfinished one, and says partial.
+    let out = merge(
+        &s,
+        "partial.db",
+        &[files[0].clone(), files[1].clone(), "cut-2.db".into()],
+        &["--allow-partial"],
+    );
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let status: String = rusqlite::Connection::open(s.path("partial.db"))
+        .unwrap()
+        .query_row(
+            "SELECT status FROM runs WHERE shard_index IS NULL AND shard_count = 3",
+            [],
+            |r| r.get(0),
+        )
+        .unwrap();
+    assert_eq!(status, "partial");
+}
+
+#[test]
+fn a_merge_killed_halfway_leaves_out_as_it_was_or_complete() {
+    let s = bench_shards(8);
+    let files = shard_files(8);
+    assert!(merge(&s, "whole.db", &files, &[]).status.success());
+    let complete = content(&s.path("whole.db"));
+    // OUT holds one shard; each kill lands at another moment of the merge of the rest.
+    let mut seen_before = false;
+    let mut seen_after = false;
+    for delay_ms in [0u64, 5, 10, 20, 30, 45, 60, 90, 130, 200] {
+        let out = s.path("out.db");
+        let _ = std::fs::remove_file(&out);
+        assert!(
+            merge(&s, "out.db", &files[..1], &["--allow-partial"])
+                .status
+                .success()
+        );
+        let before = content(&out);
+        let mut child = s.track_process();
+        child.arg("merge").arg("out.db").args(&files);
+        let mut child = child.spawn().unwrap();
+        std::thread::sleep(std::time::Duration::from_millis(delay_ms));
+        let _ = child.kill();
+        let _ = child.wait();
+        let now = content(&out);
+        if now == before {
+            seen_before = true;
+        } else {
+            assert_eq!(now, complete, "killed after {delay_ms} ms: half a merge");
+            seen_after = true;
+        }
+        // The same command then completes it.
+        let out = merge(&s, "out.db", &files, &[]);
+        assert!(out.status.success(), "{}", text(&out.stderr));
+        assert_eq!(content(&s.path("out.db")), complete);
+    }
+    assert!(seen_before, "no kill landed before the merge ended");
+    let _ = seen_after;
+}
+
+#[test]
+fn merging_unrelated_databases_shares_their_caches() {
+    let mine = matrix_sandbox(MockProvider::start());
+    let out = mine
+        .track()
+        .args(["run", "bench.yaml", "-q"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    // A teammate's database, made from the same files: their relevance run.
+    let out = mine
+        .track()
+        .args(["run", "relevance.yaml", "-q", "--db", "theirs.db"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let out = merge(
+        &mine,
+        "both.db",
+        &["track.db".into(), "theirs.db".into()],
+        &[],
+    );
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    // Their relevance run, served from the merged cache: nothing is sent.
+    mine.mock.reset_requests();
+    let out = mine
+        .track()
+        .args(["run", "relevance.yaml", "--db", "both.db"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert_eq!(mine.mock.request_count(), 0, "served from the merged cache");
+    let runs = mine
+        .track()
+        .args(["runs", "--db", "both.db", "--format", "csv"])
+        .output()
+        .unwrap();
+    assert_eq!(
+        text(&runs.stdout).lines().count(),
+        4,
+        "{}",
+        text(&runs.stdout)
+    );
+}
+
+#[test]
+fn a_shard_is_named_in_the_dry_run_and_bad_shards_are_refused_in_one_line() {
+    let s = skewed_sandbox();
+    let out = s
+        .track()
+        .args(["run", "bench.yaml", "--dry-run", "--shard", "1/3"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let stdout = text(&out.stdout);
+    assert!(stdout.contains("shard 1/3 of plan"), "{stdout}");
+    let whole = s
+        .track()
+        .args(["run", "bench.yaml", "--dry-run"])
+        .output()
+        .unwrap();
+    let calls = |out: &str| -> u64 {
+        let line = out.lines().find(|l| l.contains("calls planned")).unwrap();
+        line.split(" calls planned")
+            .next()
+            .unwrap()
+            .rsplit(' ')
+            .next()
+            .unwrap()
+            .parse()
+            .unwrap()
+    };
+    assert!(calls(&stdout) < calls(&text(&whole.stdout)), "{stdout}");
+    for (shard, env, needle) in [
+        ("3/3", None, "the shards of 3 are 0/3 to 2/3"),
+        ("x", None, "write k/N"),
+        ("auto", None, "JOB_COMPLETION_INDEX"),
+        (
+            "auto",
+            Some(("SLURM_ARRAY_TASK_ID", "2")),
+            "SLURM_ARRAY_TASK_COUNT is not",
+        ),
+    ] {
+        let mut cmd = s.track();
+        cmd.args(["run", "bench.yaml", "--shard", shard]);
+        if let Some((k, v)) = env {
+            cmd.env(k, v);
+        }
+        let out = cmd.output().unwrap();
+        assert!(!out.status.success(), "{shard}");
+        let stderr = text(&out.stderr);
+        assert!(stderr.contains(needle), "{shard}: {stderr}");
+        assert_eq!(stderr.trim().lines().count(), 1, "{stderr}");
+    }
+    assert_eq!(s.mock.request_count(), 0);
+    // A scheduler's shard: the Slurm array 1-3's last task is shard 2/3.
+    let out = s
+        .track()
+        .args(["run", "bench.yaml", "-q", "--shard", "auto"])
+        .env("SLURM_ARRAY_TASK_ID", "3")
+        .env("SLURM_ARRAY_TASK_COUNT", "3")
+        .env("SLURM_ARRAY_TASK_MIN", "1")
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert_eq!(
+        s.count("SELECT shard_index * 10 + shard_count FROM runs"),
+        23
+    );
+}
