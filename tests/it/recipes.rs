@@ -21,7 +21,7 @@ use crate::support::{Sandbox, bench_yaml, text, track_bin};
 /// Which `track` the recipes launch. [`Launcher::StandIn`] records what each command saw
 /// (arguments, shard variables) instead of running, so the scheduling machinery is proved
 /// before `track run --shard` and `track merge` exist; [`Launcher::Track`] is the real binary.
-const LAUNCHER: Launcher = Launcher::StandIn;
+const LAUNCHER: Launcher = Launcher::Track;
 
 /// The recipes' shard count (`--array=0-2`, `completions: 3`, `shard: [0, 1, 2]`).
 const SHARDS: usize = 3;
