@@ -8,7 +8,7 @@
 //!
 //! Nothing here rewrites a recipe: the commands run are the files' own, with `track` on PATH.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::time::{Duration, Instant};
@@ -18,43 +18,10 @@ use serde::Deserialize;
 use crate::support::mock::Rule;
 use crate::support::{Sandbox, bench_yaml, text, track_bin};
 
-/// Which `track` the recipes launch. [`Launcher::StandIn`] records what each command saw
-/// (arguments, shard variables) instead of running, so the scheduling machinery is proved
-/// before `track run --shard` and `track merge` exist; [`Launcher::Track`] is the real binary.
-const LAUNCHER: Launcher = Launcher::Track;
-
 /// The recipes' shard count (`--array=0-2`, `completions: 3`, `shard: [0, 1, 2]`).
 const SHARDS: usize = 3;
 
 const MODELS: [&str; 2] = ["openai:gpt-4o", "anthropic:sonnet 3.5"];
-
-#[derive(Clone, Copy, PartialEq, Eq)]
-#[allow(dead_code, reason = "one of the two is chosen by LAUNCHER")]
-enum Launcher {
-    Track,
-    StandIn,
-}
-
-/// A `track` that runs nothing: `run … --db F` writes its arguments and the shard variables it
-/// sees to F; `merge OUT IN…` writes its arguments and the inputs, in order, to OUT.
-const STAND_IN: &str = r#"#!/bin/sh
-set -eu
-case $1 in
-run)
-    db=
-    for a in "$@"; do [ "${prev:-}" = --db ] && db=$a; prev=$a; done
-    { echo "$*"; env | grep -E '^(SLURM_ARRAY_TASK_(ID|COUNT|MIN)|JOB_COMPLETION_INDEX|JOB_COMPLETIONS)=' | LC_ALL=C sort; } >"$db"
-    ;;
-merge)
-    out=$2
-    { echo "$*"; shift 2; for f in "$@"; do echo; cat "$f"; done; } >"$out"
-    ;;
-*)
-    echo "stand-in track: unexpected command: $*" >&2
-    exit 2
-    ;;
-esac
-"#;
 
 fn repo() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
@@ -96,14 +63,7 @@ fn sandbox(names: &[&str]) -> Sandbox {
     }
     let bin = s.path("bin");
     std::fs::create_dir_all(&bin).unwrap();
-    match LAUNCHER {
-        Launcher::Track => std::os::unix::fs::symlink(track_bin(), bin.join("track")).unwrap(),
-        Launcher::StandIn => {
-            use std::os::unix::fs::PermissionsExt as _;
-            let path = s.write("bin/track", STAND_IN);
-            std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
-        }
-    }
+    std::os::unix::fs::symlink(track_bin(), bin.join("track")).unwrap();
     s
 }
 
@@ -155,68 +115,54 @@ fn assert_ran(what: &str, out: &Output) {
     );
 }
 
-/// What the recipes' merge left in `results.db`, checked against `expected`: per shard k, the
-/// arguments of its `track run` and the shard variables it saw.
-fn assert_merged(s: &Sandbox, dir: &Path, expected: impl Fn(usize) -> (String, Vec<String>)) {
+/// What the recipes' merge left in `dir/results.db`: one run joining shards 0 to N-1 of N
+/// (each shard saw its own index and the count), whose summary by model equals an unsharded
+/// run's (but for [`CLOCKED`]), the shards having sent every call of the plan once among them.
+fn assert_merged(s: &Sandbox, dir: &Path) {
     let results = dir.join("results.db");
-    let calls = s.mock.request_count();
-    match LAUNCHER {
-        Launcher::StandIn => {
-            let merged = std::fs::read_to_string(&results).expect("the merge wrote results.db");
-            let mut blocks = merged.split("\n\n");
-            let shard_files: Vec<String> = (0..SHARDS).map(|k| format!("shard-{k}.db")).collect();
-            assert_eq!(
-                blocks.next().unwrap().trim_end(),
-                format!("merge results.db {}", shard_files.join(" ")),
-                "{merged}"
-            );
-            let seen: BTreeSet<(String, Vec<String>)> = blocks
-                .map(|b| {
-                    let mut lines = b.lines().map(str::to_owned);
-                    let args = lines.next().unwrap_or_default();
-                    let mut vars: Vec<String> = lines.collect();
-                    vars.sort();
-                    (args, vars)
-                })
-                .collect();
-            let want: BTreeSet<(String, Vec<String>)> = (0..SHARDS)
-                .map(|k| {
-                    let (args, mut vars) = expected(k);
-                    vars.sort();
-                    (args, vars)
-                })
-                .collect();
-            assert_eq!(seen, want, "{merged}");
-            assert_eq!(calls, 0);
-        }
-        Launcher::Track => {
-            // Among them, the shards sent every call of the plan once.
-            assert_eq!(calls, MODELS.len() * 6, "calls sent by the shards");
-            let out = s
-                .track()
-                .args(["run", "bench.yaml", "-q", "--db", "unsharded.db"])
-                .output()
-                .unwrap();
-            assert_ran("the unsharded run", &out);
-            let query = |db: &Path| {
-                let out = s
-                    .track()
-                    .args(["query", "--by", "model", "--format", "csv", "--db"])
-                    .arg(db)
-                    .output()
-                    .unwrap();
-                assert_ran(&format!("track query on {}", db.display()), &out);
-                text(&out.stdout)
-            };
-            let (merged, unsharded) = (query(&results), query(&s.path("unsharded.db")));
-            assert_eq!(merged.lines().count(), 1 + MODELS.len(), "{merged}");
-            assert_eq!(
-                unclocked(&merged),
-                unclocked(&unsharded),
-                "merged (left) and unsharded (right)"
-            );
-        }
-    }
+    assert_eq!(
+        s.mock.request_count(),
+        MODELS.len() * 6,
+        "calls sent by the shards"
+    );
+    let shards: Vec<(i64, i64)> = rusqlite::Connection::open_with_flags(
+        &results,
+        rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY,
+    )
+    .expect("the merge wrote results.db")
+    .prepare(
+        "SELECT shard_index, shard_count FROM runs WHERE shard_index IS NOT NULL ORDER BY shard_index",
+    )
+    .unwrap()
+    .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
+    .unwrap()
+    .collect::<Result<_, _>>()
+    .unwrap();
+    let n = SHARDS as i64;
+    assert_eq!(shards, (0..n).map(|k| (k, n)).collect::<Vec<_>>());
+    let out = s
+        .track()
+        .args(["run", "bench.yaml", "-q", "--db", "unsharded.db"])
+        .output()
+        .unwrap();
+    assert_ran("the unsharded run", &out);
+    let query = |db: &Path| {
+        let out = s
+            .track()
+            .args(["query", "--by", "model", "--format", "csv", "--db"])
+            .arg(db)
+            .output()
+            .unwrap();
+        assert_ran(&format!("track query on {}", db.display()), &out);
+        text(&out.stdout)
+    };
+    let (merged, unsharded) = (query(&results), query(&s.path("unsharded.db")));
+    assert_eq!(merged.lines().count(), 1 + MODELS.len(), "{merged}");
+    assert_eq!(
+        unclocked(&merged),
+        unclocked(&unsharded),
+        "merged (left) and unsharded (right)"
+    );
 }
 
 /// The columns measured by the clock: they differ between any two runs of the same calls,
@@ -426,16 +372,7 @@ fn the_slurm_array_and_its_dependent_merge_equal_an_unsharded_run() {
         panic!("slurm-submit.sh said {said:?}, not two job ids");
     };
     slurm.wait(&s, shards, merge);
-    assert_merged(&s, s.dir.path(), |k| {
-        (
-            format!("run bench.yaml --shard auto --db shard-{k}.db"),
-            vec![
-                format!("SLURM_ARRAY_TASK_ID={k}"),
-                format!("SLURM_ARRAY_TASK_COUNT={SHARDS}"),
-                "SLURM_ARRAY_TASK_MIN=0".into(),
-            ],
-        )
-    });
+    assert_merged(&s, s.dir.path());
 }
 
 // ----------------------------------------------------------------------------- Kubernetes
@@ -579,15 +516,7 @@ fn the_kubernetes_indexed_job_and_its_merge_equal_an_unsharded_run() {
     let merge = K8sJob::read("k8s-merge-job.yaml");
     assert_eq!(merge.spec.completion_mode, None);
     assert_ran("the merge pod", &merge.pod(&s, &[]).output().unwrap());
-    assert_merged(&s, s.dir.path(), |k| {
-        (
-            format!("run bench.yaml --shard auto --db shard-{k}.db"),
-            vec![
-                format!("JOB_COMPLETION_INDEX={k}"),
-                format!("JOB_COMPLETIONS={SHARDS}"),
-            ],
-        )
-    });
+    assert_merged(&s, s.dir.path());
 }
 
 // ------------------------------------------------------------------------- GitHub Actions
@@ -757,12 +686,7 @@ fn the_github_actions_matrix_and_its_merge_equal_an_unsharded_run() {
     assert_eq!(merge.needs.as_deref(), Some("shard"));
     let merger = runner("merge");
     merger.run(&wf, merge, None);
-    assert_merged(&s, &merger.workspace, |k| {
-        (
-            format!("run bench.yaml --shard {k}/{SHARDS} --db shard-{k}.db"),
-            vec![],
-        )
-    });
+    assert_merged(&s, &merger.workspace);
 }
 
 // --------------------------------------------------------------------------------- README
