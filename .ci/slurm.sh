@@ -239,7 +239,8 @@ write_config() {
         (umask 077 && head -c 1024 /dev/urandom >"$ETC/munge.key")
     fi
     local host
-    host=$(hostname -s)
+    host=$(uname -n)
+    host=${host%%.*}
     cat >"$CONF" <<EOF
 # Written by .ci/slurm.sh: a single-node cluster for tests, in $DIR.
 ClusterName=track
