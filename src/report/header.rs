@@ -83,6 +83,8 @@ impl Header {
         for run in self.runs() {
             if run.status != RunStatus::Completed {
                 out.push_str(&banner(run));
+            } else if let Some((k, n)) = run.info.shard {
+                out.push_str(&shard_banner(run.info.id, k, n));
             }
         }
         out.push_str(&self.key_figures());
@@ -239,6 +241,15 @@ fn readable_time(stored: &str) -> String {
                 .format("%Y-%m-%d %H:%M:%S UTC")
                 .to_string()
         },
+    )
+}
+
+/// The notice of one shard of a plan, read on its own: its figures are not the plan's.
+fn shard_banner(id: i64, k: u32, n: u32) -> String {
+    format!(
+        "<p class=\"banner\" role=\"alert\"><strong>Run {id} is shard {k}/{n} of its plan.</strong> \
+         The figures below cover that shard only; <code>track merge OUT.db SHARD.db…</code> \
+         joins the {n} shards' databases into one run of the whole plan.</p>"
     )
 }
 

@@ -288,6 +288,29 @@ fn statistics_come_from_the_merged_rows_not_from_averaging_shards() {
         "{}",
         text(&out.stderr)
     );
+    let out = s
+        .track()
+        .args(["report", "-q", "--db", "shard-0.db", "--out", "shard.html"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let html = std::fs::read_to_string(s.path("shard.html")).unwrap();
+    assert!(
+        html.contains("is shard 0/3 of its plan"),
+        "the report says so"
+    );
+    // A shard's own id names the merged run: its diff with the merged run is empty.
+    let out = s
+        .track()
+        .args(["diff", "2", "1", "--db", "merged.db", "--format", "csv"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stderr).contains("compared with itself"),
+        "{}",
+        text(&out.stderr)
+    );
 }
 
 /// The content of a database by global id, for comparing two merges.
