@@ -26,6 +26,8 @@ pub enum MergeError {
     OutIsInput(PathBuf),
     #[error("nothing to merge: give at least one database after OUT")]
     NoInputs,
+    #[error("{0}: no such database file; give the files the shards' runs wrote (their --db)")]
+    NoSuchFile(PathBuf),
     #[error(
         "{0} is not a track database (not SQLite at all); give the databases runs wrote (--db)"
     )]
@@ -158,13 +160,7 @@ pub fn merge(
     let out_real = std::fs::canonicalize(out).ok();
     let mut seen = BTreeSet::new();
     for path in inputs {
-        let real = std::fs::canonicalize(path).map_err(|source| MergeError::Input {
-            path: path.clone(),
-            source: StoreError::Folder {
-                path: path.clone(),
-                source,
-            },
-        })?;
+        let real = std::fs::canonicalize(path).map_err(|_| MergeError::NoSuchFile(path.clone()))?;
         if out_real.as_ref() == Some(&real) {
             return Err(MergeError::OutIsInput(path.clone()));
         }
@@ -208,10 +204,7 @@ fn read_input(path: &Path) -> Result<Input, MergeError> {
         source,
     };
     if !path.is_file() {
-        return Err(input_error(StoreError::Folder {
-            path: path.to_path_buf(),
-            source: std::io::Error::new(std::io::ErrorKind::NotFound, "no such file"),
-        }));
+        return Err(MergeError::NoSuchFile(path.to_path_buf()));
     }
     // Not opened (nor a lock file made beside it) unless it is a SQLite database.
     let mut magic = [0u8; 16];

@@ -482,7 +482,11 @@ fn merges_refuse_missing_repeated_unfinished_and_foreign_shards_leaving_out_as_i
         &[],
         "is interrupted, not completed",
     );
-    refused(vec!["no-such.db".into()], &[], "no-such.db");
+    refused(
+        vec!["no-such.db".into()],
+        &[],
+        "no-such.db: no such database file",
+    );
     refused(vec!["out.db".into()], &[], "both the output and an input");
     // --allow-partial merges the unfinished one, and says partial.
     let out = merge(
