@@ -1,9 +1,11 @@
-//! `track export csv`: the CSV files of a kind's runs, as its registry entry writes them.
+//! `track export csv`: the CSV files of a kind's runs, as its registry entry writes them;
+//! `track export parquet`: every table of some runs, as Parquet datasets (`export_parquet`).
 
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::LazyLock;
 
+use super::export_parquet::{self, Selection};
 use super::{Context, selection_status};
 use crate::experiment::ExperimentKind;
 use crate::kinds::{self, ExportCsv, ExportOptions, ExportRuns};
@@ -21,6 +23,42 @@ enum ExportFormat {
     // Its help names each kind's files, from the registry.
     #[command(about = csv_about())]
     Csv(CsvArgs),
+    /// Every table of the selected runs as Parquet, for DuckDB, polars or Spark: one dataset a
+    /// table (each kind's results, the calls they reference, the runs), hive-partitioned by
+    /// kind and run, zstd-compressed, with DIR/manifest.json counting the rows
+    Parquet(ParquetArgs),
+}
+
+/// Any kind of run, for `track export parquet --kind`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct AnyKind(ExperimentKind);
+
+/// Every kind, in the order of [`ExperimentKind::ALL`].
+static ANY_KINDS: LazyLock<Vec<AnyKind>> =
+    LazyLock::new(|| ExperimentKind::ALL.iter().map(|&k| AnyKind(k)).collect());
+
+impl clap::ValueEnum for AnyKind {
+    fn value_variants<'a>() -> &'a [Self] {
+        &ANY_KINDS
+    }
+
+    fn to_possible_value(&self) -> Option<clap::builder::PossibleValue> {
+        Some(clap::builder::PossibleValue::new(self.0.as_str()))
+    }
+}
+
+#[derive(Debug, clap::Args)]
+struct ParquetArgs {
+    /// Only the runs of this kind [default: every kind]
+    #[arg(long, value_enum)]
+    kind: Option<AnyKind>,
+    /// Which runs: a run id, `latest` (of each kind) or `all` [default: all]
+    #[arg(long)]
+    run: Option<RunSelector>,
+    /// Folder to write into (created when needed); an earlier export there is added to, the
+    /// partitions written again replaced
+    #[arg(long, value_name = "DIR")]
+    out: PathBuf,
 }
 
 /// The kinds `--kind` offers, with their export: in the order of [`ExperimentKind::ALL`].
@@ -106,7 +144,10 @@ fn run_help() -> String {
 }
 
 pub fn run(context: &Context, args: ExportArgs) -> anyhow::Result<ExitCode> {
-    let ExportFormat::Csv(args) = args.format;
+    let args = match args.format {
+        ExportFormat::Csv(args) => args,
+        ExportFormat::Parquet(args) => return parquet(context, args),
+    };
     let kind = kinds::kind(args.kind.0);
     let Some(export) = kind.export_csv() else {
         anyhow::bail!("{} runs have no CSV export", args.kind.0);
@@ -130,5 +171,17 @@ pub fn run(context: &Context, args: ExportArgs) -> anyhow::Result<ExitCode> {
         quiet: context.quiet,
     };
     (export.write)(&store, &runs, &options)?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `track export parquet`.
+fn parquet(context: &Context, args: ParquetArgs) -> anyhow::Result<ExitCode> {
+    let store = context.open_existing_store()?;
+    let selection = Selection {
+        kind: args.kind.map(|k| k.0),
+        runs: args.run.unwrap_or(RunSelector::All),
+    };
+    let ids = export_parquet::select_runs(&store, &context.db, selection)?;
+    export_parquet::export(&store, &ids, &args.out)?;
     Ok(ExitCode::SUCCESS)
 }

@@ -7,6 +7,7 @@ mod batches;
 mod diff;
 mod experiment;
 mod export;
+mod export_parquet;
 mod generate;
 mod merge;
 mod models;

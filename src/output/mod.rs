@@ -1,5 +1,6 @@
 //! Output: frames as terminal tables (comfy-table), CSV (polars) and JSON, with a stable
-//! column schema, and the number formatting they share. Results go to stdout; nothing here
+//! column schema, and the number formatting they share; table rows as Parquet files
+//! (`parquet`). Results go to stdout; nothing here
 //! decides what to show. One file per concept, re-exported here so callers write
 //! `crate::output::render`.
 
@@ -9,6 +10,7 @@ mod csv;
 mod format;
 mod json;
 mod numbers;
+pub mod parquet;
 mod pipe;
 mod progress;
 mod table;

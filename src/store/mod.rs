@@ -9,6 +9,7 @@ mod bench;
 mod blobs;
 mod calls;
 mod claims;
+mod export;
 mod ids;
 mod merge;
 mod pacing;
@@ -32,6 +33,10 @@ pub use bench::{
 };
 pub use calls::{NewCall, StoredCall};
 pub use claims::Claim;
+pub use export::{
+    Affinity, CallRefs, ColumnBatch, ColumnValues, ExportColumn, NOT_EXPORTED, RESULT_TABLES,
+    ResultTable, RowSource, RunPartition, Snapshot,
+};
 pub use ids::{Part, merged_run_uid, new_run_uid, uid};
 pub use merge::{InputAdded, MergeError, MergeReport, PlanMerged, merge};
 pub use pacing::{BucketRow, PacingRow};
@@ -102,6 +107,13 @@ pub enum StoreError {
         "the call {key} is not pending in batch {batch}: its result is stored already, or it is not one of the batch's"
     )]
     NotPending { key: String, batch: i64 },
+    /// A value that cannot be exported as its column's type (a damaged or foreign database).
+    #[error("cannot export {table}.{column}: {detail}")]
+    ExportValue {
+        table: String,
+        column: String,
+        detail: String,
+    },
     /// A run selector named no run.
     #[error("no run matches `{0}`; `track runs` lists them")]
     NoSuchRun(String),

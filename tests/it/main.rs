@@ -19,6 +19,7 @@ mod local_model;
 mod mock_selftest;
 mod pacing;
 mod pairwise;
+mod parquet;
 mod recipes;
 mod relevance;
 mod report;

@@ -1,0 +1,376 @@
+//! `track export parquet` end to end: two benchmark runs against the mock, exported; the files
+//! read back with the `parquet` crate, the manifest, a second export into the same folder, the
+//! refusals; and (ignored unless the readers are installed) DuckDB and polars reading the
+//! datasets, with counts and per-model pass rates equal to `track query --by model`.
+
+use std::collections::BTreeMap;
+use std::fs::File;
+use std::path::{Path, PathBuf};
+
+use parquet::file::reader::{FileReader, SerializedFileReader};
+use serde_json::Value;
+
+use crate::support::mock::Rule;
+use crate::support::{Sandbox, bench_yaml, text};
+
+const MODELS: [&str; 3] = [
+    "openai:gpt-4o",
+    "anthropic:sonnet 3.5",
+    "ollama:qwen2.5-coder",
+];
+
+/// Two runs of 3 models × 3 prompts: passes, a failure (Anthropic's capital), errors (Ollama
+/// refuses `Say hi`), the second run from the cache but for the errors, sent again.
+fn two_runs() -> Sandbox {
+    let s = Sandbox::new();
+    s.mock.add_rule(Rule::reply("2+2", "4"));
+    s.mock
+        .add_rule(Rule::reply("Capital of France", "Lyon").model("claude-3-5-sonnet-20241022"));
+    s.mock
+        .add_rule(Rule::reply("Capital of France", "The capital is Paris."));
+    s.mock
+        .add_rule(Rule::fail("Say hi", 400, 100).model("qwen2.5-coder:7b"));
+    s.mock.add_rule(Rule::reply("Say hi", "hi"));
+    s.write(
+        "bench.yaml",
+        &bench_yaml(
+            &MODELS,
+            &[
+                ("sum", "What is 2+2?", "4", "exact"),
+                ("capital", "Capital of France?", "Paris", "contains"),
+                ("hello", "Say hi", "hi", "exact"),
+            ],
+        ),
+    );
+    for _ in 0..2 {
+        let out = s
+            .track()
+            .args(["run", "bench.yaml", "-q"])
+            .output()
+            .unwrap();
+        assert!(out.status.code().is_some(), "{}", text(&out.stderr));
+    }
+    assert_eq!(s.count("SELECT count(*) FROM runs"), 2);
+    assert_eq!(s.count("SELECT count(*) FROM bench_results"), 18);
+    assert_eq!(
+        s.count("SELECT count(*) FROM bench_results WHERE status = 'error'"),
+        2
+    );
+    s
+}
+
+/// The `uid` of run `id`: the name of its partitions.
+fn run_uid(s: &Sandbox, id: i64) -> String {
+    s.db()
+        .query_row("SELECT uid FROM runs WHERE id = ?1", [id], |row| row.get(0))
+        .unwrap()
+}
+
+fn export(s: &Sandbox, args: &[&str]) -> std::process::Output {
+    s.track()
+        .args(["export", "parquet"])
+        .args(args)
+        .output()
+        .unwrap()
+}
+
+fn manifest(dir: &Path) -> Value {
+    serde_json::from_str(&std::fs::read_to_string(dir.join("manifest.json")).unwrap()).unwrap()
+}
+
+/// Rows and column names of a Parquet file, read with the `parquet` crate.
+fn read_back(path: &Path) -> (i64, Vec<String>) {
+    let reader = SerializedFileReader::new(File::open(path).unwrap()).unwrap();
+    let meta = reader.metadata().file_metadata();
+    let names = meta
+        .schema_descr()
+        .columns()
+        .iter()
+        .map(|c| c.name().to_owned())
+        .collect();
+    (meta.num_rows(), names)
+}
+
+#[test]
+fn export_parquet_writes_hive_partitions_a_manifest_and_adds_to_an_earlier_export() {
+    let s = two_runs();
+    let out = export(&s, &["--out", "lake"]);
+    let stdout = text(&out.stdout);
+    assert!(out.status.success(), "{stdout}{}", text(&out.stderr));
+    let lake = s.path("lake");
+    assert!(
+        stdout.contains("bench_results: 18 rows, 2 runs"),
+        "{stdout}"
+    );
+    assert!(stdout.trim_end().ends_with("manifest.json"), "{stdout}");
+
+    let m = manifest(&lake);
+    assert_eq!(m["format"], "track parquet export");
+    assert_eq!(m["row_group_rows"], 65_536);
+    assert_eq!(m["partitioning"], serde_json::json!(["kind", "run"]));
+    let bench = &m["datasets"]["bench_results"];
+    assert_eq!(bench["rows"], 18);
+    let parts = bench["partitions"].as_array().unwrap();
+    assert_eq!(parts.len(), 2);
+    for (part, run) in parts.iter().zip(1..) {
+        let uid = run_uid(&s, run);
+        let path = format!("bench_results/kind=bench/run={uid}/part-00000.parquet");
+        assert_eq!(part["path"], path.as_str());
+        assert_eq!(part["rows"], 9);
+        assert_eq!(part["run_id"], run);
+        let (rows, columns) = read_back(&lake.join(&path));
+        assert_eq!(rows, 9);
+        // Every column of the table, whatever migrations added (V14's `expected`).
+        let table_columns = s.count("SELECT count(*) FROM pragma_table_info('bench_results')");
+        assert_eq!(columns.len() as i64, table_columns, "{columns:?}");
+        assert!(columns.iter().any(|c| c == "expected"));
+    }
+    // Each run's calls: those its rows reference, once each.
+    let calls = &m["datasets"]["calls"]["partitions"];
+    for run in [1, 2] {
+        let referenced = s.count(&format!(
+            "SELECT count(DISTINCT call_id) FROM bench_results WHERE run_id = {run}"
+        ));
+        let part = calls
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|p| p["run_id"] == run)
+            .unwrap();
+        assert_eq!(part["rows"], referenced, "run {run}");
+        let (rows, _) = read_back(&lake.join(part["path"].as_str().unwrap()));
+        assert_eq!(rows, referenced);
+    }
+    // The runs: `kind` is in the path, not the file.
+    let runs = &m["datasets"]["runs"];
+    assert_eq!(runs["rows"], 2);
+    assert_eq!(runs["left_out"], serde_json::json!(["kind"]));
+    let (_, columns) = read_back(&lake.join(format!(
+        "runs/kind=bench/run={}/part-00000.parquet",
+        run_uid(&s, 1)
+    )));
+    assert!(!columns.contains(&"kind".to_owned()) && columns.contains(&"status".to_owned()));
+    // No half-written file left behind.
+    let hidden = walk(&lake)
+        .into_iter()
+        .filter(|p| p.file_name().unwrap().to_string_lossy().starts_with('.'))
+        .count();
+    assert_eq!(hidden, 0);
+
+    // Run 2 again, into the same folder: run 1's partitions stay in the manifest.
+    let again = export(&s, &["--run", "2", "--kind", "bench", "--out", "lake"]);
+    assert!(again.status.success(), "{}", text(&again.stderr));
+    let m = manifest(&lake);
+    assert_eq!(m["datasets"]["bench_results"]["rows"], 18);
+    assert_eq!(
+        m["datasets"]["bench_results"]["partitions"]
+            .as_array()
+            .unwrap()
+            .len(),
+        2
+    );
+    // `latest`: the newest run of each kind that has one.
+    let latest = export(&s, &["--run", "latest", "--out", "latest"]);
+    assert!(latest.status.success(), "{}", text(&latest.stderr));
+    let m = manifest(&s.path("latest"));
+    assert_eq!(m["datasets"]["bench_results"]["partitions"][0]["run_id"], 2);
+    assert_eq!(m["datasets"]["bench_results"]["rows"], 9);
+}
+
+fn walk(dir: &Path) -> Vec<PathBuf> {
+    let mut files = Vec::new();
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.is_dir() {
+            files.extend(walk(&path));
+        } else {
+            files.push(path);
+        }
+    }
+    files
+}
+
+#[test]
+fn export_parquet_refuses_bad_input_in_one_line_each() {
+    let s = two_runs();
+    s.write("a-file", "not a folder");
+    for (args, expected) in [
+        (
+            vec!["--out", "a-file/lake"],
+            "cannot create the folder a-file/lake",
+        ),
+        (vec!["--run", "99", "--out", "lake"], "no run 99 in"),
+        (
+            vec!["--kind", "relevance", "--out", "lake"],
+            "no relevance run in",
+        ),
+        (
+            vec!["--kind", "review", "--run", "1", "--out", "lake"],
+            "run 1 is a bench run, not review",
+        ),
+    ] {
+        let out = export(&s, &args);
+        let stderr = text(&out.stderr);
+        assert!(!out.status.success(), "{args:?} succeeded");
+        assert!(stderr.contains(expected), "{args:?}: {stderr}");
+        assert_eq!(stderr.trim_end().lines().count(), 1, "{args:?}: {stderr}");
+    }
+    assert!(
+        !s.path("lake").exists(),
+        "nothing written for a selection of nothing"
+    );
+}
+
+/// The venv python of `.ci/parquet-readers.sh`, or why not.
+fn readers_python() -> PathBuf {
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    let out = std::process::Command::new("bash")
+        .arg(root.join(".ci/parquet-readers.sh"))
+        .arg("python")
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "DuckDB and polars are not installed: bash .ci/parquet-readers.sh install ({})",
+        text(&out.stderr)
+    );
+    PathBuf::from(text(&out.stdout).trim())
+}
+
+/// Reads the export with DuckDB and with polars; prints, per reader, the count of results,
+/// each run's, and per model: results, passed, failed, errors and the pass rate of the
+/// decided (as `track query` computes it), plus the results whose call is missing from the
+/// calls of their run.
+const READ_SCRIPT: &str = r#"
+import json, sys
+import duckdb, polars as pl
+
+lake = sys.argv[1]
+out = {}
+
+con = duckdb.connect()
+results = f"read_parquet('{lake}/bench_results/**/*.parquet', hive_partitioning = true)"
+calls = f"read_parquet('{lake}/calls/**/*.parquet', hive_partitioning = true)"
+runs = f"read_parquet('{lake}/runs/**/*.parquet', hive_partitioning = true)"
+d = {}
+d["rows"] = con.execute(f"SELECT count(*) FROM {results}").fetchone()[0]
+d["per_run"] = {str(r): n for r, n in con.execute(
+    f"SELECT run, count(*) FROM {results} WHERE kind = 'bench' GROUP BY run").fetchall()}
+d["models"] = {m: [n, p, f, e, pct] for m, n, p, f, e, pct in con.execute(f"""
+    SELECT model_ref, count(*), count(*) FILTER (WHERE status = 'passed'),
+           count(*) FILTER (WHERE status = 'failed'), count(*) FILTER (WHERE status = 'error'),
+           100.0 * count(*) FILTER (WHERE status = 'passed')
+             / nullif(count(*) FILTER (WHERE status IN ('passed', 'failed')), 0)
+    FROM {results} GROUP BY model_ref""").fetchall()}
+d["orphans"] = con.execute(f"""
+    SELECT count(*) FROM {results} r
+    WHERE r.call_id IS NOT NULL AND NOT EXISTS (
+        SELECT 1 FROM {calls} c WHERE c.id = r.call_id AND c.run = r.run)""").fetchone()[0]
+d["run_kinds"] = sorted({k for (k,) in con.execute(f"SELECT kind FROM {runs}").fetchall()})
+d["types"] = {n: t for n, t, *_ in con.execute(
+    f"DESCRIBE SELECT id, latency_ms, model_ref FROM {results}").fetchall()}
+out["duckdb"] = d
+
+frame = pl.scan_parquet(f"{lake}/bench_results/**/*.parquet", hive_partitioning=True)
+p = {}
+p["rows"] = frame.select(pl.len()).collect().item()
+p["per_run"] = {str(r): n for r, n in
+    frame.group_by("run").agg(pl.len()).collect().iter_rows()}
+per_model = frame.group_by("model_ref").agg(
+    pl.len().alias("n"),
+    (pl.col("status") == "passed").sum().alias("passed"),
+    (pl.col("status") == "failed").sum().alias("failed"),
+    (pl.col("status") == "error").sum().alias("errors"),
+).collect()
+p["models"] = {}
+for m, n, ok, bad, err in per_model.iter_rows():
+    decided = ok + bad
+    p["models"][m] = [n, ok, bad, err, 100.0 * ok / decided if decided else None]
+out["polars"] = p
+print(json.dumps(out))
+"#;
+
+#[test]
+#[ignore = "needs DuckDB and polars (bash .ci/parquet-readers.sh install): run with --include-ignored (README)"]
+fn duckdb_and_polars_read_the_export_with_track_querys_counts_and_rates() {
+    let python = readers_python();
+    let s = two_runs();
+    let out = export(&s, &["--out", "lake"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+
+    // What track says, per model over both runs.
+    let query = s
+        .track()
+        .args(["query", "--by", "model", "--run", "all", "--format", "csv"])
+        .output()
+        .unwrap();
+    assert!(query.status.success(), "{}", text(&query.stderr));
+    let mut expected: BTreeMap<String, (i64, i64, i64, i64, Option<f64>)> = BTreeMap::new();
+    let mut csv = csv::Reader::from_reader(query.stdout.as_slice());
+    let headers = csv.headers().unwrap().clone();
+    let at = |name: &str| headers.iter().position(|h| h == name).unwrap();
+    for record in csv.records() {
+        let r = record.unwrap();
+        let int = |name: &str| r[at(name)].parse::<i64>().unwrap();
+        expected.insert(
+            r[at("model")].to_owned(),
+            (
+                int("results"),
+                int("passed"),
+                int("failed"),
+                int("errors"),
+                r[at("success_pct")].parse::<f64>().ok(),
+            ),
+        );
+    }
+    assert_eq!(expected.len(), 3, "{}", text(&query.stdout));
+    let total: i64 = expected.values().map(|e| e.0).sum();
+    assert_eq!(total, 18);
+
+    s.write("read.py", READ_SCRIPT);
+    let read = std::process::Command::new(&python)
+        .arg(s.path("read.py"))
+        .arg(s.path("lake"))
+        .output()
+        .unwrap();
+    assert!(read.status.success(), "{}", text(&read.stderr));
+    let got: Value = serde_json::from_slice(&read.stdout).unwrap();
+
+    for reader in ["duckdb", "polars"] {
+        let r = &got[reader];
+        assert_eq!(r["rows"], total, "{reader}: {r}");
+        assert_eq!(
+            r["per_run"],
+            serde_json::json!({run_uid(&s, 1): 9, run_uid(&s, 2): 9}),
+            "{reader}"
+        );
+        let models = r["models"].as_object().unwrap();
+        assert_eq!(models.len(), expected.len(), "{reader}: {r}");
+        for (model, (n, passed, failed, errors, pct)) in &expected {
+            let m = &models[model.as_str()];
+            let counts: Vec<Option<i64>> = (0..4).map(|i| m[i].as_i64()).collect();
+            assert_eq!(
+                counts,
+                [Some(*n), Some(*passed), Some(*failed), Some(*errors)],
+                "{reader}, {model}"
+            );
+            match (pct, m[4].as_f64()) {
+                (Some(want), Some(have)) => {
+                    assert!(
+                        (want - have).abs() < 1e-9,
+                        "{reader}, {model}: {want} vs {have}"
+                    );
+                }
+                (None, None) => {}
+                other => panic!("{reader}, {model}: pass rates {other:?}"),
+            }
+        }
+    }
+    let d = &got["duckdb"];
+    assert_eq!(d["orphans"], 0, "every result's call is in its run's calls");
+    assert_eq!(d["run_kinds"], serde_json::json!(["bench"]));
+    assert_eq!(
+        d["types"],
+        serde_json::json!({"id": "BIGINT", "latency_ms": "DOUBLE", "model_ref": "VARCHAR"})
+    );
+}
