@@ -20,7 +20,7 @@ pub use columns::Columns;
 pub(crate) use columns::header;
 pub use csv::{write_csv, write_csv_file};
 pub use format::{Format, print_frame};
-pub use json::to_json;
+pub use json::{to_json, write_json_pretty};
 pub use numbers::{count, dollars, tidy_float};
 pub use pipe::is_closed_pipe;
 pub use progress::progress_bar;

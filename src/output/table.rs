@@ -1,8 +1,10 @@
 //! Frames as terminal tables (comfy-table) that fit the terminal's width, printed in parts
 //! when too wide; which columns and headers is `columns.rs`, cell text is `cell.rs`.
 
+use std::ops::Range;
+
 use comfy_table::presets::UTF8_FULL_CONDENSED;
-use comfy_table::{Cell, CellAlignment, ContentArrangement, Table};
+use comfy_table::{Cell, CellAlignment, ColumnConstraint, ContentArrangement, Table, Width};
 use polars::prelude::*;
 
 use super::{Columns, format_value};
@@ -41,7 +43,7 @@ pub fn render_width(df: &DataFrame, width: Option<usize>, columns: Columns) -> S
         .collect();
     let shown = df.select(names.clone()).unwrap_or_else(|_| df.clone());
     let df = &shown;
-    let whole = table(df, columns).to_string();
+    let whole = table_text(df, columns);
     let Some(width) = width.filter(|&w| widest_line(&whole) > w && df.width() > 2) else {
         return whole;
     };
@@ -59,7 +61,7 @@ pub fn render_width(df: &DataFrame, width: Option<usize>, columns: Columns) -> S
         let mut selected = key.to_vec();
         selected.extend_from_slice(part);
         df.select(selected)
-            .map(|d| table(&d, columns).to_string())
+            .map(|d| table_text(&d, columns))
             .unwrap_or_default()
     };
     let mut parts: Vec<String> = Vec::new();
@@ -93,30 +95,97 @@ fn widest_line(text: &str) -> usize {
     text.lines().map(|l| l.chars().count()).max().unwrap_or(0)
 }
 
-/// Renders the columns of a frame `columns` shows as a terminal table, formatting numbers by
-/// what their column holds.
-pub fn table(df: &DataFrame, columns: Columns) -> Table {
+/// Rows of a table laid out at once: a longer table is laid out in blocks of as many rows.
+const BLOCK_ROWS: usize = 2_048;
+
+/// The text of [`table`]`(df, columns)`, laid out in blocks of [`BLOCK_ROWS`] rows, each with
+/// the column widths of the whole table, so that the cells of a long table are never all in
+/// memory (the 50,000 prompts of `track query --by prompt` made 1.3 million cells, about 200
+/// MB). The text is the same: a block after the first is drawn without the header, and the
+/// blocks are joined where their borders would be.
+fn table_text(df: &DataFrame, columns: Columns) -> String {
+    let df = &shown_columns(df, columns);
+    let blocks: Vec<Range<usize>> = (0..df.height())
+        .step_by(BLOCK_ROWS)
+        .map(|start| start..(start + BLOCK_ROWS).min(df.height()))
+        .collect();
+    if blocks.len() <= 1 {
+        return table(df, columns).to_string();
+    }
+    // The widest content of each column, its header included, as comfy-table measures it.
+    let mut widths = vec![0u16; df.width()];
+    for block in &blocks {
+        let part = rows_table(df, columns, block.clone(), true);
+        for (width, widest) in widths.iter_mut().zip(part.column_max_content_widths()) {
+            *width = (*width).max(widest);
+        }
+    }
+    // Each column's width with its padding of one space each side; beyond what comfy-table can
+    // set, the whole table at once.
+    let Some(fixed) = widths
+        .iter()
+        .map(|w| w.checked_add(2))
+        .collect::<Option<Vec<u16>>>()
+    else {
+        return table(df, columns).to_string();
+    };
+    let mut text = String::new();
+    for (i, block) in blocks.iter().enumerate() {
+        let mut part = rows_table(df, columns, block.clone(), i == 0);
+        for (column, width) in part.column_iter_mut().zip(&fixed) {
+            column.set_constraint(ColumnConstraint::Absolute(Width::Fixed(*width)));
+        }
+        let drawn: Vec<String> = part.lines().collect();
+        // The top border only before the first block, the bottom border only after the last.
+        let top = usize::from(i > 0);
+        let end = drawn
+            .len()
+            .saturating_sub(usize::from(i + 1 < blocks.len()));
+        for line in drawn.get(top..end).unwrap_or_default() {
+            if !text.is_empty() {
+                text.push('\n');
+            }
+            text.push_str(line);
+        }
+    }
+    text
+}
+
+/// The columns of `df` that `columns` shows.
+fn shown_columns(df: &DataFrame, columns: Columns) -> DataFrame {
     let shown: Vec<PlSmallStr> = df
         .get_column_names()
         .into_iter()
         .filter(|n| columns.shows(n))
         .cloned()
         .collect();
-    let selected;
-    let df = if shown.len() < df.width() {
-        selected = df.select(shown).unwrap_or_else(|_| df.clone());
-        &selected
+    if shown.len() < df.width() {
+        df.select(shown).unwrap_or_else(|_| df.clone())
     } else {
-        df
-    };
+        df.clone()
+    }
+}
+
+/// Renders the columns of a frame `columns` shows as a terminal table, formatting numbers by
+/// what their column holds.
+pub fn table(df: &DataFrame, columns: Columns) -> Table {
+    let df = shown_columns(df, columns);
+    rows_table(&df, columns, 0..df.height(), true)
+}
+
+/// The terminal table of `rows` of `df` (all of whose columns are shown), with the header or
+/// without it.
+fn rows_table(df: &DataFrame, columns: Columns, rows: Range<usize>, header: bool) -> Table {
     let mut table = Table::new();
     // Cells are never wrapped (a number split over lines misleads); a table wider than the
     // terminal is printed in parts by `render`.
     table
         .load_preset(UTF8_FULL_CONDENSED)
         .set_content_arrangement(ContentArrangement::Disabled);
-    table.set_header(df.get_column_names().iter().map(|n| columns.header(n)));
-    for row in 0..df.height() {
+    if header {
+        table.set_header(df.get_column_names().iter().map(|n| columns.header(n)));
+    }
+    for row in rows {
         let cells = df.columns().iter().map(|c| {
             let value = c.get(row).unwrap_or(AnyValue::Null);
             let text = format_value(c.name(), &value);
@@ -162,6 +231,44 @@ mod tests {
         assert!(
             text.contains("50.0") && text.contains("0.012346") && text.contains('–'),
             "{text}"
+        );
+    }
+
+    #[test]
+    fn long_tables_drawn_in_blocks_as_at_once() {
+        // Widths that only a late block reaches, a cell over two lines, wide characters, nulls.
+        let n = BLOCK_ROWS * 2 + 5;
+        let names: Vec<String> = (0..n)
+            .map(|i| match i {
+                7 => "two\nlines".to_owned(),
+                9 => "プロンプト".to_owned(),
+                _ if i == n - 1 => "the longest prompt name of all".to_owned(),
+                _ => format!("p{i}"),
+            })
+            .collect();
+        let pct: Vec<Option<f64>> = (0..n)
+            .map(|i| (i % 7 != 0).then_some(i as f64 / 3.0))
+            .collect();
+        let cost: Vec<f64> = (0..n).map(|i| i as f64 * 1e-3).collect();
+        let df = DataFrame::new_infer_height(vec![
+            Column::new("prompt".into(), names),
+            Column::new("success_pct".into(), pct),
+            Column::new("total_cost_usd".into(), cost),
+            Column::new("results".into(), (0..n as u64).collect::<Vec<_>>()),
+        ])
+        .unwrap();
+        for columns in [Columns::Compact, Columns::Wide] {
+            let whole = table(&df, columns).to_string();
+            assert_eq!(table_text(&df, columns), whole);
+            assert_eq!(render_width(&df, None, columns), whole);
+        }
+        let at_once = |d: &DataFrame| table(d, Columns::Compact).to_string();
+        let parts = render_width(&df, Some(40), Columns::Compact);
+        assert!(parts.starts_with("(part 1 of "), "{}", &parts[..200]);
+        let first = df.select(["prompt", "success_pct"]).unwrap();
+        assert!(
+            parts.contains(&at_once(&first)),
+            "the first part is drawn as at once"
         );
     }
 }
