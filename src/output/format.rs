@@ -5,7 +5,7 @@ use std::io::Write;
 
 use polars::prelude::DataFrame;
 
-use super::{Columns, render, write_csv, write_json_pretty};
+use super::{Columns, terminal_width, write_csv, write_json_pretty, write_render};
 
 /// Output formats of `track query`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
@@ -21,7 +21,11 @@ pub fn print_frame(df: &DataFrame, format: Format, columns: Columns) -> anyhow::
     // Buffered: stdout alone writes at every line, and JSON is written in small pieces.
     let mut out = std::io::BufWriter::new(std::io::stdout().lock());
     match format {
-        Format::Table => writeln!(out, "{}", render(df, columns))?,
+        Format::Table => {
+            // Written as it is drawn, not kept.
+            write_render(df, terminal_width(), columns, &mut out)?;
+            writeln!(out)?;
+        }
         Format::Csv => write_csv(df, &mut out)?,
         Format::Json => {
             // As an io::Error, a closed pipe is known as one.

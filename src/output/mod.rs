@@ -24,4 +24,4 @@ pub use json::{to_json, write_json_pretty};
 pub use numbers::{count, dollars, tidy_float};
 pub use pipe::is_closed_pipe;
 pub use progress::progress_bar;
-pub use table::{render, render_width, table, terminal_width};
+pub use table::{render, render_width, table, terminal_width, write_render};
