@@ -8,6 +8,7 @@ use std::ops::Range;
 use comfy_table::presets::UTF8_FULL_CONDENSED;
 use comfy_table::{Cell, CellAlignment, ColumnConstraint, ContentArrangement, Table, Width};
 use polars::prelude::*;
+use unicode_width::UnicodeWidthStr;
 
 use super::{Columns, format_value};
 
@@ -204,19 +205,24 @@ fn draw_table<E>(
     if blocks.len() <= 1 {
         return emit(&table(df, columns).to_string());
     }
-    // The widest content of each column, its header included, as comfy-table measures it.
-    let mut widths = vec![0u16; df.width()];
-    for block in &blocks {
-        let part = rows_table(df, columns, block.clone(), true);
-        for (width, widest) in widths.iter_mut().zip(part.column_max_content_widths()) {
-            *width = (*width).max(widest);
-        }
-    }
+    // The widest content of each column, its header included, as comfy-table measures it: its
+    // widest line in terminal columns, one at least.
+    let widths = df.columns().iter().map(|c| {
+        let header = content_width(&columns.header(c.name()));
+        (0..df.height())
+            .map(|row| {
+                content_width(&format_value(
+                    c.name(),
+                    &c.get(row).unwrap_or(AnyValue::Null),
+                ))
+            })
+            .fold(header, usize::max)
+            .max(1)
+    });
     // Each column's width with its padding of one space each side; beyond what comfy-table can
     // set, the whole table at once.
     let Some(fixed) = widths
-        .iter()
-        .map(|w| w.checked_add(2))
+        .map(|w| u16::try_from(w + 2).ok())
         .collect::<Option<Vec<u16>>>()
     else {
         return emit(&table(df, columns).to_string());
@@ -242,6 +248,14 @@ fn draw_table<E>(
         }
     }
     Ok(())
+}
+
+/// The width comfy-table gives a cell's text: its widest line, in terminal columns.
+fn content_width(text: &str) -> usize {
+    text.split('\n')
+        .map(UnicodeWidthStr::width)
+        .max()
+        .unwrap_or(0)
 }
 
 /// The columns of `df` that `columns` shows.
