@@ -4,7 +4,7 @@
 //! One dataset (a folder) per table: each result table, `calls` and `runs`. Each is
 //! hive-partitioned by the run's kind and the run, one file a partition:
 //! `DIR/bench_results/kind=bench/run=<run>/part-00000.parquet`, where `<run>` is the run's
-//! `uid` when the database has one, else its id. A run's calls are those its rows reference,
+//! `uid` (global, the same after a merge). A run's calls are those its rows reference,
 //! under that run (a call two runs share is in both). `DIR/manifest.json` counts the rows of
 //! each dataset and partition. Rows are read from SQLite and written a row group at a time:
 //! memory does not grow with the table.
