@@ -202,22 +202,28 @@ pub fn export(store: &Store, ids: &[i64], out: &Path) -> anyhow::Result<Manifest
     datasets.retain(|_, d| !d.partitions.is_empty());
 
     let manifest = merged(read_manifest(out), datasets, &written_paths, out);
+    write_manifest(out, &manifest)?;
     for (name, dataset) in &manifest.datasets {
         let runs: BTreeSet<i64> = dataset.partitions.iter().map(|p| p.run_id).collect();
-        println!(
+        crate::output::say(format_args!(
             "{}: {}, {}",
             out.join(name).display(),
             count(dataset.rows, "row"),
             count(runs.len() as u64, "run")
-        );
+        ));
     }
-    write_manifest(out, &manifest)?;
-    println!("{}", out.join(MANIFEST).display());
+    crate::output::say(out.join(MANIFEST).display());
     Ok(manifest)
 }
 
 /// Creates `out` when needed and checks that a file can be made in it, before anything is read.
 fn writable_folder(out: &Path) -> anyhow::Result<()> {
+    if out.exists() && !out.is_dir() {
+        anyhow::bail!(
+            "--out {} is a file, not a folder: give a folder for the datasets",
+            out.display()
+        );
+    }
     std::fs::create_dir_all(out)
         .with_context(|| format!("cannot create the folder {}", out.display()))?;
     let probe = out.join(format!(".track-probe-{}", std::process::id()));

@@ -196,6 +196,10 @@ fn export_parquet_refuses_bad_input_in_one_line_each() {
     s.write("a-file", "not a folder");
     for (args, expected) in [
         (
+            vec!["--out", "a-file"],
+            "--out a-file is a file, not a folder",
+        ),
+        (
             vec!["--out", "a-file/lake"],
             "cannot create the folder a-file/lake",
         ),
@@ -218,6 +222,41 @@ fn export_parquet_refuses_bad_input_in_one_line_each() {
     assert!(
         !s.path("lake").exists(),
         "nothing written for a selection of nothing"
+    );
+}
+
+/// `track export … | head -1`: a stdout closed before track writes to it. The export is whole
+/// all the same (every file, the manifest last), and it is a success, not a panic.
+#[test]
+fn exports_into_a_closed_pipe_finish_their_files_and_succeed() {
+    let s = two_runs();
+    for (args, last_file) in [
+        (
+            vec!["export", "parquet", "--out", "lake"],
+            "lake/manifest.json",
+        ),
+        (
+            vec!["export", "csv", "--out", "csv"],
+            "csv/bench_by_prompt.csv",
+        ),
+    ] {
+        let (reader, writer) = std::io::pipe().unwrap();
+        drop(reader);
+        let out = s
+            .track_process()
+            .args(&args)
+            .stdout(writer)
+            .stderr(std::process::Stdio::piped())
+            .output()
+            .unwrap();
+        let stderr = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(0), "{args:?}: {stderr}");
+        assert!(!stderr.contains("panicked"), "{args:?}: {stderr}");
+        assert!(s.path(last_file).is_file(), "{args:?}: {last_file} missing");
+    }
+    assert_eq!(
+        manifest(&s.path("lake"))["datasets"]["bench_results"]["rows"],
+        18
     );
 }
 
