@@ -260,6 +260,67 @@ fn exports_into_a_closed_pipe_finish_their_files_and_succeed() {
     );
 }
 
+/// Ctrl-C halfway through an export: it stops between row groups, exits 130 saying so,
+/// leaves no half-written file and no manifest; the same command then exports everything.
+#[test]
+fn an_export_stopped_by_ctrl_c_leaves_no_half_file_and_the_same_command_finishes() {
+    let s = two_runs();
+    // Run 1 grows to 180,009 results (three row groups of 65,536): long enough to stop.
+    let db = rusqlite::Connection::open(s.db_path()).unwrap();
+    let columns: Vec<String> = db
+        .prepare("SELECT name FROM pragma_table_info('bench_results') WHERE name <> 'id'")
+        .unwrap()
+        .query_map([], |r| r.get(0))
+        .unwrap()
+        .collect::<Result<_, _>>()
+        .unwrap();
+    let values: Vec<String> = columns
+        .iter()
+        .map(|c| match c.as_str() {
+            "uid" => "lower(hex(randomblob(32)))".to_owned(),
+            "repeat_index" => "b.repeat_index + 10 * n.i".to_owned(),
+            other => format!("b.{other}"),
+        })
+        .collect();
+    db.execute_batch(&format!(
+        "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 20000)
+         INSERT INTO bench_results ({}) SELECT {} FROM bench_results b, n WHERE b.run_id = 1",
+        columns.join(", "),
+        values.join(", ")
+    ))
+    .unwrap();
+    drop(db);
+    let total = s.count("SELECT count(*) FROM bench_results");
+    assert_eq!(total, 180_018);
+
+    let running = s.start(&["export", "parquet", "--out", "lake"]);
+    let lake = s.path("lake");
+    let hidden = |lake: &Path| {
+        lake.exists()
+            && walk(lake)
+                .iter()
+                .any(|p| p.file_name().unwrap().to_string_lossy().ends_with(".tmp"))
+    };
+    crate::support::wait_for("a partition being written", || hidden(&lake));
+    running.signal("INT");
+    let (code, stderr) = running.finish();
+    assert_eq!(code, Some(130), "{stderr}");
+    assert!(
+        stderr.contains("stopped by SIGINT") && stderr.contains("the same command finishes"),
+        "{stderr}"
+    );
+    assert!(
+        !hidden(&lake),
+        "a half-written file was left: {:?}",
+        walk(&lake)
+    );
+    assert!(!lake.join("manifest.json").exists());
+
+    let again = export(&s, &["--out", "lake"]);
+    assert!(again.status.success(), "{}", text(&again.stderr));
+    assert_eq!(manifest(&lake)["datasets"]["bench_results"]["rows"], total);
+}
+
 /// The venv python of `.ci/parquet-readers.sh`, or why not.
 fn readers_python() -> PathBuf {
     let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
