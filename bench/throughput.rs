@@ -6,7 +6,8 @@
 //! 3. `track query --by model` and `--by prompt` over a database of 1,000,000 results.
 //!
 //! Each figure comes with the peak resident memory of the `track` process (wait4's maxrss).
-//! `TRACK_BENCH_PARTS=1` runs the first case only; `TRACK_BENCH_VERBOSE=1` shows its log (`-v`).
+//! `TRACK_BENCH_PARTS` names the cases to run (`1` the first only, `3` the queries only, `1,3`);
+//! all by default. `TRACK_BENCH_VERBOSE=1` shows the first case's log (`-v`).
 
 #[path = "million.rs"]
 mod million;
@@ -40,10 +41,23 @@ fn main() {
         "track benchmarks ({} cores)",
         std::thread::available_parallelism().map_or(0, |n| n.get())
     );
+    let parts = std::env::var("TRACK_BENCH_PARTS").unwrap_or_default();
+    let runs = |case: &str| parts.trim().is_empty() || parts.split(',').any(|p| p.trim() == case);
+    if runs("1") || runs("2") {
+        calls(&mock, &dir, runs("2"));
+    }
+    if runs("3") {
+        queries(&mock, &dir);
+    }
+}
 
+/// Cases 1 and 2 (2 only when `cached`): fresh calls, then the same again cached.
+fn calls(mock: &MockProvider, dir: &Path, cached: bool) {
     // 1. Fresh calls.
-    let bench = write_bench(dir.as_path(), "calls.yaml", 2_000);
-    let db = dir.as_path().join("calls.db");
+    let bench = write_bench(dir, "calls.yaml", 2_000);
+    let db = dir.join("calls.db");
+    // A kept TRACK_BENCH_DIR starts afresh: the fresh calls would be cached.
+    remove_db(&db);
     // TRACK_BENCH_VERBOSE=1 lets track log with -v (times since its start, on stderr) to
     // show where the run spends its time.
     let verbosity = match std::env::var_os("TRACK_BENCH_VERBOSE") {
@@ -51,7 +65,7 @@ fn main() {
         None => "-q",
     };
     let (secs, rss) = run_track(
-        &mock,
+        mock,
         &db,
         &[
             "run",
@@ -69,24 +83,25 @@ fn main() {
         rate / 1_280.0 * 100.0
     );
 
-    if std::env::var("TRACK_BENCH_PARTS").is_ok_and(|parts| parts.trim() == "1") {
+    if !cached {
         return;
     }
 
     // 2. The same run, all cached.
-    let (secs, rss) = run_track(&mock, &db, &["run", path(&bench), "-q", "--no-detail"]);
+    let (secs, rss) = run_track(mock, &db, &["run", path(&bench), "-q", "--no-detail"]);
     assert_eq!(mock.request_count(), 2_000, "the cached run sent requests");
     println!(
         "2. the same 2,000 again, all cached: {secs:.3} s = {:.0} results/s (process start and summaries included); peak RSS {rss:.1} MB",
         2_000.0 / secs
     );
-    let big = write_bench(dir.as_path(), "cached.yaml", 50_000);
+    let big = write_bench(dir, "cached.yaml", 50_000);
     let fast = MockProvider::start_with(MockConfig {
         delay: Duration::ZERO,
         record_bodies: false,
         ..MockConfig::default()
     });
-    let big_db = dir.as_path().join("cached.db");
+    let big_db = dir.join("cached.db");
+    remove_db(&big_db);
     run_track(
         &fast,
         &big_db,
@@ -105,24 +120,44 @@ fn main() {
         "   50,000 cached: {secs:.3} s = {:.0} results/s; peak RSS {rss:.1} MB",
         50_000.0 / secs
     );
+}
 
-    // 3. Summaries over a million results.
-    let million = dir.as_path().join("million.db");
-    let started = Instant::now();
-    fill_million(&million);
-    println!(
-        "   (wrote 1,000,000 results in {:.1} s)",
-        started.elapsed().as_secs_f64()
-    );
-    for by in ["model", "prompt"] {
+/// Case 3: `track query` over a million results, `--by model` and `--by prompt` in CSV, and
+/// `--by prompt` in the other formats too. A kept TRACK_BENCH_DIR keeps its million.db.
+fn queries(mock: &MockProvider, dir: &Path) {
+    let million = dir.join("million.db");
+    if !million.exists() {
+        let started = Instant::now();
+        fill_million(&million);
+        println!(
+            "   (wrote 1,000,000 results in {:.1} s)",
+            started.elapsed().as_secs_f64()
+        );
+    }
+    for (by, format) in [
+        ("model", "csv"),
+        ("prompt", "csv"),
+        ("prompt", "table"),
+        ("prompt", "json"),
+    ] {
         let (secs, rss) = run_track(
-            &mock,
+            mock,
             &million,
-            &["query", "--by", by, "--run", "all", "--format", "csv"],
+            &["query", "--by", by, "--run", "all", "--format", format],
         );
         println!(
-            "3. track query --by {by} over 1,000,000 results: {secs:.3} s; peak RSS {rss:.1} MB"
+            "3. track query --by {by} --format {format} over 1,000,000 results: {secs:.3} s; peak RSS {rss:.1} MB"
         );
+    }
+}
+
+/// Removes the database `db` and its write-ahead log, if any.
+fn remove_db(db: &Path) {
+    for suffix in ["", "-wal", "-shm", "-lock"] {
+        let mut file = db.as_os_str().to_owned();
+        file.push(suffix);
+        // Absent is fine: there is nothing to remove.
+        let _ = std::fs::remove_file(PathBuf::from(file));
     }
 }
 

@@ -4,7 +4,7 @@
 use polars::prelude::DataFrame;
 
 use super::html::BenchSection;
-use super::summary::{Measures, model_summary, prompt_summary};
+use super::summary::{Measures, model_summary, prompt_summary_of_runs};
 use crate::kinds::{
     AnswerErrors, DiffRuns, ExportCsv, Grouping, Kind, LoadSection, Loader, QueryOptions,
 };
@@ -81,7 +81,7 @@ fn by_model(store: &Store, runs: &[i64], _: &QueryOptions<'_>) -> anyhow::Result
 }
 
 fn by_prompt(store: &Store, runs: &[i64], _: &QueryOptions<'_>) -> anyhow::Result<DataFrame> {
-    Ok(prompt_summary(&Measures::load(store, runs)?)?)
+    prompt_summary_of_runs(store, runs)
 }
 
 /// The benchmark section, and the energy of its results for the header.

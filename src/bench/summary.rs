@@ -8,9 +8,9 @@ use std::collections::HashMap;
 use polars::prelude::*;
 
 use crate::analysis::stats::{Z_95, wilson_interval};
-#[cfg(test)]
-use crate::store::Outcome;
 use crate::store::{BenchColumns, Labels, MeasureRow, Store};
+#[cfg(test)]
+use crate::store::{BenchResultRow, Outcome};
 
 /// The three tables of a benchmark report.
 #[derive(Debug, Clone)]
@@ -153,12 +153,12 @@ impl MeasureBuilders {
 impl Measures {
     /// Reads the measures of `run_ids` from the store, in as many slices as there are cores.
     pub fn load(store: &Store, run_ids: &[i64]) -> anyhow::Result<Self> {
-        let parts = std::thread::available_parallelism()
-            .map_or(1, |n| n.get())
-            .min(8);
-        let (labels, parts) =
-            store
-                .scan_bench_measures(run_ids, parts, MeasureBuilders::new, |b, row| b.push(row))?;
+        let (labels, parts) = store.scan_bench_measures(
+            run_ids,
+            scan_threads(),
+            MeasureBuilders::new,
+            |b, row| b.push(row),
+        )?;
         let parts = parts
             .into_iter()
             .map(MeasureBuilders::finish)
@@ -207,6 +207,13 @@ impl Measures {
             labels,
         })
     }
+}
+
+/// The threads of a scan of the store: one per core, 8 at most.
+fn scan_threads() -> usize {
+    std::thread::available_parallelism()
+        .map_or(1, |n| n.get())
+        .min(8)
 }
 
 /// Replaces the `u32` keys of `column` with their names.
@@ -385,9 +392,55 @@ pub fn prompt_summary(measures: &Measures) -> PolarsResult<DataFrame> {
             .collect::<Vec<_>>(),
         UnionArgs::default(),
     )?;
+    let summary = prompt_range_summary(lazy, &measures.labels.models)?;
+    prompt_summary_of_ranges(vec![summary], &measures.labels)
+}
+
+/// Results a range of prompts of [`prompt_summary_of_runs`] holds, about (fewer when a prompt
+/// has more): the rows of a range, in memory at once, are about 80 bytes each.
+const ROWS_PER_PROMPT_RANGE: usize = 1 << 16;
+
+/// [`prompt_summary`] of the results of `run_ids`, read from the store a range of prompts at
+/// a time, one range per core at once: each range is summed as a whole summary is (a prompt's
+/// results are all in one range, in the same order), and its rows are dropped as soon as it
+/// is. The million results of 50,000 prompts x 20 models are never all in memory together, nor
+/// are the million (model, prompt) groups of the per-model columns.
+pub fn prompt_summary_of_runs(store: &Store, run_ids: &[i64]) -> anyhow::Result<DataFrame> {
+    prompt_summary_in_ranges(store, run_ids, ROWS_PER_PROMPT_RANGE)
+}
+
+/// [`prompt_summary_of_runs`] in ranges of about `rows_per_range` results.
+fn prompt_summary_in_ranges(
+    store: &Store,
+    run_ids: &[i64],
+    rows_per_range: usize,
+) -> anyhow::Result<DataFrame> {
+    let (labels, ranges) = store.scan_bench_measures_by_prompt(
+        run_ids,
+        (scan_threads(), rows_per_range),
+        MeasureBuilders::new,
+        |b, row| b.push(row),
+        |b, labels| prompt_range_summary(b.finish()?.lazy(), &labels.models),
+    )?;
+    let ranges = ranges.into_iter().collect::<PolarsResult<Vec<_>>>()?;
+    Ok(prompt_summary_of_ranges(ranges, &labels)?)
+}
+
+/// The per-prompt summary of the rows of `lazy` (whole prompts), prompts still as keys, before
+/// the columns computed over whole frames: steps 1 and 2.
+fn prompt_range_summary(lazy: LazyFrame, models: &[String]) -> PolarsResult<DataFrame> {
     let summary = prompt_averages(lazy.clone());
-    let (summary, model_columns) = join_model_success(summary, lazy, &measures.labels.models)?;
-    let mut summary = summary.collect()?;
+    join_model_success(summary, lazy, models)?.collect()
+}
+
+/// The summaries of ranges of prompts (in prompt order) stacked, then what is computed over
+/// the whole: the Wilson interval, the columns in order (step 3), the prompts by name.
+fn prompt_summary_of_ranges(ranges: Vec<DataFrame>, labels: &Labels) -> PolarsResult<DataFrame> {
+    let mut ranges = ranges.into_iter();
+    let mut summary = ranges.next().unwrap_or_default();
+    for range in ranges {
+        summary.vstack_mut_owned(range)?;
+    }
     insert_wilson(
         &mut summary,
         c::SUCCESS_PCT_ALL,
@@ -395,8 +448,9 @@ pub fn prompt_summary(measures: &Measures) -> PolarsResult<DataFrame> {
         c::PASSED_ALL,
         c::DECIDED_ALL,
     )?;
+    let model_columns = labels.models.iter().map(|m| c::success_pct_of(m)).collect();
     let order = prompt_column_order(model_columns);
-    named(summary.select(order)?, c::PROMPT, &measures.labels.prompts)
+    named(summary.select(order)?, c::PROMPT, &labels.prompts)
 }
 
 /// Step 1 of [`prompt_summary`]: per prompt, success across models and the averages.
@@ -424,18 +478,17 @@ fn prompt_averages(lazy: LazyFrame) -> LazyFrame {
         .sort([c::PROMPT], SortMultipleOptions::default())
 }
 
-/// Step 2 of [`prompt_summary`]: a column of each model's success on the prompt, joined to
-/// `summary`; the columns' names, in model order.
+/// Step 2 of [`prompt_summary`]: a column of each model's success on the prompt (named by
+/// [`c::success_pct_of`]), joined to `summary` in model order.
 fn join_model_success(
     mut summary: LazyFrame,
     lazy: LazyFrame,
     models: &[String],
-) -> PolarsResult<(LazyFrame, Vec<String>)> {
+) -> PolarsResult<LazyFrame> {
     let per_pair = lazy
         .group_by([col(c::MODEL), col(c::PROMPT)])
         .agg([success_pct().alias(c::PCT)])
         .collect()?;
-    let mut model_columns = Vec::new();
     for (key, model) in models.iter().enumerate() {
         let column = c::success_pct_of(model);
         let for_model = per_pair
@@ -446,9 +499,8 @@ fn join_model_success(
         let mut args = JoinArgs::new(JoinType::Left);
         args.maintain_order = MaintainOrderJoin::Left;
         summary = summary.join(for_model, [col(c::PROMPT)], [col(c::PROMPT)], args);
-        model_columns.push(column);
     }
-    Ok((summary, model_columns))
+    Ok(summary)
 }
 
 /// Step 3 of [`prompt_summary`]: its columns in order, the per-model ones right after the
@@ -649,6 +701,105 @@ mod tests {
         // Without model c the same means are known.
         let known = prompt_summary(&Measures::from_columns(&columns()).unwrap()).unwrap();
         assert_eq!(f64_at(&known, "avg_energy_wh", 0), Some(1.5));
+    }
+
+    /// A result of `run` for the test's file database: `model` answering `prompt`.
+    fn result(
+        run: i64,
+        (model, prompt): (u32, u32),
+        names: (&str, &str),
+        i: u32,
+    ) -> BenchResultRow {
+        let outcome = match i % 5 {
+            0 => Outcome::Error,
+            1 | 3 => Outcome::Passed,
+            _ => Outcome::Failed,
+        };
+        let answered = outcome != Outcome::Error;
+        let value = |scale: f64| answered.then(|| f64::from(i % 13) * scale + 0.1);
+        BenchResultRow {
+            run_id: run,
+            model_index: model,
+            prompt_index: prompt,
+            repeat_index: i % 2,
+            model_ref: names.0.into(),
+            provider: "openai".into(),
+            model_id: names.0.into(),
+            prompt_name: names.1.into(),
+            method: "exact".into(),
+            call_id: None,
+            cache_hit: i.is_multiple_of(3),
+            outcome,
+            detail: None,
+            latency_ms: value(37.3),
+            input_tokens: answered.then_some(u64::from(i % 7)),
+            output_tokens: answered.then_some(u64::from(i % 11)),
+            tokens_estimated: false,
+            cost_usd: value(0.000_13),
+            paid_usd: value(0.000_07),
+            // A model of unknown energy: m2.
+            energy_wh: value(0.011).filter(|_| names.0 != "m2"),
+            energy_wh_min: value(0.005).filter(|_| names.0 != "m2"),
+            energy_wh_max: value(0.017).filter(|_| names.0 != "m2"),
+            energy_method: None,
+            judge_call_id: None,
+            judge_score: None,
+            judge_cost_usd: None,
+            expected: None,
+        }
+    }
+
+    #[test]
+    fn per_prompt_in_ranges_as_all_at_once() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut store = Store::open(&dir.path().join("t.db")).unwrap();
+        // Two runs, two repeats: the second numbers its prompts in reverse, drops p0, adds p9
+        // and a model.
+        let mut i = 0;
+        let mut runs = Vec::new();
+        for (models, prompts) in [
+            (
+                vec!["m0", "m1", "m2"],
+                vec!["p0", "p1", "p2", "p3", "p4", "p5"],
+            ),
+            (
+                vec!["m1", "m3", "m0"],
+                vec!["p9", "p5", "p4", "p3", "p2", "p1"],
+            ),
+        ] {
+            let run = store.create_run("bench", None, None, "{}").unwrap();
+            let mut rows = Vec::new();
+            for (m, model) in models.iter().enumerate() {
+                for (p, prompt) in prompts.iter().enumerate() {
+                    for _ in 0..2 {
+                        i += 1;
+                        let at = (m as u32, p as u32);
+                        let mut row = result(run, at, (model, prompt), i);
+                        row.repeat_index = (i + 1) % 2;
+                        rows.push(row);
+                    }
+                }
+            }
+            store.insert_bench_results(&rows).unwrap();
+            runs.push(run);
+        }
+        for selection in [&runs[..1], &runs[1..2], &runs[2..], &runs[..], &[]] {
+            let whole = prompt_summary(&Measures::load(&store, selection).unwrap()).unwrap();
+            for rows_per_range in [1, 5, 12, 1 << 16] {
+                let ranged = prompt_summary_in_ranges(&store, selection, rows_per_range).unwrap();
+                let csv = |df: &DataFrame| {
+                    let mut out = Vec::new();
+                    crate::output::write_csv(df, &mut out).unwrap();
+                    String::from_utf8(out).unwrap()
+                };
+                assert!(
+                    ranged.equals_missing(&whole),
+                    "{rows_per_range} rows a range:\n{}\n{}",
+                    csv(&ranged),
+                    csv(&whole)
+                );
+            }
+        }
     }
 
     #[test]

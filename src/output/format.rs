@@ -5,7 +5,7 @@ use std::io::Write;
 
 use polars::prelude::DataFrame;
 
-use super::{Columns, render, to_json, write_csv};
+use super::{Columns, terminal_width, write_csv, write_json_pretty, write_render};
 
 /// Output formats of `track query`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
@@ -18,15 +18,21 @@ pub enum Format {
 
 /// Prints `df` to stdout in `format` (a table shows `columns`; CSV and JSON, all).
 pub fn print_frame(df: &DataFrame, format: Format, columns: Columns) -> anyhow::Result<()> {
-    let stdout = std::io::stdout();
-    let mut out = stdout.lock();
+    // Buffered: stdout alone writes at every line, and JSON is written in small pieces.
+    let mut out = std::io::BufWriter::new(std::io::stdout().lock());
     match format {
-        Format::Table => writeln!(out, "{}", render(df, columns))?,
+        Format::Table => {
+            // Written as it is drawn, not kept.
+            write_render(df, terminal_width(), columns, &mut out)?;
+            writeln!(out)?;
+        }
         Format::Csv => write_csv(df, &mut out)?,
         Format::Json => {
-            serde_json::to_writer_pretty(&mut out, &to_json(df))?;
+            // As an io::Error, a closed pipe is known as one.
+            write_json_pretty(df, &mut out).map_err(std::io::Error::from)?;
             writeln!(out)?;
         }
     }
+    out.flush()?;
     Ok(())
 }

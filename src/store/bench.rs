@@ -335,6 +335,16 @@ fn measure_row(r: &rusqlite::Row<'_>, local: &LocalKeys) -> rusqlite::Result<Mea
     })
 }
 
+/// A read-only connection to `path` for one thread of a parallel scan.
+fn open_reader(path: &std::path::Path) -> Result<rusqlite::Connection> {
+    let conn = rusqlite::Connection::open_with_flags(
+        path,
+        rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY | rusqlite::OpenFlags::SQLITE_OPEN_NO_MUTEX,
+    )?;
+    conn.busy_timeout(std::time::Duration::from_secs(30))?;
+    Ok(conn)
+}
+
 /// Runs `scan` on `parts` slices at once, each on its own read-only connection to `path`.
 fn scan_in_parallel<S: Send>(
     path: &std::path::Path,
@@ -343,17 +353,7 @@ fn scan_in_parallel<S: Send>(
 ) -> Result<Vec<S>> {
     std::thread::scope(|scope| {
         let handles: Vec<_> = (0..parts)
-            .map(|part| {
-                scope.spawn(move || -> Result<S> {
-                    let conn = rusqlite::Connection::open_with_flags(
-                        path,
-                        rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY
-                            | rusqlite::OpenFlags::SQLITE_OPEN_NO_MUTEX,
-                    )?;
-                    conn.busy_timeout(std::time::Duration::from_secs(30))?;
-                    scan(&conn, part)
-                })
-            })
+            .map(|part| scope.spawn(move || -> Result<S> { scan(&open_reader(path)?, part) }))
             .collect();
         handles
             .into_iter()
@@ -363,6 +363,165 @@ fn scan_in_parallel<S: Send>(
             })
             .collect::<Result<Vec<S>>>()
     })
+}
+
+/// Runs `scan` on each of `ranges` ranges with `workers` threads, each on its own read-only
+/// connection to `path` taking the next range left until none is; the results in range order.
+fn scan_ranges_in_parallel<R: Send>(
+    path: &std::path::Path,
+    workers: usize,
+    ranges: usize,
+    scan: &(impl Fn(&rusqlite::Connection, usize) -> Result<R> + Sync),
+) -> Result<Vec<R>> {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    let next = AtomicUsize::new(0);
+    let next = &next;
+    let done = std::thread::scope(|scope| {
+        let handles: Vec<_> = (0..workers.clamp(1, ranges.max(1)))
+            .map(|_| {
+                scope.spawn(move || -> Result<Vec<(usize, R)>> {
+                    let conn = open_reader(path)?;
+                    let mut done = Vec::new();
+                    loop {
+                        let range = next.fetch_add(1, Ordering::Relaxed);
+                        if range >= ranges {
+                            return Ok(done);
+                        }
+                        match scan(&conn, range) {
+                            Ok(r) => done.push((range, r)),
+                            Err(e) => {
+                                // The others stop after their range: the scan has failed.
+                                next.store(ranges, Ordering::Relaxed);
+                                return Err(e);
+                            }
+                        }
+                    }
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| {
+                h.join()
+                    .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
+            })
+            .collect::<Result<Vec<_>>>()
+    })?;
+    let mut done: Vec<(usize, R)> = done.into_iter().flatten().collect();
+    done.sort_by_key(|(range, _)| *range);
+    Ok(done.into_iter().map(|(_, r)| r).collect())
+}
+
+/// The runs of a measures scan by prompt, cut into ranges of prompt keys.
+struct PromptRanges<'a> {
+    run_ids: &'a [i64],
+    local_keys: &'a [LocalKeys],
+    /// Range `k` holds the prompt keys from `bounds[k]` up to `bounds[k + 1]` (excluded).
+    bounds: Vec<u32>,
+}
+
+/// The rows of one model of one run whose prompt indices are in a span.
+const MODEL_PROMPTS: &str = "run_id = ?1 AND model_index = ?2 AND prompt_index BETWEEN ?3 AND ?4";
+
+impl<'a> PromptRanges<'a> {
+    /// Cuts `prompts` prompt keys into ranges of as many keys each, as many ranges as it takes
+    /// for about `rows_per_range` of the `rows` rows each, but two prompts a range at least:
+    /// polars divides a column of one value by a number as it is, and a longer one by
+    /// multiplying by its inverse (`avg_time_s`, a mean / 1000, then differs in its last bit),
+    /// so a range of one prompt would not be summed as the whole is.
+    fn new(
+        run_ids: &'a [i64],
+        local_keys: &'a [LocalKeys],
+        prompts: usize,
+        rows: usize,
+        rows_per_range: usize,
+    ) -> Self {
+        let ranges = rows
+            .div_ceil(rows_per_range.max(1))
+            .clamp(1, (prompts / 2).max(1));
+        let bounds = (0..=ranges)
+            .map(|k| (prompts * k / ranges) as u32)
+            .collect();
+        Self {
+            run_ids,
+            local_keys,
+            bounds,
+        }
+    }
+
+    fn len(&self) -> usize {
+        self.bounds.len() - 1
+    }
+
+    /// The keys of range `range`.
+    fn keys(&self, range: usize) -> std::ops::Range<u32> {
+        self.bounds[range]..self.bounds[range + 1]
+    }
+
+    /// The span of prompt indices of run number `run` (its position in `run_ids`) holding the
+    /// keys of range `range`, if it has any: the first and the last such index.
+    fn span(&self, run: usize, range: usize) -> Option<(u32, u32)> {
+        let keys = self.keys(range);
+        let prompts = &self.local_keys[run][1];
+        let first = prompts.iter().position(|key| keys.contains(key))?;
+        let last = prompts
+            .iter()
+            .rposition(|key| keys.contains(key))
+            .unwrap_or(first);
+        Some((first as u32, last as u32))
+    }
+
+    /// Reads range `range` on `conn`: counts its rows for `init`, then gives each to `each`,
+    /// run by run, model by model, in prompt and repeat order: a prompt's rows come in the
+    /// order of a scan of the whole runs.
+    fn scan<S>(
+        &self,
+        conn: &rusqlite::Connection,
+        range: usize,
+        init: &impl Fn(usize) -> S,
+        each: &impl Fn(&mut S, &MeasureRow),
+    ) -> Result<S> {
+        let keys = self.keys(range);
+        // Per run: its position, the span of its prompt indices and its number of models.
+        let spans: Vec<(usize, u32, u32, u32)> = (0..self.run_ids.len())
+            .filter_map(|run| {
+                let (first, last) = self.span(run, range)?;
+                Some((run, first, last, self.local_keys[run][0].len() as u32))
+            })
+            .collect();
+        let mut count = conn.prepare(&format!(
+            "SELECT count(*) FROM bench_results WHERE {MODEL_PROMPTS}"
+        ))?;
+        let mut rows_in_range = 0usize;
+        for &(run, first, last, models) in &spans {
+            for model in 0..models {
+                let bounds = params![self.run_ids[run], model, first, last];
+                rows_in_range += count.query_row(bounds, |r| r.get::<_, i64>(0))? as usize;
+            }
+        }
+        let mut state = init(rows_in_range);
+        let mut stmt = conn.prepare(&format!(
+            "SELECT model_index, prompt_index, status, cache_hit, latency_ms, input_tokens,
+                    output_tokens, cost_usd, paid_usd, energy_wh, energy_wh_min, energy_wh_max
+             FROM bench_results WHERE {MODEL_PROMPTS}
+             ORDER BY prompt_index, repeat_index"
+        ))?;
+        for &(run, first, last, models) in &spans {
+            let local = &self.local_keys[run];
+            for model in 0..models {
+                let mut rows = stmt.query(params![self.run_ids[run], model, first, last])?;
+                while let Some(r) = rows.next()? {
+                    let row = measure_row(r, local)?;
+                    // A run whose prompts are numbered in another order than the keys has
+                    // indices of other ranges in its span.
+                    if keys.contains(&row.prompt) {
+                        each(&mut state, &row);
+                    }
+                }
+            }
+        }
+        Ok(state)
+    }
 }
 
 impl Store {
@@ -498,6 +657,58 @@ impl Store {
             _ => vec![scan(&self.conn, 0)?],
         };
         Ok((labels, states))
+    }
+
+    /// Reads the measures of the results of `run_ids` in ranges of prompts, about
+    /// `rows_per_range` results each (every result of a prompt in the same range), `workers`
+    /// ranges at once (one thread and connection each, for files; one range at a time in
+    /// memory). Each range's rows go to `each` with the range's own state from `init` (given
+    /// its row count), which `finish` turns into the range's result, on the same thread: only
+    /// the ranges being read are held, never all the rows. A prompt's rows come in run, model
+    /// and repeat order. Models and prompts come as keys into the returned labels, as in
+    /// [`Self::scan_bench_measures`]; the ranges are ranges of prompt keys, in order.
+    pub fn scan_bench_measures_by_prompt<S, R: Send>(
+        &self,
+        run_ids: &[i64],
+        (workers, rows_per_range): (usize, usize),
+        init: impl Fn(usize) -> S + Sync,
+        each: impl Fn(&mut S, &MeasureRow) + Sync,
+        finish: impl Fn(S, &Labels) -> R + Sync,
+    ) -> Result<(Labels, Vec<R>)> {
+        let (labels, local_keys) = self.bench_label_keys(run_ids)?;
+        let mut count = self
+            .conn
+            .prepare("SELECT count(*) FROM bench_results WHERE run_id = ?1")?;
+        let mut rows = 0usize;
+        for &run_id in run_ids {
+            rows += count.query_row([run_id], |r| r.get::<_, i64>(0))? as usize;
+        }
+        let ranges = PromptRanges::new(
+            run_ids,
+            &local_keys,
+            labels.prompts.len(),
+            rows,
+            rows_per_range,
+        );
+        let path = self
+            .conn
+            .path()
+            .filter(|p| !p.is_empty())
+            .map(std::path::PathBuf::from);
+        let scan = |conn: &rusqlite::Connection, range: usize| {
+            let state = ranges.scan(conn, range, &init, &each)?;
+            Ok(finish(state, &labels))
+        };
+        let results = match path {
+            // An immutable (read-only) database is read on its one connection.
+            Some(path) if workers > 1 && ranges.len() > 1 && !self.immutable => {
+                scan_ranges_in_parallel(&path, workers, ranges.len(), &scan)?
+            }
+            _ => (0..ranges.len())
+                .map(|range| scan(&self.conn, range))
+                .collect::<Result<Vec<R>>>()?,
+        };
+        Ok((labels, results))
     }
 
     /// The labels of `run_ids`' models and prompts, one key per distinct name, and per run
