@@ -1,9 +1,45 @@
 //! What the benchmarks share: a database of 1,000,000 benchmark results, and the peak memory
 //! of a child process.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use track::store::{BenchResultRow, Outcome, RunStatus, RunTally, Store};
+
+/// The folder a benchmark works in: `TRACK_BENCH_DIR` when set (kept, for profiling), else
+/// `temp`.
+pub fn bench_dir(temp: &tempfile::TempDir) -> PathBuf {
+    match std::env::var_os("TRACK_BENCH_DIR") {
+        Some(kept) => {
+            let kept = PathBuf::from(kept);
+            std::fs::create_dir_all(&kept).expect("create TRACK_BENCH_DIR");
+            kept
+        }
+        None => temp.path().to_path_buf(),
+    }
+}
+
+/// `dir`'s million.db, filled by [`fill_million`] unless a kept folder has it already.
+pub fn million_db(dir: &Path) -> PathBuf {
+    let db = dir.join("million.db");
+    if !db.exists() {
+        let started = std::time::Instant::now();
+        fill_million(&db);
+        println!(
+            "(wrote 1,000,000 results in {:.1} s)",
+            started.elapsed().as_secs_f64()
+        );
+    }
+    db
+}
+
+/// The build profile the benchmark was compiled in, for its heading.
+pub fn build_name() -> &'static str {
+    if cfg!(debug_assertions) {
+        "debug"
+    } else {
+        "release"
+    }
+}
 
 /// Waits for `pid` and returns its exit status, peak resident set size in KiB and CPU seconds.
 #[allow(

@@ -8,40 +8,21 @@
 #[path = "million.rs"]
 mod million;
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
 use std::time::Instant;
 
-use million::{fill_million, wait_with_rusage};
+use million::{bench_dir, build_name, million_db, wait_with_rusage};
 
 fn main() {
     // TRACK_BENCH_DIR keeps the database and the report; otherwise a temp dir.
     let temp = tempfile::tempdir().expect("temp dir");
-    let dir = match std::env::var_os("TRACK_BENCH_DIR") {
-        Some(kept) => {
-            let kept = PathBuf::from(kept);
-            std::fs::create_dir_all(&kept).expect("create TRACK_BENCH_DIR");
-            kept
-        }
-        None => temp.path().to_path_buf(),
-    };
-    let db = dir.join("million.db");
-    if !db.exists() {
-        let started = Instant::now();
-        fill_million(&db);
-        println!(
-            "(wrote 1,000,000 results in {:.1} s)",
-            started.elapsed().as_secs_f64()
-        );
-    }
+    let dir = bench_dir(&temp);
+    let db = million_db(&dir);
     let out = dir.join("report.html");
     println!(
         "track report over 1,000,000 results, {} build, {} cores:",
-        if cfg!(debug_assertions) {
-            "debug"
-        } else {
-            "release"
-        },
+        build_name(),
         std::thread::available_parallelism().map_or(0, |n| n.get())
     );
     for round in 1..=3 {

@@ -18,27 +18,22 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use million::{fill_million, wait_with_rusage};
+use million::{bench_dir, build_name, million_db, wait_with_rusage};
 use mock::{MockConfig, MockProvider};
 
 fn main() {
     // TRACK_BENCH_DIR keeps the databases and files for profiling; otherwise a temp dir.
     let temp = tempfile::tempdir().expect("temp dir");
-    let dir = match std::env::var_os("TRACK_BENCH_DIR") {
-        Some(kept) => {
-            let kept = PathBuf::from(kept);
-            std::fs::create_dir_all(&kept).expect("create TRACK_BENCH_DIR");
-            kept
-        }
-        None => temp.path().to_path_buf(),
-    };
+    let dir = bench_dir(&temp);
+
     let mock = MockProvider::start_with(MockConfig {
         delay: Duration::from_millis(50),
         record_bodies: false,
         ..MockConfig::default()
     });
     println!(
-        "track benchmarks ({} cores)",
+        "track benchmarks, {} build ({} cores)",
+        build_name(),
         std::thread::available_parallelism().map_or(0, |n| n.get())
     );
     let parts = std::env::var("TRACK_BENCH_PARTS").unwrap_or_default();
@@ -125,15 +120,7 @@ fn calls(mock: &MockProvider, dir: &Path, cached: bool) {
 /// Case 3: `track query` over a million results, `--by model` and `--by prompt` in CSV, and
 /// `--by prompt` in the other formats too. A kept TRACK_BENCH_DIR keeps its million.db.
 fn queries(mock: &MockProvider, dir: &Path) {
-    let million = dir.join("million.db");
-    if !million.exists() {
-        let started = Instant::now();
-        fill_million(&million);
-        println!(
-            "   (wrote 1,000,000 results in {:.1} s)",
-            started.elapsed().as_secs_f64()
-        );
-    }
+    let million = million_db(dir);
     for (by, format) in [
         ("model", "csv"),
         ("prompt", "csv"),

@@ -48,7 +48,7 @@ pub fn write_csv(
     ] {
         let path = out.join(name);
         write_csv_file(df, &path).with_context(|| format!("writing {}", path.display()))?;
-        println!("{}", path.display());
+        crate::output::say(path.display());
     }
     Ok(())
 }

@@ -5,9 +5,11 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::LazyLock;
 
+use anyhow::Context as _;
+
 use super::export_parquet::{self, Selection};
 use super::{Context, selection_status};
-use crate::experiment::ExperimentKind;
+use crate::experiment::{ExperimentKind, Interruption};
 use crate::kinds::{self, ExportCsv, ExportOptions, ExportRuns};
 use crate::store::RunSelector;
 
@@ -182,6 +184,19 @@ fn parquet(context: &Context, args: ParquetArgs) -> anyhow::Result<ExitCode> {
         runs: args.run.unwrap_or(RunSelector::All),
     };
     let ids = export_parquet::select_runs(&store, &context.db, selection)?;
-    export_parquet::export(&store, &ids, &args.out)?;
-    Ok(ExitCode::SUCCESS)
+    let interruption = Interruption::listen().context("cannot listen for Ctrl-C")?;
+    match export_parquet::export(&store, &ids, &args.out, &interruption) {
+        Ok(_) => Ok(ExitCode::SUCCESS),
+        Err(e) => match e.downcast_ref::<export_parquet::Interrupted>() {
+            Some(export_parquet::Interrupted(signal)) => {
+                eprintln!(
+                    "track: {e}: the files it finished are whole, the one it was writing is \
+                     removed, and {} is as it was; the same command finishes the export",
+                    args.out.join(export_parquet::MANIFEST).display()
+                );
+                Ok(ExitCode::from(signal.exit_code()))
+            }
+            None => Err(e),
+        },
+    }
 }

@@ -4,7 +4,7 @@
 //! One dataset (a folder) per table: each result table, `calls` and `runs`. Each is
 //! hive-partitioned by the run's kind and the run, one file a partition:
 //! `DIR/bench_results/kind=bench/run=<run>/part-00000.parquet`, where `<run>` is the run's
-//! `uid` when the database has one, else its id. A run's calls are those its rows reference,
+//! `uid` (global, the same after a merge). A run's calls are those its rows reference,
 //! under that run (a call two runs share is in both). `DIR/manifest.json` counts the rows of
 //! each dataset and partition. Rows are read from SQLite and written a row group at a time:
 //! memory does not grow with the table.
@@ -15,7 +15,7 @@ use std::path::{Path, PathBuf};
 use anyhow::Context as _;
 use serde::{Deserialize, Serialize};
 
-use crate::experiment::ExperimentKind;
+use crate::experiment::{ExperimentKind, Interruption, Signal};
 use crate::output::count;
 use crate::output::parquet::{PartWriter, ROW_GROUP_ROWS, ZSTD_LEVEL, parquet_type};
 use crate::store::{
@@ -136,10 +136,22 @@ pub struct Partition {
 
 const FORMAT: &str = "track parquet export";
 
+/// The export stopped by a signal between two row groups: the files it finished are whole,
+/// the one it was writing is removed, and the manifest is as it was.
+#[derive(Debug, thiserror::Error)]
+#[error("the export was stopped by {}", .0.name())]
+pub struct Interrupted(pub Signal);
+
 /// Writes the datasets of runs `ids` into `out` and its manifest (merged with the manifest an
 /// earlier export left there: partitions written again replace theirs, others stay while
 /// their files do). Prints each dataset's folder and row count, then the manifest's path.
-pub fn export(store: &Store, ids: &[i64], out: &Path) -> anyhow::Result<Manifest> {
+/// A signal stops it between two row groups with [`Interrupted`].
+pub fn export(
+    store: &Store,
+    ids: &[i64],
+    out: &Path,
+    interruption: &Interruption,
+) -> anyhow::Result<Manifest> {
     writable_folder(out)?;
     // One state of the database for every table: a run writing meanwhile does not make the
     // calls disagree with the results.
@@ -181,8 +193,15 @@ pub fn export(store: &Store, ids: &[i64], out: &Path) -> anyhow::Result<Manifest
         for (source, columns) in &tables {
             let name = source.table();
             let relative = partition_path(name, run);
-            let written =
-                write_partition(store, *source, run, columns, &mut calls, out, &relative)?;
+            let written = write_partition(
+                store,
+                *source,
+                run,
+                columns,
+                &mut calls,
+                &out.join(&relative),
+                interruption,
+            )?;
             written_paths.insert(relative.clone());
             if let Some((rows, row_groups, bytes)) = written
                 && let Some(dataset) = datasets.get_mut(name)
@@ -202,22 +221,28 @@ pub fn export(store: &Store, ids: &[i64], out: &Path) -> anyhow::Result<Manifest
     datasets.retain(|_, d| !d.partitions.is_empty());
 
     let manifest = merged(read_manifest(out), datasets, &written_paths, out);
+    write_manifest(out, &manifest)?;
     for (name, dataset) in &manifest.datasets {
         let runs: BTreeSet<i64> = dataset.partitions.iter().map(|p| p.run_id).collect();
-        println!(
+        crate::output::say(format_args!(
             "{}: {}, {}",
             out.join(name).display(),
             count(dataset.rows, "row"),
             count(runs.len() as u64, "run")
-        );
+        ));
     }
-    write_manifest(out, &manifest)?;
-    println!("{}", out.join(MANIFEST).display());
+    crate::output::say(out.join(MANIFEST).display());
     Ok(manifest)
 }
 
 /// Creates `out` when needed and checks that a file can be made in it, before anything is read.
 fn writable_folder(out: &Path) -> anyhow::Result<()> {
+    if out.exists() && !out.is_dir() {
+        anyhow::bail!(
+            "--out {} is a file, not a folder: give a folder for the datasets",
+            out.display()
+        );
+    }
     std::fs::create_dir_all(out)
         .with_context(|| format!("cannot create the folder {}", out.display()))?;
     let probe = out.join(format!(".track-probe-{}", std::process::id()));
@@ -262,10 +287,9 @@ fn write_partition(
     run: &RunPartition,
     columns: &[ExportColumn],
     calls: &mut CallRefs,
-    out: &Path,
-    relative: &str,
+    path: &Path,
+    interruption: &Interruption,
 ) -> anyhow::Result<Option<(u64, usize, u64)>> {
-    let path = out.join(relative);
     let mut writer: Option<PartWriter> = None;
     store.export_rows::<anyhow::Error>(
         source,
@@ -274,6 +298,9 @@ fn write_partition(
         ROW_GROUP_ROWS,
         calls,
         |batch| {
+            if let Some(signal) = interruption.received() {
+                return Err(Interrupted(signal).into());
+            }
             let writer = match &mut writer {
                 Some(w) => w,
                 None => {
@@ -282,7 +309,7 @@ fn write_partition(
                             format!("cannot create the folder {}", folder.display())
                         })?;
                     }
-                    writer.insert(PartWriter::create(&path, columns)?)
+                    writer.insert(PartWriter::create(path, columns)?)
                 }
             };
             writer.write(batch)?;
@@ -295,7 +322,7 @@ fn write_partition(
             Ok(Some((written.rows, written.row_groups, written.bytes)))
         }
         None => {
-            remove_stale(&path)?;
+            remove_stale(path)?;
             Ok(None)
         }
     }

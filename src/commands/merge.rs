@@ -41,17 +41,17 @@ fn print(context: &Context, args: &MergeArgs, report: &MergeReport) {
         return;
     }
     for input in &report.inputs {
-        println!(
+        crate::output::say(format_args!(
             "{}: {} runs, {} calls, {} rows added",
             input.path.display(),
             input.runs,
             input.calls,
             input.rows
-        );
+        ));
     }
     if let Some(plan) = &report.plan {
         let shards: Vec<String> = plan.present.iter().map(|k| k.to_string()).collect();
-        println!(
+        crate::output::say(format_args!(
             "plan {} ({}): shards {} of {} are run {} ({}), uid {}",
             &plan.plan_sha256[..12.min(plan.plan_sha256.len())],
             plan.kind,
@@ -60,7 +60,7 @@ fn print(context: &Context, args: &MergeArgs, report: &MergeReport) {
             plan.run_id,
             plan.status,
             plan.run_uid
-        );
+        ));
     }
-    println!("merged into {}", args.out.display());
+    crate::output::say(format_args!("merged into {}", args.out.display()));
 }

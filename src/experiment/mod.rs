@@ -32,7 +32,7 @@ pub use plan::{
 };
 pub use runtime::{RunEnd, RunSummary, Waiting, execute};
 pub use shard::{AUTO_SOURCES, MAX_SHARDS, Shard, ShardError};
-pub use signals::Signal;
+pub use signals::{Interruption, Signal};
 pub use tally::{ErrorGroup, Tally};
 pub use target::Target;
 

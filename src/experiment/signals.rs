@@ -114,6 +114,62 @@ impl Signals {
     }
 }
 
+/// Stops a command that has no async runtime of its own (an export) at a clean point: its
+/// loop checks [`Interruption::received`] between batches and returns what it has made whole.
+/// A second signal ends the process at once.
+#[derive(Debug, Clone, Default)]
+pub struct Interruption {
+    signals: Signals,
+}
+
+impl Interruption {
+    /// Listens for SIGINT, SIGTERM and SIGHUP on a thread of its own from now until the process
+    /// ends; `Err` when the handlers cannot be installed.
+    pub fn listen() -> std::io::Result<Self> {
+        let signals = Signals::default();
+        let listening = signals.clone();
+        let (ready_tx, ready_rx) = std::sync::mpsc::channel();
+        std::thread::Builder::new()
+            .name("track-signals".into())
+            .spawn(move || {
+                let runtime = match tokio::runtime::Builder::new_current_thread()
+                    .enable_all()
+                    .build()
+                {
+                    Ok(runtime) => runtime,
+                    Err(e) => {
+                        let _ = ready_tx.send(Err(e));
+                        return;
+                    }
+                };
+                runtime.block_on(async move {
+                    let second = |signal: Signal| std::process::exit(i32::from(signal.exit_code()));
+                    match listening.listen(|_| {}, second) {
+                        Ok(handle) => {
+                            let _ = ready_tx.send(Ok(()));
+                            let _ = handle.await;
+                        }
+                        Err(e) => {
+                            let _ = ready_tx.send(Err(e));
+                        }
+                    }
+                });
+            })?;
+        match ready_rx.recv() {
+            Ok(Ok(())) => Ok(Self { signals }),
+            Ok(Err(e)) => Err(e),
+            Err(_) => Err(std::io::Error::other(
+                "the signal thread ended before listening",
+            )),
+        }
+    }
+
+    /// The first signal received, if any.
+    pub fn received(&self) -> Option<Signal> {
+        self.signals.received()
+    }
+}
+
 /// The signals that stop a run, as a stream.
 struct SignalStream {
     #[cfg(unix)]

@@ -8,3 +8,12 @@ pub fn is_closed_pipe(error: &anyhow::Error) -> bool {
             .is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe)
     })
 }
+
+/// Prints `line` on stdout for a command whose work is files (exports, merges): a closed pipe
+/// (`track export csv | head -1`) or a stdout that cannot be written never stops that work, so
+/// the line is then dropped, not a panic as `println!` would make it.
+pub fn say(line: impl std::fmt::Display) {
+    use std::io::Write as _;
+    let mut stdout = std::io::stdout().lock();
+    let _ = writeln!(stdout, "{line}").and_then(|()| stdout.flush());
+}

@@ -23,12 +23,12 @@ pub fn write_csv(
     std::fs::create_dir_all(out).with_context(|| format!("creating {}", out.display()))?;
     let verdicts = out.join("pairwise_verdicts.csv");
     write_verdicts(&verdicts, &rows).with_context(|| format!("writing {}", verdicts.display()))?;
-    println!("{}", verdicts.display());
+    crate::output::say(verdicts.display());
     let summary = out.join("pairwise_summary.csv");
     let frame = candidate_summary(&Verdicts::from_rows(&rows))?;
     crate::output::write_csv_file(&frame, &summary)
         .with_context(|| format!("writing {}", summary.display()))?;
-    println!("{}", summary.display());
+    crate::output::say(summary.display());
     Ok(())
 }
 

@@ -79,7 +79,7 @@ pub fn write_csv(
     writer.flush()?;
     paths.push(predictions);
     for path in &paths {
-        println!("{}", path.display());
+        crate::output::say(path.display());
     }
     Ok(())
 }

@@ -36,7 +36,7 @@ pub fn write_csv(
         files.insert(path);
     }
     for path in &files {
-        println!("{}", path.display());
+        crate::output::say(path.display());
     }
     options.note(format!("{written} new rows written"));
     if skipped > 0 {

@@ -299,7 +299,7 @@ fn quoted(name: &str) -> String {
 pub struct RunPartition {
     pub id: i64,
     pub kind: String,
-    /// The run's `uid` where the schema has one and it is set, else its id.
+    /// The run's `uid`, or its id should it have none.
     pub value: String,
 }
 
@@ -365,14 +365,8 @@ impl Store {
 
     /// The partitions of runs `ids`, in the order given; an id with no run is left out.
     pub fn run_partitions(&self, ids: &[i64]) -> Result<Vec<RunPartition>> {
-        let has_uid = self
-            .export_columns("runs")?
-            .is_some_and(|(columns, _)| columns.iter().any(|c| c.name == "uid"));
-        let sql = if has_uid {
-            "SELECT id, kind, coalesce(CAST(uid AS TEXT), CAST(id AS TEXT)) FROM runs WHERE id = ?1"
-        } else {
-            "SELECT id, kind, CAST(id AS TEXT) FROM runs WHERE id = ?1"
-        };
+        // Every run has a uid since V17 (backfilled); the id stands in should one be missing.
+        let sql = "SELECT id, kind, coalesce(uid, CAST(id AS TEXT)) FROM runs WHERE id = ?1";
         let mut stmt = self.conn.prepare(sql)?;
         let mut partitions = Vec::with_capacity(ids.len());
         for &id in ids {
@@ -921,30 +915,33 @@ mod tests {
     }
 
     #[test]
-    fn a_run_is_partitioned_by_its_uid_when_it_has_one() {
+    fn a_run_is_partitioned_by_its_uid() {
         let store = Store::open_in_memory().unwrap();
         let a = store.create_run("bench", None, None, "{}").unwrap();
-        let parts = store.run_partitions(&[a, 999]).unwrap();
+        let b = store.create_run("review", None, None, "{}").unwrap();
+        let uid = |id: i64| -> String {
+            store
+                .conn
+                .query_row("SELECT uid FROM runs WHERE id = ?1", [id], |r| r.get(0))
+                .unwrap()
+        };
+        let parts = store.run_partitions(&[a, 999, b]).unwrap();
         assert_eq!(
             parts,
-            [RunPartition {
-                id: a,
-                kind: "bench".into(),
-                value: a.to_string()
-            }]
+            [
+                RunPartition {
+                    id: a,
+                    kind: "bench".into(),
+                    value: uid(a)
+                },
+                RunPartition {
+                    id: b,
+                    kind: "review".into(),
+                    value: uid(b)
+                }
+            ]
         );
-        store
-            .conn
-            .execute_batch("ALTER TABLE runs ADD COLUMN uid TEXT")
-            .unwrap();
-        let b = store.create_run("review", None, None, "{}").unwrap();
-        store
-            .conn
-            .execute("UPDATE runs SET uid = 'u-b' WHERE id = ?1", [b])
-            .unwrap();
-        let parts = store.run_partitions(&[a, b]).unwrap();
-        assert_eq!(parts[0].value, a.to_string(), "no uid: the id");
-        assert_eq!(parts[1].value, "u-b");
-        assert_eq!(parts[1].kind, "review");
+        assert_ne!(uid(a), uid(b));
+        assert_eq!(uid(a).len(), 36, "a UUID");
     }
 }

@@ -196,6 +196,10 @@ fn export_parquet_refuses_bad_input_in_one_line_each() {
     s.write("a-file", "not a folder");
     for (args, expected) in [
         (
+            vec!["--out", "a-file"],
+            "--out a-file is a file, not a folder",
+        ),
+        (
             vec!["--out", "a-file/lake"],
             "cannot create the folder a-file/lake",
         ),
@@ -219,6 +223,102 @@ fn export_parquet_refuses_bad_input_in_one_line_each() {
         !s.path("lake").exists(),
         "nothing written for a selection of nothing"
     );
+}
+
+/// `track export … | head -1`: a stdout closed before track writes to it. The export is whole
+/// all the same (every file, the manifest last), and it is a success, not a panic.
+#[test]
+fn exports_into_a_closed_pipe_finish_their_files_and_succeed() {
+    let s = two_runs();
+    for (args, last_file) in [
+        (
+            vec!["export", "parquet", "--out", "lake"],
+            "lake/manifest.json",
+        ),
+        (
+            vec!["export", "csv", "--out", "csv"],
+            "csv/bench_by_prompt.csv",
+        ),
+    ] {
+        let (reader, writer) = std::io::pipe().unwrap();
+        drop(reader);
+        let out = s
+            .track_process()
+            .args(&args)
+            .stdout(writer)
+            .stderr(std::process::Stdio::piped())
+            .output()
+            .unwrap();
+        let stderr = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(0), "{args:?}: {stderr}");
+        assert!(!stderr.contains("panicked"), "{args:?}: {stderr}");
+        assert!(s.path(last_file).is_file(), "{args:?}: {last_file} missing");
+    }
+    assert_eq!(
+        manifest(&s.path("lake"))["datasets"]["bench_results"]["rows"],
+        18
+    );
+}
+
+/// Ctrl-C halfway through an export: it stops between row groups, exits 130 saying so,
+/// leaves no half-written file and no manifest; the same command then exports everything.
+#[test]
+fn an_export_stopped_by_ctrl_c_leaves_no_half_file_and_the_same_command_finishes() {
+    let s = two_runs();
+    // Run 1 grows to 180,009 results (three row groups of 65,536): long enough to stop.
+    let db = rusqlite::Connection::open(s.db_path()).unwrap();
+    let columns: Vec<String> = db
+        .prepare("SELECT name FROM pragma_table_info('bench_results') WHERE name <> 'id'")
+        .unwrap()
+        .query_map([], |r| r.get(0))
+        .unwrap()
+        .collect::<Result<_, _>>()
+        .unwrap();
+    let values: Vec<String> = columns
+        .iter()
+        .map(|c| match c.as_str() {
+            "uid" => "lower(hex(randomblob(32)))".to_owned(),
+            "repeat_index" => "b.repeat_index + 10 * n.i".to_owned(),
+            other => format!("b.{other}"),
+        })
+        .collect();
+    db.execute_batch(&format!(
+        "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 20000)
+         INSERT INTO bench_results ({}) SELECT {} FROM bench_results b, n WHERE b.run_id = 1",
+        columns.join(", "),
+        values.join(", ")
+    ))
+    .unwrap();
+    drop(db);
+    let total = s.count("SELECT count(*) FROM bench_results");
+    assert_eq!(total, 180_018);
+
+    let running = s.start(&["export", "parquet", "--out", "lake"]);
+    let lake = s.path("lake");
+    let hidden = |lake: &Path| {
+        lake.exists()
+            && walk(lake)
+                .iter()
+                .any(|p| p.file_name().unwrap().to_string_lossy().ends_with(".tmp"))
+    };
+    crate::support::wait_for("a partition being written", || hidden(&lake));
+    running.signal("INT");
+    let (code, stderr) = running.finish();
+    assert_eq!(code, Some(130), "{stderr}");
+    assert!(
+        stderr.contains("stopped by SIGINT") && stderr.contains("the same command finishes"),
+        "{stderr}"
+    );
+    assert!(
+        !hidden(&lake),
+        "a half-written file was left: {:?}",
+        walk(&lake)
+    );
+    assert!(!lake.join("manifest.json").exists());
+
+    let again = export(&s, &["--out", "lake"]);
+    assert!(again.status.success(), "{}", text(&again.stderr));
+    assert_eq!(manifest(&lake)["datasets"]["bench_results"]["rows"], total);
 }
 
 /// The venv python of `.ci/parquet-readers.sh`, or why not.
