@@ -351,18 +351,7 @@ fn scan_in_parallel<S: Send>(
     parts: usize,
     scan: &(impl Fn(&rusqlite::Connection, usize) -> Result<S> + Sync),
 ) -> Result<Vec<S>> {
-    std::thread::scope(|scope| {
-        let handles: Vec<_> = (0..parts)
-            .map(|part| scope.spawn(move || -> Result<S> { scan(&open_reader(path)?, part) }))
-            .collect();
-        handles
-            .into_iter()
-            .map(|h| {
-                h.join()
-                    .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
-            })
-            .collect::<Result<Vec<S>>>()
-    })
+    scan_ranges_in_parallel(path, parts, parts, scan)
 }
 
 /// Runs `scan` on each of `ranges` ranges with `workers` threads, each on its own read-only
