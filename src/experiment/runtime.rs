@@ -273,8 +273,11 @@ pub fn execute(
         options,
         &plan,
         first,
-    ))?;
-    Ok(RunEnd::Ran(summary, plan))
+    ));
+    // Its connections close on its own threads while the caller reports: a run of 64 calls
+    // at once left 64 of them.
+    runtime.shutdown_background();
+    Ok(RunEnd::Ran(summary?, plan))
 }
 
 /// The run's pacer: its buckets in the database through `buckets` (shared with other runs on
@@ -352,6 +355,8 @@ async fn run(
         live_noted: std::collections::HashSet::new(),
         shard: plan.shard,
     };
+    // The report's polars is readied while the first answers are awaited.
+    crate::output::prepare_in_background();
     let result = match first {
         Some(first) => run.paced_stages(first).await,
         None => Ok(()),

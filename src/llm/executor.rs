@@ -235,6 +235,11 @@ impl Executor {
             }
             waiting.push(index);
         }
+        // The first call's scope is looked up in the store before the others claim their keys.
+        if let Some(first) = unique.first() {
+            let scope = self.pacer.scope(&first.endpoint, &first.request.model);
+            self.pacer.prepare(&scope).await;
+        }
         let mut pending = unique.into_iter();
         let mut running = tokio::task::JoinSet::new();
         loop {
