@@ -321,12 +321,18 @@ impl Drop for Checkpoint {
 pub fn checkpoint_in_background(path: &Path) -> Checkpoint {
     let path = path.to_path_buf();
     let checkpoint = move || -> rusqlite::Result<()> {
-        let conn = Connection::open_with_flags(
+        let mut conn = Connection::open_with_flags(
             &path,
             rusqlite::OpenFlags::SQLITE_OPEN_READ_WRITE | rusqlite::OpenFlags::SQLITE_OPEN_NO_MUTEX,
         )?;
-        // TRUNCATE waits for readers to leave the log (the report's reads, a few ms).
-        conn.busy_timeout(Duration::from_secs(5))?;
+        // The copy goes on beside readers (the report's); emptying the log waits for them to
+        // leave it, looking again every millisecond (SQLite's own busy wait sleeps 1, 2, 5,
+        // 10 ms... in turn), for 5 s at most.
+        conn.busy_handler(Some(|attempts| {
+            std::thread::sleep(Duration::from_millis(1));
+            attempts < 5_000
+        }))?;
+        conn.query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |_| Ok(()))?;
         conn.query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |_| Ok(()))
     };
     let thread = std::thread::Builder::new()
