@@ -8,6 +8,7 @@
 //! Each figure comes with the peak resident memory of the `track` process (wait4's maxrss).
 //! `TRACK_BENCH_PARTS` names the cases to run (`1` the first only, `3` the queries only, `1,3`);
 //! all by default. `TRACK_BENCH_VERBOSE=1` shows the first case's log (`-v`).
+//! `TRACK_BENCH_BIN=PATH` runs that `track` binary instead of the one cargo built with the bench.
 
 #[path = "million.rs"]
 mod million;
@@ -172,8 +173,12 @@ fn write_bench(dir: &Path, name: &str, n: usize) -> PathBuf {
     reason = "reaped by wait4, which also reports its peak memory"
 )]
 fn run_track(mock: &MockProvider, db: &Path, args: &[&str]) -> (f64, f64) {
+    // TRACK_BENCH_BIN runs another build of track (to compare two builds in the same minutes;
+    // a shared target directory's `track` is whichever build came last).
+    let binary = std::env::var_os("TRACK_BENCH_BIN")
+        .map_or_else(|| PathBuf::from(env!("CARGO_BIN_EXE_track")), PathBuf::from);
     let started = Instant::now();
-    let child = Command::new(env!("CARGO_BIN_EXE_track"))
+    let child = Command::new(binary)
         .args(args)
         .env("TRACK_DB", db)
         .env("OPENAI_BASE_URL", mock.openai_base_url())

@@ -24,7 +24,8 @@ pub fn print(
     out: &mut dyn Write,
 ) -> Result<(), BenchError> {
     let run_id = summary.run_id;
-    let frames = BenchFrames::from_columns(store.bench_columns(&[run_id], true)?)?;
+    // The text columns only the detail table shows are read only for it.
+    let frames = BenchFrames::from_columns(store.bench_columns(&[run_id], options.detail)?)?;
     // Summaries first: on a terminal they are what a reader wants on screen; the detail of a
     // long run would scroll them away.
     writeln!(

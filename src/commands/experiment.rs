@@ -156,6 +156,7 @@ pub fn run_experiment(
     } else {
         (context.open_store()?, Some(context.db.as_path()))
     };
+    tracing::debug!("database opened");
     let store = Arc::new(Mutex::new(store));
     let end = execute(
         experiment.as_mut(),
@@ -178,6 +179,8 @@ pub fn run_experiment(
         }
         RunEnd::Ran(summary, plan) => (summary, plan),
     };
+    // Declared after the store, so dropped (joined) before it closes.
+    let _checkpoint = db.map(crate::store::checkpoint_in_background);
     // A run left waiting before any answer landed has nothing to show but its note.
     let nothing_yet = summary.waiting.is_some() && summary.tally.counts.calls == 0;
     if summary.signal.is_none() && !nothing_yet {

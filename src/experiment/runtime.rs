@@ -23,7 +23,7 @@ use super::{
 use crate::config::Settings;
 use crate::llm::executor::Claims;
 use crate::llm::pacer::{ConfiguredLimits, Pacer};
-use crate::llm::{Budget, CacheMode, CallJob, CallOutcome, Executor, LlmClient};
+use crate::llm::{Budget, CacheMode, CallOutcome, Executor, LlmClient};
 use crate::store::{RunErrorRow, RunStatus, Store, StoredCall, Writer, lock};
 
 /// How often the progress line looks at what the pacer waits for.
@@ -254,6 +254,8 @@ pub fn execute(
     }
     executor
         .set_pacer(pacer(experiment, shared_buckets, settings).with_share(options.pace_share()));
+    // The report's polars is readied while the first answer is awaited.
+    executor.on_first_request(crate::output::prepare_in_background);
     let lease = (settings.timeout + settings.retry.max_delay) * settings.retry.max_attempts
         + Duration::from_secs(60);
     let batcher = |run_id| {
@@ -273,8 +275,11 @@ pub fn execute(
         options,
         &plan,
         first,
-    ))?;
-    Ok(RunEnd::Ran(summary, plan))
+    ));
+    // Its connections close on its own threads while the caller reports: a run of 64 calls
+    // at once left 64 of them.
+    runtime.shutdown_background();
+    Ok(RunEnd::Ran(summary?, plan))
 }
 
 /// The run's pacer: its buckets in the database through `buckets` (shared with other runs on
@@ -733,7 +738,8 @@ impl Run<'_> {
             if self.stopping() {
                 break;
             }
-            let jobs: Vec<CallJob> = group.iter().map(|&i| stage.calls[i].job.clone()).collect();
+            // Cloned as the executor takes them: the first is sent before the others are.
+            let jobs = group.iter().map(|&i| stage.calls[i].job.clone());
             let mut failure = None;
             executor
                 .execute(jobs, signals.stop_flag(), |batch| {

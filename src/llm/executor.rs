@@ -112,6 +112,8 @@ pub struct Executor {
     pacer: Pacer,
     /// One permit per request that may be out at once (`--concurrency`).
     slots: tokio::sync::Semaphore,
+    /// Work for the time the first request's answer is awaited ([`Executor::on_first_request`]).
+    first_request: Mutex<Option<Box<dyn FnOnce() + Send>>>,
 }
 
 /// Who claims calls before sending them, for processes that share a database.
@@ -163,6 +165,7 @@ impl Executor {
             budget: None,
             pacer: Pacer::new(None, ConfiguredLimits::default(), retry.max_delay),
             slots: tokio::sync::Semaphore::new(concurrency.max(1)),
+            first_request: Mutex::default(),
         }
     }
 
@@ -174,6 +177,15 @@ impl Executor {
     /// What the pacer waits for, for the progress line.
     pub fn pacing_note(&self) -> Option<String> {
         self.pacer.note()
+    }
+
+    /// Runs `work` once the first request is out: its answer takes a round trip (a probe's:
+    /// the only request out), time the process has little else to do in.
+    pub fn on_first_request(&mut self, work: impl FnOnce() + Send + 'static) {
+        *self
+            .first_request
+            .get_mut()
+            .unwrap_or_else(|p| p.into_inner()) = Some(Box::new(work));
     }
 
     /// Caps what this executor's calls may be billed: each call's worst case is reserved
@@ -222,13 +234,34 @@ impl Executor {
     /// reported at all.
     pub async fn execute(
         self: &Arc<Self>,
-        jobs: Vec<CallJob>,
+        jobs: impl IntoIterator<Item = CallJob>,
         stop: &Arc<AtomicBool>,
         mut on_done: impl FnMut(Vec<(usize, CallOutcome)>),
     ) {
+        let spawn = |running: &mut tokio::task::JoinSet<_>, job: CallJob| {
+            let (executor, stop) = (self.clone(), stop.clone());
+            running.spawn(async move {
+                let outcome = executor.run_one(&job, &stop).await;
+                (job.canonical.key, outcome)
+            });
+        };
+        let mut jobs = jobs.into_iter();
         let mut by_key: HashMap<String, Vec<usize>> = HashMap::new();
+        let mut running = tokio::task::JoinSet::new();
+        // The first call starts before the others are even listed: until its model's limits
+        // are known it is the one request out (the pacer), and the others claim their keys
+        // while it is. Its scope is looked up in the store first, so that its own lookup does
+        // not wait behind their claims.
+        if let Some(first) = jobs.next() {
+            by_key.insert(first.canonical.key.clone(), vec![0]);
+            if !self.stopping(stop) {
+                let scope = self.pacer.scope(&first.endpoint, &first.request.model);
+                self.pacer.prepare(&scope).await;
+                spawn(&mut running, first);
+            }
+        }
         let mut unique = Vec::new();
-        for (index, job) in jobs.into_iter().enumerate() {
+        for (index, job) in (1..).zip(jobs) {
             let waiting = by_key.entry(job.canonical.key.clone()).or_default();
             if waiting.is_empty() {
                 unique.push(job);
@@ -236,7 +269,6 @@ impl Executor {
             waiting.push(index);
         }
         let mut pending = unique.into_iter();
-        let mut running = tokio::task::JoinSet::new();
         loop {
             // Twice the concurrency in tasks: those beyond it claim their keys and look up
             // earlier failures while the others' requests are out; only requests take a slot.
@@ -244,11 +276,7 @@ impl Executor {
                 let Some(job) = pending.next() else {
                     break;
                 };
-                let (executor, stop) = (self.clone(), stop.clone());
-                running.spawn(async move {
-                    let outcome = executor.run_one(&job, &stop).await;
-                    (job.canonical.key, outcome)
-                });
+                spawn(&mut running, job);
             }
             let Some(first) = running.join_next().await else {
                 break;
@@ -602,7 +630,30 @@ impl Executor {
             }
         };
         let started = Instant::now();
-        let result = super::chat(&self.client, &job.endpoint, &job.request).await;
+        let request = super::chat(&self.client, &job.endpoint, &job.request);
+        let first = self
+            .first_request
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .take();
+        let result = match first {
+            None => request.await,
+            Some(work) => {
+                // Once the request has been polled (connected and written, or under way).
+                let mut request = std::pin::pin!(request);
+                tokio::select! {
+                    biased;
+                    result = &mut request => {
+                        work();
+                        result
+                    }
+                    () = tokio::task::yield_now() => {
+                        work();
+                        request.await
+                    }
+                }
+            }
+        };
         let latency_ms = started.elapsed().as_secs_f64() * 1000.0;
         self.pacer.observe(permit, &result).await;
         // Before the slot goes to a call of the same model, which then goes without.

@@ -219,6 +219,8 @@ struct ScopeState {
     held_until: Option<Instant>,
     /// Why nothing more is sent.
     exhausted: Option<String>,
+    /// Whether the store was asked for limits an earlier run learned ([`Pacer::prepare`]).
+    looked_up: bool,
 }
 
 /// Whether the scope's limits have been asked for yet.
@@ -408,6 +410,25 @@ impl Pacer {
         }
     }
 
+    /// Looks up the limits an earlier run learned for `scope` before its first call is made,
+    /// so that the call need not: in a run starting 128 calls at once, the first call's lookup
+    /// waited for the store behind the others' claims, and the whole run behind it.
+    pub async fn prepare(&self, scope: &Arc<Scope>) {
+        {
+            let state = lock_state(scope);
+            if state.probe != Probe::Ahead || state.limited || state.looked_up {
+                return;
+            }
+        }
+        let known = self
+            .update(&scope.id, |row| !row.buckets.is_empty())
+            .await
+            .unwrap_or(false);
+        let mut state = lock_state(scope);
+        state.looked_up = true;
+        state.limited |= known;
+    }
+
     /// Until the first answer has told `scope`'s limits, one call is in flight: waits while
     /// another call is that one; `true` when this call is to be it (limits unknown, none
     /// learned by an earlier run), `false` once the limits are known or none were told.
@@ -424,17 +445,18 @@ impl Pacer {
                 if let Some(why) = &state.exhausted {
                     return Err(NotSent::Exhausted(why.clone()));
                 }
-                (state.probe, state.limited)
+                (state.probe, state.limited, state.looked_up)
             };
             match probe {
-                (Probe::Done, _) => return Ok(false),
-                (Probe::Ahead, limited) => {
-                    // An earlier run may have learned them.
+                (Probe::Done, _, _) => return Ok(false),
+                (Probe::Ahead, limited, looked_up) => {
+                    // An earlier run may have learned them (looked up already, or now).
                     let known = limited
-                        || self
-                            .update(&scope.id, |row| !row.buckets.is_empty())
-                            .await
-                            .unwrap_or(false);
+                        || (!looked_up
+                            && self
+                                .update(&scope.id, |row| !row.buckets.is_empty())
+                                .await
+                                .unwrap_or(false));
                     let mut state = lock_state(scope);
                     state.limited = known;
                     if known {
@@ -444,7 +466,7 @@ impl Pacer {
                     state.probe = Probe::InFlight;
                     return Ok(true);
                 }
-                (Probe::InFlight, _) => {}
+                (Probe::InFlight, _, _) => {}
             }
             if stop.load(Ordering::SeqCst) {
                 return Err(NotSent::Stopped);

@@ -967,6 +967,19 @@ async fn handle(State(shared): State<Arc<Shared>>, req: Request) -> Response {
     resp
 }
 
+/// Sleeps until `due`, to within a fraction of a millisecond, and never less. tokio's timer
+/// counts whole milliseconds and its worker wakes from a wait rounded up to one, so a task
+/// slept to `due` runs up to a millisecond or two after it: a server answering "in 50 ms"
+/// answered in 51–52. A thread of the blocking pool sleeps to the microsecond (the kernel's
+/// timer slack, 50 µs), then wakes the task.
+async fn sleep_until_precisely(due: Instant) {
+    let sleep = move || std::thread::sleep(due.saturating_duration_since(Instant::now()));
+    if tokio::task::spawn_blocking(sleep).await.is_err() {
+        // The runtime is shutting down: the answer is not waited for anyway.
+        tokio::time::sleep_until(tokio::time::Instant::from_std(due)).await;
+    }
+}
+
 async fn answer(shared: &Shared, req: Request, out: &mut Outcome) -> Response {
     let started = Instant::now();
     let (parts, body) = req.into_parts();
@@ -988,8 +1001,7 @@ async fn answer(shared: &Shared, req: Request, out: &mut Outcome) -> Response {
     // The delay counts from the request's arrival (less any hold), as a server answering in
     // 50 ms does: reading the body and recording it are part of those 50 ms, not added to them.
     if !shared.config.delay.is_zero() && !out.batch {
-        let due = started + held + shared.config.delay;
-        tokio::time::sleep_until(tokio::time::Instant::from_std(due)).await;
+        sleep_until_precisely(started + held + shared.config.delay).await;
     }
 
     let format = match (&parts.method, path.as_str()) {
