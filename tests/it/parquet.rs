@@ -321,6 +321,71 @@ fn an_export_stopped_by_ctrl_c_leaves_no_half_file_and_the_same_command_finishes
     assert_eq!(manifest(&lake)["datasets"]["bench_results"]["rows"], total);
 }
 
+/// Every kind of run exports: after each case of the runtime matrix, every result table with
+/// rows is a dataset whose manifest and files hold exactly the table's rows, and the calls
+/// dataset holds every call those rows reference.
+#[test]
+fn every_kind_exports_all_its_rows_and_their_calls() {
+    for case in &crate::runtime::CASES {
+        let s = crate::runtime::matrix_sandbox(crate::support::mock::MockProvider::start());
+        let out = s.track().args(case.args).arg("-q").output().unwrap();
+        assert!(out.status.success(), "{}: {}", case.name, text(&out.stderr));
+        let exported = export(&s, &["--out", "lake"]);
+        assert!(
+            exported.status.success(),
+            "{}: {}",
+            case.name,
+            text(&exported.stderr)
+        );
+        let m = manifest(&s.path("lake"));
+        let datasets = m["datasets"].as_object().unwrap();
+        let mut tables = 0;
+        for table in [
+            "bench_results",
+            "generated_datasheets",
+            "reviews",
+            "review_scores",
+            "relevance_predictions",
+            "pairwise_verdicts",
+        ] {
+            let rows = s.count(&format!("SELECT count(*) FROM {table}"));
+            let dataset = &datasets.get(table);
+            if rows == 0 {
+                assert!(
+                    dataset.is_none(),
+                    "{}: an empty {table} exported",
+                    case.name
+                );
+                continue;
+            }
+            tables += 1;
+            let dataset = dataset.unwrap_or_else(|| panic!("{}: {table} missing", case.name));
+            assert_eq!(dataset["rows"], rows, "{}: {table}", case.name);
+            let in_files: i64 = dataset["partitions"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|p| read_back(&s.path("lake").join(p["path"].as_str().unwrap())).0)
+                .sum();
+            assert_eq!(in_files, rows, "{}: {table} files", case.name);
+        }
+        assert!(tables > 0, "{}: no result table exported", case.name);
+        let referenced = s.count(
+            "SELECT count(*) FROM calls WHERE id IN (
+                 SELECT call_id FROM bench_results UNION SELECT judge_call_id FROM bench_results
+                 UNION SELECT call_id FROM generated_datasheets UNION SELECT call_id FROM reviews
+                 UNION SELECT call_id FROM relevance_predictions
+                 UNION SELECT call_id FROM pairwise_verdicts)",
+        );
+        assert!(referenced > 0, "{}", case.name);
+        assert_eq!(
+            datasets["calls"]["rows"], referenced,
+            "{}: calls",
+            case.name
+        );
+    }
+}
+
 /// The venv python of `.ci/parquet-readers.sh`, or why not.
 fn readers_python() -> PathBuf {
     let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
