@@ -20,13 +20,126 @@ pub(crate) async fn chat(
     client: &LlmClient,
     endpoint: &Endpoint,
     request: &ChatRequest,
+    head: Option<super::HeadSender>,
 ) -> Result<ChatResponse, ProviderError> {
-    let response = client
-        .post_json(endpoint, headers(endpoint)?, &body(request))
+    let plain = body(request);
+    let streamed = head.as_ref().map(|_| {
+        let mut body = plain.clone();
+        body["stream"] = json!(true);
+        body
+    });
+    let (response, asked_stream) = client
+        .post_json_streamed(endpoint, headers(endpoint)?, &plain, streamed.as_ref())
         .await?;
     let limits = super::client::limits_of(&response);
+    let events = super::sse::is_event_stream(&response);
+    if let Some(head) = head {
+        let _ = head.send(limits.clone());
+    }
     let bytes = client.read_body(endpoint, response).await?;
-    parse(&endpoint.provider, &bytes, request).map(|answer| answer.with_limits(limits))
+    let answer = if events || (asked_stream && super::sse::looks_like_events(&bytes)) {
+        let folded = fold_stream(&endpoint.provider, &bytes)?;
+        parse(&endpoint.provider, &folded, request)
+    } else {
+        parse(&endpoint.provider, &bytes, request)
+    };
+    answer.map(|answer| answer.with_limits(limits))
+}
+
+/// The answer of a streamed message (`message_start`, content blocks and their deltas,
+/// `message_delta`, `message_stop`) as the unstreamed message it stands for: text blocks with
+/// their text, tool-use blocks with their input (its JSON deltas joined), the stop reason, and
+/// the usage of `message_start` updated by `message_delta`.
+fn fold_stream(provider: &str, bytes: &[u8]) -> Result<Vec<u8>, ProviderError> {
+    let decode = |detail: String| ProviderError::Decode {
+        provider: provider.into(),
+        detail,
+    };
+    let mut blocks: Vec<(Value, String)> = Vec::new();
+    let (mut usage, mut stop_reason, mut stopped) = (Map::new(), Value::Null, false);
+    for event in super::sse::events(bytes) {
+        let data: Value = serde_json::from_str(&event.data).map_err(|e| {
+            decode(format!(
+                "{e} in stream event {}",
+                body_excerpt(event.data.as_bytes())
+            ))
+        })?;
+        let block = |data: &Value| data["index"].as_u64().map(|i| i as usize);
+        match data["type"].as_str().unwrap_or_default() {
+            "message_start" => {
+                if let Some(start) = data.pointer("/message/usage").and_then(Value::as_object) {
+                    usage.extend(start.clone());
+                }
+            }
+            "content_block_start" => {
+                let at = block(&data).unwrap_or(blocks.len());
+                if blocks.len() <= at {
+                    blocks.resize(at + 1, (Value::Null, String::new()));
+                }
+                blocks[at] = (data["content_block"].clone(), String::new());
+            }
+            "content_block_delta" => {
+                let Some((content, json)) = block(&data).and_then(|at| blocks.get_mut(at)) else {
+                    continue;
+                };
+                let delta = &data["delta"];
+                match delta["type"].as_str().unwrap_or_default() {
+                    "text_delta" => {
+                        let text = delta["text"].as_str().unwrap_or_default();
+                        let joined = format!("{}{text}", content["text"].as_str().unwrap_or(""));
+                        content["text"] = Value::String(joined);
+                    }
+                    "input_json_delta" => {
+                        json.push_str(delta["partial_json"].as_str().unwrap_or_default());
+                    }
+                    _ => {}
+                }
+            }
+            "message_delta" => {
+                if !data
+                    .pointer("/delta/stop_reason")
+                    .is_none_or(Value::is_null)
+                {
+                    stop_reason = data["delta"]["stop_reason"].clone();
+                }
+                if let Some(counts) = data["usage"].as_object() {
+                    usage.extend(counts.clone().into_iter().filter(|(_, v)| !v.is_null()));
+                }
+            }
+            "message_stop" => stopped = true,
+            "error" => {
+                let error = &data["error"];
+                return Err(decode(format!(
+                    "error in the stream: {}: {}",
+                    error["type"].as_str().unwrap_or("error"),
+                    error["message"].as_str().unwrap_or_default()
+                )));
+            }
+            _ => {}
+        }
+    }
+    if !stopped {
+        return Err(decode(
+            "the stream ended before its last event (`message_stop`)".into(),
+        ));
+    }
+    let mut content = Vec::new();
+    for (mut block, json) in blocks {
+        if block.is_null() {
+            continue;
+        }
+        if !json.trim().is_empty() {
+            block["input"] = serde_json::from_str(&json).map_err(|e| {
+                decode(format!(
+                    "{e} in a tool's input {}",
+                    body_excerpt(json.as_bytes())
+                ))
+            })?;
+        }
+        content.push(block);
+    }
+    let answer = json!({"content": content, "stop_reason": stop_reason, "usage": usage});
+    Ok(answer.to_string().into_bytes())
 }
 
 /// The headers of every request to Anthropic: the API version and the key (marked
@@ -182,6 +295,120 @@ mod tests {
             messages: vec![Message::user("hi")],
             params: SamplingParams::default(),
         }
+    }
+
+    /// `events` as an event stream.
+    fn stream(events: &[(&str, Value)]) -> Vec<u8> {
+        events
+            .iter()
+            .map(|(kind, data)| format!("event: {kind}\ndata: {data}\n\n"))
+            .collect::<String>()
+            .into_bytes()
+    }
+
+    #[test]
+    fn a_streamed_message_reads_as_the_unstreamed_one() {
+        let bytes = stream(&[
+            (
+                "message_start",
+                json!({"type": "message_start", "message": {"id": "msg_1", "content": [], "stop_reason": null, "usage": {"input_tokens": 25, "cache_read_input_tokens": 5, "output_tokens": 1}}}),
+            ),
+            ("ping", json!({"type": "ping"})),
+            (
+                "content_block_start",
+                json!({"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}}),
+            ),
+            (
+                "content_block_delta",
+                json!({"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": "Hello"}}),
+            ),
+            (
+                "content_block_delta",
+                json!({"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": " there"}}),
+            ),
+            (
+                "content_block_stop",
+                json!({"type": "content_block_stop", "index": 0}),
+            ),
+            (
+                "message_delta",
+                json!({"type": "message_delta", "delta": {"stop_reason": "end_turn", "stop_sequence": null}, "usage": {"output_tokens": 15}}),
+            ),
+            ("message_stop", json!({"type": "message_stop"})),
+        ]);
+        let r = parse(
+            "anthropic",
+            &fold_stream("anthropic", &bytes).unwrap(),
+            &request(),
+        )
+        .unwrap();
+        assert_eq!(r.text, "Hello there");
+        assert_eq!((r.usage.input_tokens, r.usage.output_tokens), (30, 15));
+        assert_eq!(r.finish_reason.as_deref(), Some("end_turn"));
+    }
+
+    #[test]
+    fn a_streamed_tool_answer_joins_its_input_json() {
+        let mut asked = request();
+        asked.schema = Some(crate::llm::AnswerSchema {
+            name: "verdict".into(),
+            schema: json!({"type": "object"}),
+        });
+        let bytes = stream(&[
+            (
+                "message_start",
+                json!({"type": "message_start", "message": {"usage": {"input_tokens": 9, "output_tokens": 1}}}),
+            ),
+            (
+                "content_block_start",
+                json!({"type": "content_block_start", "index": 0, "content_block": {"type": "tool_use", "id": "toolu_1", "name": "verdict", "input": {}}}),
+            ),
+            (
+                "content_block_delta",
+                json!({"type": "content_block_delta", "index": 0, "delta": {"type": "input_json_delta", "partial_json": "{\"score\": "}}),
+            ),
+            (
+                "content_block_delta",
+                json!({"type": "content_block_delta", "index": 0, "delta": {"type": "input_json_delta", "partial_json": "4}"}}),
+            ),
+            (
+                "content_block_stop",
+                json!({"type": "content_block_stop", "index": 0}),
+            ),
+            (
+                "message_delta",
+                json!({"type": "message_delta", "delta": {"stop_reason": "tool_use"}, "usage": {"output_tokens": 7}}),
+            ),
+            ("message_stop", json!({"type": "message_stop"})),
+        ]);
+        let r = parse(
+            "anthropic",
+            &fold_stream("anthropic", &bytes).unwrap(),
+            &asked,
+        )
+        .unwrap();
+        assert_eq!(r.text, r#"{"score":4}"#);
+        assert_eq!((r.usage.input_tokens, r.usage.output_tokens), (9, 7));
+    }
+
+    #[test]
+    fn a_stream_cut_short_or_with_an_error_is_a_decode_error() {
+        let cut = stream(&[(
+            "message_start",
+            json!({"type": "message_start", "message": {"usage": {"input_tokens": 9}}}),
+        )]);
+        let e = fold_stream("anthropic", &cut).unwrap_err();
+        assert!(e.to_string().contains("message_stop"), "{e}");
+        assert!(e.is_retryable());
+        let overloaded = stream(&[(
+            "error",
+            json!({"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}}),
+        )]);
+        let e = fold_stream("anthropic", &overloaded).unwrap_err();
+        assert!(
+            e.to_string().contains("overloaded_error: Overloaded"),
+            "{e}"
+        );
     }
 
     #[test]

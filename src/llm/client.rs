@@ -189,6 +189,33 @@ impl LlmClient {
         .await
     }
 
+    /// Posts `streamed` (a request body asking for a streamed answer) when given, else
+    /// `plain`; a server that refuses the streamed one with 400 or 422 naming streaming (one
+    /// that knows no streaming, or not its options) is asked `plain` instead. The response, and
+    /// whether it answers the streamed request.
+    pub(crate) async fn post_json_streamed(
+        &self,
+        endpoint: &Endpoint,
+        headers: HeaderMap,
+        plain: &Value,
+        streamed: Option<&Value>,
+    ) -> Result<(reqwest::Response, bool), ProviderError> {
+        let Some(streamed) = streamed else {
+            return Ok((self.post_json(endpoint, headers, plain).await?, false));
+        };
+        match self.post_json(endpoint, headers.clone(), streamed).await {
+            Err(ProviderError::Http {
+                status: 400 | 422,
+                message,
+                ..
+            }) if message.to_ascii_lowercase().contains("stream") => {
+                tracing::debug!(provider = %endpoint.provider, "a streamed request was refused; asking unstreamed");
+                Ok((self.post_json(endpoint, headers, plain).await?, false))
+            }
+            answered => Ok((answered?, true)),
+        }
+    }
+
     /// Sends `request` to one of `endpoint`'s URLs; returns the response when its status is a
     /// success, a [`ProviderError::Http`] (or `Exhausted`) with the provider's message otherwise.
     pub(crate) async fn send(

@@ -613,7 +613,7 @@ impl Executor {
             Some(budget) => Some(budget.reserve(crate::experiment::max_cost(job)).await?),
             None => None,
         };
-        let permit = match self
+        let mut permit = match self
             .pacer
             .acquire(scope, Cost::of(&job.request), stop)
             .await
@@ -630,29 +630,47 @@ impl Executor {
             }
         };
         let started = Instant::now();
-        let request = super::chat(&self.client, &job.endpoint, &job.request);
+        // A scope's first call streams its answer: its head teaches the limits, and the calls
+        // waiting for them go then, not a generation later.
+        let (head, head_seen) = match permit.is_probe() {
+            true => {
+                let (sender, receiver) = tokio::sync::oneshot::channel();
+                (Some(sender), Some(receiver))
+            }
+            false => (None, None),
+        };
+        let mut request =
+            std::pin::pin!(super::chat(&self.client, &job.endpoint, &job.request, head));
         let first = self
             .first_request
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .take();
-        let result = match first {
-            None => request.await,
-            Some(work) => {
-                // Once the request has been polled (connected and written, or under way).
-                let mut request = std::pin::pin!(request);
-                tokio::select! {
-                    biased;
-                    result = &mut request => {
-                        work();
-                        result
-                    }
-                    () = tokio::task::yield_now() => {
-                        work();
-                        request.await
+        let mut finished = None;
+        if let Some(work) = first {
+            // Once the request has been polled (connected and written, or under way).
+            tokio::select! {
+                biased;
+                result = &mut request => finished = Some(result),
+                () = tokio::task::yield_now() => {}
+            }
+            work();
+        }
+        if let (None, Some(head_seen)) = (&finished, head_seen) {
+            tokio::select! {
+                biased;
+                result = &mut request => finished = Some(result),
+                limits = head_seen => {
+                    // No head (the request failed first): its result teaches what it can.
+                    if let Ok(limits) = limits {
+                        self.pacer.observe_head(&mut permit, limits).await;
                     }
                 }
             }
+        }
+        let result = match finished {
+            Some(result) => result,
+            None => request.await,
         };
         let latency_ms = started.elapsed().as_secs_f64() * 1000.0;
         self.pacer.observe(permit, &result).await;

@@ -15,6 +15,7 @@ pub mod openai;
 pub mod pacer;
 pub mod ratelimit;
 pub mod retry;
+pub mod sse;
 
 use std::fmt;
 use std::sync::Arc;
@@ -28,19 +29,30 @@ pub use client::{Endpoint, LlmClient};
 pub use executor::{CacheMode, CallJob, CallOutcome, Executor};
 pub use retry::RetryPolicy;
 
+/// Where a call that streams its answer tells what the response's head says of the rate
+/// limits, as soon as the head is in: a scope's first call ([`pacer`]) teaches the limits
+/// then, a round trip to the first byte instead of a whole generation.
+pub type HeadSender = tokio::sync::oneshot::Sender<Option<ratelimit::RateLimits>>;
+
 /// Sends one chat request to `endpoint` in its wire format (no retries: the caller owns the
 /// retry policy). Any API key a provider echoes back is scrubbed from the error.
+///
+/// With `head`, the answer is streamed (OpenAI's and Anthropic's server-sent events; Ollama
+/// always streams) and the limits its head tells go to `head` before the body is read; the
+/// answer is the same as unstreamed. A server that answers such a request unstreamed is read
+/// as usual.
 pub async fn chat(
     client: &LlmClient,
     endpoint: &Endpoint,
     request: &ChatRequest,
+    head: Option<HeadSender>,
 ) -> Result<ChatResponse, ProviderError> {
     let result = match endpoint.kind {
         ProviderKind::Openai | ProviderKind::OpenaiCompatible => {
-            openai::chat(client, endpoint, request).await
+            openai::chat(client, endpoint, request, head).await
         }
-        ProviderKind::Anthropic => anthropic::chat(client, endpoint, request).await,
-        ProviderKind::Ollama => ollama::chat(client, endpoint, request).await,
+        ProviderKind::Anthropic => anthropic::chat(client, endpoint, request, head).await,
+        ProviderKind::Ollama => ollama::chat(client, endpoint, request, head).await,
     };
     result.map_err(client::scrub_key)
 }

@@ -14,11 +14,15 @@ pub(crate) async fn chat(
     client: &LlmClient,
     endpoint: &Endpoint,
     request: &ChatRequest,
+    head: Option<super::HeadSender>,
 ) -> Result<ChatResponse, ProviderError> {
     let response = client
         .post_json(endpoint, HeaderMap::new(), &body(request))
         .await?;
     let limits = super::client::limits_of(&response);
+    if let Some(head) = head {
+        let _ = head.send(limits.clone());
+    }
     let mut stream = response.bytes_stream();
     let mut folder = StreamFolder::default();
     let mut pending: Vec<u8> = Vec::new();

@@ -15,13 +15,90 @@ pub(crate) async fn chat(
     client: &LlmClient,
     endpoint: &Endpoint,
     request: &ChatRequest,
+    head: Option<super::HeadSender>,
 ) -> Result<ChatResponse, ProviderError> {
-    let response = client
-        .post_json(endpoint, headers(endpoint)?, &body(request, endpoint.kind))
+    let plain = body(request, endpoint.kind);
+    let streamed = head.as_ref().map(|_| {
+        let mut body = plain.clone();
+        // The usage comes in a last chunk of its own only when asked for.
+        body["stream"] = json!(true);
+        body["stream_options"] = json!({"include_usage": true});
+        body
+    });
+    let (response, asked_stream) = client
+        .post_json_streamed(endpoint, headers(endpoint)?, &plain, streamed.as_ref())
         .await?;
     let limits = super::client::limits_of(&response);
+    let events = super::sse::is_event_stream(&response);
+    if let Some(head) = head {
+        let _ = head.send(limits.clone());
+    }
     let bytes = client.read_body(endpoint, response).await?;
-    parse(&endpoint.provider, &bytes, request).map(|answer| answer.with_limits(limits))
+    let answer = if events || (asked_stream && super::sse::looks_like_events(&bytes)) {
+        let folded = fold_stream(&endpoint.provider, &bytes)?;
+        parse(&endpoint.provider, &folded, request)
+    } else {
+        parse(&endpoint.provider, &bytes, request)
+    };
+    answer.map(|answer| answer.with_limits(limits))
+}
+
+/// The answer of a streamed completion (`chat.completion.chunk` events until `[DONE]`) as the
+/// unstreamed answer it stands for: the deltas' content (or refusal) joined, the last finish
+/// reason, and the usage of the last chunk.
+fn fold_stream(provider: &str, bytes: &[u8]) -> Result<Vec<u8>, ProviderError> {
+    let decode = |detail: String| ProviderError::Decode {
+        provider: provider.into(),
+        detail,
+    };
+    let (mut content, mut refusal) = (None::<String>, None::<String>);
+    let (mut finish_reason, mut usage, mut done) = (Value::Null, Value::Null, false);
+    for event in super::sse::events(bytes) {
+        if event.data.trim() == "[DONE]" {
+            done = true;
+            break;
+        }
+        let chunk: Value = serde_json::from_str(&event.data).map_err(|e| {
+            decode(format!(
+                "{e} in stream event {}",
+                body_excerpt(event.data.as_bytes())
+            ))
+        })?;
+        if let Some(error) = chunk.get("error") {
+            let message = error.get("message").and_then(Value::as_str);
+            return Err(decode(format!(
+                "error in the stream: {}",
+                message.map_or_else(|| error.to_string(), str::to_owned)
+            )));
+        }
+        if let Some(choice) = chunk.pointer("/choices/0") {
+            let delta = &choice["delta"];
+            for (field, joined) in [("content", &mut content), ("refusal", &mut refusal)] {
+                if let Some(part) = delta.get(field).and_then(Value::as_str) {
+                    joined.get_or_insert_with(String::new).push_str(part);
+                }
+            }
+            if !choice["finish_reason"].is_null() {
+                finish_reason = choice["finish_reason"].clone();
+            }
+        }
+        if chunk.get("usage").is_some_and(|u| !u.is_null()) {
+            usage = chunk["usage"].clone();
+        }
+    }
+    if !done && finish_reason.is_null() {
+        return Err(decode(
+            "the stream ended before its last chunk (`data: [DONE]`)".into(),
+        ));
+    }
+    let answer = json!({
+        "choices": [{
+            "message": {"role": "assistant", "content": content, "refusal": refusal},
+            "finish_reason": finish_reason,
+        }],
+        "usage": usage,
+    });
+    Ok(answer.to_string().into_bytes())
 }
 
 /// The headers of every request to an OpenAI-style endpoint: the key as a bearer token
@@ -224,6 +301,53 @@ mod tests {
             b["messages"][1]["content"][1]["image_url"]["url"],
             "data:image/png;base64,AQID"
         );
+    }
+
+    #[test]
+    fn a_streamed_answer_reads_as_the_unstreamed_one() {
+        let stream = b"data: {\"choices\":[{\"index\":0,\"delta\":{\"role\":\"assistant\",\"content\":\"\"},\"finish_reason\":null}],\"usage\":null}\n\n\
+            data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"4\"},\"finish_reason\":null}],\"usage\":null}\n\n\
+            : a comment\n\n\
+            data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"2\"},\"finish_reason\":\"stop\"}],\"usage\":null}\n\n\
+            data: {\"choices\":[],\"usage\":{\"prompt_tokens\":11,\"completion_tokens\":2,\"total_tokens\":13}}\n\n\
+            data: [DONE]\n\n";
+        let folded = fold_stream("openai", stream).unwrap();
+        let r = parse("openai", &folded, &request()).unwrap();
+        assert_eq!(
+            (r.text.as_str(), r.usage.input_tokens, r.usage.output_tokens),
+            ("42", 11, 2)
+        );
+        assert_eq!(r.finish_reason.as_deref(), Some("stop"));
+        assert!(!r.usage.estimated);
+        // A refusal streams in `refusal` deltas; without a usage chunk the counts are estimated.
+        let refused = b"data: {\"choices\":[{\"index\":0,\"delta\":{\"refusal\":\"I can't\"},\"finish_reason\":\"stop\"}]}\n\ndata: [DONE]\n\n";
+        let r = parse(
+            "openai",
+            &fold_stream("openai", refused).unwrap(),
+            &request(),
+        )
+        .unwrap();
+        assert_eq!(r.text, "I can't");
+        assert!(r.usage.estimated);
+    }
+
+    #[test]
+    fn a_stream_cut_short_or_with_an_error_is_a_decode_error() {
+        let cut = b"data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"4\"},\"finish_reason\":null}]}\n\n";
+        let e = fold_stream("openai", cut).unwrap_err();
+        assert!(
+            matches!(&e, ProviderError::Decode { detail, .. } if detail.contains("[DONE]")),
+            "{e}"
+        );
+        assert!(e.is_retryable());
+        let error = b"data: {\"error\":{\"message\":\"The server had an error\",\"type\":\"server_error\"}}\n\n";
+        let e = fold_stream("openai", error).unwrap_err();
+        assert!(e.to_string().contains("The server had an error"), "{e}");
+        let garbage = b"data: {not json\n\n";
+        assert!(matches!(
+            fold_stream("openai", garbage),
+            Err(ProviderError::Decode { .. })
+        ));
     }
 
     #[test]

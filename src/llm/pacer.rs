@@ -245,6 +245,13 @@ pub struct Permit {
     taken: bool,
 }
 
+impl Permit {
+    /// Whether this call is its scope's first, whose answer teaches the limits.
+    pub fn is_probe(&self) -> bool {
+        self.probe
+    }
+}
+
 impl Drop for Permit {
     fn drop(&mut self) {
         // A first call that never got an answer (stopped, unreachable) teaches nothing: the
@@ -489,6 +496,41 @@ impl Pacer {
         }
         let mut note = self.note.lock().unwrap_or_else(|p| p.into_inner());
         *note = Some((what, Instant::now() + wait.wait));
+    }
+
+    /// Learns the limits from the head of a streamed answer to a scope's first call, before its
+    /// body: the calls waiting for them go as soon as the head is in, not a whole generation
+    /// later. The answer itself still goes to [`Pacer::observe`], which then counts the call
+    /// as an ordinary one (its cost is in the buckets made here).
+    pub async fn observe_head(&self, permit: &mut Permit, limits: Option<RateLimits>) {
+        if !permit.probe {
+            return;
+        }
+        let scope = permit.scope.clone();
+        let learned = limits.is_some();
+        if learned {
+            let lesson = Lesson {
+                configured: scope.configured,
+                share: scope.share,
+                limits,
+                refused: None,
+                output_held: None,
+                probe_cost: Some(permit.cost),
+            };
+            let now = unix_now();
+            self.update(&scope.id, move |row| lesson.apply(row, now))
+                .await;
+        }
+        permit.probe = false;
+        {
+            let mut state = lock_state(&scope);
+            state.limited |= learned;
+            if state.probe == Probe::InFlight {
+                state.probe = Probe::Done;
+                tracing::debug!(scope = %scope.label, limited = state.limited, "first answer's head");
+            }
+        }
+        scope.answered.notify_waiters();
     }
 
     /// Learns from the answer (or refusal) to a call sent with `permit`: the limits its

@@ -110,9 +110,22 @@ async fn compare_with_live(
     assert_eq!(lines.len(), requests.len());
     for line in lines {
         let answer = line.outcome.as_ref().expect("answered");
-        let live = track::llm::chat(client, endpoint, &requests[&line.custom_id])
+        let request = &requests[&line.custom_id];
+        let live = track::llm::chat(client, endpoint, request, None)
             .await
             .expect("live");
+        // Streamed (as a scope's first call is), the same answer, and the head comes first.
+        let (head, head_seen) = tokio::sync::oneshot::channel();
+        let streamed = track::llm::chat(client, endpoint, request, Some(head))
+            .await
+            .expect("streamed");
+        assert!(head_seen.await.is_ok(), "the head was told");
+        assert_eq!(
+            (&streamed.text, streamed.usage, &streamed.finish_reason),
+            (&live.text, live.usage, &live.finish_reason),
+            "streamed {}",
+            line.custom_id
+        );
         assert_eq!(
             (&answer.text, answer.usage, &answer.finish_reason),
             (&live.text, live.usage, &live.finish_reason),

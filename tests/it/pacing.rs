@@ -103,6 +103,70 @@ fn anthropic_requests_and_tokens_are_paced() {
 }
 
 #[test]
+fn a_models_first_call_streams_and_its_head_lets_the_others_go() {
+    // Answers take a second; had the first call's whole answer been awaited, the others
+    // would have been sent a second after it.
+    let delay = Duration::from_secs(1);
+    let s = Sandbox::with_mock(MockProvider::start_with(MockConfig {
+        delay,
+        limits: Some(limits(Some(6_000), None)),
+        ..MockConfig::default()
+    }));
+    let models = ["openai:gpt-4o", "anthropic:haiku 3.5"];
+    s.write("bench.yaml", &many_prompts(&models, 4, 50));
+    let out = s
+        .track()
+        .args(["run", "bench.yaml", "--no-detail", "--concurrency", "8"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    for path in ["/v1/chat/completions", "/v1/messages"] {
+        let requests: Vec<_> = s
+            .mock
+            .requests()
+            .into_iter()
+            .filter(|r| r.path == path)
+            .collect();
+        assert_eq!(requests.len(), 4, "{path}");
+        let (streamed, others): (Vec<_>, Vec<_>) = requests
+            .iter()
+            .partition(|r| r.body["stream"] == serde_json::json!(true));
+        assert_eq!(streamed.len(), 1, "{path}: the first call alone streams");
+        let first = streamed[0].arrived;
+        for other in others {
+            assert!(
+                first <= other.arrived && other.arrived < first + delay,
+                "{path}: a call went {:?} after the first, not once its head was in",
+                other.arrived.saturating_sub(first)
+            );
+        }
+    }
+    // The streamed answers are stored as the others are: their counts from the stream's usage.
+    let counted = "SELECT count(*) FROM calls WHERE status = 'ok' AND tokens_estimated = 0";
+    assert_eq!(s.count(counted), 8);
+}
+
+#[test]
+fn a_server_refusing_the_streamed_first_call_is_asked_it_unstreamed() {
+    let s = Sandbox::with_mock(MockProvider::start_with(MockConfig {
+        refuse_stream_options: true,
+        ..MockConfig::default()
+    }));
+    s.write("bench.yaml", &many_prompts(&["openai:gpt-4o"], 3, 50));
+    let out = s
+        .track()
+        .args(["run", "bench.yaml", "--no-detail"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert_eq!(answered(&s), 3);
+    let bodies: Vec<_> = s.mock.requests().into_iter().map(|r| r.body).collect();
+    assert_eq!(bodies.len(), 4, "the first call asked twice: {bodies:?}");
+    assert!(bodies[0].get("stream_options").is_some());
+    assert!(bodies[1..].iter().all(|b| b.get("stream").is_none()));
+}
+
+#[test]
 fn a_server_without_headers_is_paced_by_rate_limit_in_config() {
     let s = limited(MockLimits {
         headers: false,

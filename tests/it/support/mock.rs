@@ -87,6 +87,9 @@ pub struct MockConfig {
     pub basic_auth_proxy: bool,
     /// Stand for a server that knows no structured output: a request with a schema gets a 400.
     pub refuse_schemas: bool,
+    /// Stand for an OpenAI-compatible server that knows no `stream_options` (Azure's older API
+    /// versions): a request with them gets a 400.
+    pub refuse_stream_options: bool,
     /// Rate limits for every model (OpenAI and Anthropic formats; Ollama is never limited).
     pub limits: Option<MockLimits>,
     /// Rate limits for one model id (as sent in the body), overriding `limits`.
@@ -106,6 +109,7 @@ impl Default for MockConfig {
             record_bodies: true,
             basic_auth_proxy: false,
             refuse_schemas: false,
+            refuse_stream_options: false,
             limits: None,
             model_limits: Vec::new(),
             prices: Vec::new(),
@@ -253,6 +257,8 @@ pub struct RecordedRequest {
     /// The parsed JSON body; a body that is not JSON is kept as a
     /// `Value::String`, an empty body as `Value::Null`.
     pub body: Value,
+    /// When it arrived, since the mock started.
+    pub arrived: Duration,
 }
 
 impl RecordedRequest {
@@ -833,12 +839,14 @@ impl Shared {
                     })
                     .collect(),
                 body,
+                arrived: self.started.elapsed(),
             }
         } else {
             RecordedRequest {
                 path: path.to_owned(),
                 headers: Vec::new(),
                 body: Value::Null,
+                arrived: self.started.elapsed(),
             }
         };
         let mut reqs = lock(&self.requests);
@@ -1000,9 +1008,19 @@ async fn answer(shared: &Shared, req: Request, out: &mut Outcome) -> Response {
 
     // The delay counts from the request's arrival (less any hold), as a server answering in
     // 50 ms does: reading the body and recording it are part of those 50 ms, not added to them.
-    if !shared.config.delay.is_zero() && !out.batch {
-        sleep_until_precisely(started + held + shared.config.delay).await;
+    // A streamed OpenAI or Anthropic answer sends its head and first event at once and the
+    // rest once the delay is over, as a server streaming a generation does.
+    let due = started + held + shared.config.delay;
+    let streamed_later = path != "/api/chat"
+        && parsed
+            .as_ref()
+            .and_then(|b| b.get("stream"))
+            .and_then(Value::as_bool)
+            .unwrap_or(false);
+    if !shared.config.delay.is_zero() && !out.batch && !streamed_later {
+        sleep_until_precisely(due).await;
     }
+    let due = (!shared.config.delay.is_zero() && !out.batch).then_some(due);
 
     let format = match (&parts.method, path.as_str()) {
         (&Method::POST, "/v1/chat/completions") => Format::OpenAi,
@@ -1094,14 +1112,15 @@ async fn answer(shared: &Shared, req: Request, out: &mut Outcome) -> Response {
         None | Some(Value::Null) => format == Format::Ollama,
         Some(v) => v.as_bool().unwrap_or(false),
     };
-    if stream && format != Format::Ollama {
-        return error_response(
-            format,
-            400,
-            None,
-            "mock: streaming is not supported for this format",
-        );
+    if shared.config.refuse_stream_options && body.get("stream_options").is_some() {
+        let message = "Unrecognized request argument supplied: stream_options";
+        return error_response(format, 400, None, message);
     }
+    // OpenAI sends the usage in a last chunk of its own only when asked for.
+    let stream_usage = body
+        .pointer("/stream_options/include_usage")
+        .and_then(Value::as_bool)
+        .unwrap_or(false);
 
     let shape = match requested_shape(format, &body, shared.config.refuse_schemas) {
         Ok(shape) => shape,
@@ -1236,6 +1255,10 @@ async fn answer(shared: &Shared, req: Request, out: &mut Outcome) -> Response {
                 v["usage"] =
                     json!({"prompt_tokens": i, "completion_tokens": o, "total_tokens": i + o});
             }
+            if stream {
+                let events = openai_events(&v, stream_usage);
+                return sse_response(events, due, truncate);
+            }
             finish_single(v, truncate)
         }
         Format::Anthropic => {
@@ -1274,6 +1297,9 @@ async fn answer(shared: &Shared, req: Request, out: &mut Outcome) -> Response {
             });
             if let Some((i, o)) = usage {
                 v["usage"] = json!({"input_tokens": i, "output_tokens": o});
+            }
+            if stream {
+                return sse_response(anthropic_events(&v), due, truncate);
             }
             finish_single(v, truncate)
         }
@@ -2110,6 +2136,147 @@ fn ndjson_line(v: &Value) -> Bytes {
     let mut buf = serde_json::to_vec(v).expect("serialize");
     buf.push(b'\n');
     Bytes::from(buf)
+}
+
+/// A completion's chunks, as OpenAI streams it: the role, the content in two deltas, the
+/// finish reason, the usage (when asked for and known), then `[DONE]`.
+fn openai_events(v: &Value, with_usage: bool) -> Vec<Bytes> {
+    let chunk = |choices: Value| {
+        let mut c = json!({
+            "id": v["id"], "object": "chat.completion.chunk", "created": v["created"],
+            "model": v["model"], "system_fingerprint": "fp_mock", "choices": choices,
+        });
+        if with_usage {
+            c["usage"] = Value::Null;
+        }
+        c
+    };
+    let text = v["choices"][0]["message"]["content"]
+        .as_str()
+        .unwrap_or_default();
+    let (a, b) = split_at_fraction(text, 1, 2);
+    let mut chunks = vec![chunk(
+        json!([{"index": 0, "delta": {"role": "assistant", "content": "", "refusal": null}, "logprobs": null, "finish_reason": null}]),
+    )];
+    for part in [a, b].into_iter().filter(|p| !p.is_empty()) {
+        chunks.push(chunk(
+            json!([{"index": 0, "delta": {"content": part}, "logprobs": null, "finish_reason": null}]),
+        ));
+    }
+    chunks.push(chunk(
+        json!([{"index": 0, "delta": {}, "logprobs": null, "finish_reason": v["choices"][0]["finish_reason"]}]),
+    ));
+    if with_usage && !v["usage"].is_null() {
+        let mut last = chunk(json!([]));
+        last["usage"] = v["usage"].clone();
+        chunks.push(last);
+    }
+    let mut events: Vec<Bytes> = chunks
+        .iter()
+        .map(|c| Bytes::from(format!("data: {c}\n\n")))
+        .collect();
+    events.push(Bytes::from_static(b"data: [DONE]\n\n"));
+    events
+}
+
+/// A message's events, as Anthropic streams it: `message_start` with the input count, each
+/// block's start, its text or input JSON in two deltas and its stop, `message_delta` with the
+/// stop reason and the output count, then `message_stop`.
+fn anthropic_events(v: &Value) -> Vec<Bytes> {
+    let event = |kind: &str, data: Value| Bytes::from(format!("event: {kind}\ndata: {data}\n\n"));
+    let mut start = v.clone();
+    start["content"] = json!([]);
+    start["stop_reason"] = Value::Null;
+    if let Some(input) = v.pointer("/usage/input_tokens") {
+        start["usage"] = json!({"input_tokens": input, "output_tokens": 1});
+    }
+    let mut events = vec![
+        event(
+            "message_start",
+            json!({"type": "message_start", "message": start}),
+        ),
+        event("ping", json!({"type": "ping"})),
+    ];
+    for (index, block) in v["content"].as_array().into_iter().flatten().enumerate() {
+        let (empty, deltas) = if block["type"] == "tool_use" {
+            let mut empty = block.clone();
+            empty["input"] = json!({});
+            let input = block["input"].to_string();
+            let (a, b) = split_at_fraction(&input, 1, 2);
+            let deltas: Vec<Value> = [a, b]
+                .iter()
+                .map(|p| json!({"type": "input_json_delta", "partial_json": p}))
+                .collect();
+            (empty, deltas)
+        } else {
+            let text = block["text"].as_str().unwrap_or_default();
+            let (a, b) = split_at_fraction(text, 1, 2);
+            let deltas: Vec<Value> = [a, b]
+                .iter()
+                .filter(|p| !p.is_empty())
+                .map(|p| json!({"type": "text_delta", "text": p}))
+                .collect();
+            (json!({"type": "text", "text": ""}), deltas)
+        };
+        events.push(event(
+            "content_block_start",
+            json!({"type": "content_block_start", "index": index, "content_block": empty}),
+        ));
+        for delta in deltas {
+            events.push(event(
+                "content_block_delta",
+                json!({"type": "content_block_delta", "index": index, "delta": delta}),
+            ));
+        }
+        events.push(event(
+            "content_block_stop",
+            json!({"type": "content_block_stop", "index": index}),
+        ));
+    }
+    let mut delta = json!({
+        "type": "message_delta",
+        "delta": {"stop_reason": v["stop_reason"], "stop_sequence": null},
+    });
+    if let Some(output) = v.pointer("/usage/output_tokens") {
+        delta["usage"] = json!({"output_tokens": output});
+    }
+    events.push(event("message_delta", delta));
+    events.push(event("message_stop", json!({"type": "message_stop"})));
+    events
+}
+
+/// 200 with `events` as server-sent events: the first at once, the others once `due` has
+/// come (the generation's time). Truncated: the first, then the connection fails.
+fn sse_response(events: Vec<Bytes>, due: Option<Instant>, truncate: bool) -> Response {
+    let mut events = events.into_iter();
+    let first = events.next().unwrap_or_default();
+    if truncate {
+        return truncated_response("text/event-stream", first, None);
+    }
+    let rest: Bytes = events.flat_map(|e| e.to_vec()).collect::<Vec<u8>>().into();
+    let parts = futures::stream::unfold(0u8, move |step| {
+        let (first, rest) = (first.clone(), rest.clone());
+        async move {
+            match step {
+                0 => Some((Ok::<Bytes, io::Error>(first), 1)),
+                1 => {
+                    if let Some(due) = due {
+                        sleep_until_precisely(due).await;
+                    }
+                    Some((Ok(rest), 2))
+                }
+                _ => None,
+            }
+        }
+    });
+    let mut resp = raw_response(
+        StatusCode::OK,
+        "text/event-stream",
+        Body::from_stream(parts),
+    );
+    resp.headers_mut()
+        .insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
+    resp
 }
 
 fn finish_single(v: Value, truncate: bool) -> Response {
