@@ -7,7 +7,7 @@ use std::time::Duration;
 use reqwest::header::{HeaderMap, RETRY_AFTER};
 use serde_json::Value;
 
-use super::{ProviderError, ProviderKind};
+use super::{ChatResponse, ProviderError, ProviderKind};
 
 /// An API key. Never printed: its `Debug` and `Display` show only that it is set.
 #[derive(Clone, PartialEq, Eq)]
@@ -189,31 +189,55 @@ impl LlmClient {
         .await
     }
 
-    /// Posts `streamed` (a request body asking for a streamed answer) when given, else
-    /// `plain`; a server that refuses the streamed one with 400 or 422 naming streaming (one
-    /// that knows no streaming, or not its options) is asked `plain` instead. The response, and
-    /// whether it answers the streamed request.
-    pub(crate) async fn post_json_streamed(
+    /// Sends a chat request that can stream its answer, and reads the answer. With `head`, the
+    /// request asks for a streamed answer and `head` is told the limits of the response's head
+    /// before the body is read; a server that refuses the streamed request with 400 or 422
+    /// naming streaming (one that knows no streaming, or not its options) is asked the
+    /// unstreamed one instead, and one that answers unstreamed is read as usual.
+    pub(crate) async fn chat_streamable(
         &self,
         endpoint: &Endpoint,
         headers: HeaderMap,
-        plain: &Value,
-        streamed: Option<&Value>,
-    ) -> Result<(reqwest::Response, bool), ProviderError> {
-        let Some(streamed) = streamed else {
-            return Ok((self.post_json(endpoint, headers, plain).await?, false));
+        request: Streamable<'_>,
+        head: Option<super::HeadSender>,
+    ) -> Result<ChatResponse, ProviderError> {
+        let Streamable {
+            body,
+            stream,
+            fold,
+            parse,
+        } = request;
+        let streamed = head.as_ref().map(|_| {
+            let mut streamed = body.clone();
+            stream(&mut streamed);
+            streamed
+        });
+        let (response, asked_stream) = match streamed {
+            None => (self.post_json(endpoint, headers, &body).await?, false),
+            Some(streamed) => match self.post_json(endpoint, headers.clone(), &streamed).await {
+                Err(ProviderError::Http {
+                    status: 400 | 422,
+                    message,
+                    ..
+                }) if message.to_ascii_lowercase().contains("stream") => {
+                    tracing::debug!(provider = %endpoint.provider, "a streamed request was refused; asking unstreamed");
+                    (self.post_json(endpoint, headers, &body).await?, false)
+                }
+                answered => (answered?, true),
+            },
         };
-        match self.post_json(endpoint, headers.clone(), streamed).await {
-            Err(ProviderError::Http {
-                status: 400 | 422,
-                message,
-                ..
-            }) if message.to_ascii_lowercase().contains("stream") => {
-                tracing::debug!(provider = %endpoint.provider, "a streamed request was refused; asking unstreamed");
-                Ok((self.post_json(endpoint, headers, plain).await?, false))
-            }
-            answered => Ok((answered?, true)),
+        let limits = limits_of(&response);
+        let events = super::sse::is_event_stream(&response);
+        if let Some(head) = head {
+            let _ = head.send(limits.clone());
         }
+        let bytes = self.read_body(endpoint, response).await?;
+        let answer = if events || (asked_stream && super::sse::looks_like_events(&bytes)) {
+            parse(&fold(&endpoint.provider, &bytes)?)
+        } else {
+            parse(&bytes)
+        };
+        answer.map(|answer| answer.with_limits(limits))
     }
 
     /// Sends `request` to one of `endpoint`'s URLs; returns the response when its status is a
@@ -348,6 +372,19 @@ pub(crate) struct ApiRequest {
     pub body: Option<(String, bytes::Bytes)>,
     /// A timeout of its own (large uploads and downloads), instead of the client's.
     pub timeout: Option<Duration>,
+}
+
+/// A chat request in a wire format that can stream its answer ([`LlmClient::chat_streamable`]).
+pub(crate) struct Streamable<'a> {
+    /// The request body, unstreamed.
+    pub body: Value,
+    /// Makes a copy of `body` ask for a streamed answer.
+    pub stream: fn(&mut Value),
+    /// The unstreamed answer that a streamed answer's bytes stand for (`provider` names it in
+    /// errors).
+    pub fold: fn(provider: &str, bytes: &[u8]) -> Result<Vec<u8>, ProviderError>,
+    /// Reads an unstreamed answer.
+    pub parse: &'a (dyn Fn(&[u8]) -> Result<ChatResponse, ProviderError> + Sync),
 }
 
 /// What an answer's headers say of the provider's rate limits.

@@ -7,7 +7,7 @@ use reqwest::header::{AUTHORIZATION, HeaderMap, HeaderValue};
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
-use super::client::{Endpoint, LlmClient, body_excerpt};
+use super::client::{Endpoint, LlmClient, Streamable, body_excerpt};
 use super::{ChatRequest, ChatResponse, Part, ProviderError, ProviderKind, usage_or_estimate};
 
 /// Sends `request` to an OpenAI-style endpoint.
@@ -17,30 +17,23 @@ pub(crate) async fn chat(
     request: &ChatRequest,
     head: Option<super::HeadSender>,
 ) -> Result<ChatResponse, ProviderError> {
-    let plain = body(request, endpoint.kind);
-    let streamed = head.as_ref().map(|_| {
-        let mut body = plain.clone();
-        // The usage comes in a last chunk of its own only when asked for.
-        body["stream"] = json!(true);
-        body["stream_options"] = json!({"include_usage": true});
-        body
-    });
-    let (response, asked_stream) = client
-        .post_json_streamed(endpoint, headers(endpoint)?, &plain, streamed.as_ref())
-        .await?;
-    let limits = super::client::limits_of(&response);
-    let events = super::sse::is_event_stream(&response);
-    if let Some(head) = head {
-        let _ = head.send(limits.clone());
-    }
-    let bytes = client.read_body(endpoint, response).await?;
-    let answer = if events || (asked_stream && super::sse::looks_like_events(&bytes)) {
-        let folded = fold_stream(&endpoint.provider, &bytes)?;
-        parse(&endpoint.provider, &folded, request)
-    } else {
-        parse(&endpoint.provider, &bytes, request)
+    let read = |bytes: &[u8]| parse(&endpoint.provider, bytes, request);
+    let request = Streamable {
+        body: body(request, endpoint.kind),
+        stream: ask_stream,
+        fold: fold_stream,
+        parse: &read,
     };
-    answer.map(|answer| answer.with_limits(limits))
+    client
+        .chat_streamable(endpoint, headers(endpoint)?, request, head)
+        .await
+}
+
+/// Asks for a streamed answer, with its usage (sent in a last chunk of its own only when asked
+/// for).
+fn ask_stream(body: &mut Value) {
+    body["stream"] = json!(true);
+    body["stream_options"] = json!({"include_usage": true});
 }
 
 /// The answer of a streamed completion (`chat.completion.chunk` events until `[DONE]`) as the
