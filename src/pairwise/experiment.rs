@@ -1,7 +1,7 @@
 //! A pairwise comparison as an experiment of the runtime. With candidate models, stage 0 has
 //! every model answer every prompt (cached like any call), and stage 1 has every judge compare
 //! every pair of answers to a prompt in both orders, `repeat` times; with generated
-//! datasheets, the comparisons are stage 0. Each verdict becomes a stored row.
+//! datasheets, the comparisons are stage 0. Each answer and each verdict becomes a stored row.
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::Path;
@@ -16,7 +16,7 @@ use crate::experiment::{
 };
 use crate::llm::{CallJob, CallOutcome, ChatRequest, Message, tokens_bound};
 use crate::prompt::Template;
-use crate::store::{Shown, Store, VerdictRow, Winner};
+use crate::store::{AnswerRow, Shown, Store, VerdictRow, Winner};
 
 /// The stages' names, as messages and `track runs --errors` show them.
 const ANSWERS: &str = "answers";
@@ -297,6 +297,24 @@ impl PairwiseExperiment {
         (!stage.calls.is_empty() || !stage.pending.is_empty()).then_some(stage)
     }
 
+    /// The row of one candidate's answer to one task; `item` is the answers stage's
+    /// (candidate x tasks + task).
+    fn answer_row(&self, run_id: i64, item: usize, outcome: &CallOutcome) -> AnswerRow {
+        let tasks = self.spec.tasks.len();
+        let (call_id, error) = match outcome {
+            CallOutcome::Hit(call) | CallOutcome::Fresh(call) => (Some(call.id), None),
+            CallOutcome::Failed { call_id, error, .. } => (*call_id, Some(error.clone())),
+        };
+        AnswerRow {
+            run_id,
+            candidate: self.names[item / tasks].clone(),
+            item: self.spec.tasks[item % tasks].name.clone(),
+            call_id,
+            cache_hit: matches!(outcome, CallOutcome::Hit(_)),
+            error,
+        }
+    }
+
     /// The row of one verdict, its winner read back into the pair's frame.
     fn verdict_row(
         &self,
@@ -404,7 +422,12 @@ impl Experiment for PairwiseExperiment {
         outcomes: &[(usize, &CallOutcome)],
     ) -> Result<Vec<String>, ExperimentError> {
         let Some(comparisons) = stage.data.as_ref().and_then(|d| d.get::<Vec<Comparison>>()) else {
-            // Answers are calls only: the verdicts that judge them are the rows.
+            // The answers stage: a row per candidate's answer, or why it gave none.
+            let rows: Vec<AnswerRow> = outcomes
+                .iter()
+                .map(|&(i, outcome)| self.answer_row(run_id, stage.calls[i].item, outcome))
+                .collect();
+            store.insert_pairwise_answers(&rows)?;
             return Ok(Vec::new());
         };
         let mut rows = Vec::with_capacity(outcomes.len());
@@ -540,6 +563,98 @@ prompts:
             .count();
         assert_eq!(orders, 4, "candidate 0 shown first: 2 pairs x 2 repeats");
         assert!(p.stage(2, Some((&verdicts, &[]))).unwrap().is_none());
+    }
+
+    /// An answer stored as a call, as the executor would have.
+    fn answered(store: &mut Store, key: &str, text: &str) -> crate::store::StoredCall {
+        store
+            .insert_call(&crate::store::NewCall {
+                cache_key: key,
+                canonical_request: "{}",
+                provider: "openai",
+                model: "gpt-4o",
+                outcome: Ok(text),
+                finish_reason: Some("stop"),
+                input_tokens: Some(1),
+                output_tokens: Some(1),
+                tokens_estimated: false,
+                latency_ms: 1.0,
+                attempts: 1,
+                input_price_per_mtok: 0.0,
+                output_price_per_mtok: 0.0,
+                cost_usd: Some(0.0),
+                http_status: Some(200),
+            })
+            .unwrap();
+        store.cached_calls([key]).unwrap().remove(key).unwrap()
+    }
+
+    #[test]
+    fn record_stores_a_row_per_candidates_answer_and_the_verdicts_none() {
+        let mut p = experiment();
+        let mut store = Store::open_in_memory().unwrap();
+        let run = store.create_run("pairwise", None, None, "{}").unwrap();
+        let answers = p.stage(0, None).unwrap().unwrap();
+        // Items are candidate x 2 tasks + task: 1 is gpt-4o on `sum`, 2 haiku on `capital`,
+        // 5 llama on `sum`.
+        let fresh = CallOutcome::Fresh(answered(&mut store, "k1", "4"));
+        let hit = CallOutcome::Hit(answered(&mut store, "k2", "Paris"));
+        let failed = CallOutcome::Failed {
+            call_id: None,
+            error: "HTTP 500".into(),
+            attempts: 3,
+        };
+        let position = |item: usize| answers.calls.iter().position(|c| c.item == item).unwrap();
+        let problems = p
+            .record(
+                &mut store,
+                run,
+                &answers,
+                &[
+                    (position(1), &fresh),
+                    (position(2), &hit),
+                    (position(5), &failed),
+                ],
+            )
+            .unwrap();
+        assert!(problems.is_empty());
+        let row =
+            |candidate: &str, item: &str, call_id, cache_hit, error: Option<&str>| AnswerRow {
+                run_id: run,
+                candidate: candidate.into(),
+                item: item.into(),
+                call_id,
+                cache_hit,
+                error: error.map(str::to_owned),
+            };
+        assert_eq!(
+            store.pairwise_answers(&[run]).unwrap(),
+            [
+                row(
+                    "anthropic:haiku 3.5",
+                    "capital",
+                    hit.call().map(|c| c.id),
+                    true,
+                    None
+                ),
+                row("ollama:llama3.2", "sum", None, false, Some("HTTP 500")),
+                row(
+                    "openai:gpt-4o",
+                    "sum",
+                    fresh.call().map(|c| c.id),
+                    false,
+                    None
+                ),
+            ]
+        );
+        // The verdicts stage records verdicts, not answers.
+        let known: Vec<Option<CallOutcome>> = vec![Some(fresh.clone()); answers.calls.len()];
+        let verdicts = p.stage(1, Some((&answers, &known))).unwrap().unwrap();
+        let verdict = CallOutcome::Fresh(answered(&mut store, "k3", r#"{"winner": "A"}"#));
+        p.record(&mut store, run, &verdicts, &[(0, &verdict)])
+            .unwrap();
+        assert_eq!(store.pairwise_answers(&[run]).unwrap().len(), 3);
+        assert_eq!(store.pairwise_verdicts(&[run]).unwrap().len(), 1);
     }
 
     #[test]

@@ -22,7 +22,8 @@ pub struct ResultTable {
 
 /// The tables of results, in the order they are exported. A run has rows in some of them only
 /// (a benchmark in `bench_results`; a review in `reviews`, `review_scores` and, when it
-/// generated first, `generated_datasheets`).
+/// generated first, `generated_datasheets`; a pairwise comparison in `pairwise_verdicts` and,
+/// when its candidates are models, `pairwise_answers`).
 pub const RESULT_TABLES: &[ResultTable] = &[
     ResultTable::of_run("bench_results"),
     ResultTable::of_run("generated_datasheets"),
@@ -32,6 +33,7 @@ pub const RESULT_TABLES: &[ResultTable] = &[
         via: Some(("review_id", "reviews")),
     },
     ResultTable::of_run("relevance_predictions"),
+    ResultTable::of_run("pairwise_answers"),
     ResultTable::of_run("pairwise_verdicts"),
 ];
 

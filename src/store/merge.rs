@@ -468,6 +468,7 @@ const ROW_TABLES: &[&str] = &[
     "generated_datasheets",
     "reviews",
     "relevance_predictions",
+    "pairwise_answers",
     "pairwise_verdicts",
     "run_errors",
 ];
@@ -625,6 +626,7 @@ fn copy_rows(tx: &Connection) -> rusqlite::Result<()> {
     for table in [
         "reviews",
         "relevance_predictions",
+        "pairwise_answers",
         "pairwise_verdicts",
         "run_errors",
     ] {

@@ -40,7 +40,7 @@ pub use export::{
 pub use ids::{Part, merged_run_uid, new_run_uid, uid};
 pub use merge::{InputAdded, MergeError, MergeReport, PlanMerged, merge};
 pub use pacing::{BucketRow, PacingRow};
-pub use pairwise::{Shown, UnknownPairwise, VerdictRow, Winner};
+pub use pairwise::{AnswerRow, Shown, UnknownPairwise, VerdictRow, Winner};
 pub use relevance::{PredictionRow, UnknownVariant, Variant};
 pub use review::{
     NewGenerated, ParseStatus, ReviewColumns, ReviewNotes, ReviewRow, ScoreColumns, ScoreRow,

@@ -1,5 +1,6 @@
 //! Pairwise verdicts: one row per judge x item x pair x repeat x order of a run, and the two
-//! enums they store (the order shown, the winner). It imports nothing from the kind.
+//! enums they store (the order shown, the winner); and the candidates' answers the verdicts
+//! judge: one row per candidate model x item. It imports nothing from the kind.
 
 use rusqlite::params;
 use rusqlite::types::{FromSql, FromSqlError, FromSqlResult, ToSql, ToSqlOutput, ValueRef};
@@ -113,7 +114,81 @@ pub struct VerdictRow {
     pub cache_hit: bool,
 }
 
+/// One candidate model's answer to one item (a prompt) of a pairwise run: the call that
+/// answered, or why none did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AnswerRow {
+    pub run_id: i64,
+    /// The candidate, named as the verdicts name it (its `name:`, else its `provider:alias`).
+    pub candidate: String,
+    /// The prompt's name, as the verdicts name items.
+    pub item: String,
+    /// The stored call: the answer when `error` is `None`, the failed request otherwise (`None`
+    /// when no request was stored).
+    pub call_id: Option<i64>,
+    pub cache_hit: bool,
+    /// Why the candidate did not answer; `None` when it did.
+    pub error: Option<String>,
+}
+
 impl Store {
+    /// Writes candidates' answers in one transaction (a repeated one replaces the earlier).
+    pub fn insert_pairwise_answers(&mut self, rows: &[AnswerRow]) -> Result<()> {
+        let tx = self.conn.transaction()?;
+        {
+            let mut stmt = tx.prepare_cached(
+                "INSERT OR REPLACE INTO pairwise_answers (run_id, candidate, item, call_id,
+                    cache_hit, error, uid)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+            )?;
+            for r in rows {
+                let uid = super::uid(&[
+                    "answer".into(),
+                    super::ids::run_uid(&tx, r.run_id)?.as_ref().into(),
+                    (&r.candidate).into(),
+                    (&r.item).into(),
+                ]);
+                stmt.execute(params![
+                    r.run_id,
+                    r.candidate,
+                    r.item,
+                    r.call_id,
+                    r.cache_hit,
+                    r.error,
+                    uid,
+                ])?;
+            }
+        }
+        tx.commit()?;
+        Ok(())
+    }
+
+    /// The candidates' answers of `run_ids`, run by run, each run's by candidate and item (not
+    /// the order they were stored in, which concurrency decides).
+    pub fn pairwise_answers(&self, run_ids: &[i64]) -> Result<Vec<AnswerRow>> {
+        let mut stmt = self.conn.prepare(
+            "SELECT run_id, candidate, item, call_id, cache_hit, error
+             FROM pairwise_answers WHERE run_id = ?1 ORDER BY candidate, item",
+        )?;
+        let mut out = Vec::new();
+        for run_id in run_ids {
+            let rows = stmt.query_map([run_id], |r| {
+                Ok(AnswerRow {
+                    run_id: r.get(0)?,
+                    candidate: r.get(1)?,
+                    item: r.get(2)?,
+                    call_id: r.get(3)?,
+                    cache_hit: r.get(4)?,
+                    error: r.get(5)?,
+                })
+            })?;
+            for row in rows {
+                out.push(row?);
+            }
+        }
+        Ok(out)
+    }
+
     /// Writes verdicts in one transaction (a repeated one replaces the earlier).
     pub fn insert_pairwise_verdicts(&mut self, rows: &[VerdictRow]) -> Result<()> {
         let tx = self.conn.transaction()?;
@@ -227,5 +302,87 @@ mod tests {
             [invalid, row],
             "by order shown, not as stored"
         );
+    }
+
+    #[test]
+    fn answers_round_trip_and_a_repeated_one_replaces_the_earlier() {
+        let mut store = Store::open_in_memory().unwrap();
+        let run = store.create_run("pairwise", None, None, "{}").unwrap();
+        let other = store.create_run("pairwise", None, None, "{}").unwrap();
+        let failed = AnswerRow {
+            run_id: run,
+            candidate: "openai:gpt-4o".into(),
+            item: "q2".into(),
+            call_id: None,
+            cache_hit: false,
+            error: Some("HTTP 500".into()),
+        };
+        let answered = AnswerRow {
+            item: "q1".into(),
+            error: None,
+            cache_hit: true,
+            ..failed.clone()
+        };
+        let elsewhere = AnswerRow {
+            run_id: other,
+            ..answered.clone()
+        };
+        store
+            .insert_pairwise_answers(&[failed.clone(), answered.clone(), elsewhere.clone()])
+            .unwrap();
+        assert_eq!(
+            store.pairwise_answers(&[run]).unwrap(),
+            [answered.clone(), failed.clone()],
+            "by candidate and item, not as stored"
+        );
+        // Asked again, the failed answer now answered: one row, the later.
+        let retried = AnswerRow {
+            error: None,
+            ..failed.clone()
+        };
+        store
+            .insert_pairwise_answers(std::slice::from_ref(&retried))
+            .unwrap();
+        assert_eq!(
+            store.pairwise_answers(&[run, other]).unwrap(),
+            [answered, retried, elsewhere]
+        );
+    }
+
+    #[test]
+    fn an_answers_uid_is_its_runs_uid_candidate_and_item_as_track_sha256_makes_it() {
+        let mut store = Store::open_in_memory().unwrap();
+        let run = store.create_run("pairwise", None, None, "{}").unwrap();
+        let other = store.create_run("pairwise", None, None, "{}").unwrap();
+        let row = AnswerRow {
+            run_id: run,
+            candidate: "ollama:llama3.2".into(),
+            item: "q1".into(),
+            call_id: None,
+            cache_hit: false,
+            error: None,
+        };
+        let in_other = AnswerRow {
+            run_id: other,
+            ..row.clone()
+        };
+        store.insert_pairwise_answers(&[row, in_other]).unwrap();
+        let mut stmt = store
+            .conn
+            .prepare(
+                "SELECT a.uid, track_sha256('answer', r.uid, a.candidate, a.item)
+                 FROM pairwise_answers a JOIN runs r ON r.id = a.run_id ORDER BY a.run_id",
+            )
+            .unwrap();
+        let uids: Vec<(String, String)> = stmt
+            .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
+            .unwrap()
+            .map(Result::unwrap)
+            .collect();
+        assert_eq!(uids.len(), 2);
+        for (stored, computed) in &uids {
+            assert_eq!(stored, computed, "the insert's uid is the SQL function's");
+        }
+        assert_ne!(uids[0].0, uids[1].0, "two runs, two uids");
     }
 }

@@ -258,3 +258,15 @@ CREATE UNIQUE INDEX reviews_by_uid ON reviews (uid);
 CREATE UNIQUE INDEX predictions_by_uid ON relevance_predictions (uid);
 CREATE UNIQUE INDEX verdicts_by_uid ON pairwise_verdicts (uid);
 CREATE UNIQUE INDEX run_errors_by_uid ON run_errors (uid);
+CREATE TABLE pairwise_answers (
+    id        INTEGER PRIMARY KEY,
+    run_id    INTEGER NOT NULL REFERENCES runs (id) ON DELETE CASCADE,
+    candidate TEXT NOT NULL,
+    item      TEXT NOT NULL,
+    call_id   INTEGER REFERENCES calls (id),
+    cache_hit INTEGER NOT NULL DEFAULT 0,
+    error     TEXT,
+    uid       TEXT,
+    UNIQUE (run_id, candidate, item)
+);
+CREATE UNIQUE INDEX answers_by_uid ON pairwise_answers (uid);

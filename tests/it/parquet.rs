@@ -346,6 +346,7 @@ fn every_kind_exports_all_its_rows_and_their_calls() {
             "reviews",
             "review_scores",
             "relevance_predictions",
+            "pairwise_answers",
             "pairwise_verdicts",
         ] {
             let rows = s.count(&format!("SELECT count(*) FROM {table}"));
@@ -375,9 +376,23 @@ fn every_kind_exports_all_its_rows_and_their_calls() {
                  SELECT call_id FROM bench_results UNION SELECT judge_call_id FROM bench_results
                  UNION SELECT call_id FROM generated_datasheets UNION SELECT call_id FROM reviews
                  UNION SELECT call_id FROM relevance_predictions
+                 UNION SELECT call_id FROM pairwise_answers
                  UNION SELECT call_id FROM pairwise_verdicts)",
         );
         assert!(referenced > 0, "{}", case.name);
+        // A pairwise run of candidate models exports its candidates' answers and their calls
+        // beside the judges': 2 candidates x 2 prompts answered, 1 pair x 2 prompts x 2
+        // orders judged. One of generated datasheets has no answers stage.
+        let answers = s.count("SELECT count(*) FROM pairwise_answers");
+        match case.name {
+            "pairwise file" => {
+                assert_eq!(answers, 4, "{}", case.name);
+                assert_eq!(datasets["pairwise_answers"]["rows"], 4, "{}", case.name);
+                assert_eq!(datasets["pairwise_verdicts"]["rows"], 4, "{}", case.name);
+                assert_eq!(datasets["calls"]["rows"], 4 + 4, "{}: calls", case.name);
+            }
+            _ => assert_eq!(answers, 0, "{}", case.name),
+        }
         assert_eq!(
             datasets["calls"]["rows"], referenced,
             "{}: calls",

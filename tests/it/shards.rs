@@ -75,6 +75,26 @@ fn summaries(s: &Sandbox, case: &Case) -> BTreeMap<String, String> {
     all
 }
 
+/// The pairwise answer rows of database `db`'s runs that no merge superseded, by candidate
+/// and item: candidate, item, error, cache hit, then the answer's call by content (status and
+/// answer) and by global id, so that a call id not mapped to the database's own call shows.
+fn answers(db: &Path) -> Vec<Vec<Option<String>>> {
+    let conn = rusqlite::Connection::open(db).unwrap();
+    let mut stmt = conn
+        .prepare(
+            "SELECT a.candidate, a.item, a.error, CAST(a.cache_hit AS TEXT), c.status,
+                    c.response_sha256, c.uid
+             FROM pairwise_answers a JOIN runs r ON r.id = a.run_id
+             LEFT JOIN calls c ON c.id = a.call_id
+             WHERE r.merged_into IS NULL ORDER BY a.candidate, a.item",
+        )
+        .unwrap();
+    stmt.query_map([], |r| (0..7).map(|i| r.get(i)).collect())
+        .unwrap()
+        .map(Result::unwrap)
+        .collect()
+}
+
 /// Runs `case` as `count` shards, each into `shard-k.db`, all against the sandbox's one mock.
 fn run_shards(s: &Sandbox, case: &Case, count: u32) {
     for k in 0..count {
@@ -187,6 +207,35 @@ fn merged_shards_give_the_unsharded_summaries_for_every_kind() {
             comparable(&s, case),
             comparable(&whole, case),
             "{}: merged exports equal the unsharded run's",
+            case.name
+        );
+        // The candidates' answers: the shards' rows, each at its own call in OUT (by uid),
+        // and the unsharded run's (by content: the two sandboxes' calls differ in their keys).
+        let merged_answers = answers(&s.db_path());
+        let mut shards_answers: Vec<_> = shard_files(3)
+            .iter()
+            .flat_map(|file| answers(&s.path(file)))
+            .collect();
+        shards_answers.sort();
+        assert_eq!(merged_answers, shards_answers, "{}: answers", case.name);
+        let by_content = |rows: &[Vec<Option<String>>]| -> Vec<Vec<Option<String>>> {
+            rows.iter().map(|row| row[..6].to_vec()).collect()
+        };
+        assert_eq!(
+            by_content(&merged_answers),
+            by_content(&answers(&whole.db_path())),
+            "{}: answers",
+            case.name
+        );
+        let expected_answers = if case.name == "pairwise file" {
+            2 * 2 // candidates x prompts
+        } else {
+            0
+        };
+        assert_eq!(merged_answers.len(), expected_answers, "{}", case.name);
+        assert!(
+            merged_answers.iter().all(|row| row[6].is_some()),
+            "{}: every answer's call is in OUT: {merged_answers:?}",
             case.name
         );
         // One run in `track runs`, completed, with the whole plan's tally.
