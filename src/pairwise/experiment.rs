@@ -567,26 +567,7 @@ prompts:
 
     /// An answer stored as a call, as the executor would have.
     fn answered(store: &mut Store, key: &str, text: &str) -> crate::store::StoredCall {
-        store
-            .insert_call(&crate::store::NewCall {
-                cache_key: key,
-                canonical_request: "{}",
-                provider: "openai",
-                model: "gpt-4o",
-                outcome: Ok(text),
-                finish_reason: Some("stop"),
-                input_tokens: Some(1),
-                output_tokens: Some(1),
-                tokens_estimated: false,
-                latency_ms: 1.0,
-                attempts: 1,
-                input_price_per_mtok: 0.0,
-                output_price_per_mtok: 0.0,
-                cost_usd: Some(0.0),
-                http_status: Some(200),
-            })
-            .unwrap();
-        store.cached_calls([key]).unwrap().remove(key).unwrap()
+        store.insert_answered(key, text)
     }
 
     #[test]

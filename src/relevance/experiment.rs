@@ -620,7 +620,7 @@ impl Experiment for CompareExperiment {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::store::{NewCall, StoredCall};
+    use crate::store::StoredCall;
 
     /// A 1x1 PNG's first bytes: enough for its media type.
     const PNG: &[u8] = &[0x89, b'P', b'N', b'G', 0x0d, 0x0a, 0x1a, 0x0a, 0, 1];
@@ -658,26 +658,7 @@ mod tests {
 
     /// An answer stored as a call, as the executor would have.
     fn answered(store: &mut Store, key: &str, text: &str) -> StoredCall {
-        store
-            .insert_call(&NewCall {
-                cache_key: key,
-                canonical_request: "{}",
-                provider: "openai",
-                model: "gpt-4o",
-                outcome: Ok(text),
-                finish_reason: Some("stop"),
-                input_tokens: Some(1),
-                output_tokens: Some(1),
-                tokens_estimated: false,
-                latency_ms: 1.0,
-                attempts: 1,
-                input_price_per_mtok: 0.0,
-                output_price_per_mtok: 0.0,
-                cost_usd: Some(0.0),
-                http_status: Some(200),
-            })
-            .unwrap();
-        store.cached_calls([key]).unwrap().remove(key).unwrap()
+        store.insert_answered(key, text)
     }
 
     #[test]

@@ -878,7 +878,6 @@ fn sensor_key(brand: &str, sensor: &str) -> String {
 mod tests {
     use super::*;
     use crate::review::{GENERATION_PROMPT, REVIEW_PROMPT};
-    use crate::store::NewCall;
 
     /// gpt-4o writes the datasheets of two sensors, one with an official datasheet; haiku
     /// reviews them. Files live under `dir`.
@@ -920,26 +919,7 @@ mod tests {
 
     /// An answer stored as a call, as the executor would have.
     fn answered(store: &mut Store, key: &str, text: &str) -> CallOutcome {
-        store
-            .insert_call(&NewCall {
-                cache_key: key,
-                canonical_request: "{}",
-                provider: "openai",
-                model: "gpt-4o",
-                outcome: Ok(text),
-                finish_reason: Some("stop"),
-                input_tokens: Some(1),
-                output_tokens: Some(1),
-                tokens_estimated: false,
-                latency_ms: 1.0,
-                attempts: 1,
-                input_price_per_mtok: 0.0,
-                output_price_per_mtok: 0.0,
-                cost_usd: Some(0.0),
-                http_status: Some(200),
-            })
-            .unwrap();
-        CallOutcome::Fresh(store.cached_calls([key]).unwrap().remove(key).unwrap())
+        CallOutcome::Fresh(store.insert_answered(key, text))
     }
 
     /// An answer stored as a call, dated `at` (the time a review of it is given).

@@ -239,6 +239,44 @@ pub(super) fn cached_call(conn: &rusqlite::Connection, key: &str) -> Result<Opti
 }
 
 #[cfg(test)]
+impl<'a> NewCall<'a> {
+    /// A call to `openai:gpt-4o` under `key` answered `text` (one token in, one out, free):
+    /// what the executor would have stored, for tests.
+    pub(crate) fn answered(key: &'a str, text: &'a str) -> Self {
+        NewCall {
+            cache_key: key,
+            canonical_request: "{}",
+            provider: "openai",
+            model: "gpt-4o",
+            outcome: Ok(text),
+            finish_reason: Some("stop"),
+            input_tokens: Some(1),
+            output_tokens: Some(1),
+            tokens_estimated: false,
+            latency_ms: 1.0,
+            attempts: 1,
+            input_price_per_mtok: 0.0,
+            output_price_per_mtok: 0.0,
+            cost_usd: Some(0.0),
+            http_status: Some(200),
+        }
+    }
+}
+
+#[cfg(test)]
+impl Store {
+    /// Stores [`NewCall::answered`] and returns it as the cache serves it, for tests.
+    pub(crate) fn insert_answered(&mut self, key: &str, text: &str) -> StoredCall {
+        self.insert_call(&NewCall::answered(key, text))
+            .expect("store a call");
+        self.cached_calls([key])
+            .expect("read the cache")
+            .remove(key)
+            .expect("the call just stored")
+    }
+}
+
+#[cfg(test)]
 mod tests {
     use super::*;
 

@@ -120,23 +120,7 @@ mod tests {
     use crate::store::NewCall;
 
     fn call(key: &str) -> NewCall<'_> {
-        NewCall {
-            cache_key: key,
-            canonical_request: "{}",
-            provider: "openai",
-            model: "gpt-4o",
-            outcome: Ok("answer"),
-            finish_reason: Some("stop"),
-            input_tokens: Some(1),
-            output_tokens: Some(1),
-            tokens_estimated: false,
-            latency_ms: 1.0,
-            attempts: 1,
-            input_price_per_mtok: 0.0,
-            output_price_per_mtok: 0.0,
-            cost_usd: Some(0.0),
-            http_status: Some(200),
-        }
+        NewCall::answered(key, "answer")
     }
 
     #[tokio::test]
