@@ -173,7 +173,7 @@ impl ExportOptions {
     /// A note for the user on stderr, unless quiet.
     pub fn note(&self, message: impl AsRef<str>) {
         if !self.quiet {
-            eprintln!("{}", message.as_ref());
+            crate::output::tell(format_args!("{}", message.as_ref()));
         }
     }
 }

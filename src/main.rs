@@ -6,7 +6,7 @@ fn main() -> ExitCode {
     let cli = track::commands::Cli::parse_with_global_options_on_top();
     // A missing .env is normal; a malformed one is worth a warning (that never shows a key).
     if let Some(warning) = track::config::env_file::load() {
-        eprintln!("track: warning: {warning}");
+        track::output::tell(format_args!("track: warning: {warning}"));
     }
     let default_level = match (cli.quiet, cli.verbose) {
         (true, _) => "error",
@@ -37,7 +37,7 @@ fn main() -> ExitCode {
                 return ExitCode::SUCCESS;
             }
             let chain: Vec<String> = error.chain().map(ToString::to_string).collect();
-            eprintln!("track: {}", dedupe_chain(&chain).join(": "));
+            track::output::tell(format_args!("track: {}", dedupe_chain(&chain).join(": ")));
             ExitCode::FAILURE
         }
     }

@@ -253,10 +253,10 @@ fn cancel(context: &Context, id: &str) -> anyhow::Result<ExitCode> {
             );
         }
         (BatchState::Collected | BatchState::Void, _) => {
-            println!(
+            crate::output::say(format_args!(
                 "{name} has already ended ({}): nothing to cancel",
                 row.shown_status()
-            );
+            ));
             return Ok(ExitCode::SUCCESS);
         }
     };
@@ -266,11 +266,11 @@ fn cancel(context: &Context, id: &str) -> anyhow::Result<ExitCode> {
         .map(|s| batch::BatchStatus::from_stored(s, Vec::new()))
         .is_some_and(|s| s.is_ended());
     if ended {
-        println!(
+        crate::output::say(format_args!(
             "{name} has already ended ({}): nothing to cancel; {}",
             row.shown_status(),
             collect_hint(&row)
-        );
+        ));
         return Ok(ExitCode::SUCCESS);
     }
     let api = BatchApi::from_name(&row.api)
@@ -288,12 +288,12 @@ fn cancel(context: &Context, id: &str) -> anyhow::Result<ExitCode> {
     info.with_poll(|poll| store.record_batch_poll(row.id, poll))?;
     let counts = info.counts;
     let done = counts.succeeded + counts.errored + counts.cancelled + counts.expired;
-    println!(
+    crate::output::say(format_args!(
         "{name}: {} ({done} of {} requests done); what finished keeps its results: {}",
         info.status,
         row.request_count,
         collect_hint(&row)
-    );
+    ));
     Ok(ExitCode::SUCCESS)
 }
 

@@ -125,7 +125,7 @@ pub fn run(context: &Context, args: DiffArgs) -> anyhow::Result<ExitCode> {
         if crate::output::is_closed_pipe(&error) {
             return Ok(ExitCode::SUCCESS);
         }
-        eprintln!("track: {error:#}");
+        crate::output::tell(format_args!("track: {error:#}"));
         Ok(ExitCode::from(2))
     })
 }
@@ -153,16 +153,16 @@ fn compare(context: &Context, mut args: DiffArgs) -> anyhow::Result<ExitCode> {
         // The table already names them on stdout; CSV and JSON leave them to stderr.
         if args.format != Format::Table || args.items {
             for regression in &diff.significant {
-                eprintln!("track: significant regression: {regression}");
+                crate::output::tell(format_args!("track: significant regression: {regression}"));
             }
         }
-        eprintln!(
+        crate::output::tell(format_args!(
             "track: exit status 1: {} (--fail-on-regression)",
             crate::output::count(
                 diff.counts.significant_regressions,
                 "significant regression"
             )
-        );
+        ));
         return Ok(ExitCode::FAILURE);
     }
     Ok(ExitCode::SUCCESS)

@@ -197,10 +197,10 @@ pub fn run_experiment(
     report.note(summary.line());
     print_errors(context, &summary);
     if let Some(why) = summary.failure() {
-        eprintln!("track: {why}");
+        crate::output::tell(format_args!("track: {why}"));
     }
     if let Some(note) = summary.waiting_note() {
-        eprintln!("track: {note}");
+        crate::output::tell(format_args!("track: {note}"));
     }
     if plan.shard.is_part() {
         // Said even with --quiet: a shard's figures are not the plan's.
@@ -209,13 +209,13 @@ pub fn run_experiment(
         } else {
             format!("holds {} of the plan's calls", plan.calls())
         };
-        eprintln!(
+        crate::output::tell(format_args!(
             "track: run {} is shard {} of plan {}: it {held}; once every shard has \
              finished, `track merge OUT.db SHARD.db…` joins them into one run",
             summary.run_id,
             plan.shard,
             &plan.sha256[..12.min(plan.sha256.len())]
-        );
+        ));
     }
     Ok(ExitCode::from(summary.exit_code()))
 }
@@ -239,15 +239,15 @@ fn print_errors(context: &Context, summary: &RunSummary) {
     } else {
         format!("{} ({causes}):", count(errors, "error"))
     };
-    eprintln!("{heading}");
+    crate::output::tell(format_args!("{heading}"));
     for group in &groups[..shown] {
-        eprintln!("  {group}");
+        crate::output::tell(format_args!("  {group}"));
     }
     if errors > 1 {
-        eprintln!(
+        crate::output::tell(format_args!(
             "each error, with its item and why: track runs --errors {}",
             summary.run_id
-        );
+        ));
     }
 }
 

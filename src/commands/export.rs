@@ -189,11 +189,11 @@ fn parquet(context: &Context, args: ParquetArgs) -> anyhow::Result<ExitCode> {
         Ok(_) => Ok(ExitCode::SUCCESS),
         Err(e) => match e.downcast_ref::<export_parquet::Interrupted>() {
             Some(export_parquet::Interrupted(signal)) => {
-                eprintln!(
+                crate::output::tell(format_args!(
                     "track: {e}: the files it finished are whole, the one it was writing is \
                      removed, and {} is as it was; the same command finishes the export",
                     args.out.join(export_parquet::MANIFEST).display()
-                );
+                ));
                 Ok(ExitCode::from(signal.exit_code()))
             }
             None => Err(e),

@@ -142,7 +142,10 @@ impl Context {
             // Said even with --quiet: a new database has an empty cache, so calls are paid
             // again; a user in the wrong folder needs to know.
             let shown = std::path::absolute(&self.db).unwrap_or_else(|_| self.db.clone());
-            eprintln!("track: created a new database at {}", shown.display());
+            crate::output::tell(format_args!(
+                "track: created a new database at {}",
+                shown.display()
+            ));
         }
         Ok(store)
     }
@@ -172,7 +175,7 @@ impl Context {
     /// A note for the user on stderr, unless quiet.
     pub fn note(&self, message: impl AsRef<str>) {
         if !self.quiet {
-            eprintln!("{}", message.as_ref());
+            crate::output::tell(format_args!("{}", message.as_ref()));
         }
     }
 }
@@ -276,12 +279,12 @@ pub(crate) fn selection_status(
             && status == RunStatus::Completed
         {
             // One shard of a plan covers part of it: its figures are not the plan's.
-            eprintln!(
+            crate::output::tell(format_args!(
                 "track: warning: run {} is shard {k}/{n} of its plan: these figures cover only \
                  that shard; `track merge OUT.db SHARD.db…` joins the {n} shards' databases \
                  into one run of the whole plan",
                 run.id
-            );
+            ));
             status = RunStatus::Partial;
             statuses.insert(status.as_str());
             per_run.insert(run.id, status.as_str());
@@ -299,11 +302,11 @@ pub(crate) fn selection_status(
                 RunStatus::Partial => "merged from some of its shards only (`partial`)".to_owned(),
                 other => other.to_string(),
             };
-            eprintln!(
+            crate::output::tell(format_args!(
                 "track: warning: run {} is {state}: it recorded {} of the {} calls it planned, and \
                  these figures cover only those",
                 run.id, run.tally.calls, run.tally.planned_calls
-            );
+            ));
         }
     }
     let selection = match statuses.len() {

@@ -32,7 +32,7 @@ pub fn run(context: &Context, args: ReportArgs) -> anyhow::Result<ExitCode> {
     }
     std::fs::write(&args.out, &html)
         .map_err(|e| anyhow::anyhow!("cannot write the report to {}: {e}", shown(&args.out)))?;
-    println!("{}", shown(&args.out));
+    crate::output::say(format_args!("{}", shown(&args.out)));
     context.note(format!(
         "{} KB; open it in any browser",
         html.len().div_ceil(1024)

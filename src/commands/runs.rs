@@ -53,7 +53,10 @@ pub fn run(context: &Context, args: RunsArgs) -> anyhow::Result<ExitCode> {
     print_frame(&df, args.format, Columns::wide_if(args.wide))?;
     if args.format == Format::Table {
         for run in runs.iter().filter(|r| r.status == RunStatus::Waiting) {
-            println!("{}", waiting_note(run.id, &waited_for(&store, run.id)?));
+            crate::output::say(format_args!(
+                "{}",
+                waiting_note(run.id, &waited_for(&store, run.id)?)
+            ));
         }
     }
     Ok(ExitCode::SUCCESS)

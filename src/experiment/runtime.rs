@@ -451,16 +451,18 @@ fn listen(
         .listen(
             move |signal| {
                 progress.suspend(|| {
-                    eprintln!(
+                    crate::output::tell(format_args!(
                         "track: {} received: sending no more calls; those in flight land and are \
                          recorded (again to quit at once)",
                         signal.name()
-                    );
+                    ));
                 });
             },
             move |signal| {
                 if let Err(e) = lock(&store).finish_run(run_id, RunStatus::Interrupted) {
-                    eprintln!("track: could not mark run {run_id} interrupted: {e}");
+                    crate::output::tell(format_args!(
+                        "track: could not mark run {run_id} interrupted: {e}"
+                    ));
                 }
                 if let Some(path) = &lock_path {
                     let _ = std::fs::remove_file(path);
@@ -468,11 +470,11 @@ fn listen(
                         let _ = std::fs::remove_dir(dir);
                     }
                 }
-                eprintln!(
+                crate::output::tell(format_args!(
                     "track: interrupted: run {run_id} is kept as `interrupted` ({}); run the same \
                      command again to finish it from the cache",
                     signal.name()
-                );
+                ));
                 std::process::exit(i32::from(signal.exit_code()));
             },
         )
@@ -637,11 +639,11 @@ impl Run<'_> {
                 None => {
                     if self.batch && self.live_noted.insert(call.target) {
                         self.progress.suspend(|| {
-                            eprintln!(
+                            crate::output::tell(format_args!(
                                 "track: {} has no batch API: its calls run live, at the \
                                  standard price",
                                 target.reference
-                            );
+                            ));
                         });
                     }
                     live.push(i);

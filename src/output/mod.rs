@@ -22,7 +22,7 @@ pub use csv::{write_csv, write_csv_file};
 pub use format::{Format, print_frame};
 pub use json::{to_json, write_json_pretty};
 pub use numbers::{count, dollars, tidy_float};
-pub use pipe::{is_closed_pipe, say};
+pub use pipe::{is_closed_pipe, say, tell};
 pub use progress::progress_bar;
 pub use table::{render, render_width, table, terminal_width, write_render};
 

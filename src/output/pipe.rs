@@ -17,3 +17,11 @@ pub fn say(line: impl std::fmt::Display) {
     let mut stdout = std::io::stdout().lock();
     let _ = writeln!(stdout, "{line}").and_then(|()| stdout.flush());
 }
+
+/// Prints `line` on stderr (notes, warnings, errors): a closed pipe (`track run … 2>&1 | head`)
+/// or a stderr that cannot be written drops the line instead of a panic as `eprintln!` would
+/// make it, so a run still records and ends as it would have.
+pub fn tell(line: impl std::fmt::Display) {
+    use std::io::Write as _;
+    let _ = writeln!(std::io::stderr().lock(), "{line}");
+}

@@ -186,14 +186,14 @@ fn note_unscored(frames: &ReviewFrames) -> anyhow::Result<()> {
     if counts.keys().any(|s| s.is_scored()) {
         return Ok(());
     }
-    eprintln!(
+    crate::output::tell(format_args!(
         "track: note: no review has a score to summarise: {} in the selected runs, {} unparsable, \
          {}, {} without an official datasheet",
         count(statuses.len() as u64, "review"),
         n(ParseStatus::Failed),
         count(n(ParseStatus::Error), "failed call"),
         n(ParseStatus::Skipped),
-    );
+    ));
     Ok(())
 }
 

@@ -314,3 +314,23 @@ fn bad_files_get_one_line_naming_the_thing_and_the_fix() {
     );
     assert_eq!(s.mock.request_count(), 0);
 }
+
+/// `track run pairwise.yaml 2>&1 | head`: stdout and stderr closed before the report. The
+/// report's notes on stderr (each judge's verdicts) ended the process with a panic (exit 101)
+/// after the run was recorded; now the run ends as it would have.
+#[test]
+fn a_report_whose_stdout_and_stderr_are_a_closed_pipe_ends_as_usual() {
+    let s = answers_sandbox();
+    let (reader, writer) = std::io::pipe().unwrap();
+    drop(reader);
+    let out = s
+        .track_process()
+        .args(["run", "pairwise.yaml"])
+        .stdout(writer.try_clone().unwrap())
+        .stderr(writer)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    assert_eq!(s.count("SELECT count(*) FROM pairwise_verdicts"), 24);
+    assert_eq!(s.count("SELECT count(*) FROM pairwise_answers"), 6);
+}
