@@ -722,3 +722,33 @@ fn killed_with_sigkill_while_storing_results_the_next_run_stores_the_rest() {
     assert_no_call_in_two_batches(&s);
     assert_eq!(stored(), 1_500, "each answer stored once");
 }
+
+/// A batch a detached run submitted is cancelled half done: the next run collects what
+/// finished and submits the rest itself, at once, ending `completed` with every result (it
+/// used to record the rest as errors, leaving them to the run after it).
+#[test]
+fn the_run_collecting_a_cancelled_batch_submits_the_rest_itself() {
+    let s = sandbox();
+    s.mock.batches().set_speed(0.0);
+    bench(&s, &["anthropic:haiku 3.5"], 10);
+    let out = run_batch(&s, &["--detach"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    s.mock.batches().advance(Duration::from_secs(150));
+    let out = s.track().args(["batches", "cancel", "1"]).output().unwrap();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    s.mock.batches().advance(Duration::from_secs(3600));
+    s.mock.batches().set_speed(1_000_000.0);
+    let out = run_batch(&s, &[]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let batches = s.mock.batches().list();
+    assert_eq!(batches.len(), 2, "the rest in a second batch: {batches:?}");
+    let kept = 10 - batches[1].custom_ids.len() as i64;
+    assert!(kept > 0 && kept < 10, "{kept} of 10 kept");
+    assert_complete(&s, 10);
+    assert_no_call_in_two_batches(&s);
+    assert_eq!(
+        s.count("SELECT count(*) FROM run_errors WHERE run_id = 2"),
+        0,
+        "no request recorded as an error"
+    );
+}
