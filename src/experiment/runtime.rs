@@ -381,6 +381,9 @@ async fn run(
     let status = end_status(result.is_ok(), signal, budget, waiting.is_some());
     let finished = guard.finish(&lock(store), status);
     tracing::debug!(?status, "run ended");
+    if result.is_ok() {
+        end_runs_waiting_for_nothing(store, run_id);
+    }
     result?;
     finished?;
     Ok(RunSummary {
@@ -424,6 +427,22 @@ fn liveness(db: &Path) -> Liveness {
             .parse::<i64>()
             .is_ok_and(|id| observed_status(&db, id, RunStatus::Running) == RunStatus::Running)
     })
+}
+
+/// Ends the `waiting` runs whose batches this run (or another) has all collected or given
+/// up: the results are in the run that collected them, and nothing is left to wait for.
+fn end_runs_waiting_for_nothing(store: &Arc<Mutex<Store>>, run_id: i64) {
+    match lock(store).end_runs_waiting_for_nothing(run_id) {
+        Ok(ended) => {
+            for id in ended {
+                crate::output::tell(format_args!(
+                    "track: run {id} waited for batches that are all collected now (their \
+                     results are in run {run_id}): it ends `interrupted`"
+                ));
+            }
+        }
+        Err(e) => tracing::warn!("could not end the runs waiting for nothing: {e}"),
+    }
 }
 
 /// How a run ended: failed on an error, waiting for batches (left by `--detach` or a

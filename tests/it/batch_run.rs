@@ -752,3 +752,40 @@ fn the_run_collecting_a_cancelled_batch_submits_the_rest_itself() {
         "no request recorded as an error"
     );
 }
+
+/// A detached run waits; the same command collects its batch under a new run: the waiting
+/// run ends (`interrupted`, its results in the new run), and `track runs` no longer tells
+/// the user to run the same command for it.
+#[test]
+fn a_waiting_run_whose_batches_another_run_collected_ends() {
+    let s = sandbox();
+    s.mock.batches().set_speed(0.0);
+    bench(&s, &["openai:gpt-4o"], 3);
+    let out = run_batch(&s, &["--detach"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert_eq!(
+        s.count("SELECT count(*) FROM runs WHERE id = 1 AND status = 'waiting'"),
+        1
+    );
+    s.mock.batches().advance(Duration::from_secs(3600));
+    let out = run_batch(&s, &[]);
+    let stderr = text(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(
+        stderr.contains("run 1 waited for batches that are all collected now"),
+        "{stderr}"
+    );
+    assert_complete(&s, 3);
+    assert_eq!(
+        s.count("SELECT count(*) FROM runs WHERE status = 'waiting'"),
+        0,
+        "no run left waiting"
+    );
+    assert_eq!(
+        s.count("SELECT count(*) FROM runs WHERE id = 1 AND status = 'interrupted'"),
+        1
+    );
+    let runs = s.track().args(["runs"]).output().unwrap();
+    let stdout = text(&runs.stdout);
+    assert!(!stdout.contains("run the same command"), "{stdout}");
+}
