@@ -16,6 +16,7 @@ use std::time::{Duration, Instant};
 use chrono::{DateTime, Utc};
 
 use crate::llm::batch::{self, BatchApi, BatchError, BatchInfo, BatchStatus, LineFailure, Lost};
+use crate::llm::budget::Fit;
 use crate::llm::{Budget, CallJob, CallOutcome, ChatRequest, Endpoint, LlmClient, RetryPolicy};
 use crate::store::{
     BatchRow, BatchState, Claim, KeyOutcome, NewBatch, NewCall, Store, StoreError, StoredCall, lock,
@@ -100,17 +101,22 @@ pub struct Round {
     /// Keys another run's batch left unfinished (expired, cancelled, never created): this
     /// run submits them again ([`Batcher::resubmit`]).
     resubmit: Vec<String>,
+    /// Keys the budget holds back while the round's batches hold the room they need: they
+    /// are submitted once those settle ([`Batcher::resubmit`]).
+    deferred: Vec<String>,
 }
 
 impl Round {
-    /// Whether the stage waits for no batch and has nothing to submit again.
+    /// Whether the stage waits for no batch and has nothing to submit again or later.
     pub fn is_done(&self) -> bool {
-        self.following.is_empty() && self.resubmit.is_empty()
+        self.following.is_empty() && self.resubmit.is_empty() && self.deferred.is_empty()
     }
 
-    /// Whether keys wait to be submitted again ([`Batcher::resubmit`]).
-    pub fn has_resubmits(&self) -> bool {
+    /// Whether keys wait to be submitted again, or (when `room_freed`: a batch settled, or
+    /// none is followed) to be submitted once the budget has room ([`Batcher::resubmit`]).
+    pub fn has_resubmits(&self, room_freed: bool) -> bool {
         !self.resubmit.is_empty()
+            || (!self.deferred.is_empty() && (room_freed || self.following.is_empty()))
     }
 
     /// Takes `calls` into the round; returns the keys new to it, in the calls' order.
@@ -291,15 +297,29 @@ impl Batcher {
         self.place(round, keys, budget, stop).await
     }
 
-    /// Submits again the keys another run's batch left unfinished (see [`Round::is_done`]).
+    /// Submits again the keys another run's batch left unfinished, and those the budget
+    /// held back while the round's batches held its room (see [`Round::has_resubmits`]).
     pub async fn resubmit(
         &self,
         round: &mut Round,
         budget: Option<&Budget>,
         stop: &AtomicBool,
     ) -> Result<Submitted, StoreError> {
-        let keys = std::mem::take(&mut round.resubmit);
-        self.place(round, keys, budget, stop).await
+        let mut keys = std::mem::take(&mut round.resubmit);
+        keys.append(&mut round.deferred);
+        let submitted = self.place(round, keys, budget, stop).await?;
+        if round.following.is_empty() && !round.deferred.is_empty() {
+            // Held back with nothing out to settle: the room is not coming back (it cannot
+            // happen while reservations are settled); given up rather than waited for.
+            let keys = std::mem::take(&mut round.deferred);
+            let why = "the budget's room for it was held by calls that never settled";
+            let mut submitted = submitted;
+            submitted
+                .settled
+                .extend(self.fail(round, &keys, why, budget));
+            return Ok(submitted);
+        }
+        Ok(submitted)
     }
 
     /// [`Batcher::submit`] for `keys` of the round.
@@ -332,8 +352,14 @@ impl Batcher {
             }
             if let Some(budget) = budget {
                 let worst = crate::experiment::max_cost(job);
-                if !budget.try_reserve(worst) {
-                    continue;
+                match budget.try_reserve(worst) {
+                    Fit::Reserved => {}
+                    // Batches out hold the room: submitted once they settle.
+                    Fit::Later => {
+                        round.deferred.push(key.clone());
+                        continue;
+                    }
+                    Fit::Never => continue,
                 }
                 round.reserved.insert(key.clone(), worst);
             }
@@ -758,13 +784,15 @@ impl Batcher {
         Ok(outcomes)
     }
 
-    /// Fails the keys the round was to submit again (a signal came first): the next run
-    /// submits them. Returns their outcomes.
+    /// Fails the keys the round was to submit again (a signal came first, or the budget was
+    /// reached): the next run submits them. Those the budget held back are left unsent, as
+    /// calls the budget refuses are. Returns the outcomes.
     pub fn leave_resubmits(
         &self,
         round: &mut Round,
         budget: Option<&Budget>,
     ) -> Vec<(usize, CallOutcome)> {
+        round.deferred.clear();
         let keys = std::mem::take(&mut round.resubmit);
         let why = "its batch ended without running it; the next run submits it again";
         self.fail(round, &keys, why, budget)

@@ -606,7 +606,7 @@ impl Run<'_> {
         self.record(stage, immediate, &mut answers)?;
         let (batched, live) = self.split_batched(stage, to_send)?;
         let mut round = Round::default();
-        self.place(stage, &mut round, batched, live, &mut answers)
+        self.place(stage, &mut round, false, batched, live, &mut answers)
             .await?;
         if !round.is_done() {
             self.follow(stage, round, &mut answers).await?;
@@ -615,20 +615,22 @@ impl Run<'_> {
         Ok(answers)
     }
 
-    /// Submits `batched` into `round` (with the keys it must submit again) and sends `live`
-    /// and what the batcher could not batch; keys a batch took meanwhile (the executor's
-    /// claim found them waiting in one) are followed in the round.
+    /// Submits `batched` into `round` (first, with `resubmit`, the keys it must submit again
+    /// or held back for the budget) and sends `live` and what the batcher could not batch;
+    /// keys a batch took meanwhile (the executor's claim found them waiting in one) are
+    /// followed in the round.
     async fn place(
         &mut self,
         stage: &Stage,
         round: &mut Round,
+        resubmit: bool,
         mut batched: Vec<BatchCall>,
         mut live: Vec<usize>,
         answers: &mut [Option<CallOutcome>],
     ) -> Result<(), ExperimentError> {
         let budget = self.executor.budget().cloned();
         let stop = self.signals.stop_flag().clone();
-        let mut resubmit = round.has_resubmits();
+        let mut resubmit = resubmit;
         loop {
             let mut placed = Submitted::default();
             if resubmit {
@@ -762,14 +764,16 @@ impl Run<'_> {
         let budget = self.executor.budget().cloned();
         loop {
             let outcomes = self.batcher.poll(&mut round, budget.as_deref()).await?;
+            let room_freed = !outcomes.is_empty();
             self.record(stage, outcomes, answers)?;
-            if round.has_resubmits() {
-                // Another run's batch left them unfinished: this run is the next one.
+            if round.has_resubmits(room_freed) {
+                // Another run's batch left them unfinished (this run is the next one), or the
+                // budget held them back while this run's batches held its room.
                 if self.stopping() {
                     let left = self.batcher.leave_resubmits(&mut round, budget.as_deref());
                     self.record(stage, left, answers)?;
                 } else {
-                    self.place(stage, &mut round, Vec::new(), Vec::new(), answers)
+                    self.place(stage, &mut round, true, Vec::new(), Vec::new(), answers)
                         .await?;
                 }
             }

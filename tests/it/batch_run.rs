@@ -540,36 +540,52 @@ fn a_budget_reserves_at_the_batch_price_when_a_batch_is_submitted() {
         (batch_bound - live_bound / 2.0).abs() <= 1e-4 * live_bound,
         "{batch_bound} vs {live_bound}"
     );
-    // Room for about half the worst cases at the batch price: only what fits is submitted.
-    let half = format!("{}", batch_bound / 2.0);
-    let out = run_batch(&s, &["--budget", &half]);
-    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
+    // Room for no call's worst case: nothing is submitted, and the run says what the next
+    // call needed, more than the budget has left.
+    let tiny = batch_bound / 100.0;
+    let out = run_batch(&s, &["--budget", &format!("{tiny}")]);
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("budget reached"), "{stderr}");
+    assert!(stderr.contains("12 of 12 calls are left"), "{stderr}");
+    let needed: f64 = stderr
+        .split("the next needed up to $")
+        .nth(1)
+        .and_then(|t| t.split(')').next())
+        .and_then(|t| t.parse().ok())
+        .unwrap_or_else(|| panic!("no need in {stderr}"));
     assert!(
-        text(&out.stderr).contains("budget reached"),
-        "{}",
-        text(&out.stderr)
+        needed > tiny,
+        "needed {needed} of {tiny}: it would have fit"
     );
+    assert_eq!(s.mock.batches().submitted().len(), 0);
     assert_eq!(
         s.count("SELECT count(*) FROM runs WHERE status = 'budget'"),
         1
     );
-    let submitted = s.mock.batches().submitted().len();
-    assert!(
-        submitted > 0 && submitted < 12,
-        "{submitted} of 12 submitted"
-    );
-    assert!(s.mock.batches().billed_usd() <= batch_bound / 2.0);
-    // A budget that holds the batch bound, though not the live one, finishes the rest.
-    let enough = format!("{}", batch_bound * 1.01);
-    assert!(batch_bound * 1.01 < live_bound);
-    let out = run_batch(&s, &["--budget", &enough]);
+    // Room for about half the worst cases at the batch price: what fits is submitted, and
+    // the rest once those answers settle their reservations to what they cost (far less):
+    // the run finishes in several batches, within its budget.
+    let half = batch_bound / 2.0;
+    let out = run_batch(&s, &["--budget", &format!("{half}")]);
     assert!(out.status.success(), "{}", text(&out.stderr));
+    let batches = s.mock.batches().list();
+    assert!(
+        batches.len() > 2,
+        "more than one batch a model: {batches:?}"
+    );
+    assert!(
+        batches.iter().all(|b| b.custom_ids.len() < 6),
+        "no batch holds a model's every call: {batches:?}"
+    );
+    assert!(s.mock.batches().billed_usd() <= half);
+    assert_complete(&s, 12);
+    assert_no_call_in_two_batches(&s);
     assert_eq!(
         s.mock.batches().submitted().len(),
         12,
-        "only the rest was submitted"
+        "each submitted once"
     );
-    assert_complete(&s, 12);
 }
 
 #[test]
