@@ -36,6 +36,9 @@ const IMAGE_TOKENS: u64 = 765;
 const MESSAGE_TOKENS: u64 = 4;
 /// How long a note on a wait stays on the progress line after it.
 const NOTE_LINGER: Duration = Duration::from_secs(1);
+/// How often `-v` logs waits of one scope for one cause: once a call would be 40 lines for 40
+/// calls each waiting a moment for the one before.
+const LOG_EVERY: Duration = Duration::from_secs(10);
 /// How far a rounded count may be from the true one: Anthropic rounds token counts to the
 /// nearest thousand.
 const ROUNDING: f64 = 500.0;
@@ -191,10 +194,21 @@ pub struct Pacer {
     /// The longest wait a refusal may ask for (the retry policy's `max_delay`).
     max_wait: Duration,
     /// The latest wait, for the progress line.
-    note: Mutex<Option<(String, Instant)>>,
+    note: Mutex<Option<Note>>,
     /// The part of every limit this run may use: 1, or 1/N for a shard of N that shares its
     /// key with the others (`--shard`).
     share: f64,
+}
+
+/// The latest wait, for the progress line.
+struct Note {
+    /// The scope and the limit: `openai:gpt-4o 600 RPM`.
+    what: String,
+    /// When the wait ends, as computed.
+    until: Instant,
+    /// Whether it is a wait for output reservations to come back, which ends when an answer
+    /// does, not at `until`.
+    for_reservations: bool,
 }
 
 /// One scope: a key's limits for one model at one endpoint.
@@ -230,6 +244,8 @@ struct ScopeState {
     looked_up: bool,
     /// Output tokens reserved by this process's calls in flight: given back when they end.
     reserved_output: f64,
+    /// The cause of the last wait logged (`None`: held after a refusal), and when.
+    last_logged: Option<(Option<Dimension>, Instant)>,
 }
 
 /// Whether the scope's limits have been asked for yet.
@@ -301,9 +317,12 @@ impl Permit {
                 }
             }
         };
+        // The database is written off the async workers; buckets in memory at once.
         match tokio::runtime::Handle::try_current() {
-            Ok(runtime) => drop(runtime.spawn_blocking(give_back)),
-            Err(_) => give_back(),
+            Ok(runtime) if matches!(*self.buckets, Buckets::Shared(_)) => {
+                drop(runtime.spawn_blocking(give_back));
+            }
+            _ => give_back(),
         }
         self.scope.settled.notify_one();
     }
@@ -415,13 +434,19 @@ impl Pacer {
     /// next in 0.4 s`.
     pub fn note(&self) -> Option<String> {
         let note = self.note.lock().unwrap_or_else(|p| p.into_inner());
-        let (text, until) = note.as_ref()?;
+        let note = note.as_ref()?;
         let now = Instant::now();
-        if now > *until + NOTE_LINGER {
+        if now > note.until + NOTE_LINGER {
             return None;
         }
-        let left = until.saturating_duration_since(now).as_secs_f64();
-        Some(format!("paced: {text}, next in {left:.1} s"))
+        let what = &note.what;
+        if note.for_reservations {
+            return Some(format!(
+                "paced: {what}, waiting for reserved output tokens to come back"
+            ));
+        }
+        let left = note.until.saturating_duration_since(now).as_secs_f64();
+        Some(format!("paced: {what}, next in {left:.1} s"))
     }
 
     /// Waits until a call of `cost` fits `scope`'s limits and takes it from its buckets.
@@ -567,21 +592,44 @@ impl Pacer {
             Some((dimension, limit)) => format!("{} {limit:.0} {}", scope.label, dimension.unit()),
             None => format!("{} held after a refusal", scope.label),
         };
-        let reserved = lock_state(scope).reserved_output;
+        let cause = wait.because.map(|(dimension, _)| dimension);
+        let now = Instant::now();
+        let (reserved, log) = {
+            let mut state = lock_state(scope);
+            // A cause logged a moment ago is not logged again for every call after it.
+            let log = log
+                && state
+                    .last_logged
+                    .is_none_or(|(last, at)| last != cause || now >= at + LOG_EVERY);
+            if log {
+                state.last_logged = Some((cause, now));
+            }
+            (state.reserved_output, log)
+        };
+        // The bucket is in debt for reservations that come back when their answers end, most
+        // of them unused: the wait is until then, at most as long as computed.
+        let for_reservations = cause == Some(Dimension::OutputTokens) && reserved > 0.0;
         if log {
-            match wait.because {
-                // The bucket is in debt for reservations that come back when their answers
-                // end, most of them unused: the wait is until then, at most this long.
-                Some((Dimension::OutputTokens, _)) if reserved > 0.0 => tracing::info!(
+            let secs = wait.wait.as_secs_f64();
+            if for_reservations {
+                tracing::info!(
                     "paced: {what}: waiting for answers in flight to give back the {reserved:.0} \
-                     output tokens reserved for them, at most {:.3} s",
-                    wait.wait.as_secs_f64()
-                ),
-                _ => tracing::info!("paced: {what}: waiting {:.3} s", wait.wait.as_secs_f64()),
+                     output tokens reserved for them, at most {secs:.3} s"
+                );
+            } else {
+                tracing::info!("paced: {what}: waiting {secs:.3} s");
             }
         }
         let mut note = self.note.lock().unwrap_or_else(|p| p.into_inner());
-        *note = Some((what, Instant::now() + wait.wait));
+        *note = Some(Note {
+            what,
+            until: if for_reservations {
+                now
+            } else {
+                now + wait.wait
+            },
+            for_reservations,
+        });
     }
 
     /// Learns the limits from the head of a streamed answer to a scope's first call, before its
@@ -1349,7 +1397,6 @@ mod tests {
         assert!(lock_state(&scope).reserved_output == 4096.0);
         // Stopped mid-answer: never observed.
         drop(first);
-        tokio::task::yield_now().await;
         assert_eq!(lock_state(&scope).reserved_output, 0.0);
         let level = pacer
             .update(&scope.id, |row| row.buckets[0].level)
