@@ -1257,7 +1257,7 @@ fn progress_of(row: &BatchRow, info: &BatchInfo) -> String {
         row.provider,
         row.model,
         info.status,
-        c.succeeded + c.errored + c.cancelled + c.expired,
+        c.succeeded + c.errored,
         total
     )
 }

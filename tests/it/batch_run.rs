@@ -767,6 +767,17 @@ fn the_run_collecting_a_cancelled_batch_submits_the_rest_itself() {
         0,
         "no request recorded as an error"
     );
+    // `track batches`: what was cancelled is not counted done.
+    let out = s
+        .track()
+        .args(["batches", "--format", "json"])
+        .output()
+        .unwrap();
+    let rows: Vec<serde_json::Value> = serde_json::from_slice(&out.stdout).unwrap();
+    let first = rows.iter().find(|r| r["id"] == 1).unwrap();
+    assert_eq!(first["done"], kept, "{first}");
+    assert_eq!(first["cancelled"], 10 - kept, "{first}");
+    assert_eq!(first["status"], "cancelled, collected", "{first}");
 }
 
 /// A detached run waits; the same command collects its batch under a new run: the waiting
@@ -804,4 +815,55 @@ fn a_waiting_run_whose_batches_another_run_collected_ends() {
     let runs = s.track().args(["runs"]).output().unwrap();
     let stdout = text(&runs.stdout);
     assert!(!stdout.contains("run the same command"), "{stdout}");
+}
+
+/// `track batches` after an expiry: OpenAI's and Anthropic's read alike (done is what ran,
+/// the rest expired), a collected batch still says how it ended, the status says when it
+/// was seen, and models are named by their reference as in every other table.
+#[test]
+fn track_batches_shows_an_expiry_alike_for_both_providers_with_its_references() {
+    let s = sandbox();
+    // 40 h of work in a 24 h window: 60 % is done when it expires.
+    s.mock.batches().set_timings(BatchTimings {
+        in_progress: Duration::from_secs(40 * 3600),
+        ..BatchTimings::default()
+    });
+    bench(&s, &["openai:gpt-4o", "anthropic:haiku 3.5"], 10);
+    let out = run_batch(&s, &[]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let out = s
+        .track()
+        .args(["batches", "--format", "json"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let rows: Vec<serde_json::Value> = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(rows.len(), 2);
+    for row in &rows {
+        let answered = s.count(&format!(
+            "SELECT count(*) FROM batch_calls WHERE batch = {} AND outcome = 'answered'",
+            row["id"]
+        ));
+        assert!(answered > 0 && answered < 10, "{row}");
+        assert_eq!(row["done"], answered, "done is what ran: {row}");
+        assert_eq!(row["expired"], 10 - answered, "{row}");
+        assert_eq!(row["cancelled"], 0, "{row}");
+        assert_eq!(row["status"], "expired, collected", "{row}");
+        assert!(row["status_at"].is_string(), "{row}");
+    }
+    let models: Vec<&str> = rows.iter().map(|r| r["model"].as_str().unwrap()).collect();
+    assert_eq!(models, ["anthropic:haiku 3.5", "openai:gpt-4o"]);
+    let out = s
+        .track()
+        .args(["batches"])
+        .env("COLUMNS", "80")
+        .output()
+        .unwrap();
+    let table = text(&out.stdout);
+    assert!(table.contains("expired, collected"), "{table}");
+    assert!(table.contains("openai:gpt-4o"), "{table}");
+    assert!(table.contains("expired"), "{table}");
+    for line in table.lines() {
+        assert!(line.chars().count() <= 80, "{table}");
+    }
 }
