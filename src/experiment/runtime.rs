@@ -70,16 +70,37 @@ pub struct BudgetUse {
     pub reached: bool,
     /// The largest worst case refused, in USD: how much more the next call needed.
     pub refused_usd: f64,
+    /// For a shard (`--shard k/N`), which, and whose share of the plan's budget its cap is
+    /// (1/N).
+    pub shard: Option<Shard>,
 }
 
 impl BudgetUse {
-    fn of(budget: &Budget) -> Self {
+    fn of(budget: &Budget, shard: Shard) -> Self {
         Self {
             limit_usd: budget.limit_usd(),
             spent_usd: budget.spent_usd(),
             reached: budget.reached(),
             refused_usd: budget.refused_usd(),
+            shard: shard.is_part().then_some(shard),
         }
+    }
+
+    /// The cap as said after `its`/`a`: `$0.05 budget`, or for a shard `$0.001 budget (shard
+    /// 0/2's 1/2 of the plan's $0.002)`.
+    fn cap(&self) -> String {
+        use crate::output::dollars;
+        let share = self
+            .shard
+            .map(|s| {
+                format!(
+                    " (shard {s}'s 1/{} of the plan's {})",
+                    s.count,
+                    dollars(self.limit_usd * f64::from(s.count))
+                )
+            })
+            .unwrap_or_default();
+        format!("{} budget{share}", dollars(self.limit_usd))
     }
 }
 
@@ -160,11 +181,11 @@ impl RunSummary {
                 String::new()
             };
             return Some(format!(
-                "budget reached: run {} spent {} of its {} budget; {} of {} calls are left{next}; \
+                "budget reached: run {} spent {} of its {}; {} of {} calls are left{next}; \
                  run the same command with a larger --budget to finish from the cache",
                 self.run_id,
                 dollars(budget.spent_usd),
-                dollars(budget.limit_usd),
+                budget.cap(),
                 self.calls_left(),
                 self.tally.counts.planned_calls,
             ));
@@ -193,7 +214,7 @@ impl RunSummary {
         use crate::output::{count, dollars};
         let budget = self
             .budget
-            .map(|b| format!(" of a {} budget", dollars(b.limit_usd)))
+            .map(|b| format!(" of a {}", b.cap()))
             .unwrap_or_default();
         format!(
             "run {} ({}): {}, {}, {}; cost {}, paid {}{budget}; took {:.2} s",
@@ -215,7 +236,7 @@ pub enum RunEnd {
     /// A dry run: the plan, nothing sent or recorded.
     Planned(Plan),
     /// A run, with its plan.
-    Ran(RunSummary, Plan),
+    Ran(Box<RunSummary>, Plan),
 }
 
 /// Plans `experiment` and, unless `options.dry_run`, runs it: the one way every kind runs.
@@ -279,7 +300,7 @@ pub fn execute(
     // Its connections close on its own threads while the caller reports: a run of 64 calls
     // at once left 64 of them.
     runtime.shutdown_background();
-    Ok(RunEnd::Ran(summary?, plan))
+    Ok(RunEnd::Ran(Box::new(summary?), plan))
 }
 
 /// The run's pacer: its buckets in the database through `buckets` (shared with other runs on
@@ -377,7 +398,7 @@ async fn run(
         handle.abort();
     }
     let signal = signals.received();
-    let budget = executor.budget().map(|b| BudgetUse::of(b));
+    let budget = executor.budget().map(|b| BudgetUse::of(b, plan.shard));
     let status = end_status(result.is_ok(), signal, budget, waiting.is_some());
     let finished = guard.finish(&lock(store), status);
     tracing::debug!(?status, "run ended");
@@ -994,6 +1015,7 @@ mod tests {
             spent_usd: 0.0421,
             reached: true,
             refused_usd: 0.0012,
+            shard: None,
         };
         let stopped = summary(RunStatus::Budget, Some(reached));
         assert_eq!(stopped.exit_code(), 1);
@@ -1034,6 +1056,33 @@ mod tests {
             !summary(RunStatus::Completed, None)
                 .line()
                 .contains("budget")
+        );
+    }
+
+    #[test]
+    fn a_shard_says_its_budget_is_its_share_of_the_plans() {
+        let shard = Shard::new(0, 2).unwrap();
+        let stopped = summary(
+            RunStatus::Budget,
+            Some(BudgetUse {
+                limit_usd: 0.001,
+                spent_usd: 0.0009,
+                reached: true,
+                refused_usd: 0.0004,
+                shard: Some(shard),
+            }),
+        );
+        let failure = stopped.failure().unwrap();
+        assert!(
+            failure.contains("of its $0.001 budget (shard 0/2's 1/2 of the plan's $0.002);"),
+            "{failure}"
+        );
+        assert!(
+            stopped
+                .line()
+                .contains("of a $0.001 budget (shard 0/2's 1/2 of the plan's $0.002)"),
+            "{}",
+            stopped.line()
         );
     }
 }
