@@ -14,7 +14,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use crate::support::mock::{Action, Rule};
-use crate::support::{ANTHROPIC_KEY, OPENAI_KEY, SCRUBBED_ENV, Sandbox, text, track_bin};
+use crate::support::{Sandbox, hermetic, text, track_bin};
 
 /// `tests/golden/` in the source tree.
 fn golden_dir() -> PathBuf {
@@ -266,21 +266,14 @@ fn cases() -> Vec<Case> {
 fn track(work: &Path) -> Command {
     let mut cmd = Command::new(track_bin());
     cmd.current_dir(work);
-    for var in SCRUBBED_ENV {
-        cmd.env_remove(var);
-    }
+    // `track models` shows whether a key is set: the test keys are, the others are not.
+    hermetic(&mut cmd, work);
     // No model server: any call would go to a closed port and fail the case.
     let nowhere = "http://127.0.0.1:9";
-    cmd.env("TRACK_DB", work.join("track.db"))
-        .env("OPENAI_BASE_URL", format!("{nowhere}/v1"))
+    cmd.env("OPENAI_BASE_URL", format!("{nowhere}/v1"))
         .env("ANTHROPIC_BASE_URL", nowhere)
         .env("OLLAMA_HOST", nowhere)
-        .env("LOCAL_MODEL_BASE_URL", format!("{nowhere}/v1"))
-        // `track models` shows whether a key is set: these two are, the others are not.
-        .env("OPENAI_API_KEY", OPENAI_KEY)
-        .env("ANTHROPIC_API_KEY", ANTHROPIC_KEY)
-        .env_remove("COLUMNS")
-        .env_remove("NO_COLOR");
+        .env("LOCAL_MODEL_BASE_URL", format!("{nowhere}/v1"));
     cmd
 }
 
