@@ -135,8 +135,17 @@ fn cases() -> Vec<Case> {
         );
     }
 
+    cases.push(
+        Case::new(
+            "runs/errors-4.table-80-columns.txt",
+            &["runs", "--errors", "4"],
+        )
+        .columns(80),
+    );
+
     // track models (the catalog: built-ins and the fixture's config.yaml)
     in_every_format(&mut cases, "models/catalog", &["models"]);
+    cases.push(Case::new("models/catalog.wide-80-columns.txt", &["models", "--wide"]).columns(80));
 
     // track query: each --by with its run selections (the default, one run, all)
     let queries: [(&str, &[&str], (&str, &str)); 10] = [
