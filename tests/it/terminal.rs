@@ -497,3 +497,31 @@ fn long_cells_wrap_and_one_row_summaries_list_at_80_columns() {
         }
     }
 }
+
+#[test]
+fn runs_errors_says_a_run_has_none_and_refuses_a_run_that_does_not_exist() {
+    let s = Sandbox::new();
+    many_prompts(&s, 2);
+    s.track()
+        .args(["run", "bench.yaml", "-q"])
+        .assert()
+        .success();
+    let out = s.track().args(["runs", "--errors", "1"]).output().unwrap();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert_eq!(text(&out.stdout).trim(), "run 1 recorded no errors");
+    // Machines still get a header, or an empty list.
+    let csv = s
+        .track()
+        .args(["runs", "--errors", "1", "--format", "json"])
+        .output()
+        .unwrap();
+    assert_eq!(text(&csv.stdout).trim(), "[]");
+    let out = s.track().args(["runs", "--errors", "99"]).output().unwrap();
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "bad input: {stderr}");
+    assert!(
+        stderr.contains("no run matches `99`") && stderr.contains("track runs"),
+        "{stderr}"
+    );
+    assert_eq!(text(&out.stdout), "", "no empty table");
+}
