@@ -36,6 +36,12 @@ const IMAGE_TOKENS: u64 = 765;
 const MESSAGE_TOKENS: u64 = 4;
 /// How long a note on a wait stays on the progress line after it.
 const NOTE_LINGER: Duration = Duration::from_secs(1);
+/// How often `-v` logs waits of one scope for one cause: once a call would be 40 lines for 40
+/// calls each waiting a moment for the one before.
+const LOG_EVERY: Duration = Duration::from_secs(10);
+/// How far a rounded count may be from the true one: Anthropic rounds token counts to the
+/// nearest thousand.
+const ROUNDING: f64 = 500.0;
 
 /// Limits set in config.yaml (`rate_limit:` of a provider or a model), per minute: for
 /// servers that send no headers, or tighter than the headers say (a key shared with a team).
@@ -188,10 +194,21 @@ pub struct Pacer {
     /// The longest wait a refusal may ask for (the retry policy's `max_delay`).
     max_wait: Duration,
     /// The latest wait, for the progress line.
-    note: Mutex<Option<(String, Instant)>>,
+    note: Mutex<Option<Note>>,
     /// The part of every limit this run may use: 1, or 1/N for a shard of N that shares its
     /// key with the others (`--shard`).
     share: f64,
+}
+
+/// The latest wait, for the progress line.
+struct Note {
+    /// The scope and the limit: `openai:gpt-4o 600 RPM`.
+    what: String,
+    /// When the wait ends, as computed.
+    until: Instant,
+    /// Whether it is a wait for output reservations to come back, which ends when an answer
+    /// does, not at `until`.
+    for_reservations: bool,
 }
 
 /// One scope: a key's limits for one model at one endpoint.
@@ -208,6 +225,10 @@ pub struct Scope {
     turnstile: tokio::sync::Mutex<()>,
     state: Mutex<ScopeState>,
     answered: tokio::sync::Notify,
+    /// Told when an answer settles its call (an output reservation given back, limits
+    /// learned): the call waiting its turn looks again then, not at the end of a wait it
+    /// computed before.
+    settled: tokio::sync::Notify,
 }
 
 #[derive(Debug, Default)]
@@ -221,6 +242,10 @@ struct ScopeState {
     exhausted: Option<String>,
     /// Whether the store was asked for limits an earlier run learned ([`Pacer::prepare`]).
     looked_up: bool,
+    /// Output tokens reserved by this process's calls in flight: given back when they end.
+    reserved_output: f64,
+    /// The cause of the last wait logged (`None`: held after a refusal), and when.
+    last_logged: Option<(Option<Dimension>, Instant)>,
 }
 
 /// Whether the scope's limits have been asked for yet.
@@ -238,11 +263,15 @@ enum Probe {
 /// Leave to send one call, to be given back to [`Pacer::observe`] with its result.
 pub struct Permit {
     scope: Arc<Scope>,
+    /// Where the scope's buckets live, to give back a reservation if the call never ends.
+    buckets: Arc<Buckets>,
     cost: Cost,
     /// Whether this call is the scope's first (its answer teaches the limits).
     probe: bool,
-    /// Whether `cost` was taken from the buckets.
+    /// Whether `cost` was taken from the buckets (its output reservation is to be settled).
     taken: bool,
+    /// Whether [`Pacer::observe`] settled it.
+    settled: bool,
 }
 
 impl Permit {
@@ -250,10 +279,62 @@ impl Permit {
     pub fn is_probe(&self) -> bool {
         self.probe
     }
+
+    /// Counts this call's output reservation as in flight (for the wait's note).
+    fn reserve(&mut self) {
+        self.taken = true;
+        lock_state(&self.scope).reserved_output += self.cost.output_tokens;
+    }
+
+    /// Counts this call's output reservation as no longer in flight.
+    fn unreserve(&self) {
+        let mut state = lock_state(&self.scope);
+        state.reserved_output = (state.reserved_output - self.cost.output_tokens).max(0.0);
+    }
+
+    /// Gives back the whole output reservation of a call that never settled, off the async
+    /// workers when there are some.
+    fn give_back_unsettled(&self) {
+        self.unreserve();
+        let (buckets, scope, held) = (
+            self.buckets.clone(),
+            self.scope.id.clone(),
+            self.cost.output_tokens,
+        );
+        let give_back = move || {
+            let settle = |row: &mut PacingRow| settle_output(row, held, 0.0, unix_now());
+            match &*buckets {
+                Buckets::Local(rows) => {
+                    let mut rows = rows.lock().unwrap_or_else(|p| p.into_inner());
+                    if let Some(row) = rows.get_mut(&scope) {
+                        settle(row);
+                    }
+                }
+                Buckets::Shared(store) => {
+                    if let Err(e) = lock(store).update_pacing(&scope, settle) {
+                        tracing::warn!("the pacer could not give back a reservation: {e}");
+                    }
+                }
+            }
+        };
+        // The database is written off the async workers; buckets in memory at once.
+        match tokio::runtime::Handle::try_current() {
+            Ok(runtime) if matches!(*self.buckets, Buckets::Shared(_)) => {
+                drop(runtime.spawn_blocking(give_back));
+            }
+            _ => give_back(),
+        }
+        self.scope.settled.notify_one();
+    }
 }
 
 impl Drop for Permit {
     fn drop(&mut self) {
+        // A call dropped in flight (a stop, a timeout) ends at the provider too: what it
+        // reserved for its output goes back, or the next run would start in that debt.
+        if self.taken && !self.settled {
+            self.give_back_unsettled();
+        }
         // A first call that never got an answer (stopped, unreachable) teaches nothing: the
         // others go on without waiting for it.
         if self.probe {
@@ -343,6 +424,7 @@ impl Pacer {
                         ..ScopeState::default()
                     }),
                     answered: tokio::sync::Notify::new(),
+                    settled: tokio::sync::Notify::new(),
                 })
             })
             .clone()
@@ -352,13 +434,19 @@ impl Pacer {
     /// next in 0.4 s`.
     pub fn note(&self) -> Option<String> {
         let note = self.note.lock().unwrap_or_else(|p| p.into_inner());
-        let (text, until) = note.as_ref()?;
+        let note = note.as_ref()?;
         let now = Instant::now();
-        if now > *until + NOTE_LINGER {
+        if now > note.until + NOTE_LINGER {
             return None;
         }
-        let left = until.saturating_duration_since(now).as_secs_f64();
-        Some(format!("paced: {text}, next in {left:.1} s"))
+        let what = &note.what;
+        if note.for_reservations {
+            return Some(format!(
+                "paced: {what}, waiting for reserved output tokens to come back"
+            ));
+        }
+        let left = note.until.saturating_duration_since(now).as_secs_f64();
+        Some(format!("paced: {what}, next in {left:.1} s"))
     }
 
     /// Waits until a call of `cost` fits `scope`'s limits and takes it from its buckets.
@@ -368,11 +456,19 @@ impl Pacer {
         cost: Cost,
         stop: &AtomicBool,
     ) -> Result<Permit, NotSent> {
-        let permit = |probe, taken| Permit {
-            scope: scope.clone(),
-            cost,
-            probe,
-            taken,
+        let permit = |probe, taken| {
+            let mut permit = Permit {
+                scope: scope.clone(),
+                buckets: self.buckets.clone(),
+                cost,
+                probe,
+                taken: false,
+                settled: false,
+            };
+            if taken {
+                permit.reserve();
+            }
+            permit
         };
         let _turn = scope.turnstile.lock().await;
         if self.await_first_answer(scope, stop).await? {
@@ -413,7 +509,12 @@ impl Pacer {
                 }
             };
             self.waiting(scope, &wait, !std::mem::replace(&mut logged, true));
-            tokio::time::sleep(wait.wait.min(NAP)).await;
+            // An answer settling its call (giving back its output reservation) may let this
+            // one go at once: it is looked at again then.
+            tokio::select! {
+                () = tokio::time::sleep(wait.wait.min(NAP)) => {}
+                () = scope.settled.notified() => {}
+            }
         }
     }
 
@@ -491,11 +592,44 @@ impl Pacer {
             Some((dimension, limit)) => format!("{} {limit:.0} {}", scope.label, dimension.unit()),
             None => format!("{} held after a refusal", scope.label),
         };
+        let cause = wait.because.map(|(dimension, _)| dimension);
+        let now = Instant::now();
+        let (reserved, log) = {
+            let mut state = lock_state(scope);
+            // A cause logged a moment ago is not logged again for every call after it.
+            let log = log
+                && state
+                    .last_logged
+                    .is_none_or(|(last, at)| last != cause || now >= at + LOG_EVERY);
+            if log {
+                state.last_logged = Some((cause, now));
+            }
+            (state.reserved_output, log)
+        };
+        // The bucket is in debt for reservations that come back when their answers end, most
+        // of them unused: the wait is until then, at most as long as computed.
+        let for_reservations = cause == Some(Dimension::OutputTokens) && reserved > 0.0;
         if log {
-            tracing::info!("paced: {what}: waiting {:.3} s", wait.wait.as_secs_f64());
+            let secs = wait.wait.as_secs_f64();
+            if for_reservations {
+                tracing::info!(
+                    "paced: {what}: waiting for answers in flight to give back the {reserved:.0} \
+                     output tokens reserved for them, at most {secs:.3} s"
+                );
+            } else {
+                tracing::info!("paced: {what}: waiting {secs:.3} s");
+            }
         }
         let mut note = self.note.lock().unwrap_or_else(|p| p.into_inner());
-        *note = Some((what, Instant::now() + wait.wait));
+        *note = Some(Note {
+            what,
+            until: if for_reservations {
+                now
+            } else {
+                now + wait.wait
+            },
+            for_reservations,
+        });
     }
 
     /// Learns the limits from the head of a streamed answer to a scope's first call, before its
@@ -518,8 +652,15 @@ impl Pacer {
                 probe_cost: Some(permit.cost),
             };
             let now = unix_now();
-            self.update(&scope.id, move |row| lesson.apply(row, now))
-                .await;
+            // The probe's cost is now in the buckets: its output reservation is settled when
+            // its answer ends, as any call's.
+            if self
+                .update(&scope.id, move |row| lesson.apply(row, now))
+                .await
+                .unwrap_or(false)
+            {
+                permit.reserve();
+            }
         }
         permit.probe = false;
         {
@@ -536,15 +677,16 @@ impl Pacer {
     /// Learns from the answer (or refusal) to a call sent with `permit`: the limits its
     /// headers tell, the output tokens it really used, the wait a refusal asks for, and a
     /// refusal no wait mends.
-    pub async fn observe(&self, permit: Permit, result: &Result<ChatResponse, ProviderError>) {
+    pub async fn observe(&self, mut permit: Permit, result: &Result<ChatResponse, ProviderError>) {
         let scope = permit.scope.clone();
         let mut lesson = Lesson {
             configured: scope.configured,
             share: scope.share,
             limits: None,
             refused: None,
-            // Given back in full unless the answer says what it used.
-            output_held: permit.taken.then_some((permit.cost.output_tokens, 0.0)),
+            // Given back in full unless the answer says what it used. A first call's is taken
+            // and given back in the same lesson, when its limits make the bucket.
+            output_held: (permit.taken || permit.probe).then_some((permit.cost.output_tokens, 0.0)),
             probe_cost: permit.probe.then_some(permit.cost),
         };
         match result {
@@ -590,6 +732,11 @@ impl Pacer {
             self.update(&scope.id, move |row| lesson.apply(row, now))
                 .await;
         }
+        if permit.taken {
+            permit.unreserve();
+        }
+        permit.settled = true;
+        scope.settled.notify_one();
         {
             let mut state = lock_state(&scope);
             state.limited |= learned;
@@ -766,10 +913,13 @@ struct Lesson {
 }
 
 impl Lesson {
-    fn apply(self, row: &mut PacingRow, now: f64) {
+    /// Applies the lesson to a scope's buckets at `now`; `true` when the first call's output
+    /// reservation was taken here (to be given back when its answer ends).
+    fn apply(self, row: &mut PacingRow, now: f64) -> bool {
         for bucket in &mut row.buckets {
             refill(bucket, now);
         }
+        let mut probe_output_taken = false;
         if let Some(limits) = &self.limits {
             for reading in &limits.readings {
                 let told = reading.limit * self.share;
@@ -777,18 +927,26 @@ impl Lesson {
                     .configured
                     .get(reading.dimension)
                     .map_or(told, |set| set.min(told));
-                // What the provider says is left (rounded counts may be 500 short), of which
-                // a shard may use its share.
-                let allowance = reading
-                    .remaining
-                    .map(|r| if reading.rounded { r + 500.0 } else { r } * self.share);
+                // What the provider says is left, of which a shard may use its share. It is
+                // net of the answered call's own charge: both providers take a request's cost
+                // at admission, before the headers of its answer are written (OpenAI's guide
+                // shows 59 of 60 requests left on a first answer; Anthropic reserves
+                // `max_tokens` of output when the request begins). A rounded count may be
+                // `ROUNDING` short of the truth, so it lowers the ledger only when it is
+                // below it by more than that.
+                let allowance = reading.remaining.map(|r| {
+                    let slack = if reading.rounded { ROUNDING } else { 0.0 };
+                    (r + slack) * self.share
+                });
                 let (_, capacity) = shape(limit);
                 let name = reading.dimension.as_str();
+                let spent = self.probe_cost.map_or(0.0, |c| c.get(reading.dimension));
+                probe_output_taken |= reading.dimension == Dimension::OutputTokens && spent > 0.0;
                 match row.buckets.iter_mut().find(|b| b.dimension == name) {
                     Some(bucket) => {
                         // Another process taught it first: this scope's first call is not
                         // counted in it yet.
-                        bucket.level -= self.probe_cost.map_or(0.0, |c| c.get(reading.dimension));
+                        bucket.level -= spent;
                         bucket.limit_per_min = limit;
                         bucket.level = bucket.level.min(capacity);
                         if let Some(allowance) = allowance {
@@ -796,28 +954,27 @@ impl Lesson {
                         }
                     }
                     None => {
-                        // A new bucket: full, less the call that taught it (the provider's
-                        // remaining may be in a minute's units, hiding a second's burst).
-                        let spent = self.probe_cost.map_or(0.0, |c| c.get(reading.dimension));
-                        let level = allowance.map_or(capacity, |a| a.min(capacity)) - spent;
+                        // A new bucket: full, less the call that taught it, by track's own
+                        // ledger (the provider's remaining may be in a minute's units, hiding
+                        // a second's burst); at most what the provider says is left, which
+                        // has that call taken already.
+                        let ledger = capacity - spent;
                         row.buckets.push(BucketRow {
                             dimension: name.to_owned(),
                             limit_per_min: limit,
-                            level: level.min(capacity - spent),
+                            level: allowance.map_or(ledger, |a| a.min(ledger)),
                             updated_at: now,
                         });
                     }
                 }
             }
         }
+        // The output reserved at admission is settled to what the answer used: a first call's
+        // only when it was taken above (its limits made or met the bucket).
         if let Some((held, used)) = self.output_held
-            && let Some(bucket) = row
-                .buckets
-                .iter_mut()
-                .find(|b| b.dimension == Dimension::OutputTokens.as_str())
+            && (self.probe_cost.is_none() || probe_output_taken)
         {
-            let (_, capacity) = shape(bucket.limit_per_min);
-            bucket.level = (bucket.level + held - used).min(capacity);
+            settle_output(row, held, used, now);
         }
         if let Some((refused, wait)) = self.refused {
             let named = refused.dimension.map(Dimension::as_str);
@@ -841,6 +998,27 @@ impl Lesson {
                 row.blocked_until = row.blocked_until.max(now + wait.as_secs_f64());
             }
         }
+        probe_output_taken
+    }
+}
+
+/// Gives back to `row`'s output bucket the part of a reservation of `held` tokens an answer
+/// did not use (`used`): usable at once, as the provider gives it back when the answer ends.
+///
+/// The `used` tokens count as spent now, when they were generated: the bucket is left at most
+/// `used` short of full. Without that, a reservation larger than the bucket (which goes only
+/// when the bucket is full) would be refilled from when track sent it, while the provider
+/// refills it from when it admitted it, later: the next call would reach the provider before
+/// its bucket was full again, by the time the request took to arrive.
+fn settle_output(row: &mut PacingRow, held: f64, used: f64, now: f64) {
+    if let Some(bucket) = row
+        .buckets
+        .iter_mut()
+        .find(|b| b.dimension == Dimension::OutputTokens.as_str())
+    {
+        refill(bucket, now);
+        let (_, capacity) = shape(bucket.limit_per_min);
+        bucket.level = (bucket.level + held - used).min(capacity - used);
     }
 }
 
@@ -1063,9 +1241,168 @@ mod tests {
         take(&mut row, &configured, &call, 0.0).unwrap();
         let before = row.buckets[0].level;
         let mut settled = lesson(None);
+        settled.probe_cost = None;
         settled.output_held = Some((500.0, 20.0));
         settled.apply(&mut row, 0.0);
         assert!((row.buckets[0].level - (before + 480.0)).abs() < 1e-9);
+    }
+
+    #[test]
+    fn a_heads_remaining_already_counts_the_call_it_answers() {
+        // 60,000 TPM: a bucket of 485 tokens. The first call cost 100 and the head says 200
+        // are left, with those 100 taken already: 200, not 100.
+        let mut row = PacingRow::default();
+        let mut head = lesson(Some(limits(&[(Dimension::Tokens, 60_000.0, 200.0)])));
+        head.probe_cost = Some(cost(1.0, 100.0));
+        head.apply(&mut row, 0.0);
+        assert!(
+            (row.buckets[0].level - 200.0).abs() < 1e-9,
+            "{:?}",
+            row.buckets
+        );
+        // Plenty left: track's own ledger, full less the call.
+        let mut row = PacingRow::default();
+        let mut head = lesson(Some(limits(&[(Dimension::Tokens, 60_000.0, 50_000.0)])));
+        head.probe_cost = Some(cost(1.0, 100.0));
+        head.apply(&mut row, 0.0);
+        assert!(
+            (row.buckets[0].level - 385.0).abs() < 1e-9,
+            "{:?}",
+            row.buckets
+        );
+    }
+
+    #[test]
+    fn a_rounded_count_lowers_the_ledger_only_beyond_its_rounding() {
+        let rounded = |remaining: f64| RateLimits {
+            readings: vec![Reading {
+                dimension: Dimension::InputTokens,
+                limit: 240_000.0,
+                remaining: Some(remaining),
+                reset: None,
+                rounded: true,
+            }],
+        };
+        // 240,000 ITPM: a bucket of 1,940 tokens, full.
+        let configured = RateLimit {
+            itpm: Some(240_000.0),
+            ..RateLimit::default()
+        };
+        let mut row = PacingRow::default();
+        take(&mut row, &configured, &cost(0.0, 0.0), 0.0).unwrap();
+        let full = row.buckets[0].level;
+        assert!((full - 1_940.0).abs() < 1e-9);
+        // "2000" may be 1,500: no lower than the ledger's 1,940 by more than the rounding.
+        let mut told = lesson(Some(rounded(2_000.0)));
+        told.probe_cost = None;
+        told.apply(&mut row, 0.0);
+        assert_eq!(row.buckets[0].level, full);
+        // "1000" is at most 1,500: the ledger comes down to that.
+        let mut told = lesson(Some(rounded(1_000.0)));
+        told.probe_cost = None;
+        told.apply(&mut row, 0.0);
+        assert_eq!(row.buckets[0].level, 1_500.0);
+    }
+
+    /// An Anthropic-style call of `max_tokens` output tokens.
+    fn output_call(max_tokens: f64) -> Cost {
+        Cost {
+            requests: 1.0,
+            tokens: 0.0,
+            input_tokens: 10.0,
+            output_tokens: max_tokens,
+        }
+    }
+
+    fn answer(output_tokens: u64) -> Result<ChatResponse, ProviderError> {
+        Ok(ChatResponse {
+            text: "ok".into(),
+            usage: crate::llm::Usage {
+                input_tokens: 10,
+                output_tokens,
+                estimated: false,
+            },
+            finish_reason: None,
+            limits: None,
+        })
+    }
+
+    fn anthropic() -> Endpoint {
+        Endpoint {
+            provider: "anthropic".into(),
+            kind: crate::llm::ProviderKind::Anthropic,
+            base_url: "http://127.0.0.1:9".into(),
+            api_key: None,
+            basic_auth: None,
+        }
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_waiting_call_goes_when_an_answer_gives_back_its_reservation() {
+        // 8,000 OTPM: a bucket of 64.7 tokens; a call reserving 4,096 leaves it 31.7 s in
+        // debt, of which all but what the answer used comes back when it ends.
+        let configured = ConfiguredLimits::from([(
+            ("anthropic".to_owned(), "claude".to_owned()),
+            RateLimit {
+                otpm: Some(8_000.0),
+                ..RateLimit::default()
+            },
+        )]);
+        let pacer = Arc::new(Pacer::new(None, configured, Duration::from_secs(60)));
+        let scope = pacer.scope(&anthropic(), "claude");
+        let stop = Arc::new(AtomicBool::new(false));
+        let first = pacer
+            .acquire(&scope, output_call(4096.0), &stop)
+            .await
+            .unwrap();
+        let started = tokio::time::Instant::now();
+        let second = tokio::spawn({
+            let (pacer, scope, stop) = (pacer.clone(), scope.clone(), stop.clone());
+            async move {
+                let permit = pacer.acquire(&scope, output_call(4096.0), &stop).await;
+                (permit.map(|p| p.taken), tokio::time::Instant::now())
+            }
+        });
+        tokio::time::sleep(Duration::from_millis(10)).await;
+        assert!(
+            !second.is_finished(),
+            "the second call waits for the first's reservation"
+        );
+        pacer.observe(first, &answer(0)).await;
+        let (taken, went) = second.await.unwrap();
+        assert_eq!(taken, Ok(true));
+        let waited = went - started;
+        assert!(
+            waited < Duration::from_millis(20),
+            "went {waited:?} after the first, not when its reservation came back"
+        );
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_call_dropped_in_flight_gives_back_its_reservation() {
+        let configured = ConfiguredLimits::from([(
+            ("anthropic".to_owned(), "claude".to_owned()),
+            RateLimit {
+                otpm: Some(8_000.0),
+                ..RateLimit::default()
+            },
+        )]);
+        let pacer = Pacer::new(None, configured, Duration::from_secs(60));
+        let scope = pacer.scope(&anthropic(), "claude");
+        let stop = AtomicBool::new(false);
+        let first = pacer
+            .acquire(&scope, output_call(4096.0), &stop)
+            .await
+            .unwrap();
+        assert!(lock_state(&scope).reserved_output == 4096.0);
+        // Stopped mid-answer: never observed.
+        drop(first);
+        assert_eq!(lock_state(&scope).reserved_output, 0.0);
+        let level = pacer
+            .update(&scope.id, |row| row.buckets[0].level)
+            .await
+            .unwrap();
+        assert!(level > 60.0, "the reservation came back: {level}");
     }
 
     #[test]

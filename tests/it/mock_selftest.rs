@@ -1250,6 +1250,44 @@ async fn anthropic_headers_and_output_charged_after_the_answer() {
 }
 
 #[tokio::test]
+async fn anthropic_output_reserved_at_admission_and_given_back_when_the_answer_ends() {
+    let mock = MockProvider::start_with(MockConfig {
+        limits: Some(MockLimits {
+            otpm: Some(50_000),
+            reserve_output: true,
+            ..MockLimits::default()
+        }),
+        manual_clock: true,
+        ..MockConfig::default()
+    });
+    let body = |max_tokens: u64, stream: bool| {
+        json!({"model": "claude-x", "max_tokens": max_tokens, "stream": stream,
+               "messages": [user("hello")]})
+    };
+    // A streamed answer's head is sent at admission: its own 20,000 are reserved.
+    let resp = anthropic(&mock, body(20_000, true)).await;
+    assert_eq!(resp.status(), 200);
+    assert_eq!(
+        header_u64(&resp, "anthropic-ratelimit-output-tokens-remaining"),
+        30_000
+    );
+    assert!(resp.text().await.unwrap().contains("message_stop"));
+    // Once it ended, all but the few tokens generated came back: the next answer, made when
+    // it ended, tells a bucket about full.
+    let resp = anthropic(&mock, body(20_000, false)).await;
+    assert_eq!(resp.status(), 200);
+    assert_eq!(
+        header_u64(&resp, "anthropic-ratelimit-output-tokens-remaining"),
+        50_000
+    );
+    // A reservation above the whole limit never fits.
+    let resp = anthropic(&mock, body(60_000, false)).await;
+    assert_eq!(resp.status(), 429);
+    let v: Value = resp.json().await.unwrap();
+    assert_eq!(v["error"]["type"], "rate_limit_error");
+}
+
+#[tokio::test]
 async fn anthropic_requests_and_input_limits() {
     let mock = MockProvider::start_with(MockConfig {
         limits: Some(MockLimits {
@@ -1468,6 +1506,7 @@ async fn limits_without_headers_still_enforce() {
             window: Duration::from_secs(1),
             headers: false,
             retry_after: RetryAfterHeader::Seconds,
+            reserve_output: false,
         }),
         manual_clock: true,
         ..MockConfig::default()

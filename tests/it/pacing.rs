@@ -36,6 +36,7 @@ fn limits(rpm: Option<u64>, tpm: Option<u64>) -> MockLimits {
         window: Duration::from_secs(1),
         headers: true,
         retry_after: RetryAfterHeader::Millis,
+        reserve_output: false,
     }
 }
 
@@ -164,6 +165,75 @@ fn a_server_refusing_the_streamed_first_call_is_asked_it_unstreamed() {
     assert_eq!(bodies.len(), 4, "the first call asked twice: {bodies:?}");
     assert!(bodies[0].get("stream_options").is_some());
     assert!(bodies[1..].iter().all(|b| b.get("stream").is_none()));
+}
+
+/// Issue 26's case: Anthropic's output-token limit with a large `max_tokens`, reserved at
+/// admission by the provider (its head tells the buckets with the reservation taken) and given
+/// back when the answer ends. Runs 40 prompts answered at once, and returns the gaps between
+/// consecutive admissions, the refusals and the requests sent. `window`: the provider's burst
+/// window (its buckets hold that much of a minute's limit).
+fn anthropic_output_reservations(
+    reserve_output: bool,
+    window: Duration,
+) -> (Vec<Duration>, usize, usize) {
+    let s = limited(MockLimits {
+        rpm: Some(4_000),
+        otpm: Some(8_000),
+        reserve_output,
+        window,
+        retry_after: RetryAfterHeader::Seconds,
+        ..limits(None, None)
+    });
+    let models = ["anthropic:haiku 3.5"];
+    s.write("bench.yaml", &many_prompts(&models, 40, 4096));
+    let out = s
+        .track()
+        .args([
+            "run",
+            "bench.yaml",
+            "--no-detail",
+            "--concurrency",
+            "64",
+            "-v",
+        ])
+        .output()
+        .unwrap();
+    let stderr = text(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert_eq!(answered(&s), 40, "{stderr}");
+    let admissions = s.mock.admissions();
+    let admitted: Vec<_> = admissions.iter().filter(|a| a.requests == 1).collect();
+    assert_eq!(admitted.len(), 40);
+    let gaps = admitted.windows(2).map(|w| w[1].at - w[0].at).collect();
+    (gaps, s.mock.refused(), admissions.len())
+}
+
+#[test]
+fn an_output_reservation_is_counted_once_and_given_back_when_its_answer_ends() {
+    // The first call's reservation was taken from the bucket and never given back: a 31.7 s
+    // wait at 8,000 OTPM after its head. Each is given back when its answer ends, and the
+    // call waiting goes then. Both readings of the documentation: `max_tokens` reserved at
+    // admission (2025), or only the tokens generated counted (2026); a provider enforcing
+    // the limit over a second, or over the minute.
+    let cases = [
+        (true, Duration::from_secs(1)),
+        (true, Duration::from_secs(60)),
+        (false, Duration::from_secs(1)),
+    ];
+    for (reserve_output, window) in cases {
+        let (gaps, refused, sent) = anthropic_output_reservations(reserve_output, window);
+        let longest = gaps.iter().max().copied().unwrap_or_default();
+        assert!(
+            longest < Duration::from_secs(1),
+            "reserve_output {reserve_output}, window {window:?}: a call waited {longest:?} \
+             after the one before"
+        );
+        assert!(
+            refused * 100 < sent,
+            "reserve_output {reserve_output}, window {window:?}: {refused} of {sent} requests \
+             refused"
+        );
+    }
 }
 
 #[test]

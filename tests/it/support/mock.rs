@@ -139,7 +139,8 @@ pub struct MockLimits {
     /// the mock reports.
     pub itpm: Option<u64>,
     /// Anthropic-format output tokens per minute, charged after the answer with the output
-    /// tokens generated; admission needs a positive level.
+    /// tokens generated; admission needs a positive level (the 2026 documentation's reading),
+    /// or, with `reserve_output`, `max_tokens` reserved at admission (the 2025 reading).
     pub otpm: Option<u64>,
     /// Burst window: each bucket holds at most limit * window / 60 s and refills continuously
     /// at limit / 60 per second ("600 RPM enforced as 10 requests a second" is window = 1 s).
@@ -149,6 +150,12 @@ pub struct MockLimits {
     pub headers: bool,
     /// What a retryable 429 carries.
     pub retry_after: RetryAfterHeader,
+    /// Anthropic format: OTPM is "estimated based on max_tokens at the beginning of the request
+    /// and adjusted at the end" (the 2025 documentation). Admission takes `max_tokens` from the
+    /// output bucket (a reservation larger than the bucket needs it full and leaves it in
+    /// debt), the head of a streamed answer tells the buckets with it taken, and the unused part
+    /// goes back when the answer ends. false: only the tokens generated are charged.
+    pub reserve_output: bool,
 }
 
 impl Default for MockLimits {
@@ -162,6 +169,7 @@ impl Default for MockLimits {
             window: Duration::from_secs(60),
             headers: true,
             retry_after: RetryAfterHeader::Seconds,
+            reserve_output: false,
         }
     }
 }
@@ -939,6 +947,9 @@ struct Outcome {
     /// tokens are left in `billed` for the batch to bill once it completes).
     batch: bool,
     billed: Option<(u64, u64)>,
+    /// The rate-limit headers as they stood when the request was admitted: a streamed
+    /// answer's head is sent then, before anything is generated.
+    head: Option<Vec<(String, String)>>,
 }
 
 async fn handle(State(shared): State<Arc<Shared>>, req: Request) -> Response {
@@ -953,7 +964,11 @@ async fn handle(State(shared): State<Arc<Shared>>, req: Request) -> Response {
     };
     let limits = shared.limits_for(&out.model).filter(|l| l.headers);
     if let Some(limits) = limits.filter(|_| format != Format::Ollama && !out.model.is_empty()) {
-        for (name, value) in shared.rate_headers(format, &out.key, &out.model, limits) {
+        let headers = match out.head.take() {
+            Some(head) => head,
+            None => shared.rate_headers(format, &out.key, &out.model, limits),
+        };
+        for (name, value) in headers {
             if let (Ok(n), Ok(v)) = (
                 header::HeaderName::from_bytes(name.as_bytes()),
                 HeaderValue::from_str(&value),
@@ -1161,11 +1176,21 @@ async fn answer(shared: &Shared, req: Request, out: &mut Outcome) -> Response {
         Format::Anthropic => input_tokens as u64,
         Format::Ollama => 0,
     };
+    // Output tokens reserved at admission (`MockLimits::reserve_output`): `max_tokens`.
+    let reserved = match (format, limits) {
+        (Format::Anthropic, Some(l)) if l.reserve_output && l.otpm.is_some() => {
+            body.get("max_tokens").and_then(Value::as_u64).unwrap_or(0)
+        }
+        _ => 0,
+    };
     if let Some(limits) = limits {
-        let verdict = shared.admit(&out.key, &model, limits, format, charge);
+        let verdict = shared.admit(&out.key, &model, limits, format, charge, reserved);
         out.at = Some(shared.now());
         if let Err(refusal) = verdict {
             return refusal_response(shared, format, &model, &refusal, limits.retry_after);
+        }
+        if stream && limits.headers {
+            out.head = Some(shared.rate_headers(format, &out.key, &model, limits));
         }
     } else {
         out.at = Some(shared.now());
@@ -1224,7 +1249,20 @@ async fn answer(shared: &Shared, req: Request, out: &mut Outcome) -> Response {
     // not it then reaches the client whole.
     if format == Format::Anthropic {
         if let Some(limits) = limits {
-            shared.charge_output(&out.key, &model, limits, output_tokens as u64);
+            // A streamed answer ends when its delay is over; an unstreamed one was delayed
+            // before its admission and ends now.
+            let ends = match (stream, due) {
+                (true, Some(due)) => due,
+                _ => shared.now(),
+            };
+            shared.charge_output(
+                &out.key,
+                &model,
+                limits,
+                output_tokens as u64,
+                reserved,
+                ends,
+            );
         }
         out.tokens += output_tokens as u64;
     }
@@ -1429,6 +1467,8 @@ struct Buckets {
     tokens: Option<Bucket>,
     input: Option<Bucket>,
     output: Option<Bucket>,
+    /// Output reservations given back when their answer ends: (when, tokens).
+    settlements: Vec<(Instant, f64)>,
 }
 
 impl Buckets {
@@ -1439,6 +1479,7 @@ impl Buckets {
             tokens: b(limits.tpm),
             input: b(limits.itpm),
             output: b(limits.otpm),
+            settlements: Vec::new(),
         }
     }
 
@@ -1454,6 +1495,17 @@ impl Buckets {
         {
             b.refill(now);
         }
+        // Reservations whose answers have ended come back.
+        let output = &mut self.output;
+        self.settlements.retain(|&(ends, back)| {
+            if ends > now {
+                return true;
+            }
+            if let Some(o) = output.as_mut() {
+                o.level = (o.level + back).min(o.capacity);
+            }
+            false
+        });
     }
 }
 
@@ -1488,7 +1540,8 @@ enum Refusal {
 
 impl Shared {
     /// Admit a request (charging it) or refuse it (charging nothing). `charge` is the
-    /// OpenAI token charge or the Anthropic input tokens.
+    /// OpenAI token charge or the Anthropic input tokens; `reserved` the Anthropic output
+    /// tokens reserved at admission (0 unless `MockLimits::reserve_output`).
     fn admit(
         &self,
         key: &str,
@@ -1496,6 +1549,7 @@ impl Shared {
         limits: &MockLimits,
         format: Format,
         charge: u64,
+        reserved: u64,
     ) -> Result<(), Refusal> {
         self.with_buckets(key, model, limits, |b| {
             let checks: [(Kind, Option<&Bucket>, u64); 3] = match format {
@@ -1507,13 +1561,13 @@ impl Shared {
                 _ => [
                     (Kind::Requests, b.requests.as_ref(), 1),
                     (Kind::InputTokens, b.input.as_ref(), charge),
-                    (Kind::OutputTokens, b.output.as_ref(), 0),
+                    (Kind::OutputTokens, b.output.as_ref(), reserved),
                 ],
             };
             let mut worst: Option<Refusal> = None;
             for (kind, bucket, c) in checks {
                 let Some(bucket) = bucket else { continue };
-                if kind != Kind::OutputTokens && c > bucket.limit {
+                if c > bucket.limit {
                     return Err(Refusal::TooLarge {
                         kind,
                         limit: bucket.limit,
@@ -1521,7 +1575,7 @@ impl Shared {
                         reset: bucket.reset_secs(),
                     });
                 }
-                let wait = if kind == Kind::OutputTokens {
+                let wait = if kind == Kind::OutputTokens && c == 0 {
                     // Output is charged after the answer; admission needs a positive level.
                     if bucket.level > 0.0 {
                         continue;
@@ -1561,6 +1615,9 @@ impl Shared {
             if let Some(t) = tokens {
                 t.level -= charge as f64;
             }
+            if let Some(o) = &mut b.output {
+                o.level -= reserved as f64;
+            }
             Ok(())
         })
     }
@@ -1582,13 +1639,30 @@ impl Shared {
         f(b)
     }
 
-    /// Charge an Anthropic answer's output tokens to its output bucket.
-    fn charge_output(&self, key: &str, model: &str, limits: &MockLimits, output_tokens: u64) {
+    /// Charge an Anthropic answer's output tokens to its output bucket: at once, or, for an
+    /// answer that reserved `reserved` at admission, the reservation settled to what was
+    /// generated when the answer `ends`.
+    fn charge_output(
+        &self,
+        key: &str,
+        model: &str,
+        limits: &MockLimits,
+        output_tokens: u64,
+        reserved: u64,
+        ends: Instant,
+    ) {
         self.with_buckets(key, model, limits, |b| {
-            if let Some(o) = &mut b.output {
-                o.level -= output_tokens as f64;
+            if reserved == 0 {
+                if let Some(o) = &mut b.output {
+                    o.level -= output_tokens as f64;
+                }
+            } else {
+                b.settlements
+                    .push((ends, reserved as f64 - output_tokens as f64));
             }
         });
+        // An answer that ends now is settled now.
+        self.with_buckets(key, model, limits, |_| ());
     }
 
     /// The provider's rate-limit headers for (key, model), describing the buckets now.
