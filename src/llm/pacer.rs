@@ -1432,17 +1432,22 @@ mod tests {
         }
     }
 
-    #[tokio::test(start_paused = true)]
-    async fn a_waiting_call_goes_when_an_answer_gives_back_its_reservation() {
-        // 8,000 OTPM: a bucket of 64.7 tokens; a call reserving 4,096 leaves it 31.7 s in
-        // debt, of which all but what the answer used comes back when it ends.
-        let configured = ConfiguredLimits::from([(
+    /// `anthropic:claude` limited to 8,000 output tokens a minute in config.yaml.
+    fn claude_at_8000_otpm() -> ConfiguredLimits {
+        ConfiguredLimits::from([(
             ("anthropic".to_owned(), "claude".to_owned()),
             RateLimit {
                 otpm: Some(8_000.0),
                 ..RateLimit::default()
             },
-        )]);
+        )])
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_waiting_call_goes_when_an_answer_gives_back_its_reservation() {
+        // 8,000 OTPM: a bucket of 64.7 tokens; a call reserving 4,096 leaves it 31.7 s in
+        // debt, of which all but what the answer used comes back when it ends.
+        let configured = claude_at_8000_otpm();
         let pacer = Arc::new(Pacer::new(None, configured, Duration::from_secs(60)));
         let scope = pacer.scope(&anthropic(), "claude");
         let stop = Arc::new(AtomicBool::new(false));
@@ -1475,13 +1480,7 @@ mod tests {
 
     #[tokio::test(start_paused = true)]
     async fn a_call_dropped_in_flight_gives_back_its_reservation() {
-        let configured = ConfiguredLimits::from([(
-            ("anthropic".to_owned(), "claude".to_owned()),
-            RateLimit {
-                otpm: Some(8_000.0),
-                ..RateLimit::default()
-            },
-        )]);
+        let configured = claude_at_8000_otpm();
         let pacer = Pacer::new(None, configured, Duration::from_secs(60));
         let scope = pacer.scope(&anthropic(), "claude");
         let stop = AtomicBool::new(false);

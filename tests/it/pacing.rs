@@ -167,6 +167,18 @@ fn a_server_refusing_the_streamed_first_call_is_asked_it_unstreamed() {
     assert!(bodies[1..].iter().all(|b| b.get("stream").is_none()));
 }
 
+/// Anthropic's first tier: 8,000 output tokens a minute (and 4,000 requests, so that requests
+/// do not bind), enforced over a second, with `max_tokens` reserved at admission or not.
+fn otpm_8000(reserve_output: bool) -> MockLimits {
+    MockLimits {
+        rpm: Some(4_000),
+        otpm: Some(8_000),
+        reserve_output,
+        retry_after: RetryAfterHeader::Seconds,
+        ..limits(None, None)
+    }
+}
+
 /// Issue 26's case: Anthropic's output-token limit with a large `max_tokens`, reserved at
 /// admission by the provider (its head tells the buckets with the reservation taken) and given
 /// back when the answer ends. Runs 40 prompts answered at once, and returns the gaps between
@@ -177,25 +189,14 @@ fn anthropic_output_reservations(
     window: Duration,
 ) -> (Vec<Duration>, usize, usize) {
     let s = limited(MockLimits {
-        rpm: Some(4_000),
-        otpm: Some(8_000),
-        reserve_output,
         window,
-        retry_after: RetryAfterHeader::Seconds,
-        ..limits(None, None)
+        ..otpm_8000(reserve_output)
     });
     let models = ["anthropic:haiku 3.5"];
     s.write("bench.yaml", &many_prompts(&models, 40, 4096));
     let out = s
         .track()
-        .args([
-            "run",
-            "bench.yaml",
-            "--no-detail",
-            "--concurrency",
-            "64",
-            "-v",
-        ])
+        .args(["run", "bench.yaml", "--no-detail", "--concurrency", "64"])
         .output()
         .unwrap();
     let stderr = text(&out.stderr);
@@ -243,13 +244,7 @@ fn where_only_generated_output_counts_a_large_max_tokens_does_not_hold_calls_bac
     // run at once; reserving 4,096 from a bucket of 65, track sent them one at a time: 40 s.
     let s = Sandbox::with_mock(MockProvider::start_with(MockConfig {
         delay: Duration::from_secs(1),
-        limits: Some(MockLimits {
-            rpm: Some(4_000),
-            otpm: Some(8_000),
-            reserve_output: false,
-            retry_after: RetryAfterHeader::Seconds,
-            ..limits(None, None)
-        }),
+        limits: Some(otpm_8000(false)),
         ..MockConfig::default()
     }));
     let models = ["anthropic:haiku 3.5"];
