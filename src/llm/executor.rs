@@ -652,8 +652,9 @@ impl Executor {
         };
         let started = Instant::now();
         // A scope's first call streams its answer: its head teaches the limits, and the calls
-        // waiting for them go then, not a generation later.
-        let (head, head_seen) = match permit.is_probe() {
+        // waiting for them go then, not a generation later. So does a run's first call to an
+        // output-token limit: its head tells whether `max_tokens` was reserved.
+        let (head, head_seen) = match permit.wants_head() {
             true => {
                 let (sender, receiver) = tokio::sync::oneshot::channel();
                 (Some(sender), Some(receiver))

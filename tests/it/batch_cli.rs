@@ -79,7 +79,7 @@ fn batch_true_in_an_experiment_file_is_batch_mode_and_detach_is_then_accepted() 
     let out = s.track().args(["run", "typo.yaml"]).output().unwrap();
     assert!(!out.status.success());
     assert!(
-        text(&out.stderr).contains("unknown field `batched`"),
+        text(&out.stderr).contains("unknown key `batched`"),
         "{}",
         text(&out.stderr)
     );

@@ -179,3 +179,79 @@ fn yaml_errors_and_bad_regexes_are_one_line_with_file_line_and_column() {
     );
     assert_eq!(stderr.trim().lines().count(), 1, "one line: {stderr}");
 }
+
+/// Every kind's file refuses a key it does not know, in every form a key can take, with the
+/// key, its line and the valid keys, before any call; YAML slips are pointed at and explained.
+#[test]
+fn unknown_keys_and_yaml_slips_are_named_in_every_kinds_file_before_any_call() {
+    let s = Sandbox::new();
+    let bench_head = "models: [openai:gpt-4o]\nprompts:\n";
+    let cases: Vec<(&str, String, &str)> = vec![
+        (
+            "vars.yaml",
+            format!(
+                "{bench_head}  - name: capital\n    prompt: \"Capital of {{{{country}}}}?\"\n    \
+                 vars: {{country: France}}\n    output: paris\n    method: icontains\n"
+            ),
+            "vars.yaml:5: prompt `capital`: unknown key `vars`; valid keys: name, prompt, output, expected, method, system, temperature, top_p, max_tokens, rubric, threshold, judge",
+        ),
+        (
+            "nested.yaml",
+            format!("{bench_head}  - capital:\n      prompt: x\n      outptu: y\n      method: exact\n"),
+            "nested.yaml:5: prompt `capital`: unknown key `outptu`; did you mean `output`?",
+        ),
+        (
+            "sibling.yaml",
+            format!("{bench_head}  - capital:\n    prompt: x\n    output: y\n    method: exact\n    judge_model: z\n"),
+            "sibling.yaml:7: prompt `capital`: unknown key `judge_model`",
+        ),
+        (
+            "promts.yaml",
+            "models: [openai:gpt-4o]\npromts:\n  - a:\n    prompt: x\n".into(),
+            "promts.yaml:2:1: unknown key `promts`; did you mean `prompts`? valid keys: kind, description, models, prompts",
+        ),
+        (
+            "tab.yaml",
+            format!("{bench_head}  - a:\n    prompt: x\n\toutput: y\n    method: exact\n"),
+            "tab.yaml:5:1: a tab indents this line: indent with spaces",
+        ),
+        (
+            "csv.yaml",
+            "models: [openai:gpt-4o]\nprompts: cases.csv\n".into(),
+            "csv.yaml:2: `prompts: cases.csv` is not a list of tests: cases read from a file go under `cases:`",
+        ),
+        (
+            "systm.yaml",
+            "kind: pairwise\ncandidates:\n  - model: openai:gpt-4o\n    systm: Be brief.\n  - openai:gpt-4o-mini\njudges: [openai:gpt-4o]\nprompts:\n  - a:\n    prompt: x\n".into(),
+            "systm.yaml:4: candidate 1: unknown key `systm`; did you mean `system`? valid keys: model, name, system, temperature",
+        ),
+        (
+            "candidate-prompt.yaml",
+            "kind: pairwise\ncandidates:\n  - openai:gpt-4o\n  - model: openai:gpt-4o-mini\n    prompt: Capital of France?\njudges: [openai:gpt-4o]\nprompts:\n  - a:\n    prompt: x\n".into(),
+            "candidate-prompt.yaml:5: candidate 2: unknown key `prompt`; valid keys: model, name, system, temperature",
+        ),
+        (
+            "pairwise-vars.yaml",
+            "kind: pairwise\ncandidates: [openai:gpt-4o, openai:gpt-4o-mini]\njudges: [openai:gpt-4o]\nprompts:\n  - name: a\n    prompt: x\n    vars: {country: France}\n".into(),
+            "pairwise-vars.yaml:7: prompt `a`: unknown key `vars`",
+        ),
+        (
+            "review.yaml",
+            "kind: review\nreviewers: [openai:gpt-4o]\nbrnd: Bosch\n".into(),
+            "review.yaml:3:1: unknown key `brnd`; did you mean `brand`?",
+        ),
+        (
+            "relevance.yaml",
+            "kind: relevance\nmodel: openai:gpt-4o\nimages: \"*.png\"\nground_truth: truth.json\nprompt_wth: with.txt\n".into(),
+            "relevance.yaml:5:1: unknown key `prompt_wth`; did you mean `prompt_with`?",
+        ),
+    ];
+    for (file, content, want) in cases {
+        s.write(file, &content);
+        let stderr = failure(&s, &["run", file]);
+        assert!(stderr.contains(want), "{file}: {stderr}");
+        assert!(!stderr.contains("untagged"), "{file}: {stderr}");
+        assert_eq!(stderr.trim().lines().count(), 1, "one line: {stderr}");
+    }
+    assert_eq!(s.mock.request_count(), 0, "nothing was asked");
+}
