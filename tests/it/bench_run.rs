@@ -391,6 +391,58 @@ fn a_missing_key_fails_only_its_model() {
 }
 
 #[test]
+fn a_local_server_that_is_down_is_named_with_the_command_that_starts_it() {
+    let s = Sandbox::new();
+    s.write(
+        "bench.yaml",
+        &bench_yaml(
+            &["local:smollm2", "openai:gpt-4o"],
+            &[("a", "Say hi", "hi", "contains")],
+        ),
+    );
+    // Port 9 (discard) has no server: the call is refused at once.
+    let out = s
+        .track()
+        .args(["run", "bench.yaml"])
+        .env("LOCAL_MODEL_BASE_URL", "http://127.0.0.1:9/v1")
+        .output()
+        .unwrap();
+    let stderr = text(&out.stderr);
+    assert!(out.status.success(), "the other model ran: {stderr}");
+    let detail: String = s
+        .db()
+        .query_row(
+            "SELECT detail FROM bench_results WHERE model_ref = 'local:smollm2'",
+            [],
+            |r| r.get(0),
+        )
+        .unwrap();
+    for said in [&detail, &stderr] {
+        assert!(
+            said.contains("cannot reach local at http://127.0.0.1:9/v1"),
+            "{said}"
+        );
+        assert!(said.contains("`bash .ci/local-model.sh start`"), "{said}");
+    }
+    // Another provider's server that is down is not sent to the local model's script.
+    let out = s
+        .track()
+        .args([
+            "run",
+            "bench.yaml",
+            "--models",
+            "openai:gpt-4o",
+            "--no-cache",
+        ])
+        .env("OPENAI_BASE_URL", "http://127.0.0.1:9/v1")
+        .output()
+        .unwrap();
+    let stderr = text(&out.stderr);
+    assert!(stderr.contains("cannot reach openai"), "{stderr}");
+    assert!(!stderr.contains("local-model.sh"), "{stderr}");
+}
+
+#[test]
 fn keys_never_reach_the_database_exports_or_output() {
     let s = sandbox_with_answers();
     // A provider that echoes the key in its error must not get it stored either.
