@@ -252,12 +252,11 @@ pub fn diff(store: &Store, base: i64, new: i64) -> Result<RunDiff, DiffError> {
 /// in the order they failed, then the answers its kind could not use (an unparsable review, a
 /// judge's garbage verdict). Empty for a run that does not exist.
 pub fn run_errors(store: &Store, run_id: i64) -> Result<Vec<RunErrorRow>, StoreError> {
+    let Some(run) = store.runs_by_id(&[run_id])?.into_iter().next() else {
+        return Err(StoreError::NoSuchRun(run_id.to_string()));
+    };
     let mut errors = store.run_errors(run_id)?;
-    let of_run = store
-        .runs_by_id(&[run_id])?
-        .into_iter()
-        .next()
-        .and_then(|run| ExperimentKind::from_stored(&run.kind));
+    let of_run = ExperimentKind::from_stored(&run.kind);
     if let Some(answer_errors) = of_run.and_then(|k| kind(k).answer_errors()) {
         errors.extend(answer_errors(store, run_id)?);
     }

@@ -206,9 +206,18 @@ impl ModelTally {
         McNemar::new(self.regressions, self.fixes)
     }
 
+    /// McNemar's p-value; none without a paired evaluation (nothing was compared: `–`, not a
+    /// p of 1).
+    fn p_value(&self) -> Option<f64> {
+        if self.paired == 0 {
+            return None;
+        }
+        self.mcnemar().p_value()
+    }
+
     /// Whether the success rate dropped with McNemar p < 0.05.
     fn significant_regression(&self) -> bool {
-        self.regressions > self.fixes && self.mcnemar().p_value().is_some_and(|p| p < SIGNIFICANCE)
+        self.regressions > self.fixes && self.p_value().is_some_and(|p| p < SIGNIFICANCE)
     }
 
     fn describe(&self) -> String {
@@ -222,7 +231,7 @@ impl ModelTally {
             self.paired,
             self.regressions,
             self.fixes,
-            self.mcnemar().p_value().unwrap_or(1.0),
+            self.p_value().unwrap_or(1.0),
         )
     }
 }
@@ -304,7 +313,7 @@ fn summary_frame(tallies: &[ModelTally]) -> PolarsResult<DataFrame> {
         column(c::REGRESSIONS, of(|t| t.regressions)),
         column(c::FIXES, of(|t| t.fixes)),
         column(c::NEW_ERRORS, of(|t| t.new_errors)),
-        Column::new(c::P_VALUE.into(), floats(&|t| t.mcnemar().p_value())),
+        Column::new(c::P_VALUE.into(), floats(&|t| t.p_value())),
         Column::new(
             c::SIGNIFICANT_REGRESSION.into(),
             tallies
@@ -497,6 +506,30 @@ mod tests {
         // Latency over the evaluations answered in both runs: p1 (+200 ms) and p2 (0).
         assert_eq!(f("delta_mean_latency_ms"), Some(100.0));
         assert!((f("delta_cost_usd").unwrap() - 0.01).abs() < 1e-12);
+    }
+
+    #[test]
+    fn a_model_with_no_paired_evaluation_has_no_p_value() {
+        let base: Vec<Row<'_>> = vec![
+            ("kept", "p1", 0, Some(true), 1.0, 0.0),
+            ("gone", "p1", 0, Some(true), 1.0, 0.0),
+            ("erred", "p1", 0, None, 1.0, 0.0),
+        ];
+        let new: Vec<Row<'_>> = vec![
+            ("kept", "p1", 0, Some(true), 1.0, 0.0),
+            ("erred", "p1", 0, None, 1.0, 0.0),
+            ("came", "p1", 0, Some(false), 1.0, 0.0),
+        ];
+        let d = diff(columns(&base), columns(&new)).unwrap();
+        let s = &d.summary;
+        assert_eq!(
+            strings(s, "model"),
+            ["kept", "gone", "erred", "came"].map(|m| Some(m.to_owned()))
+        );
+        let p: Vec<Option<f64>> = s.column("p_value").unwrap().f64().unwrap().iter().collect();
+        // Only `kept` was compared (no discordant pair: p = 1); the others share no paired
+        // evaluation (`erred` shares one, an error both times).
+        assert_eq!(p, [Some(1.0), None, None, None]);
     }
 
     #[test]

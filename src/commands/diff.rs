@@ -10,7 +10,7 @@ use super::{Context, selection_status};
 use crate::analysis::diff::{DiffError, Layout, MIN_BOOTSTRAP_UNITS, RunDiff, UNCHANGED};
 use crate::experiment::ExperimentKind;
 use crate::kinds;
-use crate::output::{Columns, Format, print_frame, render};
+use crate::output::{Columns, Format, fit_line, print_frame, render};
 use crate::store::{RunSelector, Store};
 
 /// Rows of the changed items and of the unpaired items a table shows before pointing to
@@ -191,12 +191,16 @@ fn resolve(store: &Store, base: i64, new: NewRun) -> anyhow::Result<i64> {
 fn print_table(diff: &RunDiff, columns: Columns) -> anyhow::Result<()> {
     let stdout = std::io::stdout();
     let mut out = stdout.lock();
-    writeln!(out, "{}", diff.headline())?;
+    writeln!(out, "{}", fit_line(&diff.headline()))?;
     if diff.significant.is_empty() {
         writeln!(out, "no significant regression")?;
     }
     for regression in diff.significant.iter().take(NAMED_REGRESSIONS) {
-        writeln!(out, "significant regression: {regression}")?;
+        writeln!(
+            out,
+            "{}",
+            fit_line(&format!("significant regression: {regression}"))
+        )?;
     }
     if diff.significant.len() > NAMED_REGRESSIONS {
         writeln!(

@@ -17,7 +17,7 @@ use crate::experiment::{
 };
 use crate::llm::Structured;
 use crate::llm::batch::BatchApi;
-use crate::output::{Columns, count, render};
+use crate::output::{Columns, count, fit_line, render};
 use crate::store::{Store, lock};
 
 /// The options of every command that runs an experiment.
@@ -293,8 +293,7 @@ fn print_plan(
     let stdout = std::io::stdout();
     let mut out = stdout.lock();
     writeln!(out, "{}", render(&df, Columns::Compact))?;
-    writeln!(
-        out,
+    let summary = format!(
         "dry run{}: {} calls planned, {} cached, {} to call, at most ${:.6} (inputs at a token \
          a byte, the most any tokenizer makes; each answer at its max_tokens or \
          {ASSUMED_MAX_OUTPUT_TOKENS} when unset{}); nothing was called",
@@ -308,10 +307,11 @@ fn print_plan(
         } else {
             ""
         },
-    )?;
+    );
+    writeln!(out, "{}", fit_line(&summary))?;
     if batch {
         for line in batch_lines(plan) {
-            writeln!(out, "{line}")?;
+            writeln!(out, "{}", fit_line(&line))?;
         }
     }
     if plan.shard.is_part() {

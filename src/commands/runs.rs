@@ -9,12 +9,14 @@ use crate::experiment::observed_status;
 use crate::output::{Columns, Format, print_frame};
 use crate::store::{BatchRow, RunErrorRow, RunInfo, RunStatus, Store};
 
-/// List runs: id, kind, file (or the command line of a run without one), models, started,
+/// List runs, newest first by the time they started: id, kind, file (or the command line of a
+/// run without one), models, started,
 /// status (a run whose process is gone shows as `abandoned`; one stopped by its budget as
 /// `budget`; one whose batches are not collected yet as `waiting`, with a line under the table
 /// saying what it waits for), calls, cache hits, errors, cost, what it paid and its budget (`--budget`,
 /// `budget:`; empty when none); with --wide or in CSV/JSON, the command line too. `--errors
-/// ID` lists what run ID counts as errors, each with its item and why.
+/// ID` lists what run ID counts as errors, each with its item and why (a run without any says
+/// so; one that does not exist is an error).
 #[derive(Debug, clap::Args)]
 pub struct RunsArgs {
     /// List the errors this run counts: the calls that got no answer (failed, no key, not
@@ -36,8 +38,17 @@ pub struct RunsArgs {
 pub fn run(context: &Context, args: RunsArgs) -> anyhow::Result<ExitCode> {
     let store = context.open_existing_store()?;
     if let Some(run_id) = args.errors {
-        let df = errors_frame(&crate::kinds::run_errors(&store, run_id)?)?;
-        print_frame(&df, args.format, Columns::wide_if(args.wide))?;
+        let errors = crate::kinds::run_errors(&store, run_id)?;
+        if errors.is_empty() && args.format == Format::Table {
+            // A sentence, not an empty frame; CSV and JSON stay a header and `[]`.
+            crate::output::say(format_args!("run {run_id} recorded no errors"));
+            return Ok(ExitCode::SUCCESS);
+        }
+        print_frame(
+            &errors_frame(&errors)?,
+            args.format,
+            Columns::wide_if(args.wide),
+        )?;
         return Ok(ExitCode::SUCCESS);
     }
     let mut runs = store.list_runs()?;

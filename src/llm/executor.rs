@@ -117,6 +117,9 @@ pub struct Executor {
     slots: tokio::sync::Semaphore,
     /// Work for the time the first request's answer is awaited ([`Executor::on_first_request`]).
     first_request: Mutex<Option<Box<dyn FnOnce() + Send>>>,
+    /// Keys not sent because a batch took them since the run planned (the claim found them
+    /// waiting in one): the run follows that batch ([`Executor::take_batched`]).
+    batched: Mutex<HashSet<String>>,
 }
 
 /// Who claims calls before sending them, for processes that share a database.
@@ -142,6 +145,8 @@ enum Claimed {
     },
     /// Another run stored the answer meanwhile.
     Answered(StoredCall),
+    /// It waits in a batch (another run's, submitted since this run planned): not sent.
+    Batched,
     /// A stop came while waiting for another run.
     Stopped,
 }
@@ -170,6 +175,7 @@ impl Executor {
             pacer: Pacer::new(None, ConfiguredLimits::default(), retry.max_delay),
             slots: tokio::sync::Semaphore::new(concurrency.max(1)),
             first_request: Mutex::default(),
+            batched: Mutex::default(),
         }
     }
 
@@ -209,6 +215,12 @@ impl Executor {
         self.claims = Some(claims);
     }
 
+    /// The keys [`Executor::execute`] did not send because they wait in a batch (one taken
+    /// since the run planned), gone from the set once taken: the run follows their batch.
+    pub fn take_batched(&self) -> HashSet<String> {
+        std::mem::take(&mut *self.batched.lock().unwrap_or_else(|p| p.into_inner()))
+    }
+
     /// The cache mode in force.
     pub fn mode(&self) -> CacheMode {
         self.mode
@@ -243,7 +255,8 @@ impl Executor {
     /// store their answers.
     /// Once `stop` is set (or the budget is reached) no call is started and none is retried;
     /// calls in flight land and are reported, calls that were waiting to be retried are not
-    /// reported at all.
+    /// reported at all. A call whose key waits in a batch is neither sent nor reported: it is
+    /// in [`Executor::take_batched`].
     pub async fn execute(
         self: &Arc<Self>,
         jobs: impl IntoIterator<Item = CallJob>,
@@ -429,6 +442,13 @@ impl Executor {
         let (claimed, failed_attempts) = match self.claim(job, stop).await {
             Claimed::Answered(call) => return Some((CallOutcome::Hit(call), None)),
             Claimed::Stopped => return None,
+            Claimed::Batched => {
+                self.batched
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .insert(job.canonical.key.clone());
+                return None;
+            }
             Claimed::Send {
                 claimed,
                 failed_attempts,
@@ -485,6 +505,7 @@ impl Executor {
                 .await;
             match claim {
                 Ok((Claim::Answered(call), _)) => return Claimed::Answered(call),
+                Ok((Claim::Batched(_), _)) => return Claimed::Batched,
                 Ok((Claim::Mine, failed)) => {
                     return Claimed::Send {
                         claimed: true,
@@ -649,8 +670,9 @@ impl Executor {
         };
         let started = Instant::now();
         // A scope's first call streams its answer: its head teaches the limits, and the calls
-        // waiting for them go then, not a generation later.
-        let (head, head_seen) = match permit.is_probe() {
+        // waiting for them go then, not a generation later. So does a run's first call to an
+        // output-token limit: its head tells whether `max_tokens` was reserved.
+        let (head, head_seen) = match permit.wants_head() {
             true => {
                 let (sender, receiver) = tokio::sync::oneshot::channel();
                 (Some(sender), Some(receiver))

@@ -107,6 +107,28 @@ const SHORT_HEADERS: &[(&str, &str)] = &[
     ("inconsistency", "share"),
 ];
 
+/// Where the cells of a text column may be broken over lines when a table is wider than the
+/// terminal: never (a name, a timestamp: cut with `…` only when it cannot fit even in a part of
+/// its own), at spaces (prose: an error, a command line) or after commas (a list of names).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Wrap {
+    Never,
+    Spaces,
+    Commas,
+}
+
+/// How the cells of the column `name` may be broken over lines ([`Wrap`]).
+pub(super) fn wrap(name: &str) -> Wrap {
+    match name {
+        // `track runs` (a run without a file is named by its command line), `--errors`, the
+        // dry run's plan, `track models`' key.
+        "file" | "command" | "error" | "item" | "note" | "key" | "detail" | "justification"
+        | "invalid_reason" => Wrap::Spaces,
+        "models" => Wrap::Commas,
+        _ => Wrap::Never,
+    }
+}
+
 /// The header of a compact table: a short form when there is one, else the full header.
 fn short_header(name: &str) -> String {
     SHORT_HEADERS

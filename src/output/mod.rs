@@ -7,6 +7,7 @@
 mod cell;
 mod columns;
 mod csv;
+mod fit;
 mod format;
 mod json;
 mod numbers;
@@ -19,6 +20,7 @@ pub(crate) use cell::format_value;
 pub use columns::Columns;
 pub(crate) use columns::header;
 pub use csv::{write_csv, write_csv_file};
+pub use fit::fit_line;
 pub use format::{Format, print_frame};
 pub use json::{to_json, write_json_pretty};
 pub use numbers::{count, dollars, tidy_float};

@@ -34,9 +34,11 @@ pub fn render(df: &DataFrame, columns: Columns) -> String {
     render_width(df, terminal_width(), columns)
 }
 
-/// A frame as terminal text no wider than `width`: cells are never wrapped; a table too wide
-/// is printed in parts of as many columns as fit, each part repeating the key columns (the
-/// first column, and the second too when both are text: model and prompt).
+/// A frame as terminal text no wider than `width`: a table too wide is printed in parts of as
+/// many columns as fit, each part repeating the key columns (the first column, and the second
+/// too when both are text: model and prompt); long text cells are wrapped where their column
+/// allows, or cut with `…` when even a part of their own cannot hold them; numbers are never
+/// touched. A table of one row too wide becomes a vertical `key: value` list (`fit.rs`).
 pub fn render_width(df: &DataFrame, width: Option<usize>, columns: Columns) -> String {
     let mut text = String::new();
     let rendered: Result<(), Infallible> = render_into(df, width, columns, &mut |piece| {
@@ -75,50 +77,26 @@ fn render_into<E>(
         .filter(|n| columns.shows(n))
         .cloned()
         .collect();
-    let shown = df.select(names.clone()).unwrap_or_else(|_| df.clone());
+    let shown = df.select(names).unwrap_or_else(|_| df.clone());
     let df = &shown;
-    let Some(width) = width.filter(|&w| df.width() > 2 && widest_drawn(df, columns) > w) else {
+    let Some(width) = width.filter(|&w| widest_drawn(df, columns) > w) else {
         return draw_table(df, columns, emit);
     };
-    let is_text = |name: &PlSmallStr| {
-        df.column(name)
-            .is_ok_and(|c| matches!(c.dtype(), DataType::String))
-    };
-    let keys = if names.len() > 3 && is_text(&names[0]) && is_text(&names[1]) {
-        2
-    } else {
-        1
-    };
-    let (key, rest) = names.split_at(keys.min(names.len()));
-    let part = |part: &[PlSmallStr]| -> Option<DataFrame> {
-        let mut selected = key.to_vec();
-        selected.extend_from_slice(part);
-        df.select(selected).ok()
-    };
-    let mut parts: Vec<Range<usize>> = Vec::new();
-    let mut start = 0;
-    while start < rest.len() {
-        // The most columns from `start` on that fit (at least one: a cell is never cut).
-        let mut end = start + 1;
-        while end < rest.len() {
-            let wider = part(&rest[start..=end]).map_or(0, |d| widest_drawn(&d, columns));
-            if wider > width {
-                break;
-            }
-            end += 1;
-        }
-        parts.push(start..end);
-        start = end;
+    if df.height() == 1 {
+        // A summary of one row reads better as a list than split into parts.
+        return emit(&super::fit::vertical_text(df, columns, width));
+    }
+    let parts = super::fit::parts(df, columns, width);
+    if let [whole] = parts.as_slice() {
+        return draw_table(whole, columns, emit);
     }
     let count = parts.len();
-    for (i, range) in parts.into_iter().enumerate() {
+    for (i, part) in parts.iter().enumerate() {
         if i > 0 {
             emit("\n")?;
         }
         emit(&format!("(part {} of {count})\n", i + 1))?;
-        if let Some(d) = part(&rest[range]) {
-            draw_table(&d, columns, emit)?;
-        }
+        draw_table(part, columns, emit)?;
     }
     Ok(())
 }
@@ -374,7 +352,18 @@ mod tests {
         }
         for width in [20, 40, 60, 100, 1000] {
             let parts = render_width(&df, Some(width), Columns::Wide);
-            assert_eq!(parts, render_at_once(&df, Some(width), Columns::Wide));
+            if width >= 60 {
+                assert_eq!(parts, render_at_once(&df, Some(width), Columns::Wide));
+            } else if width == 40 {
+                // Narrower than the key column and one other: the key is cut to fit (at 20,
+                // a header of 14 beside the cut key cannot: headers and numbers are whole).
+                assert!(
+                    widest_line(&parts) <= width,
+                    "{width}: {}",
+                    widest_line(&parts)
+                );
+                assert!(parts.contains("the l") && parts.contains('…'), "{width}");
+            }
             let mut written = Vec::new();
             write_render(&df, Some(width), Columns::Wide, &mut written).unwrap();
             assert_eq!(String::from_utf8(written).unwrap(), parts);

@@ -45,11 +45,13 @@ pub struct Header {
 
 impl Header {
     /// The header of `selection`, read from the database at `db`; `energy` of its benchmarks.
+    /// The database is named by its file name: a report is sent to others, and the folders
+    /// of the machine it was made on are nobody's business.
     pub fn new(selection: Selection, energy: Option<Energy>, db: &Path) -> Self {
-        let database = std::path::absolute(db)
-            .unwrap_or_else(|_| db.to_path_buf())
-            .display()
-            .to_string();
+        let database = db.file_name().map_or_else(
+            || db.display().to_string(),
+            |name| name.display().to_string(),
+        );
         Self {
             selection,
             energy,
@@ -325,7 +327,11 @@ mod tests {
             min_wh: Some(1.0),
             max_wh: Some(2.0),
         };
-        let header = Header::new(selection, Some(energy), Path::new("track.db"));
+        let header = Header::new(
+            selection,
+            Some(energy),
+            Path::new("/home/someone/private/projects/track.db"),
+        );
         assert_eq!(header.title(), "track report: runs 3, 5, 6");
         let html = header.html();
         roxmltree::Document::parse(&html).unwrap();
@@ -339,5 +345,10 @@ mod tests {
         assert!(html.contains("1.5000 (1.0000–2.0000)"), "{html}");
         assert!(html.contains("2025-05-04 03:07:59 UTC"), "{html}");
         assert!(html.contains("&lt;bench&gt;.yaml"));
+        assert!(html.contains("database <code>track.db</code>"), "{html}");
+        assert!(
+            !html.contains("/home/someone"),
+            "no folder of the machine: {html}"
+        );
     }
 }

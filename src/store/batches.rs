@@ -304,8 +304,10 @@ fn new_tag() -> String {
 
 impl Store {
     /// Stores the intent of a batch and its keys, before anything is uploaded, and returns it.
-    /// Refuses (and stores nothing) when one of the keys already waits in another batch: a
-    /// call is never in two batches at once.
+    /// Refuses (and stores nothing) when one of the keys already waits in another batch, or
+    /// another run claims it (`call_claims`, unexpired): a call is never in two batches at
+    /// once, nor in a batch while a run sends it live. The batch's run's own claims on the
+    /// keys end in the same transaction.
     pub fn create_batch(&mut self, batch: &NewBatch<'_>) -> Result<BatchRow> {
         let id = self.atomically(|tx| {
             for chunk in batch.keys.chunks(CHUNK) {
@@ -322,6 +324,22 @@ impl Store {
                 if let Some((key, batch)) = waiting {
                     return Err(StoreError::AlreadyBatched { key, batch });
                 }
+            }
+            // A key another run claims (to send live, or for a batch of its own) is its to
+            // send; this run's own claims end here, its pending rows holding the keys now.
+            let owner = batch.run_id.map(|id| id.to_string()).unwrap_or_default();
+            for key in batch.keys {
+                if let Some(holder) = super::claims::claimed_by_other(tx, key, &owner)? {
+                    return Err(StoreError::ClaimedLive {
+                        key: key.clone(),
+                        owner: holder,
+                    });
+                }
+            }
+            let mut release =
+                tx.prepare_cached("DELETE FROM call_claims WHERE cache_key = ?1 AND owner = ?2")?;
+            for key in batch.keys {
+                release.execute(params![key, owner])?;
             }
             tx.prepare_cached(
                 "INSERT INTO batches (tag, run_id, provider, api, base_url, key_fingerprint, model,
@@ -729,6 +747,74 @@ mod tests {
             cost_usd: Some(0.00000135),
             http_status: Some(200),
         }
+    }
+
+    #[test]
+    fn a_key_is_held_live_or_in_a_batch_by_one_run_at_once() {
+        use std::time::Duration;
+        let mut store = Store::open_in_memory().unwrap();
+        let (one, two) = (
+            store.create_run("bench", None, None, "{}").unwrap(),
+            store.create_run("bench", None, None, "{}").unwrap(),
+        );
+        let lease = Duration::from_secs(60);
+        let alive = |_: &str| false;
+        // Run 1 claims `a` to send it live: run 2's batch claims only `b` and `c`.
+        assert_eq!(
+            store.claim("a", &one.to_string(), lease, false).unwrap(),
+            crate::store::Claim::Mine
+        );
+        let claims = store
+            .claim_many(&keys(&["a", "b", "c"]), &two.to_string(), lease, &alive)
+            .unwrap();
+        assert_eq!(
+            claims,
+            vec![
+                crate::store::Claim::Busy(one.to_string()),
+                crate::store::Claim::Mine,
+                crate::store::Claim::Mine
+            ]
+        );
+        // An intent holding a key run 1 claims is refused; one of run 2's keys is stored,
+        // its claims ending with it.
+        let held = keys(&["a", "b"]);
+        let refused = store.create_batch(&NewBatch {
+            run_id: Some(two),
+            ..intent(&held)
+        });
+        assert!(
+            matches!(refused, Err(StoreError::ClaimedLive { ref key, ref owner }) if key == "a" && *owner == one.to_string()),
+            "{refused:?}"
+        );
+        let mine = keys(&["b", "c"]);
+        let row = store
+            .create_batch(&NewBatch {
+                run_id: Some(two),
+                ..intent(&mine)
+            })
+            .unwrap();
+        let claims_left: i64 = store
+            .conn
+            .query_row(
+                "SELECT count(*) FROM call_claims WHERE owner = ?1",
+                [two.to_string()],
+                |r| r.get(0),
+            )
+            .unwrap();
+        assert_eq!(claims_left, 0);
+        // Run 1 now finds `b` in run 2's batch: it follows it, never sends it.
+        assert_eq!(
+            store.claim("b", &one.to_string(), lease, false).unwrap(),
+            crate::store::Claim::Batched(row.id)
+        );
+        // A dead run's claim is taken over by a batch.
+        let dead = |_: &str| true;
+        assert_eq!(
+            store
+                .claim_many(&keys(&["a"]), &two.to_string(), lease, &dead)
+                .unwrap(),
+            vec![crate::store::Claim::Mine]
+        );
     }
 
     fn poll(status: &str) -> BatchPoll<'_> {

@@ -289,6 +289,24 @@ impl Store {
         Ok(rows.collect::<rusqlite::Result<_>>()?)
     }
 
+    /// Ends, as `interrupted`, every `waiting` run other than `run_id` none of whose batches
+    /// is still open: another run (`run_id`) collected or gave up what it waited for, and
+    /// holds the results. Returns their ids.
+    pub fn end_runs_waiting_for_nothing(&self, run_id: i64) -> Result<Vec<i64>> {
+        let mut stmt = self.conn.prepare(
+            "UPDATE runs SET status = 'interrupted', finished_at = ?2
+             WHERE status = 'waiting' AND id != ?1 AND NOT EXISTS (
+                 SELECT 1 FROM batches b WHERE b.run_id = runs.id
+                 AND b.state IN ('intent', 'uploaded', 'submitted'))
+             RETURNING id",
+        )?;
+        let mut ended = stmt
+            .query_map(params![run_id, now_rfc3339()], |r| r.get::<_, i64>(0))?
+            .collect::<rusqlite::Result<Vec<_>>>()?;
+        ended.sort_unstable();
+        Ok(ended)
+    }
+
     /// Marks a run as ended with `status`.
     pub fn finish_run(&self, run_id: i64, status: RunStatus) -> Result<()> {
         self.conn.execute(
@@ -369,10 +387,14 @@ impl Store {
             .unwrap_or((None, None)))
     }
 
-    /// Every run, newest first, with its tally; a shard merged into its plan's run is that
+    /// Every run, newest first by the time it started (in a merged database a teammate's
+    /// older run has a newer id), with its tally; a shard merged into its plan's run is that
     /// run.
     pub fn list_runs(&self) -> Result<Vec<RunInfo>> {
-        self.query_runs("WHERE merged_into IS NULL", [])
+        self.query_runs(
+            "WHERE merged_into IS NULL ORDER BY started_at DESC, id DESC",
+            [],
+        )
     }
 
     /// The runs of the plan `plan_sha256` (every shard of it), newest first.
@@ -394,7 +416,7 @@ impl Store {
             "SELECT id, kind, file, started_at, finished_at, status, coalesce(planned_calls, 0),
                     calls, cache_hits, failed_calls, errors, cost_usd, paid_usd, models, command,
                     budget_usd, shard_index, shard_count
-             FROM runs {filter} ORDER BY id DESC"
+             FROM runs {filter}"
         ))?;
         let rows = stmt.query_map(args, |r| {
             let status: String = r.get(5)?;
@@ -437,6 +459,34 @@ mod tests {
         assert_eq!("ALL".parse(), Ok(RunSelector::All));
         assert_eq!("12".parse(), Ok(RunSelector::Id(12)));
         assert!("twelve".parse::<RunSelector>().is_err());
+    }
+
+    #[test]
+    fn runs_are_listed_newest_first_by_the_time_they_started_not_by_id() {
+        let store = Store::open_in_memory().unwrap();
+        // As `track merge` leaves them: a teammate's older run copied in after ours.
+        let ours = store
+            .create_run("bench", Some("ours.yaml"), None, "{}")
+            .unwrap();
+        let theirs = store
+            .create_run("bench", Some("theirs.yaml"), None, "{}")
+            .unwrap();
+        let later = store.create_run("review", None, None, "{}").unwrap();
+        for (id, started) in [
+            (ours, "2026-11-20T10:00:00.000Z"),
+            (theirs, "2026-11-19T09:00:00.000Z"),
+            (later, "2026-11-21T08:00:00.000Z"),
+        ] {
+            store
+                .conn
+                .execute(
+                    "UPDATE runs SET started_at = ?2 WHERE id = ?1",
+                    params![id, started],
+                )
+                .unwrap();
+        }
+        let listed: Vec<i64> = store.list_runs().unwrap().iter().map(|r| r.id).collect();
+        assert_eq!(listed, vec![later, ours, theirs]);
     }
 
     #[test]

@@ -194,7 +194,7 @@ fn tables_fit_80_and_120_columns_without_splitting_a_cell() {
             if args[0] == "runs" {
                 let started = stdout
                     .lines()
-                    .filter(|l| l.contains("T") && l.contains("Z "))
+                    .filter(|l| l.contains("T") && (l.contains("Z ") || l.ends_with('Z')))
                     .count();
                 assert!(started >= 1, "timestamps whole at {width}:\n{stdout}");
             }
@@ -360,4 +360,168 @@ fn options_of_every_command_are_listed_once_at_the_top() {
         2,
         "one run in elsewhere.db"
     );
+}
+
+/// Each text of a JSON output (`--format json`), in the pieces a table may break it into
+/// (at spaces and after commas), but for the fields `hidden`: what a table must still show,
+/// whole, when it wraps.
+fn json_words(json: &str, hidden: &[&str]) -> Vec<String> {
+    fn walk(v: &serde_json::Value, hidden: &[&str], out: &mut Vec<String>) {
+        match v {
+            serde_json::Value::String(s) => out.extend(
+                s.split(|c: char| c.is_whitespace() || c == ',')
+                    .filter(|w| !w.is_empty())
+                    .map(str::to_owned),
+            ),
+            serde_json::Value::Array(a) => a.iter().for_each(|v| walk(v, hidden, out)),
+            serde_json::Value::Object(o) => o
+                .iter()
+                .filter(|(k, _)| !hidden.contains(&k.as_str()))
+                .for_each(|(_, v)| walk(v, hidden, out)),
+            _ => {}
+        }
+    }
+    let mut out = Vec::new();
+    walk(&serde_json::from_str(json).unwrap(), hidden, &mut out);
+    out
+}
+
+#[test]
+fn long_cells_wrap_and_one_row_summaries_list_at_80_columns() {
+    use crate::support::mock::{Action, Rule};
+    let s = Sandbox::new();
+    crate::review::add_review_files(&s);
+    s.mock.add_rule(Rule::reply(
+        "Write a complete technical datasheet",
+        "# Generated\nA datasheet.",
+    ));
+    s.mock.add_rule(Rule::new(
+        "other question",
+        Action::Status {
+            code: 400,
+            retry_after: None,
+            body: String::new(),
+        },
+    ));
+    // A run named by its command line, longer than 80 columns.
+    let generate = [
+        "generate-datasheets",
+        "--model",
+        "openai:gpt-4o",
+        "--sensor",
+        "HDC1080",
+        "--max-tokens",
+        "1000",
+        "--no-cache",
+        "-q",
+    ];
+    s.track().args(generate).assert().success();
+    // A benchmark of one model, twice: its summary and its diff are one row each; its errors
+    // are long sentences.
+    s.write(
+        "bench.yaml",
+        &bench_yaml(
+            &["openai:gpt-4o"],
+            &[
+                ("capital", "capital question", "mock", "contains"),
+                ("other", "other question", "nope", "contains"),
+            ],
+        ),
+    );
+    for _ in 0..2 {
+        s.track()
+            .args(["run", "bench.yaml", "-q"])
+            .output()
+            .unwrap();
+    }
+    // A dry run whose second model has no key: its note is a sentence.
+    s.write(
+        "haiku.yaml",
+        &bench_yaml(
+            &["openai:gpt-4o", "anthropic:haiku 3.5"],
+            &[("capital", "capital question", "mock", "contains")],
+        ),
+    );
+    // Each command, with a key a one-row summary lists.
+    let cases: [(&[&str], Option<&str>); 7] = [
+        (&["runs"], None),
+        (&["runs", "--wide"], None),
+        (&["runs", "--errors", "2"], None),
+        (&["models", "--wide"], None),
+        (&["query", "--by", "model"], Some("status:")),
+        (&["diff", "2", "3"], Some("p value:")),
+        (&["run", "haiku.yaml", "--dry-run"], None),
+    ];
+    for (args, one_row) in cases {
+        let out = s
+            .track()
+            .args(args)
+            .env("COLUMNS", "80")
+            .env_remove("ANTHROPIC_API_KEY")
+            .output()
+            .unwrap();
+        let stdout = text(&out.stdout);
+        assert!(out.status.success(), "{args:?}: {}", text(&out.stderr));
+        let too_wide: Vec<&str> = stdout.lines().filter(|l| l.chars().count() > 80).collect();
+        assert!(too_wide.is_empty(), "{args:?}: {too_wide:#?}\n{stdout}");
+        assert!(!stdout.contains('…'), "{args:?}: nothing cut\n{stdout}");
+        if let Some(key) = one_row {
+            // A list of `key: value` lines, not a table in parts.
+            assert!(
+                !stdout.contains("(part") && stdout.contains(key),
+                "{args:?}:\n{stdout}"
+            );
+        }
+        // Every word of every text the JSON holds is in the table, whole.
+        let json = if args[0] == "run" {
+            // The plan has no JSON: its note, word by word.
+            let note = "no API key for anthropic: set ANTHROPIC_API_KEY or ANTHROPIC_KEY in the \
+                        environment or in .env";
+            serde_json::json!([note]).to_string()
+        } else {
+            let out = s
+                .track()
+                .args(args)
+                .args(["--format", "json"])
+                .output()
+                .unwrap();
+            text(&out.stdout)
+        };
+        // A compact table leaves the command line of a run with a file to --wide.
+        let hidden: &[&str] = if args == ["runs"] { &["command"] } else { &[] };
+        for word in json_words(&json, hidden) {
+            assert!(
+                stdout.contains(&word),
+                "{args:?}: `{word}` missing or split\n{stdout}"
+            );
+        }
+    }
+}
+
+#[test]
+fn runs_errors_says_a_run_has_none_and_refuses_a_run_that_does_not_exist() {
+    let s = Sandbox::new();
+    many_prompts(&s, 2);
+    s.track()
+        .args(["run", "bench.yaml", "-q"])
+        .assert()
+        .success();
+    let out = s.track().args(["runs", "--errors", "1"]).output().unwrap();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert_eq!(text(&out.stdout).trim(), "run 1 recorded no errors");
+    // Machines still get a header, or an empty list.
+    let csv = s
+        .track()
+        .args(["runs", "--errors", "1", "--format", "json"])
+        .output()
+        .unwrap();
+    assert_eq!(text(&csv.stdout).trim(), "[]");
+    let out = s.track().args(["runs", "--errors", "99"]).output().unwrap();
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "bad input: {stderr}");
+    assert!(
+        stderr.contains("no run matches `99`") && stderr.contains("track runs"),
+        "{stderr}"
+    );
+    assert_eq!(text(&out.stdout), "", "no empty table");
 }

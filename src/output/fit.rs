@@ -1,0 +1,401 @@
+//! Fitting a table wider than the terminal into its width: a table of one row becomes a vertical
+//! `key: value` list; a longer one is laid out in parts of as many columns as fit, each repeating
+//! the key columns, its long text cells wrapped where their column allows ([`Wrap`]: an error
+//! at its spaces, a list of models after its commas), or cut with `…` when even a part of their
+//! own is too narrow. Numbers are never wrapped nor cut.
+
+use polars::prelude::*;
+use unicode_width::{UnicodeWidthChar, UnicodeWidthStr};
+
+use super::columns::{Wrap, wrap};
+use super::{Columns, format_value};
+
+/// The narrowest a wrapped column is made to share a part with others (or its widest word,
+/// when wider): narrower, a sentence reads a word a line.
+const NARROWEST_WRAP: usize = 24;
+
+/// The least room the key columns leave a part's other columns; keys wider than that are cut
+/// to a share of the width.
+const LEAST_ROOM: usize = 12;
+
+/// A column of a table to fit, as measured.
+struct Fit {
+    name: PlSmallStr,
+    /// Its widest cell or header, in terminal columns (one at least).
+    natural: usize,
+    /// The narrowest it may be drawn while sharing a part: `natural` unless it wraps.
+    narrowest: usize,
+    /// Whether it holds text (numbers are drawn whole).
+    text: bool,
+    wrap: Wrap,
+}
+
+/// The width of a table whose columns' content is `widths` wide: each column padded by a space
+/// each side, with a border between and around them.
+fn drawn(widths: impl IntoIterator<Item = usize>) -> usize {
+    let (sum, count) = widths
+        .into_iter()
+        .fold((0, 0), |(sum, count), w| (sum + w, count + 1));
+    sum + 3 * count + 1
+}
+
+/// The width of `text` as a terminal shows it: its widest line.
+fn text_width(text: &str) -> usize {
+    text.split('\n')
+        .map(UnicodeWidthStr::width)
+        .max()
+        .unwrap_or(0)
+}
+
+/// The words of a line as `wrap` breaks it: at spaces (the spaces dropped), or after commas
+/// (kept).
+fn words(line: &str, wrap: Wrap) -> Vec<&str> {
+    match wrap {
+        Wrap::Commas => line.split_inclusive(',').collect(),
+        Wrap::Spaces | Wrap::Never => line.split(' ').filter(|w| !w.is_empty()).collect(),
+    }
+}
+
+/// Measures each column of `df` (all of them shown).
+fn measure(df: &DataFrame, columns: Columns) -> Vec<Fit> {
+    df.columns()
+        .iter()
+        .map(|c| {
+            let text = matches!(c.dtype(), DataType::String);
+            let wrap = if text { wrap(c.name()) } else { Wrap::Never };
+            let header = text_width(&columns.header(c.name()));
+            let mut natural = header.max(1);
+            let mut widest_word = 0;
+            for row in 0..df.height() {
+                let cell = format_value(c.name(), &c.get(row).unwrap_or(AnyValue::Null));
+                natural = natural.max(text_width(&cell));
+                if wrap != Wrap::Never {
+                    for line in cell.split('\n') {
+                        for word in words(line, wrap) {
+                            widest_word = widest_word.max(word.trim().width());
+                        }
+                    }
+                }
+            }
+            let narrowest = if wrap == Wrap::Never {
+                natural
+            } else {
+                natural.min(NARROWEST_WRAP.max(widest_word)).max(header)
+            };
+            Fit {
+                name: c.name().clone(),
+                natural,
+                narrowest,
+                text,
+                wrap,
+            }
+        })
+        .collect()
+}
+
+/// `df` (all of whose columns are shown) laid out in parts no wider than `width`: each part a
+/// frame of the key columns and as many others as fit, its text cells wrapped or cut to the
+/// width they are given. One part when wrapping makes the whole table fit.
+pub(super) fn parts(df: &DataFrame, columns: Columns, width: usize) -> Vec<DataFrame> {
+    let fits = measure(df, columns);
+    let keys = if fits.len() > 3 && fits[0].text && fits[1].text {
+        2
+    } else {
+        usize::from(fits.len() > 1)
+    };
+    let (key, rest) = fits.split_at(keys);
+    let mut key_widths: Vec<usize> = key.iter().map(|f| f.natural).collect();
+    if keys > 0 && width.saturating_sub(drawn(key_widths.iter().copied()) + 3) < LEAST_ROOM {
+        // Keys so wide they leave no room: each text key gets a share of half the width.
+        let share = ((width / 2).saturating_sub(3 * keys + 1) / keys).max(1);
+        for (w, f) in key_widths.iter_mut().zip(key) {
+            if f.text {
+                *w = (*w).min(share);
+            }
+        }
+    }
+    let mut ranges = Vec::new();
+    let mut start = 0;
+    while start < rest.len() {
+        // The most columns from `start` on that fit at their narrowest (one at least).
+        let mut end = start + 1;
+        while end < rest.len() {
+            let widths = key_widths
+                .iter()
+                .copied()
+                .chain(rest[start..=end].iter().map(|f| f.narrowest));
+            if drawn(widths) > width {
+                break;
+            }
+            end += 1;
+        }
+        ranges.push(start..end);
+        start = end;
+    }
+    ranges
+        .into_iter()
+        .filter_map(|range| {
+            let part = &rest[range];
+            let budget = width.saturating_sub(drawn(
+                key_widths
+                    .iter()
+                    .copied()
+                    .chain(std::iter::repeat_n(0, part.len())),
+            ));
+            let widths = part_widths(part, budget);
+            let cells = key.iter().zip(key_widths.iter().copied());
+            fitted(df, cells.chain(part.iter().zip(widths)))
+        })
+        .collect()
+}
+
+/// The content widths of a part's columns, `budget` wide in all: the columns that wrap share
+/// what the others leave, each between its narrowest and its natural width, the narrowest
+/// widened first; a column alone in its part is cut to the budget when text.
+fn part_widths(part: &[Fit], budget: usize) -> Vec<usize> {
+    if let [alone] = part {
+        return vec![if alone.text && alone.natural > budget {
+            budget.max(1)
+        } else {
+            alone.natural
+        }];
+    }
+    let fixed: usize = part
+        .iter()
+        .filter(|f| f.wrap == Wrap::Never)
+        .map(|f| f.natural)
+        .sum();
+    let room = budget.saturating_sub(fixed);
+    let wrapping = || part.iter().filter(|f| f.wrap != Wrap::Never);
+    let at = |cap: usize| -> usize {
+        wrapping()
+            .map(|f| cap.clamp(f.narrowest, f.natural.max(f.narrowest)))
+            .sum()
+    };
+    // The largest cap at which the wrapping columns fit the room.
+    let widest = wrapping().map(|f| f.natural).max().unwrap_or(0);
+    let (mut low, mut high) = (0, widest);
+    while low < high {
+        let mid = (low + high).div_ceil(2);
+        if at(mid) <= room {
+            low = mid;
+        } else {
+            high = mid - 1;
+        }
+    }
+    part.iter()
+        .map(|f| match f.wrap {
+            Wrap::Never => f.natural,
+            _ => low.clamp(f.narrowest, f.natural.max(f.narrowest)),
+        })
+        .collect()
+}
+
+/// The frame of `columns` (each with the width it is given), their text cells narrower than
+/// their natural width wrapped or cut to it.
+fn fitted<'a>(
+    df: &DataFrame,
+    columns: impl Iterator<Item = (&'a Fit, usize)>,
+) -> Option<DataFrame> {
+    let mut out = Vec::new();
+    for (fit, width) in columns {
+        let column = df.column(&fit.name).ok()?;
+        if !fit.text || width >= fit.natural {
+            out.push(column.clone());
+            continue;
+        }
+        let cells: Vec<Option<String>> = column
+            .str()
+            .ok()?
+            .iter()
+            .map(|cell| cell.map(|text| fit_text(text, width, fit.wrap)))
+            .collect();
+        out.push(Column::new(fit.name.clone(), cells));
+    }
+    DataFrame::new_infer_height(out).ok()
+}
+
+/// `text` no wider than `width`: broken over lines where `wrap` allows (a word wider than the
+/// width is broken where it must), or, for a column that never wraps, each line cut with `…`.
+pub(super) fn fit_text(text: &str, width: usize, wrap: Wrap) -> String {
+    let width = width.max(1);
+    let mut lines: Vec<String> = Vec::new();
+    for line in text.split('\n') {
+        if line.width() <= width {
+            lines.push(line.to_owned());
+            continue;
+        }
+        if wrap == Wrap::Never {
+            lines.push(elide(line, width));
+            continue;
+        }
+        let separator = if wrap == Wrap::Spaces { " " } else { "" };
+        let mut current = String::new();
+        for word in words(line, wrap) {
+            let candidate = if current.is_empty() {
+                word.trim_start().to_owned()
+            } else {
+                format!("{current}{separator}{word}")
+            };
+            if candidate.width() <= width {
+                current = candidate;
+                continue;
+            }
+            if !current.is_empty() {
+                lines.push(std::mem::take(&mut current).trim_end().to_owned());
+            }
+            current = word.trim_start().to_owned();
+            while current.width() > width {
+                let (head, tail) = split_at_width(&current, width);
+                lines.push(head.to_owned());
+                current = tail.to_owned();
+            }
+        }
+        lines.push(current.trim_end().to_owned());
+    }
+    lines.join("\n")
+}
+
+/// A line of prose broken at its spaces to fit the terminal ([`super::terminal_width`]): as
+/// it is when there is no limit (a pipe, a file).
+pub fn fit_line(text: &str) -> String {
+    match super::terminal_width() {
+        Some(width) => fit_text(text, width, Wrap::Spaces),
+        None => text.to_owned(),
+    }
+}
+
+/// `text` split where its head is as wide as fits in `width` (one character at least).
+fn split_at_width(text: &str, width: usize) -> (&str, &str) {
+    let mut used = 0;
+    for (i, c) in text.char_indices() {
+        let w = c.width().unwrap_or(0);
+        if used + w > width && i > 0 {
+            return text.split_at(i);
+        }
+        used += w;
+    }
+    (text, "")
+}
+
+/// `line` cut to `width` columns, its end replaced by `…`.
+fn elide(line: &str, width: usize) -> String {
+    let (head, _) = split_at_width(line, width.saturating_sub(1));
+    if width <= 1 {
+        return "…".to_owned();
+    }
+    format!("{head}…")
+}
+
+/// The `header: value` pairs of a table of one row, each with whether it is text and how it
+/// wraps.
+fn vertical(df: &DataFrame, columns: Columns) -> Vec<(String, String, bool, Wrap)> {
+    df.columns()
+        .iter()
+        .map(|c| {
+            let text = matches!(c.dtype(), DataType::String);
+            let value = format_value(c.name(), &c.get(0).unwrap_or(AnyValue::Null));
+            let wrap = if text { wrap(c.name()) } else { Wrap::Never };
+            (columns.header(c.name()), value, text, wrap)
+        })
+        .collect()
+}
+
+/// A table of one row as a vertical list, one `header: value` line per column, the values
+/// aligned and wrapped (or cut) to fit `width`.
+pub(super) fn vertical_text(df: &DataFrame, columns: Columns, width: usize) -> String {
+    let rows = vertical(df, columns);
+    let label = rows.iter().map(|(h, ..)| h.width() + 1).max().unwrap_or(0);
+    let room = width.saturating_sub(label + 1).max(8);
+    let mut lines = Vec::new();
+    for (header, value, text, wrap) in rows {
+        let value = if text {
+            fit_text(&value, room, wrap)
+        } else {
+            value
+        };
+        let pad = label - header.width() - 1;
+        for (i, line) in value.split('\n').enumerate() {
+            if i == 0 {
+                lines.push(format!("{header}:{} {line}", " ".repeat(pad)));
+            } else {
+                lines.push(format!("{} {line}", " ".repeat(label)));
+            }
+        }
+    }
+    lines.join("\n")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn text_wraps_where_its_column_allows_and_is_cut_where_it_never_wraps() {
+        let command = "review-datasheets --reviewer 'openai:gpt-4o-mini,anthropic:haiku 3.5' \
+                       --max-tokens 1000 --no-cache";
+        let wrapped = fit_text(command, 40, Wrap::Spaces);
+        assert!(wrapped.lines().all(|l| l.width() <= 40), "{wrapped}");
+        assert_eq!(wrapped.replace('\n', " "), command);
+        let models = "openai:gpt-4o,anthropic:sonnet 3.5,ollama:qwen2.5-coder";
+        let wrapped = fit_text(models, 25, Wrap::Commas);
+        assert_eq!(
+            wrapped,
+            "openai:gpt-4o,\nanthropic:sonnet 3.5,\nollama:qwen2.5-coder"
+        );
+        assert_eq!(wrapped.replace('\n', ""), models);
+        assert_eq!(
+            fit_text("anthropic:sonnet 3.5", 10, Wrap::Never),
+            "anthropic…"
+        );
+        assert_eq!(fit_text("short", 10, Wrap::Never), "short");
+        // A word wider than the width is broken where it must.
+        assert_eq!(
+            fit_text("abcdefghij kl", 4, Wrap::Spaces),
+            "abcd\nefgh\nij\nkl"
+        );
+        // Wide characters count two columns.
+        assert_eq!(fit_text("プロンプト", 5, Wrap::Never), "プロ…");
+    }
+
+    #[test]
+    fn a_row_becomes_a_vertical_list_of_aligned_values() {
+        let df = DataFrame::new_infer_height(vec![
+            Column::new("model".into(), ["openai:gpt-4o"]),
+            Column::new("success_pct".into(), [92.85714]),
+            Column::new("error".into(), ["one two three four five six seven"]),
+        ])
+        .unwrap();
+        assert_eq!(
+            vertical_text(&df, Columns::Wide, 26),
+            "model:     openai:gpt-4o\n\
+             success %: 92.9\n\
+             error:     one two three\n           four five six\n           seven"
+        );
+    }
+
+    #[test]
+    fn parts_wrap_text_to_share_the_width_and_never_touch_numbers() {
+        let df = DataFrame::new_infer_height(vec![
+            Column::new("id".into(), [1i64, 22]),
+            Column::new(
+                "command".into(),
+                [
+                    "review-datasheets --reviewer 'openai:gpt-4o-mini,anthropic:haiku 3.5' \
+                     --max-tokens 1000 --no-cache",
+                    "bench.yaml",
+                ],
+            ),
+            Column::new("cost_usd".into(), [0.123456789, 1.5]),
+        ])
+        .unwrap();
+        let parts = parts(&df, Columns::Wide, 60);
+        assert_eq!(parts.len(), 1);
+        let text = super::super::table(&parts[0], Columns::Wide).to_string();
+        assert!(text.lines().all(|l| l.chars().count() <= 60), "{text}");
+        assert!(
+            text.contains("0.123457") && text.contains("--no-cache"),
+            "{text}"
+        );
+    }
+}
