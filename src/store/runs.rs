@@ -399,7 +399,7 @@ impl Store {
 
     /// The runs of the plan `plan_sha256` (every shard of it), newest first.
     pub fn runs_of_plan(&self, plan_sha256: &str) -> Result<Vec<RunInfo>> {
-        self.query_runs("WHERE plan_sha256 = ?1", [plan_sha256])
+        self.query_runs("WHERE plan_sha256 = ?1 ORDER BY id DESC", [plan_sha256])
     }
 
     /// The runs `ids` names, in id order.
