@@ -268,7 +268,30 @@ pub fn execute(
         options.concurrency,
         options.cache,
     );
-    let (plan, first) = plan::plan(experiment, &executor, options.shard)?;
+    let (mut plan, mut first) = plan::plan(experiment, &executor, options.shard)?;
+    // `--no-cache` once more after an interrupted run asks again only what that run did not
+    // answer: what it paid for is served (the plan is walked again, with those answers).
+    if options.cache == CacheMode::Refresh {
+        let shard = plan
+            .shard
+            .is_part()
+            .then_some((plan.shard.index, plan.shard.count));
+        let resumed = super::lifecycle::resumed_run(&lock(&store), db, &plan.sha256, shard)?;
+        if let Some(resumed) = resumed {
+            executor.serve_answers_since(resumed.since.clone());
+            (plan, first) = plan::plan(experiment, &executor, options.shard)?;
+            if options.show_progress {
+                crate::output::tell(format_args!(
+                    "track: --no-cache resumes run {} ({}): {} stored since it began {} \
+                     served, not asked again",
+                    resumed.run_id,
+                    resumed.status,
+                    crate::output::count(plan.cached(), "answer"),
+                    if plan.cached() == 1 { "is" } else { "are" },
+                ));
+            }
+        }
+    }
     tracing::debug!(calls = plan.calls(), to_call = plan.to_call(), "planned");
     if options.dry_run {
         return Ok(RunEnd::Planned(plan));

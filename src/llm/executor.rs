@@ -103,6 +103,9 @@ pub struct Executor {
     retry: RetryPolicy,
     concurrency: usize,
     mode: CacheMode,
+    /// With `--no-cache`, answers stored at or after this time (RFC 3339) are served all the
+    /// same: those of the unfinished run this one resumes ([`Executor::serve_answers_since`]).
+    fresh_since: Option<String>,
     claims: Option<Claims>,
     /// Models (provider, model id) that refused a schema in this run.
     schema_refused: Mutex<HashSet<(String, String)>>,
@@ -165,6 +168,7 @@ impl Executor {
             retry,
             concurrency: concurrency.max(1),
             mode,
+            fresh_since: None,
             claims: None,
             schema_refused: Mutex::default(),
             budget: None,
@@ -222,15 +226,23 @@ impl Executor {
         self.mode
     }
 
-    /// The cached answers for `keys` (none with `--no-cache`).
+    /// With `--no-cache`, serves the answers stored at or after `since` (RFC 3339) all the
+    /// same: a run that resumes an unfinished one asks again only what it did not answer.
+    pub fn serve_answers_since(&mut self, since: String) {
+        self.fresh_since = Some(since);
+    }
+
+    /// The cached answers for `keys` (with `--no-cache`, only those stored since
+    /// [`Executor::serve_answers_since`], none without it).
     pub fn lookup<'k>(
         &self,
         keys: impl IntoIterator<Item = &'k str>,
     ) -> Result<HashMap<String, StoredCall>, StoreError> {
-        if self.mode == CacheMode::Refresh {
-            return Ok(HashMap::new());
+        match (self.mode, self.fresh_since.as_deref()) {
+            (CacheMode::Refresh, None) => Ok(HashMap::new()),
+            (CacheMode::Refresh, since) => lock(&self.store).cached_calls_since(keys, since),
+            _ => lock(&self.store).cached_calls(keys),
         }
-        lock(&self.store).cached_calls(keys)
     }
 
     /// Runs `jobs` (cache misses) up to the concurrency limit and reports outcomes to
@@ -388,11 +400,17 @@ impl Executor {
     async fn run_plain(&self, job: &CallJob, stop: &AtomicBool) -> Option<CallOutcome> {
         let plain = job.without_schema();
         let key = plain.canonical.key.clone();
-        let cached = match self.mode {
-            CacheMode::Refresh => None,
-            _ => self
+        let since = self.fresh_since.clone();
+        let cached = match (self.mode, since) {
+            (CacheMode::Refresh, None) => None,
+            (mode, since) => self
                 .writer
-                .run(move |s| Ok(s.cached_calls([key.as_str()])?.into_values().next()))
+                .run(move |s| {
+                    let since = since.filter(|_| mode == CacheMode::Refresh);
+                    Ok(s.cached_calls_since([key.as_str()], since.as_deref())?
+                        .into_values()
+                        .next())
+                })
                 .await
                 .ok()
                 .flatten(),

@@ -397,6 +397,11 @@ impl Store {
         )
     }
 
+    /// The runs of the plan `plan_sha256` (every shard of it), newest first.
+    pub fn runs_of_plan(&self, plan_sha256: &str) -> Result<Vec<RunInfo>> {
+        self.query_runs("WHERE plan_sha256 = ?1 ORDER BY id DESC", [plan_sha256])
+    }
+
     /// The runs `ids` names, in id order.
     pub fn runs_by_id(&self, ids: &[i64]) -> Result<Vec<RunInfo>> {
         let mut runs = Vec::with_capacity(ids.len());

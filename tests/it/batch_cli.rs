@@ -30,7 +30,7 @@ fn batch_with_offline_and_detach_without_batch_are_refused_before_anything_is_se
             .output()
             .unwrap();
         let stderr = text(&out.stderr);
-        assert_eq!(out.status.code(), Some(1), "{stderr}");
+        assert_eq!(out.status.code(), Some(2), "{stderr}");
         assert_eq!(
             stderr.trim_end(),
             "track: --batch sends calls to a provider's batch API; --offline forbids calls: \
@@ -43,7 +43,7 @@ fn batch_with_offline_and_detach_without_batch_are_refused_before_anything_is_se
             .output()
             .unwrap();
         let stderr = text(&out.stderr);
-        assert_eq!(out.status.code(), Some(1), "{stderr}");
+        assert_eq!(out.status.code(), Some(2), "{stderr}");
         assert_eq!(stderr.lines().count(), 1, "{stderr}");
         assert!(
             stderr.starts_with("track: --detach ") && stderr.contains("--batch"),
@@ -157,7 +157,7 @@ fn a_bad_batch_in_config_is_one_line_naming_the_setting_and_the_allowed_values()
         s.write("config.yaml", yaml);
         let out = s.track().args(["models"]).output().unwrap();
         let stderr = text(&out.stderr);
-        assert_eq!(out.status.code(), Some(1), "{stderr}");
+        assert_eq!(out.status.code(), Some(2), "{stderr}");
         assert_eq!(stderr.lines().count(), 1, "{stderr}");
         assert!(stderr.contains("config.yaml"), "{stderr}");
         assert!(stderr.contains(expected), "{stderr}");
@@ -535,7 +535,7 @@ fn track_batches_cancel_asks_the_provider_and_records_its_answer() {
         .output()
         .unwrap();
     let stderr = text(&out.stderr);
-    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
     assert!(
         stderr.contains(&format!("batch {never} (openai) was never submitted")),
         "{stderr}"
@@ -556,7 +556,7 @@ fn track_batches_cancel_asks_the_provider_and_records_its_answer() {
         .output()
         .unwrap();
     let stderr = text(&out.stderr);
-    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
     assert!(
         stderr.contains("no API key for openai: set OPENAI_API_KEY or OPENAI_KEY"),
         "{stderr}"
@@ -581,7 +581,7 @@ fn track_batches_cancel_asks_the_provider_and_records_its_answer() {
         .output()
         .unwrap();
     let stderr = text(&out.stderr);
-    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
     assert!(
         stderr.starts_with(&format!("track: cancelling batch {openai2} (openai batch_")),
         "{stderr}"

@@ -654,7 +654,7 @@ fn a_bad_batch_setting_in_a_file_is_named_and_a_detached_run_with_nothing_back_p
     s.write("bench.yaml", &format!("batch: maybe\n{yaml}"));
     let out = s.track().args(["run", "bench.yaml"]).output().unwrap();
     let stderr = text(&out.stderr);
-    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
     assert!(stderr.contains("`batch: maybe` must be true"), "{stderr}");
     assert_eq!(stderr.lines().count(), 1, "{stderr}");
 

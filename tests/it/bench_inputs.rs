@@ -3,10 +3,12 @@
 
 use crate::support::{Sandbox, bench_yaml, text};
 
+/// Runs `track args`, which must refuse its input: exit status 2, as a usage error, whether
+/// clap or track finds it. Returns stderr.
 fn failure(s: &Sandbox, args: &[&str]) -> String {
     let out = s.track().args(args).output().unwrap();
-    assert!(!out.status.success(), "{args:?} succeeded");
     let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
     assert!(!stderr.contains("panicked"), "{stderr}");
     // Argument errors come from clap ("error: ..."), the rest from track.
     assert!(
@@ -254,4 +256,50 @@ fn unknown_keys_and_yaml_slips_are_named_in_every_kinds_file_before_any_call() {
         assert_eq!(stderr.trim().lines().count(), 1, "one line: {stderr}");
     }
     assert_eq!(s.mock.request_count(), 0, "nothing was asked");
+}
+
+#[test]
+fn bad_input_exits_2_whoever_finds_it_and_what_a_run_found_exits_1() {
+    let s = Sandbox::new();
+    s.write(
+        "bench.yaml",
+        &bench_yaml(&["openai:gpt-4o"], &[("a", "b", "mock", "contains")]),
+    );
+    for args in [
+        &["run", "bench.yaml", "--budget", "abc"][..],
+        &["run", "bench.yaml", "--concurrency", "many"],
+        &["run", "bench.yaml", "--no-such-option"],
+        &["query", "--by", "weather"],
+        &["query", "--by", "model"],
+        &["run", "missing.yaml"],
+        &["--config", "nope.yaml", "models"],
+    ] {
+        failure(&s, args);
+    }
+    s.track()
+        .args(["run", "bench.yaml", "-q"])
+        .assert()
+        .success();
+    for args in [
+        &["query", "--by", "model", "--run", "42"][..],
+        &["diff", "1", "42"],
+        &["export", "csv", "--run", "yesterday"],
+    ] {
+        failure(&s, args);
+    }
+    // What a run found is not bad input: --offline meeting a call not in the cache exits 1.
+    s.write(
+        "other.yaml",
+        &bench_yaml(&["openai:gpt-4o"], &[("c", "d", "mock", "contains")]),
+    );
+    let out = s
+        .track()
+        .args(["run", "other.yaml", "--offline", "-q"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
+    let help = s.track().arg("--help").output().unwrap();
+    let help = text(&help.stdout);
+    assert!(help.contains("Exit status:"), "{help}");
+    assert!(help.contains("  2        bad input"), "{help}");
 }
