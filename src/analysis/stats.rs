@@ -163,8 +163,17 @@ pub fn wilson_interval(successes: u64, n: u64, z: f64) -> Option<(f64, f64)> {
     if n == 0 {
         return None;
     }
+    wilson_interval_of_rate(successes as f64 / n as f64, n, z)
+}
+
+/// Wilson score interval of the rate `p` observed over `n` trials at `z` (a rate whose
+/// successes need not be whole: a pairwise win rate counts a tie as half a win); `None` when
+/// `n` is 0.
+pub fn wilson_interval_of_rate(p: f64, n: u64, z: f64) -> Option<(f64, f64)> {
+    if n == 0 {
+        return None;
+    }
     let n = n as f64;
-    let p = successes as f64 / n;
     let z2 = z * z;
     let denominator = 1.0 + z2 / n;
     let centre = (p + z2 / (2.0 * n)) / denominator;

@@ -33,17 +33,7 @@ pub fn print(
         "Per model\n{}",
         render(&frames.by_model, options.columns)
     )?;
-    let counts = &summary.tally.counts;
-    if counts.cache_hits > 0 {
-        // A cached answer's time is the latency of the run that paid for it, not this run's.
-        writeln!(
-            out,
-            "time: latency when called; {} of {} cached, this run took {:.2} s",
-            counts.cache_hits,
-            count(counts.calls, "answer"),
-            summary.elapsed.as_secs_f64()
-        )?;
-    }
+    writeln!(out, "{}", crate::output::fit_line(&latency_note(summary)))?;
     print_limited(
         out,
         "Per prompt",
@@ -62,6 +52,26 @@ pub fn print(
         )?;
     }
     Ok(())
+}
+
+/// The line under the per-model table: its latency sum is not the time the run took (calls
+/// overlap, and a cached answer keeps the latency of the run that paid for it), which it gives.
+fn latency_note(summary: &RunSummary) -> String {
+    let counts = &summary.tally.counts;
+    let cached = if counts.cache_hits > 0 {
+        format!(
+            ", each cached answer's when it was called ({} of {} cached)",
+            counts.cache_hits,
+            count(counts.calls, "answer")
+        )
+    } else {
+        String::new()
+    };
+    format!(
+        "latency sum: the answers' latencies added up{cached}; calls overlap: this run took \
+         {:.2} s",
+        summary.elapsed.as_secs_f64()
+    )
 }
 
 /// The per-evaluation table: the repeat column only when there are repeats, the estimated

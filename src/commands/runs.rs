@@ -10,7 +10,7 @@ use crate::output::{Columns, Format, print_frame};
 use crate::store::{BatchRow, RunErrorRow, RunInfo, RunStatus, Store};
 
 /// List runs, newest first by the time they started: id, kind, file (or the command line of a
-/// run without one), models, started,
+/// run without one), models, started, the time it took (`wall_time_s`, start to end),
 /// status (a run whose process is gone shows as `abandoned`; one stopped by its budget as
 /// `budget`; one whose batches are not collected yet as `waiting`, with a line under the table
 /// saying what it waits for), calls, cache hits, errors, cost, what it paid and its budget (`--budget`,
@@ -133,6 +133,15 @@ fn errors_frame(errors: &[RunErrorRow]) -> PolarsResult<DataFrame> {
     ])
 }
 
+/// The seconds from a run's start to its end; none while it runs (or for a time that does
+/// not read).
+fn wall_time_s(started: &str, finished: Option<&str>) -> Option<f64> {
+    let read = |t: &str| chrono::DateTime::parse_from_rfc3339(t).ok();
+    let started = read(started)?;
+    let finished = read(finished?)?;
+    Some((finished - started).num_milliseconds() as f64 / 1000.0)
+}
+
 /// The runs, one row each, with the status observed now (a run whose process is gone is
 /// `abandoned`); one shard of a plan says which (`completed, shard 1/3`).
 fn runs_frame(context: &Context, runs: &[RunInfo]) -> PolarsResult<DataFrame> {
@@ -167,6 +176,13 @@ fn runs_frame(context: &Context, runs: &[RunInfo]) -> PolarsResult<DataFrame> {
             "started".into(),
             runs.iter()
                 .map(|r| r.started_at.clone())
+                .collect::<Vec<_>>(),
+        ),
+        // The time the run took, start to end: what its per-model latency sums are not.
+        Column::new(
+            "wall_time_s".into(),
+            runs.iter()
+                .map(|r| wall_time_s(&r.started_at, r.finished_at.as_deref()))
                 .collect::<Vec<_>>(),
         ),
         Column::new("status".into(), status),
@@ -242,6 +258,16 @@ mod tests {
             collected_at: None,
             note: None,
         }
+    }
+
+    #[test]
+    fn a_runs_wall_time_is_from_its_start_to_its_end() {
+        let started = "2026-11-24T00:04:58.184Z";
+        assert_eq!(
+            wall_time_s(started, Some("2026-11-24T00:05:05.954Z")),
+            Some(7.77)
+        );
+        assert_eq!(wall_time_s(started, None), None, "still running");
     }
 
     #[test]

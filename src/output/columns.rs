@@ -72,7 +72,10 @@ const SHORT_HEADERS: &[(&str, &str)] = &[
     ("errors", "err"),
     ("success_pct", "pass %"),
     ("success_pct_all", "all %"),
-    ("total_time_s", "time s"),
+    // A model's latencies added up: calls overlap, so not the time the run took (`runs`'
+    // `time s`, the run's wall time).
+    ("total_time_s", "latency sum s"),
+    ("wall_time_s", "time s"),
     ("time_s", "time s"),
     ("total_cost_usd", "cost $"),
     ("cost_usd", "cost $"),
@@ -141,6 +144,8 @@ fn short_header(name: &str) -> String {
 pub(crate) fn header(name: &str) -> String {
     // Pairwise comparisons' sides: a final `_b` is their B, not billions.
     match name {
+        // Stable in CSV as `total_time_s`, read as what it is.
+        "total_time_s" => return "latency sum (s)".to_owned(),
         "candidate_a" => return "candidate A".to_owned(),
         "candidate_b" => return "candidate B".to_owned(),
         "wins_a" => return "A wins".to_owned(),
@@ -180,5 +185,13 @@ mod tests {
         assert_eq!(header("candidate_a"), "candidate A");
         assert_eq!(header("candidate_b"), "candidate B");
         assert_eq!(header("wins_b"), "B wins");
+    }
+
+    #[test]
+    fn summed_latency_is_not_called_time() {
+        assert_eq!(header("total_time_s"), "latency sum (s)");
+        assert_eq!(super::short_header("total_time_s"), "latency sum s");
+        assert_eq!(header("wall_time_s"), "wall time (s)");
+        assert_eq!(super::short_header("wall_time_s"), "time s");
     }
 }

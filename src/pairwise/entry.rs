@@ -66,8 +66,8 @@ impl Kind for PairwiseKind {
 static GROUPINGS: [Grouping; 3] = [
     Grouping {
         name: "candidate",
-        help: "Pairwise, per candidate: wins, ties, losses, win rate with its Wilson interval, \
-               Bradley–Terry strength with its bootstrap interval, rank",
+        help: "Pairwise, per candidate: wins, ties, losses, win rate (a tie as half a win) with its \
+               Wilson interval, Bradley–Terry strength with its bootstrap interval, rank",
         flags: &[],
         summary: by_candidate,
     },

@@ -127,6 +127,37 @@ impl PairwiseSection {
     }
 }
 
+impl PairwiseSection {
+    /// The note under the strength chart: that it draws every candidate, or, when the
+    /// strengths have no maximum (they exist for all or for none), which candidates never won
+    /// or never lost.
+    fn strength_note(&self) -> String {
+        let why = "a tie counts as half a win to each side";
+        if self.strengths.iter().all(|s| s.value.is_some()) {
+            return format!("Every candidate is drawn ({why}).");
+        }
+        let records = self.verdicts.candidate_records();
+        let one_sided: Vec<&str> = records
+            .iter()
+            .zip(&self.verdicts.candidates)
+            .filter(|(r, _)| r.wins + r.ties == 0 || r.losses + r.ties == 0)
+            .map(|(_, name)| name.as_str())
+            .collect();
+        if one_sided.is_empty() {
+            format!(
+                "No candidate is drawn: some candidates never won or never lost against the \
+                 rest ({why}), so no strength is finite."
+            )
+        } else {
+            format!(
+                "No candidate is drawn: {} never won or never lost ({why}), so no strength is \
+                 finite.",
+                one_sided.join(", ")
+            )
+        }
+    }
+}
+
 impl Section for PairwiseSection {
     fn anchor(&self) -> &'static str {
         "pairwise"
@@ -159,10 +190,92 @@ impl Section for PairwiseSection {
             "pairwise-strengths-figure",
             "Bradley–Terry strengths, with 95 % bootstrap intervals (items resampled)",
             &self.strength_plot(&order),
-            "A candidate that never won or never lost has no finite strength and is not drawn.",
+            &self.strength_note(),
             &table(&self.candidates, "pairwise-candidates", "Per candidate"),
         ));
         out.push_str(&table(&self.judges, "pairwise-judges", "Per judge"));
         Ok(out)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::{Shown, VerdictRow, Winner};
+
+    /// Both orders of `a` against `b` on `item`, the judge's `winner` of each (`A` is `a`).
+    fn both_orders(a: &str, b: &str, item: &str, winner: [Winner; 2]) -> Vec<VerdictRow> {
+        [Shown::Ab, Shown::Ba]
+            .into_iter()
+            .zip(winner)
+            .map(|(shown, winner)| VerdictRow {
+                run_id: 1,
+                judge: "j".into(),
+                item: item.into(),
+                candidate_a: a.into(),
+                candidate_b: b.into(),
+                repeat_index: 0,
+                shown,
+                winner,
+                justification: None,
+                invalid_reason: None,
+                call_id: None,
+                cache_hit: false,
+            })
+            .collect()
+    }
+
+    fn section(rows: &[VerdictRow]) -> PairwiseSection {
+        let verdicts = Verdicts::from_rows(rows);
+        let strengths = verdicts.strengths();
+        PairwiseSection {
+            candidates: candidate_summary_with(&verdicts, &strengths).unwrap(),
+            pairs: pair_summary(&verdicts).unwrap(),
+            judges: judge_summary(&verdicts).unwrap(),
+            verdicts,
+            strengths,
+        }
+    }
+
+    #[test]
+    fn all_ties_read_as_half_won_and_every_candidate_drawn() {
+        use Winner::Tie;
+        let mut rows = Vec::new();
+        for item in ["p1", "p2"] {
+            rows.extend(both_orders("x", "y", item, [Tie, Tie]));
+            rows.extend(both_orders("x", "z", item, [Tie, Tie]));
+            rows.extend(both_orders("y", "z", item, [Tie, Tie]));
+        }
+        let s = section(&rows);
+        let rates: Vec<Option<f64>> = s
+            .candidates
+            .column("win_rate")
+            .unwrap()
+            .f64()
+            .unwrap()
+            .iter()
+            .collect();
+        assert_eq!(rates, [Some(0.5); 3], "the heatmap's 50 %, not 0");
+        assert!(s.strengths.iter().all(|st| st.value == Some(0.0)));
+        let note = s.strength_note();
+        assert!(note.starts_with("Every candidate is drawn"), "{note}");
+    }
+
+    #[test]
+    fn the_note_names_the_candidates_that_leave_no_strength_finite() {
+        use Winner::{A, B, Tie};
+        let mut rows = Vec::new();
+        // x and y split their games; z loses every one: no finite strength.
+        rows.extend(both_orders("x", "y", "p1", [A, A]));
+        rows.extend(both_orders("x", "y", "p2", [B, B]));
+        rows.extend(both_orders("x", "y", "p3", [Tie, Tie]));
+        rows.extend(both_orders("x", "z", "p1", [A, A]));
+        rows.extend(both_orders("y", "z", "p1", [A, A]));
+        let s = section(&rows);
+        let note = s.strength_note();
+        assert!(
+            note.starts_with("No candidate is drawn: z never won or never lost"),
+            "{note}"
+        );
     }
 }

@@ -7,7 +7,7 @@
 use std::collections::{BTreeMap, HashMap};
 
 use crate::analysis::stats::{
-    BOOTSTRAP, Bootstrap, Z_95, cohen_kappa, paired_bootstrap, wilson_interval,
+    BOOTSTRAP, Bootstrap, Z_95, cohen_kappa, paired_bootstrap, wilson_interval_of_rate,
 };
 use crate::store::{Shown, VerdictRow, Winner};
 
@@ -69,11 +69,17 @@ impl Record {
         self.wins + self.ties + self.losses
     }
 
-    /// Wins over comparisons, with its Wilson interval; `None` without comparisons.
+    /// Wins over comparisons, a tie counting as half a win (as Bradley–Terry counts it: a
+    /// candidate that ties every comparison wins half of them), with its Wilson interval;
+    /// `None` without comparisons.
     pub fn win_rate(&self) -> Option<(f64, f64, f64)> {
         let n = self.total();
-        let (low, high) = wilson_interval(self.wins, n, Z_95)?;
-        Some((self.wins as f64 / n as f64, low, high))
+        if n == 0 {
+            return None;
+        }
+        let rate = (self.wins as f64 + self.ties as f64 / 2.0) / n as f64;
+        let (low, high) = wilson_interval_of_rate(rate, n, Z_95)?;
+        Some((rate, low, high))
     }
 }
 
@@ -615,25 +621,50 @@ mod tests {
     }
 
     #[test]
-    fn win_rates_have_the_wilson_intervals_of_the_other_kinds() {
+    fn win_rates_count_a_tie_as_half_a_win_with_wilson_intervals() {
         let r = Record {
             wins: 25,
             ties: 50,
             losses: 25,
         };
         let (rate, lo, hi) = r.win_rate().unwrap();
-        assert!(close(rate, 0.25, 1e-12));
+        assert!(close(rate, 0.5, 1e-12));
         assert!(
-            close(lo, 0.17545, 5e-6) && close(hi, 0.34304, 5e-6),
+            close(lo, 0.403832, 5e-6) && close(hi, 0.596168, 5e-6),
             "{lo} {hi}"
         );
-        let none = Record {
+        // Every comparison a tie: half won, as the heatmap's 50 % and a strength of 0 say.
+        let ties = Record {
+            wins: 0,
+            ties: 10,
+            losses: 0,
+        };
+        let (rate, lo, hi) = ties.win_rate().unwrap();
+        assert!(close(rate, 0.5, 1e-12));
+        assert!(
+            close(lo, 0.236593, 5e-6) && close(hi, 0.763407, 5e-6),
+            "{lo} {hi}"
+        );
+        let no_win = Record {
             wins: 0,
             ties: 4,
             losses: 6,
         };
-        let (_, lo, hi) = none.win_rate().unwrap();
-        assert!(close(lo, 0.0, 1e-12) && close(hi, 0.27753, 5e-6), "{hi}");
+        let (rate, lo, hi) = no_win.win_rate().unwrap();
+        assert!(close(rate, 0.2, 1e-12));
+        assert!(
+            close(lo, 0.056682, 5e-6) && close(hi, 0.509838, 5e-6),
+            "{lo} {hi}"
+        );
+        let lost_all = Record {
+            wins: 0,
+            ties: 0,
+            losses: 6,
+        };
+        assert_eq!(
+            lost_all.win_rate().map(|(r, lo, _)| (r, lo)),
+            Some((0.0, 0.0))
+        );
         assert_eq!(Record::default().win_rate(), None);
     }
 

@@ -68,6 +68,9 @@ pub enum ReviewError {
     /// Writing a report to stdout failed.
     #[error(transparent)]
     Output(std::io::Error),
+    /// The summary a run prints when it ends could not be computed.
+    #[error("computing the summaries: {0}")]
+    Polars(#[from] polars::prelude::PolarsError),
 }
 
 /// Where the data of reviews lives.

@@ -105,10 +105,25 @@ fn runs_every_prompt_on_every_model_over_the_three_wire_formats() {
 #[test]
 fn a_second_run_is_served_from_the_cache_and_pays_nothing() {
     let s = sandbox_with_answers();
-    s.track()
+    let out = s
+        .track()
         .args(["run", "bench.yaml", "-q"])
-        .assert()
-        .success();
+        .env("COLUMNS", "200")
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    // The per-model time is the latencies added up, read as such, beside the run's own time.
+    let stdout = text(&out.stdout);
+    let header = stdout.lines().find(|l| l.starts_with("│ model")).unwrap();
+    assert!(
+        header.contains("latency sum s") && !header.contains(" time s"),
+        "{stdout}"
+    );
+    assert!(
+        stdout
+            .contains("latency sum: the answers' latencies added up; calls overlap: this run took"),
+        "{stdout}"
+    );
     let first = s.mock.request_count();
     let out = s.track().args(["run", "bench.yaml"]).output().unwrap();
     assert!(out.status.success());
@@ -123,7 +138,10 @@ fn a_second_run_is_served_from_the_cache_and_pays_nothing() {
     // The cached answers' time is that of the run that paid for them, and the report says so.
     let stdout = text(&out.stdout);
     assert!(
-        stdout.contains("time: latency when called; 6 of 6 answers cached, this run took"),
+        stdout.contains(
+            "latency sum: the answers' latencies added up, each cached answer's when it was \
+             called (6 of 6 answers cached); calls overlap: this run took"
+        ),
         "{stdout}"
     );
     // Both runs recorded, the second entirely cached, same results.
@@ -144,7 +162,7 @@ fn a_second_run_is_served_from_the_cache_and_pays_nothing() {
     let runs = text(&runs.stdout);
     assert!(
         runs.starts_with(
-            "id,kind,file,models,started,status,calls,cache_hits,errors,cost_usd,paid_usd,budget_usd,command\n"
+            "id,kind,file,models,started,wall_time_s,status,calls,cache_hits,errors,cost_usd,paid_usd,budget_usd,command\n"
         ),
         "{runs}"
     );

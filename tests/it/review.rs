@@ -668,3 +668,59 @@ fn identical_generated_texts_of_two_sensors_stay_two_items() {
         "two datasheets compared: {csv}"
     );
 }
+
+#[test]
+fn a_review_run_prints_its_summaries_per_reviewer_and_sensor() {
+    let s = review_sandbox();
+    let out = s
+        .track()
+        .args(["review-datasheets", "--reviewer", "openai:gpt-4o-mini"])
+        .env("COLUMNS", "250")
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let stdout = text(&out.stdout);
+    // The files first, as before; then the summaries a benchmark's run prints too.
+    assert!(stdout.lines().next().unwrap().ends_with(".csv"), "{stdout}");
+    let (_, tables) = stdout
+        .split_once("\nPer reviewer\n")
+        .unwrap_or_else(|| panic!("no summary per reviewer:\n{stdout}"));
+    let (by_reviewer, by_sensor) = tables
+        .split_once("Per reviewer and sensor\n")
+        .unwrap_or_else(|| panic!("no summary per sensor:\n{stdout}"));
+    // Each row's overall and mean P scores, as `track query` gives them.
+    for (by, table) in [("reviewer", by_reviewer), ("sensor", by_sensor)] {
+        let csv = s
+            .track()
+            .args(["query", "--by", by, "--format", "csv"])
+            .output()
+            .unwrap();
+        let csv = text(&csv.stdout);
+        let mut rows = csv::Reader::from_reader(csv.as_bytes());
+        let headers = rows.headers().unwrap().clone();
+        let at = |name: &str| headers.iter().position(|h| h == name).unwrap();
+        let mut scored = 0;
+        for row in rows.records() {
+            let row = row.unwrap();
+            let key = if by == "sensor" {
+                &row[at("sensor")]
+            } else {
+                &row[at("reviewer")]
+            };
+            let line = table
+                .lines()
+                .find(|l| l.contains(&format!(" {key} ")))
+                .unwrap_or_else(|| panic!("{key} missing:\n{table}"));
+            for score in ["mean_overall", "mean_average_pn"] {
+                if let Ok(value) = row[at(score)].parse::<f64>() {
+                    scored += 1;
+                    assert!(
+                        line.contains(&format!(" {value:.3} ")),
+                        "{by} {key} {score} {value}:\n{table}"
+                    );
+                }
+            }
+        }
+        assert!(scored >= 2, "{by}: scores to compare:\n{csv}");
+    }
+}
