@@ -6,12 +6,14 @@
 //! 2. OpenAI, 126,000 tokens a minute, `max_tokens: 200`, 300 prompts;
 //! 3. Anthropic, 480 requests a minute, 240 prompts;
 //! 4. Anthropic, 8,000 output tokens a minute reserved from `max_tokens: 4096` at admission and
-//!    given back when the answer ends (issue 26), 40 prompts answered at once.
+//!    given back when the answer ends (issue 26), 40 prompts answered at once;
+//! 5. the same limit counting only the tokens generated, with answers taking a second.
 //!
 //! For each: every answer arrived or not, the share of requests refused, and the admitted
 //! work in steady state (after the first second's burst) as a share of what the limit allows;
-//! for the fourth, whose answers use a few of the tokens reserved, the run's wall time and
-//! its longest gap between two admissions (target: under 12 s, under 1 % refused).
+//! for the last two, whose answers use a few of the tokens reserved, the run's wall time and
+//! its longest gap between two admissions (target for the fourth: under 12 s, under 1 %
+//! refused; the fifth, sent one at a time, would take 40 s).
 
 #[path = "../tests/it/support/mock.rs"]
 mod mock;
@@ -29,6 +31,8 @@ struct Case {
     limits: MockLimits,
     prompts: usize,
     max_tokens: u32,
+    /// How long an answer takes.
+    delay: Duration,
     /// Which admitted work the limit counts, and the limit per minute.
     measure: Measure,
 }
@@ -56,6 +60,7 @@ fn main() {
             },
             prompts: 300,
             max_tokens: 50,
+            delay: Duration::ZERO,
             measure: Measure::Requests(600.0),
         },
         Case {
@@ -70,6 +75,7 @@ fn main() {
             },
             prompts: 300,
             max_tokens: 200,
+            delay: Duration::ZERO,
             measure: Measure::Tokens(126_000.0),
         },
         Case {
@@ -87,6 +93,7 @@ fn main() {
             },
             prompts: 240,
             max_tokens: 100,
+            delay: Duration::ZERO,
             measure: Measure::Requests(480.0),
         },
         Case {
@@ -101,6 +108,23 @@ fn main() {
             },
             prompts: 40,
             max_tokens: 4096,
+            delay: Duration::ZERO,
+            measure: Measure::Wall,
+        },
+        Case {
+            name: "Anthropic, 8,000 OTPM counting generated tokens, max_tokens 4096, answers \
+                   in 1 s, 40 prompts",
+            model: "anthropic:haiku 3.5",
+            limits: MockLimits {
+                rpm: Some(4_000),
+                otpm: Some(8_000),
+                window,
+                reserve_output: false,
+                ..MockLimits::default()
+            },
+            prompts: 40,
+            max_tokens: 4096,
+            delay: Duration::from_secs(1),
             measure: Measure::Wall,
         },
     ];
@@ -112,6 +136,7 @@ fn main() {
         let dir = tempfile::tempdir().expect("temp dir");
         let mock = MockProvider::start_with(MockConfig {
             limits: Some(case.limits.clone()),
+            delay: case.delay,
             record_bodies: false,
             ..MockConfig::default()
         });

@@ -1,4 +1,5 @@
-//! The `track` binary: parse arguments, set up logging and `.env`, run, print the error chain.
+//! The `track` binary: parse arguments, set up logging and `.env`, run, print the error chain
+//! (exit status 2, as a usage error: `track --help` lists the statuses).
 
 use std::process::ExitCode;
 
@@ -38,7 +39,7 @@ fn main() -> ExitCode {
             }
             let chain: Vec<String> = error.chain().map(ToString::to_string).collect();
             track::output::tell(format_args!("track: {}", dedupe_chain(&chain).join(": ")));
-            ExitCode::FAILURE
+            ExitCode::from(track::commands::EXIT_BAD_INPUT)
         }
     }
 }

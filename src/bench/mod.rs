@@ -13,6 +13,7 @@ pub mod entry;
 pub mod experiment;
 pub mod export;
 pub mod html;
+pub mod item;
 pub mod judge;
 pub mod methods;
 pub mod spec;

@@ -1,14 +1,15 @@
 //! The benchmark file: models and prompt tests, loaded exactly as the specification writes
 //! them (`- test_1:` whose value is empty names the test) and validated into a [`BenchSpec`].
 
-use std::collections::{BTreeMap, HashSet};
+use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use serde::Deserialize;
-use serde_json::Value;
+use serde_json::{Map, Value};
 use serde_saphyr::Spanned;
 
+use super::item::{ItemError, take_name};
 use super::methods::{MethodName, TestMethod};
 use crate::llm::SamplingParams;
 
@@ -71,7 +72,7 @@ struct RawBench {
     #[serde(default)]
     description: Option<String>,
     models: Vec<String>,
-    prompts: Vec<BTreeMap<String, Option<Value>>>,
+    prompts: Vec<Map<String, Value>>,
     #[serde(default)]
     system: Option<String>,
     #[serde(default)]
@@ -121,15 +122,9 @@ fn line_of(text: &str, item: Item) -> Option<u64> {
     Some(location.line()).filter(|l| *l > 0)
 }
 
-/// Parser options: benchmarks with hundreds of thousands of tests are legitimate, so the
-/// parser's default node budget (250,000) is lifted; its other protections stay.
+/// Parser options: a benchmark may hold hundreds of thousands of tests.
 fn parse_options() -> serde_saphyr::Options {
-    let mut budget = serde_saphyr::budget::Budget::default();
-    budget.max_nodes = 100_000_000;
-    budget.max_events = 200_000_000;
-    let mut options = serde_saphyr::Options::default();
-    options.budget = Some(budget);
-    options
+    crate::yaml::large_file_options()
 }
 
 /// Fields a prompt test may have besides its name.
@@ -156,8 +151,13 @@ impl BenchSpec {
             line,
             message,
         };
-        let raw: RawBench = serde_saphyr::from_str_with_options(text, parse_options())
-            .map_err(|e| SpecError::Yaml(crate::yaml::describe(path, &e)))?;
+        let raw: RawBench =
+            serde_saphyr::from_str_with_options(text, parse_options()).map_err(|e| {
+                SpecError::Yaml(
+                    prompts_from_a_file(path, text)
+                        .unwrap_or_else(|| crate::yaml::describe(path, text, &e)),
+                )
+            })?;
         let _ = (&raw.description, &raw.kind);
         if let Some(kind) = raw.kind.as_deref().filter(|k| {
             k.parse::<crate::experiment::ExperimentKind>()
@@ -191,7 +191,7 @@ impl BenchSpec {
         for (index, item) in raw.prompts.into_iter().enumerate() {
             let line = || line_of(text, Item::Prompt(index));
             let test = prompt_test(index, item, &raw.system, &defaults, raw.judge.as_deref())
-                .map_err(|message| invalid(line(), message))?;
+                .map_err(|e| invalid(e.line(text, "prompts", index), e.message))?;
             if !names.insert(test.name.clone()) {
                 return Err(invalid(
                     line(),
@@ -230,20 +230,42 @@ impl BenchSpec {
     }
 }
 
+/// `bench.yaml:2: …` when `prompts:` names a file (`prompts: cases.csv`) instead of listing the
+/// tests: cases read from a file go under `cases:`.
+pub(crate) fn prompts_from_a_file(path: &Path, text: &str) -> Option<String> {
+    #[derive(Deserialize)]
+    struct Prompts {
+        prompts: Option<Value>,
+    }
+    let file: Prompts = serde_saphyr::from_str_with_options(text, parse_options()).ok()?;
+    let Some(Value::String(named)) = file.prompts else {
+        return None;
+    };
+    let line = crate::yaml::line_at(text, &[crate::yaml::Step::Key("prompts")])
+        .map(|l| format!(":{l}"))
+        .unwrap_or_default();
+    Some(format!(
+        "{}{line}: `prompts: {named}` is not a list of tests: cases read from a file go under \
+         `cases:` (`cases: {{from: {named}}}`), which this version of track does not read yet; \
+         for now write the tests under `prompts:`, one `- my_test:` each",
+        path.display()
+    ))
+}
+
 /// Builds one test from its YAML mapping.
 fn prompt_test(
     index: usize,
-    mut fields: BTreeMap<String, Option<Value>>,
+    mut fields: Map<String, Value>,
     system: &Option<String>,
     defaults: &SamplingParams,
     default_judge: Option<&str>,
-) -> Result<PromptTest, String> {
-    let mut name = take_name(index, &mut fields)?;
+) -> Result<PromptTest, ItemError> {
+    let name = take_name("prompt", index + 1, &mut fields, &PROMPT_FIELDS)?;
     let unnamed = format!("prompt {}", index + 1);
-    if let Some(explicit) = take_text(&unnamed, &mut fields, "name")? {
-        name = Some(explicit);
-    }
-    let name = name.unwrap_or_else(|| format!("prompt_{}", index + 1));
+    let name = match take_text(&unnamed, &mut fields, "name")? {
+        Some(explicit) => explicit,
+        None => name.unwrap_or_else(|| format!("prompt_{}", index + 1)),
+    };
     let label = format!("prompt `{name}`");
     let mut text = |key: &str| take_text(&label, &mut fields, key);
     let prompt = text("prompt")?.ok_or_else(|| format!("{label} has no `prompt:`"))?;
@@ -281,47 +303,14 @@ fn prompt_test(
     })
 }
 
-/// The specification's form of a test's name: the one key that is not a field, whose value is
-/// empty or a mapping of the fields (merged into `fields`).
-fn take_name(
-    index: usize,
-    fields: &mut BTreeMap<String, Option<Value>>,
-) -> Result<Option<String>, String> {
-    let mut name = None;
-    let unknown: Vec<String> = fields
-        .keys()
-        .filter(|k| !PROMPT_FIELDS.contains(&k.as_str()))
-        .cloned()
-        .collect();
-    for key in unknown {
-        match fields.remove(&key) {
-            None | Some(None) | Some(Some(Value::Null)) if name.is_none() => name = Some(key),
-            Some(Some(Value::Object(inner))) if name.is_none() => {
-                for (k, v) in inner {
-                    fields.entry(k).or_insert(Some(v));
-                }
-                name = Some(key);
-            }
-            _ => {
-                return Err(format!(
-                    "prompt {}: unknown field `{key}`; a test has a name (`- my_test:` or `name:`) and {}",
-                    index + 1,
-                    PROMPT_FIELDS[1..].join(", ")
-                ));
-            }
-        }
-    }
-    Ok(name)
-}
-
 /// A field as text (numbers and booleans as written), removed from `fields`; a list or a
 /// mapping is refused, not turned into its JSON text.
 fn take_text(
     label: &str,
-    fields: &mut BTreeMap<String, Option<Value>>,
+    fields: &mut Map<String, Value>,
     key: &str,
 ) -> Result<Option<String>, String> {
-    match fields.remove(key).flatten() {
+    match fields.remove(key) {
         None | Some(Value::Null) => Ok(None),
         Some(Value::String(s)) => Ok(Some(s)),
         Some(Value::Number(n)) => Ok(Some(n.to_string())),
@@ -397,11 +386,11 @@ fn test_method(
 /// A test's sampling parameters: its own, else the file's.
 fn take_params(
     label: &str,
-    fields: &mut BTreeMap<String, Option<Value>>,
+    fields: &mut Map<String, Value>,
     defaults: &SamplingParams,
 ) -> Result<SamplingParams, String> {
     let mut number = |key: &str| -> Result<Option<f64>, String> {
-        match fields.remove(key).flatten() {
+        match fields.remove(key) {
             None | Some(Value::Null) => Ok(None),
             Some(v) => v
                 .as_f64()
@@ -517,7 +506,7 @@ prompts:
         let e = parse(&format!("batches: true\n{body}"))
             .unwrap_err()
             .to_string();
-        assert!(e.contains("unknown field `batches`"), "{e}");
+        assert!(e.contains("unknown key `batches`"), "{e}");
     }
 
     #[test]
@@ -572,11 +561,23 @@ prompts:
             ),
             (
                 "models: [openai:gpt-4o]\nprompts:\n  - t:\n    prompt: x\n    output: y\n    method: exact\n    colour: red\n",
-                "unknown field `colour`",
+                "bench.yaml:7: prompt `t`: unknown key `colour`; valid keys: name, prompt, output",
             ),
             (
                 "models: [openai:gpt-4o]\nprompts:\n  - t:\n    prompt: x\n    output: y\n    method: exact\n  - t:\n    prompt: x\n    output: y\n    method: exact\n",
                 "two prompts are named `t`",
+            ),
+            (
+                "models: [openai:gpt-4o]\nprompts:\n  - name: t\n    prompt: \"x {{country}}\"\n    vars: {country: France}\n    output: y\n    method: exact\n",
+                "bench.yaml:5: prompt `t`: unknown key `vars`; valid keys: name, prompt, output",
+            ),
+            (
+                "models: [openai:gpt-4o]\nprompts:\n  - t:\n      prompt: x\n      promt: y\n",
+                "bench.yaml:5: prompt `t`: unknown key `promt`; did you mean `prompt`? valid keys",
+            ),
+            (
+                "models: [openai:gpt-4o]\nprompts: cases.csv\n",
+                "bench.yaml:2: `prompts: cases.csv` is not a list of tests: cases read from a file go under `cases:` (`cases: {from: cases.csv}`)",
             ),
             ("prompts: []\n", "bench.yaml"),
             ("models: [a\n", "bench.yaml:1:9: unclosed bracket"),

@@ -14,11 +14,13 @@ use crate::output::{Columns, Format, print_frame};
 use crate::store::{BatchRow, BatchState, Store};
 
 /// List the batches sent to providers' batch APIs (`--batch`), newest first: track's id, the
-/// run, the model, its status (track's step before it is submitted, then the provider's:
-/// validating, in_progress, finalizing, completed, expired, cancelled, failed; `collected`
-/// once its results are stored), requests done of all, errored, what its answers cost so far
-/// (at the batch rate) and when it expires; with --wide, CSV or JSON, the provider, the
-/// provider's batch id, track's step and when it was submitted too. `track batches cancel ID`
+/// run, the model's reference, its status (track's step before it is submitted or once void,
+/// then the provider's at the last poll and how long ago: validating, in_progress,
+/// finalizing, completed, expired, cancelled, failed; `collected` once its results are
+/// stored, with how it ended when not plainly), requests that ran of all, with those that
+/// errored, expired or were cancelled, what its answers cost so far (at the batch rate) and
+/// when it expires; with --wide, CSV or JSON, the provider, the provider's batch id, track's
+/// step, when its status was seen and when it was submitted too. `track batches cancel ID`
 /// cancels one.
 #[derive(Debug, clap::Args)]
 #[command(args_conflicts_with_subcommands = true)]
@@ -69,10 +71,18 @@ pub fn run(context: &Context, args: BatchesArgs) -> anyhow::Result<ExitCode> {
         (true, _) => usize::MAX,
         (false, limit) => limit.unwrap_or(DEFAULT_LIMIT),
     };
-    let batches = store.list_batches(args.run, limit)?;
+    let mut batches = store.list_batches(args.run, limit)?;
     let ids: Vec<i64> = batches.iter().map(|b| b.id).collect();
+    count_collected(&mut batches, &store.batch_outcomes(&ids)?);
     let costs = store.batch_costs(&ids)?;
     let cost = |b: &BatchRow| costs.get(&b.id).copied().unwrap_or(0.0);
+    let references = model_references(context, &store, &batches);
+    let model = |b: &BatchRow| {
+        references
+            .get(&b.id)
+            .cloned()
+            .unwrap_or_else(|| b.model.clone())
+    };
     if batches.is_empty() && args.format == Format::Table {
         context.note(match args.run {
             Some(run) => format!("run {run} sent no batch"),
@@ -81,11 +91,118 @@ pub fn run(context: &Context, args: BatchesArgs) -> anyhow::Result<ExitCode> {
         return Ok(ExitCode::SUCCESS);
     }
     let df = match args.format {
-        Format::Table => table_frame(&batches, &cost, args.wide)?,
-        Format::Csv | Format::Json => data_frame(&batches, &cost)?,
+        Format::Table => table_frame(&batches, (&cost, &model), args.wide)?,
+        Format::Csv | Format::Json => data_frame(&batches, (&cost, &model))?,
     };
     print_frame(&df, args.format, Columns::wide_if(args.wide))?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// What a listing looks up for each batch: what its answers cost so far, and its model's
+/// name.
+type Looks<'a> = (
+    &'a dyn Fn(&BatchRow) -> f64,
+    &'a dyn Fn(&BatchRow) -> String,
+);
+
+/// The reference each batch's model goes by (`openai:gpt-4o-mini`), as every other table
+/// names models: the one of its run's references that config.yaml resolves to its provider
+/// and model id, else the catalog's for them. Absent when neither knows it (the provider's
+/// id is shown then), or config.yaml cannot be read.
+fn model_references(
+    context: &Context,
+    store: &Store,
+    batches: &[BatchRow],
+) -> std::collections::HashMap<i64, String> {
+    let mut found = std::collections::HashMap::new();
+    let Ok(config) = context.load_config() else {
+        return found;
+    };
+    let catalog = &config.catalog;
+    let mut run_ids: Vec<i64> = batches.iter().filter_map(|b| b.run_id).collect();
+    run_ids.sort_unstable();
+    run_ids.dedup();
+    let runs = store.runs_by_id(&run_ids).unwrap_or_default();
+    let names = |b: &BatchRow| -> Vec<String> {
+        let of_run = runs
+            .iter()
+            .filter(|r| Some(r.id) == b.run_id)
+            .filter_map(|r| r.models.as_deref())
+            .flat_map(|m| m.split(','))
+            .map(str::to_owned);
+        let of_catalog = catalog.models.iter().map(|m| m.reference());
+        of_run.chain(of_catalog).collect()
+    };
+    for b in batches {
+        let reference = names(b).into_iter().find(|name| {
+            catalog
+                .resolve(name)
+                .is_ok_and(|m| m.provider == b.provider && m.model == b.model)
+        });
+        if let Some(reference) = reference {
+            found.insert(b.id, reference);
+        }
+    }
+    found
+}
+
+/// The counts of each collected batch as its stored calls tell them, rather than as its last
+/// poll did (OpenAI counts expired requests among the failed ones, or not at all): answered,
+/// errored, and what never ran as expired, or cancelled when the batch was.
+fn count_collected(
+    batches: &mut [BatchRow],
+    outcomes: &std::collections::HashMap<i64, (u64, u64, u64)>,
+) {
+    for b in batches
+        .iter_mut()
+        .filter(|b| b.state == BatchState::Collected)
+    {
+        let Some(&(answered, failed, unfinished)) = outcomes.get(&b.id) else {
+            continue;
+        };
+        let cancelled = b.status.as_deref() == Some("cancelled");
+        b.counts = crate::store::BatchCountsRow {
+            total: answered + failed + unfinished,
+            processing: 0,
+            succeeded: answered,
+            errored: failed,
+            cancelled: if cancelled { unfinished } else { 0 },
+            expired: if cancelled { 0 } else { unfinished },
+        };
+    }
+}
+
+/// What a batch's `done` says: requests that ran of all, and, apart, those that errored,
+/// expired or were cancelled (`3/10, 7 expired`).
+fn done_text(b: &BatchRow, errors: bool) -> String {
+    let c = &b.counts;
+    let mut text = format!("{}/{}", b.done(), b.request_count);
+    for (n, word) in [
+        (if errors { c.errored } else { 0 }, "err"),
+        (c.expired, "expired"),
+        (c.cancelled, "cancelled"),
+    ] {
+        if n > 0 {
+            text.push_str(&format!(", {n} {word}"));
+        }
+    }
+    text
+}
+
+/// How long ago a stored time was, in one unit: `40 s`, `12 min`, `3 h`, `2 d`.
+fn age(stored: &str) -> String {
+    let Ok(then) = chrono::DateTime::parse_from_rfc3339(stored) else {
+        return "?".to_owned();
+    };
+    let secs = (chrono::Utc::now() - then.with_timezone(&chrono::Utc))
+        .num_seconds()
+        .max(0);
+    match secs {
+        0..120 => format!("{secs} s"),
+        120..7_200 => format!("{} min", secs / 60),
+        7_200..172_800 => format!("{} h", secs / 3_600),
+        _ => format!("{} d", secs / 86_400),
+    }
 }
 
 /// A stored time as a table shows it, in UTC to the minute: `2026-11-25 14:03`, or without
@@ -108,7 +225,7 @@ fn short_time(stored: &str, year: bool) -> String {
 /// step, errors and when it was submitted too, times with their year.
 fn table_frame(
     batches: &[BatchRow],
-    cost: &dyn Fn(&BatchRow) -> f64,
+    (cost, model): Looks<'_>,
     wide: bool,
 ) -> PolarsResult<DataFrame> {
     let text = |f: &dyn Fn(&BatchRow) -> Option<String>| -> Vec<Option<String>> {
@@ -130,10 +247,7 @@ fn table_frame(
             text(&|b| Some(b.provider.clone())),
         ));
     }
-    columns.push(Column::new(
-        "model".into(),
-        text(&|b| Some(b.model.clone())),
-    ));
+    columns.push(Column::new("model".into(), text(&|b| Some(model(b)))));
     if wide {
         columns.push(Column::new(
             "batch_id".into(),
@@ -144,22 +258,30 @@ fn table_frame(
             text(&|b| Some(b.state.as_str().to_owned())),
         ));
     }
-    columns.extend([
-        Column::new(
-            "status".into(),
-            text(&|b| Some(b.shown_status().to_owned())),
-        ),
-        Column::new(
-            "done".into(),
-            text(&|b| {
-                let done = format!("{}/{}", b.done(), b.request_count);
-                Some(match b.counts.errored {
-                    errored if errored > 0 && !wide => format!("{done}, {errored} err"),
-                    _ => done,
-                })
-            }),
-        ),
-    ]);
+    columns.extend([Column::new(
+        "status".into(),
+        text(&|b| {
+            // A provider's status is as of its last poll: how long ago, unless shown
+            // apart (wide).
+            let status = b.shown_status();
+            Some(match (b.state, wide) {
+                (BatchState::Submitted, false) => {
+                    format!("{status} ({} ago)", age(b.status_at()))
+                }
+                _ => status,
+            })
+        }),
+    )]);
+    if wide {
+        columns.push(Column::new(
+            "seen".into(),
+            text(&|b| Some(short_time(b.status_at(), true))),
+        ));
+    }
+    columns.push(Column::new(
+        "done".into(),
+        text(&|b| Some(done_text(b, !wide))),
+    ));
     if wide {
         columns.push(Column::new(
             "errors".into(),
@@ -185,7 +307,7 @@ fn table_frame(
 
 /// The batches for CSV and JSON: every figure in a column of its own, times as stored (RFC
 /// 3339, UTC).
-fn data_frame(batches: &[BatchRow], cost: &dyn Fn(&BatchRow) -> f64) -> PolarsResult<DataFrame> {
+fn data_frame(batches: &[BatchRow], (cost, model): Looks<'_>) -> PolarsResult<DataFrame> {
     let text = |f: &dyn Fn(&BatchRow) -> Option<String>| -> Vec<Option<String>> {
         batches.iter().map(f).collect()
     };
@@ -201,10 +323,16 @@ fn data_frame(batches: &[BatchRow], cost: &dyn Fn(&BatchRow) -> f64) -> PolarsRe
         ),
         Column::new("provider".into(), text(&|b| Some(b.provider.clone()))),
         Column::new("api".into(), text(&|b| Some(b.api.clone()))),
-        Column::new("model".into(), text(&|b| Some(b.model.clone()))),
+        Column::new("model".into(), text(&|b| Some(model(b)))),
+        Column::new("model_id".into(), text(&|b| Some(b.model.clone()))),
         Column::new("batch_id".into(), text(&|b| b.batch_id.clone())),
         Column::new("state".into(), text(&|b| Some(b.state.as_str().to_owned()))),
-        Column::new("status".into(), text(&|b| b.status.clone())),
+        Column::new("status".into(), text(&|b| Some(b.shown_status()))),
+        Column::new(
+            "status_at".into(),
+            text(&|b| Some(b.status_at().to_owned())),
+        ),
+        Column::new("provider_status".into(), text(&|b| b.status.clone())),
         Column::new("requests".into(), number(&|b| b.request_count)),
         Column::new("done".into(), number(&|b| b.done())),
         Column::new("succeeded".into(), number(&|b| b.counts.succeeded)),

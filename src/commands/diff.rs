@@ -126,7 +126,7 @@ pub fn run(context: &Context, args: DiffArgs) -> anyhow::Result<ExitCode> {
             return Ok(ExitCode::SUCCESS);
         }
         crate::output::tell(format_args!("track: {error:#}"));
-        Ok(ExitCode::from(2))
+        Ok(ExitCode::from(super::EXIT_BAD_INPUT))
     })
 }
 

@@ -177,7 +177,7 @@ pub fn run_experiment(
             print_plan(&plan, experiment.header().file.as_deref(), budget, batch)?;
             return Ok(ExitCode::SUCCESS);
         }
-        RunEnd::Ran(summary, plan) => (summary, plan),
+        RunEnd::Ran(summary, plan) => (*summary, plan),
     };
     // Declared after the store, so dropped (joined) before it closes.
     let _checkpoint = db.map(crate::store::checkpoint_in_background);

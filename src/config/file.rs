@@ -24,7 +24,7 @@ impl Config {
             ConfigFile::default()
         } else {
             serde_saphyr::from_str(text)
-                .map_err(|e| ConfigError::Yaml(crate::yaml::describe(path, &e)))?
+                .map_err(|e| ConfigError::Yaml(crate::yaml::describe(path, text, &e)))?
         };
         for (name, entry) in file.providers {
             self.apply_provider(name, entry).map_err(parse_error)?;
@@ -243,11 +243,38 @@ fn checked_batch(
 }
 
 /// A number or a `[min, max]` pair in a config file.
-#[derive(Debug, Clone, Copy, Deserialize)]
-#[serde(untagged)]
+#[derive(Debug, Clone, Copy)]
 enum NumberOrRange {
     One(f64),
     Two([f64; 2]),
+}
+
+impl<'de> Deserialize<'de> for NumberOrRange {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        use serde::de::{Error, SeqAccess, Visitor};
+        struct Either;
+        impl<'de> Visitor<'de> for Either {
+            type Value = NumberOrRange;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a number or a [min, max] pair of numbers")
+            }
+            fn visit_f64<E: Error>(self, v: f64) -> Result<NumberOrRange, E> {
+                Ok(NumberOrRange::One(v))
+            }
+            fn visit_i64<E: Error>(self, v: i64) -> Result<NumberOrRange, E> {
+                Ok(NumberOrRange::One(v as f64))
+            }
+            fn visit_u64<E: Error>(self, v: u64) -> Result<NumberOrRange, E> {
+                Ok(NumberOrRange::One(v as f64))
+            }
+            fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<NumberOrRange, A::Error> {
+                let pair: [f64; 2] =
+                    Deserialize::deserialize(serde::de::value::SeqAccessDeserializer::new(seq))?;
+                Ok(NumberOrRange::Two(pair))
+            }
+        }
+        deserializer.deserialize_any(Either)
+    }
 }
 
 impl NumberOrRange {
@@ -364,6 +391,31 @@ mod tests {
                 .to_string();
             assert!(e.starts_with("config.yaml: `"), "{yaml}: {e}");
         }
+    }
+
+    #[test]
+    fn a_number_or_range_that_is_neither_says_what_it_takes() {
+        for (yaml, want) in [
+            (
+                "models:\n  openai:x:\n    parameters: many\n",
+                "config.yaml:3:5: invalid type: string \"many\", expected a number or a [min, max] pair",
+            ),
+            (
+                "providers:\n  openai:\n    pue: [1.1, high]\n",
+                "config.yaml:3:16: invalid floating point",
+            ),
+        ] {
+            let mut config = builtin();
+            let e = config
+                .apply(Path::new("config.yaml"), yaml)
+                .unwrap_err()
+                .to_string();
+            assert!(e.contains(want), "{yaml}: {e}");
+            assert!(!e.contains("untagged"), "{yaml}: {e}");
+        }
+        let mut config = builtin();
+        let yaml = "models:\n  openai:x:\n    parameters: [7, 8]\n";
+        config.apply(Path::new("config.yaml"), yaml).unwrap();
     }
 
     #[test]

@@ -16,9 +16,10 @@ use std::time::{Duration, Instant};
 use chrono::{DateTime, Utc};
 
 use crate::llm::batch::{self, BatchApi, BatchError, BatchInfo, BatchStatus, LineFailure, Lost};
+use crate::llm::budget::Fit;
 use crate::llm::{Budget, CallJob, CallOutcome, ChatRequest, Endpoint, LlmClient, RetryPolicy};
 use crate::store::{
-    BatchRow, BatchState, KeyOutcome, NewBatch, NewCall, Store, StoreError, StoredCall, lock,
+    BatchRow, BatchState, Claim, KeyOutcome, NewBatch, NewCall, Store, StoreError, StoredCall, lock,
 };
 
 /// How often batches are polled: first after `first`, each wait half again as long as the one
@@ -95,12 +96,45 @@ pub struct Round {
     reserved: HashMap<String, f64>,
     /// Each batch's last status and counts, for the progress line.
     seen: BTreeMap<i64, String>,
+    /// The batch API of each key's provider.
+    apis: HashMap<String, BatchApi>,
+    /// Keys another run's batch left unfinished (expired, cancelled, never created): this
+    /// run submits them again ([`Batcher::resubmit`]).
+    resubmit: Vec<String>,
+    /// Keys the budget holds back while the round's batches hold the room they need: they
+    /// are submitted once those settle ([`Batcher::resubmit`]).
+    deferred: Vec<String>,
 }
 
 impl Round {
-    /// Whether the stage waits for no batch.
+    /// Whether the stage waits for no batch and has nothing to submit again or later.
     pub fn is_done(&self) -> bool {
-        self.following.is_empty()
+        self.following.is_empty() && self.resubmit.is_empty() && self.deferred.is_empty()
+    }
+
+    /// Whether keys wait to be submitted again, or (when `room_freed`: a batch settled, or
+    /// none is followed) to be submitted once the budget has room ([`Batcher::resubmit`]).
+    pub fn has_resubmits(&self, room_freed: bool) -> bool {
+        !self.resubmit.is_empty()
+            || (!self.deferred.is_empty() && (room_freed || self.following.is_empty()))
+    }
+
+    /// Takes `calls` into the round; returns the keys new to it, in the calls' order.
+    fn add(&mut self, calls: Vec<BatchCall>) -> Vec<String> {
+        let mut new = Vec::new();
+        for call in calls {
+            let key = call.job.canonical.key.clone();
+            let indices = self.indices.entry(key.clone()).or_default();
+            if indices.is_empty() {
+                new.push(key.clone());
+                self.apis.insert(key.clone(), call.api);
+                self.jobs.insert(key, call.job);
+            }
+            if !indices.contains(&call.index) {
+                indices.push(call.index);
+            }
+        }
+        new
     }
 
     /// How many batches it waits for.
@@ -163,15 +197,15 @@ impl Round {
     }
 }
 
-/// What submitting a stage's batched calls came to.
+/// What submitting a stage's batched calls came to (the batches to follow are in the round).
 #[derive(Debug, Default)]
 pub struct Submitted {
-    /// The batches to follow.
-    pub round: Round,
-    /// Calls a batch cannot carry (a request alone over the size limit): send them live.
+    /// Calls to send live: a request alone over the size limit, and keys another run claims
+    /// (the executor waits for that run's answer, as a live run does).
     pub live: Vec<usize>,
-    /// Calls that got no batch, with why (a refused upload or create, no room in the budget).
-    pub failed: Vec<(usize, CallOutcome)>,
+    /// Outcomes known now: calls that got no batch, with why (a refused upload or create, no
+    /// room in the budget), and keys another run answered meanwhile (cache hits).
+    pub settled: Vec<(usize, CallOutcome)>,
 }
 
 /// Submits, recovers, polls and collects batches for a run.
@@ -181,7 +215,17 @@ pub struct Batcher {
     run_id: i64,
     retry: RetryPolicy,
     poll: PollPolicy,
+    /// How long the claims on keys it is about to batch hold.
+    lease: Duration,
+    /// Whether the run named so in claims (its id) is still at work.
+    is_alive: Liveness,
 }
+
+/// Whether the run a claim or a batch names (its id, as text) is still at work.
+pub type Liveness = Arc<dyn Fn(&str) -> bool + Send + Sync>;
+
+/// How long a batch's claims hold by default: they end when its intent is stored.
+const BATCH_CLAIM_LEASE: Duration = Duration::from_secs(600);
 
 /// An error of a batch step, as the runtime reports it.
 type StepResult<T> = Result<T, StepError>;
@@ -204,52 +248,101 @@ impl Batcher {
         retry: RetryPolicy,
         poll: PollPolicy,
     ) -> Self {
+        let own = run_id.to_string();
         Self {
             client,
             store,
             run_id,
             retry,
             poll,
+            lease: BATCH_CLAIM_LEASE,
+            is_alive: Arc::new(move |owner| owner == own),
         }
     }
 
-    /// Takes the stage's batched `calls`: keys already waiting in a batch (an earlier run's)
-    /// are followed, never submitted again; a batch an earlier run left half-made is found
-    /// again or given up first; the rest are submitted, one batch per model and API within
-    /// the provider's limits, each step stored before the next. With a `budget`, each call's
-    /// worst case at the batch price is reserved before it is submitted; a call that does not
-    /// fit is not submitted (the budget is then reached).
+    /// Tells whether the other runs sharing the database are alive with `is_alive` (by
+    /// default only this run is), and holds claims for `lease`.
+    pub fn set_liveness(&mut self, lease: Duration, is_alive: Liveness) {
+        self.lease = lease;
+        self.is_alive = is_alive;
+    }
+
+    /// This run's name in claims.
+    fn owner(&self) -> String {
+        self.run_id.to_string()
+    }
+
+    /// Whether the run of batch `row` is at work (this one, or another process's).
+    fn run_alive(&self, row: &BatchRow) -> bool {
+        row.run_id
+            .is_some_and(|id| id == self.run_id || (self.is_alive)(&id.to_string()))
+    }
+
+    /// Takes the stage's batched `calls` into `round`: keys already waiting in a batch (an
+    /// earlier run's, or one another run is submitting now) are followed, never submitted
+    /// again; a batch a dead run left half-made is found again or given up first; keys
+    /// another run claims are sent live (the executor waits for that run's answer); the rest
+    /// are claimed, then submitted, one batch per model and API within the provider's
+    /// limits, each step stored before the next. With a `budget`, each call's worst case at
+    /// the batch price is reserved before it is submitted; a call that does not fit is not
+    /// submitted (the budget is then reached).
     pub async fn submit(
         &self,
+        round: &mut Round,
         calls: Vec<BatchCall>,
         budget: Option<&Budget>,
         stop: &AtomicBool,
     ) -> Result<Submitted, StoreError> {
-        let mut submitted = Submitted::default();
-        let round = &mut submitted.round;
-        let mut apis: HashMap<String, BatchApi> = HashMap::new();
-        for call in calls {
-            let key = call.job.canonical.key.clone();
-            let first = !round.indices.contains_key(&key);
-            round
-                .indices
-                .entry(key.clone())
-                .or_default()
-                .push(call.index);
-            if first {
-                apis.insert(key.clone(), call.api);
-                round.jobs.insert(key, call.job);
-            }
+        let keys = round.add(calls);
+        self.place(round, keys, budget, stop).await
+    }
+
+    /// Submits again the keys another run's batch left unfinished, and those the budget
+    /// held back while the round's batches held its room (see [`Round::has_resubmits`]).
+    pub async fn resubmit(
+        &self,
+        round: &mut Round,
+        budget: Option<&Budget>,
+        stop: &AtomicBool,
+    ) -> Result<Submitted, StoreError> {
+        let mut keys = std::mem::take(&mut round.resubmit);
+        keys.append(&mut round.deferred);
+        let submitted = self.place(round, keys, budget, stop).await?;
+        if round.following.is_empty() && !round.deferred.is_empty() {
+            // Held back with nothing out to settle: the room is not coming back (it cannot
+            // happen while reservations are settled); given up rather than waited for.
+            let keys = std::mem::take(&mut round.deferred);
+            let why = "the budget's room for it was held by calls that never settled";
+            let mut submitted = submitted;
+            submitted
+                .settled
+                .extend(self.fail(round, &keys, why, budget));
+            return Ok(submitted);
         }
-        self.settle_half_made(round).await?;
-        let pending = self.follow_pending(&mut submitted)?;
-        let round = &mut submitted.round;
-        // The rest, grouped by endpoint and API, in the stage's order.
-        let mut order: Vec<&String> = round
-            .jobs
-            .keys()
-            .filter(|k| !pending.contains_key(*k))
+        Ok(submitted)
+    }
+
+    /// [`Batcher::submit`] for `keys` of the round.
+    async fn place(
+        &self,
+        round: &mut Round,
+        keys: Vec<String>,
+        budget: Option<&Budget>,
+        stop: &AtomicBool,
+    ) -> Result<Submitted, StoreError> {
+        let mut submitted = Submitted::default();
+        if keys.is_empty() {
+            return Ok(submitted);
+        }
+        self.settle_half_made(round, &keys).await?;
+        let pending = self.follow_pending(&mut submitted, round, &keys)?;
+        let rest: Vec<String> = keys
+            .into_iter()
+            .filter(|k| !pending.contains_key(k))
             .collect();
+        let mine = self.claim(&mut submitted, round, &rest)?;
+        // The rest, grouped by endpoint and API, in the stage's order.
+        let mut order: Vec<&String> = mine.iter().collect();
         order.sort_by_key(|k| round.indices[*k][0]);
         let mut groups: Vec<(Arc<Endpoint>, BatchApi, Vec<String>)> = Vec::new();
         for key in order {
@@ -259,12 +352,18 @@ impl Batcher {
             }
             if let Some(budget) = budget {
                 let worst = crate::experiment::max_cost(job);
-                if !budget.try_reserve(worst) {
-                    continue;
+                match budget.try_reserve(worst) {
+                    Fit::Reserved => {}
+                    // Batches out hold the room: submitted once they settle.
+                    Fit::Later => {
+                        round.deferred.push(key.clone());
+                        continue;
+                    }
+                    Fit::Never => continue,
                 }
                 round.reserved.insert(key.clone(), worst);
             }
-            let api = apis[key];
+            let api = round.apis[key];
             match groups
                 .iter_mut()
                 .find(|(e, a, _)| *a == api && same_endpoint(e, &job.endpoint))
@@ -273,30 +372,77 @@ impl Batcher {
                 None => groups.push((job.endpoint.clone(), api, vec![key.clone()])),
             }
         }
-        for (endpoint, api, keys) in groups {
-            self.submit_group(&mut submitted, &endpoint, api, &keys, budget)
-                .await?;
+        let submitting = async {
+            for (endpoint, api, keys) in groups {
+                self.submit_group(&mut submitted, round, &endpoint, api, &keys, budget)
+                    .await?;
+            }
+            Ok::<_, StoreError>(())
+        };
+        let result = submitting.await;
+        // The claims of keys now in an intent ended with it; the others' end here (a key
+        // sent live is claimed again by the executor).
+        if let Err(e) = lock(&self.store).release_claims(&mine, &self.owner()) {
+            tracing::warn!("could not release the claims of keys not batched: {e}");
         }
-        Ok(submitted)
+        result.map(|()| submitted)
     }
 
-    /// Follows the batches the round's keys already wait in (an earlier run's, now
-    /// submitted); returns those keys with their batch. Keys in a batch still unconfirmed are
-    /// failed for now.
+    /// Claims `keys` for this run's batches, in one transaction: answered meanwhile, they are
+    /// served; waiting in a batch another run has just stored, that batch is followed;
+    /// claimed by another live run, they go live (the executor waits for its answer).
+    /// Returns the keys this run holds now, to submit.
+    fn claim(
+        &self,
+        submitted: &mut Submitted,
+        round: &mut Round,
+        keys: &[String],
+    ) -> Result<Vec<String>, StoreError> {
+        if keys.is_empty() {
+            return Ok(Vec::new());
+        }
+        let alive = self.is_alive.clone();
+        let claims =
+            lock(&self.store).claim_many(keys, &self.owner(), self.lease, &|h| !alive(h))?;
+        let mut mine = Vec::new();
+        for (key, claim) in keys.iter().zip(claims) {
+            match claim {
+                Claim::Mine => mine.push(key.clone()),
+                Claim::Answered(call) => {
+                    let served = round.spread(key, CallOutcome::Hit(call));
+                    submitted.settled.extend(served);
+                }
+                Claim::Batched(batch) => {
+                    if let Some(endpoint) = round.endpoint(key) {
+                        round.follow(batch, &endpoint, self.poll.first);
+                    }
+                }
+                Claim::Busy(holder) => {
+                    tracing::debug!(run = %holder, "a key another run sends live: waited for");
+                    submitted.live.extend(round.indices[key].iter().copied());
+                }
+            }
+        }
+        Ok(mine)
+    }
+
+    /// Follows the batches `keys` of the round already wait in (an earlier run's, now
+    /// submitted, or one a live run is submitting); returns those keys with their batch.
+    /// Keys in a batch a dead run left unconfirmed are failed for now.
     fn follow_pending(
         &self,
         submitted: &mut Submitted,
+        round: &mut Round,
+        keys: &[String],
     ) -> Result<HashMap<String, i64>, StoreError> {
-        let round = &mut submitted.round;
-        let pending =
-            lock(&self.store).pending_in_batches(round.jobs.keys().map(String::as_str))?;
+        let pending = lock(&self.store).pending_in_batches(keys.iter().map(String::as_str))?;
         let mut unconfirmed = BTreeSet::new();
         for (key, batch) in &pending {
-            let submitted = lock(&self.store)
-                .batch(*batch)?
-                .is_some_and(|row| row.state == BatchState::Submitted);
+            let followable = lock(&self.store).batch(*batch)?.is_some_and(|row| {
+                row.state == BatchState::Submitted || (row.state.is_open() && self.run_alive(&row))
+            });
             match round.endpoint(key) {
-                Some(endpoint) if submitted => round.follow(*batch, &endpoint, Duration::ZERO),
+                Some(endpoint) if followable => round.follow(*batch, &endpoint, Duration::ZERO),
                 _ => {
                     unconfirmed.insert(*batch);
                 }
@@ -310,7 +456,7 @@ impl Batcher {
                  it and which could not be looked for now; run again later"
             );
             submitted
-                .failed
+                .settled
                 .extend(self.fail(round, [key.as_str()], &why, None));
         }
         Ok(pending)
@@ -320,12 +466,12 @@ impl Batcher {
     async fn submit_group(
         &self,
         submitted: &mut Submitted,
+        round: &mut Round,
         endpoint: &Arc<Endpoint>,
         api: BatchApi,
         keys: &[String],
         budget: Option<&Budget>,
     ) -> Result<(), StoreError> {
-        let round = &submitted.round;
         let items = keys.iter().map(|k| (k.as_str(), &round.jobs[k].request));
         let split = match batch::split(api, endpoint.kind, items, api.limits()) {
             Ok(split) => split,
@@ -333,19 +479,15 @@ impl Batcher {
                 // A key the batch APIs refuse: cannot happen for sha256 keys; send live.
                 tracing::warn!("cannot batch these calls, sending them live: {e}");
                 for key in keys {
-                    self.release(&mut submitted.round, key, budget, 0.0);
-                    submitted
-                        .live
-                        .extend(submitted.round.indices[key].iter().copied());
+                    self.release(round, key, budget, 0.0);
+                    submitted.live.extend(round.indices[key].iter().copied());
                 }
                 return Ok(());
             }
         };
         for key in &split.oversized {
-            self.release(&mut submitted.round, key, budget, 0.0);
-            submitted
-                .live
-                .extend(submitted.round.indices[key].iter().copied());
+            self.release(round, key, budget, 0.0);
+            submitted.live.extend(round.indices[key].iter().copied());
         }
         for payload in split.payloads {
             let intent = lock(&self.store).create_batch(&NewBatch {
@@ -361,9 +503,10 @@ impl Batcher {
             });
             let row = match intent {
                 Ok(row) => row,
-                Err(StoreError::AlreadyBatched { .. }) => {
-                    // Another run sharing the database batched some of them meanwhile.
-                    self.follow_or_defer(submitted, &payload.custom_ids, budget)?;
+                Err(StoreError::AlreadyBatched { .. } | StoreError::ClaimedLive { .. }) => {
+                    // Another run sharing the database took some of them meanwhile (its claim
+                    // on them had expired, or it found this run dead).
+                    self.follow_or_defer(submitted, round, &payload.custom_ids, budget)?;
                     continue;
                 }
                 Err(e) => return Err(e),
@@ -374,7 +517,7 @@ impl Batcher {
                 "batch intent stored"
             );
             match self.send_payload(endpoint, &payload, &row).await {
-                Ok(()) => submitted.round.follow(row.id, endpoint, self.poll.first),
+                Ok(()) => round.follow(row.id, endpoint, self.poll.first),
                 Err(e) => {
                     let hint = match &e {
                         StepError::Batch(b) if matches!(b.http_status(), Some(404 | 405 | 501)) => {
@@ -388,37 +531,33 @@ impl Batcher {
                     };
                     let why = format!("the batch could not be submitted: {e}{hint}");
                     lock(&self.store).void_batch(row.id, &why)?;
-                    let failed = self.fail(&mut submitted.round, &payload.custom_ids, &why, budget);
-                    submitted.failed.extend(failed);
+                    let failed = self.fail(round, &payload.custom_ids, &why, budget);
+                    submitted.settled.extend(failed);
                 }
             }
         }
         Ok(())
     }
 
-    /// `keys`, some of which another run has just put in a batch of its own: those are
-    /// followed; the others are left to the next run (submitting them now would race it).
+    /// `keys`, some of which another run has just taken: those in a batch are followed; the
+    /// others go live, where the executor's claim waits for whoever holds them.
     fn follow_or_defer(
         &self,
         submitted: &mut Submitted,
+        round: &mut Round,
         keys: &[String],
         budget: Option<&Budget>,
     ) -> Result<(), StoreError> {
         let pending = lock(&self.store).pending_in_batches(keys.iter().map(String::as_str))?;
         for key in keys {
-            self.release(&mut submitted.round, key, budget, 0.0);
+            self.release(round, key, budget, 0.0);
             match pending.get(key) {
                 Some(batch) => {
-                    if let Some(endpoint) = submitted.round.endpoint(key) {
-                        submitted.round.follow(*batch, &endpoint, self.poll.first);
+                    if let Some(endpoint) = round.endpoint(key) {
+                        round.follow(*batch, &endpoint, self.poll.first);
                     }
                 }
-                None => {
-                    let why = "another run batched calls of the same batch meanwhile; run again \
-                               to send it";
-                    let failed = self.fail(&mut submitted.round, [key], why, budget);
-                    submitted.failed.extend(failed);
-                }
+                None => submitted.live.extend(round.indices[key].iter().copied()),
             }
         }
         Ok(())
@@ -500,62 +639,78 @@ impl Batcher {
         Ok(None)
     }
 
-    /// Batches an earlier run left half-made (intent or uploaded) holding keys of this round:
+    /// Batches a dead run left half-made (intent or uploaded) holding `keys` of the round:
     /// adopted when the provider has them, else given up, so their keys are submitted again.
-    async fn settle_half_made(&self, round: &Round) -> Result<(), StoreError> {
-        let pending =
-            lock(&self.store).pending_in_batches(round.jobs.keys().map(String::as_str))?;
+    /// A batch whose run is alive is being submitted by it: left alone, and followed.
+    async fn settle_half_made(&self, round: &Round, keys: &[String]) -> Result<(), StoreError> {
+        let pending = lock(&self.store).pending_in_batches(keys.iter().map(String::as_str))?;
         let ids: BTreeSet<i64> = pending.values().copied().collect();
         for id in ids {
             let Some(row) = lock(&self.store).batch(id)? else {
                 continue;
             };
-            if !matches!(row.state, BatchState::Intent | BatchState::Uploaded) {
+            if !matches!(row.state, BatchState::Intent | BatchState::Uploaded)
+                || self.run_alive(&row)
+            {
                 continue;
             }
-            let Some(api) = BatchApi::from_name(&row.api) else {
-                continue;
-            };
-            // OpenAI creates only from an uploaded file whose id was stored first: an intent
-            // was never created. Anthropic's create carries the requests: it may have been.
-            let maybe_created = row.state == BatchState::Uploaded || api == BatchApi::Anthropic;
             let endpoint = pending
                 .iter()
                 .find(|(_, b)| **b == id)
                 .and_then(|(k, _)| round.jobs.get(k))
                 .map(|j| j.endpoint.clone());
-            let found = match (maybe_created, endpoint) {
-                (true, Some(endpoint)) => {
-                    let lost = Lost {
-                        tag: &row.tag,
-                        file_id: row.file_id.as_deref(),
-                        request_count: row.request_count as usize,
-                        since: parse_time(&row.created_at),
-                    };
-                    match self.find_lost(&endpoint, api, &lost).await {
-                        Ok(found) => found,
-                        Err(e) => {
-                            // Unknown: leave it for a later run rather than risk paying twice.
-                            tracing::warn!("could not look for batch {id} at the provider: {e}");
-                            continue;
-                        }
+            self.settle_abandoned(&row, endpoint).await?;
+        }
+        Ok(())
+    }
+
+    /// Batch `row`, left half-made by a run that is gone: adopted when the provider has it
+    /// (looked for at `endpoint`), else given up; left for later when it cannot be looked for.
+    async fn settle_abandoned(
+        &self,
+        row: &BatchRow,
+        endpoint: Option<Arc<Endpoint>>,
+    ) -> Result<(), StoreError> {
+        let id = row.id;
+        let Some(api) = BatchApi::from_name(&row.api) else {
+            return Ok(());
+        };
+        // OpenAI creates only from an uploaded file whose id was stored first: an intent
+        // was never created. Anthropic's create carries the requests: it may have been.
+        let maybe_created = row.state == BatchState::Uploaded || api == BatchApi::Anthropic;
+        let found = match (maybe_created, endpoint) {
+            (true, Some(endpoint)) => {
+                let lost = Lost {
+                    tag: &row.tag,
+                    file_id: row.file_id.as_deref(),
+                    request_count: row.request_count as usize,
+                    since: parse_time(&row.created_at),
+                };
+                match self.find_lost(&endpoint, api, &lost).await {
+                    Ok(found) => found,
+                    Err(e) => {
+                        // Unknown: leave it for a later run rather than risk paying twice.
+                        tracing::warn!("could not look for batch {id} at the provider: {e}");
+                        return Ok(());
                     }
-                }
-                _ => None,
-            };
-            match found {
-                Some(info) => {
-                    if let Err(e) = self.adopt(id, &info) {
-                        tracing::warn!("could not adopt batch {id}: {e}");
-                    }
-                }
-                None => {
-                    lock(&self.store).void_batch(
-                        id,
-                        "never created: an earlier run stopped before the provider had it",
-                    )?;
                 }
             }
+            _ => None,
+        };
+        match found {
+            Some(info) => {
+                if let Err(e) = self.adopt(id, &info) {
+                    tracing::warn!("could not adopt batch {id}: {e}");
+                }
+            }
+            None => match lock(&self.store).void_batch(
+                id,
+                "never created: an earlier run stopped before the provider had it",
+            ) {
+                // Settled meanwhile by another run.
+                Ok(_) | Err(StoreError::BatchState { .. }) => {}
+                Err(e) => return Err(e),
+            },
         }
         Ok(())
     }
@@ -584,7 +739,17 @@ impl Batcher {
                 // Collected or voided meanwhile (another run): its keys are settled.
                 round.following.remove(&id);
                 round.seen.remove(&id);
-                outcomes.extend(self.settled_elsewhere(round, id, budget)?);
+                outcomes.extend(self.settled_elsewhere(round, &row, budget)?);
+                continue;
+            }
+            if row.batch_id.is_none() && !self.run_alive(&row) {
+                // Its run died before the provider confirmed it: found again or given up,
+                // then followed or settled at the next poll.
+                let endpoint = round.following.get(&id).map(|f| f.endpoint.clone());
+                self.settle_abandoned(&row, endpoint).await?;
+                if let Some(followed) = round.following.get_mut(&id) {
+                    followed.due = Instant::now();
+                }
                 continue;
             }
             match self.poll_one(round, &row, budget).await {
@@ -617,6 +782,20 @@ impl Batcher {
             }
         }
         Ok(outcomes)
+    }
+
+    /// Fails the keys the round was to submit again (a signal came first, or the budget was
+    /// reached): the next run submits them. Those the budget held back are left unsent, as
+    /// calls the budget refuses are. Returns the outcomes.
+    pub fn leave_resubmits(
+        &self,
+        round: &mut Round,
+        budget: Option<&Budget>,
+    ) -> Vec<(usize, CallOutcome)> {
+        round.deferred.clear();
+        let keys = std::mem::take(&mut round.resubmit);
+        let why = "its batch ended without running it; the next run submits it again";
+        self.fail(round, &keys, why, budget)
     }
 
     /// How long until the next batch is due (zero when one is).
@@ -659,8 +838,10 @@ impl Batcher {
     }
 
     /// Stores every result of an ended batch: answers as ordinary calls at the batch price,
-    /// errors as failed calls; requests that never ran (expired, cancelled) are left to the
-    /// next run. A batch refused as a whole is given up, with its errors' lines and codes.
+    /// errors as failed calls; requests that never ran (expired, cancelled) are submitted
+    /// again by the next run ([`Batcher::unfinished`]). A batch refused as a whole is given
+    /// up, with its errors' lines and codes. Another run may collect the same batch at the
+    /// same time: what it stored first is served from the cache, never stored twice.
     async fn collect(
         &self,
         round: &mut Round,
@@ -685,7 +866,7 @@ impl Batcher {
             .partition(|k| k.outcome == KeyOutcome::Pending);
         let pending: HashSet<String> = pending.into_iter().map(|k| k.cache_key).collect();
         let stored: Vec<String> = stored.into_iter().map(|k| k.cache_key).collect();
-        let mut outcomes = self.stored_outcomes(round, &stored, budget)?;
+        let mut outcomes = self.stored_outcomes(round, row, &stored, budget)?;
         let mut unfinished = Vec::new();
         let latency_ms = turnaround_ms(row, info);
         for line in lines {
@@ -696,7 +877,7 @@ impl Batcher {
                 continue;
             };
             let key = line.custom_id;
-            let outcome = match line.outcome {
+            let stored = match line.outcome {
                 Ok(response) => {
                     let usage = response.usage;
                     let cost = job.price.cost_usd(usage.input_tokens, usage.output_tokens);
@@ -704,20 +885,21 @@ impl Batcher {
                     self.store_answer(row.id, &job, response, latency_ms)
                 }
                 Err(failure) if failure.is_unfinished() => {
-                    self.release(round, &key, budget, 0.0);
                     unfinished.push(key.clone());
-                    CallOutcome::Failed {
-                        call_id: None,
-                        error: format!("{failure}; the next run submits it again"),
-                        attempts: 0,
-                    }
+                    let why = failure.to_string();
+                    outcomes.extend(self.unfinished(round, row, &key, &why, budget));
+                    continue;
                 }
                 Err(failure) => {
                     self.release(round, &key, budget, 0.0);
                     self.store_failure(row.id, &job, &failure, latency_ms)
                 }
             };
-            outcomes.extend(round.spread(&key, outcome));
+            match stored {
+                Some(outcome) => outcomes.extend(round.spread(&key, outcome)),
+                // Another run collecting the same batch stored it first: served from there.
+                None => outcomes.extend(self.stored_outcomes(round, row, &[key], budget)?),
+            }
         }
         outcomes.extend(self.close(round, row, info, &unfinished, budget)?);
         tracing::debug!(batch = row.id, outcomes = outcomes.len(), "batch collected");
@@ -725,7 +907,7 @@ impl Batcher {
     }
 
     /// Closes a collected batch: `unfinished` keys, and those of this round no line named,
-    /// are left to the next run; the batch is collected unless it holds keys this round does
+    /// are unfinished ([`Batcher::unfinished`]); the batch is collected unless it holds keys this round does
     /// not know (another experiment's, collected by its run). Returns the outcomes of the
     /// round's keys no line named.
     fn close(
@@ -750,14 +932,19 @@ impl Batcher {
             .collect();
         store.mark_batch_unfinished(row.id, &done)?;
         if unknown.is_empty() {
-            store.finish_batch(row.id)?;
+            match store.finish_batch(row.id) {
+                // Another run collecting it at the same time closed it first.
+                Ok(_) | Err(StoreError::BatchState { .. }) => {}
+                Err(e) => return Err(e),
+            }
         }
         drop(store);
-        let why = format!(
-            "batch {} ended without a result for this request; the next run submits it again",
-            info.id
-        );
-        Ok(self.fail(round, &known, &why, budget))
+        let why = format!("batch {} ended without a result for this request", info.id);
+        let mut outcomes = Vec::new();
+        for key in &known {
+            outcomes.extend(self.unfinished(round, row, key, &why, budget));
+        }
+        Ok(outcomes)
     }
 
     /// A batch the provider refused as a whole (OpenAI's validation): given up, with each
@@ -779,7 +966,11 @@ impl Batcher {
             listed.join("; ")
         );
         let keys = self.keys_of(round, row.id)?;
-        lock(&self.store).void_batch(row.id, &why)?;
+        match lock(&self.store).void_batch(row.id, &why) {
+            // Another run following it gave it up first.
+            Ok(_) | Err(StoreError::BatchState { .. }) => {}
+            Err(e) => return Err(e),
+        }
         Ok(self.fail(round, &keys, &why, budget))
     }
 
@@ -807,47 +998,83 @@ impl Batcher {
         outcomes
     }
 
-    /// The outcomes of batch `id`'s keys in this round, once another run has settled it.
+    /// The outcomes of batch `row`'s keys in this round, once another run has settled it.
     fn settled_elsewhere(
         &self,
         round: &mut Round,
-        id: i64,
+        row: &BatchRow,
         budget: Option<&Budget>,
     ) -> Result<Vec<(usize, CallOutcome)>, StoreError> {
-        let keys = lock(&self.store).batch_keys(id)?;
+        let keys = lock(&self.store).batch_keys(row.id)?;
         let mine: Vec<String> = keys
             .iter()
             .filter(|k| round.jobs.contains_key(&k.cache_key))
             .map(|k| k.cache_key.clone())
             .collect();
-        self.stored_outcomes(round, &mine, budget)
+        self.stored_outcomes(round, row, &mine, budget)
     }
 
-    /// The outcomes of `keys`, settled before this collect: their stored answers, or a
-    /// failure that the next run sends again.
+    /// The outcomes of `keys` of batch `row`, settled before this collect (by an earlier
+    /// collect, or by another run collecting it at the same time): their stored answers
+    /// (cache hits: nothing is paid again), their stored errors, or, for requests that never
+    /// ran, what [`Batcher::unfinished`] does with them.
     fn stored_outcomes(
         &self,
         round: &mut Round,
+        row: &BatchRow,
         keys: &[String],
         budget: Option<&Budget>,
     ) -> Result<Vec<(usize, CallOutcome)>, StoreError> {
-        let cached = lock(&self.store).cached_calls(keys.iter().map(String::as_str))?;
+        let store = lock(&self.store);
+        let cached = store.cached_calls(keys.iter().map(String::as_str))?;
+        let rows: HashMap<String, crate::store::BatchKeyRow> = store
+            .batch_keys(row.id)?
+            .into_iter()
+            .map(|k| (k.cache_key.clone(), k))
+            .collect();
+        drop(store);
         let mut outcomes = Vec::new();
         for key in keys {
             self.release(round, key, budget, 0.0);
-            let outcome = match cached.get(key) {
-                Some(call) => CallOutcome::Hit(call.clone()),
-                None => CallOutcome::Failed {
-                    call_id: None,
-                    error: "its batch ended without an answer for it; the next run submits it \
-                            again"
-                        .to_owned(),
-                    attempts: 0,
+            let outcome = match (cached.get(key), rows.get(key)) {
+                (Some(call), _) => CallOutcome::Hit(call.clone()),
+                (None, Some(k)) if k.outcome == KeyOutcome::Failed => CallOutcome::Failed {
+                    call_id: k.call_id,
+                    error: format!("batch {} answered it with an error", row.id),
+                    attempts: 1,
                 },
+                _ => {
+                    let why = "its batch ended without an answer for it";
+                    outcomes.extend(self.unfinished(round, row, key, why, budget));
+                    continue;
+                }
             };
             outcomes.extend(round.spread(key, outcome));
         }
         Ok(outcomes)
+    }
+
+    /// `key` of batch `row` never ran (expired, cancelled, or the batch was never created):
+    /// when the batch is another run's, this run is the next one, and submits it again
+    /// ([`Batcher::resubmit`]); when it is this run's own, it fails with `why` and the next
+    /// run submits it.
+    fn unfinished(
+        &self,
+        round: &mut Round,
+        row: &BatchRow,
+        key: &str,
+        why: &str,
+        budget: Option<&Budget>,
+    ) -> Vec<(usize, CallOutcome)> {
+        if row.run_id != Some(self.run_id) {
+            self.release(round, key, budget, 0.0);
+            if !round.resubmit.iter().any(|k| k == key) {
+                round.resubmit.push(key.to_owned());
+            }
+            return Vec::new();
+        }
+        let why = format!("{why}; the next run submits it again");
+        self.fail(round, [key], &why, budget)
     }
 
     /// The keys of batch `id` this round knows.
@@ -867,14 +1094,15 @@ impl Batcher {
         }
     }
 
-    /// Stores an answer of batch `batch` as an ordinary call at the batch price.
+    /// Stores an answer of batch `batch` as an ordinary call at the batch price; `None` when
+    /// another run collecting the same batch stored its result first.
     fn store_answer(
         &self,
         batch: i64,
         job: &CallJob,
         response: crate::llm::ChatResponse,
         latency_ms: f64,
-    ) -> CallOutcome {
+    ) -> Option<CallOutcome> {
         let usage = response.usage;
         let cost_usd = job.price.cost_usd(usage.input_tokens, usage.output_tokens);
         let call = NewCall {
@@ -894,7 +1122,7 @@ impl Batcher {
             cost_usd: Some(cost_usd),
             http_status: Some(200),
         };
-        match lock(&self.store).insert_batch_call(batch, &call) {
+        Some(match lock(&self.store).insert_batch_call(batch, &call) {
             Ok(id) => CallOutcome::Fresh(StoredCall {
                 id,
                 text: response.text,
@@ -907,22 +1135,24 @@ impl Batcher {
                 cost_usd,
                 created_at: crate::store::now_rfc3339(),
             }),
+            Err(StoreError::NotPending { .. }) => return None,
             Err(e) => CallOutcome::Failed {
                 call_id: None,
                 error: format!("the batch's answer arrived but could not be stored: {e}"),
                 attempts: 1,
             },
-        }
+        })
     }
 
-    /// Stores a request of batch `batch` that the provider answered with an error.
+    /// Stores a request of batch `batch` that the provider answered with an error; `None`
+    /// when another run collecting the same batch stored its result first.
     fn store_failure(
         &self,
         batch: i64,
         job: &CallJob,
         failure: &LineFailure,
         latency_ms: f64,
-    ) -> CallOutcome {
+    ) -> Option<CallOutcome> {
         let why = if failure.is_invalid_request() {
             "not retried: the request itself is at fault"
         } else if failure.is_retryable() {
@@ -948,15 +1178,19 @@ impl Batcher {
             cost_usd: None,
             http_status: failure.http_status(),
         };
-        let call_id = lock(&self.store)
-            .insert_batch_call(batch, &call)
-            .inspect_err(|e| tracing::warn!("could not store a batch's failed request: {e}"))
-            .ok();
-        CallOutcome::Failed {
+        let call_id = match lock(&self.store).insert_batch_call(batch, &call) {
+            Ok(id) => Some(id),
+            Err(StoreError::NotPending { .. }) => return None,
+            Err(e) => {
+                tracing::warn!("could not store a batch's failed request: {e}");
+                None
+            }
+        };
+        Some(CallOutcome::Failed {
             call_id,
             error,
             attempts: 1,
-        }
+        })
     }
 
     /// `step`, tried again on errors that may pass (with the retry policy's backoff).
@@ -1023,7 +1257,7 @@ fn progress_of(row: &BatchRow, info: &BatchInfo) -> String {
         row.provider,
         row.model,
         info.status,
-        c.succeeded + c.errored + c.cancelled + c.expired,
+        c.succeeded + c.errored,
         total
     )
 }

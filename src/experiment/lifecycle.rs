@@ -43,6 +43,58 @@ pub fn observed_status(db: &Path, run_id: i64, stored: RunStatus) -> RunStatus {
     }
 }
 
+/// The unfinished run a new run of the same plan resumes ("run the same command again").
+#[derive(Debug, Clone, PartialEq)]
+pub struct Resumed {
+    /// The newest run of the plan, and how it ended.
+    pub run_id: i64,
+    pub status: RunStatus,
+    /// When the first of the unfinished runs it continues began (RFC 3339): every answer
+    /// stored since was paid for this plan.
+    pub since: String,
+}
+
+/// The run a new run of the plan `plan_sha256` (its part `shard`) resumes: the newest run of
+/// that plan and part, when it did not finish (interrupted, stopped by its budget, failed or
+/// abandoned), with the start of the unbroken series of unfinished runs it ends (a run
+/// interrupted twice is resumed from the first). `None` when the newest finished, waits for
+/// batches, or still runs.
+pub fn resumed_run(
+    store: &Store,
+    db: Option<&Path>,
+    plan_sha256: &str,
+    shard: Option<(u32, u32)>,
+) -> Result<Option<Resumed>, ExperimentError> {
+    let mut resumed: Option<Resumed> = None;
+    for run in store.runs_of_plan(plan_sha256)? {
+        if run.shard != shard {
+            continue;
+        }
+        let status = match db {
+            Some(db) => observed_status(db, run.id, run.status),
+            None => run.status,
+        };
+        let unfinished = matches!(
+            status,
+            RunStatus::Interrupted | RunStatus::Budget | RunStatus::Failed | RunStatus::Abandoned
+        );
+        if !unfinished {
+            break;
+        }
+        match &mut resumed {
+            Some(resumed) => resumed.since = run.started_at,
+            None => {
+                resumed = Some(Resumed {
+                    run_id: run.id,
+                    status,
+                    since: run.started_at,
+                });
+            }
+        }
+    }
+    Ok(resumed)
+}
+
 /// A started run: its id and the lock that says its process is alive.
 #[derive(Debug)]
 pub(crate) struct RunGuard {
@@ -127,6 +179,48 @@ fn take_lock(db: &Path, run_id: i64) -> Option<(PathBuf, File)> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_run_resumes_the_unfinished_runs_of_its_plan_back_to_the_last_finished_one() {
+        let store = Store::open_in_memory().unwrap();
+        let run = |status: RunStatus, plan: &str, shard: Option<(u32, u32)>| {
+            let id = store.create_run("bench", None, None, "{}").unwrap();
+            store.set_run_plan(id, plan, shard).unwrap();
+            store.finish_run(id, status).unwrap();
+            id
+        };
+        let started = |id: i64| store.runs_by_id(&[id]).unwrap()[0].started_at.clone();
+        assert_eq!(resumed_run(&store, None, "p", None).unwrap(), None);
+        run(RunStatus::Interrupted, "p", None);
+        run(RunStatus::Completed, "p", None);
+        assert_eq!(
+            resumed_run(&store, None, "p", None).unwrap(),
+            None,
+            "it finished"
+        );
+        let first = run(RunStatus::Interrupted, "p", None);
+        run(RunStatus::Interrupted, "other plan", None);
+        run(RunStatus::Interrupted, "p", Some((0, 2)));
+        let last = run(RunStatus::Budget, "p", None);
+        assert_eq!(
+            resumed_run(&store, None, "p", None).unwrap(),
+            Some(Resumed {
+                run_id: last,
+                status: RunStatus::Budget,
+                since: started(first),
+            })
+        );
+        let shard = resumed_run(&store, None, "p", Some((0, 2)))
+            .unwrap()
+            .unwrap();
+        assert_eq!(shard.run_id, last - 1, "a shard resumes its own part");
+        run(RunStatus::Waiting, "p", None);
+        assert_eq!(
+            resumed_run(&store, None, "p", None).unwrap(),
+            None,
+            "it waits"
+        );
+    }
 
     #[test]
     fn a_run_is_running_while_its_lock_is_held_and_abandoned_after() {

@@ -12,7 +12,7 @@ use std::time::Duration;
 
 use indicatif::ProgressBar;
 
-use super::batches::{BatchCall, Batcher, PollPolicy, Round};
+use super::batches::{BatchCall, Batcher, Liveness, PollPolicy, Round, Submitted};
 use super::lifecycle::{RunGuard, observed_status};
 use super::plan::{self, FirstStage};
 use super::shard::{self, Shard};
@@ -70,16 +70,37 @@ pub struct BudgetUse {
     pub reached: bool,
     /// The largest worst case refused, in USD: how much more the next call needed.
     pub refused_usd: f64,
+    /// For a shard (`--shard k/N`), which, and whose share of the plan's budget its cap is
+    /// (1/N).
+    pub shard: Option<Shard>,
 }
 
 impl BudgetUse {
-    fn of(budget: &Budget) -> Self {
+    fn of(budget: &Budget, shard: Shard) -> Self {
         Self {
             limit_usd: budget.limit_usd(),
             spent_usd: budget.spent_usd(),
             reached: budget.reached(),
             refused_usd: budget.refused_usd(),
+            shard: shard.is_part().then_some(shard),
         }
+    }
+
+    /// The cap as said after `its`/`a`: `$0.05 budget`, or for a shard `$0.001 budget (shard
+    /// 0/2's 1/2 of the plan's $0.002)`.
+    fn cap(&self) -> String {
+        use crate::output::dollars;
+        let share = self
+            .shard
+            .map(|s| {
+                format!(
+                    " (shard {s}'s 1/{} of the plan's {})",
+                    s.count,
+                    dollars(self.limit_usd * f64::from(s.count))
+                )
+            })
+            .unwrap_or_default();
+        format!("{} budget{share}", dollars(self.limit_usd))
     }
 }
 
@@ -160,11 +181,11 @@ impl RunSummary {
                 String::new()
             };
             return Some(format!(
-                "budget reached: run {} spent {} of its {} budget; {} of {} calls are left{next}; \
+                "budget reached: run {} spent {} of its {}; {} of {} calls are left{next}; \
                  run the same command with a larger --budget to finish from the cache",
                 self.run_id,
                 dollars(budget.spent_usd),
-                dollars(budget.limit_usd),
+                budget.cap(),
                 self.calls_left(),
                 self.tally.counts.planned_calls,
             ));
@@ -193,7 +214,7 @@ impl RunSummary {
         use crate::output::{count, dollars};
         let budget = self
             .budget
-            .map(|b| format!(" of a {} budget", dollars(b.limit_usd)))
+            .map(|b| format!(" of a {}", b.cap()))
             .unwrap_or_default();
         format!(
             "run {} ({}): {}, {}, {}; cost {}, paid {}{budget}; took {:.2} s",
@@ -215,7 +236,7 @@ pub enum RunEnd {
     /// A dry run: the plan, nothing sent or recorded.
     Planned(Plan),
     /// A run, with its plan.
-    Ran(RunSummary, Plan),
+    Ran(Box<RunSummary>, Plan),
 }
 
 /// Plans `experiment` and, unless `options.dry_run`, runs it: the one way every kind runs.
@@ -247,7 +268,30 @@ pub fn execute(
         options.concurrency,
         options.cache,
     );
-    let (plan, first) = plan::plan(experiment, &executor, options.shard)?;
+    let (mut plan, mut first) = plan::plan(experiment, &executor, options.shard)?;
+    // `--no-cache` once more after an interrupted run asks again only what that run did not
+    // answer: what it paid for is served (the plan is walked again, with those answers).
+    if options.cache == CacheMode::Refresh {
+        let shard = plan
+            .shard
+            .is_part()
+            .then_some((plan.shard.index, plan.shard.count));
+        let resumed = super::lifecycle::resumed_run(&lock(&store), db, &plan.sha256, shard)?;
+        if let Some(resumed) = resumed {
+            executor.serve_answers_since(resumed.since.clone());
+            (plan, first) = plan::plan(experiment, &executor, options.shard)?;
+            if options.show_progress {
+                crate::output::tell(format_args!(
+                    "track: --no-cache resumes run {} ({}): {} stored since it began {} \
+                     served, not asked again",
+                    resumed.run_id,
+                    resumed.status,
+                    crate::output::count(plan.cached(), "answer"),
+                    if plan.cached() == 1 { "is" } else { "are" },
+                ));
+            }
+        }
+    }
     tracing::debug!(calls = plan.calls(), to_call = plan.to_call(), "planned");
     if options.dry_run {
         return Ok(RunEnd::Planned(plan));
@@ -279,7 +323,7 @@ pub fn execute(
     // Its connections close on its own threads while the caller reports: a run of 64 calls
     // at once left 64 of them.
     runtime.shutdown_background();
-    Ok(RunEnd::Ran(summary?, plan))
+    Ok(RunEnd::Ran(Box::new(summary?), plan))
 }
 
 /// The run's pacer: its buckets in the database through `buckets` (shared with other runs on
@@ -330,8 +374,18 @@ async fn run(
         lock(store).set_run_budget(run_id, Some(usd))?;
         executor.set_budget(Arc::new(Budget::new(usd)));
     }
+    let mut batcher = batcher(run_id);
     if let Some(db) = db {
-        executor.set_claims(claims(db, run_id, lease));
+        let alive = liveness(db);
+        executor.set_claims(Claims {
+            owner: run_id.to_string(),
+            lease,
+            is_alive: Box::new({
+                let alive = alive.clone();
+                move |owner| alive(owner)
+            }),
+        });
+        batcher.set_liveness(lease, alive);
     }
     let executor = &Arc::new(executor);
     // The bar counts the calls to send: its rate, and so its ETA, is that of paid calls, not
@@ -348,7 +402,7 @@ async fn run(
         experiment,
         store,
         executor,
-        batcher: batcher(run_id),
+        batcher,
         run_id,
         signals: signals.clone(),
         progress: progress.clone(),
@@ -367,10 +421,13 @@ async fn run(
         handle.abort();
     }
     let signal = signals.received();
-    let budget = executor.budget().map(|b| BudgetUse::of(b));
+    let budget = executor.budget().map(|b| BudgetUse::of(b, plan.shard));
     let status = end_status(result.is_ok(), signal, budget, waiting.is_some());
     let finished = guard.finish(&lock(store), status);
     tracing::debug!(?status, "run ended");
+    if result.is_ok() {
+        end_runs_waiting_for_nothing(store, run_id);
+    }
     result?;
     finished?;
     Ok(RunSummary {
@@ -404,18 +461,31 @@ fn run_header(experiment: &dyn Experiment, budget_usd: Option<f64>, batch: bool)
     header
 }
 
-/// Runs sharing the database at `db` pay each distinct call once: a key is claimed by the run
-/// sending it (`run_id`, for `lease`); a claim whose run is gone is taken over.
-fn claims(db: &Path, run_id: i64, lease: Duration) -> Claims {
+/// Whether the run a claim or a batch names (its id) is at work on the database at `db`.
+/// Runs sharing it pay each distinct call once: a key is claimed by the run sending it, live
+/// or in a batch (for a lease); a claim whose run is gone is taken over.
+fn liveness(db: &Path) -> Liveness {
     let db = db.to_path_buf();
-    Claims {
-        owner: run_id.to_string(),
-        lease,
-        is_alive: Box::new(move |owner| {
-            owner
-                .parse::<i64>()
-                .is_ok_and(|id| observed_status(&db, id, RunStatus::Running) == RunStatus::Running)
-        }),
+    Arc::new(move |owner: &str| {
+        owner
+            .parse::<i64>()
+            .is_ok_and(|id| observed_status(&db, id, RunStatus::Running) == RunStatus::Running)
+    })
+}
+
+/// Ends the `waiting` runs whose batches this run (or another) has all collected or given
+/// up: the results are in the run that collected them, and nothing is left to wait for.
+fn end_runs_waiting_for_nothing(store: &Arc<Mutex<Store>>, run_id: i64) {
+    match lock(store).end_runs_waiting_for_nothing(run_id) {
+        Ok(ended) => {
+            for id in ended {
+                crate::output::tell(format_args!(
+                    "track: run {id} waited for batches that are all collected now (their \
+                     results are in run {run_id}): it ends `interrupted`"
+                ));
+            }
+        }
+        Err(e) => tracing::warn!("could not end the runs waiting for nothing: {e}"),
     }
 }
 
@@ -578,30 +648,103 @@ impl Run<'_> {
         let mut answers = vec![None; stage.calls.len()];
         let (immediate, to_send) = self.triage(stage, cached);
         self.record(stage, immediate, &mut answers)?;
-        let (batched, mut live) = self.split_batched(stage, to_send)?;
-        let mut round = None;
-        if !batched.is_empty() {
-            tracing::debug!(
-                stage = stage.name,
-                batched = batched.len(),
-                "submitting batches"
-            );
-            let budget = self.executor.budget().map(|b| b.as_ref());
-            let submitted = self
-                .batcher
-                .submit(batched, budget, self.signals.stop_flag())
-                .await?;
-            self.record(stage, submitted.failed, &mut answers)?;
-            live.extend(submitted.live);
-            round = Some(submitted.round);
-        }
-        tracing::debug!(stage = stage.name, to_send = live.len(), "sending");
-        self.send(stage, live, &mut answers).await?;
-        if let Some(round) = round {
+        let (batched, live) = self.split_batched(stage, to_send)?;
+        let mut round = Round::default();
+        self.place(stage, &mut round, false, batched, live, &mut answers)
+            .await?;
+        if !round.is_done() {
             self.follow(stage, round, &mut answers).await?;
         }
         tracing::debug!(stage = stage.name, "stage answered and recorded");
         Ok(answers)
+    }
+
+    /// Submits `batched` into `round` (first, with `resubmit`, the keys it must submit again
+    /// or held back for the budget) and sends `live` and what the batcher could not batch;
+    /// keys a batch took meanwhile (the executor's claim found them waiting in one) are
+    /// followed in the round.
+    async fn place(
+        &mut self,
+        stage: &Stage,
+        round: &mut Round,
+        resubmit: bool,
+        mut batched: Vec<BatchCall>,
+        mut live: Vec<usize>,
+        answers: &mut [Option<CallOutcome>],
+    ) -> Result<(), ExperimentError> {
+        let budget = self.executor.budget().cloned();
+        let stop = self.signals.stop_flag().clone();
+        let mut resubmit = resubmit;
+        loop {
+            let mut placed = Submitted::default();
+            if resubmit {
+                resubmit = false;
+                placed = self
+                    .batcher
+                    .resubmit(round, budget.as_deref(), &stop)
+                    .await?;
+            }
+            if !batched.is_empty() {
+                tracing::debug!(
+                    stage = stage.name,
+                    batched = batched.len(),
+                    "submitting batches"
+                );
+                let calls = std::mem::take(&mut batched);
+                let more = self
+                    .batcher
+                    .submit(round, calls, budget.as_deref(), &stop)
+                    .await?;
+                placed.live.extend(more.live);
+                placed.settled.extend(more.settled);
+            }
+            self.record(stage, placed.settled, answers)?;
+            live.extend(placed.live);
+            tracing::debug!(stage = stage.name, to_send = live.len(), "sending");
+            let taken = self.send(stage, std::mem::take(&mut live), answers).await?;
+            if taken.is_empty() {
+                return Ok(());
+            }
+            let (calls, unbatchable) = self.batch_calls(stage, taken);
+            self.record(stage, unbatchable, answers)?;
+            batched = calls;
+        }
+    }
+
+    /// The calls at `indices`, which wait in a batch another run submitted since this run
+    /// planned, to follow in that batch; a call whose model has no batch API (it cannot
+    /// happen short of a config changed meanwhile) fails, for the next run.
+    fn batch_calls(
+        &self,
+        stage: &Stage,
+        indices: Vec<usize>,
+    ) -> (Vec<BatchCall>, Vec<(usize, CallOutcome)>) {
+        let mut calls = Vec::new();
+        let mut failed = Vec::new();
+        for index in indices {
+            let call = &stage.calls[index];
+            let target = &self.experiment.targets()[call.target];
+            match target
+                .batch
+                .or_else(|| crate::llm::batch::BatchApi::of(target.endpoint.kind))
+            {
+                Some(api) => {
+                    let mut job = call.job.clone();
+                    job.price = job.price.batch();
+                    calls.push(BatchCall { index, job, api });
+                }
+                None => failed.push((
+                    index,
+                    CallOutcome::Failed {
+                        call_id: None,
+                        error: "waits in a batch another run submitted; run again to collect it"
+                            .to_owned(),
+                        attempts: 0,
+                    },
+                )),
+            }
+        }
+        (calls, failed)
     }
 
     /// Splits calls to send into those that go to a batch (keys already waiting in one, and,
@@ -665,7 +808,19 @@ impl Run<'_> {
         let budget = self.executor.budget().cloned();
         loop {
             let outcomes = self.batcher.poll(&mut round, budget.as_deref()).await?;
+            let room_freed = !outcomes.is_empty();
             self.record(stage, outcomes, answers)?;
+            if round.has_resubmits(room_freed) {
+                // Another run's batch left them unfinished (this run is the next one), or the
+                // budget held them back while this run's batches held its room.
+                if self.stopping() {
+                    let left = self.batcher.leave_resubmits(&mut round, budget.as_deref());
+                    self.record(stage, left, answers)?;
+                } else {
+                    self.place(stage, &mut round, true, Vec::new(), Vec::new(), answers)
+                        .await?;
+                }
+            }
             if let Some(note) = round.note() {
                 self.progress.set_message(note);
             }
@@ -726,13 +881,15 @@ impl Run<'_> {
 
     /// Sends `to_send` (indices into the stage) group by group, recording each outcome as it
     /// arrives. Stops starting calls when a signal came, the budget was reached or recording
-    /// failed.
+    /// failed. Returns the indices not sent because their keys wait in a batch a run
+    /// submitted since this one planned: to follow there.
     async fn send(
         &mut self,
         stage: &Stage,
         mut to_send: Vec<usize>,
         answers: &mut [Option<CallOutcome>],
-    ) -> Result<(), ExperimentError> {
+    ) -> Result<Vec<usize>, ExperimentError> {
+        let mut taken = Vec::new();
         to_send.sort_by_key(|&i| stage.calls[i].group);
         let executor = self.executor;
         let signals = self.signals.clone();
@@ -758,8 +915,14 @@ impl Run<'_> {
             if let Some(e) = failure {
                 return Err(e);
             }
+            let batched = executor.take_batched();
+            taken.extend(
+                group
+                    .iter()
+                    .filter(|&&i| batched.contains(&stage.calls[i].job.canonical.key)),
+            );
         }
-        Ok(())
+        Ok(taken)
     }
 
     /// Hands outcomes to the kind to record, stores the calls that got no answer, and keeps
@@ -875,6 +1038,7 @@ mod tests {
             spent_usd: 0.0421,
             reached: true,
             refused_usd: 0.0012,
+            shard: None,
         };
         let stopped = summary(RunStatus::Budget, Some(reached));
         assert_eq!(stopped.exit_code(), 1);
@@ -915,6 +1079,33 @@ mod tests {
             !summary(RunStatus::Completed, None)
                 .line()
                 .contains("budget")
+        );
+    }
+
+    #[test]
+    fn a_shard_says_its_budget_is_its_share_of_the_plans() {
+        let shard = Shard::new(0, 2).unwrap();
+        let stopped = summary(
+            RunStatus::Budget,
+            Some(BudgetUse {
+                limit_usd: 0.001,
+                spent_usd: 0.0009,
+                reached: true,
+                refused_usd: 0.0004,
+                shard: Some(shard),
+            }),
+        );
+        let failure = stopped.failure().unwrap();
+        assert!(
+            failure.contains("of its $0.001 budget (shard 0/2's 1/2 of the plan's $0.002);"),
+            "{failure}"
+        );
+        assert!(
+            stopped
+                .line()
+                .contains("of a $0.001 budget (shard 0/2's 1/2 of the plan's $0.002)"),
+            "{}",
+            stopped.line()
         );
     }
 }

@@ -52,6 +52,44 @@ pub enum ShardError {
         found: &'static str,
         missing: &'static str,
     },
+    #[error(
+        "--shard auto: SLURM_ARRAY_TASK_ID={task} is below SLURM_ARRAY_TASK_MIN={min}, the \
+         array's lowest task id; give the task its own id, or --shard k/N"
+    )]
+    BelowMin { task: u32, min: u32 },
+    #[error(
+        "--shard auto: {index_var}={index_value} makes shard {index} of {count_var}={count}, but \
+         the shards of {count} are 0 to {last}; set {count_var} to the number of shards{hint}",
+        last = count.saturating_sub(1)
+    )]
+    AutoOutOfRange {
+        index_var: &'static str,
+        index_value: u32,
+        index: u32,
+        count_var: &'static str,
+        count: u32,
+        /// How the index was reckoned, when not plainly.
+        hint: String,
+    },
+    #[error(
+        "--shard auto: {variable}={value}: the number of shards must be from 1 to {MAX_SHARDS}"
+    )]
+    AutoCount { variable: &'static str, value: u32 },
+    #[error(
+        "--shard auto: a Kubernetes Indexed Job (JOB_COMPLETION_INDEX={k8s_index}, \
+         JOB_COMPLETIONS={k8s_count}: shard {k8s}) and a Slurm array (SLURM_ARRAY_TASK_ID=\
+         {slurm_task}, SLURM_ARRAY_TASK_COUNT={slurm_count}: shard {slurm}) give different \
+         shards; unset the variables of the one that does not run this process, or give \
+         --shard k/N"
+    )]
+    Conflict {
+        k8s_index: u32,
+        k8s_count: u32,
+        k8s: Shard,
+        slurm_task: u32,
+        slurm_count: u32,
+        slurm: Shard,
+    },
 }
 
 impl Shard {
@@ -111,31 +149,91 @@ impl Shard {
                 }
             }
         };
-        if let Some(index) = read("JOB_COMPLETION_INDEX")? {
-            let count = read("JOB_COMPLETIONS")?.ok_or(ShardError::Missing {
-                found: "JOB_COMPLETION_INDEX",
-                missing: "JOB_COMPLETIONS",
-            })?;
-            return Self::new(index, count);
-        }
-        if let Some(task) = read("SLURM_ARRAY_TASK_ID")? {
-            let count = read("SLURM_ARRAY_TASK_COUNT")?.ok_or(ShardError::Missing {
-                found: "SLURM_ARRAY_TASK_ID",
-                missing: "SLURM_ARRAY_TASK_COUNT",
-            })?;
-            let min = read("SLURM_ARRAY_TASK_MIN")?.unwrap_or(0);
-            let step = read("SLURM_ARRAY_TASK_STEP")?.unwrap_or(1).max(1);
-            let index = task
-                .checked_sub(min)
-                .map(|d| d / step)
-                .ok_or(ShardError::BadVariable {
-                    variable: "SLURM_ARRAY_TASK_ID",
-                    value: task.to_string(),
-                    why: "it is below SLURM_ARRAY_TASK_MIN",
+        let checked = |index_var, index_value, index, count_var, count, hint: String| {
+            if count == 0 || count > MAX_SHARDS {
+                return Err(ShardError::AutoCount {
+                    variable: count_var,
+                    value: count,
+                });
+            }
+            if index >= count {
+                return Err(ShardError::AutoOutOfRange {
+                    index_var,
+                    index_value,
+                    index,
+                    count_var,
+                    count,
+                    hint,
+                });
+            }
+            Ok(Self { index, count })
+        };
+        let k8s = match read("JOB_COMPLETION_INDEX")? {
+            Some(index) => {
+                let count = read("JOB_COMPLETIONS")?.ok_or(ShardError::Missing {
+                    found: "JOB_COMPLETION_INDEX",
+                    missing: "JOB_COMPLETIONS",
                 })?;
-            return Self::new(index, count);
+                let shard = checked(
+                    "JOB_COMPLETION_INDEX",
+                    index,
+                    index,
+                    "JOB_COMPLETIONS",
+                    count,
+                    String::new(),
+                )?;
+                Some((index, count, shard))
+            }
+            None => None,
+        };
+        let slurm = match read("SLURM_ARRAY_TASK_ID")? {
+            Some(task) => {
+                let count = read("SLURM_ARRAY_TASK_COUNT")?.ok_or(ShardError::Missing {
+                    found: "SLURM_ARRAY_TASK_ID",
+                    missing: "SLURM_ARRAY_TASK_COUNT",
+                })?;
+                let min = read("SLURM_ARRAY_TASK_MIN")?.unwrap_or(0);
+                let step = read("SLURM_ARRAY_TASK_STEP")?.unwrap_or(1).max(1);
+                let index = task
+                    .checked_sub(min)
+                    .map(|d| d / step)
+                    .ok_or(ShardError::BelowMin { task, min })?;
+                let hint = if min == 0 && step == 1 {
+                    String::new()
+                } else {
+                    format!(
+                        " (the index counts from SLURM_ARRAY_TASK_MIN={min} in steps of \
+                         SLURM_ARRAY_TASK_STEP={step})"
+                    )
+                };
+                let shard = checked(
+                    "SLURM_ARRAY_TASK_ID",
+                    task,
+                    index,
+                    "SLURM_ARRAY_TASK_COUNT",
+                    count,
+                    hint,
+                )?;
+                Some((task, count, shard))
+            }
+            None => None,
+        };
+        match (k8s, slurm) {
+            (Some((k8s_index, k8s_count, k8s)), Some((slurm_task, slurm_count, slurm)))
+                if k8s != slurm =>
+            {
+                Err(ShardError::Conflict {
+                    k8s_index,
+                    k8s_count,
+                    k8s,
+                    slurm_task,
+                    slurm_count,
+                    slurm,
+                })
+            }
+            (Some((_, _, shard)), _) | (None, Some((_, _, shard))) => Ok(shard),
+            (None, None) => Err(ShardError::NoScheduler),
         }
-        Err(ShardError::NoScheduler)
     }
 
     /// Whether the item named `key` belongs to this shard: `sha256(key) mod N`.
@@ -247,6 +345,64 @@ mod tests {
         let garbage = env(&[("JOB_COMPLETION_INDEX", "x"), ("JOB_COMPLETIONS", "2")]);
         let e = Shard::parse("auto", garbage).unwrap_err().to_string();
         assert!(e.contains("JOB_COMPLETION_INDEX=x"), "{e}");
+    }
+
+    #[test]
+    fn a_scheduler_shard_that_cannot_be_is_named_by_its_variables() {
+        // A task below the array's lowest id is a number, just below.
+        let below = env(&[
+            ("SLURM_ARRAY_TASK_ID", "0"),
+            ("SLURM_ARRAY_TASK_COUNT", "3"),
+            ("SLURM_ARRAY_TASK_MIN", "1"),
+        ]);
+        let e = Shard::parse("auto", below).unwrap_err().to_string();
+        assert!(!e.contains("not a number"), "{e}");
+        assert!(
+            e.contains("SLURM_ARRAY_TASK_ID=0 is below SLURM_ARRAY_TASK_MIN=1"),
+            "{e}"
+        );
+        // An index past the count names the variables, not a --shard the user never wrote.
+        for (index_var, count_var) in [
+            ("JOB_COMPLETION_INDEX", "JOB_COMPLETIONS"),
+            ("SLURM_ARRAY_TASK_ID", "SLURM_ARRAY_TASK_COUNT"),
+        ] {
+            let vars = [(index_var, "3"), (count_var, "3")];
+            let e = Shard::parse("auto", env(&vars)).unwrap_err().to_string();
+            assert!(!e.contains("3/3"), "{e}");
+            assert!(e.contains(&format!("{index_var}=3")), "{e}");
+            assert!(e.contains(&format!("{count_var}=3")), "{e}");
+            assert!(e.contains("0 to 2"), "{e}");
+        }
+        let zero = env(&[("JOB_COMPLETION_INDEX", "0"), ("JOB_COMPLETIONS", "0")]);
+        let e = Shard::parse("auto", zero).unwrap_err().to_string();
+        assert!(e.contains("JOB_COMPLETIONS=0"), "{e}");
+        // Both schedulers' variables, saying different shards: refused, naming both.
+        let both = env(&[
+            ("JOB_COMPLETION_INDEX", "1"),
+            ("JOB_COMPLETIONS", "4"),
+            ("SLURM_ARRAY_TASK_ID", "2"),
+            ("SLURM_ARRAY_TASK_COUNT", "4"),
+        ]);
+        let e = Shard::parse("auto", both).unwrap_err().to_string();
+        for needed in [
+            "JOB_COMPLETION_INDEX=1",
+            "SLURM_ARRAY_TASK_ID=2",
+            "shard 1/4",
+            "shard 2/4",
+        ] {
+            assert!(e.contains(needed), "{needed}: {e}");
+        }
+        // Saying the same shard, they agree.
+        let agree = env(&[
+            ("JOB_COMPLETION_INDEX", "2"),
+            ("JOB_COMPLETIONS", "4"),
+            ("SLURM_ARRAY_TASK_ID", "2"),
+            ("SLURM_ARRAY_TASK_COUNT", "4"),
+        ]);
+        assert_eq!(
+            Shard::parse("auto", agree),
+            Ok(Shard { index: 2, count: 4 })
+        );
     }
 
     #[test]

@@ -397,8 +397,9 @@ impl fmt::Display for BatchFailure {
 }
 
 /// How many of a batch's requests are where. OpenAI counts `completed` (here `succeeded`)
-/// and `failed` (here `errored`; expired and cancelled requests are among them) as they
-/// move; Anthropic keeps everything under `processing` until the batch ends.
+/// and `failed` (here `errored`) as they move, and the rest of an expired or cancelled batch
+/// is counted expired or cancelled here; Anthropic keeps everything under `processing` until
+/// the batch ends.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 pub struct BatchCounts {
     /// Requests in the batch (OpenAI: 0 while validating).
@@ -407,11 +408,11 @@ pub struct BatchCounts {
     pub processing: u64,
     /// Answered.
     pub succeeded: u64,
-    /// Answered with an error (OpenAI: expired and cancelled too).
+    /// Answered with an error.
     pub errored: u64,
-    /// Cancelled before they ran (Anthropic).
+    /// Cancelled before they ran.
     pub cancelled: u64,
-    /// Expired before they ran (Anthropic).
+    /// Expired before they ran.
     pub expired: u64,
 }
 

@@ -31,6 +31,18 @@ struct Ledger {
 }
 
 /// The worst case of one call in flight, held until it is settled or released.
+/// What [`Budget::try_reserve`] came to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[must_use = "a reservation must be settled or released"]
+pub enum Fit {
+    /// Reserved: settle it with [`Budget::settle_held`].
+    Reserved,
+    /// Not now: reservations held by calls out take the room it needs.
+    Later,
+    /// Never: it does not fit beside what is spent (the budget is reached).
+    Never,
+}
+
 #[derive(Debug)]
 #[must_use = "a reservation must be settled or released"]
 pub struct Reservation<'a> {
@@ -107,20 +119,25 @@ impl Budget {
     }
 
     /// Reserves `worst_usd` now, without waiting for calls in flight: for calls sent in a
-    /// batch, whose answers land long after. `false` (and the budget reached) when it does not
-    /// fit beside what is spent and reserved. Settle it with [`Budget::settle_held`].
-    pub fn try_reserve(&self, worst_usd: f64) -> bool {
+    /// batch, whose answers land long after. [`Fit::Later`] when it fits beside what is
+    /// spent but not beside what is reserved too (batches out hold the room: submit it once
+    /// they settle); [`Fit::Never`] (and the budget reached) when it does not fit beside what
+    /// is spent. Settle a reservation with [`Budget::settle_held`].
+    pub fn try_reserve(&self, worst_usd: f64) -> Fit {
         let worst_usd = worst_usd.max(0.0);
         let mut ledger = self.state.lock().unwrap_or_else(|p| p.into_inner());
-        let left = self.limit_usd - ledger.spent_usd - ledger.reserved_usd;
+        let left = self.limit_usd - ledger.spent_usd;
         if worst_usd > left || ledger.reached {
             ledger.reached = true;
             ledger.refused_usd = ledger.refused_usd.max(worst_usd);
-            return false;
+            return Fit::Never;
+        }
+        if worst_usd > left - ledger.reserved_usd {
+            return Fit::Later;
         }
         ledger.reserved_usd += worst_usd;
         ledger.open += 1;
-        true
+        Fit::Reserved
     }
 
     /// Settles a reservation [`Budget::try_reserve`] made of `worst_usd` to `actual_usd` (0
@@ -212,6 +229,22 @@ mod tests {
             budget.reserve(0.01).await.is_none(),
             "reached stays reached"
         );
+    }
+
+    #[test]
+    fn a_batched_call_waits_for_the_room_batches_out_hold_and_never_fits_beyond_the_spent() {
+        let budget = Budget::new(1.0);
+        assert_eq!(budget.try_reserve(0.6), Fit::Reserved);
+        // 0.6 held by a batch out: 0.5 fits beside what is spent, not beside what is held.
+        assert_eq!(budget.try_reserve(0.5), Fit::Later);
+        assert!(!budget.reached(), "held room is not a reached budget");
+        budget.settle_held(0.6, 0.05);
+        assert_eq!(budget.try_reserve(0.5), Fit::Reserved);
+        budget.settle_held(0.5, 0.05);
+        // 0.1 spent leaves 0.9: a call needing more never fits.
+        assert_eq!(budget.try_reserve(0.95), Fit::Never);
+        assert!(budget.reached());
+        assert_eq!(budget.refused_usd(), 0.95);
     }
 
     #[tokio::test]

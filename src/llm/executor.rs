@@ -103,6 +103,9 @@ pub struct Executor {
     retry: RetryPolicy,
     concurrency: usize,
     mode: CacheMode,
+    /// With `--no-cache`, answers stored at or after this time (RFC 3339) are served all the
+    /// same: those of the unfinished run this one resumes ([`Executor::serve_answers_since`]).
+    fresh_since: Option<String>,
     claims: Option<Claims>,
     /// Models (provider, model id) that refused a schema in this run.
     schema_refused: Mutex<HashSet<(String, String)>>,
@@ -114,6 +117,9 @@ pub struct Executor {
     slots: tokio::sync::Semaphore,
     /// Work for the time the first request's answer is awaited ([`Executor::on_first_request`]).
     first_request: Mutex<Option<Box<dyn FnOnce() + Send>>>,
+    /// Keys not sent because a batch took them since the run planned (the claim found them
+    /// waiting in one): the run follows that batch ([`Executor::take_batched`]).
+    batched: Mutex<HashSet<String>>,
 }
 
 /// Who claims calls before sending them, for processes that share a database.
@@ -139,6 +145,8 @@ enum Claimed {
     },
     /// Another run stored the answer meanwhile.
     Answered(StoredCall),
+    /// It waits in a batch (another run's, submitted since this run planned): not sent.
+    Batched,
     /// A stop came while waiting for another run.
     Stopped,
 }
@@ -160,12 +168,14 @@ impl Executor {
             retry,
             concurrency: concurrency.max(1),
             mode,
+            fresh_since: None,
             claims: None,
             schema_refused: Mutex::default(),
             budget: None,
             pacer: Pacer::new(None, ConfiguredLimits::default(), retry.max_delay),
             slots: tokio::sync::Semaphore::new(concurrency.max(1)),
             first_request: Mutex::default(),
+            batched: Mutex::default(),
         }
     }
 
@@ -205,20 +215,34 @@ impl Executor {
         self.claims = Some(claims);
     }
 
+    /// The keys [`Executor::execute`] did not send because they wait in a batch (one taken
+    /// since the run planned), gone from the set once taken: the run follows their batch.
+    pub fn take_batched(&self) -> HashSet<String> {
+        std::mem::take(&mut *self.batched.lock().unwrap_or_else(|p| p.into_inner()))
+    }
+
     /// The cache mode in force.
     pub fn mode(&self) -> CacheMode {
         self.mode
     }
 
-    /// The cached answers for `keys` (none with `--no-cache`).
+    /// With `--no-cache`, serves the answers stored at or after `since` (RFC 3339) all the
+    /// same: a run that resumes an unfinished one asks again only what it did not answer.
+    pub fn serve_answers_since(&mut self, since: String) {
+        self.fresh_since = Some(since);
+    }
+
+    /// The cached answers for `keys` (with `--no-cache`, only those stored since
+    /// [`Executor::serve_answers_since`], none without it).
     pub fn lookup<'k>(
         &self,
         keys: impl IntoIterator<Item = &'k str>,
     ) -> Result<HashMap<String, StoredCall>, StoreError> {
-        if self.mode == CacheMode::Refresh {
-            return Ok(HashMap::new());
+        match (self.mode, self.fresh_since.as_deref()) {
+            (CacheMode::Refresh, None) => Ok(HashMap::new()),
+            (CacheMode::Refresh, since) => lock(&self.store).cached_calls_since(keys, since),
+            _ => lock(&self.store).cached_calls(keys),
         }
-        lock(&self.store).cached_calls(keys)
     }
 
     /// Runs `jobs` (cache misses) up to the concurrency limit and reports outcomes to
@@ -231,7 +255,8 @@ impl Executor {
     /// store their answers.
     /// Once `stop` is set (or the budget is reached) no call is started and none is retried;
     /// calls in flight land and are reported, calls that were waiting to be retried are not
-    /// reported at all.
+    /// reported at all. A call whose key waits in a batch is neither sent nor reported: it is
+    /// in [`Executor::take_batched`].
     pub async fn execute(
         self: &Arc<Self>,
         jobs: impl IntoIterator<Item = CallJob>,
@@ -375,11 +400,17 @@ impl Executor {
     async fn run_plain(&self, job: &CallJob, stop: &AtomicBool) -> Option<CallOutcome> {
         let plain = job.without_schema();
         let key = plain.canonical.key.clone();
-        let cached = match self.mode {
-            CacheMode::Refresh => None,
-            _ => self
+        let since = self.fresh_since.clone();
+        let cached = match (self.mode, since) {
+            (CacheMode::Refresh, None) => None,
+            (mode, since) => self
                 .writer
-                .run(move |s| Ok(s.cached_calls([key.as_str()])?.into_values().next()))
+                .run(move |s| {
+                    let since = since.filter(|_| mode == CacheMode::Refresh);
+                    Ok(s.cached_calls_since([key.as_str()], since.as_deref())?
+                        .into_values()
+                        .next())
+                })
                 .await
                 .ok()
                 .flatten(),
@@ -411,6 +442,13 @@ impl Executor {
         let (claimed, failed_attempts) = match self.claim(job, stop).await {
             Claimed::Answered(call) => return Some((CallOutcome::Hit(call), None)),
             Claimed::Stopped => return None,
+            Claimed::Batched => {
+                self.batched
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .insert(job.canonical.key.clone());
+                return None;
+            }
             Claimed::Send {
                 claimed,
                 failed_attempts,
@@ -467,6 +505,7 @@ impl Executor {
                 .await;
             match claim {
                 Ok((Claim::Answered(call), _)) => return Claimed::Answered(call),
+                Ok((Claim::Batched(_), _)) => return Claimed::Batched,
                 Ok((Claim::Mine, failed)) => {
                     return Claimed::Send {
                         claimed: true,
@@ -631,8 +670,9 @@ impl Executor {
         };
         let started = Instant::now();
         // A scope's first call streams its answer: its head teaches the limits, and the calls
-        // waiting for them go then, not a generation later.
-        let (head, head_seen) = match permit.is_probe() {
+        // waiting for them go then, not a generation later. So does a run's first call to an
+        // output-token limit: its head tells whether `max_tokens` was reserved.
+        let (head, head_seen) = match permit.wants_head() {
             true => {
                 let (sender, receiver) = tokio::sync::oneshot::channel();
                 (Some(sender), Some(receiver))

@@ -319,6 +319,19 @@ pub struct Refused {
     pub try_again_in: Option<Duration>,
 }
 
+/// What to do when `provider`'s server cannot be reached. The built-in `local` provider is the
+/// llama.cpp server of `.ci/local-model.sh`, so its message names the command that starts it,
+/// as a missing key's names the variable to set.
+fn connect_advice(provider: &str) -> &'static str {
+    match provider {
+        "local" => {
+            "is the server running and the base URL right? Start the local model server with \
+             `bash .ci/local-model.sh start` (after `bash .ci/local-model.sh install` once)"
+        }
+        _ => "is the server running and the base URL right?",
+    }
+}
+
 /// What can go wrong talking to a provider. Keeps status, `Retry-After` and the body so the
 /// caller can decide to retry; never holds an API key.
 #[derive(Debug, thiserror::Error)]
@@ -342,7 +355,8 @@ pub enum ProviderError {
     #[error("{provider} did not answer within {timeout:?}")]
     Timeout { provider: String, timeout: Duration },
     #[error(
-        "cannot reach {provider} at {url}: {detail}; is the server running and the base URL right?"
+        "cannot reach {provider} at {url}: {detail}; {}",
+        connect_advice(provider)
     )]
     Connect {
         provider: String,

@@ -246,6 +246,44 @@ struct ScopeState {
     reserved_output: f64,
     /// The cause of the last wait logged (`None`: held after a refusal), and when.
     last_logged: Option<(Option<Dimension>, Instant)>,
+    /// Whether the provider reserves `max_tokens` of output at admission, as far as a head
+    /// has told.
+    output: OutputCounting,
+    /// Whether a call of this run was asked to stream its answer for a head that tells it.
+    head_asked: bool,
+    /// Output tokens the answers of this run used, and how many answers: what a call is
+    /// expected to use, once the provider is known to count only what is generated.
+    output_used: (f64, u32),
+}
+
+/// How a provider counts output tokens against its limit. Anthropic's documentation said in
+/// 2025 that `max_tokens` is reserved at admission and adjusted at the end, and in 2026 that
+/// only the tokens generated count: the head of a streamed answer, sent at admission, tells
+/// which (its remaining output tokens have the request's `max_tokens` taken out, or not).
+#[derive(Debug, Default, Clone, Copy, PartialEq)]
+enum OutputCounting {
+    /// Not told (or told in a way that does not decide): `max_tokens` is reserved, which is
+    /// safe under both readings, and given back when the answer ends.
+    #[default]
+    Reserved,
+    /// A head told more left than a reservation would leave: a call takes what answers have
+    /// used on average, settled to what it used when it ends; calls are paced on the tokens
+    /// really generated, not on `max_tokens`.
+    Generated,
+}
+
+/// What `head` tells of how the provider counts output tokens, for a call that would have
+/// reserved `reserved` (its `max_tokens`): [`OutputCounting::Generated`] only when the
+/// remaining count it tells is more than a reservation could have left of a full bucket
+/// (rounding allowed for); `None` when it does not decide.
+fn output_counting(head: &RateLimits, reserved: f64) -> Option<OutputCounting> {
+    let reading = head
+        .readings
+        .iter()
+        .find(|r| r.dimension == Dimension::OutputTokens)?;
+    let remaining = reading.remaining?;
+    let slack = if reading.rounded { ROUNDING } else { 0.0 };
+    (remaining - slack > reading.limit - reserved).then_some(OutputCounting::Generated)
 }
 
 /// Whether the scope's limits have been asked for yet.
@@ -268,6 +306,9 @@ pub struct Permit {
     cost: Cost,
     /// Whether this call is the scope's first (its answer teaches the limits).
     probe: bool,
+    /// Whether its answer's head is wanted (a first call's, or one telling how output tokens
+    /// are counted).
+    head: bool,
     /// Whether `cost` was taken from the buckets (its output reservation is to be settled).
     taken: bool,
     /// Whether [`Pacer::observe`] settled it.
@@ -278,6 +319,13 @@ impl Permit {
     /// Whether this call is its scope's first, whose answer teaches the limits.
     pub fn is_probe(&self) -> bool {
         self.probe
+    }
+
+    /// Whether the head of this call's answer is wanted before its body ([`Pacer::observe_head`]):
+    /// its scope's first call's, or the one a run asks to learn how output tokens are
+    /// counted. Such a call streams its answer.
+    pub fn wants_head(&self) -> bool {
+        self.probe || self.head
     }
 
     /// Counts this call's output reservation as in flight (for the wait's note).
@@ -456,12 +504,13 @@ impl Pacer {
         cost: Cost,
         stop: &AtomicBool,
     ) -> Result<Permit, NotSent> {
-        let permit = |probe, taken| {
+        let permit = |cost, probe, taken, head| {
             let mut permit = Permit {
                 scope: scope.clone(),
                 buckets: self.buckets.clone(),
                 cost,
                 probe,
+                head,
                 taken: false,
                 settled: false,
             };
@@ -472,7 +521,9 @@ impl Pacer {
         };
         let _turn = scope.turnstile.lock().await;
         if self.await_first_answer(scope, stop).await? {
-            return Ok(permit(true, false));
+            // Its head tells how output is counted too.
+            lock_state(scope).head_asked = true;
+            return Ok(permit(cost, true, false, false));
         }
         // A wait is logged once, not at every look.
         let mut logged = false;
@@ -487,17 +538,46 @@ impl Pacer {
             if stop.load(Ordering::SeqCst) {
                 return Err(NotSent::Stopped);
             }
+            // What this call takes of the output bucket: `max_tokens`, or, where only the tokens
+            // generated count, what answers have used on average.
+            let cost = {
+                let state = lock_state(scope);
+                let (sum, answers) = state.output_used;
+                match state.output {
+                    OutputCounting::Generated if answers > 0 => Cost {
+                        output_tokens: (sum / f64::from(answers)).ceil().min(cost.output_tokens),
+                        ..cost
+                    },
+                    _ => cost,
+                }
+            };
             let wait = if limited {
                 let configured = scope.configured;
                 let now = unix_now();
-                match self
-                    .update(&scope.id, move |row| take(row, &configured, &cost, now))
-                    .await
-                {
-                    Some(Ok(())) => return Ok(permit(false, true)),
-                    Some(Err(wait)) => wait,
+                let taken = self
+                    .update(&scope.id, move |row| {
+                        let output = row
+                            .buckets
+                            .iter()
+                            .any(|b| b.dimension == Dimension::OutputTokens.as_str());
+                        (take(row, &configured, &cost, now), output)
+                    })
+                    .await;
+                match taken {
+                    Some((Ok(()), output)) => {
+                        // The first call of a run to an output bucket streams, unless a head
+                        // has told how output is counted already: its head tells it.
+                        let head = output && cost.output_tokens > 2.0 * ROUNDING && {
+                            let mut state = lock_state(scope);
+                            let ask = state.output == OutputCounting::Reserved && !state.head_asked;
+                            state.head_asked |= ask;
+                            ask
+                        };
+                        return Ok(permit(cost, false, true, head));
+                    }
+                    Some((Err(wait), _)) => wait,
                     // The buckets cannot be read: sent unpaced (a refusal is retried).
-                    None => return Ok(permit(false, false)),
+                    None => return Ok(permit(cost, false, false, false)),
                 }
             } else {
                 match held_until.map(|t| t.saturating_duration_since(Instant::now())) {
@@ -505,7 +585,7 @@ impl Pacer {
                         wait: left,
                         because: None,
                     },
-                    _ => return Ok(permit(false, false)),
+                    _ => return Ok(permit(cost, false, false, false)),
                 }
             };
             self.waiting(scope, &wait, !std::mem::replace(&mut logged, true));
@@ -637,10 +717,22 @@ impl Pacer {
     /// later. The answer itself still goes to [`Pacer::observe`], which then counts the call
     /// as an ordinary one (its cost is in the buckets made here).
     pub async fn observe_head(&self, permit: &mut Permit, limits: Option<RateLimits>) {
+        let scope = permit.scope.clone();
+        // How output tokens are counted, told by the head of a call that reserved them.
+        if let Some(counting) = limits
+            .as_ref()
+            .and_then(|head| output_counting(head, permit.cost.output_tokens))
+        {
+            let mut state = lock_state(&scope);
+            if state.output != counting {
+                tracing::debug!(scope = %scope.label, ?counting, "output tokens counted");
+                state.output = counting;
+            }
+        }
+        permit.head = false;
         if !permit.probe {
             return;
         }
-        let scope = permit.scope.clone();
         let learned = limits.is_some();
         if learned {
             let lesson = Lesson {
@@ -695,6 +787,9 @@ impl Pacer {
                 if let Some((_, used)) = &mut lesson.output_held {
                     *used = answer.usage.output_tokens as f64;
                 }
+                let mut state = lock_state(&scope);
+                state.output_used.0 += answer.usage.output_tokens as f64;
+                state.output_used.1 += 1;
             }
             Err(ProviderError::Exhausted {
                 provider, cause, ..
@@ -1337,17 +1432,22 @@ mod tests {
         }
     }
 
-    #[tokio::test(start_paused = true)]
-    async fn a_waiting_call_goes_when_an_answer_gives_back_its_reservation() {
-        // 8,000 OTPM: a bucket of 64.7 tokens; a call reserving 4,096 leaves it 31.7 s in
-        // debt, of which all but what the answer used comes back when it ends.
-        let configured = ConfiguredLimits::from([(
+    /// `anthropic:claude` limited to 8,000 output tokens a minute in config.yaml.
+    fn claude_at_8000_otpm() -> ConfiguredLimits {
+        ConfiguredLimits::from([(
             ("anthropic".to_owned(), "claude".to_owned()),
             RateLimit {
                 otpm: Some(8_000.0),
                 ..RateLimit::default()
             },
-        )]);
+        )])
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_waiting_call_goes_when_an_answer_gives_back_its_reservation() {
+        // 8,000 OTPM: a bucket of 64.7 tokens; a call reserving 4,096 leaves it 31.7 s in
+        // debt, of which all but what the answer used comes back when it ends.
+        let configured = claude_at_8000_otpm();
         let pacer = Arc::new(Pacer::new(None, configured, Duration::from_secs(60)));
         let scope = pacer.scope(&anthropic(), "claude");
         let stop = Arc::new(AtomicBool::new(false));
@@ -1380,13 +1480,7 @@ mod tests {
 
     #[tokio::test(start_paused = true)]
     async fn a_call_dropped_in_flight_gives_back_its_reservation() {
-        let configured = ConfiguredLimits::from([(
-            ("anthropic".to_owned(), "claude".to_owned()),
-            RateLimit {
-                otpm: Some(8_000.0),
-                ..RateLimit::default()
-            },
-        )]);
+        let configured = claude_at_8000_otpm();
         let pacer = Pacer::new(None, configured, Duration::from_secs(60));
         let scope = pacer.scope(&anthropic(), "claude");
         let stop = AtomicBool::new(false);
@@ -1403,6 +1497,37 @@ mod tests {
             .await
             .unwrap();
         assert!(level > 60.0, "the reservation came back: {level}");
+    }
+
+    #[test]
+    fn a_head_tells_whether_output_tokens_are_reserved_at_admission() {
+        let head = |remaining: f64| RateLimits {
+            readings: vec![Reading {
+                dimension: Dimension::OutputTokens,
+                limit: 8_000.0,
+                remaining: Some(remaining),
+                reset: None,
+                rounded: true,
+            }],
+        };
+        // With 4,096 reserved from a full bucket, at most 3,904 ("4000") would be left.
+        assert_eq!(
+            output_counting(&head(8_000.0), 4_096.0),
+            Some(OutputCounting::Generated)
+        );
+        assert_eq!(
+            output_counting(&head(5_000.0), 4_096.0),
+            Some(OutputCounting::Generated)
+        );
+        assert_eq!(output_counting(&head(4_000.0), 4_096.0), None);
+        assert_eq!(output_counting(&head(0.0), 4_096.0), None);
+        // A reservation within the rounding cannot be told from none.
+        assert_eq!(output_counting(&head(8_000.0), 500.0), None);
+        // A head without output tokens (OpenAI) tells nothing.
+        assert_eq!(
+            output_counting(&limits(&[(Dimension::Requests, 60.0, 59.0)]), 4_096.0),
+            None
+        );
     }
 
     #[test]

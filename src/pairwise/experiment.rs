@@ -98,6 +98,7 @@ impl PairwiseExperiment {
             Target::resolve(catalog, reference).map_err(|e| {
                 ExperimentError::kind(super::PairwiseError::Invalid {
                     path: spec.path.clone(),
+                    line: None,
                     message: format!("{what} `{reference}`: {e}"),
                 })
             })
@@ -122,6 +123,7 @@ impl PairwiseExperiment {
         if unique.len() < 2 {
             return Err(ExperimentError::kind(super::PairwiseError::Invalid {
                 path: spec.path.clone(),
+                line: None,
                 message: format!(
                     "{} distinct candidate(s); a comparison needs at least 2: list two or more \
                      under `candidates:`",

@@ -35,9 +35,13 @@ pub enum PairwiseError {
     /// The experiment file is not YAML of a pairwise comparison: `file:line:col: message`.
     #[error("{0}")]
     File(String),
-    /// The file parses but cannot be used: what is wrong and the fix.
-    #[error("{path}: {message}")]
-    Invalid { path: PathBuf, message: String },
+    /// The file parses but cannot be used: what is wrong (at `line`, when known) and the fix.
+    #[error("{path}{}: {message}", line.map(|l| format!(":{l}")).unwrap_or_default())]
+    Invalid {
+        path: PathBuf,
+        line: Option<u64>,
+        message: String,
+    },
     #[error("the judge prompt: {0}")]
     Prompt(#[from] PromptError),
     #[error(transparent)]

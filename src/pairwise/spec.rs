@@ -7,9 +7,10 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
-use serde_json::Value;
+use serde_json::{Map, Value};
 
 use super::PairwiseError;
+use crate::bench::item::{ItemError, take_name};
 use crate::experiment::FileBudget;
 use crate::llm::SamplingParams;
 use crate::review::sensors::{GeneratedFile, Sensor, find_generated, load_official, load_sensors};
@@ -22,10 +23,11 @@ struct RawFile {
     kind: Option<String>,
     #[serde(default)]
     description: Option<String>,
-    candidates: RawCandidates,
+    /// A list of models, or `datasheets`: read by [`read_candidates`], which names a bad key.
+    candidates: Value,
     judges: Vec<String>,
     #[serde(default)]
-    prompts: Option<Vec<BTreeMap<String, Option<Value>>>>,
+    prompts: Option<Vec<Map<String, Value>>>,
     /// The judge prompt template (`{task}`, `{reference}`, `{a}`, `{b}`).
     #[serde(default)]
     prompt: Option<PathBuf>,
@@ -57,21 +59,96 @@ struct RawFile {
     sensor: Option<String>,
 }
 
-/// `candidates:` as written: a list of models, or `datasheets`.
-#[derive(Debug, Deserialize)]
-#[serde(untagged)]
+/// `candidates:` as read: a list of models, or a word (`datasheets`).
+#[derive(Debug)]
 enum RawCandidates {
-    Models(Vec<RawCandidate>),
+    Models(Vec<CandidateModel>),
     Word(String),
 }
 
-/// One candidate model as written: its reference, or a mapping that names it and sets its own
-/// system prompt or temperature (one model under two settings is two candidates).
-#[derive(Debug, Deserialize)]
-#[serde(untagged)]
-enum RawCandidate {
-    Reference(String),
-    Set(CandidateModel),
+/// The keys of a candidate written as a mapping.
+const CANDIDATE_KEYS: [&str; 4] = ["model", "name", "system", "temperature"];
+
+/// `candidates:` as written: a list whose items are a model reference or a mapping that names
+/// one and sets its own system prompt or temperature (one model under two settings is two
+/// candidates), or a word. An error comes with the candidate's index, for its line.
+fn read_candidates(value: Value) -> Result<RawCandidates, (Option<usize>, ItemError)> {
+    let items = match value {
+        Value::String(word) => return Ok(RawCandidates::Word(word)),
+        Value::Array(items) => items,
+        Value::Null => {
+            return Err((
+                None,
+                "`candidates:` is empty; list two or more models, or write `candidates: \
+                 datasheets`"
+                    .to_owned()
+                    .into(),
+            ));
+        }
+        other => {
+            return Err((
+                None,
+                format!(
+                    "`candidates: {other}` is neither a list of models nor `datasheets`; write \
+                     `candidates: [openai:gpt-4o, anthropic:haiku 3.5]` or `candidates: \
+                     datasheets`"
+                )
+                .into(),
+            ));
+        }
+    };
+    let mut models = Vec::new();
+    for (index, item) in items.into_iter().enumerate() {
+        let at = |e: ItemError| (Some(index), e);
+        let label = format!("candidate {}", index + 1);
+        match item {
+            Value::String(reference) => models.push(CandidateModel::plain(&reference)),
+            Value::Object(fields) => models.push(candidate_model(&label, fields).map_err(at)?),
+            other => {
+                return Err(at(format!(
+                    "{label} is `{other}`: write a model (`openai:gpt-4o`) or a mapping of {}",
+                    CANDIDATE_KEYS.join(", ")
+                )
+                .into()));
+            }
+        }
+    }
+    Ok(RawCandidates::Models(models))
+}
+
+/// A candidate written as a mapping: its keys checked, then read.
+fn candidate_model(label: &str, fields: Map<String, Value>) -> Result<CandidateModel, ItemError> {
+    if let Some(key) = fields
+        .keys()
+        .find(|k| !CANDIDATE_KEYS.contains(&k.as_str()))
+    {
+        let hint = if key.starts_with("prompt") {
+            " (a candidate's own instructions go in `system:`; what every candidate answers \
+             goes under `prompts:` at the top of the file)"
+        } else {
+            ""
+        };
+        return Err(ItemError {
+            message: format!(
+                "{label}: {}{hint}",
+                crate::yaml::unknown_key(key, &CANDIDATE_KEYS)
+            ),
+            keys: vec![key.clone()],
+        });
+    }
+    if !fields.contains_key("model") {
+        return Err(format!(
+            "{label} has no `model:` (the <provider>:<name> it runs); its keys may be {}",
+            CANDIDATE_KEYS.join(", ")
+        )
+        .into());
+    }
+    let model: CandidateModel = serde_json::from_value(Value::Object(fields))
+        .map_err(|e| ItemError::from(format!("{label}: {e}")))?;
+    Ok(CandidateModel {
+        model: model.model.trim().to_owned(),
+        ..model
+    })
 }
 
 /// A candidate model with its own settings.
@@ -153,12 +230,18 @@ const ANSWER_MAX_TOKENS: u32 = 512;
 impl PairwiseSpec {
     /// Parses and validates the file's `text`; `path` names it in messages.
     pub fn parse(path: &Path, text: &str) -> Result<Self, PairwiseError> {
-        let invalid = |message: String| PairwiseError::Invalid {
+        let invalid_at = |line: Option<u64>, message: String| PairwiseError::Invalid {
             path: path.to_path_buf(),
+            line,
             message,
         };
-        let raw: RawFile = serde_saphyr::from_str(text)
-            .map_err(|e| PairwiseError::File(crate::yaml::describe(path, &e)))?;
+        let invalid = |message: String| invalid_at(None, message);
+        let raw: RawFile = serde_saphyr::from_str(text).map_err(|e| {
+            PairwiseError::File(
+                crate::bench::spec::prompts_from_a_file(path, text)
+                    .unwrap_or_else(|| crate::yaml::describe(path, text, &e)),
+            )
+        })?;
         let _ = (&raw.kind, &raw.description);
         let judges: Vec<String> = raw.judges.iter().map(|j| j.trim().to_owned()).collect();
         if judges.is_empty() {
@@ -171,23 +254,20 @@ impl PairwiseSpec {
             max_tokens: Some(raw.answer_max_tokens.unwrap_or(ANSWER_MAX_TOKENS)),
             ..SamplingParams::default()
         };
-        let (candidates, tasks) = match &raw.candidates {
+        let raw_candidates = read_candidates(raw.candidates.clone()).map_err(|(index, e)| {
+            let line = match index {
+                Some(index) => e.line(text, "candidates", index),
+                None => crate::yaml::line_at(text, &[crate::yaml::Step::Key("candidates")]),
+            };
+            invalid_at(line, e.message)
+        })?;
+        let (candidates, tasks) = match raw_candidates {
             RawCandidates::Models(models) => {
                 let prompts = raw.prompts.clone().ok_or_else(|| {
                     invalid("candidate models need `prompts:` to answer; add some".into())
                 })?;
-                let tasks =
-                    prompt_tasks(prompts, raw.system.as_deref(), &defaults).map_err(invalid)?;
-                let models = models
-                    .iter()
-                    .map(|m| match m {
-                        RawCandidate::Reference(r) => CandidateModel::plain(r),
-                        RawCandidate::Set(set) => CandidateModel {
-                            model: set.model.trim().to_owned(),
-                            ..set.clone()
-                        },
-                    })
-                    .collect();
+                let tasks = prompt_tasks(prompts, raw.system.as_deref(), &defaults)
+                    .map_err(|(index, e)| invalid_at(e.line(text, "prompts", index), e.message))?;
                 (Candidates::Models(models), tasks)
             }
             RawCandidates::Word(word) if word.trim() == "datasheets" => {
@@ -228,8 +308,9 @@ impl PairwiseSpec {
     }
 }
 
-/// Fields a prompt may have besides its name.
-const PROMPT_FIELDS: [&str; 7] = [
+/// Keys a prompt may have: its own, then those of a benchmark's tests, accepted (so that a
+/// benchmark's `prompts:` can be pasted) and unused.
+const PROMPT_FIELDS: [&str; 13] = [
     "name",
     "prompt",
     "output",
@@ -237,50 +318,35 @@ const PROMPT_FIELDS: [&str; 7] = [
     "reference",
     "system",
     "max_tokens",
+    "method",
+    "rubric",
+    "threshold",
+    "judge",
+    "temperature",
+    "top_p",
 ];
 
 /// The prompts as a benchmark writes them (`- name:` then `prompt:`; `output:` is the
-/// reference); other fields of a benchmark's tests (`method:`…) are accepted and unused.
+/// reference); other keys of a benchmark's tests (`method:`…) are accepted and unused. An error
+/// comes with the prompt's index, for its line.
 fn prompt_tasks(
-    prompts: Vec<BTreeMap<String, Option<Value>>>,
+    prompts: Vec<Map<String, Value>>,
     system: Option<&str>,
     defaults: &SamplingParams,
-) -> Result<Vec<Task>, String> {
+) -> Result<Vec<Task>, (usize, ItemError)> {
     if prompts.is_empty() {
-        return Err("`prompts:` is empty; add at least one prompt".into());
+        return Err((
+            0,
+            "`prompts:` is empty; add at least one prompt"
+                .to_owned()
+                .into(),
+        ));
     }
-    let ignored = [
-        "method",
-        "rubric",
-        "threshold",
-        "judge",
-        "temperature",
-        "top_p",
-    ];
     let mut tasks: Vec<Task> = Vec::new();
     for (index, mut fields) in prompts.into_iter().enumerate() {
-        let mut name = None;
-        let keys: Vec<String> = fields.keys().cloned().collect();
-        for key in keys {
-            if PROMPT_FIELDS.contains(&key.as_str()) || ignored.contains(&key.as_str()) {
-                continue;
-            }
-            match fields.remove(&key).flatten() {
-                None if name.is_none() => name = Some(key),
-                Some(Value::Object(inner)) if name.is_none() => {
-                    fields.extend(inner.into_iter().map(|(k, v)| (k, Some(v))));
-                    name = Some(key);
-                }
-                _ => {
-                    return Err(format!(
-                        "prompt {}: unknown field `{key}`; a prompt has a name (`- my_prompt:`) \
-                         and prompt, output (the reference), system, max_tokens",
-                        index + 1
-                    ));
-                }
-            }
-        }
-        let text = |key: &str| match fields.get(key).cloned().flatten() {
+        let at = |e: ItemError| (index, e);
+        let name = take_name("prompt", index + 1, &mut fields, &PROMPT_FIELDS).map_err(at)?;
+        let text = |key: &str| match fields.get(key).cloned() {
             Some(Value::String(s)) => Some(s),
             Some(Value::Number(n)) => Some(n.to_string()),
             Some(Value::Bool(b)) => Some(b.to_string()),
@@ -289,16 +355,18 @@ fn prompt_tasks(
         let name = text("name")
             .or(name)
             .unwrap_or_else(|| format!("prompt_{}", index + 1));
-        let prompt = text("prompt").ok_or_else(|| format!("prompt `{name}` has no `prompt:`"))?;
+        let prompt =
+            text("prompt").ok_or_else(|| at(format!("prompt `{name}` has no `prompt:`").into()))?;
         if tasks.iter().any(|t| t.name == name) {
-            return Err(format!(
+            return Err(at(format!(
                 "two prompts are named `{name}`; names must be unique"
-            ));
+            )
+            .into()));
         }
         let mut params = defaults.clone();
         if let Some(max) = text("max_tokens") {
             params.max_tokens = Some(max.parse().map_err(|_| {
-                format!("prompt `{name}`: `max_tokens: {max}` is not a whole number")
+                at(format!("prompt `{name}`: `max_tokens: {max}` is not a whole number").into())
             })?);
         }
         tasks.push(Task {
@@ -483,9 +551,34 @@ mod tests {
                 "prompt `x` has no `prompt:`",
             ),
             ("candidates: [a:b]\njudge: [e:f]\n", "p.yaml"),
+            (
+                "candidates:\n  - model: a:b\n    systm: hi\n  - c:d\njudges: [e:f]\nprompts:\n  - x:\n    prompt: y\n",
+                "p.yaml:3: candidate 1: unknown key `systm`; did you mean `system`? valid keys: model, name, system, temperature",
+            ),
+            (
+                "candidates:\n  - a:b\n  - model: c:d\n    prompt: y\njudges: [e:f]\nprompts:\n  - x:\n    prompt: y\n",
+                "p.yaml:4: candidate 2: unknown key `prompt`; valid keys: model, name, system, temperature (a candidate's own instructions go in `system:`",
+            ),
+            (
+                "candidates:\n  - a:b\n  - name: terse\njudges: [e:f]\n",
+                "p.yaml:3: candidate 2 has no `model:`",
+            ),
+            (
+                "candidates:\n  - a:b\n  - [c:d]\njudges: [e:f]\n",
+                "p.yaml:3: candidate 2 is `[\"c:d\"]`: write a model",
+            ),
+            (
+                "candidates: [a:b, c:d]\njudges: [e:f]\nprompts:\n  - name: x\n    prompt: y\n    vars: {country: France}\n",
+                "p.yaml:6: prompt `x`: unknown key `vars`; valid keys: name, prompt, output",
+            ),
+            (
+                "candidates: [a:b, c:d]\njudges: [e:f]\nprompts:\n  - x:\n      prompt: y\n      refrence: z\n",
+                "p.yaml:6: prompt `x`: unknown key `refrence`; did you mean `reference`?",
+            ),
         ] {
             let e = parse(text).unwrap_err();
             assert!(e.contains(want), "{text}: {e}");
+            assert!(!e.contains("untagged"), "{text}: {e}");
         }
     }
 }

@@ -144,7 +144,7 @@ impl RelevanceExperiment {
     /// Parses an experiment file's text; `path` names it in messages.
     pub fn parse(path: &Path, text: &str) -> Result<Self, RelevanceError> {
         serde_saphyr::from_str(text)
-            .map_err(|e| RelevanceError::File(crate::yaml::describe(path, &e)))
+            .map_err(|e| RelevanceError::File(crate::yaml::describe(path, text, &e)))
     }
 
     /// The experiment resolved: images read, ground truth loaded, the model found.
@@ -670,7 +670,10 @@ mod tests {
         let e = parse(&format!("{body}batchs: true\n"))
             .unwrap_err()
             .to_string();
-        assert!(e.contains("unknown field `batchs`"), "{e}");
+        assert!(
+            e.contains("unknown key `batchs`; did you mean `batch`?"),
+            "{e}"
+        );
     }
 
     #[test]

@@ -76,7 +76,7 @@ impl Criteria {
             message,
         };
         let file: CriteriaFile = serde_saphyr::from_str(text)
-            .map_err(|e| ReviewError::Yaml(crate::yaml::describe(Path::new(origin), &e)))?;
+            .map_err(|e| ReviewError::Yaml(crate::yaml::describe(Path::new(origin), text, &e)))?;
         if file.criteria.is_empty() {
             return Err(invalid("`criteria:` is empty".into()));
         }

@@ -114,7 +114,7 @@ impl ReviewExperiment {
             message,
         };
         let experiment: Self = serde_saphyr::from_str(text)
-            .map_err(|e| ReviewError::Yaml(crate::yaml::describe(path, &e)))?;
+            .map_err(|e| ReviewError::Yaml(crate::yaml::describe(path, text, &e)))?;
         if experiment.reviewers.is_empty() {
             return Err(invalid(
                 "`reviewers:` is empty; list at least one <provider>:<name>".into(),
@@ -215,7 +215,7 @@ mod tests {
         let e = ReviewExperiment::parse(Path::new("r.yaml"), "reviewers: [a:b]\ncolour: red\n")
             .unwrap_err()
             .to_string();
-        assert!(e.starts_with("r.yaml:2:1: unknown field `colour`"), "{e}");
+        assert!(e.starts_with("r.yaml:2:1: unknown key `colour`"), "{e}");
     }
 
     #[test]
@@ -226,7 +226,10 @@ mod tests {
         let e = parse("reviewers: [a:b]\nbatched: true\n")
             .unwrap_err()
             .to_string();
-        assert!(e.contains("unknown field `batched`"), "{e}");
+        assert!(
+            e.contains("unknown key `batched`; did you mean `batch`?"),
+            "{e}"
+        );
     }
 
     #[test]

@@ -153,22 +153,46 @@ pub struct BatchRow {
 }
 
 impl BatchRow {
-    /// Requests the last poll counted as done: answered, errored, cancelled or expired.
+    /// Requests the last poll counted as run: answered or errored (expired and cancelled
+    /// ones never ran: [`BatchRow::unrun`]).
     pub fn done(&self) -> u64 {
         let c = &self.counts;
-        c.succeeded + c.errored + c.cancelled + c.expired
+        c.succeeded + c.errored
     }
 
-    /// Where it is, in one word: track's step before it is submitted and once it is
-    /// collected or void, else the provider's status at the last poll.
-    pub fn shown_status(&self) -> &str {
+    /// Requests that never ran: expired or cancelled.
+    pub fn unrun(&self) -> u64 {
+        let c = &self.counts;
+        c.cancelled + c.expired
+    }
+
+    /// Where it is, in a word or two: track's step before it is submitted and once it is
+    /// void, the provider's status at the last poll while it runs, and, once collected, how
+    /// it ended when that was not plainly (`expired, collected`, `cancelled, collected`).
+    pub fn shown_status(&self) -> String {
         match self.state {
-            BatchState::Intent
-            | BatchState::Uploaded
-            | BatchState::Collected
-            | BatchState::Void => self.state.as_str(),
-            BatchState::Submitted => self.status.as_deref().unwrap_or("submitted"),
+            BatchState::Intent | BatchState::Uploaded | BatchState::Void => {
+                self.state.as_str().to_owned()
+            }
+            BatchState::Collected => match self.status.as_deref() {
+                None | Some("completed") => "collected".to_owned(),
+                Some(status) => format!("{status}, collected"),
+            },
+            BatchState::Submitted => self.status.as_deref().unwrap_or("submitted").to_owned(),
         }
+    }
+
+    /// When what [`BatchRow::shown_status`] says was last true (RFC 3339): its collection,
+    /// the last poll, its submission, or its intent.
+    pub fn status_at(&self) -> &str {
+        let collected = match self.state {
+            BatchState::Collected => self.collected_at.as_deref(),
+            _ => None,
+        };
+        collected
+            .or(self.last_polled_at.as_deref())
+            .or(self.submitted_at.as_deref())
+            .unwrap_or(&self.created_at)
     }
 }
 
@@ -304,8 +328,10 @@ fn new_tag() -> String {
 
 impl Store {
     /// Stores the intent of a batch and its keys, before anything is uploaded, and returns it.
-    /// Refuses (and stores nothing) when one of the keys already waits in another batch: a
-    /// call is never in two batches at once.
+    /// Refuses (and stores nothing) when one of the keys already waits in another batch, or
+    /// another run claims it (`call_claims`, unexpired): a call is never in two batches at
+    /// once, nor in a batch while a run sends it live. The batch's run's own claims on the
+    /// keys end in the same transaction.
     pub fn create_batch(&mut self, batch: &NewBatch<'_>) -> Result<BatchRow> {
         let id = self.atomically(|tx| {
             for chunk in batch.keys.chunks(CHUNK) {
@@ -322,6 +348,22 @@ impl Store {
                 if let Some((key, batch)) = waiting {
                     return Err(StoreError::AlreadyBatched { key, batch });
                 }
+            }
+            // A key another run claims (to send live, or for a batch of its own) is its to
+            // send; this run's own claims end here, its pending rows holding the keys now.
+            let owner = batch.run_id.map(|id| id.to_string()).unwrap_or_default();
+            for key in batch.keys {
+                if let Some(holder) = super::claims::claimed_by_other(tx, key, &owner)? {
+                    return Err(StoreError::ClaimedLive {
+                        key: key.clone(),
+                        owner: holder,
+                    });
+                }
+            }
+            let mut release =
+                tx.prepare_cached("DELETE FROM call_claims WHERE cache_key = ?1 AND owner = ?2")?;
+            for key in batch.keys {
+                release.execute(params![key, owner])?;
             }
             tx.prepare_cached(
                 "INSERT INTO batches (tag, run_id, provider, api, base_url, key_fingerprint, model,
@@ -606,6 +648,33 @@ impl Store {
         Ok(costs)
     }
 
+    /// What became of the calls of each of batches `ids`, as stored: (answered, failed,
+    /// unfinished), counted from `batch_calls`. A batch with no call is absent.
+    pub fn batch_outcomes(&self, ids: &[i64]) -> Result<HashMap<i64, (u64, u64, u64)>> {
+        let mut counts: HashMap<i64, (u64, u64, u64)> = HashMap::new();
+        for chunk in ids.chunks(CHUNK) {
+            let placeholders = vec!["?"; chunk.len()].join(",");
+            let mut stmt = self.conn.prepare(&format!(
+                "SELECT batch, outcome, count(*) FROM batch_calls
+                 WHERE batch IN ({placeholders}) GROUP BY batch, outcome"
+            ))?;
+            let mut rows = stmt.query(rusqlite::params_from_iter(chunk.iter()))?;
+            while let Some(row) = rows.next()? {
+                let (batch, outcome, n): (i64, String, i64) =
+                    (row.get(0)?, row.get(1)?, row.get(2)?);
+                let entry = counts.entry(batch).or_default();
+                let n = n.max(0) as u64;
+                match KeyOutcome::parse(&outcome)? {
+                    KeyOutcome::Answered => entry.0 += n,
+                    KeyOutcome::Failed => entry.1 += n,
+                    KeyOutcome::Unfinished => entry.2 += n,
+                    KeyOutcome::Pending => {}
+                }
+            }
+        }
+        Ok(counts)
+    }
+
     /// The calls of batch `id`, in payload order.
     pub fn batch_keys(&self, id: i64) -> Result<Vec<BatchKeyRow>> {
         let mut stmt = self.conn.prepare_cached(
@@ -729,6 +798,118 @@ mod tests {
             cost_usd: Some(0.00000135),
             http_status: Some(200),
         }
+    }
+
+    #[test]
+    fn a_batch_shows_how_it_ended_and_when_its_status_was_seen() {
+        let mut store = Store::open_in_memory().unwrap();
+        let k = keys(&["a", "b", "c"]);
+        let row = store.create_batch(&intent(&k)).unwrap();
+        store
+            .set_batch_submitted(row.id, "batch_1", &poll("validating"))
+            .unwrap();
+        let submitted = store.batch(row.id).unwrap().unwrap();
+        assert_eq!(submitted.shown_status(), "validating");
+        assert_eq!(
+            Some(submitted.status_at()),
+            submitted.submitted_at.as_deref()
+        );
+        // Given up while validating: void, not validating forever.
+        store.void_batch(row.id, "given up").unwrap();
+        assert_eq!(store.batch(row.id).unwrap().unwrap().shown_status(), "void");
+        // Collected after an expiry: says so.
+        let k2 = keys(&["d", "e"]);
+        let row = store.create_batch(&intent(&k2)).unwrap();
+        store
+            .set_batch_submitted(row.id, "batch_2", &poll("expired"))
+            .unwrap();
+        let mut expired = BatchPoll {
+            counts: BatchCountsRow {
+                total: 2,
+                succeeded: 1,
+                expired: 1,
+                ..Default::default()
+            },
+            ..poll("expired")
+        };
+        expired.ended_at = Some("2026-01-01T00:00:00Z");
+        store.record_batch_poll(row.id, &expired).unwrap();
+        store.finish_batch(row.id).unwrap();
+        let collected = store.batch(row.id).unwrap().unwrap();
+        assert_eq!(collected.shown_status(), "expired, collected");
+        assert_eq!((collected.done(), collected.unrun()), (1, 1));
+        assert_eq!(
+            Some(collected.status_at()),
+            collected.collected_at.as_deref()
+        );
+    }
+
+    #[test]
+    fn a_key_is_held_live_or_in_a_batch_by_one_run_at_once() {
+        use std::time::Duration;
+        let mut store = Store::open_in_memory().unwrap();
+        let (one, two) = (
+            store.create_run("bench", None, None, "{}").unwrap(),
+            store.create_run("bench", None, None, "{}").unwrap(),
+        );
+        let lease = Duration::from_secs(60);
+        let alive = |_: &str| false;
+        // Run 1 claims `a` to send it live: run 2's batch claims only `b` and `c`.
+        assert_eq!(
+            store.claim("a", &one.to_string(), lease, false).unwrap(),
+            crate::store::Claim::Mine
+        );
+        let claims = store
+            .claim_many(&keys(&["a", "b", "c"]), &two.to_string(), lease, &alive)
+            .unwrap();
+        assert_eq!(
+            claims,
+            vec![
+                crate::store::Claim::Busy(one.to_string()),
+                crate::store::Claim::Mine,
+                crate::store::Claim::Mine
+            ]
+        );
+        // An intent holding a key run 1 claims is refused; one of run 2's keys is stored,
+        // its claims ending with it.
+        let held = keys(&["a", "b"]);
+        let refused = store.create_batch(&NewBatch {
+            run_id: Some(two),
+            ..intent(&held)
+        });
+        assert!(
+            matches!(refused, Err(StoreError::ClaimedLive { ref key, ref owner }) if key == "a" && *owner == one.to_string()),
+            "{refused:?}"
+        );
+        let mine = keys(&["b", "c"]);
+        let row = store
+            .create_batch(&NewBatch {
+                run_id: Some(two),
+                ..intent(&mine)
+            })
+            .unwrap();
+        let claims_left: i64 = store
+            .conn
+            .query_row(
+                "SELECT count(*) FROM call_claims WHERE owner = ?1",
+                [two.to_string()],
+                |r| r.get(0),
+            )
+            .unwrap();
+        assert_eq!(claims_left, 0);
+        // Run 1 now finds `b` in run 2's batch: it follows it, never sends it.
+        assert_eq!(
+            store.claim("b", &one.to_string(), lease, false).unwrap(),
+            crate::store::Claim::Batched(row.id)
+        );
+        // A dead run's claim is taken over by a batch.
+        let dead = |_: &str| true;
+        assert_eq!(
+            store
+                .claim_many(&keys(&["a"]), &two.to_string(), lease, &dead)
+                .unwrap(),
+            vec![crate::store::Claim::Mine]
+        );
     }
 
     fn poll(status: &str) -> BatchPoll<'_> {

@@ -59,6 +59,16 @@ impl Store {
         &self,
         keys: impl IntoIterator<Item = &'k str>,
     ) -> Result<HashMap<String, StoredCall>> {
+        self.cached_calls_since(keys, None)
+    }
+
+    /// [`Self::cached_calls`] among the calls answered at or after `since` (RFC 3339, as
+    /// stored) when it is given.
+    pub fn cached_calls_since<'k>(
+        &self,
+        keys: impl IntoIterator<Item = &'k str>,
+        since: Option<&str>,
+    ) -> Result<HashMap<String, StoredCall>> {
         const BATCH: usize = 500;
         let mut unique: Vec<&str> = keys.into_iter().collect();
         unique.sort_unstable();
@@ -66,13 +76,18 @@ impl Store {
         let mut found = HashMap::with_capacity(unique.len());
         for chunk in unique.chunks(BATCH) {
             let placeholders = vec!["?"; chunk.len()].join(",");
+            let newer = if since.is_some() {
+                " AND c.created_at >= ?"
+            } else {
+                ""
+            };
             let mut stmt = self.conn.prepare_cached(&format!(
                 "SELECT c.cache_key, {STORED_COLUMNS}
                  FROM calls c JOIN blobs b ON b.sha256 = c.response_sha256
-                 WHERE c.status = 'ok' AND c.cache_key IN ({placeholders})
+                 WHERE c.status = 'ok' AND c.cache_key IN ({placeholders}){newer}
                  ORDER BY c.id"
             ))?;
-            let mut rows = stmt.query(rusqlite::params_from_iter(chunk.iter()))?;
+            let mut rows = stmt.query(rusqlite::params_from_iter(chunk.iter().chain(&since)))?;
             while let Some(row) = rows.next()? {
                 // Rows come oldest first: the newest call of a key is the one kept.
                 found.insert(row.get::<_, String>(0)?, stored_call(row)?);

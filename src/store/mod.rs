@@ -96,6 +96,9 @@ pub enum StoreError {
     /// A call already waits in another batch: it would be paid twice.
     #[error("the call {key} already waits in batch {batch}; a call is never in two batches")]
     AlreadyBatched { key: String, batch: i64 },
+    /// A call another run is sending live: a batch would pay for it a second time.
+    #[error("the call {key} is being sent by run {owner}; a batch never takes a call a run claims")]
+    ClaimedLive { key: String, owner: String },
     /// No batch has this id.
     #[error("no batch {0} in the database")]
     NoSuchBatch(i64),

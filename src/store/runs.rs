@@ -289,6 +289,24 @@ impl Store {
         Ok(rows.collect::<rusqlite::Result<_>>()?)
     }
 
+    /// Ends, as `interrupted`, every `waiting` run other than `run_id` none of whose batches
+    /// is still open: another run (`run_id`) collected or gave up what it waited for, and
+    /// holds the results. Returns their ids.
+    pub fn end_runs_waiting_for_nothing(&self, run_id: i64) -> Result<Vec<i64>> {
+        let mut stmt = self.conn.prepare(
+            "UPDATE runs SET status = 'interrupted', finished_at = ?2
+             WHERE status = 'waiting' AND id != ?1 AND NOT EXISTS (
+                 SELECT 1 FROM batches b WHERE b.run_id = runs.id
+                 AND b.state IN ('intent', 'uploaded', 'submitted'))
+             RETURNING id",
+        )?;
+        let mut ended = stmt
+            .query_map(params![run_id, now_rfc3339()], |r| r.get::<_, i64>(0))?
+            .collect::<rusqlite::Result<Vec<_>>>()?;
+        ended.sort_unstable();
+        Ok(ended)
+    }
+
     /// Marks a run as ended with `status`.
     pub fn finish_run(&self, run_id: i64, status: RunStatus) -> Result<()> {
         self.conn.execute(
@@ -377,6 +395,11 @@ impl Store {
             "WHERE merged_into IS NULL ORDER BY started_at DESC, id DESC",
             [],
         )
+    }
+
+    /// The runs of the plan `plan_sha256` (every shard of it), newest first.
+    pub fn runs_of_plan(&self, plan_sha256: &str) -> Result<Vec<RunInfo>> {
+        self.query_runs("WHERE plan_sha256 = ?1 ORDER BY id DESC", [plan_sha256])
     }
 
     /// The runs `ids` names, in id order.

@@ -540,36 +540,52 @@ fn a_budget_reserves_at_the_batch_price_when_a_batch_is_submitted() {
         (batch_bound - live_bound / 2.0).abs() <= 1e-4 * live_bound,
         "{batch_bound} vs {live_bound}"
     );
-    // Room for about half the worst cases at the batch price: only what fits is submitted.
-    let half = format!("{}", batch_bound / 2.0);
-    let out = run_batch(&s, &["--budget", &half]);
-    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
+    // Room for no call's worst case: nothing is submitted, and the run says what the next
+    // call needed, more than the budget has left.
+    let tiny = batch_bound / 100.0;
+    let out = run_batch(&s, &["--budget", &format!("{tiny}")]);
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("budget reached"), "{stderr}");
+    assert!(stderr.contains("12 of 12 calls are left"), "{stderr}");
+    let needed: f64 = stderr
+        .split("the next needed up to $")
+        .nth(1)
+        .and_then(|t| t.split(')').next())
+        .and_then(|t| t.parse().ok())
+        .unwrap_or_else(|| panic!("no need in {stderr}"));
     assert!(
-        text(&out.stderr).contains("budget reached"),
-        "{}",
-        text(&out.stderr)
+        needed > tiny,
+        "needed {needed} of {tiny}: it would have fit"
     );
+    assert_eq!(s.mock.batches().submitted().len(), 0);
     assert_eq!(
         s.count("SELECT count(*) FROM runs WHERE status = 'budget'"),
         1
     );
-    let submitted = s.mock.batches().submitted().len();
-    assert!(
-        submitted > 0 && submitted < 12,
-        "{submitted} of 12 submitted"
-    );
-    assert!(s.mock.batches().billed_usd() <= batch_bound / 2.0);
-    // A budget that holds the batch bound, though not the live one, finishes the rest.
-    let enough = format!("{}", batch_bound * 1.01);
-    assert!(batch_bound * 1.01 < live_bound);
-    let out = run_batch(&s, &["--budget", &enough]);
+    // Room for about half the worst cases at the batch price: what fits is submitted, and
+    // the rest once those answers settle their reservations to what they cost (far less):
+    // the run finishes in several batches, within its budget.
+    let half = batch_bound / 2.0;
+    let out = run_batch(&s, &["--budget", &format!("{half}")]);
     assert!(out.status.success(), "{}", text(&out.stderr));
+    let batches = s.mock.batches().list();
+    assert!(
+        batches.len() > 2,
+        "more than one batch a model: {batches:?}"
+    );
+    assert!(
+        batches.iter().all(|b| b.custom_ids.len() < 6),
+        "no batch holds a model's every call: {batches:?}"
+    );
+    assert!(s.mock.batches().billed_usd() <= half);
+    assert_complete(&s, 12);
+    assert_no_call_in_two_batches(&s);
     assert_eq!(
         s.mock.batches().submitted().len(),
         12,
-        "only the rest was submitted"
+        "each submitted once"
     );
-    assert_complete(&s, 12);
 }
 
 #[test]
@@ -638,7 +654,7 @@ fn a_bad_batch_setting_in_a_file_is_named_and_a_detached_run_with_nothing_back_p
     s.write("bench.yaml", &format!("batch: maybe\n{yaml}"));
     let out = s.track().args(["run", "bench.yaml"]).output().unwrap();
     let stderr = text(&out.stderr);
-    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
     assert!(stderr.contains("`batch: maybe` must be true"), "{stderr}");
     assert_eq!(stderr.lines().count(), 1, "{stderr}");
 
@@ -721,4 +737,133 @@ fn killed_with_sigkill_while_storing_results_the_next_run_stores_the_rest() {
     assert_complete(&s, 1_500);
     assert_no_call_in_two_batches(&s);
     assert_eq!(stored(), 1_500, "each answer stored once");
+}
+
+/// A batch a detached run submitted is cancelled half done: the next run collects what
+/// finished and submits the rest itself, at once, ending `completed` with every result (it
+/// used to record the rest as errors, leaving them to the run after it).
+#[test]
+fn the_run_collecting_a_cancelled_batch_submits_the_rest_itself() {
+    let s = sandbox();
+    s.mock.batches().set_speed(0.0);
+    bench(&s, &["anthropic:haiku 3.5"], 10);
+    let out = run_batch(&s, &["--detach"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    s.mock.batches().advance(Duration::from_secs(150));
+    let out = s.track().args(["batches", "cancel", "1"]).output().unwrap();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    s.mock.batches().advance(Duration::from_secs(3600));
+    s.mock.batches().set_speed(1_000_000.0);
+    let out = run_batch(&s, &[]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let batches = s.mock.batches().list();
+    assert_eq!(batches.len(), 2, "the rest in a second batch: {batches:?}");
+    let kept = 10 - batches[1].custom_ids.len() as i64;
+    assert!(kept > 0 && kept < 10, "{kept} of 10 kept");
+    assert_complete(&s, 10);
+    assert_no_call_in_two_batches(&s);
+    assert_eq!(
+        s.count("SELECT count(*) FROM run_errors WHERE run_id = 2"),
+        0,
+        "no request recorded as an error"
+    );
+    // `track batches`: what was cancelled is not counted done.
+    let out = s
+        .track()
+        .args(["batches", "--format", "json"])
+        .output()
+        .unwrap();
+    let rows: Vec<serde_json::Value> = serde_json::from_slice(&out.stdout).unwrap();
+    let first = rows.iter().find(|r| r["id"] == 1).unwrap();
+    assert_eq!(first["done"], kept, "{first}");
+    assert_eq!(first["cancelled"], 10 - kept, "{first}");
+    assert_eq!(first["status"], "cancelled, collected", "{first}");
+}
+
+/// A detached run waits; the same command collects its batch under a new run: the waiting
+/// run ends (`interrupted`, its results in the new run), and `track runs` no longer tells
+/// the user to run the same command for it.
+#[test]
+fn a_waiting_run_whose_batches_another_run_collected_ends() {
+    let s = sandbox();
+    s.mock.batches().set_speed(0.0);
+    bench(&s, &["openai:gpt-4o"], 3);
+    let out = run_batch(&s, &["--detach"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert_eq!(
+        s.count("SELECT count(*) FROM runs WHERE id = 1 AND status = 'waiting'"),
+        1
+    );
+    s.mock.batches().advance(Duration::from_secs(3600));
+    let out = run_batch(&s, &[]);
+    let stderr = text(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(
+        stderr.contains("run 1 waited for batches that are all collected now"),
+        "{stderr}"
+    );
+    assert_complete(&s, 3);
+    assert_eq!(
+        s.count("SELECT count(*) FROM runs WHERE status = 'waiting'"),
+        0,
+        "no run left waiting"
+    );
+    assert_eq!(
+        s.count("SELECT count(*) FROM runs WHERE id = 1 AND status = 'interrupted'"),
+        1
+    );
+    let runs = s.track().args(["runs"]).output().unwrap();
+    let stdout = text(&runs.stdout);
+    assert!(!stdout.contains("run the same command"), "{stdout}");
+}
+
+/// `track batches` after an expiry: OpenAI's and Anthropic's read alike (done is what ran,
+/// the rest expired), a collected batch still says how it ended, the status says when it
+/// was seen, and models are named by their reference as in every other table.
+#[test]
+fn track_batches_shows_an_expiry_alike_for_both_providers_with_its_references() {
+    let s = sandbox();
+    // 40 h of work in a 24 h window: 60 % is done when it expires.
+    s.mock.batches().set_timings(BatchTimings {
+        in_progress: Duration::from_secs(40 * 3600),
+        ..BatchTimings::default()
+    });
+    bench(&s, &["openai:gpt-4o", "anthropic:haiku 3.5"], 10);
+    let out = run_batch(&s, &[]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let out = s
+        .track()
+        .args(["batches", "--format", "json"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let rows: Vec<serde_json::Value> = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(rows.len(), 2);
+    for row in &rows {
+        let answered = s.count(&format!(
+            "SELECT count(*) FROM batch_calls WHERE batch = {} AND outcome = 'answered'",
+            row["id"]
+        ));
+        assert!(answered > 0 && answered < 10, "{row}");
+        assert_eq!(row["done"], answered, "done is what ran: {row}");
+        assert_eq!(row["expired"], 10 - answered, "{row}");
+        assert_eq!(row["cancelled"], 0, "{row}");
+        assert_eq!(row["status"], "expired, collected", "{row}");
+        assert!(row["status_at"].is_string(), "{row}");
+    }
+    let models: Vec<&str> = rows.iter().map(|r| r["model"].as_str().unwrap()).collect();
+    assert_eq!(models, ["anthropic:haiku 3.5", "openai:gpt-4o"]);
+    let out = s
+        .track()
+        .args(["batches"])
+        .env("COLUMNS", "80")
+        .output()
+        .unwrap();
+    let table = text(&out.stdout);
+    assert!(table.contains("expired, collected"), "{table}");
+    assert!(table.contains("openai:gpt-4o"), "{table}");
+    assert!(table.contains("expired"), "{table}");
+    for line in table.lines() {
+        assert!(line.chars().count() <= 80, "{table}");
+    }
 }

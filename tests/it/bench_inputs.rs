@@ -3,10 +3,12 @@
 
 use crate::support::{Sandbox, bench_yaml, text};
 
+/// Runs `track args`, which must refuse its input: exit status 2, as a usage error, whether
+/// clap or track finds it. Returns stderr.
 fn failure(s: &Sandbox, args: &[&str]) -> String {
     let out = s.track().args(args).output().unwrap();
-    assert!(!out.status.success(), "{args:?} succeeded");
     let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
     assert!(!stderr.contains("panicked"), "{stderr}");
     // Argument errors come from clap ("error: ..."), the rest from track.
     assert!(
@@ -178,4 +180,126 @@ fn yaml_errors_and_bad_regexes_are_one_line_with_file_line_and_column() {
         "{stderr}"
     );
     assert_eq!(stderr.trim().lines().count(), 1, "one line: {stderr}");
+}
+
+/// Every kind's file refuses a key it does not know, in every form a key can take, with the
+/// key, its line and the valid keys, before any call; YAML slips are pointed at and explained.
+#[test]
+fn unknown_keys_and_yaml_slips_are_named_in_every_kinds_file_before_any_call() {
+    let s = Sandbox::new();
+    let bench_head = "models: [openai:gpt-4o]\nprompts:\n";
+    let cases: Vec<(&str, String, &str)> = vec![
+        (
+            "vars.yaml",
+            format!(
+                "{bench_head}  - name: capital\n    prompt: \"Capital of {{{{country}}}}?\"\n    \
+                 vars: {{country: France}}\n    output: paris\n    method: icontains\n"
+            ),
+            "vars.yaml:5: prompt `capital`: unknown key `vars`; valid keys: name, prompt, output, expected, method, system, temperature, top_p, max_tokens, rubric, threshold, judge",
+        ),
+        (
+            "nested.yaml",
+            format!("{bench_head}  - capital:\n      prompt: x\n      outptu: y\n      method: exact\n"),
+            "nested.yaml:5: prompt `capital`: unknown key `outptu`; did you mean `output`?",
+        ),
+        (
+            "sibling.yaml",
+            format!("{bench_head}  - capital:\n    prompt: x\n    output: y\n    method: exact\n    judge_model: z\n"),
+            "sibling.yaml:7: prompt `capital`: unknown key `judge_model`",
+        ),
+        (
+            "promts.yaml",
+            "models: [openai:gpt-4o]\npromts:\n  - a:\n    prompt: x\n".into(),
+            "promts.yaml:2:1: unknown key `promts`; did you mean `prompts`? valid keys: kind, description, models, prompts",
+        ),
+        (
+            "tab.yaml",
+            format!("{bench_head}  - a:\n    prompt: x\n\toutput: y\n    method: exact\n"),
+            "tab.yaml:5:1: a tab indents this line: indent with spaces",
+        ),
+        (
+            "csv.yaml",
+            "models: [openai:gpt-4o]\nprompts: cases.csv\n".into(),
+            "csv.yaml:2: `prompts: cases.csv` is not a list of tests: cases read from a file go under `cases:`",
+        ),
+        (
+            "systm.yaml",
+            "kind: pairwise\ncandidates:\n  - model: openai:gpt-4o\n    systm: Be brief.\n  - openai:gpt-4o-mini\njudges: [openai:gpt-4o]\nprompts:\n  - a:\n    prompt: x\n".into(),
+            "systm.yaml:4: candidate 1: unknown key `systm`; did you mean `system`? valid keys: model, name, system, temperature",
+        ),
+        (
+            "candidate-prompt.yaml",
+            "kind: pairwise\ncandidates:\n  - openai:gpt-4o\n  - model: openai:gpt-4o-mini\n    prompt: Capital of France?\njudges: [openai:gpt-4o]\nprompts:\n  - a:\n    prompt: x\n".into(),
+            "candidate-prompt.yaml:5: candidate 2: unknown key `prompt`; valid keys: model, name, system, temperature",
+        ),
+        (
+            "pairwise-vars.yaml",
+            "kind: pairwise\ncandidates: [openai:gpt-4o, openai:gpt-4o-mini]\njudges: [openai:gpt-4o]\nprompts:\n  - name: a\n    prompt: x\n    vars: {country: France}\n".into(),
+            "pairwise-vars.yaml:7: prompt `a`: unknown key `vars`",
+        ),
+        (
+            "review.yaml",
+            "kind: review\nreviewers: [openai:gpt-4o]\nbrnd: Bosch\n".into(),
+            "review.yaml:3:1: unknown key `brnd`; did you mean `brand`?",
+        ),
+        (
+            "relevance.yaml",
+            "kind: relevance\nmodel: openai:gpt-4o\nimages: \"*.png\"\nground_truth: truth.json\nprompt_wth: with.txt\n".into(),
+            "relevance.yaml:5:1: unknown key `prompt_wth`; did you mean `prompt_with`?",
+        ),
+    ];
+    for (file, content, want) in cases {
+        s.write(file, &content);
+        let stderr = failure(&s, &["run", file]);
+        assert!(stderr.contains(want), "{file}: {stderr}");
+        assert!(!stderr.contains("untagged"), "{file}: {stderr}");
+        assert_eq!(stderr.trim().lines().count(), 1, "one line: {stderr}");
+    }
+    assert_eq!(s.mock.request_count(), 0, "nothing was asked");
+}
+
+#[test]
+fn bad_input_exits_2_whoever_finds_it_and_what_a_run_found_exits_1() {
+    let s = Sandbox::new();
+    s.write(
+        "bench.yaml",
+        &bench_yaml(&["openai:gpt-4o"], &[("a", "b", "mock", "contains")]),
+    );
+    for args in [
+        &["run", "bench.yaml", "--budget", "abc"][..],
+        &["run", "bench.yaml", "--concurrency", "many"],
+        &["run", "bench.yaml", "--no-such-option"],
+        &["query", "--by", "weather"],
+        &["query", "--by", "model"],
+        &["run", "missing.yaml"],
+        &["--config", "nope.yaml", "models"],
+    ] {
+        failure(&s, args);
+    }
+    s.track()
+        .args(["run", "bench.yaml", "-q"])
+        .assert()
+        .success();
+    for args in [
+        &["query", "--by", "model", "--run", "42"][..],
+        &["diff", "1", "42"],
+        &["export", "csv", "--run", "yesterday"],
+    ] {
+        failure(&s, args);
+    }
+    // What a run found is not bad input: --offline meeting a call not in the cache exits 1.
+    s.write(
+        "other.yaml",
+        &bench_yaml(&["openai:gpt-4o"], &[("c", "d", "mock", "contains")]),
+    );
+    let out = s
+        .track()
+        .args(["run", "other.yaml", "--offline", "-q"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
+    let help = s.track().arg("--help").output().unwrap();
+    let help = text(&help.stdout);
+    assert!(help.contains("Exit status:"), "{help}");
+    assert!(help.contains("  2        bad input"), "{help}");
 }

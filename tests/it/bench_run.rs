@@ -409,6 +409,58 @@ fn a_missing_key_fails_only_its_model() {
 }
 
 #[test]
+fn a_local_server_that_is_down_is_named_with_the_command_that_starts_it() {
+    let s = Sandbox::new();
+    s.write(
+        "bench.yaml",
+        &bench_yaml(
+            &["local:smollm2", "openai:gpt-4o"],
+            &[("a", "Say hi", "hi", "contains")],
+        ),
+    );
+    // Port 9 (discard) has no server: the call is refused at once.
+    let out = s
+        .track()
+        .args(["run", "bench.yaml"])
+        .env("LOCAL_MODEL_BASE_URL", "http://127.0.0.1:9/v1")
+        .output()
+        .unwrap();
+    let stderr = text(&out.stderr);
+    assert!(out.status.success(), "the other model ran: {stderr}");
+    let detail: String = s
+        .db()
+        .query_row(
+            "SELECT detail FROM bench_results WHERE model_ref = 'local:smollm2'",
+            [],
+            |r| r.get(0),
+        )
+        .unwrap();
+    for said in [&detail, &stderr] {
+        assert!(
+            said.contains("cannot reach local at http://127.0.0.1:9/v1"),
+            "{said}"
+        );
+        assert!(said.contains("`bash .ci/local-model.sh start`"), "{said}");
+    }
+    // Another provider's server that is down is not sent to the local model's script.
+    let out = s
+        .track()
+        .args([
+            "run",
+            "bench.yaml",
+            "--models",
+            "openai:gpt-4o",
+            "--no-cache",
+        ])
+        .env("OPENAI_BASE_URL", "http://127.0.0.1:9/v1")
+        .output()
+        .unwrap();
+    let stderr = text(&out.stderr);
+    assert!(stderr.contains("cannot reach openai"), "{stderr}");
+    assert!(!stderr.contains("local-model.sh"), "{stderr}");
+}
+
+#[test]
 fn keys_never_reach_the_database_exports_or_output() {
     let s = sandbox_with_answers();
     // A provider that echoes the key in its error must not get it stored either.
@@ -681,6 +733,80 @@ fn ctrl_c_marks_the_run_interrupted_and_keeps_what_completed() {
         "completed evaluations were kept, the one in flight too"
     );
     assert_eq!(s.count("SELECT count(*) FROM calls WHERE status = 'ok'"), 3);
+}
+
+#[test]
+fn no_cache_after_ctrl_c_asks_again_only_what_the_interrupted_run_did_not_answer() {
+    let s = Sandbox::new().patient();
+    let prompts: Vec<String> = (0..10).map(|i| format!("fresh question {i}")).collect();
+    let as_refs: Vec<(&str, &str, &str, &str)> = prompts
+        .iter()
+        .map(|p| (p.as_str(), p.as_str(), "x", "contains"))
+        .collect();
+    s.write("bench.yaml", &bench_yaml(&["openai:gpt-4o"], &as_refs));
+    let no_cache = [
+        "run",
+        "bench.yaml",
+        "-q",
+        "--concurrency",
+        "1",
+        "--no-cache",
+    ];
+    // Run 1 answers everything: answers older than the run that is interrupted next.
+    s.track()
+        .args(["run", "bench.yaml", "-q"])
+        .assert()
+        .success();
+    assert_eq!(s.mock.request_count(), 10);
+    // Run 2 (--no-cache) is interrupted while its fourth call is out: that one lands too.
+    s.mock.hold(Hold::From(14));
+    let run = s.start(&no_cache);
+    s.mock.wait_held(1);
+    run.signal("INT");
+    run.wait_for_stderr("INT received: sending no more calls");
+    s.mock.release();
+    let (code, stderr) = run.finish();
+    assert_eq!(code, Some(130), "{stderr}");
+    assert!(
+        stderr.contains("run the same command again to finish it"),
+        "{stderr}"
+    );
+    assert_eq!(s.mock.request_count(), 14, "4 answers landed and were paid");
+    // The same command (run 3) asks only the 6 that run 2 did not answer; the 4 it did are
+    // served, and run 1's are not (--no-cache). Its plan says so first.
+    let out = s
+        .track()
+        .args(["run", "bench.yaml", "--no-cache", "--dry-run"])
+        .output()
+        .unwrap();
+    let stderr = text(&out.stderr);
+    assert!(
+        stderr.contains(
+            "--no-cache resumes run 2 (interrupted): 4 answers stored since it began are served"
+        ),
+        "{stderr}"
+    );
+    let out = s.track().args(no_cache).output().unwrap();
+    let stderr = text(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert_eq!(s.mock.request_count(), 20, "{stderr}");
+    assert_eq!(
+        s.count("SELECT count(*) FROM bench_results WHERE run_id = 3 AND cache_hit = 1"),
+        4
+    );
+    assert_eq!(
+        s.count("SELECT count(*) FROM bench_results WHERE run_id = 3"),
+        10
+    );
+    let mut sent: Vec<usize> = prompts
+        .iter()
+        .map(|prompt| s.mock.requests_containing(prompt))
+        .collect();
+    sent.sort_unstable();
+    assert_eq!(sent, [2; 10], "each prompt asked once by run 1, once since");
+    // Run 3 completed: a --no-cache run after it resumes nothing and asks everything again.
+    s.track().args(no_cache).assert().success();
+    assert_eq!(s.mock.request_count(), 30);
 }
 
 #[test]

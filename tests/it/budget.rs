@@ -95,7 +95,7 @@ fn a_bad_budget_in_a_file_of_any_kind_is_one_line_naming_the_file_and_the_settin
     ] {
         let out = s.track().args(["run", file, "--dry-run"]).output().unwrap();
         let stderr = text(&out.stderr);
-        assert_eq!(out.status.code(), Some(1), "{file}: {stderr}");
+        assert_eq!(out.status.code(), Some(2), "{file}: {stderr}");
         assert_eq!(stderr.trim_end().lines().count(), 1, "{file}: {stderr}");
         assert!(stderr.contains(want), "{file}: {stderr}");
         assert!(

@@ -8,6 +8,7 @@ mod batch_cli;
 mod batch_client;
 mod batch_mock_selftest;
 mod batch_run;
+mod batch_shared;
 mod bench_inputs;
 mod bench_run;
 mod budget;

@@ -167,6 +167,18 @@ fn a_server_refusing_the_streamed_first_call_is_asked_it_unstreamed() {
     assert!(bodies[1..].iter().all(|b| b.get("stream").is_none()));
 }
 
+/// Anthropic's first tier: 8,000 output tokens a minute (and 4,000 requests, so that requests
+/// do not bind), enforced over a second, with `max_tokens` reserved at admission or not.
+fn otpm_8000(reserve_output: bool) -> MockLimits {
+    MockLimits {
+        rpm: Some(4_000),
+        otpm: Some(8_000),
+        reserve_output,
+        retry_after: RetryAfterHeader::Seconds,
+        ..limits(None, None)
+    }
+}
+
 /// Issue 26's case: Anthropic's output-token limit with a large `max_tokens`, reserved at
 /// admission by the provider (its head tells the buckets with the reservation taken) and given
 /// back when the answer ends. Runs 40 prompts answered at once, and returns the gaps between
@@ -177,25 +189,14 @@ fn anthropic_output_reservations(
     window: Duration,
 ) -> (Vec<Duration>, usize, usize) {
     let s = limited(MockLimits {
-        rpm: Some(4_000),
-        otpm: Some(8_000),
-        reserve_output,
         window,
-        retry_after: RetryAfterHeader::Seconds,
-        ..limits(None, None)
+        ..otpm_8000(reserve_output)
     });
     let models = ["anthropic:haiku 3.5"];
     s.write("bench.yaml", &many_prompts(&models, 40, 4096));
     let out = s
         .track()
-        .args([
-            "run",
-            "bench.yaml",
-            "--no-detail",
-            "--concurrency",
-            "64",
-            "-v",
-        ])
+        .args(["run", "bench.yaml", "--no-detail", "--concurrency", "64"])
         .output()
         .unwrap();
     let stderr = text(&out.stderr);
@@ -234,6 +235,50 @@ fn an_output_reservation_is_counted_once_and_given_back_when_its_answer_ends() {
              refused"
         );
     }
+}
+
+#[test]
+fn where_only_generated_output_counts_a_large_max_tokens_does_not_hold_calls_back() {
+    // Answers take a second and use 6 of the 4,096 tokens they may. A provider counting only
+    // the tokens generated (its head tells 8,000 left with a call in flight) lets many calls
+    // run at once; reserving 4,096 from a bucket of 65, track sent them one at a time: 40 s.
+    let s = Sandbox::with_mock(MockProvider::start_with(MockConfig {
+        delay: Duration::from_secs(1),
+        limits: Some(otpm_8000(false)),
+        ..MockConfig::default()
+    }));
+    let models = ["anthropic:haiku 3.5"];
+    // Two runs of 20 prompts each: the second knows the limits from the first (no first call
+    // alone), and learns how output is counted from the head of its first call.
+    for (run, numbers) in [(1, 0..20), (2, 20..40)] {
+        let before = s.mock.requests().len();
+        s.write("bench.yaml", &prompts_numbered(&models, numbers, 4096));
+        let out = s
+            .track()
+            .args(["run", "bench.yaml", "--no-detail", "--concurrency", "64"])
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "run {run}: {}", text(&out.stderr));
+        let requests: Vec<_> = s.mock.requests().into_iter().skip(before).collect();
+        assert_eq!(requests.len(), 20, "run {run}: nothing refused");
+        let streamed = requests
+            .iter()
+            .filter(|r| r.body["stream"] == serde_json::json!(true))
+            .count();
+        assert_eq!(streamed, 1, "run {run}: its first call alone streams");
+        // Sent one at a time, a second's answer apart, 2 would arrive in the first 1.5 s.
+        let first = requests[0].arrived;
+        let early = requests
+            .iter()
+            .filter(|r| r.arrived < first + Duration::from_millis(1500))
+            .count();
+        assert!(
+            early >= 10,
+            "run {run}: {early} of 20 calls in the first 1.5 s"
+        );
+    }
+    assert_eq!(answered(&s), 40);
+    assert_eq!(s.mock.refused(), 0);
 }
 
 #[test]

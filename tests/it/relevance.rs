@@ -456,7 +456,7 @@ fn a_predicate_list_is_asked_under_an_explicit_world() {
             .unwrap()
     };
     let out = compare(&[]);
-    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(out.status.code(), Some(2));
     assert!(
         text(&out.stderr).contains("a predicate list needs its world: --world closed"),
         "{}",

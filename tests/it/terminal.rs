@@ -518,7 +518,7 @@ fn runs_errors_says_a_run_has_none_and_refuses_a_run_that_does_not_exist() {
     assert_eq!(text(&csv.stdout).trim(), "[]");
     let out = s.track().args(["runs", "--errors", "99"]).output().unwrap();
     let stderr = text(&out.stderr);
-    assert_eq!(out.status.code(), Some(1), "bad input: {stderr}");
+    assert_eq!(out.status.code(), Some(2), "bad input: {stderr}");
     assert!(
         stderr.contains("no run matches `99`") && stderr.contains("track runs"),
         "{stderr}"

@@ -357,13 +357,22 @@ fn batch_info(wire: WireBatch) -> BatchInfo {
         other => BatchStatus::Other(other.to_owned()),
     };
     let c = wire.request_counts.unwrap_or_default();
+    // OpenAI counts only what ran: once a batch has expired or been cancelled, the requests
+    // neither completed nor failed never will (its error file names them), as Anthropic
+    // counts them.
+    let unrun = c.total.saturating_sub(c.completed + c.failed);
+    let (expired, cancelled) = match status {
+        BatchStatus::Expired => (unrun, 0),
+        BatchStatus::Cancelled => (0, unrun),
+        _ => (0, 0),
+    };
     let counts = BatchCounts {
         total: c.total,
-        processing: c.total.saturating_sub(c.completed + c.failed),
+        processing: unrun - expired - cancelled,
         succeeded: c.completed,
         errored: c.failed,
-        cancelled: 0,
-        expired: 0,
+        cancelled,
+        expired,
     };
     let metadata = wire
         .metadata

@@ -14,23 +14,52 @@ use mock::{MockProvider, WAIT_LIMIT};
 pub const OPENAI_KEY: &str = "sk-test-openai-CANARY-0001";
 pub const ANTHROPIC_KEY: &str = "sk-ant-test-CANARY-0002";
 
-/// Environment variables of the developer's machine that must not leak into a test.
-pub const SCRUBBED_ENV: [&str; 14] = [
-    "OPENAI_API_KEY",
-    "OPENAI_KEY",
-    "ANTHROPIC_API_KEY",
-    "ANTHROPIC_KEY",
-    "GEMINI_API_KEY",
-    "GOOGLE_API_KEY",
-    "OPENROUTER_API_KEY",
-    "OPENAI_BASE_URL",
-    "ANTHROPIC_BASE_URL",
-    "OLLAMA_HOST",
-    "LOCAL_MODEL_BASE_URL",
-    "TRACK_DB",
-    "TRACK_LOG",
-    "LOCAL_MODEL_API_KEY",
+/// The caller's variables a test's `track` may see: what a process needs to start and to write
+/// coverage or a backtrace. Nothing else of the developer's environment (COLUMNS, NO_COLOR,
+/// TRACK_*, keys, base URLs, HF_*...) reaches the binary: a test sets what it depends on.
+pub const PASSED_ENV: [&str; 10] = [
+    "PATH",
+    "HOME",
+    "USER",
+    "LOGNAME",
+    "TMPDIR",
+    "TZ",
+    "LANG",
+    "RUST_BACKTRACE",
+    "RUST_LIB_BACKTRACE",
+    "LLVM_PROFILE_FILE",
 ];
+
+/// Whether the caller's variable `name` is passed to a test's `track` ([`PASSED_ENV`], the
+/// locale's `LC_*`, and cargo-llvm-cov's own).
+fn passed(name: &str) -> bool {
+    PASSED_ENV.contains(&name) || name.starts_with("LC_") || name.starts_with("CARGO_LLVM_COV")
+}
+
+/// Removes from `cmd` every variable of `caller` (the test process's environment) that is not
+/// [`passed`]. Each is removed by name rather than by `env_clear`, so a command built from this
+/// one's `get_envs` (a job script, `setpriv`) drops them too.
+pub fn scrub_env<K: AsRef<std::ffi::OsStr>>(
+    cmd: &mut std::process::Command,
+    caller: impl IntoIterator<Item = K>,
+) {
+    for name in caller {
+        let name = name.as_ref();
+        if !name.to_str().is_some_and(passed) {
+            cmd.env_remove(name);
+        }
+    }
+}
+
+/// Gives `cmd` the environment every test's `track` starts from: the caller's scrubbed
+/// ([`scrub_env`]), the database in `work`, and the test keys. Base URLs are the caller's to
+/// set (the mock's, or nowhere).
+pub fn hermetic(cmd: &mut std::process::Command, work: &Path) {
+    scrub_env(cmd, std::env::vars_os().map(|(name, _)| name));
+    cmd.env("TRACK_DB", work.join("track.db"))
+        .env("OPENAI_API_KEY", OPENAI_KEY)
+        .env("ANTHROPIC_API_KEY", ANTHROPIC_KEY);
+}
 
 /// A temp directory holding `track.db` and a `config.yaml` with fast retries, plus a mock.
 pub struct Sandbox {
@@ -71,7 +100,9 @@ impl Sandbox {
         path
     }
 
-    /// The `track` binary in the sandbox, pointed at the mock, with test keys.
+    /// The `track` binary in the sandbox, pointed at the mock, with test keys and nothing of
+    /// the caller's environment ([`hermetic`]): no `COLUMNS` (stdout is a pipe, so tables are
+    /// not split unless a test sets it), no `NO_COLOR`, no `TRACK_*`.
     pub fn track(&self) -> Command {
         Command::from_std(self.track_process())
     }
@@ -80,15 +111,10 @@ impl Sandbox {
     pub fn track_process(&self) -> std::process::Command {
         let mut cmd = std::process::Command::new(track_bin());
         cmd.current_dir(self.dir.path());
-        for var in SCRUBBED_ENV {
-            cmd.env_remove(var);
-        }
-        cmd.env("TRACK_DB", self.db_path())
-            .env("OPENAI_BASE_URL", self.mock.openai_base_url())
+        hermetic(&mut cmd, self.dir.path());
+        cmd.env("OPENAI_BASE_URL", self.mock.openai_base_url())
             .env("ANTHROPIC_BASE_URL", self.mock.anthropic_base_url())
-            .env("OLLAMA_HOST", self.mock.ollama_host())
-            .env("OPENAI_API_KEY", OPENAI_KEY)
-            .env("ANTHROPIC_API_KEY", ANTHROPIC_KEY);
+            .env("OLLAMA_HOST", self.mock.ollama_host());
         cmd
     }
 
@@ -264,6 +290,32 @@ pub fn text(bytes: &[u8]) -> String {
     String::from_utf8_lossy(bytes).into_owned()
 }
 
+/// Every file under `dir`, by path relative to it (with `/`), in order.
+pub fn files_under(dir: &Path) -> std::collections::BTreeMap<String, Vec<u8>> {
+    fn walk(root: &Path, dir: &Path, out: &mut std::collections::BTreeMap<String, Vec<u8>>) {
+        let Ok(entries) = std::fs::read_dir(dir) else {
+            return;
+        };
+        for entry in entries {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                walk(root, &path, out);
+            } else {
+                let relative = path.strip_prefix(root).unwrap();
+                let name = relative
+                    .components()
+                    .map(|c| c.as_os_str().to_string_lossy().into_owned())
+                    .collect::<Vec<_>>()
+                    .join("/");
+                out.insert(name, std::fs::read(&path).unwrap());
+            }
+        }
+    }
+    let mut out = std::collections::BTreeMap::new();
+    walk(dir, dir, &mut out);
+    out
+}
+
 /// Whether any file under `dir` contains `needle` (for secrets).
 pub fn any_file_contains(dir: &Path, needle: &str) -> Option<PathBuf> {
     for entry in std::fs::read_dir(dir).unwrap() {
@@ -308,4 +360,72 @@ pub fn sha256_file(path: &Path) -> String {
         .iter()
         .map(|b| format!("{b:02x}"))
         .collect()
+}
+
+#[test]
+fn a_tests_track_sees_none_of_the_callers_environment_but_what_it_needs() {
+    let s = Sandbox::new();
+    let template = s.track_process();
+    // `env` started as a job script is (inheriting this process's environment, then the
+    // sandbox's changes): cargo's own CARGO_* variables are always there to leak.
+    let mut env = std::process::Command::new("env");
+    env.arg("-0");
+    let mut set = Vec::new();
+    for (key, value) in template.get_envs() {
+        match value {
+            Some(value) => {
+                env.env(key, value);
+                set.push(key.to_string_lossy().into_owned());
+            }
+            None => {
+                env.env_remove(key);
+            }
+        }
+    }
+    let out = env.output().expect("run env");
+    let seen: Vec<String> = text(&out.stdout)
+        .split('\0')
+        .filter_map(|pair| pair.split_once('=').map(|(name, _)| name.to_owned()))
+        .collect();
+    assert!(seen.iter().any(|name| name == "TRACK_DB"), "{seen:?}");
+    let leaked: Vec<&String> = seen
+        .iter()
+        .filter(|name| !passed(name) && !set.contains(name))
+        .collect();
+    assert!(leaked.is_empty(), "the caller's {leaked:?} reach track");
+}
+
+#[test]
+fn the_callers_terminal_width_colour_and_track_settings_are_removed() {
+    let caller = [
+        "COLUMNS",
+        "NO_COLOR",
+        "TRACK_LOG",
+        "TRACK_BATCH_POLL_MS",
+        "GEMINI_BASE_URL",
+        "OPENROUTER_API_KEY",
+        "HF_TOKEN",
+        "PATH",
+        "LC_ALL",
+    ];
+    let mut cmd = std::process::Command::new("true");
+    scrub_env(&mut cmd, caller);
+    let mut removed: Vec<String> = cmd
+        .get_envs()
+        .filter(|(_, value)| value.is_none())
+        .map(|(key, _)| key.to_string_lossy().into_owned())
+        .collect();
+    removed.sort();
+    assert_eq!(
+        removed,
+        [
+            "COLUMNS",
+            "GEMINI_BASE_URL",
+            "HF_TOKEN",
+            "NO_COLOR",
+            "OPENROUTER_API_KEY",
+            "TRACK_BATCH_POLL_MS",
+            "TRACK_LOG",
+        ]
+    );
 }
