@@ -108,10 +108,7 @@ const SHORT_HEADERS: &[(&str, &str)] = &[
     ("verdicts", "n"),
     ("inconsistent", "incons."),
     ("inconsistency", "share"),
-    // Pairwise diffs: A's score against B in each run, and the pair's strength gap.
-    ("base_score", "base"),
-    ("new_score", "new"),
-    ("delta_score", "delta"),
+    // Pairwise diffs: the verdicts that moved, and the pair's strength gap.
     ("toward_a", "→ A"),
     ("toward_b", "→ B"),
     ("base_strength_gap", "base gap"),
