@@ -162,7 +162,9 @@ fn main() {
             .expect("start track");
         let wall = started.elapsed();
         let admissions = mock.admissions();
-        let admitted: Vec<_> = admissions.iter().filter(|a| a.requests == 1).collect();
+        // In the order the limiter admitted them: the log is in the order the answers ended.
+        let mut admitted: Vec<_> = admissions.iter().filter(|a| a.requests == 1).collect();
+        admitted.sort_by_key(|a| a.at);
         let refused = mock.refused();
         let sent = admitted.len() + refused;
         // Steady state: from the end of the first window to the last admission.
