@@ -475,7 +475,7 @@ print(json.dumps(out))
 fn duckdb_and_polars_read_the_export_with_track_querys_counts_and_rates() {
     let python = readers_python();
     let s = two_runs();
-    let out = export(&s, &["--out", "lake"]);
+    let out = export(&s, &["--out", "lake", "--run", "all"]);
     assert!(out.status.success(), "{}", text(&out.stderr));
 
     // What track says, per model over both runs.
