@@ -722,9 +722,9 @@ fn ensure_merged_run(
     let uid = merged_run_uid(&joined.plan, joined.count);
     tx.execute(
         "INSERT OR IGNORE INTO main.runs (uid, kind, file, spec_sha256, options_json, started_at,
-             finished_at, status, models, command, plan_sha256, shard_count)
+             finished_at, status, models, command, plan_sha256, shard_count, plan_calls)
          SELECT ?1, kind, file, spec_sha256, options_json, started_at, finished_at, 'running',
-             models, command, plan_sha256, shard_count
+             models, command, plan_sha256, shard_count, plan_calls
          FROM src.runs WHERE id = ?2",
         params![uid, first.id],
     )?;
@@ -769,7 +769,10 @@ fn settle_merged_run(conn: &Connection, joined: &Joined) -> Result<PlanMerged, M
     };
     conn.execute(
         "UPDATE runs SET
-             planned_calls = (SELECT sum(planned_calls) FROM temp.kept_shards),
+             plan_calls = (SELECT max(plan_calls) FROM runs s WHERE s.merged_into = ?1),
+             planned_calls = coalesce(
+                 (SELECT max(plan_calls) FROM runs s WHERE s.merged_into = ?1),
+                 (SELECT sum(planned_calls) FROM temp.kept_shards)),
              calls = (SELECT sum(calls) FROM temp.kept_shards),
              cache_hits = (SELECT sum(cache_hits) FROM temp.kept_shards),
              failed_calls = (SELECT sum(failed_calls) FROM temp.kept_shards),

@@ -846,3 +846,54 @@ fn every_attempt_paid_is_in_out() {
         "the merged run paid ${merged}, billed ${billed}"
     );
 }
+
+#[test]
+fn a_partial_merge_says_the_whole_plans_size() {
+    // 12 prompts, one model: a plan of 12 calls, of which shards 0 and 1 hold fewer.
+    let s = bench_shards(3);
+    let out = merge(&s, "out.db", &shard_files(3)[..2], &["--allow-partial"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let recorded = rusqlite::Connection::open(s.path("out.db"))
+        .unwrap()
+        .query_row(
+            "SELECT calls FROM runs WHERE shard_index IS NULL AND shard_count = 3",
+            [],
+            |r| r.get::<_, i64>(0),
+        )
+        .unwrap();
+    assert!(recorded < 12, "{recorded}");
+    let out = s
+        .track()
+        .args(["query", "--by", "model", "--db", "out.db"])
+        .output()
+        .unwrap();
+    let stderr = text(&out.stderr);
+    assert!(
+        stderr.contains(&format!(
+            "it recorded {recorded} of the 12 calls it planned"
+        )),
+        "{stderr}"
+    );
+    // Shards recorded before their plan's size was (V19): only their own parts are known.
+    for k in 0..2 {
+        rusqlite::Connection::open(s.path(&format!("shard-{k}.db")))
+            .unwrap()
+            .execute("UPDATE runs SET plan_calls = NULL", [])
+            .unwrap();
+    }
+    let out = merge(&s, "old.db", &shard_files(3)[..2], &["--allow-partial"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let out = s
+        .track()
+        .args(["query", "--by", "model", "--db", "old.db"])
+        .output()
+        .unwrap();
+    let stderr = text(&out.stderr);
+    assert!(
+        stderr.contains(&format!(
+            "it recorded {recorded} of the {recorded} calls its merged shards planned, of a plan \
+             of 3 shards whose size was not recorded"
+        )),
+        "{stderr}"
+    );
+}
