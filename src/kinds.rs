@@ -282,6 +282,44 @@ pub fn default_runs_help(offers: impl Fn(&dyn Kind) -> bool) -> String {
     words.join(", ")
 }
 
+/// The one rule of the commands that read runs without `--run` (`query`, `report`, `export
+/// csv`, `export parquet`), for their `--help`: `each kind's default runs, as every command
+/// takes them: the latest benchmark, all reviews, …`.
+pub fn default_rule_help() -> String {
+    format!(
+        "each kind's default runs, as query, report and export take them: {}",
+        default_runs_help(|_| true)
+    )
+}
+
+/// The runs of `kinds` that `which` keeps, named by kind: `bench runs 1, 2`, one entry a kind
+/// that has some; what `track export` says on stderr it exported and left out.
+pub fn runs_by_kind(
+    store: &Store,
+    kinds: &[ExperimentKind],
+    which: impl Fn(i64) -> bool,
+) -> Result<Vec<String>, StoreError> {
+    let mut out = Vec::new();
+    for &k in kinds {
+        let all = match store.select_runs(k.as_str(), RunSelector::All) {
+            Ok(all) => all,
+            Err(StoreError::NoSuchRun(_)) => continue,
+            Err(e) => return Err(e),
+        };
+        let kept: Vec<String> = all
+            .into_iter()
+            .filter(|&id| which(id))
+            .map(|id| id.to_string())
+            .collect();
+        match kept.as_slice() {
+            [] => {}
+            [one] => out.push(format!("{} run {one}", k.as_str())),
+            many => out.push(format!("{} runs {}", k.as_str(), many.join(", "))),
+        }
+    }
+    Ok(out)
+}
+
 /// The `--by` values that `flag` goes with: `--by criterion`.
 pub fn flag_homes(flag: QueryFlag) -> String {
     let homes: Vec<String> = groupings()

@@ -8,10 +8,10 @@ use std::sync::LazyLock;
 use anyhow::Context as _;
 
 use super::export_parquet::{self, Selection};
-use super::{Context, selection_status};
+use super::{Context, selection_status, shown};
 use crate::experiment::{ExperimentKind, Interruption};
 use crate::kinds::{self, ExportCsv, ExportOptions, ExportRuns};
-use crate::store::RunSelector;
+use crate::store::{RunSelector, Store, StoreError};
 
 /// Export recorded results.
 #[derive(Debug, clap::Args)]
@@ -27,7 +27,10 @@ enum ExportFormat {
     Csv(CsvArgs),
     /// Every table of the selected runs as Parquet, for DuckDB, polars or Spark: one dataset a
     /// table (each kind's results, the calls they reference, the runs), hive-partitioned by
-    /// kind and run, zstd-compressed, with DIR/manifest.json counting the rows
+    /// kind and run, zstd-compressed, with DIR/manifest.json counting the rows. The runs are
+    /// those of every kind (or --kind's), each kind's default without --run, as for `track
+    /// export csv`, `track query` and `track report`; stderr says which were exported, and
+    /// which were not
     Parquet(ParquetArgs),
 }
 
@@ -54,8 +57,8 @@ struct ParquetArgs {
     /// Only the runs of this kind [default: every kind]
     #[arg(long, value_enum)]
     kind: Option<AnyKind>,
-    /// Which runs: a run id, `latest` (of each kind) or `all` [default: all]
-    #[arg(long)]
+    // Its help names each kind's default, from the registry.
+    #[arg(long, help = run_help())]
     run: Option<RunSelector>,
     /// Folder to write into (created when needed); an earlier export there is added to, the
     /// partitions written again replaced
@@ -70,21 +73,16 @@ fn exports() -> impl Iterator<Item = (ExperimentKind, ExportCsv)> {
         .filter_map(|&k| kinds::kind(k).export_csv().map(|export| (k, export)))
 }
 
-/// `track export csv`'s line of help: each kind's files, `bench (the default): bench_results.csv,
-/// …; review: …`.
+/// `track export csv`'s line of help: the rule of the runs it takes, and each kind's files,
+/// `bench: bench_results.csv, …; review: …`.
 fn csv_about() -> String {
     let files: Vec<String> = exports()
-        .map(|(k, export)| {
-            let default = if k == DEFAULT_KIND {
-                " (the default)"
-            } else {
-                ""
-            };
-            format!("{}{default}: {}", k.as_str(), export.files)
-        })
+        .map(|(k, export)| format!("{}: {}", k.as_str(), export.files))
         .collect();
     format!(
-        "The CSV files of a kind's runs, by --kind: {}",
+        "The CSV files of the runs of every kind (or --kind's), each kind's default without \
+         --run, as for `track export parquet`, `track query` and `track report`; stderr says \
+         which were exported, and which were not. Each kind's files: {}",
         files.join("; ")
     )
 }
@@ -99,9 +97,6 @@ fn out_help() -> String {
         .collect();
     format!("Folder to write into [default: {}]", folders.join(", "))
 }
-
-/// The kind exported without `--kind`.
-const DEFAULT_KIND: ExperimentKind = ExperimentKind::Bench;
 
 /// Which experiment kind to export: one whose registry entry has a CSV export.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -123,9 +118,9 @@ impl clap::ValueEnum for ExportKind {
 
 #[derive(Debug, clap::Args)]
 struct CsvArgs {
-    /// Which experiment kind.
-    #[arg(long, value_enum, default_value_t = ExportKind(DEFAULT_KIND))]
-    kind: ExportKind,
+    /// Only the runs of this kind [default: every kind]
+    #[arg(long, value_enum)]
+    kind: Option<ExportKind>,
     // Its help names each kind's default, from the registry.
     #[arg(long, help = run_help())]
     run: Option<RunSelector>,
@@ -140,8 +135,8 @@ struct CsvArgs {
 /// `--run`'s help: `Which runs: …` with each kind's default selection.
 fn run_help() -> String {
     format!(
-        "Which runs: a run id, `latest` or `all` [default: {}]",
-        kinds::default_runs_help(|k| k.export_csv().is_some())
+        "Which runs: a run id, `latest` (of each kind) or `all` [default: {}]",
+        kinds::default_rule_help()
     )
 }
 
@@ -150,30 +145,72 @@ pub fn run(context: &Context, args: ExportArgs) -> anyhow::Result<ExitCode> {
         ExportFormat::Csv(args) => args,
         ExportFormat::Parquet(args) => return parquet(context, args),
     };
-    let kind = kinds::kind(args.kind.0);
-    let Some(export) = kind.export_csv() else {
-        anyhow::bail!("{} runs have no CSV export", args.kind.0);
-    };
     let store = context.open_existing_store()?;
-    let ids = store.select_runs(
-        args.kind.0.as_str(),
-        args.run.unwrap_or(kind.default_runs()),
-    )?;
-    let (status, run_status) = selection_status(context, &store, &ids)?;
-    let runs = ExportRuns {
-        ids: &ids,
-        status,
-        run_status: &run_status,
+    let kinds: Vec<ExperimentKind> = match args.kind {
+        Some(k) => vec![k.0],
+        None => exports().map(|(k, _)| k).collect(),
     };
-    let options = ExportOptions {
-        out: args
-            .out
-            .unwrap_or_else(|| PathBuf::from(export.default_out)),
-        criteria: args.criteria,
-        quiet: context.quiet,
-    };
-    (export.write)(&store, &runs, &options)?;
+    let mut exported: Vec<i64> = Vec::new();
+    for &k in &kinds {
+        let kind = kinds::kind(k);
+        let Some(export) = kind.export_csv() else {
+            anyhow::bail!("{k} runs have no CSV export");
+        };
+        let ids = match store.select_runs(k.as_str(), args.run.unwrap_or(kind.default_runs())) {
+            Ok(ids) => ids,
+            // Without --kind, a kind with no run (or not run ID) has nothing to export.
+            Err(StoreError::NoSuchRun(_)) if args.kind.is_none() => continue,
+            Err(e) => return Err(e.into()),
+        };
+        let (status, run_status) = selection_status(context, &store, &ids)?;
+        let runs = ExportRuns {
+            ids: &ids,
+            status,
+            run_status: &run_status,
+        };
+        let options = ExportOptions {
+            out: args
+                .out
+                .clone()
+                .unwrap_or_else(|| PathBuf::from(export.default_out)),
+            criteria: args.criteria.clone(),
+            quiet: context.quiet,
+        };
+        (export.write)(&store, &runs, &options)?;
+        exported.extend(ids);
+    }
+    if exported.is_empty() {
+        anyhow::bail!(
+            "no run to export in {}: `track runs` lists the runs",
+            shown(&context.db)
+        );
+    }
+    say_what_was_exported(context, &store, &kinds, &exported, args.run.is_none())?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// Says on stderr which runs of `kinds` were exported, and, when each kind's default was taken
+/// (no `--run`), which were not and how to have them.
+fn say_what_was_exported(
+    context: &Context,
+    store: &Store,
+    kinds: &[ExperimentKind],
+    exported: &[i64],
+    by_default: bool,
+) -> anyhow::Result<()> {
+    let done = kinds::runs_by_kind(store, kinds, |id| exported.contains(&id))?;
+    context.note(format!("track: exported {}", done.join("; ")));
+    if by_default {
+        let left = kinds::runs_by_kind(store, kinds, |id| !exported.contains(&id))?;
+        if !left.is_empty() {
+            context.note(format!(
+                "track: not exported: {} ({}; `--run all` exports every run, `--run ID` one)",
+                left.join("; "),
+                kinds::default_rule_help()
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// `track export parquet`.
@@ -181,12 +218,19 @@ fn parquet(context: &Context, args: ParquetArgs) -> anyhow::Result<ExitCode> {
     let store = context.open_existing_store()?;
     let selection = Selection {
         kind: args.kind.map(|k| k.0),
-        runs: args.run.unwrap_or(RunSelector::All),
+        runs: args.run,
     };
     let ids = export_parquet::select_runs(&store, &context.db, selection)?;
     let interruption = Interruption::listen().context("cannot listen for Ctrl-C")?;
     match export_parquet::export(&store, &ids, &args.out, &interruption) {
-        Ok(_) => Ok(ExitCode::SUCCESS),
+        Ok(_) => {
+            let kinds = match args.kind {
+                Some(k) => vec![k.0],
+                None => ExperimentKind::ALL.to_vec(),
+            };
+            say_what_was_exported(context, &store, &kinds, &ids, args.run.is_none())?;
+            Ok(ExitCode::SUCCESS)
+        }
         Err(e) => match e.downcast_ref::<export_parquet::Interrupted>() {
             Some(export_parquet::Interrupted(signal)) => {
                 crate::output::tell(format_args!(

@@ -37,11 +37,12 @@ const CALL_REFS_CAP: usize = 8 << 20;
 /// The file of each partition (one a partition; its row groups hold the batches).
 const PART_FILE: &str = "part-00000.parquet";
 
-/// What was asked: the runs' kind (`None`: every kind) and which runs.
+/// What was asked: the runs' kind (`None`: every kind) and which runs (`None`: each kind's
+/// default, as `track query` takes them).
 #[derive(Debug, Clone, Copy)]
 pub struct Selection {
     pub kind: Option<ExperimentKind>,
-    pub runs: RunSelector,
+    pub runs: Option<RunSelector>,
 }
 
 /// The runs `selection` names, oldest first; an error that says what was missing when none.
@@ -52,7 +53,10 @@ pub fn select_runs(store: &Store, db: &Path, selection: Selection) -> anyhow::Re
     };
     let mut ids = Vec::new();
     for kind in kinds {
-        match store.select_runs(kind.as_str(), selection.runs) {
+        let runs = selection
+            .runs
+            .unwrap_or_else(|| crate::kinds::kind(kind).default_runs());
+        match store.select_runs(kind.as_str(), runs) {
             Ok(found) => ids.extend(found),
             Err(StoreError::NoSuchRun(_)) => {}
             Err(e) => return Err(e.into()),
@@ -65,15 +69,17 @@ pub fn select_runs(store: &Store, db: &Path, selection: Selection) -> anyhow::Re
     }
     let db = db.display();
     Err(match (selection.runs, selection.kind) {
-        (RunSelector::Id(id), kind) => match (store.runs_by_id(&[id])?.into_iter().next(), kind) {
-            (Some(run), Some(kind)) => anyhow::anyhow!(
-                "run {id} is a {} run, not {}: leave out --kind, or give --kind {}",
-                run.kind,
-                kind.as_str(),
-                run.kind
-            ),
-            _ => anyhow::anyhow!("no run {id} in {db}; `track runs` lists the runs"),
-        },
+        (Some(RunSelector::Id(id)), kind) => {
+            match (store.runs_by_id(&[id])?.into_iter().next(), kind) {
+                (Some(run), Some(kind)) => anyhow::anyhow!(
+                    "run {id} is a {} run, not {}: leave out --kind, or give --kind {}",
+                    run.kind,
+                    kind.as_str(),
+                    run.kind
+                ),
+                _ => anyhow::anyhow!("no run {id} in {db}; `track runs` lists the runs"),
+            }
+        }
         (_, Some(kind)) => anyhow::anyhow!(
             "no {} run in {db}: nothing to export; `track runs` lists the runs",
             kind.as_str()

@@ -74,7 +74,7 @@ pub struct QueryArgs {
 fn run_help() -> String {
     format!(
         "Which runs: a run id, `latest` or `all` [default: {}]",
-        kinds::default_runs_help(|k| !k.groupings().is_empty())
+        kinds::default_rule_help()
     )
 }
 

@@ -11,13 +11,21 @@ use crate::report::{RunChoice, build};
 /// disk and can be sent by email), e.g. `track report --run all --out report.html`.
 #[derive(Debug, clap::Args)]
 pub struct ReportArgs {
-    /// Which runs: a run id, several (`3,5`), `latest` (the newest of each kind) or `all`
-    /// [default: as `track query`: the latest benchmark and relevance runs, every review run].
-    #[arg(long, value_name = "ID|latest|all|ID,ID…")]
+    // Its help names each kind's default, from the registry.
+    #[arg(long, value_name = "ID|latest|all|ID,ID…", help = run_help())]
     run: Option<RunChoice>,
     /// The HTML file to write; `-` writes to stdout.
     #[arg(long, default_value = "report.html", value_name = "FILE")]
     out: PathBuf,
+}
+
+/// `--run`'s help, with the rule every command that reads runs follows without it.
+fn run_help() -> String {
+    format!(
+        "Which runs: a run id, several (`3,5`), `latest` (the newest of each kind) or `all` \
+         [default: {}]",
+        crate::kinds::default_rule_help()
+    )
 }
 
 /// Builds the report of the selected runs and writes it to `--out` (its path on stdout), or to

@@ -108,6 +108,11 @@ const SHORT_HEADERS: &[(&str, &str)] = &[
     ("verdicts", "n"),
     ("inconsistent", "incons."),
     ("inconsistency", "share"),
+    // Pairwise diffs: the verdicts that moved, and the pair's strength gap.
+    ("toward_a", "→ A"),
+    ("toward_b", "→ B"),
+    ("base_strength_gap", "base gap"),
+    ("new_strength_gap", "new gap"),
 ];
 
 /// Where the cells of a text column may be broken over lines when a table is wider than the
@@ -150,6 +155,8 @@ pub(crate) fn header(name: &str) -> String {
         "candidate_b" => return "candidate B".to_owned(),
         "wins_a" => return "A wins".to_owned(),
         "wins_b" => return "B wins".to_owned(),
+        "toward_a" => return "toward A".to_owned(),
+        "toward_b" => return "toward B".to_owned(),
         _ => {}
     }
     if let Some((_, model)) = name.split_once('[') {
@@ -185,6 +192,7 @@ mod tests {
         assert_eq!(header("candidate_a"), "candidate A");
         assert_eq!(header("candidate_b"), "candidate B");
         assert_eq!(header("wins_b"), "B wins");
+        assert_eq!(header("toward_b"), "toward B");
     }
 
     #[test]

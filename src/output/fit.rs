@@ -2,7 +2,8 @@
 //! `key: value` list; a longer one is laid out in parts of as many columns as fit, each repeating
 //! the key columns, its long text cells wrapped where their column allows ([`Wrap`]: an error
 //! at its spaces, a list of models after its commas), or cut with `…` when even a part of their
-//! own is too narrow. Numbers are never wrapped nor cut.
+//! own is too narrow; a header of several words may take two lines (`latency` over `sum s`).
+//! Numbers are never wrapped nor cut.
 
 use polars::prelude::*;
 use unicode_width::{UnicodeWidthChar, UnicodeWidthStr};
@@ -21,9 +22,13 @@ const LEAST_ROOM: usize = 12;
 /// A column of a table to fit, as measured.
 struct Fit {
     name: PlSmallStr,
+    /// Its header, and its widest cell, in terminal columns.
+    header: String,
+    cells: usize,
     /// Its widest cell or header, in terminal columns (one at least).
     natural: usize,
-    /// The narrowest it may be drawn while sharing a part: `natural` unless it wraps.
+    /// The narrowest it may be drawn while sharing a part: its header over several lines, and
+    /// its cells too when they wrap.
     narrowest: usize,
     /// Whether it holds text (numbers are drawn whole).
     text: bool,
@@ -63,12 +68,24 @@ fn measure(df: &DataFrame, columns: Columns) -> Vec<Fit> {
         .map(|c| {
             let text = matches!(c.dtype(), DataType::String);
             let wrap = if text { wrap(c.name()) } else { Wrap::Never };
-            let header = text_width(&columns.header(c.name()));
-            let mut natural = header.max(1);
+            let header_text = columns.header(c.name());
+            let header = text_width(&header_text);
+            // A compact table's short header may break at its spaces, never in a word nor
+            // before its unit; a full header (`--wide`) is whole.
+            let header_word = match columns {
+                Columns::Compact => header_words(&header_text)
+                    .iter()
+                    .map(|w| w.width())
+                    .max()
+                    .unwrap_or(0)
+                    .max(1),
+                Columns::Wide => header,
+            };
+            let mut cells = 0;
             let mut widest_word = 0;
             for row in 0..df.height() {
                 let cell = format_value(c.name(), &c.get(row).unwrap_or(AnyValue::Null));
-                natural = natural.max(text_width(&cell));
+                cells = cells.max(text_width(&cell));
                 if wrap != Wrap::Never {
                     for line in cell.split('\n') {
                         for word in words(line, wrap) {
@@ -77,13 +94,16 @@ fn measure(df: &DataFrame, columns: Columns) -> Vec<Fit> {
                     }
                 }
             }
+            let natural = cells.max(header).max(1);
             let narrowest = if wrap == Wrap::Never {
-                natural
+                cells.max(header_word)
             } else {
-                natural.min(NARROWEST_WRAP.max(widest_word)).max(header)
+                cells.min(NARROWEST_WRAP.max(widest_word)).max(header_word)
             };
             Fit {
                 name: c.name().clone(),
+                header: header_text,
+                cells,
                 natural,
                 narrowest,
                 text,
@@ -95,8 +115,13 @@ fn measure(df: &DataFrame, columns: Columns) -> Vec<Fit> {
 
 /// `df` (all of whose columns are shown) laid out in parts no wider than `width`: each part a
 /// frame of the key columns and as many others as fit, its text cells wrapped or cut to the
-/// width they are given. One part when wrapping makes the whole table fit.
-pub(super) fn parts(df: &DataFrame, columns: Columns, width: usize) -> Vec<DataFrame> {
+/// width they are given, with its headers (over two lines when narrower than one). One part
+/// when wrapping makes the whole table fit.
+pub(super) fn parts(
+    df: &DataFrame,
+    columns: Columns,
+    width: usize,
+) -> Vec<(DataFrame, Vec<String>)> {
     let fits = measure(df, columns);
     let keys = if fits.len() > 3 && fits[0].text && fits[1].text {
         2
@@ -134,7 +159,7 @@ pub(super) fn parts(df: &DataFrame, columns: Columns, width: usize) -> Vec<DataF
     }
     ranges
         .into_iter()
-        .filter_map(|range| {
+        .filter_map(|range| -> Option<(DataFrame, Vec<String>)> {
             let part = &rest[range];
             let budget = width.saturating_sub(drawn(
                 key_widths
@@ -149,58 +174,56 @@ pub(super) fn parts(df: &DataFrame, columns: Columns, width: usize) -> Vec<DataF
         .collect()
 }
 
-/// The content widths of a part's columns, `budget` wide in all: the columns that wrap share
-/// what the others leave, each between its narrowest and its natural width, the narrowest
-/// widened first; a column alone in its part is cut to the budget when text.
+/// The content widths of a part's columns, `budget` wide in all: each between its narrowest
+/// and its natural width, the widest narrowed first (a long text before a header); a column
+/// alone in its part is cut to the budget when text, its header broken when a number.
 fn part_widths(part: &[Fit], budget: usize) -> Vec<usize> {
     if let [alone] = part {
-        return vec![if alone.text && alone.natural > budget {
+        return vec![if alone.natural <= budget {
+            alone.natural
+        } else if alone.text {
             budget.max(1)
         } else {
-            alone.natural
+            alone.narrowest.max(budget)
         }];
     }
-    let fixed: usize = part
-        .iter()
-        .filter(|f| f.wrap == Wrap::Never)
-        .map(|f| f.natural)
-        .sum();
-    let room = budget.saturating_sub(fixed);
-    let wrapping = || part.iter().filter(|f| f.wrap != Wrap::Never);
     let at = |cap: usize| -> usize {
-        wrapping()
+        part.iter()
             .map(|f| cap.clamp(f.narrowest, f.natural.max(f.narrowest)))
             .sum()
     };
-    // The largest cap at which the wrapping columns fit the room.
-    let widest = wrapping().map(|f| f.natural).max().unwrap_or(0);
+    // The largest cap at which the columns fit the budget.
+    let widest = part.iter().map(|f| f.natural).max().unwrap_or(0);
     let (mut low, mut high) = (0, widest);
     while low < high {
         let mid = (low + high).div_ceil(2);
-        if at(mid) <= room {
+        if at(mid) <= budget {
             low = mid;
         } else {
             high = mid - 1;
         }
     }
     part.iter()
-        .map(|f| match f.wrap {
-            Wrap::Never => f.natural,
-            _ => low.clamp(f.narrowest, f.natural.max(f.narrowest)),
-        })
+        .map(|f| low.clamp(f.narrowest, f.natural.max(f.narrowest)))
         .collect()
 }
 
-/// The frame of `columns` (each with the width it is given), their text cells narrower than
-/// their natural width wrapped or cut to it.
+/// The frame of `columns` (each with the width it is given), their text cells wider than it
+/// wrapped or cut to it, and their headers, broken at their spaces when wider.
 fn fitted<'a>(
     df: &DataFrame,
     columns: impl Iterator<Item = (&'a Fit, usize)>,
-) -> Option<DataFrame> {
+) -> Option<(DataFrame, Vec<String>)> {
     let mut out = Vec::new();
+    let mut headers = Vec::new();
     for (fit, width) in columns {
+        headers.push(if fit.header.width() > width {
+            fit_header(&fit.header, width)
+        } else {
+            fit.header.clone()
+        });
         let column = df.column(&fit.name).ok()?;
-        if !fit.text || width >= fit.natural {
+        if !fit.text || width >= fit.cells {
             out.push(column.clone());
             continue;
         }
@@ -212,7 +235,38 @@ fn fitted<'a>(
             .collect();
         out.push(Column::new(fit.name.clone(), cells));
     }
-    DataFrame::new_infer_height(out).ok()
+    Some((DataFrame::new_infer_height(out).ok()?, headers))
+}
+
+/// The pieces a header may be broken into: its words, a unit (`s`, `%`, `$`, `(ms)`) kept
+/// with the word before it (`latency` over `sum s`, never `s` alone).
+fn header_words(header: &str) -> Vec<String> {
+    let mut pieces: Vec<String> = Vec::new();
+    for word in header.split(' ').filter(|w| !w.is_empty()) {
+        match pieces.last_mut() {
+            Some(last) if word.chars().count() <= 2 || word.starts_with('(') => {
+                last.push(' ');
+                last.push_str(word);
+            }
+            _ => pieces.push(word.to_owned()),
+        }
+    }
+    pieces
+}
+
+/// `header` over as few lines as fit `width`, broken between its [`header_words`].
+fn fit_header(header: &str, width: usize) -> String {
+    let mut lines: Vec<String> = Vec::new();
+    for piece in header_words(header) {
+        match lines.last_mut() {
+            Some(line) if line.width() + 1 + piece.width() <= width => {
+                line.push(' ');
+                line.push_str(&piece);
+            }
+            _ => lines.push(piece),
+        }
+    }
+    lines.join("\n")
 }
 
 /// `text` no wider than `width`: broken over lines where `wrap` allows (a word wider than the
@@ -359,6 +413,17 @@ mod tests {
     }
 
     #[test]
+    fn a_header_breaks_between_words_and_keeps_its_unit() {
+        assert_eq!(fit_header("latency sum s", 7), "latency\nsum s");
+        assert_eq!(
+            fit_header("delta mean latency (ms)", 12),
+            "delta mean\nlatency (ms)"
+        );
+        assert_eq!(fit_header("time s", 4), "time s", "never a unit alone");
+        assert_eq!(fit_header("pass %", 4), "pass %");
+    }
+
+    #[test]
     fn a_row_becomes_a_vertical_list_of_aligned_values() {
         let df = DataFrame::new_infer_height(vec![
             Column::new("model".into(), ["openai:gpt-4o"]),
@@ -391,7 +456,7 @@ mod tests {
         .unwrap();
         let parts = parts(&df, Columns::Wide, 60);
         assert_eq!(parts.len(), 1);
-        let text = super::super::table(&parts[0], Columns::Wide).to_string();
+        let text = super::super::table(&parts[0].0, Columns::Wide).to_string();
         assert!(text.lines().all(|l| l.chars().count() <= 60), "{text}");
         assert!(
             text.contains("0.123457") && text.contains("--no-cache"),

@@ -1,45 +1,69 @@
-//! `track diff` of two pairwise runs: each candidate's Bradley–Terry strength in both, and
-//! whether it moved beyond the base run's bootstrap interval (`weaker`: below it, a
-//! regression; `stronger`: above it).
+//! `track diff` of two pairwise runs, on what they share: the head-to-head verdicts of the
+//! pairs of candidates both runs judged, matched item by item (same item, judge and repeat).
+//! Per pair, the verdicts that moved toward one candidate or the other are tested with
+//! McNemar's test (a sign test of the moves); a pair whose verdicts moved significantly is a
+//! regression of the candidate that lost ground. Bradley–Terry strengths are normalised to a
+//! mean of 0 over a run's candidates, so they are compared only when both runs have the same
+//! candidates, and then as each pair's gap (the strength of A over B), anchored on a candidate
+//! both runs share: swapping one candidate moves no untouched pair.
 
 use polars::prelude::*;
 
 use super::columns as c;
 use super::stats::{Strength, Verdicts};
-use crate::analysis::diff::{DiffCounts, DiffError, KindDiff, Layout, plural};
-use crate::store::Store;
+use crate::analysis::diff::{
+    DiffCounts, DiffError, KindDiff, Layout, Pairing, SIGNIFICANCE, difference, either,
+    pair_by_key, plural,
+};
+use crate::analysis::stats::McNemar;
+use crate::store::{Store, Winner};
 
-/// The change of a candidate found in both runs.
-const WEAKER: &str = "weaker";
-const STRONGER: &str = "stronger";
+/// The change of a verdict both runs gave.
+const TOWARD_A: &str = "toward_a";
+const TOWARD_B: &str = "toward_b";
+const INVALID: &str = "invalid";
 const UNCHANGED: &str = crate::analysis::diff::UNCHANGED;
+
+/// Columns of the pair summary.
+const SHARED: &str = "shared";
+const BASE_SCORE: &str = "base_score";
+const NEW_SCORE: &str = "new_score";
+const DELTA_SCORE: &str = "delta_score";
+const P_VALUE: &str = "p_value";
+const LOST_GROUND: &str = "lost_ground";
+const BASE_GAP: &str = "base_strength_gap";
+const NEW_GAP: &str = "new_strength_gap";
+const REPEAT: &str = "repeat";
 
 /// How a pairwise diff reads.
 pub static LAYOUT: Layout = Layout {
-    keys: &[c::CANDIDATE],
+    keys: &[c::CANDIDATE_A, c::CANDIDATE_B, c::ITEM, c::JUDGE, REPEAT],
     change_columns: &[
-        c::CANDIDATE,
+        c::CANDIDATE_A,
+        c::CANDIDATE_B,
+        c::ITEM,
+        c::JUDGE,
         c::CHANGE,
-        c::BASE_STRENGTH,
-        c::STRENGTH_LOW,
-        c::STRENGTH_HIGH,
-        c::NEW_STRENGTH,
-        c::DELTA_STRENGTH,
+        c::BASE_WINNER,
+        c::NEW_WINNER,
     ],
-    change_order: &[WEAKER, STRONGER],
-    item_noun: "candidate",
-    summary_title: "Per candidate",
+    change_order: &[TOWARD_B, TOWARD_A, INVALID],
+    item_noun: "verdict",
+    summary_title: "Per pair",
     changes,
-    significant: "a candidate whose new Bradley–Terry strength is below the 95 % bootstrap \
-                  interval (items resampled) of its strength in the base run",
+    significant: "a pair of candidates whose verdicts on the items both runs judged moved toward \
+                  one of them with McNemar's p < 0.05 (a regression of the other); strengths \
+                  are compared only when both runs have the same candidates, never for \
+                  significance",
 };
 
-/// The headline's changes: `1 weaker, 0 stronger`.
+/// The headline's changes: `3 moved toward candidate B, 1 toward candidate A, 0 invalid`.
 fn changes(c: &DiffCounts) -> String {
     format!(
-        "{} (below its interval), {} (above it)",
-        plural(c.regressions, "weaker candidate"),
-        plural(c.fixes, "stronger candidate")
+        "{} toward candidate B, {} toward candidate A, {}",
+        plural(c.regressions, "verdict"),
+        c.fixes,
+        plural(c.new_errors, "new invalid verdict")
     )
 }
 
@@ -50,184 +74,433 @@ pub fn compare(store: &Store, base: i64, new: i64) -> Result<KindDiff, DiffError
     Ok(diff(&base, &base.strengths(), &new, &new.strengths())?)
 }
 
-/// How `new` moved against `base`'s interval: `None` when either is undefined.
-fn movement(base: &Strength, new: &Strength) -> Option<&'static str> {
-    let value = new.value?;
-    let (low, high) = (base.low?, base.high?);
-    Some(if value < low {
-        WEAKER
-    } else if value > high {
-        STRONGER
-    } else {
-        UNCHANGED
+/// One pair's verdict on one item by one judge, its pair in name order (`a` before `b`):
+/// candidate A's score, 1 a win, 0.5 a tie (or orders that disagreed), 0 a loss; `None` when
+/// a verdict could not be read.
+#[derive(Debug, Clone)]
+struct Verdict {
+    a: String,
+    b: String,
+    item: String,
+    judge: String,
+    repeat: u32,
+    score: Option<f64>,
+}
+
+impl Verdict {
+    fn key(&self) -> (String, String, String, String, u32) {
+        (
+            self.a.clone(),
+            self.b.clone(),
+            self.item.clone(),
+            self.judge.clone(),
+            self.repeat,
+        )
+    }
+}
+
+/// The verdicts of `v`, each pair in name order.
+fn verdicts(v: &Verdicts) -> Vec<Verdict> {
+    v.judged
+        .iter()
+        .map(|j| {
+            let (a, b) = (&v.candidates[j.a], &v.candidates[j.b]);
+            let score = j.result.counted().map(|w| match w {
+                Winner::A => 1.0,
+                Winner::B => 0.0,
+                Winner::Tie | Winner::Invalid => 0.5,
+            });
+            let flip = a > b;
+            Verdict {
+                a: if flip { b.clone() } else { a.clone() },
+                b: if flip { a.clone() } else { b.clone() },
+                item: j.item.clone(),
+                judge: j.judge.clone(),
+                repeat: j.repeat,
+                score: score.map(|s| if flip { 1.0 - s } else { s }),
+            }
+        })
+        .collect()
+}
+
+/// How a verdict both runs gave changed.
+fn change_of(base: Option<f64>, new: Option<f64>) -> &'static str {
+    match (base, new) {
+        (Some(_), None) => INVALID,
+        (Some(b), Some(n)) if n > b => TOWARD_A,
+        (Some(b), Some(n)) if n < b => TOWARD_B,
+        _ => UNCHANGED,
+    }
+}
+
+/// A winner as a column reads it: the candidate's name, `tie`, or null when unreadable.
+fn winner_name(v: &Verdict) -> Option<String> {
+    v.score.map(|s| {
+        if s > 0.5 {
+            v.a.clone()
+        } else if s < 0.5 {
+            v.b.clone()
+        } else {
+            "tie".to_owned()
+        }
     })
 }
 
-/// One candidate of either run: its strengths and how it moved.
-struct Moved<'a> {
-    name: &'a str,
-    base: Option<Strength>,
-    new: Option<Strength>,
-    change: Option<&'static str>,
+/// One pair of candidates of either run, summed over the verdicts both runs gave.
+#[derive(Debug, Default)]
+struct PairTally {
+    a: String,
+    b: String,
+    /// Verdicts with a score in both runs, and A's scores summed in each.
+    shared: u64,
+    base_score: f64,
+    new_score: f64,
+    toward_a: u64,
+    toward_b: u64,
+    /// The pair's strength gap (A's over B's) in each run, when both runs have the same
+    /// candidates.
+    gaps: (Option<f64>, Option<f64>),
 }
 
-/// The diff of two runs' strengths.
+impl PairTally {
+    fn mcnemar(&self) -> McNemar {
+        McNemar::new(self.toward_b, self.toward_a)
+    }
+
+    fn p_value(&self) -> Option<f64> {
+        (self.shared > 0)
+            .then(|| self.mcnemar().p_value())
+            .flatten()
+    }
+
+    /// The candidate whose verdicts moved against it with p < 0.05.
+    fn lost_ground(&self) -> Option<&str> {
+        self.p_value().filter(|&p| p < SIGNIFICANCE)?;
+        match self.toward_a.cmp(&self.toward_b) {
+            std::cmp::Ordering::Less => Some(&self.a),
+            std::cmp::Ordering::Greater => Some(&self.b),
+            std::cmp::Ordering::Equal => None,
+        }
+    }
+
+    fn score(&self, sum: f64) -> Option<f64> {
+        (self.shared > 0).then(|| sum / self.shared as f64)
+    }
+
+    fn describe(&self) -> Option<String> {
+        let loser = self.lost_ground()?;
+        let winner = if loser == self.a { &self.b } else { &self.a };
+        Some(format!(
+            "{loser} lost ground to {winner}: of {} verdicts both runs gave, {} moved toward \
+             {winner} and {} toward {loser}, McNemar p = {:.4}",
+            self.shared,
+            self.toward_b.max(self.toward_a),
+            self.toward_b.min(self.toward_a),
+            self.p_value().unwrap_or(1.0)
+        ))
+    }
+}
+
+/// Each pair's strength gap in a run, when the strengths exist: `θ_a − θ_b`, which the mean-0
+/// normalisation does not move.
+fn gap(v: &Verdicts, s: &[Strength], a: &str, b: &str) -> Option<f64> {
+    let at = |name: &str| v.candidates.iter().position(|n| n == name);
+    Some(s[at(a)?].value? - s[at(b)?].value?)
+}
+
+/// The diff of two runs' verdicts.
 pub fn diff(
     base: &Verdicts,
     base_s: &[Strength],
     new: &Verdicts,
     new_s: &[Strength],
 ) -> PolarsResult<KindDiff> {
-    let mut names: Vec<&str> = base.candidates.iter().map(String::as_str).collect();
-    names.extend(
-        new.candidates
-            .iter()
-            .filter(|n| !base.candidates.contains(n))
-            .map(String::as_str),
-    );
-    let find = |v: &Verdicts, s: &[Strength], name: &str| {
-        v.candidates.iter().position(|n| n == name).map(|i| s[i])
-    };
+    let paired = pair_by_key(verdicts(base), verdicts(new), Verdict::key);
     let mut counts = DiffCounts::default();
-    let mut rows = Vec::with_capacity(names.len());
-    for name in names {
-        let (b, n) = (find(base, base_s, name), find(new, new_s, name));
-        let change = match (b, n) {
-            (Some(b), Some(n)) => {
-                counts.shared += 1;
-                movement(&b, &n)
+    let mut tallies: Vec<PairTally> = Vec::new();
+    let mut changes: Vec<Option<&'static str>> = Vec::with_capacity(paired.len());
+    let same_candidates = {
+        let mut b = base.candidates.clone();
+        let mut n = new.candidates.clone();
+        b.sort();
+        n.sort();
+        b == n
+    };
+    for pairing in &paired {
+        let first = either(pairing);
+        let position = match tallies
+            .iter()
+            .position(|t| t.a == first.a && t.b == first.b)
+        {
+            Some(position) => position,
+            None => {
+                let gaps = if same_candidates {
+                    (
+                        gap(base, base_s, &first.a, &first.b),
+                        gap(new, new_s, &first.a, &first.b),
+                    )
+                } else {
+                    (None, None)
+                };
+                tallies.push(PairTally {
+                    a: first.a.clone(),
+                    b: first.b.clone(),
+                    gaps,
+                    ..PairTally::default()
+                });
+                tallies.len() - 1
             }
-            (Some(_), None) => {
+        };
+        let tally = &mut tallies[position];
+        let change = match pairing {
+            Pairing::Both(b, n) => {
+                counts.shared += 1;
+                if let (Some(bs), Some(ns)) = (b.score, n.score) {
+                    tally.shared += 1;
+                    tally.base_score += bs;
+                    tally.new_score += ns;
+                }
+                let change = change_of(b.score, n.score);
+                match change {
+                    TOWARD_A => {
+                        tally.toward_a += 1;
+                        counts.fixes += 1;
+                    }
+                    TOWARD_B => {
+                        tally.toward_b += 1;
+                        counts.regressions += 1;
+                    }
+                    INVALID => counts.new_errors += 1,
+                    _ => {}
+                }
+                Some(change)
+            }
+            Pairing::OnlyBase(_) => {
                 counts.only_in_base += 1;
                 None
             }
-            _ => {
+            Pairing::OnlyNew(_) => {
                 counts.only_in_new += 1;
                 None
             }
         };
-        counts.regressions += u64::from(change == Some(WEAKER));
-        counts.fixes += u64::from(change == Some(STRONGER));
-        rows.push(Moved {
-            name,
-            base: b,
-            new: n,
-            change,
-        });
+        changes.push(change);
     }
-    let significant: Vec<String> = rows
-        .iter()
-        .filter(|r| r.change == Some(WEAKER))
-        .map(|r| {
-            format!(
-                "{}: strength {} is below the base run's interval [{}, {}]",
-                r.name,
-                fmt(r.new.and_then(|s| s.value)),
-                fmt(r.base.and_then(|s| s.low)),
-                fmt(r.base.and_then(|s| s.high))
-            )
-        })
-        .collect();
+    let significant: Vec<String> = tallies.iter().filter_map(PairTally::describe).collect();
     counts.significant_regressions = significant.len() as u64;
-    let items = items_frame(&rows)?;
     Ok(KindDiff {
         counts,
-        summary: items.drop(c::ONLY_IN)?,
-        items,
+        summary: summary_frame(&tallies)?,
+        items: items_frame(&paired, &changes)?,
         significant,
     })
 }
 
-/// The item frame: one row per candidate of either run.
-fn items_frame(rows: &[Moved<'_>]) -> PolarsResult<DataFrame> {
-    let base = |f: fn(&Strength) -> Option<f64>| -> Vec<Option<f64>> {
-        rows.iter().map(|r| r.base.as_ref().and_then(f)).collect()
+/// One row per pair of either run, in the order pairs first appear.
+fn summary_frame(tallies: &[PairTally]) -> PolarsResult<DataFrame> {
+    let floats = |f: &dyn Fn(&PairTally) -> Option<f64>| -> Vec<Option<f64>> {
+        tallies.iter().map(f).collect()
     };
-    let new_value: Vec<Option<f64>> = rows.iter().map(|r| r.new.and_then(|s| s.value)).collect();
-    let base_value = base(|s| s.value);
-    let delta: Vec<Option<f64>> = base_value
+    let base_score = floats(&|t| t.score(t.base_score));
+    let new_score = floats(&|t| t.score(t.new_score));
+    let delta: Vec<Option<f64>> = base_score
         .iter()
-        .zip(&new_value)
-        .map(|(b, n)| Some((*n)? - (*b)?))
-        .collect();
-    let only_in: Vec<Option<&str>> = rows
-        .iter()
-        .map(|r| match (r.base, r.new) {
-            (Some(_), None) => Some("base"),
-            (None, Some(_)) => Some("new"),
-            _ => None,
-        })
+        .zip(&new_score)
+        .map(|(b, n)| difference(*b, *n))
         .collect();
     DataFrame::new_infer_height(vec![
         Column::new(
-            c::CANDIDATE.into(),
-            rows.iter().map(|r| r.name).collect::<Vec<_>>(),
+            c::CANDIDATE_A.into(),
+            tallies.iter().map(|t| t.a.as_str()).collect::<Vec<_>>(),
         ),
         Column::new(
-            c::CHANGE.into(),
-            rows.iter().map(|r| r.change).collect::<Vec<_>>(),
+            c::CANDIDATE_B.into(),
+            tallies.iter().map(|t| t.b.as_str()).collect::<Vec<_>>(),
         ),
-        Column::new(c::ONLY_IN.into(), only_in),
-        Column::new(c::BASE_STRENGTH.into(), base_value),
-        Column::new(c::STRENGTH_LOW.into(), base(|s| s.low)),
-        Column::new(c::STRENGTH_HIGH.into(), base(|s| s.high)),
-        Column::new(c::NEW_STRENGTH.into(), new_value),
-        Column::new(c::DELTA_STRENGTH.into(), delta),
+        Column::new(
+            SHARED.into(),
+            tallies.iter().map(|t| t.shared).collect::<Vec<_>>(),
+        ),
+        Column::new(BASE_SCORE.into(), base_score),
+        Column::new(NEW_SCORE.into(), new_score),
+        Column::new(DELTA_SCORE.into(), delta),
+        Column::new(
+            TOWARD_A.into(),
+            tallies.iter().map(|t| t.toward_a).collect::<Vec<_>>(),
+        ),
+        Column::new(
+            TOWARD_B.into(),
+            tallies.iter().map(|t| t.toward_b).collect::<Vec<_>>(),
+        ),
+        Column::new(P_VALUE.into(), floats(&PairTally::p_value)),
         Column::new(
             c::SIGNIFICANT_REGRESSION.into(),
-            rows.iter()
-                .map(|r| r.change == Some(WEAKER))
+            tallies
+                .iter()
+                .map(|t| t.lost_ground().is_some())
                 .collect::<Vec<_>>(),
         ),
+        Column::new(
+            LOST_GROUND.into(),
+            tallies.iter().map(|t| t.lost_ground()).collect::<Vec<_>>(),
+        ),
+        Column::new(BASE_GAP.into(), floats(&|t| t.gaps.0)),
+        Column::new(NEW_GAP.into(), floats(&|t| t.gaps.1)),
     ])
 }
 
-fn fmt(v: Option<f64>) -> String {
-    v.map_or_else(|| "n/a".to_owned(), |v| format!("{v:.3}"))
+/// The item frame: one row per verdict of either run.
+fn items_frame(
+    paired: &[Pairing<Verdict>],
+    changes: &[Option<&'static str>],
+) -> PolarsResult<DataFrame> {
+    let text = |f: fn(&Verdict) -> String| -> Vec<String> {
+        paired.iter().map(|p| f(either(p))).collect()
+    };
+    let side = |pick_new: bool| -> Vec<Option<String>> {
+        paired
+            .iter()
+            .map(|p| match (p, pick_new) {
+                (Pairing::Both(b, _) | Pairing::OnlyBase(b), false) => winner_name(b),
+                (Pairing::Both(_, n) | Pairing::OnlyNew(n), true) => winner_name(n),
+                _ => None,
+            })
+            .collect()
+    };
+    let only_in: Vec<Option<&str>> = paired
+        .iter()
+        .map(|p| match p {
+            Pairing::OnlyBase(_) => Some("base"),
+            Pairing::OnlyNew(_) => Some("new"),
+            Pairing::Both(..) => None,
+        })
+        .collect();
+    DataFrame::new_infer_height(vec![
+        Column::new(c::CANDIDATE_A.into(), text(|v| v.a.clone())),
+        Column::new(c::CANDIDATE_B.into(), text(|v| v.b.clone())),
+        Column::new(c::ITEM.into(), text(|v| v.item.clone())),
+        Column::new(c::JUDGE.into(), text(|v| v.judge.clone())),
+        Column::new(
+            REPEAT.into(),
+            paired.iter().map(|p| either(p).repeat).collect::<Vec<_>>(),
+        ),
+        Column::new(c::CHANGE.into(), changes.to_vec()),
+        Column::new(c::ONLY_IN.into(), only_in),
+        Column::new(c::BASE_WINNER.into(), side(false)),
+        Column::new(c::NEW_WINNER.into(), side(true)),
+    ])
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::store::{Shown, VerdictRow};
 
-    fn strength(value: f64, low: f64, high: f64) -> Strength {
-        Strength {
-            value: Some(value),
-            low: Some(low),
-            high: Some(high),
-            dropped: 0,
+    /// Both orders of `a` against `b` on `item`, agreeing on `winner` (`A` is `a`).
+    fn agreed(a: &str, b: &str, item: &str, winner: Winner) -> Vec<VerdictRow> {
+        [Shown::Ab, Shown::Ba]
+            .into_iter()
+            .map(|shown| VerdictRow {
+                run_id: 1,
+                judge: "j".into(),
+                item: item.into(),
+                candidate_a: a.into(),
+                candidate_b: b.into(),
+                repeat_index: 0,
+                shown,
+                winner,
+                justification: None,
+                invalid_reason: None,
+                call_id: None,
+                cache_hit: false,
+            })
+            .collect()
+    }
+
+    /// Eight items: `x` and `y` split them, each beats `z` on six and ties two; the new run
+    /// swaps `z` for `w`, which beats both on six and ties two: the untouched pair x–y is
+    /// judged alike.
+    fn runs(swap: bool) -> Verdicts {
+        let mut rows = Vec::new();
+        let third = if swap { "w" } else { "z" };
+        for i in 0..8 {
+            let item = format!("p{i}");
+            let x_wins = if i % 2 == 0 { Winner::A } else { Winner::B };
+            rows.extend(agreed("x", "y", &item, x_wins));
+            let against = match (swap, i) {
+                (_, 0 | 1) => Winner::Tie,
+                (true, _) => Winner::B,
+                (false, _) => Winner::A,
+            };
+            rows.extend(agreed("x", third, &item, against));
+            rows.extend(agreed("y", third, &item, against));
         }
+        Verdicts::from_rows(&rows)
     }
 
     #[test]
-    fn a_strength_below_the_base_interval_is_a_significant_regression() {
-        let base = strength(0.5, 0.2, 0.8);
-        assert_eq!(movement(&base, &strength(0.1, 0.0, 0.3)), Some(WEAKER));
-        assert_eq!(movement(&base, &strength(0.9, 0.6, 1.2)), Some(STRONGER));
-        assert_eq!(movement(&base, &strength(0.3, 0.0, 0.6)), Some(UNCHANGED));
-        let undefined = Strength {
-            value: None,
-            low: None,
-            high: None,
-            dropped: 0,
-        };
-        assert_eq!(movement(&base, &undefined), None);
-        let rows = [Moved {
-            name: "x",
-            base: Some(base),
-            new: Some(strength(0.1, 0.0, 0.3)),
-            change: Some(WEAKER),
-        }];
-        let items = items_frame(&rows).unwrap();
-        assert_eq!(items.height(), 1);
-        assert_eq!(
-            items
-                .column(c::DELTA_STRENGTH)
-                .unwrap()
-                .f64()
-                .unwrap()
-                .get(0),
-            Some(0.1 - 0.5)
+    fn swapping_one_candidate_flags_no_untouched_pair() {
+        let (base, new) = (runs(false), runs(true));
+        let d = diff(&base, &base.strengths(), &new, &new.strengths()).unwrap();
+        // Under the old rule, x and y's strengths fell (the mean-0 normalisation moved with
+        // w's strength) and they were flagged weaker.
+        let b = base.strengths();
+        let n = new.strengths();
+        assert!(
+            n[0].value.unwrap() < b[0].low.unwrap(),
+            "the old false alarm"
         );
+        assert_eq!(d.counts.significant_regressions, 0, "{:?}", d.significant);
+        assert_eq!(d.counts.shared, 8, "the x–y verdicts only");
+        assert_eq!((d.counts.regressions, d.counts.fixes), (0, 0));
+        assert_eq!(d.counts.only_in_base + d.counts.only_in_new, 32);
+        let s = &d.summary;
+        assert_eq!(s.height(), 5, "x–y, x–z, y–z, w–x, w–y");
+        let gaps = s.column(BASE_GAP).unwrap().f64().unwrap();
+        assert_eq!(
+            gaps.null_count(),
+            5,
+            "different candidates: no strength compared"
+        );
+    }
+
+    #[test]
+    fn verdicts_that_moved_against_a_candidate_are_its_regression() {
+        let base = runs(false);
+        // z now beats x on every item (it lost six, tied two): 8 moves toward z.
+        let mut rows = Vec::new();
+        for i in 0..8 {
+            let item = format!("p{i}");
+            let x_wins = if i % 2 == 0 { Winner::A } else { Winner::B };
+            rows.extend(agreed("x", "y", &item, x_wins));
+            let y_vs_z = if i < 2 { Winner::Tie } else { Winner::A };
+            rows.extend(agreed("x", "z", &item, Winner::B));
+            rows.extend(agreed("y", "z", &item, y_vs_z));
+        }
+        let new = Verdicts::from_rows(&rows);
+        let d = diff(&base, &base.strengths(), &new, &new.strengths()).unwrap();
+        assert_eq!(d.counts.significant_regressions, 1, "{:?}", d.significant);
+        assert!(
+            d.significant[0].starts_with(
+                "x lost ground to z: of 8 verdicts both runs gave, 8 \
+                                          moved toward z and 0 toward x, McNemar p = 0.0078"
+            ),
+            "{:?}",
+            d.significant
+        );
+        let s = &d.summary;
+        let lost: Vec<Option<&str>> = s
+            .column(LOST_GROUND)
+            .unwrap()
+            .str()
+            .unwrap()
+            .iter()
+            .collect();
+        assert_eq!(lost, [None, Some("x"), None]);
+        // The same candidates: each pair's strength gap in both runs, whatever the mean.
+        let gaps = s.column(NEW_GAP).unwrap().f64().unwrap();
+        assert_eq!(gaps.null_count(), 0);
+        let scores: Vec<Option<f64>> = s.column(NEW_SCORE).unwrap().f64().unwrap().iter().collect();
+        assert_eq!(scores, [Some(0.5), Some(0.0), Some(0.875)]);
     }
 }

@@ -203,7 +203,9 @@ fn anthropic_output_reservations(
     assert!(out.status.success(), "{stderr}");
     assert_eq!(answered(&s), 40, "{stderr}");
     let admissions = s.mock.admissions();
-    let admitted: Vec<_> = admissions.iter().filter(|a| a.requests == 1).collect();
+    // In the order the limiter admitted them: the log is in the order the answers ended.
+    let mut admitted: Vec<_> = admissions.iter().filter(|a| a.requests == 1).collect();
+    admitted.sort_by_key(|a| a.at);
     assert_eq!(admitted.len(), 40);
     let gaps = admitted.windows(2).map(|w| w[1].at - w[0].at).collect();
     (gaps, s.mock.refused(), admissions.len())

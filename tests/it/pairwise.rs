@@ -185,11 +185,12 @@ fn candidate_models_are_judged_in_both_orders_with_inconsistency_and_invalid_cou
     );
     assert_eq!(summary.len(), 1 + 3);
 
-    // A diff of the two runs: the same verdicts, no candidate moved.
+    // A diff of the two runs: the same verdicts, no pair moved.
     let diff = s.track().args(["diff", "1", "2"]).output().unwrap();
     assert!(diff.status.success(), "{}", text(&diff.stderr));
     assert!(
-        text(&diff.stdout).contains("3 candidates shared, 0 weaker candidates"),
+        text(&diff.stdout)
+            .contains("12 verdicts shared, 0 verdicts toward candidate B, 0 toward candidate A"),
         "{}",
         text(&diff.stdout)
     );
@@ -333,4 +334,114 @@ fn a_report_whose_stdout_and_stderr_are_a_closed_pipe_ends_as_usual() {
     assert_eq!(out.status.code(), Some(0));
     assert_eq!(s.count("SELECT count(*) FROM pairwise_verdicts"), 24);
     assert_eq!(s.count("SELECT count(*) FROM pairwise_answers"), 6);
+}
+
+/// A pairwise diff compares the verdicts of the pairs both runs judged: a candidate whose
+/// answers got worse loses ground to its opponent, significantly, and --fail-on-regression
+/// says so; a run that swaps a candidate for another leaves the untouched pairs as they were,
+/// and nothing is flagged.
+#[test]
+fn a_pairwise_diff_flags_the_pair_that_moved_and_never_an_untouched_one() {
+    let s = Sandbox::new();
+    s.mock
+        .add_rule(Rule::reply("question", "ANS-GOOD").model("gpt-4o"));
+    // Sonnet answers well in run 1 (six prompts), badly after.
+    s.mock.add_rule(
+        Rule::reply("question", "ANS-MID")
+            .model("claude-3-5-sonnet-20241022")
+            .times(6),
+    );
+    s.mock
+        .add_rule(Rule::reply("question", "ANS-BAD").model("claude-3-5-sonnet-20241022"));
+    s.mock
+        .add_rule(Rule::reply("question", "ANS-BAD").model("llama3.2:3b"));
+    s.mock
+        .add_rule(Rule::reply("question", "ANS-MID").model("claude-3-5-haiku-20241022"));
+    for (shown, winner) in [
+        ("ANSWER A:\nANS-GOOD", "A"),
+        ("ANSWER B:\nANS-GOOD", "B"),
+        ("ANSWER A:\nANS-MID", "A"),
+        ("ANSWER B:\nANS-MID", "B"),
+        ("", "tie"),
+    ] {
+        s.mock
+            .add_rule(Rule::reply(shown, &verdict(winner)).model("gpt-4o-mini"));
+    }
+    let prompts: String = (1..=6)
+        .map(|i| format!("  - p{i}:\n    prompt: question {i}\n"))
+        .collect();
+    let file = |candidates: &str| {
+        format!(
+            "kind: pairwise\ncandidates: [{candidates}]\njudges: [openai:gpt-4o-mini]\nprompts:\n{prompts}"
+        )
+    };
+    s.write(
+        "pairwise.yaml",
+        &file("openai:gpt-4o, anthropic:sonnet 3.5, ollama:llama3.2"),
+    );
+    s.write(
+        "swapped.yaml",
+        &file("openai:gpt-4o, anthropic:haiku 3.5, ollama:llama3.2"),
+    );
+    for args in [
+        vec!["run", "pairwise.yaml", "-q"],
+        vec!["run", "pairwise.yaml", "-q", "--no-cache"],
+        vec!["run", "swapped.yaml", "-q"],
+    ] {
+        let out = s.track().args(&args).output().unwrap();
+        assert!(out.status.success(), "{args:?}: {}", text(&out.stderr));
+    }
+    // Run 2: sonnet's answers fell to llama's: its six verdicts against llama moved to ties.
+    let out = s
+        .track()
+        .args(["diff", "1", "2", "--fail-on-regression"])
+        .env("COLUMNS", "200")
+        .output()
+        .unwrap();
+    let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
+    assert_eq!(out.status.code(), Some(1), "{stdout}{stderr}");
+    assert!(
+        stdout.contains(
+            "significant regression: anthropic:sonnet 3.5 lost ground to ollama:llama3.2: of 6 \
+             verdicts both runs gave, 6 moved toward ollama:llama3.2 and 0 toward \
+             anthropic:sonnet 3.5, McNemar p = 0.0312"
+        ),
+        "{stdout}"
+    );
+    // The pairs sonnet's change did not touch did not move.
+    let csv = s
+        .track()
+        .args(["diff", "1", "2", "--format", "csv"])
+        .output()
+        .unwrap();
+    let csv = text(&csv.stdout);
+    let rows: Vec<&str> = csv.lines().collect();
+    assert!(
+        rows[0].starts_with("candidate_a,candidate_b,shared,base_score,new_score,delta_score,toward_a,toward_b,p_value,significant_regression,lost_ground"),
+        "{csv}"
+    );
+    let flagged: Vec<&str> = rows[1..]
+        .iter()
+        .filter(|r| r.contains(",true,"))
+        .copied()
+        .collect();
+    assert_eq!(flagged.len(), 1, "{csv}");
+    assert!(
+        flagged[0].starts_with("anthropic:sonnet 3.5,ollama:llama3.2,6,"),
+        "{csv}"
+    );
+    // Run 3 swaps sonnet for haiku: the pair both runs share (gpt-4o against llama) is judged
+    // alike, and nothing is flagged.
+    let out = s
+        .track()
+        .args(["diff", "1", "3", "--fail-on-regression"])
+        .output()
+        .unwrap();
+    let stdout = text(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{stdout}{}", text(&out.stderr));
+    assert!(
+        stdout.contains("6 verdicts shared, 0 verdicts toward candidate B, 0 toward candidate A")
+            && stdout.contains("no significant regression"),
+        "{stdout}"
+    );
 }

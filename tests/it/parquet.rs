@@ -94,7 +94,7 @@ fn read_back(path: &Path) -> (i64, Vec<String>) {
 #[test]
 fn export_parquet_writes_hive_partitions_a_manifest_and_adds_to_an_earlier_export() {
     let s = two_runs();
-    let out = export(&s, &["--out", "lake"]);
+    let out = export(&s, &["--run", "all", "--out", "lake"]);
     let stdout = text(&out.stdout);
     assert!(out.status.success(), "{stdout}{}", text(&out.stderr));
     let lake = s.path("lake");
@@ -232,7 +232,7 @@ fn exports_into_a_closed_pipe_finish_their_files_and_succeed() {
     let s = two_runs();
     for (args, last_file) in [
         (
-            vec!["export", "parquet", "--out", "lake"],
+            vec!["export", "parquet", "--run", "all", "--out", "lake"],
             "lake/manifest.json",
         ),
         (
@@ -293,7 +293,7 @@ fn an_export_stopped_by_ctrl_c_leaves_no_half_file_and_the_same_command_finishes
     let total = s.count("SELECT count(*) FROM bench_results");
     assert_eq!(total, 180_018);
 
-    let running = s.start(&["export", "parquet", "--out", "lake"]);
+    let running = s.start(&["export", "parquet", "--run", "all", "--out", "lake"]);
     let lake = s.path("lake");
     let hidden = |lake: &Path| {
         lake.exists()
@@ -316,7 +316,7 @@ fn an_export_stopped_by_ctrl_c_leaves_no_half_file_and_the_same_command_finishes
     );
     assert!(!lake.join("manifest.json").exists());
 
-    let again = export(&s, &["--out", "lake"]);
+    let again = export(&s, &["--run", "all", "--out", "lake"]);
     assert!(again.status.success(), "{}", text(&again.stderr));
     assert_eq!(manifest(&lake)["datasets"]["bench_results"]["rows"], total);
 }
@@ -553,4 +553,67 @@ fn duckdb_and_polars_read_the_export_with_track_querys_counts_and_rates() {
         d["types"],
         serde_json::json!({"id": "BIGINT", "latency_ms": "DOUBLE", "model_ref": "VARCHAR"})
     );
+}
+
+/// Without --run, `export csv`, `export parquet`, `report` and `query` take the same runs:
+/// each kind's default (the latest benchmark); both exports say on stderr what they exported
+/// and what they left out, and every --help states the rule.
+#[test]
+fn exports_take_each_kinds_default_runs_and_say_what_they_left_out() {
+    let s = two_runs();
+    for args in [
+        vec!["export", "csv", "--out", "csv"],
+        vec!["export", "parquet", "--out", "lake"],
+    ] {
+        let out = s.track().args(&args).output().unwrap();
+        let stderr = text(&out.stderr);
+        assert!(out.status.success(), "{args:?}: {stderr}");
+        assert!(
+            stderr.contains("track: exported bench run 2\n"),
+            "{args:?}: {stderr}"
+        );
+        assert!(
+            stderr.contains("track: not exported: bench run 1 (each kind's default runs")
+                && stderr.contains("`--run all` exports every run"),
+            "{args:?}: {stderr}"
+        );
+    }
+    assert_eq!(
+        manifest(&s.path("lake"))["datasets"]["bench_results"]["rows"],
+        9,
+        "run 2's rows only"
+    );
+    let csv = std::fs::read_to_string(s.path("csv/bench_results.csv")).unwrap();
+    assert_eq!(
+        csv.lines().count(),
+        10,
+        "a header and run 2's 9 rows:\n{csv}"
+    );
+    // Given --run, nothing is said about the runs left out.
+    let out = export(&s, &["--run", "1", "--out", "one"]);
+    assert!(
+        !text(&out.stderr).contains("not exported"),
+        "{}",
+        text(&out.stderr)
+    );
+    // One rule, stated in every --help.
+    for command in [
+        vec!["export", "csv"],
+        vec!["export", "parquet"],
+        vec!["report"],
+        vec!["query"],
+    ] {
+        let out = s.track().args(&command).arg("--help").output().unwrap();
+        let help = text(&out.stdout)
+            .split_whitespace()
+            .collect::<Vec<_>>()
+            .join(" ");
+        assert!(
+            help.contains(
+                "[default: each kind's default runs, as query, report and export take \
+                           them: the latest benchmark, all reviews,"
+            ),
+            "{command:?}: {help}"
+        );
+    }
 }
