@@ -326,11 +326,21 @@ pub(crate) fn selection_status(
                 RunStatus::Partial => "merged from some of its shards only (`partial`)".to_owned(),
                 other => other.to_string(),
             };
-            crate::output::tell(format_args!(
-                "track: warning: run {} is {state}: it recorded {} of the {} calls it planned, and \
-                 these figures cover only those",
-                run.id, run.tally.calls, run.tally.planned_calls
-            ));
+            match run.merged_shards {
+                // Merged from shards recorded before their plan's size was (V19): only the
+                // shards' own parts are known.
+                Some(n) if run.plan_calls.is_none() => crate::output::tell(format_args!(
+                    "track: warning: run {} is {state}: it recorded {} of the {} calls its merged \
+                     shards planned, of a plan of {n} shards whose size was not recorded, and \
+                     these figures cover only those",
+                    run.id, run.tally.calls, run.tally.planned_calls
+                )),
+                _ => crate::output::tell(format_args!(
+                    "track: warning: run {} is {state}: it recorded {} of the {} calls it planned, \
+                     and these figures cover only those",
+                    run.id, run.tally.calls, run.tally.planned_calls
+                )),
+            }
         }
     }
     let selection = match statuses.len() {

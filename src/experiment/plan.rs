@@ -52,6 +52,9 @@ pub struct Plan {
     pub sha256: String,
     /// The part of it this run makes (`--shard`).
     pub shard: Shard,
+    /// How many calls the whole plan makes, whichever shard runs; `None` when a shard cannot
+    /// know (a later stage follows from answers of other shards' calls).
+    pub whole_calls: Option<u64>,
 }
 
 impl Plan {
@@ -141,6 +144,7 @@ pub(crate) fn plan(
         stages: Vec::new(),
         sha256: shard::plan_sha256(experiment, None),
         shard: part,
+        whole_calls: Some(0),
     };
     // Every stage is kept until the end: the run starts from the first one (and its lookups).
     let mut stages: Vec<(Stage, Vec<Option<CallOutcome>>)> = Vec::new();
@@ -154,6 +158,13 @@ pub(crate) fn plan(
         if index == 0 {
             plan.sha256 = shard::plan_sha256(experiment, Some(&stage));
         }
+        // A later stage of a shard follows from the shard's answers only.
+        plan.whole_calls = match plan.whole_calls {
+            Some(n) if index == 0 || !part.is_part() => {
+                Some(n + stage.calls.len() as u64 + stage.pending.len() as u64)
+            }
+            _ => None,
+        };
         let stage = shard::keep(experiment, stage, part);
         plan.stages.push(stage.name);
         let planned = plan.calls() + stage.calls.len() as u64 + stage.pending.len() as u64;

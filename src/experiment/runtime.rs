@@ -370,6 +370,7 @@ async fn run(
     let run_id = guard.run_id;
     let shard = plan.shard.is_part().then_some(plan.shard);
     lock(store).set_run_plan(run_id, &plan.sha256, shard.map(|s| (s.index, s.count)))?;
+    lock(store).set_run_plan_calls(run_id, plan.whole_calls)?;
     if let Some(usd) = budget_usd {
         lock(store).set_run_budget(run_id, Some(usd))?;
         executor.set_budget(Arc::new(Budget::new(usd)));

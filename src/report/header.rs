@@ -307,6 +307,8 @@ mod tests {
                 },
                 budget_usd: None,
                 shard: None,
+                merged_shards: None,
+                plan_calls: None,
             },
             status,
         }

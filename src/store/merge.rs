@@ -144,8 +144,9 @@ struct Input {
     path: PathBuf,
     /// Its shard runs to merge: the newest of each (plan, k).
     shards: Vec<ShardRun>,
-    /// Older runs of the same shard (a run interrupted, then run again): not copied.
-    superseded: Vec<i64>,
+    /// Older runs of the same shard (a run interrupted, then run again): copied with what
+    /// they paid, but not their result rows, which the newest run's replace.
+    superseded: Vec<ShardRun>,
 }
 
 /// Merges `inputs` into `out`, as the module says.
@@ -225,11 +226,11 @@ fn read_input(path: &Path) -> Result<Input, MergeError> {
 }
 
 /// The shard runs of a database, the newest of each (plan, k), and the older ones.
-fn shard_runs(conn: &Connection) -> StoreResult<(Vec<ShardRun>, Vec<i64>)> {
+fn shard_runs(conn: &Connection) -> StoreResult<(Vec<ShardRun>, Vec<ShardRun>)> {
     let mut stmt = conn.prepare(
         "SELECT id, uid, plan_sha256, shard_index, shard_count, status FROM runs
          WHERE shard_index IS NOT NULL AND uid IS NOT NULL AND plan_sha256 IS NOT NULL
-         ORDER BY started_at DESC, id DESC",
+         ORDER BY started_at DESC, uid DESC",
     )?;
     let rows = stmt.query_map([], |r| {
         Ok(ShardRun {
@@ -247,7 +248,7 @@ fn shard_runs(conn: &Connection) -> StoreResult<(Vec<ShardRun>, Vec<i64>)> {
         let run = run?;
         let key = (run.plan.clone(), run.count, run.index);
         match newest.entry(key) {
-            std::collections::btree_map::Entry::Occupied(_) => superseded.push(run.id),
+            std::collections::btree_map::Entry::Occupied(_) => superseded.push(run),
             std::collections::btree_map::Entry::Vacant(slot) => {
                 slot.insert(run);
             }
@@ -315,8 +316,12 @@ fn validate(
     let mut partial = false;
     for input in inputs {
         for shard in input.shards.iter().filter(of_plan) {
+            // A newer attempt of the shard than OUT's (its input holds OUT's as an older
+            // one: the shard was run again to finish it) replaces it.
+            let replaces = |other: &ShardRun| input.superseded.iter().any(|s| s.uid == other.uid);
             if let Some(other) = owners.get(&shard.index)
                 && other.uid != shard.uid
+                && !replaces(other)
             {
                 return Err(MergeError::RepeatedShard {
                     plan: short(plan),
@@ -501,7 +506,8 @@ fn copy_attached(
     tx.execute_batch(
         "CREATE TEMP TABLE IF NOT EXISTS skip_runs (id INTEGER PRIMARY KEY);
          CREATE TEMP TABLE IF NOT EXISTS joined_runs (id INTEGER PRIMARY KEY);
-         DELETE FROM skip_runs; DELETE FROM joined_runs;",
+         CREATE TEMP TABLE IF NOT EXISTS attempt_runs (id INTEGER PRIMARY KEY);
+         DELETE FROM skip_runs; DELETE FROM joined_runs; DELETE FROM attempt_runs;",
     )?;
     for map in ["run_map", "batch_map", "call_map", "review_map"] {
         tx.execute_batch(&format!(
@@ -509,8 +515,8 @@ fn copy_attached(
              DELETE FROM {map};"
         ))?;
     }
-    for id in &input.superseded {
-        tx.execute("INSERT OR IGNORE INTO skip_runs (id) VALUES (?1)", [id])?;
+    for run in &input.superseded {
+        tx.execute("INSERT OR IGNORE INTO skip_runs (id) VALUES (?1)", [run.id])?;
     }
     let merged_id = match joined {
         Some(j) => {
@@ -518,6 +524,12 @@ fn copy_attached(
                 tx.execute(
                     "INSERT OR IGNORE INTO joined_runs (id) VALUES (?1)",
                     [shard.id],
+                )?;
+            }
+            for attempt in input.superseded.iter().filter(|s| s.plan == j.plan) {
+                tx.execute(
+                    "INSERT OR IGNORE INTO attempt_runs (id) VALUES (?1)",
+                    [attempt.id],
                 )?;
             }
             match input.shards.iter().find(|s| s.plan == j.plan) {
@@ -532,6 +544,7 @@ fn copy_attached(
     tx.execute_batch(&copy_sql(&tx, "blobs", &[], "")?)?;
     copy_runs(&tx, merged_id)?;
     copy_calls(&tx)?;
+    drop_superseded_rows(&tx)?;
     copy_rows(&tx)?;
     let mut after_rows = 0;
     for table in ROW_TABLES {
@@ -560,37 +573,36 @@ fn build_map(tx: &Connection, map: &str, table: &str, key: &str) -> rusqlite::Re
     ))
 }
 
-/// Copies the input's runs but superseded shard runs, by uid, and maps them: the shards of
-/// the joined plan to its merged run (`merged_id`), the others to their copies. A shard
-/// points at the run it was merged into; one merged elsewhere keeps pointing at its own.
+/// Copies the input's runs by uid, superseded shard runs too (what they paid stays in OUT),
+/// and maps them: the shards of the joined plan to its merged run (`merged_id`), the others
+/// to their copies. A shard, and each older attempt of it, points at the run it was merged
+/// into; one merged elsewhere keeps pointing at its own.
 fn copy_runs(tx: &Connection, merged_id: Option<i64>) -> rusqlite::Result<()> {
-    let kept = "WHERE s.id NOT IN (SELECT id FROM temp.skip_runs)";
     tx.execute_batch(&copy_sql(
         tx,
         "runs",
         &[("merged_into", "NULL".into())],
-        kept,
+        "",
     )?)?;
     tx.execute(
-        &format!(
-            "INSERT INTO temp.run_map (src, dst)
-             SELECT s.id, CASE WHEN s.id IN (SELECT id FROM temp.joined_runs) THEN ?1 ELSE m.id END
-             FROM src.runs s JOIN main.runs m ON m.uid = s.uid {kept}"
-        ),
+        "INSERT INTO temp.run_map (src, dst)
+         SELECT s.id, CASE WHEN s.id IN (SELECT id FROM temp.joined_runs) THEN ?1 ELSE m.id END
+         FROM src.runs s JOIN main.runs m ON m.uid = s.uid",
         [merged_id],
     )?;
     tx.execute(
         "UPDATE main.runs SET merged_into = ?1
-         WHERE uid IN (SELECT uid FROM src.runs WHERE id IN (SELECT id FROM temp.joined_runs))",
+         WHERE uid IN (SELECT uid FROM src.runs WHERE id IN (SELECT id FROM temp.joined_runs)
+                                                  OR id IN (SELECT id FROM temp.attempt_runs))",
         [merged_id],
     )?;
-    tx.execute_batch(&format!(
+    tx.execute_batch(
         "UPDATE main.runs SET merged_into = (
              SELECT mp.id FROM src.runs s JOIN src.runs sp ON sp.id = s.merged_into
              JOIN main.runs mp ON mp.uid = sp.uid WHERE s.uid = main.runs.uid)
          WHERE merged_into IS NULL AND uid IN (
-             SELECT s.uid FROM src.runs s {kept} AND s.merged_into IS NOT NULL);"
-    ))
+             SELECT s.uid FROM src.runs s WHERE s.merged_into IS NOT NULL);",
+    )
 }
 
 /// Copies batches (by tag), calls (by uid: the cache) and the calls of each batch.
@@ -605,11 +617,36 @@ fn copy_calls(tx: &Connection) -> rusqlite::Result<()> {
     tx.execute_batch(&copy_sql(tx, "batch_calls", &[batch, call], "")?)
 }
 
-/// Copies every kind's rows of the runs copied (by uid), their run and calls mapped.
+/// Removes from OUT the result rows of the input's superseded runs: an older attempt of a
+/// shard merged before the shard was run again (its newest run's rows replace them).
+fn drop_superseded_rows(tx: &Connection) -> rusqlite::Result<()> {
+    let of = |table: &str| {
+        format!(
+            "SELECT uid FROM src.{table}
+             WHERE run_id IN (SELECT id FROM temp.skip_runs) AND uid IS NOT NULL"
+        )
+    };
+    tx.execute_batch(&format!(
+        "DELETE FROM main.review_scores WHERE review_id IN
+             (SELECT id FROM main.reviews WHERE uid IN ({}));",
+        of("reviews")
+    ))?;
+    for table in ROW_TABLES {
+        tx.execute_batch(&format!(
+            "DELETE FROM main.{table} WHERE uid IN ({});",
+            of(table)
+        ))?;
+    }
+    Ok(())
+}
+
+/// Copies every kind's rows of the runs copied (by uid) but superseded ones, their run and
+/// calls mapped.
 fn copy_rows(tx: &Connection) -> rusqlite::Result<()> {
     let run = ("run_id", remap("run_map", "run_id"));
     let call = ("call_id", remap("call_map", "call_id"));
-    let of_runs = "WHERE s.run_id IN (SELECT src FROM temp.run_map)";
+    let of_runs = "WHERE s.run_id IN (SELECT src FROM temp.run_map)
+                   AND s.run_id NOT IN (SELECT id FROM temp.skip_runs)";
     let judge = ("judge_call_id", remap("call_map", "judge_call_id"));
     let bench = [run.clone(), call.clone(), judge];
     tx.execute_batch(&copy_sql(tx, "bench_results", &bench, of_runs)?)?;
@@ -620,7 +657,8 @@ fn copy_rows(tx: &Connection) -> rusqlite::Result<()> {
         of_runs,
     )?)?;
     // A datasheet written by another tool has no run.
-    let generated = "WHERE s.run_id IS NULL OR s.run_id IN (SELECT src FROM temp.run_map)";
+    let generated = "WHERE s.run_id IS NULL OR (s.run_id IN (SELECT src FROM temp.run_map)
+                     AND s.run_id NOT IN (SELECT id FROM temp.skip_runs))";
     let pair = [run, call];
     tx.execute_batch(&copy_sql(tx, "generated_datasheets", &pair, generated)?)?;
     for table in [
@@ -684,9 +722,9 @@ fn ensure_merged_run(
     let uid = merged_run_uid(&joined.plan, joined.count);
     tx.execute(
         "INSERT OR IGNORE INTO main.runs (uid, kind, file, spec_sha256, options_json, started_at,
-             finished_at, status, models, command, plan_sha256, shard_count)
+             finished_at, status, models, command, plan_sha256, shard_count, plan_calls)
          SELECT ?1, kind, file, spec_sha256, options_json, started_at, finished_at, 'running',
-             models, command, plan_sha256, shard_count
+             models, command, plan_sha256, shard_count, plan_calls
          FROM src.runs WHERE id = ?2",
         params![uid, first.id],
     )?;
@@ -698,19 +736,29 @@ fn ensure_merged_run(
     id.ok_or_else(|| MergeError::Store(StoreError::NoSuchRun(uid)))
 }
 
-/// Sets the merged run's tally, times and status from its shards in OUT: `completed` when
-/// every shard is there and completed, else `partial`.
+/// Sets the merged run's tally, times and status from its shards in OUT (each shard's newest
+/// attempt; what was paid from every attempt): `completed` when every shard is there and
+/// completed, else `partial`.
 fn settle_merged_run(conn: &Connection, joined: &Joined) -> Result<PlanMerged, MergeError> {
     let uid = merged_run_uid(&joined.plan, joined.count);
     let (id, kind): (i64, String) =
         conn.query_row("SELECT id, kind FROM runs WHERE uid = ?1", [&uid], |r| {
             Ok((r.get(0)?, r.get(1)?))
         })?;
+    // Each shard's newest attempt is the shard; the older ones only paid.
+    conn.execute_batch(&format!(
+        "DROP TABLE IF EXISTS temp.kept_shards;
+         CREATE TEMP TABLE kept_shards AS SELECT k.* FROM main.runs k
+         WHERE k.merged_into = {id} AND NOT EXISTS (
+             SELECT 1 FROM main.runs n WHERE n.merged_into = {id}
+             AND n.shard_index = k.shard_index
+             AND (n.started_at > k.started_at OR (n.started_at = k.started_at AND n.uid > k.uid)));"
+    ))?;
     let (present, completed): (i64, i64) = conn.query_row(
         "SELECT count(DISTINCT shard_index),
                 count(DISTINCT CASE WHEN status = 'completed' THEN shard_index END)
-         FROM runs WHERE merged_into = ?1",
-        [id],
+         FROM temp.kept_shards",
+        [],
         |r| Ok((r.get(0)?, r.get(1)?)),
     )?;
     let whole = present == i64::from(joined.count) && completed == present && !joined.partial;
@@ -721,12 +769,15 @@ fn settle_merged_run(conn: &Connection, joined: &Joined) -> Result<PlanMerged, M
     };
     conn.execute(
         "UPDATE runs SET
-             planned_calls = (SELECT sum(planned_calls) FROM runs s WHERE s.merged_into = ?1),
-             calls = (SELECT sum(calls) FROM runs s WHERE s.merged_into = ?1),
-             cache_hits = (SELECT sum(cache_hits) FROM runs s WHERE s.merged_into = ?1),
-             failed_calls = (SELECT sum(failed_calls) FROM runs s WHERE s.merged_into = ?1),
-             errors = (SELECT sum(errors) FROM runs s WHERE s.merged_into = ?1),
-             cost_usd = (SELECT sum(cost_usd) FROM runs s WHERE s.merged_into = ?1),
+             plan_calls = (SELECT max(plan_calls) FROM runs s WHERE s.merged_into = ?1),
+             planned_calls = coalesce(
+                 (SELECT max(plan_calls) FROM runs s WHERE s.merged_into = ?1),
+                 (SELECT sum(planned_calls) FROM temp.kept_shards)),
+             calls = (SELECT sum(calls) FROM temp.kept_shards),
+             cache_hits = (SELECT sum(cache_hits) FROM temp.kept_shards),
+             failed_calls = (SELECT sum(failed_calls) FROM temp.kept_shards),
+             errors = (SELECT sum(errors) FROM temp.kept_shards),
+             cost_usd = (SELECT sum(cost_usd) FROM temp.kept_shards),
              paid_usd = (SELECT sum(paid_usd) FROM runs s WHERE s.merged_into = ?1),
              started_at = (SELECT min(started_at) FROM runs s WHERE s.merged_into = ?1),
              finished_at = (SELECT max(finished_at) FROM runs s WHERE s.merged_into = ?1),

@@ -150,6 +150,11 @@ pub struct RunInfo {
     pub budget_usd: Option<f64>,
     /// For one shard of a plan not merged into its plan's run: `(k, N)` of `--shard k/N`.
     pub shard: Option<(u32, u32)>,
+    /// For the run a plan's shards were merged into: how many shards the plan has.
+    pub merged_shards: Option<u32>,
+    /// How many calls its whole plan makes, all shards' (migration V19); `None`: not
+    /// recorded (a run before V19, or a shard of a plan whose later stages it cannot know).
+    pub plan_calls: Option<u64>,
 }
 
 impl Store {
@@ -182,6 +187,15 @@ impl Store {
         self.conn.execute(
             "UPDATE runs SET models = ?2, command = ?3 WHERE id = ?1",
             params![run_id, models, command],
+        )?;
+        Ok(())
+    }
+
+    /// Records how many calls a run's whole plan makes (all its shards'; `None`: not known).
+    pub fn set_run_plan_calls(&self, run_id: i64, plan_calls: Option<u64>) -> Result<()> {
+        self.conn.execute(
+            "UPDATE runs SET plan_calls = ?2 WHERE id = ?1",
+            params![run_id, plan_calls.map(|n| n as i64)],
         )?;
         Ok(())
     }
@@ -415,7 +429,7 @@ impl Store {
         let mut stmt = self.conn.prepare(&format!(
             "SELECT id, kind, file, started_at, finished_at, status, coalesce(planned_calls, 0),
                     calls, cache_hits, failed_calls, errors, cost_usd, paid_usd, models, command,
-                    budget_usd, shard_index, shard_count
+                    budget_usd, shard_index, shard_count, plan_calls
              FROM runs {filter}"
         ))?;
         let rows = stmt.query_map(args, |r| {
@@ -443,6 +457,11 @@ impl Store {
                     (Some(k), Some(n)) => Some((k, n)),
                     _ => None,
                 },
+                merged_shards: match (r.get::<_, Option<u32>>(16)?, r.get::<_, Option<u32>>(17)?) {
+                    (None, Some(n)) => Some(n),
+                    _ => None,
+                },
+                plan_calls: r.get::<_, Option<i64>>(18)?.map(|n| n as u64),
             })
         })?;
         Ok(rows.collect::<rusqlite::Result<_>>()?)

@@ -38,7 +38,7 @@ CREATE TABLE runs (
     finished_at  TEXT,
     status       TEXT NOT NULL DEFAULT 'running'
                  CHECK (status IN ('running', 'completed', 'failed', 'interrupted', 'budget', 'waiting', 'partial'))
-, planned_calls INTEGER, calls INTEGER NOT NULL DEFAULT 0, cache_hits INTEGER NOT NULL DEFAULT 0, failed_calls INTEGER NOT NULL DEFAULT 0, errors INTEGER NOT NULL DEFAULT 0, cost_usd REAL NOT NULL DEFAULT 0, paid_usd REAL NOT NULL DEFAULT 0, pid INTEGER, models TEXT, command TEXT, budget_usd REAL, uid TEXT, plan_sha256 TEXT, shard_index INTEGER, shard_count INTEGER, merged_into INTEGER REFERENCES runs (id) ON DELETE SET NULL);
+, planned_calls INTEGER, calls INTEGER NOT NULL DEFAULT 0, cache_hits INTEGER NOT NULL DEFAULT 0, failed_calls INTEGER NOT NULL DEFAULT 0, errors INTEGER NOT NULL DEFAULT 0, cost_usd REAL NOT NULL DEFAULT 0, paid_usd REAL NOT NULL DEFAULT 0, pid INTEGER, models TEXT, command TEXT, budget_usd REAL, uid TEXT, plan_sha256 TEXT, shard_index INTEGER, shard_count INTEGER, merged_into INTEGER REFERENCES runs (id) ON DELETE SET NULL, plan_calls INTEGER);
 CREATE TABLE bench_results (
     id               INTEGER PRIMARY KEY,
     run_id           INTEGER NOT NULL REFERENCES runs (id) ON DELETE CASCADE,

@@ -8,7 +8,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
 use crate::runtime::{CASES, Case, comparable, matrix_sandbox};
-use crate::support::mock::MockProvider;
+use crate::support::mock::{MockConfig, MockProvider};
 use crate::support::{Sandbox, text};
 
 /// The `--by` summaries of a case's kind.
@@ -713,5 +713,187 @@ fn a_shard_is_named_in_the_dry_run_and_bad_shards_are_refused_in_one_line() {
     assert_eq!(
         s.count("SELECT shard_index * 10 + shard_count FROM runs"),
         23
+    );
+}
+
+/// Three shards of the skewed benchmark, shard 2 stopped by its budget after paying for some
+/// of its calls (an unfinished attempt), the others finished.
+fn shards_with_shard_2_unfinished() -> Sandbox {
+    // The mock bills at the catalog's prices of gpt-4o.
+    let s = Sandbox::with_mock(MockProvider::start_with(MockConfig {
+        prices: vec![("gpt-4o".into(), 2.5, 10.0)],
+        ..MockConfig::default()
+    }));
+    s.write(
+        "bench.yaml",
+        &std::fs::read_to_string(skewed_sandbox().path("bench.yaml")).unwrap(),
+    );
+    let case = Case {
+        name: "benchmark",
+        args: &["run", "bench.yaml"],
+        ..CASES[0]
+    };
+    for k in 0..2 {
+        let out = s
+            .track()
+            .args(case.args)
+            .args([
+                "-q",
+                "--shard",
+                &format!("{k}/3"),
+                "--db",
+                &format!("shard-{k}.db"),
+            ])
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "shard {k}: {}", text(&out.stderr));
+    }
+    let cut = s
+        .track()
+        .args(case.args)
+        .args(["-q", "--shard", "2/3", "--db", "shard-2.db"])
+        .args(["--budget", "0.1234", "--concurrency", "1"])
+        .output()
+        .unwrap();
+    let (status, calls): (String, i64) = rusqlite::Connection::open(s.path("shard-2.db"))
+        .unwrap()
+        .query_row("SELECT status, calls FROM runs", [], |r| {
+            Ok((r.get(0)?, r.get(1)?))
+        })
+        .unwrap();
+    assert_eq!(status, "budget", "{}", text(&cut.stderr));
+    assert!(
+        calls > 0,
+        "the cut attempt paid for nothing: {}",
+        text(&cut.stderr)
+    );
+    s
+}
+
+/// Runs shard 2's command again on its database: a new run that finishes the shard.
+fn finish_shard_2(s: &Sandbox) {
+    let out = s
+        .track()
+        .args([
+            "run",
+            "bench.yaml",
+            "-q",
+            "--shard",
+            "2/3",
+            "--db",
+            "shard-2.db",
+        ])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+}
+
+#[test]
+fn a_finished_shard_replaces_its_unfinished_attempt_in_out() {
+    let s = shards_with_shard_2_unfinished();
+    let files = shard_files(3);
+    let out = merge(&s, "out.db", &files, &["--allow-partial"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    finish_shard_2(&s);
+    // The finished shard alone, into the OUT that holds its unfinished attempt.
+    let out = merge(&s, "out.db", &files[2..], &[]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stdout).contains("(completed)"),
+        "{}",
+        text(&out.stdout)
+    );
+    assert!(merge(&s, "whole.db", &files, &[]).status.success());
+    assert_eq!(
+        content(&s.path("out.db")),
+        content(&s.path("whole.db")),
+        "merged in steps, the attempt replaced, equals all at once"
+    );
+    let results = |db: &str| -> i64 {
+        rusqlite::Connection::open(s.path(db))
+            .unwrap()
+            .query_row(
+                "SELECT count(*) FROM bench_results b JOIN runs r ON r.id = b.run_id
+                 WHERE r.merged_into IS NULL",
+                [],
+                |r| r.get(0),
+            )
+            .unwrap()
+    };
+    assert_eq!(results("out.db"), 12, "one result per prompt, none twice");
+}
+
+#[test]
+fn every_attempt_paid_is_in_out() {
+    let s = shards_with_shard_2_unfinished();
+    finish_shard_2(&s);
+    assert!(merge(&s, "out.db", &shard_files(3), &[]).status.success());
+    let billed = s.mock.billed_usd();
+    assert!(billed > 0.0);
+    let conn = rusqlite::Connection::open(s.path("out.db")).unwrap();
+    let sum = |sql: &str| -> f64 { conn.query_row(sql, [], |r| r.get(0)).unwrap() };
+    let close = |a: f64| (a - billed).abs() < 1e-9;
+    let calls = sum("SELECT sum(cost_usd) FROM calls");
+    assert!(close(calls), "calls cost ${calls}, billed ${billed}");
+    let attempts = sum("SELECT sum(paid_usd) FROM runs WHERE shard_index IS NOT NULL");
+    assert!(
+        close(attempts),
+        "the shards' runs paid ${attempts}, billed ${billed}"
+    );
+    let merged = sum("SELECT paid_usd FROM runs WHERE shard_index IS NULL AND shard_count = 3");
+    assert!(
+        close(merged),
+        "the merged run paid ${merged}, billed ${billed}"
+    );
+}
+
+#[test]
+fn a_partial_merge_says_the_whole_plans_size() {
+    // 12 prompts, one model: a plan of 12 calls, of which shards 0 and 1 hold fewer.
+    let s = bench_shards(3);
+    let out = merge(&s, "out.db", &shard_files(3)[..2], &["--allow-partial"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let recorded = rusqlite::Connection::open(s.path("out.db"))
+        .unwrap()
+        .query_row(
+            "SELECT calls FROM runs WHERE shard_index IS NULL AND shard_count = 3",
+            [],
+            |r| r.get::<_, i64>(0),
+        )
+        .unwrap();
+    assert!(recorded < 12, "{recorded}");
+    let out = s
+        .track()
+        .args(["query", "--by", "model", "--db", "out.db"])
+        .output()
+        .unwrap();
+    let stderr = text(&out.stderr);
+    assert!(
+        stderr.contains(&format!(
+            "it recorded {recorded} of the 12 calls it planned"
+        )),
+        "{stderr}"
+    );
+    // Shards recorded before their plan's size was (V19): only their own parts are known.
+    for k in 0..2 {
+        rusqlite::Connection::open(s.path(&format!("shard-{k}.db")))
+            .unwrap()
+            .execute("UPDATE runs SET plan_calls = NULL", [])
+            .unwrap();
+    }
+    let out = merge(&s, "old.db", &shard_files(3)[..2], &["--allow-partial"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let out = s
+        .track()
+        .args(["query", "--by", "model", "--db", "old.db"])
+        .output()
+        .unwrap();
+    let stderr = text(&out.stderr);
+    assert!(
+        stderr.contains(&format!(
+            "it recorded {recorded} of the {recorded} calls its merged shards planned, of a plan \
+             of 3 shards whose size was not recorded"
+        )),
+        "{stderr}"
     );
 }
