@@ -53,12 +53,36 @@ fn text_width(text: &str) -> usize {
 }
 
 /// The words of a line as `wrap` breaks it: at spaces (the spaces dropped), or after commas
-/// (kept).
+/// (kept). A unit stays with the number before it (`2.51 s`, never `s` alone on a line).
 fn words(line: &str, wrap: Wrap) -> Vec<&str> {
     match wrap {
         Wrap::Commas => line.split_inclusive(',').collect(),
-        Wrap::Spaces | Wrap::Never => line.split(' ').filter(|w| !w.is_empty()).collect(),
+        Wrap::Spaces | Wrap::Never => {
+            let mut words: Vec<&str> = Vec::new();
+            let mut at = 0;
+            for word in line.split(' ') {
+                let start = at;
+                at += word.len() + 1;
+                if word.is_empty() {
+                    continue;
+                }
+                match words.last_mut() {
+                    Some(last) if is_unit(word) => {
+                        let from = last.as_ptr() as usize - line.as_ptr() as usize;
+                        *last = &line[from..start + word.len()];
+                    }
+                    _ => words.push(word),
+                }
+            }
+            words
+        }
     }
+}
+
+/// Whether `word` is a unit written after its number.
+fn is_unit(word: &str) -> bool {
+    let word = word.trim_end_matches([',', ';', '.', ')']);
+    matches!(word, "s" | "ms" | "%" | "Wh" | "KB" | "MB" | "GB")
 }
 
 /// Measures each column of `df` (all of them shown).
@@ -410,6 +434,19 @@ mod tests {
         );
         // Wide characters count two columns.
         assert_eq!(fit_text("プロンプト", 5, Wrap::Never), "プロ…");
+    }
+
+    #[test]
+    fn prose_never_leaves_a_unit_alone_on_a_line() {
+        let line = "latency sum: calls overlap: this run took 2.51 s";
+        assert_eq!(
+            fit_text(line, 46, Wrap::Spaces),
+            "latency sum: calls overlap: this run took\n2.51 s"
+        );
+        assert_eq!(
+            fit_text("at 97 %, then", 6, Wrap::Spaces),
+            "at\n97 %,\nthen"
+        );
     }
 
     #[test]
