@@ -17,7 +17,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use serde::Deserialize;
 
-use super::ratelimit::{Dimension, RateLimits};
+use super::ratelimit::{Dimension, RateLimits, Reading};
 use super::{ChatRequest, ChatResponse, Endpoint, Part, ProviderError, Refused};
 use crate::store::{BucketRow, PacingRow, Store, lock};
 
@@ -198,6 +198,35 @@ pub struct Pacer {
     /// The part of every limit this run may use: 1, or 1/N for a shard of N that shares its
     /// key with the others (`--shard`).
     share: f64,
+}
+
+impl Scope {
+    /// What a call of `cost` takes of the output bucket: `max_tokens`, or, where only the
+    /// tokens generated count, what answers have used on average.
+    fn charged(&self, cost: Cost) -> Cost {
+        let state = lock_state(self);
+        let (sum, answers) = state.output_used;
+        match state.output {
+            OutputCounting::Generated if answers > 0 => Cost {
+                output_tokens: (sum / f64::from(answers)).ceil().min(cost.output_tokens),
+                ..cost
+            },
+            _ => cost,
+        }
+    }
+
+    /// Whether a call of `cost` taken from an output bucket is to stream for its head: the
+    /// first of a run, unless a head has told how output is counted already, and only where a
+    /// reservation of its size could be told from none.
+    fn asks_for_head(&self, cost: &Cost) -> bool {
+        if cost.output_tokens <= 2.0 * ROUNDING {
+            return false;
+        }
+        let mut state = lock_state(self);
+        let ask = state.output == OutputCounting::Reserved && !state.head_asked;
+        state.head_asked |= ask;
+        ask
+    }
 }
 
 /// The latest wait, for the progress line.
@@ -497,6 +526,31 @@ impl Pacer {
         Some(format!("paced: {what}, next in {left:.1} s"))
     }
 
+    /// Leave to send a call of `cost` in `scope`, its output reservation counted in flight
+    /// when `taken` from the buckets.
+    fn permit(
+        &self,
+        scope: &Arc<Scope>,
+        cost: Cost,
+        probe: bool,
+        taken: bool,
+        head: bool,
+    ) -> Permit {
+        let mut permit = Permit {
+            scope: scope.clone(),
+            buckets: self.buckets.clone(),
+            cost,
+            probe,
+            head,
+            taken: false,
+            settled: false,
+        };
+        if taken {
+            permit.reserve();
+        }
+        permit
+    }
+
     /// Waits until a call of `cost` fits `scope`'s limits and takes it from its buckets.
     pub async fn acquire(
         &self,
@@ -504,21 +558,7 @@ impl Pacer {
         cost: Cost,
         stop: &AtomicBool,
     ) -> Result<Permit, NotSent> {
-        let permit = |cost, probe, taken, head| {
-            let mut permit = Permit {
-                scope: scope.clone(),
-                buckets: self.buckets.clone(),
-                cost,
-                probe,
-                head,
-                taken: false,
-                settled: false,
-            };
-            if taken {
-                permit.reserve();
-            }
-            permit
-        };
+        let permit = |cost, probe, taken, head| self.permit(scope, cost, probe, taken, head);
         let _turn = scope.turnstile.lock().await;
         if self.await_first_answer(scope, stop).await? {
             // Its head tells how output is counted too.
@@ -538,19 +578,7 @@ impl Pacer {
             if stop.load(Ordering::SeqCst) {
                 return Err(NotSent::Stopped);
             }
-            // What this call takes of the output bucket: `max_tokens`, or, where only the tokens
-            // generated count, what answers have used on average.
-            let cost = {
-                let state = lock_state(scope);
-                let (sum, answers) = state.output_used;
-                match state.output {
-                    OutputCounting::Generated if answers > 0 => Cost {
-                        output_tokens: (sum / f64::from(answers)).ceil().min(cost.output_tokens),
-                        ..cost
-                    },
-                    _ => cost,
-                }
-            };
+            let cost = scope.charged(cost);
             let wait = if limited {
                 let configured = scope.configured;
                 let now = unix_now();
@@ -565,14 +593,7 @@ impl Pacer {
                     .await;
                 match taken {
                     Some((Ok(()), output)) => {
-                        // The first call of a run to an output bucket streams, unless a head
-                        // has told how output is counted already: its head tells it.
-                        let head = output && cost.output_tokens > 2.0 * ROUNDING && {
-                            let mut state = lock_state(scope);
-                            let ask = state.output == OutputCounting::Reserved && !state.head_asked;
-                            state.head_asked |= ask;
-                            ask
-                        };
+                        let head = output && scope.asks_for_head(&cost);
                         return Ok(permit(cost, false, true, head));
                     }
                     Some((Err(wait), _)) => wait,
@@ -1015,54 +1036,9 @@ impl Lesson {
             refill(bucket, now);
         }
         let mut probe_output_taken = false;
-        if let Some(limits) = &self.limits {
-            for reading in &limits.readings {
-                let told = reading.limit * self.share;
-                let limit = self
-                    .configured
-                    .get(reading.dimension)
-                    .map_or(told, |set| set.min(told));
-                // What the provider says is left, of which a shard may use its share. It is
-                // net of the answered call's own charge: both providers take a request's cost
-                // at admission, before the headers of its answer are written (OpenAI's guide
-                // shows 59 of 60 requests left on a first answer; Anthropic reserves
-                // `max_tokens` of output when the request begins). A rounded count may be
-                // `ROUNDING` short of the truth, so it lowers the ledger only when it is
-                // below it by more than that.
-                let allowance = reading.remaining.map(|r| {
-                    let slack = if reading.rounded { ROUNDING } else { 0.0 };
-                    (r + slack) * self.share
-                });
-                let (_, capacity) = shape(limit);
-                let name = reading.dimension.as_str();
-                let spent = self.probe_cost.map_or(0.0, |c| c.get(reading.dimension));
-                probe_output_taken |= reading.dimension == Dimension::OutputTokens && spent > 0.0;
-                match row.buckets.iter_mut().find(|b| b.dimension == name) {
-                    Some(bucket) => {
-                        // Another process taught it first: this scope's first call is not
-                        // counted in it yet.
-                        bucket.level -= spent;
-                        bucket.limit_per_min = limit;
-                        bucket.level = bucket.level.min(capacity);
-                        if let Some(allowance) = allowance {
-                            bucket.level = bucket.level.min(allowance);
-                        }
-                    }
-                    None => {
-                        // A new bucket: full, less the call that taught it, by track's own
-                        // ledger (the provider's remaining may be in a minute's units, hiding
-                        // a second's burst); at most what the provider says is left, which
-                        // has that call taken already.
-                        let ledger = capacity - spent;
-                        row.buckets.push(BucketRow {
-                            dimension: name.to_owned(),
-                            limit_per_min: limit,
-                            level: allowance.map_or(ledger, |a| a.min(ledger)),
-                            updated_at: now,
-                        });
-                    }
-                }
-            }
+        for reading in self.limits.iter().flat_map(|l| &l.readings) {
+            let spent = self.learn(row, reading, now);
+            probe_output_taken |= reading.dimension == Dimension::OutputTokens && spent > 0.0;
         }
         // The output reserved at admission is settled to what the answer used: a first call's
         // only when it was taken above (its limits made or met the bucket).
@@ -1094,6 +1070,56 @@ impl Lesson {
             }
         }
         probe_output_taken
+    }
+
+    /// Makes or corrects `row`'s bucket of what `reading` tells; the first call's cost taken
+    /// from it (0 for another call's answer).
+    fn learn(&self, row: &mut PacingRow, reading: &Reading, now: f64) -> f64 {
+        let told = reading.limit * self.share;
+        let limit = self
+            .configured
+            .get(reading.dimension)
+            .map_or(told, |set| set.min(told));
+        // What the provider says is left, of which a shard may use its share. It is
+        // net of the answered call's own charge: both providers take a request's cost
+        // at admission, before the headers of its answer are written (OpenAI's guide
+        // shows 59 of 60 requests left on a first answer; Anthropic reserves
+        // `max_tokens` of output when the request begins). A rounded count may be
+        // `ROUNDING` short of the truth, so it lowers the ledger only when it is
+        // below it by more than that.
+        let allowance = reading.remaining.map(|r| {
+            let slack = if reading.rounded { ROUNDING } else { 0.0 };
+            (r + slack) * self.share
+        });
+        let (_, capacity) = shape(limit);
+        let name = reading.dimension.as_str();
+        let spent = self.probe_cost.map_or(0.0, |c| c.get(reading.dimension));
+        match row.buckets.iter_mut().find(|b| b.dimension == name) {
+            Some(bucket) => {
+                // Another process taught it first: this scope's first call is not
+                // counted in it yet.
+                bucket.level -= spent;
+                bucket.limit_per_min = limit;
+                bucket.level = bucket.level.min(capacity);
+                if let Some(allowance) = allowance {
+                    bucket.level = bucket.level.min(allowance);
+                }
+            }
+            None => {
+                // A new bucket: full, less the call that taught it, by track's own
+                // ledger (the provider's remaining may be in a minute's units, hiding
+                // a second's burst); at most what the provider says is left, which
+                // has that call taken already.
+                let ledger = capacity - spent;
+                row.buckets.push(BucketRow {
+                    dimension: name.to_owned(),
+                    limit_per_min: limit,
+                    level: allowance.map_or(ledger, |a| a.min(ledger)),
+                    updated_at: now,
+                });
+            }
+        }
+        spent
     }
 }
 
