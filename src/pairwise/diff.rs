@@ -400,20 +400,7 @@ mod tests {
     fn agreed(a: &str, b: &str, item: &str, winner: Winner) -> Vec<VerdictRow> {
         [Shown::Ab, Shown::Ba]
             .into_iter()
-            .map(|shown| VerdictRow {
-                run_id: 1,
-                judge: "j".into(),
-                item: item.into(),
-                candidate_a: a.into(),
-                candidate_b: b.into(),
-                repeat_index: 0,
-                shown,
-                winner,
-                justification: None,
-                invalid_reason: None,
-                call_id: None,
-                cache_hit: false,
-            })
+            .map(|shown| VerdictRow::for_test("j", item, (a, b), shown, winner))
             .collect()
     }
 

@@ -208,20 +208,7 @@ mod tests {
         [Shown::Ab, Shown::Ba]
             .into_iter()
             .zip(winner)
-            .map(|(shown, winner)| VerdictRow {
-                run_id: 1,
-                judge: "j".into(),
-                item: item.into(),
-                candidate_a: a.into(),
-                candidate_b: b.into(),
-                repeat_index: 0,
-                shown,
-                winner,
-                justification: None,
-                invalid_reason: None,
-                call_id: None,
-                cache_hit: false,
-            })
+            .map(|(shown, winner)| VerdictRow::for_test("j", item, (a, b), shown, winner))
             .collect()
     }
 

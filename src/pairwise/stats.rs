@@ -558,20 +558,7 @@ mod tests {
     }
 
     fn row(judge: &str, item: &str, shown: Shown, winner: Winner) -> VerdictRow {
-        VerdictRow {
-            run_id: 1,
-            judge: judge.into(),
-            item: item.into(),
-            candidate_a: "x".into(),
-            candidate_b: "y".into(),
-            repeat_index: 0,
-            shown,
-            winner,
-            justification: None,
-            invalid_reason: None,
-            call_id: None,
-            cache_hit: false,
-        }
+        VerdictRow::for_test(judge, item, ("x", "y"), shown, winner)
     }
 
     #[test]

@@ -114,6 +114,34 @@ pub struct VerdictRow {
     pub cache_hit: bool,
 }
 
+#[cfg(test)]
+impl VerdictRow {
+    /// A verdict of run 1, judge `judge`, on `item` with `a` shown as A in `shown` order, for
+    /// tests of what is computed from verdicts.
+    pub fn for_test(
+        judge: &str,
+        item: &str,
+        (a, b): (&str, &str),
+        shown: Shown,
+        winner: Winner,
+    ) -> Self {
+        Self {
+            run_id: 1,
+            judge: judge.into(),
+            item: item.into(),
+            candidate_a: a.into(),
+            candidate_b: b.into(),
+            repeat_index: 0,
+            shown,
+            winner,
+            justification: None,
+            invalid_reason: None,
+            call_id: None,
+            cache_hit: false,
+        }
+    }
+}
+
 /// One candidate model's answer to one item (a prompt) of a pairwise run: the call that
 /// answered, or why none did.
 #[derive(Debug, Clone, PartialEq, Eq)]
