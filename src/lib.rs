@@ -7,6 +7,7 @@
 pub mod analysis;
 pub mod answer;
 pub mod bench;
+pub mod cases;
 pub mod commands;
 pub mod config;
 pub mod cost;

@@ -39,34 +39,6 @@ CREATE TABLE runs (
     status       TEXT NOT NULL DEFAULT 'running'
                  CHECK (status IN ('running', 'completed', 'failed', 'interrupted', 'budget', 'waiting', 'partial'))
 , planned_calls INTEGER, calls INTEGER NOT NULL DEFAULT 0, cache_hits INTEGER NOT NULL DEFAULT 0, failed_calls INTEGER NOT NULL DEFAULT 0, errors INTEGER NOT NULL DEFAULT 0, cost_usd REAL NOT NULL DEFAULT 0, paid_usd REAL NOT NULL DEFAULT 0, pid INTEGER, models TEXT, command TEXT, budget_usd REAL, uid TEXT, plan_sha256 TEXT, shard_index INTEGER, shard_count INTEGER, merged_into INTEGER REFERENCES runs (id) ON DELETE SET NULL, plan_calls INTEGER);
-CREATE TABLE bench_results (
-    id               INTEGER PRIMARY KEY,
-    run_id           INTEGER NOT NULL REFERENCES runs (id) ON DELETE CASCADE,
-    model_index      INTEGER NOT NULL,
-    prompt_index     INTEGER NOT NULL,
-    repeat_index     INTEGER NOT NULL,
-    model_ref        TEXT NOT NULL,         -- provider:alias as written in the benchmark file
-    provider         TEXT NOT NULL,
-    model_id         TEXT NOT NULL,
-    prompt_name      TEXT NOT NULL,
-    method           TEXT NOT NULL,
-    call_id          INTEGER REFERENCES calls (id),
-    cache_hit        INTEGER NOT NULL,
-    status           TEXT NOT NULL CHECK (status IN ('passed', 'failed', 'error')),
-    detail           TEXT,                  -- why a test failed, or the error
-    latency_ms       REAL,
-    input_tokens     INTEGER,
-    output_tokens    INTEGER,
-    tokens_estimated INTEGER NOT NULL DEFAULT 0,
-    cost_usd         REAL,                  -- what the call cost when it was made
-    paid_usd         REAL,                  -- what this run paid: 0 on a cache hit
-    energy_wh        REAL,
-    energy_wh_min    REAL,
-    energy_wh_max    REAL,
-    energy_method    TEXT,
-    created_at       TEXT NOT NULL, judge_call_id INTEGER REFERENCES calls (id), judge_score INTEGER, judge_cost_usd REAL, expected TEXT, uid TEXT,
-    UNIQUE (run_id, model_index, prompt_index, repeat_index)
-);
 CREATE TABLE generated_datasheets (
     id                 INTEGER PRIMARY KEY,
     run_id             INTEGER REFERENCES runs (id) ON DELETE SET NULL,
@@ -126,13 +98,6 @@ CREATE TABLE review_scores (
     justification TEXT,
     na_reason     TEXT,
     PRIMARY KEY (review_id, criterion)
-) WITHOUT ROWID;
-CREATE TABLE bench_labels (
-    run_id INTEGER NOT NULL REFERENCES runs (id) ON DELETE CASCADE,
-    kind   TEXT NOT NULL CHECK (kind IN ('model', 'prompt')),
-    idx    INTEGER NOT NULL,
-    label  TEXT NOT NULL,
-    PRIMARY KEY (run_id, kind, idx)
 ) WITHOUT ROWID;
 CREATE TABLE relevance_predictions (
     id             INTEGER PRIMARY KEY,
@@ -252,7 +217,6 @@ CREATE TABLE pairwise_verdicts (
 );
 CREATE UNIQUE INDEX runs_by_uid ON runs (uid);
 CREATE UNIQUE INDEX calls_by_uid ON calls (uid);
-CREATE UNIQUE INDEX bench_results_by_uid ON bench_results (uid);
 CREATE UNIQUE INDEX generated_by_uid ON generated_datasheets (uid);
 CREATE UNIQUE INDEX reviews_by_uid ON reviews (uid);
 CREATE UNIQUE INDEX predictions_by_uid ON relevance_predictions (uid);
@@ -270,3 +234,65 @@ CREATE TABLE pairwise_answers (
     UNIQUE (run_id, candidate, item)
 );
 CREATE UNIQUE INDEX answers_by_uid ON pairwise_answers (uid);
+CREATE TABLE "bench_results" (
+    id               INTEGER PRIMARY KEY,
+    run_id           INTEGER NOT NULL REFERENCES runs (id) ON DELETE CASCADE,
+    model_index      INTEGER NOT NULL,
+    prompt_index     INTEGER NOT NULL,
+    repeat_index     INTEGER NOT NULL,
+    model_ref        TEXT NOT NULL,         -- provider:alias as written in the benchmark file
+    provider         TEXT NOT NULL,
+    model_id         TEXT NOT NULL,
+    prompt_name      TEXT NOT NULL,         -- the test's name, or the case's id
+    method           TEXT NOT NULL,         -- the check's method; `checks` when several
+    call_id          INTEGER REFERENCES calls (id),
+    cache_hit        INTEGER NOT NULL,
+    status           TEXT NOT NULL CHECK (status IN ('passed', 'failed', 'error')),
+    detail           TEXT,                  -- why a test failed, or the error
+    latency_ms       REAL,
+    input_tokens     INTEGER,
+    output_tokens    INTEGER,
+    tokens_estimated INTEGER NOT NULL DEFAULT 0,
+    cost_usd         REAL,                  -- what the call cost when it was made
+    paid_usd         REAL,                  -- what this run paid: 0 on a cache hit
+    energy_wh        REAL,
+    energy_wh_min    REAL,
+    energy_wh_max    REAL,
+    energy_method    TEXT,
+    created_at       TEXT NOT NULL,
+    judge_call_id    INTEGER REFERENCES calls (id),
+    judge_score      INTEGER,
+    judge_cost_usd   REAL,
+    expected         TEXT,
+    uid              TEXT,
+    template_index   INTEGER NOT NULL DEFAULT 0,
+    score            REAL,                  -- the weighted score of the checks, 0-1, when asked
+    UNIQUE (run_id, model_index, template_index, prompt_index, repeat_index)
+);
+CREATE UNIQUE INDEX bench_results_by_uid ON bench_results (uid);
+CREATE TABLE "bench_labels" (
+    run_id INTEGER NOT NULL REFERENCES runs (id) ON DELETE CASCADE,
+    kind   TEXT NOT NULL CHECK (kind IN ('model', 'prompt', 'template')),
+    idx    INTEGER NOT NULL,
+    label  TEXT NOT NULL,
+    PRIMARY KEY (run_id, kind, idx)
+) WITHOUT ROWID;
+CREATE TABLE bench_checks (
+    result_uid  TEXT NOT NULL,              -- bench_results.uid
+    check_index INTEGER NOT NULL,           -- in the order the file gives the checks
+    run_id      INTEGER NOT NULL REFERENCES runs (id) ON DELETE CASCADE,
+    method      TEXT NOT NULL,
+    expected    TEXT,                       -- the value compared with, rendered for the case
+    status      TEXT NOT NULL CHECK (status IN ('passed', 'failed', 'error')),
+    score       REAL,                       -- 0-1 where the method gives one
+    weight      REAL NOT NULL DEFAULT 1,
+    reason      TEXT,
+    PRIMARY KEY (result_uid, check_index)
+) WITHOUT ROWID;
+CREATE INDEX bench_checks_by_run ON bench_checks (run_id);
+CREATE TABLE dataset_files (
+    address    TEXT PRIMARY KEY,            -- hf://datasets/OWNER/NAME@REVISION/PATH
+    revision   TEXT NOT NULL,               -- the commit sha the revision resolved to
+    sha256     TEXT NOT NULL REFERENCES blobs (sha256),
+    fetched_at TEXT NOT NULL
+) WITHOUT ROWID;
