@@ -21,11 +21,12 @@ pub struct ResultTable {
 }
 
 /// The tables of results, in the order they are exported. A run has rows in some of them only
-/// (a benchmark in `bench_results`; a review in `reviews`, `review_scores` and, when it
+/// (a benchmark in `bench_results` and, where a case has several checks, `bench_checks`; a review in `reviews`, `review_scores` and, when it
 /// generated first, `generated_datasheets`; a pairwise comparison in `pairwise_verdicts` and,
 /// when its candidates are models, `pairwise_answers`).
 pub const RESULT_TABLES: &[ResultTable] = &[
     ResultTable::of_run("bench_results"),
+    ResultTable::of_run("bench_checks"),
     ResultTable::of_run("generated_datasheets"),
     ResultTable::of_run("reviews"),
     ResultTable {
@@ -45,6 +46,10 @@ pub const NOT_EXPORTED: &[(&str, &str)] = &[
         "texts and images by content hash: bytes, not rows to analyse",
     ),
     ("bench_labels", "names by index, already in each result row"),
+    (
+        "dataset_files",
+        "which commit an hf:// address resolved to; the bytes are in blobs",
+    ),
     ("run_errors", "what `track runs --errors` lists"),
     ("call_claims", "calls in flight: gone when they land"),
     ("pacing_buckets", "the pacer's state"),
