@@ -286,6 +286,10 @@ impl BenchExperiment {
             judge_score: None,
             judge_cost_usd: None,
             expected: Some(test.expected.clone()),
+            template_index: 0,
+            template_name: None,
+            score: None,
+            checks: Vec::new(),
         };
         match outcome {
             CallOutcome::Failed { call_id, error, .. } => {
