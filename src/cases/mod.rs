@@ -5,3 +5,12 @@
 pub mod template;
 
 pub use template::{MissingValue, Template, Values};
+
+/// How cases may be read: where fetched files are kept, and whether the network may be used.
+#[derive(Debug, Clone, Default)]
+pub struct LoadOptions {
+    /// The database whose blob store keeps `hf://` files (`None`: fetch, keep nothing).
+    pub db: Option<std::path::PathBuf>,
+    /// Read `hf://` files only from the database (`--offline`).
+    pub offline: bool,
+}

@@ -111,10 +111,15 @@ impl ExperimentArgs {
         })
     }
 
-    /// The overrides these options carry (`--repeat`); commands add their own.
-    pub fn overrides(&self) -> Overrides {
+    /// The overrides these options carry (`--repeat`, and `--offline` for reading data
+    /// files); commands add their own.
+    pub fn overrides(&self, context: &Context) -> Overrides {
         Overrides {
             repeat: self.repeat,
+            cases: crate::cases::LoadOptions {
+                db: (!self.dry_run || context.db.exists()).then(|| context.db.clone()),
+                offline: self.cache.offline,
+            },
             ..Overrides::default()
         }
     }
