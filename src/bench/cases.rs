@@ -381,7 +381,7 @@ pub fn build_tests(cases: Vec<CaseInput>, shared: &Shared<'_>) -> Result<Vec<Pro
             shared
                 .templates
                 .iter()
-                .map(|t| render(t, &values).map_err(|e| at(e)))
+                .map(|t| render(t, &values).map_err(&at))
                 .collect::<Result<Vec<_>, _>>()?
         };
         let mut prepared = Vec::new();

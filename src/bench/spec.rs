@@ -26,6 +26,9 @@ pub enum SpecError {
     /// The file is not YAML of a benchmark: `file:line:col: message`.
     #[error("{0}")]
     Yaml(String),
+    /// A case that cannot be used, the message naming where it was read (`data/x.jsonl:12`).
+    #[error("{0}")]
+    Case(String),
     #[error("{path}{}: {message}", line.map(|l| format!(":{l}")).unwrap_or_default())]
     Invalid {
         path: PathBuf,
