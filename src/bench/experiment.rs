@@ -683,6 +683,10 @@ impl Experiment for BenchExperiment {
         Ok(problems)
     }
 
+    fn loaded(&self) -> Option<String> {
+        self.spec.loaded.clone()
+    }
+
     fn label(&self, stage: &Stage, index: usize) -> String {
         let call = &stage.calls[index];
         let eval = self.eval(call.item);

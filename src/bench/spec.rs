@@ -60,8 +60,11 @@ pub struct BenchSpec {
     pub pass: PassRule,
     /// The data files the cases were read from, with their hashes, stored with the run.
     pub inputs: Vec<Input>,
-    /// What loading said: `loaded 2,000 cases from …`, and warnings (unused columns).
+    /// What loading said, on stderr: `loaded 2,000 cases from …`, and warnings (unused
+    /// columns).
     pub notes: Vec<String>,
+    /// `loaded 2,000 cases from data/math.jsonl (columns: …)`, also in a dry run's plan.
+    pub loaded: Option<String>,
     /// The file's text, read again for line numbers only when a message needs one.
     text: Arc<str>,
 }
@@ -309,6 +312,7 @@ impl BenchSpec {
         let mut templates = Vec::new();
         let mut inputs = Vec::new();
         let mut notes = Vec::new();
+        let mut loaded_line = None;
         let prompts = match (raw.prompts, raw.cases) {
             (Some(_), Some(_)) => {
                 return Err(invalid(
@@ -420,6 +424,7 @@ impl BenchSpec {
                     ));
                 }
                 notes.extend(loaded.summary.clone());
+                loaded_line = loaded.summary.clone();
                 inputs.extend(loaded.inputs);
                 inputs.extend(templates.iter().map(|t| Input {
                     kind: "template",
@@ -454,6 +459,7 @@ impl BenchSpec {
             pass,
             inputs,
             notes,
+            loaded: loaded_line,
             text: Arc::from(text),
         })
     }

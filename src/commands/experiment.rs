@@ -179,7 +179,13 @@ pub fn run_experiment(
             } else {
                 plan
             };
-            print_plan(&plan, experiment.header().file.as_deref(), budget, batch)?;
+            print_plan(
+                &plan,
+                experiment.header().file.as_deref(),
+                experiment.loaded(),
+                budget,
+                batch,
+            )?;
             return Ok(ExitCode::SUCCESS);
         }
         RunEnd::Ran(summary, plan) => (*summary, plan),
@@ -265,6 +271,7 @@ const SHOWN_ERROR_GROUPS: usize = 8;
 fn print_plan(
     plan: &Plan,
     file: Option<&str>,
+    loaded: Option<String>,
     budget_usd: Option<f64>,
     batch: bool,
 ) -> anyhow::Result<()> {
@@ -298,6 +305,9 @@ fn print_plan(
     let stdout = std::io::stdout();
     let mut out = stdout.lock();
     writeln!(out, "{}", render(&df, Columns::Compact))?;
+    if let Some(loaded) = loaded {
+        writeln!(out, "{}", fit_line(&loaded))?;
+    }
     let summary = format!(
         "dry run{}: {} calls planned, {} cached, {} to call, at most ${:.6} (inputs at a token \
          a byte, the most any tokenizer makes; each answer at its max_tokens or \
