@@ -811,7 +811,7 @@ prompts:
             let stored = store
                 .insert_call(&crate::store::NewCall {
                     cache_key: &key,
-                    canonical_request: "{}",
+                    canonical_request: "{}".into(),
                     provider: "openai",
                     model: "m",
                     outcome: Ok("an answer"),
