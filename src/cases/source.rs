@@ -1,6 +1,6 @@
 //! The files `from:` names: a path, a glob or an `hf://` address, or a list of them, read in
 //! the order written; a glob's files in sorted order. Paths are relative to the benchmark
-//! file's folder. A glob that matches no file is an error. Also: [`Source`], what the loader
+//! file's folder (`file://path` is the path). A glob that matches no file is an error. Also: [`Source`], what the loader
 //! reports of each file it read.
 
 use std::path::{Path, PathBuf};
@@ -66,7 +66,9 @@ impl Located {
 pub fn locate(from: &[String], base_dir: &Path) -> Result<Vec<Located>, CasesError> {
     let mut files = Vec::new();
     for entry in from {
+        // promptfoo names files `file://path`: the same path.
         let entry = entry.trim();
+        let entry = entry.strip_prefix("file://").unwrap_or(entry);
         if is_hf(entry) {
             files.push(Located::Hf(HfAddress::parse(entry)?));
         } else if entry.contains(['*', '?', '[']) {

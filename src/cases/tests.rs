@@ -161,6 +161,23 @@ fn a_glob_reads_its_files_sorted_and_format_overrides_the_extension() {
 }
 
 #[test]
+fn the_summary_writes_thousands_with_separators() {
+    let dir = tempfile::tempdir().unwrap();
+    let rows: String = (0..2000).map(|i| format!("{{\"n\": {i}}}\n")).collect();
+    write(dir.path(), "d.jsonl", &rows);
+    let loaded = load_yaml(dir.path(), "from: d.jsonl\n").unwrap();
+    assert_eq!(
+        loaded.summary(),
+        "loaded 2,000 cases from d.jsonl (columns: n)"
+    );
+    let loaded = load_yaml(dir.path(), "from: d.jsonl\nlimit: 1\n").unwrap();
+    assert_eq!(
+        loaded.summary(),
+        "loaded 1 of 2,000 cases (limit) from d.jsonl (columns: n)"
+    );
+}
+
+#[test]
 fn a_bad_jsonl_line_is_named_with_its_file_and_line() {
     let dir = tempfile::tempdir().unwrap();
     write(dir.path(), "d.jsonl", "{\"q\": 1}\n\n{\"q\": 2\n");
@@ -227,6 +244,9 @@ fn limit_takes_the_first_rows_and_sample_a_stable_subset_in_file_order() {
     let loaded = load_yaml(dir.path(), "from: d.jsonl\nid: qid\nlimit: 3\n").unwrap();
     assert_eq!(ids(&loaded), ["q0", "q1", "q2"]);
     assert_eq!(loaded.rows, 50);
+    // `file://` (promptfoo's way to name a file) is the path.
+    let same = load_yaml(dir.path(), "from: file://d.jsonl\nid: qid\nlimit: 3\n").unwrap();
+    assert_eq!(ids(&same), ids(&loaded));
     assert_eq!(
         loaded.summary(),
         "loaded 3 of 50 cases (limit) from d.jsonl (columns: qid)"
