@@ -60,9 +60,6 @@ pub enum CasesError {
         "{address} is not stored yet and the run is offline; run once online to fetch and keep it (it is then read from the database, also offline)"
     )]
     Offline { address: String },
-    /// An `hf://` address but no database to keep its bytes in (a caller's slip).
-    #[error("{address}: an hf:// file needs the database to keep its bytes; none was given")]
-    NoStore { address: String },
     /// The database failed while reading or keeping a fetched file.
     #[error("database error while loading {address}: {source}")]
     Store {

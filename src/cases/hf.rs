@@ -192,7 +192,8 @@ pub struct HfFile {
 }
 
 /// The bytes of `address`: from the database when kept there, else (online only) fetched and
-/// kept, as a blob of `media_type`.
+/// kept, as a blob of `media_type`. Without a database (`store` `None`) the file is fetched
+/// and kept nowhere; offline, it cannot be read.
 pub fn open(
     address: &HfAddress,
     media_type: &str,
@@ -200,14 +201,18 @@ pub fn open(
     offline: bool,
     access: &HfAccess,
 ) -> Result<HfFile, CasesError> {
-    let store = store.ok_or_else(|| CasesError::NoStore {
-        address: address.written.clone(),
-    })?;
     let store_error = |source| CasesError::Store {
         address: address.written.clone(),
         source,
     };
-    if let Some(kept) = store.dataset_file(&address.written).map_err(store_error)? {
+    let kept = match store {
+        Some(store) => store
+            .dataset_file(&address.written)
+            .map_err(store_error)?
+            .map(|kept| (store, kept)),
+        None => None,
+    };
+    if let Some((store, kept)) = kept {
         let bytes = store
             .blob(&kept.sha256)
             .map_err(store_error)?
@@ -238,13 +243,19 @@ pub fn open(
         })?;
     // A mirror that does not say the commit: the revision as written is what is known.
     let commit = commit.unwrap_or_else(|| address.revision.clone());
-    let kept = store
-        .put_dataset_file(&address.written, &commit, media_type, &bytes)
-        .map_err(store_error)?;
+    let sha256 = match store {
+        Some(store) => {
+            store
+                .put_dataset_file(&address.written, &commit, media_type, &bytes)
+                .map_err(store_error)?
+                .sha256
+        }
+        None => crate::hash::sha256_hex(&bytes),
+    };
     Ok(HfFile {
         bytes,
         commit,
-        sha256: kept.sha256,
+        sha256,
         fetched: true,
     })
 }

@@ -40,29 +40,14 @@ use crate::store::Store;
 use case::RowCase;
 use source::Located;
 
-/// What a load may use besides the files: the database (where `hf://` files are kept) and
-/// the network.
-#[derive(Clone)]
-pub struct LoadOptions<'a> {
-    /// The database `hf://` files are read from and kept in. `None`: an `hf://` source is an
-    /// error ([`CasesError::NoStore`]); local files need none.
-    pub store: Option<&'a Store>,
-    /// No network: an `hf://` file must be kept already.
+/// How cases may be read: where fetched files are kept, and whether the network may be used.
+#[derive(Debug, Clone, Default)]
+pub struct LoadOptions {
+    /// The database whose blob store keeps `hf://` files (`None`: fetch, keep nothing). It is
+    /// opened only when `from:` names an `hf://` file.
+    pub db: Option<std::path::PathBuf>,
+    /// Read `hf://` files only from the database (`--offline`).
     pub offline: bool,
-    /// Where the Hub is, and `HF_TOKEN`.
-    pub hf: HfAccess,
-}
-
-impl<'a> LoadOptions<'a> {
-    /// The options of a run: its database, whether it is offline, and the Hub from the
-    /// environment (`HF_ENDPOINT`, `HF_TOKEN`).
-    pub fn new(store: Option<&'a Store>, offline: bool) -> Self {
-        Self {
-            store,
-            offline,
-            hf: HfAccess::from_env(),
-        }
-    }
 }
 
 /// The cases a benchmark read, with what it read them from.
@@ -142,13 +127,26 @@ enum Convert {
 }
 
 /// Reads the cases `spec` names. Paths are relative to `base_dir` (the benchmark file's
-/// folder). Synchronous: an `hf://` file not kept yet is fetched on a thread of its own.
+/// folder). Synchronous: an `hf://` file not kept yet is fetched (from `HF_ENDPOINT`, with
+/// `HF_TOKEN`) on a thread of its own, so it may be called inside or outside a runtime.
 pub fn load(
     spec: &CasesSpec,
     base_dir: &Path,
-    options: &LoadOptions<'_>,
+    options: &LoadOptions,
+) -> Result<LoadedCases, CasesError> {
+    load_with(spec, base_dir, options, &HfAccess::from_env())
+}
+
+/// [`load`] with the Hub's endpoint and token given rather than read from the environment.
+pub fn load_with(
+    spec: &CasesSpec,
+    base_dir: &Path,
+    options: &LoadOptions,
+    hf_access: &HfAccess,
 ) -> Result<LoadedCases, CasesError> {
     let files = source::locate(&spec.from, base_dir)?;
+    // The database, opened at the first hf:// file.
+    let mut store: Option<Store> = None;
     let mut sources = Vec::with_capacity(files.len());
     let mut cases: Vec<Case> = Vec::new();
     for (index, file) in files.iter().enumerate() {
@@ -170,12 +168,20 @@ pub fn load(
                 (bytes, Resolved::File(path.clone()), sha256)
             }
             Located::Hf(hf_address) => {
+                if store.is_none()
+                    && let Some(db) = &options.db
+                {
+                    store = Some(Store::open(db).map_err(|source| CasesError::Store {
+                        address: hf_address.written.clone(),
+                        source,
+                    })?);
+                }
                 let got = hf::open(
                     hf_address,
                     media_type(format),
-                    options.store,
+                    store.as_ref(),
                     options.offline,
-                    &options.hf,
+                    hf_access,
                 )?;
                 let resolved = Resolved::Hf {
                     commit: got.commit,

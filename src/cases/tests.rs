@@ -22,16 +22,13 @@ fn spec(yaml: &str) -> CasesSpec {
     serde_saphyr::from_str(yaml).unwrap()
 }
 
-fn local() -> LoadOptions<'static> {
-    LoadOptions {
-        store: None,
-        offline: false,
-        hf: HfAccess::new("http://127.0.0.1:9", None),
-    }
+/// A Hub nowhere: a test of local files never reaches the network.
+fn nowhere() -> HfAccess {
+    HfAccess::new("http://127.0.0.1:9", None)
 }
 
 fn load_yaml(dir: &Path, yaml: &str) -> Result<LoadedCases, CasesError> {
-    load(&spec(yaml), dir, &local())
+    load_with(&spec(yaml), dir, &LoadOptions::default(), &nowhere())
 }
 
 fn ids(loaded: &LoadedCases) -> Vec<&str> {
@@ -512,12 +509,17 @@ impl Drop for Hub {
 const COMMIT: &str = "0123456789abcdef0123456789abcdef01234567";
 const TOKEN: &str = "hf_test_CANARY_token_0042";
 
-fn hub_options<'a>(store: &'a Store, hub: &str, offline: bool) -> LoadOptions<'a> {
+/// The options of a run whose database is `db`.
+fn options(db: &Path, offline: bool) -> LoadOptions {
     LoadOptions {
-        store: Some(store),
+        db: Some(db.to_path_buf()),
         offline,
-        hf: HfAccess::new(hub, Some(ApiKey::new(TOKEN))),
     }
+}
+
+/// The Hub at `url`, with the test token.
+fn access(url: &str) -> HfAccess {
+    HfAccess::new(url, Some(ApiKey::new(TOKEN)))
 }
 
 #[test]
@@ -533,13 +535,14 @@ fn an_hf_file_is_fetched_with_the_token_kept_and_then_read_offline_without_the_s
         ),
     );
     let hub = Hub::start(routes);
-    let store = Store::open_in_memory().unwrap();
     let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("track.db");
     let yaml = "from: hf://datasets/o/math/data/math.jsonl\nid: qid\n";
-    let first = load(
+    let first = load_with(
         &spec(yaml),
         dir.path(),
-        &hub_options(&store, &hub.url, false),
+        &options(&db, false),
+        &access(&hub.url),
     )
     .unwrap();
     assert_eq!(first.cases.len(), 20);
@@ -558,35 +561,30 @@ fn an_hf_file_is_fetched_with_the_token_kept_and_then_read_offline_without_the_s
         }
     );
     assert_eq!(first.sources[0].sha256, crate::hash::sha256_hex(&body));
-    let kept = store
+    let kept = Store::open(&db)
+        .unwrap()
         .dataset_file("hf://datasets/o/math/data/math.jsonl")
         .unwrap()
         .unwrap();
-    assert_eq!(
-        (kept.revision.as_str(), kept.sha256.as_str()),
-        (COMMIT, first.sources[0].sha256.as_str())
-    );
+    assert_eq!(kept.revision, COMMIT);
+    assert_eq!(kept.sha256, first.sources[0].sha256);
     assert_eq!(
         first.summary(),
         "loaded 20 cases from hf://datasets/o/math/data/math.jsonl (columns: qid, a, b, answer)"
     );
     // Online again: read from the database, no request.
-    let again = load(
+    let again = load_with(
         &spec(yaml),
         dir.path(),
-        &hub_options(&store, &hub.url, false),
+        &options(&db, false),
+        &access(&hub.url),
     )
     .unwrap();
     assert_eq!(hub.requests().len(), 1);
     assert_eq!(again.cases, first.cases);
     drop(hub);
     // Offline, the server gone: the same bytes.
-    let offline = load(
-        &spec(yaml),
-        dir.path(),
-        &hub_options(&store, "http://127.0.0.1:9", true),
-    )
-    .unwrap();
+    let offline = load_with(&spec(yaml), dir.path(), &options(&db, true), &nowhere()).unwrap();
     assert_eq!(offline.cases, first.cases);
     assert_eq!(offline.sources[0].sha256, first.sources[0].sha256);
     assert_eq!(
@@ -599,28 +597,56 @@ fn an_hf_file_is_fetched_with_the_token_kept_and_then_read_offline_without_the_s
 }
 
 #[test]
-fn offline_with_nothing_kept_names_the_address_and_the_fix() {
-    let store = Store::open_in_memory().unwrap();
+fn without_a_database_an_hf_file_is_fetched_and_kept_nowhere() {
+    let mut routes = Routes::new();
+    routes.insert(
+        "/datasets/o/n/resolve/main/t.csv".into(),
+        (200, Vec::new(), b"q\nx\n".to_vec()),
+    );
+    let hub = Hub::start(routes);
     let dir = tempfile::tempdir().unwrap();
-    let e = load(
-        &spec("from: hf://datasets/o/n@v2/t.csv\n"),
-        dir.path(),
-        &hub_options(&store, "http://127.0.0.1:9", true),
-    )
-    .unwrap_err()
-    .to_string();
+    let yaml = "from: hf://datasets/o/n/t.csv\n";
+    for _ in 0..2 {
+        let loaded = load_with(
+            &spec(yaml),
+            dir.path(),
+            &LoadOptions::default(),
+            &access(&hub.url),
+        )
+        .unwrap();
+        // A mirror that does not say the commit: the revision as written.
+        assert_eq!(
+            loaded.sources[0].resolved,
+            Resolved::Hf {
+                commit: "main".into(),
+                fetched: true
+            }
+        );
+    }
+    assert_eq!(hub.requests().len(), 2);
+}
+
+#[test]
+fn offline_with_nothing_kept_names_the_address_and_the_fix() {
+    let dir = tempfile::tempdir().unwrap();
+    let yaml = "from: hf://datasets/o/n@v2/t.csv\n";
+    let db = dir.path().join("track.db");
+    let e = load_with(&spec(yaml), dir.path(), &options(&db, true), &nowhere())
+        .unwrap_err()
+        .to_string();
     assert_eq!(
         e,
         "hf://datasets/o/n@v2/t.csv is not stored yet and the run is offline; run once online to fetch and keep it (it is then read from the database, also offline)"
     );
-    let e = load(
-        &spec("from: hf://datasets/o/n@v2/t.csv\n"),
-        dir.path(),
-        &local(),
-    )
-    .unwrap_err()
-    .to_string();
-    assert!(e.contains("needs the database"), "{e}");
+    // Without a database, offline, the same.
+    let no_db = LoadOptions {
+        db: None,
+        offline: true,
+    };
+    let again = load_with(&spec(yaml), dir.path(), &no_db, &nowhere())
+        .unwrap_err()
+        .to_string();
+    assert_eq!(again, e);
 }
 
 #[test]
@@ -651,12 +677,13 @@ fn a_redirect_to_another_host_is_followed_without_the_token() {
         ),
     );
     let hub = Hub::start(routes);
-    let store = Store::open_in_memory().unwrap();
     let dir = tempfile::tempdir().unwrap();
-    let loaded = load(
+    let db = dir.path().join("track.db");
+    let loaded = load_with(
         &spec("from: hf://datasets/o/n@v1/moved.csv\n"),
         dir.path(),
-        &hub_options(&store, &hub.url, false),
+        &options(&db, false),
+        &access(&hub.url),
     )
     .unwrap();
     assert_eq!(loaded.cases[0].values["a"], json!("1"));
@@ -672,7 +699,8 @@ fn a_redirect_to_another_host_is_followed_without_the_token() {
         ]
     );
     assert_eq!(cdn.requests(), [("/blobs/xyz".to_owned(), None)]);
-    let kept = store
+    let kept = Store::open(&db)
+        .unwrap()
         .dataset_file("hf://datasets/o/n@v1/moved.csv")
         .unwrap()
         .unwrap();
@@ -694,35 +722,28 @@ fn gated_and_missing_files_give_clear_messages_without_the_token() {
         ),
     );
     let hub = Hub::start(routes);
-    let store = Store::open_in_memory().unwrap();
     let dir = tempfile::tempdir().unwrap();
-    let mut options = hub_options(&store, &hub.url, false);
-    options.hf.token = None;
-    let e = load(
-        &spec("from: hf://datasets/o/gated/t.jsonl\n"),
-        dir.path(),
-        &options,
-    )
-    .unwrap_err()
-    .to_string();
+    let db = dir.path().join("track.db");
+    let gated = spec("from: hf://datasets/o/gated/t.jsonl\n");
+    let no_token = HfAccess::new(&hub.url, None);
+    let e = load_with(&gated, dir.path(), &options(&db, false), &no_token)
+        .unwrap_err()
+        .to_string();
     assert_eq!(
         e,
         "cannot fetch hf://datasets/o/gated/t.jsonl: HTTP 401 (Access to dataset o/gated is restricted.): the set is gated or private (or does not exist); set HF_TOKEN to a token that can read it (huggingface.co/settings/tokens), accept its conditions on its page, and check the address"
     );
-    let options = hub_options(&store, &hub.url, false);
-    let e = load(
-        &spec("from: hf://datasets/o/gated/t.jsonl\n"),
-        dir.path(),
-        &options,
-    )
-    .unwrap_err()
-    .to_string();
+    let e = load_with(&gated, dir.path(), &options(&db, false), &access(&hub.url))
+        .unwrap_err()
+        .to_string();
     assert!(e.contains("HF_TOKEN was refused for this set"), "{e}");
     assert!(!e.contains(TOKEN), "{e}");
-    let e = load(
-        &spec("from: hf://datasets/o/none/t.jsonl\n"),
+    let missing = spec("from: hf://datasets/o/none/t.jsonl\n");
+    let e = load_with(
+        &missing,
         dir.path(),
-        &options,
+        &options(&db, false),
+        &access(&hub.url),
     )
     .unwrap_err()
     .to_string();
@@ -734,8 +755,13 @@ fn gated_and_missing_files_give_clear_messages_without_the_token() {
     );
     assert!(!e.contains(TOKEN), "{e}");
     // Nothing was kept of a refused fetch.
+    let store = Store::open(&db).unwrap();
     assert_eq!(
         store.dataset_file("hf://datasets/o/none/t.jsonl").unwrap(),
+        None
+    );
+    assert_eq!(
+        store.dataset_file("hf://datasets/o/gated/t.jsonl").unwrap(),
         None
     );
 }

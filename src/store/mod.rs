@@ -30,7 +30,8 @@ pub use batches::{
     BatchCountsRow, BatchKeyRow, BatchPoll, BatchRow, BatchState, KeyOutcome, NewBatch,
 };
 pub use bench::{
-    BenchColumns, BenchResultRow, FailureRow, Labels, MeasureRow, Outcome, UnusableVerdictRow,
+    BenchColumns, BenchResultRow, CheckRow, FailureRow, Labels, MeasureRow, Outcome,
+    UnusableVerdictRow,
 };
 pub use calls::{NewCall, StoredCall};
 pub use claims::Claim;
@@ -135,6 +136,12 @@ pub struct Store {
 }
 
 impl Store {
+    /// The connection, for tests elsewhere in the crate that check what was stored.
+    #[cfg(test)]
+    pub(crate) fn conn(&self) -> &Connection {
+        &self.conn
+    }
+
     /// Opens (creating if needed) the database at `path`, sets the pragmas and migrates it.
     /// Processes opening one database at once take turns (`<db>-lock`), so a new database is
     /// set up once; a database of another application is refused, never added to.
