@@ -46,6 +46,15 @@ pub struct CaseMessage {
     pub content: String,
 }
 
+impl From<CaseMessage> for crate::llm::Message {
+    fn from(message: CaseMessage) -> Self {
+        Self {
+            role: message.role,
+            parts: vec![crate::llm::Part::Text(message.content)],
+        }
+    }
+}
+
 /// What a converter makes of a row: the case but for its id and origin.
 #[derive(Debug, Clone, PartialEq)]
 pub struct RowCase {

@@ -155,6 +155,26 @@ impl TryFrom<RawCasesSpec> for CasesSpec {
 }
 
 impl CasesSpec {
+    /// `cases:` read from a JSON value (a benchmark file's mapping already parsed), with
+    /// the messages [`crate::yaml`] gives: an unknown key named with the valid ones and the
+    /// closest.
+    pub fn from_value(value: serde_json::Value) -> Result<Self, String> {
+        if let serde_json::Value::Object(fields) = &value {
+            if let Some(key) = fields.keys().find(|k| !KEYS.contains(&k.as_str())) {
+                return Err(format!("cases: {}", crate::yaml::unknown_key(key, &KEYS)));
+            }
+            if let Some(serde_json::Value::Object(sample)) = fields.get("sample")
+                && let Some(key) = sample.keys().find(|k| !["n", "seed"].contains(&k.as_str()))
+            {
+                return Err(format!(
+                    "cases: sample: {}",
+                    crate::yaml::unknown_key(key, &["n", "seed"])
+                ));
+            }
+        }
+        serde_json::from_value(value).map_err(|e| format!("cases: {e}"))
+    }
+
     /// The spec of one source and nothing else (for tests and callers building one by hand).
     pub fn from_source(source: impl Into<String>) -> Self {
         Self {
@@ -247,6 +267,33 @@ mod tests {
         assert!(e.contains("yaml"), "{e}");
         let e = parse("id: x\n").unwrap_err();
         assert!(e.contains("from"), "{e}");
+    }
+
+    #[test]
+    fn a_json_value_parses_with_the_same_messages() {
+        let spec = CasesSpec::from_value(serde_json::json!({"from": "a.csv", "id": "q"})).unwrap();
+        assert_eq!(
+            (spec.from.as_slice(), spec.id.as_deref()),
+            (&["a.csv".to_owned()][..], Some("q"))
+        );
+        let e = CasesSpec::from_value(serde_json::json!({"from": "a.csv", "limt": 3})).unwrap_err();
+        assert_eq!(
+            e,
+            "cases: unknown key `limt`; did you mean `limit`? valid keys: from, id, limit, sample, format"
+        );
+        let e =
+            CasesSpec::from_value(serde_json::json!({"from": "a", "sample": {"n": 1, "sed": 2}}))
+                .unwrap_err();
+        assert!(
+            e.starts_with("cases: sample: unknown key `sed`; did you mean `seed`?"),
+            "{e}"
+        );
+        let e =
+            CasesSpec::from_value(serde_json::json!({"from": "a", "limit": 1, "sample": {"n": 1}}))
+                .unwrap_err();
+        assert!(e.contains("`limit:` and `sample:` both given"), "{e}");
+        let e = CasesSpec::from_value(serde_json::json!({"from": 3})).unwrap_err();
+        assert!(e.starts_with("cases: "), "{e}");
     }
 
     #[test]
