@@ -9,6 +9,7 @@ mod bench;
 mod blobs;
 mod calls;
 mod claims;
+mod datasets;
 mod export;
 mod ids;
 mod merge;
@@ -34,6 +35,7 @@ pub use bench::{
 };
 pub use calls::{NewCall, StoredCall};
 pub use claims::Claim;
+pub use datasets::DatasetFile;
 pub use export::{
     Affinity, CallRefs, ColumnBatch, ColumnValues, ExportColumn, NOT_EXPORTED, RESULT_TABLES,
     ResultTable, RowSource, RunPartition, Snapshot,
