@@ -291,59 +291,24 @@ pub fn inline_cases(
         .collect()
 }
 
-/// A case's id: its `id_column`'s value (or `id`'s, when the file names no column), else
-/// the first 16 hex digits of the sha256 of its values with their keys sorted.
+/// A case's id, as a data file's would be: its `id_column`'s value (or `id`'s, when the
+/// file names no column), else the hash of its values.
 pub fn case_id(values: &Values, id_column: Option<&str>) -> Result<String, String> {
     let column = id_column.unwrap_or("id");
-    match values.get(column) {
-        Some(Value::String(s)) if !s.trim().is_empty() => Ok(s.trim().to_owned()),
-        Some(Value::Number(n)) => Ok(n.to_string()),
-        Some(other) if id_column.is_some() => Err(format!(
-            "its id column `{column}` holds `{other}`, not a text or a number"
-        )),
+    match crate::cases::ids::id_text(values.get(column)) {
+        Some(id) => Ok(id),
         None if id_column.is_some() => Err(format!("it has no `{column}` (the id column)")),
-        _ => {
-            let sorted: std::collections::BTreeMap<&String, &Value> = values.iter().collect();
-            let text = serde_json::to_string(&sorted).unwrap_or_default();
-            Ok(crate::hash::sha256_hex(text.as_bytes())[..16].to_owned())
-        }
+        None => Ok(crate::cases::ids::hash_id(values)),
     }
 }
 
-/// A `messages` column in OpenAI's chat format, if the case has one.
+/// A `messages` value in OpenAI's chat format, if the case has one.
 pub fn case_messages(values: &Values) -> Result<Option<Vec<Message>>, String> {
     let Some(value) = values.get("messages") else {
         return Ok(None);
     };
-    let parsed;
-    let list = match value {
-        Value::Array(list) => list,
-        Value::String(text) => {
-            parsed = serde_json::from_str::<Value>(text)
-                .map_err(|e| format!("its `messages` is not JSON: {e}"))?;
-            parsed
-                .as_array()
-                .ok_or("its `messages` is not a list of {role, content}")?
-        }
-        _ => return Err("its `messages` is not a list of {role, content}".into()),
-    };
-    let mut messages = Vec::with_capacity(list.len());
-    for (i, item) in list.iter().enumerate() {
-        let role = item
-            .get("role")
-            .and_then(Value::as_str)
-            .and_then(parse_role)
-            .ok_or_else(|| format!("message {} of its `messages` has no known role", i + 1))?;
-        let content = item
-            .get("content")
-            .and_then(Value::as_str)
-            .ok_or_else(|| format!("message {} of its `messages` has no `content` text", i + 1))?;
-        messages.push(Message {
-            role,
-            parts: vec![Part::Text(content.to_owned())],
-        });
-    }
-    Ok(Some(messages))
+    let messages = crate::cases::case::parse_messages(value, "messages")?;
+    Ok(Some(messages.into_iter().map(Message::from).collect()))
 }
 
 /// What every test of a data-driven benchmark shares.

@@ -440,7 +440,7 @@ impl BenchSpec {
                     default_judge: raw.judge.as_deref(),
                     base: &base,
                 };
-                super::cases::build_tests(loaded.cases, &shared).map_err(|e| invalid(None, e))?
+                super::cases::build_tests(loaded.cases, &shared).map_err(SpecError::Case)?
             }
         };
         Ok(Self {
@@ -740,7 +740,8 @@ fn load_cases(
         }
         Value::Object(_) => {
             let at = crate::yaml::line_at(text, &[Step::Key("cases")]);
-            load_case_files(cases, base, options).map_err(|e| invalid(at, e))
+            let spec = crate::cases::CasesSpec::from_value(cases).map_err(|e| invalid(at, e))?;
+            load_case_files(&spec, base, options).map_err(SpecError::Case)
         }
         other => Err(invalid(
             crate::yaml::line_at(text, &[Step::Key("cases")]),
@@ -751,11 +752,49 @@ fn load_cases(
 
 /// Cases read from the files `cases: {from: …}` names.
 fn load_case_files(
-    _cases: Value,
-    _base: &Path,
-    _options: &crate::cases::LoadOptions,
+    spec: &crate::cases::CasesSpec,
+    base: &Path,
+    options: &crate::cases::LoadOptions,
 ) -> Result<LoadedCases, String> {
-    Err("reading cases from files is not wired yet".into())
+    let loaded = crate::cases::load(spec, base, options).map_err(|e| e.to_string())?;
+    let summary = loaded.summary();
+    let inputs = loaded
+        .sources
+        .iter()
+        .map(|source| Input {
+            kind: "data",
+            name: source.address.clone(),
+            sha256: source.sha256.clone(),
+            revision: match &source.resolved {
+                crate::cases::Resolved::Hf { commit, .. } => Some(commit.clone()),
+                crate::cases::Resolved::File(_) => None,
+            },
+            rows: Some(source.rows as u64),
+        })
+        .collect();
+    let from = loaded.from.join(", ");
+    let cases = loaded
+        .cases
+        .iter()
+        .map(|case| super::cases::CaseInput {
+            id: case.id.clone(),
+            values: case.values.clone(),
+            messages: case
+                .messages
+                .clone()
+                .map(|m| m.into_iter().map(crate::llm::Message::from).collect()),
+            checks: case.checks.clone(),
+            origin: loaded.place(case.origin),
+        })
+        .collect();
+    Ok(LoadedCases {
+        cases,
+        columns: loaded.columns,
+        id_column: spec.id.clone(),
+        from,
+        summary: Some(summary),
+        inputs,
+    })
 }
 
 /// Refuses two cases with one id, naming both.

@@ -272,8 +272,8 @@ pub fn load_with(
     })
 }
 
-/// Gives every case its id (the `column`'s value, or the hash of its values) and refuses two
-/// cases with one id, naming both rows.
+/// Gives every case its id (the `column`'s value; without one, an `id` column's; else the hash
+/// of its values) and refuses two cases with one id, naming both rows.
 fn assign_ids(
     cases: &mut [Case],
     column: Option<&str>,
@@ -294,15 +294,18 @@ fn assign_ids(
                         .join(", "),
                 })?
             }
-            None => ids::hash_id(&case.values),
+            // A column named `id` is the id when `id:` names none.
+            None => ids::id_text(case.values.get("id"))
+                .unwrap_or_else(|| ids::hash_id(&case.values)),
         };
+        let by_column = column.is_some() || case.values.contains_key("id");
         match seen.entry(id) {
             Entry::Occupied(first) => {
                 return Err(CasesError::DuplicateId {
                     id: first.key().clone(),
                     first: place_of(*first.get()),
                     second: place_of(case.origin),
-                    fix: if column.is_some() {
+                    fix: if by_column {
                         "ids must be unique: give one row another id, or remove the repeated row"
                     } else {
                         "the two rows hold the same values (their id is a hash of them): remove one, or give the rows an id column and name it in `id:`"
