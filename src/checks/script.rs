@@ -375,3 +375,289 @@ fn seconds(d: Duration) -> String {
         format!("{s} s")
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::checks::CheckStatus;
+    use serde_json::json;
+
+    /// A grader written into `dir`, and a job that runs it with `python3` on `answer`.
+    fn job(dir: &Path, file: &str, code: &str, answer: &str, timeout: f64) -> ScriptJob {
+        std::fs::write(dir.join(file), code).unwrap();
+        ScriptJob {
+            script: ScriptCheck::new(
+                &format!("python3 {file}"),
+                Duration::from_secs_f64(timeout),
+                dir,
+            )
+            .unwrap(),
+            input: ScriptInput {
+                answer: answer.to_owned(),
+                values: json!({"answer": "Paris", "n": 2})
+                    .as_object()
+                    .unwrap()
+                    .clone(),
+                template: "terse".to_owned(),
+                model: "openai:gpt-4o-mini".to_owned(),
+                expected: Some("Paris".to_owned()),
+            },
+        }
+    }
+
+    const GRADER: &str = r#"
+import json, sys
+data = json.load(sys.stdin)
+print("debug: grading", data["template"], data["model"])
+ok = data["answer"].strip() == data["expected"] and data["values"]["n"] == 2
+print(json.dumps({"pass": ok, "score": 1.0 if ok else 0.25,
+                  "reason": "matches" if ok else "wanted " + data["expected"]}))
+"#;
+
+    #[test]
+    fn a_script_reads_json_on_stdin_and_its_verdict_is_its_last_json_line() {
+        let dir = tempfile::tempdir().unwrap();
+        let pass = run_script(&job(dir.path(), "grade.py", GRADER, " Paris ", 10.0));
+        assert_eq!(
+            pass,
+            CheckOutcome {
+                status: CheckStatus::Passed,
+                score: Some(1.0),
+                reason: Some("matches".into()),
+            }
+        );
+        let fail = run_script(&job(dir.path(), "grade.py", GRADER, "Lyon", 10.0));
+        assert_eq!(fail.status, CheckStatus::Failed);
+        assert_eq!(fail.score, Some(0.25));
+        assert_eq!(fail.reason.as_deref(), Some("wanted Paris"));
+        // A multi-line JSON verdict is read whole; a failure without a reason names the script.
+        let pretty = "import json\nprint(json.dumps({'pass': False}, indent=2))\n";
+        let fail = run_script(&job(dir.path(), "pretty.py", pretty, "x", 10.0));
+        assert_eq!(fail.status, CheckStatus::Failed);
+        assert_eq!(
+            fail.reason.as_deref(),
+            Some("script `python3 pretty.py` said it fails")
+        );
+    }
+
+    #[test]
+    fn a_crash_garbage_or_a_bad_verdict_is_an_error_naming_the_script() {
+        let dir = tempfile::tempdir().unwrap();
+        let cases = [
+            (
+                "crash.py",
+                "import sys\nprint('{\"pass\": true}')\nraise ValueError('no answer key')\n",
+                "script `python3 crash.py` exited with status 1; stderr: ValueError: no answer key",
+            ),
+            (
+                "exit3.py",
+                "import sys\nsys.exit(3)\n",
+                "script `python3 exit3.py` exited with status 3; its stderr is empty",
+            ),
+            (
+                "selfkill.py",
+                "import os, signal\nos.kill(os.getpid(), signal.SIGKILL)\n",
+                "script `python3 selfkill.py` was killed by signal 9; its stderr is empty",
+            ),
+            (
+                "garbage.py",
+                "print('PASS!')\n",
+                "script `python3 garbage.py` printed no JSON verdict ({\"pass\": true|false}): it printed `PASS!`",
+            ),
+            (
+                "silent.py",
+                "import sys\nsys.stderr.write('thinking\\n')\n",
+                "script `python3 silent.py` printed no JSON verdict ({\"pass\": true|false}): it printed nothing; stderr: thinking",
+            ),
+            (
+                "nopass.py",
+                "print('{\"ok\": true}')\n",
+                "script `python3 nopass.py` printed `{\"ok\":true}`, with no `\"pass\": true|false`",
+            ),
+            (
+                "badscore.py",
+                "print('{\"pass\": true, \"score\": 7}')\n",
+                "script `python3 badscore.py` printed `{\"pass\":true,\"score\":7}`: `score` must be a number from 0 to 1",
+            ),
+            (
+                "strpass.py",
+                "print('{\"pass\": \"yes\"}')\n",
+                "with no `\"pass\": true|false`",
+            ),
+        ];
+        for (file, code, want) in cases {
+            let outcome = run_script(&job(dir.path(), file, code, "x", 10.0));
+            assert_eq!(outcome.status, CheckStatus::Error, "{file}: {outcome:?}");
+            let reason = outcome.reason.unwrap();
+            assert!(reason.contains(want), "{file}: {reason}");
+        }
+    }
+
+    #[test]
+    fn a_hang_is_killed_at_its_timeout_and_is_an_error() {
+        let dir = tempfile::tempdir().unwrap();
+        let code = "import sys, time\nsys.stderr.write('waiting\\n'); sys.stderr.flush()\ntime.sleep(60)\n";
+        let started = std::time::Instant::now();
+        let outcome = run_script(&job(dir.path(), "hang.py", code, "x", 1.0));
+        assert_eq!(outcome.status, CheckStatus::Error);
+        assert_eq!(
+            outcome.reason.as_deref(),
+            Some(
+                "script `python3 hang.py` ran longer than its timeout of 1 s and was stopped; \
+                 stderr: waiting"
+            )
+        );
+        // Killed, not waited for (a loose bound: the script would sleep 60 s).
+        assert!(started.elapsed() < Duration::from_secs(30));
+    }
+
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn a_hang_in_a_child_of_the_script_is_killed_with_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut j = job(dir.path(), "grade.py", GRADER, "x", 10.0);
+        // The shell starts `sleep`, which holds stdout open, and says its pid.
+        j.script = ScriptCheck::new(
+            "sh -c 'sleep 30 & echo $! > sleeper.pid; wait'",
+            Duration::from_secs(1),
+            dir.path(),
+        )
+        .unwrap();
+        let started = std::time::Instant::now();
+        let outcome = run_script(&j);
+        assert_eq!(outcome.status, CheckStatus::Error);
+        let reason = outcome.reason.unwrap();
+        assert!(
+            reason.contains("ran longer than its timeout of 1 s and was stopped"),
+            "{reason}"
+        );
+        assert!(started.elapsed() < Duration::from_secs(20));
+        // The sleeper is gone (or a zombie waiting for its reaper) within a few seconds.
+        let pid = std::fs::read_to_string(dir.path().join("sleeper.pid")).unwrap();
+        let stat = format!("/proc/{}/stat", pid.trim());
+        let dead = || match std::fs::read_to_string(&stat) {
+            Err(_) => true,
+            Ok(s) => s
+                .rsplit(')')
+                .next()
+                .is_some_and(|r| r.trim_start().starts_with('Z')),
+        };
+        let deadline = std::time::Instant::now() + Duration::from_secs(5);
+        while !dead() && std::time::Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        assert!(dead(), "the script's child {} still runs", pid.trim());
+    }
+
+    #[test]
+    fn a_missing_program_or_script_is_an_error_naming_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut missing = job(dir.path(), "grade.py", GRADER, "x", 10.0);
+        missing.script =
+            ScriptCheck::new("python4 grade.py", Duration::from_secs(5), dir.path()).unwrap();
+        let outcome = run_script(&missing);
+        assert_eq!(outcome.status, CheckStatus::Error);
+        assert_eq!(
+            outcome.reason.as_deref(),
+            Some("script `python4 grade.py`: cannot run `python4`: not found on PATH")
+        );
+        missing.script =
+            ScriptCheck::new("./nowhere.sh", Duration::from_secs(5), dir.path()).unwrap();
+        let reason = run_script(&missing).reason.unwrap();
+        assert!(
+            reason.starts_with("script `./nowhere.sh`: cannot run `./nowhere.sh`: no such file in"),
+            "{reason}"
+        );
+        // A grader file that is not there: python's own error, as the stderr's last line.
+        missing.script =
+            ScriptCheck::new("python3 absent.py", Duration::from_secs(5), dir.path()).unwrap();
+        let reason = run_script(&missing).reason.unwrap();
+        assert!(
+            reason.starts_with("script `python3 absent.py` exited with status 2; stderr:")
+                && reason.contains("absent.py"),
+            "{reason}"
+        );
+    }
+
+    #[test]
+    fn quoted_arguments_reach_the_script_without_a_shell() {
+        let dir = tempfile::tempdir().unwrap();
+        let code = "import json, sys\nprint(json.dumps({'pass': sys.argv[1:] == ['a b', '$HOME', '*']}))\n";
+        std::fs::write(dir.path().join("args.py"), code).unwrap();
+        let mut j = job(dir.path(), "grade.py", GRADER, "x", 10.0);
+        j.script = ScriptCheck::new(
+            r#"python3 args.py "a b" '$HOME' *"#,
+            Duration::from_secs(10),
+            dir.path(),
+        )
+        .unwrap();
+        assert_eq!(run_script(&j).status, CheckStatus::Passed);
+    }
+
+    #[test]
+    fn scripts_run_in_parallel_up_to_the_bound_and_keep_their_order() {
+        let dir = tempfile::tempdir().unwrap();
+        let code = r#"
+import json, sys, time
+data = json.load(sys.stdin)
+time.sleep(0.5)
+print(json.dumps({"pass": data["answer"] != "bad", "reason": "answer " + data["answer"]}))
+"#;
+        let jobs: Vec<ScriptJob> = (0..8)
+            .map(|i| {
+                let answer = if i == 5 {
+                    "bad".to_owned()
+                } else {
+                    format!("a{i}")
+                };
+                job(dir.path(), "slow.py", code, &answer, 20.0)
+            })
+            .collect();
+        let started = std::time::Instant::now();
+        let outcomes = run_scripts(jobs, 4);
+        let took = started.elapsed();
+        assert_eq!(outcomes.len(), 8);
+        for (i, outcome) in outcomes.iter().enumerate() {
+            let answer = if i == 5 {
+                "bad".to_owned()
+            } else {
+                format!("a{i}")
+            };
+            assert_eq!(
+                outcome.reason.as_deref(),
+                Some(format!("answer {answer}").as_str())
+            );
+            assert_eq!(outcome.passed(), i != 5);
+        }
+        // One at a time would take 4 s of sleep alone; a loose bound under it.
+        assert!(took < Duration::from_secs(4), "{took:?}");
+        assert!(run_scripts(Vec::new(), 4).is_empty());
+    }
+
+    #[test]
+    fn a_script_jobs_expected_value_comes_from_its_check() {
+        let spec = crate::checks::CheckSpec::parse(
+            &json!({"method": "script", "run": "python3 g.py", "value": "{{answer}}", "timeout_secs": 5}),
+            &crate::checks::ParseContext::new(Path::new("/tmp")),
+        )
+        .unwrap();
+        let check = spec
+            .prepare(json!({"answer": "Paris"}).as_object().unwrap())
+            .unwrap();
+        let input = ScriptInput {
+            answer: "x".into(),
+            values: Values::new(),
+            template: "t".into(),
+            model: "m:n".into(),
+            expected: None,
+        };
+        let j = ScriptJob::for_check(&check, input).unwrap();
+        assert_eq!(j.input.expected.as_deref(), Some("Paris"));
+        assert_eq!(j.script.timeout, Duration::from_secs(5));
+        assert_eq!(j.script.dir, Path::new("/tmp"));
+        assert_eq!(
+            serde_json::to_value(&j.input).unwrap(),
+            json!({"answer": "x", "values": {}, "template": "t", "model": "m:n", "expected": "Paris"})
+        );
+    }
+}
