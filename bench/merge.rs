@@ -109,6 +109,10 @@ fn fill_shard(db: &Path, k: u32, per_shard: u32) {
             judge_score: None,
             judge_cost_usd: None,
             expected: Some("4".into()),
+            template_index: 0,
+            template_name: None,
+            score: None,
+            checks: Vec::new(),
         })
         .collect();
     for chunk in rows.chunks(50_000) {

@@ -101,6 +101,10 @@ pub fn fill_million(db: &Path) {
                 judge_score: None,
                 judge_cost_usd: None,
                 expected: Some("4".into()),
+                template_index: 0,
+                template_name: None,
+                score: None,
+                checks: Vec::new(),
             });
         }
         store.insert_bench_results(&rows).expect("insert");

@@ -659,6 +659,10 @@ mod tests {
             judge_score: None,
             judge_cost_usd: None,
             expected: expected.map(str::to_owned),
+            template_index: 0,
+            template_name: None,
+            score: None,
+            checks: Vec::new(),
         }
     }
 

@@ -750,6 +750,10 @@ mod tests {
             judge_score: None,
             judge_cost_usd: None,
             expected: None,
+            template_index: 0,
+            template_name: None,
+            score: None,
+            checks: Vec::new(),
         }
     }
 

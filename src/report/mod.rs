@@ -229,6 +229,10 @@ mod tests {
             judge_score: None,
             judge_cost_usd: None,
             expected: Some("4".into()),
+            template_index: 0,
+            template_name: None,
+            score: None,
+            checks: Vec::new(),
         }
     }
 

@@ -129,6 +129,31 @@ pub struct BenchResultRow {
     /// The expected output the answer was tested against (`''` for a test without one);
     /// `None` only in rows recorded before it was stored (migration V14).
     pub expected: Option<String>,
+    /// The prompt template the request was rendered from: its index among the run's templates
+    /// (0 when the benchmark has none) and its name (`None`: no templates).
+    pub template_index: u32,
+    pub template_name: Option<String>,
+    /// The weighted score of the checks, 0-1, when the benchmark passes cases at a threshold
+    /// (`pass: {threshold: 0.8}`).
+    pub score: Option<f64>,
+    /// Every check's outcome, when the case has several; a single check's is the row itself
+    /// (`method`, `expected`, `outcome`, `detail`).
+    pub checks: Vec<CheckRow>,
+}
+
+/// The outcome of one check of a result that has several (a row of `bench_checks`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct CheckRow {
+    /// The check's method (`contains`, `script`, ...).
+    pub method: String,
+    /// The value the answer was compared with, rendered for the case.
+    pub expected: Option<String>,
+    pub outcome: Outcome,
+    /// 0-1, where the method gives a score (`similar`, `script`, `judge`).
+    pub score: Option<f64>,
+    pub weight: f64,
+    /// Why it failed, or what the script or judge said.
+    pub reason: Option<String>,
 }
 
 /// Benchmark results as columns, ready to become a polars frame.
@@ -227,12 +252,56 @@ fn insert_bench_labels(tx: &rusqlite::Transaction<'_>, rows: &[BenchResultRow]) 
         if labelled.insert((row.run_id, "model", row.model_index)) {
             labels.execute(params![row.run_id, "model", row.model_index, row.model_ref])?;
         }
+        if let Some(template) = &row.template_name
+            && labelled.insert((row.run_id, "template", row.template_index))
+        {
+            labels.execute(params![
+                row.run_id,
+                "template",
+                row.template_index,
+                template
+            ])?;
+        }
         if labelled.insert((row.run_id, "prompt", row.prompt_index)) {
             labels.execute(params![
                 row.run_id,
                 "prompt",
                 row.prompt_index,
                 row.prompt_name
+            ])?;
+        }
+    }
+    Ok(())
+}
+
+/// The check rows of `rows` (whose uids are `uids`), replacing any a result had before.
+fn insert_checks(
+    tx: &rusqlite::Transaction<'_>,
+    rows: &[BenchResultRow],
+    uids: &[String],
+) -> Result<()> {
+    for (row, uid) in rows.iter().zip(uids) {
+        if row.checks.is_empty() {
+            continue;
+        }
+        tx.prepare_cached("DELETE FROM bench_checks WHERE result_uid = ?1")?
+            .execute([uid])?;
+        let mut insert = tx.prepare_cached(
+            "INSERT INTO bench_checks (result_uid, check_index, run_id, method, expected, status,
+                 score, weight, reason)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+        )?;
+        for (index, check) in row.checks.iter().enumerate() {
+            insert.execute(params![
+                uid,
+                index as i64,
+                row.run_id,
+                check.method,
+                check.expected,
+                check.outcome,
+                check.score,
+                check.weight,
+                check.reason
             ])?;
         }
     }
@@ -519,7 +588,7 @@ impl Store {
     pub fn insert_bench_results(&mut self, rows: &[BenchResultRow]) -> Result<()> {
         /// Rows written by one statement: cached runs write tens of thousands at once.
         const ROWS_PER_STATEMENT: usize = 64;
-        const COLUMNS: usize = 29;
+        const COLUMNS: usize = 31;
         let tx = self.conn.transaction()?;
         {
             let now = now_rfc3339();
@@ -540,7 +609,7 @@ impl Store {
                         model_ref, provider, model_id, prompt_name, method, call_id, cache_hit, status, detail,
                         latency_ms, input_tokens, output_tokens, tokens_estimated, cost_usd, paid_usd,
                         energy_wh, energy_wh_min, energy_wh_max, energy_method, created_at, judge_call_id,
-                        judge_score, judge_cost_usd, expected, uid)
+                        judge_score, judge_cost_usd, expected, uid, template_index, score)
                      VALUES {}",
                     vec![one_row.as_str(); chunk.len()].join(",")
                 ))?;
@@ -559,13 +628,18 @@ impl Store {
                         run_uid = Some((r.run_id, super::ids::run_uid(&tx, r.run_id)?));
                     }
                     let of_run = run_uid.as_ref().and_then(|(_, uid)| uid.as_ref());
-                    uids.push(super::uid(&[
+                    let mut key: Vec<super::ids::Part<'_>> = vec![
                         "bench_result".into(),
                         of_run.into(),
                         i64::from(r.model_index).into(),
                         i64::from(r.prompt_index).into(),
                         i64::from(r.repeat_index).into(),
-                    ]));
+                    ];
+                    // Template 0 keeps the key rows had before templates (migration V20).
+                    if r.template_index > 0 {
+                        key.push(i64::from(r.template_index).into());
+                    }
+                    uids.push(super::uid(&key));
                 }
                 let mut values: Vec<&dyn rusqlite::ToSql> =
                     Vec::with_capacity(chunk.len() * COLUMNS);
@@ -600,9 +674,12 @@ impl Store {
                         &row.judge_cost_usd,
                         &row.expected,
                         uid,
+                        &row.template_index,
+                        &row.score,
                     ]);
                 }
                 stmt.execute(rusqlite::params_from_iter(values))?;
+                insert_checks(&tx, chunk, &uids)?;
             }
         }
         tx.commit()?;
@@ -903,7 +980,86 @@ mod tests {
             judge_score: None,
             judge_cost_usd: None,
             expected: Some("4".into()),
+            template_index: 0,
+            template_name: None,
+            score: None,
+            checks: Vec::new(),
         }
+    }
+
+    #[test]
+    fn two_templates_of_one_case_are_two_results_and_several_checks_are_rows() {
+        let mut store = Store::open_in_memory().unwrap();
+        let run = store.create_run("bench", None, None, "{}").unwrap();
+        let check = |method: &str, outcome| CheckRow {
+            method: method.into(),
+            expected: Some("4".into()),
+            outcome,
+            score: None,
+            weight: 1.0,
+            reason: None,
+        };
+        let mut terse = row(run, 0, 0, Outcome::Passed);
+        terse.template_name = Some("terse".into());
+        terse.checks = vec![
+            check("exact", Outcome::Passed),
+            check("not-contains", Outcome::Passed),
+        ];
+        let mut steps = row(run, 0, 0, Outcome::Failed);
+        steps.template_index = 1;
+        steps.template_name = Some("steps".into());
+        steps.checks = vec![
+            check("exact", Outcome::Failed),
+            check("not-contains", Outcome::Passed),
+        ];
+        store
+            .insert_bench_results(&[terse.clone(), steps.clone()])
+            .unwrap();
+        let count = |store: &Store, sql: &str| -> i64 {
+            store.conn.query_row(sql, [], |r| r.get(0)).unwrap()
+        };
+        assert_eq!(count(&store, "SELECT count(*) FROM bench_results"), 2);
+        assert_eq!(
+            count(&store, "SELECT count(DISTINCT uid) FROM bench_results"),
+            2
+        );
+        assert_eq!(
+            count(
+                &store,
+                "SELECT count(*) FROM bench_labels WHERE kind = 'template'"
+            ),
+            2
+        );
+        assert_eq!(count(&store, "SELECT count(*) FROM bench_checks"), 4);
+        assert_eq!(
+            count(
+                &store,
+                "SELECT count(*) FROM bench_checks WHERE status = 'failed'"
+            ),
+            1
+        );
+        // Written again (a resumed run), a result's checks replace its earlier ones.
+        steps.checks.truncate(1);
+        store.insert_bench_results(&[steps]).unwrap();
+        assert_eq!(count(&store, "SELECT count(*) FROM bench_checks"), 3);
+        // Template 0 keeps the uid a result had before templates.
+        let plain: String = store
+            .conn
+            .query_row(
+                "SELECT uid FROM bench_results WHERE template_index = 0",
+                [],
+                |r| r.get(0),
+            )
+            .unwrap();
+        let run_uid = super::super::ids::run_uid(&store.conn, run).unwrap();
+        let before = super::super::uid(&[
+            "bench_result".into(),
+            run_uid.as_ref().into(),
+            0i64.into(),
+            0i64.into(),
+            0i64.into(),
+        ]);
+        assert_eq!(plain, before);
     }
 
     #[test]
