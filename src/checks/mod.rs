@@ -6,7 +6,8 @@
 //! under its [`PassRule`]. Judge checks are handed to the benchmark's judge stage and script
 //! checks to [`run_scripts`].
 //!
-//! This module supersedes `bench::methods`: its methods, aliases and messages are kept.
+//! It replaced `bench::methods` (one method per test), keeping its methods, aliases and
+//! messages.
 
 mod check;
 mod method;

@@ -12,6 +12,7 @@ mod batch_shared;
 mod bench_inputs;
 mod bench_run;
 mod budget;
+mod cases;
 mod diff;
 mod energy_unknown;
 mod golden;
