@@ -35,7 +35,8 @@ impl Kind for BenchKind {
     fn export_csv(&self) -> Option<ExportCsv> {
         Some(ExportCsv {
             write: super::export::write_csv,
-            files: "bench_results.csv, bench_by_model.csv and bench_by_prompt.csv",
+            files: "bench_results.csv, bench_by_model.csv, bench_by_prompt.csv and, for \
+                    results with several checks, bench_checks.csv",
             default_out: "exports",
         })
     }

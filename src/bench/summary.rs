@@ -979,14 +979,14 @@ mod tests {
                 &names[..5],
                 [
                     "prompt",
-                    "success_pct[m0, terse]",
-                    "success_pct[m0, steps]",
-                    "success_pct[m1, terse]",
-                    "success_pct[m1, steps]"
+                    "success_pct[m0|terse]",
+                    "success_pct[m0|steps]",
+                    "success_pct[m1|terse]",
+                    "success_pct[m1|steps]"
                 ]
             );
-            assert_eq!(f64_at(&p, "success_pct[m0, terse]", 0), Some(100.0));
-            assert_eq!(f64_at(&p, "success_pct[m1, steps]", 0), Some(0.0));
+            assert_eq!(f64_at(&p, "success_pct[m0|terse]", 0), Some(100.0));
+            assert_eq!(f64_at(&p, "success_pct[m1|steps]", 0), Some(0.0));
             assert_eq!(f64_at(&p, "success_pct_all", 0), Some(50.0));
         }
         // Read a range of prompts at a time, the same per-prompt summary.

@@ -156,6 +156,21 @@ pub struct CheckRow {
     pub reason: Option<String>,
 }
 
+/// One check of a result, with the result's key: a row of `bench_checks.csv`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CheckExportRow {
+    pub run_id: i64,
+    pub model_ref: String,
+    /// `None`: the benchmark has no templates.
+    pub template: Option<String>,
+    /// The case's id (the test's name for a benchmark with inline prompts).
+    pub prompt_name: String,
+    pub repeat_index: u32,
+    /// In the order the file gives the checks, from 0.
+    pub check_index: u32,
+    pub check: CheckRow,
+}
+
 /// Benchmark results as columns, ready to become a polars frame.
 #[derive(Debug, Default, Clone)]
 pub struct BenchColumns {
@@ -984,6 +999,43 @@ impl Store {
             })
         })?;
         Ok(rows.collect::<rusqlite::Result<_>>()?)
+    }
+
+    /// Every check row of `run_ids` (results with several checks), in run, model, template,
+    /// prompt, repeat and check order, with its result's key (`track export csv`).
+    pub fn bench_check_rows(&self, run_ids: &[i64]) -> Result<Vec<CheckExportRow>> {
+        let mut stmt = self.conn.prepare(
+            "SELECT b.model_ref, b.template_index, b.prompt_name, b.repeat_index, k.check_index,
+                    k.method, k.expected, k.status, k.score, k.weight, k.reason
+             FROM bench_checks k JOIN bench_results b ON b.uid = k.result_uid
+             WHERE k.run_id = ?1
+             ORDER BY b.model_index, b.template_index, b.prompt_index, b.repeat_index,
+                      k.check_index",
+        )?;
+        let mut out = Vec::new();
+        for &run_id in run_ids {
+            let templates = self.bench_template_names(run_id)?;
+            let mut rows = stmt.query([run_id])?;
+            while let Some(r) = rows.next()? {
+                out.push(CheckExportRow {
+                    run_id,
+                    model_ref: r.get(0)?,
+                    template: templates.get(r.get::<_, u32>(1)? as usize).cloned(),
+                    prompt_name: r.get(2)?,
+                    repeat_index: r.get(3)?,
+                    check_index: r.get(4)?,
+                    check: CheckRow {
+                        method: r.get(5)?,
+                        expected: r.get(6)?,
+                        outcome: r.get(7)?,
+                        score: r.get(8)?,
+                        weight: r.get(9)?,
+                        reason: r.get(10)?,
+                    },
+                });
+            }
+        }
+        Ok(out)
     }
 
     /// The names of run `run_id`'s templates, by index; empty when it has none.
