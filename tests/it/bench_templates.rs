@@ -242,3 +242,93 @@ fn export_parquet_writes_the_checks_in_their_runs_partition() {
         format!("bench_checks/kind=bench/run={uid}/part-00000.parquet")
     );
 }
+
+#[test]
+fn diff_compares_two_templates_of_a_run_with_mcnemar_per_model() {
+    let s = Sandbox::new();
+    let run = templated_run(&s).to_string();
+    let csv = track_ok(
+        &s,
+        &[
+            "diff",
+            &run,
+            "--templates",
+            "terse",
+            "steps",
+            "--format",
+            "csv",
+        ],
+    );
+    let rows = csv_rows(&csv);
+    let per_model: Vec<(&str, &str, &str, &str, &str)> = rows
+        .iter()
+        .map(|r| {
+            (
+                r["model"].as_str(),
+                r["paired"].as_str(),
+                r["regressions"].as_str(),
+                r["fixes"].as_str(),
+                r["delta_success_pct"].as_str(),
+            )
+        })
+        .collect();
+    // m0: q1 passed with terse, failed with steps; m1: that, and q2 the other way round.
+    assert_eq!(
+        per_model,
+        [
+            ("openai:m0", "4", "1", "0", "-25.0"),
+            ("openai:m1", "4", "1", "1", "0.0"),
+        ],
+        "{csv}"
+    );
+    assert!(rows.iter().all(|r| !r["p_value"].is_empty()), "{csv}");
+    let table = track_ok(&s, &["diff", &run, "--templates", "terse", "steps"]);
+    assert!(
+        table.starts_with(&format!(
+            "run {run}, template terse → template steps (benchmark): 8 items shared, \
+             2 regressions, 1 fix, 0 new errors"
+        )),
+        "{table}"
+    );
+    let items = track_ok(
+        &s,
+        &[
+            "diff",
+            &run,
+            "--templates",
+            "terse",
+            "steps",
+            "--items",
+            "--format",
+            "csv",
+        ],
+    );
+    let items = csv_rows(&items);
+    assert_eq!(items.len(), 8);
+    let regressions: Vec<(&str, &str)> = items
+        .iter()
+        .filter(|r| r["change"] == "regression")
+        .map(|r| (r["model"].as_str(), r["prompt"].as_str()))
+        .collect();
+    assert_eq!(regressions, [("openai:m0", "q1"), ("openai:m1", "q1")]);
+    // A template the run does not have is named, with those it has.
+    let out = s
+        .track()
+        .args(["diff", &run, "--templates", "terse", "wordy"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = text(&out.stderr);
+    assert!(
+        err.contains("no template `wordy`") && err.contains("terse, steps"),
+        "{err}"
+    );
+    // Run against run still pairs each template with itself: nothing changed.
+    let same = track_ok(&s, &["diff", &run, &run, "--format", "csv"]);
+    assert!(
+        csv_rows(&same)
+            .iter()
+            .all(|r| r["regressions"] == "0" && r["paired"] == "8"),
+        "{same}"
+    );
+}
