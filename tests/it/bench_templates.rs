@@ -332,3 +332,21 @@ fn diff_compares_two_templates_of_a_run_with_mcnemar_per_model() {
         "{same}"
     );
 }
+
+#[test]
+fn runs_wide_shows_the_data_files_and_templates_with_their_hashes() {
+    let s = Sandbox::new();
+    templated_run(&s);
+    let inputs = "data/math.jsonl 9f86d081884c (4 rows); template terse 60303ae22b99; \
+                  template steps fd61a03af4f7";
+    let mut wide = s.track();
+    wide.args(["runs", "--wide"]).env("COLUMNS", "1000");
+    let out = wide.output().unwrap();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let table = text(&out.stdout);
+    assert!(table.contains(inputs), "{table}");
+    let compact = track_ok(&s, &["runs"]);
+    assert!(!compact.contains("9f86d081884c"), "{compact}");
+    let json = track_ok(&s, &["runs", "--format", "json"]);
+    assert!(json.contains(inputs), "{json}");
+}
