@@ -8,6 +8,7 @@ pub mod analysis;
 pub mod answer;
 pub mod bench;
 pub mod cases;
+pub mod checks;
 pub mod commands;
 pub mod config;
 pub mod cost;

@@ -13,9 +13,9 @@ use crate::experiment::{
     Answers, Experiment, ExperimentError, ExperimentKind, Overrides, PendingCall, PlannedCall,
     ReportOptions, RunHeader, RunSummary, Stage, Target, check_size,
 };
-use crate::llm::{CallOutcome, ChatRequest, Message, tokens_bound};
+use crate::llm::{CallOutcome, ChatRequest, tokens_bound};
 use crate::prompt::Template;
-use crate::store::{BenchResultRow, Outcome, RunErrorRow, Store, StoreError, StoredCall};
+use crate::store::{BenchResultRow, CheckRow, Outcome, RunErrorRow, Store, StoreError, StoredCall};
 
 /// The scale of a judge's score.
 const JUDGE_SCALE: (i64, i64) = (1, 5);
@@ -31,7 +31,10 @@ pub fn from_file(
     config: &Config,
     overrides: &Overrides,
 ) -> Result<Box<dyn Experiment>, ExperimentError> {
-    let spec = BenchSpec::parse(path, text).map_err(ExperimentError::kind)?;
+    let spec = BenchSpec::load(path, text, &overrides.cases).map_err(ExperimentError::kind)?;
+    for note in &spec.notes {
+        crate::output::tell(note);
+    }
     let energy = overrides.energy.unwrap_or(config.settings.energy_method);
     Ok(Box::new(BenchExperiment::new(
         spec,
@@ -58,12 +61,22 @@ pub struct BenchExperiment {
     verdicts: std::collections::BTreeMap<usize, (u64, u64)>,
 }
 
-/// Indices of one evaluation: model, prompt, repeat.
+/// Indices of one evaluation: model, template, prompt (test or case), repeat.
 #[derive(Debug, Clone, Copy)]
 struct Eval {
     model: usize,
+    template: usize,
     prompt: usize,
     repeat: u32,
+}
+
+/// One check's outcome for one answer.
+#[derive(Debug, Clone)]
+struct CheckVerdict {
+    outcome: Outcome,
+    /// 0-1, where the check gives a score (a judge's, scaled).
+    score: Option<f64>,
+    reason: Option<String>,
 }
 
 impl BenchExperiment {
@@ -99,29 +112,41 @@ impl BenchExperiment {
         }
         let models = targets.len();
         let mut prompt_judge = Vec::with_capacity(spec.prompts.len());
+        // Judges are few: resolved once each, whatever the number of tests naming them.
+        let mut resolved: std::collections::HashMap<String, usize> = Default::default();
         for (p, test) in spec.prompts.iter().enumerate() {
-            let TestMethod::Judge(judged) = &test.method else {
+            let Some(judged) = test.judge() else {
                 prompt_judge.push(None);
                 continue;
             };
-            let judge = Target::resolve(catalog, &judged.judge)
-                .map_err(|e| model_error(file.clone(), spec.prompt_line(p), e))?
-                .with_role("judge");
-            let index = match targets[models..]
-                .iter()
-                .position(|t| t.reference == judge.reference)
-            {
-                Some(i) => models + i,
+            let index = match resolved.get(&judged.judge) {
+                Some(&index) => index,
                 None => {
-                    targets.push(judge);
-                    targets.len() - 1
+                    let judge = Target::resolve(catalog, &judged.judge)
+                        .map_err(|e| model_error(file.clone(), spec.prompt_line(p), e))?
+                        .with_role("judge");
+                    let index = match targets[models..]
+                        .iter()
+                        .position(|t| t.reference == judge.reference)
+                    {
+                        Some(i) => models + i,
+                        None => {
+                            targets.push(judge);
+                            targets.len() - 1
+                        }
+                    };
+                    resolved.insert(judged.judge.clone(), index);
+                    index
                 }
             };
             prompt_judge.push(Some(index));
         }
         let repeats = overrides.repeat_or(spec.repeat)?;
         let judged = prompt_judge.iter().flatten().count() as u64;
-        check_size((models as u64) * (spec.prompts.len() as u64 + judged) * u64::from(repeats))?;
+        let templates = spec.templates.len().max(1) as u64;
+        check_size(
+            (models as u64) * templates * (spec.prompts.len() as u64 + judged) * u64::from(repeats),
+        )?;
         let judge_template = Template::load(None, judge::JUDGE_PROMPT, &["answer", "rubric"])
             .map_err(|e| ExperimentError::kind(BenchError::Judge(e.to_string())))?;
         Ok(Self {
@@ -141,38 +166,65 @@ impl BenchExperiment {
         &self.spec
     }
 
+    /// How many templates each test runs with (1 without `templates:`).
+    fn templates(&self) -> usize {
+        self.spec.templates.len().max(1)
+    }
+
     fn eval(&self, item: usize) -> Eval {
         let repeats = self.repeats as usize;
         let prompts = self.spec.prompts.len();
+        let templates = self.templates();
+        let cell = item / (prompts * repeats);
         Eval {
-            model: item / (prompts * repeats),
+            model: cell / templates,
+            template: cell % templates,
             prompt: (item / repeats) % prompts,
             repeat: (item % repeats) as u32,
         }
     }
 
-    /// Stage 0: every prompt of every model, `repeats` times.
+    /// The item of an evaluation: model, then template, then prompt, then repeat.
+    fn item(&self, model: usize, template: usize, prompt: usize, repeat: u32) -> usize {
+        ((model * self.templates() + template) * self.spec.prompts.len() + prompt)
+            * self.repeats as usize
+            + repeat as usize
+    }
+
+    /// The name of template `index`, when the benchmark has templates.
+    fn template_name(&self, index: usize) -> Option<&str> {
+        self.spec.templates.get(index).map(|t| t.name.as_str())
+    }
+
+    /// Stage 0: every prompt of every model, with every template, `repeats` times.
     fn answers_stage(&self) -> Stage {
         let repeats = self.repeats as usize;
-        let mut calls = Vec::with_capacity(self.models * self.spec.prompts.len() * repeats);
+        let templates = self.templates();
+        let mut calls =
+            Vec::with_capacity(self.models * templates * self.spec.prompts.len() * repeats);
         for (m, model) in self.targets[..self.models].iter().enumerate() {
-            for (p, test) in self.spec.prompts.iter().enumerate() {
-                let request = ChatRequest {
-                    model: model.spec.model.clone(),
-                    schema: None,
-                    system: test.system.clone(),
-                    messages: vec![Message::user(test.prompt.clone())],
-                    params: test.params.clone(),
-                };
-                for repeat in 0..self.repeats {
-                    calls.push(PlannedCall {
-                        target: m,
-                        job: model.job(request.clone(), repeat),
-                        item: (m * self.spec.prompts.len() + p) * repeats + repeat as usize,
-                        group: m as u32,
-                        follow_up: self.prompt_judge[p].is_some(),
-                        after: None,
-                    });
+            for t in 0..templates {
+                for (p, test) in self.spec.prompts.iter().enumerate() {
+                    // A case that brings its own messages has one request, whatever the
+                    // templates (there are none then).
+                    let sent = &test.requests[t.min(test.requests.len() - 1)];
+                    let request = ChatRequest {
+                        model: model.spec.model.clone(),
+                        schema: None,
+                        system: sent.system.clone(),
+                        messages: sent.messages.clone(),
+                        params: test.params.clone(),
+                    };
+                    for repeat in 0..self.repeats {
+                        calls.push(PlannedCall {
+                            target: m,
+                            job: model.job(request.clone(), repeat),
+                            item: self.item(m, t, p, repeat),
+                            group: m as u32,
+                            follow_up: self.prompt_judge[p].is_some(),
+                            after: None,
+                        });
+                    }
                 }
             }
         }
@@ -183,8 +235,8 @@ impl BenchExperiment {
         }
     }
 
-    /// Stage 1: a judge call for each answer of a `method: judge` test; an answer not known
-    /// yet (a plan) is bounded as the largest answer its test allows.
+    /// Stage 1: a judge call for each answer of a test with a judge check; an answer not
+    /// known yet (a plan) is bounded as the largest answer its test allows.
     fn judges_stage(&self, answers: &Stage, outcomes: &Answers) -> Option<Stage> {
         let mut stage = Stage {
             name: JUDGES,
@@ -203,7 +255,7 @@ impl BenchExperiment {
                 Some(outcome @ (CallOutcome::Hit(answer) | CallOutcome::Fresh(answer))) => {
                     stage.calls.push(PlannedCall {
                         target: judge,
-                        job: self.judge_job(judge, eval.prompt, &answer.text),
+                        job: self.judge_job(judge, eval, &answer.text),
                         item: call.item,
                         group: 0,
                         follow_up: false,
@@ -216,14 +268,11 @@ impl BenchExperiment {
                         .params
                         .max_tokens
                         .unwrap_or(crate::experiment::ASSUMED_MAX_OUTPUT_TOKENS);
-                    let rubric = match &test.method {
-                        TestMethod::Judge(j) => j.rubric.as_str(),
-                        _ => "",
-                    };
+                    let rubric = test.judge().map_or("", |j| j.rubric.as_str());
                     stage.pending.push(PendingCall {
                         target: judge,
                         input_tokens: tokens_bound(&self.judge_template.text)
-                            + tokens_bound(&test.prompt)
+                            + tokens_bound(&self.request_of(eval).prompt_text())
                             + tokens_bound(rubric)
                             + u64::from(max_answer),
                         output_tokens: u64::from(JUDGE_MAX_TOKENS),
@@ -234,15 +283,19 @@ impl BenchExperiment {
         (!stage.calls.is_empty() || !stage.pending.is_empty()).then_some(stage)
     }
 
-    /// The judge's call for `answer` to prompt `prompt`.
-    fn judge_job(&self, judge: usize, prompt: usize, answer: &str) -> crate::llm::CallJob {
-        let test = &self.spec.prompts[prompt];
-        let rubric = match &test.method {
-            TestMethod::Judge(j) => j.rubric.as_str(),
-            _ => "",
-        };
+    /// What evaluation `eval` sent.
+    fn request_of(&self, eval: Eval) -> &super::spec::TestRequest {
+        let test = &self.spec.prompts[eval.prompt];
+        &test.requests[eval.template.min(test.requests.len() - 1)]
+    }
+
+    /// The judge's call for `answer` of evaluation `eval`.
+    fn judge_job(&self, judge: usize, eval: Eval, answer: &str) -> crate::llm::CallJob {
+        let test = &self.spec.prompts[eval.prompt];
+        let rubric = test.judge().map_or("", |j| j.rubric.as_str());
+        let prompt = self.request_of(eval).prompt_text();
         let text = self.judge_template.render(&[
-            ("prompt", test.prompt.as_str()),
+            ("prompt", prompt.as_str()),
             ("answer", answer),
             ("rubric", rubric),
         ]);
@@ -254,8 +307,15 @@ impl BenchExperiment {
         )
     }
 
-    /// The result row of one evaluation.
-    fn result_row(&self, run_id: i64, eval: Eval, outcome: &CallOutcome) -> BenchResultRow {
+    /// The result row of one evaluation; a test with a judge check gets its judge's verdict
+    /// in `judged` (else the judge check is left out: the row waits for it).
+    fn result_row(
+        &self,
+        run_id: i64,
+        eval: Eval,
+        outcome: &CallOutcome,
+        judged: Option<CheckVerdict>,
+    ) -> BenchResultRow {
         let model = &self.targets[eval.model];
         let test = &self.spec.prompts[eval.prompt];
         let mut row = BenchResultRow {
@@ -267,7 +327,7 @@ impl BenchExperiment {
             provider: model.spec.provider.clone(),
             model_id: model.spec.model.clone(),
             prompt_name: test.name.clone(),
-            method: test.method.name().to_owned(),
+            method: test.method_name().to_owned(),
             call_id: None,
             cache_hit: matches!(outcome, CallOutcome::Hit(_)),
             outcome: Outcome::Error,
@@ -285,9 +345,9 @@ impl BenchExperiment {
             judge_call_id: None,
             judge_score: None,
             judge_cost_usd: None,
-            expected: Some(test.expected.clone()),
-            template_index: 0,
-            template_name: None,
+            expected: Some(test.expected().to_owned()),
+            template_index: eval.template as u32,
+            template_name: self.template_name(eval.template).map(str::to_owned),
             score: None,
             checks: Vec::new(),
         };
@@ -298,12 +358,97 @@ impl BenchExperiment {
             }
             CallOutcome::Hit(call) | CallOutcome::Fresh(call) => {
                 self.fill_from_call(&mut row, call, model);
-                let verdict = test.method.check(&test.expected, &call.text);
-                row.outcome = Outcome::of_test(verdict.passed);
-                row.detail = verdict.detail;
+                let mut judged = judged;
+                let verdicts: Vec<CheckVerdict> = test
+                    .checks
+                    .iter()
+                    .map(|check| match &check.method {
+                        TestMethod::Judge(_) => judged.take().unwrap_or(CheckVerdict {
+                            outcome: Outcome::Error,
+                            score: None,
+                            reason: Some("the judge has not answered".into()),
+                        }),
+                        method => {
+                            let verdict = method.check(&check.expected, &call.text);
+                            CheckVerdict {
+                                outcome: Outcome::of_test(verdict.passed),
+                                score: None,
+                                reason: verdict.detail,
+                            }
+                        }
+                    })
+                    .collect();
+                self.grade(&mut row, test, verdicts);
             }
         }
         row
+    }
+
+    /// A row's outcome, score, detail and check rows from its checks' verdicts: an error if
+    /// any check could not be made; else passed when every check passed, or when the weighted
+    /// share of passed checks reaches the threshold of `pass:`.
+    fn grade(
+        &self,
+        row: &mut BenchResultRow,
+        test: &super::PromptTest,
+        verdicts: Vec<CheckVerdict>,
+    ) {
+        let several = test.checks.len() > 1;
+        let total: f64 = test.checks.iter().map(|c| c.weight).sum();
+        let passed: f64 = test
+            .checks
+            .iter()
+            .zip(&verdicts)
+            .filter(|(_, v)| v.outcome == Outcome::Passed)
+            .map(|(c, _)| c.weight)
+            .sum();
+        let share = if total > 0.0 { passed / total } else { 0.0 };
+        let reasons: Vec<String> = test
+            .checks
+            .iter()
+            .zip(&verdicts)
+            .filter(|(_, v)| v.outcome != Outcome::Passed)
+            .filter_map(|(c, v)| {
+                let reason = v.reason.as_deref()?;
+                Some(if several {
+                    format!("{}: {reason}", c.method.name())
+                } else {
+                    reason.to_owned()
+                })
+            })
+            .collect();
+        let error = verdicts.iter().any(|v| v.outcome == Outcome::Error);
+        row.outcome = match self.spec.pass {
+            _ if error => Outcome::Error,
+            super::spec::PassRule::All => Outcome::of_test(passed >= total),
+            super::spec::PassRule::Threshold(t) => {
+                row.score = Some(share);
+                Outcome::of_test(share + 1e-9 >= t)
+            }
+        };
+        row.detail = match (self.spec.pass, row.outcome) {
+            (super::spec::PassRule::Threshold(t), Outcome::Failed) => Some(format!(
+                "score {share:.2} below {t:.2}: {}",
+                reasons.join("; ")
+            )),
+            _ if reasons.is_empty() => verdicts.iter().find_map(|v| v.reason.clone()),
+            _ => Some(reasons.join("; ")),
+        };
+        if several {
+            row.checks = test
+                .checks
+                .iter()
+                .zip(verdicts)
+                .map(|(c, v)| CheckRow {
+                    method: c.method.name().to_owned(),
+                    expected: Some(c.expected.clone()),
+                    outcome: v.outcome,
+                    score: v.score,
+                    weight: c.weight,
+                    reason: v.reason,
+                })
+                .collect();
+        }
     }
 
     fn fill_from_call(&self, row: &mut BenchResultRow, call: &StoredCall, model: &Target) {
@@ -345,52 +490,75 @@ impl BenchExperiment {
         })
     }
 
-    /// The row of a judged answer: the verdict from the judge's score, or an error when the
-    /// judge failed or answered garbage (never a failed test); the problem, if any.
+    /// The row of a judged answer (`answer`, the judge's call `outcome`): the verdict from
+    /// the judge's score with the test's other checks, or an error when the judge failed or
+    /// answered garbage (never a failed test); the problem, if any.
     fn judged_row(
         &self,
-        mut row: BenchResultRow,
+        run_id: i64,
+        eval: Eval,
+        answer: &CallOutcome,
         outcome: &CallOutcome,
     ) -> (BenchResultRow, Option<String>) {
-        let test = &self.spec.prompts[row.prompt_index as usize];
-        let TestMethod::Judge(judged) = &test.method else {
-            return (row, None);
+        let test = &self.spec.prompts[eval.prompt];
+        let Some(judged) = test.judge() else {
+            return (self.result_row(run_id, eval, answer, None), None);
         };
         let call = match outcome {
             CallOutcome::Failed { call_id, error, .. } => {
+                let verdict = CheckVerdict {
+                    outcome: Outcome::Error,
+                    score: None,
+                    reason: Some(format!("the judge call failed: {error}")),
+                };
+                let mut row = self.result_row(run_id, eval, answer, Some(verdict));
                 row.judge_call_id = *call_id;
-                row.outcome = Outcome::Error;
-                row.detail = Some(format!("the judge call failed: {error}"));
                 return (row, None);
             }
             CallOutcome::Hit(call) | CallOutcome::Fresh(call) => call,
         };
+        let (verdict, problem) = match judge::parse_judge(&call.text, JUDGE_SCALE.0, JUDGE_SCALE.1)
+        {
+            Ok((score, why)) => (
+                CheckVerdict {
+                    outcome: Outcome::of_test(score >= judged.threshold),
+                    score: Some(
+                        (score - JUDGE_SCALE.0) as f64 / (JUDGE_SCALE.1 - JUDGE_SCALE.0) as f64,
+                    ),
+                    reason: Some(format!(
+                        "judge {} scored {score}/5 (passes at {}){}",
+                        judged.judge,
+                        judged.threshold,
+                        why.map(|w| format!(": {w}")).unwrap_or_default()
+                    )),
+                },
+                None,
+            ),
+            Err(reason) => {
+                let detail = format!("the judge's answer could not be used: {reason}");
+                (
+                    CheckVerdict {
+                        outcome: Outcome::Error,
+                        score: None,
+                        reason: Some(detail.clone()),
+                    },
+                    Some(detail),
+                )
+            }
+        };
+        let mut row = self.result_row(run_id, eval, answer, Some(verdict));
         row.judge_call_id = Some(call.id);
         row.judge_cost_usd = Some(call.cost_usd);
         row.cost_usd = Some(row.cost_usd.unwrap_or(0.0) + call.cost_usd);
         if matches!(outcome, CallOutcome::Fresh(_)) {
             row.paid_usd = Some(row.paid_usd.unwrap_or(0.0) + call.cost_usd);
         }
-        match judge::parse_judge(&call.text, JUDGE_SCALE.0, JUDGE_SCALE.1) {
-            Ok((score, why)) => {
-                row.judge_score = Some(score);
-                row.outcome = Outcome::of_test(score >= judged.threshold);
-                row.detail = Some(format!(
-                    "judge {} scored {score}/5 (passes at {}){}",
-                    judged.judge,
-                    judged.threshold,
-                    why.map(|w| format!(": {w}")).unwrap_or_default()
-                ));
-                (row, None)
-            }
-            Err(reason) => {
-                let detail = format!("the judge's answer could not be used: {reason}");
-                row.outcome = Outcome::Error;
-                row.detail = Some(detail.clone());
-                let problem = format!("{} on {}: {detail}", row.model_ref, row.prompt_name);
-                (row, Some(problem))
-            }
+        if let Ok((score, _)) = judge::parse_judge(&call.text, JUDGE_SCALE.0, JUDGE_SCALE.1) {
+            row.judge_score = Some(score);
         }
+        let problem =
+            problem.map(|detail| format!("{} on {}: {detail}", row.model_ref, row.prompt_name));
+        (row, problem)
     }
 }
 
@@ -441,14 +609,20 @@ impl Experiment for BenchExperiment {
     }
 
     fn header(&self) -> RunHeader {
+        let mut options = serde_json::json!({
+            "repeat": self.repeats,
+            "models": self.targets[..self.models].iter().map(|t| &t.reference).collect::<Vec<_>>(),
+            "energy_method": self.energy.name(),
+        });
+        // Only benchmarks that read files record them: the options (and so the plan's hash)
+        // of one written inline are what they were before.
+        if !self.spec.inputs.is_empty() {
+            options["inputs"] = serde_json::json!(self.spec.inputs);
+        }
         RunHeader {
             file: Some(self.spec.path.display().to_string()),
             spec_sha256: Some(self.spec.sha256.clone()),
-            options: serde_json::json!({
-                "repeat": self.repeats,
-                "models": self.targets[..self.models].iter().map(|t| &t.reference).collect::<Vec<_>>(),
-                "energy_method": self.energy.name(),
-            }),
+            options,
         }
     }
 
@@ -491,8 +665,7 @@ impl Experiment for BenchExperiment {
             match &call.after {
                 // A judge's verdict completes the row of the answer it judged.
                 Some(answer) => {
-                    let (row, problem) =
-                        self.judged_row(self.result_row(run_id, eval, answer), outcome);
+                    let (row, problem) = self.judged_row(run_id, eval, answer, outcome);
                     if outcome.call().is_some() {
                         let tally = self.verdicts.entry(call.target).or_default();
                         tally.0 += 1;
@@ -503,19 +676,28 @@ impl Experiment for BenchExperiment {
                 }
                 // An answer of a judge test waits for its verdict.
                 None if call.follow_up && outcome.call().is_some() => {}
-                None => rows.push(self.result_row(run_id, eval, outcome)),
+                None => rows.push(self.result_row(run_id, eval, outcome, None)),
             }
         }
         store.insert_bench_results(&rows)?;
         Ok(problems)
     }
 
+    fn loaded(&self) -> Option<String> {
+        self.spec.loaded.clone()
+    }
+
     fn label(&self, stage: &Stage, index: usize) -> String {
         let call = &stage.calls[index];
         let eval = self.eval(call.item);
+        let prompt = &self.spec.prompts[eval.prompt].name;
+        let prompt = match self.template_name(eval.template) {
+            Some(template) => format!("{prompt} ({template})"),
+            None => prompt.clone(),
+        };
         let label = eval_label(
             &self.targets[eval.model].reference,
-            &self.spec.prompts[eval.prompt].name,
+            &prompt,
             (self.repeats > 1).then_some(eval.repeat),
         );
         match call.after {
@@ -525,12 +707,17 @@ impl Experiment for BenchExperiment {
     }
 
     fn shard_key(&self, stage: &Stage, index: usize) -> String {
-        // A test: its answer and its judge's verdict go together.
+        // A test: its answer and its judge's verdict go together. A case is known by its id,
+        // so inserting a row into a data file moves no other case to another shard.
         let eval = self.eval(stage.calls[index].item);
-        format!(
+        let key = format!(
             "{}\x1f{}\x1f{}",
             self.targets[eval.model].reference, self.spec.prompts[eval.prompt].name, eval.repeat
-        )
+        );
+        match self.template_name(eval.template) {
+            Some(template) => format!("{key}\x1f{template}"),
+            None => key,
+        }
     }
 
     fn report(
@@ -543,6 +730,15 @@ impl Experiment for BenchExperiment {
         super::console::print(store, summary, options, out).map_err(ExperimentError::kind)?;
         if let Some(note) = self.energy_unknown_note() {
             options.note(note);
+        }
+        // Every answer came from the cache: the checks, whatever they are now, graded them.
+        let counts = &summary.tally.counts;
+        if counts.calls > 0 && counts.cache_hits == counts.calls {
+            options.note(format!(
+                "track: note: no request sent: {} from the cache graded anew with the file's \
+                 checks",
+                crate::output::count(counts.calls, "stored answer")
+            ));
         }
         // The parse-failure rate of each judge, next to the tally.
         for (&judge, &(verdicts, unreadable)) in &self.verdicts {
@@ -615,7 +811,7 @@ prompts:
             let stored = store
                 .insert_call(&crate::store::NewCall {
                     cache_key: &key,
-                    canonical_request: "{}",
+                    canonical_request: "{}".into(),
                     provider: "openai",
                     model: "m",
                     outcome: Ok("an answer"),
@@ -635,6 +831,107 @@ prompts:
         }
         let run = store.create_run("bench", None, None, "{}").unwrap();
         (store, run)
+    }
+
+    const DATA: &str = r#"
+models: [openai:gpt-4o, openai:gpt-4o-mini]
+templates:
+  - {name: terse, prompt: "{{a}} * {{b}}? Number only."}
+  - {name: steps, prompt: "Think, then answer: {{a}} * {{b}}"}
+cases:
+  - {id: q1, a: 2, b: 21, answer: "42"}
+  - {id: q2, a: 3, b: 3, answer: "9"}
+checks:
+  - {method: contains, value: "{{answer}}"}
+  - {method: icontains, value: "sorry", weight: 3}
+pass: {threshold: 0.25}
+"#;
+
+    #[test]
+    fn every_template_runs_on_every_case_and_each_result_keeps_its_checks() {
+        let spec = BenchSpec::parse(Path::new("bench.yaml"), DATA).unwrap();
+        let mut bench = BenchExperiment::new(
+            spec,
+            &Catalog::builtin(),
+            &Overrides::default(),
+            EnergyMethod::default(),
+        )
+        .unwrap();
+        let answers = bench.stage(0, None).unwrap().unwrap();
+        // 2 models x 2 templates x 2 cases, model by model, then template by template.
+        let prompts: Vec<(usize, String)> = answers
+            .calls
+            .iter()
+            .map(|c| (c.target, c.job.request.messages[0].text()))
+            .collect();
+        assert_eq!(
+            prompts,
+            [
+                (0, "2 * 21? Number only.".to_owned()),
+                (0, "3 * 3? Number only.".to_owned()),
+                (0, "Think, then answer: 2 * 21".to_owned()),
+                (0, "Think, then answer: 3 * 3".to_owned()),
+                (1, "2 * 21? Number only.".to_owned()),
+                (1, "3 * 3? Number only.".to_owned()),
+                (1, "Think, then answer: 2 * 21".to_owned()),
+                (1, "Think, then answer: 3 * 3".to_owned()),
+            ]
+        );
+        assert_eq!(
+            bench.label(&answers, 2),
+            "openai:gpt-4o on q1 (steps)",
+            "a label names the template"
+        );
+        let (mut store, run) = store_with_calls(8);
+        let texts = ["42", "8", "It is 42", "sorry, 10", "42", "9", "42", "9"];
+        let outcomes: Vec<CallOutcome> = texts
+            .iter()
+            .enumerate()
+            .map(|(i, t)| answer(i as i64 + 1, t))
+            .collect();
+        let recorded: Vec<(usize, &CallOutcome)> = outcomes.iter().enumerate().collect();
+        bench.record(&mut store, run, &answers, &recorded).unwrap();
+        let outcomes: Vec<(String, Option<f64>)> = store
+            .conn()
+            .prepare(
+                "SELECT status, score FROM bench_results
+                 ORDER BY model_index, template_index, prompt_index",
+            )
+            .unwrap()
+            .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
+            .unwrap()
+            .map(Result::unwrap)
+            .collect();
+        assert_eq!(outcomes.len(), 8, "one row per model, template and case");
+        // Weights 1 and 3: `42` passes contains only (0.25, at the threshold); `8` none; the
+        // answer with "sorry" passes only the second (0.75).
+        assert_eq!(
+            outcomes[..4],
+            [
+                ("passed".to_owned(), Some(0.25)),
+                ("failed".to_owned(), Some(0.0)),
+                ("passed".to_owned(), Some(0.25)),
+                ("passed".to_owned(), Some(0.75))
+            ]
+        );
+        let checks: i64 = store
+            .conn()
+            .query_row("SELECT count(*) FROM bench_checks", [], |r| r.get(0))
+            .unwrap();
+        assert_eq!(checks, 16, "two checks for each of the 8 results");
+        let failed: (String, String) = store
+            .conn()
+            .query_row(
+                "SELECT c.method, c.reason FROM bench_checks c
+                 JOIN bench_results r ON r.uid = c.result_uid
+                 WHERE r.model_index = 0 AND r.template_index = 0 AND r.prompt_index = 1
+                   AND c.status = 'failed' ORDER BY c.check_index LIMIT 1",
+                [],
+                |r| Ok((r.get(0)?, r.get(1)?)),
+            )
+            .unwrap();
+        assert_eq!(failed.0, "contains");
+        assert!(failed.1.contains("expected to contain `9`"), "{}", failed.1);
     }
 
     #[test]

@@ -6,6 +6,7 @@
 //! console output, CSV export, and their entry in the registry (`entry`) that the commands
 //! reach it all through.
 
+pub mod cases;
 pub mod columns;
 pub mod console;
 pub mod diff;

@@ -9,6 +9,7 @@ use serde::Deserialize;
 use serde_json::{Map, Value};
 use serde_saphyr::Spanned;
 
+use super::cases::PromptTemplate;
 use super::item::{ItemError, take_name};
 use super::methods::{MethodName, TestMethod};
 use crate::llm::SamplingParams;
@@ -25,6 +26,9 @@ pub enum SpecError {
     /// The file is not YAML of a benchmark: `file:line:col: message`.
     #[error("{0}")]
     Yaml(String),
+    /// A case that cannot be used, the message naming where it was read (`data/x.jsonl:12`).
+    #[error("{0}")]
+    Case(String),
     #[error("{path}{}: {message}", line.map(|l| format!(":{l}")).unwrap_or_default())]
     Invalid {
         path: PathBuf,
@@ -41,6 +45,10 @@ pub struct BenchSpec {
     pub sha256: String,
     /// Model references as written (`openai:gpt-4o`).
     pub models: Vec<String>,
+    /// The prompt templates every case runs with (`templates:`); empty for tests written
+    /// inline under `prompts:`, which are their own one request.
+    pub templates: Vec<PromptTemplate>,
+    /// The tests: one per inline test, or one per case.
     pub prompts: Vec<PromptTest>,
     /// Samples per model and prompt (`repeat:` in the file; `--repeat` overrides).
     pub repeat: u32,
@@ -48,20 +56,109 @@ pub struct BenchSpec {
     pub budget_usd: Option<f64>,
     /// Whether its calls go through batch APIs (`batch: true`; `--batch` asks the same).
     pub batch: bool,
+    /// How a test's checks make its outcome (`pass:`).
+    pub pass: PassRule,
+    /// The data files the cases were read from, with their hashes, stored with the run.
+    pub inputs: Vec<Input>,
+    /// What loading said, on stderr: `loaded 2,000 cases from …`, and warnings (unused
+    /// columns).
+    pub notes: Vec<String>,
+    /// `loaded 2,000 cases from data/math.jsonl (columns: …)`, also in a dry run's plan.
+    pub loaded: Option<String>,
     /// The file's text, read again for line numbers only when a message needs one.
     text: Arc<str>,
 }
 
-/// One prompt test.
+/// A file a benchmark read, as stored with its run (`options.inputs`).
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct Input {
+    /// `data` or `template`.
+    pub kind: &'static str,
+    /// The address as written, or the template's name.
+    pub name: String,
+    pub sha256: String,
+    /// The commit an `hf://` revision resolved to.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub revision: Option<String>,
+    /// Rows read (data files).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rows: Option<u64>,
+}
+
+/// How a test's checks make its outcome.
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub enum PassRule {
+    /// Every check must pass (the default).
+    #[default]
+    All,
+    /// The weighted share of passed checks must reach this (0-1).
+    Threshold(f64),
+}
+
+/// One prompt test: an inline test, or a case of a data-driven benchmark.
 #[derive(Debug, Clone)]
 pub struct PromptTest {
+    /// The test's name, or the case's id.
     pub name: String,
-    pub prompt: String,
-    /// The expected output or the elements needed to evaluate the answer.
-    pub expected: String,
-    pub method: TestMethod,
-    pub system: Option<String>,
+    /// The request of each template, in `BenchSpec::templates`' order (one for an inline
+    /// test or a case that brings its own messages).
+    pub requests: Vec<TestRequest>,
+    /// Its checks: at least one.
+    pub checks: Vec<TestCheck>,
     pub params: SamplingParams,
+    /// The case's values (`None`: a test written inline).
+    pub values: Option<Arc<crate::cases::Values>>,
+}
+
+/// What a test sends: a system prompt and messages.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TestRequest {
+    pub system: Option<String>,
+    pub messages: Vec<crate::llm::Message>,
+}
+
+impl TestRequest {
+    /// The text of the turn the model answers (the last user message), for judges.
+    pub fn prompt_text(&self) -> String {
+        self.messages
+            .iter()
+            .rev()
+            .find(|m| m.role == crate::llm::Role::User)
+            .map(crate::llm::Message::text)
+            .unwrap_or_default()
+    }
+}
+
+/// One check of a test, prepared for it.
+#[derive(Debug, Clone)]
+pub struct TestCheck {
+    pub method: TestMethod,
+    /// The value the answer is compared with, rendered for the case.
+    pub expected: String,
+    pub weight: f64,
+}
+
+impl PromptTest {
+    /// The method stored with its results: the check's, or `checks` when it has several.
+    pub fn method_name(&self) -> &'static str {
+        match self.checks.as_slice() {
+            [one] => one.method.name(),
+            _ => "checks",
+        }
+    }
+
+    /// The expected value stored with its results: the first check's.
+    pub fn expected(&self) -> &str {
+        self.checks.first().map_or("", |c| c.expected.as_str())
+    }
+
+    /// Its judge check, if any (a test has at most one).
+    pub fn judge(&self) -> Option<&super::methods::JudgeTest> {
+        self.checks.iter().find_map(|c| match &c.method {
+            TestMethod::Judge(j) => Some(j),
+            _ => None,
+        })
+    }
 }
 
 #[derive(Debug, Deserialize)]
@@ -72,7 +169,21 @@ struct RawBench {
     #[serde(default)]
     description: Option<String>,
     models: Vec<String>,
-    prompts: Vec<Map<String, Value>>,
+    /// Tests written one by one (the seed's form).
+    #[serde(default)]
+    prompts: Option<Vec<Map<String, Value>>>,
+    /// Prompt templates every case runs with.
+    #[serde(default)]
+    templates: Option<Vec<Value>>,
+    /// Cases: a list of mappings, or `{from: FILE, ...}`.
+    #[serde(default)]
+    cases: Option<Value>,
+    /// Checks of every test or case.
+    #[serde(default)]
+    checks: Option<Vec<Value>>,
+    /// How checks make a test's outcome: `{threshold: 0.8}`.
+    #[serde(default)]
+    pass: Option<Value>,
     #[serde(default)]
     system: Option<String>,
     #[serde(default)]
@@ -128,12 +239,13 @@ fn parse_options() -> serde_saphyr::Options {
 }
 
 /// Fields a prompt test may have besides its name.
-const PROMPT_FIELDS: [&str; 12] = [
+const PROMPT_FIELDS: [&str; 13] = [
     "name",
     "prompt",
     "output",
     "expected",
     "method",
+    "checks",
     "system",
     "temperature",
     "top_p",
@@ -144,8 +256,19 @@ const PROMPT_FIELDS: [&str; 12] = [
 ];
 
 impl BenchSpec {
-    /// Validates benchmark YAML; `path` only names the file in messages.
+    /// Validates benchmark YAML whose cases, if any, are written in it; `path` names the
+    /// file in messages and is where `file://` paths are relative to.
     pub fn parse(path: &Path, text: &str) -> Result<Self, SpecError> {
+        Self::load(path, text, &crate::cases::LoadOptions::default())
+    }
+
+    /// Validates benchmark YAML and reads the cases it names (`cases: {from: …}`) as
+    /// `options` allow (offline: only what the database holds of `hf://` files).
+    pub fn load(
+        path: &Path,
+        text: &str,
+        options: &crate::cases::LoadOptions,
+    ) -> Result<Self, SpecError> {
         let invalid = |line: Option<u64>, message: String| SpecError::Invalid {
             path: path.to_path_buf(),
             line,
@@ -174,35 +297,152 @@ impl BenchSpec {
                 "`models:` is empty; list at least one <provider>:<name>".into(),
             ));
         }
-        if raw.prompts.is_empty() {
-            return Err(invalid(
-                None,
-                "`prompts:` is empty; add at least one test".into(),
-            ));
-        }
         let defaults = SamplingParams {
             temperature: raw.temperature,
             top_p: raw.top_p,
             max_tokens: raw.max_tokens,
             seed: raw.seed,
         };
-        let mut prompts = Vec::new();
-        let mut names = HashSet::new();
-        for (index, item) in raw.prompts.into_iter().enumerate() {
-            let line = || line_of(text, Item::Prompt(index));
-            let test = prompt_test(index, item, &raw.system, &defaults, raw.judge.as_deref())
-                .map_err(|e| invalid(e.line(text, "prompts", index), e.message))?;
-            if !names.insert(test.name.clone()) {
+        let base = path.parent().unwrap_or(Path::new(".")).to_path_buf();
+        let line = |steps: &[crate::yaml::Step<'_>]| crate::yaml::line_at(text, steps);
+        use crate::yaml::Step;
+        let checks = raw.checks.clone().unwrap_or_default();
+        let pass =
+            pass_rule(raw.pass.as_ref()).map_err(|e| invalid(line(&[Step::Key("pass")]), e))?;
+        let mut templates = Vec::new();
+        let mut inputs = Vec::new();
+        let mut notes = Vec::new();
+        let mut loaded_line = None;
+        let prompts = match (raw.prompts, raw.cases) {
+            (Some(_), Some(_)) => {
                 return Err(invalid(
-                    line(),
-                    format!(
-                        "two prompts are named `{}`; names must be unique",
-                        test.name
-                    ),
+                    line(&[Step::Key("cases")]),
+                    "the file has both `prompts:` (tests written one by one) and `cases:`; \
+                     keep one"
+                        .into(),
                 ));
             }
-            prompts.push(test);
-        }
+            (None, None) => {
+                return Err(invalid(
+                    None,
+                    "the file has no tests: list them under `prompts:`, or read cases with \
+                     `cases: {from: FILE}` and `templates:`"
+                        .into(),
+                ));
+            }
+            (Some(items), None) => {
+                if raw.templates.is_some() {
+                    return Err(invalid(
+                        line(&[Step::Key("templates")]),
+                        "`templates:` go with `cases:`; tests under `prompts:` carry their \
+                         own prompt"
+                            .into(),
+                    ));
+                }
+                if items.is_empty() {
+                    return Err(invalid(
+                        None,
+                        "`prompts:` is empty; add at least one test".into(),
+                    ));
+                }
+                let mut prompts = Vec::with_capacity(items.len());
+                let mut names = HashSet::new();
+                for (index, item) in items.into_iter().enumerate() {
+                    let test = prompt_test(
+                        index,
+                        item,
+                        &raw.system,
+                        &defaults,
+                        raw.judge.as_deref(),
+                        &checks,
+                        &base,
+                    )
+                    .map_err(|e| invalid(e.line(text, "prompts", index), e.message))?;
+                    if !names.insert(test.name.clone()) {
+                        return Err(invalid(
+                            line_of(text, Item::Prompt(index)),
+                            format!(
+                                "two prompts are named `{}`; names must be unique",
+                                test.name
+                            ),
+                        ));
+                    }
+                    prompts.push(test);
+                }
+                prompts
+            }
+            (None, Some(cases)) => {
+                templates = super::cases::parse_templates(raw.templates.unwrap_or_default(), &base)
+                    .map_err(|(i, e)| invalid(line(&[Step::Key("templates"), Step::Item(i)]), e))?;
+                if let Some(system) = &raw.system {
+                    for t in &mut templates {
+                        t.system
+                            .get_or_insert_with(|| crate::cases::Template::parse(system));
+                    }
+                }
+                let loaded = load_cases(path, text, &base, cases, options)?;
+                // Every name a template or a check uses must be a column.
+                let unknown = super::cases::unknown_names(&loaded.columns, &templates, &checks);
+                if let Some((who, name)) = unknown.first() {
+                    let at = match who.strip_prefix("check ") {
+                        Some(n) => line(&[
+                            Step::Key("checks"),
+                            Step::Item(n.parse::<usize>().unwrap_or(1) - 1),
+                        ]),
+                        None => templates
+                            .iter()
+                            .find(|t| *who == format!("template `{}`", t.name))
+                            .and_then(|t| line(&[Step::Key("templates"), Step::Item(t.index)])),
+                    };
+                    return Err(invalid(
+                        at,
+                        format!(
+                            "{who} uses `{{{{{name}}}}}`, but no case has a column `{}` ({}: columns {})",
+                            name.split('.').next().unwrap_or(name),
+                            loaded.from,
+                            loaded.columns.join(", ")
+                        ),
+                    ));
+                }
+                let unused = super::cases::unused_columns(
+                    &loaded.columns,
+                    &templates,
+                    &checks,
+                    loaded.id_column.as_deref(),
+                );
+                if !unused.is_empty() && !templates.is_empty() {
+                    notes.push(format!(
+                        "track: warning: {} of {} {} used by no template and no check: {}",
+                        if unused.len() == 1 {
+                            "column"
+                        } else {
+                            "columns"
+                        },
+                        loaded.from,
+                        if unused.len() == 1 { "is" } else { "are" },
+                        unused.join(", ")
+                    ));
+                }
+                notes.extend(loaded.summary.clone());
+                loaded_line = loaded.summary.clone();
+                inputs.extend(loaded.inputs);
+                inputs.extend(templates.iter().map(|t| Input {
+                    kind: "template",
+                    name: t.name.clone(),
+                    sha256: t.sha256.clone(),
+                    revision: None,
+                    rows: None,
+                }));
+                let shared = super::cases::Shared {
+                    templates: &templates,
+                    checks: &checks,
+                    params: &defaults,
+                    default_judge: raw.judge.as_deref(),
+                    base: &base,
+                };
+                super::cases::build_tests(loaded.cases, &shared).map_err(SpecError::Case)?
+            }
+        };
         Ok(Self {
             path: path.to_path_buf(),
             sha256: crate::hash::sha256_hex(text.as_bytes()),
@@ -211,10 +451,15 @@ impl BenchSpec {
                 .into_iter()
                 .map(|m| m.trim().to_owned())
                 .collect(),
+            templates,
             prompts,
             repeat: raw.repeat.unwrap_or(1).max(1),
             budget_usd: raw.budget.map(|b| b.0),
             batch: raw.batch,
+            pass,
+            inputs,
+            notes,
+            loaded: loaded_line,
             text: Arc::from(text),
         })
     }
@@ -252,13 +497,16 @@ pub(crate) fn prompts_from_a_file(path: &Path, text: &str) -> Option<String> {
     ))
 }
 
-/// Builds one test from its YAML mapping.
+/// Builds one test from its YAML mapping: its `method` and `output` are one check, its
+/// `checks` more, and the benchmark's `checks` apply to it too.
 fn prompt_test(
     index: usize,
     mut fields: Map<String, Value>,
     system: &Option<String>,
     defaults: &SamplingParams,
     default_judge: Option<&str>,
+    shared_checks: &[Value],
+    base: &Path,
 ) -> Result<PromptTest, ItemError> {
     let name = take_name("prompt", index + 1, &mut fields, &PROMPT_FIELDS)?;
     let unnamed = format!("prompt {}", index + 1);
@@ -267,40 +515,317 @@ fn prompt_test(
         None => name.unwrap_or_else(|| format!("prompt_{}", index + 1)),
     };
     let label = format!("prompt `{name}`");
+    let own_checks = match fields.remove("checks") {
+        None | Some(Value::Null) => Vec::new(),
+        Some(Value::Array(list)) => list,
+        Some(_) => {
+            return Err(ItemError {
+                message: format!("{label}: `checks` must be a list of checks"),
+                keys: vec!["checks".into()],
+            });
+        }
+    };
     let mut text = |key: &str| take_text(&label, &mut fields, key);
     let prompt = text("prompt")?.ok_or_else(|| format!("{label} has no `prompt:`"))?;
     let expected = text("output")?.or(text("expected")?);
-    let method_name: MethodName = text("method")?
-        .ok_or_else(|| {
-            format!(
-                "{label} has no `method:`; valid methods: {}",
-                super::methods::METHOD_NAMES.join(", ")
-            )
-        })?
-        .parse()
-        .map_err(|e| format!("{label}: {e}"))?;
+    let method_name = text("method")?;
     let judging = JudgeFields {
         rubric: text("rubric")?,
         threshold: text("threshold")?,
         judge: text("judge")?,
     };
     let own_system = text("system")?;
-    let method = test_method(
-        &label,
-        method_name,
-        expected.as_deref(),
-        judging,
-        default_judge,
-    )?;
+    let mut checks = Vec::new();
+    match method_name {
+        Some(method_name) => {
+            let method_name: MethodName =
+                method_name.parse().map_err(|e| format!("{label}: {e}"))?;
+            let method = test_method(
+                &label,
+                method_name,
+                expected.as_deref(),
+                judging,
+                default_judge,
+            )?;
+            checks.push(TestCheck {
+                method,
+                expected: expected.unwrap_or_default(),
+                weight: 1.0,
+            });
+        }
+        None if own_checks.is_empty() && shared_checks.is_empty() => {
+            return Err(format!(
+                "{label} has no `method:`; valid methods: {}",
+                super::methods::METHOD_NAMES.join(", ")
+            )
+            .into());
+        }
+        None => {
+            if expected.is_some() {
+                return Err(format!(
+                    "{label} has an `output:` but no `method:` to compare it with"
+                )
+                .into());
+            }
+        }
+    }
+    let no_values = crate::cases::Values::new();
+    for check in own_checks.iter().chain(shared_checks) {
+        checks.push(
+            check_of_value(check, &no_values, default_judge, base)
+                .map_err(|e| format!("{label}: {e}"))?,
+        );
+    }
     let params = take_params(&label, &mut fields, defaults)?;
     Ok(PromptTest {
-        system: own_system.or_else(|| system.clone()),
         name,
-        prompt,
-        expected: expected.unwrap_or_default(),
-        method,
+        requests: vec![TestRequest {
+            system: own_system.or_else(|| system.clone()),
+            messages: vec![crate::llm::Message::user(prompt)],
+        }],
+        checks,
         params,
+        values: None,
     })
+}
+
+/// Keys a check may have.
+const CHECK_KEYS: [&str; 8] = [
+    "method",
+    "value",
+    "expected",
+    "output",
+    "weight",
+    "rubric",
+    "threshold",
+    "judge",
+];
+
+/// One check, as a mapping (`{method: contains, value: "{{answer}}"}`), prepared for a case's
+/// `values`: its texts rendered, its regex compiled.
+pub(crate) fn check_of_value(
+    check: &Value,
+    values: &crate::cases::Values,
+    default_judge: Option<&str>,
+    _base: &Path,
+) -> Result<TestCheck, String> {
+    let Value::Object(fields) = check else {
+        return Err(format!(
+            "a check is a mapping such as `{{method: contains, value: \"{{{{answer}}}}\"}}`, not `{check}`"
+        ));
+    };
+    if let Some(key) = fields.keys().find(|k| !CHECK_KEYS.contains(&k.as_str())) {
+        return Err(format!(
+            "check: {}",
+            crate::yaml::unknown_key(key, &CHECK_KEYS)
+        ));
+    }
+    let text = |key: &str| -> Result<Option<String>, String> {
+        match fields.get(key) {
+            None | Some(Value::Null) => Ok(None),
+            Some(Value::String(s)) => crate::cases::Template::parse(s)
+                .render(values)
+                .map(Some)
+                .map_err(|e| format!("check `{key}`: {e}")),
+            Some(Value::Number(n)) => Ok(Some(n.to_string())),
+            Some(Value::Bool(b)) => Ok(Some(b.to_string())),
+            Some(_) => Err(format!("check: `{key}` must be text")),
+        }
+    };
+    let method: MethodName = text("method")?
+        .ok_or_else(|| {
+            format!(
+                "a check has no `method:`; valid methods: {}",
+                super::methods::METHOD_NAMES.join(", ")
+            )
+        })?
+        .parse()?;
+    let expected = match (text("value")?, text("expected")?, text("output")?) {
+        (Some(v), None, None) | (None, Some(v), None) | (None, None, Some(v)) => Some(v),
+        (None, None, None) => None,
+        _ => {
+            return Err(
+                "a check gives its value twice (`value`, `expected`, `output`); keep `value`"
+                    .into(),
+            );
+        }
+    };
+    let weight = match fields.get("weight") {
+        None => 1.0,
+        Some(w) => w
+            .as_f64()
+            .filter(|w| w.is_finite() && *w > 0.0)
+            .ok_or_else(|| format!("check: `weight: {w}` must be a number above 0"))?,
+    };
+    let judging = JudgeFields {
+        rubric: text("rubric")?,
+        threshold: text("threshold")?,
+        judge: text("judge")?,
+    };
+    let label = format!("check `{}`", method_label(method));
+    let method = test_method(&label, method, expected.as_deref(), judging, default_judge)?;
+    Ok(TestCheck {
+        method,
+        expected: expected.unwrap_or_default(),
+        weight,
+    })
+}
+
+fn method_label(method: MethodName) -> &'static str {
+    match method {
+        MethodName::Exact => "exact",
+        MethodName::Contains => "contains",
+        MethodName::IContains => "icontains",
+        MethodName::Regex => "regex",
+        MethodName::JsonValid => "json-valid",
+        MethodName::JsonEquals => "json-equals",
+        MethodName::Judge => "judge",
+    }
+}
+
+/// `pass:`: absent (every check must pass) or `{threshold: 0.8}`.
+fn pass_rule(pass: Option<&Value>) -> Result<PassRule, String> {
+    let Some(pass) = pass else {
+        return Ok(PassRule::All);
+    };
+    let threshold = pass
+        .as_object()
+        .filter(|fields| fields.len() == 1)
+        .and_then(|fields| fields.get("threshold"))
+        .ok_or("`pass:` takes `{threshold: 0.8}`: the weighted share of checks that must pass")?;
+    threshold
+        .as_f64()
+        .filter(|t| (0.0..=1.0).contains(t))
+        .map(PassRule::Threshold)
+        .ok_or_else(|| format!("`pass: {{threshold: {threshold}}}` must be from 0 to 1"))
+}
+
+/// The cases of `cases:`: written in the file (a list), or read from files (`{from: …}`).
+fn load_cases(
+    path: &Path,
+    text: &str,
+    base: &Path,
+    cases: Value,
+    options: &crate::cases::LoadOptions,
+) -> Result<LoadedCases, SpecError> {
+    let invalid = |line: Option<u64>, message: String| SpecError::Invalid {
+        path: path.to_path_buf(),
+        line,
+        message,
+    };
+    use crate::yaml::Step;
+    match cases {
+        Value::Array(items) => {
+            let file = path.display().to_string();
+            let line = |i: usize| crate::yaml::line_at(text, &[Step::Key("cases"), Step::Item(i)]);
+            let cases = super::cases::inline_cases(items, None, &file, line)
+                .map_err(|(i, e)| invalid(line(i), e))?;
+            check_unique(&cases).map_err(|e| invalid(None, e))?;
+            let mut columns: Vec<String> = Vec::new();
+            for case in &cases {
+                for key in case.values.keys() {
+                    if !columns.contains(key) {
+                        columns.push(key.clone());
+                    }
+                }
+            }
+            Ok(LoadedCases {
+                from: format!("{file}'s cases"),
+                columns,
+                id_column: None,
+                summary: None,
+                inputs: Vec::new(),
+                cases,
+            })
+        }
+        Value::Object(_) => {
+            let at = crate::yaml::line_at(text, &[Step::Key("cases")]);
+            let spec = crate::cases::CasesSpec::from_value(cases).map_err(|e| invalid(at, e))?;
+            load_case_files(&spec, base, options).map_err(SpecError::Case)
+        }
+        other => Err(invalid(
+            crate::yaml::line_at(text, &[Step::Key("cases")]),
+            format!("`cases: {other}` is neither a list of cases nor `{{from: FILE}}`"),
+        )),
+    }
+}
+
+/// Cases read from the files `cases: {from: …}` names.
+fn load_case_files(
+    spec: &crate::cases::CasesSpec,
+    base: &Path,
+    options: &crate::cases::LoadOptions,
+) -> Result<LoadedCases, String> {
+    let loaded = crate::cases::load(spec, base, options).map_err(|e| e.to_string())?;
+    let summary = loaded.summary();
+    let inputs = loaded
+        .sources
+        .iter()
+        .map(|source| Input {
+            kind: "data",
+            name: source.address.clone(),
+            sha256: source.sha256.clone(),
+            revision: match &source.resolved {
+                crate::cases::Resolved::Hf { commit, .. } => Some(commit.clone()),
+                crate::cases::Resolved::File(_) => None,
+            },
+            rows: Some(source.rows as u64),
+        })
+        .collect();
+    let from = loaded.from.join(", ");
+    let cases = loaded
+        .cases
+        .iter()
+        .map(|case| super::cases::CaseInput {
+            id: case.id.clone(),
+            values: case.values.clone(),
+            messages: case
+                .messages
+                .clone()
+                .map(|m| m.into_iter().map(crate::llm::Message::from).collect()),
+            checks: case.checks.clone(),
+            origin: loaded.place(case.origin),
+        })
+        .collect();
+    Ok(LoadedCases {
+        cases,
+        columns: loaded.columns,
+        id_column: spec.id.clone(),
+        from,
+        summary: Some(summary),
+        inputs,
+    })
+}
+
+/// Refuses two cases with one id, naming both.
+pub(crate) fn check_unique(cases: &[super::cases::CaseInput]) -> Result<(), String> {
+    let mut seen: std::collections::HashMap<&str, &str> = std::collections::HashMap::new();
+    for case in cases {
+        if let Some(first) = seen.insert(&case.id, &case.origin) {
+            return Err(format!(
+                "two cases have the id `{}`: {first} and {}; ids must be unique (give each \
+                 case its own, or name another column with `id:`)",
+                case.id, case.origin
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// Cases read, whatever from, with what the run records of them.
+#[derive(Debug)]
+pub struct LoadedCases {
+    pub cases: Vec<super::cases::CaseInput>,
+    /// Every column, in the order first seen.
+    pub columns: Vec<String>,
+    /// The column ids come from, if one is named.
+    pub id_column: Option<String>,
+    /// Where they came from, for messages: `data/math.jsonl`.
+    pub from: String,
+    /// `loaded 2,000 cases from data/math.jsonl (columns: …)`, said on stderr.
+    pub summary: Option<String>,
+    /// The files read, with their hashes.
+    pub inputs: Vec<Input>,
 }
 
 /// A field as text (numbers and booleans as written), removed from `fields`; a list or a
@@ -457,9 +982,9 @@ prompts:
         assert_eq!(spec.models[1], "anthropic:sonnet 3.5");
         assert_eq!(spec.model_line(1), Some(4));
         assert_eq!(spec.prompts[0].name, "test_1");
-        assert_eq!(spec.prompts[0].expected, "the expected output here");
+        assert_eq!(spec.prompts[0].expected(), "the expected output here");
         assert_eq!(spec.prompts[1].name, "another_test");
-        assert_eq!(spec.prompts[1].method.name(), "contains");
+        assert_eq!(spec.prompts[1].method_name(), "contains");
         assert_eq!(spec.prompt_line(1), Some(12));
         assert_eq!(spec.repeat, 1);
     }
@@ -487,7 +1012,7 @@ prompts:
         assert_eq!(capital.name, "capital");
         assert_eq!(capital.params.temperature, Some(0.7));
         assert_eq!(capital.params.max_tokens, Some(50));
-        assert_eq!(capital.system.as_deref(), Some("be terse"));
+        assert_eq!(capital.requests[0].system.as_deref(), Some("be terse"));
         assert_eq!(spec.prompts[1].name, "nested");
         assert_eq!(spec.prompts[1].params.temperature, Some(0.0));
         assert_eq!(spec.repeat, 3);

@@ -1,7 +1,350 @@
 //! Cases from data: the files a benchmark reads its cases from (CSV, TSV, JSONL, JSON,
 //! Parquet, `hf://`), each case with a stable id, and the `{{name}}` templates filled from
 //! them. No calls and no SQL here beyond what the store offers for fetched files.
+//!
+//! [`load`] turns a [`CasesSpec`] (`cases:` of a benchmark file) into [`LoadedCases`]:
+//! [`source`] finds the files, [`read`] picks a reader per format ([`csv`], [`jsonl`],
+//! [`json`], [`parquet`]; [`hf`] fetches and keeps `hf://` files), [`openai_evals`] and
+//! [`promptfoo`] convert those tools' rows, [`ids`] gives each case its id, and [`select`]
+//! takes `limit:` or `sample:`.
 
+pub mod case;
+pub mod csv;
+pub mod error;
+pub mod hf;
+pub mod ids;
+pub mod json;
+pub mod jsonl;
+pub mod openai_evals;
+pub mod parquet;
+pub mod promptfoo;
+pub mod read;
+pub mod select;
+pub mod source;
+pub mod spec;
 pub mod template;
 
+use std::collections::HashMap;
+use std::collections::hash_map::Entry;
+use std::path::Path;
+
+pub use case::{Case, CaseMessage, Origin};
+pub use error::CasesError;
+pub use hf::HfAccess;
+pub use source::{Resolved, Source};
+pub use spec::{CasesSpec, FileFormat, Format, Sample};
 pub use template::{MissingValue, Template, Values};
+
+use crate::report::html::{counted, thousands};
+use crate::store::Store;
+use case::RowCase;
+use source::Located;
+
+/// How cases may be read: where fetched files are kept, and whether the network may be used.
+#[derive(Debug, Clone, Default)]
+pub struct LoadOptions {
+    /// The database whose blob store keeps `hf://` files (`None`: fetch, keep nothing). It is
+    /// opened only when `from:` names an `hf://` file.
+    pub db: Option<std::path::PathBuf>,
+    /// Read `hf://` files only from the database (`--offline`).
+    pub offline: bool,
+}
+
+/// The cases a benchmark read, with what it read them from.
+#[derive(Debug, Clone)]
+pub struct LoadedCases {
+    /// The cases taken (after `limit:` or `sample:`), in file order, ids unique.
+    pub cases: Vec<Case>,
+    /// The columns of the cases' values, each once, in the order first seen.
+    pub columns: Vec<String>,
+    /// Every file read, in order; a case's [`Origin::source`] indexes it.
+    pub sources: Vec<Source>,
+    /// `from:` as written, for the summary.
+    pub from: Vec<String>,
+    /// The rows read from all files, before `limit:` or `sample:`.
+    pub rows: usize,
+    /// `sample:` when it took the cases.
+    pub sample: Option<Sample>,
+}
+
+impl LoadedCases {
+    /// Where a case's row is: `data/math.jsonl:12`, or `data/t.parquet, row 12`.
+    pub fn place(&self, origin: Origin) -> String {
+        match self.sources.get(origin.source) {
+            Some(source) => place(&source.address, source.format, origin.line),
+            None => format!("row {}", origin.line),
+        }
+    }
+
+    /// `loaded 2,000 cases from data/math.jsonl (columns: qid, a, b, answer)`: what was read,
+    /// for stderr and the dry run's plan.
+    pub fn summary(&self) -> String {
+        let taken = self.cases.len() as u64;
+        let count = if self.cases.len() == self.rows {
+            counted(taken, "case")
+        } else {
+            let how = match self.sample {
+                Some(sample) => format!(" (sample, seed {})", sample.seed),
+                None => " (limit)".to_owned(),
+            };
+            format!(
+                "{} of {}{how}",
+                thousands(taken),
+                counted(self.rows as u64, "case")
+            )
+        };
+        let mut from = self.from.join(", ");
+        if self.sources.len() != self.from.len() {
+            from.push_str(&format!(
+                " ({})",
+                counted(self.sources.len() as u64, "file")
+            ));
+        }
+        let columns = if self.columns.is_empty() {
+            "no columns".to_owned()
+        } else {
+            format!("columns: {}", self.columns.join(", "))
+        };
+        format!("loaded {count} from {from} ({columns})")
+    }
+}
+
+/// `file:line`, or `file, row N` for a format without lines.
+fn place(address: &str, format: FileFormat, line: u64) -> String {
+    if format.has_lines() {
+        read::at(address, line)
+    } else {
+        format!("{address}, row {line}")
+    }
+}
+
+/// How a row is turned into a case.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Convert {
+    Plain,
+    OpenaiEvals,
+    Promptfoo,
+}
+
+/// Reads the cases `spec` names. Paths are relative to `base_dir` (the benchmark file's
+/// folder). Synchronous: an `hf://` file not kept yet is fetched (from `HF_ENDPOINT`, with
+/// `HF_TOKEN`) on a thread of its own, so it may be called inside or outside a runtime.
+pub fn load(
+    spec: &CasesSpec,
+    base_dir: &Path,
+    options: &LoadOptions,
+) -> Result<LoadedCases, CasesError> {
+    load_with(spec, base_dir, options, &HfAccess::from_env())
+}
+
+/// [`load`] with the Hub's endpoint and token given rather than read from the environment.
+pub fn load_with(
+    spec: &CasesSpec,
+    base_dir: &Path,
+    options: &LoadOptions,
+    hf_access: &HfAccess,
+) -> Result<LoadedCases, CasesError> {
+    let files = source::locate(&spec.from, base_dir)?;
+    // The database, opened at the first hf:// file.
+    let mut store: Option<Store> = None;
+    let mut sources = Vec::with_capacity(files.len());
+    let mut cases: Vec<Case> = Vec::new();
+    for (index, file) in files.iter().enumerate() {
+        let address = file.address().to_owned();
+        let format = spec
+            .format
+            .and_then(Format::file_format)
+            .or_else(|| FileFormat::from_name(file.name()))
+            .ok_or_else(|| CasesError::UnknownFormat {
+                file: address.clone(),
+            })?;
+        let (bytes, resolved, sha256) = match file {
+            Located::File { path, .. } => {
+                let bytes = std::fs::read(path).map_err(|source| CasesError::Read {
+                    file: address.clone(),
+                    source,
+                })?;
+                let sha256 = crate::hash::sha256_hex(&bytes);
+                (bytes, Resolved::File(path.clone()), sha256)
+            }
+            Located::Hf(hf_address) => {
+                if store.is_none()
+                    && let Some(db) = &options.db
+                {
+                    store = Some(Store::open(db).map_err(|source| CasesError::Store {
+                        address: hf_address.written.clone(),
+                        source,
+                    })?);
+                }
+                let got = hf::open(
+                    hf_address,
+                    media_type(format),
+                    store.as_ref(),
+                    options.offline,
+                    hf_access,
+                )?;
+                let resolved = Resolved::Hf {
+                    commit: got.commit,
+                    fetched: got.fetched,
+                };
+                (got.bytes, resolved, got.sha256)
+            }
+        };
+        let rows = read::read_rows(format, &bytes, &address)?;
+        drop(bytes);
+        let convert = match spec.format {
+            Some(Format::OpenaiEvals) => Convert::OpenaiEvals,
+            Some(Format::Promptfoo) => Convert::Promptfoo,
+            _ if matches!(format, FileFormat::Csv | FileFormat::Tsv)
+                && rows
+                    .first()
+                    .is_some_and(|r| promptfoo::is_promptfoo(r.values.keys())) =>
+            {
+                Convert::Promptfoo
+            }
+            _ => Convert::Plain,
+        };
+        sources.push(Source {
+            address: address.clone(),
+            resolved,
+            format,
+            sha256,
+            rows: rows.len(),
+        });
+        cases.reserve(rows.len());
+        for row in rows {
+            let converted = match convert {
+                Convert::Plain => case::plain(row.values),
+                Convert::OpenaiEvals => openai_evals::convert(row.values),
+                Convert::Promptfoo => promptfoo::convert(row.values),
+            };
+            let RowCase {
+                values,
+                messages,
+                checks,
+            } = converted.map_err(|message| CasesError::Row {
+                at: place(&address, format, row.line),
+                message,
+            })?;
+            cases.push(Case {
+                id: String::new(),
+                values,
+                origin: Origin {
+                    source: index,
+                    line: row.line,
+                },
+                messages,
+                checks,
+            });
+        }
+    }
+    let total = cases.len();
+    if total == 0 {
+        return Err(CasesError::Empty {
+            from: spec.from.join(", "),
+        });
+    }
+    let place_of = |origin: Origin| {
+        let source = &sources[origin.source];
+        place(&source.address, source.format, origin.line)
+    };
+    assign_ids(&mut cases, spec.id.as_deref(), &place_of)?;
+    if let Some(limit) = spec.limit {
+        cases.truncate(limit);
+    } else if let Some(sample) = spec.sample {
+        let ids: Vec<&str> = cases.iter().map(|c| c.id.as_str()).collect();
+        let chosen = select::sample(&ids, sample.n, sample.seed);
+        let mut keep = vec![false; cases.len()];
+        for i in chosen {
+            keep[i] = true;
+        }
+        let mut flags = keep.into_iter();
+        cases.retain(|_| flags.next().unwrap_or(false));
+    }
+    let columns = columns_of(&cases);
+    Ok(LoadedCases {
+        cases,
+        columns,
+        sources,
+        from: spec.from.clone(),
+        rows: total,
+        sample: spec.sample.filter(|_| spec.limit.is_none()),
+    })
+}
+
+/// Gives every case its id (the `column`'s value; without one, an `id` column's; else the hash
+/// of its values) and refuses two cases with one id, naming both rows.
+fn assign_ids(
+    cases: &mut [Case],
+    column: Option<&str>,
+    place_of: &dyn Fn(Origin) -> String,
+) -> Result<(), CasesError> {
+    let mut seen: HashMap<String, Origin> = HashMap::with_capacity(cases.len());
+    for case in cases.iter_mut() {
+        let id = match column {
+            Some(column) => {
+                ids::id_text(case.values.get(column)).ok_or_else(|| CasesError::MissingId {
+                    at: place_of(case.origin),
+                    column: column.to_owned(),
+                    columns: case
+                        .values
+                        .keys()
+                        .map(String::as_str)
+                        .collect::<Vec<_>>()
+                        .join(", "),
+                })?
+            }
+            // A column named `id` is the id when `id:` names none.
+            None => ids::id_text(case.values.get("id"))
+                .unwrap_or_else(|| ids::hash_id(&case.values)),
+        };
+        let by_column = column.is_some() || case.values.contains_key("id");
+        match seen.entry(id) {
+            Entry::Occupied(first) => {
+                return Err(CasesError::DuplicateId {
+                    id: first.key().clone(),
+                    first: place_of(*first.get()),
+                    second: place_of(case.origin),
+                    fix: if by_column {
+                        "ids must be unique: give one row another id, or remove the repeated row"
+                    } else {
+                        "the two rows hold the same values (their id is a hash of them): remove one, or give the rows an id column and name it in `id:`"
+                    },
+                });
+            }
+            Entry::Vacant(slot) => {
+                case.id = slot.key().clone();
+                slot.insert(case.origin);
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The columns of `cases`' values, each once, in the order first seen.
+fn columns_of(cases: &[Case]) -> Vec<String> {
+    let mut columns: Vec<String> = Vec::new();
+    let mut known: std::collections::HashSet<&str> = std::collections::HashSet::new();
+    for case in cases {
+        for key in case.values.keys() {
+            if known.insert(key.as_str()) {
+                columns.push(key.clone());
+            }
+        }
+    }
+    columns
+}
+
+/// The media type a fetched file's blob is stored as.
+fn media_type(format: FileFormat) -> &'static str {
+    match format {
+        FileFormat::Csv => "text/csv",
+        FileFormat::Tsv => "text/tab-separated-values",
+        FileFormat::Jsonl => "application/jsonl",
+        FileFormat::Json => "application/json",
+        FileFormat::Parquet => "application/vnd.apache.parquet",
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -111,10 +111,15 @@ impl ExperimentArgs {
         })
     }
 
-    /// The overrides these options carry (`--repeat`); commands add their own.
-    pub fn overrides(&self) -> Overrides {
+    /// The overrides these options carry (`--repeat`, and `--offline` for reading data
+    /// files); commands add their own.
+    pub fn overrides(&self, context: &Context) -> Overrides {
         Overrides {
             repeat: self.repeat,
+            cases: crate::cases::LoadOptions {
+                db: (!self.dry_run || context.db.exists()).then(|| context.db.clone()),
+                offline: self.cache.offline,
+            },
             ..Overrides::default()
         }
     }
@@ -174,7 +179,13 @@ pub fn run_experiment(
             } else {
                 plan
             };
-            print_plan(&plan, experiment.header().file.as_deref(), budget, batch)?;
+            print_plan(
+                &plan,
+                experiment.header().file.as_deref(),
+                experiment.loaded(),
+                budget,
+                batch,
+            )?;
             return Ok(ExitCode::SUCCESS);
         }
         RunEnd::Ran(summary, plan) => (*summary, plan),
@@ -260,6 +271,7 @@ const SHOWN_ERROR_GROUPS: usize = 8;
 fn print_plan(
     plan: &Plan,
     file: Option<&str>,
+    loaded: Option<String>,
     budget_usd: Option<f64>,
     batch: bool,
 ) -> anyhow::Result<()> {
@@ -293,6 +305,9 @@ fn print_plan(
     let stdout = std::io::stdout();
     let mut out = stdout.lock();
     writeln!(out, "{}", render(&df, Columns::Compact))?;
+    if let Some(loaded) = loaded {
+        writeln!(out, "{}", fit_line(&loaded))?;
+    }
     let summary = format!(
         "dry run{}: {} calls planned, {} cached, {} to call, at most ${:.6} (inputs at a token \
          a byte, the most any tokenizer makes; each answer at its max_tokens or \

@@ -58,7 +58,7 @@ pub fn run(context: &Context, args: GenerateArgs) -> anyhow::Result<ExitCode> {
         budget: None,
         batch: false,
     };
-    let mut plan = experiment.plan(None, &args.run.overrides())?;
+    let mut plan = experiment.plan(None, &args.run.overrides(context))?;
     plan.generation.params.temperature = args.temperature;
     let experiment = DatasheetExperiment::new(plan, &config.catalog)?;
     run_experiment(

@@ -154,7 +154,7 @@ fn compare_command(context: &Context, args: CompareArgs) -> anyhow::Result<ExitC
         budget: None,
         batch: false,
     };
-    let experiment = experiment.plan(None, &config, &args.run.overrides())?;
+    let experiment = experiment.plan(None, &config, &args.run.overrides(context))?;
     run_experiment(
         context,
         &config,

@@ -68,7 +68,7 @@ pub fn run(context: &Context, args: ReviewArgs) -> anyhow::Result<ExitCode> {
         budget: None,
         batch: false,
     };
-    let plan = experiment.plan(None, &args.run.overrides())?;
+    let plan = experiment.plan(None, &args.run.overrides(context))?;
     let experiment = DatasheetExperiment::new(plan, &config.catalog)?;
     run_experiment(
         context,

@@ -49,7 +49,7 @@ pub fn run(context: &Context, args: RunArgs) -> anyhow::Result<ExitCode> {
     let config = args.run.load_config(context)?;
     // The run's HTTP client (its TLS roots) is built meanwhile, on another core.
     crate::llm::LlmClient::build_ahead(config.settings.timeout);
-    let mut overrides = args.run.overrides();
+    let mut overrides = args.run.overrides(context);
     overrides.models = args.models;
     overrides.energy = args.energy;
     let started = std::time::Instant::now();

@@ -1107,7 +1107,7 @@ impl Batcher {
         let cost_usd = job.price.cost_usd(usage.input_tokens, usage.output_tokens);
         let call = NewCall {
             cache_key: &job.canonical.key,
-            canonical_request: &job.canonical.json,
+            canonical_request: job.canonical_json().into(),
             provider: &job.endpoint.provider,
             model: &job.request.model,
             outcome: Ok(&response.text),
@@ -1163,7 +1163,7 @@ impl Batcher {
         let error = format!("{failure} ({why})");
         let call = NewCall {
             cache_key: &job.canonical.key,
-            canonical_request: &job.canonical.json,
+            canonical_request: job.canonical_json().into(),
             provider: &job.endpoint.provider,
             model: &job.request.model,
             outcome: Err(&error),

@@ -237,6 +237,12 @@ pub trait Experiment: Send {
         false
     }
 
+    /// What reading the experiment's data said (`loaded 2,000 cases from data/math.jsonl
+    /// (columns: …)`), for a dry run's plan; said on stderr when the file is loaded too.
+    fn loaded(&self) -> Option<String> {
+        None
+    }
+
     /// What call `index` of `stage` is for, in messages: `openai:gpt-4o on p1`.
     fn label(&self, stage: &Stage, index: usize) -> String;
 

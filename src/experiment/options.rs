@@ -173,6 +173,8 @@ pub struct Overrides {
     pub models: Option<Vec<String>>,
     /// How energy is estimated (`--energy`).
     pub energy: Option<EnergyMethod>,
+    /// How a benchmark's cases may be read (`--offline`; the database keeping `hf://` files).
+    pub cases: crate::cases::LoadOptions,
 }
 
 /// One of the [`Overrides`], for [`Overrides::refuse`].

@@ -11,59 +11,93 @@ use super::{ChatRequest, Part};
 /// Version of the canonical form; bump it only if the form changes meaning.
 const CANONICAL_VERSION: u32 = 1;
 
-/// A request's canonical JSON and its key (sha256 hex of that JSON).
+/// A request's cache key: the sha256 hex of its canonical JSON. The JSON itself is made
+/// again ([`CanonicalRequest::json`]) only when a call is stored: a plan of 400,000 calls
+/// would otherwise hold 400,000 of them.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CanonicalRequest {
-    pub json: String,
     pub key: String,
 }
 
 impl CanonicalRequest {
-    /// Builds the canonical form of `request` sent to `provider` at `endpoint`, for sample
-    /// `repeat` (each repeat is a distinct cache entry).
+    /// The key of `request` sent to `provider` at `endpoint`, for sample `repeat` (each
+    /// repeat is a distinct cache entry): the JSON is hashed as it is written.
     pub fn new(provider: &str, endpoint: &str, request: &ChatRequest, repeat: u32) -> Self {
-        let params = &request.params;
-        let canonical = Canon {
-            endpoint,
-            messages: request
-                .messages
-                .iter()
-                .map(|m| CanonMessage {
-                    content: m
-                        .parts
-                        .iter()
-                        .map(|p| match p {
-                            Part::Text(text) => CanonPart::Text { text, kind: "text" },
-                            Part::Image(i) => CanonPart::Image {
-                                media_type: &i.media_type,
-                                sha256: &i.sha256,
-                                kind: "image",
-                            },
-                        })
-                        .collect(),
-                    role: m.role.as_str(),
-                })
-                .collect(),
-            model: &request.model,
-            params: CanonParams {
-                max_tokens: params.max_tokens,
-                seed: params.seed,
-                temperature: params.temperature,
-                top_p: params.top_p,
-            },
-            provider,
-            repeat,
-            schema: request.schema.as_ref().map(|s| CanonSchema {
-                name: &s.name,
-                schema: sorted(&s.schema),
-            }),
-            system: request.system.as_deref(),
-            v: CANONICAL_VERSION,
-        };
-        let json =
-            serde_json::to_string(&canonical).expect("a canonical request always serializes");
-        let key = crate::hash::sha256_hex(json.as_bytes());
-        Self { json, key }
+        use sha2::Digest as _;
+        let mut hasher = Hashing(sha2::Sha256::new());
+        serde_json::to_writer(&mut hasher, &canon(provider, endpoint, request, repeat))
+            .expect("a canonical request always serializes");
+        Self {
+            key: hex::encode(hasher.0.finalize()),
+        }
+    }
+
+    /// The canonical JSON of `request` (what [`CanonicalRequest::new`] hashes), stored with
+    /// the call under its key.
+    pub fn json(provider: &str, endpoint: &str, request: &ChatRequest, repeat: u32) -> String {
+        serde_json::to_string(&canon(provider, endpoint, request, repeat))
+            .expect("a canonical request always serializes")
+    }
+}
+
+/// Writes into a hasher.
+struct Hashing(sha2::Sha256);
+
+impl std::io::Write for Hashing {
+    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+        sha2::Digest::update(&mut self.0, bytes);
+        Ok(bytes.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+/// The canonical form of a request, borrowing from it.
+fn canon<'a>(
+    provider: &'a str,
+    endpoint: &'a str,
+    request: &'a ChatRequest,
+    repeat: u32,
+) -> Canon<'a> {
+    let params = &request.params;
+    Canon {
+        endpoint,
+        messages: request
+            .messages
+            .iter()
+            .map(|m| CanonMessage {
+                content: m
+                    .parts
+                    .iter()
+                    .map(|p| match p {
+                        Part::Text(text) => CanonPart::Text { text, kind: "text" },
+                        Part::Image(i) => CanonPart::Image {
+                            media_type: &i.media_type,
+                            sha256: &i.sha256,
+                            kind: "image",
+                        },
+                    })
+                    .collect(),
+                role: m.role.as_str(),
+            })
+            .collect(),
+        model: &request.model,
+        params: CanonParams {
+            max_tokens: params.max_tokens,
+            seed: params.seed,
+            temperature: params.temperature,
+            top_p: params.top_p,
+        },
+        provider,
+        repeat,
+        schema: request.schema.as_ref().map(|s| CanonSchema {
+            name: &s.name,
+            schema: sorted(&s.schema),
+        }),
+        system: request.system.as_deref(),
+        v: CANONICAL_VERSION,
     }
 }
 
@@ -164,11 +198,12 @@ mod tests {
     #[test]
     fn canonical_json_is_sorted_and_compact() {
         let c = CanonicalRequest::new("openai", "https://api.openai.com/v1", &request("hi"), 0);
+        let json = CanonicalRequest::json("openai", "https://api.openai.com/v1", &request("hi"), 0);
         assert_eq!(
-            c.json,
+            json,
             r#"{"endpoint":"https://api.openai.com/v1","messages":[{"content":[{"text":"hi","type":"text"}],"role":"user"}],"model":"gpt-4o","params":{"temperature":0.0},"provider":"openai","repeat":0,"system":null,"v":1}"#
         );
-        assert_eq!(c.key, crate::hash::sha256_hex(c.json.as_bytes()));
+        assert_eq!(c.key, crate::hash::sha256_hex(json.as_bytes()));
     }
 
     #[test]
@@ -184,12 +219,12 @@ mod tests {
         r.messages[0]
             .parts
             .push(Part::Image(Image::new("image/png", vec![1])));
-        let c = CanonicalRequest::new("p", "u", &r, 2);
+        let json = CanonicalRequest::json("p", "u", &r, 2);
         // The same JSON a sorted map would give.
-        let value: serde_json::Value = serde_json::from_str(&c.json).unwrap();
-        assert_eq!(value.to_string(), c.json);
+        let value: serde_json::Value = serde_json::from_str(&json).unwrap();
+        assert_eq!(value.to_string(), json);
         assert!(
-            c.json
+            json
                 .contains(r#""params":{"max_tokens":10,"seed":7,"temperature":0.5,"top_p":0.9}"#)
         );
     }
@@ -228,8 +263,8 @@ mod tests {
         with_image.messages[0]
             .parts
             .push(Part::Image(Image::new("image/png", vec![1, 2, 3])));
-        let c = CanonicalRequest::new("openai", "u", &with_image, 0);
-        assert!(c.json.contains(&crate::hash::sha256_hex(&[1, 2, 3])));
-        assert!(!c.json.contains("AQID"), "no base64 bytes in the key");
+        let json = CanonicalRequest::json("openai", "u", &with_image, 0);
+        assert!(json.contains(&crate::hash::sha256_hex(&[1, 2, 3])));
+        assert!(!json.contains("AQID"), "no base64 bytes in the key");
     }
 }

@@ -63,6 +63,16 @@ impl CallJob {
         Self::new(self.endpoint.clone(), request, self.repeat, self.price)
     }
 
+    /// The canonical JSON of the call, stored with it under its key.
+    pub fn canonical_json(&self) -> String {
+        CanonicalRequest::json(
+            &self.endpoint.provider,
+            &self.endpoint.base_url,
+            &self.request,
+            self.repeat,
+        )
+    }
+
     /// The model as the executor remembers schema refusals: provider and model id.
     fn model_key(&self) -> (String, String) {
         (self.endpoint.provider.clone(), self.request.model.clone())
@@ -960,7 +970,7 @@ fn new_call<'a>(
 ) -> NewCall<'a> {
     NewCall {
         cache_key: &job.canonical.key,
-        canonical_request: &job.canonical.json,
+        canonical_request: job.canonical_json().into(),
         provider: &job.endpoint.provider,
         model: &job.request.model,
         outcome,

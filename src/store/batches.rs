@@ -782,7 +782,7 @@ mod tests {
     fn call<'a>(key: &'a str, outcome: std::result::Result<&'a str, &'a str>) -> NewCall<'a> {
         NewCall {
             cache_key: key,
-            canonical_request: "{\"v\":1}",
+            canonical_request: "{\"v\":1}".into(),
             provider: "openai",
             model: "gpt-4o-mini",
             outcome,

@@ -13,7 +13,7 @@ pub struct NewCall<'a> {
     /// sha256 hex of `canonical_request`.
     pub cache_key: &'a str,
     /// The canonical JSON the key was computed from; stored as a blob under the key.
-    pub canonical_request: &'a str,
+    pub canonical_request: std::borrow::Cow<'a, str>,
     pub provider: &'a str,
     pub model: &'a str,
     /// `Ok(response text)` or `Err(error message)`.
@@ -260,7 +260,7 @@ impl<'a> NewCall<'a> {
     pub(crate) fn answered(key: &'a str, text: &'a str) -> Self {
         NewCall {
             cache_key: key,
-            canonical_request: "{}",
+            canonical_request: "{}".into(),
             provider: "openai",
             model: "gpt-4o",
             outcome: Ok(text),
@@ -298,7 +298,7 @@ mod tests {
     fn call<'a>(key: &'a str, outcome: Result<&'a str, &'a str>) -> NewCall<'a> {
         NewCall {
             cache_key: key,
-            canonical_request: "{\"v\":1}",
+            canonical_request: "{\"v\":1}".into(),
             provider: "openai",
             model: "gpt-4o",
             outcome,

@@ -9,6 +9,7 @@ mod bench;
 mod blobs;
 mod calls;
 mod claims;
+mod datasets;
 mod export;
 mod ids;
 mod merge;
@@ -34,6 +35,7 @@ pub use bench::{
 };
 pub use calls::{NewCall, StoredCall};
 pub use claims::Claim;
+pub use datasets::DatasetFile;
 pub use export::{
     Affinity, CallRefs, ColumnBatch, ColumnValues, ExportColumn, NOT_EXPORTED, RESULT_TABLES,
     ResultTable, RowSource, RunPartition, Snapshot,
@@ -134,6 +136,12 @@ pub struct Store {
 }
 
 impl Store {
+    /// The connection, for tests elsewhere in the crate that check what was stored.
+    #[cfg(test)]
+    pub(crate) fn conn(&self) -> &Connection {
+        &self.conn
+    }
+
     /// Opens (creating if needed) the database at `path`, sets the pragmas and migrates it.
     /// Processes opening one database at once take turns (`<db>-lock`), so a new database is
     /// set up once; a database of another application is refused, never added to.

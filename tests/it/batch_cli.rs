@@ -365,7 +365,7 @@ fn track_batches_lists_batches_newest_first_with_their_cost_so_far() {
                 first,
                 &track::store::NewCall {
                     cache_key: &key,
-                    canonical_request: "{}",
+                    canonical_request: "{}".into(),
                     provider: "openai",
                     model: recorded::GPT,
                     outcome: Ok("answer"),

@@ -195,7 +195,7 @@ fn unknown_keys_and_yaml_slips_are_named_in_every_kinds_file_before_any_call() {
                 "{bench_head}  - name: capital\n    prompt: \"Capital of {{{{country}}}}?\"\n    \
                  vars: {{country: France}}\n    output: paris\n    method: icontains\n"
             ),
-            "vars.yaml:5: prompt `capital`: unknown key `vars`; valid keys: name, prompt, output, expected, method, system, temperature, top_p, max_tokens, rubric, threshold, judge",
+            "vars.yaml:5: prompt `capital`: unknown key `vars`; valid keys: name, prompt, output, expected, method, checks, system, temperature, top_p, max_tokens, rubric, threshold, judge",
         ),
         (
             "nested.yaml",

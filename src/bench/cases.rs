@@ -1,0 +1,656 @@
+//! A benchmark whose tests come from data: its prompt templates (`templates:`), its cases
+//! (`cases:`, inline or read from files by `crate::cases`) and the checks of every case
+//! (`checks:`), made into one [`PromptTest`] per case with one request per template. Every
+//! name a template or a check uses is checked against the cases' columns here, before any
+//! call. No I/O but reading the `file://` texts a template names.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use serde_json::{Map, Value};
+
+use super::spec::{PromptTest, TestCheck, TestRequest};
+use crate::cases::{Template, Values};
+use crate::llm::{Message, Part, Role, SamplingParams};
+
+/// A prompt template: a name and the messages it renders for a case.
+#[derive(Debug, Clone)]
+pub struct PromptTemplate {
+    pub name: String,
+    /// The system prompt, if any (a `system` message of a message list lands here too).
+    pub system: Option<Template>,
+    /// The messages, in order: the last is the user's turn the model answers.
+    pub messages: Vec<(Role, Template)>,
+    /// The sha256 of what it renders from (its system and messages as written, file texts
+    /// read), stored with the run.
+    pub sha256: String,
+    /// Its position under `templates:`, for messages.
+    pub index: usize,
+}
+
+/// One case, whatever it was read from.
+#[derive(Debug, Clone)]
+pub struct CaseInput {
+    /// Its id: an `id` column's value, or a hash of its values.
+    pub id: String,
+    pub values: Values,
+    /// The whole input, when the case brings its messages (a `messages` column).
+    pub messages: Option<Vec<Message>>,
+    /// The checks the case brings besides the benchmark's (`checks:` of the case).
+    pub checks: Vec<Value>,
+    /// Where it was read: `data/math.jsonl:12`, or `bench.yaml:30`.
+    pub origin: String,
+}
+
+/// Keys of a template given as a mapping.
+const TEMPLATE_KEYS: [&str; 4] = ["name", "system", "prompt", "messages"];
+
+/// Reads `templates:`: each a text (`file://` reads a file, relative to `base`), or a mapping
+/// of `name`, `system` and either `prompt` or `messages` (a list of `{role, content}`).
+/// Errors carry the template's index, for its line.
+pub fn parse_templates(
+    items: Vec<Value>,
+    base: &Path,
+) -> Result<Vec<PromptTemplate>, (usize, String)> {
+    let mut templates: Vec<PromptTemplate> = Vec::with_capacity(items.len());
+    for (index, item) in items.into_iter().enumerate() {
+        let template = parse_template(index, item, base).map_err(|e| (index, e))?;
+        if let Some(other) = templates.iter().find(|t| t.name == template.name) {
+            return Err((
+                index,
+                format!(
+                    "templates {} and {} are both named `{}`; names must be unique",
+                    other.index + 1,
+                    index + 1,
+                    template.name
+                ),
+            ));
+        }
+        templates.push(template);
+    }
+    Ok(templates)
+}
+
+fn parse_template(index: usize, item: Value, base: &Path) -> Result<PromptTemplate, String> {
+    let label = format!("template {}", index + 1);
+    let (name, system, messages) = match item {
+        Value::String(text) => {
+            let name = file_name(&text).unwrap_or_else(|| format!("template_{}", index + 1));
+            let prompt = text_or_file(&label, "prompt", &text, base)?;
+            (name, None, vec![(Role::User, prompt)])
+        }
+        Value::Object(mut fields) => {
+            if let Some(key) = fields.keys().find(|k| !TEMPLATE_KEYS.contains(&k.as_str())) {
+                return Err(format!(
+                    "{label}: {}",
+                    crate::yaml::unknown_key(key, &TEMPLATE_KEYS)
+                ));
+            }
+            let name = match fields.remove("name") {
+                Some(Value::String(name)) if !name.trim().is_empty() => name.trim().to_owned(),
+                None | Some(Value::Null) => format!("template_{}", index + 1),
+                Some(other) => return Err(format!("{label}: `name: {other}` is not a name")),
+            };
+            let label = format!("template `{name}`");
+            let system = match fields.remove("system") {
+                None | Some(Value::Null) => None,
+                Some(Value::String(s)) => Some(text_or_file(&label, "system", &s, base)?),
+                Some(_) => return Err(format!("{label}: `system` must be text")),
+            };
+            let messages = match (fields.remove("prompt"), fields.remove("messages")) {
+                (Some(Value::String(p)), None) => {
+                    vec![(Role::User, text_or_file(&label, "prompt", &p, base)?)]
+                }
+                (None, Some(Value::Array(list))) => message_list(&label, list, base)?,
+                (Some(_), Some(_)) => {
+                    return Err(format!(
+                        "{label} has both `prompt` and `messages`; give one"
+                    ));
+                }
+                (None, None) => {
+                    return Err(format!(
+                        "{label} has no `prompt:` (a text or file://PATH) or `messages:`"
+                    ));
+                }
+                (Some(_), None) => return Err(format!("{label}: `prompt` must be text")),
+                (None, Some(_)) => {
+                    return Err(format!(
+                        "{label}: `messages` must be a list of {{role, content}}"
+                    ));
+                }
+            };
+            (name, system, messages)
+        }
+        other => {
+            return Err(format!(
+                "{label} is `{other}`: write a prompt text, file://PATH, or a mapping with \
+                 `name` and `prompt` or `messages`"
+            ));
+        }
+    };
+    // A system message in a list is the system prompt (Anthropic takes it apart).
+    let (mut systems, messages): (Vec<_>, Vec<_>) = messages
+        .into_iter()
+        .partition(|(role, _)| *role == Role::System);
+    let system = match (system, systems.len()) {
+        (system, 0) => system,
+        (None, 1) => systems.pop().map(|(_, t)| t),
+        _ => {
+            return Err(format!(
+                "template `{name}` has more than one system prompt; keep one"
+            ));
+        }
+    };
+    if messages.last().is_none_or(|(role, _)| *role != Role::User) {
+        return Err(format!(
+            "template `{name}`: the last message must be the user's (the turn the model answers)"
+        ));
+    }
+    let sha256 = crate::hash::sha256_hex(
+        serde_json::json!({
+            "system": system.as_ref().map(Template::text),
+            "messages": messages.iter().map(|(r, t)| [r.as_str(), t.text()]).collect::<Vec<_>>(),
+        })
+        .to_string()
+        .as_bytes(),
+    );
+    Ok(PromptTemplate {
+        name,
+        system,
+        messages,
+        sha256,
+        index,
+    })
+}
+
+/// A message list's `{role, content}` items.
+fn message_list(
+    label: &str,
+    list: Vec<Value>,
+    base: &Path,
+) -> Result<Vec<(Role, Template)>, String> {
+    list.into_iter()
+        .enumerate()
+        .map(|(i, item)| {
+            let at = format!("{label}, message {}", i + 1);
+            let Value::Object(fields) = item else {
+                return Err(format!("{at} is not a mapping of `role` and `content`"));
+            };
+            if let Some(key) = fields
+                .keys()
+                .find(|k| !["role", "content"].contains(&k.as_str()))
+            {
+                return Err(format!(
+                    "{at}: {}",
+                    crate::yaml::unknown_key(key, &["role", "content"])
+                ));
+            }
+            let role = match fields.get("role").and_then(Value::as_str) {
+                Some(role) => parse_role(role).ok_or_else(|| {
+                    format!("{at}: role `{role}` is none of system, user, assistant")
+                })?,
+                None => return Err(format!("{at} has no `role:`")),
+            };
+            let content = fields
+                .get("content")
+                .and_then(Value::as_str)
+                .ok_or_else(|| format!("{at} has no `content:` text"))?;
+            Ok((role, text_or_file(&at, "content", content, base)?))
+        })
+        .collect()
+}
+
+fn parse_role(role: &str) -> Option<Role> {
+    match role.trim().to_ascii_lowercase().as_str() {
+        "system" | "developer" => Some(Role::System),
+        "user" | "human" => Some(Role::User),
+        "assistant" | "ai" => Some(Role::Assistant),
+        _ => None,
+    }
+}
+
+/// `file://PATH`'s file name without its extension, as a template's default name.
+fn file_name(text: &str) -> Option<String> {
+    let path = text.trim().strip_prefix("file://")?;
+    Path::new(path)
+        .file_stem()
+        .map(|s| s.to_string_lossy().into_owned())
+}
+
+/// A template from `text`, or from the file `file://PATH` names (relative to `base`).
+fn text_or_file(label: &str, key: &str, text: &str, base: &Path) -> Result<Template, String> {
+    match text.trim().strip_prefix("file://") {
+        Some(path) => {
+            let path = resolve(base, path);
+            let text = std::fs::read_to_string(&path).map_err(|e| {
+                format!("{label}: cannot read `{key}` file {}: {e}", path.display())
+            })?;
+            Ok(Template::parse(&text))
+        }
+        None => Ok(Template::parse(text)),
+    }
+}
+
+/// `path` relative to `base` unless absolute.
+pub fn resolve(base: &Path, path: &str) -> PathBuf {
+    let path = Path::new(path);
+    if path.is_absolute() {
+        path.to_path_buf()
+    } else {
+        base.join(path)
+    }
+}
+
+/// Cases written in the benchmark file, under `cases:`: each a mapping of its values (an `id`
+/// among them names it; `checks` are its own checks). `line` gives an item's line.
+pub fn inline_cases(
+    items: Vec<Value>,
+    id_column: Option<&str>,
+    file: &str,
+    line: impl Fn(usize) -> Option<u64>,
+) -> Result<Vec<CaseInput>, (usize, String)> {
+    items
+        .into_iter()
+        .enumerate()
+        .map(|(index, item)| {
+            let origin = match line(index) {
+                Some(l) => format!("{file}:{l}"),
+                None => format!("{file}, case {}", index + 1),
+            };
+            let Value::Object(mut values) = item else {
+                return Err((
+                    index,
+                    format!(
+                        "case {} is not a mapping of its values (`- {{a: 2, b: 3}}`)",
+                        index + 1
+                    ),
+                ));
+            };
+            let checks = match values.remove("checks") {
+                None | Some(Value::Null) => Vec::new(),
+                Some(Value::Array(list)) => list,
+                Some(one @ Value::Object(_)) => vec![one],
+                Some(_) => {
+                    return Err((
+                        index,
+                        format!("case {}: `checks` must be a list of checks", index + 1),
+                    ));
+                }
+            };
+            let id = case_id(&values, id_column).map_err(|e| (index, e))?;
+            let messages =
+                case_messages(&values).map_err(|e| (index, format!("case `{id}`: {e}")))?;
+            Ok(CaseInput {
+                id,
+                values,
+                messages,
+                checks,
+                origin,
+            })
+        })
+        .collect()
+}
+
+/// A case's id, as a data file's would be: its `id_column`'s value (or `id`'s, when the
+/// file names no column), else the hash of its values.
+pub fn case_id(values: &Values, id_column: Option<&str>) -> Result<String, String> {
+    let column = id_column.unwrap_or("id");
+    match crate::cases::ids::id_text(values.get(column)) {
+        Some(id) => Ok(id),
+        None if id_column.is_some() => Err(format!("it has no `{column}` (the id column)")),
+        None => Ok(crate::cases::ids::hash_id(values)),
+    }
+}
+
+/// A `messages` value in OpenAI's chat format, if the case has one.
+pub fn case_messages(values: &Values) -> Result<Option<Vec<Message>>, String> {
+    let Some(value) = values.get("messages") else {
+        return Ok(None);
+    };
+    let messages = crate::cases::case::parse_messages(value, "messages")?;
+    Ok(Some(messages.into_iter().map(Message::from).collect()))
+}
+
+/// What every test of a data-driven benchmark shares.
+pub struct Shared<'a> {
+    pub templates: &'a [PromptTemplate],
+    /// The benchmark's checks, for every case (raw: each case renders them).
+    pub checks: &'a [Value],
+    pub params: &'a SamplingParams,
+    pub default_judge: Option<&'a str>,
+    pub base: &'a Path,
+}
+
+/// The tests of `cases`: one per case, with one request per template (or the case's own
+/// messages when there are no templates) and the benchmark's checks, then the case's.
+pub fn build_tests(cases: Vec<CaseInput>, shared: &Shared<'_>) -> Result<Vec<PromptTest>, String> {
+    let mut tests = Vec::with_capacity(cases.len());
+    for case in cases {
+        let CaseInput {
+            id,
+            values,
+            messages,
+            checks,
+            origin,
+        } = case;
+        let at = |e: String| format!("{origin}: case `{id}`: {e}");
+        let requests = if shared.templates.is_empty() {
+            let messages =
+                messages.ok_or_else(|| {
+                    at("there is no `templates:` and the case has no `messages`: add `templates:` \
+                    with a prompt that names the case's columns ({{column}})"
+                    .into())
+                })?;
+            vec![request_of_messages(messages)]
+        } else {
+            shared
+                .templates
+                .iter()
+                .map(|t| render(t, &values).map_err(&at))
+                .collect::<Result<Vec<_>, _>>()?
+        };
+        let mut prepared = Vec::new();
+        for spec in shared.checks.iter().chain(&checks) {
+            prepared.push(
+                super::spec::check_of_value(spec, &values, shared.default_judge, shared.base)
+                    .map_err(&at)?,
+            );
+        }
+        if prepared.is_empty() {
+            return Err(at(
+                "it has no check: add `checks:` to the benchmark (for every case) or a \
+                 `checks` column or entry to the case"
+                    .into(),
+            ));
+        }
+        tests.push(PromptTest {
+            name: id,
+            requests,
+            checks: prepared,
+            params: shared.params.clone(),
+            values: Some(Arc::new(values)),
+        });
+    }
+    Ok(tests)
+}
+
+/// The request of a case's own messages: a system message becomes the system prompt.
+fn request_of_messages(messages: Vec<Message>) -> TestRequest {
+    let (system, messages): (Vec<Message>, Vec<Message>) =
+        messages.into_iter().partition(|m| m.role == Role::System);
+    let system = (!system.is_empty()).then(|| {
+        system
+            .iter()
+            .map(Message::text)
+            .collect::<Vec<_>>()
+            .join("\n")
+    });
+    TestRequest { system, messages }
+}
+
+/// `template` rendered for one case's `values`.
+fn render(template: &PromptTemplate, values: &Values) -> Result<TestRequest, String> {
+    let fill = |t: &Template| {
+        t.render(values)
+            .map_err(|e| format!("template `{}`: {e}", template.name))
+    };
+    let system = template.system.as_ref().map(fill).transpose()?;
+    let messages = template
+        .messages
+        .iter()
+        .map(|(role, t)| {
+            Ok(Message {
+                role: *role,
+                parts: vec![Part::Text(fill(t)?)],
+            })
+        })
+        .collect::<Result<Vec<_>, String>>()?;
+    Ok(TestRequest { system, messages })
+}
+
+/// The columns no template and no check uses (but the id column, `messages` and `checks`),
+/// for a warning.
+pub fn unused_columns(
+    columns: &[String],
+    templates: &[PromptTemplate],
+    checks: &[Value],
+    id_column: Option<&str>,
+) -> Vec<String> {
+    let mut used: Vec<String> = Vec::new();
+    for t in templates {
+        for template in t.system.iter().chain(t.messages.iter().map(|(_, t)| t)) {
+            used.extend(template.columns(columns).into_iter().map(str::to_owned));
+        }
+    }
+    for check in checks {
+        for text in check_texts(check) {
+            used.extend(
+                Template::parse(&text)
+                    .columns(columns)
+                    .into_iter()
+                    .map(str::to_owned),
+            );
+        }
+    }
+    columns
+        .iter()
+        .filter(|c| {
+            !used.contains(c)
+                && Some(c.as_str()) != id_column
+                && !["id", "messages", "checks"].contains(&c.as_str())
+        })
+        .cloned()
+        .collect()
+}
+
+/// The texts of a check that may name columns: its value (a text or a list of them).
+pub fn check_texts(check: &Value) -> Vec<String> {
+    let Some(fields) = check.as_object() else {
+        return Vec::new();
+    };
+    let mut texts = Vec::new();
+    for key in ["value", "expected", "output", "rubric"] {
+        match fields.get(key) {
+            Some(Value::String(s)) => texts.push(s.clone()),
+            Some(Value::Array(list)) => {
+                texts.extend(list.iter().filter_map(Value::as_str).map(str::to_owned));
+            }
+            _ => {}
+        }
+    }
+    texts
+}
+
+/// The names a template or check uses that no column has: `(who, name)`.
+pub fn unknown_names(
+    columns: &[String],
+    templates: &[PromptTemplate],
+    checks: &[Value],
+) -> Vec<(String, String)> {
+    let mut unknown = Vec::new();
+    for t in templates {
+        for template in t.system.iter().chain(t.messages.iter().map(|(_, t)| t)) {
+            for name in template.unknown_names(columns) {
+                unknown.push((format!("template `{}`", t.name), name.to_owned()));
+            }
+        }
+    }
+    for (i, check) in checks.iter().enumerate() {
+        for text in check_texts(check) {
+            for name in Template::parse(&text).unknown_names(columns) {
+                unknown.push((format!("check {}", i + 1), name.to_owned()));
+            }
+        }
+    }
+    unknown
+}
+
+/// `Map` of a YAML mapping's fields, for callers holding a `Value`.
+pub fn as_fields(value: Value) -> Option<Map<String, Value>> {
+    match value {
+        Value::Object(map) => Some(map),
+        _ => None,
+    }
+}
+
+/// A test's check as written inline (`method`, `output`): the seed's form as one check.
+pub fn seed_check(method: super::methods::TestMethod, expected: String) -> TestCheck {
+    TestCheck {
+        method,
+        expected,
+        weight: 1.0,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::spec::{BenchSpec, PassRule};
+    use std::path::Path;
+
+    const FILE: &str = r#"
+models: [openai:gpt-4o-mini, ollama:llama3.2]
+system: Be brief.
+templates:
+  - name: terse
+    system: "Answer with the number only."
+    prompt: "What is {{a}} * {{b}}?"
+  - name: chat
+    messages:
+      - {role: user, content: "2 * 3?"}
+      - {role: assistant, content: "6"}
+      - {role: user, content: "{{a}} * {{b}}?"}
+cases:
+  - {qid: q1, a: 2, b: 21, answer: "42"}
+  - {qid: q2, a: 3, b: 3, answer: "9", checks: [{method: contains, value: "nine"}]}
+  - {a: 1, b: 1, answer: "1", note: unused}
+checks:
+  - {method: exact, expected: "{{answer}}"}
+  - {method: icontains, value: "{{answer}}", weight: 2}
+pass: {threshold: 0.6}
+"#;
+
+    fn parse(text: &str) -> Result<BenchSpec, String> {
+        BenchSpec::parse(Path::new("bench.yaml"), text).map_err(|e| e.to_string())
+    }
+
+    #[test]
+    fn every_case_gets_a_request_per_template_and_the_checks_rendered_for_it() {
+        let spec = parse(FILE).unwrap();
+        assert_eq!(
+            spec.templates
+                .iter()
+                .map(|t| t.name.as_str())
+                .collect::<Vec<_>>(),
+            ["terse", "chat"]
+        );
+        assert_eq!(spec.pass, PassRule::Threshold(0.6));
+        let q1 = &spec.prompts[0];
+        // Inline cases without `id:` have no id column named: a hash of their values.
+        assert_eq!(q1.name.len(), 16);
+        assert_eq!(q1.requests.len(), 2);
+        assert_eq!(
+            q1.requests[0].system.as_deref(),
+            Some("Answer with the number only.")
+        );
+        assert_eq!(q1.requests[0].prompt_text(), "What is 2 * 21?");
+        // The file's `system:` fills a template that has none.
+        assert_eq!(q1.requests[1].system.as_deref(), Some("Be brief."));
+        let chat: Vec<(&str, String)> = q1.requests[1]
+            .messages
+            .iter()
+            .map(|m| (m.role.as_str(), m.text()))
+            .collect();
+        assert_eq!(
+            chat,
+            [
+                ("user", "2 * 3?".to_owned()),
+                ("assistant", "6".to_owned()),
+                ("user", "2 * 21?".to_owned())
+            ]
+        );
+        assert_eq!(q1.checks.len(), 2);
+        assert_eq!(q1.checks[0].expected, "42");
+        assert_eq!(q1.checks[1].weight, 2.0);
+        // A case's own checks come after the benchmark's.
+        assert_eq!(spec.prompts[1].checks.len(), 3);
+        assert_eq!(spec.prompts[1].checks[2].expected, "nine");
+        // What the run records: each template's hash.
+        let kinds: Vec<&str> = spec.inputs.iter().map(|i| i.kind).collect();
+        assert_eq!(kinds, ["template", "template"]);
+        assert!(
+            spec.notes
+                .iter()
+                .any(|n| n.contains("column") && n.contains("note")),
+            "{:?}",
+            spec.notes
+        );
+    }
+
+    #[test]
+    fn an_inline_case_with_an_id_is_named_by_it_and_duplicates_are_refused() {
+        let text = FILE.replace(
+            "{a: 1, b: 1, answer: \"1\", note: unused}",
+            "{id: q1, a: 1, b: 1, answer: \"1\"}",
+        );
+        let spec = parse(&text).unwrap();
+        assert_eq!(spec.prompts[2].name, "q1");
+        let text = FILE.replace("{qid: q1, a: 2", "{id: same, a: 2").replace(
+            "{a: 1, b: 1, answer: \"1\", note: unused}",
+            "{id: same, a: 1, b: 1, answer: \"1\"}",
+        );
+        let e = parse(&text).unwrap_err();
+        assert!(
+            e.contains("two cases have the id `same`: bench.yaml:14 and bench.yaml:16"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn names_without_a_column_and_cases_without_checks_are_refused_before_any_call() {
+        let e = parse(&FILE.replace("{{b}}?\"\n  - name: chat", "{{c}}?\"\n  - name: chat"))
+            .unwrap_err();
+        assert!(
+            e.starts_with(
+                "bench.yaml:5: template `terse` uses `{{c}}`, but no case has a column `c`"
+            ),
+            "{e}"
+        );
+        assert!(
+            e.contains("(bench.yaml's cases: columns qid, a, b, answer, note)"),
+            "{e}"
+        );
+        let e = parse(&FILE.replace("expected: \"{{answer}}\"", "expected: \"{{answr}}\""))
+            .unwrap_err();
+        assert!(
+            e.starts_with("bench.yaml:18: check 1 uses `{{answr}}`"),
+            "{e}"
+        );
+        let no_checks = &FILE[..FILE.find("checks:\n").unwrap()];
+        let e = parse(no_checks).unwrap_err();
+        assert!(e.contains("has no check: add `checks:`"), "{e}");
+        let e = parse(&FILE.replace("cases:", "prompts: []\ncases:")).unwrap_err();
+        assert!(e.contains("both `prompts:`"), "{e}");
+        let e = parse(&FILE.replace("pass: {threshold: 0.6}", "pass: {threshold: 6}")).unwrap_err();
+        assert!(e.contains("must be from 0 to 1"), "{e}");
+    }
+
+    #[test]
+    fn a_case_may_bring_its_own_messages_and_a_literal_pair_of_braces_stays() {
+        let text = r#"
+models: [openai:gpt-4o-mini]
+cases:
+  - id: c1
+    messages: [{role: system, content: "Be kind."}, {role: user, content: "Say {{hi}}"}]
+checks: [{method: contains, value: "hi"}]
+"#;
+        let spec = parse(text).unwrap();
+        let request = &spec.prompts[0].requests[0];
+        assert_eq!(request.system.as_deref(), Some("Be kind."));
+        assert_eq!(request.prompt_text(), "Say {{hi}}");
+        let e = parse(&text.replace("    messages:", "    msgs:")).unwrap_err();
+        assert!(
+            e.contains("no `templates:` and the case has no `messages`"),
+            "{e}"
+        );
+    }
+}
