@@ -12,24 +12,83 @@ use crate::store::{BenchColumns, Labels, MeasureRow, NO_TEMPLATE, Store};
 #[cfg(test)]
 use crate::store::{BenchResultRow, Outcome};
 
-/// The three tables of a benchmark report.
+/// The tables of a benchmark report.
 #[derive(Debug, Clone)]
 pub struct BenchFrames {
     pub results: DataFrame,
     pub by_model: DataFrame,
     pub by_prompt: DataFrame,
+    /// Per template and model ([`template_summary`]), when the results come from several
+    /// templates.
+    pub by_template: Option<DataFrame>,
 }
 
 impl BenchFrames {
-    /// Builds all three from loaded columns (loaded with detail).
+    /// Builds them from loaded columns (loaded with detail).
     pub fn from_columns(cols: BenchColumns) -> PolarsResult<Self> {
         let measures = Measures::from_columns(&cols)?;
         Ok(Self {
             by_model: model_summary(&measures)?,
             by_prompt: prompt_summary(&measures)?,
+            by_template: measures
+                .labels
+                .several_templates()
+                .then(|| template_summary(&measures))
+                .transpose()?,
             results: results_frame(cols)?,
         })
     }
+}
+
+/// The template x model table of a [`template_summary`]: a row per template, a column per
+/// model (in the summary's order), each cell the pass rate with its Wilson 95 % interval,
+/// `75.0 % (30.1–95.4)`; `–` where the pair has no passed or failed result.
+pub fn template_matrix(by_template: &DataFrame) -> PolarsResult<DataFrame> {
+    let texts = |name: &str| -> PolarsResult<Vec<Option<String>>> {
+        Ok(by_template
+            .column(name)?
+            .str()?
+            .iter()
+            .map(|v| v.map(str::to_owned))
+            .collect())
+    };
+    let floats = |name: &str| -> PolarsResult<Vec<Option<f64>>> {
+        Ok(by_template.column(name)?.f64()?.iter().collect())
+    };
+    let (templates, models) = (texts(c::TEMPLATE)?, texts(c::MODEL)?);
+    let (pct, low, high) = (
+        floats(c::SUCCESS_PCT)?,
+        floats(c::SUCCESS_LOW_PCT)?,
+        floats(c::SUCCESS_HIGH_PCT)?,
+    );
+    let mut row_names: Vec<Option<String>> = Vec::new();
+    let mut column_names: Vec<String> = Vec::new();
+    for (template, model) in templates.iter().zip(&models) {
+        if !row_names.contains(template) {
+            row_names.push(template.clone());
+        }
+        let model = model.clone().unwrap_or_default();
+        if !column_names.contains(&model) {
+            column_names.push(model);
+        }
+    }
+    let mut cells = vec![vec!["–".to_owned(); row_names.len()]; column_names.len()];
+    for i in 0..templates.len() {
+        let row = row_names.iter().position(|t| *t == templates[i]);
+        let model = models[i].clone().unwrap_or_default();
+        let column = column_names.iter().position(|m| *m == model);
+        if let (Some(row), Some(column), Some(pct)) = (row, column, pct[i]) {
+            cells[column][row] = match (low[i], high[i]) {
+                (Some(low), Some(high)) => format!("{pct:.1} % ({low:.1}–{high:.1})"),
+                _ => format!("{pct:.1} %"),
+            };
+        }
+    }
+    let mut columns = vec![Column::new(c::TEMPLATE.into(), row_names)];
+    for (name, cells) in column_names.iter().zip(cells) {
+        columns.push(Column::new(name.as_str().into(), cells));
+    }
+    DataFrame::new_infer_height(columns)
 }
 
 /// One row per evaluation. Detail columns are present only when they were loaded.
@@ -995,6 +1054,29 @@ mod tests {
             let ranged = prompt_summary_in_ranges(&store, &[run], rows_per_range).unwrap();
             assert!(ranged.equals_missing(&whole), "{rows_per_range}");
         }
+    }
+
+    #[test]
+    fn the_template_matrix_has_a_cell_per_template_and_model_with_its_interval() {
+        let (_dir, store, run) = templated_run();
+        let frames = BenchFrames::from_columns(store.bench_columns(&[run], true).unwrap()).unwrap();
+        let matrix = template_matrix(frames.by_template.as_ref().unwrap()).unwrap();
+        let names: Vec<String> = matrix
+            .get_column_names()
+            .iter()
+            .map(|n| n.to_string())
+            .collect();
+        assert_eq!(names, ["template", "m0", "m1"]);
+        assert_eq!(
+            texts(&matrix, "template"),
+            [Some("terse".into()), Some("steps".into())]
+        );
+        let cell = |model: &str, row: usize| texts(&matrix, model)[row].clone().unwrap();
+        assert!(cell("m0", 0).starts_with("100.0 % ("), "{}", cell("m0", 0));
+        assert!(cell("m1", 1).starts_with("66.7 % ("), "{}", cell("m1", 1));
+        // One template: no such table.
+        let plain = BenchFrames::from_columns(columns()).unwrap();
+        assert!(plain.by_template.is_none());
     }
 
     #[test]
