@@ -9,6 +9,20 @@
 pub const RUN_ID: &str = "run_id";
 pub const MODEL: &str = "model";
 pub const PROMPT: &str = "prompt";
+/// The prompt template a result's request was rendered from (null without templates).
+pub const TEMPLATE: &str = "template";
+/// `track query --by case`: the per-prompt summary's first column, as data-driven benchmarks
+/// call their prompts.
+pub const CASE: &str = "case";
+/// The weighted score of a result's checks, 0-1 (`pass: {threshold}`); in `bench_checks.csv`,
+/// a check's own score.
+pub const SCORE: &str = "score";
+
+// `bench_checks.csv`: one row per check of a result that has several.
+pub const CHECK_INDEX: &str = "check_index";
+pub const EXPECTED: &str = "expected";
+pub const WEIGHT: &str = "weight";
+pub const REASON: &str = "reason";
 pub const REPEAT: &str = "repeat";
 /// `passed`, `failed` or `error` ([`crate::store::Outcome`]).
 pub const STATUS: &str = "status";
@@ -115,4 +129,14 @@ pub const DELTA_MEAN_LATENCY_MS: &str = "delta_mean_latency_ms";
 /// The per-prompt summary's column of one model's success: `success_pct[openai:gpt-4o]`.
 pub fn success_pct_of(model: &str) -> String {
     format!("{SUCCESS_PCT}[{model}]")
+}
+
+/// The per-prompt summary's column of one model's success with one template, when the results
+/// come from several: `success_pct[openai:gpt-4o|terse]` (no comma: a CSV header needs no
+/// quotes), and `success_pct[openai:gpt-4o]` for a run without templates among runs with some.
+pub fn success_pct_of_pair(model: &str, template: Option<&str>) -> String {
+    match template {
+        Some(template) => format!("{SUCCESS_PCT}[{model}|{template}]"),
+        None => success_pct_of(model),
+    }
 }

@@ -1,5 +1,6 @@
-//! What a benchmark run prints on the console when it ends, from the database: per-model and
-//! per-prompt summaries, and the detail table (unless turned off). Long tables are cut with the
+//! What a benchmark run prints on the console when it ends, from the database: per-model
+//! summary, the template x model table (when the run has several templates), the per-prompt
+//! summary, and the detail table (unless turned off). Long tables are cut with the
 //! command that gives all. It computes nothing itself: the frames are `summary`'s.
 
 use super::columns as c;
@@ -34,6 +35,16 @@ pub fn print(
         render(&frames.by_model, options.columns)
     )?;
     writeln!(out, "{}", crate::output::fit_line(&latency_note(summary)))?;
+    if let Some(by_template) = &frames.by_template {
+        writeln!(
+            out,
+            "Per template and model (% success, 95 % interval; track query --by template)\n{}",
+            render(
+                &super::summary::template_matrix(by_template)?,
+                options.columns
+            )
+        )?;
+    }
     print_limited(
         out,
         "Per prompt",
@@ -83,6 +94,7 @@ fn detail_table(frames: &BenchFrames) -> PolarsResult<DataFrame> {
         .lazy()
         .select([
             col(c::MODEL),
+            col(c::TEMPLATE),
             col(c::PROMPT),
             col(c::REPEAT),
             col(c::STATUS).alias(c::RESULT),
@@ -101,6 +113,12 @@ fn detail_table(frames: &BenchFrames) -> PolarsResult<DataFrame> {
         .any();
     let detail = if any_estimated {
         detail.hstack(&[results.column(c::TOKENS_ESTIMATED)?.clone()])?
+    } else {
+        detail
+    };
+    // The template column only when the results come from several templates.
+    let detail = if frames.by_template.is_none() {
+        detail.drop(c::TEMPLATE)?
     } else {
         detail
     };
@@ -139,4 +157,104 @@ fn print_limited(
         format!("{full} --run {run_id}")
     };
     writeln!(out, "all {} rows: {full}", df.height())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::experiment::{ExperimentKind, ReportOptions};
+    use crate::store::{BenchResultRow, Outcome, RunStatus};
+
+    fn result(run: i64, template: u32, prompt: u32, passed: bool) -> BenchResultRow {
+        BenchResultRow {
+            run_id: run,
+            model_index: 0,
+            prompt_index: prompt,
+            repeat_index: 0,
+            model_ref: "openai:m".into(),
+            provider: "openai".into(),
+            model_id: "m".into(),
+            prompt_name: format!("q{prompt}"),
+            method: "exact".into(),
+            call_id: None,
+            cache_hit: false,
+            outcome: Outcome::of_test(passed),
+            detail: None,
+            latency_ms: Some(100.0),
+            input_tokens: Some(10),
+            output_tokens: Some(5),
+            tokens_estimated: false,
+            cost_usd: Some(0.001),
+            paid_usd: Some(0.001),
+            energy_wh: None,
+            energy_wh_min: None,
+            energy_wh_max: None,
+            energy_method: None,
+            judge_call_id: None,
+            judge_score: None,
+            judge_cost_usd: None,
+            expected: Some("4".into()),
+            template_index: template,
+            template_name: Some(["terse", "steps"][template as usize].into()),
+            score: None,
+            checks: Vec::new(),
+        }
+    }
+
+    fn printed(store: &Store, run: i64) -> String {
+        let summary = RunSummary {
+            run_id: run,
+            kind: ExperimentKind::Bench,
+            status: RunStatus::Completed,
+            signal: None,
+            tally: Default::default(),
+            elapsed: std::time::Duration::from_secs(1),
+            budget: None,
+            waiting: None,
+        };
+        let options = ReportOptions {
+            detail: true,
+            quiet: true,
+            columns: Columns::Wide,
+        };
+        let mut out = Vec::new();
+        print(store, &summary, &options, &mut out).unwrap();
+        String::from_utf8(out).unwrap()
+    }
+
+    #[test]
+    fn a_run_of_several_templates_prints_their_table_and_the_template_of_each_result() {
+        let mut store = Store::open_in_memory().unwrap();
+        let run = store.create_run("bench", None, None, "{}").unwrap();
+        store
+            .insert_bench_results(&[
+                result(run, 0, 0, true),
+                result(run, 0, 1, true),
+                result(run, 1, 0, false),
+                result(run, 1, 1, true),
+            ])
+            .unwrap();
+        let out = printed(&store, run);
+        let table = out
+            .split("Per template and model")
+            .nth(1)
+            .unwrap_or_else(|| panic!("{out}"));
+        let table = table.split("Per prompt").next().unwrap();
+        let terse = table.lines().find(|l| l.contains("terse")).unwrap();
+        let steps = table.lines().find(|l| l.contains("steps")).unwrap();
+        assert!(terse.contains("100.0 % (34.2–100.0)"), "{table}");
+        assert!(steps.contains("50.0 % (9.5–90.5)"), "{table}");
+        // The detail table names each result's template.
+        let results = out.split("Results").nth(1).unwrap();
+        assert_eq!(results.matches("steps").count(), 2, "{results}");
+
+        // One template: neither.
+        let one = store.create_run("bench", None, None, "{}").unwrap();
+        let mut plain = result(one, 0, 0, true);
+        plain.template_name = None;
+        store.insert_bench_results(&[plain]).unwrap();
+        let out = printed(&store, one);
+        assert!(!out.contains("Per template and model"), "{out}");
+        assert!(!out.contains("template"), "{out}");
+    }
 }

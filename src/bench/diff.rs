@@ -1,5 +1,7 @@
-//! Benchmark diffs (`track diff`): evaluations paired by (model, prompt, repeat); per model the paired change
-//! in success rate with McNemar's test, and the changes in cost, latency and tokens.
+//! Benchmark diffs (`track diff`): evaluations paired by (model, template, prompt, repeat); per
+//! model the paired change in success rate with McNemar's test, and the changes in cost,
+//! latency and tokens. Two templates of one run compare the same way, their evaluations paired
+//! by (model, prompt, repeat) (`track diff RUN --templates A B`).
 
 use super::columns as c;
 use polars::prelude::*;
@@ -13,9 +15,10 @@ use crate::store::{BenchColumns, Outcome, Store};
 
 /// How a benchmark diff reads.
 pub const LAYOUT: Layout = Layout {
-    keys: &[c::MODEL, c::PROMPT, c::REPEAT],
+    keys: &[c::MODEL, c::TEMPLATE, c::PROMPT, c::REPEAT],
     change_columns: &[
         c::MODEL,
+        c::TEMPLATE,
         c::PROMPT,
         c::REPEAT,
         c::CHANGE,
@@ -48,6 +51,8 @@ fn changes(c: &DiffCounts) -> String {
 #[derive(Debug, Clone, PartialEq)]
 struct Evaluation {
     model: String,
+    /// `None`: no templates, or the template compared (`--templates`).
+    template: Option<String>,
     prompt: String,
     repeat: u32,
     outcome: Outcome,
@@ -96,6 +101,12 @@ impl Change {
 
 /// The evaluations of loaded columns, in their order.
 fn evaluations(cols: BenchColumns) -> Vec<Evaluation> {
+    // Columns built by hand may lack templates: none.
+    let templates = if cols.template.len() == cols.len() {
+        cols.template
+    } else {
+        vec![None; cols.len()]
+    };
     let tokens = cols
         .input_tokens
         .iter()
@@ -106,6 +117,7 @@ fn evaluations(cols: BenchColumns) -> Vec<Evaluation> {
         });
     cols.model_ref
         .into_iter()
+        .zip(templates)
         .zip(cols.prompt_name)
         .zip(cols.repeat_index)
         .zip(cols.outcome)
@@ -113,8 +125,12 @@ fn evaluations(cols: BenchColumns) -> Vec<Evaluation> {
         .zip(cols.cost_usd)
         .zip(tokens)
         .map(
-            |((((((model, prompt), repeat), outcome), latency_ms), cost_usd), tokens)| Evaluation {
+            |(
+                ((((((model, template), prompt), repeat), outcome), latency_ms), cost_usd),
+                tokens,
+            )| Evaluation {
                 model,
+                template,
                 prompt,
                 repeat,
                 outcome,
@@ -244,10 +260,75 @@ pub fn compare(store: &Store, base: i64, new: i64) -> Result<KindDiff, DiffError
     )?)
 }
 
+/// Why two templates of a run cannot be compared.
+#[derive(Debug, thiserror::Error)]
+pub enum TemplateDiffError {
+    #[error(
+        "run {run} has no template `{name}`: {}",
+        if known.is_empty() {
+            "it has no templates (its benchmark file has no `templates:`)".to_owned()
+        } else {
+            format!("its templates are {}", known.join(", "))
+        }
+    )]
+    NoSuchTemplate {
+        run: i64,
+        name: String,
+        known: Vec<String>,
+    },
+    #[error(transparent)]
+    Diff(#[from] DiffError),
+}
+
+/// Compares template `new` of benchmark run `run` with its template `base` (`track diff RUN
+/// --templates BASE NEW`): the evaluations of one paired with those of the other by model,
+/// prompt (case) and repeat.
+pub fn compare_templates(
+    store: &Store,
+    run: i64,
+    (base, new): (&str, &str),
+) -> Result<KindDiff, TemplateDiffError> {
+    let known = store.bench_template_names(run).map_err(DiffError::from)?;
+    for name in [base, new] {
+        if !known.iter().any(|k| k == name) {
+            return Err(TemplateDiffError::NoSuchTemplate {
+                run,
+                name: name.to_owned(),
+                known,
+            });
+        }
+    }
+    let all = evaluations(
+        store
+            .bench_columns(&[run], false)
+            .map_err(DiffError::from)?,
+    );
+    let of = |name: &str| -> Vec<Evaluation> {
+        all.iter()
+            .filter(|e| e.template.as_deref() == Some(name))
+            .map(|e| Evaluation {
+                template: None,
+                ..e.clone()
+            })
+            .collect()
+    };
+    Ok(diff_evaluations(of(base), of(new)).map_err(DiffError::from)?)
+}
+
 /// Compares the evaluations of two benchmark runs.
 pub fn diff(base: BenchColumns, new: BenchColumns) -> PolarsResult<KindDiff> {
-    let paired = pair_by_key(evaluations(base), evaluations(new), |e| {
-        (e.model.clone(), e.prompt.clone(), e.repeat)
+    diff_evaluations(evaluations(base), evaluations(new))
+}
+
+/// Compares two sets of evaluations, paired by model, template, prompt and repeat.
+fn diff_evaluations(base: Vec<Evaluation>, new: Vec<Evaluation>) -> PolarsResult<KindDiff> {
+    let paired = pair_by_key(base, new, |e| {
+        (
+            e.model.clone(),
+            e.template.clone(),
+            e.prompt.clone(),
+            e.repeat,
+        )
     });
     let mut tallies: Vec<ModelTally> = Vec::new();
     for pairing in &paired {
@@ -375,9 +456,14 @@ fn items_frame(paired: &[Pairing<Evaluation>]) -> PolarsResult<DataFrame> {
         })
         .collect();
     let repeat: Vec<u32> = paired.iter().map(|p| either(p).repeat).collect();
+    let template: Vec<Option<&str>> = paired
+        .iter()
+        .map(|p| either(p).template.as_deref())
+        .collect();
     let int_column = |name: &str, values: Vec<Option<i64>>| Column::new(name.into(), values);
     DataFrame::new_infer_height(vec![
         Column::new(c::MODEL.into(), key(|e| &e.model)),
+        Column::new(c::TEMPLATE.into(), template),
         Column::new(c::PROMPT.into(), key(|e| &e.prompt)),
         Column::new(c::REPEAT.into(), repeat),
         Column::new(c::CHANGE.into(), change),
@@ -443,6 +529,41 @@ mod tests {
             .iter()
             .flatten()
             .collect()
+    }
+
+    #[test]
+    fn two_templates_of_a_case_pair_with_themselves_across_runs() {
+        let with_templates = |rows: &[Row<'_>], templates: &[&str]| {
+            let mut c = columns(rows);
+            c.template = templates.iter().map(|t| Some((*t).to_owned())).collect();
+            c
+        };
+        // steps fails p1 in the base run and passes in the new one; terse passes in both.
+        let base = with_templates(
+            &[
+                ("a", "p1", 0, Some(true), 100.0, 0.01),
+                ("a", "p1", 0, Some(false), 100.0, 0.01),
+            ],
+            &["terse", "steps"],
+        );
+        let new = with_templates(
+            &[
+                ("a", "p1", 0, Some(true), 100.0, 0.01),
+                ("a", "p1", 0, Some(true), 100.0, 0.01),
+            ],
+            &["steps", "terse"],
+        );
+        let d = diff(base, new).unwrap();
+        assert_eq!((d.counts.shared, d.counts.fixes), (2, 1));
+        assert_eq!(d.counts.regressions, 0);
+        assert_eq!(
+            strings(&d.items, "template"),
+            [Some("terse".to_owned()), Some("steps".to_owned())]
+        );
+        assert_eq!(
+            strings(&d.items, "change"),
+            [Some("unchanged".to_owned()), Some("fix".to_owned())]
+        );
     }
 
     #[test]

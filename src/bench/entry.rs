@@ -3,8 +3,9 @@
 
 use polars::prelude::DataFrame;
 
+use super::columns as c;
 use super::html::BenchSection;
-use super::summary::{Measures, model_summary, prompt_summary_of_runs};
+use super::summary::{Measures, model_summary, prompt_summary_of_runs, template_summary};
 use crate::kinds::{
     AnswerErrors, DiffRuns, ExportCsv, Grouping, Kind, LoadSection, Loader, QueryOptions,
 };
@@ -34,7 +35,8 @@ impl Kind for BenchKind {
     fn export_csv(&self) -> Option<ExportCsv> {
         Some(ExportCsv {
             write: super::export::write_csv,
-            files: "bench_results.csv, bench_by_model.csv and bench_by_prompt.csv",
+            files: "bench_results.csv, bench_by_model.csv, bench_by_prompt.csv and, for \
+                    results with several checks, bench_checks.csv",
             default_out: "exports",
         })
     }
@@ -59,20 +61,35 @@ impl Kind for BenchKind {
     }
 }
 
-/// `track query --by model|prompt`.
-static GROUPINGS: [Grouping; 2] = [
+/// `track query --by model|template|prompt|case`.
+static GROUPINGS: [Grouping; 4] = [
     Grouping {
         name: "model",
-        help: "Benchmarks, per model: total time, cost, paid, tokens, energy and % success",
+        help: "Benchmarks, per model (all templates pooled): total time, cost, paid, tokens, \
+               energy and % success",
         flags: &[],
         summary: by_model,
     },
     Grouping {
+        name: "template",
+        help: "Benchmarks, per prompt template and model (one row per pair, as the per-model \
+               summary): % success with its interval, time, cost, tokens, energy",
+        flags: &[],
+        summary: by_template,
+    },
+    Grouping {
         name: "prompt",
-        help: "Benchmarks, per prompt: % success per model and overall, average tokens, cost, \
-               time, energy",
+        help: "Benchmarks, per prompt: % success per model (per model and template when there \
+               are several) and overall, average tokens, cost, time, energy",
         flags: &[],
         summary: by_prompt,
+    },
+    Grouping {
+        name: "case",
+        help: "Benchmarks from data, per case: the rows of --by prompt, the first column named \
+               case",
+        flags: &[],
+        summary: by_case,
     },
 ];
 
@@ -80,8 +97,18 @@ fn by_model(store: &Store, runs: &[i64], _: &QueryOptions<'_>) -> anyhow::Result
     Ok(model_summary(&Measures::load(store, runs)?)?)
 }
 
+fn by_template(store: &Store, runs: &[i64], _: &QueryOptions<'_>) -> anyhow::Result<DataFrame> {
+    Ok(template_summary(&Measures::load(store, runs)?)?)
+}
+
 fn by_prompt(store: &Store, runs: &[i64], _: &QueryOptions<'_>) -> anyhow::Result<DataFrame> {
     prompt_summary_of_runs(store, runs)
+}
+
+fn by_case(store: &Store, runs: &[i64], options: &QueryOptions<'_>) -> anyhow::Result<DataFrame> {
+    let mut summary = by_prompt(store, runs, options)?;
+    summary.rename(c::PROMPT, c::CASE.into())?;
+    Ok(summary)
 }
 
 /// The benchmark section, and the energy of its results for the header.

@@ -1,16 +1,17 @@
-//! `track export csv` of benchmarks: `bench_results.csv` (one row per evaluation, with its run's
-//! status), `bench_by_model.csv` and `bench_by_prompt.csv` (the summaries of `track query`, with
-//! the selection's status), computed from stored results.
+//! `track export csv` of benchmarks: `bench_results.csv` (one row per evaluation, with its
+//! template, score and run's status), `bench_by_model.csv` and `bench_by_prompt.csv` (the
+//! summaries of `track query`, with the selection's status), computed from stored results, and
+//! `bench_checks.csv` (one row per check of the results that have several) when there are any.
 
 use super::columns as c;
 
 use anyhow::Context as _;
-use polars::prelude::Column;
+use polars::prelude::{Column, DataFrame, PolarsResult};
 
 use super::summary::BenchFrames;
 use crate::kinds::{ExportOptions, ExportRuns};
 use crate::output::write_csv_file;
-use crate::store::Store;
+use crate::store::{CheckExportRow, Store};
 
 /// Writes the benchmark CSV files of `runs` into `options.out` (`--out`, default `exports/`:
 /// the registry entry's), each path on stdout once written.
@@ -38,17 +39,60 @@ pub fn write_csv(
         let rows = df.height();
         df.with_column(Column::new(c::RUNS_STATUS.into(), vec![runs.status; rows]))?;
     }
+    let checks = store.bench_check_rows(runs.ids)?;
+    let checks = (!checks.is_empty())
+        .then(|| checks_frame(&checks))
+        .transpose()?;
     let out = &options.out;
     std::fs::create_dir_all(out)
         .with_context(|| format!("creating the export folder {}", out.display()))?;
-    for (name, df) in [
+    let mut files = vec![
         ("bench_results.csv", &frames.results),
         ("bench_by_model.csv", &frames.by_model),
         ("bench_by_prompt.csv", &frames.by_prompt),
-    ] {
+    ];
+    if let Some(checks) = &checks {
+        files.push(("bench_checks.csv", checks));
+    }
+    for (name, df) in files {
         let path = out.join(name);
         write_csv_file(df, &path).with_context(|| format!("writing {}", path.display()))?;
         crate::output::say(path.display());
     }
     Ok(())
+}
+
+/// `bench_checks.csv`: one row per check, with its result's key (run, model, template, case,
+/// repeat) and the check's index, method, expected value, status, score, weight and reason.
+fn checks_frame(rows: &[CheckExportRow]) -> PolarsResult<DataFrame> {
+    let of = |f: fn(&CheckExportRow) -> Option<&str>| rows.iter().map(f).collect::<Vec<_>>();
+    DataFrame::new_infer_height(vec![
+        Column::new(
+            c::RUN_ID.into(),
+            rows.iter().map(|r| r.run_id).collect::<Vec<_>>(),
+        ),
+        Column::new(c::MODEL.into(), of(|r| Some(&r.model_ref))),
+        Column::new(c::TEMPLATE.into(), of(|r| r.template.as_deref())),
+        Column::new(c::CASE.into(), of(|r| Some(&r.prompt_name))),
+        Column::new(
+            c::REPEAT.into(),
+            rows.iter().map(|r| r.repeat_index).collect::<Vec<_>>(),
+        ),
+        Column::new(
+            c::CHECK_INDEX.into(),
+            rows.iter().map(|r| r.check_index).collect::<Vec<_>>(),
+        ),
+        Column::new(c::METHOD.into(), of(|r| Some(&r.check.method))),
+        Column::new(c::EXPECTED.into(), of(|r| r.check.expected.as_deref())),
+        Column::new(c::STATUS.into(), of(|r| Some(r.check.outcome.as_str()))),
+        Column::new(
+            c::SCORE.into(),
+            rows.iter().map(|r| r.check.score).collect::<Vec<_>>(),
+        ),
+        Column::new(
+            c::WEIGHT.into(),
+            rows.iter().map(|r| r.check.weight).collect::<Vec<_>>(),
+        ),
+        Column::new(c::REASON.into(), of(|r| r.check.reason.as_deref())),
+    ])
 }

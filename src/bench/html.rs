@@ -1,13 +1,18 @@
-//! The benchmark section of `track report`: success per model with Wilson intervals, cost against success,
-//! the model × prompt pass matrix, how prompts spread by success, latency, tokens, energy,
-//! the per-model and per-prompt tables of `track query`, and the failures with their answers.
+//! The benchmark section of `track report`: success per model with Wilson intervals, success
+//! per template and model (when the runs have several templates), cost against success, the
+//! model × prompt pass matrix (a column per model and template when there are several), how
+//! prompts spread by success, latency, tokens, energy, the per-model and per-prompt tables of
+//! `track query`, and the failures with their answers, templates and checks.
 
 use super::columns as c;
 use std::fmt::Write as _;
 
 use polars::prelude::*;
 
-use super::summary::{Measures, latency_summary, model_summary, prompt_summary};
+use super::summary::{
+    Measures, SuccessColumn, latency_summary, model_summary, prompt_summary, success_columns,
+    template_matrix, template_summary,
+};
 use crate::report::charts::{
     Bar, BarChart, BoxRow, DotChart, DotRow, Heatmap, Mark, Point, Scatter, Titles, bar_chart,
     box_plot, dot_chart, figure, heatmap, scatter,
@@ -31,6 +36,7 @@ const ANSWER_BYTES: usize = 2000;
 const BY_MODEL: &str = "benchmark summary by model";
 const BY_PROMPT: &str = "benchmark summary by prompt";
 const LATENCY: &str = "benchmark latency summary";
+const BY_TEMPLATE: &str = "benchmark summary by template and model";
 
 /// The benchmark results of some runs, summarised.
 pub struct BenchSection {
@@ -38,6 +44,10 @@ pub struct BenchSection {
     by_model: DataFrame,
     by_prompt: DataFrame,
     latency: DataFrame,
+    /// Per template and model, when the results come from several templates.
+    by_template: Option<DataFrame>,
+    /// The per-model (and per-template) success columns of `by_prompt`, in order.
+    success_columns: Vec<SuccessColumn>,
     /// The first results that did not pass, each with the expected output stored with it.
     failures: Vec<FailureRow>,
 }
@@ -52,6 +62,12 @@ impl BenchSection {
             by_model: model_summary(&measures)?,
             by_prompt: prompt_summary(&measures)?,
             latency: latency_summary(&measures)?,
+            by_template: measures
+                .labels
+                .several_templates()
+                .then(|| template_summary(&measures))
+                .transpose()?,
+            success_columns: success_columns(&measures.labels),
             failures,
         })
     }
@@ -164,6 +180,91 @@ impl BenchSection {
         ))
     }
 
+    /// Success per template and model: a dot per template on each model's row, with its Wilson
+    /// interval, and the template × model table; nothing when the runs have one template.
+    fn template_figure(&self) -> Result<String, ReportError> {
+        let Some(by_template) = &self.by_template else {
+            return Ok(String::new());
+        };
+        let templates = try_texts(by_template, BY_TEMPLATE, c::TEMPLATE)?;
+        let models = try_texts(by_template, BY_TEMPLATE, c::MODEL)?;
+        let (pct, low, high) = (
+            try_floats(by_template, BY_TEMPLATE, c::SUCCESS_PCT)?,
+            try_floats(by_template, BY_TEMPLATE, c::SUCCESS_LOW_PCT)?,
+            try_floats(by_template, BY_TEMPLATE, c::SUCCESS_HIGH_PCT)?,
+        );
+        let mut series: Vec<String> = Vec::new();
+        let mut rows: Vec<DotRow> = Vec::new();
+        for (template, model) in templates.iter().zip(&models) {
+            if !series.contains(template) {
+                series.push(template.clone());
+            }
+            if !rows.iter().any(|r| r.label == *model) {
+                rows.push(DotRow {
+                    label: model.clone(),
+                    marks: Vec::new(),
+                });
+            }
+        }
+        for row in &mut rows {
+            row.marks = vec![None; series.len()];
+        }
+        for i in 0..templates.len() {
+            let (Some(s), Some(r)) = (
+                series.iter().position(|t| *t == templates[i]),
+                rows.iter().position(|r| r.label == models[i]),
+            ) else {
+                continue;
+            };
+            rows[r].marks[s] = pct[i].map(|value| Mark {
+                value,
+                low: low[i],
+                high: high[i],
+                tip: format!(
+                    "{} with {}: {} % success, 95 % interval {}–{} %",
+                    models[i],
+                    templates[i],
+                    number(c::SUCCESS_PCT, value),
+                    maybe_number(c::SUCCESS_LOW_PCT, low[i]),
+                    maybe_number(c::SUCCESS_HIGH_PCT, high[i])
+                ),
+            });
+        }
+        let chart = dot_chart(&DotChart {
+            titles: Titles {
+                id: "bench-template-chart",
+                title: "Success per template and model, with Wilson 95 % intervals",
+                x: "success (% of passed + failed)",
+                y: "model",
+            },
+            series,
+            rows,
+            domain: (0.0, 100.0),
+            reference: None,
+        });
+        let table = frame_table(
+            &template_matrix(by_template)?,
+            TableOptions {
+                id: "bench-templates",
+                caption: "Per template and model: % success (95 % interval); every column: \
+                          track query --by template",
+                max_rows: usize::MAX,
+            },
+        );
+        let note = format!(
+            "Each template ran on every case with every model; two templates are compared case \
+             by case with McNemar's test by track diff RUN --templates A B (run {}).",
+            self.run_list()
+        );
+        Ok(figure(
+            "bench-templates-figure",
+            "Templates × models",
+            &chart,
+            &note,
+            &table,
+        ))
+    }
+
     /// Cost against success: the cheapest model that is good enough is on the frontier.
     fn cost_figure(&self) -> Result<String, ReportError> {
         let models = try_texts(&self.by_model, BY_MODEL, c::MODEL)?;
@@ -242,11 +343,21 @@ impl BenchSection {
                 ));
             }
         };
-        let models = try_texts(&self.by_model, BY_MODEL, c::MODEL)?;
-        let per_model = models
+        // A column per model, or per model and template when there are several: two wordings
+        // of a case are never pooled.
+        let per_model = self
+            .success_columns
             .iter()
-            .map(|m| try_floats(&shown, BY_PROMPT, &c::success_pct_of(m)))
+            .map(|column| try_floats(&shown, BY_PROMPT, &column.name))
             .collect::<Result<Vec<_>, _>>()?;
+        let models: Vec<String> = self
+            .success_columns
+            .iter()
+            .map(|column| match &column.template {
+                Some(template) => format!("{} · {template}", column.model),
+                None => column.model.clone(),
+            })
+            .collect();
         let prompts = try_texts(&shown, BY_PROMPT, c::PROMPT)?;
         let cells = (0..prompts.len())
             .map(|p| per_model.iter().map(|column| column[p]).collect())
@@ -272,8 +383,8 @@ impl BenchSection {
                 self.run_list()
             )
         } else {
-            "Each cell: the share of the prompt's repeats on that model that passed (errors \
-             apart); – where every result was an error."
+            "Each cell: the share of the prompt's repeats on that model (and template, when there \
+             are several) that passed (errors apart); – where every result was an error."
                 .to_owned()
         };
         let table = frame_table(
@@ -578,13 +689,23 @@ impl BenchSection {
                 }
             },
         );
+        let template = f
+            .template
+            .as_deref()
+            .map_or_else(String::new, |t| format!(" · {}", escape(t)));
         format!(
             "<details class=\"failure\"><summary><span class=\"status-{status}\">{status}</span> \
-             {model} · {prompt} · repeat {repeat}</summary><dl><dt>Method</dt><dd>{method}</dd>\
+             {model}{template} · {prompt} · repeat {repeat}</summary><dl>{template_row}\
+             <dt>Method</dt><dd>{method}</dd>{checks}\
              <dt>Expected</dt><dd><pre>{expected}</pre></dd><dt>Answer</dt><dd><pre>{answer}</pre></dd>\
              <dt>Why</dt><dd>{why}</dd><dt>Run</dt><dd>{run}</dd></dl></details>",
             status = escape(f.status.as_str()),
             model = escape(&f.model_ref),
+            template_row = f.template.as_deref().map_or_else(String::new, |t| format!(
+                "<dt>Template</dt><dd>{}</dd>",
+                escape(t)
+            )),
+            checks = checks_item(f),
             prompt = escape(&f.prompt_name),
             repeat = f.repeat_index,
             method = escape(&f.method),
@@ -594,6 +715,43 @@ impl BenchSection {
             run = f.run_id,
         )
     }
+}
+
+/// The checks of a failure with several: `<dt>Checks</dt>` and a list, in the file's order, of
+/// each check's status, method, expected value, score, weight and reason; nothing for a result
+/// with one check (its method, expected and why are the failure's own).
+fn checks_item(f: &FailureRow) -> String {
+    if f.checks.is_empty() {
+        return String::new();
+    }
+    let items: String = f
+        .checks
+        .iter()
+        .map(|check| {
+            let expected = check.expected.as_deref().map_or_else(String::new, |e| {
+                format!(" <code>{}</code>", escape(&truncate(e, 200)))
+            });
+            let score = check
+                .score
+                .map_or_else(String::new, |s| format!(", score {s:.2}"));
+            let weight = if check.weight == 1.0 {
+                String::new()
+            } else {
+                format!(", weight {}", check.weight)
+            };
+            let reason = check
+                .reason
+                .as_deref()
+                .map_or_else(String::new, |r| format!(": {}", escape(r)));
+            format!(
+                "<li><span class=\"status-{status}\">{status}</span> {method}{expected}\
+                 {score}{weight}{reason}</li>",
+                status = escape(check.outcome.as_str()),
+                method = escape(&check.method),
+            )
+        })
+        .collect();
+    format!("<dt>Checks</dt><dd><ul class=\"checks\">{items}</ul></dd>")
 }
 
 impl Section for BenchSection {
@@ -613,6 +771,7 @@ impl Section for BenchSection {
         Ok([
             self.overview()?,
             self.success_figure()?,
+            self.template_figure()?,
             self.cost_figure()?,
             self.matrix_figure()?,
             self.spread_figure()?,
@@ -667,7 +826,7 @@ mod tests {
     }
 
     /// Run 1 recorded before expected outputs were stored (NULL), run 2 after.
-    fn store() -> (Store, [i64; 2]) {
+    fn store_fixture() -> (Store, [i64; 2]) {
         let mut store = Store::open_in_memory().unwrap();
         let old = store.create_run("bench", None, None, "{}").unwrap();
         let new = store.create_run("bench", None, None, "{}").unwrap();
@@ -685,7 +844,7 @@ mod tests {
 
     #[test]
     fn failures_show_the_stored_expected_output_and_old_runs_a_note_once() {
-        let (store, [old, new]) = store();
+        let (store, [old, new]) = store_fixture();
         let body = BenchSection::load(&store, &[old, new])
             .unwrap()
             .body()
@@ -702,8 +861,82 @@ mod tests {
     }
 
     #[test]
+    fn several_templates_get_their_section_matrix_columns_and_failed_checks() {
+        let mut store = Store::open_in_memory().unwrap();
+        let run = store.create_run("bench", None, None, "{}").unwrap();
+        let check = |method: &str, outcome, reason: Option<&str>| crate::store::CheckRow {
+            method: method.into(),
+            expected: Some("4".into()),
+            outcome,
+            score: None,
+            weight: 1.0,
+            reason: reason.map(str::to_owned),
+        };
+        let mut rows = Vec::new();
+        for (t, template) in ["terse", "steps"].iter().enumerate() {
+            for prompt in 0..2 {
+                // steps fails p0 on its second check.
+                let failed = t == 1 && prompt == 0;
+                let mut r = row(run, prompt, Outcome::of_test(!failed), Some("4"));
+                r.template_index = t as u32;
+                r.template_name = Some((*template).into());
+                r.method = "checks".into();
+                r.checks = vec![
+                    check("exact", Outcome::Passed, None),
+                    if failed {
+                        check(
+                            "not-contains",
+                            Outcome::Failed,
+                            Some("the answer says sorry"),
+                        )
+                    } else {
+                        check("not-contains", Outcome::Passed, None)
+                    },
+                ];
+                rows.push(r);
+            }
+        }
+        store.insert_bench_results(&rows).unwrap();
+        let body = BenchSection::load(&store, &[run]).unwrap().body().unwrap();
+        assert!(body.contains("Templates × models"), "{body}");
+        assert!(
+            body.contains("openai:m with steps: 50.0 % success"),
+            "{body}"
+        );
+        assert!(
+            body.contains("openai:m with terse: 100.0 % success"),
+            "{body}"
+        );
+        // The pass matrix: a column per model and template, p0 failed with steps only.
+        assert!(body.contains("openai:m · terse") && body.contains("openai:m · steps"));
+        // The failure names its template and its failed check, with why.
+        let failure = body.split("<details class=\"failure\">").nth(1).unwrap();
+        assert!(failure.contains("openai:m · steps · p0"), "{failure}");
+        assert!(
+            failure.contains("<dt>Template</dt><dd>steps</dd>"),
+            "{failure}"
+        );
+        assert!(
+            failure.contains(
+                "<span class=\"status-failed\">failed</span> not-contains <code>4</code>: \
+                 the answer says sorry"
+            ),
+            "{failure}"
+        );
+        assert!(
+            failure.contains("<span class=\"status-passed\">passed</span> exact"),
+            "{failure}"
+        );
+        // One template: no such section.
+        let (store, runs) = store_fixture();
+        let plain = BenchSection::load(&store, &runs).unwrap().body().unwrap();
+        assert!(!plain.contains("Templates × models"));
+        assert!(!plain.contains("<dt>Checks</dt>") && !plain.contains("<dt>Template</dt>"));
+    }
+
+    #[test]
     fn a_missing_summary_column_is_an_error_naming_it() {
-        let (store, runs) = store();
+        let (store, runs) = store_fixture();
         let mut section = BenchSection::load(&store, &runs).unwrap();
         section.by_model = section.by_model.drop(c::SUCCESS_LOW_PCT).unwrap();
         let error = section.body().unwrap_err();

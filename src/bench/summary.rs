@@ -8,28 +8,87 @@ use std::collections::HashMap;
 use polars::prelude::*;
 
 use crate::analysis::stats::{Z_95, wilson_interval};
-use crate::store::{BenchColumns, Labels, MeasureRow, Store};
+use crate::store::{BenchColumns, Labels, MeasureRow, NO_TEMPLATE, Store};
 #[cfg(test)]
 use crate::store::{BenchResultRow, Outcome};
 
-/// The three tables of a benchmark report.
+/// The tables of a benchmark report.
 #[derive(Debug, Clone)]
 pub struct BenchFrames {
     pub results: DataFrame,
     pub by_model: DataFrame,
     pub by_prompt: DataFrame,
+    /// Per template and model ([`template_summary`]), when the results come from several
+    /// templates.
+    pub by_template: Option<DataFrame>,
 }
 
 impl BenchFrames {
-    /// Builds all three from loaded columns (loaded with detail).
+    /// Builds them from loaded columns (loaded with detail).
     pub fn from_columns(cols: BenchColumns) -> PolarsResult<Self> {
         let measures = Measures::from_columns(&cols)?;
         Ok(Self {
             by_model: model_summary(&measures)?,
             by_prompt: prompt_summary(&measures)?,
+            by_template: measures
+                .labels
+                .several_templates()
+                .then(|| template_summary(&measures))
+                .transpose()?,
             results: results_frame(cols)?,
         })
     }
+}
+
+/// The template x model table of a [`template_summary`]: a row per template, a column per
+/// model (in the summary's order), each cell the pass rate with its Wilson 95 % interval,
+/// `75.0 % (30.1–95.4)`; `–` where the pair has no passed or failed result.
+pub fn template_matrix(by_template: &DataFrame) -> PolarsResult<DataFrame> {
+    let texts = |name: &str| -> PolarsResult<Vec<Option<String>>> {
+        Ok(by_template
+            .column(name)?
+            .str()?
+            .iter()
+            .map(|v| v.map(str::to_owned))
+            .collect())
+    };
+    let floats = |name: &str| -> PolarsResult<Vec<Option<f64>>> {
+        Ok(by_template.column(name)?.f64()?.iter().collect())
+    };
+    let (templates, models) = (texts(c::TEMPLATE)?, texts(c::MODEL)?);
+    let (pct, low, high) = (
+        floats(c::SUCCESS_PCT)?,
+        floats(c::SUCCESS_LOW_PCT)?,
+        floats(c::SUCCESS_HIGH_PCT)?,
+    );
+    let mut row_names: Vec<Option<String>> = Vec::new();
+    let mut column_names: Vec<String> = Vec::new();
+    for (template, model) in templates.iter().zip(&models) {
+        if !row_names.contains(template) {
+            row_names.push(template.clone());
+        }
+        let model = model.clone().unwrap_or_default();
+        if !column_names.contains(&model) {
+            column_names.push(model);
+        }
+    }
+    let mut cells = vec![vec!["–".to_owned(); row_names.len()]; column_names.len()];
+    for i in 0..templates.len() {
+        let row = row_names.iter().position(|t| *t == templates[i]);
+        let model = models[i].clone().unwrap_or_default();
+        let column = column_names.iter().position(|m| *m == model);
+        if let (Some(row), Some(column), Some(pct)) = (row, column, pct[i]) {
+            cells[column][row] = match (low[i], high[i]) {
+                (Some(low), Some(high)) => format!("{pct:.1} % ({low:.1}–{high:.1})"),
+                _ => format!("{pct:.1} %"),
+            };
+        }
+    }
+    let mut columns = vec![Column::new(c::TEMPLATE.into(), row_names)];
+    for (name, cells) in column_names.iter().zip(cells) {
+        columns.push(Column::new(name.as_str().into(), cells));
+    }
+    DataFrame::new_infer_height(columns)
 }
 
 /// One row per evaluation. Detail columns are present only when they were loaded.
@@ -37,13 +96,21 @@ pub fn results_frame(cols: BenchColumns) -> PolarsResult<DataFrame> {
     let with_detail = cols.method.len() == cols.len();
     let status: Vec<&str> = cols.outcome.iter().map(|o| o.as_str()).collect();
     let passed: Vec<Option<bool>> = cols.outcome.iter().map(|o| o.passed()).collect();
+    // Columns built by hand may lack templates and scores: none.
+    let (template, score) = if cols.template.len() == cols.len() {
+        (cols.template, cols.score)
+    } else {
+        (vec![None; cols.len()], vec![None; cols.len()])
+    };
     let mut columns = vec![
         Column::new(c::RUN_ID.into(), cols.run_id),
         Column::new(c::MODEL.into(), cols.model_ref),
+        Column::new(c::TEMPLATE.into(), template),
         Column::new(c::PROMPT.into(), cols.prompt_name),
         Column::new(c::REPEAT.into(), cols.repeat_index),
         Column::new(c::STATUS.into(), status),
         Column::new(c::PASSED.into(), passed),
+        Column::new(c::SCORE.into(), score),
         Column::new(c::LATENCY_MS.into(), cols.latency_ms),
         Column::new(c::INPUT_TOKENS.into(), cols.input_tokens),
         Column::new(c::OUTPUT_TOKENS.into(), cols.output_tokens),
@@ -69,11 +136,11 @@ pub fn results_frame(cols: BenchColumns) -> PolarsResult<DataFrame> {
     DataFrame::new_infer_height(columns)
 }
 
-/// The numbers of benchmark results with models and prompts as `u32` keys into `labels`:
-/// what the summaries read. Built straight from the database without per-row strings.
+/// The numbers of benchmark results with models, prompts and templates as `u32` keys into
+/// `labels`: what the summaries read. Built straight from the database without per-row strings.
 #[derive(Debug, Clone)]
 pub struct Measures {
-    /// Slices of the rows; no (model, prompt) pair spans two slices.
+    /// Slices of the rows; no (model, template, prompt) triple spans two slices.
     pub parts: Vec<DataFrame>,
     pub labels: Labels,
 }
@@ -82,6 +149,7 @@ pub struct Measures {
 struct MeasureBuilders {
     model: Vec<u32>,
     prompt: Vec<u32>,
+    template: Vec<u32>,
     passed: BooleanChunkedBuilder,
     cache_hit: Vec<bool>,
     floats: [PrimitiveChunkedBuilder<Float64Type>; 6],
@@ -102,6 +170,7 @@ impl MeasureBuilders {
         Self {
             model: Vec::with_capacity(capacity),
             prompt: Vec::with_capacity(capacity),
+            template: Vec::with_capacity(capacity),
             passed: BooleanChunkedBuilder::new(c::PASSED.into(), capacity),
             cache_hit: Vec::with_capacity(capacity),
             floats: FLOAT_COLUMNS.map(|n| PrimitiveChunkedBuilder::new(n.into(), capacity)),
@@ -113,6 +182,7 @@ impl MeasureBuilders {
     fn push(&mut self, r: &MeasureRow) {
         self.model.push(r.model);
         self.prompt.push(r.prompt);
+        self.template.push(r.template);
         self.passed.append_option(r.outcome.passed());
         self.cache_hit.push(r.cache_hit);
         let floats = [
@@ -136,6 +206,7 @@ impl MeasureBuilders {
         DataFrame::new_infer_height(vec![
             Column::new(c::MODEL.into(), self.model),
             Column::new(c::PROMPT.into(), self.prompt),
+            Column::new(c::TEMPLATE.into(), self.template),
             self.passed.finish().into_column(),
             Column::new(c::CACHE_HIT.into(), self.cache_hit),
             latency.finish().into_column(),
@@ -169,12 +240,12 @@ impl Measures {
     /// The measures of loaded columns (the detail path), keyed the same way.
     pub fn from_columns(cols: &BenchColumns) -> PolarsResult<Self> {
         let mut labels = Labels::default();
-        let mut keys: [HashMap<String, u32>; 2] = Default::default();
+        let mut keys: [HashMap<String, u32>; 3] = Default::default();
         let mut key = |kind: usize, name: &str, labels: &mut Labels| -> u32 {
-            let names = if kind == 0 {
-                &mut labels.models
-            } else {
-                &mut labels.prompts
+            let names = match kind {
+                0 => &mut labels.models,
+                1 => &mut labels.prompts,
+                _ => &mut labels.templates,
             };
             if let Some(&k) = keys[kind].get(name) {
                 return k;
@@ -186,9 +257,17 @@ impl Measures {
         };
         let mut builders = MeasureBuilders::new(cols.len());
         for i in 0..cols.len() {
+            let template = match cols.template.get(i).and_then(Option::as_deref) {
+                Some(name) => key(2, name, &mut labels),
+                None => {
+                    labels.untemplated = true;
+                    NO_TEMPLATE
+                }
+            };
             let row = MeasureRow {
                 model: key(0, &cols.model_ref[i], &mut labels),
                 prompt: key(1, &cols.prompt_name[i], &mut labels),
+                template,
                 outcome: cols.outcome[i],
                 cache_hit: cols.cache_hit[i],
                 latency_ms: cols.latency_ms[i],
@@ -280,12 +359,29 @@ fn success_pct() -> Expr {
 /// Per model, in the order models were run: counts, % success, total time, cost, paid,
 /// tokens and energy (null, unknown, for a model with an answer of unknown energy). Each slice
 /// is summed on its own, then the sums are summed: the rows are never copied into one frame.
+/// Results of every template are pooled.
 pub fn model_summary(measures: &Measures) -> PolarsResult<DataFrame> {
-    let partials: Vec<LazyFrame> = measures.parts.iter().map(model_slice_sums).collect();
+    summary_by(measures, &[c::MODEL])
+}
+
+/// Per template and model (`track query --by template`), templates in label order then models
+/// in the order they were run: the columns of [`model_summary`] for each pair. A benchmark
+/// without templates has one row per model, its template null.
+pub fn template_summary(measures: &Measures) -> PolarsResult<DataFrame> {
+    summary_by(measures, &[c::TEMPLATE, c::MODEL])
+}
+
+/// [`model_summary`] grouped by the key columns `keys` (of [`c::MODEL`] and [`c::TEMPLATE`]).
+fn summary_by(measures: &Measures, keys: &[&str]) -> PolarsResult<DataFrame> {
+    let partials: Vec<LazyFrame> = measures
+        .parts
+        .iter()
+        .map(|part| model_slice_sums(part, keys))
+        .collect();
     if partials.is_empty() {
         return Ok(DataFrame::empty());
     }
-    let mut df = model_totals(partials)?;
+    let mut df = model_totals(partials, keys)?;
     df.with_column(Column::new(
         c::DECIDED.into(),
         (df.column(c::PASSED)?.as_materialized_series()
@@ -298,8 +394,16 @@ pub fn model_summary(measures: &Measures) -> PolarsResult<DataFrame> {
         c::PASSED,
         c::DECIDED,
     )?;
-    let df = df.drop(c::DECIDED)?;
-    named(df, c::MODEL, &measures.labels.models)
+    let mut df = df.drop(c::DECIDED)?;
+    for key in keys {
+        let names = if *key == c::TEMPLATE {
+            &measures.labels.templates
+        } else {
+            &measures.labels.models
+        };
+        df = named(df, key, names)?;
+    }
+    Ok(df)
 }
 
 /// The measures summed per model, each into the summary column it becomes.
@@ -324,8 +428,8 @@ const MODEL_COUNTS: [&str; 6] = [
     c::ENERGY_UNKNOWN,
 ];
 
-/// Step 1 of [`model_summary`]: one slice's counts and sums per model.
-fn model_slice_sums(part: &DataFrame) -> LazyFrame {
+/// Step 1 of [`model_summary`]: one slice's counts and sums per model (per `keys`).
+fn model_slice_sums(part: &DataFrame, keys: &[&str]) -> LazyFrame {
     let count = |e: Expr, name: &str| e.sum().cast(DataType::UInt64).alias(name);
     let mut aggs = vec![
         len().cast(DataType::UInt64).alias(c::RESULTS),
@@ -340,12 +444,13 @@ fn model_slice_sums(part: &DataFrame) -> LazyFrame {
             .iter()
             .map(|(from, to)| col(*from).sum().alias(*to)),
     );
-    part.clone().lazy().group_by([col(c::MODEL)]).agg(aggs)
+    let keys: Vec<Expr> = keys.iter().map(|k| col(*k)).collect();
+    part.clone().lazy().group_by(keys).agg(aggs)
 }
 
-/// Step 2 of [`model_summary`]: the slices' sums summed per model, and the summary's columns
-/// computed from them, in model order.
-fn model_totals(partials: Vec<LazyFrame>) -> PolarsResult<DataFrame> {
+/// Step 2 of [`model_summary`]: the slices' sums summed per model (per `keys`), and the
+/// summary's columns computed from them, in key order.
+fn model_totals(partials: Vec<LazyFrame>, keys: &[&str]) -> PolarsResult<DataFrame> {
     let mut totals: Vec<Expr> = MODEL_COUNTS.iter().map(|name| col(*name).sum()).collect();
     totals.extend(MODEL_SUMS.iter().map(|(_, to)| col(*to).sum()));
     let decided = (col(c::PASSED) + col(c::FAILED)).cast(DataType::Float64);
@@ -353,30 +458,31 @@ fn model_totals(partials: Vec<LazyFrame>) -> PolarsResult<DataFrame> {
     let energy = |name: &str| {
         unless_energy_unknown(col(c::ENERGY_UNKNOWN).gt(lit(0)), col(name)).alias(name)
     };
+    let mut columns: Vec<Expr> = keys.iter().map(|k| col(*k)).collect();
+    columns.extend([
+        col(c::RESULTS),
+        col(c::PASSED),
+        col(c::FAILED),
+        col(c::ERRORS),
+        when(decided.clone().gt(lit(0.0)))
+            .then(col(c::PASSED).cast(DataType::Float64) * lit(100.0) / decided)
+            .otherwise(lit(NULL))
+            .alias(c::SUCCESS_PCT),
+        (col(c::LATENCY_MS) / lit(1000.0)).alias(c::TOTAL_TIME_S),
+        col(c::TOTAL_COST_USD),
+        col(c::PAID_USD),
+        col(c::INPUT_TOKENS).cast(DataType::UInt64),
+        col(c::OUTPUT_TOKENS).cast(DataType::UInt64),
+        energy(c::ENERGY_WH),
+        energy(c::ENERGY_WH_MIN),
+        energy(c::ENERGY_WH_MAX),
+        col(c::CACHE_HITS),
+    ]);
     concat(partials, UnionArgs::default())?
-        .group_by([col(c::MODEL)])
+        .group_by(keys.iter().map(|k| col(*k)).collect::<Vec<_>>())
         .agg(totals)
-        .sort([c::MODEL], SortMultipleOptions::default())
-        .select([
-            col(c::MODEL),
-            col(c::RESULTS),
-            col(c::PASSED),
-            col(c::FAILED),
-            col(c::ERRORS),
-            when(decided.clone().gt(lit(0.0)))
-                .then(col(c::PASSED).cast(DataType::Float64) * lit(100.0) / decided)
-                .otherwise(lit(NULL))
-                .alias(c::SUCCESS_PCT),
-            (col(c::LATENCY_MS) / lit(1000.0)).alias(c::TOTAL_TIME_S),
-            col(c::TOTAL_COST_USD),
-            col(c::PAID_USD),
-            col(c::INPUT_TOKENS).cast(DataType::UInt64),
-            col(c::OUTPUT_TOKENS).cast(DataType::UInt64),
-            energy(c::ENERGY_WH),
-            energy(c::ENERGY_WH_MIN),
-            energy(c::ENERGY_WH_MAX),
-            col(c::CACHE_HITS),
-        ])
+        .sort(keys.to_vec(), SortMultipleOptions::default())
+        .select(columns)
         .collect()
 }
 
@@ -392,7 +498,7 @@ pub fn prompt_summary(measures: &Measures) -> PolarsResult<DataFrame> {
             .collect::<Vec<_>>(),
         UnionArgs::default(),
     )?;
-    let summary = prompt_range_summary(lazy, &measures.labels.models)?;
+    let summary = prompt_range_summary(lazy, &measures.labels)?;
     prompt_summary_of_ranges(vec![summary], &measures.labels)
 }
 
@@ -424,7 +530,7 @@ fn prompt_summary_in_ranges(
         (scan_threads(), rows_per_range),
         MeasureBuilders::new,
         |b, row| b.push(row),
-        |b, labels| prompt_range_summary(b.finish()?.lazy(), &labels.models),
+        |b, labels| prompt_range_summary(b.finish()?.lazy(), labels),
     )?;
     let ranges = ranges.into_iter().collect::<PolarsResult<Vec<_>>>()?;
     Ok(prompt_summary_of_ranges(ranges, &labels)?)
@@ -432,9 +538,9 @@ fn prompt_summary_in_ranges(
 
 /// The per-prompt summary of the rows of `lazy` (whole prompts), prompts still as keys, before
 /// the columns computed over whole frames: steps 1 and 2.
-fn prompt_range_summary(lazy: LazyFrame, models: &[String]) -> PolarsResult<DataFrame> {
+fn prompt_range_summary(lazy: LazyFrame, labels: &Labels) -> PolarsResult<DataFrame> {
     let summary = prompt_averages(lazy.clone());
-    join_model_success(summary, lazy, models)?.collect()
+    join_model_success(summary, lazy, labels)?.collect()
 }
 
 /// The summaries of ranges of prompts (in prompt order) stacked, then what is computed over
@@ -452,7 +558,10 @@ fn prompt_summary_of_ranges(ranges: Vec<DataFrame>, labels: &Labels) -> PolarsRe
         c::PASSED_ALL,
         c::DECIDED_ALL,
     )?;
-    let model_columns = labels.models.iter().map(|m| c::success_pct_of(m)).collect();
+    let model_columns = success_columns(labels)
+        .into_iter()
+        .map(|s| s.name)
+        .collect();
     let order = prompt_column_order(model_columns);
     named(summary.select(order)?, c::PROMPT, &labels.prompts)
 }
@@ -482,24 +591,78 @@ fn prompt_averages(lazy: LazyFrame) -> LazyFrame {
         .sort([c::PROMPT], SortMultipleOptions::default())
 }
 
-/// Step 2 of [`prompt_summary`]: a column of each model's success on the prompt (named by
-/// [`c::success_pct_of`]), joined to `summary` in model order.
+/// A column of the per-prompt summary holding one model's success on each prompt: with all
+/// templates pooled, or, when the results come from several templates, with one template.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SuccessColumn {
+    /// The column's name ([`c::success_pct_of`], [`c::success_pct_of_pair`]).
+    pub name: String,
+    pub model: String,
+    /// Its template when the results come from several (`None` among them: a run without
+    /// templates); `None` too when templates are pooled (see `template_key`).
+    pub template: Option<String>,
+    model_key: u32,
+    /// `None`: every template pooled.
+    template_key: Option<u32>,
+}
+
+/// The per-model success columns of the per-prompt summary of results labelled `labels`, in
+/// model order: one per model, or, when the results come from several templates, one per
+/// model and template (templates in label order), so that two wordings of a case are never
+/// pooled.
+pub fn success_columns(labels: &Labels) -> Vec<SuccessColumn> {
+    let mut columns = Vec::new();
+    for (model_key, model) in labels.models.iter().enumerate() {
+        let model_key = model_key as u32;
+        if !labels.several_templates() {
+            columns.push(SuccessColumn {
+                name: c::success_pct_of(model),
+                model: model.clone(),
+                template: None,
+                model_key,
+                template_key: None,
+            });
+            continue;
+        }
+        for template_key in labels.template_keys() {
+            let template = labels.template(template_key);
+            columns.push(SuccessColumn {
+                name: c::success_pct_of_pair(model, template),
+                model: model.clone(),
+                template: template.map(str::to_owned),
+                model_key,
+                template_key: Some(template_key),
+            });
+        }
+    }
+    columns
+}
+
+/// Step 2 of [`prompt_summary`]: a column of each model's success on the prompt (per template
+/// when there are several: [`success_columns`]), joined to `summary` in model order.
 fn join_model_success(
     mut summary: LazyFrame,
     lazy: LazyFrame,
-    models: &[String],
+    labels: &Labels,
 ) -> PolarsResult<LazyFrame> {
+    let mut keys = vec![col(c::MODEL), col(c::PROMPT)];
+    if labels.several_templates() {
+        keys.push(col(c::TEMPLATE));
+    }
     let per_pair = lazy
-        .group_by([col(c::MODEL), col(c::PROMPT)])
+        .group_by(keys)
         .agg([success_pct().alias(c::PCT)])
         .collect()?;
-    for (key, model) in models.iter().enumerate() {
-        let column = c::success_pct_of(model);
+    for column in success_columns(labels) {
+        let mut of_column = col(c::MODEL).eq(lit(column.model_key));
+        if let Some(template) = column.template_key {
+            of_column = of_column.and(col(c::TEMPLATE).eq(lit(template)));
+        }
         let for_model = per_pair
             .clone()
             .lazy()
-            .filter(col(c::MODEL).eq(lit(key as u32)))
-            .select([col(c::PROMPT), col(c::PCT).alias(column.as_str())]);
+            .filter(of_column)
+            .select([col(c::PROMPT), col(c::PCT).alias(column.name.as_str())]);
         let mut args = JoinArgs::new(JoinType::Left);
         args.maintain_order = MaintainOrderJoin::Left;
         summary = summary.join(for_model, [col(c::PROMPT)], [col(c::PROMPT)], args);
@@ -808,6 +971,122 @@ mod tests {
                 );
             }
         }
+    }
+
+    /// A run of 2 models x 2 templates (`terse`, `steps`) x 3 cases, one repeat, in a file
+    /// database: `steps` fails case p0 on both models, everything else passes.
+    fn templated_run() -> (tempfile::TempDir, Store, i64) {
+        let dir = tempfile::tempdir().unwrap();
+        let mut store = Store::open(&dir.path().join("t.db")).unwrap();
+        let run = store.create_run("bench", None, None, "{}").unwrap();
+        let mut rows = Vec::new();
+        for (m, model) in ["m0", "m1"].iter().enumerate() {
+            for (t, template) in ["terse", "steps"].iter().enumerate() {
+                for (p, prompt) in ["p0", "p1", "p2"].iter().enumerate() {
+                    let mut row = result(run, (m as u32, p as u32), (model, prompt), 1);
+                    row.repeat_index = 0;
+                    row.template_index = t as u32;
+                    row.template_name = Some((*template).into());
+                    row.outcome = Outcome::of_test(!(t == 1 && p == 0));
+                    rows.push(row);
+                }
+            }
+        }
+        store.insert_bench_results(&rows).unwrap();
+        (dir, store, run)
+    }
+
+    fn texts(df: &DataFrame, name: &str) -> Vec<Option<String>> {
+        let column = df.column(name).unwrap().str().unwrap().clone();
+        column.iter().map(|v| v.map(str::to_owned)).collect()
+    }
+
+    #[test]
+    fn per_template_and_model_keeps_templates_apart() {
+        let (_dir, store, run) = templated_run();
+        let loaded = Measures::load(&store, &[run]).unwrap();
+        let detail = Measures::from_columns(&store.bench_columns(&[run], true).unwrap()).unwrap();
+        for measures in [&loaded, &detail] {
+            let t = template_summary(measures).unwrap();
+            assert_eq!(
+                texts(&t, "template"),
+                ["terse", "terse", "steps", "steps"].map(|s| Some(s.to_owned()))
+            );
+            assert_eq!(
+                texts(&t, "model"),
+                ["m0", "m1", "m0", "m1"].map(|s| Some(s.to_owned()))
+            );
+            assert_eq!(f64_at(&t, "success_pct", 0), Some(100.0));
+            let steps = f64_at(&t, "success_pct", 2).unwrap();
+            assert!((steps - 200.0 / 3.0).abs() < 1e-9, "{steps}");
+            let (low, high) = (
+                f64_at(&t, "success_low_pct", 2).unwrap(),
+                f64_at(&t, "success_high_pct", 2).unwrap(),
+            );
+            assert!(low < steps && steps < high, "{low} {steps} {high}");
+            assert_eq!(t.column("results").unwrap().u64().unwrap().get(3), Some(3));
+            // Per model, both templates are pooled: 5 of 6.
+            let m = model_summary(measures).unwrap();
+            assert_eq!(m.height(), 2);
+            let pooled = f64_at(&m, "success_pct", 0).unwrap();
+            assert!((pooled - 500.0 / 6.0).abs() < 1e-9);
+            // Per prompt, a column per model and template: p0 passed with terse, failed with
+            // steps (pooled, it would read 50 %).
+            let p = prompt_summary(measures).unwrap();
+            let names: Vec<String> = p.get_column_names().iter().map(|n| n.to_string()).collect();
+            assert_eq!(
+                &names[..5],
+                [
+                    "prompt",
+                    "success_pct[m0|terse]",
+                    "success_pct[m0|steps]",
+                    "success_pct[m1|terse]",
+                    "success_pct[m1|steps]"
+                ]
+            );
+            assert_eq!(f64_at(&p, "success_pct[m0|terse]", 0), Some(100.0));
+            assert_eq!(f64_at(&p, "success_pct[m1|steps]", 0), Some(0.0));
+            assert_eq!(f64_at(&p, "success_pct_all", 0), Some(50.0));
+        }
+        // Read a range of prompts at a time, the same per-prompt summary.
+        let whole = prompt_summary(&loaded).unwrap();
+        for rows_per_range in [1, 5, 1 << 16] {
+            let ranged = prompt_summary_in_ranges(&store, &[run], rows_per_range).unwrap();
+            assert!(ranged.equals_missing(&whole), "{rows_per_range}");
+        }
+    }
+
+    #[test]
+    fn the_template_matrix_has_a_cell_per_template_and_model_with_its_interval() {
+        let (_dir, store, run) = templated_run();
+        let frames = BenchFrames::from_columns(store.bench_columns(&[run], true).unwrap()).unwrap();
+        let matrix = template_matrix(frames.by_template.as_ref().unwrap()).unwrap();
+        let names: Vec<String> = matrix
+            .get_column_names()
+            .iter()
+            .map(|n| n.to_string())
+            .collect();
+        assert_eq!(names, ["template", "m0", "m1"]);
+        assert_eq!(
+            texts(&matrix, "template"),
+            [Some("terse".into()), Some("steps".into())]
+        );
+        let cell = |model: &str, row: usize| texts(&matrix, model)[row].clone().unwrap();
+        assert!(cell("m0", 0).starts_with("100.0 % ("), "{}", cell("m0", 0));
+        assert!(cell("m1", 1).starts_with("66.7 % ("), "{}", cell("m1", 1));
+        // One template: no such table.
+        let plain = BenchFrames::from_columns(columns()).unwrap();
+        assert!(plain.by_template.is_none());
+    }
+
+    #[test]
+    fn per_template_without_templates_is_per_model_with_a_null_template() {
+        let measures = Measures::from_columns(&columns()).unwrap();
+        let t = template_summary(&measures).unwrap();
+        assert_eq!(texts(&t, "template"), [None, None]);
+        assert_eq!(texts(&t, "model"), [Some("a".into()), Some("b".into())]);
+        let m = model_summary(&measures).unwrap();
+        assert!(t.drop("template").unwrap().equals_missing(&m), "{t}\n{m}");
     }
 
     #[test]

@@ -19,18 +19,30 @@ const TABLE_ROWS: usize = 20;
 /// Significant regressions a table names before pointing to the summary's column.
 const NAMED_REGRESSIONS: usize = 5;
 
-/// Compare two runs of the same kind on the items they share, e.g. `track diff 3 5`.
+/// Compare two runs of the same kind on the items they share, e.g. `track diff 3 5`, or two
+/// templates of one benchmark run, e.g. `track diff 3 --templates terse steps`.
 ///
 /// (The rest of `--help` is `long_about()`: each kind's part comes from its registry entry.)
 #[derive(Debug, clap::Args)]
 #[command(long_about = long_about())]
 pub struct DiffArgs {
-    /// The run compared against (a run id).
+    /// The run compared against (a run id); with --templates, the run whose templates are
+    /// compared.
     #[arg(value_name = "BASE")]
     base: i64,
     /// The run compared with it: a run id, or `latest` (the newest run of BASE's kind).
-    #[arg(value_name = "NEW")]
-    new: NewRun,
+    /// Required unless --templates is given.
+    #[arg(
+        value_name = "NEW",
+        required_unless_present = "templates",
+        conflicts_with = "templates"
+    )]
+    new: Option<NewRun>,
+    /// Compare two prompt templates of the benchmark run BASE instead of two runs: the second
+    /// template's evaluations against the first's, paired by (model, prompt, repeat), with
+    /// McNemar's test per model, e.g. `--templates terse steps`.
+    #[arg(long, num_args = 2, value_names = ["BASE_TEMPLATE", "NEW_TEMPLATE"])]
+    templates: Option<Vec<String>>,
     /// Print every item of both runs (one row each) instead of the summary.
     #[arg(long)]
     items: bool,
@@ -101,6 +113,9 @@ fn long_about() -> String {
         "Compare two runs of the same kind on the items they share, e.g. `track diff 3 5`.\n\n\
          Items are paired by key: {keys}. Items found in one run only are counted and listed \
          apart (`only_in` = base or new), never dropped.\n\n\
+         Two prompt templates of one benchmark run compare the same way (`track diff 3 \
+         --templates terse steps`): the evaluations of the second template against the first's, \
+         paired by (model, prompt, repeat), the template column empty.\n\n\
          A regression is significant (what --fail-on-regression checks):\n\n\
          - {significant}.\n\n\
          With fewer than {MIN_BOOTSTRAP_UNITS} paired units (the items a bootstrap resamples) no \
@@ -134,14 +149,20 @@ fn compare(context: &Context, mut args: DiffArgs) -> anyhow::Result<ExitCode> {
     let store = context.open_existing_store()?;
     // A shard merged into its plan's run is that run.
     args.base = store.merged_run_of(args.base)?;
-    let new_run = store.merged_run_of(resolve(&store, args.base, args.new)?)?;
-    if new_run == args.base {
-        context.note(format!(
-            "track: note: run {new_run} is compared with itself: nothing can have changed"
-        ));
-    }
-    let diff = kinds::diff(&store, args.base, new_run)?;
-    selection_status(context, &store, &[args.base, new_run])?;
+    let diff = match (&args.templates, args.new) {
+        (Some(templates), _) => compare_templates(context, &store, args.base, templates)?,
+        (None, Some(new)) => {
+            let new_run = store.merged_run_of(resolve(&store, args.base, new)?)?;
+            if new_run == args.base {
+                context.note(format!(
+                    "track: note: run {new_run} is compared with itself: nothing can have changed"
+                ));
+            }
+            kinds::diff(&store, args.base, new_run)?
+        }
+        (None, None) => anyhow::bail!("give the NEW run to compare with, or --templates"),
+    };
+    selection_status(context, &store, &[diff.base_run, diff.new_run])?;
     if args.items {
         print_frame(&diff.items, args.format, Columns::wide_if(args.wide))?;
     } else if args.format == Format::Table {
@@ -166,6 +187,37 @@ fn compare(context: &Context, mut args: DiffArgs) -> anyhow::Result<ExitCode> {
         return Ok(ExitCode::FAILURE);
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// Two templates of benchmark run `run` compared (`--templates BASE NEW`).
+fn compare_templates(
+    context: &Context,
+    store: &Store,
+    run: i64,
+    templates: &[String],
+) -> anyhow::Result<RunDiff> {
+    let [base, new] = templates else {
+        anyhow::bail!("--templates takes two template names: --templates BASE NEW");
+    };
+    let kind = RunDiff::kind_of(store, run, run)?;
+    if kind != ExperimentKind::Bench.as_str() {
+        anyhow::bail!(
+            "run {run} is a {} run: --templates compares the templates of a benchmark run",
+            crate::analysis::diff::kind_noun(&kind)
+        );
+    }
+    if base == new {
+        context.note(format!(
+            "track: note: template {base} is compared with itself: nothing can have changed"
+        ));
+    }
+    let compared = crate::bench::diff::compare_templates(store, run, (base, new))?;
+    Ok(RunDiff::of_templates(
+        run,
+        (base, new),
+        &crate::bench::diff::LAYOUT,
+        compared,
+    ))
 }
 
 /// The id of the NEW run.
@@ -211,10 +263,7 @@ fn print_table(diff: &RunDiff, columns: Columns) -> anyhow::Result<()> {
     }
     let title = diff.layout.summary_title;
     writeln!(out, "\n{title}\n{}", render(&diff.summary, columns))?;
-    let all = format!(
-        "track diff {} {} --items --format csv",
-        diff.base_run, diff.new_run
-    );
+    let all = format!("track diff {} --items --format csv", diff.command_args());
     let changes = without_zero_repeats(diff.changes()?)?;
     if changes.height() > 0 {
         print_capped(&mut out, "Changed items", &changes, (&all, columns))?;

@@ -14,7 +14,10 @@ use crate::store::{BatchRow, RunErrorRow, RunInfo, RunStatus, Store};
 /// status (a run whose process is gone shows as `abandoned`; one stopped by its budget as
 /// `budget`; one whose batches are not collected yet as `waiting`, with a line under the table
 /// saying what it waits for), calls, cache hits, errors, cost, what it paid and its budget (`--budget`,
-/// `budget:`; empty when none); with --wide or in CSV/JSON, the command line too. `--errors
+/// `budget:`; empty when none); with --wide or in CSV/JSON, the command line too, and the
+/// inputs a benchmark read its cases and prompts from: each data file and template with the
+/// first 12 hex digits of its sha256 (`data/math.jsonl 9f86d081884c (2,000 rows); template
+/// terse 60303ae22b99`), an hf:// file with the commit its revision resolved to. `--errors
 /// ID` lists what run ID counts as errors, each with its item and why (a run without any says
 /// so; one that does not exist is an error).
 #[derive(Debug, clap::Args)]
@@ -55,7 +58,14 @@ pub fn run(context: &Context, args: RunsArgs) -> anyhow::Result<ExitCode> {
     if let Some(limit) = args.limit {
         runs.truncate(limit);
     }
+    let ids: Vec<i64> = runs.iter().map(|r| r.id).collect();
+    let options = store.runs_options_json(&ids)?;
+    let inputs: Vec<Option<String>> = ids
+        .iter()
+        .map(|id| options.get(id).and_then(|json| inputs_of(json)))
+        .collect();
     let mut df = runs_frame(context, &runs)?;
+    df.with_column(Column::new("inputs".into(), inputs))?;
     if args.format == Format::Table && !args.wide {
         // Compact tables leave what was paid to --wide, but a run's budget is read against
         // what it paid: here it stays, beside the budget.
@@ -113,6 +123,57 @@ fn waiting_note(run_id: i64, batches: &[BatchRow]) -> String {
         },
         counts.join(", ")
     )
+}
+
+/// One input a run read, as its options JSON records it (`options.inputs`).
+#[derive(Debug, serde::Deserialize)]
+struct RunInput {
+    /// `data` or `template`.
+    kind: String,
+    /// The data file as written (`data/math.jsonl`, `hf://…`) or the template's name.
+    name: String,
+    sha256: Option<String>,
+    /// The commit an hf:// revision resolved to.
+    revision: Option<String>,
+    /// The rows a data file held.
+    rows: Option<u64>,
+}
+
+/// Hex digits of a sha256 or commit shown: as many as git's long short form.
+const SHORT_HASH: usize = 12;
+
+/// The inputs a run's options JSON records, one phrase each: `data/math.jsonl 9f86d081884c
+/// (2,000 rows)`, `template terse 60303ae22b99`, an hf:// file with `, commit 1a2b3c4d5e6f`;
+/// `None` for a run that records none (every run before issue 29, and other kinds).
+fn inputs_of(options_json: &str) -> Option<String> {
+    let options: serde_json::Value = serde_json::from_str(options_json).ok()?;
+    let inputs: Vec<RunInput> = serde_json::from_value(options.get("inputs")?.clone()).ok()?;
+    let short = |hash: &str| hash.chars().take(SHORT_HASH).collect::<String>();
+    let phrases: Vec<String> = inputs
+        .iter()
+        .map(|input| {
+            let mut phrase = match input.kind.as_str() {
+                "data" => input.name.clone(),
+                kind => format!("{kind} {}", input.name),
+            };
+            if let Some(sha) = &input.sha256 {
+                phrase = format!("{phrase} {}", short(sha));
+            }
+            let mut notes = Vec::new();
+            if let Some(rows) = input.rows {
+                notes.push(crate::report::html::counted(rows, "row"));
+            }
+            if let Some(revision) = &input.revision {
+                notes.push(format!("commit {}", short(revision)));
+            }
+            if notes.is_empty() {
+                phrase
+            } else {
+                format!("{phrase} ({})", notes.join(", "))
+            }
+        })
+        .collect();
+    (!phrases.is_empty()).then(|| phrases.join("; "))
 }
 
 /// The errors of a run, one row each (`track runs --errors ID`).
@@ -258,6 +319,29 @@ mod tests {
             collected_at: None,
             note: None,
         }
+    }
+
+    #[test]
+    fn a_runs_inputs_read_with_short_hashes_rows_and_commits() {
+        let options = r#"{"concurrency": 8, "inputs": [
+            {"kind": "data", "name": "data/math.jsonl", "rows": 2000,
+             "sha256": "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08"},
+            {"kind": "data", "name": "hf://datasets/o/n@main/test.jsonl", "rows": 1,
+             "sha256": "aaaabbbbccccddddeeeeffff00001111222233334444555566667777888899990",
+             "revision": "0123456789abcdef0123456789abcdef01234567"},
+            {"kind": "template", "name": "terse",
+             "sha256": "60303ae22b998861bce3b28f33eec1be758a213c86c93c076dbe9f558c11c752"}
+        ]}"#;
+        assert_eq!(
+            inputs_of(options).as_deref(),
+            Some(
+                "data/math.jsonl 9f86d081884c (2,000 rows); hf://datasets/o/n@main/test.jsonl \
+                 aaaabbbbcccc (1 row, commit 0123456789ab); template terse 60303ae22b99"
+            )
+        );
+        assert_eq!(inputs_of(r#"{"concurrency": 8}"#), None, "no inputs");
+        assert_eq!(inputs_of(r#"{"inputs": []}"#), None);
+        assert_eq!(inputs_of("not json"), None);
     }
 
     #[test]

@@ -50,6 +50,8 @@ const WIDE_ONLY: &[&str] = &[
     "energy_wh_min",
     "energy_wh_max",
     "command",
+    // `track runs`: the data files and templates a run read, with their hashes.
+    "inputs",
     "provider",
     "alias",
     "model_id",

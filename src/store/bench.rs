@@ -156,6 +156,21 @@ pub struct CheckRow {
     pub reason: Option<String>,
 }
 
+/// One check of a result, with the result's key: a row of `bench_checks.csv`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CheckExportRow {
+    pub run_id: i64,
+    pub model_ref: String,
+    /// `None`: the benchmark has no templates.
+    pub template: Option<String>,
+    /// The case's id (the test's name for a benchmark with inline prompts).
+    pub prompt_name: String,
+    pub repeat_index: u32,
+    /// In the order the file gives the checks, from 0.
+    pub check_index: u32,
+    pub check: CheckRow,
+}
+
 /// Benchmark results as columns, ready to become a polars frame.
 #[derive(Debug, Default, Clone)]
 pub struct BenchColumns {
@@ -184,20 +199,58 @@ pub struct BenchColumns {
     pub energy_method: Vec<Option<String>>,
     pub judge_score: Vec<Option<i64>>,
     pub judge_cost_usd: Vec<Option<f64>>,
+    /// The template of each result: its index and its name (`None`: the benchmark has no
+    /// templates). Columns built by hand may leave them empty: no templates.
+    pub template_index: Vec<u32>,
+    pub template: Vec<Option<String>>,
+    /// The weighted score of the checks (`pass: {threshold}`), when the benchmark gives one.
+    pub score: Vec<Option<f64>>,
 }
 
-/// The names behind the model and prompt keys of [`MeasureRow`]s.
+/// The names behind the model, prompt and template keys of [`MeasureRow`]s.
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
 pub struct Labels {
     pub models: Vec<String>,
     pub prompts: Vec<String>,
+    /// The prompt templates' names, across the runs; empty when no run has templates.
+    pub templates: Vec<String>,
+    /// Whether some run has no templates: its results have the key [`NO_TEMPLATE`].
+    pub untemplated: bool,
 }
 
-/// The measures of one result, with its model and prompt as keys into [`Labels`].
+/// The template key of a result of a benchmark without templates: no label.
+pub const NO_TEMPLATE: u32 = u32::MAX;
+
+impl Labels {
+    /// Whether the results come from more than one template (a run without templates counting
+    /// as one): the summaries then tell templates apart.
+    pub fn several_templates(&self) -> bool {
+        self.templates.len() + usize::from(self.untemplated) > 1
+    }
+
+    /// The template keys of the results, in label order ([`NO_TEMPLATE`] last, when some run
+    /// has no templates).
+    pub fn template_keys(&self) -> Vec<u32> {
+        let mut keys: Vec<u32> = (0..self.templates.len() as u32).collect();
+        if self.untemplated {
+            keys.push(NO_TEMPLATE);
+        }
+        keys
+    }
+
+    /// The name of template key `key`, `None` for [`NO_TEMPLATE`].
+    pub fn template(&self, key: u32) -> Option<&str> {
+        self.templates.get(key as usize).map(String::as_str)
+    }
+}
+
+/// The measures of one result, with its model, prompt and template as keys into [`Labels`].
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct MeasureRow {
     pub model: u32,
     pub prompt: u32,
+    /// [`NO_TEMPLATE`] for a benchmark without templates.
+    pub template: u32,
     pub outcome: Outcome,
     pub cache_hit: bool,
     pub latency_ms: Option<f64>,
@@ -224,7 +277,7 @@ impl BenchColumns {
 
 /// A benchmark result that did not pass (failed its test, or got no answer), with what the
 /// model answered.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct FailureRow {
     pub run_id: i64,
     pub model_ref: String,
@@ -240,6 +293,11 @@ pub struct FailureRow {
     pub expected: Option<String>,
     /// The answer's first bytes (as many as asked for), when there was one.
     pub answer: Option<String>,
+    /// The prompt template the request was rendered from; `None` without templates.
+    pub template: Option<String>,
+    /// Every check of a result that has several (`bench_checks`), in the file's order; empty
+    /// for a result with one check: `method`, `status` and `detail` are that check's.
+    pub checks: Vec<CheckRow>,
 }
 
 /// Names each run's model and prompt indices in `bench_labels` (once per run and index).
@@ -308,24 +366,33 @@ fn insert_checks(
     Ok(())
 }
 
-/// Per run, the label key of each model index and each prompt index: `[models, prompts]`.
-type LocalKeys = [Vec<u32>; 2];
+/// Per run, the label key of each model, prompt and template index: `[models, prompts,
+/// templates]` (no templates: empty, the run's one template 0 has no label).
+type LocalKeys = [Vec<u32>; 3];
 
-/// Slice bounds: `parts` ranges of model-major positions (model x prompts + prompt) of each
-/// run, as (model, prompt) pairs, from the run's label counts; the last bound is past the end.
-fn slice_bounds(local_keys: &[LocalKeys], parts: usize) -> Vec<Vec<(i64, i64)>> {
+/// The number of templates of a run of `local` keys: 1 without templates.
+fn template_count(local: &LocalKeys) -> i64 {
+    local[2].len().max(1) as i64
+}
+
+/// Slice bounds: `parts` ranges of the positions of each run's results in storage order
+/// ((model x templates + template) x prompts + prompt), as (model, template, prompt) triples,
+/// from the run's label counts; the last bound is past the end.
+fn slice_bounds(local_keys: &[LocalKeys], parts: usize) -> Vec<Vec<[i64; 3]>> {
     local_keys
         .iter()
         .map(|local| {
             let (models, prompts) = (local[0].len().max(1) as i64, local[1].len().max(1) as i64);
-            let cells = models * prompts;
+            let templates = template_count(local);
+            let cells = models * templates * prompts;
             (0..=parts as i64)
                 .map(|k| {
                     let position = cells * k / parts as i64;
                     if k == parts as i64 {
-                        (i64::MAX, 0)
+                        [i64::MAX, 0, 0]
                     } else {
-                        (position / prompts, position % prompts)
+                        let (pair, prompt) = (position / prompts, position % prompts);
+                        [pair / templates, pair % templates, prompt]
                     }
                 })
                 .collect()
@@ -337,18 +404,25 @@ fn slice_bounds(local_keys: &[LocalKeys], parts: usize) -> Vec<Vec<(i64, i64)>> 
 struct Slices<'a> {
     run_ids: &'a [i64],
     local_keys: &'a [LocalKeys],
-    bounds: Vec<Vec<(i64, i64)>>,
+    bounds: Vec<Vec<[i64; 3]>>,
 }
 
-/// The rows of one run in one slice.
-const SLICE_RANGE: &str = "run_id = ?1 AND (model_index, prompt_index) >= (?2, ?3) \
-                           AND (model_index, prompt_index) < (?4, ?5)";
+/// The rows of one run in one slice: a range of the result key's index (run, model, template,
+/// prompt, repeat), so that SQLite seeks to its first row and reads on.
+const SLICE_RANGE: &str = "run_id = ?1 \
+     AND (model_index, template_index, prompt_index) >= (?2, ?3, ?4) \
+     AND (model_index, template_index, prompt_index) < (?5, ?6, ?7)";
+
+/// The columns of a measures scan, read by [`measure_row`].
+const MEASURE_COLUMNS: &str = "model_index, prompt_index, status, cache_hit, latency_ms, \
+     input_tokens, output_tokens, cost_usd, paid_usd, energy_wh, energy_wh_min, energy_wh_max, \
+     template_index";
 
 impl Slices<'_> {
     /// The bounds of slice `part` of run number `run` (its position in `run_ids`).
-    fn range(&self, run: usize, part: usize) -> [i64; 5] {
-        let ((m0, p0), (m1, p1)) = (self.bounds[run][part], self.bounds[run][part + 1]);
-        [self.run_ids[run], m0, p0, m1, p1]
+    fn range(&self, run: usize, part: usize) -> [i64; 7] {
+        let ([m0, t0, p0], [m1, t1, p1]) = (self.bounds[run][part], self.bounds[run][part + 1]);
+        [self.run_ids[run], m0, t0, p0, m1, t1, p1]
     }
 
     /// Reads slice `part` on `conn`: counts its rows for `init`, then gives each to `each`.
@@ -369,9 +443,7 @@ impl Slices<'_> {
         }
         let mut state = init(rows_in_slice);
         let mut stmt = conn.prepare(&format!(
-            "SELECT model_index, prompt_index, status, cache_hit, latency_ms, input_tokens,
-                    output_tokens, cost_usd, paid_usd, energy_wh, energy_wh_min, energy_wh_max
-             FROM bench_results WHERE {SLICE_RANGE}"
+            "SELECT {MEASURE_COLUMNS} FROM bench_results WHERE {SLICE_RANGE}"
         ))?;
         for run in 0..self.run_ids.len() {
             let local = &self.local_keys[run];
@@ -388,9 +460,11 @@ impl Slices<'_> {
 fn measure_row(r: &rusqlite::Row<'_>, local: &LocalKeys) -> rusqlite::Result<MeasureRow> {
     let model = r.get::<_, u32>(0)? as usize;
     let prompt = r.get::<_, u32>(1)? as usize;
+    let template = r.get::<_, u32>(12)? as usize;
     Ok(MeasureRow {
         model: local[0].get(model).copied().unwrap_or(u32::MAX),
         prompt: local[1].get(prompt).copied().unwrap_or(u32::MAX),
+        template: local[2].get(template).copied().unwrap_or(NO_TEMPLATE),
         outcome: r.get(2)?,
         cache_hit: r.get(3)?,
         latency_ms: r.get(4)?,
@@ -478,8 +552,10 @@ struct PromptRanges<'a> {
     bounds: Vec<u32>,
 }
 
-/// The rows of one model of one run whose prompt indices are in a span.
-const MODEL_PROMPTS: &str = "run_id = ?1 AND model_index = ?2 AND prompt_index BETWEEN ?3 AND ?4";
+/// The rows of one model and template of one run whose prompt indices are in a span: a range
+/// of the result key's index.
+const MODEL_PROMPTS: &str = "run_id = ?1 AND model_index = ?2 AND template_index = ?3 \
+                             AND prompt_index BETWEEN ?4 AND ?5";
 
 impl<'a> PromptRanges<'a> {
     /// Cuts `prompts` prompt keys into ranges of as many keys each, as many ranges as it takes
@@ -530,8 +606,8 @@ impl<'a> PromptRanges<'a> {
     }
 
     /// Reads range `range` on `conn`: counts its rows for `init`, then gives each to `each`,
-    /// run by run, model by model, in prompt and repeat order: a prompt's rows come in the
-    /// order of a scan of the whole runs.
+    /// run by run, model by model, template by template, in prompt and repeat order: a
+    /// prompt's rows come in the order of a scan of the whole runs.
     fn scan<S>(
         &self,
         conn: &rusqlite::Connection,
@@ -540,34 +616,39 @@ impl<'a> PromptRanges<'a> {
         each: &impl Fn(&mut S, &MeasureRow),
     ) -> Result<S> {
         let keys = self.keys(range);
-        // Per run: its position, the span of its prompt indices and its number of models.
-        let spans: Vec<(usize, u32, u32, u32)> = (0..self.run_ids.len())
+        // Per run: its position, the span of its prompt indices, and each of its (model,
+        // template) pairs in storage order.
+        let spans: Vec<(usize, u32, u32, Vec<[u32; 2]>)> = (0..self.run_ids.len())
             .filter_map(|run| {
                 let (first, last) = self.span(run, range)?;
-                Some((run, first, last, self.local_keys[run][0].len() as u32))
+                let local = &self.local_keys[run];
+                let templates = template_count(local) as u32;
+                let pairs = (0..local[0].len() as u32)
+                    .flat_map(|m| (0..templates).map(move |t| [m, t]))
+                    .collect();
+                Some((run, first, last, pairs))
             })
             .collect();
         let mut count = conn.prepare(&format!(
             "SELECT count(*) FROM bench_results WHERE {MODEL_PROMPTS}"
         ))?;
         let mut rows_in_range = 0usize;
-        for &(run, first, last, models) in &spans {
-            for model in 0..models {
-                let bounds = params![self.run_ids[run], model, first, last];
+        for (run, first, last, pairs) in &spans {
+            for [model, template] in pairs {
+                let bounds = params![self.run_ids[*run], model, template, first, last];
                 rows_in_range += count.query_row(bounds, |r| r.get::<_, i64>(0))? as usize;
             }
         }
         let mut state = init(rows_in_range);
         let mut stmt = conn.prepare(&format!(
-            "SELECT model_index, prompt_index, status, cache_hit, latency_ms, input_tokens,
-                    output_tokens, cost_usd, paid_usd, energy_wh, energy_wh_min, energy_wh_max
-             FROM bench_results WHERE {MODEL_PROMPTS}
+            "SELECT {MEASURE_COLUMNS} FROM bench_results WHERE {MODEL_PROMPTS}
              ORDER BY prompt_index, repeat_index"
         ))?;
-        for &(run, first, last, models) in &spans {
-            let local = &self.local_keys[run];
-            for model in 0..models {
-                let mut rows = stmt.query(params![self.run_ids[run], model, first, last])?;
+        for (run, first, last, pairs) in &spans {
+            let local = &self.local_keys[*run];
+            for [model, template] in pairs {
+                let bounds = params![self.run_ids[*run], model, template, first, last];
+                let mut rows = stmt.query(bounds)?;
                 while let Some(r) = rows.next()? {
                     let row = measure_row(r, local)?;
                     // A run whose prompts are numbered in another order than the keys has
@@ -777,11 +858,11 @@ impl Store {
         Ok((labels, results))
     }
 
-    /// The labels of `run_ids`' models and prompts, one key per distinct name, and per run
-    /// the key of each index: `[models, prompts]`.
+    /// The labels of `run_ids`' models, prompts and templates, one key per distinct name, and
+    /// per run the key of each index: `[models, prompts, templates]`.
     fn bench_label_keys(&self, run_ids: &[i64]) -> Result<(Labels, Vec<LocalKeys>)> {
         let mut labels = Labels::default();
-        let mut keys: [HashMap<String, u32>; 2] = Default::default();
+        let mut keys: [HashMap<String, u32>; 3] = Default::default();
         let mut local_keys = Vec::with_capacity(run_ids.len());
         let mut label_stmt = self.conn.prepare(
             "SELECT kind, idx, label FROM bench_labels WHERE run_id = ?1 ORDER BY kind, idx",
@@ -790,14 +871,13 @@ impl Store {
             let mut local: LocalKeys = Default::default();
             let mut rows = label_stmt.query([run_id])?;
             while let Some(r) = rows.next()? {
-                let kind = usize::from(r.get_ref(0)?.as_str()? == "prompt");
+                let (kind, names) = match r.get_ref(0)?.as_str()? {
+                    "prompt" => (1, &mut labels.prompts),
+                    "template" => (2, &mut labels.templates),
+                    _ => (0, &mut labels.models),
+                };
                 let idx = r.get::<_, u32>(1)? as usize;
                 let label = r.get_ref(2)?.as_str()?;
-                let names = if kind == 0 {
-                    &mut labels.models
-                } else {
-                    &mut labels.prompts
-                };
                 let key = *keys[kind].entry(label.to_owned()).or_insert_with(|| {
                     names.push(label.to_owned());
                     (names.len() - 1) as u32
@@ -807,6 +887,7 @@ impl Store {
                 }
                 local[kind][idx] = key;
             }
+            labels.untemplated |= local[2].is_empty();
             local_keys.push(local);
         }
         Ok((labels, local_keys))
@@ -822,7 +903,7 @@ impl Store {
                     c.provider || ':' || c.model, b.detail, c.id, c.attempts
              FROM bench_results b JOIN calls c ON c.id = b.judge_call_id
              WHERE b.run_id = ?1 AND b.status = ?2 AND c.status = 'ok'
-             ORDER BY b.model_index, b.prompt_index, b.repeat_index",
+             ORDER BY b.model_index, b.template_index, b.prompt_index, b.repeat_index",
         )?;
         let rows = stmt.query_map(params![run_id, Outcome::Error], |r| {
             Ok(UnusableVerdictRow {
@@ -839,8 +920,9 @@ impl Store {
         Ok(rows.collect::<rusqlite::Result<_>>()?)
     }
 
-    /// The first `limit` results of `run_ids` that did not pass, in run, model, prompt and
-    /// repeat order, each with the first `answer_bytes` bytes of its answer.
+    /// The first `limit` results of `run_ids` that did not pass, in run, model, template,
+    /// prompt and repeat order, each with the first `answer_bytes` bytes of its answer, its
+    /// template and its checks (when it has several).
     pub fn bench_failures(
         &self,
         run_ids: &[i64],
@@ -849,12 +931,12 @@ impl Store {
     ) -> Result<Vec<FailureRow>> {
         let mut stmt = self.conn.prepare(
             "SELECT b.run_id, b.model_ref, b.prompt_name, b.repeat_index, b.method, b.status, b.detail,
-                    substr(bl.content, 1, ?2), b.expected
+                    substr(bl.content, 1, ?2), b.expected, b.template_index, b.uid
              FROM bench_results b
                   LEFT JOIN calls c ON c.id = b.call_id
                   LEFT JOIN blobs bl ON bl.sha256 = c.response_sha256
              WHERE b.run_id = ?1 AND b.status != ?4
-             ORDER BY b.model_index, b.prompt_index, b.repeat_index
+             ORDER BY b.model_index, b.template_index, b.prompt_index, b.repeat_index
              LIMIT ?3",
         )?;
         let mut failures = Vec::new();
@@ -863,6 +945,7 @@ impl Store {
             if left == 0 {
                 break;
             }
+            let templates = self.bench_template_names(run_id)?;
             let mut rows = stmt.query(params![
                 run_id,
                 answer_bytes as i64,
@@ -876,6 +959,7 @@ impl Store {
                     }
                     _ => None,
                 };
+                let uid: Option<String> = r.get(10)?;
                 failures.push(FailureRow {
                     run_id: r.get(0)?,
                     model_ref: r.get(1)?,
@@ -886,15 +970,95 @@ impl Store {
                     detail: r.get(6)?,
                     expected: r.get(8)?,
                     answer,
+                    template: templates.get(r.get::<_, u32>(9)? as usize).cloned(),
+                    checks: match uid {
+                        Some(uid) => self.bench_checks_of(&uid)?,
+                        None => Vec::new(),
+                    },
                 });
             }
         }
         Ok(failures)
     }
 
-    /// Loads the results of `run_ids` as columns, ordered by run, model, prompt and repeat.
-    /// Without `with_detail` the text columns used only by the detail table are left empty,
-    /// which keeps summaries over millions of rows lean.
+    /// The check rows of the result `uid`, in the file's order (none for a result with one
+    /// check).
+    pub fn bench_checks_of(&self, uid: &str) -> Result<Vec<CheckRow>> {
+        let mut stmt = self.conn.prepare_cached(
+            "SELECT method, expected, status, score, weight, reason FROM bench_checks
+             WHERE result_uid = ?1 ORDER BY check_index",
+        )?;
+        let rows = stmt.query_map([uid], |r| {
+            Ok(CheckRow {
+                method: r.get(0)?,
+                expected: r.get(1)?,
+                outcome: r.get(2)?,
+                score: r.get(3)?,
+                weight: r.get(4)?,
+                reason: r.get(5)?,
+            })
+        })?;
+        Ok(rows.collect::<rusqlite::Result<_>>()?)
+    }
+
+    /// Every check row of `run_ids` (results with several checks), in run, model, template,
+    /// prompt, repeat and check order, with its result's key (`track export csv`).
+    pub fn bench_check_rows(&self, run_ids: &[i64]) -> Result<Vec<CheckExportRow>> {
+        let mut stmt = self.conn.prepare(
+            "SELECT b.model_ref, b.template_index, b.prompt_name, b.repeat_index, k.check_index,
+                    k.method, k.expected, k.status, k.score, k.weight, k.reason
+             FROM bench_checks k JOIN bench_results b ON b.uid = k.result_uid
+             WHERE k.run_id = ?1
+             ORDER BY b.model_index, b.template_index, b.prompt_index, b.repeat_index,
+                      k.check_index",
+        )?;
+        let mut out = Vec::new();
+        for &run_id in run_ids {
+            let templates = self.bench_template_names(run_id)?;
+            let mut rows = stmt.query([run_id])?;
+            while let Some(r) = rows.next()? {
+                out.push(CheckExportRow {
+                    run_id,
+                    model_ref: r.get(0)?,
+                    template: templates.get(r.get::<_, u32>(1)? as usize).cloned(),
+                    prompt_name: r.get(2)?,
+                    repeat_index: r.get(3)?,
+                    check_index: r.get(4)?,
+                    check: CheckRow {
+                        method: r.get(5)?,
+                        expected: r.get(6)?,
+                        outcome: r.get(7)?,
+                        score: r.get(8)?,
+                        weight: r.get(9)?,
+                        reason: r.get(10)?,
+                    },
+                });
+            }
+        }
+        Ok(out)
+    }
+
+    /// The names of run `run_id`'s templates, by index; empty when it has none.
+    pub fn bench_template_names(&self, run_id: i64) -> Result<Vec<String>> {
+        let mut stmt = self.conn.prepare_cached(
+            "SELECT idx, label FROM bench_labels WHERE run_id = ?1 AND kind = 'template'
+             ORDER BY idx",
+        )?;
+        let mut names = Vec::new();
+        let mut rows = stmt.query([run_id])?;
+        while let Some(r) = rows.next()? {
+            let idx = r.get::<_, u32>(0)? as usize;
+            if names.len() <= idx {
+                names.resize(idx + 1, String::new());
+            }
+            names[idx] = r.get(1)?;
+        }
+        Ok(names)
+    }
+
+    /// Loads the results of `run_ids` as columns, ordered by run, model, template, prompt and
+    /// repeat. Without `with_detail` the text columns used only by the detail table are left
+    /// empty, which keeps summaries over millions of rows lean.
     pub fn bench_columns(&self, run_ids: &[i64], with_detail: bool) -> Result<BenchColumns> {
         let mut cols = BenchColumns::default();
         let detail_sql = if with_detail {
@@ -905,12 +1069,13 @@ impl Store {
         let sql = format!(
             "SELECT run_id, model_index, prompt_index, repeat_index, model_ref, prompt_name, status,
                     cache_hit, latency_ms, input_tokens, output_tokens, cost_usd, paid_usd,
-                    energy_wh, energy_wh_min, energy_wh_max, {detail_sql}
+                    energy_wh, energy_wh_min, energy_wh_max, template_index, score, {detail_sql}
              FROM bench_results WHERE run_id = ?1
-             ORDER BY model_index, prompt_index, repeat_index"
+             ORDER BY model_index, template_index, prompt_index, repeat_index"
         );
         let mut stmt = self.conn.prepare(&sql)?;
-        for run_id in run_ids {
+        for &run_id in run_ids {
+            let templates = self.bench_template_names(run_id)?;
             let mut rows = stmt.query([run_id])?;
             while let Some(r) = rows.next()? {
                 cols.run_id.push(r.get(0)?);
@@ -931,15 +1096,20 @@ impl Store {
                 cols.energy_wh.push(r.get(13)?);
                 cols.energy_wh_min.push(r.get(14)?);
                 cols.energy_wh_max.push(r.get(15)?);
+                let template: u32 = r.get(16)?;
+                cols.template_index.push(template);
+                cols.template
+                    .push(templates.get(template as usize).cloned());
+                cols.score.push(r.get(17)?);
                 if with_detail {
-                    cols.method.push(r.get(16)?);
-                    cols.detail.push(r.get(17)?);
-                    cols.model_id.push(r.get(18)?);
-                    cols.provider.push(r.get(19)?);
-                    cols.tokens_estimated.push(r.get(20)?);
-                    cols.energy_method.push(r.get(21)?);
-                    cols.judge_score.push(r.get(22)?);
-                    cols.judge_cost_usd.push(r.get(23)?);
+                    cols.method.push(r.get(18)?);
+                    cols.detail.push(r.get(19)?);
+                    cols.model_id.push(r.get(20)?);
+                    cols.provider.push(r.get(21)?);
+                    cols.tokens_estimated.push(r.get(22)?);
+                    cols.energy_method.push(r.get(23)?);
+                    cols.judge_score.push(r.get(24)?);
+                    cols.judge_cost_usd.push(r.get(25)?);
                 }
             }
         }

@@ -631,6 +631,11 @@ fn drop_superseded_rows(tx: &Connection) -> rusqlite::Result<()> {
              (SELECT id FROM main.reviews WHERE uid IN ({}));",
         of("reviews")
     ))?;
+    // A result's checks are keyed by its uid.
+    tx.execute_batch(&format!(
+        "DELETE FROM main.bench_checks WHERE result_uid IN ({});",
+        of("bench_results")
+    ))?;
     for table in ROW_TABLES {
         tx.execute_batch(&format!(
             "DELETE FROM main.{table} WHERE uid IN ({});",
@@ -653,6 +658,13 @@ fn copy_rows(tx: &Connection) -> rusqlite::Result<()> {
     tx.execute_batch(&copy_sql(
         tx,
         "bench_labels",
+        std::slice::from_ref(&run),
+        of_runs,
+    )?)?;
+    // Each check of a result that has several, by the result's uid and its index.
+    tx.execute_batch(&copy_sql(
+        tx,
+        "bench_checks",
         std::slice::from_ref(&run),
         of_runs,
     )?)?;

@@ -30,8 +30,8 @@ pub use batches::{
     BatchCountsRow, BatchKeyRow, BatchPoll, BatchRow, BatchState, KeyOutcome, NewBatch,
 };
 pub use bench::{
-    BenchColumns, BenchResultRow, CheckRow, FailureRow, Labels, MeasureRow, Outcome,
-    UnusableVerdictRow,
+    BenchColumns, BenchResultRow, CheckExportRow, CheckRow, FailureRow, Labels, MeasureRow,
+    NO_TEMPLATE, Outcome, UnusableVerdictRow,
 };
 pub use calls::{NewCall, StoredCall};
 pub use claims::Claim;

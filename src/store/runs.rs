@@ -322,6 +322,25 @@ impl Store {
     }
 
     /// Marks a run as ended with `status`.
+    /// The options JSON of each run of `run_ids` that has one (`runs.options_json`, from the
+    /// kind's `RunHeader.options`), by run id.
+    pub fn runs_options_json(
+        &self,
+        run_ids: &[i64],
+    ) -> Result<std::collections::HashMap<i64, String>> {
+        let mut stmt = self
+            .conn
+            .prepare_cached("SELECT options_json FROM runs WHERE id = ?1")?;
+        let mut options = std::collections::HashMap::new();
+        for &id in run_ids {
+            let json: Option<Option<String>> = stmt.query_row([id], |r| r.get(0)).optional()?;
+            if let Some(Some(json)) = json {
+                options.insert(id, json);
+            }
+        }
+        Ok(options)
+    }
+
     pub fn finish_run(&self, run_id: i64, status: RunStatus) -> Result<()> {
         self.conn.execute(
             "UPDATE runs SET status = ?2, finished_at = ?3 WHERE id = ?1",

@@ -175,7 +175,8 @@ fn a_benchmark_diff_finds_exactly_the_changed_answers() {
         .output()
         .unwrap();
     assert!(
-        text(&csv.stdout).starts_with("model,prompt,repeat,change,only_in,base_status,new_status,"),
+        text(&csv.stdout)
+            .starts_with("model,template,prompt,repeat,change,only_in,base_status,new_status,"),
         "{}",
         text(&csv.stdout)
     );

@@ -11,6 +11,7 @@ mod batch_run;
 mod batch_shared;
 mod bench_inputs;
 mod bench_run;
+mod bench_templates;
 mod budget;
 mod cases;
 mod diff;

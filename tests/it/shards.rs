@@ -455,6 +455,53 @@ fn merging_is_idempotent_and_order_independent() {
     assert_eq!(content(&s.path("d.db")), first, "a merge of a merge");
 }
 
+/// Gives every result of database `db` two check rows (as a benchmark with several checks per
+/// case writes them), the second failed; returns how many it wrote.
+fn add_check_rows(db: &Path) -> i64 {
+    let conn = rusqlite::Connection::open(db).unwrap();
+    conn.execute_batch(
+        "INSERT INTO bench_checks (result_uid, check_index, run_id, method, expected, status,
+             score, weight, reason)
+         SELECT uid, 0, run_id, 'contains', '4', 'passed', NULL, 1, NULL FROM bench_results;
+         INSERT INTO bench_checks (result_uid, check_index, run_id, method, expected, status,
+             score, weight, reason)
+         SELECT uid, 1, run_id, 'not-contains', 'sorry', 'failed', NULL, 1, 'said sorry'
+         FROM bench_results;",
+    )
+    .unwrap();
+    conn.query_row("SELECT count(*) FROM bench_checks", [], |r| r.get(0))
+        .unwrap()
+}
+
+#[test]
+fn merged_shards_keep_every_check_row_once_with_its_run() {
+    let s = bench_shards(2);
+    let files = shard_files(2);
+    let written: i64 = files.iter().map(|f| add_check_rows(&s.path(f))).sum();
+    assert!(written > 0);
+    for _ in 0..2 {
+        // Merging again adds nothing.
+        let out = merge(&s, "merged.db", &files, &[]);
+        assert!(out.status.success(), "{}", text(&out.stderr));
+        let conn = rusqlite::Connection::open(s.path("merged.db")).unwrap();
+        let count = |sql: &str| -> i64 { conn.query_row(sql, [], |r| r.get(0)).unwrap() };
+        assert_eq!(count("SELECT count(*) FROM bench_checks"), written);
+        assert_eq!(
+            count(
+                "SELECT count(*) FROM bench_checks k JOIN bench_results b
+                 ON b.uid = k.result_uid AND b.run_id = k.run_id
+                 JOIN runs r ON r.id = k.run_id WHERE r.merged_into IS NULL"
+            ),
+            written,
+            "every check belongs to its result, in the merged run"
+        );
+        assert_eq!(
+            count("SELECT count(*) FROM bench_checks WHERE status = 'failed'"),
+            written / 2
+        );
+    }
+}
+
 /// The bytes of `path`, or `None` when it does not exist.
 fn bytes(path: &Path) -> Option<Vec<u8>> {
     std::fs::read(path).ok()

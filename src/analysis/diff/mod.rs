@@ -105,6 +105,9 @@ pub struct RunDiff {
     pub items: DataFrame,
     /// One sentence per significant regression, naming it and its figures.
     pub significant: Vec<String>,
+    /// The two parts of one run compared instead of two runs (`base_run` = `new_run`): the
+    /// benchmark templates of `track diff RUN --templates BASE NEW`.
+    pub templates: Option<(String, String)>,
 }
 
 /// What one kind's comparison returns; [`RunDiff`] adds the runs and kind.
@@ -177,6 +180,41 @@ impl RunDiff {
             summary: diff.summary,
             items: diff.items,
             significant: diff.significant,
+            templates: None,
+        }
+    }
+
+    /// Two templates of run `run`, `base` and `new`, compared by the benchmark diff.
+    pub fn of_templates(
+        run: i64,
+        (base, new): (&str, &str),
+        layout: &'static Layout,
+        diff: KindDiff,
+    ) -> Self {
+        Self {
+            templates: Some((base.to_owned(), new.to_owned())),
+            ..Self::new(run, run, ExperimentKind::Bench, layout, diff)
+        }
+    }
+
+    /// The words for the two sides: `run 3` and `run 5`, or `template terse` and `template
+    /// steps`.
+    pub fn sides(&self) -> (String, String) {
+        match &self.templates {
+            Some((base, new)) => (format!("template {base}"), format!("template {new}")),
+            None => (
+                format!("run {}", self.base_run),
+                format!("run {}", self.new_run),
+            ),
+        }
+    }
+
+    /// The arguments of `track diff` that make this diff: `3 5`, or `3 --templates terse
+    /// steps`.
+    pub fn command_args(&self) -> String {
+        match &self.templates {
+            Some((base, new)) => format!("{} --templates {base} {new}", self.base_run),
+            None => format!("{} {}", self.base_run, self.new_run),
         }
     }
 
@@ -185,22 +223,39 @@ impl RunDiff {
     pub fn headline(&self) -> String {
         let c = &self.counts;
         let changes = (self.layout.changes)(c);
+        let (base, new) = self.sides();
+        let compared = match &self.templates {
+            Some(_) => format!("run {}, {base} → {new}", self.base_run),
+            None => format!("{base} → {new}"),
+        };
         format!(
-            "run {} → run {} ({}): {} shared, {changes}; {} only in run {}, {} only in run {}",
-            self.base_run,
-            self.new_run,
+            "{compared} ({}): {} shared, {changes}; {} only in {base}, {} only in {new}",
             self.kind.noun(),
             plural(c.shared, self.layout.item_noun),
             c.only_in_base,
-            self.base_run,
             c.only_in_new,
-            self.new_run,
         )
     }
 
     /// Whether any paired regression is significant (what `--fail-on-regression` checks).
     pub fn has_significant_regression(&self) -> bool {
         self.counts.significant_regressions > 0
+    }
+
+    /// The key columns of the items that hold something: a key with no value in any item
+    /// (the template of benchmarks without templates, or of two templates compared) is left
+    /// out of the tables.
+    fn keys_shown(&self) -> Vec<&'static str> {
+        self.layout
+            .keys
+            .iter()
+            .copied()
+            .filter(|key| {
+                self.items
+                    .column(key)
+                    .map_or(true, |c| c.is_empty() || c.null_count() < c.len())
+            })
+            .collect()
     }
 
     /// The shared items that changed, most serious first (regressions, new errors, fixes,
@@ -213,7 +268,13 @@ impl RunDiff {
                 .then(lit(position as u32))
                 .otherwise(rank);
         }
-        let columns: Vec<Expr> = layout.change_columns.iter().map(|c| col(*c)).collect();
+        let shown = self.keys_shown();
+        let columns: Vec<Expr> = layout
+            .change_columns
+            .iter()
+            .filter(|c| !layout.keys.contains(c) || shown.contains(c))
+            .map(|c| col(*c))
+            .collect();
         self.items
             .clone()
             .lazy()
@@ -233,7 +294,7 @@ impl RunDiff {
 
     /// The items found in one run only: their keys and `only_in`.
     pub fn unpaired(&self) -> PolarsResult<DataFrame> {
-        let mut columns: Vec<Expr> = self.layout.keys.iter().map(|c| col(*c)).collect();
+        let mut columns: Vec<Expr> = self.keys_shown().into_iter().map(col).collect();
         columns.push(col(ONLY_IN));
         self.items
             .clone()
