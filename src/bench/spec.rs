@@ -521,14 +521,7 @@ fn prompt_test(
     };
     // The seed's one check: `method` with `output` (or `expected`), and a judge's fields.
     let mut seed = Map::new();
-    for key in [
-        "method",
-        "output",
-        "expected",
-        "rubric",
-        "threshold",
-        "judge",
-    ] {
+    for key in crate::checks::INLINE_KEYS {
         if let Some(value) = fields.remove(key).filter(|v| !v.is_null()) {
             if matches!(value, Value::Array(_) | Value::Object(_)) {
                 return Err(ItemError {

@@ -19,7 +19,7 @@ pub use check::{CallFacts, Check, CheckOutcome, CheckStatus, Evaluation, JudgeCh
 pub use method::{METHODS, Method, method_names};
 pub use pass::{CaseOutcome, PassRule, combine};
 pub use script::{ScriptCheck, ScriptInput, ScriptJob, run_script, run_scripts};
-pub use spec::{CHECK_KEYS, CheckSpec, ParseContext};
+pub use spec::{CHECK_KEYS, CheckSpec, INLINE_KEYS, ParseContext};
 
 use serde_json::Value;
 
