@@ -176,7 +176,36 @@ fn a_name_no_case_has_and_a_case_without_checks_are_refused_before_any_call() {
     assert_eq!(out.status.code(), Some(2));
     let stderr = text(&out.stderr);
     assert!(stderr.contains("case `q1`: it has no check"), "{stderr}");
+    // Two rows with one id: both named.
+    let mut rows = math_rows(3);
+    rows.push(rows[1].clone());
+    s.write("math.yaml", &math_yaml(cases_file(&s, &rows), EXACT));
+    let out = s.track().args(["run", "math.yaml"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = text(&out.stderr);
+    assert!(
+        stderr.contains("`q2`")
+            && stderr.contains("data/math.jsonl:2")
+            && stderr.contains("data/math.jsonl:4"),
+        "{stderr}"
+    );
     assert_eq!(s.mock.request_count(), 0);
+    // A column nothing uses is a warning, and the run goes on.
+    let rows: Vec<String> = math_rows(2)
+        .iter()
+        .map(|r| r.replace("\"qid\"", "\"note\": \"x\", \"qid\""))
+        .collect();
+    answer_math(&s, 2);
+    s.write("math.yaml", &math_yaml(cases_file(&s, &rows), EXACT));
+    let out = s.track().args(["run", "math.yaml"]).output().unwrap();
+    let stderr = text(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(
+        stderr.contains(
+            "warning: data/math.jsonl: column `note` is used by no template and no check"
+        ),
+        "{stderr}"
+    );
 }
 
 #[test]
