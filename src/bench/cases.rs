@@ -367,6 +367,13 @@ pub fn build_tests(cases: Vec<CaseInput>, shared: &Shared<'_>) -> Result<Vec<Pro
                     .into(),
             ));
         }
+        if prepared.iter().filter(|c| c.judge().is_some()).count() > 1 {
+            return Err(at(
+                "it has more than one `judge` check; a case has one judge (put every \
+                 criterion in its rubric)"
+                    .into(),
+            ));
+        }
         tests.push(PromptTest {
             name: id,
             requests,
@@ -595,6 +602,12 @@ pass: {threshold: 0.6}
         assert!(e.contains("has no check: add `checks:`"), "{e}");
         let e = parse(&FILE.replace("cases:", "prompts: []\ncases:")).unwrap_err();
         assert!(e.contains("both `prompts:`"), "{e}");
+        let two_judges = FILE.replace(
+            "pass: {threshold: 0.6}",
+            "  - {method: judge, rubric: a, judge: openai:gpt-4o}\n  - {method: judge, rubric: b, judge: openai:gpt-4o}\n",
+        );
+        let e = parse(&two_judges).unwrap_err();
+        assert!(e.contains("more than one `judge` check"), "{e}");
         let e = parse(&FILE.replace("pass: {threshold: 0.6}", "pass: {threshold: 6}")).unwrap_err();
         assert!(e.contains("must be a score above 0 and at most 1"), "{e}");
     }

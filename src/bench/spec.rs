@@ -576,6 +576,13 @@ fn prompt_test(
                 .map_err(|e| format!("{label}: {e}"))?,
         );
     }
+    if checks.iter().filter(|c| c.judge().is_some()).count() > 1 {
+        return Err(format!(
+            "{label} has more than one `judge` check; a test has one judge (put every \
+             criterion in its rubric)"
+        )
+        .into());
+    }
     let params = take_params(&label, &mut fields, defaults)?;
     Ok(PromptTest {
         name,
