@@ -20,6 +20,8 @@ pub struct PromptTemplate {
     pub name: String,
     /// The system prompt, if any (a `system` message of a message list lands here too).
     pub system: Option<Template>,
+    /// The system prompt's text when it names nothing: one text every case's calls share.
+    pub shared_system: Option<Arc<str>>,
     /// The messages, in order: the last is the user's turn the model answers.
     pub messages: Vec<(Role, Template)>,
     /// The sha256 of what it renders from (its system and messages as written, file texts
@@ -157,6 +159,7 @@ fn parse_template(index: usize, item: Value, base: &Path) -> Result<PromptTempla
     );
     Ok(PromptTemplate {
         name,
+        shared_system: None,
         system,
         messages,
         sha256,
@@ -395,17 +398,26 @@ fn request_of_messages(messages: Vec<Message>) -> TestRequest {
             .map(Message::text)
             .collect::<Vec<_>>()
             .join("\n")
+            .into()
     });
-    TestRequest { system, messages }
+    TestRequest {
+        system,
+        messages: messages.into(),
+    }
 }
 
-/// `template` rendered for one case's `values`.
+/// `template` rendered for one case's `values`; a system prompt that names nothing is the
+/// template's one shared text.
 fn render(template: &PromptTemplate, values: &Values) -> Result<TestRequest, String> {
     let fill = |t: &Template| {
         t.render(values)
             .map_err(|e| format!("template `{}`: {e}", template.name))
     };
-    let system = template.system.as_ref().map(fill).transpose()?;
+    let system = match (&template.shared_system, &template.system) {
+        (Some(shared), _) => Some(shared.clone()),
+        (None, Some(system)) => Some(fill(system)?.into()),
+        (None, None) => None,
+    };
     let messages = template
         .messages
         .iter()
@@ -416,7 +428,10 @@ fn render(template: &PromptTemplate, values: &Values) -> Result<TestRequest, Str
             })
         })
         .collect::<Result<Vec<_>, String>>()?;
-    Ok(TestRequest { system, messages })
+    Ok(TestRequest {
+        system,
+        messages: messages.into(),
+    })
 }
 
 /// The columns no template and no check uses (but the id column, `messages` and `checks`),

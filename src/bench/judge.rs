@@ -21,7 +21,7 @@ pub fn judge_request(judge_model: &str, prompt: String) -> ChatRequest {
         model: judge_model.to_owned(),
         schema: None,
         system: None,
-        messages: vec![Message::user(prompt)],
+        messages: vec![Message::user(prompt)].into(),
         params: SamplingParams {
             temperature: Some(0.0),
             max_tokens: Some(JUDGE_MAX_TOKENS),

@@ -103,8 +103,9 @@ pub struct PromptTest {
 /// What a test sends: a system prompt and messages.
 #[derive(Debug, Clone, PartialEq)]
 pub struct TestRequest {
-    pub system: Option<String>,
-    pub messages: Vec<crate::llm::Message>,
+    /// Shared with every call that sends it (models, repeats).
+    pub system: Option<Arc<str>>,
+    pub messages: Arc<[crate::llm::Message]>,
 }
 
 impl TestRequest {
@@ -364,11 +365,17 @@ impl BenchSpec {
             (None, Some(cases)) => {
                 templates = super::cases::parse_templates(raw.templates.unwrap_or_default(), &base)
                     .map_err(|(i, e)| invalid(line(&[Step::Key("templates"), Step::Item(i)]), e))?;
-                if let Some(system) = &raw.system {
-                    for t in &mut templates {
+                for t in &mut templates {
+                    if let Some(system) = &raw.system {
                         t.system
                             .get_or_insert_with(|| crate::cases::Template::parse(system));
                     }
+                    t.shared_system = t
+                        .system
+                        .as_ref()
+                        .filter(|s| s.is_literal())
+                        .and_then(|s| s.render(&crate::cases::Values::new()).ok())
+                        .map(Arc::from);
                 }
                 let loaded = load_cases(path, text, &base, cases, options)?;
                 // Every name a template or a check uses must be a column.
@@ -587,8 +594,8 @@ fn prompt_test(
     Ok(PromptTest {
         name,
         requests: vec![TestRequest {
-            system: own_system.or_else(|| system.clone()),
-            messages: vec![crate::llm::Message::user(prompt)],
+            system: own_system.or_else(|| system.clone()).map(Into::into),
+            messages: vec![crate::llm::Message::user(prompt)].into(),
         }],
         checks,
         params,
@@ -652,7 +659,7 @@ fn load_case_files(
     base: &Path,
     options: &crate::cases::LoadOptions,
 ) -> Result<LoadedCases, String> {
-    let loaded = crate::cases::load(spec, base, options).map_err(|e| e.to_string())?;
+    let mut loaded = crate::cases::load(spec, base, options).map_err(|e| e.to_string())?;
     let summary = loaded.summary();
     let inputs = loaded
         .sources
@@ -669,18 +676,18 @@ fn load_case_files(
         })
         .collect();
     let from = loaded.from.join(", ");
-    let cases = loaded
-        .cases
-        .iter()
+    // The cases are moved, not copied: a dataset's values are most of what a run holds.
+    let taken = std::mem::take(&mut loaded.cases);
+    let cases = taken
+        .into_iter()
         .map(|case| super::cases::CaseInput {
-            id: case.id.clone(),
-            values: case.values.clone(),
+            origin: loaded.place(case.origin),
+            id: case.id,
+            values: case.values,
             messages: case
                 .messages
-                .clone()
                 .map(|m| m.into_iter().map(crate::llm::Message::from).collect()),
-            checks: case.checks.clone(),
-            origin: loaded.place(case.origin),
+            checks: case.checks,
         })
         .collect();
     Ok(LoadedCases {

@@ -333,7 +333,7 @@ mod tests {
             ChatRequest {
                 model: target.spec.model.clone(),
                 system: Some("be brief".into()),
-                messages: vec![Message::user("what is 2 + 2?")],
+                messages: vec![Message::user("what is 2 + 2?")].into(),
                 params: SamplingParams {
                     max_tokens: Some(100),
                     ..SamplingParams::default()

@@ -183,7 +183,7 @@ pub fn body(request: &ChatRequest) -> Value {
     );
     body.insert("messages".into(), Value::Array(messages));
     if let Some(system) = &request.system {
-        body.insert("system".into(), json!(system));
+        body.insert("system".into(), json!(&**system));
     }
     if let Some(t) = request.params.temperature {
         body.insert("temperature".into(), json!(t));
@@ -285,7 +285,7 @@ mod tests {
             model: "claude-3-5-haiku-20241022".into(),
             schema: None,
             system: Some("be brief".into()),
-            messages: vec![Message::user("hi")],
+            messages: vec![Message::user("hi")].into(),
             params: SamplingParams::default(),
         }
     }
@@ -407,7 +407,7 @@ mod tests {
     #[test]
     fn body_always_has_max_tokens_and_top_level_system() {
         let mut r = request();
-        r.messages[0]
+        std::sync::Arc::get_mut(&mut r.messages).unwrap()[0]
             .parts
             .push(Part::Image(Image::new("image/png", vec![1, 2, 3])));
         let b = body(&r);

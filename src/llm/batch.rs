@@ -976,7 +976,7 @@ mod tests {
         ChatRequest {
             model: model.into(),
             system: None,
-            messages: vec![Message::user(text)],
+            messages: vec![Message::user(text)].into(),
             params: SamplingParams {
                 max_tokens: Some(5),
                 ..Default::default()

@@ -187,7 +187,7 @@ mod tests {
             model: "gpt-4o".into(),
             schema: None,
             system: None,
-            messages: vec![Message::user(text)],
+            messages: vec![Message::user(text)].into(),
             params: SamplingParams {
                 temperature: Some(0.0),
                 ..Default::default()
@@ -216,7 +216,7 @@ mod tests {
             max_tokens: Some(10),
             seed: Some(7),
         };
-        r.messages[0]
+        std::sync::Arc::get_mut(&mut r.messages).unwrap()[0]
             .parts
             .push(Part::Image(Image::new("image/png", vec![1])));
         let json = CanonicalRequest::json("p", "u", &r, 2);
@@ -259,7 +259,7 @@ mod tests {
     #[test]
     fn images_enter_by_their_hash() {
         let mut with_image = request("what is this?");
-        with_image.messages[0]
+        std::sync::Arc::get_mut(&mut with_image.messages).unwrap()[0]
             .parts
             .push(Part::Image(Image::new("image/png", vec![1, 2, 3])));
         let json = CanonicalRequest::json("openai", "u", &with_image, 0);

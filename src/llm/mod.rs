@@ -196,9 +196,11 @@ pub struct SamplingParams {
 pub struct ChatRequest {
     /// The model id sent to the provider.
     pub model: String,
-    /// An optional system prompt (sent the way each wire format wants it).
-    pub system: Option<String>,
-    pub messages: Vec<Message>,
+    /// An optional system prompt (sent the way each wire format wants it). Shared: a
+    /// benchmark's calls of one template share its text.
+    pub system: Option<Arc<str>>,
+    /// The conversation; shared by the calls that send it to several models or repeat it.
+    pub messages: Arc<[Message]>,
     pub params: SamplingParams,
     /// The JSON shape the answer must take (structured output), sent the way each wire format
     /// wants it; part of the cache key.

@@ -46,7 +46,7 @@ pub(crate) async fn chat(
 pub(crate) fn body(request: &ChatRequest) -> Value {
     let mut messages = Vec::new();
     if let Some(system) = &request.system {
-        messages.push(json!({"role": "system", "content": system}));
+        messages.push(json!({"role": "system", "content": &**system}));
     }
     let last = request.messages.len().saturating_sub(1);
     for (i, m) in request.messages.iter().enumerate() {
@@ -201,7 +201,7 @@ mod tests {
             model: "qwen2.5-coder:7b".into(),
             schema: None,
             system: None,
-            messages: vec![Message::user("hi")],
+            messages: vec![Message::user("hi")].into(),
             params: SamplingParams {
                 max_tokens: Some(10),
                 ..Default::default()
@@ -238,7 +238,7 @@ mod tests {
     #[test]
     fn body_streams_by_default_with_options_and_images() {
         let mut r = request();
-        r.messages[0]
+        std::sync::Arc::get_mut(&mut r.messages).unwrap()[0]
             .parts
             .push(Part::Image(Image::new("image/png", vec![1, 2, 3])));
         let b = body(&r);

@@ -117,9 +117,9 @@ pub(crate) fn headers(endpoint: &Endpoint) -> Result<HeaderMap, ProviderError> {
 pub fn body(request: &ChatRequest, kind: ProviderKind) -> Value {
     let mut messages = Vec::new();
     if let Some(system) = &request.system {
-        messages.push(json!({"role": "system", "content": system}));
+        messages.push(json!({"role": "system", "content": &**system}));
     }
-    for m in &request.messages {
+    for m in request.messages.iter() {
         let only_text = m.parts.iter().all(|p| matches!(p, Part::Text(_)));
         let content = if only_text {
             Value::String(m.text())
@@ -260,7 +260,7 @@ mod tests {
             model: "gpt-4o".into(),
             schema: None,
             system: Some("be brief".into()),
-            messages: vec![Message::user("2+2?")],
+            messages: vec![Message::user("2+2?")].into(),
             params: SamplingParams {
                 temperature: Some(0.0),
                 max_tokens: Some(5),
@@ -286,7 +286,7 @@ mod tests {
     #[test]
     fn images_become_data_urls() {
         let mut r = request();
-        r.messages[0]
+        std::sync::Arc::get_mut(&mut r.messages).unwrap()[0]
             .parts
             .push(Part::Image(Image::new("image/png", vec![1, 2, 3])));
         let b = body(&r, ProviderKind::Openai);

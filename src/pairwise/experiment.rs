@@ -174,8 +174,12 @@ impl PairwiseExperiment {
                 let request = ChatRequest {
                     model: model.spec.model.clone(),
                     schema: None,
-                    system: own.system.clone().or_else(|| task.system.clone()),
-                    messages: vec![Message::user(task.text.clone())],
+                    system: own
+                        .system
+                        .clone()
+                        .or_else(|| task.system.clone())
+                        .map(Into::into),
+                    messages: vec![Message::user(task.text.clone())].into(),
                     params,
                 };
                 calls.push(PlannedCall {

@@ -40,7 +40,7 @@ pub fn request(model: &str, prompt: String, max_tokens: u32) -> ChatRequest {
         model: model.to_owned(),
         schema: None,
         system: None,
-        messages: vec![Message::user(prompt)],
+        messages: vec![Message::user(prompt)].into(),
         params: SamplingParams {
             temperature: Some(0.0),
             max_tokens: Some(max_tokens),

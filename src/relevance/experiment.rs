@@ -454,7 +454,8 @@ impl CompareExperiment {
                     messages: vec![Message {
                         role: Role::User,
                         parts: vec![Part::Text(text), Part::Image(item.image.clone())],
-                    }],
+                    }]
+                    .into(),
                     params: self.plan.params.clone(),
                 };
                 for trial in 0..self.repeats() {

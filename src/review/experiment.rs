@@ -187,7 +187,7 @@ impl DatasheetExperiment {
             model: target.spec.model.clone(),
             schema: None,
             system: None,
-            messages: vec![Message::user(text)],
+            messages: vec![Message::user(text)].into(),
             params: params.clone(),
         };
         match schema {

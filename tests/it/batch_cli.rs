@@ -220,7 +220,7 @@ mod recorded {
                 let request = ChatRequest {
                     model: model.into(),
                     system: None,
-                    messages: vec![Message::user(&text)],
+                    messages: vec![Message::user(&text)].into(),
                     params: SamplingParams {
                         max_tokens: Some(20),
                         ..SamplingParams::default()

@@ -57,7 +57,7 @@ fn request(model: &str, text: &str) -> ChatRequest {
     ChatRequest {
         model: model.into(),
         system: Some("be brief".into()),
-        messages: vec![Message::user(text)],
+        messages: vec![Message::user(text)].into(),
         params: SamplingParams {
             max_tokens: Some(40),
             ..SamplingParams::default()

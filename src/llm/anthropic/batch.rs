@@ -364,7 +364,7 @@ mod tests {
         ChatRequest {
             model: "claude-3-5-haiku-20241022".into(),
             system: None,
-            messages: vec![Message::user("hi")],
+            messages: vec![Message::user("hi")].into(),
             params: SamplingParams::default(),
             schema: None,
         }

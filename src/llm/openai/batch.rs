@@ -506,7 +506,7 @@ mod tests {
         ChatRequest {
             model: "gpt-4o-mini".into(),
             system: None,
-            messages: vec![Message::user("2+2?")],
+            messages: vec![Message::user("2+2?")].into(),
             params: SamplingParams::default(),
             schema: None,
         }
