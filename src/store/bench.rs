@@ -1038,6 +1038,20 @@ impl Store {
         Ok(out)
     }
 
+    /// Whether any run of `run_ids` has prompt templates (labels of kind `template`): without
+    /// any, the summaries read no template column.
+    pub fn bench_has_templates(&self, run_ids: &[i64]) -> Result<bool> {
+        let mut stmt = self.conn.prepare_cached(
+            "SELECT EXISTS (SELECT 1 FROM bench_labels WHERE run_id = ?1 AND kind = 'template')",
+        )?;
+        for &run_id in run_ids {
+            if stmt.query_row([run_id], |r| r.get::<_, bool>(0))? {
+                return Ok(true);
+            }
+        }
+        Ok(false)
+    }
+
     /// The names of run `run_id`'s templates, by index; empty when it has none.
     pub fn bench_template_names(&self, run_id: i64) -> Result<Vec<String>> {
         let mut stmt = self.conn.prepare_cached(
