@@ -60,7 +60,7 @@ pub fn unknown_key(key: &str, valid: &[&str]) -> String {
 
 /// The key of `valid` closest to `typed` when it is a slip: within one edit in three letters
 /// (at least one; Damerau-Levenshtein, case ignored), the first of equals in `valid`'s order.
-fn closest<'a>(typed: &str, valid: &[&'a str]) -> Option<&'a str> {
+pub fn closest<'a>(typed: &str, valid: &[&'a str]) -> Option<&'a str> {
     let typed = typed.to_ascii_lowercase();
     let limit = (typed.chars().count() / 3).max(1);
     valid

@@ -7,10 +7,11 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use serde_json::{Map, Value};
+use serde_json::Value;
 
-use super::spec::{PromptTest, TestCheck, TestRequest};
+use super::spec::{PromptTest, TestRequest};
 use crate::cases::{Template, Values};
+use crate::checks::{CheckSpec, ParseContext};
 use crate::llm::{Message, Part, Role, SamplingParams};
 
 /// A prompt template: a name and the messages it renders for a case.
@@ -314,11 +315,11 @@ pub fn case_messages(values: &Values) -> Result<Option<Vec<Message>>, String> {
 /// What every test of a data-driven benchmark shares.
 pub struct Shared<'a> {
     pub templates: &'a [PromptTemplate],
-    /// The benchmark's checks, for every case (raw: each case renders them).
-    pub checks: &'a [Value],
+    /// The benchmark's checks, for every case (each case renders them).
+    pub checks: &'a [CheckSpec],
     pub params: &'a SamplingParams,
-    pub default_judge: Option<&'a str>,
-    pub base: &'a Path,
+    /// How a case's own checks are read.
+    pub context: ParseContext<'a>,
 }
 
 /// The tests of `cases`: one per case, with one request per template (or the case's own
@@ -349,17 +350,27 @@ pub fn build_tests(cases: Vec<CaseInput>, shared: &Shared<'_>) -> Result<Vec<Pro
                 .map(|t| render(t, &values).map_err(&at))
                 .collect::<Result<Vec<_>, _>>()?
         };
-        let mut prepared = Vec::new();
-        for spec in shared.checks.iter().chain(&checks) {
-            prepared.push(
-                super::spec::check_of_value(spec, &values, shared.default_judge, shared.base)
-                    .map_err(&at)?,
-            );
+        let mut prepared = Vec::with_capacity(shared.checks.len() + checks.len());
+        for spec in shared.checks {
+            prepared.push(spec.prepare(&values).map_err(&at)?);
+        }
+        for (i, check) in checks.iter().enumerate() {
+            let check = CheckSpec::parse(check, &shared.context)
+                .and_then(|spec| spec.prepare(&values))
+                .map_err(|e| at(format!("its check {}: {e}", i + 1)))?;
+            prepared.push(check);
         }
         if prepared.is_empty() {
             return Err(at(
                 "it has no check: add `checks:` to the benchmark (for every case) or a \
                  `checks` column or entry to the case"
+                    .into(),
+            ));
+        }
+        if prepared.iter().filter(|c| c.judge().is_some()).count() > 1 {
+            return Err(at(
+                "it has more than one `judge` check; a case has one judge (put every \
+                 criterion in its rubric)"
                     .into(),
             ));
         }
@@ -413,7 +424,7 @@ fn render(template: &PromptTemplate, values: &Values) -> Result<TestRequest, Str
 pub fn unused_columns(
     columns: &[String],
     templates: &[PromptTemplate],
-    checks: &[Value],
+    checks: &[CheckSpec],
     id_column: Option<&str>,
 ) -> Vec<String> {
     let mut used: Vec<String> = Vec::new();
@@ -423,13 +434,8 @@ pub fn unused_columns(
         }
     }
     for check in checks {
-        for text in check_texts(check) {
-            used.extend(
-                Template::parse(&text)
-                    .columns(columns)
-                    .into_iter()
-                    .map(str::to_owned),
-            );
+        for template in check.templates() {
+            used.extend(template.columns(columns).into_iter().map(str::to_owned));
         }
     }
     columns
@@ -443,29 +449,11 @@ pub fn unused_columns(
         .collect()
 }
 
-/// The texts of a check that may name columns: its value (a text or a list of them).
-pub fn check_texts(check: &Value) -> Vec<String> {
-    let Some(fields) = check.as_object() else {
-        return Vec::new();
-    };
-    let mut texts = Vec::new();
-    for key in ["value", "expected", "output", "rubric"] {
-        match fields.get(key) {
-            Some(Value::String(s)) => texts.push(s.clone()),
-            Some(Value::Array(list)) => {
-                texts.extend(list.iter().filter_map(Value::as_str).map(str::to_owned));
-            }
-            _ => {}
-        }
-    }
-    texts
-}
-
 /// The names a template or check uses that no column has: `(who, name)`.
 pub fn unknown_names(
     columns: &[String],
     templates: &[PromptTemplate],
-    checks: &[Value],
+    checks: &[CheckSpec],
 ) -> Vec<(String, String)> {
     let mut unknown = Vec::new();
     for t in templates {
@@ -476,8 +464,8 @@ pub fn unknown_names(
         }
     }
     for (i, check) in checks.iter().enumerate() {
-        for text in check_texts(check) {
-            for name in Template::parse(&text).unknown_names(columns) {
+        for template in check.templates() {
+            for name in template.unknown_names(columns) {
                 unknown.push((format!("check {}", i + 1), name.to_owned()));
             }
         }
@@ -485,26 +473,10 @@ pub fn unknown_names(
     unknown
 }
 
-/// `Map` of a YAML mapping's fields, for callers holding a `Value`.
-pub fn as_fields(value: Value) -> Option<Map<String, Value>> {
-    match value {
-        Value::Object(map) => Some(map),
-        _ => None,
-    }
-}
-
-/// A test's check as written inline (`method`, `output`): the seed's form as one check.
-pub fn seed_check(method: super::methods::TestMethod, expected: String) -> TestCheck {
-    TestCheck {
-        method,
-        expected,
-        weight: 1.0,
-    }
-}
-
 #[cfg(test)]
 mod tests {
-    use super::super::spec::{BenchSpec, PassRule};
+    use super::super::spec::BenchSpec;
+    use crate::checks::PassRule;
     use std::path::Path;
 
     const FILE: &str = r#"
@@ -569,11 +541,11 @@ pass: {threshold: 0.6}
             ]
         );
         assert_eq!(q1.checks.len(), 2);
-        assert_eq!(q1.checks[0].expected, "42");
+        assert_eq!(q1.checks[0].expected.as_deref(), Some("42"));
         assert_eq!(q1.checks[1].weight, 2.0);
         // A case's own checks come after the benchmark's.
         assert_eq!(spec.prompts[1].checks.len(), 3);
-        assert_eq!(spec.prompts[1].checks[2].expected, "nine");
+        assert_eq!(spec.prompts[1].checks[2].expected.as_deref(), Some("nine"));
         // What the run records: each template's hash.
         let kinds: Vec<&str> = spec.inputs.iter().map(|i| i.kind).collect();
         assert_eq!(kinds, ["template", "template"]);
@@ -630,8 +602,14 @@ pass: {threshold: 0.6}
         assert!(e.contains("has no check: add `checks:`"), "{e}");
         let e = parse(&FILE.replace("cases:", "prompts: []\ncases:")).unwrap_err();
         assert!(e.contains("both `prompts:`"), "{e}");
+        let two_judges = FILE.replace(
+            "pass: {threshold: 0.6}",
+            "  - {method: judge, rubric: a, judge: openai:gpt-4o}\n  - {method: judge, rubric: b, judge: openai:gpt-4o}\n",
+        );
+        let e = parse(&two_judges).unwrap_err();
+        assert!(e.contains("more than one `judge` check"), "{e}");
         let e = parse(&FILE.replace("pass: {threshold: 0.6}", "pass: {threshold: 6}")).unwrap_err();
-        assert!(e.contains("must be from 0 to 1"), "{e}");
+        assert!(e.contains("must be a score above 0 and at most 1"), "{e}");
     }
 
     #[test]

@@ -5,8 +5,10 @@
 use std::path::Path;
 
 use super::judge::{self, JUDGE_MAX_TOKENS};
-use super::methods::TestMethod;
 use super::{BenchError, BenchSpec};
+use crate::checks::{
+    CallFacts, CheckOutcome, CheckStatus, Evaluation, PassRule, ScriptInput, ScriptJob,
+};
 use crate::config::{Catalog, Config};
 use crate::energy::EnergyMethod;
 use crate::experiment::{
@@ -70,13 +72,13 @@ struct Eval {
     repeat: u32,
 }
 
-/// One check's outcome for one answer.
-#[derive(Debug, Clone)]
-struct CheckVerdict {
-    outcome: Outcome,
-    /// 0-1, where the check gives a score (a judge's, scaled).
-    score: Option<f64>,
-    reason: Option<String>,
+/// A result row whose checks are graded but for its scripts, which run in a batch.
+struct Draft {
+    row: BenchResultRow,
+    /// The answer graded (`None`: the call failed, nothing to grade).
+    answer: Option<String>,
+    /// Each check's outcome, `None` for a script not run yet.
+    outcomes: Vec<Option<CheckOutcome>>,
 }
 
 impl BenchExperiment {
@@ -307,15 +309,15 @@ impl BenchExperiment {
         )
     }
 
-    /// The result row of one evaluation; a test with a judge check gets its judge's verdict
-    /// in `judged` (else the judge check is left out: the row waits for it).
-    fn result_row(
+    /// The draft of one evaluation's row; a test with a judge check gets its judge's verdict
+    /// in `judged` (else the judge check is an error: the row waits for it).
+    fn draft(
         &self,
         run_id: i64,
         eval: Eval,
         outcome: &CallOutcome,
-        judged: Option<CheckVerdict>,
-    ) -> BenchResultRow {
+        judged: Option<CheckOutcome>,
+    ) -> Draft {
         let model = &self.targets[eval.model];
         let test = &self.spec.prompts[eval.prompt];
         let mut row = BenchResultRow {
@@ -351,104 +353,140 @@ impl BenchExperiment {
             score: None,
             checks: Vec::new(),
         };
-        match outcome {
+        let call = match outcome {
             CallOutcome::Failed { call_id, error, .. } => {
                 row.call_id = *call_id;
                 row.detail = Some(error.clone());
+                return Draft {
+                    row,
+                    answer: None,
+                    outcomes: Vec::new(),
+                };
             }
-            CallOutcome::Hit(call) | CallOutcome::Fresh(call) => {
-                self.fill_from_call(&mut row, call, model);
-                let mut judged = judged;
-                let verdicts: Vec<CheckVerdict> = test
-                    .checks
-                    .iter()
-                    .map(|check| match &check.method {
-                        TestMethod::Judge(_) => judged.take().unwrap_or(CheckVerdict {
-                            outcome: Outcome::Error,
-                            score: None,
-                            reason: Some("the judge has not answered".into()),
-                        }),
-                        method => {
-                            let verdict = method.check(&check.expected, &call.text);
-                            CheckVerdict {
-                                outcome: Outcome::of_test(verdict.passed),
-                                score: None,
-                                reason: verdict.detail,
-                            }
-                        }
-                    })
-                    .collect();
-                self.grade(&mut row, test, verdicts);
-            }
-        }
-        row
-    }
-
-    /// A row's outcome, score, detail and check rows from its checks' verdicts: an error if
-    /// any check could not be made; else passed when every check passed, or when the weighted
-    /// share of passed checks reaches the threshold of `pass:`.
-    fn grade(
-        &self,
-        row: &mut BenchResultRow,
-        test: &super::PromptTest,
-        verdicts: Vec<CheckVerdict>,
-    ) {
-        let several = test.checks.len() > 1;
-        let total: f64 = test.checks.iter().map(|c| c.weight).sum();
-        let passed: f64 = test
+            CallOutcome::Hit(call) | CallOutcome::Fresh(call) => call,
+        };
+        self.fill_from_call(&mut row, call, model);
+        let facts = CallFacts {
+            latency_ms: Some(call.latency_ms),
+            cost_usd: Some(call.cost_usd),
+            output_tokens: Some(call.output_tokens),
+        };
+        let mut judged = judged;
+        let outcomes = test
             .checks
             .iter()
-            .zip(&verdicts)
-            .filter(|(_, v)| v.outcome == Outcome::Passed)
-            .map(|(c, _)| c.weight)
-            .sum();
-        let share = if total > 0.0 { passed / total } else { 0.0 };
-        let reasons: Vec<String> = test
-            .checks
-            .iter()
-            .zip(&verdicts)
-            .filter(|(_, v)| v.outcome != Outcome::Passed)
-            .filter_map(|(c, v)| {
-                let reason = v.reason.as_deref()?;
-                Some(if several {
-                    format!("{}: {reason}", c.method.name())
-                } else {
-                    reason.to_owned()
-                })
+            .map(|check| match check.evaluate(&call.text, &facts) {
+                Evaluation::Graded(outcome) => Some(outcome),
+                Evaluation::Judge(_) => Some(
+                    judged
+                        .take()
+                        .unwrap_or_else(|| CheckOutcome::error("the judge has not answered")),
+                ),
+                Evaluation::Script(_) => None,
             })
             .collect();
-        let error = verdicts.iter().any(|v| v.outcome == Outcome::Error);
-        row.outcome = match self.spec.pass {
-            _ if error => Outcome::Error,
-            super::spec::PassRule::All => Outcome::of_test(passed >= total),
-            super::spec::PassRule::Threshold(t) => {
-                row.score = Some(share);
-                Outcome::of_test(share + 1e-9 >= t)
+        Draft {
+            row,
+            answer: Some(call.text.clone()),
+            outcomes,
+        }
+    }
+
+    /// Runs the scripts `drafts` wait for, at most [`script_concurrency`] at once, and
+    /// fills their outcomes in.
+    fn run_scripts(&self, drafts: &mut [Draft]) {
+        let mut jobs = Vec::new();
+        let mut slots = Vec::new();
+        for (d, draft) in drafts.iter().enumerate() {
+            let Some(answer) = &draft.answer else {
+                continue;
+            };
+            let test = &self.spec.prompts[draft.row.prompt_index as usize];
+            for (c, outcome) in draft.outcomes.iter().enumerate() {
+                if outcome.is_some() {
+                    continue;
+                }
+                let input = ScriptInput {
+                    answer: answer.clone(),
+                    values: test.values.as_deref().cloned().unwrap_or_default(),
+                    template: draft
+                        .row
+                        .template_name
+                        .clone()
+                        .unwrap_or_else(|| test.name.clone()),
+                    model: draft.row.model_ref.clone(),
+                    expected: None,
+                };
+                if let Some(job) = ScriptJob::for_check(&test.checks[c], input) {
+                    jobs.push(job);
+                    slots.push((d, c));
+                }
             }
+        }
+        if jobs.is_empty() {
+            return;
+        }
+        let outcomes = crate::checks::run_scripts(jobs, script_concurrency());
+        for ((d, c), outcome) in slots.into_iter().zip(outcomes) {
+            drafts[d].outcomes[c] = Some(outcome);
+        }
+    }
+
+    /// The row of a draft whose checks are all graded: an error if any check could not be
+    /// made; else passed when every check passed, or when the weighted score reaches the
+    /// threshold of `pass:`. A test with several checks keeps each one's outcome as a row.
+    fn finish(&self, draft: Draft) -> BenchResultRow {
+        let Draft {
+            mut row,
+            answer,
+            outcomes,
+        } = draft;
+        if answer.is_none() {
+            return row;
+        }
+        let test = &self.spec.prompts[row.prompt_index as usize];
+        let outcomes: Vec<CheckOutcome> = outcomes
+            .into_iter()
+            .map(|o| o.unwrap_or_else(|| CheckOutcome::error("the script was not run")))
+            .collect();
+        let verdict = crate::checks::combine(self.spec.pass, test.checks.iter().zip(&outcomes));
+        row.outcome = outcome_of(verdict.status);
+        if matches!(self.spec.pass, PassRule::Threshold(_)) {
+            row.score = Some(verdict.score);
+        }
+        row.detail = match (test.checks.len(), verdict.reason) {
+            // One check: its own words, as before several checks were possible.
+            (1, _) => outcomes[0].reason.clone(),
+            (_, reason) => reason,
         };
-        row.detail = match (self.spec.pass, row.outcome) {
-            (super::spec::PassRule::Threshold(t), Outcome::Failed) => Some(format!(
-                "score {share:.2} below {t:.2}: {}",
-                reasons.join("; ")
-            )),
-            _ if reasons.is_empty() => verdicts.iter().find_map(|v| v.reason.clone()),
-            _ => Some(reasons.join("; ")),
-        };
-        if several {
+        if let PassRule::Threshold(t) = self.spec.pass
+            && row.outcome == Outcome::Failed
+        {
+            row.detail = Some(format!(
+                "score {:.2} below {t:.2}{}",
+                verdict.score,
+                row.detail
+                    .as_ref()
+                    .map(|d| format!(": {d}"))
+                    .unwrap_or_default()
+            ));
+        }
+        if test.checks.len() > 1 {
             row.checks = test
                 .checks
                 .iter()
-                .zip(verdicts)
-                .map(|(c, v)| CheckRow {
-                    method: c.method.name().to_owned(),
-                    expected: Some(c.expected.clone()),
-                    outcome: v.outcome,
-                    score: v.score,
-                    weight: c.weight,
-                    reason: v.reason,
+                .zip(outcomes)
+                .map(|(check, outcome)| CheckRow {
+                    method: check.method.name().to_owned(),
+                    expected: check.expected.clone(),
+                    outcome: outcome_of(outcome.status),
+                    score: outcome.score,
+                    weight: check.weight,
+                    reason: outcome.reason,
                 })
                 .collect();
         }
+        row
     }
 
     fn fill_from_call(&self, row: &mut BenchResultRow, call: &StoredCall, model: &Target) {
@@ -490,76 +528,85 @@ impl BenchExperiment {
         })
     }
 
-    /// The row of a judged answer (`answer`, the judge's call `outcome`): the verdict from
+    /// The draft of a judged answer (`answer`, the judge's call `outcome`): the verdict from
     /// the judge's score with the test's other checks, or an error when the judge failed or
     /// answered garbage (never a failed test); the problem, if any.
-    fn judged_row(
+    fn judged_draft(
         &self,
         run_id: i64,
         eval: Eval,
         answer: &CallOutcome,
         outcome: &CallOutcome,
-    ) -> (BenchResultRow, Option<String>) {
+    ) -> (Draft, Option<String>) {
         let test = &self.spec.prompts[eval.prompt];
         let Some(judged) = test.judge() else {
-            return (self.result_row(run_id, eval, answer, None), None);
+            return (self.draft(run_id, eval, answer, None), None);
         };
         let call = match outcome {
             CallOutcome::Failed { call_id, error, .. } => {
-                let verdict = CheckVerdict {
-                    outcome: Outcome::Error,
-                    score: None,
-                    reason: Some(format!("the judge call failed: {error}")),
-                };
-                let mut row = self.result_row(run_id, eval, answer, Some(verdict));
-                row.judge_call_id = *call_id;
-                return (row, None);
+                let verdict = CheckOutcome::error(format!("the judge call failed: {error}"));
+                let mut draft = self.draft(run_id, eval, answer, Some(verdict));
+                draft.row.judge_call_id = *call_id;
+                return (draft, None);
             }
             CallOutcome::Hit(call) | CallOutcome::Fresh(call) => call,
         };
-        let (verdict, problem) = match judge::parse_judge(&call.text, JUDGE_SCALE.0, JUDGE_SCALE.1)
-        {
-            Ok((score, why)) => (
-                CheckVerdict {
-                    outcome: Outcome::of_test(score >= judged.threshold),
-                    score: Some(
-                        (score - JUDGE_SCALE.0) as f64 / (JUDGE_SCALE.1 - JUDGE_SCALE.0) as f64,
-                    ),
-                    reason: Some(format!(
-                        "judge {} scored {score}/5 (passes at {}){}",
-                        judged.judge,
-                        judged.threshold,
-                        why.map(|w| format!(": {w}")).unwrap_or_default()
-                    )),
-                },
-                None,
-            ),
-            Err(reason) => {
-                let detail = format!("the judge's answer could not be used: {reason}");
+        let parsed = judge::parse_judge(&call.text, JUDGE_SCALE.0, JUDGE_SCALE.1);
+        let (verdict, problem) = match &parsed {
+            Ok((score, why)) => {
+                let reason = format!(
+                    "judge {} scored {score}/5 (passes at {}){}",
+                    judged.judge,
+                    judged.threshold,
+                    why.as_ref().map(|w| format!(": {w}")).unwrap_or_default()
+                );
+                let scaled =
+                    (score - JUDGE_SCALE.0) as f64 / (JUDGE_SCALE.1 - JUDGE_SCALE.0) as f64;
+                let verdict = if *score >= judged.threshold {
+                    CheckOutcome::pass()
+                } else {
+                    CheckOutcome::fail(String::new())
+                };
                 (
-                    CheckVerdict {
-                        outcome: Outcome::Error,
-                        score: None,
-                        reason: Some(detail.clone()),
+                    CheckOutcome {
+                        reason: Some(reason),
+                        ..verdict.with_score(scaled)
                     },
-                    Some(detail),
+                    None,
                 )
             }
+            Err(reason) => {
+                let detail = format!("the judge's answer could not be used: {reason}");
+                (CheckOutcome::error(detail.clone()), Some(detail))
+            }
         };
-        let mut row = self.result_row(run_id, eval, answer, Some(verdict));
+        let mut draft = self.draft(run_id, eval, answer, Some(verdict));
+        let row = &mut draft.row;
         row.judge_call_id = Some(call.id);
         row.judge_cost_usd = Some(call.cost_usd);
         row.cost_usd = Some(row.cost_usd.unwrap_or(0.0) + call.cost_usd);
         if matches!(outcome, CallOutcome::Fresh(_)) {
             row.paid_usd = Some(row.paid_usd.unwrap_or(0.0) + call.cost_usd);
         }
-        if let Ok((score, _)) = judge::parse_judge(&call.text, JUDGE_SCALE.0, JUDGE_SCALE.1) {
-            row.judge_score = Some(score);
-        }
+        row.judge_score = parsed.as_ref().ok().map(|(score, _)| *score);
         let problem =
             problem.map(|detail| format!("{} on {}: {detail}", row.model_ref, row.prompt_name));
-        (row, problem)
+        (draft, problem)
     }
+}
+
+/// The outcome stored for a check's (or a case's) status.
+fn outcome_of(status: CheckStatus) -> Outcome {
+    match status {
+        CheckStatus::Passed => Outcome::Passed,
+        CheckStatus::Failed => Outcome::Failed,
+        CheckStatus::Error => Outcome::Error,
+    }
+}
+
+/// How many scripts run at once: one per core, at least 2.
+fn script_concurrency() -> usize {
+    std::thread::available_parallelism().map_or(2, |n| n.get().max(2))
 }
 
 /// An evaluation as its calls are labelled: `openai:gpt-4o on capital`, with ` #2` (the repeat,
@@ -657,7 +704,7 @@ impl Experiment for BenchExperiment {
         stage: &Stage,
         outcomes: &[(usize, &CallOutcome)],
     ) -> Result<Vec<String>, ExperimentError> {
-        let mut rows = Vec::with_capacity(outcomes.len());
+        let mut drafts = Vec::with_capacity(outcomes.len());
         let mut problems = Vec::new();
         for &(i, outcome) in outcomes {
             let call = &stage.calls[i];
@@ -665,20 +712,22 @@ impl Experiment for BenchExperiment {
             match &call.after {
                 // A judge's verdict completes the row of the answer it judged.
                 Some(answer) => {
-                    let (row, problem) = self.judged_row(run_id, eval, answer, outcome);
+                    let (draft, problem) = self.judged_draft(run_id, eval, answer, outcome);
                     if outcome.call().is_some() {
                         let tally = self.verdicts.entry(call.target).or_default();
                         tally.0 += 1;
-                        tally.1 += u64::from(row.judge_score.is_none());
+                        tally.1 += u64::from(draft.row.judge_score.is_none());
                     }
                     problems.extend(problem);
-                    rows.push(row);
+                    drafts.push(draft);
                 }
                 // An answer of a judge test waits for its verdict.
                 None if call.follow_up && outcome.call().is_some() => {}
-                None => rows.push(self.result_row(run_id, eval, outcome, None)),
+                None => drafts.push(self.draft(run_id, eval, outcome, None)),
             }
         }
+        self.run_scripts(&mut drafts);
+        let rows: Vec<BenchResultRow> = drafts.into_iter().map(|d| self.finish(d)).collect();
         store.insert_bench_results(&rows)?;
         Ok(problems)
     }
@@ -1031,7 +1080,7 @@ pass: {threshold: 0.25}
             seen,
             [
                 ("arithmetic", 1, Outcome::Failed, Some("4")),
-                ("recursion", 1, Outcome::Error, Some("")),
+                ("recursion", 1, Outcome::Error, Some("Accurate and short.")),
             ]
         );
         let cols = store.bench_columns(&[run], true).unwrap();

@@ -16,7 +16,6 @@ pub mod export;
 pub mod html;
 pub mod item;
 pub mod judge;
-pub mod methods;
 pub mod spec;
 pub mod summary;
 

@@ -11,7 +11,7 @@ use serde_saphyr::Spanned;
 
 use super::cases::PromptTemplate;
 use super::item::{ItemError, take_name};
-use super::methods::{MethodName, TestMethod};
+use crate::checks::{Check, CheckSpec, ParseContext, PassRule};
 use crate::llm::SamplingParams;
 
 /// A benchmark file that cannot be used, with where and why.
@@ -85,16 +85,6 @@ pub struct Input {
     pub rows: Option<u64>,
 }
 
-/// How a test's checks make its outcome.
-#[derive(Debug, Clone, Copy, PartialEq, Default)]
-pub enum PassRule {
-    /// Every check must pass (the default).
-    #[default]
-    All,
-    /// The weighted share of passed checks must reach this (0-1).
-    Threshold(f64),
-}
-
 /// One prompt test: an inline test, or a case of a data-driven benchmark.
 #[derive(Debug, Clone)]
 pub struct PromptTest {
@@ -104,7 +94,7 @@ pub struct PromptTest {
     /// test or a case that brings its own messages).
     pub requests: Vec<TestRequest>,
     /// Its checks: at least one.
-    pub checks: Vec<TestCheck>,
+    pub checks: Vec<Check>,
     pub params: SamplingParams,
     /// The case's values (`None`: a test written inline).
     pub values: Option<Arc<crate::cases::Values>>,
@@ -129,15 +119,6 @@ impl TestRequest {
     }
 }
 
-/// One check of a test, prepared for it.
-#[derive(Debug, Clone)]
-pub struct TestCheck {
-    pub method: TestMethod,
-    /// The value the answer is compared with, rendered for the case.
-    pub expected: String,
-    pub weight: f64,
-}
-
 impl PromptTest {
     /// The method stored with its results: the check's, or `checks` when it has several.
     pub fn method_name(&self) -> &'static str {
@@ -149,15 +130,15 @@ impl PromptTest {
 
     /// The expected value stored with its results: the first check's.
     pub fn expected(&self) -> &str {
-        self.checks.first().map_or("", |c| c.expected.as_str())
+        self.checks
+            .first()
+            .and_then(|c| c.expected.as_deref())
+            .unwrap_or("")
     }
 
     /// Its judge check, if any (a test has at most one).
-    pub fn judge(&self) -> Option<&super::methods::JudgeTest> {
-        self.checks.iter().find_map(|c| match &c.method {
-            TestMethod::Judge(j) => Some(j),
-            _ => None,
-        })
+    pub fn judge(&self) -> Option<&crate::checks::JudgeCheck> {
+        self.checks.iter().find_map(Check::judge)
     }
 }
 
@@ -303,12 +284,29 @@ impl BenchSpec {
             max_tokens: raw.max_tokens,
             seed: raw.seed,
         };
-        let base = path.parent().unwrap_or(Path::new(".")).to_path_buf();
+        // `bench.yaml`'s parent is the empty path: the current folder.
+        let base = match path.parent() {
+            Some(parent) if !parent.as_os_str().is_empty() => parent.to_path_buf(),
+            _ => PathBuf::from("."),
+        };
         let line = |steps: &[crate::yaml::Step<'_>]| crate::yaml::line_at(text, steps);
         use crate::yaml::Step;
-        let checks = raw.checks.clone().unwrap_or_default();
-        let pass =
-            pass_rule(raw.pass.as_ref()).map_err(|e| invalid(line(&[Step::Key("pass")]), e))?;
+        let context = ParseContext {
+            base_dir: &base,
+            default_judge: raw.judge.as_deref(),
+            inline_test: false,
+        };
+        let mut checks = Vec::new();
+        for (i, check) in raw.checks.iter().flatten().enumerate() {
+            checks.push(CheckSpec::parse(check, &context).map_err(|e| {
+                invalid(
+                    line(&[Step::Key("checks"), Step::Item(i)]),
+                    format!("check {}: {e}", i + 1),
+                )
+            })?);
+        }
+        let pass = PassRule::parse(raw.pass.as_ref())
+            .map_err(|e| invalid(line(&[Step::Key("pass")]), e))?;
         let mut templates = Vec::new();
         let mut inputs = Vec::new();
         let mut notes = Vec::new();
@@ -348,16 +346,8 @@ impl BenchSpec {
                 let mut prompts = Vec::with_capacity(items.len());
                 let mut names = HashSet::new();
                 for (index, item) in items.into_iter().enumerate() {
-                    let test = prompt_test(
-                        index,
-                        item,
-                        &raw.system,
-                        &defaults,
-                        raw.judge.as_deref(),
-                        &checks,
-                        &base,
-                    )
-                    .map_err(|e| invalid(e.line(text, "prompts", index), e.message))?;
+                    let test = prompt_test(index, item, &raw.system, &defaults, &context, &checks)
+                        .map_err(|e| invalid(e.line(text, "prompts", index), e.message))?;
                     if !names.insert(test.name.clone()) {
                         return Err(invalid(
                             line_of(text, Item::Prompt(index)),
@@ -410,17 +400,23 @@ impl BenchSpec {
                     &checks,
                     loaded.id_column.as_deref(),
                 );
-                if !unused.is_empty() && !templates.is_empty() {
+                // A script sees every value: no column is unused then.
+                let scripts = checks.iter().any(|c| c.script().is_some());
+                if !unused.is_empty() && !templates.is_empty() && !scripts {
                     notes.push(format!(
-                        "track: warning: {} of {} {} used by no template and no check: {}",
+                        "track: warning: {}: {} {} used by no template and no check",
+                        loaded.from,
                         if unused.len() == 1 {
                             "column"
                         } else {
                             "columns"
                         },
-                        loaded.from,
-                        if unused.len() == 1 { "is" } else { "are" },
-                        unused.join(", ")
+                        unused
+                            .iter()
+                            .map(|c| format!("`{c}`"))
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                            + if unused.len() == 1 { " is" } else { " are" },
                     ));
                 }
                 notes.extend(loaded.summary.clone());
@@ -437,8 +433,7 @@ impl BenchSpec {
                     templates: &templates,
                     checks: &checks,
                     params: &defaults,
-                    default_judge: raw.judge.as_deref(),
-                    base: &base,
+                    context,
                 };
                 super::cases::build_tests(loaded.cases, &shared).map_err(SpecError::Case)?
             }
@@ -504,9 +499,8 @@ fn prompt_test(
     mut fields: Map<String, Value>,
     system: &Option<String>,
     defaults: &SamplingParams,
-    default_judge: Option<&str>,
-    shared_checks: &[Value],
-    base: &Path,
+    context: &ParseContext<'_>,
+    shared_checks: &[CheckSpec],
 ) -> Result<PromptTest, ItemError> {
     let name = take_name("prompt", index + 1, &mut fields, &PROMPT_FIELDS)?;
     let unnamed = format!("prompt {}", index + 1);
@@ -525,56 +519,69 @@ fn prompt_test(
             });
         }
     };
-    let mut text = |key: &str| take_text(&label, &mut fields, key);
-    let prompt = text("prompt")?.ok_or_else(|| format!("{label} has no `prompt:`"))?;
-    let expected = text("output")?.or(text("expected")?);
-    let method_name = text("method")?;
-    let judging = JudgeFields {
-        rubric: text("rubric")?,
-        threshold: text("threshold")?,
-        judge: text("judge")?,
-    };
-    let own_system = text("system")?;
-    let mut checks = Vec::new();
-    match method_name {
-        Some(method_name) => {
-            let method_name: MethodName =
-                method_name.parse().map_err(|e| format!("{label}: {e}"))?;
-            let method = test_method(
-                &label,
-                method_name,
-                expected.as_deref(),
-                judging,
-                default_judge,
-            )?;
-            checks.push(TestCheck {
-                method,
-                expected: expected.unwrap_or_default(),
-                weight: 1.0,
-            });
-        }
-        None if own_checks.is_empty() && shared_checks.is_empty() => {
-            return Err(format!(
-                "{label} has no `method:`; valid methods: {}",
-                super::methods::METHOD_NAMES.join(", ")
-            )
-            .into());
-        }
-        None => {
-            if expected.is_some() {
-                return Err(format!(
-                    "{label} has an `output:` but no `method:` to compare it with"
-                )
-                .into());
+    // The seed's one check: `method` with `output` (or `expected`), and a judge's fields.
+    let mut seed = Map::new();
+    for key in crate::checks::INLINE_KEYS {
+        if let Some(value) = fields.remove(key).filter(|v| !v.is_null()) {
+            if matches!(value, Value::Array(_) | Value::Object(_)) {
+                return Err(ItemError {
+                    message: format!(
+                        "{label}: `{key}` is a {}; write it as text",
+                        if value.is_array() { "list" } else { "mapping" }
+                    ),
+                    keys: vec![key.into()],
+                });
             }
+            seed.insert(key.to_owned(), value);
         }
     }
+    let mut text = |key: &str| take_text(&label, &mut fields, key);
+    let prompt = text("prompt")?.ok_or_else(|| format!("{label} has no `prompt:`"))?;
+    let own_system = text("system")?;
     let no_values = crate::cases::Values::new();
-    for check in own_checks.iter().chain(shared_checks) {
+    let mut checks = Vec::new();
+    if seed.contains_key("method") {
+        let inline = ParseContext {
+            inline_test: true,
+            ..*context
+        };
+        let check = CheckSpec::parse(&Value::Object(seed), &inline)
+            .and_then(|spec| spec.prepare(&no_values))
+            .map_err(|e| format!("{label}: {e}"))?;
+        checks.push(check);
+    } else if own_checks.is_empty() && shared_checks.is_empty() {
+        return Err(format!(
+            "{label} has no `method:`; valid methods: {}",
+            crate::checks::method_names()
+        )
+        .into());
+    } else if let Some(key) = seed.keys().next() {
+        return Err(ItemError {
+            message: format!("{label} has `{key}:` but no `method:`"),
+            keys: vec![key.clone()],
+        });
+    }
+    for (i, check) in own_checks.iter().enumerate() {
+        let check = CheckSpec::parse(check, context)
+            .and_then(|spec| spec.prepare(&no_values))
+            .map_err(|e| ItemError {
+                message: format!("{label}: check {}: {e}", i + 1),
+                keys: vec!["checks".into()],
+            })?;
+        checks.push(check);
+    }
+    for spec in shared_checks {
         checks.push(
-            check_of_value(check, &no_values, default_judge, base)
+            spec.prepare(&no_values)
                 .map_err(|e| format!("{label}: {e}"))?,
         );
+    }
+    if checks.iter().filter(|c| c.judge().is_some()).count() > 1 {
+        return Err(format!(
+            "{label} has more than one `judge` check; a test has one judge (put every \
+             criterion in its rubric)"
+        )
+        .into());
     }
     let params = take_params(&label, &mut fields, defaults)?;
     Ok(PromptTest {
@@ -587,117 +594,6 @@ fn prompt_test(
         params,
         values: None,
     })
-}
-
-/// Keys a check may have.
-const CHECK_KEYS: [&str; 8] = [
-    "method",
-    "value",
-    "expected",
-    "output",
-    "weight",
-    "rubric",
-    "threshold",
-    "judge",
-];
-
-/// One check, as a mapping (`{method: contains, value: "{{answer}}"}`), prepared for a case's
-/// `values`: its texts rendered, its regex compiled.
-pub(crate) fn check_of_value(
-    check: &Value,
-    values: &crate::cases::Values,
-    default_judge: Option<&str>,
-    _base: &Path,
-) -> Result<TestCheck, String> {
-    let Value::Object(fields) = check else {
-        return Err(format!(
-            "a check is a mapping such as `{{method: contains, value: \"{{{{answer}}}}\"}}`, not `{check}`"
-        ));
-    };
-    if let Some(key) = fields.keys().find(|k| !CHECK_KEYS.contains(&k.as_str())) {
-        return Err(format!(
-            "check: {}",
-            crate::yaml::unknown_key(key, &CHECK_KEYS)
-        ));
-    }
-    let text = |key: &str| -> Result<Option<String>, String> {
-        match fields.get(key) {
-            None | Some(Value::Null) => Ok(None),
-            Some(Value::String(s)) => crate::cases::Template::parse(s)
-                .render(values)
-                .map(Some)
-                .map_err(|e| format!("check `{key}`: {e}")),
-            Some(Value::Number(n)) => Ok(Some(n.to_string())),
-            Some(Value::Bool(b)) => Ok(Some(b.to_string())),
-            Some(_) => Err(format!("check: `{key}` must be text")),
-        }
-    };
-    let method: MethodName = text("method")?
-        .ok_or_else(|| {
-            format!(
-                "a check has no `method:`; valid methods: {}",
-                super::methods::METHOD_NAMES.join(", ")
-            )
-        })?
-        .parse()?;
-    let expected = match (text("value")?, text("expected")?, text("output")?) {
-        (Some(v), None, None) | (None, Some(v), None) | (None, None, Some(v)) => Some(v),
-        (None, None, None) => None,
-        _ => {
-            return Err(
-                "a check gives its value twice (`value`, `expected`, `output`); keep `value`"
-                    .into(),
-            );
-        }
-    };
-    let weight = match fields.get("weight") {
-        None => 1.0,
-        Some(w) => w
-            .as_f64()
-            .filter(|w| w.is_finite() && *w > 0.0)
-            .ok_or_else(|| format!("check: `weight: {w}` must be a number above 0"))?,
-    };
-    let judging = JudgeFields {
-        rubric: text("rubric")?,
-        threshold: text("threshold")?,
-        judge: text("judge")?,
-    };
-    let label = format!("check `{}`", method_label(method));
-    let method = test_method(&label, method, expected.as_deref(), judging, default_judge)?;
-    Ok(TestCheck {
-        method,
-        expected: expected.unwrap_or_default(),
-        weight,
-    })
-}
-
-fn method_label(method: MethodName) -> &'static str {
-    match method {
-        MethodName::Exact => "exact",
-        MethodName::Contains => "contains",
-        MethodName::IContains => "icontains",
-        MethodName::Regex => "regex",
-        MethodName::JsonValid => "json-valid",
-        MethodName::JsonEquals => "json-equals",
-        MethodName::Judge => "judge",
-    }
-}
-
-/// `pass:`: absent (every check must pass) or `{threshold: 0.8}`.
-fn pass_rule(pass: Option<&Value>) -> Result<PassRule, String> {
-    let Some(pass) = pass else {
-        return Ok(PassRule::All);
-    };
-    let threshold = pass
-        .as_object()
-        .filter(|fields| fields.len() == 1)
-        .and_then(|fields| fields.get("threshold"))
-        .ok_or("`pass:` takes `{threshold: 0.8}`: the weighted share of checks that must pass")?;
-    threshold
-        .as_f64()
-        .filter(|t| (0.0..=1.0).contains(t))
-        .map(PassRule::Threshold)
-        .ok_or_else(|| format!("`pass: {{threshold: {threshold}}}` must be from 0 to 1"))
 }
 
 /// The cases of `cases:`: written in the file (a list), or read from files (`{from: …}`).
@@ -851,62 +747,6 @@ fn take_text(
 
 /// The most output tokens a test may ask for.
 const MAX_TOKENS_LIMIT: f64 = 1_000_000.0;
-
-/// The fields of `method: judge`, as written.
-struct JudgeFields {
-    rubric: Option<String>,
-    threshold: Option<String>,
-    judge: Option<String>,
-}
-
-/// The test method, checked against its fields: a judge needs a rubric and a judge model;
-/// other methods need an expected output (but `json-valid`) and no judge fields.
-fn test_method(
-    label: &str,
-    method_name: MethodName,
-    expected: Option<&str>,
-    judging: JudgeFields,
-    default_judge: Option<&str>,
-) -> Result<TestMethod, String> {
-    let JudgeFields {
-        rubric,
-        threshold,
-        judge,
-    } = judging;
-    if method_name != MethodName::Judge {
-        if rubric.is_some() || threshold.is_some() || judge.is_some() {
-            return Err(format!(
-                "{label}: `rubric`, `threshold` and `judge` go with `method: judge`"
-            ));
-        }
-        let expected = match (expected, method_name) {
-            (Some(e), _) => e,
-            (None, MethodName::JsonValid) => "",
-            (None, _) => return Err(format!("{label} has no `output:` (the expected output)")),
-        };
-        return TestMethod::prepare(method_name, expected).map_err(|e| format!("{label}: {e}"));
-    }
-    let rubric = rubric.or(expected.map(str::to_owned)).ok_or_else(|| {
-        format!("{label} uses method judge but has no `rubric:` (or `output:`) to grade against")
-    })?;
-    let threshold = match threshold {
-        None => 4,
-        Some(t) => t
-            .trim()
-            .parse::<i64>()
-            .ok()
-            .filter(|t| (1..=5).contains(t))
-            .ok_or_else(|| format!("{label}: `threshold` must be a whole score from 1 to 5"))?,
-    };
-    let judge = judge.or(default_judge.map(str::to_owned)).ok_or_else(|| {
-        format!("{label} uses method judge but names no judge model: add `judge: <provider>:<name>` to it or at the top of the file")
-    })?;
-    Ok(TestMethod::Judge(super::methods::JudgeTest {
-        rubric,
-        threshold,
-        judge: judge.trim().to_owned(),
-    }))
-}
 
 /// A test's sampling parameters: its own, else the file's.
 fn take_params(

@@ -295,8 +295,9 @@ fn assign_ids(
                 })?
             }
             // A column named `id` is the id when `id:` names none.
-            None => ids::id_text(case.values.get("id"))
-                .unwrap_or_else(|| ids::hash_id(&case.values)),
+            None => {
+                ids::id_text(case.values.get("id")).unwrap_or_else(|| ids::hash_id(&case.values))
+            }
         };
         let by_column = column.is_some() || case.values.contains_key("id");
         match seen.entry(id) {

@@ -185,8 +185,12 @@ impl FromStr for Method {
                 ));
             }
             _ => {
+                let names = METHODS.map(Method::name);
+                let suggestion = crate::yaml::closest(s, &names)
+                    .map(|m| format!(" did you mean `{m}`?"))
+                    .unwrap_or_default();
                 return Err(format!(
-                    "unknown method `{s}`; valid methods: {}",
+                    "unknown method `{s}`;{suggestion} valid methods: {}",
                     method_names()
                 ));
             }

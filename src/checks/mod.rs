@@ -6,7 +6,8 @@
 //! under its [`PassRule`]. Judge checks are handed to the benchmark's judge stage and script
 //! checks to [`run_scripts`].
 //!
-//! This module supersedes `bench::methods`: its methods, aliases and messages are kept.
+//! It replaced `bench::methods` (one method per test), keeping its methods, aliases and
+//! messages.
 
 mod check;
 mod method;
@@ -18,7 +19,7 @@ pub use check::{CallFacts, Check, CheckOutcome, CheckStatus, Evaluation, JudgeCh
 pub use method::{METHODS, Method, method_names};
 pub use pass::{CaseOutcome, PassRule, combine};
 pub use script::{ScriptCheck, ScriptInput, ScriptJob, run_script, run_scripts};
-pub use spec::{CHECK_KEYS, CheckSpec, ParseContext};
+pub use spec::{CHECK_KEYS, CheckSpec, INLINE_KEYS, ParseContext};
 
 use serde_json::Value;
 

@@ -31,7 +31,7 @@ pub const CHECK_KEYS: [&str; 10] = [
 
 /// The keys of a check built from one of the seed's inline tests, which names its value
 /// `output` (or `expected`).
-const INLINE_KEYS: [&str; 6] = [
+pub const INLINE_KEYS: [&str; 6] = [
     "method",
     "output",
     "expected",

@@ -719,3 +719,12 @@ fn the_pass_rule_is_parsed_and_refused_with_the_fix() {
         assert!(e.contains(want), "{pass} => {e}");
     }
 }
+
+#[test]
+fn a_slip_in_a_method_name_gets_a_suggestion() {
+    let e = "containz".parse::<Method>().unwrap_err();
+    assert!(
+        e.starts_with("unknown method `containz`; did you mean `contains`? valid methods:"),
+        "{e}"
+    );
+}

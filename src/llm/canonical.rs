@@ -224,8 +224,7 @@ mod tests {
         let value: serde_json::Value = serde_json::from_str(&json).unwrap();
         assert_eq!(value.to_string(), json);
         assert!(
-            json
-                .contains(r#""params":{"max_tokens":10,"seed":7,"temperature":0.5,"top_p":0.9}"#)
+            json.contains(r#""params":{"max_tokens":10,"seed":7,"temperature":0.5,"top_p":0.9}"#)
         );
     }
 

@@ -288,3 +288,50 @@ fn the_readme_test_command_is_what_ci_runs() {
         ".ci/run runs `{command}`"
     );
 }
+
+#[test]
+#[ignore = "needs llama-server and its model (bash .ci/local-model.sh install): run with --include-ignored (README)"]
+fn the_quick_starts_dataset_runs_both_templates_on_a_real_model() {
+    // data/math.yaml as shipped: 20 cases from data/math.jsonl, two templates, two checks.
+    let server = ServerLease::acquire();
+    let s = Sandbox::new();
+    let repo = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    for file in ["data/math.yaml", "data/math.jsonl"] {
+        s.write(file, &std::fs::read_to_string(repo.join(file)).unwrap());
+    }
+    let out = s
+        .track()
+        .args(["run", "data/math.yaml"])
+        .env("LOCAL_MODEL_BASE_URL", &server.base_url)
+        .output()
+        .unwrap();
+    let stdout = text(&out.stdout);
+    assert!(out.status.success(), "{stdout}\n{}", text(&out.stderr));
+    assert!(
+        text(&out.stderr).contains("loaded 20 cases from math.jsonl"),
+        "{}",
+        text(&out.stderr)
+    );
+    // Every case with both templates got an answer: pass or fail is the model's business.
+    assert_eq!(
+        s.count("SELECT count(*) FROM bench_results WHERE status IN ('passed', 'failed')"),
+        40,
+        "{stdout}"
+    );
+    assert_eq!(
+        s.count("SELECT count(DISTINCT template_index) FROM bench_results"),
+        2
+    );
+    let by_template = s
+        .track()
+        .args(["query", "--by", "template", "--format", "csv"])
+        .output()
+        .unwrap();
+    let csv = text(&by_template.stdout);
+    assert!(
+        by_template.status.success(),
+        "{}",
+        text(&by_template.stderr)
+    );
+    assert!(csv.contains("terse") && csv.contains("worded"), "{csv}");
+}

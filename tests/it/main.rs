@@ -13,6 +13,7 @@ mod bench_inputs;
 mod bench_run;
 mod bench_templates;
 mod budget;
+mod cases;
 mod diff;
 mod energy_unknown;
 mod golden;

@@ -1,10 +1,11 @@
 //! The runtime's promises, as a matrix over every kind of experiment: a benchmark file, a
-//! review file, a relevance file, `generate-datasheets`, `review-datasheets`, `relevance
-//! compare`, and pairwise files of both forms (candidate models, generated datasheets). A dry
-//! run sends nothing and prints the bound; `--offline` on an uncached plan sends nothing and
-//! fails naming the misses; a signal leaves the run `interrupted` and the same command
-//! finishes it paying only for what had not landed; a budget too small stops the run and a
-//! larger one finishes it from the cache; a missing key gives error rows for that model only;
+//! benchmark reading its cases from a data file with two templates, a review file, a
+//! relevance file, `generate-datasheets`, `review-datasheets`, `relevance compare`, and
+//! pairwise files of both forms (candidate models, generated datasheets). A dry run sends
+//! nothing and prints the bound; `--offline` on an uncached plan sends nothing and fails
+//! naming the misses; a signal leaves the run `interrupted` and the same command finishes it
+//! paying only for what had not landed; a budget too small stops the run and a larger one
+//! finishes it from the cache; a missing key gives error rows for that model only;
 //! `--repeat 2` gives distinct cache entries; `--batch` gives the same results at half the
 //! cost.
 
@@ -23,10 +24,16 @@ pub(crate) struct Case {
     pub(crate) others_answer: bool,
 }
 
-pub(crate) const CASES: [Case; 8] = [
+pub(crate) const CASES: [Case; 9] = [
     Case {
         name: "benchmark file",
         args: &["run", "bench.yaml"],
+        keyless: ("ANTHROPIC_API_KEY", "anthropic:haiku 3.5"),
+        others_answer: true,
+    },
+    Case {
+        name: "benchmark from data",
+        args: &["run", "cases.yaml"],
         keyless: ("ANTHROPIC_API_KEY", "anthropic:haiku 3.5"),
         others_answer: true,
     },
@@ -105,6 +112,18 @@ pub(crate) fn matrix_sandbox(mock: MockProvider) -> Sandbox {
     s.write(
         "bench.yaml",
         &crate::support::bench_yaml(&["openai:gpt-4o", "anthropic:haiku 3.5"], &prompts),
+    );
+    // Cases from a data file, two templates each.
+    let rows: Vec<String> = (0..3)
+        .map(|i| format!(r#"{{"qid": "c{i}", "topic": "data question {i}"}}"#))
+        .collect();
+    s.write("data/cases.jsonl", &(rows.join("\n") + "\n"));
+    s.write(
+        "cases.yaml",
+        "models: [openai:gpt-4o, anthropic:haiku 3.5]\n\
+         templates:\n  - {name: plain, prompt: \"{{topic}}?\"}\n  - {name: polite, prompt: \"Please: {{topic}}\"}\n\
+         cases: {from: data/cases.jsonl, id: qid}\n\
+         checks: [{method: contains, value: mock}]\n",
     );
     let sensors = [
         ("Bosch", "BME280"),

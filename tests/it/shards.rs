@@ -15,6 +15,11 @@ use crate::support::{Sandbox, text};
 fn summaries_of(case: &Case) -> &'static [&'static [&'static str]] {
     match case.args[0] {
         "run" if case.args[1] == "bench.yaml" => &[&["--by", "model"], &["--by", "prompt"]],
+        "run" if case.args[1] == "cases.yaml" => &[
+            &["--by", "model"],
+            &["--by", "prompt"],
+            &["--by", "template"],
+        ],
         "run" if case.args[1].starts_with("pairwise") => &[
             &["--by", "candidate"],
             &["--by", "pair"],

@@ -1,0 +1,551 @@
+//! Benchmarks from data end to end (issue 29): cases and templates, every template on every
+//! model and case, several checks per case, re-grading without a call, and the refusals made
+//! before any call.
+
+use crate::support::mock::Rule;
+use crate::support::{Sandbox, text};
+
+const MODELS: [&str; 2] = ["openai:gpt-4o-mini", "anthropic:haiku 3.5"];
+
+/// `n` cases `{qid, a, b, answer}` with `a` from 1 and `b = a + 1`, as JSON lines.
+fn math_rows(n: usize) -> Vec<String> {
+    (1..=n)
+        .map(|a| {
+            let b = a + 1;
+            format!(
+                r#"{{"qid": "q{a}", "a": {a}, "b": {b}, "answer": "{}"}}"#,
+                a * b
+            )
+        })
+        .collect()
+}
+
+/// A benchmark of two templates over `cases` (a YAML value: a list, or `{from: …}`).
+fn math_yaml(cases: &str, checks: &str) -> String {
+    format!(
+        "temperature: 0\nmodels: [{}]\ntemplates:\n  - name: terse\n    prompt: \"What is {{{{a}}}} * {{{{b}}}}?\"\n  - name: steps\n    system: Think step by step.\n    prompt: \"Multiply {{{{a}}}} by {{{{b}}}}.\"\ncases: {cases}\nchecks:\n{checks}",
+        MODELS.join(", ")
+    )
+}
+
+const EXACT: &str =
+    "  - {method: exact, expected: \"{{answer}}\"}\n  - {method: not-contains, value: sorry}\n";
+
+/// The mock answers `terse` right on every case and `steps` right on cases with an even `a`
+/// (else it apologises).
+fn answer_math(s: &Sandbox, n: usize) {
+    for a in 1..=n {
+        let b = a + 1;
+        s.mock.add_rule(Rule::reply(
+            &format!("What is {a} * {b}?"),
+            &(a * b).to_string(),
+        ));
+        let steps = if a % 2 == 0 {
+            (a * b).to_string()
+        } else {
+            "sorry, I cannot".to_owned()
+        };
+        s.mock
+            .add_rule(Rule::reply(&format!("Multiply {a} by {b}."), &steps));
+    }
+}
+
+/// Writes `rows` to `data/math.jsonl`; returns the `cases:` that reads them.
+fn cases_file(s: &Sandbox, rows: &[String]) -> &'static str {
+    s.write("data/math.jsonl", &(rows.join("\n") + "\n"));
+    "{from: data/math.jsonl, id: qid}"
+}
+
+#[test]
+fn two_templates_on_two_models_give_every_result_with_each_templates_pass_rate() {
+    let s = Sandbox::new();
+    answer_math(&s, 50);
+    let cases = cases_file(&s, &math_rows(50));
+    s.write("math.yaml", &math_yaml(cases, EXACT));
+    let out = s.track().args(["run", "math.yaml"]).output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}\n{}",
+        text(&out.stdout),
+        text(&out.stderr)
+    );
+    assert_eq!(
+        s.mock.request_count(),
+        200,
+        "2 templates x 2 models x 50 cases"
+    );
+    assert_eq!(s.count("SELECT count(*) FROM bench_results"), 200);
+    let passed = |template: i64| {
+        s.count(&format!(
+            "SELECT count(*) FROM bench_results WHERE template_index = {template} AND status = 'passed'"
+        ))
+    };
+    assert_eq!(passed(0), 100, "terse: every case on both models");
+    assert_eq!(passed(1), 50, "steps: the 25 even cases on both models");
+    // Both checks of every result are rows; a failed case names the check that failed.
+    assert_eq!(s.count("SELECT count(*) FROM bench_checks"), 400);
+    assert_eq!(
+        s.count(
+            "SELECT count(*) FROM bench_checks WHERE method = 'not-contains' AND status = 'failed'"
+        ),
+        50
+    );
+    // The request each template sent: its own system prompt and its own wording.
+    let steps = s
+        .mock
+        .requests()
+        .into_iter()
+        .find(|r| r.last_user_text() == "Multiply 3 by 4.")
+        .expect("the steps template's request for a = 3");
+    assert!(steps.body.to_string().contains("Think step by step."));
+}
+
+#[test]
+fn inserting_a_case_pays_only_for_it_and_changing_only_a_check_sends_nothing() {
+    let s = Sandbox::new();
+    answer_math(&s, 11);
+    let mut rows = math_rows(10);
+    s.write("math.yaml", &math_yaml(cases_file(&s, &rows), EXACT));
+    let run = |s: &Sandbox| {
+        let out = s.track().args(["run", "math.yaml"]).output().unwrap();
+        assert!(
+            out.status.success(),
+            "{}\n{}",
+            text(&out.stdout),
+            text(&out.stderr)
+        );
+        out
+    };
+    run(&s);
+    assert_eq!(s.mock.request_count(), 40);
+    // A row inserted in the middle: only its own (templates x models) requests are sent.
+    rows.insert(5, math_rows(11).pop().unwrap());
+    cases_file(&s, &rows);
+    s.mock.reset_requests();
+    run(&s);
+    assert_eq!(
+        s.mock.request_count(),
+        4,
+        "2 templates x 2 models for the new row"
+    );
+    // Only the checks change: no request, and the stored answers are graded anew.
+    s.mock.reset_requests();
+    s.write(
+        "math.yaml",
+        &math_yaml(
+            "{from: data/math.jsonl, id: qid}",
+            "  - {method: contains, value: \"{{answer}}\"}\n",
+        ),
+    );
+    let out = run(&s);
+    assert_eq!(s.mock.request_count(), 0);
+    let stderr = text(&out.stderr);
+    assert!(
+        stderr.contains("no request sent: 44 stored answers from the cache graded anew"),
+        "{stderr}"
+    );
+    let last = s.count("SELECT max(id) FROM runs");
+    assert_eq!(
+        s.count(&format!(
+            "SELECT count(*) FROM bench_results WHERE run_id = {last} AND status = 'passed'"
+        )),
+        // `contains` passes "sorry" nowhere but the right number everywhere it was given.
+        s.count(&format!(
+            "SELECT count(*) FROM bench_results WHERE run_id = {last} AND (template_index = 0 OR prompt_name IN ({}))",
+            (1..=11).filter(|a| a % 2 == 0).map(|a| format!("'q{a}'")).collect::<Vec<_>>().join(",")
+        ))
+    );
+}
+
+#[test]
+fn a_name_no_case_has_and_a_case_without_checks_are_refused_before_any_call() {
+    let s = Sandbox::new();
+    let yaml = math_yaml(cases_file(&s, &math_rows(3)), EXACT).replace("{{b}}?", "{{c}}?");
+    s.write("math.yaml", &yaml);
+    let out = s.track().args(["run", "math.yaml"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = text(&out.stderr);
+    assert!(
+        stderr.contains("math.yaml:4: template `terse` uses `{{c}}`, but no case has a column `c`"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("columns qid, a, b, answer"), "{stderr}");
+    let yaml = math_yaml(cases_file(&s, &math_rows(3)), "");
+    s.write("math.yaml", yaml.trim_end_matches("checks:\n"));
+    let out = s.track().args(["run", "math.yaml"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = text(&out.stderr);
+    assert!(stderr.contains("case `q1`: it has no check"), "{stderr}");
+    // Two rows with one id: both named.
+    let mut rows = math_rows(3);
+    rows.push(rows[1].clone());
+    s.write("math.yaml", &math_yaml(cases_file(&s, &rows), EXACT));
+    let out = s.track().args(["run", "math.yaml"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = text(&out.stderr);
+    assert!(
+        stderr.contains("`q2`")
+            && stderr.contains("data/math.jsonl:2")
+            && stderr.contains("data/math.jsonl:4"),
+        "{stderr}"
+    );
+    assert_eq!(s.mock.request_count(), 0);
+    // A column nothing uses is a warning, and the run goes on.
+    let rows: Vec<String> = math_rows(2)
+        .iter()
+        .map(|r| r.replace("\"qid\"", "\"note\": \"x\", \"qid\""))
+        .collect();
+    answer_math(&s, 2);
+    s.write("math.yaml", &math_yaml(cases_file(&s, &rows), EXACT));
+    let out = s.track().args(["run", "math.yaml"]).output().unwrap();
+    let stderr = text(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(
+        stderr.contains(
+            "warning: data/math.jsonl: column `note` is used by no template and no check"
+        ),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn cases_from_a_jsonl_file_say_what_was_read_in_the_run_and_in_the_plan() {
+    let s = Sandbox::new();
+    answer_math(&s, 50);
+    s.write("data/math.jsonl", &(math_rows(50).join("\n") + "\n"));
+    s.write(
+        "math.yaml",
+        &math_yaml("{from: data/math.jsonl, id: qid}", EXACT),
+    );
+    let plan = s
+        .track()
+        .args(["run", "math.yaml", "--dry-run"])
+        .output()
+        .unwrap();
+    let stdout = text(&plan.stdout);
+    assert!(plan.status.success(), "{stdout}\n{}", text(&plan.stderr));
+    let loaded = "loaded 50 cases from data/math.jsonl (columns: qid, a, b, answer)";
+    assert!(stdout.contains(loaded), "{stdout}");
+    assert!(stdout.contains("200 calls planned"), "{stdout}");
+    let out = s.track().args(["run", "math.yaml"]).output().unwrap();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(text(&out.stderr).contains(loaded), "{}", text(&out.stderr));
+    assert_eq!(s.mock.request_count(), 200);
+    // Cases are known by their ids, and the file's hash is stored with the run.
+    assert_eq!(
+        s.count(
+            "SELECT count(DISTINCT prompt_name) FROM bench_results WHERE prompt_name LIKE 'q%'"
+        ),
+        50
+    );
+    let options: String = s
+        .db()
+        .query_row("SELECT options_json FROM runs WHERE id = 1", [], |r| {
+            r.get(0)
+        })
+        .unwrap();
+    let options: serde_json::Value = serde_json::from_str(&options).unwrap();
+    let inputs = options["inputs"].as_array().unwrap();
+    let data = &inputs[0];
+    assert_eq!(data["kind"], "data");
+    assert_eq!(data["rows"], 50);
+    let bytes = std::fs::read(s.path("data/math.jsonl")).unwrap();
+    assert_eq!(data["sha256"], sha256_hex(&bytes));
+    assert_eq!(inputs.iter().filter(|i| i["kind"] == "template").count(), 2);
+}
+
+fn sha256_hex(bytes: &[u8]) -> String {
+    use sha2::Digest as _;
+    hex::encode(sha2::Sha256::digest(bytes))
+}
+
+#[test]
+fn a_csv_with_quoted_commas_newlines_and_unicode_reaches_the_model_as_written() {
+    let s = Sandbox::new();
+    s.write(
+        "data/q.csv",
+        "\u{feff}id,question,answer\n\
+         a1,\"Paris, Lyon or Nice?\",Paris\n\
+         a2,\"Line one\nline two: « déjà vu » 東京\",東京\n",
+    );
+    s.write(
+        "q.yaml",
+        "models: [openai:gpt-4o-mini]\ntemplates:\n  - {name: ask, prompt: \"Q: {{question}}\"}\ncases: {from: data/q.csv}\nchecks: [{method: contains, value: \"{{answer}}\"}]\n",
+    );
+    s.mock.add_rule(Rule::reply("Paris, Lyon", "Paris"));
+    s.mock.add_rule(Rule::reply("déjà vu", "東京"));
+    let out = s.track().args(["run", "q.yaml"]).output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}\n{}",
+        text(&out.stdout),
+        text(&out.stderr)
+    );
+    let texts: Vec<String> = s
+        .mock
+        .requests()
+        .iter()
+        .map(|r| r.last_user_text())
+        .collect();
+    assert!(
+        texts.contains(&"Q: Paris, Lyon or Nice?".to_owned()),
+        "{texts:?}"
+    );
+    assert!(
+        texts.contains(&"Q: Line one\nline two: « déjà vu » 東京".to_owned()),
+        "{texts:?}"
+    );
+    assert_eq!(
+        s.count("SELECT count(*) FROM bench_results WHERE status = 'passed'"),
+        2
+    );
+    assert_eq!(
+        s.count("SELECT count(*) FROM bench_results WHERE prompt_name IN ('a1', 'a2')"),
+        2
+    );
+}
+
+#[test]
+fn a_script_check_passes_fails_and_makes_errors_of_crashes_and_hangs() {
+    let s = Sandbox::new();
+    s.write(
+        "grade.py",
+        "import json, sys, time\n\
+         job = json.load(sys.stdin)\n\
+         case = job['values']['qid']\n\
+         if case == 'crash':\n    sys.stderr.write('grader: cannot read the rubric\\n'); sys.exit(3)\n\
+         if case == 'hang':\n    time.sleep(30)\n\
+         ok = job['answer'].strip() == job['values']['answer']\n\
+         print(json.dumps({'pass': ok, 'score': 1.0 if ok else 0.0, 'reason': 'compared ' + case}))\n",
+    );
+    s.write(
+        "data/s.jsonl",
+        "{\"qid\": \"good\", \"q\": \"one\", \"answer\": \"1\"}\n\
+         {\"qid\": \"bad\", \"q\": \"two\", \"answer\": \"2\"}\n\
+         {\"qid\": \"crash\", \"q\": \"three\", \"answer\": \"3\"}\n\
+         {\"qid\": \"hang\", \"q\": \"four\", \"answer\": \"4\"}\n",
+    );
+    s.write(
+        "s.yaml",
+        "models: [openai:gpt-4o-mini]\ntemplates: [\"Spell {{q}} as a digit.\"]\ncases: {from: data/s.jsonl, id: qid}\nchecks: [{method: script, run: python3 grade.py, timeout_secs: 2}]\n",
+    );
+    for (q, a) in [("one", "1"), ("two", "7"), ("three", "3"), ("four", "4")] {
+        s.mock.add_rule(Rule::reply(&format!("Spell {q} "), a));
+    }
+    let out = s.track().args(["run", "s.yaml"]).output().unwrap();
+    let stderr = text(&out.stderr);
+    let status = |case: &str| -> (String, Option<String>) {
+        s.db()
+            .query_row(
+                "SELECT status, detail FROM bench_results WHERE prompt_name = ?1",
+                [case],
+                |r| Ok((r.get(0)?, r.get(1)?)),
+            )
+            .unwrap()
+    };
+    assert_eq!(status("good").0, "passed", "{stderr}");
+    assert_eq!(status("bad").0, "failed");
+    let (crash, why) = status("crash");
+    assert_eq!(crash, "error", "a crashed grader is never a pass");
+    let why = why.unwrap();
+    assert!(
+        why.contains("grade.py") && why.contains("grader: cannot read the rubric"),
+        "{why}"
+    );
+    let (hang, why) = status("hang");
+    assert_eq!(hang, "error");
+    assert!(why.unwrap().contains("2 s"), "the timeout is named");
+    // Script verdicts are not cached: a fixed grader re-grades the stored answers offline.
+    s.write(
+        "grade.py",
+        "import json, sys\njson.load(sys.stdin)\nprint(json.dumps({'pass': True}))\n",
+    );
+    s.mock.reset_requests();
+    let out = s
+        .track()
+        .args(["run", "s.yaml", "--offline"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert_eq!(s.mock.request_count(), 0);
+    let last = s.count("SELECT max(id) FROM runs");
+    assert_eq!(
+        s.count(&format!(
+            "SELECT count(*) FROM bench_results WHERE run_id = {last} AND status = 'passed'"
+        )),
+        4
+    );
+}
+
+#[test]
+fn an_hf_file_is_fetched_once_with_the_token_and_then_read_offline() {
+    use crate::support::hf::HubServer;
+    let commit = "0123456789abcdef0123456789abcdef01234567";
+    let hub = HubServer::start(commit);
+    hub.add(
+        "acme/math",
+        "data/test.jsonl",
+        (math_rows(4).join("\n") + "\n").as_bytes(),
+    );
+    let s = Sandbox::new();
+    answer_math(&s, 4);
+    s.write(
+        "hf.yaml",
+        &math_yaml(
+            "{from: \"hf://datasets/acme/math@main/data/test.jsonl\", id: qid}",
+            EXACT,
+        ),
+    );
+    let out = s
+        .track()
+        .args(["run", "hf.yaml"])
+        .env("HF_ENDPOINT", hub.url())
+        .env("HF_TOKEN", "hf_secret_token")
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}\n{}",
+        text(&out.stdout),
+        text(&out.stderr)
+    );
+    assert_eq!(s.mock.request_count(), 16);
+    let requests = hub.requests();
+    assert_eq!(requests.len(), 1, "fetched once: {requests:?}");
+    assert_eq!(
+        requests[0].path,
+        "/datasets/acme/math/resolve/main/data/test.jsonl"
+    );
+    assert_eq!(
+        requests[0].authorization.as_deref(),
+        Some("Bearer hf_secret_token")
+    );
+    let revision: String = s
+        .db()
+        .query_row("SELECT revision FROM dataset_files", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(revision, commit);
+    // The token is nowhere in the database.
+    assert_eq!(
+        crate::support::any_file_contains(&s.path(""), "hf_secret_token"),
+        None
+    );
+    // With the hub gone: --offline reads the stored bytes, and the plan is all cached.
+    drop(hub);
+    let out = s
+        .track()
+        .args(["run", "hf.yaml", "--offline"])
+        .env("HF_ENDPOINT", "http://127.0.0.1:9")
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert_eq!(s.mock.request_count(), 16);
+}
+
+#[test]
+fn openai_evals_samples_run_as_they_are_with_the_registrys_match() {
+    let s = Sandbox::new();
+    s.write(
+        "evals/samples.jsonl",
+        "{\"input\": [{\"role\": \"system\", \"content\": \"Answer tersely.\"}, {\"role\": \"user\", \"content\": \"Capital of France?\"}], \"ideal\": \"Paris\"}\n\
+         {\"input\": [{\"role\": \"user\", \"content\": \"Largest planet?\"}], \"ideal\": [\"Jupiter\", \"jupiter\"]}\n\
+         {\"input\": \"2 + 2?\", \"ideal\": \"4\"}\n",
+    );
+    s.write(
+        "evals.yaml",
+        "models: [openai:gpt-4o-mini]\ncases: {from: evals/samples.jsonl, format: openai-evals}\n",
+    );
+    s.mock
+        .add_rule(Rule::reply("Capital of France?", "Paris, of course."));
+    s.mock.add_rule(Rule::reply("Largest planet?", "jupiter"));
+    s.mock.add_rule(Rule::reply("2 + 2?", "The answer is 4"));
+    let out = s.track().args(["run", "evals.yaml"]).output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}\n{}",
+        text(&out.stdout),
+        text(&out.stderr)
+    );
+    let first = s
+        .mock
+        .requests()
+        .into_iter()
+        .find(|r| r.last_user_text() == "Capital of France?")
+        .unwrap();
+    assert!(
+        first.body.to_string().contains("Answer tersely."),
+        "the system message is sent"
+    );
+    // Match: the answer starts with an ideal; "The answer is 4" does not.
+    assert_eq!(
+        s.count("SELECT count(*) FROM bench_results WHERE status = 'passed'"),
+        2
+    );
+    assert_eq!(
+        s.count("SELECT count(*) FROM bench_results WHERE status = 'failed'"),
+        1
+    );
+}
+
+#[test]
+fn promptfoo_csvs_become_cases_and_an_expectation_track_cannot_read_is_refused() {
+    let s = Sandbox::new();
+    s.write(
+        "tests.csv",
+        "question,__expected\n\
+         Capital of France?,contains: Paris\n\
+         2 + 2?,4\n\
+         Say hi,icontains: HELLO\n\
+         Count to 3,regex: ^1\\D+2\\D+3\n\
+         Be rude,not-contains: idiot\n",
+    );
+    s.write(
+        "pf.yaml",
+        "models: [openai:gpt-4o-mini]\ntemplates: [\"{{question}}\"]\ncases: {from: tests.csv}\n",
+    );
+    for (q, a) in [
+        ("Capital of France?", "It is Paris."),
+        ("2 + 2?", "4"),
+        ("Say hi", "hello there"),
+        ("Count to 3", "1, 2, 3"),
+        ("Be rude", "No."),
+    ] {
+        s.mock.add_rule(Rule::reply(q, a));
+    }
+    let out = s.track().args(["run", "pf.yaml"]).output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}\n{}",
+        text(&out.stdout),
+        text(&out.stderr)
+    );
+    assert_eq!(
+        s.count("SELECT count(*) FROM bench_results WHERE status = 'passed'"),
+        5
+    );
+    let methods: Vec<String> = s
+        .db()
+        .prepare("SELECT method FROM bench_results ORDER BY prompt_index")
+        .unwrap()
+        .query_map([], |r| r.get(0))
+        .unwrap()
+        .map(Result::unwrap)
+        .collect();
+    assert_eq!(
+        methods,
+        ["contains", "exact", "icontains", "regex", "not-contains"]
+    );
+    s.write(
+        "tests.csv",
+        "question,__expected\nCapital of France?,contains: Paris\nLong?,javascript: output.length > 3\n",
+    );
+    s.mock.reset_requests();
+    let out = s.track().args(["run", "pf.yaml"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = text(&out.stderr);
+    assert!(
+        stderr.contains("tests.csv:3") && stderr.contains("javascript"),
+        "{stderr}"
+    );
+    assert_eq!(s.mock.request_count(), 0);
+}
