@@ -149,7 +149,9 @@ pub struct Measures {
 struct MeasureBuilders {
     model: Vec<u32>,
     prompt: Vec<u32>,
-    template: Vec<u32>,
+    /// `None` when no run has templates: a million results without them hold no column of
+    /// [`NO_TEMPLATE`]s (4 MB, and more in the frames made of it).
+    template: Option<Vec<u32>>,
     passed: BooleanChunkedBuilder,
     cache_hit: Vec<bool>,
     floats: [PrimitiveChunkedBuilder<Float64Type>; 6],
@@ -166,11 +168,11 @@ const FLOAT_COLUMNS: [&str; 6] = [
 ];
 
 impl MeasureBuilders {
-    fn new(capacity: usize) -> Self {
+    fn new(capacity: usize, with_templates: bool) -> Self {
         Self {
             model: Vec::with_capacity(capacity),
             prompt: Vec::with_capacity(capacity),
-            template: Vec::with_capacity(capacity),
+            template: with_templates.then(|| Vec::with_capacity(capacity)),
             passed: BooleanChunkedBuilder::new(c::PASSED.into(), capacity),
             cache_hit: Vec::with_capacity(capacity),
             floats: FLOAT_COLUMNS.map(|n| PrimitiveChunkedBuilder::new(n.into(), capacity)),
@@ -182,7 +184,9 @@ impl MeasureBuilders {
     fn push(&mut self, r: &MeasureRow) {
         self.model.push(r.model);
         self.prompt.push(r.prompt);
-        self.template.push(r.template);
+        if let Some(template) = &mut self.template {
+            template.push(r.template);
+        }
         self.passed.append_option(r.outcome.passed());
         self.cache_hit.push(r.cache_hit);
         let floats = [
@@ -203,10 +207,18 @@ impl MeasureBuilders {
     fn finish(self) -> PolarsResult<DataFrame> {
         let [latency, cost, paid, energy, energy_min, energy_max] = self.floats;
         let [input, output] = self.tokens;
+        let height = self.model.len();
         DataFrame::new_infer_height(vec![
             Column::new(c::MODEL.into(), self.model),
             Column::new(c::PROMPT.into(), self.prompt),
-            Column::new(c::TEMPLATE.into(), self.template),
+            match self.template {
+                Some(template) => Column::new(c::TEMPLATE.into(), template),
+                None => Column::new_scalar(
+                    c::TEMPLATE.into(),
+                    Scalar::new(DataType::UInt32, NO_TEMPLATE.into()),
+                    height,
+                ),
+            },
             self.passed.finish().into_column(),
             Column::new(c::CACHE_HIT.into(), self.cache_hit),
             latency.finish().into_column(),
@@ -224,10 +236,11 @@ impl MeasureBuilders {
 impl Measures {
     /// Reads the measures of `run_ids` from the store, in as many slices as there are cores.
     pub fn load(store: &Store, run_ids: &[i64]) -> anyhow::Result<Self> {
+        let with_templates = store.bench_has_templates(run_ids)?;
         let (labels, parts) = store.scan_bench_measures(
             run_ids,
             scan_threads(),
-            MeasureBuilders::new,
+            |rows| MeasureBuilders::new(rows, with_templates),
             |b, row| b.push(row),
         )?;
         let parts = parts
@@ -255,7 +268,8 @@ impl Measures {
                 (names.len() - 1) as u32
             })
         };
-        let mut builders = MeasureBuilders::new(cols.len());
+        let with_templates = cols.template.iter().any(Option::is_some);
+        let mut builders = MeasureBuilders::new(cols.len(), with_templates);
         for i in 0..cols.len() {
             let template = match cols.template.get(i).and_then(Option::as_deref) {
                 Some(name) => key(2, name, &mut labels),
@@ -525,10 +539,11 @@ fn prompt_summary_in_ranges(
     run_ids: &[i64],
     rows_per_range: usize,
 ) -> anyhow::Result<DataFrame> {
+    let with_templates = store.bench_has_templates(run_ids)?;
     let (labels, ranges) = store.scan_bench_measures_by_prompt(
         run_ids,
         (scan_threads(), rows_per_range),
-        MeasureBuilders::new,
+        |rows| MeasureBuilders::new(rows, with_templates),
         |b, row| b.push(row),
         |b, labels| prompt_range_summary(b.finish()?.lazy(), labels),
     )?;

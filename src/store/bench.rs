@@ -1038,6 +1038,20 @@ impl Store {
         Ok(out)
     }
 
+    /// Whether any run of `run_ids` has prompt templates (labels of kind `template`): without
+    /// any, the summaries read no template column.
+    pub fn bench_has_templates(&self, run_ids: &[i64]) -> Result<bool> {
+        let mut stmt = self.conn.prepare_cached(
+            "SELECT EXISTS (SELECT 1 FROM bench_labels WHERE run_id = ?1 AND kind = 'template')",
+        )?;
+        for &run_id in run_ids {
+            if stmt.query_row([run_id], |r| r.get::<_, bool>(0))? {
+                return Ok(true);
+            }
+        }
+        Ok(false)
+    }
+
     /// The names of run `run_id`'s templates, by index; empty when it has none.
     pub fn bench_template_names(&self, run_id: i64) -> Result<Vec<String>> {
         let mut stmt = self.conn.prepare_cached(
@@ -1276,6 +1290,64 @@ mod tests {
             assert_eq!(all[0], (0, 0));
             assert_eq!(labels.models, ["openai:m0", "openai:m1", "openai:m2"]);
             assert_eq!(labels.prompts.len(), 5);
+        }
+    }
+
+    #[test]
+    fn measures_of_several_templates_scan_in_slices_and_prompt_ranges_with_their_keys() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut store = Store::open(&dir.path().join("t.db")).unwrap();
+        let run = store.create_run("bench", None, None, "{}").unwrap();
+        let plain = store.create_run("bench", None, None, "{}").unwrap();
+        let mut rows = Vec::new();
+        for m in 0..2 {
+            for (t, name) in ["terse", "steps", "json"].iter().enumerate() {
+                for p in 0..5 {
+                    let mut r = row(run, m, p, Outcome::Passed);
+                    r.template_index = t as u32;
+                    r.template_name = Some((*name).into());
+                    rows.push(r);
+                }
+            }
+        }
+        rows.push(row(plain, 0, 0, Outcome::Passed));
+        store.insert_bench_results(&rows).unwrap();
+        let expected: Vec<(u32, u32, u32)> = {
+            let mut all: Vec<_> = (0..2)
+                .flat_map(|m| (0..3).flat_map(move |t| (0..5).map(move |p| (m, t, p))))
+                .chain([(0, NO_TEMPLATE, 0)])
+                .collect();
+            all.sort_unstable();
+            all
+        };
+        for parts in [1, 2, 3, 7] {
+            let (labels, slices) = store
+                .scan_bench_measures(
+                    &[run, plain],
+                    parts,
+                    Vec::with_capacity,
+                    |v: &mut Vec<(u32, u32, u32)>, r| v.push((r.model, r.template, r.prompt)),
+                )
+                .unwrap();
+            assert_eq!(labels.templates, ["terse", "steps", "json"]);
+            assert!(labels.untemplated && labels.several_templates());
+            let mut all: Vec<_> = slices.into_iter().flatten().collect();
+            all.sort_unstable();
+            assert_eq!(all, expected, "{parts} slices");
+        }
+        for rows_per_range in [1, 4, 1000] {
+            let (_, ranges) = store
+                .scan_bench_measures_by_prompt(
+                    &[run, plain],
+                    (2, rows_per_range),
+                    Vec::with_capacity,
+                    |v: &mut Vec<(u32, u32, u32)>, r| v.push((r.model, r.template, r.prompt)),
+                    |v, _| v,
+                )
+                .unwrap();
+            let mut all: Vec<_> = ranges.into_iter().flatten().collect();
+            all.sort_unstable();
+            assert_eq!(all, expected, "{rows_per_range} rows a range");
         }
     }
 
