@@ -377,12 +377,15 @@ pub fn build_tests(cases: Vec<CaseInput>, shared: &Shared<'_>) -> Result<Vec<Pro
                     .into(),
             ));
         }
+        let scripted = prepared.iter().any(|c| c.script().is_some());
         tests.push(PromptTest {
             name: id,
             requests,
             checks: prepared,
             params: shared.params.clone(),
-            values: Some(Arc::new(values)),
+            // Kept only for the scripts that read them: a dataset's values are the largest
+            // part of what a plan of 100,000 cases holds.
+            values: scripted.then(|| Arc::new(values)),
         });
     }
     Ok(tests)

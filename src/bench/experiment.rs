@@ -838,7 +838,7 @@ prompts:
     }
 
     fn answer(id: i64, text: &str) -> CallOutcome {
-        CallOutcome::Fresh(StoredCall {
+        CallOutcome::Fresh(Box::new(StoredCall {
             id,
             text: text.into(),
             finish_reason: Some("stop".into()),
@@ -849,7 +849,7 @@ prompts:
             attempts: 1,
             cost_usd: 0.01,
             created_at: "2026-11-24T00:00:00Z".into(),
-        })
+        }))
     }
 
     /// A store holding calls 1 to `n` (result rows point at their calls), and a run.

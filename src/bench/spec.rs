@@ -96,7 +96,8 @@ pub struct PromptTest {
     /// Its checks: at least one.
     pub checks: Vec<Check>,
     pub params: SamplingParams,
-    /// The case's values (`None`: a test written inline).
+    /// The case's values, for its script checks (`None`: a test written inline, or a case
+    /// without a script).
     pub values: Option<Arc<crate::cases::Values>>,
 }
 

@@ -409,7 +409,7 @@ impl Batcher {
             match claim {
                 Claim::Mine => mine.push(key.clone()),
                 Claim::Answered(call) => {
-                    let served = round.spread(key, CallOutcome::Hit(call));
+                    let served = round.spread(key, CallOutcome::Hit(Box::new(call)));
                     submitted.settled.extend(served);
                 }
                 Claim::Batched(batch) => {
@@ -1037,7 +1037,7 @@ impl Batcher {
         for key in keys {
             self.release(round, key, budget, 0.0);
             let outcome = match (cached.get(key), rows.get(key)) {
-                (Some(call), _) => CallOutcome::Hit(call.clone()),
+                (Some(call), _) => CallOutcome::Hit(Box::new(call.clone())),
                 (None, Some(k)) if k.outcome == KeyOutcome::Failed => CallOutcome::Failed {
                     call_id: k.call_id,
                     error: format!("batch {} answered it with an error", row.id),
@@ -1123,7 +1123,7 @@ impl Batcher {
             http_status: Some(200),
         };
         Some(match lock(&self.store).insert_batch_call(batch, &call) {
-            Ok(id) => CallOutcome::Fresh(StoredCall {
+            Ok(id) => CallOutcome::Fresh(Box::new(StoredCall {
                 id,
                 text: response.text,
                 finish_reason: response.finish_reason,
@@ -1134,7 +1134,7 @@ impl Batcher {
                 attempts: 1,
                 cost_usd,
                 created_at: crate::store::now_rfc3339(),
-            }),
+            })),
             Err(StoreError::NotPending { .. }) => return None,
             Err(e) => CallOutcome::Failed {
                 call_id: None,

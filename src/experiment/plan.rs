@@ -202,7 +202,7 @@ impl Plan {
                 Some(hit) => {
                     line.cached += 1;
                     if call.follow_up {
-                        answers[i] = Some(CallOutcome::Hit(hit.clone()));
+                        answers[i] = Some(CallOutcome::Hit(Box::new(hit.clone())));
                     }
                 }
                 None => {

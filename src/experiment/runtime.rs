@@ -856,7 +856,7 @@ impl Run<'_> {
         let offline = self.executor.mode() == CacheMode::Offline;
         for (i, call) in stage.calls.iter().enumerate() {
             if let Some(hit) = cached.get(&call.job.canonical.key) {
-                immediate.push((i, CallOutcome::Hit(hit.clone())));
+                immediate.push((i, CallOutcome::Hit(Box::new(hit.clone()))));
                 continue;
             }
             let refused = if offline {

@@ -84,7 +84,7 @@ impl Target {
         repeat: u32,
     ) -> CallJob {
         if self.structured != Structured::Off {
-            request.schema = Some(schema);
+            request.schema = Some(Box::new(schema));
         }
         let mut job = self.job(request, repeat);
         job.plain_fallback = self.structured == Structured::Auto;

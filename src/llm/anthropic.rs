@@ -343,10 +343,10 @@ mod tests {
     #[test]
     fn a_streamed_tool_answer_joins_its_input_json() {
         let mut asked = request();
-        asked.schema = Some(crate::llm::AnswerSchema {
+        asked.schema = Some(Box::new(crate::llm::AnswerSchema {
             name: "verdict".into(),
             schema: json!({"type": "object"}),
-        });
+        }));
         let bytes = stream(&[
             (
                 "message_start",

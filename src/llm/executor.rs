@@ -82,10 +82,11 @@ impl CallJob {
 /// What became of a call.
 #[derive(Debug, Clone, PartialEq)]
 pub enum CallOutcome {
-    /// Served from the cache: nothing paid.
-    Hit(StoredCall),
+    /// Served from the cache: nothing paid. (Boxed: a plan holds an outcome, mostly none,
+    /// for each of its calls.)
+    Hit(Box<StoredCall>),
     /// Sent, answered and stored.
-    Fresh(StoredCall),
+    Fresh(Box<StoredCall>),
     /// Not answered; the error is stored when a request was sent (`call_id`).
     Failed {
         call_id: Option<i64>,
@@ -426,7 +427,7 @@ impl Executor {
                 .flatten(),
         };
         if let Some(call) = cached {
-            return Some(CallOutcome::Hit(call));
+            return Some(CallOutcome::Hit(Box::new(call)));
         }
         Box::pin(self.run_keyed(&plain, stop))
             .await
@@ -450,7 +451,7 @@ impl Executor {
             ));
         }
         let (claimed, failed_attempts) = match self.claim(job, stop).await {
-            Claimed::Answered(call) => return Some((CallOutcome::Hit(call), None)),
+            Claimed::Answered(call) => return Some((CallOutcome::Hit(Box::new(call)), None)),
             Claimed::Stopped => return None,
             Claimed::Batched => {
                 self.batched
@@ -808,7 +809,7 @@ impl Executor {
                 .await
         };
         match stored {
-            Ok(id) => CallOutcome::Fresh(StoredCall {
+            Ok(id) => CallOutcome::Fresh(Box::new(StoredCall {
                 id,
                 text: response.text,
                 finish_reason: response.finish_reason,
@@ -819,7 +820,7 @@ impl Executor {
                 attempts: timing.1,
                 cost_usd,
                 created_at: crate::store::now_rfc3339(),
-            }),
+            })),
             Err(e) => CallOutcome::Failed {
                 call_id: None,
                 error: format!("the answer arrived but could not be stored: {e}"),

@@ -204,7 +204,7 @@ pub struct ChatRequest {
     pub params: SamplingParams,
     /// The JSON shape the answer must take (structured output), sent the way each wire format
     /// wants it; part of the cache key.
-    pub schema: Option<AnswerSchema>,
+    pub schema: Option<Box<AnswerSchema>>,
 }
 
 /// The shape of a model-graded answer: a JSON schema with a name. OpenAI-style servers get

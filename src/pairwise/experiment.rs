@@ -546,7 +546,7 @@ prompts:
         assert_eq!((plan.calls.len(), plan.pending.len()), (0, 24));
         let known: Vec<Option<CallOutcome>> = (0..6)
             .map(|i| {
-                Some(CallOutcome::Fresh(crate::store::StoredCall {
+                Some(CallOutcome::Fresh(Box::new(crate::store::StoredCall {
                     id: i,
                     text: format!("answer {i}"),
                     finish_reason: None,
@@ -557,7 +557,7 @@ prompts:
                     attempts: 1,
                     cost_usd: 0.0,
                     created_at: String::new(),
-                }))
+                })))
             })
             .collect();
         let verdicts = p.stage(1, Some((&answers, &known))).unwrap().unwrap();
@@ -584,8 +584,8 @@ prompts:
         let answers = p.stage(0, None).unwrap().unwrap();
         // Items are candidate x 2 tasks + task: 1 is gpt-4o on `sum`, 2 haiku on `capital`,
         // 5 llama on `sum`.
-        let fresh = CallOutcome::Fresh(answered(&mut store, "k1", "4"));
-        let hit = CallOutcome::Hit(answered(&mut store, "k2", "Paris"));
+        let fresh = CallOutcome::Fresh(Box::new(answered(&mut store, "k1", "4")));
+        let hit = CallOutcome::Hit(Box::new(answered(&mut store, "k2", "Paris")));
         let failed = CallOutcome::Failed {
             call_id: None,
             error: "HTTP 500".into(),
@@ -637,7 +637,8 @@ prompts:
         // The verdicts stage records verdicts, not answers.
         let known: Vec<Option<CallOutcome>> = vec![Some(fresh.clone()); answers.calls.len()];
         let verdicts = p.stage(1, Some((&answers, &known))).unwrap().unwrap();
-        let verdict = CallOutcome::Fresh(answered(&mut store, "k3", r#"{"winner": "A"}"#));
+        let verdict =
+            CallOutcome::Fresh(Box::new(answered(&mut store, "k3", r#"{"winner": "A"}"#)));
         p.record(&mut store, run, &verdicts, &[(0, &verdict)])
             .unwrap();
         assert_eq!(store.pairwise_answers(&[run]).unwrap().len(), 3);

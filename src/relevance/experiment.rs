@@ -714,7 +714,10 @@ mod tests {
             error: "HTTP 500".into(),
             attempts: 3,
         };
-        let (with, without) = (CallOutcome::Fresh(with), CallOutcome::Hit(without));
+        let (with, without) = (
+            CallOutcome::Fresh(Box::new(with)),
+            CallOutcome::Hit(Box::new(without)),
+        );
         let problems = e
             .record(
                 &mut store,

@@ -919,7 +919,7 @@ mod tests {
 
     /// An answer stored as a call, as the executor would have.
     fn answered(store: &mut Store, key: &str, text: &str) -> CallOutcome {
-        CallOutcome::Fresh(store.insert_answered(key, text))
+        CallOutcome::Fresh(Box::new(store.insert_answered(key, text)))
     }
 
     /// An answer stored as a call, dated `at` (the time a review of it is given).

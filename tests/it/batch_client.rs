@@ -194,11 +194,11 @@ async fn an_anthropic_batch_answers_what_the_live_path_answers() {
     let (client, endpoint) = (client(), anthropic(&mock));
     let mut requests = requests(CLAUDE, "a", 3);
     let mut shaped = request(CLAUDE, "rate this");
-    shaped.schema = Some(AnswerSchema {
+    shaped.schema = Some(Box::new(AnswerSchema {
         name: "verdict".into(),
         schema: json!({"type": "object", "properties": {"score": {"type": "integer", "enum": [1, 2, 3]}},
                        "required": ["score"]}),
-    });
+    }));
     requests.insert(track::hash::sha256_hex(b"shaped"), shaped);
     let payload = payload(BatchApi::Anthropic, ProviderKind::Anthropic, &requests);
     let info = submit(&client, &endpoint, &payload, "unused")
@@ -456,10 +456,10 @@ async fn refusals_are_typed_failures_and_errors() {
     let endpoint = anthropic(&mock);
     let mut requests = requests(CLAUDE, "b", 1);
     let mut bad_tool = request(CLAUDE, "rate this");
-    bad_tool.schema = Some(AnswerSchema {
+    bad_tool.schema = Some(Box::new(AnswerSchema {
         name: "not a valid name!".into(),
         schema: json!({"type": "object", "properties": {}}),
-    });
+    }));
     let bad_key = track::hash::sha256_hex(b"bad tool");
     requests.insert(bad_key.clone(), bad_tool);
     let info = submit(

@@ -463,10 +463,10 @@ mod tests {
     fn results_become_answers_and_typed_failures() {
         let plain = request();
         let mut shaped = request();
-        shaped.schema = Some(AnswerSchema {
+        shaped.schema = Some(Box::new(AnswerSchema {
             name: "verdict".into(),
             schema: json!({"type": "object", "properties": {"score": {"type": "integer"}}}),
-        });
+        }));
         let file = br#"{"custom_id":"a","result":{"type":"succeeded","message":{"id":"msg_014VwiXbi91y3JMjcpyGBHX5","type":"message","role":"assistant","model":"claude-3-5-sonnet-20240620","content":[{"type":"text","text":"Hello again! "},{"type":"text","text":"How can I help?"}],"stop_reason":"end_turn","stop_sequence":null,"usage":{"input_tokens":11,"output_tokens":36}}}}
 {"custom_id":"s","result":{"type":"succeeded","message":{"id":"msg_2","type":"message","role":"assistant","model":"m","content":[{"type":"tool_use","id":"toolu_1","name":"verdict","input":{"score":4}}],"stop_reason":"tool_use","usage":{"input_tokens":20,"output_tokens":5}}}}
 {"custom_id":"b","result":{"type":"errored","error":{"type":"error","error":{"type":"invalid_request_error","message":"max_tokens: Field required"}}}}
