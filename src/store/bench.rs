@@ -669,7 +669,7 @@ impl Store {
     pub fn insert_bench_results(&mut self, rows: &[BenchResultRow]) -> Result<()> {
         /// Rows written by one statement: cached runs write tens of thousands at once.
         const ROWS_PER_STATEMENT: usize = 64;
-        const COLUMNS: usize = 31;
+        const COLUMNS: usize = 32;
         let tx = self.conn.transaction()?;
         {
             let now = now_rfc3339();
@@ -690,7 +690,8 @@ impl Store {
                         model_ref, provider, model_id, prompt_name, method, call_id, cache_hit, status, detail,
                         latency_ms, input_tokens, output_tokens, tokens_estimated, cost_usd, paid_usd,
                         energy_wh, energy_wh_min, energy_wh_max, energy_method, created_at, judge_call_id,
-                        judge_score, judge_cost_usd, expected, uid, template_index, score)
+                        judge_score, judge_cost_usd, expected, uid, template_index, template_name,
+                        score)
                      VALUES {}",
                     vec![one_row.as_str(); chunk.len()].join(",")
                 ))?;
@@ -756,6 +757,7 @@ impl Store {
                         &row.expected,
                         uid,
                         &row.template_index,
+                        &row.template_name,
                         &row.score,
                     ]);
                 }
@@ -1203,6 +1205,14 @@ mod tests {
             store.conn.query_row(sql, [], |r| r.get(0)).unwrap()
         };
         assert_eq!(count(&store, "SELECT count(*) FROM bench_results"), 2);
+        assert_eq!(
+            count(
+                &store,
+                "SELECT count(*) FROM bench_results WHERE template_name = 'steps' AND template_index = 1"
+            ),
+            1,
+            "a row names its template, for exports that read rows alone (Parquet)"
+        );
         assert_eq!(
             count(&store, "SELECT count(DISTINCT uid) FROM bench_results"),
             2

@@ -266,6 +266,7 @@ CREATE TABLE "bench_results" (
     expected         TEXT,
     uid              TEXT,
     template_index   INTEGER NOT NULL DEFAULT 0,
+    template_name    TEXT,                  -- the template's name (NULL: no templates)
     score            REAL,                  -- the weighted score of the checks, 0-1, when asked
     UNIQUE (run_id, model_index, template_index, prompt_index, repeat_index)
 );
