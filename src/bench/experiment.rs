@@ -205,13 +205,15 @@ impl BenchExperiment {
         let mut calls =
             Vec::with_capacity(self.models * templates * self.spec.prompts.len() * repeats);
         for (m, model) in self.targets[..self.models].iter().enumerate() {
+            // One model id for all its calls.
+            let model_id: std::sync::Arc<str> = model.spec.model.as_str().into();
             for t in 0..templates {
                 for (p, test) in self.spec.prompts.iter().enumerate() {
                     // A case that brings its own messages has one request, whatever the
                     // templates (there are none then).
                     let sent = &test.requests[t.min(test.requests.len() - 1)];
                     let request = ChatRequest {
-                        model: model.spec.model.clone(),
+                        model: model_id.clone(),
                         schema: None,
                         system: sent.system.clone(),
                         messages: sent.messages.clone(),

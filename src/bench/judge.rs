@@ -18,7 +18,7 @@ pub const JUDGE_MAX_TOKENS: u32 = 512;
 /// provider allows.
 pub fn judge_request(judge_model: &str, prompt: String) -> ChatRequest {
     ChatRequest {
-        model: judge_model.to_owned(),
+        model: judge_model.into(),
         schema: None,
         system: None,
         messages: vec![Message::user(prompt)].into(),

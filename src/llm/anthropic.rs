@@ -176,7 +176,7 @@ pub fn body(request: &ChatRequest) -> Value {
         })
         .collect();
     let mut body = Map::new();
-    body.insert("model".into(), json!(request.model));
+    body.insert("model".into(), json!(&*request.model));
     body.insert(
         "max_tokens".into(),
         json!(request.params.max_tokens.unwrap_or(DEFAULT_MAX_TOKENS)),

@@ -153,10 +153,10 @@ pub fn split<'a>(
             BatchApi::Openai => openai::batch::line(custom_id, request, kind),
             BatchApi::Anthropic => anthropic::batch::entry(custom_id, request),
         };
-        let slot = match models.iter().position(|(m, _)| *m == request.model) {
+        let slot = match models.iter().position(|(m, _)| **m == *request.model) {
             Some(i) => i,
             None => {
-                models.push((request.model.clone(), Vec::new()));
+                models.push((request.model.to_string(), Vec::new()));
                 models.len() - 1
             }
         };

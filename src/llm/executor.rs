@@ -75,7 +75,10 @@ impl CallJob {
 
     /// The model as the executor remembers schema refusals: provider and model id.
     fn model_key(&self) -> (String, String) {
-        (self.endpoint.provider.clone(), self.request.model.clone())
+        (
+            self.endpoint.provider.clone(),
+            self.request.model.to_string(),
+        )
     }
 }
 

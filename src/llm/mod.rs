@@ -194,8 +194,8 @@ pub struct SamplingParams {
 /// A chat request in provider-neutral form.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ChatRequest {
-    /// The model id sent to the provider.
-    pub model: String,
+    /// The model id sent to the provider (shared by the calls to one model).
+    pub model: Arc<str>,
     /// An optional system prompt (sent the way each wire format wants it). Shared: a
     /// benchmark's calls of one template share its text.
     pub system: Option<Arc<str>>,

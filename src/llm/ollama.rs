@@ -91,7 +91,7 @@ pub(crate) fn body(request: &ChatRequest) -> Value {
     if let Some(n) = p.max_tokens {
         options.insert("num_predict".into(), json!(n));
     }
-    let mut body = json!({"model": request.model, "messages": messages});
+    let mut body = json!({"model": &*request.model, "messages": messages});
     if !options.is_empty() {
         body["options"] = Value::Object(options);
     }

@@ -140,7 +140,7 @@ pub fn body(request: &ChatRequest, kind: ProviderKind) -> Value {
         messages.push(json!({"role": m.role.as_str(), "content": content}));
     }
     let mut body = Map::new();
-    body.insert("model".into(), json!(request.model));
+    body.insert("model".into(), json!(&*request.model));
     body.insert("messages".into(), Value::Array(messages));
     let p = &request.params;
     if let Some(t) = p.temperature {

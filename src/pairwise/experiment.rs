@@ -172,7 +172,7 @@ impl PairwiseExperiment {
                 let mut params = task.params.clone();
                 params.temperature = own.temperature.or(params.temperature);
                 let request = ChatRequest {
-                    model: model.spec.model.clone(),
+                    model: model.spec.model.as_str().into(),
                     schema: None,
                     system: own
                         .system

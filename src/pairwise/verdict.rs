@@ -37,7 +37,7 @@ pub fn schema() -> AnswerSchema {
 /// The request that has `model` judge `prompt`, as repeatable as the provider allows.
 pub fn request(model: &str, prompt: String, max_tokens: u32) -> ChatRequest {
     ChatRequest {
-        model: model.to_owned(),
+        model: model.into(),
         schema: None,
         system: None,
         messages: vec![Message::user(prompt)].into(),

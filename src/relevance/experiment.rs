@@ -448,7 +448,7 @@ impl CompareExperiment {
                     ("domain", &self.plan.domain),
                 ]);
                 let request = ChatRequest {
-                    model: target.spec.model.clone(),
+                    model: target.spec.model.as_str().into(),
                     schema: None,
                     system: None,
                     messages: vec![Message {

@@ -184,7 +184,7 @@ impl DatasheetExperiment {
     ) -> CallJob {
         let target = &self.targets[target];
         let request = ChatRequest {
-            model: target.spec.model.clone(),
+            model: target.spec.model.as_str().into(),
             schema: None,
             system: None,
             messages: vec![Message::user(text)].into(),
