@@ -123,7 +123,7 @@ impl Round {
     fn add(&mut self, calls: Vec<BatchCall>) -> Vec<String> {
         let mut new = Vec::new();
         for call in calls {
-            let key = call.job.canonical.key.clone();
+            let key = call.job.canonical.key.to_string();
             let indices = self.indices.entry(key.clone()).or_default();
             if indices.is_empty() {
                 new.push(key.clone());

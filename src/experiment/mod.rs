@@ -179,7 +179,8 @@ impl std::fmt::Debug for StageData {
 
 /// The answers of the previous stage, indexed like its calls: `Some` for calls marked
 /// `follow_up` whose outcome is known (a failure included), `None` otherwise (in a plan: not
-/// in the cache yet).
+/// in the cache yet). A plan gives none (an empty slice) for a stage without any call marked
+/// `follow_up`.
 pub type Answers = [Option<CallOutcome>];
 
 /// What one experiment kind supplies to the runtime.

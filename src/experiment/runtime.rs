@@ -624,7 +624,7 @@ impl Run<'_> {
             let misses = next
                 .calls
                 .iter()
-                .filter(|c| !cached.contains_key(&c.job.canonical.key))
+                .filter(|c| !cached.contains_key(c.job.canonical.key.as_str()))
                 .count();
             // The plan bounded these calls; now they are known: count those to send.
             self.progress
@@ -767,7 +767,10 @@ impl Run<'_> {
         for i in to_send {
             let call = &stage.calls[i];
             let target = &self.experiment.targets()[call.target];
-            let api = match (target.batch, waiting.contains_key(&call.job.canonical.key)) {
+            let api = match (
+                target.batch,
+                waiting.contains_key(call.job.canonical.key.as_str()),
+            ) {
                 (Some(api), true) => Some(api),
                 (Some(api), false) if self.batch => Some(api),
                 // Waits in a batch a config change has since turned off: still followed.
@@ -855,7 +858,7 @@ impl Run<'_> {
         let mut to_send = Vec::new();
         let offline = self.executor.mode() == CacheMode::Offline;
         for (i, call) in stage.calls.iter().enumerate() {
-            if let Some(hit) = cached.get(&call.job.canonical.key) {
+            if let Some(hit) = cached.get(call.job.canonical.key.as_str()) {
                 immediate.push((i, CallOutcome::Hit(Box::new(hit.clone()))));
                 continue;
             }
@@ -920,7 +923,7 @@ impl Run<'_> {
             taken.extend(
                 group
                     .iter()
-                    .filter(|&&i| batched.contains(&stage.calls[i].job.canonical.key)),
+                    .filter(|&&i| batched.contains(stage.calls[i].job.canonical.key.as_str())),
             );
         }
         Ok(taken)

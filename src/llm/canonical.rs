@@ -16,7 +16,60 @@ const CANONICAL_VERSION: u32 = 1;
 /// would otherwise hold 400,000 of them.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CanonicalRequest {
-    pub key: String,
+    pub key: CacheKey,
+}
+
+/// A cache key: the 64 lowercase hex digits of a sha256, held inline (a plan holds one per
+/// call: as a `String` each was 88 bytes and an allocation).
+#[derive(Clone, Copy, PartialEq, Eq, Hash)]
+pub struct CacheKey([u8; 64]);
+
+impl CacheKey {
+    /// The key of the hex text `hex` (64 digits).
+    fn of_digest(digest: &[u8]) -> Self {
+        let mut hex = [0u8; 64];
+        // 32 bytes make 64 hex digits: the buffer is exactly their size.
+        let _ = hex::encode_to_slice(digest, &mut hex);
+        Self(hex)
+    }
+
+    /// The key as text.
+    pub fn as_str(&self) -> &str {
+        // Always ASCII hex digits: written only by `of_digest`.
+        std::str::from_utf8(&self.0).unwrap_or_default()
+    }
+}
+
+impl std::ops::Deref for CacheKey {
+    type Target = str;
+
+    fn deref(&self) -> &str {
+        self.as_str()
+    }
+}
+
+impl std::fmt::Display for CacheKey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl std::fmt::Debug for CacheKey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{:?}", self.as_str())
+    }
+}
+
+impl PartialEq<str> for CacheKey {
+    fn eq(&self, other: &str) -> bool {
+        self.as_str() == other
+    }
+}
+
+impl PartialEq<String> for CacheKey {
+    fn eq(&self, other: &String) -> bool {
+        self.as_str() == other
+    }
 }
 
 impl CanonicalRequest {
@@ -28,7 +81,7 @@ impl CanonicalRequest {
         serde_json::to_writer(&mut hasher, &canon(provider, endpoint, request, repeat))
             .expect("a canonical request always serializes");
         Self {
-            key: hex::encode(hasher.0.finalize()),
+            key: CacheKey::of_digest(&hasher.0.finalize()),
         }
     }
 

@@ -292,7 +292,7 @@ impl Executor {
         // while it is. Its scope is looked up in the store first, so that its own lookup does
         // not wait behind their claims.
         if let Some(first) = jobs.next() {
-            by_key.insert(first.canonical.key.clone(), vec![0]);
+            by_key.insert(first.canonical.key.to_string(), vec![0]);
             if !self.stopping(stop) {
                 let scope = self.pacer.scope(&first.endpoint, &first.request.model);
                 self.pacer.prepare(&scope).await;
@@ -301,7 +301,7 @@ impl Executor {
         }
         let mut unique = Vec::new();
         for (index, job) in (1..).zip(jobs) {
-            let waiting = by_key.entry(job.canonical.key.clone()).or_default();
+            let waiting = by_key.entry(job.canonical.key.to_string()).or_default();
             if waiting.is_empty() {
                 unique.push(job);
             }
@@ -335,7 +335,10 @@ impl Executor {
                         continue;
                     }
                 };
-                let indices = by_key.get(&key).map(Vec::as_slice).unwrap_or_default();
+                let indices = by_key
+                    .get(key.as_str())
+                    .map(Vec::as_slice)
+                    .unwrap_or_default();
                 for (n, &index) in indices.iter().enumerate() {
                     let outcome = match (&outcome, n) {
                         (CallOutcome::Fresh(call), 1..) => CallOutcome::Hit(call.clone()),
@@ -368,7 +371,7 @@ impl Executor {
                 .lock()
                 .is_ok_and(|set| set.contains(&job.model_key()));
             let refused_before = || async {
-                let key = job.canonical.key.clone();
+                let key = job.canonical.key.to_string();
                 self.writer
                     .run(move |s| s.last_failure_status(&key))
                     .await
@@ -413,7 +416,7 @@ impl Executor {
     /// `job` without its schema: served from the cache when it is there, else sent.
     async fn run_plain(&self, job: &CallJob, stop: &AtomicBool) -> Option<CallOutcome> {
         let plain = job.without_schema();
-        let key = plain.canonical.key.clone();
+        let key = plain.canonical.key.to_string();
         let since = self.fresh_since.clone();
         let cached = match (self.mode, since) {
             (CacheMode::Refresh, None) => None,
@@ -460,7 +463,7 @@ impl Executor {
                 self.batched
                     .lock()
                     .unwrap_or_else(|p| p.into_inner())
-                    .insert(job.canonical.key.clone());
+                    .insert(job.canonical.key.to_string());
                 return None;
             }
             Claimed::Send {
@@ -481,7 +484,7 @@ impl Executor {
             )
         );
         if let (true, false, Some(claims)) = (claimed, stored, &self.claims) {
-            let (key, owner) = (job.canonical.key.clone(), claims.owner.clone());
+            let (key, owner) = (job.canonical.key.to_string(), claims.owner.clone());
             if let Err(e) = self
                 .writer
                 .run(move |s| s.release_claim(&key, &owner))
@@ -504,7 +507,7 @@ impl Executor {
         let key = &job.canonical.key;
         let mut take_over = false;
         loop {
-            let (key, owner, lease) = (key.clone(), claims.owner.clone(), claims.lease);
+            let (key, owner, lease) = (*key, claims.owner.clone(), claims.lease);
             // A claim won also looks up the key's last failure: one trip to the writer.
             let claim = self
                 .writer
@@ -560,7 +563,7 @@ impl Executor {
         let failed_attempts = match failed_attempts {
             Some(looked_up) => looked_up,
             None => {
-                let key = job.canonical.key.clone();
+                let key = job.canonical.key.to_string();
                 self.writer
                     .run(move |s| s.last_failure_attempts(&key))
                     .await

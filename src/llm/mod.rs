@@ -24,7 +24,7 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 
 pub use budget::Budget;
-pub use canonical::CanonicalRequest;
+pub use canonical::{CacheKey, CanonicalRequest};
 pub use client::{Endpoint, LlmClient};
 pub use executor::{CacheMode, CallJob, CallOutcome, Executor};
 pub use retry::RetryPolicy;
