@@ -1134,7 +1134,7 @@ impl Store {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
     pub(crate) fn row(run_id: i64, model: u32, prompt: u32, outcome: Outcome) -> BenchResultRow {

@@ -36,6 +36,7 @@ pub const RESULT_TABLES: &[ResultTable] = &[
     ResultTable::of_run("relevance_predictions"),
     ResultTable::of_run("pairwise_answers"),
     ResultTable::of_run("pairwise_verdicts"),
+    ResultTable::of_run("ratings"),
 ];
 
 /// The tables `track export parquet` leaves out, each with why; every table of the schema is
