@@ -2,7 +2,8 @@
 //! `comparison_summary.csv` with exactly `variant,class,precision,recall,f1,tp,fp,tn,fn,total_samples`,
 //! and beyond it `comparison_by_predicate.csv`, `comparison_statistics.csv` and
 //! `comparison_thresholds.csv`. A run writes them when it ends (`console`); `track export csv
-//! --kind relevance` writes them of any runs, with `relevance_predictions.csv`.
+//! --kind relevance` writes them of any runs, with `relevance_predictions.csv` (each prediction
+//! with the model's whole answer).
 
 use std::path::Path;
 
@@ -12,6 +13,7 @@ use super::columns as cols;
 use super::metrics::{Class, ClassMetrics, VariantMetrics};
 use super::stats::measure_rows;
 use crate::kinds::{ExportOptions, ExportRuns};
+use crate::rating::ANSWER;
 use crate::store::{Store, Variant};
 
 /// Writes the relevance CSV files of `runs` into `options.out` (`--out`, default
@@ -52,6 +54,7 @@ pub fn write_csv(
         cols::CACHE_HIT,
         cols::PROMPT_SHA256,
         cols::RUN_STATUS,
+        ANSWER,
     ])?;
     for r in &rows {
         writer.write_record([
@@ -74,6 +77,11 @@ pub fn write_csv(
                 .copied()
                 .unwrap_or("")
                 .to_owned(),
+            // Read a row at a time: a run's answers are never all held.
+            match r.call_id {
+                Some(call) => store.answer_text(call)?.unwrap_or_default(),
+                None => String::new(),
+            },
         ])?;
     }
     writer.flush()?;

@@ -205,6 +205,11 @@ pub struct BenchColumns {
     pub template: Vec<Option<String>>,
     /// The weighted score of the checks (`pass: {threshold}`), when the benchmark gives one.
     pub score: Vec<Option<f64>>,
+    /// The call that answered each result (`None`: none was stored). Columns built by hand
+    /// may leave it empty.
+    pub call_id: Vec<Option<i64>>,
+    /// Each result's uid (what ratings point at); filled only when loaded with detail.
+    pub uid: Vec<Option<String>>,
 }
 
 /// The names behind the model, prompt and template keys of [`MeasureRow`]s.
@@ -1078,14 +1083,15 @@ impl Store {
     pub fn bench_columns(&self, run_ids: &[i64], with_detail: bool) -> Result<BenchColumns> {
         let mut cols = BenchColumns::default();
         let detail_sql = if with_detail {
-            "method, detail, model_id, provider, tokens_estimated, energy_method, judge_score, judge_cost_usd"
+            "method, detail, model_id, provider, tokens_estimated, energy_method, judge_score, judge_cost_usd, uid"
         } else {
-            "NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL"
+            "NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL"
         };
         let sql = format!(
             "SELECT run_id, model_index, prompt_index, repeat_index, model_ref, prompt_name, status,
                     cache_hit, latency_ms, input_tokens, output_tokens, cost_usd, paid_usd,
-                    energy_wh, energy_wh_min, energy_wh_max, template_index, score, {detail_sql}
+                    energy_wh, energy_wh_min, energy_wh_max, template_index, score, call_id,
+                    {detail_sql}
              FROM bench_results WHERE run_id = ?1
              ORDER BY model_index, template_index, prompt_index, repeat_index"
         );
@@ -1117,15 +1123,17 @@ impl Store {
                 cols.template
                     .push(templates.get(template as usize).cloned());
                 cols.score.push(r.get(17)?);
+                cols.call_id.push(r.get(18)?);
                 if with_detail {
-                    cols.method.push(r.get(18)?);
-                    cols.detail.push(r.get(19)?);
-                    cols.model_id.push(r.get(20)?);
-                    cols.provider.push(r.get(21)?);
-                    cols.tokens_estimated.push(r.get(22)?);
-                    cols.energy_method.push(r.get(23)?);
-                    cols.judge_score.push(r.get(24)?);
-                    cols.judge_cost_usd.push(r.get(25)?);
+                    cols.method.push(r.get(19)?);
+                    cols.detail.push(r.get(20)?);
+                    cols.model_id.push(r.get(21)?);
+                    cols.provider.push(r.get(22)?);
+                    cols.tokens_estimated.push(r.get(23)?);
+                    cols.energy_method.push(r.get(24)?);
+                    cols.judge_score.push(r.get(25)?);
+                    cols.judge_cost_usd.push(r.get(26)?);
+                    cols.uid.push(r.get(27)?);
                 }
             }
         }

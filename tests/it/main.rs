@@ -4,6 +4,7 @@
 mod support;
 mod terminal;
 
+mod answers;
 mod batch_cli;
 mod batch_client;
 mod batch_mock_selftest;

@@ -171,10 +171,26 @@ fn candidate_models_are_judged_in_both_orders_with_inconsistency_and_invalid_cou
             "order",
             "winner",
             "justification",
-            "call_id"
+            "call_id",
+            "answer",
+            "answer_a",
+            "answer_b"
         ]
     );
     assert_eq!(verdicts.len(), 1 + 24);
+    // Each verdict has the judge's whole answer, and the two candidates' (issue 30).
+    for v in &verdicts[1..] {
+        let answer_of = |candidate: &str| match candidate {
+            "openai:gpt-4o" => "ANS-GOOD",
+            "anthropic:sonnet 3.5" => "ANS-MID",
+            _ => "ANS-BAD",
+        };
+        assert_eq!(v[11], answer_of(&v[3]), "{v:?}");
+        assert_eq!(v[12], answer_of(&v[4]), "{v:?}");
+        if v[1] == "openai:gpt-4o-mini" {
+            assert!(v[10].contains(r#""justification""#), "{v:?}");
+        }
+    }
     let winners: Vec<&str> = verdicts[1..].iter().map(|r| r[7].as_str()).collect();
     assert!(winners.contains(&"openai:gpt-4o") && winners.contains(&"invalid"));
     let summary = csv_rows(&s.path("exp/pairwise_summary.csv"));

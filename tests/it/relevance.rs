@@ -222,9 +222,17 @@ fn compare_scores_both_variants_and_writes_the_specifications_outputs() {
         std::fs::read_to_string(s.path("exported/comparison_summary.csv")).unwrap(),
         std::fs::read_to_string(s.path("out/comparison_summary.csv")).unwrap()
     );
-    let predictions =
-        std::fs::read_to_string(s.path("exported/relevance_predictions.csv")).unwrap();
-    assert_eq!(predictions.lines().count(), 1 + 16);
+    let rows = crate::answers::csv_rows(&s.path("exported/relevance_predictions.csv"));
+    assert_eq!(rows.len(), 16);
+    // Each prediction has the model's whole answer (issue 30).
+    for row in &rows {
+        let expected = if row["variant"] == "with_uncertain" {
+            WITH_REPLY
+        } else {
+            WITHOUT_REPLY
+        };
+        assert_eq!(row["answer"], expected, "{row:?}");
+    }
     let runs = s
         .track()
         .args(["runs", "--format", "csv"])
