@@ -142,6 +142,10 @@ pub struct ExportColumn {
     /// As the table declares it (`INTEGER`, `TEXT`...).
     pub declared: String,
     pub affinity: Affinity,
+    /// `None`: the table's column of that name. `Some(sql)`: a column the export adds, read by
+    /// this expression over the row (aliased `t`): a call's request and answer texts, a
+    /// row's answer and human rating ([`derived_columns`]).
+    pub expr: Option<String>,
 }
 
 impl ExportColumn {
@@ -159,8 +163,86 @@ impl ExportColumn {
             name: name.to_owned(),
             declared: declared.to_owned(),
             affinity,
+            expr: None,
         }
     }
+
+    /// A column the export adds, of `affinity`, read by `expr` over the row `t`.
+    fn derived(name: &str, affinity: Affinity, expr: String) -> Self {
+        Self {
+            expr: Some(expr),
+            ..Self::new(name, affinity)
+        }
+    }
+
+    /// What the SELECT list reads for it: `t."name"`, or its expression.
+    fn select(&self) -> String {
+        match &self.expr {
+            Some(expr) => format!("({expr}) AS {}", quoted(&self.name)),
+            None => format!("t.{}", quoted(&self.name)),
+        }
+    }
+}
+
+/// The text of the blob whose sha256 is `sha` (an SQL expression).
+fn blob_text(sha: &str) -> String {
+    format!("SELECT CAST(b.content AS TEXT) FROM blobs b WHERE b.sha256 = {sha}")
+}
+
+/// The columns the export adds to `table` after its own (`names` are its columns' names):
+/// - `calls`: `request` (the canonical request, as its cache key hashes it) and `answer` (the
+///   response), whole texts from the blob store;
+/// - a result table with a `call_id`: `answer`, the whole answer of that call (a model's, or
+///   the judge's for a verdict);
+/// - a table whose rows can be rated: `human_verdict`, `human_score`, `human_comment` and
+///   `rater` of its current rating (the newest), null where no one rated it.
+pub fn derived_columns(table: &str, names: &[String]) -> Vec<ExportColumn> {
+    use crate::rating::{ANSWER, HUMAN_COMMENT, HUMAN_SCORE, HUMAN_VERDICT, RATER};
+    let has = |name: &str| names.iter().any(|n| n == name);
+    let mut derived = Vec::new();
+    if table == "calls" {
+        derived.push(ExportColumn::derived(
+            "request",
+            Affinity::Text,
+            blob_text("t.cache_key"),
+        ));
+        derived.push(ExportColumn::derived(
+            ANSWER,
+            Affinity::Text,
+            blob_text("t.response_sha256"),
+        ));
+        return derived;
+    }
+    if !RESULT_TABLES.iter().any(|t| t.name == table) {
+        return derived;
+    }
+    if has("call_id") && !has(ANSWER) {
+        derived.push(ExportColumn::derived(
+            ANSWER,
+            Affinity::Text,
+            "SELECT CAST(b.content AS TEXT) FROM calls c JOIN blobs b \
+             ON b.sha256 = c.response_sha256 WHERE c.id = t.call_id"
+                .to_owned(),
+        ));
+    }
+    if has("uid") && super::RATED_TABLES.contains(&table) {
+        for (name, column, affinity) in [
+            (HUMAN_VERDICT, "verdict", Affinity::Text),
+            (HUMAN_SCORE, "score", Affinity::Integer),
+            (HUMAN_COMMENT, "comment", Affinity::Text),
+            (RATER, "rater", Affinity::Text),
+        ] {
+            derived.push(ExportColumn::derived(
+                name,
+                affinity,
+                format!(
+                    "SELECT r.{column} FROM ratings r WHERE r.result_uid = t.uid \
+                     ORDER BY r.id DESC LIMIT 1"
+                ),
+            ));
+        }
+    }
+    derived
 }
 
 /// Some rows of a table, column by column, in the order of the columns asked for.
@@ -335,8 +417,9 @@ impl Store {
         Ok(Snapshot { store: self })
     }
 
-    /// The columns of `table` as exported, in the table's order, and the names of those left
-    /// out (BLOB columns: bytes). `None` when the database has no such table.
+    /// The columns of `table` as exported, in the table's order then those the export adds
+    /// ([`derived_columns`]), and the names of those left out (BLOB columns: bytes). `None`
+    /// when the database has no such table.
     pub fn export_columns(&self, table: &str) -> Result<Option<(Vec<ExportColumn>, Vec<String>)>> {
         let mut stmt = self
             .conn
@@ -349,12 +432,16 @@ impl Store {
                     affinity: Affinity::of_declared(&declared),
                     name,
                     declared,
+                    expr: None,
                 })
             })?
             .collect::<rusqlite::Result<Vec<_>>>()?;
         if all.is_empty() {
             return Ok(None);
         }
+        let names: Vec<String> = all.iter().map(|c| c.name.clone()).collect();
+        let mut all = all;
+        all.extend(derived_columns(table, &names));
         let (kept, skipped): (Vec<_>, Vec<_>) =
             all.into_iter().partition(|c| c.affinity != Affinity::Blob);
         Ok(Some((kept, skipped.into_iter().map(|c| c.name).collect())))
@@ -453,7 +540,7 @@ impl Store {
         }
         let list = columns
             .iter()
-            .map(|c| format!("t.{}", quoted(&c.name)))
+            .map(ExportColumn::select)
             .collect::<Vec<_>>()
             .join(", ");
         let mut reader = BatchReader::new(source.table(), columns, batch_rows);
@@ -585,6 +672,24 @@ fn clusters(ids: &[i64]) -> Vec<(i64, i64)> {
     ranges
 }
 
+/// The most bytes of text a batch holds before it is handed on, however few its rows: the
+/// answers and requests of a run's calls can be long, and a batch of 65,536 of them would
+/// hold hundreds of MB.
+pub const BATCH_TEXT_BYTES: usize = 32 << 20;
+
+impl ColumnBatch {
+    /// The bytes of its text columns' values.
+    pub fn text_bytes(&self) -> usize {
+        self.columns
+            .iter()
+            .map(|c| match c {
+                ColumnValues::Text { bytes, .. } => bytes.len(),
+                _ => 0,
+            })
+            .sum()
+    }
+}
+
 /// Read rather than skipped: a new range costs about as much as reading this many rows.
 const CLUSTER_GAP: i64 = 32;
 
@@ -638,7 +743,7 @@ impl<'a> BatchReader<'a> {
         }
         self.batch.rows += 1;
         self.total += 1;
-        if self.batch.rows == self.batch_rows {
+        if self.batch.rows == self.batch_rows || self.batch.text_bytes() >= BATCH_TEXT_BYTES {
             let full =
                 std::mem::replace(&mut self.batch, Self::empty(self.columns, self.batch_rows));
             sink(full)?;

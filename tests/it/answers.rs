@@ -76,3 +76,82 @@ fn bench_results_csv_has_the_whole_answer_of_passes_and_failures() {
         assert_eq!(of("capital")[column], "", "{column}");
     }
 }
+
+/// The values of the text columns `names` of every row of the Parquet file at `path`.
+pub fn parquet_texts(path: &std::path::Path, names: &[&str]) -> Vec<Vec<Option<String>>> {
+    use parquet::file::reader::{FileReader, SerializedFileReader};
+    let reader = SerializedFileReader::new(std::fs::File::open(path).unwrap()).unwrap();
+    reader
+        .get_row_iter(None)
+        .unwrap()
+        .map(|row| {
+            let row = row.unwrap();
+            names
+                .iter()
+                .map(|name| {
+                    match row
+                        .get_column_iter()
+                        .find(|(n, _)| n == name)
+                        .unwrap_or_else(|| panic!("no column {name}"))
+                        .1
+                    {
+                        parquet::record::Field::Str(text) => Some(text.clone()),
+                        parquet::record::Field::Null => None,
+                        other => panic!("{name} is not a text: {other:?}"),
+                    }
+                })
+                .collect()
+        })
+        .collect()
+}
+
+/// The only file under `dir` whose path holds `part`.
+fn file_under(dir: &std::path::Path, part: &str) -> std::path::PathBuf {
+    let files: Vec<_> = crate::support::files_under(dir)
+        .into_keys()
+        .filter(|p| p.contains(part) && p.ends_with(".parquet"))
+        .collect();
+    assert_eq!(files.len(), 1, "{files:?}");
+    dir.join(&files[0])
+}
+
+#[test]
+fn the_parquet_export_has_the_requests_and_answers_texts() {
+    let s = bench_run();
+    let out = s
+        .track()
+        .args(["export", "parquet", "--out", "lake"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let lake = s.path("lake");
+    let results = parquet_texts(
+        &file_under(&lake, "bench_results/"),
+        &["prompt_name", "answer", "human_verdict"],
+    );
+    let mut answers: Vec<(String, String)> = results
+        .iter()
+        .map(|r| (r[0].clone().unwrap(), r[1].clone().unwrap()))
+        .collect();
+    answers.sort();
+    assert_eq!(
+        answers,
+        [
+            ("capital".to_owned(), PARIS.to_owned()),
+            ("miss".to_owned(), NOPE.to_owned())
+        ]
+    );
+    assert!(results.iter().all(|r| r[2].is_none()), "no one rated them");
+    let calls = parquet_texts(&file_under(&lake, "calls/"), &["request", "answer"]);
+    assert_eq!(calls.len(), 2);
+    let paris = calls
+        .iter()
+        .find(|c| c[1].as_deref() == Some(PARIS))
+        .expect("the call answered PARIS");
+    // The request as its cache key hashes it: canonical JSON, with the prompt.
+    let request: serde_json::Value = serde_json::from_str(paris[0].as_deref().unwrap()).unwrap();
+    assert!(
+        request.to_string().contains("Capital of France?"),
+        "{request}"
+    );
+}
