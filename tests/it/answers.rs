@@ -155,3 +155,73 @@ fn the_parquet_export_has_the_requests_and_answers_texts() {
         "{request}"
     );
 }
+
+#[test]
+fn diff_items_show_both_runs_answers_whole_in_csv_and_cut_in_a_table() {
+    let s = bench_run();
+    // The second run asks the capital in other words: a new answer, and the same `miss`.
+    s.mock.add_rule(Rule::reply(
+        "capital city of France",
+        "Paris.\nSecond line.",
+    ));
+    s.write(
+        "bench.yaml",
+        &bench_yaml(
+            &["openai:gpt-4o"],
+            &[
+                (
+                    "capital",
+                    "What is the capital city of France? Answer briefly.",
+                    "Paris",
+                    "contains",
+                ),
+                ("miss", "wrong answer please", "yes", "exact"),
+            ],
+        ),
+    );
+    s.track()
+        .args(["run", "bench.yaml", "-q"])
+        .assert()
+        .success();
+    let out = s
+        .track()
+        .args(["diff", "1", "2", "--items", "--format", "csv"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    s.write("items.csv", &text(&out.stdout));
+    let rows = csv_rows(&s.path("items.csv"));
+    let of = |prompt: &str| rows.iter().find(|r| r["prompt"] == prompt).unwrap();
+    assert_eq!(of("capital")["base_answer"], PARIS);
+    assert_eq!(of("capital")["new_answer"], "Paris.\nSecond line.");
+    assert_eq!(of("miss")["base_answer"], NOPE);
+    assert_eq!(of("miss")["new_answer"], NOPE);
+    let json = s
+        .track()
+        .args(["diff", "1", "2", "--items", "--format", "json"])
+        .output()
+        .unwrap();
+    let json: serde_json::Value = serde_json::from_slice(&json.stdout).unwrap();
+    assert!(
+        json.as_array()
+            .unwrap()
+            .iter()
+            .any(|item| item["base_answer"] == PARIS),
+        "{json}"
+    );
+
+    // A terminal of 80 columns: the first line of each answer, cut; no line wider.
+    let table = s
+        .track()
+        .env("COLUMNS", "80")
+        .env("NO_COLOR", "1")
+        .args(["diff", "1", "2", "--items"])
+        .output()
+        .unwrap();
+    let table = text(&table.stdout);
+    assert!(table.contains("The capital is Paris. …"), "{table}");
+    assert!(!table.contains("bridges"), "only the first line: {table}");
+    for line in table.lines() {
+        assert!(line.chars().count() <= 80, "{line:?} in\n{table}");
+    }
+}
