@@ -219,6 +219,15 @@ fn candidate_models_are_judged_in_both_orders_with_inconsistency_and_invalid_cou
     assert!(report.status.success(), "{}", text(&report.stderr));
     let html = std::fs::read_to_string(s.path("r.html")).unwrap();
     assert!(html.contains("pairwise-win-matrix") && html.contains("pairwise-strengths"));
+    // And what each candidate answered (issue 30).
+    let answers = &html[html.find("id=\"pairwise-answers\"").expect("the answers")..];
+    for answer in ["ANS-GOOD", "ANS-MID", "ANS-BAD"] {
+        assert_eq!(
+            answers.matches(&format!("<pre>{answer}</pre>")).count(),
+            2,
+            "{answer} for each of the two prompts"
+        );
+    }
 }
 
 #[test]
