@@ -45,7 +45,7 @@ pub use ids::{Part, merged_run_uid, new_run_uid, uid};
 pub use merge::{InputAdded, MergeError, MergeReport, PlanMerged, merge};
 pub use pacing::{BucketRow, PacingRow};
 pub use pairwise::{AnswerRow, Shown, UnknownPairwise, VerdictRow, Winner};
-pub use ratings::{NewRating, RATED_TABLES, Rating, RatingError, Verdict};
+pub use ratings::{NewRating, RATED_TABLES, RatedBenchResult, Rating, RatingError, Verdict};
 pub use relevance::{PredictionRow, UnknownVariant, Variant};
 pub use review::{
     NewGenerated, ParseStatus, ReviewColumns, ReviewNotes, ReviewRow, ScoreColumns, ScoreRow,

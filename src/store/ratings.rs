@@ -101,9 +101,11 @@ pub enum RatingError {
     #[error("a rating needs the rater's name: give one (--rater, or TRACK_RATER)")]
     NoRater,
     #[error(
-        "run {run} has no result `{uid}`: `track query --run {run} --detail` lists its results"
+        "run {run} has no result `{uid}`: `track query --by result --run {run}` lists its results"
     )]
     NoSuchResult { run: i64, uid: String },
+    #[error("several results of run {run} have a uid that starts with `{uid}`: give more of it")]
+    Ambiguous { run: i64, uid: String },
 }
 
 /// The tables whose rows can be rated: each has a `uid` and a `run_id`.
@@ -246,6 +248,91 @@ impl Store {
     }
 }
 
+/// A benchmark result a person rated, with what its checks said: what agreement is computed
+/// from.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RatedBenchResult {
+    /// The current rating of one rater.
+    pub rating: Rating,
+    pub model_ref: String,
+    pub prompt_name: String,
+    pub repeat_index: u32,
+    /// The result's outcome (all its checks).
+    pub status: super::Outcome,
+    /// Its check's method (`checks` when it has several).
+    pub method: String,
+    /// Each check of a result with several, in the file's order; empty with one.
+    pub checks: Vec<super::CheckRow>,
+}
+
+impl Store {
+    /// The current ratings (one a rater) of the benchmark results of `run_ids`, each with its
+    /// result's outcome and checks, in the order they were given.
+    pub fn rated_bench_results(&self, run_ids: &[i64]) -> Result<Vec<RatedBenchResult>> {
+        let mut out = Vec::new();
+        for &run in run_ids {
+            for rating in self.ratings_for_run(run)? {
+                let found = self
+                    .conn
+                    .prepare_cached(
+                        "SELECT model_ref, prompt_name, repeat_index, status, method
+                         FROM bench_results WHERE uid = ?1",
+                    )?
+                    .query_row([&rating.result_uid], |r| {
+                        Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?))
+                    })
+                    .optional()?;
+                let Some((model_ref, prompt_name, repeat_index, status, method)) = found else {
+                    continue;
+                };
+                let checks = self.bench_checks_of(&rating.result_uid)?;
+                out.push(RatedBenchResult {
+                    rating,
+                    model_ref,
+                    prompt_name,
+                    repeat_index,
+                    status,
+                    method,
+                    checks,
+                });
+            }
+        }
+        Ok(out)
+    }
+
+    /// The uid of the result of run `run_id` whose uid is `uid` or starts with it (as `track
+    /// query --by result` shows them); `None` when none does. Several: an error saying so.
+    pub fn result_uid_by_prefix(&self, run_id: i64, uid: &str) -> Result<Option<String>> {
+        if self.rated_table(run_id, uid)?.is_some() {
+            return Ok(Some(uid.to_owned()));
+        }
+        if uid.is_empty() || !uid.bytes().all(|b| b.is_ascii_hexdigit()) {
+            return Ok(None);
+        }
+        let prefix = uid.to_ascii_lowercase();
+        let mut found: Vec<String> = Vec::new();
+        for table in RATED_TABLES {
+            let mut stmt = self.conn.prepare_cached(&format!(
+                "SELECT uid FROM {table} WHERE run_id = ?1 AND substr(uid, 1, length(?2)) = ?2
+                 LIMIT 2"
+            ))?;
+            let rows = stmt.query_map(params![run_id, prefix], |r| r.get(0))?;
+            for row in rows {
+                found.push(row?);
+            }
+        }
+        match found.len() {
+            0 => Ok(None),
+            1 => Ok(found.pop()),
+            _ => Err(RatingError::Ambiguous {
+                run: run_id,
+                uid: uid.to_owned(),
+            }
+            .into()),
+        }
+    }
+}
+
 impl From<RatingError> for StoreError {
     fn from(e: RatingError) -> Self {
         Self::Rating(e)
@@ -381,6 +468,36 @@ mod tests {
             RatingError::NoSuchResult { .. }
         ));
         assert!(store.ratings_for_run(run).unwrap().is_empty());
+    }
+
+    #[test]
+    fn a_rated_result_comes_with_its_outcome_and_a_uid_is_found_by_its_start() {
+        let (store, run, uids) = rated();
+        store
+            .add_rating(&new(run, &uids[1], Some(Verdict::Pass), "ann"))
+            .unwrap();
+        let rated = store.rated_bench_results(&[run]).unwrap();
+        assert_eq!(rated.len(), 1);
+        assert_eq!(rated[0].status, Outcome::Failed);
+        assert_eq!(rated[0].rating.verdict, Some(Verdict::Pass));
+        assert_eq!(rated[0].prompt_name, "p1");
+        for given in [&uids[0][..12], &uids[0]] {
+            assert_eq!(
+                store.result_uid_by_prefix(run, given).unwrap(),
+                Some(uids[0].clone())
+            );
+        }
+        assert_eq!(store.result_uid_by_prefix(run, "zz").unwrap(), None);
+        store
+            .conn
+            .execute_batch(
+                "UPDATE bench_results SET uid = 'abc' || substr(uid, 4) WHERE uid IS NOT NULL",
+            )
+            .unwrap();
+        assert!(matches!(
+            store.result_uid_by_prefix(run, "abc"),
+            Err(StoreError::Rating(RatingError::Ambiguous { .. }))
+        ));
     }
 
     #[test]

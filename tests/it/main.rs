@@ -24,6 +24,7 @@ mod mock_selftest;
 mod pacing;
 mod pairwise;
 mod parquet;
+mod ratings;
 mod recipes;
 mod relevance;
 mod report;
