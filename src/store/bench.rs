@@ -303,6 +303,8 @@ pub struct FailureRow {
     /// Every check of a result that has several (`bench_checks`), in the file's order; empty
     /// for a result with one check: `method`, `status` and `detail` are that check's.
     pub checks: Vec<CheckRow>,
+    /// Its current human rating, if someone rated it.
+    pub rating: Option<super::Rating>,
 }
 
 /// Names each run's model and prompt indices in `bench_labels` (once per run and index).
@@ -978,9 +980,13 @@ impl Store {
                     expected: r.get(8)?,
                     answer,
                     template: templates.get(r.get::<_, u32>(9)? as usize).cloned(),
-                    checks: match uid {
-                        Some(uid) => self.bench_checks_of(&uid)?,
+                    checks: match &uid {
+                        Some(uid) => self.bench_checks_of(uid)?,
                         None => Vec::new(),
+                    },
+                    rating: match &uid {
+                        Some(uid) => self.rating_for(uid)?,
+                        None => None,
                     },
                 });
             }

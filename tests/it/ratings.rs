@@ -158,6 +158,25 @@ fn three_ratings_reach_the_query_the_exports_and_the_agreement() {
         .unwrap();
     let table = text(&table.stdout);
     assert!(table.contains("kappa") && table.contains("-0.5"), "{table}");
+
+    // The report: the agreement, the rated results, and the person beside a failure.
+    let out = s
+        .track()
+        .args(["report", "--out", "r.html"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let html = std::fs::read_to_string(s.path("r.html")).unwrap();
+    let human = &html[html.find("id=\"bench-human\"").expect("the ratings")..];
+    assert!(
+        human.contains("bench-agreement") && human.contains("-0.5"),
+        "{human}"
+    );
+    assert!(human.contains("too strict"), "{human}");
+    assert!(
+        html.contains("<dt>Person</dt><dd>pass · the check is too strict (ann)</dd>"),
+        "the failure `miss` with the person's verdict"
+    );
 }
 
 #[test]
