@@ -146,6 +146,9 @@ pub struct ExportColumn {
     /// this expression over the row (aliased `t`): a call's request and answer texts, a
     /// row's answer and human rating ([`derived_columns`]).
     pub expr: Option<String>,
+    /// Whether `expr` reads `ratings`: a run no one rated reads NULL instead, four lookups
+    /// a row fewer.
+    pub from_ratings: bool,
 }
 
 impl ExportColumn {
@@ -164,6 +167,7 @@ impl ExportColumn {
             declared: declared.to_owned(),
             affinity,
             expr: None,
+            from_ratings: false,
         }
     }
 
@@ -175,9 +179,11 @@ impl ExportColumn {
         }
     }
 
-    /// What the SELECT list reads for it: `t."name"`, or its expression.
-    fn select(&self) -> String {
+    /// What the SELECT list reads for it: `t."name"`, or its expression (NULL for one that
+    /// reads ratings, of a run no one `rated`).
+    fn select(&self, rated: bool) -> String {
         match &self.expr {
+            Some(_) if self.from_ratings && !rated => format!("NULL AS {}", quoted(&self.name)),
             Some(expr) => format!("({expr}) AS {}", quoted(&self.name)),
             None => format!("t.{}", quoted(&self.name)),
         }
@@ -232,14 +238,17 @@ pub fn derived_columns(table: &str, names: &[String]) -> Vec<ExportColumn> {
             (HUMAN_COMMENT, "comment", Affinity::Text),
             (RATER, "rater", Affinity::Text),
         ] {
-            derived.push(ExportColumn::derived(
-                name,
-                affinity,
-                format!(
-                    "SELECT r.{column} FROM ratings r WHERE r.result_uid = t.uid \
-                     ORDER BY r.id DESC LIMIT 1"
-                ),
-            ));
+            derived.push(ExportColumn {
+                from_ratings: true,
+                ..ExportColumn::derived(
+                    name,
+                    affinity,
+                    format!(
+                        "SELECT r.{column} FROM ratings r WHERE r.result_uid = t.uid \
+                         ORDER BY r.id DESC LIMIT 1"
+                    ),
+                )
+            });
         }
     }
     derived
@@ -433,6 +442,7 @@ impl Store {
                     name,
                     declared,
                     expr: None,
+                    from_ratings: false,
                 })
             })?
             .collect::<rusqlite::Result<Vec<_>>>()?;
@@ -538,9 +548,15 @@ impl Store {
             }
             .into());
         }
+        let rated = columns.iter().any(|c| c.from_ratings)
+            && self
+                .conn
+                .prepare_cached("SELECT EXISTS (SELECT 1 FROM ratings WHERE run_id = ?1)")
+                .and_then(|mut s| s.query_row([run_id], |r| r.get::<_, bool>(0)))
+                .map_err(StoreError::from)?;
         let list = columns
             .iter()
-            .map(ExportColumn::select)
+            .map(|c| c.select(rated))
             .collect::<Vec<_>>()
             .join(", ");
         let mut reader = BatchReader::new(source.table(), columns, batch_rows);
@@ -938,6 +954,159 @@ mod tests {
             })
             .unwrap();
         assert_eq!(none, 0);
+    }
+
+    #[test]
+    fn the_export_adds_answers_requests_and_the_current_human_rating() {
+        use crate::store::{NewRating, Outcome, Verdict};
+        let mut store = Store::open_in_memory().unwrap();
+        let run = store.create_run("bench", None, None, "{}").unwrap();
+        let unrated = store.create_run("bench", None, None, "{}").unwrap();
+        let call = store
+            .insert_answered("k1", "the whole answer\nof two lines")
+            .id;
+        let mut rows = vec![
+            crate::store::bench::tests::row(run, 0, 0, Outcome::Passed),
+            crate::store::bench::tests::row(run, 0, 1, Outcome::Failed),
+            crate::store::bench::tests::row(unrated, 0, 0, Outcome::Passed),
+        ];
+        rows[0].call_id = Some(call);
+        rows[2].call_id = Some(call);
+        store.insert_bench_results(&rows).unwrap();
+        let uid: String = store
+            .conn
+            .query_row(
+                "SELECT uid FROM bench_results WHERE run_id = ?1 AND prompt_index = 0",
+                [run],
+                |r| r.get(0),
+            )
+            .unwrap();
+        for verdict in [Verdict::Fail, Verdict::Pass] {
+            store
+                .add_rating(&NewRating {
+                    run_id: run,
+                    result_uid: uid.clone(),
+                    verdict: Some(verdict),
+                    score: Some(4),
+                    comment: None,
+                    rater: "ann".into(),
+                })
+                .unwrap();
+        }
+        let (columns, _) = store.export_columns("bench_results").unwrap().unwrap();
+        let names: Vec<&str> = columns.iter().map(|c| c.name.as_str()).collect();
+        assert_eq!(
+            names[names.len() - 5..],
+            [
+                "answer",
+                "human_verdict",
+                "human_score",
+                "human_comment",
+                "rater"
+            ]
+        );
+        let wanted: Vec<ExportColumn> = columns
+            .into_iter()
+            .filter(|c| ["answer", "human_verdict", "human_score"].contains(&c.name.as_str()))
+            .collect();
+        let read = |run_id: i64| {
+            let mut batches = Vec::new();
+            store
+                .export_rows::<StoreError>(
+                    RowSource::Results(RESULT_TABLES[0]),
+                    run_id,
+                    &wanted,
+                    10,
+                    &mut CallRefs::new(10),
+                    |b| {
+                        batches.push(b);
+                        Ok(())
+                    },
+                )
+                .unwrap();
+            batches.remove(0).columns
+        };
+        let text = |bytes: &[u8]| String::from_utf8(bytes.to_vec()).unwrap();
+        let rated = read(run);
+        let ColumnValues::Text { bytes, present, .. } = &rated[0] else {
+            panic!("{rated:?}")
+        };
+        assert_eq!(text(bytes), "the whole answer\nof two lines");
+        assert_eq!(present, &[true, false], "the second result has no call");
+        let ColumnValues::Text { bytes, present, .. } = &rated[1] else {
+            panic!("{rated:?}")
+        };
+        assert_eq!(
+            (text(bytes), present.clone()),
+            ("pass".to_owned(), vec![true, false])
+        );
+        assert_eq!(
+            rated[2],
+            ColumnValues::Integer {
+                values: vec![4],
+                present: vec![true, false]
+            }
+        );
+        // A run no one rated: its answer, and no rating.
+        let other = read(unrated);
+        assert!(matches!(&other[0], ColumnValues::Text { present, .. } if present == &[true]));
+        assert!(matches!(&other[1], ColumnValues::Text { present, .. } if present == &[false]));
+
+        // The calls: their request and answer.
+        let (calls, _) = store.export_columns("calls").unwrap().unwrap();
+        let texts: Vec<ExportColumn> = calls
+            .into_iter()
+            .filter(|c| c.name == "request" || c.name == "answer")
+            .collect();
+        let mut refs = CallRefs::new(10);
+        store
+            .export_rows::<StoreError>(
+                RowSource::Results(RESULT_TABLES[0]),
+                run,
+                &wanted,
+                10,
+                &mut refs,
+                |_| Ok(()),
+            )
+            .unwrap();
+        let mut got = Vec::new();
+        store
+            .export_rows::<StoreError>(RowSource::Calls, run, &texts, 10, &mut refs, |b| {
+                got.push(b);
+                Ok(())
+            })
+            .unwrap();
+        let ColumnValues::Text { bytes, ends, .. } = &got[0].columns[0] else {
+            panic!()
+        };
+        assert_eq!(text(&bytes[..ends[0]]), "{}", "the request as stored");
+        let ColumnValues::Text { bytes, .. } = &got[0].columns[1] else {
+            panic!()
+        };
+        assert_eq!(text(bytes), "the whole answer\nof two lines");
+    }
+
+    #[test]
+    fn a_batch_is_handed_on_when_its_texts_are_large() {
+        let columns = [ExportColumn::new("t", Affinity::Text)];
+        let store = Store::open_in_memory().unwrap();
+        let big = "x".repeat(BATCH_TEXT_BYTES / 2 + 1);
+        let mut stmt = store
+            .conn
+            .prepare("SELECT ?1 UNION ALL SELECT ?1 UNION ALL SELECT ?1")
+            .unwrap();
+        let mut rows = stmt.query([&big]).unwrap();
+        let mut reader = BatchReader::new("t", &columns, 1000);
+        let mut sizes = Vec::new();
+        let mut sink = |b: ColumnBatch| -> Result<()> {
+            sizes.push(b.rows);
+            Ok(())
+        };
+        while let Some(row) = rows.next().unwrap() {
+            reader.push(row, 0, &mut sink).unwrap();
+        }
+        reader.finish(&mut sink).unwrap();
+        assert_eq!(sizes, [2, 1], "two halves and more reach the cap");
     }
 
     #[test]
