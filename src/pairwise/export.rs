@@ -12,7 +12,7 @@ use super::columns as c;
 use super::stats::Verdicts;
 use super::summary::candidate_summary;
 use crate::kinds::{ExportOptions, ExportRuns};
-use crate::rating::ANSWER;
+use crate::rating::{ANSWER, HUMAN_COLUMNS, human_fields};
 use crate::store::{Store, VerdictRow, Winner};
 
 /// Writes the pairwise CSV files of `runs` into `options.out`; each path on stdout.
@@ -68,6 +68,19 @@ fn write_verdicts(store: &Store, path: &Path, rows: &[VerdictRow]) -> anyhow::Re
             },
         )
     };
+    let ratings = store.current_ratings_by_key(
+        &run_ids,
+        "pairwise_verdicts",
+        &[
+            "run_id",
+            "judge",
+            "item",
+            "candidate_a",
+            "candidate_b",
+            "repeat_index",
+            "shown_order",
+        ],
+    )?;
     let mut writer = csv::Writer::from_path(path)?;
     writer.write_record([
         c::RUN_ID,
@@ -80,11 +93,25 @@ fn write_verdicts(store: &Store, path: &Path, rows: &[VerdictRow]) -> anyhow::Re
         c::WINNER,
         c::JUSTIFICATION,
         c::CALL_ID,
+        HUMAN_COLUMNS[0],
+        HUMAN_COLUMNS[1],
+        HUMAN_COLUMNS[2],
+        HUMAN_COLUMNS[3],
         ANSWER,
         c::ANSWER_A,
         c::ANSWER_B,
     ])?;
     for r in rows {
+        let key = [
+            r.run_id.to_string(),
+            r.judge.clone(),
+            r.item.clone(),
+            r.candidate_a.clone(),
+            r.candidate_b.clone(),
+            r.repeat_index.to_string(),
+            r.shown.as_str().to_owned(),
+        ];
+        let [verdict, score, comment, rater] = human_fields(ratings.get(&key[..]));
         writer.write_record([
             r.run_id.to_string(),
             r.judge.clone(),
@@ -96,6 +123,10 @@ fn write_verdicts(store: &Store, path: &Path, rows: &[VerdictRow]) -> anyhow::Re
             winner_name(r).to_owned(),
             r.justification.clone().unwrap_or_default(),
             r.call_id.map(|id| id.to_string()).unwrap_or_default(),
+            verdict,
+            score,
+            comment,
+            rater,
             match r.call_id {
                 Some(call) => store.answer_text(call)?.unwrap_or_default(),
                 None => String::new(),

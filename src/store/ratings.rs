@@ -230,6 +230,45 @@ impl Store {
             .optional()?)
     }
 
+    /// The current rating (the newest, whoever gave it) of each rated row of `table` (one of
+    /// [`RATED_TABLES`]) in `run_ids`, by the values of the row's `key` columns as text: how an
+    /// export whose rows carry no uid finds their ratings. `table` and `key` are names from
+    /// the code, never input.
+    pub fn current_ratings_by_key(
+        &self,
+        run_ids: &[i64],
+        table: &'static str,
+        key: &[&'static str],
+    ) -> Result<HashMap<Vec<String>, Rating>> {
+        debug_assert!(RATED_TABLES.contains(&table));
+        let keys: Vec<String> = key
+            .iter()
+            .map(|k| format!("CAST(t.\"{k}\" AS TEXT)"))
+            .collect();
+        let columns: Vec<String> = COLUMNS.split(", ").map(|c| format!("r.{c}")).collect();
+        let mut stmt = self.conn.prepare(&format!(
+            "SELECT {columns}, {keys} FROM ratings r JOIN \"{table}\" t ON t.uid = r.result_uid
+             WHERE r.run_id = ?1
+               AND r.id = (SELECT max(id) FROM ratings WHERE result_uid = r.result_uid)",
+            columns = columns.join(", "),
+            keys = keys.join(", "),
+        ))?;
+        let mut out = HashMap::new();
+        for &run in run_ids {
+            let mut rows = stmt.query([run])?;
+            while let Some(row) = rows.next()? {
+                let values = (0..key.len())
+                    .map(|i| {
+                        row.get::<_, Option<String>>(9 + i)
+                            .map(Option::unwrap_or_default)
+                    })
+                    .collect::<rusqlite::Result<Vec<String>>>()?;
+                out.insert(values, rating(row)?);
+            }
+        }
+        Ok(out)
+    }
+
     /// The current rating of each rated result of `run_ids`, by result uid: the newest
     /// rating of it, whoever gave it (what exports and reports show beside the checks).
     pub fn current_ratings(&self, run_ids: &[i64]) -> Result<HashMap<String, Rating>> {

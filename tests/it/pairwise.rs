@@ -149,6 +149,31 @@ fn candidate_models_are_judged_in_both_orders_with_inconsistency_and_invalid_cou
         text(&dry.stdout)
     );
 
+    // A person overrules one verdict (issue 30): the export shows it beside the judge's.
+    let (uid, judge, shown): (String, String, String) = s
+        .db()
+        .query_row(
+            "SELECT uid, judge, shown_order FROM pairwise_verdicts WHERE run_id = 1 ORDER BY id
+             LIMIT 1",
+            [],
+            |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
+        )
+        .unwrap();
+    let rated = s
+        .track()
+        .args([
+            "rate",
+            "1",
+            &uid,
+            "--fail",
+            "--comment",
+            "wrong winner",
+            "--rater",
+            "ann",
+        ])
+        .output()
+        .unwrap();
+    assert!(rated.status.success(), "{}", text(&rated.stderr));
     // Exports: verdicts with the winner as a name, and the summary.
     let out = s
         .track()
@@ -172,10 +197,30 @@ fn candidate_models_are_judged_in_both_orders_with_inconsistency_and_invalid_cou
             "winner",
             "justification",
             "call_id",
+            "human_verdict",
+            "human_score",
+            "human_comment",
+            "rater",
             "answer",
             "answer_a",
             "answer_b"
         ]
+    );
+    let overruled: Vec<&Vec<String>> = verdicts[1..].iter().filter(|v| v[10] == "fail").collect();
+    assert_eq!(overruled.len(), 1, "one verdict rated");
+    assert_eq!(
+        (
+            &overruled[0][1],
+            &overruled[0][6],
+            &overruled[0][12],
+            &overruled[0][13]
+        ),
+        (
+            &judge,
+            &shown,
+            &"wrong winner".to_owned(),
+            &"ann".to_owned()
+        )
     );
     assert_eq!(verdicts.len(), 1 + 24);
     // Each verdict has the judge's whole answer, and the two candidates' (issue 30).
@@ -185,10 +230,10 @@ fn candidate_models_are_judged_in_both_orders_with_inconsistency_and_invalid_cou
             "anthropic:sonnet 3.5" => "ANS-MID",
             _ => "ANS-BAD",
         };
-        assert_eq!(v[11], answer_of(&v[3]), "{v:?}");
-        assert_eq!(v[12], answer_of(&v[4]), "{v:?}");
+        assert_eq!(v[15], answer_of(&v[3]), "{v:?}");
+        assert_eq!(v[16], answer_of(&v[4]), "{v:?}");
         if v[1] == "openai:gpt-4o-mini" {
-            assert!(v[10].contains(r#""justification""#), "{v:?}");
+            assert!(v[14].contains(r#""justification""#), "{v:?}");
         }
     }
     let winners: Vec<&str> = verdicts[1..].iter().map(|r| r[7].as_str()).collect();

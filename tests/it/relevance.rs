@@ -214,6 +214,20 @@ fn compare_scores_both_variants_and_writes_the_specifications_outputs() {
         3 * 2 * 2,
         "3 predicate types x 2 variants x 2 classes"
     );
+    // A person rates one prediction (issue 30): the export shows it.
+    let uid: String = s
+        .db()
+        .query_row(
+            "SELECT uid FROM relevance_predictions WHERE run_id = 2 AND image = 'state_0000'
+             AND predicate = 'clear(blue:block)' AND variant = 'WITH'",
+            [],
+            |r| r.get(0),
+        )
+        .unwrap();
+    s.track()
+        .args(["rate", "2", &uid, "--pass", "--score", "5", "--rater", "bo"])
+        .assert()
+        .success();
     s.track()
         .args(["export", "csv", "--kind", "relevance", "--out", "exported"])
         .assert()
@@ -232,6 +246,15 @@ fn compare_scores_both_variants_and_writes_the_specifications_outputs() {
             WITHOUT_REPLY
         };
         assert_eq!(row["answer"], expected, "{row:?}");
+        let rated = row["image"] == "state_0000"
+            && row["predicate"] == "clear(blue:block)"
+            && row["variant"] == "with_uncertain";
+        let human = (row["human_verdict"].as_str(), row["human_score"].as_str());
+        assert_eq!(
+            human,
+            if rated { ("pass", "5") } else { ("", "") },
+            "{row:?}"
+        );
     }
     let runs = s
         .track()
