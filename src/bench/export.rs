@@ -56,8 +56,20 @@ pub fn write_csv(
     std::fs::create_dir_all(out)
         .with_context(|| format!("creating the export folder {}", out.display()))?;
     let results = out.join("bench_results.csv");
-    write_csv_file_in_slices(&frames.results, &results, ANSWER_SLICE, |offset, rows| {
-        let answers = store.answer_texts(&call_ids[offset..offset + rows])?;
+    write_csv_file_in_slices(&frames.results, &results, ANSWER_SLICE, |offset, most| {
+        // Answers until the slice holds ANSWER_SLICE_BYTES of them (one at least).
+        let (mut answers, mut bytes) = (Vec::new(), 0);
+        for id in &call_ids[offset..offset + most] {
+            let answer = match id {
+                Some(id) => store.answer_text(*id)?,
+                None => None,
+            };
+            bytes += answer.as_ref().map_or(0, String::len);
+            answers.push(answer);
+            if bytes >= ANSWER_SLICE_BYTES {
+                break;
+            }
+        }
         Ok(vec![Column::new(ANSWER.into(), answers)])
     })
     .with_context(|| format!("writing {}", results.display()))?;
@@ -77,8 +89,10 @@ pub fn write_csv(
     Ok(())
 }
 
-/// The results whose answers are held at once while `bench_results.csv` is written.
+/// The most results whose answers are held at once while `bench_results.csv` is written...
 const ANSWER_SLICE: usize = 4096;
+/// ...and the most bytes of answers, past which a slice ends (long answers).
+const ANSWER_SLICE_BYTES: usize = 4 << 20;
 
 /// `bench_checks.csv`: one row per check, with its result's key (run, model, template, case,
 /// repeat) and the check's index, method, expected value, status, score, weight and reason.

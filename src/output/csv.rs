@@ -43,9 +43,11 @@ pub fn write_csv_file(df: &DataFrame, path: &Path) -> std::io::Result<()> {
     writer.flush()
 }
 
-/// Writes `df` as CSV to the file at `path` a slice of `chunk_rows` rows at a time, each slice
-/// with the columns `more(offset, rows)` makes for it added last: columns too large to hold
-/// for every row at once (a run's answers) are only ever held for one slice.
+/// Writes `df` as CSV to the file at `path` a slice at a time, each slice with the columns
+/// `more(offset, most_rows)` makes for it added last: columns too large to hold for every row
+/// at once (a run's answers) are only ever held for one slice. `more` decides how long the
+/// slice is (its columns' length: 1 to `most_rows`, `most_rows` at most `chunk_rows`), so that
+/// it can stop at a number of bytes.
 pub fn write_csv_file_in_slices(
     df: &DataFrame,
     path: &Path,
@@ -57,9 +59,15 @@ pub fn write_csv_file_in_slices(
     let chunk_rows = chunk_rows.max(1);
     let mut offset = 0;
     loop {
-        let rows = chunk_rows.min(df.height() - offset);
+        let most = chunk_rows.min(df.height() - offset);
+        let columns = more(offset, most)?;
+        let rows = match columns.first() {
+            Some(c) if (1..=most).contains(&c.len()) || most == 0 => c.len(),
+            Some(c) => anyhow::bail!("a slice of {} rows, not 1 to {most}", c.len()),
+            None => most,
+        };
         let mut slice = df.slice(offset as i64, rows);
-        for column in more(offset, rows)? {
+        for column in columns {
             slice.with_column(column)?;
         }
         let mut slice = without_float_noise(&slice)?;
@@ -107,11 +115,13 @@ mod tests {
         let mut asked = Vec::new();
         write_csv_file_in_slices(&df, &path, 2, |offset, rows| {
             asked.push((offset, rows));
+            // The first slice stops at one row (as at a number of bytes).
+            let rows = if offset == 0 { 1 } else { rows };
             let texts: Vec<String> = (offset..offset + rows).map(|i| format!("a,{i}")).collect();
             Ok(vec![Column::new("answer".into(), texts)])
         })
         .unwrap();
-        assert_eq!(asked, [(0, 2), (2, 1)]);
+        assert_eq!(asked, [(0, 2), (1, 2)]);
         assert_eq!(
             std::fs::read_to_string(&path).unwrap(),
             "n,answer\n1,\"a,0\"\n2,\"a,1\"\n3,\"a,2\"\n"

@@ -153,19 +153,6 @@ impl Store {
         }))
     }
 
-    /// The answers of `call_ids`, in their order ([`Self::answer_text`] of each; `None` for a
-    /// missing id). One lookup a call: callers pass a slice at a time, so that a run's answers
-    /// are never all held at once.
-    pub fn answer_texts(&self, call_ids: &[Option<i64>]) -> Result<Vec<Option<String>>> {
-        call_ids
-            .iter()
-            .map(|id| match id {
-                Some(id) => self.answer_text(*id),
-                None => Ok(None),
-            })
-            .collect()
-    }
-
     /// How many calls (of any status) were recorded under `key`; for tests and diagnostics.
     pub fn call_count(&self, key: &str) -> Result<u64> {
         Ok(self
