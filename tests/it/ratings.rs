@@ -214,3 +214,31 @@ fn a_bad_rating_is_refused_with_what_to_do() {
     );
     assert_eq!(s.count("SELECT count(*) FROM ratings"), 0);
 }
+
+#[test]
+fn a_merge_copies_the_ratings_once() {
+    let s = three_results();
+    let uid = uids(&s);
+    let out = rate(&s, &["1", &uid["miss"], "--pass", "--comment", "fine"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let db = s.db_path();
+    let merged = s.path("merged.db");
+    for _ in 0..2 {
+        let out = s
+            .track()
+            .args(["merge", merged.to_str().unwrap(), db.to_str().unwrap()])
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", text(&out.stderr));
+    }
+    let conn = rusqlite::Connection::open(&merged).unwrap();
+    let (n, verdict, comment): (i64, String, String) = conn
+        .query_row(
+            "SELECT count(*), max(verdict), max(comment) FROM ratings r
+             JOIN bench_results b ON b.uid = r.result_uid AND b.run_id = r.run_id",
+            [],
+            |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
+        )
+        .unwrap();
+    assert_eq!((n, verdict.as_str(), comment.as_str()), (1, "pass", "fine"));
+}
