@@ -17,6 +17,7 @@ mod report;
 mod review;
 mod run;
 mod runs;
+mod view;
 
 use std::collections::{BTreeSet, HashMap};
 use std::path::{Path, PathBuf};
@@ -145,6 +146,7 @@ pub enum Command {
     Merge(merge::MergeArgs),
     Report(report::ReportArgs),
     Models(models::ModelsArgs),
+    View(view::ViewArgs),
 }
 
 /// What every command may need: where the database and config are, and how loud to be.
@@ -224,6 +226,7 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Merge(args) => merge::run(&context, args),
         Command::Report(args) => report::run(&context, args),
         Command::Models(args) => models::run(&context, args),
+        Command::View(args) => view::run(&context, args),
     }
 }
 

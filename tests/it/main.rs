@@ -30,3 +30,4 @@ mod review;
 mod runtime;
 mod shards;
 mod structured;
+mod view;

@@ -1,0 +1,589 @@
+//! The queries of `track view`, the local web viewer: each answers one page and is bounded by
+//! a LIMIT or by the few rows of one result or case, so no page reads a whole run.
+//!
+//! A benchmark's grid is paged by case (`prompt_index`): the page's cases are found through
+//! the partial indexes of migration V22 (`prompt_index >= 0` in a query is what lets it use
+//! them), then the results of those cases only. A search goes through `call_text`, the
+//! full-text index of calls' requests and answers that V22's triggers keep up to date.
+
+use rusqlite::OptionalExtension as _;
+use rusqlite::types::Value;
+
+use super::{CheckRow, Outcome, Result, RunInfo, Store};
+
+/// The most columns (model × template) a grid shows.
+pub const MAX_GRID_COLUMNS: usize = 100;
+
+/// The most results a case's side-by-side page shows.
+pub const MAX_CASE_RESULTS: usize = 200;
+
+/// Which runs the runs page lists.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct RunFilter {
+    /// `bench`, `review`, `relevance`, `pairwise`…
+    pub kind: Option<String>,
+    /// As stored: `running`, `completed`…
+    pub status: Option<String>,
+    /// A part of a model's reference (`gpt-4o`).
+    pub model: Option<String>,
+}
+
+/// Which results of a run a grid shows, and which of its cases.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub enum ResultFilter {
+    /// Every case.
+    #[default]
+    All,
+    /// Cases with a failed result.
+    Failures,
+    /// Cases with an errored result.
+    Errors,
+    /// Cases with a passed result.
+    Passes,
+    /// Cases where one answer passed and another failed.
+    Disagree,
+    /// Cases whose check of this method did not pass.
+    Check(String),
+}
+
+/// The order of a grid's cases.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum CaseOrder {
+    /// Case after case, as the benchmark gives them.
+    #[default]
+    Case,
+    /// The slowest answer first.
+    Latency,
+    /// The dearest case first.
+    Cost,
+    /// The case using the most tokens first.
+    Tokens,
+}
+
+/// What a grid shows: its filter, an optional full-text search, its order.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct GridQuery {
+    pub filter: ResultFilter,
+    /// Words every matched call's request or answer holds (FTS5; each word quoted).
+    pub search: Option<String>,
+    pub order: CaseOrder,
+}
+
+/// A column of a benchmark's grid: one model with one template.
+#[derive(Debug, Clone, PartialEq)]
+pub struct GridColumn {
+    pub model_index: i64,
+    pub template_index: i64,
+    pub model_ref: String,
+    /// `None`: the benchmark has no templates.
+    pub template_name: Option<String>,
+}
+
+/// How many cases and results a grid's filter and search match.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct GridCount {
+    pub cases: u64,
+    pub results: u64,
+}
+
+/// One result in a grid's cell (a cell holds one per repeat).
+#[derive(Debug, Clone, PartialEq)]
+pub struct GridCell {
+    pub id: i64,
+    pub uid: Option<String>,
+    pub prompt_index: i64,
+    pub prompt_name: String,
+    pub model_index: i64,
+    pub template_index: i64,
+    pub repeat_index: i64,
+    pub outcome: Outcome,
+    pub latency_ms: Option<f64>,
+    pub cost_usd: Option<f64>,
+    pub tokens: Option<i64>,
+    pub cache_hit: bool,
+    /// Whether it is one of the results the filter and search match (the others are shown
+    /// dimmed beside them).
+    pub matched: bool,
+}
+
+/// A result of a case with its answer, for the side-by-side page.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CaseAnswer {
+    pub cell: GridCell,
+    /// `None`: no answer (an error).
+    pub answer: Option<String>,
+    /// Why it failed, or the error.
+    pub detail: Option<String>,
+}
+
+/// A result with everything its transcript page shows.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Transcript {
+    pub cell: GridCell,
+    pub model_ref: String,
+    pub model_id: String,
+    pub template_name: Option<String>,
+    pub method: String,
+    pub expected: Option<String>,
+    pub detail: Option<String>,
+    pub score: Option<f64>,
+    pub input_tokens: Option<i64>,
+    pub output_tokens: Option<i64>,
+    pub tokens_estimated: bool,
+    pub paid_usd: Option<f64>,
+    pub created_at: String,
+    /// The call, when one was made or served.
+    pub call: Option<CallText>,
+    /// The checks of a result with several (one check is `method`, `expected`, `detail`).
+    pub checks: Vec<CheckRow>,
+    pub judge_score: Option<i64>,
+    /// The judge's answer: its score and justification.
+    pub judge: Option<CallText>,
+}
+
+/// A stored call with its request and answer texts.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CallText {
+    pub id: i64,
+    pub provider: String,
+    pub model: String,
+    /// The canonical request JSON (system, messages, parameters), as sent.
+    pub request: Option<String>,
+    /// The answer, or `None` for a failed call.
+    pub answer: Option<String>,
+    pub error: Option<String>,
+    pub finish_reason: Option<String>,
+    pub attempts: i64,
+    pub latency_ms: Option<f64>,
+    pub cost_usd: Option<f64>,
+    pub http_status: Option<i64>,
+    pub created_at: String,
+}
+
+/// A run's progress, as the live view shows it.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct Progress {
+    pub id: i64,
+    pub status: String,
+    pub calls: i64,
+    /// The calls it plans to make (0: not known yet).
+    pub planned: i64,
+    pub errors: i64,
+    pub results: i64,
+}
+
+/// The WHERE of a query being built, with its parameters numbered as they are added.
+#[derive(Debug, Default)]
+struct Bound {
+    params: Vec<Value>,
+}
+
+impl Bound {
+    /// Adds `value` and returns its placeholder (`?N`).
+    fn bind(&mut self, value: impl Into<Value>) -> String {
+        self.params.push(value.into());
+        format!("?{}", self.params.len())
+    }
+}
+
+/// `words` as an FTS5 query every word of which must match: each word quoted, so no text a
+/// user types is read as FTS5 syntax. `None` when there is no word.
+pub fn fts_query(words: &str) -> Option<String> {
+    let quoted: Vec<String> = words
+        .split_whitespace()
+        .map(|w| format!("\"{}\"", w.replace('"', "\"\"")))
+        .collect();
+    (!quoted.is_empty()).then(|| quoted.join(" "))
+}
+
+impl Store {
+    /// A page of the runs `filter` keeps, newest first, and how many it keeps.
+    pub fn view_runs(
+        &self,
+        filter: &RunFilter,
+        limit: u64,
+        offset: u64,
+    ) -> Result<(Vec<RunInfo>, u64)> {
+        let condition = "WHERE merged_into IS NULL AND (?1 IS NULL OR kind = ?1)
+             AND (?2 IS NULL OR status = ?2)
+             AND (?3 IS NULL OR instr(lower(coalesce(models, '')), lower(?3)) > 0)";
+        let args = (&filter.kind, &filter.status, &filter.model);
+        let total: i64 = self.conn.query_row(
+            &format!("SELECT count(*) FROM runs {condition}"),
+            args,
+            |r| r.get(0),
+        )?;
+        let runs = self.query_runs(
+            &format!("{condition} ORDER BY started_at DESC, id DESC LIMIT ?4 OFFSET ?5"),
+            (
+                &filter.kind,
+                &filter.status,
+                &filter.model,
+                limit as i64,
+                offset as i64,
+            ),
+        )?;
+        Ok((runs, total as u64))
+    }
+
+    /// The run `id`, if there is one.
+    pub fn view_run(&self, id: i64) -> Result<Option<RunInfo>> {
+        Ok(self.query_runs("WHERE id = ?1", [id])?.into_iter().next())
+    }
+
+    /// The kinds of runs in the database, for the runs page's filter.
+    pub fn view_run_kinds(&self) -> Result<Vec<String>> {
+        let mut stmt = self
+            .conn
+            .prepare_cached("SELECT DISTINCT kind FROM runs ORDER BY kind")?;
+        let kinds = stmt.query_map([], |r| r.get(0))?;
+        Ok(kinds.collect::<rusqlite::Result<_>>()?)
+    }
+
+    /// The progress of runs `ids` (at most 100 of them).
+    pub fn view_progress(&self, ids: &[i64]) -> Result<Vec<Progress>> {
+        let mut stmt = self.conn.prepare_cached(
+            "SELECT id, status, calls, coalesce(plan_calls, planned_calls, 0), errors,
+                    (SELECT count(*) FROM bench_results b WHERE b.run_id = runs.id
+                     AND b.prompt_index >= 0)
+             FROM runs WHERE id = ?1",
+        )?;
+        let mut found = Vec::new();
+        for &id in ids.iter().take(100) {
+            let row = stmt
+                .query_row([id], |r| {
+                    Ok(Progress {
+                        id: r.get(0)?,
+                        status: r.get(1)?,
+                        calls: r.get(2)?,
+                        planned: r.get(3)?,
+                        errors: r.get(4)?,
+                        results: r.get(5)?,
+                    })
+                })
+                .optional()?;
+            found.extend(row);
+        }
+        Ok(found)
+    }
+
+    /// The columns of a benchmark run's grid (model × template), in model then template
+    /// order, at most [`MAX_GRID_COLUMNS`]: each found by a seek in the results' unique index,
+    /// never by reading the run's results.
+    pub fn grid_columns(&self, run_id: i64) -> Result<Vec<GridColumn>> {
+        let mut next_model = self.conn.prepare_cached(
+            "SELECT min(model_index) FROM bench_results WHERE run_id = ?1 AND model_index > ?2",
+        )?;
+        let mut next_template = self.conn.prepare_cached(
+            "SELECT min(template_index) FROM bench_results
+             WHERE run_id = ?1 AND model_index = ?2 AND template_index > ?3",
+        )?;
+        let mut label = self.conn.prepare_cached(
+            "SELECT model_ref, template_name FROM bench_results
+             WHERE run_id = ?1 AND model_index = ?2 AND template_index = ?3 LIMIT 1",
+        )?;
+        let mut columns = Vec::new();
+        let mut model = -1i64;
+        while let Some(m) = next_model.query_row((run_id, model), |r| r.get::<_, Option<i64>>(0))? {
+            model = m;
+            let mut template = -1i64;
+            while let Some(t) =
+                next_template.query_row((run_id, m, template), |r| r.get::<_, Option<i64>>(0))?
+            {
+                template = t;
+                let (model_ref, template_name) =
+                    label.query_row((run_id, m, t), |r| Ok((r.get(0)?, r.get(1)?)))?;
+                columns.push(GridColumn {
+                    model_index: m,
+                    template_index: t,
+                    model_ref,
+                    template_name,
+                });
+                if columns.len() >= MAX_GRID_COLUMNS {
+                    return Ok(columns);
+                }
+            }
+        }
+        Ok(columns)
+    }
+
+    /// The check methods a run's results were graded with (for the filter by check).
+    pub fn grid_check_methods(&self, run_id: i64) -> Result<Vec<String>> {
+        // A result with several checks names them in bench_checks; one with one check, in its
+        // own row: the first result of each column tells those (a benchmark's checks are the
+        // same for every case of a test).
+        let mut stmt = self.conn.prepare_cached(
+            "SELECT DISTINCT method FROM bench_checks WHERE run_id = ?1
+             UNION
+             SELECT method FROM (SELECT method FROM bench_results WHERE run_id = ?1
+                                 AND prompt_index >= 0 AND method != 'checks' LIMIT 10000)
+             ORDER BY 1",
+        )?;
+        let methods = stmt.query_map([run_id], |r| r.get(0))?;
+        Ok(methods.collect::<rusqlite::Result<_>>()?)
+    }
+
+    /// The condition (on results `r` of run `?1`) of `query`'s filter and search.
+    fn grid_condition(query: &GridQuery, bound: &mut Bound) -> String {
+        let mut parts: Vec<String> = Vec::new();
+        match &query.filter {
+            ResultFilter::All => {}
+            ResultFilter::Failures => parts.push("r.status = 'failed'".into()),
+            ResultFilter::Errors => parts.push("r.status = 'error'".into()),
+            ResultFilter::Passes => parts.push("r.status = 'passed'".into()),
+            ResultFilter::Disagree => parts.push(
+                "r.status != 'error' AND r.prompt_index IN (
+                    SELECT d.prompt_index FROM bench_results d
+                    WHERE d.run_id = ?1 AND d.prompt_index >= 0 AND d.status != 'error'
+                    GROUP BY d.prompt_index HAVING min(d.status) != max(d.status))"
+                    .into(),
+            ),
+            ResultFilter::Check(method) => {
+                let m = bound.bind(method.clone());
+                parts.push(format!(
+                    "r.status != 'passed' AND (r.method = {m} OR r.uid IN (
+                        SELECT k.result_uid FROM bench_checks k
+                        WHERE k.run_id = ?1 AND k.method = {m} AND k.status != 'passed'))"
+                ));
+            }
+        }
+        if let Some(words) = query.search.as_deref().and_then(fts_query) {
+            let q = bound.bind(words);
+            parts.push(format!(
+                "r.call_id IN (SELECT rowid FROM call_text WHERE call_text MATCH {q})"
+            ));
+        }
+        if parts.is_empty() {
+            "1".into()
+        } else {
+            parts.join(" AND ")
+        }
+    }
+
+    /// How many cases and results of run `run_id` `query` matches.
+    pub fn grid_count(&self, run_id: i64, query: &GridQuery) -> Result<GridCount> {
+        let mut bound = Bound::default();
+        bound.bind(run_id);
+        let condition = Self::grid_condition(query, &mut bound);
+        // Grouped in case order along the index, not counted distinct (which would sort).
+        let sql = format!(
+            "SELECT count(*), coalesce(sum(n), 0) FROM (
+                SELECT count(*) AS n FROM bench_results r
+                WHERE r.run_id = ?1 AND r.prompt_index >= 0 AND {condition}
+                GROUP BY r.prompt_index)"
+        );
+        let (cases, results): (i64, i64) = self
+            .conn
+            .prepare_cached(&sql)?
+            .query_row(rusqlite::params_from_iter(&bound.params), |r| {
+                Ok((r.get(0)?, r.get(1)?))
+            })?;
+        Ok(GridCount {
+            cases: cases as u64,
+            results: results as u64,
+        })
+    }
+
+    /// The cases (prompt indexes) of one page of run `run_id`'s grid.
+    pub fn grid_cases(
+        &self,
+        run_id: i64,
+        query: &GridQuery,
+        limit: u64,
+        offset: u64,
+    ) -> Result<Vec<i64>> {
+        let mut bound = Bound::default();
+        bound.bind(run_id);
+        let condition = Self::grid_condition(query, &mut bound);
+        let order = match query.order {
+            CaseOrder::Case => "r.prompt_index",
+            CaseOrder::Latency => "max(r.latency_ms) DESC, r.prompt_index",
+            CaseOrder::Cost => "sum(r.cost_usd) DESC, r.prompt_index",
+            CaseOrder::Tokens => {
+                "sum(coalesce(r.input_tokens, 0) + coalesce(r.output_tokens, 0)) DESC, r.prompt_index"
+            }
+        };
+        let limit = bound.bind(limit as i64);
+        let offset = bound.bind(offset as i64);
+        let sql = format!(
+            "SELECT r.prompt_index FROM bench_results r
+             WHERE r.run_id = ?1 AND r.prompt_index >= 0 AND {condition}
+             GROUP BY r.prompt_index ORDER BY {order} LIMIT {limit} OFFSET {offset}"
+        );
+        let mut stmt = self.conn.prepare_cached(&sql)?;
+        let cases = stmt.query_map(rusqlite::params_from_iter(&bound.params), |r| r.get(0))?;
+        Ok(cases.collect::<rusqlite::Result<_>>()?)
+    }
+
+    /// Every result of run `run_id` in cases `cases`, each marked matched or not by `query`.
+    pub fn grid_cells(
+        &self,
+        run_id: i64,
+        query: &GridQuery,
+        cases: &[i64],
+    ) -> Result<Vec<GridCell>> {
+        if cases.is_empty() {
+            return Ok(Vec::new());
+        }
+        let mut bound = Bound::default();
+        bound.bind(run_id);
+        let condition = Self::grid_condition(query, &mut bound);
+        let list: Vec<String> = cases.iter().map(|&c| bound.bind(c)).collect();
+        let sql = format!(
+            "SELECT {CELL_COLUMNS}, CASE WHEN {condition} THEN 1 ELSE 0 END
+             FROM bench_results r
+             WHERE r.run_id = ?1 AND r.prompt_index >= 0 AND r.prompt_index IN ({})
+             ORDER BY r.prompt_index, r.model_index, r.template_index, r.repeat_index",
+            list.join(", ")
+        );
+        let mut stmt = self.conn.prepare(&sql)?;
+        let cells = stmt.query_map(rusqlite::params_from_iter(&bound.params), |r| {
+            let mut cell = grid_cell(r)?;
+            cell.matched = r.get::<_, i64>(CELL_COLUMN_COUNT)? == 1;
+            Ok(cell)
+        })?;
+        Ok(cells.collect::<rusqlite::Result<_>>()?)
+    }
+
+    /// Every result of run `run_id` for case `prompt_index` (at most [`MAX_CASE_RESULTS`]),
+    /// with its answer, for the side-by-side page.
+    pub fn case_results(&self, run_id: i64, prompt_index: i64) -> Result<Vec<CaseAnswer>> {
+        let sql = format!(
+            "SELECT {CELL_COLUMNS}, CAST(b.content AS TEXT), r.detail
+             FROM bench_results r
+             LEFT JOIN calls c ON c.id = r.call_id
+             LEFT JOIN blobs b ON b.sha256 = c.response_sha256
+             WHERE r.run_id = ?1 AND r.prompt_index >= 0 AND r.prompt_index = ?2
+             ORDER BY r.model_index, r.template_index, r.repeat_index LIMIT ?3"
+        );
+        let mut stmt = self.conn.prepare_cached(&sql)?;
+        let rows = stmt.query_map((run_id, prompt_index, MAX_CASE_RESULTS as i64), |r| {
+            let mut cell = grid_cell(r)?;
+            cell.matched = true;
+            Ok(CaseAnswer {
+                cell,
+                answer: r.get(CELL_COLUMN_COUNT)?,
+                detail: r.get(CELL_COLUMN_COUNT + 1)?,
+            })
+        })?;
+        Ok(rows.collect::<rusqlite::Result<_>>()?)
+    }
+
+    /// The result `result_id` of run `run_id` with its call, request, answer, checks and
+    /// judge; `None` when the run has no such result.
+    pub fn transcript(&self, run_id: i64, result_id: i64) -> Result<Option<Transcript>> {
+        let sql = format!(
+            "SELECT {CELL_COLUMNS}, r.model_ref, r.model_id, r.template_name, r.method,
+                    r.expected, r.detail, r.score, r.input_tokens, r.output_tokens,
+                    r.tokens_estimated, r.paid_usd, r.created_at, r.call_id, r.judge_score,
+                    r.judge_call_id
+             FROM bench_results r WHERE r.id = ?2 AND r.run_id = ?1"
+        );
+        let n = CELL_COLUMN_COUNT;
+        let found = self
+            .conn
+            .prepare_cached(&sql)?
+            .query_row((run_id, result_id), |r| {
+                let mut cell = grid_cell(r)?;
+                cell.matched = true;
+                let transcript = Transcript {
+                    cell,
+                    model_ref: r.get(n)?,
+                    model_id: r.get(n + 1)?,
+                    template_name: r.get(n + 2)?,
+                    method: r.get(n + 3)?,
+                    expected: r.get(n + 4)?,
+                    detail: r.get(n + 5)?,
+                    score: r.get(n + 6)?,
+                    input_tokens: r.get(n + 7)?,
+                    output_tokens: r.get(n + 8)?,
+                    tokens_estimated: r.get(n + 9)?,
+                    paid_usd: r.get(n + 10)?,
+                    created_at: r.get(n + 11)?,
+                    call: None,
+                    checks: Vec::new(),
+                    judge_score: r.get(n + 13)?,
+                    judge: None,
+                };
+                Ok((
+                    transcript,
+                    r.get::<_, Option<i64>>(n + 12)?,
+                    r.get::<_, Option<i64>>(n + 14)?,
+                ))
+            })
+            .optional()?;
+        let Some((mut transcript, call_id, judge_call_id)) = found else {
+            return Ok(None);
+        };
+        transcript.call = call_id.map(|id| self.call_text(id)).transpose()?.flatten();
+        transcript.judge = judge_call_id
+            .map(|id| self.call_text(id))
+            .transpose()?
+            .flatten();
+        if let Some(uid) = &transcript.cell.uid {
+            transcript.checks = self.bench_checks_of(uid)?;
+        }
+        Ok(Some(transcript))
+    }
+
+    /// The call `id` with its request and answer texts.
+    pub fn call_text(&self, id: i64) -> Result<Option<CallText>> {
+        Ok(self
+            .conn
+            .prepare_cached(
+                "SELECT c.id, c.provider, c.model, CAST(q.content AS TEXT), CAST(a.content AS TEXT),
+                        c.error, c.finish_reason, c.attempts, c.latency_ms, c.cost_usd,
+                        c.http_status, c.created_at
+                 FROM calls c
+                 LEFT JOIN blobs q ON q.sha256 = c.cache_key
+                 LEFT JOIN blobs a ON a.sha256 = c.response_sha256
+                 WHERE c.id = ?1",
+            )?
+            .query_row([id], |r| {
+                Ok(CallText {
+                    id: r.get(0)?,
+                    provider: r.get(1)?,
+                    model: r.get(2)?,
+                    request: r.get(3)?,
+                    answer: r.get(4)?,
+                    error: r.get(5)?,
+                    finish_reason: r.get(6)?,
+                    attempts: r.get(7)?,
+                    latency_ms: r.get(8)?,
+                    cost_usd: r.get(9)?,
+                    http_status: r.get(10)?,
+                    created_at: r.get(11)?,
+                })
+            })
+            .optional()?)
+    }
+}
+
+/// The columns of a result that a grid cell shows, on results aliased `r`.
+const CELL_COLUMNS: &str = "r.id, r.uid, r.prompt_index, r.prompt_name, r.model_index,
+    r.template_index, r.repeat_index, r.status, r.latency_ms, r.cost_usd,
+    CASE WHEN r.input_tokens IS NULL AND r.output_tokens IS NULL THEN NULL
+         ELSE coalesce(r.input_tokens, 0) + coalesce(r.output_tokens, 0) END,
+    r.cache_hit";
+
+/// How many columns [`CELL_COLUMNS`] has.
+const CELL_COLUMN_COUNT: usize = 12;
+
+/// A cell from a row starting with [`CELL_COLUMNS`] (not matched).
+fn grid_cell(r: &rusqlite::Row<'_>) -> rusqlite::Result<GridCell> {
+    Ok(GridCell {
+        id: r.get(0)?,
+        uid: r.get(1)?,
+        prompt_index: r.get(2)?,
+        prompt_name: r.get(3)?,
+        model_index: r.get(4)?,
+        template_index: r.get(5)?,
+        repeat_index: r.get(6)?,
+        outcome: r.get(7)?,
+        latency_ms: r.get(8)?,
+        cost_usd: r.get(9)?,
+        tokens: r.get(10)?,
+        cache_hit: r.get(11)?,
+        matched: false,
+    })
+}

@@ -1,0 +1,80 @@
+//! Live progress of runs still going (`/events?ids=…`): server-sent events, one a second with
+//! each run's progress, until none of them is running any more.
+
+use std::convert::Infallible;
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::extract::{Query, State};
+use axum::response::sse::{Event, KeepAlive, Sse};
+use futures::Stream;
+use serde::Deserialize;
+
+use super::server::{App, ViewError};
+
+/// How often progress is read.
+const EVERY: Duration = Duration::from_millis(1000);
+
+/// `?ids=1,2,3`.
+#[derive(Debug, Deserialize)]
+pub struct EventParams {
+    ids: Option<String>,
+}
+
+/// The run ids of `?ids=`, at most 100.
+fn run_ids(ids: Option<&str>) -> Vec<i64> {
+    ids.unwrap_or("")
+        .split(',')
+        .filter_map(|id| id.trim().parse().ok())
+        .take(100)
+        .collect()
+}
+
+/// `/events`: an event `progress` (a JSON list of runs' progress) every second, then `done`
+/// once no run asked for is running or waiting.
+pub async fn events(
+    State(app): State<Arc<App>>,
+    Query(params): Query<EventParams>,
+) -> Result<Sse<impl Stream<Item = Result<Event, Infallible>>>, ViewError> {
+    let ids = run_ids(params.ids.as_deref());
+    let stream = futures::stream::unfold(Some((app, ids, true)), |state| async move {
+        let (app, ids, first) = state?;
+        if !first {
+            tokio::time::sleep(EVERY).await;
+        }
+        let asked = ids.clone();
+        let progress = match app.read(move |store| store.view_progress(&asked)).await {
+            Ok(progress) => progress,
+            Err(_) => return Some((Ok(Event::default().event("done").data("error")), None)),
+        };
+        let going = progress
+            .iter()
+            .any(|p| matches!(p.status.as_str(), "running" | "waiting"));
+        let event = Event::default()
+            .event("progress")
+            .json_data(&progress)
+            .unwrap_or_else(|_| Event::default().event("progress").data("[]"));
+        if going {
+            Some((Ok(event), Some((app, ids, false))))
+        } else {
+            // The last state, then the end: the page stops listening.
+            Some((Ok(event), Some((app, Vec::new(), false))))
+                .filter(|_| !ids.is_empty())
+                .or(Some((Ok(Event::default().event("done").data("")), None)))
+        }
+    });
+    Ok(Sse::new(stream).keep_alive(KeepAlive::default()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ids_are_read_leniently_and_bounded() {
+        assert_eq!(run_ids(Some("1, 2,x,,3")), [1, 2, 3]);
+        assert!(run_ids(None).is_empty());
+        let many: String = (0..500).map(|i| format!("{i},")).collect();
+        assert_eq!(run_ids(Some(&many)).len(), 100);
+    }
+}

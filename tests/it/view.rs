@@ -1,0 +1,296 @@
+//! `track view` end to end: the real binary serves a temp database filled by a mock run, and
+//! its pages are fetched over HTTP: statuses, the Content-Security-Policy, escaping of hostile
+//! answers, the token off loopback, and counts that are `track query`'s.
+
+use std::io::{BufRead as _, BufReader};
+use std::process::{Child, Stdio};
+
+use crate::support::mock::Rule;
+use crate::support::{Sandbox, bench_yaml, text};
+
+const MODELS: [&str; 2] = ["openai:gpt-4o", "anthropic:sonnet 3.5"];
+
+/// An answer built to run a script in any page that shows it unescaped.
+const HOSTILE: &str = "<script>alert(1)</script><img src=x onerror=alert(2)> \
+                       <a href=\"javascript:alert(3)\">click</a> zebra";
+
+/// A benchmark of two models on four prompts: one sum answered wrong by both, a capital
+/// answered right, a hostile answer that fails its check, and a word (`zebra`) in 3 answers
+/// (the hostile one of each model and gpt-4o's capital).
+fn add_bench(s: &Sandbox) {
+    s.mock
+        .add_rule(Rule::reply("2+2", "five").model("gpt-4o").times(1));
+    s.mock.add_rule(Rule::reply("2+2", "4"));
+    s.mock
+        .add_rule(Rule::reply("Capital of France", "Paris, like a zebra.").model("gpt-4o"));
+    s.mock.add_rule(Rule::reply("Capital of France", "Paris."));
+    s.mock.add_rule(Rule::reply("magic words", HOSTILE));
+    s.mock.add_rule(Rule::reply("colour", "blue"));
+    let prompts = [
+        ("sum", "What is 2+2?", "4", "exact"),
+        ("capital", "Capital of France?", "Paris", "contains"),
+        ("magic", "Say the magic words", "please", "contains"),
+        ("colour", "Which colour is the sky?", "blue", "contains"),
+    ];
+    s.write("bench.yaml", &bench_yaml(&MODELS, &prompts));
+    let out = s
+        .track()
+        .args(["run", "bench.yaml", "-q"])
+        .output()
+        .unwrap();
+    assert_eq!(
+        s.count("SELECT count(*) FROM bench_results"),
+        8,
+        "{}",
+        text(&out.stderr)
+    );
+}
+
+/// A `track view` process, killed when dropped.
+struct Viewer {
+    child: Child,
+    /// `http://127.0.0.1:PORT` (no trailing slash).
+    base: String,
+}
+
+impl Drop for Viewer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Starts `track view --port 0 ARGS` and reads the address it prints.
+fn start_viewer(s: &Sandbox, args: &[&str]) -> Viewer {
+    let mut cmd = s.track_process();
+    cmd.args(["view", "--port", "0"]).args(args);
+    let mut child = cmd
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spawn track view");
+    let mut line = String::new();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let url = line
+        .trim()
+        .strip_prefix("track view: ")
+        .unwrap_or_else(|| panic!("no address printed: {line:?}"))
+        .to_owned();
+    let base = url
+        .split_once("/?")
+        .map_or(url.trim_end_matches('/'), |(b, _)| b)
+        .to_owned();
+    Viewer { child, base }
+}
+
+/// A page: its status, its CSP header, its body.
+struct Page {
+    status: u16,
+    csp: Option<String>,
+    body: String,
+}
+
+/// GETs `url` with `headers`.
+fn get(url: &str, headers: &[(&str, &str)]) -> Page {
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    runtime.block_on(async {
+        let client = reqwest::Client::builder().build().unwrap();
+        let mut request = client.get(url);
+        for (name, value) in headers {
+            request = request.header(*name, *value);
+        }
+        let response = request.send().await.expect("fetch a page");
+        let status = response.status().as_u16();
+        let csp = response
+            .headers()
+            .get("content-security-policy")
+            .map(|v| v.to_str().unwrap().to_owned());
+        let body = response.text().await.unwrap();
+        Page { status, csp, body }
+    })
+}
+
+/// The number in the element `id="…"` of a page.
+fn number_in(body: &str, id: &str) -> u64 {
+    let start = body
+        .find(&format!("id=\"{id}\">"))
+        .unwrap_or_else(|| panic!("no #{id} in the page"))
+        + id.len()
+        + 6;
+    body[start..]
+        .split('<')
+        .next()
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap()
+}
+
+/// `track query --by model --format csv`: its rows as maps of column to value.
+fn query_by_model(s: &Sandbox) -> Vec<std::collections::HashMap<String, String>> {
+    let out = s
+        .track()
+        .args(["query", "--by", "model", "--format", "csv"])
+        .output()
+        .unwrap();
+    let csv = text(&out.stdout);
+    let mut reader = csv::Reader::from_reader(csv.as_bytes());
+    let headers = reader.headers().unwrap().clone();
+    reader
+        .records()
+        .map(|r| {
+            let r = r.unwrap();
+            headers
+                .iter()
+                .zip(r.iter())
+                .map(|(h, v)| (h.to_owned(), v.to_owned()))
+                .collect()
+        })
+        .collect()
+}
+
+#[test]
+fn every_page_is_served_with_the_policy_and_hostile_answers_escaped() {
+    let s = Sandbox::new();
+    add_bench(&s);
+    let viewer = start_viewer(&s, &[]);
+    let run: i64 = s.count("SELECT max(id) FROM runs");
+    let hostile: i64 = s.count(
+        "SELECT r.id FROM bench_results r WHERE r.prompt_name = 'magic' ORDER BY r.id LIMIT 1",
+    );
+    let pages = [
+        "/".to_owned(),
+        format!("/runs/{run}"),
+        format!("/runs/{run}?filter=failures&sort=latency"),
+        format!("/runs/{run}?q=zebra"),
+        format!("/runs/{run}/results/{hostile}"),
+        format!("/runs/{run}/cases/2"),
+    ];
+    for path in &pages {
+        let page = get(&format!("{}{path}", viewer.base), &[]);
+        assert_eq!(page.status, 200, "{path}: {}", page.body);
+        let csp = page.csp.unwrap_or_else(|| panic!("{path} has no CSP"));
+        assert!(csp.contains("script-src 'self'"), "{path}: {csp}");
+        assert!(!csp.contains("unsafe-inline"), "{path}: {csp}");
+        // No markup of an answer got through: every `<` of it is escaped.
+        assert!(!page.body.contains("<script>alert"), "{path}");
+        assert!(!page.body.contains("<img"), "{path}");
+        assert!(!page.body.contains("href=\"javascript:"), "{path}");
+        // The only script is the viewer's own file.
+        assert_eq!(page.body.matches("<script").count(), 1, "{path}");
+        assert!(
+            page.body.contains("<script src=\"/assets/view.js\""),
+            "{path}"
+        );
+    }
+    // The hostile answer is there, as text.
+    let transcript = get(
+        &format!("{}/runs/{run}/results/{hostile}", viewer.base),
+        &[],
+    );
+    assert!(
+        transcript
+            .body
+            .contains("&lt;script&gt;alert(1)&lt;/script&gt;&lt;img src=x onerror=alert(2)&gt;"),
+        "{}",
+        transcript.body
+    );
+    assert!(
+        transcript.body.contains("Say the magic words"),
+        "the request"
+    );
+    // A missing page is a 404 that carries the policy too.
+    let missing = get(&format!("{}/runs/{run}/results/999999", viewer.base), &[]);
+    assert_eq!(missing.status, 404);
+    assert!(missing.csp.is_some());
+    // Another Host (DNS rebinding) is refused.
+    let rebound = get(
+        &format!("{}/", viewer.base),
+        &[("host", "attacker.example:80")],
+    );
+    assert_eq!(rebound.status, 421);
+}
+
+#[test]
+fn grid_counts_are_those_of_track_query_and_search_finds_the_answers() {
+    let s = Sandbox::new();
+    add_bench(&s);
+    let viewer = start_viewer(&s, &[]);
+    let run: i64 = s.count("SELECT max(id) FROM runs");
+    let rows = query_by_model(&s);
+    let sum = |column: &str| -> u64 {
+        rows.iter()
+            .map(|r| {
+                r.get(column)
+                    .unwrap_or_else(|| panic!("no column {column} in {r:?}"))
+                    .parse::<u64>()
+                    .unwrap()
+            })
+            .sum()
+    };
+    let failures = get(&format!("{}/runs/{run}?filter=failures", viewer.base), &[]);
+    assert_eq!(number_in(&failures.body, "result-count"), sum("failed"));
+    let passes = get(&format!("{}/runs/{run}?filter=passes", viewer.base), &[]);
+    assert_eq!(number_in(&passes.body, "result-count"), sum("passed"));
+    let all = get(&format!("{}/runs/{run}", viewer.base), &[]);
+    assert_eq!(number_in(&all.body, "result-count"), 8);
+    assert_eq!(number_in(&all.body, "case-count"), 4);
+    // `zebra` is in three answers: the hostile one of each model and gpt-4o's capital.
+    let zebra = get(&format!("{}/runs/{run}?q=zebra", viewer.base), &[]);
+    assert_eq!(number_in(&zebra.body, "result-count"), 3);
+    assert_eq!(number_in(&zebra.body, "case-count"), 2);
+    // A word of the prompts is found too, in every result of its case.
+    let sky = get(&format!("{}/runs/{run}?q=sky", viewer.base), &[]);
+    assert_eq!(number_in(&sky.body, "result-count"), 2);
+    // The sum is the case the models disagree on.
+    let disagree = get(&format!("{}/runs/{run}?filter=disagree", viewer.base), &[]);
+    assert_eq!(number_in(&disagree.body, "case-count"), 1);
+    assert!(disagree.body.contains(">sum<"), "{}", disagree.body);
+}
+
+#[test]
+fn off_loopback_the_token_is_required_on_every_request() {
+    let s = Sandbox::new();
+    add_bench(&s);
+    // No token: refused before it listens.
+    let out = s
+        .track()
+        .args(["view", "--host", "0.0.0.0", "--port", "0"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        text(&out.stderr).contains("--token"),
+        "{}",
+        text(&out.stderr)
+    );
+    let token = "s3cret-token-for-tests";
+    let viewer = start_viewer(&s, &["--host", "0.0.0.0", "--token", token]);
+    let port = viewer.base.rsplit(':').next().unwrap();
+    let base = format!("http://127.0.0.1:{port}");
+    let run: i64 = s.count("SELECT max(id) FROM runs");
+    for path in [
+        "/".to_owned(),
+        format!("/runs/{run}"),
+        "/assets/view.js".into(),
+    ] {
+        let refused = get(&format!("{base}{path}"), &[]);
+        assert_eq!(refused.status, 401, "{path}");
+        assert!(refused.csp.is_some());
+        let wrong = get(&format!("{base}{path}?token=nope-nope-nope"), &[]);
+        assert_eq!(wrong.status, 401, "{path}");
+        let bearer = get(
+            &format!("{base}{path}"),
+            &[("authorization", &format!("Bearer {token}"))],
+        );
+        assert_eq!(bearer.status, 200, "{path}");
+        let query = get(&format!("{base}{path}?token={token}"), &[]);
+        assert_eq!(query.status, 200, "{path}");
+    }
+}
