@@ -587,3 +587,317 @@ fn grid_cell(r: &rusqlite::Row<'_>) -> rusqlite::Result<GridCell> {
         matched: false,
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::{BenchResultRow, NewCall};
+
+    /// A result of `model` (with `template`) on case `prompt`, answered by call `call_id`.
+    fn row(
+        run_id: i64,
+        model: u32,
+        template: u32,
+        prompt: u32,
+        outcome: Outcome,
+    ) -> BenchResultRow {
+        BenchResultRow {
+            run_id,
+            model_index: model,
+            prompt_index: prompt,
+            repeat_index: 0,
+            model_ref: format!("openai:m{model}"),
+            provider: "openai".into(),
+            model_id: format!("m{model}"),
+            prompt_name: format!("case{prompt}"),
+            method: "exact".into(),
+            call_id: None,
+            cache_hit: false,
+            outcome,
+            detail: None,
+            latency_ms: Some(f64::from(100 * prompt + model)),
+            input_tokens: Some(u64::from(prompt)),
+            output_tokens: Some(1),
+            tokens_estimated: false,
+            cost_usd: Some(f64::from(prompt % 3)),
+            paid_usd: None,
+            energy_wh: None,
+            energy_wh_min: None,
+            energy_wh_max: None,
+            energy_method: None,
+            judge_call_id: None,
+            judge_score: None,
+            judge_cost_usd: None,
+            expected: Some("4".into()),
+            template_index: template,
+            template_name: Some(format!("t{template}")),
+            score: None,
+            checks: Vec::new(),
+        }
+    }
+
+    /// Stores a call asking `prompt` and answering `answer`; returns its id.
+    fn call(store: &mut Store, prompt: &str, answer: &str) -> i64 {
+        let request = serde_json::json!({
+            "endpoint": "x", "model": "m", "provider": "openai", "repeat": 0, "v": 1,
+            "params": {}, "system": "Be brief.",
+            "messages": [{"role": "user", "content": [{"type": "text", "text": prompt}]}],
+        })
+        .to_string();
+        let key = crate::hash::sha256_hex(request.as_bytes());
+        let mut new = NewCall::answered(&key, answer);
+        new.canonical_request = request.as_str().into();
+        store.insert_call(&new).unwrap()
+    }
+
+    /// A run of 2 models x 2 templates on 60 cases: model 1 fails every third case, model 0
+    /// errs on case 7; case 5's answers say `zebra`.
+    fn filled() -> (Store, i64) {
+        let mut store = Store::open_in_memory().unwrap();
+        let run = store.create_run("bench", None, None, "{}").unwrap();
+        let mut rows = Vec::new();
+        for prompt in 0..60u32 {
+            for model in 0..2u32 {
+                for template in 0..2u32 {
+                    let outcome = match (model, prompt) {
+                        (0, 7) => Outcome::Error,
+                        (1, p) if p % 3 == 0 => Outcome::Failed,
+                        _ => Outcome::Passed,
+                    };
+                    let mut result = row(run, model, template, prompt, outcome);
+                    let answer = if prompt == 5 { "a zebra" } else { "four" };
+                    result.call_id = Some(call(
+                        &mut store,
+                        &format!("question {prompt} {model} {template}"),
+                        answer,
+                    ));
+                    rows.push(result);
+                }
+            }
+        }
+        store.insert_bench_results(&rows).unwrap();
+        (store, run)
+    }
+
+    #[test]
+    fn columns_are_models_by_templates() {
+        let (store, run) = filled();
+        let columns = store.grid_columns(run).unwrap();
+        let keys: Vec<(i64, i64, &str)> = columns
+            .iter()
+            .map(|c| (c.model_index, c.template_index, c.model_ref.as_str()))
+            .collect();
+        assert_eq!(
+            keys,
+            [
+                (0, 0, "openai:m0"),
+                (0, 1, "openai:m0"),
+                (1, 0, "openai:m1"),
+                (1, 1, "openai:m1")
+            ]
+        );
+        assert_eq!(columns[1].template_name.as_deref(), Some("t1"));
+        assert!(store.grid_columns(run + 1).unwrap().is_empty());
+    }
+
+    #[test]
+    fn filters_count_cases_and_results_and_pages_split_them() {
+        let (store, run) = filled();
+        let query = |filter| GridQuery {
+            filter,
+            ..Default::default()
+        };
+        let all = query(ResultFilter::All);
+        assert_eq!(
+            store.grid_count(run, &all).unwrap(),
+            GridCount {
+                cases: 60,
+                results: 240
+            }
+        );
+        let failures = query(ResultFilter::Failures);
+        // Cases 0, 3, ..., 57: 20 cases, two templates each.
+        assert_eq!(
+            store.grid_count(run, &failures).unwrap(),
+            GridCount {
+                cases: 20,
+                results: 40
+            }
+        );
+        let first = store.grid_cases(run, &failures, 15, 0).unwrap();
+        let second = store.grid_cases(run, &failures, 15, 15).unwrap();
+        assert_eq!(first.len(), 15);
+        assert_eq!(second, [45, 48, 51, 54, 57]);
+        let errors = query(ResultFilter::Errors);
+        assert_eq!(store.grid_cases(run, &errors, 50, 0).unwrap(), [7]);
+        // Disagree: model 1 failed where model 0 passed (case 7's error is left out: its
+        // passes agree).
+        let disagree = query(ResultFilter::Disagree);
+        assert_eq!(store.grid_count(run, &disagree).unwrap().cases, 20);
+        // By check: the single check `exact` of the failed results; none for another method.
+        let exact = query(ResultFilter::Check("exact".into()));
+        assert_eq!(store.grid_count(run, &exact).unwrap().results, 42);
+        let other = query(ResultFilter::Check("contains".into()));
+        assert_eq!(store.grid_count(run, &other).unwrap().results, 0);
+    }
+
+    #[test]
+    fn cells_of_a_page_are_marked_by_the_filter() {
+        let (store, run) = filled();
+        let failures = GridQuery {
+            filter: ResultFilter::Failures,
+            ..Default::default()
+        };
+        let cells = store.grid_cells(run, &failures, &[3, 4]).unwrap();
+        assert_eq!(cells.len(), 8);
+        let matched: Vec<(i64, i64)> = cells
+            .iter()
+            .filter(|c| c.matched)
+            .map(|c| (c.prompt_index, c.model_index))
+            .collect();
+        assert_eq!(matched, [(3, 1), (3, 1)]);
+        assert_eq!(cells[0].tokens, Some(4));
+    }
+
+    #[test]
+    fn orders_put_the_slowest_and_dearest_first() {
+        let (store, run) = filled();
+        let by = |order| GridQuery {
+            order,
+            ..Default::default()
+        };
+        assert_eq!(
+            store
+                .grid_cases(run, &by(CaseOrder::Latency), 3, 0)
+                .unwrap(),
+            [59, 58, 57]
+        );
+        assert_eq!(
+            store.grid_cases(run, &by(CaseOrder::Tokens), 2, 0).unwrap(),
+            [59, 58]
+        );
+        // Cost is prompt % 3: the cases of cost 2 first, in case order.
+        assert_eq!(
+            store.grid_cases(run, &by(CaseOrder::Cost), 3, 0).unwrap(),
+            [2, 5, 8]
+        );
+    }
+
+    #[test]
+    fn search_finds_answers_and_prompts_and_reads_no_syntax() {
+        let (mut store, run) = filled();
+        let search = |store: &Store, words: &str| {
+            store
+                .grid_count(
+                    run,
+                    &GridQuery {
+                        search: Some(words.into()),
+                        ..Default::default()
+                    },
+                )
+                .unwrap()
+        };
+        assert_eq!(
+            search(&store, "zebra"),
+            GridCount {
+                cases: 1,
+                results: 4
+            }
+        );
+        assert_eq!(
+            search(&store, "question 12"),
+            GridCount {
+                cases: 1,
+                results: 4
+            }
+        );
+        assert_eq!(search(&store, "brief").results, 240, "the system prompt");
+        // FTS5 operators and quotes are words, not syntax.
+        for odd in ["\"zebra", "zebra OR four", "NEAR(a b)", "col:x", "*"] {
+            search(&store, odd);
+        }
+        // A call stored later is found at once (the trigger keeps the index).
+        let later = call(&mut store, "a new question", "an okapi");
+        let mut result = row(run, 0, 0, 60, Outcome::Passed);
+        result.call_id = Some(later);
+        store.insert_bench_results(&[result]).unwrap();
+        assert_eq!(
+            search(&store, "okapi"),
+            GridCount {
+                cases: 1,
+                results: 1
+            }
+        );
+        assert_eq!(fts_query("  "), None);
+        assert_eq!(fts_query("a \"b"), Some("\"a\" \"\"\"b\"".into()));
+    }
+
+    #[test]
+    fn a_transcript_has_the_request_answer_and_checks() {
+        let (store, run) = filled();
+        let id: i64 = store
+            .conn
+            .query_row(
+                "SELECT id FROM bench_results WHERE prompt_index = 5 AND model_index = 1
+                 AND template_index = 0",
+                [],
+                |r| r.get(0),
+            )
+            .unwrap();
+        let t = store.transcript(run, id).unwrap().unwrap();
+        let call = t.call.unwrap();
+        assert_eq!(call.answer.as_deref(), Some("a zebra"));
+        assert!(call.request.unwrap().contains("question 5 1 0"));
+        assert_eq!(t.model_ref, "openai:m1");
+        assert_eq!(t.template_name.as_deref(), Some("t0"));
+        assert!(
+            store.transcript(run + 1, id).unwrap().is_none(),
+            "another run's"
+        );
+        let side = store.case_results(run, 5).unwrap();
+        assert_eq!(side.len(), 4);
+        assert!(side.iter().all(|c| c.answer.as_deref() == Some("a zebra")));
+    }
+
+    #[test]
+    fn pages_are_read_through_indexes_not_by_scanning_the_run() {
+        let (store, run) = filled();
+        let plan = |sql: &str, params: &[&dyn rusqlite::ToSql]| -> String {
+            let mut stmt = store
+                .conn
+                .prepare(&format!("EXPLAIN QUERY PLAN {sql}"))
+                .unwrap();
+            let rows = stmt
+                .query_map(params, |r| r.get::<_, String>(3))
+                .unwrap()
+                .collect::<rusqlite::Result<Vec<_>>>()
+                .unwrap();
+            rows.join("\n")
+        };
+        let failures = plan(
+            "SELECT r.prompt_index FROM bench_results r
+             WHERE r.run_id = ?1 AND r.prompt_index >= 0 AND r.status = 'failed'
+             GROUP BY r.prompt_index ORDER BY r.prompt_index LIMIT 50",
+            &[&run],
+        );
+        assert!(failures.contains("bench_results_by_status"), "{failures}");
+        assert!(!failures.contains("TEMP B-TREE"), "{failures}");
+        let all = plan(
+            "SELECT r.prompt_index FROM bench_results r
+             WHERE r.run_id = ?1 AND r.prompt_index >= 0 AND 1
+             GROUP BY r.prompt_index ORDER BY r.prompt_index LIMIT 50",
+            &[&run],
+        );
+        assert!(
+            all.contains("COVERING INDEX bench_results_by_case"),
+            "{all}"
+        );
+        // Other queries of a run keep their plans (and row orders): the partial indexes are
+        // not theirs.
+        let export = plan("SELECT * FROM bench_results t WHERE t.run_id = ?1", &[&run]);
+        assert!(
+            !export.contains("by_case") && !export.contains("by_status"),
+            "{export}"
+        );
+    }
+}
