@@ -559,6 +559,390 @@ impl Store {
     }
 }
 
+/// One datasheet of a review run: what its reviewers reviewed.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ReviewedSheet {
+    pub generated_sha256: String,
+    pub brand: String,
+    pub sensor: String,
+    /// `provider:model` of the model that wrote it.
+    pub generator: String,
+}
+
+/// One reviewer's score of one criterion of a datasheet (or, with no criterion, a review
+/// that has no scores: skipped, failed, an error).
+#[derive(Debug, Clone, PartialEq)]
+pub struct ReviewScoreCell {
+    pub review_id: i64,
+    pub generated_sha256: String,
+    pub reviewer_ref: String,
+    pub parse_status: String,
+    pub overall_score: Option<i64>,
+    pub overall_justification: Option<String>,
+    pub criterion: Option<String>,
+    pub score: Option<i64>,
+    pub justification: Option<String>,
+    pub na_reason: Option<String>,
+}
+
+/// A review's two datasheets, side by side.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ReviewSheets {
+    pub brand: String,
+    pub sensor: String,
+    pub generator: String,
+    pub reviewer_ref: String,
+    pub generated: Option<String>,
+    pub official_status: String,
+    pub official: Option<String>,
+    /// The reviewer's whole answer.
+    pub answer: Option<String>,
+}
+
+/// One relevance prediction with the answer it was read from.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PredictionCell {
+    pub id: i64,
+    pub uid: Option<String>,
+    pub image: String,
+    pub model_ref: String,
+    pub predicate: String,
+    pub variant: String,
+    pub trial: i64,
+    pub score: Option<i64>,
+    pub truth: bool,
+    pub invalid_reason: Option<String>,
+    pub call_id: Option<i64>,
+    pub answer: Option<String>,
+}
+
+/// A count of relevance predictions of one variant, truth and score (`None`: invalid).
+#[derive(Debug, Clone, PartialEq)]
+pub struct ConfusionCount {
+    pub variant: String,
+    pub truth: bool,
+    pub score: Option<i64>,
+    pub count: u64,
+}
+
+/// One pairwise verdict, as the viewer shows it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct VerdictCell {
+    pub uid: Option<String>,
+    pub judge: String,
+    pub item: String,
+    pub candidate_a: String,
+    pub candidate_b: String,
+    pub repeat_index: i64,
+    pub shown_order: String,
+    /// `A` (candidate_a), `B`, `tie`, `invalid`.
+    pub winner: String,
+    pub justification: Option<String>,
+    pub invalid_reason: Option<String>,
+}
+
+/// How often the pair (a, b) had each winner.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PairCount {
+    pub candidate_a: String,
+    pub candidate_b: String,
+    pub winner: String,
+    pub count: u64,
+}
+
+/// A candidate's answer to an item of a pairwise run.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CandidateAnswer {
+    pub candidate: String,
+    pub item: String,
+    pub answer: Option<String>,
+    pub error: Option<String>,
+}
+
+impl Store {
+    /// A page of the datasheets a review run reviewed, and how many it reviewed.
+    pub fn review_sheets(
+        &self,
+        run_id: i64,
+        limit: u64,
+        offset: u64,
+    ) -> Result<(Vec<ReviewedSheet>, u64)> {
+        let total: i64 = self
+            .conn
+            .prepare_cached(
+                "SELECT count(DISTINCT generated_sha256) FROM reviews WHERE run_id = ?1",
+            )?
+            .query_row([run_id], |r| r.get(0))?;
+        let mut stmt = self.conn.prepare_cached(
+            "SELECT generated_sha256, min(brand), min(sensor),
+                    min(generator_provider || ':' || generator_model)
+             FROM reviews WHERE run_id = ?1 GROUP BY generated_sha256
+             ORDER BY 2, 3, 4 LIMIT ?2 OFFSET ?3",
+        )?;
+        let sheets = stmt.query_map((run_id, limit as i64, offset as i64), |r| {
+            Ok(ReviewedSheet {
+                generated_sha256: r.get(0)?,
+                brand: r.get(1)?,
+                sensor: r.get(2)?,
+                generator: r.get(3)?,
+            })
+        })?;
+        Ok((sheets.collect::<rusqlite::Result<_>>()?, total as u64))
+    }
+
+    /// Every reviewer's scores of the datasheets `sheets` (by their generated sha256).
+    pub fn review_scores(&self, run_id: i64, sheets: &[String]) -> Result<Vec<ReviewScoreCell>> {
+        if sheets.is_empty() {
+            return Ok(Vec::new());
+        }
+        let mut bound = Bound::default();
+        bound.bind(run_id);
+        let list: Vec<String> = sheets.iter().map(|s| bound.bind(s.clone())).collect();
+        let sql = format!(
+            "SELECT r.id, r.generated_sha256, r.reviewer_ref, r.parse_status, r.overall_score,
+                    r.overall_justification, s.criterion, s.score, s.justification, s.na_reason
+             FROM reviews r LEFT JOIN review_scores s ON s.review_id = r.id
+             WHERE r.run_id = ?1 AND r.generated_sha256 IN ({})
+             ORDER BY r.generated_sha256, s.position, r.reviewer_ref",
+            list.join(", ")
+        );
+        let mut stmt = self.conn.prepare(&sql)?;
+        let cells = stmt.query_map(rusqlite::params_from_iter(&bound.params), |r| {
+            Ok(ReviewScoreCell {
+                review_id: r.get(0)?,
+                generated_sha256: r.get(1)?,
+                reviewer_ref: r.get(2)?,
+                parse_status: r.get(3)?,
+                overall_score: r.get(4)?,
+                overall_justification: r.get(5)?,
+                criterion: r.get(6)?,
+                score: r.get(7)?,
+                justification: r.get(8)?,
+                na_reason: r.get(9)?,
+            })
+        })?;
+        Ok(cells.collect::<rusqlite::Result<_>>()?)
+    }
+
+    /// The generated and official datasheets of review `review_id` of run `run_id`, with the
+    /// reviewer's answer.
+    pub fn review_texts(&self, run_id: i64, review_id: i64) -> Result<Option<ReviewSheets>> {
+        Ok(self
+            .conn
+            .prepare_cached(
+                "SELECT r.brand, r.sensor, r.generator_provider || ':' || r.generator_model,
+                        r.reviewer_ref, CAST(g.content AS TEXT), r.official_status,
+                        CAST(o.content AS TEXT), CAST(a.content AS TEXT)
+                 FROM reviews r
+                 LEFT JOIN blobs g ON g.sha256 = r.generated_sha256
+                 LEFT JOIN blobs o ON o.sha256 = r.official_sha256
+                 LEFT JOIN calls c ON c.id = r.call_id
+                 LEFT JOIN blobs a ON a.sha256 = c.response_sha256
+                 WHERE r.id = ?2 AND r.run_id = ?1",
+            )?
+            .query_row((run_id, review_id), |r| {
+                Ok(ReviewSheets {
+                    brand: r.get(0)?,
+                    sensor: r.get(1)?,
+                    generator: r.get(2)?,
+                    reviewer_ref: r.get(3)?,
+                    generated: r.get(4)?,
+                    official_status: r.get(5)?,
+                    official: r.get(6)?,
+                    answer: r.get(7)?,
+                })
+            })
+            .optional()?)
+    }
+
+    /// A page of the images of a relevance run (name, sha256), and how many it has.
+    pub fn relevance_images(
+        &self,
+        run_id: i64,
+        limit: u64,
+        offset: u64,
+    ) -> Result<(Vec<(String, String)>, u64)> {
+        let total: i64 = self
+            .conn
+            .prepare_cached(
+                "SELECT count(DISTINCT image) FROM relevance_predictions WHERE run_id = ?1",
+            )?
+            .query_row([run_id], |r| r.get(0))?;
+        let mut stmt = self.conn.prepare_cached(
+            "SELECT image, min(image_sha256) FROM relevance_predictions WHERE run_id = ?1
+             GROUP BY image ORDER BY image LIMIT ?2 OFFSET ?3",
+        )?;
+        let images = stmt.query_map((run_id, limit as i64, offset as i64), |r| {
+            Ok((r.get(0)?, r.get(1)?))
+        })?;
+        Ok((images.collect::<rusqlite::Result<_>>()?, total as u64))
+    }
+
+    /// The predictions about `images` of run `run_id`, with their answers.
+    pub fn relevance_predictions(
+        &self,
+        run_id: i64,
+        images: &[String],
+    ) -> Result<Vec<PredictionCell>> {
+        if images.is_empty() {
+            return Ok(Vec::new());
+        }
+        let mut bound = Bound::default();
+        bound.bind(run_id);
+        let list: Vec<String> = images.iter().map(|s| bound.bind(s.clone())).collect();
+        let sql = format!(
+            "SELECT p.id, p.uid, p.image, p.model_ref, p.predicate, p.variant, p.trial, p.score,
+                    p.truth, p.invalid_reason, p.call_id, CAST(b.content AS TEXT)
+             FROM relevance_predictions p
+             LEFT JOIN calls c ON c.id = p.call_id
+             LEFT JOIN blobs b ON b.sha256 = c.response_sha256
+             WHERE p.run_id = ?1 AND p.image IN ({})
+             ORDER BY p.image, p.predicate, p.model_ref, p.trial, p.variant",
+            list.join(", ")
+        );
+        let mut stmt = self.conn.prepare(&sql)?;
+        let cells = stmt.query_map(rusqlite::params_from_iter(&bound.params), |r| {
+            Ok(PredictionCell {
+                id: r.get(0)?,
+                uid: r.get(1)?,
+                image: r.get(2)?,
+                model_ref: r.get(3)?,
+                predicate: r.get(4)?,
+                variant: r.get(5)?,
+                trial: r.get(6)?,
+                score: r.get(7)?,
+                truth: r.get(8)?,
+                invalid_reason: r.get(9)?,
+                call_id: r.get(10)?,
+                answer: r.get(11)?,
+            })
+        })?;
+        Ok(cells.collect::<rusqlite::Result<_>>()?)
+    }
+
+    /// The predictions of run `run_id` counted by variant, truth and score.
+    pub fn relevance_confusion(&self, run_id: i64) -> Result<Vec<ConfusionCount>> {
+        let mut stmt = self.conn.prepare_cached(
+            "SELECT variant, truth, score, count(*) FROM relevance_predictions
+             WHERE run_id = ?1 GROUP BY variant, truth, score ORDER BY variant DESC, truth DESC, score",
+        )?;
+        let counts = stmt.query_map([run_id], |r| {
+            Ok(ConfusionCount {
+                variant: r.get(0)?,
+                truth: r.get(1)?,
+                score: r.get(2)?,
+                count: r.get::<_, i64>(3)? as u64,
+            })
+        })?;
+        Ok(counts.collect::<rusqlite::Result<_>>()?)
+    }
+
+    /// The verdicts of pairwise run `run_id` counted by pair and winner (its win matrix).
+    pub fn pairwise_counts(&self, run_id: i64) -> Result<Vec<PairCount>> {
+        let mut stmt = self.conn.prepare_cached(
+            "SELECT candidate_a, candidate_b, winner, count(*) FROM pairwise_verdicts
+             WHERE run_id = ?1 GROUP BY 1, 2, 3 ORDER BY 1, 2, 3",
+        )?;
+        let counts = stmt.query_map([run_id], |r| {
+            Ok(PairCount {
+                candidate_a: r.get(0)?,
+                candidate_b: r.get(1)?,
+                winner: r.get(2)?,
+                count: r.get::<_, i64>(3)? as u64,
+            })
+        })?;
+        Ok(counts.collect::<rusqlite::Result<_>>()?)
+    }
+
+    /// A page of the items of pairwise run `run_id`, and how many it has.
+    pub fn pairwise_items(
+        &self,
+        run_id: i64,
+        limit: u64,
+        offset: u64,
+    ) -> Result<(Vec<String>, u64)> {
+        let total: i64 = self
+            .conn
+            .prepare_cached("SELECT count(DISTINCT item) FROM pairwise_verdicts WHERE run_id = ?1")?
+            .query_row([run_id], |r| r.get(0))?;
+        let mut stmt = self.conn.prepare_cached(
+            "SELECT DISTINCT item FROM pairwise_verdicts WHERE run_id = ?1
+             ORDER BY item LIMIT ?2 OFFSET ?3",
+        )?;
+        let items = stmt.query_map((run_id, limit as i64, offset as i64), |r| r.get(0))?;
+        Ok((items.collect::<rusqlite::Result<_>>()?, total as u64))
+    }
+
+    /// The verdicts about `items` of run `run_id`, both orders of a pair next to each other,
+    /// and the candidates' answers to them.
+    pub fn pairwise_verdicts_of(
+        &self,
+        run_id: i64,
+        items: &[String],
+    ) -> Result<(Vec<VerdictCell>, Vec<CandidateAnswer>)> {
+        if items.is_empty() {
+            return Ok((Vec::new(), Vec::new()));
+        }
+        let mut bound = Bound::default();
+        bound.bind(run_id);
+        let list: Vec<String> = items.iter().map(|s| bound.bind(s.clone())).collect();
+        let list = list.join(", ");
+        let mut stmt = self.conn.prepare(&format!(
+            "SELECT uid, judge, item, candidate_a, candidate_b, repeat_index, shown_order, winner,
+                    justification, invalid_reason
+             FROM pairwise_verdicts WHERE run_id = ?1 AND item IN ({list})
+             ORDER BY item, judge, candidate_a, candidate_b, repeat_index, shown_order"
+        ))?;
+        let verdicts = stmt
+            .query_map(rusqlite::params_from_iter(&bound.params), |r| {
+                Ok(VerdictCell {
+                    uid: r.get(0)?,
+                    judge: r.get(1)?,
+                    item: r.get(2)?,
+                    candidate_a: r.get(3)?,
+                    candidate_b: r.get(4)?,
+                    repeat_index: r.get(5)?,
+                    shown_order: r.get(6)?,
+                    winner: r.get(7)?,
+                    justification: r.get(8)?,
+                    invalid_reason: r.get(9)?,
+                })
+            })?
+            .collect::<rusqlite::Result<_>>()?;
+        let mut stmt = self.conn.prepare(&format!(
+            "SELECT a.candidate, a.item, CAST(b.content AS TEXT), a.error
+             FROM pairwise_answers a
+             LEFT JOIN calls c ON c.id = a.call_id
+             LEFT JOIN blobs b ON b.sha256 = c.response_sha256
+             WHERE a.run_id = ?1 AND a.item IN ({list}) ORDER BY a.item, a.candidate"
+        ))?;
+        let answers = stmt
+            .query_map(rusqlite::params_from_iter(&bound.params), |r| {
+                Ok(CandidateAnswer {
+                    candidate: r.get(0)?,
+                    item: r.get(1)?,
+                    answer: r.get(2)?,
+                    error: r.get(3)?,
+                })
+            })?
+            .collect::<rusqlite::Result<_>>()?;
+        Ok((verdicts, answers))
+    }
+
+    /// The image blob `sha256` and its media type, if it is an image (PNG, JPEG, GIF, WebP):
+    /// the viewer serves no other blob as a file.
+    pub fn view_image(&self, sha256: &str) -> Result<Option<(String, Vec<u8>)>> {
+        Ok(self
+            .conn
+            .prepare_cached(
+                "SELECT media_type, content FROM blobs WHERE sha256 = ?1
+                 AND media_type IN ('image/png', 'image/jpeg', 'image/gif', 'image/webp')",
+            )?
+            .query_row([sha256], |r| Ok((r.get(0)?, r.get(1)?)))
+            .optional()?)
+    }
+}
+
 /// The columns of a result that a grid cell shows, on results aliased `r`.
 const CELL_COLUMNS: &str = "r.id, r.uid, r.prompt_index, r.prompt_name, r.model_index,
     r.template_index, r.repeat_index, r.status, r.latency_ms, r.cost_usd,

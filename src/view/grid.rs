@@ -35,7 +35,7 @@ pub async fn grid(
         .await?
         .ok_or_else(|| ViewError::NotFound(format!("No run {run_id}.")))?;
     if run.kind != "bench" {
-        return super::kinds::page_of(app, run).await;
+        return super::kinds::page_of(app, run, params.page()).await;
     }
     let query = params.query()?;
     let number = params.page();

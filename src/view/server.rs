@@ -108,6 +108,11 @@ fn router(app: Arc<App>) -> Router {
             get(super::transcript::result),
         )
         .route("/runs/{run}/cases/{case}", get(super::transcript::case))
+        .route(
+            "/runs/{run}/reviews/{review}",
+            get(super::kinds::review_sheets),
+        )
+        .route("/blobs/{sha}", get(super::kinds::image))
         .route("/events", get(super::live::events))
         .route("/assets/{file}", get(super::assets::file))
         .fallback(|| async { ViewError::NotFound("No page at this address.".into()) })

@@ -294,3 +294,99 @@ fn off_loopback_the_token_is_required_on_every_request() {
         assert_eq!(query.status, 200, "{path}");
     }
 }
+
+/// The page of the latest run of `s` (served by a new viewer), checked for the policy; its
+/// body.
+fn latest_run_page(s: &Sandbox) -> (Viewer, i64, String) {
+    let viewer = start_viewer(s, &[]);
+    let run: i64 = s.count("SELECT max(id) FROM runs");
+    let page = get(&format!("{}/runs/{run}", viewer.base), &[]);
+    assert_eq!(page.status, 200, "{}", page.body);
+    assert!(page.csp.is_some());
+    assert_eq!(page.body.matches("<script").count(), 1);
+    (viewer, run, page.body)
+}
+
+#[test]
+fn reviews_relevance_and_pairwise_runs_have_their_pages() {
+    // Reviews: criterion x reviewer, with justifications; a review's datasheets side by side.
+    let s = Sandbox::new();
+    crate::review::add_review_files(&s);
+    s.track()
+        .args([
+            "review-datasheets",
+            "--reviewer",
+            "openai:gpt-4o-mini,anthropic:haiku 3.5",
+            "-q",
+        ])
+        .assert()
+        .success();
+    let (viewer, run, body) = latest_run_page(&s);
+    assert!(body.contains("datasheets reviewed"), "{body}");
+    assert!(body.contains("anthropic:haiku 3.5"), "{body}");
+    let review: i64 = s.count("SELECT min(id) FROM reviews WHERE official_sha256 IS NOT NULL");
+    let sheets = get(&format!("{}/runs/{run}/reviews/{review}", viewer.base), &[]);
+    assert_eq!(sheets.status, 200);
+    assert!(sheets.body.contains("Official (Found)"), "{}", sheets.body);
+    drop(viewer);
+
+    // Relevance: confusion counts, each image served as an image, WITH and WITHOUT.
+    let s = Sandbox::new();
+    crate::relevance::add_compare_files(&s);
+    s.track()
+        .args([
+            "relevance",
+            "compare",
+            "--model",
+            "openai:gpt-4o",
+            "--images",
+            "blocks/state_*.png",
+            "--ground-truth",
+            "truth.json",
+            "--out",
+            "out",
+            "-q",
+        ])
+        .assert()
+        .success();
+    let (viewer, _, body) = latest_run_page(&s);
+    assert!(
+        body.contains("Confusion counts") && body.contains("WITHOUT"),
+        "{body}"
+    );
+    let sha: String = s
+        .db()
+        .query_row(
+            "SELECT image_sha256 FROM relevance_predictions LIMIT 1",
+            [],
+            |r| r.get(0),
+        )
+        .unwrap();
+    assert!(body.contains(&format!("/blobs/{sha}")));
+    let image = get(&format!("{}/blobs/{sha}", viewer.base), &[]);
+    assert_eq!(image.status, 200);
+    // A blob that is no image (a request, an answer) is never served.
+    let request: String = s
+        .db()
+        .query_row("SELECT cache_key FROM calls LIMIT 1", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(
+        get(&format!("{}/blobs/{request}", viewer.base), &[]).status,
+        404
+    );
+    drop(viewer);
+
+    // Pairwise: the win matrix, both orders of each verdict, the candidates' answers.
+    let s = crate::pairwise::answers_sandbox();
+    s.track()
+        .args(["run", "pairwise.yaml", "-q"])
+        .assert()
+        .success();
+    let (_viewer, _, body) = latest_run_page(&s);
+    assert!(body.contains("Win matrix"), "{body}");
+    assert!(body.contains("Shown B first (ba)"));
+    assert!(
+        body.contains("ANS-GOOD") && body.contains("ANS-BAD"),
+        "{body}"
+    );
+}
