@@ -52,10 +52,10 @@ pub use review::{
 };
 pub use runs::{RunErrorRow, RunInfo, RunSelector, RunStatus, RunTally};
 pub use view::{
-    CallText, CandidateAnswer, CaseAnswer, CaseOrder, ConfusionCount, GridCell, GridColumn,
-    GridCount, GridQuery, MAX_CASE_RESULTS, MAX_GRID_COLUMNS, PairCount, PredictionCell, Progress,
-    ResultFilter, ReviewScoreCell, ReviewSheets, ReviewedSheet, RunFilter, Transcript, VerdictCell,
-    fts_query,
+    CallText, CandidateAnswer, CaseAnswer, CaseOrder, ConfusionCount, DiffItem, DiffModelRow,
+    GridCell, GridColumn, GridCount, GridQuery, MAX_CASE_RESULTS, MAX_GRID_COLUMNS, PairCount,
+    PredictionCell, Progress, ResultFilter, ReviewScoreCell, ReviewSheets, ReviewedSheet,
+    RunFilter, Transcript, VerdictCell, fts_query,
 };
 pub use writer::Writer;
 

@@ -943,6 +943,127 @@ impl Store {
     }
 }
 
+/// One model (and template) of two benchmark runs compared: its shared results and how
+/// they changed.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct DiffModelRow {
+    pub model_ref: String,
+    pub template_name: Option<String>,
+    /// Results in both runs (same model, template, case and repeat).
+    pub shared: u64,
+    /// Shared results answered in both runs (neither an error).
+    pub paired: u64,
+    pub base_passed: u64,
+    pub new_passed: u64,
+    /// Passed in the base run, failed in the new one.
+    pub regressions: u64,
+    /// Failed in the base run, passed in the new one.
+    pub fixes: u64,
+    /// Answered in the base run, an error in the new one.
+    pub new_errors: u64,
+}
+
+/// A shared result whose outcome changed between two runs.
+#[derive(Debug, Clone, PartialEq)]
+pub struct DiffItem {
+    pub model_ref: String,
+    pub template_name: Option<String>,
+    pub prompt_name: String,
+    pub repeat_index: i64,
+    pub base_id: i64,
+    pub new_id: i64,
+    pub base: Outcome,
+    pub new: Outcome,
+    /// `regression`, `new error`, `fix`, `error resolved`.
+    pub change: String,
+}
+
+/// The results of two benchmark runs paired by model, template, case and repeat (`b` the base
+/// run `?1`'s, `n` the new run `?2`'s).
+const PAIRED: &str = "FROM bench_results b JOIN bench_results n
+     ON n.run_id = ?2 AND n.model_ref = b.model_ref
+     AND coalesce(n.template_name, '') = coalesce(b.template_name, '')
+     AND n.prompt_name = b.prompt_name AND n.repeat_index = b.repeat_index
+     WHERE b.run_id = ?1";
+
+/// The change of a pair, most serious first (its rank is its order on the page).
+const CHANGE: &str = "CASE
+     WHEN b.status = 'passed' AND n.status = 'failed' THEN 'regression'
+     WHEN b.status != 'error' AND n.status = 'error' THEN 'new error'
+     WHEN b.status = 'failed' AND n.status = 'passed' THEN 'fix'
+     WHEN b.status = 'error' AND n.status != 'error' THEN 'error resolved' END";
+
+impl Store {
+    /// Benchmark runs `base` and `new` compared, model by model (and template).
+    pub fn diff_models(&self, base: i64, new: i64) -> Result<Vec<DiffModelRow>> {
+        let mut stmt = self.conn.prepare_cached(&format!(
+            "SELECT b.model_ref, b.template_name, count(*),
+                    sum(b.status != 'error' AND n.status != 'error'),
+                    sum(b.status = 'passed' AND n.status != 'error'),
+                    sum(n.status = 'passed' AND b.status != 'error'),
+                    sum(b.status = 'passed' AND n.status = 'failed'),
+                    sum(b.status = 'failed' AND n.status = 'passed'),
+                    sum(b.status != 'error' AND n.status = 'error')
+             {PAIRED} GROUP BY b.model_ref, b.template_name ORDER BY b.model_ref, b.template_name"
+        ))?;
+        let rows = stmt.query_map((base, new), |r| {
+            let n = |i: usize| r.get::<_, i64>(i).map(|v| v as u64);
+            Ok(DiffModelRow {
+                model_ref: r.get(0)?,
+                template_name: r.get(1)?,
+                shared: n(2)?,
+                paired: n(3)?,
+                base_passed: n(4)?,
+                new_passed: n(5)?,
+                regressions: n(6)?,
+                fixes: n(7)?,
+                new_errors: n(8)?,
+            })
+        })?;
+        Ok(rows.collect::<rusqlite::Result<_>>()?)
+    }
+
+    /// A page of the shared results whose outcome changed, regressions first, and how many
+    /// changed.
+    pub fn diff_items(
+        &self,
+        base: i64,
+        new: i64,
+        limit: u64,
+        offset: u64,
+    ) -> Result<(Vec<DiffItem>, u64)> {
+        let total: i64 = self
+            .conn
+            .prepare_cached(&format!(
+                "SELECT count(*) {PAIRED} AND b.status != n.status"
+            ))?
+            .query_row((base, new), |r| r.get(0))?;
+        let mut stmt = self.conn.prepare_cached(&format!(
+            "SELECT b.model_ref, b.template_name, b.prompt_name, b.repeat_index, b.id, n.id,
+                    b.status, n.status, {CHANGE} AS change
+             {PAIRED} AND b.status != n.status
+             ORDER BY CASE change WHEN 'regression' THEN 0 WHEN 'new error' THEN 1
+                      WHEN 'fix' THEN 2 ELSE 3 END,
+                      b.model_ref, b.template_name, b.prompt_index, b.repeat_index
+             LIMIT ?3 OFFSET ?4"
+        ))?;
+        let rows = stmt.query_map((base, new, limit as i64, offset as i64), |r| {
+            Ok(DiffItem {
+                model_ref: r.get(0)?,
+                template_name: r.get(1)?,
+                prompt_name: r.get(2)?,
+                repeat_index: r.get(3)?,
+                base_id: r.get(4)?,
+                new_id: r.get(5)?,
+                base: r.get(6)?,
+                new: r.get(7)?,
+                change: r.get(8)?,
+            })
+        })?;
+        Ok((rows.collect::<rusqlite::Result<_>>()?, total as u64))
+    }
+}
+
 /// The columns of a result that a grid cell shows, on results aliased `r`.
 const CELL_COLUMNS: &str = "r.id, r.uid, r.prompt_index, r.prompt_name, r.model_index,
     r.template_index, r.repeat_index, r.status, r.latency_ms, r.cost_usd,

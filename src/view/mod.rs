@@ -19,6 +19,7 @@
 //! token.
 
 mod assets;
+mod diff;
 mod format;
 mod grid;
 mod kinds;

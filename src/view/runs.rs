@@ -85,6 +85,12 @@ pub async fn list(
             }
         }
         (pager(number, pages, |p| params.link(p)))
+        h2 { "Compare two benchmark runs" }
+        form.filters method="get" action="/diff" {
+            label { "Base run " input type="number" name="base" min="1" required; }
+            label { "New run " input type="number" name="new" min="1" required; }
+            button type="submit" { "Compare" }
+        }
     };
     Ok(Html(page(&app, "Runs", body).into_string()))
 }

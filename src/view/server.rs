@@ -113,6 +113,7 @@ fn router(app: Arc<App>) -> Router {
             get(super::kinds::review_sheets),
         )
         .route("/blobs/{sha}", get(super::kinds::image))
+        .route("/diff", get(super::diff::diff))
         .route("/events", get(super::live::events))
         .route("/assets/{file}", get(super::assets::file))
         .fallback(|| async { ViewError::NotFound("No page at this address.".into()) })

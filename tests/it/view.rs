@@ -390,3 +390,65 @@ fn reviews_relevance_and_pairwise_runs_have_their_pages() {
         "{body}"
     );
 }
+
+#[test]
+fn two_runs_compare_as_track_diff_compares_them() {
+    let s = Sandbox::new();
+    add_bench(&s);
+    // The second run: every sum answered wrong, the colour now an error.
+    s.mock.clear_rules();
+    s.mock.add_rule(Rule::reply("2+2", "five"));
+    s.mock.add_rule(Rule::fail("colour", 400, 100));
+    s.mock.add_rule(Rule::reply("", "Paris, like a zebra."));
+    s.track()
+        .args(["run", "bench.yaml", "-q", "--no-cache"])
+        .output()
+        .unwrap();
+    let (base, new): (i64, i64) = (
+        s.count("SELECT min(id) FROM runs"),
+        s.count("SELECT max(id) FROM runs"),
+    );
+    let out = s
+        .track()
+        .args([
+            "diff",
+            &base.to_string(),
+            &new.to_string(),
+            "--format",
+            "json",
+        ])
+        .output()
+        .unwrap();
+    let summary: serde_json::Value =
+        serde_json::from_slice(&out.stdout).unwrap_or_else(|_| panic!("{}", text(&out.stderr)));
+    let rows = summary.as_array().unwrap();
+    let total = |column: &str| -> u64 {
+        rows.iter()
+            .map(|r| {
+                r[column]
+                    .as_u64()
+                    .unwrap_or_else(|| panic!("{column}: {r}"))
+            })
+            .sum()
+    };
+    let viewer = start_viewer(&s, &[]);
+    let page = get(&format!("{}/diff?base={base}&new={new}", viewer.base), &[]);
+    assert_eq!(page.status, 200, "{}", page.body);
+    let changed = number_in(&page.body, "changed-count");
+    assert_eq!(
+        changed,
+        total("regressions") + total("fixes") + total("new_errors"),
+        "{summary}"
+    );
+    assert!(
+        total("regressions") > 0 && total("new_errors") > 0,
+        "{summary}"
+    );
+    // Regressions come first.
+    let first_change = page.body.find(">regression<").unwrap();
+    assert!(
+        page.body
+            .find(">new error<")
+            .is_none_or(|i| i > first_change)
+    );
+}
