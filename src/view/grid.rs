@@ -9,7 +9,7 @@ use axum::response::Html;
 use maud::{Markup, html};
 
 use super::format;
-use super::layout::{page, pager, run_heading};
+use super::layout::{page_of_run, pager, run_heading};
 use super::params::{FILTERS, GridParams, ORDERS, PAGE_SIZE, page_count, page_value};
 use super::server::{App, ViewError};
 use crate::store::{GridCell, GridColumn, GridCount, Outcome, ResultFilter, RunInfo};
@@ -56,8 +56,9 @@ pub async fn grid(
         })
         .await?;
     let body = render(&grid, &params, number);
+    let title = format!("Run {run_id}");
     Ok(Html(
-        page(&app, &format!("Run {run_id}"), body).into_string(),
+        page_of_run(&app, &title, body, Some(&grid.run)).into_string(),
     ))
 }
 

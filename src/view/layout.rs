@@ -8,6 +8,13 @@ use crate::store::RunInfo;
 
 /// A whole page titled `title` around `body`.
 pub fn page(app: &App, title: &str, body: Markup) -> Markup {
+    page_of_run(app, title, body, None)
+}
+
+/// A whole page about `run` (its script rates its results, and reloads the page when the
+/// run, still going, ends).
+pub fn page_of_run(app: &App, title: &str, body: Markup, run: Option<&RunInfo>) -> Markup {
+    let live = run.is_some_and(|r| matches!(r.status.as_str(), "running" | "waiting"));
     html! {
         (DOCTYPE)
         html lang="en" {
@@ -19,7 +26,8 @@ pub fn page(app: &App, title: &str, body: Markup) -> Markup {
                 link rel="stylesheet" href="/assets/view.css";
                 script src="/assets/view.js" defer {}
             }
-            body {
+            body data-run=[run.map(|r| r.id)] data-reload-when-done=[live.then_some("true")]
+                    data-ratings=[app.ratings.then_some("true")] {
                 header.top {
                     a.brand href="/" { "track view" }
                     span.db { (app.db) }

@@ -21,6 +21,8 @@ pub struct App {
     pub csrf: String,
     /// The database's path, as shown in the pages' footer.
     pub db: String,
+    /// Whether results can be rated here (the pages' keys p, f, 1-5).
+    pub ratings: bool,
 }
 
 impl App {
@@ -150,6 +152,7 @@ pub async fn run(store: Store, db: &Path, mut options: ViewOptions) -> anyhow::R
         options,
         csrf: super::security::random_secret(),
         db: db.display().to_string(),
+        ratings: false,
     });
     axum::serve(listener, router(app))
         .with_graceful_shutdown(shutdown())

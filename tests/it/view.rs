@@ -452,3 +452,82 @@ fn two_runs_compare_as_track_diff_compares_them() {
             .is_none_or(|i| i > first_change)
     );
 }
+
+/// The server-sent events of `url` until `done` (or the stream's end): each event's name and
+/// data. `on_first` runs once the first event has come.
+fn events(url: &str, on_first: impl FnOnce()) -> Vec<(String, String)> {
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    runtime.block_on(async {
+        let mut response = reqwest::get(url).await.expect("open the event stream");
+        assert_eq!(
+            response.headers()["content-type"].to_str().unwrap(),
+            "text/event-stream"
+        );
+        let mut buffer = String::new();
+        let mut found: Vec<(String, String)> = Vec::new();
+        let mut on_first = Some(on_first);
+        while let Some(chunk) = response.chunk().await.unwrap() {
+            buffer.push_str(&String::from_utf8_lossy(&chunk));
+            while let Some(end) = buffer.find("\n\n") {
+                let block: String = buffer.drain(..end + 2).collect();
+                let field = |name: &str| {
+                    block
+                        .lines()
+                        .find_map(|l| l.strip_prefix(&format!("{name}:")))
+                        .map(|v| v.trim().to_owned())
+                };
+                if let Some(event) = field("event") {
+                    found.push((event, field("data").unwrap_or_default()));
+                    if let Some(first) = on_first.take() {
+                        first();
+                    }
+                }
+            }
+            if found.last().is_some_and(|(e, _)| e == "done") {
+                break;
+            }
+        }
+        found
+    })
+}
+
+#[test]
+fn a_running_run_s_progress_is_followed_live_to_its_end() {
+    use crate::support::mock::Hold;
+    let s = Sandbox::new();
+    s.mock.add_rule(Rule::reply("", "4"));
+    s.write(
+        "bench.yaml",
+        &bench_yaml(&MODELS, &[("sum", "What is 2+2?", "4", "exact")]),
+    );
+    s.mock.hold(Hold::From(1));
+    let run = s.start(&["run", "bench.yaml", "-q"]);
+    s.mock.wait_held(1);
+    let id = s.count("SELECT max(id) FROM runs");
+    let viewer = start_viewer(&s, &[]);
+    // The run's page says it is going, and will reload when it ends.
+    let page = get(&format!("{}/runs/{id}", viewer.base), &[]);
+    assert!(
+        page.body.contains("data-reload-when-done=\"true\""),
+        "{}",
+        page.body
+    );
+    assert!(page.body.contains("data-live=\"true\""));
+    let seen = events(&format!("{}/events?ids={id}", viewer.base), || {
+        s.mock.release()
+    });
+    let (_, first) = &seen[0];
+    let first: serde_json::Value = serde_json::from_str(first).unwrap();
+    assert_eq!(first[0]["status"], "running", "{seen:?}");
+    assert_eq!(seen.last().unwrap().0, "done", "{seen:?}");
+    let last = seen.iter().rev().find(|(e, _)| e == "progress").unwrap();
+    let last: serde_json::Value = serde_json::from_str(&last.1).unwrap();
+    assert_eq!(last[0]["status"], "completed", "{seen:?}");
+    assert_eq!(last[0]["calls"], 2);
+    assert_eq!(last[0]["results"], 2);
+    run.finish();
+}
