@@ -2,12 +2,14 @@
 --
 -- 1. A run's grid is paged by case: its results of a few cases, its cases of one outcome, in
 --    case order, each found through an index rather than by reading the whole run. Partial
---    (`prompt_index >= 0`, true of every row): only a query that says so uses them, so the
---    plans (and row orders) of every other query of a run stay what they were.
-CREATE INDEX bench_results_by_case ON bench_results (run_id, prompt_index, status)
-    WHERE prompt_index >= 0;
-CREATE INDEX bench_results_by_status ON bench_results (run_id, status, prompt_index)
-    WHERE prompt_index >= 0;
+--    (`template_index >= 0`, true of every row): only a query that says so uses them, so the
+--    plans (and row orders) of every other query of a run stay what they were. (On another
+--    column than `prompt_index`, so that the condition is no range on it that SQLite would
+--    prefer to a query's list of cases.)
+CREATE INDEX bench_results_by_case ON bench_results (run_id, prompt_index, status, template_index)
+    WHERE template_index >= 0;
+CREATE INDEX bench_results_by_status ON bench_results (run_id, status, prompt_index, template_index)
+    WHERE template_index >= 0;
 -- A search finds calls; their results are found by call.
 CREATE INDEX bench_results_by_call ON bench_results (call_id) WHERE call_id IS NOT NULL;
 

@@ -297,10 +297,10 @@ CREATE TABLE dataset_files (
     sha256     TEXT NOT NULL REFERENCES blobs (sha256),
     fetched_at TEXT NOT NULL
 ) WITHOUT ROWID;
-CREATE INDEX bench_results_by_case ON bench_results (run_id, prompt_index, status)
-    WHERE prompt_index >= 0;
-CREATE INDEX bench_results_by_status ON bench_results (run_id, status, prompt_index)
-    WHERE prompt_index >= 0;
+CREATE INDEX bench_results_by_case ON bench_results (run_id, prompt_index, status, template_index)
+    WHERE template_index >= 0;
+CREATE INDEX bench_results_by_status ON bench_results (run_id, status, prompt_index, template_index)
+    WHERE template_index >= 0;
 CREATE INDEX bench_results_by_call ON bench_results (call_id) WHERE call_id IS NOT NULL;
 CREATE VIRTUAL TABLE call_text USING fts5 (request, answer, content = '', contentless_delete = 1);
 CREATE TRIGGER call_text_insert AFTER INSERT ON calls WHEN new.status = 'ok' BEGIN

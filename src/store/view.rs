@@ -2,7 +2,7 @@
 //! a LIMIT or by the few rows of one result or case, so no page reads a whole run.
 //!
 //! A benchmark's grid is paged by case (`prompt_index`): the page's cases are found through
-//! the partial indexes of migration V22 (`prompt_index >= 0` in a query is what lets it use
+//! the partial indexes of migration V22 (`template_index >= 0` in a query is what lets it use
 //! them), then the results of those cases only. A search goes through `call_text`, the
 //! full-text index of calls' requests and answers that V22's triggers keep up to date.
 
@@ -245,7 +245,7 @@ impl Store {
         let mut stmt = self.conn.prepare_cached(
             "SELECT id, status, calls, coalesce(plan_calls, planned_calls, 0), errors,
                     (SELECT count(*) FROM bench_results b WHERE b.run_id = runs.id
-                     AND b.prompt_index >= 0)
+                     AND b.template_index >= 0)
              FROM runs WHERE id = ?1",
         )?;
         let mut found = Vec::new();
@@ -316,7 +316,7 @@ impl Store {
             "SELECT DISTINCT method FROM bench_checks WHERE run_id = ?1
              UNION
              SELECT method FROM (SELECT method FROM bench_results WHERE run_id = ?1
-                                 AND prompt_index >= 0 AND method != 'checks' LIMIT 10000)
+                                 AND template_index >= 0 AND method != 'checks' LIMIT 10000)
              ORDER BY 1",
         )?;
         let methods = stmt.query_map([run_id], |r| r.get(0))?;
@@ -334,7 +334,7 @@ impl Store {
             ResultFilter::Disagree => parts.push(
                 "r.status != 'error' AND r.prompt_index IN (
                     SELECT d.prompt_index FROM bench_results d
-                    WHERE d.run_id = ?1 AND d.prompt_index >= 0 AND d.status != 'error'
+                    WHERE d.run_id = ?1 AND d.template_index >= 0 AND d.status != 'error'
                     GROUP BY d.prompt_index HAVING min(d.status) != max(d.status))"
                     .into(),
             ),
@@ -369,7 +369,7 @@ impl Store {
         let sql = format!(
             "SELECT count(*), coalesce(sum(n), 0) FROM (
                 SELECT count(*) AS n FROM bench_results r
-                WHERE r.run_id = ?1 AND r.prompt_index >= 0 AND {condition}
+                WHERE r.run_id = ?1 AND r.template_index >= 0 AND {condition}
                 GROUP BY r.prompt_index)"
         );
         let (cases, results): (i64, i64) = self
@@ -407,7 +407,7 @@ impl Store {
         let offset = bound.bind(offset as i64);
         let sql = format!(
             "SELECT r.prompt_index FROM bench_results r
-             WHERE r.run_id = ?1 AND r.prompt_index >= 0 AND {condition}
+             WHERE r.run_id = ?1 AND r.template_index >= 0 AND {condition}
              GROUP BY r.prompt_index ORDER BY {order} LIMIT {limit} OFFSET {offset}"
         );
         let mut stmt = self.conn.prepare_cached(&sql)?;
@@ -429,13 +429,7 @@ impl Store {
         bound.bind(run_id);
         let condition = Self::grid_condition(query, &mut bound);
         let list: Vec<String> = cases.iter().map(|&c| bound.bind(c)).collect();
-        let sql = format!(
-            "SELECT {CELL_COLUMNS}, CASE WHEN {condition} THEN 1 ELSE 0 END
-             FROM bench_results r
-             WHERE r.run_id = ?1 AND r.prompt_index >= 0 AND r.prompt_index IN ({})
-             ORDER BY r.prompt_index, r.model_index, r.template_index, r.repeat_index",
-            list.join(", ")
-        );
+        let sql = cells_sql(&condition, &list.join(", "));
         let mut stmt = self.conn.prepare(&sql)?;
         let cells = stmt.query_map(rusqlite::params_from_iter(&bound.params), |r| {
             let mut cell = grid_cell(r)?;
@@ -453,7 +447,7 @@ impl Store {
              FROM bench_results r
              LEFT JOIN calls c ON c.id = r.call_id
              LEFT JOIN blobs b ON b.sha256 = c.response_sha256
-             WHERE r.run_id = ?1 AND r.prompt_index >= 0 AND r.prompt_index = ?2
+             WHERE r.run_id = ?1 AND r.template_index >= 0 AND r.prompt_index = ?2
              ORDER BY r.model_index, r.template_index, r.repeat_index LIMIT ?3"
         );
         let mut stmt = self.conn.prepare_cached(&sql)?;
@@ -1071,6 +1065,16 @@ const CELL_COLUMNS: &str = "r.id, r.uid, r.prompt_index, r.prompt_name, r.model_
          ELSE coalesce(r.input_tokens, 0) + coalesce(r.output_tokens, 0) END,
     r.cache_hit";
 
+/// The cells of the cases `list` (placeholders) of run `?1`, matched by `condition`.
+fn cells_sql(condition: &str, list: &str) -> String {
+    format!(
+        "SELECT {CELL_COLUMNS}, CASE WHEN {condition} THEN 1 ELSE 0 END
+         FROM bench_results r
+         WHERE r.run_id = ?1 AND r.template_index >= 0 AND r.prompt_index IN ({list})
+         ORDER BY r.prompt_index, r.model_index, r.template_index, r.repeat_index"
+    )
+}
+
 /// How many columns [`CELL_COLUMNS`] has.
 const CELL_COLUMN_COUNT: usize = 12;
 
@@ -1381,7 +1385,7 @@ mod tests {
         };
         let failures = plan(
             "SELECT r.prompt_index FROM bench_results r
-             WHERE r.run_id = ?1 AND r.prompt_index >= 0 AND r.status = 'failed'
+             WHERE r.run_id = ?1 AND r.template_index >= 0 AND r.status = 'failed'
              GROUP BY r.prompt_index ORDER BY r.prompt_index LIMIT 50",
             &[&run],
         );
@@ -1389,13 +1393,19 @@ mod tests {
         assert!(!failures.contains("TEMP B-TREE"), "{failures}");
         let all = plan(
             "SELECT r.prompt_index FROM bench_results r
-             WHERE r.run_id = ?1 AND r.prompt_index >= 0 AND 1
+             WHERE r.run_id = ?1 AND r.template_index >= 0 AND 1
              GROUP BY r.prompt_index ORDER BY r.prompt_index LIMIT 50",
             &[&run],
         );
         assert!(
             all.contains("COVERING INDEX bench_results_by_case"),
             "{all}"
+        );
+        // A page's cells: the cases of its list, each sought, not a range read to the end.
+        let cells = plan(&cells_sql("1", "3, 4, 5"), &[&run]);
+        assert!(
+            cells.contains("bench_results_by_case (run_id=? AND prompt_index=?)"),
+            "{cells}"
         );
         // Other queries of a run keep their plans (and row orders): the partial indexes are
         // not theirs.
