@@ -531,3 +531,69 @@ fn a_running_run_s_progress_is_followed_live_to_its_end() {
     assert_eq!(last[0]["results"], 2);
     run.finish();
 }
+
+/// The DOM of `url` after headless Chromium loaded it and ran its scripts, with its console
+/// (Chromium's log on stderr); screenshots it at 1280 × 800 into `png` when given.
+fn in_chromium(url: &str, png: Option<&std::path::Path>) -> (String, String) {
+    let profile = tempfile::tempdir().unwrap();
+    let mut cmd = std::process::Command::new(crate::report::chromium());
+    cmd.args([
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--hide-scrollbars",
+        "--no-first-run",
+        "--disable-dev-shm-usage",
+        "--enable-logging=stderr",
+        "--v=0",
+        "--window-size=1280,800",
+        "--virtual-time-budget=3000",
+    ])
+    .arg(format!("--user-data-dir={}", profile.path().display()));
+    match png {
+        Some(png) => cmd.arg(format!("--screenshot={}", png.display())),
+        None => cmd.arg("--dump-dom"),
+    };
+    let out = cmd.arg(url).output().expect("start chromium");
+    (text(&out.stdout), text(&out.stderr))
+}
+
+#[test]
+#[ignore = "needs chromium (bash .ci/browser.sh install): run with --include-ignored (README)"]
+fn in_a_real_browser_an_answer_built_to_run_a_script_runs_nothing() {
+    let s = Sandbox::new();
+    add_bench(&s);
+    let viewer = start_viewer(&s, &[]);
+    let run: i64 = s.count("SELECT max(id) FROM runs");
+    let hostile: i64 = s.count("SELECT min(id) FROM bench_results WHERE prompt_name = 'magic'");
+    let pages = [
+        ("runs", "/".to_owned()),
+        ("grid", format!("/runs/{run}")),
+        ("failures", format!("/runs/{run}?filter=failures")),
+        ("search", format!("/runs/{run}?q=zebra")),
+        ("transcript", format!("/runs/{run}/results/{hostile}")),
+        ("side-by-side", format!("/runs/{run}/cases/2")),
+    ];
+    let shots = std::env::var_os("TRACK_VIEW_SCREENSHOTS").map(std::path::PathBuf::from);
+    for (name, path) in &pages {
+        let (dom, console) = in_chromium(&format!("{}{path}", viewer.base), None);
+        // The viewer's script ran (the policy lets its own file run)...
+        assert!(dom.contains("data-script=\"ran\""), "{path}: {dom}");
+        // ...and nothing of the answer did: no element made from it, no alert.
+        assert!(!dom.contains("<img src=\"x\""), "{path}: {dom}");
+        assert!(!dom.contains("<a href=\"javascript:"), "{path}: {dom}");
+        assert!(!console.contains("alert"), "{path}: {console}");
+        if *name == "transcript" {
+            assert!(
+                dom.contains("&lt;script&gt;alert(1)&lt;/script&gt;"),
+                "{dom}"
+            );
+        }
+        if let Some(dir) = &shots {
+            std::fs::create_dir_all(dir).unwrap();
+            let png = dir.join(format!("{name}.png"));
+            in_chromium(&format!("{}{path}", viewer.base), Some(&png));
+            assert!(png.is_file(), "no screenshot of {path}");
+        }
+    }
+}
