@@ -15,6 +15,19 @@ use super::server::{App, ViewError};
 /// How often progress is read.
 const EVERY: Duration = Duration::from_millis(1000);
 
+/// Where the stream of events is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Step {
+    /// The first progress, sent at once.
+    First,
+    /// The next progress, a second later.
+    Again,
+    /// No run asked for goes on: `done` is next.
+    Ending,
+    /// The stream has ended.
+    Over,
+}
+
 /// `?ids=1,2,3`.
 #[derive(Debug, Deserialize)]
 pub struct EventParams {
@@ -37,30 +50,29 @@ pub async fn events(
     Query(params): Query<EventParams>,
 ) -> Result<Sse<impl Stream<Item = Result<Event, Infallible>>>, ViewError> {
     let ids = run_ids(params.ids.as_deref());
-    let stream = futures::stream::unfold(Some((app, ids, true)), |state| async move {
-        let (app, ids, first) = state?;
-        if !first {
-            tokio::time::sleep(EVERY).await;
-        }
-        let asked = ids.clone();
-        let progress = match app.read(move |store| store.view_progress(&asked)).await {
-            Ok(progress) => progress,
-            Err(_) => return Some((Ok(Event::default().event("done").data("error")), None)),
-        };
-        let going = progress
-            .iter()
-            .any(|p| matches!(p.status.as_str(), "running" | "waiting"));
-        let event = Event::default()
-            .event("progress")
-            .json_data(&progress)
-            .unwrap_or_else(|_| Event::default().event("progress").data("[]"));
-        if going {
-            Some((Ok(event), Some((app, ids, false))))
-        } else {
-            // The last state, then the end: the page stops listening.
-            Some((Ok(event), Some((app, Vec::new(), false))))
-                .filter(|_| !ids.is_empty())
-                .or(Some((Ok(Event::default().event("done").data("")), None)))
+    let stream = futures::stream::unfold((app, ids, Step::First), |(app, ids, step)| async move {
+        let done = || Ok(Event::default().event("done").data(""));
+        match step {
+            Step::Over => None,
+            Step::Ending => Some((done(), (app, ids, Step::Over))),
+            Step::First | Step::Again => {
+                if step == Step::Again {
+                    tokio::time::sleep(EVERY).await;
+                }
+                let asked = ids.clone();
+                let Ok(progress) = app.read(move |store| store.view_progress(&asked)).await else {
+                    return Some((done(), (app, ids, Step::Over)));
+                };
+                let going = progress
+                    .iter()
+                    .any(|p| matches!(p.status.as_str(), "running" | "waiting"));
+                let event = Event::default()
+                    .event("progress")
+                    .json_data(&progress)
+                    .unwrap_or_else(|_| Event::default().event("progress").data("[]"));
+                let next = if going { Step::Again } else { Step::Ending };
+                Some((Ok(event), (app, ids, next)))
+            }
         }
     });
     Ok(Sse::new(stream).keep_alive(KeepAlive::default()))

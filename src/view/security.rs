@@ -162,11 +162,11 @@ fn with_headers(mut response: Response) -> Response {
 }
 
 /// Whether a write's request came from this viewer's own page: its CSRF token (form field or
-/// header) is the server's, and its Origin, when sent, is the Host it was sent to.
+/// header) is the server's (`csrf`), and its Origin, when sent, is the Host it was sent to.
 #[allow(dead_code, reason = "ratings, the viewer's one write, use it")]
-pub fn write_allowed(app: &App, headers: &HeaderMap, form_token: Option<&str>) -> bool {
+pub fn write_allowed(csrf: &str, headers: &HeaderMap, form_token: Option<&str>) -> bool {
     let token = form_token.or_else(|| headers.get(CSRF_HEADER).and_then(|v| v.to_str().ok()));
-    let token_ok = token.is_some_and(|t| same_secret(t, &app.csrf));
+    let token_ok = token.is_some_and(|t| same_secret(t, csrf));
     let origin_ok = match headers.get(header::ORIGIN).and_then(|v| v.to_str().ok()) {
         None => true,
         Some(origin) => headers
@@ -209,6 +209,35 @@ mod tests {
         assert!(!host("evil.example:8765"));
         assert!(!host("127.0.0.1"));
         assert!(!local_host(&HeaderMap::new(), 8765));
+    }
+
+    #[test]
+    fn a_write_needs_the_csrf_token_and_our_origin() {
+        let headers = |pairs: &[(&'static str, &str)]| {
+            let mut map = HeaderMap::new();
+            map.insert(header::HOST, HeaderValue::from_static("127.0.0.1:8765"));
+            for (name, value) in pairs {
+                map.insert(*name, HeaderValue::from_str(value).unwrap());
+            }
+            map
+        };
+        let secret = "0123456789abcdef";
+        assert!(write_allowed(secret, &headers(&[]), Some(secret)));
+        assert!(write_allowed(
+            secret,
+            &headers(&[(CSRF_HEADER, secret)]),
+            None
+        ));
+        assert!(!write_allowed(secret, &headers(&[]), None));
+        assert!(!write_allowed(
+            secret,
+            &headers(&[]),
+            Some("0123456789abcdeX")
+        ));
+        let ours = headers(&[("origin", "http://127.0.0.1:8765")]);
+        assert!(write_allowed(secret, &ours, Some(secret)));
+        let theirs = headers(&[("origin", "http://evil.example")]);
+        assert!(!write_allowed(secret, &theirs, Some(secret)));
     }
 
     #[test]
