@@ -1354,9 +1354,9 @@ mod tests {
             )
             .unwrap();
         let t = store.transcript(run, id).unwrap().unwrap();
-        let call = t.call.unwrap();
-        assert_eq!(call.answer.as_deref(), Some("a zebra"));
-        assert!(call.request.unwrap().contains("question 5 1 0"));
+        let answered = t.call.clone().unwrap();
+        assert_eq!(answered.answer.as_deref(), Some("a zebra"));
+        assert!(answered.request.unwrap().contains("question 5 1 0"));
         assert_eq!(t.model_ref, "openai:m1");
         assert_eq!(t.template_name.as_deref(), Some("t0"));
         assert!(
@@ -1366,6 +1366,51 @@ mod tests {
         let side = store.case_results(run, 5).unwrap();
         assert_eq!(side.len(), 4);
         assert!(side.iter().all(|c| c.answer.as_deref() == Some("a zebra")));
+        assert!(t.judge.is_none() && t.checks.is_empty());
+        // A judged result with several checks: the judge's answer and every check.
+        let mut store = store;
+        let judge = call(
+            &mut store,
+            "judge this",
+            "{\"score\": 4, \"justification\": \"close\"}",
+        );
+        let mut judged = row(run, 0, 0, 61, Outcome::Failed);
+        judged.method = "checks".into();
+        judged.judge_call_id = Some(judge);
+        judged.judge_score = Some(4);
+        judged.checks = vec![
+            CheckRow {
+                method: "contains".into(),
+                expected: Some("x".into()),
+                outcome: Outcome::Failed,
+                score: None,
+                weight: 1.0,
+                reason: Some("no x".into()),
+            },
+            CheckRow {
+                method: "judge".into(),
+                expected: None,
+                outcome: Outcome::Passed,
+                score: Some(0.75),
+                weight: 2.0,
+                reason: Some("close".into()),
+            },
+        ];
+        store.insert_bench_results(&[judged]).unwrap();
+        let id: i64 = store
+            .conn
+            .query_row(
+                "SELECT id FROM bench_results WHERE prompt_index = 61",
+                [],
+                |r| r.get(0),
+            )
+            .unwrap();
+        let t = store.transcript(run, id).unwrap().unwrap();
+        assert_eq!(t.judge_score, Some(4));
+        assert!(t.judge.unwrap().answer.unwrap().contains("close"));
+        let methods: Vec<&str> = t.checks.iter().map(|c| c.method.as_str()).collect();
+        assert_eq!(methods, ["contains", "judge"]);
+        assert!(t.call.is_none(), "no answer call was recorded");
     }
 
     #[test]

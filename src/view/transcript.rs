@@ -40,7 +40,6 @@ pub async fn result(
         }
         div.rating data-uid=[cell.uid.as_deref()] {}
         (measures(t))
-        (checks(t))
         @match &t.call {
             Some(call) => {
                 h2 { "Request as sent" }
@@ -53,6 +52,7 @@ pub async fn result(
                 p.empty { "No call was made." }
             }
         }
+        (checks(t))
         @if t.judge.is_some() || t.judge_score.is_some() {
             h2 { "Judge" }
             dl.facts {
