@@ -51,7 +51,8 @@ pub async fn events(
 ) -> Result<Sse<impl Stream<Item = Result<Event, Infallible>>>, ViewError> {
     let ids = run_ids(params.ids.as_deref());
     let stream = futures::stream::unfold((app, ids, Step::First), |(app, ids, step)| async move {
-        let done = || Ok(Event::default().event("done").data(""));
+        // Some data: a browser dispatches no event whose data is empty.
+        let done = || Ok(Event::default().event("done").data("end"));
         match step {
             Step::Over => None,
             Step::Ending => Some((done(), (app, ids, Step::Over))),
