@@ -524,6 +524,8 @@ fn a_running_run_s_progress_is_followed_live_to_its_end() {
     let first: serde_json::Value = serde_json::from_str(first).unwrap();
     assert_eq!(first[0]["status"], "running", "{seen:?}");
     assert_eq!(seen.last().unwrap().0, "done", "{seen:?}");
+    // With data: a browser dispatches no event whose data is empty.
+    assert!(!seen.last().unwrap().1.is_empty(), "{seen:?}");
     let last = seen.iter().rev().find(|(e, _)| e == "progress").unwrap();
     let last: serde_json::Value = serde_json::from_str(&last.1).unwrap();
     assert_eq!(last[0]["status"], "completed", "{seen:?}");
