@@ -599,3 +599,247 @@ fn in_a_real_browser_an_answer_built_to_run_a_script_runs_nothing() {
         }
     }
 }
+
+/// A browser session of headless Chromium driven over the WebDriver protocol (Debian's
+/// `chromium-driver`), spoken here directly with reqwest: new session, go to, keys, script,
+/// alert. Ended, with its driver, when dropped.
+struct Browser {
+    driver: Child,
+    base: String,
+    session: String,
+    runtime: tokio::runtime::Runtime,
+    client: reqwest::Client,
+}
+
+impl Browser {
+    fn start() -> Self {
+        let _ = rustls::crypto::ring::default_provider().install_default();
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let driver = std::process::Command::new("chromedriver")
+            .arg(format!("--port={port}"))
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("chromedriver is not installed: bash .ci/browser.sh install");
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        let client = reqwest::Client::new();
+        let base = format!("http://127.0.0.1:{port}");
+        let mut browser = Self {
+            driver,
+            base,
+            session: String::new(),
+            runtime,
+            client,
+        };
+        crate::support::wait_for("chromedriver to listen", || {
+            browser
+                .runtime
+                .block_on(
+                    browser
+                        .client
+                        .get(format!("{}/status", browser.base))
+                        .send(),
+                )
+                .is_ok()
+        });
+        let created = browser.call(
+            reqwest::Method::POST,
+            "/session",
+            serde_json::json!({"capabilities": {"alwaysMatch": {
+                "browserName": "chrome",
+                "goog:chromeOptions": {"args": [
+                    "--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
+                    "--window-size=1280,800"
+                ]}
+            }}}),
+        );
+        browser.session = created["sessionId"].as_str().unwrap().to_owned();
+        browser
+    }
+
+    /// A WebDriver command; its `value` (an error is returned as the value too).
+    fn call(
+        &self,
+        method: reqwest::Method,
+        path: &str,
+        body: serde_json::Value,
+    ) -> serde_json::Value {
+        self.runtime.block_on(async {
+            let response = self
+                .client
+                .request(method, format!("{}{path}", self.base))
+                .json(&body)
+                .send()
+                .await
+                .expect("a WebDriver command");
+            let value: serde_json::Value = response.json().await.unwrap();
+            value["value"].clone()
+        })
+    }
+
+    /// A command of this session.
+    fn command(
+        &self,
+        method: reqwest::Method,
+        path: &str,
+        body: serde_json::Value,
+    ) -> serde_json::Value {
+        self.call(method, &format!("/session/{}{path}", self.session), body)
+    }
+
+    fn go(&self, url: &str) {
+        let value = self.command(
+            reqwest::Method::POST,
+            "/url",
+            serde_json::json!({"url": url}),
+        );
+        assert!(value.is_null(), "navigating to {url}: {value}");
+    }
+
+    /// Runs `script` (a function body) in the page; its result.
+    fn script(&self, script: &str) -> serde_json::Value {
+        self.command(
+            reqwest::Method::POST,
+            "/execute/sync",
+            serde_json::json!({"script": script, "args": []}),
+        )
+    }
+
+    /// Types `keys`, one key at a time, into the page.
+    fn keys(&self, keys: &str) {
+        let mut actions = Vec::new();
+        for key in keys.chars() {
+            actions.push(serde_json::json!({"type": "keyDown", "value": key.to_string()}));
+            actions.push(serde_json::json!({"type": "keyUp", "value": key.to_string()}));
+        }
+        let value = self.command(
+            reqwest::Method::POST,
+            "/actions",
+            serde_json::json!({"actions": [{"type": "key", "id": "keyboard", "actions": actions}]}),
+        );
+        assert!(value.is_null(), "typing {keys}: {value}");
+    }
+
+    /// Whether an alert (a script the page ran) is open.
+    fn alert_open(&self) -> bool {
+        let value = self.command(reqwest::Method::GET, "/alert/text", serde_json::Value::Null);
+        value.get("error").is_none()
+    }
+}
+
+impl Drop for Browser {
+    fn drop(&mut self) {
+        if !self.session.is_empty() {
+            let _ = self.command(reqwest::Method::DELETE, "", serde_json::Value::Null);
+        }
+        let _ = self.driver.kill();
+        let _ = self.driver.wait();
+    }
+}
+
+#[test]
+#[ignore = "needs chromium and chromium-driver (bash .ci/browser.sh install): run with --include-ignored (README)"]
+fn in_a_real_browser_results_are_filtered_searched_and_opened() {
+    let s = Sandbox::new();
+    add_bench(&s);
+    let viewer = start_viewer(&s, &[]);
+    let run: i64 = s.count("SELECT max(id) FROM runs");
+    let browser = Browser::start();
+    // Open the run; filter to failures: the count is track query's.
+    browser.go(&format!("{}/runs/{run}", viewer.base));
+    assert_eq!(
+        browser.script("return document.documentElement.dataset.script"),
+        "ran"
+    );
+    browser.go(&format!("{}/runs/{run}?filter=failures", viewer.base));
+    let failed: u64 = query_by_model(&s)
+        .iter()
+        .map(|r| r["failed"].parse::<u64>().unwrap())
+        .sum();
+    let shown = browser.script("return document.getElementById('result-count').textContent");
+    assert_eq!(shown, failed.to_string());
+    // Search a word three answers hold, with the page's form.
+    browser.go(&format!("{}/runs/{run}", viewer.base));
+    browser.script(
+        "const q = document.querySelector('input[name=q]'); q.value = 'zebra'; q.form.submit(); return null",
+    );
+    crate::support::wait_for("the search's page", || {
+        browser.script("return location.search.includes('q=zebra')") == true
+            && browser.script("return document.readyState") == "complete"
+    });
+    assert_eq!(
+        browser.script("return document.getElementById('result-count').textContent"),
+        "3"
+    );
+    // Open a transcript with the keys: the hostile answer is text, and no alert opened.
+    // j selects the first result, Enter (WebDriver's U+E007) opens it.
+    browser.keys("j\u{e007}");
+    crate::support::wait_for("a transcript", || {
+        browser
+            .script("return location.pathname")
+            .as_str()
+            .is_some_and(|p| p.contains("/results/"))
+            && browser.script("return document.readyState") == "complete"
+    });
+    assert!(!browser.alert_open(), "an answer ran a script");
+    assert_eq!(
+        browser.script("return document.querySelectorAll('img').length"),
+        0
+    );
+    let answers = browser.script(
+        "return Array.from(document.querySelectorAll('pre.answer')).map(e => e.textContent).join('\\n')",
+    );
+    assert!(answers.as_str().unwrap().contains("zebra"), "{answers}");
+}
+
+#[test]
+#[ignore = "needs chromium and chromium-driver (bash .ci/browser.sh install): run with --include-ignored (README)"]
+fn in_a_real_browser_a_live_run_reaches_completion_and_the_token_is_asked_for() {
+    use crate::support::mock::Hold;
+    let s = Sandbox::new();
+    s.mock.add_rule(Rule::reply("", "4"));
+    s.write(
+        "bench.yaml",
+        &bench_yaml(&MODELS, &[("sum", "What is 2+2?", "4", "exact")]),
+    );
+    s.mock.hold(Hold::From(1));
+    let running = s.start(&["run", "bench.yaml", "-q"]);
+    s.mock.wait_held(1);
+    let id = s.count("SELECT max(id) FROM runs");
+    let token = "browser-token-1234";
+    let viewer = start_viewer(&s, &["--host", "0.0.0.0", "--token", token]);
+    let port = viewer.base.rsplit(':').next().unwrap().to_owned();
+    let base = format!("http://127.0.0.1:{port}");
+    let browser = Browser::start();
+    // Without the token: refused; with it once, the cookie keeps it for every later page.
+    browser.go(&format!("{base}/runs/{id}"));
+    let refused = browser.script("return document.body.textContent");
+    assert!(
+        refused.as_str().unwrap().contains("needs its token"),
+        "{refused}"
+    );
+    browser.go(&format!("{base}/?token={token}"));
+    browser.go(&format!("{base}/runs/{id}"));
+    assert_eq!(
+        browser.script("return document.querySelector('.progress .status').textContent"),
+        "running"
+    );
+    // The run goes on: the page follows it live and shows it completed.
+    s.mock.release();
+    crate::support::wait_for("the page to show the run completed", || {
+        browser.script(
+            "const s = document.querySelector('.progress .status'); return s ? s.textContent : ''",
+        ) == "completed"
+    });
+    crate::support::wait_for("the reloaded page's results", || {
+        browser.script("return document.querySelectorAll('a.cell').length") == 2
+    });
+    running.finish();
+}
