@@ -730,7 +730,9 @@ impl Experiment for BenchExperiment {
         }
         self.run_scripts(&mut drafts);
         let rows: Vec<BenchResultRow> = drafts.into_iter().map(|d| self.finish(d)).collect();
+        tracing::debug!(rows = rows.len(), "results graded");
         store.insert_bench_results(&rows)?;
+        tracing::debug!(rows = rows.len(), "results stored");
         Ok(problems)
     }
 
@@ -974,7 +976,8 @@ pass: {threshold: 0.25}
             .conn()
             .query_row(
                 "SELECT c.method, c.reason FROM bench_checks c
-                 JOIN bench_results r ON r.uid = c.result_uid
+                 JOIN bench_results r USING (run_id, model_index, template_index, prompt_index,
+                      repeat_index)
                  WHERE r.model_index = 0 AND r.template_index = 0 AND r.prompt_index = 1
                    AND c.status = 'failed' ORDER BY c.check_index LIMIT 1",
                 [],

@@ -332,38 +332,114 @@ fn insert_bench_labels(tx: &rusqlite::Transaction<'_>, rows: &[BenchResultRow]) 
     Ok(())
 }
 
-/// The check rows of `rows` (whose uids are `uids`), replacing any a result had before.
+/// The check rows of `rows`. A result recorded again (a run resumed) replaces its checks:
+/// those of a chunk whose keys were all new need no deleting, which is every chunk of a
+/// first recording (a probe of the result key's index per row, in pages just written).
 fn insert_checks(
     tx: &rusqlite::Transaction<'_>,
     rows: &[BenchResultRow],
-    uids: &[String],
+    fresh: bool,
 ) -> Result<()> {
-    for (row, uid) in rows.iter().zip(uids) {
-        if row.checks.is_empty() {
-            continue;
-        }
-        tx.prepare_cached("DELETE FROM bench_checks WHERE result_uid = ?1")?
-            .execute([uid])?;
-        let mut insert = tx.prepare_cached(
-            "INSERT INTO bench_checks (result_uid, check_index, run_id, method, expected, status,
-                 score, weight, reason)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+    if !fresh {
+        let mut delete = tx.prepare_cached(
+            "DELETE FROM bench_checks WHERE run_id = ?1 AND model_index = ?2
+                 AND template_index = ?3 AND prompt_index = ?4 AND repeat_index = ?5",
         )?;
-        for (index, check) in row.checks.iter().enumerate() {
-            insert.execute(params![
-                uid,
-                index as i64,
-                row.run_id,
-                check.method,
-                check.expected,
-                check.outcome,
-                check.score,
-                check.weight,
-                check.reason
-            ])?;
+        for row in rows.iter().filter(|r| !r.checks.is_empty()) {
+            delete.execute(ResultKey::of(row).params())?;
         }
     }
+    /// Check rows written by one statement.
+    const PER_STATEMENT: usize = 64;
+    let checks: Vec<(&BenchResultRow, i64, &CheckRow)> = rows
+        .iter()
+        .flat_map(|row| {
+            (0..)
+                .zip(&row.checks)
+                .map(move |(i, check)| (row, i, check))
+        })
+        .collect();
+    let full = checks.len() - checks.len() % PER_STATEMENT;
+    for chunk in checks[..full]
+        .chunks(PER_STATEMENT)
+        .chain(checks[full..].chunks(1))
+    {
+        let mut insert = tx.prepare_cached(&format!(
+            "INSERT OR REPLACE INTO bench_checks (run_id, model_index, template_index,
+                 prompt_index, repeat_index, check_index, method, expected, status, score,
+                 weight, reason)
+             VALUES {}",
+            vec!["(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"; chunk.len()].join(", ")
+        ))?;
+        let values = chunk.iter().flat_map(|(row, index, check)| {
+            [
+                &row.run_id as &dyn rusqlite::ToSql,
+                &row.model_index,
+                &row.template_index,
+                &row.prompt_index,
+                &row.repeat_index,
+                index,
+                &check.method,
+                &check.expected,
+                &check.outcome,
+                &check.score,
+                &check.weight,
+                &check.reason,
+            ]
+        });
+        insert.execute(rusqlite::params_from_iter(values))?;
+    }
     Ok(())
+}
+
+/// Whether a result may already be stored in the range of keys of `rows` (one statement's
+/// chunk, of one run or more): one seek in the key's index, where a list of the keys would
+/// make SQLite build a table of them for every chunk. A first recording finds none.
+fn any_recorded(tx: &rusqlite::Transaction<'_>, rows: &[BenchResultRow]) -> Result<bool> {
+    let keys = rows.iter().map(|r| ResultKey::of(r).params());
+    let (Some(first), Some(last)) = (keys.clone().min(), keys.max()) else {
+        return Ok(false);
+    };
+    let mut stmt = tx.prepare_cached(
+        "SELECT EXISTS (SELECT 1 FROM bench_results
+             WHERE (run_id, model_index, template_index, prompt_index, repeat_index)
+                   BETWEEN (?1, ?2, ?3, ?4, ?5) AND (?6, ?7, ?8, ?9, ?10))",
+    )?;
+    let bounds = first.into_iter().chain(last);
+    Ok(stmt.query_row(rusqlite::params_from_iter(bounds), |r| r.get(0))?)
+}
+
+/// The key of a benchmark result: its run and its model, template, case and repeat indices
+/// (the key of `bench_results` and of its checks in `bench_checks`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ResultKey {
+    pub run_id: i64,
+    pub model_index: u32,
+    pub template_index: u32,
+    pub prompt_index: u32,
+    pub repeat_index: u32,
+}
+
+impl ResultKey {
+    fn of(row: &BenchResultRow) -> Self {
+        Self {
+            run_id: row.run_id,
+            model_index: row.model_index,
+            template_index: row.template_index,
+            prompt_index: row.prompt_index,
+            repeat_index: row.repeat_index,
+        }
+    }
+
+    fn params(&self) -> [i64; 5] {
+        [
+            self.run_id,
+            i64::from(self.model_index),
+            i64::from(self.template_index),
+            i64::from(self.prompt_index),
+            i64::from(self.repeat_index),
+        ]
+    }
 }
 
 /// Per run, the label key of each model, prompt and template index: `[models, prompts,
@@ -685,6 +761,7 @@ impl Store {
                 .chunks(ROWS_PER_STATEMENT)
                 .chain(rows[full..].chunks(1));
             for chunk in chunks {
+                let fresh = !any_recorded(&tx, chunk)?;
                 let mut stmt = tx.prepare_cached(&format!(
                     "INSERT OR REPLACE INTO bench_results (run_id, model_index, prompt_index, repeat_index,
                         model_ref, provider, model_id, prompt_name, method, call_id, cache_hit, status, detail,
@@ -762,7 +839,7 @@ impl Store {
                     ]);
                 }
                 stmt.execute(rusqlite::params_from_iter(values))?;
-                insert_checks(&tx, chunk, &uids)?;
+                insert_checks(&tx, chunk, fresh)?;
             }
         }
         tx.commit()?;
@@ -933,7 +1010,8 @@ impl Store {
     ) -> Result<Vec<FailureRow>> {
         let mut stmt = self.conn.prepare(
             "SELECT b.run_id, b.model_ref, b.prompt_name, b.repeat_index, b.method, b.status, b.detail,
-                    substr(bl.content, 1, ?2), b.expected, b.template_index, b.uid
+                    substr(bl.content, 1, ?2), b.expected, b.template_index, b.model_index,
+                    b.prompt_index
              FROM bench_results b
                   LEFT JOIN calls c ON c.id = b.call_id
                   LEFT JOIN blobs bl ON bl.sha256 = c.response_sha256
@@ -961,7 +1039,13 @@ impl Store {
                     }
                     _ => None,
                 };
-                let uid: Option<String> = r.get(10)?;
+                let key = ResultKey {
+                    run_id,
+                    model_index: r.get(10)?,
+                    template_index: r.get(9)?,
+                    prompt_index: r.get(11)?,
+                    repeat_index: r.get(3)?,
+                };
                 failures.push(FailureRow {
                     run_id: r.get(0)?,
                     model_ref: r.get(1)?,
@@ -973,24 +1057,23 @@ impl Store {
                     expected: r.get(8)?,
                     answer,
                     template: templates.get(r.get::<_, u32>(9)? as usize).cloned(),
-                    checks: match uid {
-                        Some(uid) => self.bench_checks_of(&uid)?,
-                        None => Vec::new(),
-                    },
+                    checks: self.bench_checks_of(&key)?,
                 });
             }
         }
         Ok(failures)
     }
 
-    /// The check rows of the result `uid`, in the file's order (none for a result with one
+    /// The check rows of the result `key`, in the file's order (none for a result with one
     /// check).
-    pub fn bench_checks_of(&self, uid: &str) -> Result<Vec<CheckRow>> {
+    pub fn bench_checks_of(&self, key: &ResultKey) -> Result<Vec<CheckRow>> {
         let mut stmt = self.conn.prepare_cached(
             "SELECT method, expected, status, score, weight, reason FROM bench_checks
-             WHERE result_uid = ?1 ORDER BY check_index",
+             WHERE run_id = ?1 AND model_index = ?2 AND template_index = ?3
+               AND prompt_index = ?4 AND repeat_index = ?5
+             ORDER BY check_index",
         )?;
-        let rows = stmt.query_map([uid], |r| {
+        let rows = stmt.query_map(key.params(), |r| {
             Ok(CheckRow {
                 method: r.get(0)?,
                 expected: r.get(1)?,
@@ -1009,7 +1092,8 @@ impl Store {
         let mut stmt = self.conn.prepare(
             "SELECT b.model_ref, b.template_index, b.prompt_name, b.repeat_index, k.check_index,
                     k.method, k.expected, k.status, k.score, k.weight, k.reason
-             FROM bench_checks k JOIN bench_results b ON b.uid = k.result_uid
+             FROM bench_checks k JOIN bench_results b USING (run_id, model_index,
+                  template_index, prompt_index, repeat_index)
              WHERE k.run_id = ?1
              ORDER BY b.model_index, b.template_index, b.prompt_index, b.repeat_index,
                       k.check_index",
@@ -1171,6 +1255,74 @@ mod tests {
             score: None,
             checks: Vec::new(),
         }
+    }
+
+    #[test]
+    fn migrating_checks_to_the_result_key_keeps_each_with_its_result() {
+        let mut conn = rusqlite::Connection::open_in_memory().unwrap();
+        conn.pragma_update(None, "foreign_keys", "ON").unwrap();
+        super::super::ids::register(&conn).unwrap();
+        super::super::migrations::runner()
+            .set_target(refinery::Target::Version(20))
+            .run(&mut conn)
+            .unwrap();
+        conn.execute_batch(
+            "INSERT INTO runs (id, kind, started_at, status) VALUES (7, 'bench', 'now', 'completed');
+             INSERT INTO bench_results (run_id, model_index, prompt_index, repeat_index, model_ref,
+                 provider, model_id, prompt_name, method, cache_hit, status, created_at, uid,
+                 template_index)
+             VALUES (7, 1, 2, 0, 'openai:m', 'openai', 'm', 'q2', 'checks', 0, 'failed', 'now',
+                     'u1', 1),
+                    (7, 0, 0, 0, 'openai:m', 'openai', 'm', 'q0', 'checks', 0, 'passed', 'now',
+                     'u2', 0);
+             INSERT INTO bench_checks (result_uid, check_index, run_id, method, status, reason)
+             VALUES ('u1', 0, 7, 'contains', 'passed', NULL),
+                    ('u1', 1, 7, 'not-contains', 'failed', 'said sorry'),
+                    ('u2', 0, 7, 'exact', 'passed', NULL);",
+        )
+        .unwrap();
+        super::super::migrations::runner().run(&mut conn).unwrap();
+        let store = Store {
+            conn,
+            immutable: false,
+        };
+        let key = ResultKey {
+            run_id: 7,
+            model_index: 1,
+            template_index: 1,
+            prompt_index: 2,
+            repeat_index: 0,
+        };
+        let checks = store.bench_checks_of(&key).unwrap();
+        let seen: Vec<(&str, String)> = checks
+            .iter()
+            .map(|c| (c.method.as_str(), c.outcome.to_string()))
+            .collect();
+        assert_eq!(
+            seen,
+            [
+                ("contains", "passed".to_owned()),
+                ("not-contains", "failed".to_owned())
+            ]
+        );
+        assert_eq!(checks[1].reason.as_deref(), Some("said sorry"));
+        let other = ResultKey {
+            model_index: 0,
+            template_index: 0,
+            prompt_index: 0,
+            ..key
+        };
+        assert_eq!(store.bench_checks_of(&other).unwrap().len(), 1);
+        // Deleting the run takes its checks with it.
+        store
+            .conn
+            .execute("DELETE FROM runs WHERE id = 7", [])
+            .unwrap();
+        let left: i64 = store
+            .conn
+            .query_row("SELECT count(*) FROM bench_checks", [], |r| r.get(0))
+            .unwrap();
+        assert_eq!(left, 0);
     }
 
     #[test]

@@ -76,6 +76,9 @@ impl Store {
         // Grown as answers are found: a plan of 400,000 new calls finds none, and a map
         // sized for all of them would hold about 60 MB for nothing.
         let mut found = HashMap::new();
+        if self.worth_a_scan(unique.len())? {
+            return self.cached_calls_scanned(&unique, since, found);
+        }
         for chunk in unique.chunks(BATCH) {
             let placeholders = vec!["?"; chunk.len()].join(",");
             let newer = if since.is_some() {
@@ -93,6 +96,54 @@ impl Store {
             while let Some(row) = rows.next()? {
                 // Rows come oldest first: the newest call of a key is the one kept.
                 found.insert(row.get::<_, String>(0)?, stored_call(row)?);
+            }
+        }
+        Ok(found)
+    }
+
+    /// Whether `keys` keys are better found by reading every stored call in order than by
+    /// looking each up: from a few thousand keys, when they are at least half as many as the
+    /// calls stored. Looked up one by one, 400,000 keys read as many pages of `calls` at random
+    /// places (3 to 5 s); read in order, the table takes about half a second.
+    fn worth_a_scan(&self, keys: usize) -> Result<bool> {
+        const FEWEST: usize = 4096;
+        if keys < FEWEST {
+            return Ok(false);
+        }
+        // The highest id bounds the number of calls (none is ever deleted but by a merge).
+        let stored: Option<i64> = self
+            .conn
+            .query_row("SELECT max(id) FROM calls", [], |r| r.get(0))?;
+        Ok(stored.is_some_and(|n| n as usize <= keys.saturating_mul(2)))
+    }
+
+    /// [`Self::cached_calls_since`] by reading every answered call in id order and keeping
+    /// those of `keys`: the newest call of a key is the one kept.
+    fn cached_calls_scanned(
+        &self,
+        keys: &[&str],
+        since: Option<&str>,
+        mut found: HashMap<String, StoredCall>,
+    ) -> Result<HashMap<String, StoredCall>> {
+        let newer = if since.is_some() {
+            " AND c.created_at >= ?1"
+        } else {
+            ""
+        };
+        let mut stmt = self.conn.prepare(&format!(
+            "SELECT c.cache_key, {STORED_COLUMNS}
+             FROM calls c JOIN blobs b ON b.sha256 = c.response_sha256
+             WHERE c.status = 'ok'{newer}
+             ORDER BY c.id"
+        ))?;
+        // Hashed: a binary search among 400,000 keys compared 64-byte strings scattered in
+        // memory 19 times a row, a third of a cached plan's time.
+        let wanted: std::collections::HashSet<&str> = keys.iter().copied().collect();
+        let mut rows = stmt.query(rusqlite::params_from_iter(since))?;
+        while let Some(row) = rows.next()? {
+            let key = row.get_ref(0)?.as_str()?;
+            if wanted.contains(key) {
+                found.insert(key.to_owned(), stored_call(row)?);
             }
         }
         Ok(found)
@@ -368,5 +419,46 @@ mod tests {
         let hit = &found["k1"];
         assert_eq!((hit.id, hit.text.as_str()), (newest, "new"));
         assert_eq!((hit.input_tokens, hit.output_tokens), (3, 5));
+    }
+
+    #[test]
+    fn many_keys_are_found_by_reading_the_calls_in_order_as_one_by_one() {
+        let mut store = Store::open_in_memory().unwrap();
+        let keys: Vec<String> = (0..5000).map(|i| format!("key{i:05}")).collect();
+        for (i, key) in keys.iter().enumerate() {
+            let text = format!("answer {i}");
+            let outcome = if i % 7 == 0 {
+                Err("HTTP 500")
+            } else {
+                Ok(text.as_str())
+            };
+            store.insert_call(&call(key, outcome)).unwrap();
+        }
+        // An older answer of key 1, answered again since: the newer one is served.
+        let newest = store.insert_call(&call(&keys[1], Ok("again"))).unwrap();
+        let wanted: Vec<&str> = keys.iter().map(String::as_str).skip(1).collect();
+        assert!(store.worth_a_scan(wanted.len()).unwrap(), "read in order");
+        let scanned = store.cached_calls(wanted.iter().copied()).unwrap();
+        assert!(!store.worth_a_scan(100).unwrap(), "few: looked up");
+        let mut one_by_one = HashMap::new();
+        for chunk in wanted.chunks(100) {
+            one_by_one.extend(store.cached_calls(chunk.iter().copied()).unwrap());
+        }
+        assert_eq!(
+            scanned.len(),
+            5000 - 1 - 714,
+            "the failed calls are not served"
+        );
+        assert_eq!(scanned.len(), one_by_one.len());
+        for (key, call) in &one_by_one {
+            let other = &scanned[key];
+            assert_eq!((other.id, &other.text), (call.id, &call.text), "{key}");
+        }
+        assert_eq!(scanned["key00001"].id, newest);
+        assert!(!scanned.contains_key("key00000"), "not asked for");
+        let since = store
+            .cached_calls_since(wanted.iter().copied(), Some("9999"))
+            .unwrap();
+        assert!(since.is_empty(), "none answered since");
     }
 }

@@ -631,9 +631,12 @@ fn drop_superseded_rows(tx: &Connection) -> rusqlite::Result<()> {
              (SELECT id FROM main.reviews WHERE uid IN ({}));",
         of("reviews")
     ))?;
-    // A result's checks are keyed by its uid.
+    // A result's checks are keyed by the result's key.
     tx.execute_batch(&format!(
-        "DELETE FROM main.bench_checks WHERE result_uid IN ({});",
+        "DELETE FROM main.bench_checks
+         WHERE (run_id, model_index, template_index, prompt_index, repeat_index) IN (
+             SELECT run_id, model_index, template_index, prompt_index, repeat_index
+             FROM main.bench_results WHERE uid IN ({}));",
         of("bench_results")
     ))?;
     for table in ROW_TABLES {
@@ -661,7 +664,7 @@ fn copy_rows(tx: &Connection) -> rusqlite::Result<()> {
         std::slice::from_ref(&run),
         of_runs,
     )?)?;
-    // Each check of a result that has several, by the result's uid and its index.
+    // Each check of a result that has several, by the result's key and its index.
     tx.execute_batch(&copy_sql(
         tx,
         "bench_checks",

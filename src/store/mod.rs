@@ -227,6 +227,10 @@ impl Store {
         // A run uses about twenty statements over and over (claims, stored calls, results,
         // tallies, pacing): all of them stay compiled.
         conn.set_prepared_statement_cache_capacity(64);
+        // A statement that writes many rows at once (64 results, say) keeps what it changed
+        // in a statement journal until it ends; in memory, not in a temporary file: writing
+        // that file was a tenth of the time of a cached run of 400,000 results.
+        conn.pragma_update(None, "temp_store", "MEMORY")?;
         ids::register(&conn)?;
         if conn.query_row("PRAGMA page_count", [], |r| r.get::<_, i64>(0))? == 0 {
             // A new file is made without waiting for the disk: switching it to WAL took four

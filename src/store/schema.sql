@@ -270,7 +270,6 @@ CREATE TABLE "bench_results" (
     score            REAL,                  -- the weighted score of the checks, 0-1, when asked
     UNIQUE (run_id, model_index, template_index, prompt_index, repeat_index)
 );
-CREATE UNIQUE INDEX bench_results_by_uid ON bench_results (uid);
 CREATE TABLE "bench_labels" (
     run_id INTEGER NOT NULL REFERENCES runs (id) ON DELETE CASCADE,
     kind   TEXT NOT NULL CHECK (kind IN ('model', 'prompt', 'template')),
@@ -278,19 +277,6 @@ CREATE TABLE "bench_labels" (
     label  TEXT NOT NULL,
     PRIMARY KEY (run_id, kind, idx)
 ) WITHOUT ROWID;
-CREATE TABLE bench_checks (
-    result_uid  TEXT NOT NULL,              -- bench_results.uid
-    check_index INTEGER NOT NULL,           -- in the order the file gives the checks
-    run_id      INTEGER NOT NULL REFERENCES runs (id) ON DELETE CASCADE,
-    method      TEXT NOT NULL,
-    expected    TEXT,                       -- the value compared with, rendered for the case
-    status      TEXT NOT NULL CHECK (status IN ('passed', 'failed', 'error')),
-    score       REAL,                       -- 0-1 where the method gives one
-    weight      REAL NOT NULL DEFAULT 1,
-    reason      TEXT,
-    PRIMARY KEY (result_uid, check_index)
-) WITHOUT ROWID;
-CREATE INDEX bench_checks_by_run ON bench_checks (run_id);
 CREATE TABLE dataset_files (
     address    TEXT PRIMARY KEY,            -- hf://datasets/OWNER/NAME@REVISION/PATH
     revision   TEXT NOT NULL,               -- the commit sha the revision resolved to
@@ -314,3 +300,18 @@ END;
 CREATE TRIGGER call_text_delete AFTER DELETE ON calls WHEN old.status = 'ok' BEGIN
     DELETE FROM call_text WHERE rowid = old.id;
 END;
+CREATE TABLE "bench_checks" (
+    run_id         INTEGER NOT NULL REFERENCES runs (id) ON DELETE CASCADE,
+    model_index    INTEGER NOT NULL,
+    template_index INTEGER NOT NULL,
+    prompt_index   INTEGER NOT NULL,
+    repeat_index   INTEGER NOT NULL,
+    check_index    INTEGER NOT NULL,        -- in the order the file gives the checks
+    method         TEXT NOT NULL,
+    expected       TEXT,                    -- the value compared with, rendered for the case
+    status         TEXT NOT NULL CHECK (status IN ('passed', 'failed', 'error')),
+    score          REAL,                    -- 0-1 where the method gives one
+    weight         REAL NOT NULL DEFAULT 1,
+    reason         TEXT,
+    PRIMARY KEY (run_id, model_index, template_index, prompt_index, repeat_index, check_index)
+) WITHOUT ROWID;

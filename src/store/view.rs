@@ -9,6 +9,7 @@
 use rusqlite::OptionalExtension as _;
 use rusqlite::types::Value;
 
+use super::bench::ResultKey;
 use super::{CheckRow, Outcome, Result, RunInfo, Store};
 
 /// The most columns (model × template) a grid shows.
@@ -341,9 +342,12 @@ impl Store {
             ResultFilter::Check(method) => {
                 let m = bound.bind(method.clone());
                 parts.push(format!(
-                    "r.status != 'passed' AND (r.method = {m} OR r.uid IN (
-                        SELECT k.result_uid FROM bench_checks k
-                        WHERE k.run_id = ?1 AND k.method = {m} AND k.status != 'passed'))"
+                    "r.status != 'passed' AND (r.method = {m} OR EXISTS (
+                        SELECT 1 FROM bench_checks k
+                        WHERE k.run_id = ?1 AND k.model_index = r.model_index
+                        AND k.template_index = r.template_index
+                        AND k.prompt_index = r.prompt_index AND k.repeat_index = r.repeat_index
+                        AND k.method = {m} AND k.status != 'passed'))"
                 ));
             }
         }
@@ -514,9 +518,14 @@ impl Store {
             .map(|id| self.call_text(id))
             .transpose()?
             .flatten();
-        if let Some(uid) = &transcript.cell.uid {
-            transcript.checks = self.bench_checks_of(uid)?;
-        }
+        let cell = &transcript.cell;
+        transcript.checks = self.bench_checks_of(&ResultKey {
+            run_id,
+            model_index: cell.model_index as u32,
+            template_index: cell.template_index as u32,
+            prompt_index: cell.prompt_index as u32,
+            repeat_index: cell.repeat_index as u32,
+        })?;
         Ok(Some(transcript))
     }
 
@@ -1410,6 +1419,19 @@ mod tests {
         assert!(t.judge.unwrap().answer.unwrap().contains("close"));
         let methods: Vec<&str> = t.checks.iter().map(|c| c.method.as_str()).collect();
         assert_eq!(methods, ["contains", "judge"]);
+        // The filter by check finds it by its failed check, not by its passed one.
+        let by = |method: &str| GridQuery {
+            filter: ResultFilter::Check(method.into()),
+            ..Default::default()
+        };
+        assert_eq!(store.grid_count(run, &by("contains")).unwrap().results, 1);
+        assert_eq!(store.grid_count(run, &by("judge")).unwrap().results, 0);
+        assert!(
+            store
+                .grid_check_methods(run)
+                .unwrap()
+                .contains(&"judge".to_owned())
+        );
         assert!(t.call.is_none(), "no answer call was recorded");
     }
 

@@ -464,13 +464,14 @@ fn merging_is_idempotent_and_order_independent() {
 fn add_check_rows(db: &Path) -> i64 {
     let conn = rusqlite::Connection::open(db).unwrap();
     conn.execute_batch(
-        "INSERT INTO bench_checks (result_uid, check_index, run_id, method, expected, status,
-             score, weight, reason)
-         SELECT uid, 0, run_id, 'contains', '4', 'passed', NULL, 1, NULL FROM bench_results;
-         INSERT INTO bench_checks (result_uid, check_index, run_id, method, expected, status,
-             score, weight, reason)
-         SELECT uid, 1, run_id, 'not-contains', 'sorry', 'failed', NULL, 1, 'said sorry'
-         FROM bench_results;",
+        "INSERT INTO bench_checks (run_id, model_index, template_index, prompt_index,
+             repeat_index, check_index, method, expected, status, score, weight, reason)
+         SELECT run_id, model_index, template_index, prompt_index, repeat_index, 0,
+             'contains', '4', 'passed', NULL, 1, NULL FROM bench_results;
+         INSERT INTO bench_checks (run_id, model_index, template_index, prompt_index,
+             repeat_index, check_index, method, expected, status, score, weight, reason)
+         SELECT run_id, model_index, template_index, prompt_index, repeat_index, 1,
+             'not-contains', 'sorry', 'failed', NULL, 1, 'said sorry' FROM bench_results;",
     )
     .unwrap();
     conn.query_row("SELECT count(*) FROM bench_checks", [], |r| r.get(0))
@@ -492,8 +493,8 @@ fn merged_shards_keep_every_check_row_once_with_its_run() {
         assert_eq!(count("SELECT count(*) FROM bench_checks"), written);
         assert_eq!(
             count(
-                "SELECT count(*) FROM bench_checks k JOIN bench_results b
-                 ON b.uid = k.result_uid AND b.run_id = k.run_id
+                "SELECT count(*) FROM bench_checks k JOIN bench_results b USING (run_id,
+                     model_index, template_index, prompt_index, repeat_index)
                  JOIN runs r ON r.id = k.run_id WHERE r.merged_into IS NULL"
             ),
             written,
