@@ -58,7 +58,13 @@ pub async fn events(
             Step::Ending => Some((done(), (app, ids, Step::Over))),
             Step::First | Step::Again => {
                 if step == Step::Again {
-                    tokio::time::sleep(EVERY).await;
+                    let mut stopping = app.stopping.clone();
+                    tokio::select! {
+                        () = tokio::time::sleep(EVERY) => {}
+                        _ = stopping.wait_for(|stop| *stop) => {
+                            return Some((done(), (app, ids, Step::Over)));
+                        }
+                    }
                 }
                 let asked = ids.clone();
                 let Ok(progress) = app.read(move |store| store.view_progress(&asked)).await else {

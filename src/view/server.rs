@@ -23,6 +23,9 @@ pub struct App {
     pub db: String,
     /// Whether results can be rated here (the pages' keys p, f, 1-5).
     pub ratings: bool,
+    /// Becomes true when the server is asked to stop: live streams end then, or the server
+    /// would wait for the runs they follow.
+    pub stopping: tokio::sync::watch::Receiver<bool>,
 }
 
 impl App {
@@ -147,15 +150,20 @@ pub async fn run(store: Store, db: &Path, mut options: ViewOptions) -> anyhow::R
     if options.open {
         open_browser(&url);
     }
+    let (stop, stopping) = tokio::sync::watch::channel(false);
     let app = Arc::new(App {
         store: Mutex::new(store),
         options,
         csrf: super::security::random_secret(),
         db: db.display().to_string(),
         ratings: false,
+        stopping,
     });
     axum::serve(listener, router(app))
-        .with_graceful_shutdown(shutdown())
+        .with_graceful_shutdown(async move {
+            shutdown().await;
+            let _ = stop.send(true);
+        })
         .await
         .context("serving the viewer")
 }

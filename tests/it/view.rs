@@ -462,7 +462,12 @@ fn events(url: &str, on_first: impl FnOnce()) -> Vec<(String, String)> {
         .build()
         .unwrap();
     runtime.block_on(async {
-        let mut response = reqwest::get(url).await.expect("open the event stream");
+        // A bound: a stream that never ends fails the test instead of hanging it.
+        let client = reqwest::Client::builder()
+            .timeout(std::time::Duration::from_secs(60))
+            .build()
+            .unwrap();
+        let mut response = client.get(url).send().await.expect("open the event stream");
         assert_eq!(
             response.headers()["content-type"].to_str().unwrap(),
             "text/event-stream"
@@ -470,7 +475,7 @@ fn events(url: &str, on_first: impl FnOnce()) -> Vec<(String, String)> {
         let mut buffer = String::new();
         let mut found: Vec<(String, String)> = Vec::new();
         let mut on_first = Some(on_first);
-        while let Some(chunk) = response.chunk().await.unwrap() {
+        while let Some(chunk) = response.chunk().await.expect("the stream ended in time") {
             buffer.push_str(&String::from_utf8_lossy(&chunk));
             while let Some(end) = buffer.find("\n\n") {
                 let block: String = buffer.drain(..end + 2).collect();
@@ -842,4 +847,41 @@ fn in_a_real_browser_a_live_run_reaches_completion_and_the_token_is_asked_for() 
         browser.script("return document.querySelectorAll('a.cell').length") == 2
     });
     running.finish();
+}
+
+#[test]
+fn stopped_while_a_page_follows_a_live_run_the_viewer_ends_at_once() {
+    use crate::support::mock::Hold;
+    let s = Sandbox::new();
+    s.mock.add_rule(Rule::reply("", "4"));
+    s.write(
+        "bench.yaml",
+        &bench_yaml(&MODELS, &[("sum", "What is 2+2?", "4", "exact")]),
+    );
+    s.mock.hold(Hold::From(1));
+    let _run = s.start(&["run", "bench.yaml", "-q"]);
+    s.mock.wait_held(1);
+    let id = s.count("SELECT max(id) FROM runs");
+    let mut viewer = start_viewer(&s, &[]);
+    let pid = viewer.child.id().to_string();
+    // The stream is open (its first event came) when the viewer is told to stop.
+    let seen = events(&format!("{}/events?ids={id}", viewer.base), || {
+        let stopped = std::process::Command::new("kill")
+            .args(["-TERM", &pid])
+            .status()
+            .unwrap();
+        assert!(stopped.success());
+    });
+    assert_eq!(seen.last().unwrap().0, "done", "{seen:?}");
+    crate::support::wait_for("the viewer to end", || {
+        viewer.child.try_wait().unwrap().is_some()
+    });
+    assert!(viewer.child.wait().unwrap().success());
+    assert_eq!(
+        s.count(&format!(
+            "SELECT count(*) FROM runs WHERE id = {id} AND status = 'running'"
+        )),
+        1
+    );
+    s.mock.release();
 }
