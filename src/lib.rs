@@ -25,4 +25,5 @@ pub mod relevance;
 pub mod report;
 pub mod review;
 pub mod store;
+pub mod view;
 pub mod yaml;

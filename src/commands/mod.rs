@@ -18,6 +18,7 @@ mod report;
 mod review;
 mod run;
 mod runs;
+mod view;
 
 use std::collections::{BTreeSet, HashMap};
 use std::path::{Path, PathBuf};
@@ -147,6 +148,7 @@ pub enum Command {
     Rate(rate::RateArgs),
     Report(report::ReportArgs),
     Models(models::ModelsArgs),
+    View(view::ViewArgs),
 }
 
 /// What every command may need: where the database and config are, and how loud to be.
@@ -227,6 +229,7 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Rate(args) => rate::run(&context, args),
         Command::Report(args) => report::run(&context, args),
         Command::Models(args) => models::run(&context, args),
+        Command::View(args) => view::run(&context, args),
     }
 }
 

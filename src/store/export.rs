@@ -58,6 +58,14 @@ pub const NOT_EXPORTED: &[(&str, &str)] = &[
     ("batches", "batch bookkeeping"),
     ("batch_calls", "batch bookkeeping"),
     ("refinery_schema_history", "the migrations applied"),
+    (
+        "call_text",
+        "the viewer's search index of calls' texts (in blobs)",
+    ),
+    ("call_text_config", "the viewer's search index"),
+    ("call_text_data", "the viewer's search index"),
+    ("call_text_docsize", "the viewer's search index"),
+    ("call_text_idx", "the viewer's search index"),
 ];
 
 impl ResultTable {

@@ -444,7 +444,11 @@ impl Store {
         Ok(runs)
     }
 
-    fn query_runs(&self, filter: &str, args: impl rusqlite::Params) -> Result<Vec<RunInfo>> {
+    pub(super) fn query_runs(
+        &self,
+        filter: &str,
+        args: impl rusqlite::Params,
+    ) -> Result<Vec<RunInfo>> {
         let mut stmt = self.conn.prepare(&format!(
             "SELECT id, kind, file, started_at, finished_at, status, coalesce(planned_calls, 0),
                     calls, cache_hits, failed_calls, errors, cost_usd, paid_usd, models, command,

@@ -299,6 +299,23 @@ CREATE TABLE ratings (
 CREATE INDEX ratings_by_result ON ratings (result_uid, rater, id);
 CREATE INDEX ratings_by_run ON ratings (run_id);
 CREATE UNIQUE INDEX ratings_by_uid ON ratings (uid);
+CREATE INDEX bench_results_by_case ON bench_results (run_id, prompt_index, status, template_index)
+    WHERE template_index >= 0;
+CREATE INDEX bench_results_by_status ON bench_results (run_id, status, prompt_index, template_index)
+    WHERE template_index >= 0;
+CREATE INDEX bench_results_by_call ON bench_results (call_id) WHERE call_id IS NOT NULL;
+CREATE VIRTUAL TABLE call_text USING fts5 (request, answer, content = '', contentless_delete = 1);
+CREATE TRIGGER call_text_insert AFTER INSERT ON calls WHEN new.status = 'ok' BEGIN
+    INSERT INTO call_text (rowid, request, answer) VALUES (new.id,
+        (SELECT group_concat(t.value, char(10))
+         FROM blobs b, json_tree(CASE WHEN json_valid(CAST(b.content AS TEXT))
+                                      THEN CAST(b.content AS TEXT) ELSE '{}' END) t
+         WHERE b.sha256 = new.cache_key AND t.key IN ('system', 'text') AND t.type = 'text'),
+        (SELECT CAST(content AS TEXT) FROM blobs WHERE sha256 = new.response_sha256));
+END;
+CREATE TRIGGER call_text_delete AFTER DELETE ON calls WHEN old.status = 'ok' BEGIN
+    DELETE FROM call_text WHERE rowid = old.id;
+END;
 CREATE TABLE "bench_checks" (
     run_id         INTEGER NOT NULL REFERENCES runs (id) ON DELETE CASCADE,
     model_index    INTEGER NOT NULL,

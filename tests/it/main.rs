@@ -32,3 +32,4 @@ mod review;
 mod runtime;
 mod shards;
 mod structured;
+mod view;

@@ -14,7 +14,7 @@ fn verdict(winner: &str) -> String {
 /// Three candidates (GOOD, MID, BAD answers), two prompts and two judges: gpt-4o-mini prefers
 /// GOOD to MID to BAD whatever the order; haiku 3.5 always says "A" (position bias), and
 /// answers garbage on the second prompt.
-fn answers_sandbox() -> Sandbox {
+pub(crate) fn answers_sandbox() -> Sandbox {
     let s = Sandbox::new();
     for (model, answer) in [
         ("gpt-4o", "ANS-GOOD"),

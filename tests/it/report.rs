@@ -654,7 +654,7 @@ fn errors_name_what_is_wrong() {
 }
 
 /// The browser to render with: Debian's `chromium`, else another Chromium on the PATH.
-fn chromium() -> PathBuf {
+pub(crate) fn chromium() -> PathBuf {
     let path = std::env::var_os("PATH").unwrap_or_default();
     for name in ["chromium", "chromium-browser", "google-chrome"] {
         for dir in std::env::split_paths(&path) {

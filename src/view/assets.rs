@@ -1,0 +1,31 @@
+//! The viewer's stylesheet and script, written here and compiled into the binary: no Node
+//! build step, nothing fetched from the network.
+
+use axum::extract::Path;
+use axum::http::header;
+use axum::response::{IntoResponse, Response};
+
+use super::server::ViewError;
+
+/// The stylesheet.
+const CSS: &str = include_str!("assets/view.css");
+
+/// The one script: keyboard moves and ratings, live progress. No inline script anywhere.
+const JS: &str = include_str!("assets/view.js");
+
+/// `/assets/{file}`.
+pub async fn file(Path(name): Path<String>) -> Result<Response, ViewError> {
+    let (body, media_type) = match name.as_str() {
+        "view.css" => (CSS, "text/css; charset=utf-8"),
+        "view.js" => (JS, "text/javascript; charset=utf-8"),
+        _ => return Err(ViewError::NotFound(format!("No file {name}."))),
+    };
+    Ok((
+        [
+            (header::CONTENT_TYPE, media_type),
+            (header::CACHE_CONTROL, "no-cache"),
+        ],
+        body,
+    )
+        .into_response())
+}

@@ -1,0 +1,145 @@
+//! Two benchmark runs compared (`/diff?base=…&new=…`), as `track diff` compares them: per
+//! model the success rates, regressions and fixes with McNemar's p, then the results that
+//! changed, regressions first, paged.
+
+use std::sync::Arc;
+
+use axum::extract::{Query, State};
+use axum::http::StatusCode;
+use axum::response::Html;
+use maud::html;
+use serde::Deserialize;
+
+use super::layout::{page, pager};
+use super::params::{PAGE_SIZE, link, page_count, page_number, page_value};
+use super::server::{App, ViewError};
+use crate::analysis::diff::SIGNIFICANCE;
+use crate::analysis::stats::McNemar;
+use crate::store::DiffModelRow;
+
+/// `?base=&new=&page=`.
+#[derive(Debug, Deserialize)]
+pub struct DiffParams {
+    base: Option<String>,
+    new: Option<String>,
+    page: Option<String>,
+}
+
+/// McNemar's p of a model's regressions against its fixes; `None` with nothing paired.
+fn p_value(row: &DiffModelRow) -> Option<f64> {
+    (row.paired > 0)
+        .then(|| McNemar::new(row.regressions, row.fixes).p_value())
+        .flatten()
+}
+
+/// Whether the success rate dropped with McNemar p < 0.05 (as `track diff` says).
+fn significant(row: &DiffModelRow) -> bool {
+    row.regressions > row.fixes && p_value(row).is_some_and(|p| p < SIGNIFICANCE)
+}
+
+/// `/diff`.
+pub async fn diff(
+    State(app): State<Arc<App>>,
+    Query(params): Query<DiffParams>,
+) -> Result<Html<String>, ViewError> {
+    let run = |value: &Option<String>, name: &str| {
+        value
+            .as_deref()
+            .and_then(|v| v.trim().parse::<i64>().ok())
+            .ok_or_else(|| {
+                ViewError::Refused(
+                    StatusCode::BAD_REQUEST,
+                    format!("Give the {name} run's id: /diff?base=1&new=2."),
+                )
+            })
+    };
+    let (base, new) = (run(&params.base, "base")?, run(&params.new, "new")?);
+    let number = page_number(&params.page);
+    let offset = (number - 1) * PAGE_SIZE;
+    let (runs, models, (items, total)) = app
+        .read(move |store| {
+            let runs = (store.view_run(base)?, store.view_run(new)?);
+            Ok((
+                runs,
+                store.diff_models(base, new)?,
+                store.diff_items(base, new, PAGE_SIZE, offset)?,
+            ))
+        })
+        .await?;
+    let (Some(base_run), Some(new_run)) = runs else {
+        return Err(ViewError::NotFound(format!(
+            "No run {base} or no run {new}."
+        )));
+    };
+    if base_run.kind != "bench" || new_run.kind != "bench" {
+        return Err(ViewError::Refused(
+            StatusCode::BAD_REQUEST,
+            format!(
+                "The viewer compares benchmark runs; `track diff {base} {new}` compares runs of other kinds."
+            ),
+        ));
+    }
+    let pct = |passed: u64, n: u64| {
+        if n == 0 {
+            "–".to_owned()
+        } else {
+            format!("{:.1} %", passed as f64 * 100.0 / n as f64)
+        }
+    };
+    let body = html! {
+        h1 { "Run " a href=(format!("/runs/{base}")) { (base) } " → run " a href=(format!("/runs/{new}")) { (new) } }
+        h2 { "Per model" }
+        table.diff {
+            thead { tr {
+                th { "Model" } th { "Template" } th.num { "Shared" } th.num { "Success before" }
+                th.num { "Success after" } th.num { "Regressions" } th.num { "Fixes" }
+                th.num { "New errors" } th.num { "McNemar p" } th { "" }
+            } }
+            tbody {
+                @for row in &models {
+                    tr {
+                        td { (row.model_ref) }
+                        td { (row.template_name.as_deref().unwrap_or("–")) }
+                        td.num { (row.shared) }
+                        td.num { (pct(row.base_passed, row.paired)) }
+                        td.num { (pct(row.new_passed, row.paired)) }
+                        td.num { (row.regressions) }
+                        td.num { (row.fixes) }
+                        td.num { (row.new_errors) }
+                        td.num { (p_value(row).map_or_else(|| "–".to_owned(), |p| format!("{p:.4}"))) }
+                        td {
+                            @if significant(row) { span.diff-regression { "significant regression" } }
+                        }
+                    }
+                }
+            }
+        }
+        h2 { "Changed results" }
+        p.count { span #changed-count { (total) } " results changed" }
+        table.diff-items {
+            thead { tr { th { "Change" } th { "Model" } th { "Template" } th { "Case" } th.num { "Repeat" } th { "Before" } th { "After" } } }
+            tbody {
+                @for item in &items {
+                    tr {
+                        td { span.diff-regression[item.change == "regression" || item.change == "new error"]
+                                  .diff-improvement[item.change == "fix" || item.change == "error resolved"] { (item.change) } }
+                        td { (item.model_ref) }
+                        td { (item.template_name.as_deref().unwrap_or("–")) }
+                        td { (item.prompt_name) }
+                        td.num { (item.repeat_index) }
+                        td { a.outcome.(item.base.as_str()) href=(format!("/runs/{base}/results/{}", item.base_id)) { (item.base) } }
+                        td { a.outcome.(item.new.as_str()) href=(format!("/runs/{new}/results/{}", item.new_id)) { (item.new) } }
+                    }
+                }
+            }
+        }
+        (pager(number, page_count(total), |p| link("/diff", &[
+            ("base", Some(&base.to_string())),
+            ("new", Some(&new.to_string())),
+            ("page", page_value(p).as_deref()),
+        ])))
+    };
+    Ok(Html(
+        page(&app, &format!("Run {base} → run {new}"), body).into_string(),
+    ))
+}

@@ -1,0 +1,195 @@
+//! A run's page (`/runs/{run}`): for a benchmark, the grid of its cases × (model, template),
+//! each cell coloured by outcome, with filters, search, order and pages.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use axum::extract::{Path, Query, State};
+use axum::response::Html;
+use maud::{Markup, html};
+
+use super::format;
+use super::layout::{page_of_run, pager, run_heading};
+use super::params::{FILTERS, GridParams, ORDERS, PAGE_SIZE, page_count, page_value};
+use super::server::{App, ViewError};
+use crate::store::{GridCell, GridColumn, GridCount, Outcome, ResultFilter, RunInfo};
+
+/// What the grid page shows, read in one go.
+struct Grid {
+    run: RunInfo,
+    columns: Vec<GridColumn>,
+    methods: Vec<String>,
+    count: GridCount,
+    cases: Vec<i64>,
+    cells: Vec<GridCell>,
+}
+
+/// `/runs/{run}`.
+pub async fn grid(
+    State(app): State<Arc<App>>,
+    Path(run_id): Path<i64>,
+    Query(params): Query<GridParams>,
+) -> Result<Html<String>, ViewError> {
+    let run = app
+        .read(move |store| store.view_run(run_id))
+        .await?
+        .ok_or_else(|| ViewError::NotFound(format!("No run {run_id}.")))?;
+    if run.kind != "bench" {
+        return super::kinds::page_of(app, run, params.page()).await;
+    }
+    let query = params.query()?;
+    let number = params.page();
+    let offset = (number - 1) * PAGE_SIZE;
+    let grid = app
+        .read(move |store| {
+            let count = store.grid_count(run_id, &query)?;
+            let cases = store.grid_cases(run_id, &query, PAGE_SIZE, offset)?;
+            let cells = store.grid_cells(run_id, &query, &cases)?;
+            Ok(Grid {
+                run,
+                columns: store.grid_columns(run_id)?,
+                methods: store.grid_check_methods(run_id)?,
+                count,
+                cases,
+                cells,
+            })
+        })
+        .await?;
+    let body = render(&grid, &params, number);
+    let title = format!("Run {run_id}");
+    Ok(Html(
+        page_of_run(&app, &title, body, Some(&grid.run)).into_string(),
+    ))
+}
+
+/// The grid's page body.
+fn render(grid: &Grid, params: &GridParams, number: u64) -> Markup {
+    let run_id = grid.run.id;
+    let active_filter = match params.query().map(|q| q.filter) {
+        Ok(ResultFilter::Check(_)) => "check",
+        _ => params
+            .filter
+            .as_deref()
+            .filter(|f| !f.is_empty())
+            .unwrap_or("all"),
+    };
+    let active_order = params
+        .sort
+        .as_deref()
+        .filter(|s| !s.is_empty())
+        .unwrap_or("case");
+    let mut by_cell: HashMap<(i64, i64, i64), Vec<&GridCell>> = HashMap::new();
+    let mut names: HashMap<i64, &str> = HashMap::new();
+    for cell in &grid.cells {
+        by_cell
+            .entry((cell.prompt_index, cell.model_index, cell.template_index))
+            .or_default()
+            .push(cell);
+        names.insert(cell.prompt_index, &cell.prompt_name);
+    }
+    let several_templates = grid.columns.iter().any(|c| c.template_name.is_some());
+    html! {
+        (run_heading(&grid.run))
+        nav.filters aria-label="filters" {
+            @for (name, label) in FILTERS {
+                a.active[active_filter == name] href=(params.link(run_id, |p| {
+                    p.filter = (name != "all").then(|| name.to_owned());
+                    p.check = None;
+                    p.page = None;
+                })) { (label) }
+            }
+        }
+        form.filters method="get" action=(format!("/runs/{run_id}")) {
+            @if let Some(sort) = params.sort.as_deref().filter(|s| !s.is_empty()) {
+                input type="hidden" name="sort" value=(sort);
+            }
+            @if let Some(filter) = params.filter.as_deref().filter(|s| !s.is_empty()) {
+                input type="hidden" name="filter" value=(filter);
+            }
+            label { "Search "
+                input type="search" name="q" value=(params.q.as_deref().unwrap_or("")) placeholder="words in prompts and answers";
+            }
+            label { "Failed check "
+                select name="check" {
+                    option value="" { "any" }
+                    @for method in &grid.methods {
+                        option value=(method) selected[params.check.as_deref() == Some(method.as_str())] { (method) }
+                    }
+                }
+            }
+            button type="submit" { "Show" }
+        }
+        nav.sort aria-label="order" {
+            "Sort: "
+            @for (name, label) in ORDERS {
+                a.active[active_order == name] href=(params.link(run_id, |p| {
+                    p.sort = (name != "case").then(|| name.to_owned());
+                    p.page = None;
+                })) { (label) }
+            }
+        }
+        p.count {
+            span #result-count { (grid.count.results) } " results in "
+            span #case-count { (grid.count.cases) } " cases"
+        }
+        table.grid {
+            thead {
+                tr {
+                    th { "Case" }
+                    @for column in &grid.columns {
+                        th {
+                            (column.model_ref)
+                            @if several_templates {
+                                br;
+                                small { (column.template_name.as_deref().unwrap_or("–")) }
+                            }
+                        }
+                    }
+                }
+            }
+            tbody {
+                @for case in &grid.cases {
+                    tr {
+                        th.case {
+                            a href=(format!("/runs/{run_id}/cases/{case}")) title="all answers side by side" {
+                                (names.get(case).copied().unwrap_or("?"))
+                            }
+                        }
+                        @for column in &grid.columns {
+                            td {
+                                @if let Some(cells) = by_cell.get(&(*case, column.model_index, column.template_index)) {
+                                    @for cell in cells {
+                                        (cell_link(run_id, cell))
+                                    }
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        @if grid.cases.is_empty() {
+            p.empty { "No case matches." }
+        }
+        (pager(number, page_count(grid.count.cases), |p| params.link(run_id, |q| q.page = page_value(p))))
+    }
+}
+
+/// One result in a cell: its outcome's mark and latency, a link to its transcript.
+fn cell_link(run_id: i64, cell: &GridCell) -> Markup {
+    let mark = match cell.outcome {
+        Outcome::Passed => "✓",
+        Outcome::Failed => "✗",
+        Outcome::Error => "!",
+    };
+    html! {
+        a.cell.(cell.outcome.as_str()).dim[!cell.matched]
+            href=(format!("/runs/{run_id}/results/{}", cell.id))
+            data-uid=[cell.uid.as_deref()]
+            title=(format!("{} · repeat {} · {} · {} tokens · {}",
+                cell.outcome, cell.repeat_index, format::latency(cell.latency_ms),
+                format::count(cell.tokens), format::usd(cell.cost_usd))) {
+            (mark) " " (format::latency(cell.latency_ms))
+        }
+    }
+}

@@ -1,0 +1,887 @@
+//! `track view` end to end: the real binary serves a temp database filled by a mock run, and
+//! its pages are fetched over HTTP: statuses, the Content-Security-Policy, escaping of hostile
+//! answers, the token off loopback, and counts that are `track query`'s.
+
+use std::io::{BufRead as _, BufReader};
+use std::process::{Child, Stdio};
+
+use crate::support::mock::Rule;
+use crate::support::{Sandbox, bench_yaml, text};
+
+const MODELS: [&str; 2] = ["openai:gpt-4o", "anthropic:sonnet 3.5"];
+
+/// An answer built to run a script in any page that shows it unescaped.
+const HOSTILE: &str = "<script>alert(1)</script><img src=x onerror=alert(2)> \
+                       <a href=\"javascript:alert(3)\">click</a> zebra";
+
+/// A benchmark of two models on four prompts: one sum answered wrong by both, a capital
+/// answered right, a hostile answer that fails its check, and a word (`zebra`) in 3 answers
+/// (the hostile one of each model and gpt-4o's capital).
+fn add_bench(s: &Sandbox) {
+    s.mock
+        .add_rule(Rule::reply("2+2", "five").model("gpt-4o").times(1));
+    s.mock.add_rule(Rule::reply("2+2", "4"));
+    s.mock
+        .add_rule(Rule::reply("Capital of France", "Paris, like a zebra.").model("gpt-4o"));
+    s.mock.add_rule(Rule::reply("Capital of France", "Paris."));
+    s.mock.add_rule(Rule::reply("magic words", HOSTILE));
+    s.mock.add_rule(Rule::reply("colour", "blue"));
+    let prompts = [
+        ("sum", "What is 2+2?", "4", "exact"),
+        ("capital", "Capital of France?", "Paris", "contains"),
+        ("magic", "Say the magic words", "please", "contains"),
+        ("colour", "Which colour is the sky?", "blue", "contains"),
+    ];
+    s.write("bench.yaml", &bench_yaml(&MODELS, &prompts));
+    let out = s
+        .track()
+        .args(["run", "bench.yaml", "-q"])
+        .output()
+        .unwrap();
+    assert_eq!(
+        s.count("SELECT count(*) FROM bench_results"),
+        8,
+        "{}",
+        text(&out.stderr)
+    );
+}
+
+/// A `track view` process, killed when dropped.
+struct Viewer {
+    child: Child,
+    /// `http://127.0.0.1:PORT` (no trailing slash).
+    base: String,
+}
+
+impl Drop for Viewer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Starts `track view --port 0 ARGS` and reads the address it prints.
+fn start_viewer(s: &Sandbox, args: &[&str]) -> Viewer {
+    let mut cmd = s.track_process();
+    cmd.args(["view", "--port", "0"]).args(args);
+    let mut child = cmd
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spawn track view");
+    let mut line = String::new();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let url = line
+        .trim()
+        .strip_prefix("track view: ")
+        .unwrap_or_else(|| panic!("no address printed: {line:?}"))
+        .to_owned();
+    let base = url
+        .split_once("/?")
+        .map_or(url.trim_end_matches('/'), |(b, _)| b)
+        .to_owned();
+    Viewer { child, base }
+}
+
+/// A page: its status, its CSP header, its body.
+struct Page {
+    status: u16,
+    csp: Option<String>,
+    body: String,
+}
+
+/// GETs `url` with `headers`.
+fn get(url: &str, headers: &[(&str, &str)]) -> Page {
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    runtime.block_on(async {
+        let client = reqwest::Client::builder().build().unwrap();
+        let mut request = client.get(url);
+        for (name, value) in headers {
+            request = request.header(*name, *value);
+        }
+        let response = request.send().await.expect("fetch a page");
+        let status = response.status().as_u16();
+        let csp = response
+            .headers()
+            .get("content-security-policy")
+            .map(|v| v.to_str().unwrap().to_owned());
+        let body = response.text().await.unwrap();
+        Page { status, csp, body }
+    })
+}
+
+/// The number in the element `id="…"` of a page.
+fn number_in(body: &str, id: &str) -> u64 {
+    let start = body
+        .find(&format!("id=\"{id}\">"))
+        .unwrap_or_else(|| panic!("no #{id} in the page"))
+        + id.len()
+        + 6;
+    body[start..]
+        .split('<')
+        .next()
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap()
+}
+
+/// `track query --by model --format csv`: its rows as maps of column to value.
+fn query_by_model(s: &Sandbox) -> Vec<std::collections::HashMap<String, String>> {
+    let out = s
+        .track()
+        .args(["query", "--by", "model", "--format", "csv"])
+        .output()
+        .unwrap();
+    let csv = text(&out.stdout);
+    let mut reader = csv::Reader::from_reader(csv.as_bytes());
+    let headers = reader.headers().unwrap().clone();
+    reader
+        .records()
+        .map(|r| {
+            let r = r.unwrap();
+            headers
+                .iter()
+                .zip(r.iter())
+                .map(|(h, v)| (h.to_owned(), v.to_owned()))
+                .collect()
+        })
+        .collect()
+}
+
+#[test]
+fn every_page_is_served_with_the_policy_and_hostile_answers_escaped() {
+    let s = Sandbox::new();
+    add_bench(&s);
+    let viewer = start_viewer(&s, &[]);
+    let run: i64 = s.count("SELECT max(id) FROM runs");
+    let hostile: i64 = s.count(
+        "SELECT r.id FROM bench_results r WHERE r.prompt_name = 'magic' ORDER BY r.id LIMIT 1",
+    );
+    let pages = [
+        "/".to_owned(),
+        format!("/runs/{run}"),
+        format!("/runs/{run}?filter=failures&sort=latency"),
+        format!("/runs/{run}?q=zebra"),
+        format!("/runs/{run}/results/{hostile}"),
+        format!("/runs/{run}/cases/2"),
+    ];
+    for path in &pages {
+        let page = get(&format!("{}{path}", viewer.base), &[]);
+        assert_eq!(page.status, 200, "{path}: {}", page.body);
+        let csp = page.csp.unwrap_or_else(|| panic!("{path} has no CSP"));
+        assert!(csp.contains("script-src 'self'"), "{path}: {csp}");
+        assert!(!csp.contains("unsafe-inline"), "{path}: {csp}");
+        // No markup of an answer got through: every `<` of it is escaped.
+        assert!(!page.body.contains("<script>alert"), "{path}");
+        assert!(!page.body.contains("<img"), "{path}");
+        assert!(!page.body.contains("href=\"javascript:"), "{path}");
+        // The only script is the viewer's own file.
+        assert_eq!(page.body.matches("<script").count(), 1, "{path}");
+        assert!(
+            page.body.contains("<script src=\"/assets/view.js\""),
+            "{path}"
+        );
+    }
+    // The hostile answer is there, as text.
+    let transcript = get(
+        &format!("{}/runs/{run}/results/{hostile}", viewer.base),
+        &[],
+    );
+    assert!(
+        transcript
+            .body
+            .contains("&lt;script&gt;alert(1)&lt;/script&gt;&lt;img src=x onerror=alert(2)&gt;"),
+        "{}",
+        transcript.body
+    );
+    assert!(
+        transcript.body.contains("Say the magic words"),
+        "the request"
+    );
+    // A missing page is a 404 that carries the policy too.
+    let missing = get(&format!("{}/runs/{run}/results/999999", viewer.base), &[]);
+    assert_eq!(missing.status, 404);
+    assert!(missing.csp.is_some());
+    // Another Host (DNS rebinding) is refused.
+    let rebound = get(
+        &format!("{}/", viewer.base),
+        &[("host", "attacker.example:80")],
+    );
+    assert_eq!(rebound.status, 421);
+}
+
+#[test]
+fn grid_counts_are_those_of_track_query_and_search_finds_the_answers() {
+    let s = Sandbox::new();
+    add_bench(&s);
+    let viewer = start_viewer(&s, &[]);
+    let run: i64 = s.count("SELECT max(id) FROM runs");
+    let rows = query_by_model(&s);
+    let sum = |column: &str| -> u64 {
+        rows.iter()
+            .map(|r| {
+                r.get(column)
+                    .unwrap_or_else(|| panic!("no column {column} in {r:?}"))
+                    .parse::<u64>()
+                    .unwrap()
+            })
+            .sum()
+    };
+    let failures = get(&format!("{}/runs/{run}?filter=failures", viewer.base), &[]);
+    assert_eq!(number_in(&failures.body, "result-count"), sum("failed"));
+    let passes = get(&format!("{}/runs/{run}?filter=passes", viewer.base), &[]);
+    assert_eq!(number_in(&passes.body, "result-count"), sum("passed"));
+    let all = get(&format!("{}/runs/{run}", viewer.base), &[]);
+    assert_eq!(number_in(&all.body, "result-count"), 8);
+    assert_eq!(number_in(&all.body, "case-count"), 4);
+    // `zebra` is in three answers: the hostile one of each model and gpt-4o's capital.
+    let zebra = get(&format!("{}/runs/{run}?q=zebra", viewer.base), &[]);
+    assert_eq!(number_in(&zebra.body, "result-count"), 3);
+    assert_eq!(number_in(&zebra.body, "case-count"), 2);
+    // A word of the prompts is found too, in every result of its case.
+    let sky = get(&format!("{}/runs/{run}?q=sky", viewer.base), &[]);
+    assert_eq!(number_in(&sky.body, "result-count"), 2);
+    // The sum is the case the models disagree on.
+    let disagree = get(&format!("{}/runs/{run}?filter=disagree", viewer.base), &[]);
+    assert_eq!(number_in(&disagree.body, "case-count"), 1);
+    assert!(disagree.body.contains(">sum<"), "{}", disagree.body);
+}
+
+#[test]
+fn off_loopback_the_token_is_required_on_every_request() {
+    let s = Sandbox::new();
+    add_bench(&s);
+    // No token: refused before it listens.
+    let out = s
+        .track()
+        .args(["view", "--host", "0.0.0.0", "--port", "0"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        text(&out.stderr).contains("--token"),
+        "{}",
+        text(&out.stderr)
+    );
+    let token = "s3cret-token-for-tests";
+    let viewer = start_viewer(&s, &["--host", "0.0.0.0", "--token", token]);
+    let port = viewer.base.rsplit(':').next().unwrap();
+    let base = format!("http://127.0.0.1:{port}");
+    let run: i64 = s.count("SELECT max(id) FROM runs");
+    for path in [
+        "/".to_owned(),
+        format!("/runs/{run}"),
+        "/assets/view.js".into(),
+    ] {
+        let refused = get(&format!("{base}{path}"), &[]);
+        assert_eq!(refused.status, 401, "{path}");
+        assert!(refused.csp.is_some());
+        let wrong = get(&format!("{base}{path}?token=nope-nope-nope"), &[]);
+        assert_eq!(wrong.status, 401, "{path}");
+        let bearer = get(
+            &format!("{base}{path}"),
+            &[("authorization", &format!("Bearer {token}"))],
+        );
+        assert_eq!(bearer.status, 200, "{path}");
+        let query = get(&format!("{base}{path}?token={token}"), &[]);
+        assert_eq!(query.status, 200, "{path}");
+    }
+}
+
+/// The page of the latest run of `s` (served by a new viewer), checked for the policy; its
+/// body.
+fn latest_run_page(s: &Sandbox) -> (Viewer, i64, String) {
+    let viewer = start_viewer(s, &[]);
+    let run: i64 = s.count("SELECT max(id) FROM runs");
+    let page = get(&format!("{}/runs/{run}", viewer.base), &[]);
+    assert_eq!(page.status, 200, "{}", page.body);
+    assert!(page.csp.is_some());
+    assert_eq!(page.body.matches("<script").count(), 1);
+    (viewer, run, page.body)
+}
+
+#[test]
+fn reviews_relevance_and_pairwise_runs_have_their_pages() {
+    // Reviews: criterion x reviewer, with justifications; a review's datasheets side by side.
+    let s = Sandbox::new();
+    crate::review::add_review_files(&s);
+    s.track()
+        .args([
+            "review-datasheets",
+            "--reviewer",
+            "openai:gpt-4o-mini,anthropic:haiku 3.5",
+            "-q",
+        ])
+        .assert()
+        .success();
+    let (viewer, run, body) = latest_run_page(&s);
+    assert!(body.contains("datasheets reviewed"), "{body}");
+    assert!(body.contains("anthropic:haiku 3.5"), "{body}");
+    let review: i64 = s.count("SELECT min(id) FROM reviews WHERE official_sha256 IS NOT NULL");
+    let sheets = get(&format!("{}/runs/{run}/reviews/{review}", viewer.base), &[]);
+    assert_eq!(sheets.status, 200);
+    assert!(sheets.body.contains("Official (Found)"), "{}", sheets.body);
+    drop(viewer);
+
+    // Relevance: confusion counts, each image served as an image, WITH and WITHOUT.
+    let s = Sandbox::new();
+    crate::relevance::add_compare_files(&s);
+    s.track()
+        .args([
+            "relevance",
+            "compare",
+            "--model",
+            "openai:gpt-4o",
+            "--images",
+            "blocks/state_*.png",
+            "--ground-truth",
+            "truth.json",
+            "--out",
+            "out",
+            "-q",
+        ])
+        .assert()
+        .success();
+    let (viewer, _, body) = latest_run_page(&s);
+    assert!(
+        body.contains("Confusion counts") && body.contains("WITHOUT"),
+        "{body}"
+    );
+    let sha: String = s
+        .db()
+        .query_row(
+            "SELECT image_sha256 FROM relevance_predictions LIMIT 1",
+            [],
+            |r| r.get(0),
+        )
+        .unwrap();
+    assert!(body.contains(&format!("/blobs/{sha}")));
+    let image = get(&format!("{}/blobs/{sha}", viewer.base), &[]);
+    assert_eq!(image.status, 200);
+    // A blob that is no image (a request, an answer) is never served.
+    let request: String = s
+        .db()
+        .query_row("SELECT cache_key FROM calls LIMIT 1", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(
+        get(&format!("{}/blobs/{request}", viewer.base), &[]).status,
+        404
+    );
+    drop(viewer);
+
+    // Pairwise: the win matrix, both orders of each verdict, the candidates' answers.
+    let s = crate::pairwise::answers_sandbox();
+    s.track()
+        .args(["run", "pairwise.yaml", "-q"])
+        .assert()
+        .success();
+    let (_viewer, _, body) = latest_run_page(&s);
+    assert!(body.contains("Win matrix"), "{body}");
+    assert!(body.contains("Shown B first (ba)"));
+    assert!(
+        body.contains("ANS-GOOD") && body.contains("ANS-BAD"),
+        "{body}"
+    );
+}
+
+#[test]
+fn two_runs_compare_as_track_diff_compares_them() {
+    let s = Sandbox::new();
+    add_bench(&s);
+    // The second run: every sum answered wrong, the colour now an error.
+    s.mock.clear_rules();
+    s.mock.add_rule(Rule::reply("2+2", "five"));
+    s.mock.add_rule(Rule::fail("colour", 400, 100));
+    s.mock.add_rule(Rule::reply("", "Paris, like a zebra."));
+    s.track()
+        .args(["run", "bench.yaml", "-q", "--no-cache"])
+        .output()
+        .unwrap();
+    let (base, new): (i64, i64) = (
+        s.count("SELECT min(id) FROM runs"),
+        s.count("SELECT max(id) FROM runs"),
+    );
+    let out = s
+        .track()
+        .args([
+            "diff",
+            &base.to_string(),
+            &new.to_string(),
+            "--format",
+            "json",
+        ])
+        .output()
+        .unwrap();
+    let summary: serde_json::Value =
+        serde_json::from_slice(&out.stdout).unwrap_or_else(|_| panic!("{}", text(&out.stderr)));
+    let rows = summary.as_array().unwrap();
+    let total = |column: &str| -> u64 {
+        rows.iter()
+            .map(|r| {
+                r[column]
+                    .as_u64()
+                    .unwrap_or_else(|| panic!("{column}: {r}"))
+            })
+            .sum()
+    };
+    let viewer = start_viewer(&s, &[]);
+    let page = get(&format!("{}/diff?base={base}&new={new}", viewer.base), &[]);
+    assert_eq!(page.status, 200, "{}", page.body);
+    let changed = number_in(&page.body, "changed-count");
+    assert_eq!(
+        changed,
+        total("regressions") + total("fixes") + total("new_errors"),
+        "{summary}"
+    );
+    assert!(
+        total("regressions") > 0 && total("new_errors") > 0,
+        "{summary}"
+    );
+    // Regressions come first.
+    let first_change = page.body.find(">regression<").unwrap();
+    assert!(
+        page.body
+            .find(">new error<")
+            .is_none_or(|i| i > first_change)
+    );
+}
+
+/// The server-sent events of `url` until `done` (or the stream's end): each event's name and
+/// data. `on_first` runs once the first event has come.
+fn events(url: &str, on_first: impl FnOnce()) -> Vec<(String, String)> {
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    runtime.block_on(async {
+        // A bound: a stream that never ends fails the test instead of hanging it.
+        let client = reqwest::Client::builder()
+            .timeout(std::time::Duration::from_secs(60))
+            .build()
+            .unwrap();
+        let mut response = client.get(url).send().await.expect("open the event stream");
+        assert_eq!(
+            response.headers()["content-type"].to_str().unwrap(),
+            "text/event-stream"
+        );
+        let mut buffer = String::new();
+        let mut found: Vec<(String, String)> = Vec::new();
+        let mut on_first = Some(on_first);
+        while let Some(chunk) = response.chunk().await.expect("the stream ended in time") {
+            buffer.push_str(&String::from_utf8_lossy(&chunk));
+            while let Some(end) = buffer.find("\n\n") {
+                let block: String = buffer.drain(..end + 2).collect();
+                let field = |name: &str| {
+                    block
+                        .lines()
+                        .find_map(|l| l.strip_prefix(&format!("{name}:")))
+                        .map(|v| v.trim().to_owned())
+                };
+                if let Some(event) = field("event") {
+                    found.push((event, field("data").unwrap_or_default()));
+                    if let Some(first) = on_first.take() {
+                        first();
+                    }
+                }
+            }
+            if found.last().is_some_and(|(e, _)| e == "done") {
+                break;
+            }
+        }
+        found
+    })
+}
+
+#[test]
+fn a_running_run_s_progress_is_followed_live_to_its_end() {
+    use crate::support::mock::Hold;
+    let s = Sandbox::new();
+    s.mock.add_rule(Rule::reply("", "4"));
+    s.write(
+        "bench.yaml",
+        &bench_yaml(&MODELS, &[("sum", "What is 2+2?", "4", "exact")]),
+    );
+    s.mock.hold(Hold::From(1));
+    let run = s.start(&["run", "bench.yaml", "-q"]);
+    s.mock.wait_held(1);
+    let id = s.count("SELECT max(id) FROM runs");
+    let viewer = start_viewer(&s, &[]);
+    // The run's page says it is going, and will reload when it ends.
+    let page = get(&format!("{}/runs/{id}", viewer.base), &[]);
+    assert!(
+        page.body.contains("data-reload-when-done=\"true\""),
+        "{}",
+        page.body
+    );
+    assert!(page.body.contains("data-live=\"true\""));
+    let seen = events(&format!("{}/events?ids={id}", viewer.base), || {
+        s.mock.release()
+    });
+    let (_, first) = &seen[0];
+    let first: serde_json::Value = serde_json::from_str(first).unwrap();
+    assert_eq!(first[0]["status"], "running", "{seen:?}");
+    assert_eq!(seen.last().unwrap().0, "done", "{seen:?}");
+    // With data: a browser dispatches no event whose data is empty.
+    assert!(!seen.last().unwrap().1.is_empty(), "{seen:?}");
+    let last = seen.iter().rev().find(|(e, _)| e == "progress").unwrap();
+    let last: serde_json::Value = serde_json::from_str(&last.1).unwrap();
+    assert_eq!(last[0]["status"], "completed", "{seen:?}");
+    assert_eq!(last[0]["calls"], 2);
+    assert_eq!(last[0]["results"], 2);
+    run.finish();
+}
+
+/// The DOM of `url` after headless Chromium loaded it and ran its scripts, with its console
+/// (Chromium's log on stderr); screenshots it at 1280 × 800 into `png` when given.
+fn in_chromium(url: &str, png: Option<&std::path::Path>) -> (String, String) {
+    let profile = tempfile::tempdir().unwrap();
+    let mut cmd = std::process::Command::new(crate::report::chromium());
+    cmd.args([
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--hide-scrollbars",
+        "--no-first-run",
+        "--disable-dev-shm-usage",
+        "--enable-logging=stderr",
+        "--v=0",
+        "--window-size=1280,800",
+        "--virtual-time-budget=3000",
+    ])
+    .arg(format!("--user-data-dir={}", profile.path().display()));
+    match png {
+        Some(png) => cmd.arg(format!("--screenshot={}", png.display())),
+        None => cmd.arg("--dump-dom"),
+    };
+    let out = cmd.arg(url).output().expect("start chromium");
+    (text(&out.stdout), text(&out.stderr))
+}
+
+#[test]
+#[ignore = "needs chromium (bash .ci/browser.sh install): run with --include-ignored (README)"]
+fn in_a_real_browser_an_answer_built_to_run_a_script_runs_nothing() {
+    let s = Sandbox::new();
+    add_bench(&s);
+    let viewer = start_viewer(&s, &[]);
+    let run: i64 = s.count("SELECT max(id) FROM runs");
+    let hostile: i64 = s.count("SELECT min(id) FROM bench_results WHERE prompt_name = 'magic'");
+    let pages = [
+        ("runs", "/".to_owned()),
+        ("grid", format!("/runs/{run}")),
+        ("failures", format!("/runs/{run}?filter=failures")),
+        ("search", format!("/runs/{run}?q=zebra")),
+        ("transcript", format!("/runs/{run}/results/{hostile}")),
+        ("side-by-side", format!("/runs/{run}/cases/2")),
+    ];
+    let shots = std::env::var_os("TRACK_VIEW_SCREENSHOTS").map(std::path::PathBuf::from);
+    for (name, path) in &pages {
+        let (dom, console) = in_chromium(&format!("{}{path}", viewer.base), None);
+        // The viewer's script ran (the policy lets its own file run)...
+        assert!(dom.contains("data-script=\"ran\""), "{path}: {dom}");
+        // ...and nothing of the answer did: no element made from it, no alert.
+        assert!(!dom.contains("<img src=\"x\""), "{path}: {dom}");
+        assert!(!dom.contains("<a href=\"javascript:"), "{path}: {dom}");
+        assert!(!console.contains("alert"), "{path}: {console}");
+        if *name == "transcript" {
+            assert!(
+                dom.contains("&lt;script&gt;alert(1)&lt;/script&gt;"),
+                "{dom}"
+            );
+        }
+        if let Some(dir) = &shots {
+            std::fs::create_dir_all(dir).unwrap();
+            let png = dir.join(format!("{name}.png"));
+            in_chromium(&format!("{}{path}", viewer.base), Some(&png));
+            assert!(png.is_file(), "no screenshot of {path}");
+        }
+    }
+}
+
+/// A browser session of headless Chromium driven over the WebDriver protocol (Debian's
+/// `chromium-driver`), spoken here directly with reqwest: new session, go to, keys, script,
+/// alert. Ended, with its driver, when dropped.
+struct Browser {
+    driver: Child,
+    base: String,
+    session: String,
+    runtime: tokio::runtime::Runtime,
+    client: reqwest::Client,
+}
+
+impl Browser {
+    fn start() -> Self {
+        let _ = rustls::crypto::ring::default_provider().install_default();
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let driver = std::process::Command::new("chromedriver")
+            .arg(format!("--port={port}"))
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("chromedriver is not installed: bash .ci/browser.sh install");
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        let client = reqwest::Client::new();
+        let base = format!("http://127.0.0.1:{port}");
+        let mut browser = Self {
+            driver,
+            base,
+            session: String::new(),
+            runtime,
+            client,
+        };
+        crate::support::wait_for("chromedriver to listen", || {
+            browser
+                .runtime
+                .block_on(
+                    browser
+                        .client
+                        .get(format!("{}/status", browser.base))
+                        .send(),
+                )
+                .is_ok()
+        });
+        let created = browser.call(
+            reqwest::Method::POST,
+            "/session",
+            serde_json::json!({"capabilities": {"alwaysMatch": {
+                "browserName": "chrome",
+                "goog:chromeOptions": {"args": [
+                    "--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
+                    "--window-size=1280,800"
+                ]}
+            }}}),
+        );
+        browser.session = created["sessionId"].as_str().unwrap().to_owned();
+        browser
+    }
+
+    /// A WebDriver command; its `value` (an error is returned as the value too).
+    fn call(
+        &self,
+        method: reqwest::Method,
+        path: &str,
+        body: serde_json::Value,
+    ) -> serde_json::Value {
+        self.runtime.block_on(async {
+            let response = self
+                .client
+                .request(method, format!("{}{path}", self.base))
+                .json(&body)
+                .send()
+                .await
+                .expect("a WebDriver command");
+            let value: serde_json::Value = response.json().await.unwrap();
+            value["value"].clone()
+        })
+    }
+
+    /// A command of this session.
+    fn command(
+        &self,
+        method: reqwest::Method,
+        path: &str,
+        body: serde_json::Value,
+    ) -> serde_json::Value {
+        self.call(method, &format!("/session/{}{path}", self.session), body)
+    }
+
+    fn go(&self, url: &str) {
+        let value = self.command(
+            reqwest::Method::POST,
+            "/url",
+            serde_json::json!({"url": url}),
+        );
+        assert!(value.is_null(), "navigating to {url}: {value}");
+    }
+
+    /// Runs `script` (a function body) in the page; its result.
+    fn script(&self, script: &str) -> serde_json::Value {
+        self.command(
+            reqwest::Method::POST,
+            "/execute/sync",
+            serde_json::json!({"script": script, "args": []}),
+        )
+    }
+
+    /// Types `keys`, one key at a time, into the page.
+    fn keys(&self, keys: &str) {
+        let mut actions = Vec::new();
+        for key in keys.chars() {
+            actions.push(serde_json::json!({"type": "keyDown", "value": key.to_string()}));
+            actions.push(serde_json::json!({"type": "keyUp", "value": key.to_string()}));
+        }
+        let value = self.command(
+            reqwest::Method::POST,
+            "/actions",
+            serde_json::json!({"actions": [{"type": "key", "id": "keyboard", "actions": actions}]}),
+        );
+        assert!(value.is_null(), "typing {keys}: {value}");
+    }
+
+    /// Whether an alert (a script the page ran) is open.
+    fn alert_open(&self) -> bool {
+        let value = self.command(reqwest::Method::GET, "/alert/text", serde_json::Value::Null);
+        value.get("error").is_none()
+    }
+}
+
+impl Drop for Browser {
+    fn drop(&mut self) {
+        if !self.session.is_empty() {
+            let _ = self.command(reqwest::Method::DELETE, "", serde_json::Value::Null);
+        }
+        let _ = self.driver.kill();
+        let _ = self.driver.wait();
+    }
+}
+
+#[test]
+#[ignore = "needs chromium and chromium-driver (bash .ci/browser.sh install): run with --include-ignored (README)"]
+fn in_a_real_browser_results_are_filtered_searched_and_opened() {
+    let s = Sandbox::new();
+    add_bench(&s);
+    let viewer = start_viewer(&s, &[]);
+    let run: i64 = s.count("SELECT max(id) FROM runs");
+    let browser = Browser::start();
+    // Open the run; filter to failures: the count is track query's.
+    browser.go(&format!("{}/runs/{run}", viewer.base));
+    assert_eq!(
+        browser.script("return document.documentElement.dataset.script"),
+        "ran"
+    );
+    browser.go(&format!("{}/runs/{run}?filter=failures", viewer.base));
+    let failed: u64 = query_by_model(&s)
+        .iter()
+        .map(|r| r["failed"].parse::<u64>().unwrap())
+        .sum();
+    let shown = browser.script("return document.getElementById('result-count').textContent");
+    assert_eq!(shown, failed.to_string());
+    // Search a word three answers hold, with the page's form.
+    browser.go(&format!("{}/runs/{run}", viewer.base));
+    browser.script(
+        "const q = document.querySelector('input[name=q]'); q.value = 'zebra'; q.form.submit(); return null",
+    );
+    crate::support::wait_for("the search's page", || {
+        browser.script("return location.search.includes('q=zebra')") == true
+            && browser.script("return document.readyState") == "complete"
+    });
+    assert_eq!(
+        browser.script("return document.getElementById('result-count').textContent"),
+        "3"
+    );
+    // Open a transcript with the keys: the hostile answer is text, and no alert opened.
+    // j selects the first result, Enter (WebDriver's U+E007) opens it.
+    browser.keys("j\u{e007}");
+    crate::support::wait_for("a transcript", || {
+        browser
+            .script("return location.pathname")
+            .as_str()
+            .is_some_and(|p| p.contains("/results/"))
+            && browser.script("return document.readyState") == "complete"
+    });
+    assert!(!browser.alert_open(), "an answer ran a script");
+    assert_eq!(
+        browser.script("return document.querySelectorAll('img').length"),
+        0
+    );
+    let answers = browser.script(
+        "return Array.from(document.querySelectorAll('pre.answer')).map(e => e.textContent).join('\\n')",
+    );
+    assert!(answers.as_str().unwrap().contains("zebra"), "{answers}");
+}
+
+#[test]
+#[ignore = "needs chromium and chromium-driver (bash .ci/browser.sh install): run with --include-ignored (README)"]
+fn in_a_real_browser_a_live_run_reaches_completion_and_the_token_is_asked_for() {
+    use crate::support::mock::Hold;
+    let s = Sandbox::new();
+    s.mock.add_rule(Rule::reply("", "4"));
+    s.write(
+        "bench.yaml",
+        &bench_yaml(&MODELS, &[("sum", "What is 2+2?", "4", "exact")]),
+    );
+    s.mock.hold(Hold::From(1));
+    let running = s.start(&["run", "bench.yaml", "-q"]);
+    s.mock.wait_held(1);
+    let id = s.count("SELECT max(id) FROM runs");
+    let token = "browser-token-1234";
+    let viewer = start_viewer(&s, &["--host", "0.0.0.0", "--token", token]);
+    let port = viewer.base.rsplit(':').next().unwrap().to_owned();
+    let base = format!("http://127.0.0.1:{port}");
+    let browser = Browser::start();
+    // Without the token: refused; with it once, the cookie keeps it for every later page.
+    browser.go(&format!("{base}/runs/{id}"));
+    let refused = browser.script("return document.body.textContent");
+    assert!(
+        refused.as_str().unwrap().contains("needs its token"),
+        "{refused}"
+    );
+    browser.go(&format!("{base}/?token={token}"));
+    browser.go(&format!("{base}/runs/{id}"));
+    assert_eq!(
+        browser.script("return document.querySelector('.progress .status').textContent"),
+        "running"
+    );
+    // The run goes on: the page follows it live and shows it completed.
+    s.mock.release();
+    crate::support::wait_for("the page to show the run completed", || {
+        browser.script(
+            "const s = document.querySelector('.progress .status'); return s ? s.textContent : ''",
+        ) == "completed"
+    });
+    crate::support::wait_for("the reloaded page's results", || {
+        browser.script("return document.querySelectorAll('a.cell').length") == 2
+    });
+    running.finish();
+}
+
+#[test]
+fn stopped_while_a_page_follows_a_live_run_the_viewer_ends_at_once() {
+    use crate::support::mock::Hold;
+    let s = Sandbox::new();
+    s.mock.add_rule(Rule::reply("", "4"));
+    s.write(
+        "bench.yaml",
+        &bench_yaml(&MODELS, &[("sum", "What is 2+2?", "4", "exact")]),
+    );
+    s.mock.hold(Hold::From(1));
+    let _run = s.start(&["run", "bench.yaml", "-q"]);
+    s.mock.wait_held(1);
+    let id = s.count("SELECT max(id) FROM runs");
+    let mut viewer = start_viewer(&s, &[]);
+    let pid = viewer.child.id().to_string();
+    // The stream is open (its first event came) when the viewer is told to stop.
+    let seen = events(&format!("{}/events?ids={id}", viewer.base), || {
+        let stopped = std::process::Command::new("kill")
+            .args(["-TERM", &pid])
+            .status()
+            .unwrap();
+        assert!(stopped.success());
+    });
+    assert_eq!(seen.last().unwrap().0, "done", "{seen:?}");
+    crate::support::wait_for("the viewer to end", || {
+        viewer.child.try_wait().unwrap().is_some()
+    });
+    assert!(viewer.child.wait().unwrap().success());
+    assert_eq!(
+        s.count(&format!(
+            "SELECT count(*) FROM runs WHERE id = {id} AND status = 'running'"
+        )),
+        1
+    );
+    s.mock.release();
+}
