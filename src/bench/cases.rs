@@ -298,12 +298,8 @@ pub fn inline_cases(
 /// A case's id, as a data file's would be: its `id_column`'s value (or `id`'s, when the
 /// file names no column), else the hash of its values.
 pub fn case_id(values: &Values, id_column: Option<&str>) -> Result<String, String> {
-    let column = id_column.unwrap_or("id");
-    match crate::cases::ids::id_text(values.get(column)) {
-        Some(id) => Ok(id),
-        None if id_column.is_some() => Err(format!("it has no `{column}` (the id column)")),
-        None => Ok(crate::cases::ids::hash_id(values)),
-    }
+    crate::cases::ids::case_id(values, id_column)
+        .ok_or_else(|| format!("it has no `{}` (the id column)", id_column.unwrap_or("id")))
 }
 
 /// A `messages` value in OpenAI's chat format, if the case has one.

@@ -14,14 +14,13 @@ use super::summary::{
     Measures, SuccessColumn, latency_summary, model_summary, prompt_summary, success_columns,
     template_matrix, template_summary,
 };
+use crate::output::{counted, thousands};
 use crate::report::charts::{
     Bar, BarChart, BoxRow, DotChart, DotRow, Heatmap, Mark, Point, Scatter, Titles, bar_chart,
     box_plot, dot_chart, figure, heatmap, scatter,
 };
 use crate::report::columns::{try_counts, try_floats, try_sum, try_texts, try_total};
-use crate::report::html::{
-    TableOptions, counted, escape, frame_table, maybe_number, number, thousands, truncate,
-};
+use crate::report::html::{TableOptions, escape, frame_table, maybe_number, number, truncate};
 use crate::report::{Energy, ReportError, Section};
 use crate::store::{FailureRow, RatedBenchResult, Store};
 

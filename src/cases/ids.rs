@@ -10,6 +10,15 @@ use super::template::Values;
 /// out of reach (2^-32 at four billion rows).
 pub const HASH_ID_LEN: usize = 16;
 
+/// A case's id: the value of the column `column` names; without one, that of a column called
+/// `id`; else the hash of its values. `None` when `column` names a column the case lacks.
+pub fn case_id(values: &Values, column: Option<&str>) -> Option<String> {
+    match column {
+        Some(column) => id_text(values.get(column)),
+        None => Some(id_text(values.get("id")).unwrap_or_else(|| hash_id(values))),
+    }
+}
+
 /// The id a value of the `id:` column gives: a string as it is, a number or boolean as JSON
 /// writes it. `None` for no value: missing, null, an empty text, a list or an object.
 pub fn id_text(value: Option<&Value>) -> Option<String> {

@@ -35,7 +35,7 @@ pub use source::{Resolved, Source};
 pub use spec::{CasesSpec, FileFormat, Format, Sample};
 pub use template::{MissingValue, Template, Values};
 
-use crate::report::html::{counted, thousands};
+use crate::output::{counted, thousands};
 use crate::store::Store;
 use case::RowCase;
 use source::Located;
@@ -281,24 +281,16 @@ fn assign_ids(
 ) -> Result<(), CasesError> {
     let mut seen: HashMap<String, Origin> = HashMap::with_capacity(cases.len());
     for case in cases.iter_mut() {
-        let id = match column {
-            Some(column) => {
-                ids::id_text(case.values.get(column)).ok_or_else(|| CasesError::MissingId {
-                    at: place_of(case.origin),
-                    column: column.to_owned(),
-                    columns: case
-                        .values
-                        .keys()
-                        .map(String::as_str)
-                        .collect::<Vec<_>>()
-                        .join(", "),
-                })?
-            }
-            // A column named `id` is the id when `id:` names none.
-            None => {
-                ids::id_text(case.values.get("id")).unwrap_or_else(|| ids::hash_id(&case.values))
-            }
-        };
+        let id = ids::case_id(&case.values, column).ok_or_else(|| CasesError::MissingId {
+            at: place_of(case.origin),
+            column: column.unwrap_or("id").to_owned(),
+            columns: case
+                .values
+                .keys()
+                .map(String::as_str)
+                .collect::<Vec<_>>()
+                .join(", "),
+        })?;
         let by_column = column.is_some() || case.values.contains_key("id");
         match seen.entry(id) {
             Entry::Occupied(first) => {

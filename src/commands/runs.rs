@@ -161,7 +161,7 @@ fn inputs_of(options_json: &str) -> Option<String> {
             }
             let mut notes = Vec::new();
             if let Some(rows) = input.rows {
-                notes.push(crate::report::html::counted(rows, "row"));
+                notes.push(crate::output::counted(rows, "row"));
             }
             if let Some(revision) = &input.revision {
                 notes.push(format!("commit {}", short(revision)));

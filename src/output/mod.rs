@@ -23,7 +23,7 @@ pub use csv::{write_csv, write_csv_file, write_csv_file_in_slices};
 pub use fit::fit_line;
 pub use format::{Format, print_frame};
 pub use json::{to_json, write_json_pretty};
-pub use numbers::{count, dollars, tidy_float};
+pub use numbers::{count, counted, dollars, thousands, tidy_float};
 pub use pipe::{is_closed_pipe, say, tell};
 pub use progress::progress_bar;
 pub use table::{render, render_width, table, terminal_width, write_render};

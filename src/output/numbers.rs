@@ -12,6 +12,24 @@ pub fn count(n: u64, noun: &str) -> String {
     }
 }
 
+/// A whole number with thousands separators: `1,000,000`.
+pub fn thousands(n: u64) -> String {
+    let digits = n.to_string();
+    let mut out = String::with_capacity(digits.len() + digits.len() / 3);
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
+/// `1,000,000 results`, `1 error`: a count with thousands separators and its noun.
+pub fn counted(n: u64, noun: &str) -> String {
+    count(n, noun).replacen(&n.to_string(), &thousands(n), 1)
+}
+
 /// An amount of dollars to the micro-dollar, without trailing zeros: `$0`, `$0.0125`.
 pub fn dollars(usd: f64) -> String {
     let text = format!("{usd:.6}");

@@ -12,12 +12,11 @@ use super::metrics::{Class, ClassMetrics, Metric, VariantMetrics};
 use super::stats::{DeltaInterval, bootstrap_deltas, by_kind, mcnemar, measure_rows};
 use super::summary::variant_summary;
 use crate::analysis::stats::{BOOTSTRAP, McNemar, Z_95, wilson_interval};
+use crate::output::{counted, thousands};
 use crate::report::charts::{
     DotChart, DotRow, LineChart, Mark, Titles, dot_chart, figure, line_chart,
 };
-use crate::report::html::{
-    TableOptions, counted, escape, frame_table, maybe_number, number, text_table, thousands,
-};
+use crate::report::html::{TableOptions, escape, frame_table, maybe_number, number, text_table};
 use crate::report::{ReportError, Section};
 use crate::store::{Store, Variant};
 

@@ -430,7 +430,7 @@ pub fn bar_chart(chart: &BarChart<'_>) -> String {
             svg.rect(x0, y + 4.0, x1 - x0, row_height - 8.0, &class, tip);
             start += value;
         }
-        let total = super::html::thousands(start.round().max(0.0) as u64);
+        let total = crate::output::thousands(start.round().max(0.0) as u64);
         let at = (scale.at(start) + 4.0, y + row_height / 2.0 + 4.0);
         svg.text(at, Anchor::Start, "tick", &total);
     }

@@ -5,11 +5,12 @@
 use std::fmt::Write as _;
 use std::path::Path;
 
-use super::html::{escape, number, text_table, thousands};
+use super::html::{escape, number, text_table};
 use super::selection::{SelectedRun, Selection};
 use crate::experiment::ExperimentKind;
 use crate::kinds;
 use crate::output::count;
+use crate::output::thousands;
 use crate::store::RunStatus;
 
 /// Energy of the runs' results (benchmarks estimate it): the estimate and its range, in Wh.

@@ -8,7 +8,7 @@ use std::fmt::Write as _;
 
 use polars::prelude::{AnyValue, DataFrame};
 
-use crate::output::{format_value, header};
+use crate::output::{format_value, header, thousands};
 
 /// `text` safe inside an element or a quoted attribute: `& < > " '` become character
 /// references, and control characters that neither HTML nor XML allows become U+FFFD.
@@ -45,24 +45,6 @@ pub fn number(column: &str, value: f64) -> String {
 /// An optional number as [`number`] prints it; `–` when absent.
 pub fn maybe_number(column: &str, value: Option<f64>) -> String {
     value.map_or_else(|| "–".to_owned(), |v| number(column, v))
-}
-
-/// A whole number with thousands separators: `1,000,000`.
-pub fn thousands(n: u64) -> String {
-    let digits = n.to_string();
-    let mut out = String::with_capacity(digits.len() + digits.len() / 3);
-    for (i, c) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i).is_multiple_of(3) {
-            out.push(',');
-        }
-        out.push(c);
-    }
-    out
-}
-
-/// `1,000,000 results`, `1 error`: a count with thousands separators and its noun.
-pub fn counted(n: u64, noun: &str) -> String {
-    crate::output::count(n, noun).replacen(&n.to_string(), &thousands(n), 1)
 }
 
 /// Options of [`frame_table`].

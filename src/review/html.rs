@@ -10,13 +10,12 @@ use super::columns as cols;
 use super::summary::{
     ReviewFrames, agreement, criterion_generator_summary, criterion_summary, review_summary,
 };
+use crate::output::{counted, thousands};
 use crate::report::charts::{
     Bar, BarChart, DotChart, DotRow, Heatmap, Mark, Titles, bar_chart, dot_chart, figure, heatmap,
 };
 use crate::report::columns::{try_counts, try_floats, try_texts, try_total};
-use crate::report::html::{
-    TableOptions, counted, escape, frame_table, maybe_number, number, thousands, truncate,
-};
+use crate::report::html::{TableOptions, escape, frame_table, maybe_number, number, truncate};
 use crate::report::{ReportError, Section};
 use crate::store::{ReviewNotes, Store};
 
