@@ -27,9 +27,3 @@ FROM bench_checks k JOIN bench_results b ON b.uid = k.result_uid;
 DROP TABLE bench_checks;
 ALTER TABLE bench_checks_v23 RENAME TO bench_checks;
 
--- A result's uid is a hash of its run's uid and its key, and so as unique as the key
--- (run_id, model_index, template_index, prompt_index, repeat_index) that UNIQUE already
--- indexes. Its own index was written at a random place for every result: 33 MB for 400,000
--- results, read and written page by page; without it a cached run of that size stored its
--- results in half the time. Merges find a result by its run and key.
-DROP INDEX bench_results_by_uid;

@@ -20,6 +20,7 @@ pub mod llm;
 pub mod output;
 pub mod pairwise;
 pub mod prompt;
+pub mod rating;
 pub mod relevance;
 pub mod report;
 pub mod review;

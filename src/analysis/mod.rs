@@ -2,5 +2,6 @@
 //! pairing of two runs' items that diffs are built on. Each kind's own frames and summaries
 //! are in its folder. Nothing here reads SQL or prints.
 
+pub mod agreement;
 pub mod diff;
 pub mod stats;

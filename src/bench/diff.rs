@@ -7,8 +7,8 @@ use super::columns as c;
 use polars::prelude::*;
 
 use crate::analysis::diff::{
-    DiffCounts, DiffError, KindDiff, Layout, Pairing, SIGNIFICANCE, UNCHANGED, difference, either,
-    only_in, pair_by_key, plural, sides,
+    BASE_CALL_ID, DiffCounts, DiffError, KindDiff, Layout, NEW_CALL_ID, Pairing, SIGNIFICANCE,
+    UNCHANGED, difference, either, only_in, pair_by_key, plural, sides,
 };
 use crate::analysis::stats::McNemar;
 use crate::store::{BenchColumns, Outcome, Store};
@@ -60,6 +60,8 @@ struct Evaluation {
     /// Input plus output tokens.
     tokens: Option<i64>,
     cost_usd: Option<f64>,
+    /// The call that answered (its answer is read for `track diff --items`).
+    call_id: Option<i64>,
 }
 
 /// How an evaluation changed from the base run to the new one.
@@ -101,11 +103,17 @@ impl Change {
 
 /// The evaluations of loaded columns, in their order.
 fn evaluations(cols: BenchColumns) -> Vec<Evaluation> {
-    // Columns built by hand may lack templates: none.
-    let templates = if cols.template.len() == cols.len() {
+    let n = cols.len();
+    // Columns built by hand may lack templates and calls: none.
+    let templates = if cols.template.len() == n {
         cols.template
     } else {
-        vec![None; cols.len()]
+        vec![None; n]
+    };
+    let call_ids = if cols.call_id.len() == n {
+        cols.call_id
+    } else {
+        vec![None; n]
     };
     let tokens = cols
         .input_tokens
@@ -124,10 +132,14 @@ fn evaluations(cols: BenchColumns) -> Vec<Evaluation> {
         .zip(cols.latency_ms)
         .zip(cols.cost_usd)
         .zip(tokens)
+        .zip(call_ids)
         .map(
             |(
-                ((((((model, template), prompt), repeat), outcome), latency_ms), cost_usd),
-                tokens,
+                (
+                    ((((((model, template), prompt), repeat), outcome), latency_ms), cost_usd),
+                    tokens,
+                ),
+                call_id,
             )| Evaluation {
                 model,
                 template,
@@ -137,6 +149,7 @@ fn evaluations(cols: BenchColumns) -> Vec<Evaluation> {
                 latency_ms,
                 tokens,
                 cost_usd,
+                call_id,
             },
         )
         .collect()
@@ -448,6 +461,16 @@ fn items_frame(paired: &[Pairing<Evaluation>]) -> PolarsResult<DataFrame> {
             })
             .collect()
     };
+    let call_of = |side: usize| -> Vec<Option<i64>> {
+        paired
+            .iter()
+            .map(|p| {
+                let both = sides(p);
+                let e = if side == 0 { both.0 } else { both.1 };
+                e.and_then(|e| e.call_id)
+            })
+            .collect()
+    };
     let change: Vec<Option<&str>> = paired
         .iter()
         .map(|p| match p {
@@ -482,6 +505,8 @@ fn items_frame(paired: &[Pairing<Evaluation>]) -> PolarsResult<DataFrame> {
         int_column(c::BASE_TOKENS, as_int(base_tokens)),
         int_column(c::NEW_TOKENS, as_int(new_tokens)),
         int_column(c::DELTA_TOKENS, as_int(delta_tokens)),
+        int_column(BASE_CALL_ID, call_of(0)),
+        int_column(NEW_CALL_ID, call_of(1)),
     ])
 }
 

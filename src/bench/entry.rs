@@ -61,8 +61,8 @@ impl Kind for BenchKind {
     }
 }
 
-/// `track query --by model|template|prompt|case`.
-static GROUPINGS: [Grouping; 4] = [
+/// `track query --by model|template|prompt|case|result|human`.
+static GROUPINGS: [Grouping; 6] = [
     Grouping {
         name: "model",
         help: "Benchmarks, per model (all templates pooled): total time, cost, paid, tokens, \
@@ -91,6 +91,22 @@ static GROUPINGS: [Grouping; 4] = [
         flags: &[],
         summary: by_case,
     },
+    Grouping {
+        name: "result",
+        help: "Benchmarks, per result: its model, template, prompt, repeat, outcome, method, \
+               the current human rating beside it (human_verdict, human_score, human_comment, \
+               rater) and its uid, which `track rate` takes",
+        flags: &[],
+        summary: by_result,
+    },
+    Grouping {
+        name: "human",
+        help: "Benchmarks rated by people (`track rate`, `track view`): per automatic verdict \
+               (the results' outcome, and each check method or judge), the rated results, how \
+               many the person and it agree on, that share and Cohen's kappa",
+        flags: &[],
+        summary: by_human,
+    },
 ];
 
 fn by_model(store: &Store, runs: &[i64], _: &QueryOptions<'_>) -> anyhow::Result<DataFrame> {
@@ -109,6 +125,14 @@ fn by_case(store: &Store, runs: &[i64], options: &QueryOptions<'_>) -> anyhow::R
     let mut summary = by_prompt(store, runs, options)?;
     summary.rename(c::PROMPT, c::CASE.into())?;
     Ok(summary)
+}
+
+fn by_result(store: &Store, runs: &[i64], _: &QueryOptions<'_>) -> anyhow::Result<DataFrame> {
+    super::human::results_with_ratings(store, runs)
+}
+
+fn by_human(store: &Store, runs: &[i64], _: &QueryOptions<'_>) -> anyhow::Result<DataFrame> {
+    super::human::agreement_of_runs(store, runs)
 }
 
 /// The benchmark section, and the energy of its results for the header.

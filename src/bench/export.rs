@@ -1,5 +1,5 @@
 //! `track export csv` of benchmarks: `bench_results.csv` (one row per evaluation, with its
-//! template, score and run's status), `bench_by_model.csv` and `bench_by_prompt.csv` (the
+//! template, score, run's status, human rating and whole answer), `bench_by_model.csv` and `bench_by_prompt.csv` (the
 //! summaries of `track query`, with the selection's status), computed from stored results, and
 //! `bench_checks.csv` (one row per check of the results that have several) when there are any.
 
@@ -10,7 +10,8 @@ use polars::prelude::{Column, DataFrame, PolarsResult};
 
 use super::summary::BenchFrames;
 use crate::kinds::{ExportOptions, ExportRuns};
-use crate::output::write_csv_file;
+use crate::output::{write_csv_file, write_csv_file_in_slices};
+use crate::rating::{ANSWER, human_columns};
 use crate::store::{CheckExportRow, Store};
 
 /// Writes the benchmark CSV files of `runs` into `options.out` (`--out`, default `exports/`:
@@ -20,7 +21,15 @@ pub fn write_csv(
     runs: &ExportRuns<'_>,
     options: &ExportOptions,
 ) -> anyhow::Result<()> {
-    let mut frames = BenchFrames::from_columns(store.bench_columns(runs.ids, true)?)?;
+    let mut columns = store.bench_columns(runs.ids, true)?;
+    // Read again a slice at a time while writing: a run's answers are never all held.
+    let call_ids = std::mem::take(&mut columns.call_id);
+    let uids = std::mem::take(&mut columns.uid);
+    let ratings = store.current_ratings(runs.ids)?;
+    let mut frames = BenchFrames::from_columns(columns)?;
+    for column in human_columns(uids.iter().map(Option::as_deref), &ratings) {
+        frames.results.with_column(column)?;
+    }
     let per_row: Vec<&str> = frames
         .results
         .column(c::RUN_ID)?
@@ -46,8 +55,26 @@ pub fn write_csv(
     let out = &options.out;
     std::fs::create_dir_all(out)
         .with_context(|| format!("creating the export folder {}", out.display()))?;
+    let results = out.join("bench_results.csv");
+    write_csv_file_in_slices(&frames.results, &results, ANSWER_SLICE, |offset, most| {
+        // Answers until the slice holds ANSWER_SLICE_BYTES of them (one at least).
+        let (mut answers, mut bytes) = (Vec::new(), 0);
+        for id in &call_ids[offset..offset + most] {
+            let answer = match id {
+                Some(id) => store.answer_text(*id)?,
+                None => None,
+            };
+            bytes += answer.as_ref().map_or(0, String::len);
+            answers.push(answer);
+            if bytes >= ANSWER_SLICE_BYTES {
+                break;
+            }
+        }
+        Ok(vec![Column::new(ANSWER.into(), answers)])
+    })
+    .with_context(|| format!("writing {}", results.display()))?;
+    crate::output::say(results.display());
     let mut files = vec![
-        ("bench_results.csv", &frames.results),
         ("bench_by_model.csv", &frames.by_model),
         ("bench_by_prompt.csv", &frames.by_prompt),
     ];
@@ -61,6 +88,11 @@ pub fn write_csv(
     }
     Ok(())
 }
+
+/// The most results whose answers are held at once while `bench_results.csv` is written...
+const ANSWER_SLICE: usize = 4096;
+/// ...and the most bytes of answers, past which a slice ends (long answers).
+const ANSWER_SLICE_BYTES: usize = 4 << 20;
 
 /// `bench_checks.csv`: one row per check, with its result's key (run, model, template, case,
 /// repeat) and the check's index, method, expected value, status, score, weight and reason.

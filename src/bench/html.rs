@@ -9,6 +9,7 @@ use std::fmt::Write as _;
 
 use polars::prelude::*;
 
+use super::human;
 use super::summary::{
     Measures, SuccessColumn, latency_summary, model_summary, prompt_summary, success_columns,
     template_matrix, template_summary,
@@ -22,7 +23,7 @@ use crate::report::html::{
     TableOptions, counted, escape, frame_table, maybe_number, number, thousands, truncate,
 };
 use crate::report::{Energy, ReportError, Section};
-use crate::store::{FailureRow, Store};
+use crate::store::{FailureRow, RatedBenchResult, Store};
 
 /// Prompts the pass matrix and the per-prompt table show at most: a file of 50,000 prompts
 /// gets its hardest ones, and a note naming the command that prints all.
@@ -50,6 +51,8 @@ pub struct BenchSection {
     success_columns: Vec<SuccessColumn>,
     /// The first results that did not pass, each with the expected output stored with it.
     failures: Vec<FailureRow>,
+    /// The results people rated (`track rate`, `track view`), with what the checks said.
+    rated: Vec<RatedBenchResult>,
 }
 
 impl BenchSection {
@@ -69,7 +72,42 @@ impl BenchSection {
                 .transpose()?,
             success_columns: success_columns(&measures.labels),
             failures,
+            rated: store.rated_bench_results(runs)?,
         })
+    }
+
+    /// People's ratings beside the checks: how far they agree with each automatic verdict
+    /// (Cohen's kappa), and the rated results. Nothing when no one rated a result.
+    fn human_ratings(&self) -> Result<String, ReportError> {
+        if self.rated.is_empty() {
+            return Ok(String::new());
+        }
+        let mut out = String::from("<h3 id=\"bench-human\">Human ratings</h3>");
+        let _ = write!(
+            out,
+            "<p>{} rated by people (<code>track rate</code>, <code>track view</code>). Their \
+             pass or fail beside each automatic verdict: the share they agree on and Cohen's \
+             kappa (1: always agree, 0: no better than chance; none when both always say the \
+             same). <code>track query --by human</code> gives the same numbers.</p>",
+            counted(self.rated.len() as u64, "rating")
+        );
+        out.push_str(&frame_table(
+            &human::agreement_frame(&self.rated)?,
+            TableOptions {
+                id: "bench-agreement",
+                caption: "Agreement of people with each automatic verdict",
+                max_rows: 500,
+            },
+        ));
+        out.push_str(&frame_table(
+            &human::rated_frame(&self.rated)?,
+            TableOptions {
+                id: "bench-rated",
+                caption: "Rated results: the outcome beside the person's verdict",
+                max_rows: LISTED_FAILURES,
+            },
+        ));
+        Ok(out)
     }
 
     /// The energy of all results, with its range; `None` when none was estimated, or when a
@@ -698,7 +736,7 @@ impl BenchSection {
              {model}{template} · {prompt} · repeat {repeat}</summary><dl>{template_row}\
              <dt>Method</dt><dd>{method}</dd>{checks}\
              <dt>Expected</dt><dd><pre>{expected}</pre></dd><dt>Answer</dt><dd><pre>{answer}</pre></dd>\
-             <dt>Why</dt><dd>{why}</dd><dt>Run</dt><dd>{run}</dd></dl></details>",
+             <dt>Why</dt><dd>{why}</dd>{person}<dt>Run</dt><dd>{run}</dd></dl></details>",
             status = escape(f.status.as_str()),
             model = escape(&f.model_ref),
             template_row = f.template.as_deref().map_or_else(String::new, |t| format!(
@@ -712,6 +750,22 @@ impl BenchSection {
             expected = escape(&expected),
             answer = escape(&answer),
             why = escape(f.detail.as_deref().unwrap_or("–")),
+            person = f.rating.as_ref().map_or_else(String::new, |r| {
+                let said = [
+                    r.verdict.map(|v| v.as_str().to_owned()),
+                    r.score.map(|s| format!("{s}/5")),
+                    r.comment.clone(),
+                ]
+                .into_iter()
+                .flatten()
+                .collect::<Vec<_>>()
+                .join(" · ");
+                format!(
+                    "<dt>Person</dt><dd>{} ({})</dd>",
+                    escape(&said),
+                    escape(&r.rater)
+                )
+            }),
             run = f.run_id,
         )
     }
@@ -778,6 +832,7 @@ impl Section for BenchSection {
             self.latency_figure()?,
             self.tokens_figure()?,
             self.energy_figure()?,
+            self.human_ratings()?,
             self.failures_list()?,
         ]
         .concat())

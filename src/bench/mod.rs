@@ -14,6 +14,7 @@ pub mod entry;
 pub mod experiment;
 pub mod export;
 pub mod html;
+pub mod human;
 pub mod item;
 pub mod judge;
 pub mod spec;

@@ -7,7 +7,9 @@ use std::str::FromStr;
 use polars::prelude::{DataFrame, PolarsResult};
 
 use super::{Context, selection_status};
-use crate::analysis::diff::{DiffError, Layout, MIN_BOOTSTRAP_UNITS, RunDiff, UNCHANGED};
+use crate::analysis::diff::{
+    ANSWER_CHARS_SHOWN, DiffError, Layout, MIN_BOOTSTRAP_UNITS, RunDiff, UNCHANGED, with_answers,
+};
 use crate::experiment::ExperimentKind;
 use crate::kinds;
 use crate::output::{Columns, Format, fit_line, print_frame, render};
@@ -128,7 +130,10 @@ fn long_about() -> String {
          `significant_regression`: what a CI job reads next to the exit status;\n\n\
          - with --items, any format: one row per item of either run instead, with its key \
          columns, `change` ({changes}; empty, or null in JSON, when unpaired), `only_in` (base, \
-         new, or empty when paired) and both runs' values with their difference.\n\n\
+         new, or empty when paired) and both runs' values with their difference; where items \
+         are answers, the calls (`base_call_id`, `new_call_id`) and both runs' answers \
+         (`base_answer`, `new_answer`: whole in CSV and JSON, the first line of each cut to \
+         {ANSWER_CHARS_SHOWN} characters in a table).\n\n\
          Exit status, as diff(1)'s: 0, or 1 with --fail-on-regression and a significant \
          regression; 2 when the runs cannot be compared (a missing run, runs of different \
          kinds, no database), so a CI job can tell a regression from trouble."
@@ -164,7 +169,13 @@ fn compare(context: &Context, mut args: DiffArgs) -> anyhow::Result<ExitCode> {
     };
     selection_status(context, &store, &[diff.base_run, diff.new_run])?;
     if args.items {
-        print_frame(&diff.items, args.format, Columns::wide_if(args.wide))?;
+        // Each run's answer to each item: whole in CSV and JSON, its first line cut on a
+        // terminal, where a table of long answers would not fit.
+        let shown = (args.format == Format::Table).then_some(ANSWER_CHARS_SHOWN);
+        let items = with_answers::<anyhow::Error>(diff.items.clone(), shown, |call| {
+            Ok(store.answer_text(call)?)
+        })?;
+        print_frame(&items, args.format, Columns::wide_if(args.wide))?;
     } else if args.format == Format::Table {
         print_table(&diff, Columns::wide_if(args.wide))?;
     } else {

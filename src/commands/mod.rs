@@ -12,6 +12,7 @@ mod generate;
 mod merge;
 mod models;
 mod query;
+mod rate;
 mod relevance;
 mod report;
 mod review;
@@ -144,6 +145,7 @@ pub enum Command {
     Diff(diff::DiffArgs),
     Export(export::ExportArgs),
     Merge(merge::MergeArgs),
+    Rate(rate::RateArgs),
     Report(report::ReportArgs),
     Models(models::ModelsArgs),
     View(view::ViewArgs),
@@ -224,6 +226,7 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Diff(args) => diff::run(&context, args),
         Command::Export(args) => export::run(&context, args),
         Command::Merge(args) => merge::run(&context, args),
+        Command::Rate(args) => rate::run(&context, args),
         Command::Report(args) => report::run(&context, args),
         Command::Models(args) => models::run(&context, args),
         Command::View(args) => view::run(&context, args),

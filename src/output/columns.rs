@@ -65,6 +65,9 @@ const WIDE_ONLY: &[&str] = &[
     "win_rate_high",
     "strength_low",
     "strength_high",
+    // `track diff --items`: the calls behind each run's answer (the answers are shown).
+    "base_call_id",
+    "new_call_id",
 ];
 
 /// Short headers of compact tables, for columns whose full header is long.
@@ -133,7 +136,7 @@ pub(super) fn wrap(name: &str) -> Wrap {
         // `track runs` (a run without a file is named by its command line), `--errors`, the
         // dry run's plan, `track models`' key.
         "file" | "command" | "error" | "item" | "note" | "key" | "detail" | "justification"
-        | "invalid_reason" => Wrap::Spaces,
+        | "invalid_reason" | "base_answer" | "new_answer" => Wrap::Spaces,
         "models" => Wrap::Commas,
         _ => Wrap::Never,
     }

@@ -43,6 +43,46 @@ pub fn write_csv_file(df: &DataFrame, path: &Path) -> std::io::Result<()> {
     writer.flush()
 }
 
+/// Writes `df` as CSV to the file at `path` a slice at a time, each slice with the columns
+/// `more(offset, most_rows)` makes for it added last: columns too large to hold for every row
+/// at once (a run's answers) are only ever held for one slice. `more` decides how long the
+/// slice is (its columns' length: 1 to `most_rows`, `most_rows` at most `chunk_rows`), so that
+/// it can stop at a number of bytes.
+pub fn write_csv_file_in_slices(
+    df: &DataFrame,
+    path: &Path,
+    chunk_rows: usize,
+    mut more: impl FnMut(usize, usize) -> anyhow::Result<Vec<Column>>,
+) -> anyhow::Result<()> {
+    let file = std::fs::File::create(path)?;
+    let mut writer = std::io::BufWriter::new(file);
+    let chunk_rows = chunk_rows.max(1);
+    let mut offset = 0;
+    loop {
+        let most = chunk_rows.min(df.height() - offset);
+        let columns = more(offset, most)?;
+        let rows = match columns.first() {
+            Some(c) if (1..=most).contains(&c.len()) || most == 0 => c.len(),
+            Some(c) => anyhow::bail!("a slice of {} rows, not 1 to {most}", c.len()),
+            None => most,
+        };
+        let mut slice = df.slice(offset as i64, rows);
+        for column in columns {
+            slice.with_column(column)?;
+        }
+        let mut slice = without_float_noise(&slice)?;
+        CsvWriter::new(&mut writer)
+            .include_header(offset == 0)
+            .finish(&mut slice)?;
+        offset += rows;
+        if offset >= df.height() {
+            break;
+        }
+    }
+    writer.flush()?;
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -65,6 +105,34 @@ mod tests {
             Column::new("total_cost_usd".into(), [0.0123456789, 0.0]),
         ])
         .unwrap()
+    }
+
+    #[test]
+    fn a_frame_written_in_slices_is_the_frame_with_its_added_columns() {
+        let dir = tempfile::tempdir().unwrap();
+        let df = DataFrame::new_infer_height(vec![Column::new("n".into(), [1i64, 2, 3])]).unwrap();
+        let path = dir.path().join("x.csv");
+        let mut asked = Vec::new();
+        write_csv_file_in_slices(&df, &path, 2, |offset, rows| {
+            asked.push((offset, rows));
+            // The first slice stops at one row (as at a number of bytes).
+            let rows = if offset == 0 { 1 } else { rows };
+            let texts: Vec<String> = (offset..offset + rows).map(|i| format!("a,{i}")).collect();
+            Ok(vec![Column::new("answer".into(), texts)])
+        })
+        .unwrap();
+        assert_eq!(asked, [(0, 2), (1, 2)]);
+        assert_eq!(
+            std::fs::read_to_string(&path).unwrap(),
+            "n,answer\n1,\"a,0\"\n2,\"a,1\"\n3,\"a,2\"\n"
+        );
+        // No row: the header alone.
+        let empty = df.head(Some(0));
+        write_csv_file_in_slices(&empty, &path, 2, |_, rows| {
+            Ok(vec![Column::new("answer".into(), vec![""; rows])])
+        })
+        .unwrap();
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), "n,answer\n");
     }
 
     #[test]

@@ -19,7 +19,7 @@ mod table;
 pub(crate) use cell::format_value;
 pub use columns::Columns;
 pub(crate) use columns::header;
-pub use csv::{write_csv, write_csv_file};
+pub use csv::{write_csv, write_csv_file, write_csv_file_in_slices};
 pub use fit::fit_line;
 pub use format::{Format, print_frame};
 pub use json::{to_json, write_json_pretty};

@@ -22,6 +22,11 @@ pub const WINNER: &str = "winner";
 pub const JUSTIFICATION: &str = "justification";
 /// `call_id`.
 pub const CALL_ID: &str = "call_id";
+/// `answer_a`: candidate_a's whole answer to the item (empty when the candidates are not
+/// models, or it did not answer).
+pub const ANSWER_A: &str = "answer_a";
+/// `answer_b`.
+pub const ANSWER_B: &str = "answer_b";
 /// `candidate`.
 pub const CANDIDATE: &str = "candidate";
 /// `wins`.

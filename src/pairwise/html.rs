@@ -1,15 +1,22 @@
 //! The pairwise section of `track report`: a win-matrix heatmap (how often the row's candidate
 //! beat the column's, ties as half) and a dot plot of Bradley–Terry strengths with their
-//! bootstrap intervals, each with its numbers, drawn with `crate::report`'s primitives.
+//! bootstrap intervals, each with its numbers, drawn with `crate::report`'s primitives; and,
+//! when the candidates are models, what each answered to the first items (escaped).
 
 use polars::prelude::DataFrame;
 
 use super::stats::{Strength, Verdicts, ranks};
 use super::summary::{candidate_summary_with, judge_summary, pair_summary};
 use crate::report::charts::{DotChart, DotRow, Heatmap, Mark, Titles, dot_chart, figure, heatmap};
-use crate::report::html::{TableOptions, frame_table, maybe_number};
+use crate::report::html::{TableOptions, escape, frame_table, maybe_number, truncate};
 use crate::report::{ReportError, Section};
 use crate::store::Store;
+
+/// The items whose candidates' answers the section shows (the others are in `track export
+/// csv --kind pairwise`'s `answer_a` and `answer_b`).
+const ANSWERED_ITEMS: usize = 50;
+/// The characters of each answer shown.
+const ANSWER_CHARS: usize = 4000;
 
 /// The pairwise section of some runs.
 pub struct PairwiseSection {
@@ -18,6 +25,94 @@ pub struct PairwiseSection {
     candidates: DataFrame,
     pairs: DataFrame,
     judges: DataFrame,
+    /// The candidates' answers of the first [`ANSWERED_ITEMS`] items, and how many items the
+    /// candidates answered in all.
+    answers: Vec<ItemAnswers>,
+    answered_items: usize,
+}
+
+/// The candidates' answers to one item of a run (candidate models only).
+#[derive(Debug, Clone, PartialEq)]
+struct ItemAnswers {
+    run_id: i64,
+    item: String,
+    /// Each candidate and its answer (cut to [`ANSWER_CHARS`]), or why it has none.
+    answers: Vec<(String, Result<String, String>)>,
+}
+
+/// The candidates' answers of `runs`, item by item, the first [`ANSWERED_ITEMS`] items read;
+/// and how many items there are in all.
+fn load_answers(store: &Store, runs: &[i64]) -> Result<(Vec<ItemAnswers>, usize), ReportError> {
+    let rows = store.pairwise_answers(runs)?;
+    let mut items: Vec<(i64, &str)> = rows.iter().map(|r| (r.run_id, r.item.as_str())).collect();
+    items.sort_unstable();
+    items.dedup();
+    let total = items.len();
+    let mut out = Vec::new();
+    for &(run_id, item) in items.iter().take(ANSWERED_ITEMS) {
+        let mut answers = Vec::new();
+        for r in rows.iter().filter(|r| r.run_id == run_id && r.item == item) {
+            let answer = match (&r.error, r.call_id) {
+                (Some(error), _) => Err(error.clone()),
+                (None, Some(call)) => match store.answer_text(call)? {
+                    Some(text) => Ok(truncate(&text, ANSWER_CHARS)),
+                    None => Err("no answer stored".to_owned()),
+                },
+                (None, None) => Err("no answer stored".to_owned()),
+            };
+            answers.push((r.candidate.clone(), answer));
+        }
+        out.push(ItemAnswers {
+            run_id,
+            item: item.to_owned(),
+            answers,
+        });
+    }
+    Ok((out, total))
+}
+
+/// The candidates' answers as one collapsible block per item, every text escaped.
+fn answers_html(answers: &[ItemAnswers], total: usize) -> String {
+    if answers.is_empty() {
+        return String::new();
+    }
+    let mut out = format!(
+        "<h3 id=\"pairwise-answers\">Candidates' answers</h3><p class=\"note\">{}</p>",
+        escape(&if total > answers.len() {
+            format!(
+                "The first {} of {total} items; every answer is in `track export csv --kind \
+                 pairwise` (answer_a, answer_b).",
+                answers.len()
+            )
+        } else {
+            "What each candidate answered, item by item.".to_owned()
+        })
+    );
+    for item in answers {
+        let rows: String = item
+            .answers
+            .iter()
+            .map(|(candidate, answer)| match answer {
+                Ok(text) => format!(
+                    "<dt>{}</dt><dd><pre>{}</pre></dd>",
+                    escape(candidate),
+                    escape(text)
+                ),
+                Err(why) => format!(
+                    "<dt>{}</dt><dd>(no answer: {})</dd>",
+                    escape(candidate),
+                    escape(why)
+                ),
+            })
+            .collect();
+        out.push_str(&format!(
+            "<details class=\"answers\"><summary>{item} · run {run}</summary><dl>{rows}</dl>\
+             </details>",
+            item = escape(&item.item),
+            run = item.run_id,
+        ));
+    }
+    out
 }
 
 impl PairwiseSection {
@@ -25,7 +120,10 @@ impl PairwiseSection {
     pub fn load(store: &Store, runs: &[i64]) -> Result<Self, ReportError> {
         let verdicts = Verdicts::from_rows(&store.pairwise_verdicts(runs)?);
         let strengths = verdicts.strengths();
+        let (answers, answered_items) = load_answers(store, runs)?;
         Ok(Self {
+            answers,
+            answered_items,
             candidates: candidate_summary_with(&verdicts, &strengths)?,
             pairs: pair_summary(&verdicts)?,
             judges: judge_summary(&verdicts)?,
@@ -194,6 +292,7 @@ impl Section for PairwiseSection {
             &table(&self.candidates, "pairwise-candidates", "Per candidate"),
         ));
         out.push_str(&table(&self.judges, "pairwise-judges", "Per judge"));
+        out.push_str(&answers_html(&self.answers, self.answered_items));
         Ok(out)
     }
 }
@@ -216,12 +315,42 @@ mod tests {
         let verdicts = Verdicts::from_rows(rows);
         let strengths = verdicts.strengths();
         PairwiseSection {
+            answers: Vec::new(),
+            answered_items: 0,
             candidates: candidate_summary_with(&verdicts, &strengths).unwrap(),
             pairs: pair_summary(&verdicts).unwrap(),
             judges: judge_summary(&verdicts).unwrap(),
             verdicts,
             strengths,
         }
+    }
+
+    #[test]
+    fn answers_are_escaped_and_a_missing_one_says_why() {
+        let answers = [ItemAnswers {
+            run_id: 3,
+            item: "p<1>".into(),
+            answers: vec![
+                (
+                    "x".into(),
+                    Ok("<script>alert(1)</script> & <img onerror=x>".into()),
+                ),
+                ("y".into(), Err("HTTP 500".into())),
+            ],
+        }];
+        let html = answers_html(&answers, 1);
+        assert!(
+            !html.contains("<script>") && !html.contains("<img"),
+            "{html}"
+        );
+        assert!(
+            html.contains("&lt;script&gt;alert(1)&lt;/script&gt; &amp; &lt;img onerror=x&gt;"),
+            "{html}"
+        );
+        assert!(html.contains("p&lt;1&gt; · run 3"), "{html}");
+        assert!(html.contains("(no answer: HTTP 500)"), "{html}");
+        assert!(answers_html(&answers, 80).contains("The first 1 of 80 items"));
+        assert_eq!(answers_html(&[], 0), "");
     }
 
     #[test]

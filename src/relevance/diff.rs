@@ -10,8 +10,8 @@ use polars::prelude::*;
 use super::columns as cols;
 use super::metrics::{Class, ClassMetrics, Metric};
 use crate::analysis::diff::{
-    DiffCounts, DiffError, KindDiff, Layout, MIN_BOOTSTRAP_UNITS, Pairing, UNCHANGED, difference,
-    either, only_in, pair_by_key, plural, sides,
+    BASE_CALL_ID, DiffCounts, DiffError, KindDiff, Layout, MIN_BOOTSTRAP_UNITS, NEW_CALL_ID,
+    Pairing, UNCHANGED, difference, either, only_in, pair_by_key, plural, sides,
 };
 use crate::analysis::stats::{BOOTSTRAP, BootstrapInterval, paired_bootstrap};
 use crate::store::{PredictionRow, Store, Variant};
@@ -344,6 +344,16 @@ fn items_frame(paired: &[Pairing<PredictionRow>]) -> PolarsResult<DataFrame> {
             })
             .collect()
     };
+    // The call that answered (one answer holds every predicate of an image).
+    let call = |side: usize| -> Vec<Option<i64>> {
+        paired
+            .iter()
+            .map(|p| {
+                let (b, n) = sides(p);
+                if side == 0 { b } else { n }.and_then(|r| r.call_id)
+            })
+            .collect()
+    };
     DataFrame::new_infer_height(vec![
         Column::new(
             cols::IMAGE.into(),
@@ -387,6 +397,8 @@ fn items_frame(paired: &[Pairing<PredictionRow>]) -> PolarsResult<DataFrame> {
         ),
         Column::new(cols::BASE_SCORE.into(), score(0)),
         Column::new(cols::NEW_SCORE.into(), score(1)),
+        Column::new(BASE_CALL_ID.into(), call(0)),
+        Column::new(NEW_CALL_ID.into(), call(1)),
     ])
 }
 

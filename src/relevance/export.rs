@@ -2,7 +2,8 @@
 //! `comparison_summary.csv` with exactly `variant,class,precision,recall,f1,tp,fp,tn,fn,total_samples`,
 //! and beyond it `comparison_by_predicate.csv`, `comparison_statistics.csv` and
 //! `comparison_thresholds.csv`. A run writes them when it ends (`console`); `track export csv
-//! --kind relevance` writes them of any runs, with `relevance_predictions.csv`.
+//! --kind relevance` writes them of any runs, with `relevance_predictions.csv` (each prediction
+//! with the model's whole answer).
 
 use std::path::Path;
 
@@ -12,6 +13,7 @@ use super::columns as cols;
 use super::metrics::{Class, ClassMetrics, VariantMetrics};
 use super::stats::measure_rows;
 use crate::kinds::{ExportOptions, ExportRuns};
+use crate::rating::{ANSWER, HUMAN_COLUMNS, human_fields};
 use crate::store::{Store, Variant};
 
 /// Writes the relevance CSV files of `runs` into `options.out` (`--out`, default
@@ -33,6 +35,11 @@ pub fn write_csv(
         write_statistics_csv(out, &rows)
             .with_context(|| format!("writing into {}", out.display()))?,
     );
+    let ratings = store.current_ratings_by_key(
+        runs.ids,
+        "relevance_predictions",
+        &["run_id", "image", "predicate", "variant", "trial"],
+    )?;
     let predictions = out.join("relevance_predictions.csv");
     let mut writer = csv::Writer::from_path(&predictions)
         .with_context(|| format!("writing {}", predictions.display()))?;
@@ -52,8 +59,21 @@ pub fn write_csv(
         cols::CACHE_HIT,
         cols::PROMPT_SHA256,
         cols::RUN_STATUS,
+        HUMAN_COLUMNS[0],
+        HUMAN_COLUMNS[1],
+        HUMAN_COLUMNS[2],
+        HUMAN_COLUMNS[3],
+        ANSWER,
     ])?;
     for r in &rows {
+        let key = [
+            r.run_id.to_string(),
+            r.image.clone(),
+            r.predicate.clone(),
+            r.variant.name().to_owned(),
+            r.trial.to_string(),
+        ];
+        let [verdict, score, comment, rater] = human_fields(ratings.get(&key[..]));
         writer.write_record([
             r.run_id.to_string(),
             r.model_ref.clone(),
@@ -74,6 +94,15 @@ pub fn write_csv(
                 .copied()
                 .unwrap_or("")
                 .to_owned(),
+            verdict,
+            score,
+            comment,
+            rater,
+            // Read a row at a time: a run's answers are never all held.
+            match r.call_id {
+                Some(call) => store.answer_text(call)?.unwrap_or_default(),
+                None => String::new(),
+            },
         ])?;
     }
     writer.flush()?;

@@ -40,7 +40,8 @@ impl Kind for ReviewKind {
         Some(ExportCsv {
             write: super::export::write_csv,
             files: "the specification's \
-                    <out>/<ReviewerProvider>_<ReviewerModel>/<Brand>_<Sensor>.csv",
+                    <out>/<ReviewerProvider>_<ReviewerModel>/<Brand>_<Sensor>.csv, and \
+                    <out>/review_answers.csv (each review with the reviewer's whole answer)",
             default_out: "results/reviews",
         })
     }

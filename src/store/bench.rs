@@ -205,6 +205,11 @@ pub struct BenchColumns {
     pub template: Vec<Option<String>>,
     /// The weighted score of the checks (`pass: {threshold}`), when the benchmark gives one.
     pub score: Vec<Option<f64>>,
+    /// The call that answered each result (`None`: none was stored). Columns built by hand
+    /// may leave it empty.
+    pub call_id: Vec<Option<i64>>,
+    /// Each result's uid (what ratings point at); filled only when loaded with detail.
+    pub uid: Vec<Option<String>>,
 }
 
 /// The names behind the model, prompt and template keys of [`MeasureRow`]s.
@@ -298,6 +303,8 @@ pub struct FailureRow {
     /// Every check of a result that has several (`bench_checks`), in the file's order; empty
     /// for a result with one check: `method`, `status` and `detail` are that check's.
     pub checks: Vec<CheckRow>,
+    /// Its current human rating, if someone rated it.
+    pub rating: Option<super::Rating>,
 }
 
 /// Names each run's model and prompt indices in `bench_labels` (once per run and index).
@@ -1011,7 +1018,7 @@ impl Store {
         let mut stmt = self.conn.prepare(
             "SELECT b.run_id, b.model_ref, b.prompt_name, b.repeat_index, b.method, b.status, b.detail,
                     substr(bl.content, 1, ?2), b.expected, b.template_index, b.model_index,
-                    b.prompt_index
+                    b.prompt_index, b.uid
              FROM bench_results b
                   LEFT JOIN calls c ON c.id = b.call_id
                   LEFT JOIN blobs bl ON bl.sha256 = c.response_sha256
@@ -1039,6 +1046,7 @@ impl Store {
                     }
                     _ => None,
                 };
+                let uid: Option<String> = r.get(12)?;
                 let key = ResultKey {
                     run_id,
                     model_index: r.get(10)?,
@@ -1058,6 +1066,10 @@ impl Store {
                     answer,
                     template: templates.get(r.get::<_, u32>(9)? as usize).cloned(),
                     checks: self.bench_checks_of(&key)?,
+                    rating: match &uid {
+                        Some(uid) => self.rating_for(uid)?,
+                        None => None,
+                    },
                 });
             }
         }
@@ -1162,14 +1174,15 @@ impl Store {
     pub fn bench_columns(&self, run_ids: &[i64], with_detail: bool) -> Result<BenchColumns> {
         let mut cols = BenchColumns::default();
         let detail_sql = if with_detail {
-            "method, detail, model_id, provider, tokens_estimated, energy_method, judge_score, judge_cost_usd"
+            "method, detail, model_id, provider, tokens_estimated, energy_method, judge_score, judge_cost_usd, uid"
         } else {
-            "NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL"
+            "NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL"
         };
         let sql = format!(
             "SELECT run_id, model_index, prompt_index, repeat_index, model_ref, prompt_name, status,
                     cache_hit, latency_ms, input_tokens, output_tokens, cost_usd, paid_usd,
-                    energy_wh, energy_wh_min, energy_wh_max, template_index, score, {detail_sql}
+                    energy_wh, energy_wh_min, energy_wh_max, template_index, score, call_id,
+                    {detail_sql}
              FROM bench_results WHERE run_id = ?1
              ORDER BY model_index, template_index, prompt_index, repeat_index"
         );
@@ -1201,15 +1214,17 @@ impl Store {
                 cols.template
                     .push(templates.get(template as usize).cloned());
                 cols.score.push(r.get(17)?);
+                cols.call_id.push(r.get(18)?);
                 if with_detail {
-                    cols.method.push(r.get(18)?);
-                    cols.detail.push(r.get(19)?);
-                    cols.model_id.push(r.get(20)?);
-                    cols.provider.push(r.get(21)?);
-                    cols.tokens_estimated.push(r.get(22)?);
-                    cols.energy_method.push(r.get(23)?);
-                    cols.judge_score.push(r.get(24)?);
-                    cols.judge_cost_usd.push(r.get(25)?);
+                    cols.method.push(r.get(19)?);
+                    cols.detail.push(r.get(20)?);
+                    cols.model_id.push(r.get(21)?);
+                    cols.provider.push(r.get(22)?);
+                    cols.tokens_estimated.push(r.get(23)?);
+                    cols.energy_method.push(r.get(24)?);
+                    cols.judge_score.push(r.get(25)?);
+                    cols.judge_cost_usd.push(r.get(26)?);
+                    cols.uid.push(r.get(27)?);
                 }
             }
         }
@@ -1218,7 +1233,7 @@ impl Store {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
     pub(crate) fn row(run_id: i64, model: u32, prompt: u32, outcome: Outcome) -> BenchResultRow {

@@ -186,6 +186,24 @@ impl Store {
             }))
     }
 
+    /// The answer of call `call_id`: its response text, whole; `None` when the call got none
+    /// (an error) or there is no such call.
+    pub fn answer_text(&self, call_id: i64) -> Result<Option<String>> {
+        use rusqlite::OptionalExtension as _;
+        let bytes: Option<Vec<u8>> = self
+            .conn
+            .prepare_cached(
+                "SELECT b.content FROM calls c JOIN blobs b ON b.sha256 = c.response_sha256
+                 WHERE c.id = ?1",
+            )?
+            .query_row([call_id], |r| r.get(0))
+            .optional()?;
+        Ok(bytes.map(|b| {
+            String::from_utf8(b)
+                .unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned())
+        }))
+    }
+
     /// How many calls (of any status) were recorded under `key`; for tests and diagnostics.
     pub fn call_count(&self, key: &str) -> Result<u64> {
         Ok(self

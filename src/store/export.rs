@@ -36,6 +36,7 @@ pub const RESULT_TABLES: &[ResultTable] = &[
     ResultTable::of_run("relevance_predictions"),
     ResultTable::of_run("pairwise_answers"),
     ResultTable::of_run("pairwise_verdicts"),
+    ResultTable::of_run("ratings"),
 ];
 
 /// The tables `track export parquet` leaves out, each with why; every table of the schema is
@@ -149,6 +150,13 @@ pub struct ExportColumn {
     /// As the table declares it (`INTEGER`, `TEXT`...).
     pub declared: String,
     pub affinity: Affinity,
+    /// `None`: the table's column of that name. `Some(sql)`: a column the export adds, read by
+    /// this expression over the row (aliased `t`): a call's request and answer texts, a
+    /// row's answer and human rating ([`derived_columns`]).
+    pub expr: Option<String>,
+    /// Whether `expr` reads `ratings`: a run no one rated reads NULL instead, four lookups
+    /// a row fewer.
+    pub from_ratings: bool,
 }
 
 impl ExportColumn {
@@ -166,8 +174,92 @@ impl ExportColumn {
             name: name.to_owned(),
             declared: declared.to_owned(),
             affinity,
+            expr: None,
+            from_ratings: false,
         }
     }
+
+    /// A column the export adds, of `affinity`, read by `expr` over the row `t`.
+    fn derived(name: &str, affinity: Affinity, expr: String) -> Self {
+        Self {
+            expr: Some(expr),
+            ..Self::new(name, affinity)
+        }
+    }
+
+    /// What the SELECT list reads for it: `t."name"`, or its expression (NULL for one that
+    /// reads ratings, of a run no one `rated`).
+    fn select(&self, rated: bool) -> String {
+        match &self.expr {
+            Some(_) if self.from_ratings && !rated => format!("NULL AS {}", quoted(&self.name)),
+            Some(expr) => format!("({expr}) AS {}", quoted(&self.name)),
+            None => format!("t.{}", quoted(&self.name)),
+        }
+    }
+}
+
+/// The text of the blob whose sha256 is `sha` (an SQL expression).
+fn blob_text(sha: &str) -> String {
+    format!("SELECT CAST(b.content AS TEXT) FROM blobs b WHERE b.sha256 = {sha}")
+}
+
+/// The columns the export adds to `table` after its own (`names` are its columns' names):
+/// - `calls`: `request` (the canonical request, as its cache key hashes it) and `answer` (the
+///   response), whole texts from the blob store;
+/// - a result table with a `call_id`: `answer`, the whole answer of that call (a model's, or
+///   the judge's for a verdict);
+/// - a table whose rows can be rated: `human_verdict`, `human_score`, `human_comment` and
+///   `rater` of its current rating (the newest), null where no one rated it.
+pub fn derived_columns(table: &str, names: &[String]) -> Vec<ExportColumn> {
+    use crate::rating::{ANSWER, HUMAN_COMMENT, HUMAN_SCORE, HUMAN_VERDICT, RATER};
+    let has = |name: &str| names.iter().any(|n| n == name);
+    let mut derived = Vec::new();
+    if table == "calls" {
+        derived.push(ExportColumn::derived(
+            "request",
+            Affinity::Text,
+            blob_text("t.cache_key"),
+        ));
+        derived.push(ExportColumn::derived(
+            ANSWER,
+            Affinity::Text,
+            blob_text("t.response_sha256"),
+        ));
+        return derived;
+    }
+    if !RESULT_TABLES.iter().any(|t| t.name == table) {
+        return derived;
+    }
+    if has("call_id") && !has(ANSWER) {
+        derived.push(ExportColumn::derived(
+            ANSWER,
+            Affinity::Text,
+            "SELECT CAST(b.content AS TEXT) FROM calls c JOIN blobs b \
+             ON b.sha256 = c.response_sha256 WHERE c.id = t.call_id"
+                .to_owned(),
+        ));
+    }
+    if has("uid") && super::RATED_TABLES.contains(&table) {
+        for (name, column, affinity) in [
+            (HUMAN_VERDICT, "verdict", Affinity::Text),
+            (HUMAN_SCORE, "score", Affinity::Integer),
+            (HUMAN_COMMENT, "comment", Affinity::Text),
+            (RATER, "rater", Affinity::Text),
+        ] {
+            derived.push(ExportColumn {
+                from_ratings: true,
+                ..ExportColumn::derived(
+                    name,
+                    affinity,
+                    format!(
+                        "SELECT r.{column} FROM ratings r WHERE r.result_uid = t.uid \
+                         ORDER BY r.id DESC LIMIT 1"
+                    ),
+                )
+            });
+        }
+    }
+    derived
 }
 
 /// Some rows of a table, column by column, in the order of the columns asked for.
@@ -342,8 +434,9 @@ impl Store {
         Ok(Snapshot { store: self })
     }
 
-    /// The columns of `table` as exported, in the table's order, and the names of those left
-    /// out (BLOB columns: bytes). `None` when the database has no such table.
+    /// The columns of `table` as exported, in the table's order then those the export adds
+    /// ([`derived_columns`]), and the names of those left out (BLOB columns: bytes). `None`
+    /// when the database has no such table.
     pub fn export_columns(&self, table: &str) -> Result<Option<(Vec<ExportColumn>, Vec<String>)>> {
         let mut stmt = self
             .conn
@@ -356,12 +449,17 @@ impl Store {
                     affinity: Affinity::of_declared(&declared),
                     name,
                     declared,
+                    expr: None,
+                    from_ratings: false,
                 })
             })?
             .collect::<rusqlite::Result<Vec<_>>>()?;
         if all.is_empty() {
             return Ok(None);
         }
+        let names: Vec<String> = all.iter().map(|c| c.name.clone()).collect();
+        let mut all = all;
+        all.extend(derived_columns(table, &names));
         let (kept, skipped): (Vec<_>, Vec<_>) =
             all.into_iter().partition(|c| c.affinity != Affinity::Blob);
         Ok(Some((kept, skipped.into_iter().map(|c| c.name).collect())))
@@ -458,9 +556,15 @@ impl Store {
             }
             .into());
         }
+        let rated = columns.iter().any(|c| c.from_ratings)
+            && self
+                .conn
+                .prepare_cached("SELECT EXISTS (SELECT 1 FROM ratings WHERE run_id = ?1)")
+                .and_then(|mut s| s.query_row([run_id], |r| r.get::<_, bool>(0)))
+                .map_err(StoreError::from)?;
         let list = columns
             .iter()
-            .map(|c| format!("t.{}", quoted(&c.name)))
+            .map(|c| c.select(rated))
             .collect::<Vec<_>>()
             .join(", ");
         let mut reader = BatchReader::new(source.table(), columns, batch_rows);
@@ -592,6 +696,24 @@ fn clusters(ids: &[i64]) -> Vec<(i64, i64)> {
     ranges
 }
 
+/// The most bytes of text a batch holds before it is handed on, however few its rows: the
+/// answers and requests of a run's calls can be long, and a batch of 65,536 of them would
+/// hold hundreds of MB.
+pub const BATCH_TEXT_BYTES: usize = 32 << 20;
+
+impl ColumnBatch {
+    /// The bytes of its text columns' values.
+    pub fn text_bytes(&self) -> usize {
+        self.columns
+            .iter()
+            .map(|c| match c {
+                ColumnValues::Text { bytes, .. } => bytes.len(),
+                _ => 0,
+            })
+            .sum()
+    }
+}
+
 /// Read rather than skipped: a new range costs about as much as reading this many rows.
 const CLUSTER_GAP: i64 = 32;
 
@@ -645,7 +767,7 @@ impl<'a> BatchReader<'a> {
         }
         self.batch.rows += 1;
         self.total += 1;
-        if self.batch.rows == self.batch_rows {
+        if self.batch.rows == self.batch_rows || self.batch.text_bytes() >= BATCH_TEXT_BYTES {
             let full =
                 std::mem::replace(&mut self.batch, Self::empty(self.columns, self.batch_rows));
             sink(full)?;
@@ -840,6 +962,159 @@ mod tests {
             })
             .unwrap();
         assert_eq!(none, 0);
+    }
+
+    #[test]
+    fn the_export_adds_answers_requests_and_the_current_human_rating() {
+        use crate::store::{NewRating, Outcome, Verdict};
+        let mut store = Store::open_in_memory().unwrap();
+        let run = store.create_run("bench", None, None, "{}").unwrap();
+        let unrated = store.create_run("bench", None, None, "{}").unwrap();
+        let call = store
+            .insert_answered("k1", "the whole answer\nof two lines")
+            .id;
+        let mut rows = vec![
+            crate::store::bench::tests::row(run, 0, 0, Outcome::Passed),
+            crate::store::bench::tests::row(run, 0, 1, Outcome::Failed),
+            crate::store::bench::tests::row(unrated, 0, 0, Outcome::Passed),
+        ];
+        rows[0].call_id = Some(call);
+        rows[2].call_id = Some(call);
+        store.insert_bench_results(&rows).unwrap();
+        let uid: String = store
+            .conn
+            .query_row(
+                "SELECT uid FROM bench_results WHERE run_id = ?1 AND prompt_index = 0",
+                [run],
+                |r| r.get(0),
+            )
+            .unwrap();
+        for verdict in [Verdict::Fail, Verdict::Pass] {
+            store
+                .add_rating(&NewRating {
+                    run_id: run,
+                    result_uid: uid.clone(),
+                    verdict: Some(verdict),
+                    score: Some(4),
+                    comment: None,
+                    rater: "ann".into(),
+                })
+                .unwrap();
+        }
+        let (columns, _) = store.export_columns("bench_results").unwrap().unwrap();
+        let names: Vec<&str> = columns.iter().map(|c| c.name.as_str()).collect();
+        assert_eq!(
+            names[names.len() - 5..],
+            [
+                "answer",
+                "human_verdict",
+                "human_score",
+                "human_comment",
+                "rater"
+            ]
+        );
+        let wanted: Vec<ExportColumn> = columns
+            .into_iter()
+            .filter(|c| ["answer", "human_verdict", "human_score"].contains(&c.name.as_str()))
+            .collect();
+        let read = |run_id: i64| {
+            let mut batches = Vec::new();
+            store
+                .export_rows::<StoreError>(
+                    RowSource::Results(RESULT_TABLES[0]),
+                    run_id,
+                    &wanted,
+                    10,
+                    &mut CallRefs::new(10),
+                    |b| {
+                        batches.push(b);
+                        Ok(())
+                    },
+                )
+                .unwrap();
+            batches.remove(0).columns
+        };
+        let text = |bytes: &[u8]| String::from_utf8(bytes.to_vec()).unwrap();
+        let rated = read(run);
+        let ColumnValues::Text { bytes, present, .. } = &rated[0] else {
+            panic!("{rated:?}")
+        };
+        assert_eq!(text(bytes), "the whole answer\nof two lines");
+        assert_eq!(present, &[true, false], "the second result has no call");
+        let ColumnValues::Text { bytes, present, .. } = &rated[1] else {
+            panic!("{rated:?}")
+        };
+        assert_eq!(
+            (text(bytes), present.clone()),
+            ("pass".to_owned(), vec![true, false])
+        );
+        assert_eq!(
+            rated[2],
+            ColumnValues::Integer {
+                values: vec![4],
+                present: vec![true, false]
+            }
+        );
+        // A run no one rated: its answer, and no rating.
+        let other = read(unrated);
+        assert!(matches!(&other[0], ColumnValues::Text { present, .. } if present == &[true]));
+        assert!(matches!(&other[1], ColumnValues::Text { present, .. } if present == &[false]));
+
+        // The calls: their request and answer.
+        let (calls, _) = store.export_columns("calls").unwrap().unwrap();
+        let texts: Vec<ExportColumn> = calls
+            .into_iter()
+            .filter(|c| c.name == "request" || c.name == "answer")
+            .collect();
+        let mut refs = CallRefs::new(10);
+        store
+            .export_rows::<StoreError>(
+                RowSource::Results(RESULT_TABLES[0]),
+                run,
+                &wanted,
+                10,
+                &mut refs,
+                |_| Ok(()),
+            )
+            .unwrap();
+        let mut got = Vec::new();
+        store
+            .export_rows::<StoreError>(RowSource::Calls, run, &texts, 10, &mut refs, |b| {
+                got.push(b);
+                Ok(())
+            })
+            .unwrap();
+        let ColumnValues::Text { bytes, ends, .. } = &got[0].columns[0] else {
+            panic!()
+        };
+        assert_eq!(text(&bytes[..ends[0]]), "{}", "the request as stored");
+        let ColumnValues::Text { bytes, .. } = &got[0].columns[1] else {
+            panic!()
+        };
+        assert_eq!(text(bytes), "the whole answer\nof two lines");
+    }
+
+    #[test]
+    fn a_batch_is_handed_on_when_its_texts_are_large() {
+        let columns = [ExportColumn::new("t", Affinity::Text)];
+        let store = Store::open_in_memory().unwrap();
+        let big = "x".repeat(BATCH_TEXT_BYTES / 2 + 1);
+        let mut stmt = store
+            .conn
+            .prepare("SELECT ?1 UNION ALL SELECT ?1 UNION ALL SELECT ?1")
+            .unwrap();
+        let mut rows = stmt.query([&big]).unwrap();
+        let mut reader = BatchReader::new("t", &columns, 1000);
+        let mut sizes = Vec::new();
+        let mut sink = |b: ColumnBatch| -> Result<()> {
+            sizes.push(b.rows);
+            Ok(())
+        };
+        while let Some(row) = rows.next().unwrap() {
+            reader.push(row, 0, &mut sink).unwrap();
+        }
+        reader.finish(&mut sink).unwrap();
+        assert_eq!(sizes, [2, 1], "two halves and more reach the cap");
     }
 
     #[test]

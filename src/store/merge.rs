@@ -674,7 +674,7 @@ fn copy_rows(tx: &Connection) -> rusqlite::Result<()> {
     // A datasheet written by another tool has no run.
     let generated = "WHERE s.run_id IS NULL OR (s.run_id IN (SELECT src FROM temp.run_map)
                      AND s.run_id NOT IN (SELECT id FROM temp.skip_runs))";
-    let pair = [run, call];
+    let pair = [run.clone(), call];
     tx.execute_batch(&copy_sql(tx, "generated_datasheets", &pair, generated)?)?;
     for table in [
         "reviews",
@@ -685,6 +685,13 @@ fn copy_rows(tx: &Connection) -> rusqlite::Result<()> {
     ] {
         tx.execute_batch(&copy_sql(tx, table, &pair, of_runs)?)?;
     }
+    // Human ratings, by uid: each copied once, whatever the merges.
+    tx.execute_batch(&copy_sql(
+        tx,
+        "ratings",
+        std::slice::from_ref(&run),
+        of_runs,
+    )?)?;
     build_map(tx, "review_map", "reviews", "uid")?;
     let review = ("review_id", remap("review_map", "review_id"));
     let reviewed = "WHERE s.review_id IN (SELECT src FROM temp.review_map)";

@@ -15,6 +15,7 @@ mod ids;
 mod merge;
 mod pacing;
 mod pairwise;
+mod ratings;
 mod relevance;
 mod review;
 mod runs;
@@ -32,7 +33,7 @@ pub use batches::{
 };
 pub use bench::{
     BenchColumns, BenchResultRow, CheckExportRow, CheckRow, FailureRow, Labels, MeasureRow,
-    NO_TEMPLATE, Outcome, UnusableVerdictRow,
+    NO_TEMPLATE, Outcome, ResultKey, UnusableVerdictRow,
 };
 pub use calls::{NewCall, StoredCall};
 pub use claims::Claim;
@@ -45,6 +46,7 @@ pub use ids::{Part, merged_run_uid, new_run_uid, uid};
 pub use merge::{InputAdded, MergeError, MergeReport, PlanMerged, merge};
 pub use pacing::{BucketRow, PacingRow};
 pub use pairwise::{AnswerRow, Shown, UnknownPairwise, VerdictRow, Winner};
+pub use ratings::{NewRating, RATED_TABLES, RatedBenchResult, Rating, RatingError, Verdict};
 pub use relevance::{PredictionRow, UnknownVariant, Variant};
 pub use review::{
     NewGenerated, ParseStatus, ReviewColumns, ReviewNotes, ReviewRow, ScoreColumns, ScoreRow,
@@ -130,6 +132,9 @@ pub enum StoreError {
     /// A run selector named no run.
     #[error("no run matches `{0}`; `track runs` lists them")]
     NoSuchRun(String),
+    /// A rating that cannot be stored, and why.
+    #[error(transparent)]
+    Rating(ratings::RatingError),
 }
 
 /// Result alias of the store.

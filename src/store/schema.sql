@@ -270,6 +270,7 @@ CREATE TABLE "bench_results" (
     score            REAL,                  -- the weighted score of the checks, 0-1, when asked
     UNIQUE (run_id, model_index, template_index, prompt_index, repeat_index)
 );
+CREATE UNIQUE INDEX bench_results_by_uid ON bench_results (uid);
 CREATE TABLE "bench_labels" (
     run_id INTEGER NOT NULL REFERENCES runs (id) ON DELETE CASCADE,
     kind   TEXT NOT NULL CHECK (kind IN ('model', 'prompt', 'template')),
@@ -283,6 +284,21 @@ CREATE TABLE dataset_files (
     sha256     TEXT NOT NULL REFERENCES blobs (sha256),
     fetched_at TEXT NOT NULL
 ) WITHOUT ROWID;
+CREATE TABLE ratings (
+    id         INTEGER PRIMARY KEY,
+    run_id     INTEGER NOT NULL REFERENCES runs (id) ON DELETE CASCADE,
+    result_uid TEXT NOT NULL,
+    kind       TEXT,
+    verdict    TEXT CHECK (verdict IN ('pass', 'fail')),
+    score      INTEGER CHECK (score BETWEEN 1 AND 5),
+    comment    TEXT,
+    rater      TEXT NOT NULL,
+    created_at TEXT NOT NULL,
+    uid        TEXT
+);
+CREATE INDEX ratings_by_result ON ratings (result_uid, rater, id);
+CREATE INDEX ratings_by_run ON ratings (run_id);
+CREATE UNIQUE INDEX ratings_by_uid ON ratings (uid);
 CREATE INDEX bench_results_by_case ON bench_results (run_id, prompt_index, status, template_index)
     WHERE template_index >= 0;
 CREATE INDEX bench_results_by_status ON bench_results (run_id, status, prompt_index, template_index)

@@ -4,6 +4,7 @@
 mod support;
 mod terminal;
 
+mod answers;
 mod batch_cli;
 mod batch_client;
 mod batch_mock_selftest;
@@ -23,6 +24,7 @@ mod mock_selftest;
 mod pacing;
 mod pairwise;
 mod parquet;
+mod ratings;
 mod recipes;
 mod relevance;
 mod report;

@@ -149,6 +149,31 @@ fn candidate_models_are_judged_in_both_orders_with_inconsistency_and_invalid_cou
         text(&dry.stdout)
     );
 
+    // A person overrules one verdict (issue 30): the export shows it beside the judge's.
+    let (uid, judge, shown): (String, String, String) = s
+        .db()
+        .query_row(
+            "SELECT uid, judge, shown_order FROM pairwise_verdicts WHERE run_id = 1 ORDER BY id
+             LIMIT 1",
+            [],
+            |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
+        )
+        .unwrap();
+    let rated = s
+        .track()
+        .args([
+            "rate",
+            "1",
+            &uid,
+            "--fail",
+            "--comment",
+            "wrong winner",
+            "--rater",
+            "ann",
+        ])
+        .output()
+        .unwrap();
+    assert!(rated.status.success(), "{}", text(&rated.stderr));
     // Exports: verdicts with the winner as a name, and the summary.
     let out = s
         .track()
@@ -171,10 +196,46 @@ fn candidate_models_are_judged_in_both_orders_with_inconsistency_and_invalid_cou
             "order",
             "winner",
             "justification",
-            "call_id"
+            "call_id",
+            "human_verdict",
+            "human_score",
+            "human_comment",
+            "rater",
+            "answer",
+            "answer_a",
+            "answer_b"
         ]
     );
+    let overruled: Vec<&Vec<String>> = verdicts[1..].iter().filter(|v| v[10] == "fail").collect();
+    assert_eq!(overruled.len(), 1, "one verdict rated");
+    assert_eq!(
+        (
+            &overruled[0][1],
+            &overruled[0][6],
+            &overruled[0][12],
+            &overruled[0][13]
+        ),
+        (
+            &judge,
+            &shown,
+            &"wrong winner".to_owned(),
+            &"ann".to_owned()
+        )
+    );
     assert_eq!(verdicts.len(), 1 + 24);
+    // Each verdict has the judge's whole answer, and the two candidates' (issue 30).
+    for v in &verdicts[1..] {
+        let answer_of = |candidate: &str| match candidate {
+            "openai:gpt-4o" => "ANS-GOOD",
+            "anthropic:sonnet 3.5" => "ANS-MID",
+            _ => "ANS-BAD",
+        };
+        assert_eq!(v[15], answer_of(&v[3]), "{v:?}");
+        assert_eq!(v[16], answer_of(&v[4]), "{v:?}");
+        if v[1] == "openai:gpt-4o-mini" {
+            assert!(v[14].contains(r#""justification""#), "{v:?}");
+        }
+    }
     let winners: Vec<&str> = verdicts[1..].iter().map(|r| r[7].as_str()).collect();
     assert!(winners.contains(&"openai:gpt-4o") && winners.contains(&"invalid"));
     let summary = csv_rows(&s.path("exp/pairwise_summary.csv"));
@@ -203,6 +264,15 @@ fn candidate_models_are_judged_in_both_orders_with_inconsistency_and_invalid_cou
     assert!(report.status.success(), "{}", text(&report.stderr));
     let html = std::fs::read_to_string(s.path("r.html")).unwrap();
     assert!(html.contains("pairwise-win-matrix") && html.contains("pairwise-strengths"));
+    // And what each candidate answered (issue 30).
+    let answers = &html[html.find("id=\"pairwise-answers\"").expect("the answers")..];
+    for answer in ["ANS-GOOD", "ANS-MID", "ANS-BAD"] {
+        assert_eq!(
+            answers.matches(&format!("<pre>{answer}</pre>")).count(),
+            2,
+            "{answer} for each of the two prompts"
+        );
+    }
 }
 
 #[test]

@@ -120,9 +120,20 @@ fn export_parquet_writes_hive_partitions_a_manifest_and_adds_to_an_earlier_expor
         assert_eq!(part["run_id"], run);
         let (rows, columns) = read_back(&lake.join(&path));
         assert_eq!(rows, 9);
-        // Every column of the table, whatever migrations added (V14's `expected`).
+        // Every column of the table, whatever migrations added (V14's `expected`), then the
+        // answer and the human rating the export adds (issue 30).
         let table_columns = s.count("SELECT count(*) FROM pragma_table_info('bench_results')");
-        assert_eq!(columns.len() as i64, table_columns, "{columns:?}");
+        assert_eq!(columns.len() as i64, table_columns + 5, "{columns:?}");
+        assert_eq!(
+            columns[columns.len() - 5..],
+            [
+                "answer",
+                "human_verdict",
+                "human_score",
+                "human_comment",
+                "rater"
+            ]
+        );
         assert!(columns.iter().any(|c| c == "expected"));
     }
     // Each run's calls: those its rows reference, once each.

@@ -214,6 +214,20 @@ fn compare_scores_both_variants_and_writes_the_specifications_outputs() {
         3 * 2 * 2,
         "3 predicate types x 2 variants x 2 classes"
     );
+    // A person rates one prediction (issue 30): the export shows it.
+    let uid: String = s
+        .db()
+        .query_row(
+            "SELECT uid FROM relevance_predictions WHERE run_id = 2 AND image = 'state_0000'
+             AND predicate = 'clear(blue:block)' AND variant = 'WITH'",
+            [],
+            |r| r.get(0),
+        )
+        .unwrap();
+    s.track()
+        .args(["rate", "2", &uid, "--pass", "--score", "5", "--rater", "bo"])
+        .assert()
+        .success();
     s.track()
         .args(["export", "csv", "--kind", "relevance", "--out", "exported"])
         .assert()
@@ -222,9 +236,26 @@ fn compare_scores_both_variants_and_writes_the_specifications_outputs() {
         std::fs::read_to_string(s.path("exported/comparison_summary.csv")).unwrap(),
         std::fs::read_to_string(s.path("out/comparison_summary.csv")).unwrap()
     );
-    let predictions =
-        std::fs::read_to_string(s.path("exported/relevance_predictions.csv")).unwrap();
-    assert_eq!(predictions.lines().count(), 1 + 16);
+    let rows = crate::answers::csv_rows(&s.path("exported/relevance_predictions.csv"));
+    assert_eq!(rows.len(), 16);
+    // Each prediction has the model's whole answer (issue 30).
+    for row in &rows {
+        let expected = if row["variant"] == "with_uncertain" {
+            WITH_REPLY
+        } else {
+            WITHOUT_REPLY
+        };
+        assert_eq!(row["answer"], expected, "{row:?}");
+        let rated = row["image"] == "state_0000"
+            && row["predicate"] == "clear(blue:block)"
+            && row["variant"] == "with_uncertain";
+        let human = (row["human_verdict"].as_str(), row["human_score"].as_str());
+        assert_eq!(
+            human,
+            if rated { ("pass", "5") } else { ("", "") },
+            "{row:?}"
+        );
+    }
     let runs = s
         .track()
         .args(["runs", "--format", "csv"])

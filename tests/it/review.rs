@@ -228,6 +228,31 @@ fn reviews_land_in_the_database_and_the_specifications_csv() {
         std::fs::read(s.path("results/reviews/openai_gpt-4o-mini/Bosch_BME280.csv")).unwrap(),
         before
     );
+    // Beside them, every review with the reviewer's whole answer (issue 30).
+    let answers = crate::answers::csv_rows(&s.path("results/reviews/review_answers.csv"));
+    assert_eq!(answers.len(), 8, "the 4 reviews of each of the 2 runs");
+    for row in &answers {
+        if row["call_id"].is_empty() {
+            // Skipped (no official datasheet): no call, no answer.
+            assert_eq!(row["answer"], "", "{row:?}");
+            continue;
+        }
+        let stored: String = s
+            .db()
+            .query_row(
+                "SELECT CAST(b.content AS TEXT) FROM calls c JOIN blobs b
+                 ON b.sha256 = c.response_sha256 WHERE c.id = ?1",
+                [row["call_id"].parse::<i64>().unwrap()],
+                |r| r.get(0),
+            )
+            .unwrap();
+        assert_eq!(row["answer"], stored, "{row:?}");
+    }
+    let bosch = answers
+        .iter()
+        .find(|r| r["sensor"] == "BME280" && r["generator_provider"] == "openai")
+        .unwrap();
+    assert!(bosch["answer"].contains("mostly"), "{bosch:?}");
 }
 
 /// Regression: an unparsable review counted among its run's errors (`track runs`) but was

@@ -33,6 +33,68 @@ pub const UNCHANGED: &str = "unchanged";
 /// The column of every kind's item frame that names the only run an item is in (`base` or
 /// `new`, see [`only_in`]); null for a shared item.
 pub const ONLY_IN: &str = "only_in";
+/// The columns of an item frame that name the call behind the item in each run (null where
+/// the run has no such item, or no call): what `track diff --items` reads the answers by.
+pub const BASE_CALL_ID: &str = "base_call_id";
+/// As [`BASE_CALL_ID`], of the new run.
+pub const NEW_CALL_ID: &str = "new_call_id";
+/// The answers `track diff --items` adds to an item frame with call ids: each run's whole
+/// answer to the item.
+pub const BASE_ANSWER: &str = "base_answer";
+/// As [`BASE_ANSWER`], of the new run.
+pub const NEW_ANSWER: &str = "new_answer";
+/// The most characters of an answer a terminal table of items shows (first line only).
+pub const ANSWER_CHARS_SHOWN: usize = 40;
+
+/// `items` with [`BASE_ANSWER`] and [`NEW_ANSWER`] after each of its call id columns' ids
+/// turned into answers by `answer` (whole; or, with `shown`, the first line cut to that many
+/// characters). A frame without call ids (a kind whose items have no call) is returned as is.
+pub fn with_answers<E>(
+    mut items: DataFrame,
+    shown: Option<usize>,
+    mut answer: impl FnMut(i64) -> Result<Option<String>, E>,
+) -> Result<DataFrame, E>
+where
+    E: From<PolarsError>,
+{
+    for (ids, name) in [(BASE_CALL_ID, BASE_ANSWER), (NEW_CALL_ID, NEW_ANSWER)] {
+        let Ok(column) = items.column(ids) else {
+            continue;
+        };
+        let ids: Vec<Option<i64>> = column.as_materialized_series().i64()?.iter().collect();
+        let mut answers: Vec<Option<String>> = Vec::with_capacity(ids.len());
+        for id in ids {
+            let text = match id {
+                Some(id) => answer(id)?,
+                None => None,
+            };
+            answers.push(text.map(|t| match shown {
+                Some(chars) => shortened(&t, chars),
+                None => t,
+            }));
+        }
+        items.with_column(Column::new(name.into(), answers))?;
+    }
+    Ok(items)
+}
+
+/// The first non-empty line of `text`, cut to `chars` characters with `…` (and `…` after it
+/// when more lines follow): an answer as a table cell.
+pub fn shortened(text: &str, chars: usize) -> String {
+    let mut lines = text.lines().map(str::trim).filter(|l| !l.is_empty());
+    let first = lines.next().unwrap_or("");
+    let more = lines.next().is_some();
+    let count = first.chars().count();
+    if count > chars {
+        let cut: String = first.chars().take(chars.saturating_sub(1)).collect();
+        format!("{}…", cut.trim_end())
+    } else if more {
+        format!("{first} …")
+    } else {
+        first.to_owned()
+    }
+}
+
 /// The rank [`RunDiff::changes`] sorts by, dropped before it returns.
 const RANK: &str = "_rank";
 
@@ -404,6 +466,51 @@ pub fn mean(values: impl IntoIterator<Item = f64>) -> Option<f64> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_answer_in_a_table_is_its_first_line_cut_with_an_ellipsis() {
+        assert_eq!(shortened("short", 10), "short");
+        assert_eq!(shortened("\n  two\nlines", 10), "two …");
+        assert_eq!(shortened("abcdefghijkl", 6), "abcde…");
+        assert_eq!(shortened("", 6), "");
+        // Characters, not bytes.
+        assert_eq!(shortened("ééééé", 3), "éé…");
+    }
+
+    #[test]
+    fn answers_are_added_after_the_call_ids_whole_or_cut() {
+        let items = DataFrame::new_infer_height(vec![
+            Column::new(BASE_CALL_ID.into(), [Some(1i64), None]),
+            Column::new(NEW_CALL_ID.into(), [Some(2i64), Some(3)]),
+        ])
+        .unwrap();
+        let answer = |id: i64| -> Result<Option<String>, PolarsError> {
+            Ok((id != 3).then(|| format!("answer {id}\nmore")))
+        };
+        let whole = with_answers(items.clone(), None, answer).unwrap();
+        let texts = |df: &DataFrame, name: &str| -> Vec<Option<String>> {
+            df.column(name)
+                .unwrap()
+                .str()
+                .unwrap()
+                .iter()
+                .map(|v| v.map(str::to_owned))
+                .collect()
+        };
+        assert_eq!(
+            texts(&whole, BASE_ANSWER),
+            [Some("answer 1\nmore".to_owned()), None]
+        );
+        assert_eq!(
+            texts(&whole, NEW_ANSWER),
+            [Some("answer 2\nmore".to_owned()), None]
+        );
+        let cut = with_answers(items, Some(20), answer).unwrap();
+        assert_eq!(texts(&cut, BASE_ANSWER)[0].as_deref(), Some("answer 1 …"));
+        // A frame without call ids is left as it is.
+        let none = DataFrame::new_infer_height(vec![Column::new("x".into(), [1i64])]).unwrap();
+        assert_eq!(with_answers(none.clone(), None, answer).unwrap(), none);
+    }
 
     #[test]
     fn pairing_keeps_order_and_lists_every_unpaired_item() {
