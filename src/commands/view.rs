@@ -24,10 +24,18 @@ pub struct ViewArgs {
     /// Open the viewer in the default browser.
     #[arg(long)]
     open: bool,
+    /// Who the ratings given in the viewer are by [default: $USER].
+    #[arg(long, env = "TRACK_RATER", value_name = "NAME")]
+    rater: Option<String>,
 }
 
 pub fn run(context: &Context, args: ViewArgs) -> anyhow::Result<ExitCode> {
-    let options = ViewOptions::new(&args.host, args.port, args.token, args.open)?;
+    let rater = args
+        .rater
+        .or_else(|| std::env::var("USER").ok())
+        .filter(|r| !r.trim().is_empty())
+        .unwrap_or_else(|| "viewer".to_owned());
+    let options = ViewOptions::new(&args.host, args.port, args.token, args.open, &rater)?;
     let store = context.open_existing_store()?;
     serve(store, &context.db, options)?;
     Ok(ExitCode::SUCCESS)

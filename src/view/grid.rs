@@ -12,7 +12,7 @@ use super::format;
 use super::layout::{page_of_run, pager, run_heading};
 use super::params::{FILTERS, GridParams, ORDERS, PAGE_SIZE, page_count, page_value};
 use super::server::{App, ViewError};
-use crate::store::{GridCell, GridColumn, GridCount, Outcome, ResultFilter, RunInfo};
+use crate::store::{GridCell, GridColumn, GridCount, Outcome, Rating, ResultFilter, RunInfo};
 
 /// What the grid page shows, read in one go.
 struct Grid {
@@ -22,6 +22,8 @@ struct Grid {
     count: GridCount,
     cases: Vec<i64>,
     cells: Vec<GridCell>,
+    /// The current human rating of the page's rated results, by uid.
+    rated: HashMap<String, Rating>,
 }
 
 /// `/runs/{run}`.
@@ -45,6 +47,8 @@ pub async fn grid(
             let count = store.grid_count(run_id, &query)?;
             let cases = store.grid_cases(run_id, &query, PAGE_SIZE, offset)?;
             let cells = store.grid_cells(run_id, &query, &cases)?;
+            let uids: Vec<String> = cells.iter().filter_map(|c| c.uid.clone()).collect();
+            let rated = super::ratings::current(store, &uids)?;
             Ok(Grid {
                 run,
                 columns: store.grid_columns(run_id)?,
@@ -52,10 +56,11 @@ pub async fn grid(
                 count,
                 cases,
                 cells,
+                rated,
             })
         })
         .await?;
-    let body = render(&grid, &params, number);
+    let body = render(&grid, &params, number, &app.rater);
     let title = format!("Run {run_id}");
     Ok(Html(
         page_of_run(&app, &title, body, Some(&grid.run)).into_string(),
@@ -63,7 +68,7 @@ pub async fn grid(
 }
 
 /// The grid's page body.
-fn render(grid: &Grid, params: &GridParams, number: u64) -> Markup {
+fn render(grid: &Grid, params: &GridParams, number: u64, app_rater: &str) -> Markup {
     let run_id = grid.run.id;
     let active_filter = match params.query().map(|q| q.filter) {
         Ok(ResultFilter::Check(_)) => "check",
@@ -128,6 +133,7 @@ fn render(grid: &Grid, params: &GridParams, number: u64) -> Markup {
                 })) { (label) }
             }
         }
+        p.keys { "Keys: j/k move between results, Enter opens one, p/f mark it pass/fail, 1-5 score it (rated by " (app_rater) ")." }
         p.count {
             span #result-count { (grid.count.results) } " results in "
             span #case-count { (grid.count.cases) } " cases"
@@ -159,7 +165,7 @@ fn render(grid: &Grid, params: &GridParams, number: u64) -> Markup {
                             td {
                                 @if let Some(cells) = by_cell.get(&(*case, column.model_index, column.template_index)) {
                                     @for cell in cells {
-                                        (cell_link(run_id, cell))
+                                        (cell_link(run_id, cell, cell.uid.as_ref().and_then(|u| grid.rated.get(u))))
                                     }
                                 }
                             }
@@ -176,7 +182,7 @@ fn render(grid: &Grid, params: &GridParams, number: u64) -> Markup {
 }
 
 /// One result in a cell: its outcome's mark and latency, a link to its transcript.
-fn cell_link(run_id: i64, cell: &GridCell) -> Markup {
+fn cell_link(run_id: i64, cell: &GridCell, rating: Option<&Rating>) -> Markup {
     let mark = match cell.outcome {
         Outcome::Passed => "✓",
         Outcome::Failed => "✗",
@@ -190,6 +196,9 @@ fn cell_link(run_id: i64, cell: &GridCell) -> Markup {
                 cell.outcome, cell.repeat_index, format::latency(cell.latency_ms),
                 format::count(cell.tokens), format::usd(cell.cost_usd))) {
             (mark) " " (format::latency(cell.latency_ms))
+            @if let Some(rating) = rating {
+                span.rated title=(format!("rated by {}", rating.rater)) { (super::ratings::mark(rating)) }
+            }
         }
     }
 }

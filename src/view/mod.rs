@@ -26,6 +26,7 @@ mod kinds;
 mod layout;
 mod live;
 mod params;
+mod ratings;
 mod runs;
 mod security;
 mod server;
@@ -49,12 +50,20 @@ pub struct ViewOptions {
     pub token: Option<String>,
     /// Open the default browser at the viewer's address.
     pub open: bool,
+    /// Who the ratings given in this viewer are by.
+    pub rater: String,
 }
 
 impl ViewOptions {
     /// The options of `--host HOST --port PORT [--token] [--open]`: a host that is not a
     /// loopback address needs a token.
-    pub fn new(host: &str, port: u16, token: Option<String>, open: bool) -> anyhow::Result<Self> {
+    pub fn new(
+        host: &str,
+        port: u16,
+        token: Option<String>,
+        open: bool,
+        rater: &str,
+    ) -> anyhow::Result<Self> {
         let ip: IpAddr = if host.eq_ignore_ascii_case("localhost") {
             IpAddr::from([127, 0, 0, 1])
         } else {
@@ -81,10 +90,15 @@ impl ViewOptions {
                 "--token must be at least 8 characters without spaces (a random one: `openssl rand -hex 16`)"
             );
         }
+        let rater = rater.trim();
+        if rater.is_empty() {
+            anyhow::bail!("--rater needs a name: who the ratings given in the viewer are by");
+        }
         Ok(Self {
             address: SocketAddr::new(ip, port),
             token,
             open,
+            rater: rater.to_owned(),
         })
     }
 }

@@ -22,11 +22,9 @@ pub const CONTENT_SECURITY_POLICY: &str = "default-src 'self'; script-src 'self'
 pub const TOKEN_COOKIE: &str = "track_view_token";
 
 /// The form field (and header) that carries the CSRF token of a write.
-#[allow(dead_code, reason = "ratings, the viewer's one write, use it")]
 pub const CSRF_FIELD: &str = "csrf";
 
 /// The header a script's write carries the CSRF token in.
-#[allow(dead_code, reason = "ratings, the viewer's one write, use it")]
 pub const CSRF_HEADER: &str = "x-csrf-token";
 
 /// Whether `given` is `secret`, in a time that does not tell how much of it matched.
@@ -163,7 +161,6 @@ fn with_headers(mut response: Response) -> Response {
 
 /// Whether a write's request came from this viewer's own page: its CSRF token (form field or
 /// header) is the server's (`csrf`), and its Origin, when sent, is the Host it was sent to.
-#[allow(dead_code, reason = "ratings, the viewer's one write, use it")]
 pub fn write_allowed(csrf: &str, headers: &HeaderMap, form_token: Option<&str>) -> bool {
     let token = form_token.or_else(|| headers.get(CSRF_HEADER).and_then(|v| v.to_str().ok()));
     let token_ok = token.is_some_and(|t| same_secret(t, csrf));

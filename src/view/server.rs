@@ -26,6 +26,8 @@ pub struct App {
     /// Becomes true when the server is asked to stop: live streams end then, or the server
     /// would wait for the runs they follow.
     pub stopping: tokio::sync::watch::Receiver<bool>,
+    /// Who the ratings given here are by.
+    pub rater: String,
 }
 
 impl App {
@@ -45,7 +47,6 @@ impl App {
     }
 
     /// Runs `write` on the store on a blocking thread.
-    #[allow(dead_code, reason = "the ratings' writes use it")]
     pub async fn write<T: Send + 'static>(
         self: &Arc<Self>,
         write: impl FnOnce(&mut Store) -> crate::store::Result<T> + Send + 'static,
@@ -119,6 +120,10 @@ fn router(app: Arc<App>) -> Router {
         )
         .route("/blobs/{sha}", get(super::kinds::image))
         .route("/diff", get(super::diff::diff))
+        .route(
+            "/runs/{run}/ratings",
+            axum::routing::post(super::ratings::rate),
+        )
         .route("/events", get(super::live::events))
         .route("/assets/{file}", get(super::assets::file))
         .fallback(|| async { ViewError::NotFound("No page at this address.".into()) })
@@ -151,13 +156,15 @@ pub async fn run(store: Store, db: &Path, mut options: ViewOptions) -> anyhow::R
         open_browser(&url);
     }
     let (stop, stopping) = tokio::sync::watch::channel(false);
+    let rater = options.rater.clone();
     let app = Arc::new(App {
         store: Mutex::new(store),
         options,
         csrf: super::security::random_secret(),
         db: db.display().to_string(),
-        ratings: false,
+        ratings: true,
         stopping,
+        rater,
     });
     axum::serve(listener, router(app))
         .with_graceful_shutdown(async move {

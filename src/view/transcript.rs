@@ -19,9 +19,15 @@ pub async fn result(
     State(app): State<Arc<App>>,
     Path((run_id, result_id)): Path<(i64, i64)>,
 ) -> Result<Html<String>, ViewError> {
-    let transcript = app
-        .read(move |store| store.transcript(run_id, result_id))
-        .await?
+    let (transcript, rating) = app
+        .read(move |store| {
+            let transcript = store.transcript(run_id, result_id)?;
+            let uid = transcript.as_ref().and_then(|t| t.cell.uid.clone());
+            let rating = uid.map(|u| store.rating_for(&u)).transpose()?.flatten();
+            Ok((transcript, rating))
+        })
+        .await?;
+    let transcript = transcript
         .ok_or_else(|| ViewError::NotFound(format!("Run {run_id} has no result {result_id}.")))?;
     let t = &transcript;
     let cell = &t.cell;
@@ -38,7 +44,6 @@ pub async fn result(
             span.outcome.(cell.outcome.as_str()) { (cell.outcome) }
             " " (cell.prompt_name) " · " (t.model_ref)
         }
-        div.rating data-uid=[cell.uid.as_deref()] {}
         (measures(t))
         @match &t.call {
             Some(call) => {
@@ -53,6 +58,9 @@ pub async fn result(
             }
         }
         (checks(t))
+        @if let Some(uid) = &cell.uid {
+            (super::ratings::form(&app, run_id, uid, &format!("/runs/{run_id}/results/{result_id}"), rating.as_ref()))
+        }
         @if t.judge.is_some() || t.judge_score.is_some() {
             h2 { "Judge" }
             dl.facts {

@@ -885,3 +885,174 @@ fn stopped_while_a_page_follows_a_live_run_the_viewer_ends_at_once() {
     );
     s.mock.release();
 }
+
+/// POSTs the form `fields` to `url` with `headers`; the status.
+fn post(url: &str, fields: &[(&str, &str)], headers: &[(&str, &str)]) -> u16 {
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    runtime.block_on(async {
+        let client = reqwest::Client::builder()
+            .redirect(reqwest::redirect::Policy::none())
+            .build()
+            .unwrap();
+        let body = serde_urlencoded::to_string(fields).unwrap();
+        let mut request = client
+            .post(url)
+            .header("content-type", "application/x-www-form-urlencoded")
+            .body(body);
+        for (name, value) in headers {
+            request = request.header(*name, *value);
+        }
+        request.send().await.expect("post").status().as_u16()
+    })
+}
+
+/// The value of the `<meta name="csrf-token">` of a page.
+fn csrf_of(body: &str) -> String {
+    let start = body
+        .find("name=\"csrf-token\" content=\"")
+        .expect("a CSRF token")
+        + 27;
+    body[start..].split('"').next().unwrap().to_owned()
+}
+
+#[test]
+fn ratings_need_the_page_s_csrf_token_and_are_kept_and_exported() {
+    let s = Sandbox::new();
+    add_bench(&s);
+    let viewer = start_viewer(&s, &["--rater", "ada"]);
+    let run: i64 = s.count("SELECT max(id) FROM runs");
+    let (id, uid): (i64, String) = s
+        .db()
+        .query_row(
+            "SELECT id, uid FROM bench_results WHERE prompt_name = 'magic' ORDER BY id LIMIT 1",
+            [],
+            |r| Ok((r.get(0)?, r.get(1)?)),
+        )
+        .unwrap();
+    let url = format!("{}/runs/{run}/ratings", viewer.base);
+    // Without the token, or with another, nothing is stored.
+    assert_eq!(
+        post(&url, &[("result", &uid), ("verdict", "pass")], &[]),
+        403
+    );
+    assert_eq!(
+        post(
+            &url,
+            &[
+                ("result", &uid),
+                ("verdict", "pass"),
+                ("csrf", "0123456789abcdef0123456789abcdef")
+            ],
+            &[]
+        ),
+        403
+    );
+    assert_eq!(s.count("SELECT count(*) FROM ratings"), 0);
+    let page = get(&format!("{}/runs/{run}", viewer.base), &[]);
+    assert!(page.body.contains("data-ratings=\"true\""));
+    let csrf = csrf_of(&page.body);
+    // From another site's page (its Origin), even with the token: refused.
+    assert_eq!(
+        post(
+            &url,
+            &[("result", &uid), ("verdict", "pass"), ("csrf", &csrf)],
+            &[("origin", "http://evil.example")]
+        ),
+        403
+    );
+    // The form of the transcript: a redirect back to it.
+    let back = format!("/runs/{run}/results/{id}");
+    assert_eq!(
+        post(
+            &url,
+            &[
+                ("result", &uid),
+                ("verdict", "pass"),
+                ("score", "4"),
+                ("comment", "<b>fine</b>"),
+                ("csrf", &csrf),
+                ("back", &back)
+            ],
+            &[]
+        ),
+        303
+    );
+    // The keys' script: the token in a header, 204.
+    let (_, other_uid): (i64, String) = s
+        .db()
+        .query_row(
+            "SELECT id, uid FROM bench_results WHERE prompt_name = 'sum' ORDER BY id LIMIT 1",
+            [],
+            |r| Ok((r.get(0)?, r.get(1)?)),
+        )
+        .unwrap();
+    assert_eq!(
+        post(
+            &url,
+            &[("result", &other_uid), ("verdict", "fail")],
+            &[("x-csrf-token", &csrf)]
+        ),
+        204
+    );
+    // A bad score is refused, naming it.
+    assert_eq!(
+        post(
+            &url,
+            &[("result", &uid), ("score", "9"), ("csrf", &csrf)],
+            &[]
+        ),
+        400
+    );
+    assert_eq!(s.count("SELECT count(*) FROM ratings"), 2);
+    // Reloaded: the transcript shows it (the comment as text), the grid marks both.
+    let transcript = get(&format!("{}{back}", viewer.base), &[]);
+    assert!(transcript.body.contains("by ada"), "{}", transcript.body);
+    assert!(transcript.body.contains("&lt;b&gt;fine&lt;/b&gt;"));
+    let grid = get(&format!("{}/runs/{run}", viewer.base), &[]);
+    assert_eq!(
+        grid.body.matches("class=\"rated\"").count(),
+        2,
+        "{}",
+        grid.body
+    );
+    // And the export carries it.
+    s.track()
+        .args(["export", "csv", "--out", "out", "-q"])
+        .assert()
+        .success();
+    let csv = std::fs::read_to_string(s.path("out/bench_results.csv")).unwrap();
+    assert!(csv.contains("ada"), "{csv}");
+}
+
+#[test]
+#[ignore = "needs chromium and chromium-driver (bash .ci/browser.sh install): run with --include-ignored (README)"]
+fn in_a_real_browser_three_results_are_rated_with_the_keyboard_and_kept() {
+    let s = Sandbox::new();
+    add_bench(&s);
+    let viewer = start_viewer(&s, &["--rater", "grace"]);
+    let run: i64 = s.count("SELECT max(id) FROM runs");
+    let browser = Browser::start();
+    // Rate three results with the keys: j p (pass), j f (fail), j 3 (score 3).
+    browser.go(&format!("{}/runs/{run}", viewer.base));
+    browser.keys("jpjfj3");
+    crate::support::wait_for("three ratings stored", || {
+        s.count("SELECT count(*) FROM ratings") == 3
+    });
+    // Reloaded, they are kept; the export carries them.
+    browser.go(&format!("{}/runs/{run}", viewer.base));
+    let marks = browser.script(
+        "return Array.from(document.querySelectorAll('a.cell .rated')).map(e => e.textContent).join(',')",
+    );
+    assert_eq!(marks, "P,F,3");
+    assert!(!browser.alert_open());
+    s.track()
+        .args(["export", "csv", "--out", "out", "-q"])
+        .assert()
+        .success();
+    let csv = std::fs::read_to_string(s.path("out/bench_results.csv")).unwrap();
+    assert_eq!(csv.matches("grace").count(), 3, "{csv}");
+}
