@@ -58,6 +58,14 @@ mod tests {
     use super::*;
 
     #[test]
+    fn counts_have_thousands_separators_and_their_noun() {
+        assert_eq!(thousands(1_000_000), "1,000,000");
+        assert_eq!(thousands(999), "999");
+        assert_eq!(counted(50_000, "prompt"), "50,000 prompts");
+        assert_eq!(counted(1, "reply"), "1 reply");
+    }
+
+    #[test]
     fn dollars_drop_trailing_zeros() {
         assert_eq!(dollars(0.0), "$0");
         assert_eq!(dollars(0.0125), "$0.0125");

@@ -192,10 +192,6 @@ mod tests {
         assert_eq!(number("success_pct", 66.666), "66.7");
         assert_eq!(number("total_cost_usd", 0.1), "0.100000");
         assert_eq!(maybe_number("success_pct", None), "–");
-        assert_eq!(thousands(1_000_000), "1,000,000");
-        assert_eq!(thousands(999), "999");
-        assert_eq!(counted(50_000, "prompt"), "50,000 prompts");
-        assert_eq!(counted(1, "reply"), "1 reply");
         assert_eq!(truncate("abcdef", 3), "abc…");
         assert_eq!(truncate("abc", 3), "abc");
     }
