@@ -500,10 +500,10 @@ fn events(url: &str, on_first: impl FnOnce()) -> Vec<(String, String)> {
     })
 }
 
-#[test]
-fn a_running_run_s_progress_is_followed_live_to_its_end() {
+/// A benchmark run started in `s` and held by the mock at its first call (the mock answers
+/// `4`); returns it and its run id.
+fn held_run(s: &Sandbox) -> (crate::support::Running, i64) {
     use crate::support::mock::Hold;
-    let s = Sandbox::new();
     s.mock.add_rule(Rule::reply("", "4"));
     s.write(
         "bench.yaml",
@@ -512,7 +512,13 @@ fn a_running_run_s_progress_is_followed_live_to_its_end() {
     s.mock.hold(Hold::From(1));
     let run = s.start(&["run", "bench.yaml", "-q"]);
     s.mock.wait_held(1);
-    let id = s.count("SELECT max(id) FROM runs");
+    (run, s.count("SELECT max(id) FROM runs"))
+}
+
+#[test]
+fn a_running_run_s_progress_is_followed_live_to_its_end() {
+    let s = Sandbox::new();
+    let (run, id) = held_run(&s);
     let viewer = start_viewer(&s, &[]);
     // The run's page says it is going, and will reload when it ends.
     let page = get(&format!("{}/runs/{id}", viewer.base), &[]);
@@ -807,17 +813,8 @@ fn in_a_real_browser_results_are_filtered_searched_and_opened() {
 #[test]
 #[ignore = "needs chromium and chromium-driver (bash .ci/browser.sh install): run with --include-ignored (README)"]
 fn in_a_real_browser_a_live_run_reaches_completion_and_the_token_is_asked_for() {
-    use crate::support::mock::Hold;
     let s = Sandbox::new();
-    s.mock.add_rule(Rule::reply("", "4"));
-    s.write(
-        "bench.yaml",
-        &bench_yaml(&MODELS, &[("sum", "What is 2+2?", "4", "exact")]),
-    );
-    s.mock.hold(Hold::From(1));
-    let running = s.start(&["run", "bench.yaml", "-q"]);
-    s.mock.wait_held(1);
-    let id = s.count("SELECT max(id) FROM runs");
+    let (running, id) = held_run(&s);
     let token = "browser-token-1234";
     let viewer = start_viewer(&s, &["--host", "0.0.0.0", "--token", token]);
     let port = viewer.base.rsplit(':').next().unwrap().to_owned();
@@ -851,17 +848,8 @@ fn in_a_real_browser_a_live_run_reaches_completion_and_the_token_is_asked_for() 
 
 #[test]
 fn stopped_while_a_page_follows_a_live_run_the_viewer_ends_at_once() {
-    use crate::support::mock::Hold;
     let s = Sandbox::new();
-    s.mock.add_rule(Rule::reply("", "4"));
-    s.write(
-        "bench.yaml",
-        &bench_yaml(&MODELS, &[("sum", "What is 2+2?", "4", "exact")]),
-    );
-    s.mock.hold(Hold::From(1));
-    let _run = s.start(&["run", "bench.yaml", "-q"]);
-    s.mock.wait_held(1);
-    let id = s.count("SELECT max(id) FROM runs");
+    let (_run, id) = held_run(&s);
     let mut viewer = start_viewer(&s, &[]);
     let pid = viewer.child.id().to_string();
     // The stream is open (its first event came) when the viewer is told to stop.
