@@ -252,11 +252,8 @@ impl BenchSpec {
         text: &str,
         options: &crate::cases::LoadOptions,
     ) -> Result<Self, SpecError> {
-        let invalid = |line: Option<u64>, message: String| SpecError::Invalid {
-            path: path.to_path_buf(),
-            line,
-            message,
-        };
+        let at = Where { path, text };
+        let invalid = |line: Option<u64>, message: String| at.invalid(line, message);
         let raw: RawBench =
             serde_saphyr::from_str_with_options(text, parse_options()).map_err(|e| {
                 SpecError::Yaml(
@@ -264,22 +261,8 @@ impl BenchSpec {
                         .unwrap_or_else(|| crate::yaml::describe(path, text, &e)),
                 )
             })?;
-        let _ = (&raw.description, &raw.kind);
-        if let Some(kind) = raw.kind.as_deref().filter(|k| {
-            k.parse::<crate::experiment::ExperimentKind>()
-                != Ok(crate::experiment::ExperimentKind::Bench)
-        }) {
-            return Err(invalid(
-                None,
-                format!("`kind: {kind}` is not a benchmark (use kind: bench)"),
-            ));
-        }
-        if raw.models.is_empty() {
-            return Err(invalid(
-                None,
-                "`models:` is empty; list at least one <provider>:<name>".into(),
-            ));
-        }
+        let _ = &raw.description;
+        check_kind_and_models(&at, &raw)?;
         let defaults = SamplingParams {
             temperature: raw.temperature,
             top_p: raw.top_p,
@@ -291,161 +274,36 @@ impl BenchSpec {
             Some(parent) if !parent.as_os_str().is_empty() => parent.to_path_buf(),
             _ => PathBuf::from("."),
         };
-        let line = |steps: &[crate::yaml::Step<'_>]| crate::yaml::line_at(text, steps);
+        let line = |steps: &[crate::yaml::Step<'_>]| at.line(steps);
         use crate::yaml::Step;
         let context = ParseContext {
             base_dir: &base,
             default_judge: raw.judge.as_deref(),
             inline_test: false,
         };
-        let mut checks = Vec::new();
-        for (i, check) in raw.checks.iter().flatten().enumerate() {
-            checks.push(CheckSpec::parse(check, &context).map_err(|e| {
-                invalid(
-                    line(&[Step::Key("checks"), Step::Item(i)]),
-                    format!("check {}: {e}", i + 1),
-                )
-            })?);
-        }
+        let checks = raw
+            .checks
+            .iter()
+            .flatten()
+            .enumerate()
+            .map(|(i, check)| {
+                CheckSpec::parse(check, &context).map_err(|e| {
+                    invalid(
+                        line(&[Step::Key("checks"), Step::Item(i)]),
+                        format!("check {}: {e}", i + 1),
+                    )
+                })
+            })
+            .collect::<Result<Vec<_>, _>>()?;
         let pass = PassRule::parse(raw.pass.as_ref())
             .map_err(|e| invalid(line(&[Step::Key("pass")]), e))?;
-        let mut templates = Vec::new();
-        let mut inputs = Vec::new();
-        let mut notes = Vec::new();
-        let mut loaded_line = None;
-        let prompts = match (raw.prompts, raw.cases) {
-            (Some(_), Some(_)) => {
-                return Err(invalid(
-                    line(&[Step::Key("cases")]),
-                    "the file has both `prompts:` (tests written one by one) and `cases:`; \
-                     keep one"
-                        .into(),
-                ));
-            }
-            (None, None) => {
-                return Err(invalid(
-                    None,
-                    "the file has no tests: list them under `prompts:`, or read cases with \
-                     `cases: {from: FILE}` and `templates:`"
-                        .into(),
-                ));
-            }
-            (Some(items), None) => {
-                if raw.templates.is_some() {
-                    return Err(invalid(
-                        line(&[Step::Key("templates")]),
-                        "`templates:` go with `cases:`; tests under `prompts:` carry their \
-                         own prompt"
-                            .into(),
-                    ));
-                }
-                if items.is_empty() {
-                    return Err(invalid(
-                        None,
-                        "`prompts:` is empty; add at least one test".into(),
-                    ));
-                }
-                let mut prompts = Vec::with_capacity(items.len());
-                let mut names = HashSet::new();
-                for (index, item) in items.into_iter().enumerate() {
-                    let test = prompt_test(index, item, &raw.system, &defaults, &context, &checks)
-                        .map_err(|e| invalid(e.line(text, "prompts", index), e.message))?;
-                    if !names.insert(test.name.clone()) {
-                        return Err(invalid(
-                            line_of(text, Item::Prompt(index)),
-                            format!(
-                                "two prompts are named `{}`; names must be unique",
-                                test.name
-                            ),
-                        ));
-                    }
-                    prompts.push(test);
-                }
-                prompts
-            }
-            (None, Some(cases)) => {
-                templates = super::cases::parse_templates(raw.templates.unwrap_or_default(), &base)
-                    .map_err(|(i, e)| invalid(line(&[Step::Key("templates"), Step::Item(i)]), e))?;
-                for t in &mut templates {
-                    if let Some(system) = &raw.system {
-                        t.system
-                            .get_or_insert_with(|| crate::cases::Template::parse(system));
-                    }
-                    t.shared_system = t
-                        .system
-                        .as_ref()
-                        .filter(|s| s.is_literal())
-                        .and_then(|s| s.render(&crate::cases::Values::new()).ok())
-                        .map(Arc::from);
-                }
-                let loaded = load_cases(path, text, &base, cases, options)?;
-                // Every name a template or a check uses must be a column.
-                let unknown = super::cases::unknown_names(&loaded.columns, &templates, &checks);
-                if let Some((who, name)) = unknown.first() {
-                    let at = match who.strip_prefix("check ") {
-                        Some(n) => line(&[
-                            Step::Key("checks"),
-                            Step::Item(n.parse::<usize>().unwrap_or(1) - 1),
-                        ]),
-                        None => templates
-                            .iter()
-                            .find(|t| *who == format!("template `{}`", t.name))
-                            .and_then(|t| line(&[Step::Key("templates"), Step::Item(t.index)])),
-                    };
-                    return Err(invalid(
-                        at,
-                        format!(
-                            "{who} uses `{{{{{name}}}}}`, but no case has a column `{}` ({}: columns {})",
-                            name.split('.').next().unwrap_or(name),
-                            loaded.from,
-                            loaded.columns.join(", ")
-                        ),
-                    ));
-                }
-                let unused = super::cases::unused_columns(
-                    &loaded.columns,
-                    &templates,
-                    &checks,
-                    loaded.id_column.as_deref(),
-                );
-                // A script sees every value: no column is unused then.
-                let scripts = checks.iter().any(|c| c.script().is_some());
-                if !unused.is_empty() && !templates.is_empty() && !scripts {
-                    notes.push(format!(
-                        "track: warning: {}: {} {} used by no template and no check",
-                        loaded.from,
-                        if unused.len() == 1 {
-                            "column"
-                        } else {
-                            "columns"
-                        },
-                        unused
-                            .iter()
-                            .map(|c| format!("`{c}`"))
-                            .collect::<Vec<_>>()
-                            .join(", ")
-                            + if unused.len() == 1 { " is" } else { " are" },
-                    ));
-                }
-                notes.extend(loaded.summary.clone());
-                loaded_line = loaded.summary.clone();
-                inputs.extend(loaded.inputs);
-                inputs.extend(templates.iter().map(|t| Input {
-                    kind: "template",
-                    name: t.name.clone(),
-                    sha256: t.sha256.clone(),
-                    revision: None,
-                    rows: None,
-                }));
-                let shared = super::cases::Shared {
-                    templates: &templates,
-                    checks: &checks,
-                    params: &defaults,
-                    context,
-                };
-                super::cases::build_tests(loaded.cases, &shared).map_err(SpecError::Case)?
-            }
+        let written = Written {
+            prompts: raw.prompts,
+            cases: raw.cases,
+            templates: raw.templates,
+            system: raw.system,
         };
+        let built = tests_of(&at, written, &base, options, &defaults, context, &checks)?;
         Ok(Self {
             path: path.to_path_buf(),
             sha256: crate::hash::sha256_hex(text.as_bytes()),
@@ -454,15 +312,15 @@ impl BenchSpec {
                 .into_iter()
                 .map(|m| m.trim().to_owned())
                 .collect(),
-            templates,
-            prompts,
+            templates: built.templates,
+            prompts: built.tests,
             repeat: raw.repeat.unwrap_or(1).max(1),
             budget_usd: raw.budget.map(|b| b.0),
             batch: raw.batch,
             pass,
-            inputs,
-            notes,
-            loaded: loaded_line,
+            inputs: built.inputs,
+            notes: built.notes,
+            loaded: built.loaded,
             text: Arc::from(text),
         })
     }
@@ -797,6 +655,272 @@ fn take_params(
         max_tokens: max_tokens.or(defaults.max_tokens),
         seed: defaults.seed,
     })
+}
+
+/// The parts of a benchmark file that say what its tests are: written one by one, or cases
+/// read from data with templates.
+struct Written {
+    prompts: Option<Vec<Map<String, Value>>>,
+    cases: Option<Value>,
+    templates: Option<Vec<Value>>,
+    system: Option<String>,
+}
+
+/// The tests of a benchmark file: those under `prompts:`, or one a case read from `cases:`;
+/// refuses a file with both or neither.
+fn tests_of(
+    at: &Where<'_>,
+    written: Written,
+    base: &Path,
+    options: &crate::cases::LoadOptions,
+    defaults: &SamplingParams,
+    context: ParseContext<'_>,
+    checks: &[CheckSpec],
+) -> Result<DataTests, SpecError> {
+    use crate::yaml::Step;
+    Ok(match (written.prompts, written.cases) {
+        (Some(_), Some(_)) => {
+            return Err(at.invalid(
+                at.line(&[Step::Key("cases")]),
+                "the file has both `prompts:` (tests written one by one) and `cases:`; \
+                 keep one"
+                    .into(),
+            ));
+        }
+        (None, None) => {
+            return Err(at.invalid(
+                None,
+                "the file has no tests: list them under `prompts:`, or read cases with \
+                 `cases: {from: FILE}` and `templates:`"
+                    .into(),
+            ));
+        }
+        (Some(_), None) if written.templates.is_some() => {
+            return Err(at.invalid(
+                at.line(&[Step::Key("templates")]),
+                "`templates:` go with `cases:`; tests under `prompts:` carry their own \
+                 prompt"
+                    .into(),
+            ));
+        }
+        (Some(items), None) => DataTests {
+            tests: inline_tests(at, items, &written.system, defaults, &context, checks)?,
+            ..DataTests::default()
+        },
+        (None, Some(cases)) => {
+            let parts = DataParts {
+                cases,
+                templates: written.templates.unwrap_or_default(),
+                system: written.system.as_deref(),
+                base,
+                options,
+            };
+            data_tests(at, parts, defaults, context, checks)?
+        }
+    })
+}
+
+/// Refuses a file of another kind, or one with no models.
+fn check_kind_and_models(at: &Where<'_>, raw: &RawBench) -> Result<(), SpecError> {
+    if let Some(kind) = raw.kind.as_deref().filter(|k| {
+        k.parse::<crate::experiment::ExperimentKind>()
+            != Ok(crate::experiment::ExperimentKind::Bench)
+    }) {
+        return Err(at.invalid(
+            None,
+            format!("`kind: {kind}` is not a benchmark (use kind: bench)"),
+        ));
+    }
+    if raw.models.is_empty() {
+        return Err(at.invalid(
+            None,
+            "`models:` is empty; list at least one <provider>:<name>".into(),
+        ));
+    }
+    Ok(())
+}
+
+/// Where a benchmark file's errors point: its path and text (for line numbers).
+struct Where<'a> {
+    path: &'a Path,
+    text: &'a str,
+}
+
+impl Where<'_> {
+    fn invalid(&self, line: Option<u64>, message: String) -> SpecError {
+        SpecError::Invalid {
+            path: self.path.to_path_buf(),
+            line,
+            message,
+        }
+    }
+
+    fn line(&self, steps: &[crate::yaml::Step<'_>]) -> Option<u64> {
+        crate::yaml::line_at(self.text, steps)
+    }
+}
+
+/// The tests written one by one under `prompts:`, their names unique.
+fn inline_tests(
+    at: &Where<'_>,
+    items: Vec<Map<String, Value>>,
+    system: &Option<String>,
+    defaults: &SamplingParams,
+    context: &ParseContext<'_>,
+    checks: &[CheckSpec],
+) -> Result<Vec<PromptTest>, SpecError> {
+    if items.is_empty() {
+        return Err(at.invalid(None, "`prompts:` is empty; add at least one test".into()));
+    }
+    let mut prompts = Vec::with_capacity(items.len());
+    let mut names = HashSet::new();
+    for (index, item) in items.into_iter().enumerate() {
+        let test = prompt_test(index, item, system, defaults, context, checks)
+            .map_err(|e| at.invalid(e.line(at.text, "prompts", index), e.message))?;
+        if !names.insert(test.name.clone()) {
+            return Err(at.invalid(
+                line_of(at.text, Item::Prompt(index)),
+                format!(
+                    "two prompts are named `{}`; names must be unique",
+                    test.name
+                ),
+            ));
+        }
+        prompts.push(test);
+    }
+    Ok(prompts)
+}
+
+/// What a benchmark of cases from data gives its tests: the `cases:` entry, the templates,
+/// the file's system prompt, the folder paths are relative to, and how to load.
+struct DataParts<'a> {
+    cases: Value,
+    templates: Vec<Value>,
+    system: Option<&'a str>,
+    base: &'a Path,
+    options: &'a crate::cases::LoadOptions,
+}
+
+/// A benchmark's tests, built: with cases from data, also its templates, inputs, notes for
+/// the terminal and the line saying what was loaded.
+#[derive(Default)]
+struct DataTests {
+    tests: Vec<PromptTest>,
+    templates: Vec<PromptTemplate>,
+    inputs: Vec<Input>,
+    notes: Vec<String>,
+    loaded: Option<String>,
+}
+
+/// Reads the cases, checks every name the templates and checks use against their columns
+/// (an unused column is a warning), and makes a test of each case.
+fn data_tests(
+    at: &Where<'_>,
+    parts: DataParts<'_>,
+    defaults: &SamplingParams,
+    context: ParseContext<'_>,
+    checks: &[CheckSpec],
+) -> Result<DataTests, SpecError> {
+    use crate::yaml::Step;
+    let mut templates = super::cases::parse_templates(parts.templates, parts.base)
+        .map_err(|(i, e)| at.invalid(at.line(&[Step::Key("templates"), Step::Item(i)]), e))?;
+    for t in &mut templates {
+        if let Some(system) = parts.system {
+            t.system
+                .get_or_insert_with(|| crate::cases::Template::parse(system));
+        }
+        t.shared_system = t
+            .system
+            .as_ref()
+            .filter(|s| s.is_literal())
+            .and_then(|s| s.render(&crate::cases::Values::new()).ok())
+            .map(Arc::from);
+    }
+    let loaded = load_cases(at.path, at.text, parts.base, parts.cases, parts.options)?;
+    // Every name a template or a check uses must be a column.
+    let unknown = super::cases::unknown_names(&loaded.columns, &templates, checks);
+    if let Some((who, name)) = unknown.first() {
+        let line = match who.strip_prefix("check ") {
+            Some(n) => at.line(&[
+                Step::Key("checks"),
+                Step::Item(n.parse::<usize>().unwrap_or(1) - 1),
+            ]),
+            None => templates
+                .iter()
+                .find(|t| *who == format!("template `{}`", t.name))
+                .and_then(|t| at.line(&[Step::Key("templates"), Step::Item(t.index)])),
+        };
+        return Err(at.invalid(
+            line,
+            format!(
+                "{who} uses `{{{{{name}}}}}`, but no case has a column `{}` ({}: columns {})",
+                name.split('.').next().unwrap_or(name),
+                loaded.from,
+                loaded.columns.join(", ")
+            ),
+        ));
+    }
+    let mut notes = Vec::new();
+    // A script sees every value: no column is unused then.
+    let scripts = checks.iter().any(|c| c.script().is_some());
+    if !templates.is_empty() && !scripts {
+        notes.extend(unused_columns_warning(&loaded, &templates, checks));
+    }
+    notes.extend(loaded.summary.clone());
+    let mut inputs = loaded.inputs;
+    inputs.extend(templates.iter().map(|t| Input {
+        kind: "template",
+        name: t.name.clone(),
+        sha256: t.sha256.clone(),
+        revision: None,
+        rows: None,
+    }));
+    let shared = super::cases::Shared {
+        templates: &templates,
+        checks,
+        params: defaults,
+        context,
+    };
+    let tests = super::cases::build_tests(loaded.cases, &shared).map_err(SpecError::Case)?;
+    Ok(DataTests {
+        tests,
+        templates,
+        inputs,
+        notes,
+        loaded: loaded.summary,
+    })
+}
+
+/// The warning that columns of the cases are used by no template and no check, if any is.
+fn unused_columns_warning(
+    loaded: &LoadedCases,
+    templates: &[PromptTemplate],
+    checks: &[CheckSpec],
+) -> Option<String> {
+    let unused = super::cases::unused_columns(
+        &loaded.columns,
+        templates,
+        checks,
+        loaded.id_column.as_deref(),
+    );
+    if unused.is_empty() {
+        return None;
+    }
+    Some(format!(
+        "track: warning: {}: {} {} used by no template and no check",
+        loaded.from,
+        if unused.len() == 1 {
+            "column"
+        } else {
+            "columns"
+        },
+        unused
+            .iter()
+            .map(|c| format!("`{c}`"))
+            .collect::<Vec<_>>()
+            .join(", ")
+            + if unused.len() == 1 { " is" } else { " are" },
+    ))
 }
 
 #[cfg(test)]
