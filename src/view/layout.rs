@@ -23,6 +23,7 @@ pub fn page_of_run(app: &App, title: &str, body: Markup, run: Option<&RunInfo>) 
                 meta name="viewport" content="width=device-width, initial-scale=1";
                 meta name="csrf-token" content=(app.csrf);
                 title { (title) " · track view" }
+                link rel="icon" type="image/svg+xml" href=(super::assets::ICON_PATH);
                 link rel="stylesheet" href="/assets/view.css";
                 script src="/assets/view.js" defer {}
             }
