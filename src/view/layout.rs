@@ -31,7 +31,7 @@ pub fn page_of_run(app: &App, title: &str, body: Markup, run: Option<&RunInfo>) 
                     data-ratings=[app.ratings.then_some("true")] {
                 header.top {
                     a.brand href="/" { "track view" }
-                    span.db { (app.db) }
+                    span.db title=(app.db) { (format::database_name(std::path::Path::new(&app.db))) }
                 }
                 main { (body) }
             }
@@ -76,8 +76,8 @@ pub fn run_heading(run: &RunInfo) -> Markup {
         h1 { "Run " (run.id) " · " (run.kind) }
         dl.facts {
             dt { "File" } dd { (run.file.as_deref().unwrap_or("–")) }
-            dt { "Models" } dd { (run.models.as_deref().unwrap_or("–")) }
-            dt { "Started" } dd { (run.started_at) }
+            dt { "Models" } dd { (format::models(run.models.as_deref())) }
+            dt { "Started" } dd { time datetime=(run.started_at) { (format::when(&run.started_at)) } }
             dt { "Status" } dd { (progress(run)) }
             dt { "Cost" } dd { (format::usd(Some(run.tally.cost_usd))) " (paid " (format::usd(Some(run.tally.paid_usd))) ")" }
             dt { "Cache hits" } dd { (run.tally.cache_hits) }

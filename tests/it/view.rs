@@ -225,6 +225,40 @@ fn every_page_is_served_with_the_policy_and_hostile_answers_escaped() {
 }
 
 #[test]
+fn pages_name_the_database_by_its_file_and_list_models_and_times_as_people_read_them() {
+    let s = Sandbox::new();
+    add_bench(&s);
+    let viewer = start_viewer(&s, &[]);
+    let run: i64 = s.count("SELECT max(id) FROM runs");
+    let runs = get(&format!("{}/", viewer.base), &[]);
+    let grid = get(&format!("{}/runs/{run}", viewer.base), &[]);
+    for page in [&runs.body, &grid.body] {
+        // The header shows the database's file name, not its whole (temporary) path.
+        let header = page.split("class=\"db\"").nth(1).expect("a header");
+        let shown = header.split('>').nth(1).unwrap().split('<').next().unwrap();
+        assert_eq!(shown, "track.db", "{page}");
+        assert!(
+            page.contains("openai:gpt-4o, anthropic:sonnet 3.5"),
+            "{page}"
+        );
+        // Started: to the second, in UTC.
+        let started = page.split("<time datetime=\"").nth(1).expect("a time");
+        let shown = started
+            .split('>')
+            .nth(1)
+            .unwrap()
+            .split('<')
+            .next()
+            .unwrap();
+        assert!(
+            shown.len() == 23 && shown.ends_with(" UTC") && shown.as_bytes()[10] == b' ',
+            "{shown}"
+        );
+    }
+    assert!(runs.body.contains(">1 run<"), "{}", runs.body);
+}
+
+#[test]
 fn grid_counts_are_those_of_track_query_and_search_finds_the_answers() {
     let s = Sandbox::new();
     add_bench(&s);
@@ -540,6 +574,7 @@ fn a_running_run_s_progress_is_followed_live_to_its_end() {
         page.body
     );
     assert!(page.body.contains("data-live=\"true\""));
+    assert!(page.body.contains("No result stored yet"), "{}", page.body);
     let seen = events(&format!("{}/events?ids={id}", viewer.base), || {
         s.mock.release()
     });

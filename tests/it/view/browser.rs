@@ -531,6 +531,11 @@ fn in_a_real_browser_a_live_run_reaches_completion_and_the_token_is_asked_for() 
         browser.script("return document.querySelector('.progress .calls').textContent"),
         "0 / 2 calls"
     );
+    let empty = browser.script("return document.querySelector('p.empty').textContent");
+    assert!(
+        empty.as_str().unwrap().starts_with("No result stored yet"),
+        "{empty}"
+    );
     browser.console();
     browser.screenshot("live");
     // What the page shows of its progress is recorded as it changes, in the tab's session
@@ -587,7 +592,8 @@ fn in_a_real_browser_the_other_kinds_and_two_runs_have_their_pages() {
     browser.assert_clean("a review run");
     assert!(browser.number("return document.querySelectorAll('table.review').length") > 0);
     browser.screenshot("review");
-    browser.click("table.review th a");
+    // The second reviewer's (a JSON answer, laid out on lines).
+    browser.click("table.review thead th:nth-child(3) a");
     browser.wait_for_address("/reviews/");
     browser.assert_clean("a review's datasheets");
     assert_eq!(
