@@ -54,10 +54,10 @@ pub use review::{
 };
 pub use runs::{RunErrorRow, RunInfo, RunSelector, RunStatus, RunTally};
 pub use view::{
-    CallText, CandidateAnswer, CaseAnswer, CaseOrder, ConfusionCount, DiffItem, DiffModelRow,
-    GridCell, GridColumn, GridCount, GridQuery, MAX_CASE_RESULTS, MAX_GRID_COLUMNS, PairCount,
-    PredictionCell, Progress, ResultFilter, ReviewScoreCell, ReviewSheets, ReviewedSheet,
-    RunFilter, Transcript, VerdictCell, fts_query,
+    COUNT_CASES, CallText, CandidateAnswer, CaseAnswer, CaseOrder, ConfusionCount, DiffItem,
+    DiffModelRow, GridCell, GridColumn, GridCount, GridQuery, MAX_CASE_RESULTS, MAX_GRID_COLUMNS,
+    PairCount, PredictionCell, Progress, ResultFilter, ReviewScoreCell, ReviewSheets,
+    ReviewedSheet, RunFilter, Transcript, VerdictCell, fts_query,
 };
 pub use writer::Writer;
 

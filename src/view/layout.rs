@@ -41,13 +41,18 @@ pub fn page_of_run(app: &App, title: &str, body: Markup, run: Option<&RunInfo>) 
 
 /// "Page x of y" with links to the previous and next pages, made by `link(page)`.
 pub fn pager(page: u64, pages: u64, link: impl Fn(u64) -> String) -> Markup {
+    pager_open(page, pages, false, link)
+}
+
+/// [`pager`] of a count that stopped (`more`: more pages than `pages` follow).
+pub fn pager_open(page: u64, pages: u64, more: bool, link: impl Fn(u64) -> String) -> Markup {
     html! {
         nav.pager aria-label="pages" {
             @if page > 1 {
                 a rel="prev" href=(link(page - 1)) { "← Previous" }
             }
-            span { "Page " (page) " of " (pages) }
-            @if page < pages {
+            span { "Page " (page) " of " (pages) @if more { "+" } }
+            @if page < pages || more {
                 a rel="next" href=(link(page + 1)) { "Next →" }
             }
         }
@@ -83,5 +88,21 @@ pub fn run_heading(run: &RunInfo) -> Markup {
             dt { "Cache hits" } dd { (run.tally.cache_hits) }
             dt { "Errors" } dd { (run.tally.errors) }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_pager_of_a_stopped_count_leads_on() {
+        let link = |p: u64| format!("/runs/1?page={p}");
+        let stopped = pager_open(200, 200, true, link).into_string();
+        assert!(stopped.contains("Page 200 of 200+"), "{stopped}");
+        assert!(stopped.contains("href=\"/runs/1?page=201\""), "{stopped}");
+        let last = pager(3, 3, link).into_string();
+        assert!(last.contains("Page 3 of 3<"), "{last}");
+        assert!(!last.contains("rel=\"next\""), "{last}");
     }
 }
