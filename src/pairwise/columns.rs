@@ -94,3 +94,14 @@ pub const BASE_BA_CALL_ID: &str = "base_ba_call_id";
 pub const NEW_AB_CALL_ID: &str = "new_ab_call_id";
 /// As [`BASE_BA_CALL_ID`], of the new run.
 pub const NEW_BA_CALL_ID: &str = "new_ba_call_id";
+/// `track query --by human`: the pairs a person decided (one candidate's answer passed, the
+/// other's failed) that a judge gave a readable verdict on...
+pub const RATED: &str = "rated";
+/// ...how many of them the judge's winner is the person's...
+pub const AGREE: &str = "agree";
+/// ...that share, in percent...
+pub const AGREE_PCT: &str = "agree_pct";
+/// ...the judge's verdicts a person rated themselves...
+pub const VERDICTS_RATED: &str = "verdicts_rated";
+/// ...and of those, the ones rated pass (the judge was right).
+pub const VERDICTS_CONFIRMED: &str = "verdicts_confirmed";
