@@ -15,6 +15,8 @@ use std::time::{Duration, Instant};
 
 use chrono::{DateTime, Utc};
 
+use super::fanout::Fanout;
+use super::recorder::{CallRecorder, Timing};
 use crate::config::RetryPolicy;
 use crate::dispatch::budget::Fit;
 use crate::dispatch::{Budget, CallJob, CallOutcome};
@@ -23,8 +25,8 @@ use crate::llm::batch::{
 };
 use crate::llm::{ChatRequest, Endpoint, LlmClient};
 use crate::store::{
-    BatchCountsRow, BatchPoll, BatchRow, BatchState, Claim, KeyOutcome, NewBatch, NewCall, Store,
-    StoreError, StoredCall, lock,
+    BatchCountsRow, BatchPoll, BatchRow, BatchState, Claim, KeyOutcome, NewBatch, Store,
+    StoreError, Writer, lock,
 };
 
 /// How often batches are polled: first after `first`, each wait half again as long as the one
@@ -92,7 +94,7 @@ pub struct BatchCall {
 #[derive(Debug, Default)]
 pub struct Round {
     /// The stage's indices of each key (the first gets the answer, the others a hit of it).
-    indices: HashMap<String, Vec<usize>>,
+    indices: Fanout,
     /// Each key's call, priced at the batch rate.
     jobs: HashMap<String, CallJob>,
     /// The batches the stage waits for, by track's id.
@@ -129,14 +131,10 @@ impl Round {
         let mut new = Vec::new();
         for call in calls {
             let key = call.job.canonical.key.to_string();
-            let indices = self.indices.entry(key.clone()).or_default();
-            if indices.is_empty() {
+            if self.indices.add(&key, call.index) {
                 new.push(key.clone());
                 self.apis.insert(key.clone(), call.api);
                 self.jobs.insert(key, call.job);
-            }
-            if !indices.contains(&call.index) {
-                indices.push(call.index);
             }
         }
         new
@@ -159,18 +157,7 @@ impl Round {
     /// The outcome of every index of `key`: the first gets `outcome`, the others a hit of a
     /// fresh answer.
     fn spread(&self, key: &str, outcome: CallOutcome) -> Vec<(usize, CallOutcome)> {
-        let indices = self.indices.get(key).map(Vec::as_slice).unwrap_or_default();
-        indices
-            .iter()
-            .enumerate()
-            .map(|(n, &index)| {
-                let outcome = match (&outcome, n) {
-                    (CallOutcome::Fresh(call), 1..) => CallOutcome::Hit(call.clone()),
-                    _ => outcome.clone(),
-                };
-                (index, outcome)
-            })
-            .collect()
+        self.indices.spread(key, outcome)
     }
 }
 
@@ -217,6 +204,8 @@ pub struct Submitted {
 pub struct Batcher {
     client: LlmClient,
     store: Arc<Mutex<Store>>,
+    /// Stores the batches' results, through the run's writer thread.
+    recorder: CallRecorder,
     run_id: i64,
     retry: RetryPolicy,
     poll: PollPolicy,
@@ -245,10 +234,10 @@ pub enum StepError {
 }
 
 impl Batcher {
-    /// A batcher for run `run_id`, storing through `store`.
+    /// A batcher for run `run_id`, reading `store` and storing results through `writer`.
     pub fn new(
         client: LlmClient,
-        store: Arc<Mutex<Store>>,
+        (store, writer): (Arc<Mutex<Store>>, Writer),
         run_id: i64,
         retry: RetryPolicy,
         poll: PollPolicy,
@@ -257,6 +246,7 @@ impl Batcher {
         Self {
             client,
             store,
+            recorder: CallRecorder::new(writer),
             run_id,
             retry,
             poll,
@@ -348,7 +338,7 @@ impl Batcher {
         let mine = self.claim(&mut submitted, round, &rest)?;
         // The rest, grouped by endpoint and API, in the stage's order.
         let mut order: Vec<&String> = mine.iter().collect();
-        order.sort_by_key(|k| round.indices[*k][0]);
+        order.sort_by_key(|k| round.indices.indices(k)[0]);
         let mut groups: Vec<(Arc<Endpoint>, BatchApi, Vec<String>)> = Vec::new();
         for key in order {
             let job = &round.jobs[key];
@@ -424,7 +414,9 @@ impl Batcher {
                 }
                 Claim::Busy(holder) => {
                     tracing::debug!(run = %holder, "a key another run sends live: waited for");
-                    submitted.live.extend(round.indices[key].iter().copied());
+                    submitted
+                        .live
+                        .extend(round.indices.indices(key).iter().copied());
                 }
             }
         }
@@ -485,14 +477,18 @@ impl Batcher {
                 tracing::warn!("cannot batch these calls, sending them live: {e}");
                 for key in keys {
                     self.release(round, key, budget, 0.0);
-                    submitted.live.extend(round.indices[key].iter().copied());
+                    submitted
+                        .live
+                        .extend(round.indices.indices(key).iter().copied());
                 }
                 return Ok(());
             }
         };
         for key in &split.oversized {
             self.release(round, key, budget, 0.0);
-            submitted.live.extend(round.indices[key].iter().copied());
+            submitted
+                .live
+                .extend(round.indices.indices(key).iter().copied());
         }
         for payload in split.payloads {
             let intent = lock(&self.store).create_batch(&NewBatch {
@@ -562,7 +558,9 @@ impl Batcher {
                         round.follow(*batch, &endpoint, self.poll.first);
                     }
                 }
-                None => submitted.live.extend(round.indices[key].iter().copied()),
+                None => submitted
+                    .live
+                    .extend(round.indices.indices(key).iter().copied()),
             }
         }
         Ok(())
@@ -891,7 +889,7 @@ impl Batcher {
                     let usage = response.usage;
                     let cost = job.price.cost_usd(usage.input_tokens, usage.output_tokens);
                     self.release(round, &key, budget, cost);
-                    self.store_answer(row.id, &job, response, latency_ms)
+                    self.store_answer(row.id, &job, response, latency_ms).await
                 }
                 Err(failure) if failure.is_unfinished() => {
                     unfinished.push(key.clone());
@@ -901,7 +899,7 @@ impl Batcher {
                 }
                 Err(failure) => {
                     self.release(round, &key, budget, 0.0);
-                    self.store_failure(row.id, &job, &failure, latency_ms)
+                    self.store_failure(row.id, &job, &failure, latency_ms).await
                 }
             };
             match stored {
@@ -1105,57 +1103,34 @@ impl Batcher {
 
     /// Stores an answer of batch `batch` as an ordinary call at the batch price; `None` when
     /// another run collecting the same batch stored its result first.
-    fn store_answer(
+    async fn store_answer(
         &self,
         batch: i64,
         job: &CallJob,
         response: crate::llm::ChatResponse,
         latency_ms: f64,
     ) -> Option<CallOutcome> {
-        let usage = response.usage;
-        let cost_usd = job.price.cost_usd(usage.input_tokens, usage.output_tokens);
-        let call = NewCall {
-            cache_key: &job.canonical.key,
-            canonical_request: job.canonical_json().into(),
-            provider: &job.endpoint.provider,
-            model: &job.request.model,
-            outcome: Ok(&response.text),
-            finish_reason: response.finish_reason.as_deref(),
-            input_tokens: Some(usage.input_tokens),
-            output_tokens: Some(usage.output_tokens),
-            tokens_estimated: usage.estimated,
+        let timing = Timing {
             latency_ms,
             attempts: 1,
-            input_price_per_mtok: job.price.input_per_mtok,
-            output_price_per_mtok: job.price.output_per_mtok,
-            cost_usd: Some(cost_usd),
-            http_status: Some(200),
         };
-        Some(match lock(&self.store).insert_batch_call(batch, &call) {
-            Ok(id) => CallOutcome::Fresh(Box::new(StoredCall {
-                id,
-                text: response.text,
-                finish_reason: response.finish_reason,
-                input_tokens: usage.input_tokens,
-                output_tokens: usage.output_tokens,
-                tokens_estimated: usage.estimated,
-                latency_ms,
-                attempts: 1,
-                cost_usd,
-                created_at: crate::store::now_rfc3339(),
-            })),
-            Err(StoreError::NotPending { .. }) => return None,
-            Err(e) => CallOutcome::Failed {
+        match self
+            .recorder
+            .batch_answer(batch, job, response, timing)
+            .await
+        {
+            Ok(stored) => stored.map(|call| CallOutcome::Fresh(Box::new(call))),
+            Err(e) => Some(CallOutcome::Failed {
                 call_id: None,
                 error: format!("the batch's answer arrived but could not be stored: {e}"),
                 attempts: 1,
-            },
-        })
+            }),
+        }
     }
 
     /// Stores a request of batch `batch` that the provider answered with an error; `None`
     /// when another run collecting the same batch stored its result first.
-    fn store_failure(
+    async fn store_failure(
         &self,
         batch: i64,
         job: &CallJob,
@@ -1170,26 +1145,17 @@ impl Batcher {
             "not retried"
         };
         let error = format!("{failure} ({why})");
-        let call = NewCall {
-            cache_key: &job.canonical.key,
-            canonical_request: job.canonical_json().into(),
-            provider: &job.endpoint.provider,
-            model: &job.request.model,
-            outcome: Err(&error),
-            finish_reason: None,
-            input_tokens: None,
-            output_tokens: None,
-            tokens_estimated: false,
+        let timing = Timing {
             latency_ms,
             attempts: 1,
-            input_price_per_mtok: job.price.input_per_mtok,
-            output_price_per_mtok: job.price.output_per_mtok,
-            cost_usd: None,
-            http_status: failure.http_status(),
         };
-        let call_id = match lock(&self.store).insert_batch_call(batch, &call) {
-            Ok(id) => Some(id),
-            Err(StoreError::NotPending { .. }) => return None,
+        let stored = self
+            .recorder
+            .batch_failure(batch, job, &error, failure.http_status(), timing)
+            .await;
+        let call_id = match stored {
+            Ok(Some(id)) => Some(id),
+            Ok(None) => return None,
             Err(e) => {
                 tracing::warn!("could not store a batch's failed request: {e}");
                 None

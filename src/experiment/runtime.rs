@@ -263,7 +263,7 @@ pub fn execute(
     let shared_buckets = (db.is_some() && !options.dry_run).then(|| store.clone());
     let mut executor = Executor::new(
         client,
-        (store.clone(), writer),
+        (store.clone(), writer.clone()),
         settings.retry,
         options.concurrency,
         options.cache,
@@ -305,7 +305,7 @@ pub fn execute(
     let batcher = |run_id| {
         Batcher::new(
             batch_client,
-            store.clone(),
+            (store.clone(), writer),
             run_id,
             settings.retry,
             PollPolicy::from_env(),
