@@ -15,10 +15,10 @@ use std::time::{Duration, Instant};
 
 use chrono::{DateTime, Utc};
 
+use super::budget::{NoRoom, Reservation};
 use super::fanout::Fanout;
 use super::recorder::{CallRecorder, Timing};
 use crate::config::RetryPolicy;
-use crate::dispatch::budget::Fit;
 use crate::dispatch::{Budget, CallJob, CallOutcome};
 use crate::llm::batch::{
     self, BatchApi, BatchCounts, BatchError, BatchInfo, BatchStatus, LineFailure, Lost,
@@ -100,7 +100,7 @@ pub struct Round {
     /// The batches the stage waits for, by track's id.
     following: BTreeMap<i64, Followed>,
     /// The worst case reserved from the budget for each key this run submitted.
-    reserved: HashMap<String, f64>,
+    reserved: HashMap<String, Reservation>,
     /// Each batch's last status and counts, for the progress line.
     seen: BTreeMap<i64, String>,
     /// The batch API of each key's provider.
@@ -158,6 +158,16 @@ impl Round {
     /// fresh answer.
     fn spread(&self, key: &str, outcome: CallOutcome) -> Vec<(usize, CallOutcome)> {
         self.indices.spread(key, outcome)
+    }
+}
+
+impl Drop for Round {
+    /// Calls still reserved wait in batches the run leaves behind (`--detach`, a signal, an
+    /// error): their room stays held, as the run cannot know what they will cost.
+    fn drop(&mut self) {
+        for (_, reservation) in self.reserved.drain() {
+            reservation.leave_waiting();
+        }
     }
 }
 
@@ -285,7 +295,7 @@ impl Batcher {
         &self,
         round: &mut Round,
         calls: Vec<BatchCall>,
-        budget: Option<&Budget>,
+        budget: Option<&Arc<Budget>>,
         stop: &AtomicBool,
     ) -> Result<Submitted, StoreError> {
         let keys = round.add(calls);
@@ -297,7 +307,7 @@ impl Batcher {
     pub async fn resubmit(
         &self,
         round: &mut Round,
-        budget: Option<&Budget>,
+        budget: Option<&Arc<Budget>>,
         stop: &AtomicBool,
     ) -> Result<Submitted, StoreError> {
         let mut keys = std::mem::take(&mut round.resubmit);
@@ -309,9 +319,7 @@ impl Batcher {
             let keys = std::mem::take(&mut round.deferred);
             let why = "the budget's room for it was held by calls that never settled";
             let mut submitted = submitted;
-            submitted
-                .settled
-                .extend(self.fail(round, &keys, why, budget));
+            submitted.settled.extend(self.fail(round, &keys, why));
             return Ok(submitted);
         }
         Ok(submitted)
@@ -322,7 +330,7 @@ impl Batcher {
         &self,
         round: &mut Round,
         keys: Vec<String>,
-        budget: Option<&Budget>,
+        budget: Option<&Arc<Budget>>,
         stop: &AtomicBool,
     ) -> Result<Submitted, StoreError> {
         let mut submitted = Submitted::default();
@@ -346,17 +354,17 @@ impl Batcher {
                 break;
             }
             if let Some(budget) = budget {
-                let worst = crate::dispatch::max_cost(job);
-                match budget.try_reserve(worst) {
-                    Fit::Reserved => {}
+                match budget.try_reserve(super::max_cost(job)) {
+                    Ok(reservation) => {
+                        round.reserved.insert(key.clone(), reservation);
+                    }
                     // Batches out hold the room: submitted once they settle.
-                    Fit::Later => {
+                    Err(NoRoom::Later) => {
                         round.deferred.push(key.clone());
                         continue;
                     }
-                    Fit::Never => continue,
+                    Err(NoRoom::Never) => continue,
                 }
-                round.reserved.insert(key.clone(), worst);
             }
             let api = round.apis[key];
             match groups
@@ -369,7 +377,7 @@ impl Batcher {
         }
         let submitting = async {
             for (endpoint, api, keys) in groups {
-                self.submit_group(&mut submitted, round, &endpoint, api, &keys, budget)
+                self.submit_group(&mut submitted, round, &endpoint, api, &keys)
                     .await?;
             }
             Ok::<_, StoreError>(())
@@ -454,7 +462,7 @@ impl Batcher {
             );
             submitted
                 .settled
-                .extend(self.fail(round, [key.as_str()], &why, None));
+                .extend(self.fail(round, [key.as_str()], &why));
         }
         Ok(pending)
     }
@@ -467,7 +475,6 @@ impl Batcher {
         endpoint: &Arc<Endpoint>,
         api: BatchApi,
         keys: &[String],
-        budget: Option<&Budget>,
     ) -> Result<(), StoreError> {
         let items = keys.iter().map(|k| (k.as_str(), &round.jobs[k].request));
         let split = match batch::split(api, endpoint.kind, items, api.limits()) {
@@ -476,7 +483,7 @@ impl Batcher {
                 // A key the batch APIs refuse: cannot happen for sha256 keys; send live.
                 tracing::warn!("cannot batch these calls, sending them live: {e}");
                 for key in keys {
-                    self.release(round, key, budget, 0.0);
+                    self.release(round, key, 0.0);
                     submitted
                         .live
                         .extend(round.indices.indices(key).iter().copied());
@@ -485,7 +492,7 @@ impl Batcher {
             }
         };
         for key in &split.oversized {
-            self.release(round, key, budget, 0.0);
+            self.release(round, key, 0.0);
             submitted
                 .live
                 .extend(round.indices.indices(key).iter().copied());
@@ -507,7 +514,7 @@ impl Batcher {
                 Err(StoreError::AlreadyBatched { .. } | StoreError::ClaimedLive { .. }) => {
                     // Another run sharing the database took some of them meanwhile (its claim
                     // on them had expired, or it found this run dead).
-                    self.follow_or_defer(submitted, round, &payload.custom_ids, budget)?;
+                    self.follow_or_defer(submitted, round, &payload.custom_ids)?;
                     continue;
                 }
                 Err(e) => return Err(e),
@@ -532,7 +539,7 @@ impl Batcher {
                     };
                     let why = format!("the batch could not be submitted: {e}{hint}");
                     lock(&self.store).void_batch(row.id, &why)?;
-                    let failed = self.fail(round, &payload.custom_ids, &why, budget);
+                    let failed = self.fail(round, &payload.custom_ids, &why);
                     submitted.settled.extend(failed);
                 }
             }
@@ -547,11 +554,10 @@ impl Batcher {
         submitted: &mut Submitted,
         round: &mut Round,
         keys: &[String],
-        budget: Option<&Budget>,
     ) -> Result<(), StoreError> {
         let pending = lock(&self.store).pending_in_batches(keys.iter().map(String::as_str))?;
         for key in keys {
-            self.release(round, key, budget, 0.0);
+            self.release(round, key, 0.0);
             match pending.get(key) {
                 Some(batch) => {
                     if let Some(endpoint) = round.endpoint(key) {
@@ -722,11 +728,7 @@ impl Batcher {
 
     /// Polls the round's batches that are due and collects those that ended: the outcomes
     /// of their calls, for the runtime to record.
-    pub async fn poll(
-        &self,
-        round: &mut Round,
-        budget: Option<&Budget>,
-    ) -> Result<Vec<(usize, CallOutcome)>, StoreError> {
+    pub async fn poll(&self, round: &mut Round) -> Result<Vec<(usize, CallOutcome)>, StoreError> {
         let now = Instant::now();
         let due: Vec<i64> = round
             .following
@@ -744,7 +746,7 @@ impl Batcher {
                 // Collected or voided meanwhile (another run): its keys are settled.
                 round.following.remove(&id);
                 round.seen.remove(&id);
-                outcomes.extend(self.settled_elsewhere(round, &row, budget)?);
+                outcomes.extend(self.settled_elsewhere(round, &row)?);
                 continue;
             }
             if row.batch_id.is_none() && !self.run_alive(&row) {
@@ -757,7 +759,7 @@ impl Batcher {
                 }
                 continue;
             }
-            match self.poll_one(round, &row, budget).await {
+            match self.poll_one(round, &row).await {
                 Ok(Some(collected)) => {
                     round.following.remove(&id);
                     round.seen.remove(&id);
@@ -778,7 +780,7 @@ impl Batcher {
                          same command follows it again once that is mended"
                     );
                     let keys = self.keys_of(round, id)?;
-                    outcomes.extend(self.fail(round, &keys, &why, budget));
+                    outcomes.extend(self.fail(round, &keys, &why));
                 }
             }
             if let Some(followed) = round.following.get_mut(&id) {
@@ -792,15 +794,11 @@ impl Batcher {
     /// Fails the keys the round was to submit again (a signal came first, or the budget was
     /// reached): the next run submits them. Those the budget held back are left unsent, as
     /// calls the budget refuses are. Returns the outcomes.
-    pub fn leave_resubmits(
-        &self,
-        round: &mut Round,
-        budget: Option<&Budget>,
-    ) -> Vec<(usize, CallOutcome)> {
+    pub fn leave_resubmits(&self, round: &mut Round) -> Vec<(usize, CallOutcome)> {
         round.deferred.clear();
         let keys = std::mem::take(&mut round.resubmit);
         let why = "its batch ended without running it; the next run submits it again";
-        self.fail(round, &keys, why, budget)
+        self.fail(round, &keys, why)
     }
 
     /// How long until the next batch is due (zero when one is).
@@ -820,7 +818,6 @@ impl Batcher {
         &self,
         round: &mut Round,
         row: &BatchRow,
-        budget: Option<&Budget>,
     ) -> StepResult<Option<Vec<(usize, CallOutcome)>>> {
         let (Some(batch_id), Some(api)) = (row.batch_id.as_deref(), BatchApi::from_name(&row.api))
         else {
@@ -839,9 +836,7 @@ impl Batcher {
         if !info.status.is_ended() {
             return Ok(None);
         }
-        self.collect(round, row, &endpoint, &info, budget)
-            .await
-            .map(Some)
+        self.collect(round, row, &endpoint, &info).await.map(Some)
     }
 
     /// Stores every result of an ended batch: answers as ordinary calls at the batch price,
@@ -855,10 +850,9 @@ impl Batcher {
         row: &BatchRow,
         endpoint: &Endpoint,
         info: &BatchInfo,
-        budget: Option<&Budget>,
     ) -> StepResult<Vec<(usize, CallOutcome)>> {
         if let BatchStatus::Failed(failures) = &info.status {
-            return Ok(self.refused(round, row, endpoint, info, failures, budget)?);
+            return Ok(self.refused(round, row, endpoint, info, failures)?);
         }
         let jobs = &round.jobs;
         let request_of = |id: &str| -> Option<&ChatRequest> { jobs.get(id).map(|j| &j.request) };
@@ -873,7 +867,7 @@ impl Batcher {
             .partition(|k| k.outcome == KeyOutcome::Pending);
         let pending: HashSet<String> = pending.into_iter().map(|k| k.cache_key).collect();
         let stored: Vec<String> = stored.into_iter().map(|k| k.cache_key).collect();
-        let mut outcomes = self.stored_outcomes(round, row, &stored, budget)?;
+        let mut outcomes = self.stored_outcomes(round, row, &stored)?;
         let mut unfinished = Vec::new();
         let latency_ms = turnaround_ms(row, info);
         for line in lines {
@@ -888,27 +882,27 @@ impl Batcher {
                 Ok(response) => {
                     let usage = response.usage;
                     let cost = job.price.cost_usd(usage.input_tokens, usage.output_tokens);
-                    self.release(round, &key, budget, cost);
+                    self.release(round, &key, cost);
                     self.store_answer(row.id, &job, response, latency_ms).await
                 }
                 Err(failure) if failure.is_unfinished() => {
                     unfinished.push(key.clone());
                     let why = failure.to_string();
-                    outcomes.extend(self.unfinished(round, row, &key, &why, budget));
+                    outcomes.extend(self.unfinished(round, row, &key, &why));
                     continue;
                 }
                 Err(failure) => {
-                    self.release(round, &key, budget, 0.0);
+                    self.release(round, &key, 0.0);
                     self.store_failure(row.id, &job, &failure, latency_ms).await
                 }
             };
             match stored {
                 Some(outcome) => outcomes.extend(round.spread(&key, outcome)),
                 // Another run collecting the same batch stored it first: served from there.
-                None => outcomes.extend(self.stored_outcomes(round, row, &[key], budget)?),
+                None => outcomes.extend(self.stored_outcomes(round, row, &[key])?),
             }
         }
-        outcomes.extend(self.close(round, row, info, &unfinished, budget)?);
+        outcomes.extend(self.close(round, row, info, &unfinished)?);
         tracing::debug!(batch = row.id, outcomes = outcomes.len(), "batch collected");
         Ok(outcomes)
     }
@@ -923,7 +917,6 @@ impl Batcher {
         row: &BatchRow,
         info: &BatchInfo,
         unfinished: &[String],
-        budget: Option<&Budget>,
     ) -> Result<Vec<(usize, CallOutcome)>, StoreError> {
         let mut store = lock(&self.store);
         let (known, unknown): (Vec<String>, Vec<String>) = store
@@ -949,7 +942,7 @@ impl Batcher {
         let why = format!("batch {} ended without a result for this request", info.id);
         let mut outcomes = Vec::new();
         for key in &known {
-            outcomes.extend(self.unfinished(round, row, key, &why, budget));
+            outcomes.extend(self.unfinished(round, row, key, &why));
         }
         Ok(outcomes)
     }
@@ -963,7 +956,6 @@ impl Batcher {
         endpoint: &Endpoint,
         info: &BatchInfo,
         failures: &[batch::BatchFailure],
-        budget: Option<&Budget>,
     ) -> Result<Vec<(usize, CallOutcome)>, StoreError> {
         let listed: Vec<String> = failures.iter().map(ToString::to_string).collect();
         let why = format!(
@@ -978,7 +970,7 @@ impl Batcher {
             Ok(_) | Err(StoreError::BatchState { .. }) => {}
             Err(e) => return Err(e),
         }
-        Ok(self.fail(round, &keys, &why, budget))
+        Ok(self.fail(round, &keys, &why))
     }
 
     /// `keys` of the round end in this run without an answer and without a stored call (not
@@ -989,12 +981,11 @@ impl Batcher {
         round: &mut Round,
         keys: impl IntoIterator<Item = K>,
         why: &str,
-        budget: Option<&Budget>,
     ) -> Vec<(usize, CallOutcome)> {
         let mut outcomes = Vec::new();
         for key in keys {
             let key = key.as_ref();
-            self.release(round, key, budget, 0.0);
+            self.release(round, key, 0.0);
             let failed = CallOutcome::Failed {
                 call_id: None,
                 error: why.to_owned(),
@@ -1010,7 +1001,6 @@ impl Batcher {
         &self,
         round: &mut Round,
         row: &BatchRow,
-        budget: Option<&Budget>,
     ) -> Result<Vec<(usize, CallOutcome)>, StoreError> {
         let keys = lock(&self.store).batch_keys(row.id)?;
         let mine: Vec<String> = keys
@@ -1018,7 +1008,7 @@ impl Batcher {
             .filter(|k| round.jobs.contains_key(&k.cache_key))
             .map(|k| k.cache_key.clone())
             .collect();
-        self.stored_outcomes(round, row, &mine, budget)
+        self.stored_outcomes(round, row, &mine)
     }
 
     /// The outcomes of `keys` of batch `row`, settled before this collect (by an earlier
@@ -1030,7 +1020,6 @@ impl Batcher {
         round: &mut Round,
         row: &BatchRow,
         keys: &[String],
-        budget: Option<&Budget>,
     ) -> Result<Vec<(usize, CallOutcome)>, StoreError> {
         let store = lock(&self.store);
         let cached = store.cached_calls(keys.iter().map(String::as_str))?;
@@ -1042,7 +1031,7 @@ impl Batcher {
         drop(store);
         let mut outcomes = Vec::new();
         for key in keys {
-            self.release(round, key, budget, 0.0);
+            self.release(round, key, 0.0);
             let outcome = match (cached.get(key), rows.get(key)) {
                 (Some(call), _) => CallOutcome::Hit(Box::new(call.clone())),
                 (None, Some(k)) if k.outcome == KeyOutcome::Failed => CallOutcome::Failed {
@@ -1052,7 +1041,7 @@ impl Batcher {
                 },
                 _ => {
                     let why = "its batch ended without an answer for it";
-                    outcomes.extend(self.unfinished(round, row, key, why, budget));
+                    outcomes.extend(self.unfinished(round, row, key, why));
                     continue;
                 }
             };
@@ -1071,17 +1060,16 @@ impl Batcher {
         row: &BatchRow,
         key: &str,
         why: &str,
-        budget: Option<&Budget>,
     ) -> Vec<(usize, CallOutcome)> {
         if row.run_id != Some(self.run_id) {
-            self.release(round, key, budget, 0.0);
+            self.release(round, key, 0.0);
             if !round.resubmit.iter().any(|k| k == key) {
                 round.resubmit.push(key.to_owned());
             }
             return Vec::new();
         }
         let why = format!("{why}; the next run submits it again");
-        self.fail(round, [key], &why, budget)
+        self.fail(round, [key], &why)
     }
 
     /// The keys of batch `id` this round knows.
@@ -1095,9 +1083,9 @@ impl Batcher {
     }
 
     /// Settles the budget's reservation of `key` (if this run made one) to `actual_usd`.
-    fn release(&self, round: &mut Round, key: &str, budget: Option<&Budget>, actual_usd: f64) {
-        if let (Some(worst), Some(budget)) = (round.reserved.remove(key), budget) {
-            budget.settle_held(worst, actual_usd);
+    fn release(&self, round: &mut Round, key: &str, actual_usd: f64) {
+        if let Some(reservation) = round.reserved.remove(key) {
+            reservation.settle(actual_usd);
         }
     }
 

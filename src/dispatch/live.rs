@@ -863,11 +863,7 @@ enum Attempt {
 /// Settles `reservation` to what the answer cost, gives it back when the request was refused
 /// before anything was generated, and keeps it as spent when the answer was cut off or could
 /// not be read (it may have been billed).
-fn settle(
-    reservation: Reservation<'_>,
-    job: &CallJob,
-    result: &Result<ChatResponse, ProviderError>,
-) {
+fn settle(reservation: Reservation, job: &CallJob, result: &Result<ChatResponse, ProviderError>) {
     match result {
         Ok(answer) => reservation.settle(
             job.price
