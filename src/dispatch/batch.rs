@@ -15,11 +15,18 @@ use std::time::{Duration, Instant};
 
 use chrono::{DateTime, Utc};
 
-use crate::llm::batch::{self, BatchApi, BatchError, BatchInfo, BatchStatus, LineFailure, Lost};
-use crate::llm::budget::Fit;
-use crate::llm::{Budget, CallJob, CallOutcome, ChatRequest, Endpoint, LlmClient, RetryPolicy};
+use super::budget::{NoRoom, Reservation};
+use super::fanout::Fanout;
+use super::recorder::{CallRecorder, Timing};
+use crate::config::RetryPolicy;
+use crate::dispatch::{Budget, CallJob, CallOutcome};
+use crate::llm::batch::{
+    self, BatchApi, BatchCounts, BatchError, BatchInfo, BatchStatus, LineFailure, Lost,
+};
+use crate::llm::{ChatRequest, Endpoint, LlmClient};
 use crate::store::{
-    BatchRow, BatchState, Claim, KeyOutcome, NewBatch, NewCall, Store, StoreError, StoredCall, lock,
+    BatchCountsRow, BatchPoll, BatchRow, BatchState, Claim, KeyOutcome, NewBatch, Store,
+    StoreError, Writer, lock,
 };
 
 /// How often batches are polled: first after `first`, each wait half again as long as the one
@@ -87,13 +94,13 @@ pub struct BatchCall {
 #[derive(Debug, Default)]
 pub struct Round {
     /// The stage's indices of each key (the first gets the answer, the others a hit of it).
-    indices: HashMap<String, Vec<usize>>,
+    indices: Fanout,
     /// Each key's call, priced at the batch rate.
     jobs: HashMap<String, CallJob>,
     /// The batches the stage waits for, by track's id.
     following: BTreeMap<i64, Followed>,
     /// The worst case reserved from the budget for each key this run submitted.
-    reserved: HashMap<String, f64>,
+    reserved: HashMap<String, Reservation>,
     /// Each batch's last status and counts, for the progress line.
     seen: BTreeMap<i64, String>,
     /// The batch API of each key's provider.
@@ -124,14 +131,10 @@ impl Round {
         let mut new = Vec::new();
         for call in calls {
             let key = call.job.canonical.key.to_string();
-            let indices = self.indices.entry(key.clone()).or_default();
-            if indices.is_empty() {
+            if self.indices.add(&key, call.index) {
                 new.push(key.clone());
                 self.apis.insert(key.clone(), call.api);
                 self.jobs.insert(key, call.job);
-            }
-            if !indices.contains(&call.index) {
-                indices.push(call.index);
             }
         }
         new
@@ -154,18 +157,17 @@ impl Round {
     /// The outcome of every index of `key`: the first gets `outcome`, the others a hit of a
     /// fresh answer.
     fn spread(&self, key: &str, outcome: CallOutcome) -> Vec<(usize, CallOutcome)> {
-        let indices = self.indices.get(key).map(Vec::as_slice).unwrap_or_default();
-        indices
-            .iter()
-            .enumerate()
-            .map(|(n, &index)| {
-                let outcome = match (&outcome, n) {
-                    (CallOutcome::Fresh(call), 1..) => CallOutcome::Hit(call.clone()),
-                    _ => outcome.clone(),
-                };
-                (index, outcome)
-            })
-            .collect()
+        self.indices.spread(key, outcome)
+    }
+}
+
+impl Drop for Round {
+    /// Calls still reserved wait in batches the run leaves behind (`--detach`, a signal, an
+    /// error): their room stays held, as the run cannot know what they will cost.
+    fn drop(&mut self) {
+        for (_, reservation) in self.reserved.drain() {
+            reservation.leave_waiting();
+        }
     }
 }
 
@@ -212,6 +214,8 @@ pub struct Submitted {
 pub struct Batcher {
     client: LlmClient,
     store: Arc<Mutex<Store>>,
+    /// Stores the batches' results, through the run's writer thread.
+    recorder: CallRecorder,
     run_id: i64,
     retry: RetryPolicy,
     poll: PollPolicy,
@@ -240,10 +244,10 @@ pub enum StepError {
 }
 
 impl Batcher {
-    /// A batcher for run `run_id`, storing through `store`.
+    /// A batcher for run `run_id`, reading `store` and storing results through `writer`.
     pub fn new(
         client: LlmClient,
-        store: Arc<Mutex<Store>>,
+        (store, writer): (Arc<Mutex<Store>>, Writer),
         run_id: i64,
         retry: RetryPolicy,
         poll: PollPolicy,
@@ -252,6 +256,7 @@ impl Batcher {
         Self {
             client,
             store,
+            recorder: CallRecorder::new(writer),
             run_id,
             retry,
             poll,
@@ -290,7 +295,7 @@ impl Batcher {
         &self,
         round: &mut Round,
         calls: Vec<BatchCall>,
-        budget: Option<&Budget>,
+        budget: Option<&Arc<Budget>>,
         stop: &AtomicBool,
     ) -> Result<Submitted, StoreError> {
         let keys = round.add(calls);
@@ -302,7 +307,7 @@ impl Batcher {
     pub async fn resubmit(
         &self,
         round: &mut Round,
-        budget: Option<&Budget>,
+        budget: Option<&Arc<Budget>>,
         stop: &AtomicBool,
     ) -> Result<Submitted, StoreError> {
         let mut keys = std::mem::take(&mut round.resubmit);
@@ -314,9 +319,7 @@ impl Batcher {
             let keys = std::mem::take(&mut round.deferred);
             let why = "the budget's room for it was held by calls that never settled";
             let mut submitted = submitted;
-            submitted
-                .settled
-                .extend(self.fail(round, &keys, why, budget));
+            submitted.settled.extend(self.fail(round, &keys, why));
             return Ok(submitted);
         }
         Ok(submitted)
@@ -327,7 +330,7 @@ impl Batcher {
         &self,
         round: &mut Round,
         keys: Vec<String>,
-        budget: Option<&Budget>,
+        budget: Option<&Arc<Budget>>,
         stop: &AtomicBool,
     ) -> Result<Submitted, StoreError> {
         let mut submitted = Submitted::default();
@@ -343,7 +346,7 @@ impl Batcher {
         let mine = self.claim(&mut submitted, round, &rest)?;
         // The rest, grouped by endpoint and API, in the stage's order.
         let mut order: Vec<&String> = mine.iter().collect();
-        order.sort_by_key(|k| round.indices[*k][0]);
+        order.sort_by_key(|k| round.indices.indices(k)[0]);
         let mut groups: Vec<(Arc<Endpoint>, BatchApi, Vec<String>)> = Vec::new();
         for key in order {
             let job = &round.jobs[key];
@@ -351,17 +354,17 @@ impl Batcher {
                 break;
             }
             if let Some(budget) = budget {
-                let worst = crate::experiment::max_cost(job);
-                match budget.try_reserve(worst) {
-                    Fit::Reserved => {}
+                match budget.try_reserve(super::max_cost(job)) {
+                    Ok(reservation) => {
+                        round.reserved.insert(key.clone(), reservation);
+                    }
                     // Batches out hold the room: submitted once they settle.
-                    Fit::Later => {
+                    Err(NoRoom::Later) => {
                         round.deferred.push(key.clone());
                         continue;
                     }
-                    Fit::Never => continue,
+                    Err(NoRoom::Never) => continue,
                 }
-                round.reserved.insert(key.clone(), worst);
             }
             let api = round.apis[key];
             match groups
@@ -374,7 +377,7 @@ impl Batcher {
         }
         let submitting = async {
             for (endpoint, api, keys) in groups {
-                self.submit_group(&mut submitted, round, &endpoint, api, &keys, budget)
+                self.submit_group(&mut submitted, round, &endpoint, api, &keys)
                     .await?;
             }
             Ok::<_, StoreError>(())
@@ -419,7 +422,9 @@ impl Batcher {
                 }
                 Claim::Busy(holder) => {
                     tracing::debug!(run = %holder, "a key another run sends live: waited for");
-                    submitted.live.extend(round.indices[key].iter().copied());
+                    submitted
+                        .live
+                        .extend(round.indices.indices(key).iter().copied());
                 }
             }
         }
@@ -457,7 +462,7 @@ impl Batcher {
             );
             submitted
                 .settled
-                .extend(self.fail(round, [key.as_str()], &why, None));
+                .extend(self.fail(round, [key.as_str()], &why));
         }
         Ok(pending)
     }
@@ -470,7 +475,6 @@ impl Batcher {
         endpoint: &Arc<Endpoint>,
         api: BatchApi,
         keys: &[String],
-        budget: Option<&Budget>,
     ) -> Result<(), StoreError> {
         let items = keys.iter().map(|k| (k.as_str(), &round.jobs[k].request));
         let split = match batch::split(api, endpoint.kind, items, api.limits()) {
@@ -479,15 +483,19 @@ impl Batcher {
                 // A key the batch APIs refuse: cannot happen for sha256 keys; send live.
                 tracing::warn!("cannot batch these calls, sending them live: {e}");
                 for key in keys {
-                    self.release(round, key, budget, 0.0);
-                    submitted.live.extend(round.indices[key].iter().copied());
+                    self.release(round, key, 0.0);
+                    submitted
+                        .live
+                        .extend(round.indices.indices(key).iter().copied());
                 }
                 return Ok(());
             }
         };
         for key in &split.oversized {
-            self.release(round, key, budget, 0.0);
-            submitted.live.extend(round.indices[key].iter().copied());
+            self.release(round, key, 0.0);
+            submitted
+                .live
+                .extend(round.indices.indices(key).iter().copied());
         }
         for payload in split.payloads {
             let intent = lock(&self.store).create_batch(&NewBatch {
@@ -506,7 +514,7 @@ impl Batcher {
                 Err(StoreError::AlreadyBatched { .. } | StoreError::ClaimedLive { .. }) => {
                     // Another run sharing the database took some of them meanwhile (its claim
                     // on them had expired, or it found this run dead).
-                    self.follow_or_defer(submitted, round, &payload.custom_ids, budget)?;
+                    self.follow_or_defer(submitted, round, &payload.custom_ids)?;
                     continue;
                 }
                 Err(e) => return Err(e),
@@ -531,7 +539,7 @@ impl Batcher {
                     };
                     let why = format!("the batch could not be submitted: {e}{hint}");
                     lock(&self.store).void_batch(row.id, &why)?;
-                    let failed = self.fail(round, &payload.custom_ids, &why, budget);
+                    let failed = self.fail(round, &payload.custom_ids, &why);
                     submitted.settled.extend(failed);
                 }
             }
@@ -546,18 +554,19 @@ impl Batcher {
         submitted: &mut Submitted,
         round: &mut Round,
         keys: &[String],
-        budget: Option<&Budget>,
     ) -> Result<(), StoreError> {
         let pending = lock(&self.store).pending_in_batches(keys.iter().map(String::as_str))?;
         for key in keys {
-            self.release(round, key, budget, 0.0);
+            self.release(round, key, 0.0);
             match pending.get(key) {
                 Some(batch) => {
                     if let Some(endpoint) = round.endpoint(key) {
                         round.follow(*batch, &endpoint, self.poll.first);
                     }
                 }
-                None => submitted.live.extend(round.indices[key].iter().copied()),
+                None => submitted
+                    .live
+                    .extend(round.indices.indices(key).iter().copied()),
             }
         }
         Ok(())
@@ -614,7 +623,9 @@ impl Batcher {
 
     /// Stores that batch `id` is the provider's `info`: its id and what it said.
     fn adopt(&self, id: i64, info: &BatchInfo) -> StepResult<()> {
-        info.with_poll(|poll| lock(&self.store).set_batch_submitted(id, &info.id, poll))?;
+        with_poll(info, |poll| {
+            lock(&self.store).set_batch_submitted(id, &info.id, poll)
+        })?;
         tracing::debug!(batch = id, provider_id = %info.id, "batch submitted");
         Ok(())
     }
@@ -717,11 +728,7 @@ impl Batcher {
 
     /// Polls the round's batches that are due and collects those that ended: the outcomes
     /// of their calls, for the runtime to record.
-    pub async fn poll(
-        &self,
-        round: &mut Round,
-        budget: Option<&Budget>,
-    ) -> Result<Vec<(usize, CallOutcome)>, StoreError> {
+    pub async fn poll(&self, round: &mut Round) -> Result<Vec<(usize, CallOutcome)>, StoreError> {
         let now = Instant::now();
         let due: Vec<i64> = round
             .following
@@ -739,7 +746,7 @@ impl Batcher {
                 // Collected or voided meanwhile (another run): its keys are settled.
                 round.following.remove(&id);
                 round.seen.remove(&id);
-                outcomes.extend(self.settled_elsewhere(round, &row, budget)?);
+                outcomes.extend(self.settled_elsewhere(round, &row)?);
                 continue;
             }
             if row.batch_id.is_none() && !self.run_alive(&row) {
@@ -752,7 +759,7 @@ impl Batcher {
                 }
                 continue;
             }
-            match self.poll_one(round, &row, budget).await {
+            match self.poll_one(round, &row).await {
                 Ok(Some(collected)) => {
                     round.following.remove(&id);
                     round.seen.remove(&id);
@@ -773,7 +780,7 @@ impl Batcher {
                          same command follows it again once that is mended"
                     );
                     let keys = self.keys_of(round, id)?;
-                    outcomes.extend(self.fail(round, &keys, &why, budget));
+                    outcomes.extend(self.fail(round, &keys, &why));
                 }
             }
             if let Some(followed) = round.following.get_mut(&id) {
@@ -787,15 +794,11 @@ impl Batcher {
     /// Fails the keys the round was to submit again (a signal came first, or the budget was
     /// reached): the next run submits them. Those the budget held back are left unsent, as
     /// calls the budget refuses are. Returns the outcomes.
-    pub fn leave_resubmits(
-        &self,
-        round: &mut Round,
-        budget: Option<&Budget>,
-    ) -> Vec<(usize, CallOutcome)> {
+    pub fn leave_resubmits(&self, round: &mut Round) -> Vec<(usize, CallOutcome)> {
         round.deferred.clear();
         let keys = std::mem::take(&mut round.resubmit);
         let why = "its batch ended without running it; the next run submits it again";
-        self.fail(round, &keys, why, budget)
+        self.fail(round, &keys, why)
     }
 
     /// How long until the next batch is due (zero when one is).
@@ -815,7 +818,6 @@ impl Batcher {
         &self,
         round: &mut Round,
         row: &BatchRow,
-        budget: Option<&Budget>,
     ) -> StepResult<Option<Vec<(usize, CallOutcome)>>> {
         let (Some(batch_id), Some(api)) = (row.batch_id.as_deref(), BatchApi::from_name(&row.api))
         else {
@@ -827,14 +829,14 @@ impl Batcher {
         let info = self
             .with_retries(|| batch::get(&self.client, &endpoint, api, batch_id))
             .await?;
-        info.with_poll(|poll| lock(&self.store).record_batch_poll(row.id, poll))?;
+        with_poll(&info, |poll| {
+            lock(&self.store).record_batch_poll(row.id, poll)
+        })?;
         round.seen.insert(row.id, progress_of(row, &info));
         if !info.status.is_ended() {
             return Ok(None);
         }
-        self.collect(round, row, &endpoint, &info, budget)
-            .await
-            .map(Some)
+        self.collect(round, row, &endpoint, &info).await.map(Some)
     }
 
     /// Stores every result of an ended batch: answers as ordinary calls at the batch price,
@@ -848,10 +850,9 @@ impl Batcher {
         row: &BatchRow,
         endpoint: &Endpoint,
         info: &BatchInfo,
-        budget: Option<&Budget>,
     ) -> StepResult<Vec<(usize, CallOutcome)>> {
         if let BatchStatus::Failed(failures) = &info.status {
-            return Ok(self.refused(round, row, endpoint, info, failures, budget)?);
+            return Ok(self.refused(round, row, endpoint, info, failures)?);
         }
         let jobs = &round.jobs;
         let request_of = |id: &str| -> Option<&ChatRequest> { jobs.get(id).map(|j| &j.request) };
@@ -866,7 +867,7 @@ impl Batcher {
             .partition(|k| k.outcome == KeyOutcome::Pending);
         let pending: HashSet<String> = pending.into_iter().map(|k| k.cache_key).collect();
         let stored: Vec<String> = stored.into_iter().map(|k| k.cache_key).collect();
-        let mut outcomes = self.stored_outcomes(round, row, &stored, budget)?;
+        let mut outcomes = self.stored_outcomes(round, row, &stored)?;
         let mut unfinished = Vec::new();
         let latency_ms = turnaround_ms(row, info);
         for line in lines {
@@ -881,27 +882,27 @@ impl Batcher {
                 Ok(response) => {
                     let usage = response.usage;
                     let cost = job.price.cost_usd(usage.input_tokens, usage.output_tokens);
-                    self.release(round, &key, budget, cost);
-                    self.store_answer(row.id, &job, response, latency_ms)
+                    self.release(round, &key, cost);
+                    self.store_answer(row.id, &job, response, latency_ms).await
                 }
                 Err(failure) if failure.is_unfinished() => {
                     unfinished.push(key.clone());
                     let why = failure.to_string();
-                    outcomes.extend(self.unfinished(round, row, &key, &why, budget));
+                    outcomes.extend(self.unfinished(round, row, &key, &why));
                     continue;
                 }
                 Err(failure) => {
-                    self.release(round, &key, budget, 0.0);
-                    self.store_failure(row.id, &job, &failure, latency_ms)
+                    self.release(round, &key, 0.0);
+                    self.store_failure(row.id, &job, &failure, latency_ms).await
                 }
             };
             match stored {
                 Some(outcome) => outcomes.extend(round.spread(&key, outcome)),
                 // Another run collecting the same batch stored it first: served from there.
-                None => outcomes.extend(self.stored_outcomes(round, row, &[key], budget)?),
+                None => outcomes.extend(self.stored_outcomes(round, row, &[key])?),
             }
         }
-        outcomes.extend(self.close(round, row, info, &unfinished, budget)?);
+        outcomes.extend(self.close(round, row, info, &unfinished)?);
         tracing::debug!(batch = row.id, outcomes = outcomes.len(), "batch collected");
         Ok(outcomes)
     }
@@ -916,7 +917,6 @@ impl Batcher {
         row: &BatchRow,
         info: &BatchInfo,
         unfinished: &[String],
-        budget: Option<&Budget>,
     ) -> Result<Vec<(usize, CallOutcome)>, StoreError> {
         let mut store = lock(&self.store);
         let (known, unknown): (Vec<String>, Vec<String>) = store
@@ -942,7 +942,7 @@ impl Batcher {
         let why = format!("batch {} ended without a result for this request", info.id);
         let mut outcomes = Vec::new();
         for key in &known {
-            outcomes.extend(self.unfinished(round, row, key, &why, budget));
+            outcomes.extend(self.unfinished(round, row, key, &why));
         }
         Ok(outcomes)
     }
@@ -956,7 +956,6 @@ impl Batcher {
         endpoint: &Endpoint,
         info: &BatchInfo,
         failures: &[batch::BatchFailure],
-        budget: Option<&Budget>,
     ) -> Result<Vec<(usize, CallOutcome)>, StoreError> {
         let listed: Vec<String> = failures.iter().map(ToString::to_string).collect();
         let why = format!(
@@ -971,7 +970,7 @@ impl Batcher {
             Ok(_) | Err(StoreError::BatchState { .. }) => {}
             Err(e) => return Err(e),
         }
-        Ok(self.fail(round, &keys, &why, budget))
+        Ok(self.fail(round, &keys, &why))
     }
 
     /// `keys` of the round end in this run without an answer and without a stored call (not
@@ -982,12 +981,11 @@ impl Batcher {
         round: &mut Round,
         keys: impl IntoIterator<Item = K>,
         why: &str,
-        budget: Option<&Budget>,
     ) -> Vec<(usize, CallOutcome)> {
         let mut outcomes = Vec::new();
         for key in keys {
             let key = key.as_ref();
-            self.release(round, key, budget, 0.0);
+            self.release(round, key, 0.0);
             let failed = CallOutcome::Failed {
                 call_id: None,
                 error: why.to_owned(),
@@ -1003,7 +1001,6 @@ impl Batcher {
         &self,
         round: &mut Round,
         row: &BatchRow,
-        budget: Option<&Budget>,
     ) -> Result<Vec<(usize, CallOutcome)>, StoreError> {
         let keys = lock(&self.store).batch_keys(row.id)?;
         let mine: Vec<String> = keys
@@ -1011,7 +1008,7 @@ impl Batcher {
             .filter(|k| round.jobs.contains_key(&k.cache_key))
             .map(|k| k.cache_key.clone())
             .collect();
-        self.stored_outcomes(round, row, &mine, budget)
+        self.stored_outcomes(round, row, &mine)
     }
 
     /// The outcomes of `keys` of batch `row`, settled before this collect (by an earlier
@@ -1023,7 +1020,6 @@ impl Batcher {
         round: &mut Round,
         row: &BatchRow,
         keys: &[String],
-        budget: Option<&Budget>,
     ) -> Result<Vec<(usize, CallOutcome)>, StoreError> {
         let store = lock(&self.store);
         let cached = store.cached_calls(keys.iter().map(String::as_str))?;
@@ -1035,7 +1031,7 @@ impl Batcher {
         drop(store);
         let mut outcomes = Vec::new();
         for key in keys {
-            self.release(round, key, budget, 0.0);
+            self.release(round, key, 0.0);
             let outcome = match (cached.get(key), rows.get(key)) {
                 (Some(call), _) => CallOutcome::Hit(Box::new(call.clone())),
                 (None, Some(k)) if k.outcome == KeyOutcome::Failed => CallOutcome::Failed {
@@ -1045,7 +1041,7 @@ impl Batcher {
                 },
                 _ => {
                     let why = "its batch ended without an answer for it";
-                    outcomes.extend(self.unfinished(round, row, key, why, budget));
+                    outcomes.extend(self.unfinished(round, row, key, why));
                     continue;
                 }
             };
@@ -1064,17 +1060,16 @@ impl Batcher {
         row: &BatchRow,
         key: &str,
         why: &str,
-        budget: Option<&Budget>,
     ) -> Vec<(usize, CallOutcome)> {
         if row.run_id != Some(self.run_id) {
-            self.release(round, key, budget, 0.0);
+            self.release(round, key, 0.0);
             if !round.resubmit.iter().any(|k| k == key) {
                 round.resubmit.push(key.to_owned());
             }
             return Vec::new();
         }
         let why = format!("{why}; the next run submits it again");
-        self.fail(round, [key], &why, budget)
+        self.fail(round, [key], &why)
     }
 
     /// The keys of batch `id` this round knows.
@@ -1088,65 +1083,42 @@ impl Batcher {
     }
 
     /// Settles the budget's reservation of `key` (if this run made one) to `actual_usd`.
-    fn release(&self, round: &mut Round, key: &str, budget: Option<&Budget>, actual_usd: f64) {
-        if let (Some(worst), Some(budget)) = (round.reserved.remove(key), budget) {
-            budget.settle_held(worst, actual_usd);
+    fn release(&self, round: &mut Round, key: &str, actual_usd: f64) {
+        if let Some(reservation) = round.reserved.remove(key) {
+            reservation.settle(actual_usd);
         }
     }
 
     /// Stores an answer of batch `batch` as an ordinary call at the batch price; `None` when
     /// another run collecting the same batch stored its result first.
-    fn store_answer(
+    async fn store_answer(
         &self,
         batch: i64,
         job: &CallJob,
         response: crate::llm::ChatResponse,
         latency_ms: f64,
     ) -> Option<CallOutcome> {
-        let usage = response.usage;
-        let cost_usd = job.price.cost_usd(usage.input_tokens, usage.output_tokens);
-        let call = NewCall {
-            cache_key: &job.canonical.key,
-            canonical_request: job.canonical_json().into(),
-            provider: &job.endpoint.provider,
-            model: &job.request.model,
-            outcome: Ok(&response.text),
-            finish_reason: response.finish_reason.as_deref(),
-            input_tokens: Some(usage.input_tokens),
-            output_tokens: Some(usage.output_tokens),
-            tokens_estimated: usage.estimated,
+        let timing = Timing {
             latency_ms,
             attempts: 1,
-            input_price_per_mtok: job.price.input_per_mtok,
-            output_price_per_mtok: job.price.output_per_mtok,
-            cost_usd: Some(cost_usd),
-            http_status: Some(200),
         };
-        Some(match lock(&self.store).insert_batch_call(batch, &call) {
-            Ok(id) => CallOutcome::Fresh(Box::new(StoredCall {
-                id,
-                text: response.text,
-                finish_reason: response.finish_reason,
-                input_tokens: usage.input_tokens,
-                output_tokens: usage.output_tokens,
-                tokens_estimated: usage.estimated,
-                latency_ms,
-                attempts: 1,
-                cost_usd,
-                created_at: crate::store::now_rfc3339(),
-            })),
-            Err(StoreError::NotPending { .. }) => return None,
-            Err(e) => CallOutcome::Failed {
+        match self
+            .recorder
+            .batch_answer(batch, job, response, timing)
+            .await
+        {
+            Ok(stored) => stored.map(|call| CallOutcome::Fresh(Box::new(call))),
+            Err(e) => Some(CallOutcome::Failed {
                 call_id: None,
                 error: format!("the batch's answer arrived but could not be stored: {e}"),
                 attempts: 1,
-            },
-        })
+            }),
+        }
     }
 
     /// Stores a request of batch `batch` that the provider answered with an error; `None`
     /// when another run collecting the same batch stored its result first.
-    fn store_failure(
+    async fn store_failure(
         &self,
         batch: i64,
         job: &CallJob,
@@ -1161,26 +1133,17 @@ impl Batcher {
             "not retried"
         };
         let error = format!("{failure} ({why})");
-        let call = NewCall {
-            cache_key: &job.canonical.key,
-            canonical_request: job.canonical_json().into(),
-            provider: &job.endpoint.provider,
-            model: &job.request.model,
-            outcome: Err(&error),
-            finish_reason: None,
-            input_tokens: None,
-            output_tokens: None,
-            tokens_estimated: false,
+        let timing = Timing {
             latency_ms,
             attempts: 1,
-            input_price_per_mtok: job.price.input_per_mtok,
-            output_price_per_mtok: job.price.output_per_mtok,
-            cost_usd: None,
-            http_status: failure.http_status(),
         };
-        let call_id = match lock(&self.store).insert_batch_call(batch, &call) {
-            Ok(id) => Some(id),
-            Err(StoreError::NotPending { .. }) => return None,
+        let stored = self
+            .recorder
+            .batch_failure(batch, job, &error, failure.http_status(), timing)
+            .await;
+        let call_id = match stored {
+            Ok(Some(id)) => Some(id),
+            Ok(None) => return None,
             Err(e) => {
                 tracing::warn!("could not store a batch's failed request: {e}");
                 None
@@ -1216,6 +1179,53 @@ impl Batcher {
                 }
                 Err(e) => return Err(e),
             }
+        }
+    }
+}
+
+/// Lends what the store keeps of the provider's answer `info` (status, failures, counts, files, results
+/// URL, times as the store writes them) to `f`: for `Store::set_batch_submitted` and
+/// `Store::record_batch_poll`.
+pub fn with_poll<R>(info: &BatchInfo, f: impl FnOnce(&BatchPoll<'_>) -> R) -> R {
+    let failures = info.failures_json();
+    let expires_at = info.expires_at.map(batch::stored_time);
+    let ended_at = info.ended_at.map(batch::stored_time);
+    f(&BatchPoll {
+        status: info.status.as_str(),
+        failures: failures.as_deref(),
+        counts: info.counts.into(),
+        output_file_id: info.output_file_id.as_deref(),
+        error_file_id: info.error_file_id.as_deref(),
+        results_url: info.results_url.as_deref(),
+        expires_at: expires_at.as_deref(),
+        ended_at: ended_at.as_deref(),
+    })
+}
+
+/// The store's row of a batch's counts.
+impl From<BatchCounts> for BatchCountsRow {
+    fn from(c: BatchCounts) -> Self {
+        Self {
+            total: c.total,
+            processing: c.processing,
+            succeeded: c.succeeded,
+            errored: c.errored,
+            cancelled: c.cancelled,
+            expired: c.expired,
+        }
+    }
+}
+
+/// A batch's counts as the store keeps them.
+impl From<BatchCountsRow> for BatchCounts {
+    fn from(c: BatchCountsRow) -> Self {
+        Self {
+            total: c.total,
+            processing: c.processing,
+            succeeded: c.succeeded,
+            errored: c.errored,
+            cancelled: c.cancelled,
+            expired: c.expired,
         }
     }
 }
@@ -1260,4 +1270,74 @@ fn progress_of(row: &BatchRow, info: &BatchInfo) -> String {
         c.succeeded + c.errored,
         total
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+
+    use super::*;
+    use crate::llm::batch::{BatchFailure, TOKEN_LIMIT_CODE, failures_from_json, from_rfc3339};
+
+    #[test]
+    fn what_a_poll_said_is_stored_and_read_back_the_same() {
+        let mut store = crate::store::Store::open_in_memory().unwrap();
+        let keys = vec![crate::hash::sha256_hex(b"k1")];
+        let row = store
+            .create_batch(&crate::store::NewBatch {
+                run_id: None,
+                provider: "openai",
+                api: BatchApi::Openai.as_str(),
+                base_url: "https://api.openai.com/v1",
+                key_fingerprint: "no-key",
+                model: "gpt-4o",
+                payload_sha256: "ab",
+                payload_bytes: 2,
+                keys: &keys,
+            })
+            .unwrap();
+        let ended = DateTime::from_timestamp(1_711_493_133, 0);
+        let info = BatchInfo {
+            api: BatchApi::Openai,
+            id: "batch_1".into(),
+            status: BatchStatus::Failed(vec![BatchFailure {
+                code: TOKEN_LIMIT_CODE.into(),
+                message: "Enqueued token limit reached".into(),
+                param: None,
+                line: None,
+            }]),
+            counts: BatchCounts {
+                total: 1,
+                processing: 1,
+                ..BatchCounts::default()
+            },
+            created_at: None,
+            expires_at: ended,
+            ended_at: ended,
+            metadata: BTreeMap::new(),
+            input_file_id: Some("file-1".into()),
+            output_file_id: Some("file-2".into()),
+            error_file_id: None,
+            results_url: None,
+        };
+        with_poll(&info, |poll| {
+            store.set_batch_submitted(row.id, &info.id, poll)
+        })
+        .unwrap();
+        let back = store.batch(row.id).unwrap().unwrap();
+        let status = BatchStatus::from_stored(
+            back.status.as_deref().unwrap(),
+            failures_from_json(back.failures.as_deref()),
+        );
+        assert_eq!(status, info.status);
+        assert!(status.is_token_limit());
+        assert_eq!(BatchCounts::from(back.counts), info.counts);
+        assert_eq!(back.output_file_id.as_deref(), Some("file-2"));
+        assert_eq!(back.ended_at.as_deref(), Some("2024-03-26T22:45:33.000Z"));
+        assert_eq!(
+            from_rfc3339(back.ended_at.as_deref()),
+            info.ended_at,
+            "times read back"
+        );
+    }
 }
