@@ -240,6 +240,16 @@ pub fn fts_query(words: &str) -> Option<String> {
 }
 
 impl Store {
+    /// Readies this connection for the viewer, a reader that lives long and answers searches:
+    /// its temporary tables (the calls a search matches, a sort's cases) go to a file once
+    /// past the page cache, instead of growing in memory (the store keeps them in memory for
+    /// a run's writes). A search matching a million answers then holds a page cache's worth,
+    /// not a million row ids.
+    pub fn prepare_for_viewing(&self) -> Result<()> {
+        self.conn.pragma_update(None, "temp_store", "FILE")?;
+        Ok(())
+    }
+
     /// A page of the runs `filter` keeps, newest first, and how many it keeps.
     pub fn view_runs(
         &self,
@@ -1480,6 +1490,20 @@ mod tests {
         };
         assert!(matches!(plan("zebra"), SearchPlan::FromMatches(_)));
         assert_eq!(plan(" "), SearchPlan::None);
+    }
+
+    #[test]
+    fn the_viewer_s_temporary_tables_go_to_a_file_not_to_memory() {
+        let (store, _) = filled();
+        let temp_store = |store: &Store| -> i64 {
+            store
+                .conn
+                .query_row("PRAGMA temp_store", [], |r| r.get(0))
+                .unwrap()
+        };
+        assert_eq!(temp_store(&store), 2, "a run's writes: in memory");
+        store.prepare_for_viewing().unwrap();
+        assert_eq!(temp_store(&store), 1, "the viewer's: a file");
     }
 
     #[test]
