@@ -227,7 +227,7 @@ pub fn groupings() -> impl Iterator<Item = (ExperimentKind, &'static Grouping)> 
 /// Compares run `new` with run `base` (`track diff`, and a report's comparison): both must
 /// exist and be of one kind whose runs can be compared.
 pub fn diff(store: &Store, base: i64, new: i64) -> Result<RunDiff, DiffError> {
-    let stored = RunDiff::kind_of(store, base, new)?;
+    let of_both = RunDiff::kind_of(store, base, new)?;
     let unsupported = || {
         let nouns: Vec<String> = ExperimentKind::ALL
             .iter()
@@ -236,11 +236,10 @@ pub fn diff(store: &Store, base: i64, new: i64) -> Result<RunDiff, DiffError> {
             .collect();
         DiffError::Unsupported {
             run: base,
-            kind: crate::analysis::diff::kind_noun(&stored),
+            kind: of_both,
             comparable: all_of(&nouns),
         }
     };
-    let of_both: ExperimentKind = stored.parse().map_err(|_| unsupported())?;
     let Some(runs) = kind(of_both).diff() else {
         return Err(unsupported());
     };
@@ -256,8 +255,7 @@ pub fn run_errors(store: &Store, run_id: i64) -> Result<Vec<RunErrorRow>, StoreE
         return Err(StoreError::NoSuchRun(run_id.to_string()));
     };
     let mut errors = store.run_errors(run_id)?;
-    let of_run = ExperimentKind::from_stored(&run.kind);
-    if let Some(answer_errors) = of_run.and_then(|k| kind(k).answer_errors()) {
+    if let Some(answer_errors) = kind(run.kind).answer_errors() {
         errors.extend(answer_errors(store, run_id)?);
     }
     Ok(errors)
@@ -301,7 +299,7 @@ pub fn runs_by_kind(
 ) -> Result<Vec<String>, StoreError> {
     let mut out = Vec::new();
     for &k in kinds {
-        let all = match store.select_runs(k.as_str(), RunSelector::All) {
+        let all = match store.select_runs(k, RunSelector::All) {
             Ok(all) => all,
             Err(StoreError::NoSuchRun(_)) => continue,
             Err(e) => return Err(e),
@@ -389,9 +387,20 @@ mod tests {
     #[test]
     fn missing_and_mismatched_runs_are_named() {
         let store = Store::open_in_memory().unwrap();
-        let bench = store.create_run("bench", None, None, "{}").unwrap();
-        let review = store.create_run("review", None, None, "{}").unwrap();
-        let generate = store.create_run("generate", None, None, "{}").unwrap();
+        let bench = store
+            .create_run(crate::experiment::ExperimentKind::Bench, None, None, "{}")
+            .unwrap();
+        let review = store
+            .create_run(crate::experiment::ExperimentKind::Review, None, None, "{}")
+            .unwrap();
+        let generate = store
+            .create_run(
+                crate::experiment::ExperimentKind::Generate,
+                None,
+                None,
+                "{}",
+            )
+            .unwrap();
         let missing = diff(&store, bench, 42).unwrap_err();
         assert_eq!(
             missing.to_string(),

@@ -882,8 +882,12 @@ mod tests {
     /// Run 1 recorded before expected outputs were stored (NULL), run 2 after.
     fn store_fixture() -> (Store, [i64; 2]) {
         let mut store = Store::open_in_memory().unwrap();
-        let old = store.create_run("bench", None, None, "{}").unwrap();
-        let new = store.create_run("bench", None, None, "{}").unwrap();
+        let old = store
+            .create_run(crate::experiment::ExperimentKind::Bench, None, None, "{}")
+            .unwrap();
+        let new = store
+            .create_run(crate::experiment::ExperimentKind::Bench, None, None, "{}")
+            .unwrap();
         store
             .insert_bench_results(&[
                 row(old, 0, Outcome::Failed, None),
@@ -917,7 +921,9 @@ mod tests {
     #[test]
     fn several_templates_get_their_section_matrix_columns_and_failed_checks() {
         let mut store = Store::open_in_memory().unwrap();
-        let run = store.create_run("bench", None, None, "{}").unwrap();
+        let run = store
+            .create_run(crate::experiment::ExperimentKind::Bench, None, None, "{}")
+            .unwrap();
         let check = |method: &str, outcome, reason: Option<&str>| crate::store::CheckRow {
             method: method.into(),
             expected: Some("4".into()),

@@ -953,7 +953,9 @@ mod tests {
                 vec!["p9", "p5", "p4", "p3", "p2", "p1"],
             ),
         ] {
-            let run = store.create_run("bench", None, None, "{}").unwrap();
+            let run = store
+                .create_run(crate::experiment::ExperimentKind::Bench, None, None, "{}")
+                .unwrap();
             let mut rows = Vec::new();
             for (m, model) in models.iter().enumerate() {
                 for (p, prompt) in prompts.iter().enumerate() {
@@ -993,7 +995,9 @@ mod tests {
     fn templated_run() -> (tempfile::TempDir, Store, i64) {
         let dir = tempfile::tempdir().unwrap();
         let mut store = Store::open(&dir.path().join("t.db")).unwrap();
-        let run = store.create_run("bench", None, None, "{}").unwrap();
+        let run = store
+            .create_run(crate::experiment::ExperimentKind::Bench, None, None, "{}")
+            .unwrap();
         let mut rows = Vec::new();
         for (m, model) in ["m0", "m1"].iter().enumerate() {
             for (t, template) in ["terse", "steps"].iter().enumerate() {

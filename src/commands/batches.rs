@@ -9,7 +9,7 @@ use polars::prelude::*;
 
 use super::Context;
 use crate::llm::LlmClient;
-use crate::llm::batch::{self, BatchApi};
+use crate::llm::batch;
 use crate::output::{Columns, Format, print_frame};
 use crate::store::{BatchRow, BatchState, Store};
 
@@ -322,7 +322,7 @@ fn data_frame(batches: &[BatchRow], (cost, model): Looks<'_>) -> PolarsResult<Da
             batches.iter().map(|b| b.run_id).collect::<Vec<_>>(),
         ),
         Column::new("provider".into(), text(&|b| Some(b.provider.clone()))),
-        Column::new("api".into(), text(&|b| Some(b.api.clone()))),
+        Column::new("api".into(), text(&|b| Some(b.api.as_str().to_owned()))),
         Column::new("model".into(), text(&|b| Some(model(b)))),
         Column::new("model_id".into(), text(&|b| Some(b.model.clone()))),
         Column::new("batch_id".into(), text(&|b| b.batch_id.clone())),
@@ -401,8 +401,7 @@ fn cancel(context: &Context, id: &str) -> anyhow::Result<ExitCode> {
         ));
         return Ok(ExitCode::SUCCESS);
     }
-    let api = BatchApi::from_name(&row.api)
-        .with_context(|| format!("{name} names an unknown batch API `{}`", row.api))?;
+    let api = row.api;
     let config = context.load_config()?;
     let endpoint = endpoint_of(&config, &row, &name)?;
     let runtime = tokio::runtime::Builder::new_current_thread()

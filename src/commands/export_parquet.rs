@@ -56,7 +56,7 @@ pub fn select_runs(store: &Store, db: &Path, selection: Selection) -> anyhow::Re
         let runs = selection
             .runs
             .unwrap_or_else(|| crate::kinds::kind(kind).default_runs());
-        match store.select_runs(kind.as_str(), runs) {
+        match store.select_runs(kind, runs) {
             Ok(found) => ids.extend(found),
             Err(StoreError::NoSuchRun(_)) => {}
             Err(e) => return Err(e.into()),
@@ -73,9 +73,9 @@ pub fn select_runs(store: &Store, db: &Path, selection: Selection) -> anyhow::Re
             match (store.runs_by_id(&[id])?.into_iter().next(), kind) {
                 (Some(run), Some(kind)) => anyhow::anyhow!(
                     "run {id} is a {} run, not {}: leave out --kind, or give --kind {}",
-                    run.kind,
+                    run.kind.as_str(),
                     kind.as_str(),
-                    run.kind
+                    run.kind.as_str()
                 ),
                 _ => anyhow::anyhow!("no run {id} in {db}; `track runs` lists the runs"),
             }

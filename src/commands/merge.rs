@@ -54,7 +54,7 @@ fn print(context: &Context, args: &MergeArgs, report: &MergeReport) {
         crate::output::say(format_args!(
             "plan {} ({}): shards {} of {} are run {} ({}), uid {}",
             &plan.plan_sha256[..12.min(plan.plan_sha256.len())],
-            plan.kind,
+            plan.kind.as_str(),
             shards.join(", "),
             plan.shards,
             plan.run_id,

@@ -220,7 +220,7 @@ fn runs_frame(context: &Context, runs: &[RunInfo]) -> PolarsResult<DataFrame> {
         Column::new("id".into(), runs.iter().map(|r| r.id).collect::<Vec<_>>()),
         Column::new(
             "kind".into(),
-            runs.iter().map(|r| r.kind.clone()).collect::<Vec<_>>(),
+            runs.iter().map(|r| r.kind.as_str()).collect::<Vec<_>>(),
         ),
         // A run of a command without an experiment file is named by its command line.
         Column::new(
@@ -289,7 +289,7 @@ mod tests {
             tag: format!("track-{id}"),
             run_id: Some(7),
             provider: provider.into(),
-            api: provider.into(),
+            api: crate::llm::batch::BatchApi::from_name(provider).unwrap(),
             base_url: "https://example.test/v1".into(),
             key_fingerprint: "0123456789abcdef".into(),
             model: model.into(),

@@ -111,7 +111,7 @@ impl RunGuard {
         (header, models, command): (&RunHeader, &[Target], Option<&str>),
     ) -> Result<Self, ExperimentError> {
         let run_id = store.create_run(
-            kind.as_str(),
+            kind,
             header.file.as_deref(),
             header.spec_sha256.as_deref(),
             &header.options.to_string(),
@@ -184,7 +184,9 @@ mod tests {
     fn a_run_resumes_the_unfinished_runs_of_its_plan_back_to_the_last_finished_one() {
         let store = Store::open_in_memory().unwrap();
         let run = |status: RunStatus, plan: &str, shard: Option<(u32, u32)>| {
-            let id = store.create_run("bench", None, None, "{}").unwrap();
+            let id = store
+                .create_run(crate::experiment::ExperimentKind::Bench, None, None, "{}")
+                .unwrap();
             store.set_run_plan(id, plan, shard).unwrap();
             store.finish_run(id, status).unwrap();
             id

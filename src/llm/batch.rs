@@ -1193,7 +1193,7 @@ mod tests {
             .create_batch(&crate::store::NewBatch {
                 run_id: None,
                 provider: "openai",
-                api: BatchApi::Openai.as_str(),
+                api: BatchApi::Openai,
                 base_url: "https://api.openai.com/v1",
                 key_fingerprint: "no-key",
                 model: "gpt-4o",

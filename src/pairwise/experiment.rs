@@ -580,7 +580,14 @@ prompts:
     fn record_stores_a_row_per_candidates_answer_and_the_verdicts_none() {
         let mut p = experiment();
         let mut store = Store::open_in_memory().unwrap();
-        let run = store.create_run("pairwise", None, None, "{}").unwrap();
+        let run = store
+            .create_run(
+                crate::experiment::ExperimentKind::Pairwise,
+                None,
+                None,
+                "{}",
+            )
+            .unwrap();
         let answers = p.stage(0, None).unwrap().unwrap();
         // Items are candidate x 2 tasks + task: 1 is gpt-4o on `sum`, 2 haiku on `capital`,
         // 5 llama on `sum`.

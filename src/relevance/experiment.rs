@@ -697,7 +697,14 @@ mod tests {
     fn record_stores_a_prediction_per_predicate_asked_with_invalid_answers_counted() {
         let mut e = experiment(1);
         let mut store = Store::open_in_memory().unwrap();
-        let run = store.create_run("relevance", None, None, "{}").unwrap();
+        let run = store
+            .create_run(
+                crate::experiment::ExperimentKind::Relevance,
+                None,
+                None,
+                "{}",
+            )
+            .unwrap();
         let stage = e.stage(0, None).unwrap().unwrap();
         e.begin(&mut store, run, &stage, crate::experiment::Shard::WHOLE)
             .unwrap();

@@ -240,7 +240,12 @@ mod tests {
     fn a_report_of_hostile_names_is_well_formed_and_inert() {
         let mut store = Store::open_in_memory().unwrap();
         let run = store
-            .create_run("bench", Some(HOSTILE), None, "{}")
+            .create_run(
+                crate::experiment::ExperimentKind::Bench,
+                Some(HOSTILE),
+                None,
+                "{}",
+            )
             .unwrap();
         let rows: Vec<BenchResultRow> = (0..3)
             .map(|p| result(run, p, [Some(true), Some(false), None][p as usize]))
@@ -281,7 +286,14 @@ mod tests {
     #[test]
     fn a_run_without_results_says_so() {
         let store = Store::open_in_memory().unwrap();
-        let run = store.create_run("relevance", None, None, "{}").unwrap();
+        let run = store
+            .create_run(
+                crate::experiment::ExperimentKind::Relevance,
+                None,
+                None,
+                "{}",
+            )
+            .unwrap();
         store.finish_run(run, RunStatus::Completed).unwrap();
         let html = build(&store, Path::new("memory.db"), &RunChoice::Latest)
             .unwrap()

@@ -95,7 +95,7 @@ impl Selection {
                         RunChoice::Default => kinds::kind(kind).default_runs(),
                         RunChoice::Latest | RunChoice::Ids(_) => RunSelector::Latest,
                     };
-                    match store.select_runs(kind.as_str(), selector) {
+                    match store.select_runs(kind, selector) {
                         Ok(found) => ids.extend(found),
                         Err(StoreError::NoSuchRun(_)) => {}
                         Err(other) => return Err(other.into()),
@@ -131,7 +131,7 @@ impl Selection {
     pub fn ids_of(&self, kind: ExperimentKind) -> Vec<i64> {
         self.runs
             .iter()
-            .filter(|r| r.info.kind == kind.as_str())
+            .filter(|r| r.info.kind == kind)
             .map(|r| r.info.id)
             .collect()
     }
@@ -169,10 +169,18 @@ mod tests {
         let store = Store::open(&db).unwrap();
         let empty = Selection::resolve(&store, &db, &RunChoice::Default).unwrap_err();
         assert!(matches!(empty, ReportError::Empty { .. }), "{empty}");
-        let bench_old = store.create_run("bench", None, None, "{}").unwrap();
-        let review_a = store.create_run("review", None, None, "{}").unwrap();
-        let bench_new = store.create_run("bench", None, None, "{}").unwrap();
-        let review_b = store.create_run("review", None, None, "{}").unwrap();
+        let bench_old = store
+            .create_run(crate::experiment::ExperimentKind::Bench, None, None, "{}")
+            .unwrap();
+        let review_a = store
+            .create_run(crate::experiment::ExperimentKind::Review, None, None, "{}")
+            .unwrap();
+        let bench_new = store
+            .create_run(crate::experiment::ExperimentKind::Bench, None, None, "{}")
+            .unwrap();
+        let review_b = store
+            .create_run(crate::experiment::ExperimentKind::Review, None, None, "{}")
+            .unwrap();
         store.finish_run(bench_new, RunStatus::Completed).unwrap();
         let ids = |choice: RunChoice| -> Vec<i64> {
             let s = Selection::resolve(&store, &db, &choice).unwrap();

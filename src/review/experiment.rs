@@ -986,7 +986,9 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let mut e = experiment(dir.path());
         let mut store = Store::open_in_memory().unwrap();
-        let run = store.create_run("review", None, None, "{}").unwrap();
+        let run = store
+            .create_run(crate::experiment::ExperimentKind::Review, None, None, "{}")
+            .unwrap();
         let generation = e.stage(0, None).unwrap().unwrap();
         let written = [
             answered(&mut store, "g0", "# BME280, as written\n"),

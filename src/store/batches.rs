@@ -7,10 +7,13 @@
 
 use std::collections::HashMap;
 
+use rusqlite::types::{FromSql, FromSqlResult, ToSql, ToSqlOutput, ValueRef};
 use rusqlite::{OptionalExtension, params};
 
 use super::calls::{NewCall, insert_call_row};
+use super::stored::{by_name, in_row, name};
 use super::{Result, Store, StoreError, now_rfc3339};
+use crate::llm::batch::BatchApi;
 
 /// A batch about to be sent, as known before anything leaves the machine.
 #[derive(Debug, Clone)]
@@ -19,8 +22,8 @@ pub struct NewBatch<'a> {
     pub run_id: Option<i64>,
     /// The provider's name, as in model references.
     pub provider: &'a str,
-    /// `openai` or `anthropic` (`llm::batch::BatchApi::as_str`).
-    pub api: &'a str,
+    /// The batch API it is sent through.
+    pub api: BatchApi,
     pub base_url: &'a str,
     /// The key's fingerprint (`Endpoint::key_fingerprint`), never the key.
     pub key_fingerprint: &'a str,
@@ -123,7 +126,7 @@ pub struct BatchRow {
     pub tag: String,
     pub run_id: Option<i64>,
     pub provider: String,
-    pub api: String,
+    pub api: BatchApi,
     pub base_url: String,
     pub key_fingerprint: String,
     pub model: String,
@@ -259,13 +262,14 @@ const BATCH_COLUMNS: &str = "id, tag, run_id, provider, api, base_url, key_finge
 fn batch_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<(BatchRow, String)> {
     let count = |i: usize| r.get::<_, i64>(i).map(|n| n.max(0) as u64);
     let state: String = r.get(12)?;
+    let id = r.get(0)?;
     Ok((
         BatchRow {
-            id: r.get(0)?,
+            id,
             tag: r.get(1)?,
             run_id: r.get(2)?,
             provider: r.get(3)?,
-            api: r.get(4)?,
+            api: in_row(r, 4, "batches", id)?,
             base_url: r.get(5)?,
             key_fingerprint: r.get(6)?,
             model: r.get(7)?,
@@ -318,6 +322,19 @@ fn batch_rows(
             Ok(row)
         })
         .collect()
+}
+
+impl ToSql for BatchApi {
+    fn to_sql(&self) -> rusqlite::Result<ToSqlOutput<'_>> {
+        Ok(name(self.as_str()))
+    }
+}
+
+impl FromSql for BatchApi {
+    /// Strict: an unknown API is an error, never a batch skipped.
+    fn column_result(value: ValueRef<'_>) -> FromSqlResult<Self> {
+        by_name(value, "batch API", BatchApi::from_name)
+    }
 }
 
 /// A new random tag: unique across databases sharing a key, so a batch found by its tag in
@@ -769,7 +786,7 @@ mod tests {
         NewBatch {
             run_id: None,
             provider: "openai",
-            api: "openai",
+            api: BatchApi::Openai,
             base_url: "https://api.openai.com/v1",
             key_fingerprint: "0123456789abcdef",
             model: "gpt-4o-mini",
@@ -797,6 +814,38 @@ mod tests {
             output_price_per_mtok: 0.3,
             cost_usd: Some(0.00000135),
             http_status: Some(200),
+        }
+    }
+
+    #[test]
+    fn an_unknown_api_is_an_error_naming_its_batch_never_a_batch_skipped() {
+        let mut store = Store::open_in_memory().unwrap();
+        let batch = store.create_batch(&intent(&keys(&["k1"]))).unwrap();
+        assert_eq!(batch.api, BatchApi::Openai);
+        store
+            .conn
+            .execute_batch(
+                "PRAGMA ignore_check_constraints = ON;
+                 UPDATE batches SET api = 'gemini';
+                 PRAGMA ignore_check_constraints = OFF;",
+            )
+            .unwrap();
+        let reads = [
+            store.open_batches(),
+            store.list_batches(None, 10),
+            store.batch(batch.id).map(|b| b.into_iter().collect()),
+        ];
+        for read in reads {
+            let error = read.unwrap_err();
+            let StoreError::UnknownInRow(unknown) = &error else {
+                panic!("not an unknown value: {error:?}");
+            };
+            assert_eq!(
+                (unknown.table, unknown.id, unknown.column.as_str()),
+                ("batches", batch.id, "api")
+            );
+            assert_eq!(unknown.value, "gemini");
+            assert!(error.to_string().contains("`gemini`"), "{error}");
         }
     }
 
@@ -849,8 +898,12 @@ mod tests {
         use std::time::Duration;
         let mut store = Store::open_in_memory().unwrap();
         let (one, two) = (
-            store.create_run("bench", None, None, "{}").unwrap(),
-            store.create_run("bench", None, None, "{}").unwrap(),
+            store
+                .create_run(crate::experiment::ExperimentKind::Bench, None, None, "{}")
+                .unwrap(),
+            store
+                .create_run(crate::experiment::ExperimentKind::Bench, None, None, "{}")
+                .unwrap(),
         );
         let lease = Duration::from_secs(60);
         let alive = |_: &str| false;
@@ -1152,7 +1205,9 @@ mod tests {
     #[test]
     fn batches_are_listed_newest_first_by_run() {
         let mut store = Store::open_in_memory().unwrap();
-        let run = store.create_run("bench", None, None, "{}").unwrap();
+        let run = store
+            .create_run(crate::experiment::ExperimentKind::Bench, None, None, "{}")
+            .unwrap();
         let k1 = keys(&["a"]);
         let mut of_run = intent(&k1);
         of_run.run_id = Some(run);

@@ -844,8 +844,12 @@ mod tests {
     #[test]
     fn rows_come_in_batches_with_their_nulls_and_the_calls_they_reference() {
         let store = Store::open_in_memory().unwrap();
-        let run = store.create_run("bench", None, None, "{}").unwrap();
-        let other = store.create_run("bench", None, None, "{}").unwrap();
+        let run = store
+            .create_run(crate::experiment::ExperimentKind::Bench, None, None, "{}")
+            .unwrap();
+        let other = store
+            .create_run(crate::experiment::ExperimentKind::Bench, None, None, "{}")
+            .unwrap();
         store
             .conn
             .execute_batch(&format!(
@@ -953,7 +957,9 @@ mod tests {
         }
 
         // A run without rows: no batch at all.
-        let empty = store.create_run("bench", None, None, "{}").unwrap();
+        let empty = store
+            .create_run(crate::experiment::ExperimentKind::Bench, None, None, "{}")
+            .unwrap();
         let mut none = 0;
         store
             .export_rows::<StoreError>(bench, empty, &wanted, 2, &mut CallRefs::new(10), |_| {
@@ -968,8 +974,12 @@ mod tests {
     fn the_export_adds_answers_requests_and_the_current_human_rating() {
         use crate::store::{NewRating, Outcome, Verdict};
         let mut store = Store::open_in_memory().unwrap();
-        let run = store.create_run("bench", None, None, "{}").unwrap();
-        let unrated = store.create_run("bench", None, None, "{}").unwrap();
+        let run = store
+            .create_run(crate::experiment::ExperimentKind::Bench, None, None, "{}")
+            .unwrap();
+        let unrated = store
+            .create_run(crate::experiment::ExperimentKind::Bench, None, None, "{}")
+            .unwrap();
         let call = store
             .insert_answered("k1", "the whole answer\nof two lines")
             .id;
@@ -1129,7 +1139,9 @@ mod tests {
     #[test]
     fn calls_are_read_in_ranges_skipping_the_ids_not_referenced() {
         let store = Store::open_in_memory().unwrap();
-        let run = store.create_run("bench", None, None, "{}").unwrap();
+        let run = store
+            .create_run(crate::experiment::ExperimentKind::Bench, None, None, "{}")
+            .unwrap();
         let mut sql = String::from("BEGIN;");
         for id in 1..=200 {
             sql.push_str(&format!(
@@ -1181,7 +1193,9 @@ mod tests {
     #[test]
     fn a_value_of_the_wrong_type_names_its_table_and_column() {
         let store = Store::open_in_memory().unwrap();
-        let run = store.create_run("bench", None, None, "{}").unwrap();
+        let run = store
+            .create_run(crate::experiment::ExperimentKind::Bench, None, None, "{}")
+            .unwrap();
         store
             .conn
             .execute("UPDATE runs SET pid = 'not a pid' WHERE id = ?1", [run])
@@ -1207,8 +1221,12 @@ mod tests {
     #[test]
     fn a_run_is_partitioned_by_its_uid() {
         let store = Store::open_in_memory().unwrap();
-        let a = store.create_run("bench", None, None, "{}").unwrap();
-        let b = store.create_run("review", None, None, "{}").unwrap();
+        let a = store
+            .create_run(crate::experiment::ExperimentKind::Bench, None, None, "{}")
+            .unwrap();
+        let b = store
+            .create_run(crate::experiment::ExperimentKind::Review, None, None, "{}")
+            .unwrap();
         let uid = |id: i64| -> String {
             store
                 .conn

@@ -19,6 +19,7 @@ mod ratings;
 mod relevance;
 mod review;
 mod runs;
+mod stored;
 mod view;
 mod writer;
 
@@ -53,6 +54,7 @@ pub use review::{
     UnknownStatus, UnparsableReviewRow,
 };
 pub use runs::{RunErrorRow, RunInfo, RunSelector, RunStatus, RunTally};
+pub use stored::{UnknownInRow, UnknownName};
 pub use view::{
     CallText, CandidateAnswer, CaseAnswer, CaseOrder, ConfusionCount, DiffItem, DiffModelRow,
     GridCell, GridColumn, GridCount, GridQuery, MAX_CASE_RESULTS, MAX_GRID_COLUMNS, PairCount,
@@ -85,7 +87,10 @@ pub enum StoreError {
     Migrate(#[from] refinery::Error),
     /// A query failed.
     #[error("database error: {0}")]
-    Sqlite(#[from] rusqlite::Error),
+    Sqlite(rusqlite::Error),
+    /// A row holds a name (a run's kind or status, a batch's API) this track does not know.
+    #[error(transparent)]
+    UnknownInRow(stored::UnknownInRow),
     /// A stored value had an unexpected type (a damaged or foreign database).
     #[error("unexpected value in the database: {0}")]
     Value(#[from] rusqlite::types::FromSqlError),
@@ -135,6 +140,23 @@ pub enum StoreError {
     /// A rating that cannot be stored, and why.
     #[error(transparent)]
     Rating(ratings::RatingError),
+}
+
+impl From<rusqlite::Error> for StoreError {
+    /// A query's error; an unknown name in a row ([`stored::in_row`]) is shown as it is.
+    fn from(error: rusqlite::Error) -> Self {
+        match error {
+            rusqlite::Error::FromSqlConversionFailure(i, ty, source) => {
+                match source.downcast::<stored::UnknownInRow>() {
+                    Ok(unknown) => Self::UnknownInRow(*unknown),
+                    Err(source) => {
+                        Self::Sqlite(rusqlite::Error::FromSqlConversionFailure(i, ty, source))
+                    }
+                }
+            }
+            other => Self::Sqlite(other),
+        }
+    }
 }
 
 /// Result alias of the store.
@@ -494,12 +516,15 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("track.db");
         let store = Store::open(&path).unwrap();
-        store.create_run("bench", None, None, "{}").unwrap();
+        store
+            .create_run(crate::experiment::ExperimentKind::Bench, None, None, "{}")
+            .unwrap();
         drop(store);
         let read = Store::open_read_only(&path).unwrap();
         assert_eq!(read.list_runs().unwrap().len(), 1);
         assert!(
-            read.create_run("bench", None, None, "{}").is_err(),
+            read.create_run(crate::experiment::ExperimentKind::Bench, None, None, "{}")
+                .is_err(),
             "writes fail"
         );
     }

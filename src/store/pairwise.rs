@@ -301,7 +301,14 @@ mod tests {
     #[test]
     fn verdicts_round_trip_with_their_enums() {
         let mut store = Store::open_in_memory().unwrap();
-        let run = store.create_run("pairwise", None, None, "{}").unwrap();
+        let run = store
+            .create_run(
+                crate::experiment::ExperimentKind::Pairwise,
+                None,
+                None,
+                "{}",
+            )
+            .unwrap();
         let row = VerdictRow {
             run_id: run,
             judge: "openai:gpt-4o-mini".into(),
@@ -335,8 +342,22 @@ mod tests {
     #[test]
     fn answers_round_trip_and_a_repeated_one_replaces_the_earlier() {
         let mut store = Store::open_in_memory().unwrap();
-        let run = store.create_run("pairwise", None, None, "{}").unwrap();
-        let other = store.create_run("pairwise", None, None, "{}").unwrap();
+        let run = store
+            .create_run(
+                crate::experiment::ExperimentKind::Pairwise,
+                None,
+                None,
+                "{}",
+            )
+            .unwrap();
+        let other = store
+            .create_run(
+                crate::experiment::ExperimentKind::Pairwise,
+                None,
+                None,
+                "{}",
+            )
+            .unwrap();
         let failed = AnswerRow {
             run_id: run,
             candidate: "openai:gpt-4o".into(),
@@ -380,8 +401,22 @@ mod tests {
     #[test]
     fn an_answers_uid_is_its_runs_uid_candidate_and_item_as_track_sha256_makes_it() {
         let mut store = Store::open_in_memory().unwrap();
-        let run = store.create_run("pairwise", None, None, "{}").unwrap();
-        let other = store.create_run("pairwise", None, None, "{}").unwrap();
+        let run = store
+            .create_run(
+                crate::experiment::ExperimentKind::Pairwise,
+                None,
+                None,
+                "{}",
+            )
+            .unwrap();
+        let other = store
+            .create_run(
+                crate::experiment::ExperimentKind::Pairwise,
+                None,
+                None,
+                "{}",
+            )
+            .unwrap();
         let row = AnswerRow {
             run_id: run,
             candidate: "ollama:llama3.2".into(),

@@ -396,7 +396,9 @@ mod tests {
     /// A store with one benchmark run of two results; their uids.
     fn rated() -> (Store, i64, Vec<String>) {
         let mut store = Store::open_in_memory().unwrap();
-        let run = store.create_run("bench", None, None, "{}").unwrap();
+        let run = store
+            .create_run(crate::experiment::ExperimentKind::Bench, None, None, "{}")
+            .unwrap();
         store
             .insert_bench_results(&[
                 row(run, 0, 0, Outcome::Passed),
@@ -510,7 +512,9 @@ mod tests {
             refused(new(run, "no-such-uid", Some(Verdict::Pass), "ann")),
             RatingError::NoSuchResult { .. }
         ));
-        let other = store.create_run("bench", None, None, "{}").unwrap();
+        let other = store
+            .create_run(crate::experiment::ExperimentKind::Bench, None, None, "{}")
+            .unwrap();
         assert!(matches!(
             refused(new(other, &uids[0], Some(Verdict::Pass), "ann")),
             RatingError::NoSuchResult { .. }

@@ -1172,7 +1172,9 @@ mod tests {
     /// errs on case 7; case 5's answers say `zebra`.
     fn filled() -> (Store, i64) {
         let mut store = Store::open_in_memory().unwrap();
-        let run = store.create_run("bench", None, None, "{}").unwrap();
+        let run = store
+            .create_run(crate::experiment::ExperimentKind::Bench, None, None, "{}")
+            .unwrap();
         let mut rows = Vec::new();
         for prompt in 0..60u32 {
             for model in 0..2u32 {

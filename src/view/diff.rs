@@ -71,7 +71,9 @@ pub async fn diff(
             "No run {base} or no run {new}."
         )));
     };
-    if base_run.kind != "bench" || new_run.kind != "bench" {
+    if base_run.kind != crate::experiment::ExperimentKind::Bench
+        || new_run.kind != crate::experiment::ExperimentKind::Bench
+    {
         return Err(ViewError::Refused(
             StatusCode::BAD_REQUEST,
             format!(

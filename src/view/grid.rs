@@ -36,7 +36,7 @@ pub async fn grid(
         .read(move |store| store.view_run(run_id))
         .await?
         .ok_or_else(|| ViewError::NotFound(format!("No run {run_id}.")))?;
-    if run.kind != "bench" {
+    if run.kind != crate::experiment::ExperimentKind::Bench {
         return super::kinds::page_of(app, run, params.page()).await;
     }
     let query = params.query()?;

@@ -72,7 +72,7 @@ pub fn progress(run: &RunInfo) -> Markup {
 /// The heading of run pages: what the run is, with its tally.
 pub fn run_heading(run: &RunInfo) -> Markup {
     html! {
-        h1 { "Run " (run.id) " · " (run.kind) }
+        h1 { "Run " (run.id) " · " (run.kind.as_str()) }
         dl.facts {
             dt { "File" } dd { (run.file.as_deref().unwrap_or("–")) }
             dt { "Models" } dd { (run.models.as_deref().unwrap_or("–")) }

@@ -111,9 +111,9 @@ pub enum DiffError {
     )]
     KindMismatch {
         base: i64,
-        base_kind: String,
+        base_kind: ExperimentKind,
         new: i64,
-        new_kind: String,
+        new_kind: ExperimentKind,
     },
     /// The runs are of a kind that has no items to compare (datasheet generation), or of one
     /// this track does not know; `comparable` names the kinds it compares (`benchmark, review
@@ -121,7 +121,7 @@ pub enum DiffError {
     #[error("run {run} is a {kind} run: track diff compares {comparable} runs")]
     Unsupported {
         run: i64,
-        kind: String,
+        kind: ExperimentKind,
         comparable: String,
     },
     #[error(transparent)]
@@ -208,17 +208,21 @@ pub struct Layout {
 }
 
 impl RunDiff {
-    /// The kind of runs `base_run` and `new_run` as stored (`bench`): both must exist and be
-    /// of one kind. Whether that kind can be compared is the registry's to say.
-    pub fn kind_of(store: &Store, base_run: i64, new_run: i64) -> Result<String, DiffError> {
+    /// The kind of runs `base_run` and `new_run`: both must exist and be of one kind. Whether
+    /// that kind can be compared is the registry's to say.
+    pub fn kind_of(
+        store: &Store,
+        base_run: i64,
+        new_run: i64,
+    ) -> Result<ExperimentKind, DiffError> {
         let base = find_run(store, base_run)?;
         let new = find_run(store, new_run)?;
         if base.kind != new.kind {
             return Err(DiffError::KindMismatch {
                 base: base_run,
-                base_kind: kind_noun(&base.kind),
+                base_kind: base.kind,
                 new: new_run,
-                new_kind: kind_noun(&new.kind),
+                new_kind: new.kind,
             });
         }
         Ok(base.kind)
@@ -374,13 +378,6 @@ fn find_run(store: &Store, id: i64) -> Result<RunInfo, DiffError> {
         .into_iter()
         .next()
         .ok_or(DiffError::NoSuchRun(id))
-}
-
-/// The word for a stored kind in messages (`benchmark`), or the stored name itself.
-pub fn kind_noun(stored: &str) -> String {
-    stored
-        .parse::<ExperimentKind>()
-        .map_or_else(|_| stored.to_owned(), |k| k.noun().to_owned())
 }
 
 /// `1 fix`, `2 fixes`, `3 items`.
