@@ -8,9 +8,10 @@ use polars::prelude::*;
 
 use crate::analysis::diff::{
     BASE_CALL_ID, DiffCounts, DiffError, KindDiff, Layout, NEW_CALL_ID, Pairing, SIGNIFICANCE,
-    UNCHANGED, difference, either, only_in, pair_by_key, plural, sides,
+    UNCHANGED, difference, either, only_in, pair_by_key, sides,
 };
 use crate::analysis::stats::McNemar;
+use crate::output::count;
 use crate::store::{BenchColumns, Outcome, Store};
 
 /// How a benchmark diff reads.
@@ -41,9 +42,9 @@ pub const LAYOUT: Layout = Layout {
 fn changes(c: &DiffCounts) -> String {
     format!(
         "{}, {}, {}",
-        plural(c.regressions, "regression"),
-        plural(c.fixes, "fix"),
-        plural(c.new_errors, "new error")
+        count(c.regressions, "regression"),
+        count(c.fixes, "fix"),
+        count(c.new_errors, "new error")
     )
 }
 

@@ -17,6 +17,7 @@ use crate::experiment::{
 };
 use crate::llm::Structured;
 use crate::llm::batch::BatchApi;
+use crate::output::columns;
 use crate::output::{Columns, count, fit_line, render};
 use crate::store::{Store, lock};
 
@@ -290,11 +291,11 @@ fn print_plan(
             lines.iter().map(|l| l.cached).collect::<Vec<_>>(),
         ),
         Column::new(
-            "to_call".into(),
+            columns::TO_CALL.name.into(),
             lines.iter().map(|l| l.to_call).collect::<Vec<_>>(),
         ),
         Column::new(
-            "max_cost_usd".into(),
+            columns::MAX_COST_USD.name.into(),
             lines.iter().map(|l| l.max_cost_usd).collect::<Vec<_>>(),
         ),
         Column::new(

@@ -5,7 +5,7 @@
 //! `crate::output::render`.
 
 mod cell;
-mod columns;
+pub(crate) mod columns;
 mod csv;
 mod fit;
 mod format;

@@ -11,9 +11,10 @@ use super::columns as cols;
 use super::metrics::{Class, ClassMetrics, Metric};
 use crate::analysis::diff::{
     BASE_CALL_ID, DiffCounts, DiffError, KindDiff, Layout, MIN_BOOTSTRAP_UNITS, NEW_CALL_ID,
-    Pairing, UNCHANGED, difference, either, only_in, pair_by_key, plural, sides,
+    Pairing, UNCHANGED, difference, either, only_in, pair_by_key, sides,
 };
 use crate::analysis::stats::{BOOTSTRAP, BootstrapInterval, paired_bootstrap};
+use crate::output::count;
 use crate::store::{PredictionRow, Store, Variant};
 
 /// How a relevance diff reads.
@@ -48,8 +49,8 @@ pub const LAYOUT: Layout = Layout {
 fn changes(c: &DiffCounts) -> String {
     format!(
         "{} (right → not right), {}, {} newly invalid",
-        plural(c.regressions, "regression"),
-        plural(c.fixes, "fix"),
+        count(c.regressions, "regression"),
+        count(c.fixes, "fix"),
         c.new_errors
     )
 }

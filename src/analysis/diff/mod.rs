@@ -35,9 +35,9 @@ pub const UNCHANGED: &str = "unchanged";
 pub const ONLY_IN: &str = "only_in";
 /// The columns of an item frame that name the call behind the item in each run (null where
 /// the run has no such item, or no call): what `track diff --items` reads the answers by.
-pub const BASE_CALL_ID: &str = "base_call_id";
+pub const BASE_CALL_ID: &str = crate::output::columns::BASE_CALL_ID.name;
 /// As [`BASE_CALL_ID`], of the new run.
-pub const NEW_CALL_ID: &str = "new_call_id";
+pub const NEW_CALL_ID: &str = crate::output::columns::NEW_CALL_ID.name;
 /// The answers `track diff --items` adds to an item frame with call ids: each run's whole
 /// answer to the item.
 pub const BASE_ANSWER: &str = "base_answer";
@@ -297,7 +297,7 @@ impl RunDiff {
         format!(
             "{compared} ({}): {} shared, {changes}; {} only in {base}, {} only in {new}",
             self.kind.noun(),
-            plural(c.shared, self.layout.item_noun),
+            crate::output::count(c.shared, self.layout.item_noun),
             c.only_in_base,
             c.only_in_new,
         )
@@ -378,15 +378,6 @@ fn find_run(store: &Store, id: i64) -> Result<RunInfo, DiffError> {
         .into_iter()
         .next()
         .ok_or(DiffError::NoSuchRun(id))
-}
-
-/// `1 fix`, `2 fixes`, `3 items`.
-pub fn plural(n: u64, noun: &str) -> String {
-    match n {
-        1 => format!("1 {noun}"),
-        _ if noun.ends_with('x') || noun.ends_with('s') => format!("{n} {noun}es"),
-        _ => format!("{n} {noun}s"),
-    }
 }
 
 /// An item of two runs: in both, or in one only.
@@ -531,10 +522,7 @@ mod tests {
     }
 
     #[test]
-    fn plurals_and_means() {
-        assert_eq!(plural(1, "fix"), "1 fix");
-        assert_eq!(plural(2, "fix"), "2 fixes");
-        assert_eq!(plural(0, "new error"), "0 new errors");
+    fn means_and_differences() {
         assert_eq!(mean([1.0, 2.0, 6.0]), Some(3.0));
         assert_eq!(mean([]), None);
         assert_eq!(difference(Some(1.0), Some(3.5)), Some(2.5));
