@@ -12,6 +12,7 @@ pub mod checks;
 pub mod commands;
 pub mod config;
 pub mod cost;
+pub mod dispatch;
 pub mod energy;
 pub mod experiment;
 pub mod hash;

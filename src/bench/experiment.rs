@@ -10,12 +10,13 @@ use crate::checks::{
     CallFacts, CheckOutcome, CheckStatus, Evaluation, PassRule, ScriptInput, ScriptJob,
 };
 use crate::config::{Catalog, Config};
+use crate::dispatch::CallOutcome;
 use crate::energy::EnergyMethod;
 use crate::experiment::{
     Answers, Experiment, ExperimentError, ExperimentKind, Overrides, PendingCall, PlannedCall,
     ReportOptions, RunHeader, RunSummary, Stage, Target, check_size,
 };
-use crate::llm::{CallOutcome, ChatRequest, tokens_bound};
+use crate::llm::{ChatRequest, tokens_bound};
 use crate::prompt::Template;
 use crate::store::{BenchResultRow, CheckRow, Outcome, RunErrorRow, Store, StoreError, StoredCall};
 
@@ -271,7 +272,7 @@ impl BenchExperiment {
                     let max_answer = test
                         .params
                         .max_tokens
-                        .unwrap_or(crate::experiment::ASSUMED_MAX_OUTPUT_TOKENS);
+                        .unwrap_or(crate::dispatch::budget::ASSUMED_MAX_OUTPUT_TOKENS);
                     let rubric = test.judge().map_or("", |j| j.rubric.as_str());
                     stage.pending.push(PendingCall {
                         target: judge,
@@ -294,7 +295,7 @@ impl BenchExperiment {
     }
 
     /// The judge's call for `answer` of evaluation `eval`.
-    fn judge_job(&self, judge: usize, eval: Eval, answer: &str) -> crate::llm::CallJob {
+    fn judge_job(&self, judge: usize, eval: Eval, answer: &str) -> crate::dispatch::CallJob {
         let test = &self.spec.prompts[eval.prompt];
         let rubric = test.judge().map_or("", |j| j.rubric.as_str());
         let prompt = self.request_of(eval).prompt_text();

@@ -419,7 +419,7 @@ fn cancel(context: &Context, id: &str) -> anyhow::Result<ExitCode> {
     let info = runtime
         .block_on(batch::cancel(&client, &endpoint, api, &batch_id))
         .with_context(|| format!("cancelling {name}"))?;
-    info.with_poll(|poll| store.record_batch_poll(row.id, poll))?;
+    crate::dispatch::batch::with_poll(&info, |poll| store.record_batch_poll(row.id, poll))?;
     let counts = info.counts;
     let done = counts.succeeded + counts.errored + counts.cancelled + counts.expired;
     crate::output::say(format_args!(

@@ -11,9 +11,10 @@ use polars::prelude::*;
 
 use super::{CacheArgs, Context};
 use crate::config::Config;
+use crate::dispatch::budget::ASSUMED_MAX_OUTPUT_TOKENS;
 use crate::experiment::{
-    ASSUMED_MAX_OUTPUT_TOKENS, Experiment, Overrides, Plan, ReportOptions, RunEnd, RunOptions,
-    RunSummary, Shard, ShardPace, execute,
+    Experiment, Overrides, Plan, ReportOptions, RunEnd, RunOptions, RunSummary, Shard, ShardPace,
+    execute,
 };
 use crate::llm::Structured;
 use crate::llm::batch::BatchApi;
@@ -72,9 +73,9 @@ pub struct ExperimentArgs {
     pub shard_pace: Option<ShardPace>,
 }
 
-/// `--budget`'s value parser: [`parse_budget`](crate::llm::budget::parse_budget), for clap.
+/// `--budget`'s value parser: [`parse_budget`](crate::dispatch::budget::parse_budget), for clap.
 fn parse_budget_arg(text: &str) -> Result<f64, String> {
-    crate::llm::budget::parse_budget(text)
+    crate::dispatch::budget::parse_budget(text)
 }
 
 impl ExperimentArgs {

@@ -28,8 +28,8 @@ use anyhow::Context as _;
 use clap::{Parser, Subcommand};
 
 use crate::config::Config;
+use crate::dispatch::CacheMode;
 use crate::experiment::observed_status;
-use crate::llm::CacheMode;
 use crate::store::{RunStatus, Store};
 
 /// The exit status of bad input and of any error that stops a command (a usage error, a file,

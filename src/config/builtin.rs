@@ -1,7 +1,7 @@
 //! The built-in providers and models: data only. It must not hold lookup logic nor read the
 //! environment or files.
 
-use crate::llm::pacer::RateLimit;
+use super::RateLimit;
 use std::collections::BTreeMap;
 
 use super::{Catalog, ModelSpec, ProviderSpec};

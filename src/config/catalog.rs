@@ -5,11 +5,11 @@
 use std::collections::BTreeMap;
 
 use super::ConfigError;
+use super::RateLimit;
 use crate::cost::Price;
 use crate::energy::{EnergyProfile, Range};
 use crate::llm::batch::BatchApi;
 use crate::llm::client::ApiKey;
-use crate::llm::pacer::RateLimit;
 use crate::llm::{Endpoint, ProviderKind};
 
 /// A provider: where it lives, its wire format, where its key comes from, and its PUE.

@@ -7,11 +7,12 @@ use std::time::Duration;
 
 use serde::Deserialize;
 
+use super::RateLimit;
 use super::catalog::split_reference;
 use super::{BatchSetting, Config, ConfigError, ModelSpec, ProviderSpec};
+use crate::config::RetryPolicy;
 use crate::energy::{EnergyMethod, EnergyProfile, Parameters, Range};
-use crate::llm::pacer::RateLimit;
-use crate::llm::{ProviderKind, RetryPolicy};
+use crate::llm::ProviderKind;
 
 impl Config {
     /// Applies a config file's text over what is loaded.

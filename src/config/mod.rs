@@ -9,14 +9,17 @@ mod builtin;
 mod catalog;
 pub mod env_file;
 mod file;
+mod rate_limit;
+mod retry;
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use crate::energy::EnergyMethod;
-use crate::llm::RetryPolicy;
 
 pub use catalog::{BatchSetting, Catalog, ModelSpec, ProviderSpec, hide_user_info};
+pub use rate_limit::RateLimit;
+pub use retry::RetryPolicy;
 
 /// Errors in the catalog, the config file or a model reference.
 #[derive(Debug, thiserror::Error)]

@@ -7,7 +7,6 @@
 //! answer becomes its rows ([`Experiment::record`]). It never speaks HTTP, never decides
 //! whether a call is sent, and never writes SQL by hand.
 
-mod batches;
 mod kind;
 mod lifecycle;
 mod options;
@@ -22,14 +21,11 @@ use std::any::Any;
 use std::io::Write;
 use std::sync::Arc;
 
-pub use batches::PollPolicy;
+pub use crate::dispatch::PollPolicy;
 pub use kind::{ExperimentKind, UnknownKind};
 pub use lifecycle::{observed_status, run_lock_dir};
 pub use options::{FileBudget, MAX_REPEAT, Override, Overrides, RunOptions, ShardPace, batch_flag};
-pub use plan::{
-    ASSUMED_MAX_OUTPUT_TOKENS, IMAGE_TOKENS_BOUND, MAX_PLANNED_CALLS, Plan, PlanLine,
-    batch_max_cost, check_size, max_cost,
-};
+pub use plan::{MAX_PLANNED_CALLS, Plan, PlanLine, check_size};
 pub use runtime::{RunEnd, RunSummary, Waiting, execute};
 pub use shard::{AUTO_SOURCES, MAX_SHARDS, Shard, ShardError};
 pub use signals::{Interruption, Signal};
@@ -37,7 +33,7 @@ pub use tally::{ErrorGroup, Tally};
 pub use target::Target;
 
 use crate::config::ConfigError;
-use crate::llm::{CallJob, CallOutcome};
+use crate::dispatch::{CallJob, CallOutcome};
 use crate::store::{Store, StoreError};
 
 /// What stops an experiment from being planned, run or reported.

@@ -1,9 +1,9 @@
 //! The options of a run, with one meaning for every kind of experiment.
 
 use super::{ExperimentError, ExperimentKind, Shard};
+use crate::dispatch::CacheMode;
+use crate::dispatch::budget::parse_budget;
 use crate::energy::EnergyMethod;
-use crate::llm::CacheMode;
-use crate::llm::budget::parse_budget;
 
 /// How to run an experiment: what every kind shares.
 #[derive(Debug, Clone)]

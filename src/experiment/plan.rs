@@ -6,19 +6,10 @@ use std::collections::HashMap;
 
 use super::shard::{self, Shard};
 use super::{Experiment, ExperimentError, Stage, Target};
+use crate::dispatch::max_cost;
+use crate::dispatch::{CacheMode, CallOutcome, Executor};
 use crate::llm::batch::BatchApi;
-use crate::llm::{
-    CacheMode, CallJob, CallOutcome, Executor, MESSAGE_TOKENS_BOUND, Part, tokens_bound,
-};
 use crate::store::StoredCall;
-
-/// Output tokens assumed for the cost bound of a call that sets no `max_tokens`.
-pub const ASSUMED_MAX_OUTPUT_TOKENS: u32 = crate::llm::anthropic::DEFAULT_MAX_TOKENS;
-
-/// Input tokens an image can count for, at most, in any wire format track speaks (OpenAI's
-/// high-detail tiling of a 2048 x 768 image is 1,105; Anthropic's largest images are about
-/// 1,600; patch-based models reach about 2,500).
-pub const IMAGE_TOKENS_BOUND: u64 = 2_500;
 
 /// The most calls one run may plan: beyond it, a typo (`repeat: 4294967295`) is likelier
 /// than intent, and the plan alone would not fit in memory.
@@ -258,52 +249,11 @@ pub fn check_size(calls: u64) -> Result<(), ExperimentError> {
     Ok(())
 }
 
-/// The most a call can cost: its input at a token a byte with each message's framing (images
-/// at their bound), and an answer of its `max_tokens`. What a budget reserves before sending.
-pub fn max_cost(job: &CallJob) -> f64 {
-    max_cost_at(job, job.price)
-}
-
-/// The most a call sent through a batch API can cost: [`max_cost`] at the batch price
-/// ([`Price::batch`](crate::cost::Price::batch)). What a budget reserves at submission.
-pub fn batch_max_cost(job: &CallJob) -> f64 {
-    max_cost_at(job, job.price.batch())
-}
-
-/// [`max_cost`] at `price`.
-fn max_cost_at(job: &CallJob, price: crate::cost::Price) -> f64 {
-    let request = &job.request;
-    let input = request
-        .system
-        .as_deref()
-        .map_or(0, |s| tokens_bound(s) + MESSAGE_TOKENS_BOUND)
-        + request
-            .messages
-            .iter()
-            .map(|m| {
-                MESSAGE_TOKENS_BOUND
-                    + m.parts
-                        .iter()
-                        .map(|p| match p {
-                            Part::Text(text) => tokens_bound(text),
-                            Part::Image(_) => IMAGE_TOKENS_BOUND,
-                        })
-                        .sum::<u64>()
-            })
-            .sum::<u64>();
-    let output = u64::from(
-        request
-            .params
-            .max_tokens
-            .unwrap_or(ASSUMED_MAX_OUTPUT_TOKENS),
-    );
-    price.cost_usd(input, output)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::config::Catalog;
+    use crate::dispatch::batch_max_cost;
     use crate::llm::{ChatRequest, Message, SamplingParams};
 
     fn targets() -> Vec<Target> {

@@ -12,7 +12,6 @@ use std::time::Duration;
 
 use indicatif::ProgressBar;
 
-use super::batches::{BatchCall, Batcher, Liveness, PollPolicy, Round, Submitted};
 use super::lifecycle::{RunGuard, observed_status};
 use super::plan::{self, FirstStage};
 use super::shard::{self, Shard};
@@ -21,9 +20,10 @@ use super::{
     Experiment, ExperimentError, ExperimentKind, Plan, RunHeader, RunOptions, Signal, Stage, Tally,
 };
 use crate::config::Settings;
-use crate::llm::executor::Claims;
-use crate::llm::pacer::{ConfiguredLimits, Pacer};
-use crate::llm::{Budget, CacheMode, CallOutcome, Executor, LlmClient};
+use crate::dispatch::pacer::{ConfiguredLimits, Pacer};
+use crate::dispatch::{BatchCall, Batcher, Claims, Liveness, PollPolicy, Round, Submitted};
+use crate::dispatch::{Budget, CacheMode, CallOutcome, Executor};
+use crate::llm::LlmClient;
 use crate::store::{RunErrorRow, RunStatus, Store, StoredCall, Writer, lock};
 
 /// How often the progress line looks at what the pacer waits for.

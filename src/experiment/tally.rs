@@ -1,7 +1,7 @@
 //! The tally of a run: calls, cache hits, failures, cost and paid, and the first errors for
 //! the summary. Kept in the run row as outcomes land.
 
-use crate::llm::CallOutcome;
+use crate::dispatch::CallOutcome;
 use crate::store::RunTally;
 
 /// Groups of errors kept in memory for the summary; errors of other groups are counted (and

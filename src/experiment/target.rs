@@ -5,9 +5,10 @@
 
 use std::sync::Arc;
 
+use crate::config::RateLimit;
 use crate::config::{Catalog, ConfigError, ModelSpec};
-use crate::llm::pacer::RateLimit;
-use crate::llm::{AnswerSchema, CallJob, ChatRequest, Endpoint, Structured};
+use crate::dispatch::CallJob;
+use crate::llm::{AnswerSchema, ChatRequest, Endpoint, Structured};
 
 /// A model an experiment calls.
 #[derive(Debug, Clone)]

@@ -416,32 +416,6 @@ pub struct BatchCounts {
     pub expired: u64,
 }
 
-impl From<BatchCounts> for crate::store::BatchCountsRow {
-    fn from(c: BatchCounts) -> Self {
-        Self {
-            total: c.total,
-            processing: c.processing,
-            succeeded: c.succeeded,
-            errored: c.errored,
-            cancelled: c.cancelled,
-            expired: c.expired,
-        }
-    }
-}
-
-impl From<crate::store::BatchCountsRow> for BatchCounts {
-    fn from(c: crate::store::BatchCountsRow) -> Self {
-        Self {
-            total: c.total,
-            processing: c.processing,
-            succeeded: c.succeeded,
-            errored: c.errored,
-            cancelled: c.cancelled,
-            expired: c.expired,
-        }
-    }
-}
-
 /// A batch as the provider describes it.
 #[derive(Debug, Clone, PartialEq)]
 pub struct BatchInfo {
@@ -475,25 +449,6 @@ impl BatchInfo {
     /// The tag of the intent track created it for (OpenAI's metadata), if any.
     pub fn tag(&self) -> Option<&str> {
         self.metadata.get(INTENT_KEY).map(String::as_str)
-    }
-
-    /// Lends what the store keeps of this answer (status, failures, counts, files, results
-    /// URL, times as the store writes them) to `f`: for `Store::set_batch_submitted` and
-    /// `Store::record_batch_poll`.
-    pub fn with_poll<R>(&self, f: impl FnOnce(&crate::store::BatchPoll<'_>) -> R) -> R {
-        let failures = self.failures_json();
-        let expires_at = self.expires_at.map(stored_time);
-        let ended_at = self.ended_at.map(stored_time);
-        f(&crate::store::BatchPoll {
-            status: self.status.as_str(),
-            failures: failures.as_deref(),
-            counts: self.counts.into(),
-            output_file_id: self.output_file_id.as_deref(),
-            error_file_id: self.error_file_id.as_deref(),
-            results_url: self.results_url.as_deref(),
-            expires_at: expires_at.as_deref(),
-            ended_at: ended_at.as_deref(),
-        })
     }
 
     /// A failed batch's errors as the JSON stored beside its status (`None` when there are
@@ -1183,66 +1138,6 @@ mod tests {
         assert!(failed.is_ended() && !failed.has_results() && !failed.is_token_limit());
         assert!(!BatchStatus::Finalizing.is_ended());
         assert!(BatchStatus::Expired.has_results());
-    }
-
-    #[test]
-    fn what_a_poll_said_is_stored_and_read_back_the_same() {
-        let mut store = crate::store::Store::open_in_memory().unwrap();
-        let keys = vec![key(1)];
-        let row = store
-            .create_batch(&crate::store::NewBatch {
-                run_id: None,
-                provider: "openai",
-                api: BatchApi::Openai,
-                base_url: "https://api.openai.com/v1",
-                key_fingerprint: "no-key",
-                model: "gpt-4o",
-                payload_sha256: "ab",
-                payload_bytes: 2,
-                keys: &keys,
-            })
-            .unwrap();
-        let ended = DateTime::from_timestamp(1_711_493_133, 0);
-        let info = BatchInfo {
-            api: BatchApi::Openai,
-            id: "batch_1".into(),
-            status: BatchStatus::Failed(vec![BatchFailure {
-                code: TOKEN_LIMIT_CODE.into(),
-                message: "Enqueued token limit reached".into(),
-                param: None,
-                line: None,
-            }]),
-            counts: BatchCounts {
-                total: 1,
-                processing: 1,
-                ..BatchCounts::default()
-            },
-            created_at: None,
-            expires_at: ended,
-            ended_at: ended,
-            metadata: BTreeMap::new(),
-            input_file_id: Some("file-1".into()),
-            output_file_id: Some("file-2".into()),
-            error_file_id: None,
-            results_url: None,
-        };
-        info.with_poll(|poll| store.set_batch_submitted(row.id, &info.id, poll))
-            .unwrap();
-        let back = store.batch(row.id).unwrap().unwrap();
-        let status = BatchStatus::from_stored(
-            back.status.as_deref().unwrap(),
-            failures_from_json(back.failures.as_deref()),
-        );
-        assert_eq!(status, info.status);
-        assert!(status.is_token_limit());
-        assert_eq!(BatchCounts::from(back.counts), info.counts);
-        assert_eq!(back.output_file_id.as_deref(), Some("file-2"));
-        assert_eq!(back.ended_at.as_deref(), Some("2024-03-26T22:45:33.000Z"));
-        assert_eq!(
-            from_rfc3339(back.ended_at.as_deref()),
-            info.ended_at,
-            "times read back"
-        );
     }
 
     #[test]

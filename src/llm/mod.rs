@@ -1,20 +1,17 @@
-//! LLM calls: the shared request and response types, the canonical request and its cache key,
-//! one module per wire format and the dispatch to them, retries, and the executor that joins
-//! them with the cache.
+//! The wire: the shared request and response types, the canonical request and its cache key,
+//! the HTTP client and server-sent events, the rate-limit headers, and one module per
+//! provider's live and batch formats.
 //!
-//! Providers know wire formats and nothing of experiments or the database.
+//! It knows wire formats and nothing of experiments or the database: sending calls with the
+//! cache, pacing, budgets and batches is [`crate::dispatch`]'s.
 
 pub mod anthropic;
 pub mod batch;
-pub mod budget;
 pub mod canonical;
 pub mod client;
-pub mod executor;
 pub mod ollama;
 pub mod openai;
-pub mod pacer;
 pub mod ratelimit;
-pub mod retry;
 pub mod sse;
 
 use std::fmt;
@@ -23,11 +20,8 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-pub use budget::Budget;
 pub use canonical::{CacheKey, CanonicalRequest};
 pub use client::{Endpoint, LlmClient};
-pub use executor::{CacheMode, CallJob, CallOutcome, Executor};
-pub use retry::RetryPolicy;
 
 /// Where a call that streams its answer tells what the response's head says of the rate
 /// limits, as soon as the head is in: a scope's first call ([`pacer`]) teaches the limits

@@ -9,12 +9,13 @@ use std::path::Path;
 use super::spec::{CandidateModel, Candidates, PairwiseSpec};
 use super::verdict;
 use crate::config::{Catalog, Config};
+use crate::dispatch::budget::ASSUMED_MAX_OUTPUT_TOKENS;
+use crate::dispatch::{CallJob, CallOutcome};
 use crate::experiment::{
-    ASSUMED_MAX_OUTPUT_TOKENS, Answers, Experiment, ExperimentError, ExperimentKind, Override,
-    Overrides, PendingCall, PlannedCall, ReportOptions, RunHeader, RunSummary, Stage, StageData,
-    Target, check_size,
+    Answers, Experiment, ExperimentError, ExperimentKind, Override, Overrides, PendingCall,
+    PlannedCall, ReportOptions, RunHeader, RunSummary, Stage, StageData, Target, check_size,
 };
-use crate::llm::{CallJob, CallOutcome, ChatRequest, Message, tokens_bound};
+use crate::llm::{ChatRequest, Message, tokens_bound};
 use crate::prompt::Template;
 use crate::store::{AnswerRow, Shown, Store, VerdictRow, Winner};
 

@@ -9,11 +9,12 @@ use super::RelevanceError;
 use super::parse::{answer_schema, parse_answer};
 use super::predicates::Predicate;
 use crate::config::{Catalog, Config};
+use crate::dispatch::CallOutcome;
 use crate::experiment::{
     Answers, Experiment, ExperimentError, ExperimentKind, FileBudget, Override, Overrides,
     PlannedCall, ReportOptions, RunHeader, RunSummary, Shard, Stage, Target, check_size,
 };
-use crate::llm::{CallOutcome, ChatRequest, Image, Message, Part, Role, SamplingParams};
+use crate::llm::{ChatRequest, Image, Message, Part, Role, SamplingParams};
 use crate::prompt::Template;
 use crate::store::{PredictionRow, Store, Variant};
 

@@ -16,14 +16,13 @@ use super::sensors::{self, GeneratedFile, Official, Sensor, safe_component};
 use super::spec_csv::{self, csv_row};
 use super::{Paths, ReviewError};
 use crate::config::Catalog;
+use crate::dispatch::{CallJob, CallOutcome};
 use crate::experiment::{
     Answers, Experiment, ExperimentError, ExperimentKind, PendingCall, PlannedCall, ReportOptions,
     RunHeader, RunSummary, Shard, Stage, StageData, Target, check_size,
 };
 use crate::hash::sha256_hex;
-use crate::llm::{
-    AnswerSchema, CallJob, CallOutcome, ChatRequest, Message, SamplingParams, tokens_bound,
-};
+use crate::llm::{AnswerSchema, ChatRequest, Message, SamplingParams, tokens_bound};
 use crate::prompt::Template;
 use crate::store::{
     NewGenerated, ParseStatus, ReviewRow, RunErrorRow, ScoreRow, Store, StoreError, StoredCall,
@@ -336,7 +335,7 @@ impl DatasheetExperiment {
             reviewing
                 .params
                 .max_tokens
-                .unwrap_or(crate::experiment::ASSUMED_MAX_OUTPUT_TOKENS),
+                .unwrap_or(crate::dispatch::budget::ASSUMED_MAX_OUTPUT_TOKENS),
         );
         self.reviewers()
             .flat_map(|target| {

@@ -297,8 +297,10 @@ mod recorded {
                 &row.tag,
             ))
             .expect("create");
-        info.with_poll(|poll| store.set_batch_submitted(row.id, &info.id, poll))
-            .unwrap();
+        track::dispatch::batch::with_poll(&info, |poll| {
+            store.set_batch_submitted(row.id, &info.id, poll)
+        })
+        .unwrap();
         (row.id, Some(info))
     }
 

@@ -7,7 +7,7 @@ use std::time::Duration;
 use backon::{BackoffBuilder, ExponentialBuilder};
 use serde::Deserialize;
 
-use super::ProviderError;
+use crate::llm::ProviderError;
 
 /// How often and how patiently a failed call is tried again.
 #[derive(Debug, Clone, Copy, PartialEq, Deserialize)]

@@ -15,10 +15,9 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use serde::Deserialize;
-
-use super::ratelimit::{Dimension, RateLimits, Reading};
-use super::{ChatRequest, ChatResponse, Endpoint, Part, ProviderError, Refused};
+use crate::config::RateLimit;
+use crate::llm::ratelimit::{Dimension, RateLimits, Reading};
+use crate::llm::{ChatRequest, ChatResponse, Endpoint, Part, ProviderError, Refused};
 use crate::store::{BucketRow, PacingRow, Store, lock};
 
 /// The share of a limit the pacer aims at: a little under it, so that jitter between track's
@@ -43,80 +42,6 @@ const LOG_EVERY: Duration = Duration::from_secs(10);
 /// nearest thousand.
 const ROUNDING: f64 = 500.0;
 
-/// Limits set in config.yaml (`rate_limit:` of a provider or a model), per minute: for
-/// servers that send no headers, or tighter than the headers say (a key shared with a team).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct RateLimit {
-    /// Requests a minute.
-    pub rpm: Option<f64>,
-    /// Tokens a minute (OpenAI-style: prompt estimate plus `max_tokens`).
-    pub tpm: Option<f64>,
-    /// Input tokens a minute (Anthropic-style).
-    pub itpm: Option<f64>,
-    /// Output tokens a minute (Anthropic-style).
-    pub otpm: Option<f64>,
-}
-
-impl RateLimit {
-    /// The limit set for `dimension`, if any.
-    pub fn get(&self, dimension: Dimension) -> Option<f64> {
-        match dimension {
-            Dimension::Requests => self.rpm,
-            Dimension::Tokens => self.tpm,
-            Dimension::InputTokens => self.itpm,
-            Dimension::OutputTokens => self.otpm,
-        }
-    }
-
-    /// These limits times `share` (a shard's part of a key's limits).
-    pub fn scaled(self, share: f64) -> Self {
-        let part = |limit: Option<f64>| limit.map(|l| l * share);
-        Self {
-            rpm: part(self.rpm),
-            tpm: part(self.tpm),
-            itpm: part(self.itpm),
-            otpm: part(self.otpm),
-        }
-    }
-
-    /// These limits, with `base`'s for the dimensions these leave out (a model's over its
-    /// provider's).
-    pub fn over(self, base: RateLimit) -> RateLimit {
-        RateLimit {
-            rpm: self.rpm.or(base.rpm),
-            tpm: self.tpm.or(base.tpm),
-            itpm: self.itpm.or(base.itpm),
-            otpm: self.otpm.or(base.otpm),
-        }
-    }
-
-    /// Whether no limit is set.
-    pub fn is_empty(&self) -> bool {
-        Dimension::ALL.iter().all(|d| self.get(*d).is_none())
-    }
-
-    /// Refuses a limit that is not a positive number, naming it and the fix.
-    pub fn check(&self) -> Result<(), String> {
-        for (name, value) in [
-            ("rpm", self.rpm),
-            ("tpm", self.tpm),
-            ("itpm", self.itpm),
-            ("otpm", self.otpm),
-        ] {
-            if let Some(v) = value
-                && !(v.is_finite() && v > 0.0)
-            {
-                return Err(format!(
-                    "`rate_limit: {name}: {v}` must be a positive number a minute; remove it \
-                     to have no limit"
-                ));
-            }
-        }
-        Ok(())
-    }
-}
-
 /// What a call takes from each bucket, estimated before it is sent.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Cost {
@@ -133,7 +58,10 @@ impl Cost {
     /// The estimated cost of `request`: ~4 characters a token, a few tokens a message, images
     /// at [`IMAGE_TOKENS`].
     pub fn of(request: &ChatRequest) -> Self {
-        let input = request.system.as_deref().map_or(0, super::estimate_tokens)
+        let input = request
+            .system
+            .as_deref()
+            .map_or(0, crate::llm::estimate_tokens)
             + request
                 .messages
                 .iter()
@@ -142,7 +70,7 @@ impl Cost {
                         + m.parts
                             .iter()
                             .map(|p| match p {
-                                Part::Text(text) => super::estimate_tokens(text),
+                                Part::Text(text) => crate::llm::estimate_tokens(text),
                                 Part::Image(_) => IMAGE_TOKENS,
                             })
                             .sum::<u64>()
@@ -153,7 +81,9 @@ impl Cost {
             requests: 1.0,
             tokens: (input + u64::from(max_tokens.unwrap_or(0))) as f64,
             input_tokens: input as f64,
-            output_tokens: f64::from(max_tokens.unwrap_or(super::anthropic::DEFAULT_MAX_TOKENS)),
+            output_tokens: f64::from(
+                max_tokens.unwrap_or(crate::llm::anthropic::DEFAULT_MAX_TOKENS),
+            ),
         }
     }
 

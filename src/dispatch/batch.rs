@@ -15,11 +15,16 @@ use std::time::{Duration, Instant};
 
 use chrono::{DateTime, Utc};
 
-use crate::llm::batch::{self, BatchApi, BatchError, BatchInfo, BatchStatus, LineFailure, Lost};
-use crate::llm::budget::Fit;
-use crate::llm::{Budget, CallJob, CallOutcome, ChatRequest, Endpoint, LlmClient, RetryPolicy};
+use crate::config::RetryPolicy;
+use crate::dispatch::budget::Fit;
+use crate::dispatch::{Budget, CallJob, CallOutcome};
+use crate::llm::batch::{
+    self, BatchApi, BatchCounts, BatchError, BatchInfo, BatchStatus, LineFailure, Lost,
+};
+use crate::llm::{ChatRequest, Endpoint, LlmClient};
 use crate::store::{
-    BatchRow, BatchState, Claim, KeyOutcome, NewBatch, NewCall, Store, StoreError, StoredCall, lock,
+    BatchCountsRow, BatchPoll, BatchRow, BatchState, Claim, KeyOutcome, NewBatch, NewCall, Store,
+    StoreError, StoredCall, lock,
 };
 
 /// How often batches are polled: first after `first`, each wait half again as long as the one
@@ -351,7 +356,7 @@ impl Batcher {
                 break;
             }
             if let Some(budget) = budget {
-                let worst = crate::experiment::max_cost(job);
+                let worst = crate::dispatch::max_cost(job);
                 match budget.try_reserve(worst) {
                     Fit::Reserved => {}
                     // Batches out hold the room: submitted once they settle.
@@ -614,7 +619,9 @@ impl Batcher {
 
     /// Stores that batch `id` is the provider's `info`: its id and what it said.
     fn adopt(&self, id: i64, info: &BatchInfo) -> StepResult<()> {
-        info.with_poll(|poll| lock(&self.store).set_batch_submitted(id, &info.id, poll))?;
+        with_poll(info, |poll| {
+            lock(&self.store).set_batch_submitted(id, &info.id, poll)
+        })?;
         tracing::debug!(batch = id, provider_id = %info.id, "batch submitted");
         Ok(())
     }
@@ -824,7 +831,9 @@ impl Batcher {
         let info = self
             .with_retries(|| batch::get(&self.client, &endpoint, api, batch_id))
             .await?;
-        info.with_poll(|poll| lock(&self.store).record_batch_poll(row.id, poll))?;
+        with_poll(&info, |poll| {
+            lock(&self.store).record_batch_poll(row.id, poll)
+        })?;
         round.seen.insert(row.id, progress_of(row, &info));
         if !info.status.is_ended() {
             return Ok(None);
@@ -1217,6 +1226,53 @@ impl Batcher {
     }
 }
 
+/// Lends what the store keeps of the provider's answer `info` (status, failures, counts, files, results
+/// URL, times as the store writes them) to `f`: for `Store::set_batch_submitted` and
+/// `Store::record_batch_poll`.
+pub fn with_poll<R>(info: &BatchInfo, f: impl FnOnce(&BatchPoll<'_>) -> R) -> R {
+    let failures = info.failures_json();
+    let expires_at = info.expires_at.map(batch::stored_time);
+    let ended_at = info.ended_at.map(batch::stored_time);
+    f(&BatchPoll {
+        status: info.status.as_str(),
+        failures: failures.as_deref(),
+        counts: info.counts.into(),
+        output_file_id: info.output_file_id.as_deref(),
+        error_file_id: info.error_file_id.as_deref(),
+        results_url: info.results_url.as_deref(),
+        expires_at: expires_at.as_deref(),
+        ended_at: ended_at.as_deref(),
+    })
+}
+
+/// The store's row of a batch's counts.
+impl From<BatchCounts> for BatchCountsRow {
+    fn from(c: BatchCounts) -> Self {
+        Self {
+            total: c.total,
+            processing: c.processing,
+            succeeded: c.succeeded,
+            errored: c.errored,
+            cancelled: c.cancelled,
+            expired: c.expired,
+        }
+    }
+}
+
+/// A batch's counts as the store keeps them.
+impl From<BatchCountsRow> for BatchCounts {
+    fn from(c: BatchCountsRow) -> Self {
+        Self {
+            total: c.total,
+            processing: c.processing,
+            succeeded: c.succeeded,
+            errored: c.errored,
+            cancelled: c.cancelled,
+            expired: c.expired,
+        }
+    }
+}
+
 /// Whether two endpoints are the same provider at the same place with the same key.
 fn same_endpoint(a: &Endpoint, b: &Endpoint) -> bool {
     a.provider == b.provider
@@ -1257,4 +1313,74 @@ fn progress_of(row: &BatchRow, info: &BatchInfo) -> String {
         c.succeeded + c.errored,
         total
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+
+    use super::*;
+    use crate::llm::batch::{BatchFailure, TOKEN_LIMIT_CODE, failures_from_json, from_rfc3339};
+
+    #[test]
+    fn what_a_poll_said_is_stored_and_read_back_the_same() {
+        let mut store = crate::store::Store::open_in_memory().unwrap();
+        let keys = vec![crate::hash::sha256_hex(b"k1")];
+        let row = store
+            .create_batch(&crate::store::NewBatch {
+                run_id: None,
+                provider: "openai",
+                api: BatchApi::Openai,
+                base_url: "https://api.openai.com/v1",
+                key_fingerprint: "no-key",
+                model: "gpt-4o",
+                payload_sha256: "ab",
+                payload_bytes: 2,
+                keys: &keys,
+            })
+            .unwrap();
+        let ended = DateTime::from_timestamp(1_711_493_133, 0);
+        let info = BatchInfo {
+            api: BatchApi::Openai,
+            id: "batch_1".into(),
+            status: BatchStatus::Failed(vec![BatchFailure {
+                code: TOKEN_LIMIT_CODE.into(),
+                message: "Enqueued token limit reached".into(),
+                param: None,
+                line: None,
+            }]),
+            counts: BatchCounts {
+                total: 1,
+                processing: 1,
+                ..BatchCounts::default()
+            },
+            created_at: None,
+            expires_at: ended,
+            ended_at: ended,
+            metadata: BTreeMap::new(),
+            input_file_id: Some("file-1".into()),
+            output_file_id: Some("file-2".into()),
+            error_file_id: None,
+            results_url: None,
+        };
+        with_poll(&info, |poll| {
+            store.set_batch_submitted(row.id, &info.id, poll)
+        })
+        .unwrap();
+        let back = store.batch(row.id).unwrap().unwrap();
+        let status = BatchStatus::from_stored(
+            back.status.as_deref().unwrap(),
+            failures_from_json(back.failures.as_deref()),
+        );
+        assert_eq!(status, info.status);
+        assert!(status.is_token_limit());
+        assert_eq!(BatchCounts::from(back.counts), info.counts);
+        assert_eq!(back.output_file_id.as_deref(), Some("file-2"));
+        assert_eq!(back.ended_at.as_deref(), Some("2024-03-26T22:45:33.000Z"));
+        assert_eq!(
+            from_rfc3339(back.ended_at.as_deref()),
+            info.ended_at,
+            "times read back"
+        );
+    }
 }

@@ -6,13 +6,14 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use super::Budget;
 use super::budget::Reservation;
 use super::pacer::{ConfiguredLimits, Cost, NotSent, Pacer, Scope};
-use super::{
-    Budget, CanonicalRequest, ChatRequest, ChatResponse, Endpoint, LlmClient, ProviderError,
-    RetryPolicy, Usage,
-};
+use crate::config::RetryPolicy;
 use crate::cost::Price;
+use crate::llm::{
+    CanonicalRequest, ChatRequest, ChatResponse, Endpoint, LlmClient, ProviderError, Usage,
+};
 use crate::store::{Claim, NewCall, Store, StoreError, StoredCall, Writer, lock};
 
 /// How the cache is used.
@@ -666,7 +667,7 @@ impl Executor {
             }
         }
         let reservation = match &self.budget {
-            Some(budget) => Some(budget.reserve(crate::experiment::max_cost(job)).await?),
+            Some(budget) => Some(budget.reserve(super::max_cost(job)).await?),
             None => None,
         };
         let mut permit = match self
@@ -696,8 +697,12 @@ impl Executor {
             }
             false => (None, None),
         };
-        let mut request =
-            std::pin::pin!(super::chat(&self.client, &job.endpoint, &job.request, head));
+        let mut request = std::pin::pin!(crate::llm::chat(
+            &self.client,
+            &job.endpoint,
+            &job.request,
+            head
+        ));
         let first = self
             .first_request
             .lock()
