@@ -127,14 +127,14 @@ pub const ONLY_IN_NEW: &str = "only_in_new";
 pub const DELTA_MEAN_LATENCY_MS: &str = "delta_mean_latency_ms";
 
 /// The per-prompt summary's column of one model's success: `success_pct[openai:gpt-4o]`.
-pub fn success_pct_of(model: &str) -> String {
+pub(crate) fn success_pct_of(model: &str) -> String {
     format!("{SUCCESS_PCT}[{model}]")
 }
 
 /// The per-prompt summary's column of one model's success with one template, when the results
 /// come from several: `success_pct[openai:gpt-4o|terse]` (no comma: a CSV header needs no
 /// quotes), and `success_pct[openai:gpt-4o]` for a run without templates among runs with some.
-pub fn success_pct_of_pair(model: &str, template: Option<&str>) -> String {
+pub(crate) fn success_pct_of_pair(model: &str, template: Option<&str>) -> String {
     match template {
         Some(template) => format!("{SUCCESS_PCT}[{model}|{template}]"),
         None => success_pct_of(model),

@@ -18,7 +18,7 @@ use crate::store::Store;
 const REPORT_ROWS: usize = 200;
 
 /// Prints the tables of the run `summary` describes.
-pub fn print(
+pub(crate) fn print(
     store: &Store,
     summary: &RunSummary,
     options: &ReportOptions,

@@ -56,7 +56,7 @@ pub struct BenchSection {
 
 impl BenchSection {
     /// Summarises the benchmark results of `runs` as `track query --by model|prompt` does.
-    pub fn load(store: &Store, runs: &[i64]) -> Result<Self, ReportError> {
+    pub(crate) fn load(store: &Store, runs: &[i64]) -> Result<Self, ReportError> {
         let measures = Measures::load(store, runs).map_err(ReportError::Measures)?;
         let failures = store.bench_failures(runs, LISTED_FAILURES, ANSWER_BYTES)?;
         Ok(Self {
@@ -111,7 +111,7 @@ impl BenchSection {
 
     /// The energy of all results, with its range; `None` when none was estimated, or when a
     /// model's is unknown (no parameter count): a total without it would look complete.
-    pub fn energy(&self) -> Result<Option<Energy>, ReportError> {
+    pub(crate) fn energy(&self) -> Result<Option<Energy>, ReportError> {
         if !self.energy_unknown()?.is_empty() {
             return Ok(None);
         }

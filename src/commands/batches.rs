@@ -63,7 +63,7 @@ struct CancelArgs {
 /// Batches listed when neither --limit nor --all is given.
 const DEFAULT_LIMIT: usize = 20;
 
-pub fn run(context: &Context, args: BatchesArgs) -> anyhow::Result<ExitCode> {
+pub(crate) fn run(context: &Context, args: BatchesArgs) -> anyhow::Result<ExitCode> {
     if let Some(BatchesAction::Cancel(cancel_args)) = args.action {
         return cancel(context, &cancel_args.id);
     }

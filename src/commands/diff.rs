@@ -140,7 +140,7 @@ fn long_about() -> String {
     )
 }
 
-pub fn run(context: &Context, args: DiffArgs) -> anyhow::Result<ExitCode> {
+pub(crate) fn run(context: &Context, args: DiffArgs) -> anyhow::Result<ExitCode> {
     compare(context, args).or_else(|error| {
         if crate::output::is_closed_pipe(&error) {
             return Ok(ExitCode::SUCCESS);

@@ -140,7 +140,7 @@ fn run_help() -> String {
     )
 }
 
-pub fn run(context: &Context, args: ExportArgs) -> anyhow::Result<ExitCode> {
+pub(crate) fn run(context: &Context, args: ExportArgs) -> anyhow::Result<ExitCode> {
     let args = match args.format {
         ExportFormat::Csv(args) => args,
         ExportFormat::Parquet(args) => return parquet(context, args),

@@ -46,7 +46,11 @@ pub struct Selection {
 }
 
 /// The runs `selection` names, oldest first; an error that says what was missing when none.
-pub fn select_runs(store: &Store, db: &Path, selection: Selection) -> anyhow::Result<Vec<i64>> {
+pub(crate) fn select_runs(
+    store: &Store,
+    db: &Path,
+    selection: Selection,
+) -> anyhow::Result<Vec<i64>> {
     let kinds: Vec<ExperimentKind> = match selection.kind {
         Some(k) => vec![k],
         None => ExperimentKind::ALL.to_vec(),
@@ -152,7 +156,7 @@ pub struct Interrupted(pub Signal);
 /// earlier export left there: partitions written again replace theirs, others stay while
 /// their files do). Prints each dataset's folder and row count, then the manifest's path.
 /// A signal stops it between two row groups with [`Interrupted`].
-pub fn export(
+pub(crate) fn export(
     store: &Store,
     ids: &[i64],
     out: &Path,

@@ -29,7 +29,7 @@ pub struct MergeArgs {
 }
 
 /// Runs `track merge`.
-pub fn run(context: &Context, args: MergeArgs) -> anyhow::Result<ExitCode> {
+pub(crate) fn run(context: &Context, args: MergeArgs) -> anyhow::Result<ExitCode> {
     let report = merge(&args.out, &args.inputs, args.allow_partial)?;
     print(context, &args, &report);
     Ok(ExitCode::SUCCESS)

@@ -22,7 +22,7 @@ pub struct ModelsArgs {
     wide: bool,
 }
 
-pub fn run(context: &Context, args: ModelsArgs) -> anyhow::Result<ExitCode> {
+pub(crate) fn run(context: &Context, args: ModelsArgs) -> anyhow::Result<ExitCode> {
     let config = context.load_config()?;
     let df = catalog_frame(&config.catalog)?;
     print_frame(&df, args.format, Columns::wide_if(args.wide))?;

@@ -83,7 +83,7 @@ fn flag_help(flag: QueryFlag, what: &str) -> String {
     format!("With {}: {what}", kinds::flag_homes(flag))
 }
 
-pub fn run(context: &Context, args: QueryArgs) -> anyhow::Result<ExitCode> {
+pub(crate) fn run(context: &Context, args: QueryArgs) -> anyhow::Result<ExitCode> {
     let by = args.by.grouping;
     for (flag, given) in [
         (QueryFlag::Agreement, args.agreement),

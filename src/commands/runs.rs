@@ -39,7 +39,7 @@ pub struct RunsArgs {
     wide: bool,
 }
 
-pub fn run(context: &Context, args: RunsArgs) -> anyhow::Result<ExitCode> {
+pub(crate) fn run(context: &Context, args: RunsArgs) -> anyhow::Result<ExitCode> {
     let store = context.open_existing_store()?;
     if let Some(run_id) = args.errors {
         let errors = crate::kinds::run_errors(&store, run_id)?;

@@ -38,14 +38,14 @@ mod millis {
 
     use serde::{Deserialize, Deserializer};
 
-    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Duration, D::Error> {
+    pub(crate) fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Duration, D::Error> {
         Ok(Duration::from_millis(u64::deserialize(d)?))
     }
 }
 
 impl RetryPolicy {
     /// The backoff delays of this policy, one per retry (exponential, with jitter).
-    pub fn backoff(&self) -> impl Iterator<Item = Duration> + use<> {
+    pub(crate) fn backoff(&self) -> impl Iterator<Item = Duration> + use<> {
         ExponentialBuilder::default()
             .with_min_delay(self.base_delay)
             .with_max_delay(self.max_delay)
@@ -56,7 +56,7 @@ impl RetryPolicy {
 
     /// How long to wait before retrying after `error`: what it asked for (`Retry-After`) or
     /// the next backoff delay, whichever is longer, never more than `max_delay`.
-    pub fn wait(
+    pub(crate) fn wait(
         &self,
         error: &ProviderError,
         backoff: &mut impl Iterator<Item = Duration>,

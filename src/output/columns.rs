@@ -13,7 +13,7 @@ pub enum Columns {
 
 impl Columns {
     /// `Wide` when `wide` is set.
-    pub fn wide_if(wide: bool) -> Self {
+    pub(crate) fn wide_if(wide: bool) -> Self {
         if wide { Self::Wide } else { Self::Compact }
     }
 

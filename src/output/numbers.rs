@@ -49,7 +49,7 @@ fn plural(noun: &str) -> String {
 }
 
 /// A whole number with thousands separators: `1,000,000`.
-pub fn thousands(n: u64) -> String {
+pub(crate) fn thousands(n: u64) -> String {
     let digits = n.to_string();
     let mut out = String::with_capacity(digits.len() + digits.len() / 3);
     for (i, c) in digits.chars().enumerate() {
@@ -75,7 +75,7 @@ pub fn dollars(usd: f64) -> String {
 
 /// `v` at the 15 significant digits a double holds exactly: what binary arithmetic adds beyond
 /// them (`0.38598899999999997` for a sum of `0.385989`) is noise, not precision.
-pub fn tidy_float(v: f64) -> f64 {
+pub(crate) fn tidy_float(v: f64) -> f64 {
     if v == 0.0 || !v.is_finite() {
         return v;
     }

@@ -68,7 +68,7 @@ fn changes(c: &DiffCounts) -> String {
 }
 
 /// Compares runs `base` and `new`, read from the store.
-pub fn compare(store: &Store, base: i64, new: i64) -> Result<KindDiff, DiffError> {
+pub(crate) fn compare(store: &Store, base: i64, new: i64) -> Result<KindDiff, DiffError> {
     let base = Verdicts::from_rows(&store.pairwise_verdicts(&[base])?);
     let new = Verdicts::from_rows(&store.pairwise_verdicts(&[new])?);
     Ok(diff(&base, &base.strengths(), &new, &new.strengths())?)
@@ -209,7 +209,7 @@ fn gap(v: &Verdicts, s: &[Strength], a: &str, b: &str) -> Option<f64> {
 }
 
 /// The diff of two runs' verdicts.
-pub fn diff(
+pub(crate) fn diff(
     base: &Verdicts,
     base_s: &[Strength],
     new: &Verdicts,

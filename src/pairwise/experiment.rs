@@ -90,7 +90,7 @@ pub struct PairwiseExperiment {
 
 impl PairwiseExperiment {
     /// Resolves candidates and judges against the catalog and loads the judge prompt.
-    pub fn new(
+    pub(crate) fn new(
         spec: PairwiseSpec,
         catalog: &Catalog,
         overrides: &Overrides,
@@ -352,7 +352,7 @@ impl PairwiseExperiment {
 }
 
 /// A winner as shown (A: the first answer shown) in the pair's own frame (A: candidate_a).
-pub fn in_pair_frame(shown_winner: Winner, shown: Shown) -> Winner {
+pub(crate) fn in_pair_frame(shown_winner: Winner, shown: Shown) -> Winner {
     match (shown, shown_winner) {
         (Shown::Ab, w) => w,
         (Shown::Ba, Winner::A) => Winner::B,

@@ -23,7 +23,7 @@ pub struct Energy {
 
 impl Energy {
     /// The energy of two kinds' results together; `None` when neither has any.
-    pub fn total(a: Option<Self>, b: Option<Self>) -> Option<Self> {
+    pub(crate) fn total(a: Option<Self>, b: Option<Self>) -> Option<Self> {
         let bound = |x: Option<f64>, y: Option<f64>| Some(x? + y?);
         match (a, b) {
             (None, e) | (e, None) => e,
@@ -48,7 +48,7 @@ impl Header {
     /// The header of `selection`, read from the database at `db`; `energy` of its benchmarks.
     /// The database is named by its file name: a report is sent to others, and the folders
     /// of the machine it was made on are nobody's business.
-    pub fn new(selection: Selection, energy: Option<Energy>, db: &Path) -> Self {
+    pub(crate) fn new(selection: Selection, energy: Option<Energy>, db: &Path) -> Self {
         let database = db.file_name().map_or_else(
             || db.display().to_string(),
             |name| name.display().to_string(),
@@ -61,7 +61,7 @@ impl Header {
     }
 
     /// The document's title: `track report: runs 3, 5`.
-    pub fn title(&self) -> String {
+    pub(crate) fn title(&self) -> String {
         let ids: Vec<String> = self.runs().iter().map(|r| r.info.id.to_string()).collect();
         let noun = if ids.len() == 1 { "run" } else { "runs" };
         format!("track report: {noun} {}", ids.join(", "))
@@ -72,7 +72,7 @@ impl Header {
     }
 
     /// The header's HTML: title, banners, key figures and the runs table.
-    pub fn html(&self) -> String {
+    pub(crate) fn html(&self) -> String {
         let mut out = String::from("<header>");
         let _ = write!(out, "<h1>{}</h1>", escape(&self.title()));
         let _ = write!(

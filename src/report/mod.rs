@@ -104,7 +104,7 @@ impl Drawn {
 }
 
 /// Builds the report of the runs `choice` names in the database at `db`.
-pub fn build(store: &Store, db: &Path, choice: &RunChoice) -> Result<Report, ReportError> {
+pub(crate) fn build(store: &Store, db: &Path, choice: &RunChoice) -> Result<Report, ReportError> {
     let selection = Selection::resolve(store, db, choice)?;
     let mut sections = comparison_sections(store, &selection)?;
     let mut energy = None;
@@ -132,7 +132,7 @@ pub fn build(store: &Store, db: &Path, choice: &RunChoice) -> Result<Report, Rep
 
 /// The sections that compare two runs of one kind, placed before the per-kind sections:
 /// `track report --run BASE,NEW` shows what `track diff BASE NEW` shows.
-pub fn comparison_sections(
+pub(crate) fn comparison_sections(
     store: &Store,
     selection: &Selection,
 ) -> Result<Vec<Box<dyn Section>>, ReportError> {
@@ -148,7 +148,7 @@ const STYLE: &str = include_str!("report.css");
 
 impl Report {
     /// The whole document: one HTML file with its style and charts inline.
-    pub fn to_html(&self) -> String {
+    pub(crate) fn to_html(&self) -> String {
         let mut out = String::with_capacity(64 * 1024);
         let _ = write!(
             out,

@@ -76,7 +76,11 @@ pub struct Selection {
 impl Selection {
     /// The runs `choice` names in `store` (whose file is `db`, for run locks). An id that
     /// names no run is an error, and so is a selection with no run at all.
-    pub fn resolve(store: &Store, db: &Path, choice: &RunChoice) -> Result<Self, ReportError> {
+    pub(crate) fn resolve(
+        store: &Store,
+        db: &Path,
+        choice: &RunChoice,
+    ) -> Result<Self, ReportError> {
         let mut ids = Vec::new();
         match choice {
             RunChoice::Ids(named) => {
@@ -128,7 +132,7 @@ impl Selection {
     }
 
     /// The ids of the selected runs of `kind`, oldest first.
-    pub fn ids_of(&self, kind: ExperimentKind) -> Vec<i64> {
+    pub(crate) fn ids_of(&self, kind: ExperimentKind) -> Vec<i64> {
         self.runs
             .iter()
             .filter(|r| r.info.kind == kind)
@@ -138,7 +142,7 @@ impl Selection {
 
     /// The pair to compare when exactly two runs of one kind were named (`--run BASE,NEW`):
     /// (base, new), the older run as the base.
-    pub fn comparison(&self) -> Option<(&SelectedRun, &SelectedRun)> {
+    pub(crate) fn comparison(&self) -> Option<(&SelectedRun, &SelectedRun)> {
         match self.runs.as_slice() {
             [base, new] if self.named && base.info.kind == new.info.kind => Some((base, new)),
             _ => None,

@@ -52,7 +52,7 @@ pub enum BatchState {
 
 impl BatchState {
     /// The name stored.
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             Self::Intent => "intent",
             Self::Uploaded => "uploaded",
@@ -78,7 +78,7 @@ impl BatchState {
     }
 
     /// Whether the batch is still to be followed (not collected, not void).
-    pub fn is_open(self) -> bool {
+    pub(crate) fn is_open(self) -> bool {
         matches!(self, Self::Intent | Self::Uploaded | Self::Submitted)
     }
 }
@@ -158,13 +158,14 @@ pub struct BatchRow {
 impl BatchRow {
     /// Requests the last poll counted as run: answered or errored (expired and cancelled
     /// ones never ran: [`BatchRow::unrun`]).
-    pub fn done(&self) -> u64 {
+    pub(crate) fn done(&self) -> u64 {
         let c = &self.counts;
         c.succeeded + c.errored
     }
 
     /// Requests that never ran: expired or cancelled.
-    pub fn unrun(&self) -> u64 {
+    #[cfg(test)]
+    pub(crate) fn unrun(&self) -> u64 {
         let c = &self.counts;
         c.cancelled + c.expired
     }
@@ -172,7 +173,7 @@ impl BatchRow {
     /// Where it is, in a word or two: track's step before it is submitted and once it is
     /// void, the provider's status at the last poll while it runs, and, once collected, how
     /// it ended when that was not plainly (`expired, collected`, `cancelled, collected`).
-    pub fn shown_status(&self) -> String {
+    pub(crate) fn shown_status(&self) -> String {
         match self.state {
             BatchState::Intent | BatchState::Uploaded | BatchState::Void => {
                 self.state.as_str().to_owned()
@@ -187,7 +188,7 @@ impl BatchRow {
 
     /// When what [`BatchRow::shown_status`] says was last true (RFC 3339): its collection,
     /// the last poll, its submission, or its intent.
-    pub fn status_at(&self) -> &str {
+    pub(crate) fn status_at(&self) -> &str {
         let collected = match self.state {
             BatchState::Collected => self.collected_at.as_deref(),
             _ => None,
@@ -214,7 +215,7 @@ pub enum KeyOutcome {
 
 impl KeyOutcome {
     /// The name stored.
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             Self::Pending => "pending",
             Self::Answered => "answered",
@@ -527,7 +528,7 @@ impl Store {
 
     /// Marks `keys` of batch `id` unfinished (they expired or were cancelled before they
     /// ran): they are sent again. Returns how many were pending.
-    pub fn mark_batch_unfinished(&mut self, id: i64, keys: &[&str]) -> Result<u64> {
+    pub(crate) fn mark_batch_unfinished(&mut self, id: i64, keys: &[&str]) -> Result<u64> {
         self.atomically(|tx| {
             let mut changed = 0;
             let mut stmt = tx.prepare_cached(
@@ -543,13 +544,13 @@ impl Store {
 
     /// Closes batch `id` once its results are stored: it is collected, and any key still
     /// pending (no line named it) is unfinished, to be sent again. Returns how many were.
-    pub fn finish_batch(&mut self, id: i64) -> Result<u64> {
+    pub(crate) fn finish_batch(&mut self, id: i64) -> Result<u64> {
         self.close_batch(id, "collected", None)
     }
 
     /// Gives batch `id` up (never created, or not found again): its pending keys are
     /// unfinished, to be sent again, and `note` says why. Returns how many were.
-    pub fn void_batch(&mut self, id: i64, note: &str) -> Result<u64> {
+    pub(crate) fn void_batch(&mut self, id: i64, note: &str) -> Result<u64> {
         self.close_batch(id, "void", Some(note))
     }
 
@@ -587,7 +588,7 @@ impl Store {
     }
 
     /// Batch `id`, if there is one.
-    pub fn batch(&self, id: i64) -> Result<Option<BatchRow>> {
+    pub(crate) fn batch(&self, id: i64) -> Result<Option<BatchRow>> {
         Ok(batch_rows(
             &self.conn,
             &format!("SELECT {BATCH_COLUMNS} FROM batches WHERE id = ?1"),
@@ -597,7 +598,8 @@ impl Store {
     }
 
     /// The batch of intent `tag`, if there is one.
-    pub fn batch_by_tag(&self, tag: &str) -> Result<Option<BatchRow>> {
+    #[cfg(test)]
+    pub(crate) fn batch_by_tag(&self, tag: &str) -> Result<Option<BatchRow>> {
         Ok(batch_rows(
             &self.conn,
             &format!("SELECT {BATCH_COLUMNS} FROM batches WHERE tag = ?1"),
@@ -608,7 +610,8 @@ impl Store {
 
     /// The batches still to be followed (intent, uploaded, submitted), oldest first: what a
     /// run resumes before it sends anything.
-    pub fn open_batches(&self) -> Result<Vec<BatchRow>> {
+    #[cfg(test)]
+    pub(crate) fn open_batches(&self) -> Result<Vec<BatchRow>> {
         batch_rows(
             &self.conn,
             &format!(
@@ -620,7 +623,7 @@ impl Store {
     }
 
     /// The newest `limit` batches, of run `run` or of all; for `track batches`.
-    pub fn list_batches(&self, run: Option<i64>, limit: usize) -> Result<Vec<BatchRow>> {
+    pub(crate) fn list_batches(&self, run: Option<i64>, limit: usize) -> Result<Vec<BatchRow>> {
         batch_rows(
             &self.conn,
             &format!(
@@ -633,7 +636,7 @@ impl Store {
 
     /// The batch the provider calls `batch_id` (`batch_…`, `msgbatch_…`), if one is stored; the
     /// newest when two providers gave the same id.
-    pub fn batch_by_provider_id(&self, batch_id: &str) -> Result<Option<BatchRow>> {
+    pub(crate) fn batch_by_provider_id(&self, batch_id: &str) -> Result<Option<BatchRow>> {
         Ok(batch_rows(
             &self.conn,
             &format!(
@@ -648,7 +651,7 @@ impl Store {
     /// of the calls it answered (`calls.batch`), at the batch rate. A batch with none is
     /// absent. Read through `batch_calls`, whose key starts with the batch, so no scan of
     /// `calls` is needed.
-    pub fn batch_costs(&self, ids: &[i64]) -> Result<HashMap<i64, f64>> {
+    pub(crate) fn batch_costs(&self, ids: &[i64]) -> Result<HashMap<i64, f64>> {
         let mut costs = HashMap::new();
         for chunk in ids.chunks(CHUNK) {
             let placeholders = vec!["?"; chunk.len()].join(",");
@@ -667,7 +670,7 @@ impl Store {
 
     /// What became of the calls of each of batches `ids`, as stored: (answered, failed,
     /// unfinished), counted from `batch_calls`. A batch with no call is absent.
-    pub fn batch_outcomes(&self, ids: &[i64]) -> Result<HashMap<i64, (u64, u64, u64)>> {
+    pub(crate) fn batch_outcomes(&self, ids: &[i64]) -> Result<HashMap<i64, (u64, u64, u64)>> {
         let mut counts: HashMap<i64, (u64, u64, u64)> = HashMap::new();
         for chunk in ids.chunks(CHUNK) {
             let placeholders = vec!["?"; chunk.len()].join(",");
@@ -722,7 +725,7 @@ impl Store {
 
     /// Which of `keys` wait in a batch, and in which: calls not to send live or in another
     /// batch, but to wait for.
-    pub fn pending_in_batches<'k>(
+    pub(crate) fn pending_in_batches<'k>(
         &self,
         keys: impl IntoIterator<Item = &'k str>,
     ) -> Result<HashMap<String, i64>> {
@@ -753,7 +756,7 @@ impl Store {
 
     /// Whether a stored batch already has the provider's id `batch_id` (a batch found by
     /// listing is adopted only when no other intent claims it).
-    pub fn batch_id_known(&self, batch_id: &str) -> Result<bool> {
+    pub(crate) fn batch_id_known(&self, batch_id: &str) -> Result<bool> {
         Ok(self
             .conn
             .prepare_cached("SELECT 1 FROM batches WHERE batch_id = ?1 LIMIT 1")?
@@ -764,7 +767,8 @@ impl Store {
 
     /// The batch that answered call `call_id`, if it came from one (its prices are then the
     /// batch rate).
-    pub fn call_batch(&self, call_id: i64) -> Result<Option<i64>> {
+    #[cfg(test)]
+    pub(crate) fn call_batch(&self, call_id: i64) -> Result<Option<i64>> {
         Ok(self
             .conn
             .prepare_cached("SELECT batch FROM calls WHERE id = ?1")?

@@ -35,7 +35,7 @@ pub enum RunStatus {
 
 impl RunStatus {
     /// The name stored and shown.
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             Self::Running => "running",
             Self::Completed => "completed",
@@ -230,7 +230,7 @@ impl Store {
     }
 
     /// Records how many calls a run's whole plan makes (all its shards'; `None`: not known).
-    pub fn set_run_plan_calls(&self, run_id: i64, plan_calls: Option<u64>) -> Result<()> {
+    pub(crate) fn set_run_plan_calls(&self, run_id: i64, plan_calls: Option<u64>) -> Result<()> {
         self.conn.execute(
             "UPDATE runs SET plan_calls = ?2 WHERE id = ?1",
             params![run_id, plan_calls.map(|n| n as i64)],
@@ -253,7 +253,7 @@ impl Store {
     }
 
     /// Records the most a run may spend, in USD (`None`: no cap).
-    pub fn set_run_budget(&self, run_id: i64, budget_usd: Option<f64>) -> Result<()> {
+    pub(crate) fn set_run_budget(&self, run_id: i64, budget_usd: Option<f64>) -> Result<()> {
         self.conn.execute(
             "UPDATE runs SET budget_usd = ?2 WHERE id = ?1",
             params![run_id, budget_usd],
@@ -282,7 +282,7 @@ impl Store {
     }
 
     /// Records calls of a run that got no answer, in one transaction.
-    pub fn insert_run_errors(&mut self, run_id: i64, rows: &[RunErrorRow]) -> Result<()> {
+    pub(crate) fn insert_run_errors(&mut self, run_id: i64, rows: &[RunErrorRow]) -> Result<()> {
         if rows.is_empty() {
             return Ok(());
         }
@@ -323,7 +323,7 @@ impl Store {
     }
 
     /// The calls of a run that got no answer, oldest first.
-    pub fn run_errors(&self, run_id: i64) -> Result<Vec<RunErrorRow>> {
+    pub(crate) fn run_errors(&self, run_id: i64) -> Result<Vec<RunErrorRow>> {
         let mut stmt = self.conn.prepare(
             "SELECT stage, model_ref, item, error, call_id, attempts FROM run_errors
              WHERE run_id = ?1 ORDER BY id",
@@ -344,7 +344,7 @@ impl Store {
     /// Ends, as `interrupted`, every `waiting` run other than `run_id` none of whose batches
     /// is still open: another run (`run_id`) collected or gave up what it waited for, and
     /// holds the results. Returns their ids.
-    pub fn end_runs_waiting_for_nothing(&self, run_id: i64) -> Result<Vec<i64>> {
+    pub(crate) fn end_runs_waiting_for_nothing(&self, run_id: i64) -> Result<Vec<i64>> {
         let mut stmt = self.conn.prepare(
             "UPDATE runs SET status = 'interrupted', finished_at = ?2
              WHERE status = 'waiting' AND id != ?1 AND NOT EXISTS (
@@ -362,7 +362,7 @@ impl Store {
     /// Marks a run as ended with `status`.
     /// The options JSON of each run of `run_ids` that has one (`runs.options_json`, from the
     /// kind's `RunHeader.options`), by run id.
-    pub fn runs_options_json(
+    pub(crate) fn runs_options_json(
         &self,
         run_ids: &[i64],
     ) -> Result<std::collections::HashMap<i64, String>> {
@@ -390,7 +390,11 @@ impl Store {
     /// The ids of the runs of `kind` that `selector` names, oldest first. A shard merged into
     /// its plan's run is that run: `latest` and `all` name the merged run, and so does the
     /// shard's own id.
-    pub fn select_runs(&self, kind: ExperimentKind, selector: RunSelector) -> Result<Vec<i64>> {
+    pub(crate) fn select_runs(
+        &self,
+        kind: ExperimentKind,
+        selector: RunSelector,
+    ) -> Result<Vec<i64>> {
         let ids = match selector {
             // The newest run to start (the merged run of a plan starts with its first shard).
             RunSelector::Latest => self
@@ -433,7 +437,7 @@ impl Store {
 
     /// The run `run_id` reads as: the run its plan's shards were merged into, for a merged
     /// shard; itself otherwise (a run not in the database included).
-    pub fn merged_run_of(&self, run_id: i64) -> Result<i64> {
+    pub(crate) fn merged_run_of(&self, run_id: i64) -> Result<i64> {
         Ok(self
             .conn
             .query_row(
@@ -443,19 +447,6 @@ impl Store {
             )
             .optional()?
             .unwrap_or(run_id))
-    }
-
-    /// The experiment file a run was started from and the sha256 of its text, as recorded.
-    pub fn run_spec(&self, run_id: i64) -> Result<(Option<String>, Option<String>)> {
-        Ok(self
-            .conn
-            .query_row(
-                "SELECT file, spec_sha256 FROM runs WHERE id = ?1",
-                [run_id],
-                |r| Ok((r.get(0)?, r.get(1)?)),
-            )
-            .optional()?
-            .unwrap_or((None, None)))
     }
 
     /// Every run, newest first by the time it started (in a merged database a teammate's
@@ -469,12 +460,12 @@ impl Store {
     }
 
     /// The runs of the plan `plan_sha256` (every shard of it), newest first.
-    pub fn runs_of_plan(&self, plan_sha256: &str) -> Result<Vec<RunInfo>> {
+    pub(crate) fn runs_of_plan(&self, plan_sha256: &str) -> Result<Vec<RunInfo>> {
         self.query_runs("WHERE plan_sha256 = ?1 ORDER BY id DESC", [plan_sha256])
     }
 
     /// The runs `ids` names, in id order.
-    pub fn runs_by_id(&self, ids: &[i64]) -> Result<Vec<RunInfo>> {
+    pub(crate) fn runs_by_id(&self, ids: &[i64]) -> Result<Vec<RunInfo>> {
         let mut runs = Vec::with_capacity(ids.len());
         for &id in ids {
             runs.extend(self.query_runs("WHERE id = ?1", [id])?);

@@ -38,7 +38,7 @@ fn significant(row: &DiffModelRow) -> bool {
 }
 
 /// `/diff`.
-pub async fn diff(
+pub(crate) async fn diff(
     State(app): State<Arc<App>>,
     Query(params): Query<DiffParams>,
 ) -> Result<Html<String>, ViewError> {

@@ -27,7 +27,7 @@ struct Grid {
 }
 
 /// `/runs/{run}`.
-pub async fn grid(
+pub(crate) async fn grid(
     State(app): State<Arc<App>>,
     Path(run_id): Path<i64>,
     Query(params): Query<GridParams>,

@@ -25,7 +25,7 @@ const STATUSES: [&str; 8] = [
 ];
 
 /// `/`.
-pub async fn list(
+pub(crate) async fn list(
     State(app): State<Arc<App>>,
     Query(params): Query<RunsParams>,
 ) -> Result<Html<String>, ViewError> {
