@@ -18,6 +18,7 @@ use chrono::{DateTime, Utc};
 use super::budget::{NoRoom, Reservation};
 use super::fanout::Fanout;
 use super::recorder::{CallRecorder, Timing};
+use super::retry::{Retries, retrying};
 use crate::config::RetryPolicy;
 use crate::dispatch::{Budget, CallJob, CallOutcome};
 use crate::llm::batch::{
@@ -580,14 +581,15 @@ impl Batcher {
         payload: &batch::Payload,
         row: &BatchRow,
     ) -> StepResult<()> {
-        let file_id = self
-            .with_retries(|| batch::upload(&self.client, endpoint, payload))
-            .await?;
+        let file_id = retrying(self.retry, "the batch upload", || {
+            batch::upload(&self.client, endpoint, payload)
+        })
+        .await?;
         if let Some(file_id) = &file_id {
             lock(&self.store).set_batch_file(row.id, file_id)?;
         }
-        let mut backoff = self.retry.backoff();
-        for attempt in 1.. {
+        let mut retries = Retries::new(self.retry);
+        loop {
             let error = match batch::create(
                 &self.client,
                 endpoint,
@@ -600,9 +602,9 @@ impl Batcher {
                 Ok(info) => return self.adopt(row.id, &info),
                 Err(e) => e,
             };
-            if !error.is_retryable() || attempt >= self.retry.max_attempts {
+            let Some(wait) = retries.after_failure(&error) else {
                 return Err(error.into());
-            }
+            };
             // The provider may have created it and the answer been lost: look before asking
             // again, so that it is never created twice.
             let lost = Lost {
@@ -614,11 +616,9 @@ impl Batcher {
             if let Some(info) = self.find_lost(endpoint, payload.api, &lost).await? {
                 return self.adopt(row.id, &info);
             }
-            let wait = backoff.next().unwrap_or(self.retry.max_delay);
-            tracing::debug!(attempt, ?wait, %error, "batch create failed; trying again");
+            tracing::debug!(?wait, %error, "batch create failed; trying again");
             tokio::time::sleep(wait).await;
         }
-        Ok(())
     }
 
     /// Stores that batch `id` is the provider's `info`: its id and what it said.
@@ -637,9 +637,10 @@ impl Batcher {
         api: BatchApi,
         lost: &Lost<'_>,
     ) -> StepResult<Option<BatchInfo>> {
-        let candidates = self
-            .with_retries(|| batch::recover(&self.client, endpoint, api, lost))
-            .await?;
+        let candidates = retrying(self.retry, "a batch step", || {
+            batch::recover(&self.client, endpoint, api, lost)
+        })
+        .await?;
         let store = lock(&self.store);
         // Oldest first: the intent's batch was created soon after it.
         for info in candidates.into_iter().rev() {
@@ -826,9 +827,10 @@ impl Batcher {
         let Some(endpoint) = round.following.get(&row.id).map(|f| f.endpoint.clone()) else {
             return Ok(None);
         };
-        let info = self
-            .with_retries(|| batch::get(&self.client, &endpoint, api, batch_id))
-            .await?;
+        let info = retrying(self.retry, "a batch step", || {
+            batch::get(&self.client, &endpoint, api, batch_id)
+        })
+        .await?;
         with_poll(&info, |poll| {
             lock(&self.store).record_batch_poll(row.id, poll)
         })?;
@@ -856,9 +858,10 @@ impl Batcher {
         }
         let jobs = &round.jobs;
         let request_of = |id: &str| -> Option<&ChatRequest> { jobs.get(id).map(|j| &j.request) };
-        let lines = self
-            .with_retries(|| batch::results(&self.client, endpoint, info, request_of))
-            .await?;
+        let lines = retrying(self.retry, "a batch step", || {
+            batch::results(&self.client, endpoint, info, request_of)
+        })
+        .await?;
         // Keys an earlier collect stored before its run stopped are served from the cache.
         let (pending, stored): (Vec<_>, Vec<_>) = lock(&self.store)
             .batch_keys(row.id)?
@@ -1154,32 +1157,6 @@ impl Batcher {
             error,
             attempts: 1,
         })
-    }
-
-    /// `step`, tried again on errors that may pass (with the retry policy's backoff).
-    async fn with_retries<T, F, Fut>(&self, step: F) -> Result<T, BatchError>
-    where
-        F: Fn() -> Fut,
-        Fut: std::future::Future<Output = Result<T, BatchError>>,
-    {
-        let mut backoff = self.retry.backoff();
-        let mut attempt = 1;
-        loop {
-            match step().await {
-                Ok(value) => return Ok(value),
-                Err(e) if e.is_retryable() && attempt < self.retry.max_attempts => {
-                    // A refusal of the batch endpoints' own rate limit says how long to wait.
-                    let wait = match &e {
-                        BatchError::Provider(error) => self.retry.wait(error, &mut backoff),
-                        _ => backoff.next().unwrap_or(self.retry.max_delay),
-                    };
-                    tracing::debug!(attempt, ?wait, %e, "batch step failed; trying again");
-                    tokio::time::sleep(wait).await;
-                    attempt += 1;
-                }
-                Err(e) => return Err(e),
-            }
-        }
     }
 }
 
