@@ -15,16 +15,19 @@ use std::time::{Duration, Instant};
 
 use chrono::{DateTime, Utc};
 
+use super::budget::{NoRoom, Reservation};
+use super::fanout::Fanout;
+use super::recorder::{CallRecorder, Timing};
+use super::retry::{Retries, retrying};
 use crate::config::RetryPolicy;
-use crate::dispatch::budget::Fit;
 use crate::dispatch::{Budget, CallJob, CallOutcome};
 use crate::llm::batch::{
     self, BatchApi, BatchCounts, BatchError, BatchInfo, BatchStatus, LineFailure, Lost,
 };
 use crate::llm::{ChatRequest, Endpoint, LlmClient};
 use crate::store::{
-    BatchCountsRow, BatchPoll, BatchRow, BatchState, Claim, KeyOutcome, NewBatch, NewCall, Store,
-    StoreError, StoredCall, lock,
+    BatchCountsRow, BatchPoll, BatchRow, BatchState, Claim, KeyOutcome, NewBatch, Store,
+    StoreError, Writer, lock,
 };
 
 /// How often batches are polled: first after `first`, each wait half again as long as the one
@@ -92,13 +95,13 @@ pub struct BatchCall {
 #[derive(Debug, Default)]
 pub struct Round {
     /// The stage's indices of each key (the first gets the answer, the others a hit of it).
-    indices: HashMap<String, Vec<usize>>,
+    indices: Fanout,
     /// Each key's call, priced at the batch rate.
     jobs: HashMap<String, CallJob>,
     /// The batches the stage waits for, by track's id.
     following: BTreeMap<i64, Followed>,
     /// The worst case reserved from the budget for each key this run submitted.
-    reserved: HashMap<String, f64>,
+    reserved: HashMap<String, Reservation>,
     /// Each batch's last status and counts, for the progress line.
     seen: BTreeMap<i64, String>,
     /// The batch API of each key's provider.
@@ -129,14 +132,10 @@ impl Round {
         let mut new = Vec::new();
         for call in calls {
             let key = call.job.canonical.key.to_string();
-            let indices = self.indices.entry(key.clone()).or_default();
-            if indices.is_empty() {
+            if self.indices.add(&key, call.index) {
                 new.push(key.clone());
                 self.apis.insert(key.clone(), call.api);
                 self.jobs.insert(key, call.job);
-            }
-            if !indices.contains(&call.index) {
-                indices.push(call.index);
             }
         }
         new
@@ -159,18 +158,17 @@ impl Round {
     /// The outcome of every index of `key`: the first gets `outcome`, the others a hit of a
     /// fresh answer.
     fn spread(&self, key: &str, outcome: CallOutcome) -> Vec<(usize, CallOutcome)> {
-        let indices = self.indices.get(key).map(Vec::as_slice).unwrap_or_default();
-        indices
-            .iter()
-            .enumerate()
-            .map(|(n, &index)| {
-                let outcome = match (&outcome, n) {
-                    (CallOutcome::Fresh(call), 1..) => CallOutcome::Hit(call.clone()),
-                    _ => outcome.clone(),
-                };
-                (index, outcome)
-            })
-            .collect()
+        self.indices.spread(key, outcome)
+    }
+}
+
+impl Drop for Round {
+    /// Calls still reserved wait in batches the run leaves behind (`--detach`, a signal, an
+    /// error): their room stays held, as the run cannot know what they will cost.
+    fn drop(&mut self) {
+        for (_, reservation) in self.reserved.drain() {
+            reservation.leave_waiting();
+        }
     }
 }
 
@@ -217,6 +215,8 @@ pub struct Submitted {
 pub struct Batcher {
     client: LlmClient,
     store: Arc<Mutex<Store>>,
+    /// Stores the batches' results, through the run's writer thread.
+    recorder: CallRecorder,
     run_id: i64,
     retry: RetryPolicy,
     poll: PollPolicy,
@@ -245,10 +245,10 @@ pub enum StepError {
 }
 
 impl Batcher {
-    /// A batcher for run `run_id`, storing through `store`.
+    /// A batcher for run `run_id`, reading `store` and storing results through `writer`.
     pub fn new(
         client: LlmClient,
-        store: Arc<Mutex<Store>>,
+        (store, writer): (Arc<Mutex<Store>>, Writer),
         run_id: i64,
         retry: RetryPolicy,
         poll: PollPolicy,
@@ -257,6 +257,7 @@ impl Batcher {
         Self {
             client,
             store,
+            recorder: CallRecorder::new(writer),
             run_id,
             retry,
             poll,
@@ -295,7 +296,7 @@ impl Batcher {
         &self,
         round: &mut Round,
         calls: Vec<BatchCall>,
-        budget: Option<&Budget>,
+        budget: Option<&Arc<Budget>>,
         stop: &AtomicBool,
     ) -> Result<Submitted, StoreError> {
         let keys = round.add(calls);
@@ -307,7 +308,7 @@ impl Batcher {
     pub async fn resubmit(
         &self,
         round: &mut Round,
-        budget: Option<&Budget>,
+        budget: Option<&Arc<Budget>>,
         stop: &AtomicBool,
     ) -> Result<Submitted, StoreError> {
         let mut keys = std::mem::take(&mut round.resubmit);
@@ -319,9 +320,7 @@ impl Batcher {
             let keys = std::mem::take(&mut round.deferred);
             let why = "the budget's room for it was held by calls that never settled";
             let mut submitted = submitted;
-            submitted
-                .settled
-                .extend(self.fail(round, &keys, why, budget));
+            submitted.settled.extend(self.fail(round, &keys, why));
             return Ok(submitted);
         }
         Ok(submitted)
@@ -332,7 +331,7 @@ impl Batcher {
         &self,
         round: &mut Round,
         keys: Vec<String>,
-        budget: Option<&Budget>,
+        budget: Option<&Arc<Budget>>,
         stop: &AtomicBool,
     ) -> Result<Submitted, StoreError> {
         let mut submitted = Submitted::default();
@@ -348,7 +347,7 @@ impl Batcher {
         let mine = self.claim(&mut submitted, round, &rest)?;
         // The rest, grouped by endpoint and API, in the stage's order.
         let mut order: Vec<&String> = mine.iter().collect();
-        order.sort_by_key(|k| round.indices[*k][0]);
+        order.sort_by_key(|k| round.indices.indices(k)[0]);
         let mut groups: Vec<(Arc<Endpoint>, BatchApi, Vec<String>)> = Vec::new();
         for key in order {
             let job = &round.jobs[key];
@@ -356,17 +355,17 @@ impl Batcher {
                 break;
             }
             if let Some(budget) = budget {
-                let worst = crate::dispatch::max_cost(job);
-                match budget.try_reserve(worst) {
-                    Fit::Reserved => {}
+                match budget.try_reserve(super::max_cost(job)) {
+                    Ok(reservation) => {
+                        round.reserved.insert(key.clone(), reservation);
+                    }
                     // Batches out hold the room: submitted once they settle.
-                    Fit::Later => {
+                    Err(NoRoom::Later) => {
                         round.deferred.push(key.clone());
                         continue;
                     }
-                    Fit::Never => continue,
+                    Err(NoRoom::Never) => continue,
                 }
-                round.reserved.insert(key.clone(), worst);
             }
             let api = round.apis[key];
             match groups
@@ -379,7 +378,7 @@ impl Batcher {
         }
         let submitting = async {
             for (endpoint, api, keys) in groups {
-                self.submit_group(&mut submitted, round, &endpoint, api, &keys, budget)
+                self.submit_group(&mut submitted, round, &endpoint, api, &keys)
                     .await?;
             }
             Ok::<_, StoreError>(())
@@ -424,7 +423,9 @@ impl Batcher {
                 }
                 Claim::Busy(holder) => {
                     tracing::debug!(run = %holder, "a key another run sends live: waited for");
-                    submitted.live.extend(round.indices[key].iter().copied());
+                    submitted
+                        .live
+                        .extend(round.indices.indices(key).iter().copied());
                 }
             }
         }
@@ -462,7 +463,7 @@ impl Batcher {
             );
             submitted
                 .settled
-                .extend(self.fail(round, [key.as_str()], &why, None));
+                .extend(self.fail(round, [key.as_str()], &why));
         }
         Ok(pending)
     }
@@ -475,7 +476,6 @@ impl Batcher {
         endpoint: &Arc<Endpoint>,
         api: BatchApi,
         keys: &[String],
-        budget: Option<&Budget>,
     ) -> Result<(), StoreError> {
         let items = keys.iter().map(|k| (k.as_str(), &round.jobs[k].request));
         let split = match batch::split(api, endpoint.kind, items, api.limits()) {
@@ -484,15 +484,19 @@ impl Batcher {
                 // A key the batch APIs refuse: cannot happen for sha256 keys; send live.
                 tracing::warn!("cannot batch these calls, sending them live: {e}");
                 for key in keys {
-                    self.release(round, key, budget, 0.0);
-                    submitted.live.extend(round.indices[key].iter().copied());
+                    self.release(round, key, 0.0);
+                    submitted
+                        .live
+                        .extend(round.indices.indices(key).iter().copied());
                 }
                 return Ok(());
             }
         };
         for key in &split.oversized {
-            self.release(round, key, budget, 0.0);
-            submitted.live.extend(round.indices[key].iter().copied());
+            self.release(round, key, 0.0);
+            submitted
+                .live
+                .extend(round.indices.indices(key).iter().copied());
         }
         for payload in split.payloads {
             let intent = lock(&self.store).create_batch(&NewBatch {
@@ -511,7 +515,7 @@ impl Batcher {
                 Err(StoreError::AlreadyBatched { .. } | StoreError::ClaimedLive { .. }) => {
                     // Another run sharing the database took some of them meanwhile (its claim
                     // on them had expired, or it found this run dead).
-                    self.follow_or_defer(submitted, round, &payload.custom_ids, budget)?;
+                    self.follow_or_defer(submitted, round, &payload.custom_ids)?;
                     continue;
                 }
                 Err(e) => return Err(e),
@@ -536,7 +540,7 @@ impl Batcher {
                     };
                     let why = format!("the batch could not be submitted: {e}{hint}");
                     lock(&self.store).void_batch(row.id, &why)?;
-                    let failed = self.fail(round, &payload.custom_ids, &why, budget);
+                    let failed = self.fail(round, &payload.custom_ids, &why);
                     submitted.settled.extend(failed);
                 }
             }
@@ -551,18 +555,19 @@ impl Batcher {
         submitted: &mut Submitted,
         round: &mut Round,
         keys: &[String],
-        budget: Option<&Budget>,
     ) -> Result<(), StoreError> {
         let pending = lock(&self.store).pending_in_batches(keys.iter().map(String::as_str))?;
         for key in keys {
-            self.release(round, key, budget, 0.0);
+            self.release(round, key, 0.0);
             match pending.get(key) {
                 Some(batch) => {
                     if let Some(endpoint) = round.endpoint(key) {
                         round.follow(*batch, &endpoint, self.poll.first);
                     }
                 }
-                None => submitted.live.extend(round.indices[key].iter().copied()),
+                None => submitted
+                    .live
+                    .extend(round.indices.indices(key).iter().copied()),
             }
         }
         Ok(())
@@ -576,14 +581,15 @@ impl Batcher {
         payload: &batch::Payload,
         row: &BatchRow,
     ) -> StepResult<()> {
-        let file_id = self
-            .with_retries(|| batch::upload(&self.client, endpoint, payload))
-            .await?;
+        let file_id = retrying(self.retry, "the batch upload", || {
+            batch::upload(&self.client, endpoint, payload)
+        })
+        .await?;
         if let Some(file_id) = &file_id {
             lock(&self.store).set_batch_file(row.id, file_id)?;
         }
-        let mut backoff = self.retry.backoff();
-        for attempt in 1.. {
+        let mut retries = Retries::new(self.retry);
+        loop {
             let error = match batch::create(
                 &self.client,
                 endpoint,
@@ -596,9 +602,9 @@ impl Batcher {
                 Ok(info) => return self.adopt(row.id, &info),
                 Err(e) => e,
             };
-            if !error.is_retryable() || attempt >= self.retry.max_attempts {
+            let Some(wait) = retries.after_failure(&error) else {
                 return Err(error.into());
-            }
+            };
             // The provider may have created it and the answer been lost: look before asking
             // again, so that it is never created twice.
             let lost = Lost {
@@ -610,11 +616,9 @@ impl Batcher {
             if let Some(info) = self.find_lost(endpoint, payload.api, &lost).await? {
                 return self.adopt(row.id, &info);
             }
-            let wait = backoff.next().unwrap_or(self.retry.max_delay);
-            tracing::debug!(attempt, ?wait, %error, "batch create failed; trying again");
+            tracing::debug!(?wait, %error, "batch create failed; trying again");
             tokio::time::sleep(wait).await;
         }
-        Ok(())
     }
 
     /// Stores that batch `id` is the provider's `info`: its id and what it said.
@@ -633,9 +637,10 @@ impl Batcher {
         api: BatchApi,
         lost: &Lost<'_>,
     ) -> StepResult<Option<BatchInfo>> {
-        let candidates = self
-            .with_retries(|| batch::recover(&self.client, endpoint, api, lost))
-            .await?;
+        let candidates = retrying(self.retry, "a batch step", || {
+            batch::recover(&self.client, endpoint, api, lost)
+        })
+        .await?;
         let store = lock(&self.store);
         // Oldest first: the intent's batch was created soon after it.
         for info in candidates.into_iter().rev() {
@@ -722,11 +727,7 @@ impl Batcher {
 
     /// Polls the round's batches that are due and collects those that ended: the outcomes
     /// of their calls, for the runtime to record.
-    pub async fn poll(
-        &self,
-        round: &mut Round,
-        budget: Option<&Budget>,
-    ) -> Result<Vec<(usize, CallOutcome)>, StoreError> {
+    pub async fn poll(&self, round: &mut Round) -> Result<Vec<(usize, CallOutcome)>, StoreError> {
         let now = Instant::now();
         let due: Vec<i64> = round
             .following
@@ -744,7 +745,7 @@ impl Batcher {
                 // Collected or voided meanwhile (another run): its keys are settled.
                 round.following.remove(&id);
                 round.seen.remove(&id);
-                outcomes.extend(self.settled_elsewhere(round, &row, budget)?);
+                outcomes.extend(self.settled_elsewhere(round, &row)?);
                 continue;
             }
             if row.batch_id.is_none() && !self.run_alive(&row) {
@@ -757,7 +758,7 @@ impl Batcher {
                 }
                 continue;
             }
-            match self.poll_one(round, &row, budget).await {
+            match self.poll_one(round, &row).await {
                 Ok(Some(collected)) => {
                     round.following.remove(&id);
                     round.seen.remove(&id);
@@ -778,7 +779,7 @@ impl Batcher {
                          same command follows it again once that is mended"
                     );
                     let keys = self.keys_of(round, id)?;
-                    outcomes.extend(self.fail(round, &keys, &why, budget));
+                    outcomes.extend(self.fail(round, &keys, &why));
                 }
             }
             if let Some(followed) = round.following.get_mut(&id) {
@@ -792,15 +793,11 @@ impl Batcher {
     /// Fails the keys the round was to submit again (a signal came first, or the budget was
     /// reached): the next run submits them. Those the budget held back are left unsent, as
     /// calls the budget refuses are. Returns the outcomes.
-    pub fn leave_resubmits(
-        &self,
-        round: &mut Round,
-        budget: Option<&Budget>,
-    ) -> Vec<(usize, CallOutcome)> {
+    pub fn leave_resubmits(&self, round: &mut Round) -> Vec<(usize, CallOutcome)> {
         round.deferred.clear();
         let keys = std::mem::take(&mut round.resubmit);
         let why = "its batch ended without running it; the next run submits it again";
-        self.fail(round, &keys, why, budget)
+        self.fail(round, &keys, why)
     }
 
     /// How long until the next batch is due (zero when one is).
@@ -820,7 +817,6 @@ impl Batcher {
         &self,
         round: &mut Round,
         row: &BatchRow,
-        budget: Option<&Budget>,
     ) -> StepResult<Option<Vec<(usize, CallOutcome)>>> {
         let (Some(batch_id), Some(api)) = (row.batch_id.as_deref(), Some(row.api)) else {
             return Ok(None);
@@ -828,9 +824,10 @@ impl Batcher {
         let Some(endpoint) = round.following.get(&row.id).map(|f| f.endpoint.clone()) else {
             return Ok(None);
         };
-        let info = self
-            .with_retries(|| batch::get(&self.client, &endpoint, api, batch_id))
-            .await?;
+        let info = retrying(self.retry, "a batch step", || {
+            batch::get(&self.client, &endpoint, api, batch_id)
+        })
+        .await?;
         with_poll(&info, |poll| {
             lock(&self.store).record_batch_poll(row.id, poll)
         })?;
@@ -838,9 +835,7 @@ impl Batcher {
         if !info.status.is_ended() {
             return Ok(None);
         }
-        self.collect(round, row, &endpoint, &info, budget)
-            .await
-            .map(Some)
+        self.collect(round, row, &endpoint, &info).await.map(Some)
     }
 
     /// Stores every result of an ended batch: answers as ordinary calls at the batch price,
@@ -854,16 +849,16 @@ impl Batcher {
         row: &BatchRow,
         endpoint: &Endpoint,
         info: &BatchInfo,
-        budget: Option<&Budget>,
     ) -> StepResult<Vec<(usize, CallOutcome)>> {
         if let BatchStatus::Failed(failures) = &info.status {
-            return Ok(self.refused(round, row, endpoint, info, failures, budget)?);
+            return Ok(self.refused(round, row, endpoint, info, failures)?);
         }
         let jobs = &round.jobs;
         let request_of = |id: &str| -> Option<&ChatRequest> { jobs.get(id).map(|j| &j.request) };
-        let lines = self
-            .with_retries(|| batch::results(&self.client, endpoint, info, request_of))
-            .await?;
+        let lines = retrying(self.retry, "a batch step", || {
+            batch::results(&self.client, endpoint, info, request_of)
+        })
+        .await?;
         // Keys an earlier collect stored before its run stopped are served from the cache.
         let (pending, stored): (Vec<_>, Vec<_>) = lock(&self.store)
             .batch_keys(row.id)?
@@ -872,7 +867,7 @@ impl Batcher {
             .partition(|k| k.outcome == KeyOutcome::Pending);
         let pending: HashSet<String> = pending.into_iter().map(|k| k.cache_key).collect();
         let stored: Vec<String> = stored.into_iter().map(|k| k.cache_key).collect();
-        let mut outcomes = self.stored_outcomes(round, row, &stored, budget)?;
+        let mut outcomes = self.stored_outcomes(round, row, &stored)?;
         let mut unfinished = Vec::new();
         let latency_ms = turnaround_ms(row, info);
         for line in lines {
@@ -887,27 +882,27 @@ impl Batcher {
                 Ok(response) => {
                     let usage = response.usage;
                     let cost = job.price.cost_usd(usage.input_tokens, usage.output_tokens);
-                    self.release(round, &key, budget, cost);
-                    self.store_answer(row.id, &job, response, latency_ms)
+                    self.release(round, &key, cost);
+                    self.store_answer(row.id, &job, response, latency_ms).await
                 }
                 Err(failure) if failure.is_unfinished() => {
                     unfinished.push(key.clone());
                     let why = failure.to_string();
-                    outcomes.extend(self.unfinished(round, row, &key, &why, budget));
+                    outcomes.extend(self.unfinished(round, row, &key, &why));
                     continue;
                 }
                 Err(failure) => {
-                    self.release(round, &key, budget, 0.0);
-                    self.store_failure(row.id, &job, &failure, latency_ms)
+                    self.release(round, &key, 0.0);
+                    self.store_failure(row.id, &job, &failure, latency_ms).await
                 }
             };
             match stored {
                 Some(outcome) => outcomes.extend(round.spread(&key, outcome)),
                 // Another run collecting the same batch stored it first: served from there.
-                None => outcomes.extend(self.stored_outcomes(round, row, &[key], budget)?),
+                None => outcomes.extend(self.stored_outcomes(round, row, &[key])?),
             }
         }
-        outcomes.extend(self.close(round, row, info, &unfinished, budget)?);
+        outcomes.extend(self.close(round, row, info, &unfinished)?);
         tracing::debug!(batch = row.id, outcomes = outcomes.len(), "batch collected");
         Ok(outcomes)
     }
@@ -922,7 +917,6 @@ impl Batcher {
         row: &BatchRow,
         info: &BatchInfo,
         unfinished: &[String],
-        budget: Option<&Budget>,
     ) -> Result<Vec<(usize, CallOutcome)>, StoreError> {
         let mut store = lock(&self.store);
         let (known, unknown): (Vec<String>, Vec<String>) = store
@@ -948,7 +942,7 @@ impl Batcher {
         let why = format!("batch {} ended without a result for this request", info.id);
         let mut outcomes = Vec::new();
         for key in &known {
-            outcomes.extend(self.unfinished(round, row, key, &why, budget));
+            outcomes.extend(self.unfinished(round, row, key, &why));
         }
         Ok(outcomes)
     }
@@ -962,7 +956,6 @@ impl Batcher {
         endpoint: &Endpoint,
         info: &BatchInfo,
         failures: &[batch::BatchFailure],
-        budget: Option<&Budget>,
     ) -> Result<Vec<(usize, CallOutcome)>, StoreError> {
         let listed: Vec<String> = failures.iter().map(ToString::to_string).collect();
         let why = format!(
@@ -977,7 +970,7 @@ impl Batcher {
             Ok(_) | Err(StoreError::BatchState { .. }) => {}
             Err(e) => return Err(e),
         }
-        Ok(self.fail(round, &keys, &why, budget))
+        Ok(self.fail(round, &keys, &why))
     }
 
     /// `keys` of the round end in this run without an answer and without a stored call (not
@@ -988,12 +981,11 @@ impl Batcher {
         round: &mut Round,
         keys: impl IntoIterator<Item = K>,
         why: &str,
-        budget: Option<&Budget>,
     ) -> Vec<(usize, CallOutcome)> {
         let mut outcomes = Vec::new();
         for key in keys {
             let key = key.as_ref();
-            self.release(round, key, budget, 0.0);
+            self.release(round, key, 0.0);
             let failed = CallOutcome::Failed {
                 call_id: None,
                 error: why.to_owned(),
@@ -1009,7 +1001,6 @@ impl Batcher {
         &self,
         round: &mut Round,
         row: &BatchRow,
-        budget: Option<&Budget>,
     ) -> Result<Vec<(usize, CallOutcome)>, StoreError> {
         let keys = lock(&self.store).batch_keys(row.id)?;
         let mine: Vec<String> = keys
@@ -1017,7 +1008,7 @@ impl Batcher {
             .filter(|k| round.jobs.contains_key(&k.cache_key))
             .map(|k| k.cache_key.clone())
             .collect();
-        self.stored_outcomes(round, row, &mine, budget)
+        self.stored_outcomes(round, row, &mine)
     }
 
     /// The outcomes of `keys` of batch `row`, settled before this collect (by an earlier
@@ -1029,7 +1020,6 @@ impl Batcher {
         round: &mut Round,
         row: &BatchRow,
         keys: &[String],
-        budget: Option<&Budget>,
     ) -> Result<Vec<(usize, CallOutcome)>, StoreError> {
         let store = lock(&self.store);
         let cached = store.cached_calls(keys.iter().map(String::as_str))?;
@@ -1041,7 +1031,7 @@ impl Batcher {
         drop(store);
         let mut outcomes = Vec::new();
         for key in keys {
-            self.release(round, key, budget, 0.0);
+            self.release(round, key, 0.0);
             let outcome = match (cached.get(key), rows.get(key)) {
                 (Some(call), _) => CallOutcome::Hit(Box::new(call.clone())),
                 (None, Some(k)) if k.outcome == KeyOutcome::Failed => CallOutcome::Failed {
@@ -1051,7 +1041,7 @@ impl Batcher {
                 },
                 _ => {
                     let why = "its batch ended without an answer for it";
-                    outcomes.extend(self.unfinished(round, row, key, why, budget));
+                    outcomes.extend(self.unfinished(round, row, key, why));
                     continue;
                 }
             };
@@ -1070,17 +1060,16 @@ impl Batcher {
         row: &BatchRow,
         key: &str,
         why: &str,
-        budget: Option<&Budget>,
     ) -> Vec<(usize, CallOutcome)> {
         if row.run_id != Some(self.run_id) {
-            self.release(round, key, budget, 0.0);
+            self.release(round, key, 0.0);
             if !round.resubmit.iter().any(|k| k == key) {
                 round.resubmit.push(key.to_owned());
             }
             return Vec::new();
         }
         let why = format!("{why}; the next run submits it again");
-        self.fail(round, [key], &why, budget)
+        self.fail(round, [key], &why)
     }
 
     /// The keys of batch `id` this round knows.
@@ -1094,65 +1083,42 @@ impl Batcher {
     }
 
     /// Settles the budget's reservation of `key` (if this run made one) to `actual_usd`.
-    fn release(&self, round: &mut Round, key: &str, budget: Option<&Budget>, actual_usd: f64) {
-        if let (Some(worst), Some(budget)) = (round.reserved.remove(key), budget) {
-            budget.settle_held(worst, actual_usd);
+    fn release(&self, round: &mut Round, key: &str, actual_usd: f64) {
+        if let Some(reservation) = round.reserved.remove(key) {
+            reservation.settle(actual_usd);
         }
     }
 
     /// Stores an answer of batch `batch` as an ordinary call at the batch price; `None` when
     /// another run collecting the same batch stored its result first.
-    fn store_answer(
+    async fn store_answer(
         &self,
         batch: i64,
         job: &CallJob,
         response: crate::llm::ChatResponse,
         latency_ms: f64,
     ) -> Option<CallOutcome> {
-        let usage = response.usage;
-        let cost_usd = job.price.cost_usd(usage.input_tokens, usage.output_tokens);
-        let call = NewCall {
-            cache_key: &job.canonical.key,
-            canonical_request: job.canonical_json().into(),
-            provider: &job.endpoint.provider,
-            model: &job.request.model,
-            outcome: Ok(&response.text),
-            finish_reason: response.finish_reason.as_deref(),
-            input_tokens: Some(usage.input_tokens),
-            output_tokens: Some(usage.output_tokens),
-            tokens_estimated: usage.estimated,
+        let timing = Timing {
             latency_ms,
             attempts: 1,
-            input_price_per_mtok: job.price.input_per_mtok,
-            output_price_per_mtok: job.price.output_per_mtok,
-            cost_usd: Some(cost_usd),
-            http_status: Some(200),
         };
-        Some(match lock(&self.store).insert_batch_call(batch, &call) {
-            Ok(id) => CallOutcome::Fresh(Box::new(StoredCall {
-                id,
-                text: response.text,
-                finish_reason: response.finish_reason,
-                input_tokens: usage.input_tokens,
-                output_tokens: usage.output_tokens,
-                tokens_estimated: usage.estimated,
-                latency_ms,
-                attempts: 1,
-                cost_usd,
-                created_at: crate::store::now_rfc3339(),
-            })),
-            Err(StoreError::NotPending { .. }) => return None,
-            Err(e) => CallOutcome::Failed {
+        match self
+            .recorder
+            .batch_answer(batch, job, response, timing)
+            .await
+        {
+            Ok(stored) => stored.map(|call| CallOutcome::Fresh(Box::new(call))),
+            Err(e) => Some(CallOutcome::Failed {
                 call_id: None,
                 error: format!("the batch's answer arrived but could not be stored: {e}"),
                 attempts: 1,
-            },
-        })
+            }),
+        }
     }
 
     /// Stores a request of batch `batch` that the provider answered with an error; `None`
     /// when another run collecting the same batch stored its result first.
-    fn store_failure(
+    async fn store_failure(
         &self,
         batch: i64,
         job: &CallJob,
@@ -1167,26 +1133,17 @@ impl Batcher {
             "not retried"
         };
         let error = format!("{failure} ({why})");
-        let call = NewCall {
-            cache_key: &job.canonical.key,
-            canonical_request: job.canonical_json().into(),
-            provider: &job.endpoint.provider,
-            model: &job.request.model,
-            outcome: Err(&error),
-            finish_reason: None,
-            input_tokens: None,
-            output_tokens: None,
-            tokens_estimated: false,
+        let timing = Timing {
             latency_ms,
             attempts: 1,
-            input_price_per_mtok: job.price.input_per_mtok,
-            output_price_per_mtok: job.price.output_per_mtok,
-            cost_usd: None,
-            http_status: failure.http_status(),
         };
-        let call_id = match lock(&self.store).insert_batch_call(batch, &call) {
-            Ok(id) => Some(id),
-            Err(StoreError::NotPending { .. }) => return None,
+        let stored = self
+            .recorder
+            .batch_failure(batch, job, &error, failure.http_status(), timing)
+            .await;
+        let call_id = match stored {
+            Ok(Some(id)) => Some(id),
+            Ok(None) => return None,
             Err(e) => {
                 tracing::warn!("could not store a batch's failed request: {e}");
                 None
@@ -1197,32 +1154,6 @@ impl Batcher {
             error,
             attempts: 1,
         })
-    }
-
-    /// `step`, tried again on errors that may pass (with the retry policy's backoff).
-    async fn with_retries<T, F, Fut>(&self, step: F) -> Result<T, BatchError>
-    where
-        F: Fn() -> Fut,
-        Fut: std::future::Future<Output = Result<T, BatchError>>,
-    {
-        let mut backoff = self.retry.backoff();
-        let mut attempt = 1;
-        loop {
-            match step().await {
-                Ok(value) => return Ok(value),
-                Err(e) if e.is_retryable() && attempt < self.retry.max_attempts => {
-                    // A refusal of the batch endpoints' own rate limit says how long to wait.
-                    let wait = match &e {
-                        BatchError::Provider(error) => self.retry.wait(error, &mut backoff),
-                        _ => backoff.next().unwrap_or(self.retry.max_delay),
-                    };
-                    tracing::debug!(attempt, ?wait, %e, "batch step failed; trying again");
-                    tokio::time::sleep(wait).await;
-                    attempt += 1;
-                }
-                Err(e) => return Err(e),
-            }
-        }
     }
 }
 

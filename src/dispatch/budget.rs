@@ -5,7 +5,7 @@
 //!
 //! It knows amounts, not calls: the executor says what to reserve and what to settle.
 
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 use super::CallJob;
 use crate::llm::{MESSAGE_TOKENS_BOUND, Part, tokens_bound};
@@ -33,23 +33,21 @@ struct Ledger {
     refused_usd: f64,
 }
 
-/// The worst case of one call in flight, held until it is settled or released.
-/// What [`Budget::try_reserve`] came to.
+/// Why [`Budget::try_reserve`] reserved nothing.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-#[must_use = "a reservation must be settled or released"]
-pub enum Fit {
-    /// Reserved: settle it with [`Budget::settle_held`].
-    Reserved,
+pub enum NoRoom {
     /// Not now: reservations held by calls out take the room it needs.
     Later,
     /// Never: it does not fit beside what is spent (the budget is reached).
     Never,
 }
 
+/// The worst case of one call in flight, live or in a batch, held until it is settled or
+/// released; one dropped unsettled counts as spent.
 #[derive(Debug)]
 #[must_use = "a reservation must be settled or released"]
-pub struct Reservation<'a> {
-    budget: &'a Budget,
+pub struct Reservation {
+    budget: Arc<Budget>,
     worst_usd: f64,
     done: bool,
 }
@@ -91,7 +89,7 @@ impl Budget {
     /// Reserves `worst_usd` for one call. While it does not fit only because of calls in
     /// flight, waits for them to settle; `None` when it cannot fit even with nothing in
     /// flight (the call is not sent, and the budget is [`reached`](Self::reached)).
-    pub async fn reserve(&self, worst_usd: f64) -> Option<Reservation<'_>> {
+    pub async fn reserve(self: &Arc<Self>, worst_usd: f64) -> Option<Reservation> {
         let worst_usd = worst_usd.max(0.0);
         loop {
             // Registered before looking, so a settlement in between is not missed.
@@ -111,7 +109,7 @@ impl Budget {
                     ledger.reserved_usd += worst_usd;
                     ledger.open += 1;
                     return Some(Reservation {
-                        budget: self,
+                        budget: self.clone(),
                         worst_usd,
                         done: false,
                     });
@@ -122,31 +120,29 @@ impl Budget {
     }
 
     /// Reserves `worst_usd` now, without waiting for calls in flight: for calls sent in a
-    /// batch, whose answers land long after. [`Fit::Later`] when it fits beside what is
+    /// batch, whose answers land long after. [`NoRoom::Later`] when it fits beside what is
     /// spent but not beside what is reserved too (batches out hold the room: submit it once
-    /// they settle); [`Fit::Never`] (and the budget reached) when it does not fit beside what
-    /// is spent. Settle a reservation with [`Budget::settle_held`].
-    pub fn try_reserve(&self, worst_usd: f64) -> Fit {
+    /// they settle); [`NoRoom::Never`] (and the budget reached) when it does not fit beside
+    /// what is spent.
+    pub fn try_reserve(self: &Arc<Self>, worst_usd: f64) -> Result<Reservation, NoRoom> {
         let worst_usd = worst_usd.max(0.0);
         let mut ledger = self.state.lock().unwrap_or_else(|p| p.into_inner());
         let left = self.limit_usd - ledger.spent_usd;
         if worst_usd > left || ledger.reached {
             ledger.reached = true;
             ledger.refused_usd = ledger.refused_usd.max(worst_usd);
-            return Fit::Never;
+            return Err(NoRoom::Never);
         }
         if worst_usd > left - ledger.reserved_usd {
-            return Fit::Later;
+            return Err(NoRoom::Later);
         }
         ledger.reserved_usd += worst_usd;
         ledger.open += 1;
-        Fit::Reserved
-    }
-
-    /// Settles a reservation [`Budget::try_reserve`] made of `worst_usd` to `actual_usd` (0
-    /// when nothing was billed).
-    pub fn settle_held(&self, worst_usd: f64, actual_usd: f64) {
-        self.close(worst_usd, actual_usd);
+        Ok(Reservation {
+            budget: self.clone(),
+            worst_usd,
+            done: false,
+        })
     }
 
     fn close(&self, worst_usd: f64, spent_usd: f64) {
@@ -164,7 +160,7 @@ impl Budget {
     }
 }
 
-impl Reservation<'_> {
+impl Reservation {
     /// The worst case reserved, in USD.
     pub fn worst_usd(&self) -> f64 {
         self.worst_usd
@@ -182,9 +178,15 @@ impl Reservation<'_> {
         self.done = true;
         self.budget.close(self.worst_usd, 0.0);
     }
+
+    /// The call waits in a batch the run leaves behind (`--detach`, a signal): its worst case
+    /// stays reserved, neither spent nor given back; the run that collects it counts it.
+    pub fn leave_waiting(mut self) {
+        self.done = true;
+    }
 }
 
-impl Drop for Reservation<'_> {
+impl Drop for Reservation {
     /// A reservation neither settled nor released may have been billed (a body cut off, a
     /// timeout after the server began): its worst case counts as spent.
     fn drop(&mut self) {
@@ -265,11 +267,10 @@ pub fn parse_budget(text: &str) -> Result<f64, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::sync::Arc;
 
     #[tokio::test]
     async fn settles_to_the_real_cost_and_refuses_what_cannot_fit() {
-        let budget = Budget::new(1.0);
+        let budget = Arc::new(Budget::new(1.0));
         let a = budget.reserve(0.6).await.expect("fits");
         a.settle(0.1);
         assert!((budget.spent_usd() - 0.1).abs() < 1e-12);
@@ -286,16 +287,18 @@ mod tests {
 
     #[test]
     fn a_batched_call_waits_for_the_room_batches_out_hold_and_never_fits_beyond_the_spent() {
-        let budget = Budget::new(1.0);
-        assert_eq!(budget.try_reserve(0.6), Fit::Reserved);
+        let budget = Arc::new(Budget::new(1.0));
+        let held = budget.try_reserve(0.6).expect("fits");
         // 0.6 held by a batch out: 0.5 fits beside what is spent, not beside what is held.
-        assert_eq!(budget.try_reserve(0.5), Fit::Later);
+        assert_eq!(budget.try_reserve(0.5).err(), Some(NoRoom::Later));
         assert!(!budget.reached(), "held room is not a reached budget");
-        budget.settle_held(0.6, 0.05);
-        assert_eq!(budget.try_reserve(0.5), Fit::Reserved);
-        budget.settle_held(0.5, 0.05);
+        held.settle(0.05);
+        budget
+            .try_reserve(0.5)
+            .expect("fits once 0.6 settled")
+            .settle(0.05);
         // 0.1 spent leaves 0.9: a call needing more never fits.
-        assert_eq!(budget.try_reserve(0.95), Fit::Never);
+        assert_eq!(budget.try_reserve(0.95).err(), Some(NoRoom::Never));
         assert!(budget.reached());
         assert_eq!(budget.refused_usd(), 0.95);
     }
@@ -316,9 +319,21 @@ mod tests {
 
     #[tokio::test]
     async fn an_unsettled_reservation_counts_as_spent() {
-        let budget = Budget::new(1.0);
+        let budget = Arc::new(Budget::new(1.0));
         drop(budget.reserve(0.4).await);
         assert!((budget.spent_usd() - 0.4).abs() < 1e-12);
+    }
+
+    #[test]
+    fn a_call_left_waiting_in_a_batch_stays_held_neither_spent_nor_given_back() {
+        let budget = Arc::new(Budget::new(1.0));
+        budget.try_reserve(0.6).expect("fits").leave_waiting();
+        assert_eq!(budget.spent_usd(), 0.0);
+        assert_eq!(
+            budget.try_reserve(0.5).err(),
+            Some(NoRoom::Later),
+            "its room stays held"
+        );
     }
 
     #[tokio::test]

@@ -8,13 +8,14 @@ use std::time::{Duration, Instant};
 
 use super::Budget;
 use super::budget::Reservation;
+use super::fanout::Fanout;
 use super::pacer::{ConfiguredLimits, Cost, NotSent, Pacer, Scope};
+use super::recorder::{CallRecorder, Timing};
+use super::retry::Retries;
 use crate::config::RetryPolicy;
 use crate::cost::Price;
-use crate::llm::{
-    CanonicalRequest, ChatRequest, ChatResponse, Endpoint, LlmClient, ProviderError, Usage,
-};
-use crate::store::{Claim, NewCall, Store, StoreError, StoredCall, Writer, lock};
+use crate::llm::{CanonicalRequest, ChatRequest, ChatResponse, Endpoint, LlmClient, ProviderError};
+use crate::store::{Claim, Store, StoreError, StoredCall, Writer, lock};
 
 /// How the cache is used.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -113,8 +114,8 @@ impl CallOutcome {
 pub struct Executor {
     client: LlmClient,
     store: Arc<Mutex<Store>>,
-    /// Claims and stored calls go through it, off the async workers.
-    writer: Writer,
+    /// Claims and stored calls go through its writer thread, off the async workers.
+    recorder: CallRecorder,
     retry: RetryPolicy,
     concurrency: usize,
     mode: CacheMode,
@@ -179,7 +180,7 @@ impl Executor {
         Self {
             client,
             store,
-            writer,
+            recorder: CallRecorder::new(writer),
             retry,
             concurrency: concurrency.max(1),
             mode,
@@ -286,14 +287,14 @@ impl Executor {
             });
         };
         let mut jobs = jobs.into_iter();
-        let mut by_key: HashMap<String, Vec<usize>> = HashMap::new();
+        let mut by_key = Fanout::default();
         let mut running = tokio::task::JoinSet::new();
         // The first call starts before the others are even listed: until its model's limits
         // are known it is the one request out (the pacer), and the others claim their keys
         // while it is. Its scope is looked up in the store first, so that its own lookup does
         // not wait behind their claims.
         if let Some(first) = jobs.next() {
-            by_key.insert(first.canonical.key.to_string(), vec![0]);
+            by_key.add(&first.canonical.key, 0);
             if !self.stopping(stop) {
                 let scope = self.pacer.scope(&first.endpoint, &first.request.model);
                 self.pacer.prepare(&scope).await;
@@ -302,11 +303,9 @@ impl Executor {
         }
         let mut unique = Vec::new();
         for (index, job) in (1..).zip(jobs) {
-            let waiting = by_key.entry(job.canonical.key.to_string()).or_default();
-            if waiting.is_empty() {
+            if by_key.add(&job.canonical.key, index) {
                 unique.push(job);
             }
-            waiting.push(index);
         }
         let mut pending = unique.into_iter();
         loop {
@@ -336,17 +335,7 @@ impl Executor {
                         continue;
                     }
                 };
-                let indices = by_key
-                    .get(key.as_str())
-                    .map(Vec::as_slice)
-                    .unwrap_or_default();
-                for (n, &index) in indices.iter().enumerate() {
-                    let outcome = match (&outcome, n) {
-                        (CallOutcome::Fresh(call), 1..) => CallOutcome::Hit(call.clone()),
-                        _ => outcome.clone(),
-                    };
-                    batch.push((index, outcome));
-                }
+                batch.extend(by_key.spread(&key, outcome));
             }
             if !batch.is_empty() {
                 on_done(batch);
@@ -373,7 +362,8 @@ impl Executor {
                 .is_ok_and(|set| set.contains(&job.model_key()));
             let refused_before = || async {
                 let key = job.canonical.key.to_string();
-                self.writer
+                self.recorder
+                    .writer()
                     .run(move |s| s.last_failure_status(&key))
                     .await
                     .ok()
@@ -422,7 +412,8 @@ impl Executor {
         let cached = match (self.mode, since) {
             (CacheMode::Refresh, None) => None,
             (mode, since) => self
-                .writer
+                .recorder
+                .writer()
                 .run(move |s| {
                     let since = since.filter(|_| mode == CacheMode::Refresh);
                     Ok(s.cached_calls_since([key.as_str()], since.as_deref())?
@@ -487,7 +478,8 @@ impl Executor {
         if let (true, false, Some(claims)) = (claimed, stored, &self.claims) {
             let (key, owner) = (job.canonical.key.to_string(), claims.owner.clone());
             if let Err(e) = self
-                .writer
+                .recorder
+                .writer()
                 .run(move |s| s.release_claim(&key, &owner))
                 .await
             {
@@ -511,7 +503,8 @@ impl Executor {
             let (key, owner, lease) = (*key, claims.owner.clone(), claims.lease);
             // A claim won also looks up the key's last failure: one trip to the writer.
             let claim = self
-                .writer
+                .recorder
+                .writer()
                 .run(move |s| {
                     let claim = s.claim(&key, &owner, lease, take_over)?;
                     let failed = match claim {
@@ -565,7 +558,8 @@ impl Executor {
             Some(looked_up) => looked_up,
             None => {
                 let key = job.canonical.key.to_string();
-                self.writer
+                self.recorder
+                    .writer()
                     .run(move |s| s.last_failure_attempts(&key))
                     .await
                     .ok()
@@ -602,7 +596,7 @@ impl Executor {
     /// `None` when a stop came or the budget cannot hold it.
     async fn send(&self, job: &CallJob, stop: &AtomicBool, max_attempts: u32) -> Option<Sent> {
         let scope = self.pacer.scope(&job.endpoint, &job.request.model);
-        let mut backoff = self.retry.backoff();
+        let mut retries = Retries::new(self.retry);
         let mut tries = Tries::default();
         let result = loop {
             if tries.attempts > 0 && stop.load(Ordering::SeqCst) {
@@ -631,7 +625,7 @@ impl Executor {
             }
             // The pacer holds the scope after a rate-limit refusal; other errors back off.
             if !rate_limited {
-                let wait = self.retry.wait(&error, &mut backoff);
+                let wait = retries.wait(&error);
                 tracing::debug!(attempt = tries.attempts, ?wait, %error, "retrying");
                 tokio::time::sleep(wait).await;
             } else {
@@ -761,7 +755,11 @@ impl Executor {
         failed_before: bool,
     ) -> CallOutcome {
         let Finished { result, tries } = sent;
-        let (attempts, timing) = (tries.attempts, (tries.last_latency_ms, tries.attempts));
+        let attempts = tries.attempts;
+        let timing = Timing {
+            latency_ms: tries.last_latency_ms,
+            attempts,
+        };
         let message = match result {
             Ok(response) => return self.store_answer(job, response, timing).await,
             Err(Failure::NotSent(why)) if attempts == 0 => {
@@ -774,15 +772,10 @@ impl Executor {
             Err(Failure::NotSent(why)) => format!("{why} (not sent again)"),
             Err(Failure::Sent(error)) => failure_message(&error, attempts, failed_before),
         };
-        let stored = {
-            let (job, error) = (job.clone(), message.clone());
-            self.writer
-                .run(move |s| {
-                    s.insert_call(&new_call(&job, Err(&error), None, None, status, timing))
-                })
-                .await
-        };
-        let call_id = stored
+        let call_id = self
+            .recorder
+            .failure(job, &message, status, timing)
+            .await
             .inspect_err(|e| tracing::warn!("could not store a failed call: {e}"))
             .ok();
         CallOutcome::Failed {
@@ -797,45 +790,14 @@ impl Executor {
         &self,
         job: &CallJob,
         response: ChatResponse,
-        timing: (f64, u32),
+        timing: Timing,
     ) -> CallOutcome {
-        let cost_usd = job
-            .price
-            .cost_usd(response.usage.input_tokens, response.usage.output_tokens);
-        let stored = {
-            let job = job.clone();
-            let (text, usage) = (response.text.clone(), response.usage);
-            let finish_reason = response.finish_reason.clone();
-            self.writer
-                .run(move |s| {
-                    s.insert_call(&new_call(
-                        &job,
-                        Ok(&text),
-                        Some(usage),
-                        finish_reason.as_deref(),
-                        Some(200),
-                        timing,
-                    ))
-                })
-                .await
-        };
-        match stored {
-            Ok(id) => CallOutcome::Fresh(Box::new(StoredCall {
-                id,
-                text: response.text,
-                finish_reason: response.finish_reason,
-                input_tokens: response.usage.input_tokens,
-                output_tokens: response.usage.output_tokens,
-                tokens_estimated: response.usage.estimated,
-                latency_ms: timing.0,
-                attempts: timing.1,
-                cost_usd,
-                created_at: crate::store::now_rfc3339(),
-            })),
+        match self.recorder.answer(job, response, timing).await {
+            Ok(call) => CallOutcome::Fresh(Box::new(call)),
             Err(e) => CallOutcome::Failed {
                 call_id: None,
                 error: format!("the answer arrived but could not be stored: {e}"),
-                attempts: timing.1,
+                attempts: timing.attempts,
             },
         }
     }
@@ -902,11 +864,7 @@ enum Attempt {
 /// Settles `reservation` to what the answer cost, gives it back when the request was refused
 /// before anything was generated, and keeps it as spent when the answer was cut off or could
 /// not be read (it may have been billed).
-fn settle(
-    reservation: Reservation<'_>,
-    job: &CallJob,
-    result: &Result<ChatResponse, ProviderError>,
-) {
+fn settle(reservation: Reservation, job: &CallJob, result: &Result<ChatResponse, ProviderError>) {
     match result {
         Ok(answer) => reservation.settle(
             job.price
@@ -968,35 +926,6 @@ fn refuses_schema(status: Option<u16>, error: &str) -> bool {
         ]
         .iter()
         .any(|word| error.contains(word))
-}
-
-/// The row that records `job`'s outcome; `timing` is the last attempt's latency in ms and the
-/// number of attempts.
-fn new_call<'a>(
-    job: &'a CallJob,
-    outcome: Result<&'a str, &'a str>,
-    usage: Option<Usage>,
-    finish_reason: Option<&'a str>,
-    http_status: Option<u16>,
-    timing: (f64, u32),
-) -> NewCall<'a> {
-    NewCall {
-        cache_key: &job.canonical.key,
-        canonical_request: job.canonical_json().into(),
-        provider: &job.endpoint.provider,
-        model: &job.request.model,
-        outcome,
-        finish_reason,
-        input_tokens: usage.map(|u| u.input_tokens),
-        output_tokens: usage.map(|u| u.output_tokens),
-        tokens_estimated: usage.is_some_and(|u| u.estimated),
-        latency_ms: timing.0,
-        attempts: timing.1,
-        input_price_per_mtok: job.price.input_per_mtok,
-        output_price_per_mtok: job.price.output_per_mtok,
-        cost_usd: usage.map(|u| job.price.cost_usd(u.input_tokens, u.output_tokens)),
-        http_status,
-    }
 }
 
 #[cfg(test)]

@@ -10,8 +10,11 @@
 
 pub mod batch;
 pub mod budget;
+mod fanout;
 pub mod live;
 pub mod pacer;
+mod recorder;
+mod retry;
 
 pub use batch::{BatchCall, Batcher, Liveness, PollPolicy, Round, Submitted};
 pub use budget::{Budget, batch_max_cost, max_cost};

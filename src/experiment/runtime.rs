@@ -263,7 +263,7 @@ pub fn execute(
     let shared_buckets = (db.is_some() && !options.dry_run).then(|| store.clone());
     let mut executor = Executor::new(
         client,
-        (store.clone(), writer),
+        (store.clone(), writer.clone()),
         settings.retry,
         options.concurrency,
         options.cache,
@@ -305,7 +305,7 @@ pub fn execute(
     let batcher = |run_id| {
         Batcher::new(
             batch_client,
-            store.clone(),
+            (store.clone(), writer),
             run_id,
             settings.retry,
             PollPolicy::from_env(),
@@ -680,10 +680,7 @@ impl Run<'_> {
             let mut placed = Submitted::default();
             if resubmit {
                 resubmit = false;
-                placed = self
-                    .batcher
-                    .resubmit(round, budget.as_deref(), &stop)
-                    .await?;
+                placed = self.batcher.resubmit(round, budget.as_ref(), &stop).await?;
             }
             if !batched.is_empty() {
                 tracing::debug!(
@@ -694,7 +691,7 @@ impl Run<'_> {
                 let calls = std::mem::take(&mut batched);
                 let more = self
                     .batcher
-                    .submit(round, calls, budget.as_deref(), &stop)
+                    .submit(round, calls, budget.as_ref(), &stop)
                     .await?;
                 placed.live.extend(more.live);
                 placed.settled.extend(more.settled);
@@ -809,16 +806,15 @@ impl Run<'_> {
         mut round: Round,
         answers: &mut [Option<CallOutcome>],
     ) -> Result<(), ExperimentError> {
-        let budget = self.executor.budget().cloned();
         loop {
-            let outcomes = self.batcher.poll(&mut round, budget.as_deref()).await?;
+            let outcomes = self.batcher.poll(&mut round).await?;
             let room_freed = !outcomes.is_empty();
             self.record(stage, outcomes, answers)?;
             if round.has_resubmits(room_freed) {
                 // Another run's batch left them unfinished (this run is the next one), or the
                 // budget held them back while this run's batches held its room.
                 if self.stopping() {
-                    let left = self.batcher.leave_resubmits(&mut round, budget.as_deref());
+                    let left = self.batcher.leave_resubmits(&mut round);
                     self.record(stage, left, answers)?;
                 } else {
                     self.place(stage, &mut round, true, Vec::new(), Vec::new(), answers)

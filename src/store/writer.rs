@@ -94,9 +94,9 @@ impl Store {
         (answers, ended)
     }
 
-    /// Runs `f` atomically: in an IMMEDIATE transaction of its own, or within the transaction
-    /// in progress (the writer's batch, which commits it with the others; a piece that fails
-    /// midway may leave what it wrote before, which is never more than a blob).
+    /// Runs `f` atomically: in an IMMEDIATE transaction of its own, or in a savepoint of the
+    /// transaction in progress (the writer's batch, which commits it with the others): a piece
+    /// that fails midway leaves nothing of what it wrote.
     pub(super) fn atomically<R>(
         &mut self,
         f: impl FnOnce(&rusqlite::Connection) -> Result<R>,
@@ -109,7 +109,10 @@ impl Store {
             tx.commit()?;
             Ok(result)
         } else {
-            f(&self.conn)
+            let savepoint = self.conn.savepoint()?;
+            let result = f(&savepoint)?;
+            savepoint.commit()?;
+            Ok(result)
         }
     }
 }
@@ -159,5 +162,39 @@ mod tests {
             .await;
         assert!(bad.is_err());
         assert!(writer.run(|s| s.insert_call(&call("after"))).await.is_ok());
+    }
+
+    #[tokio::test]
+    async fn a_piece_that_fails_midway_leaves_nothing_of_what_it_wrote() {
+        let store = Arc::new(Mutex::new(Store::open_in_memory().unwrap()));
+        let writer = Writer::start(store.clone()).unwrap();
+        let blobs = |store: &Arc<Mutex<Store>>| -> i64 {
+            lock(store)
+                .conn
+                .query_row("SELECT count(*) FROM blobs", [], |r| r.get(0))
+                .unwrap()
+        };
+        let before = blobs(&store);
+        let half_done = writer
+            .run(|s| {
+                s.atomically(|tx| {
+                    tx.execute(
+                        "INSERT INTO blobs (sha256, media_type, size, content)
+                         VALUES ('ab', 'text/plain', 1, x'61')",
+                        [],
+                    )?;
+                    tx.execute("INSERT INTO no_such_table VALUES (1)", [])?;
+                    Ok(())
+                })
+            })
+            .await;
+        assert!(half_done.is_err());
+        let good = writer.run(|s| s.insert_call(&call("beside"))).await;
+        assert!(good.is_ok(), "the pieces beside it are committed");
+        assert_eq!(
+            blobs(&store),
+            before + 2,
+            "the good piece's request and answer, not the failed piece's blob"
+        );
     }
 }
