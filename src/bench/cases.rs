@@ -126,6 +126,9 @@ fn parse_template(index: usize, item: Value, base: &Path) -> Result<PromptTempla
     })
 }
 
+/// A template's name, system prompt and messages.
+type TemplateParts = (String, Option<Template>, Vec<(Role, Template)>);
+
 /// A template written as a mapping (`name`, `system`, `prompt` or `messages`): its name,
 /// system prompt and messages, checked.
 fn template_of_mapping(
@@ -133,7 +136,7 @@ fn template_of_mapping(
     mut fields: serde_json::Map<String, Value>,
     label: &str,
     base: &Path,
-) -> Result<(String, Option<Template>, Vec<(Role, Template)>), String> {
+) -> Result<TemplateParts, String> {
     if let Some(key) = fields.keys().find(|k| !TEMPLATE_KEYS.contains(&k.as_str())) {
         return Err(format!(
             "{label}: {}",
