@@ -347,6 +347,8 @@ fn pacer(
     Pacer::new(buckets, configured, settings.retry.max_delay)
 }
 
+// TODO(issue 31): split
+#[allow(clippy::too_many_lines, reason = "TODO(issue 31): split")]
 async fn run(
     experiment: &mut dyn Experiment,
     store: &Arc<Mutex<Store>>,
