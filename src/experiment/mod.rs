@@ -22,11 +22,12 @@ use std::io::Write;
 use std::sync::Arc;
 
 pub use crate::dispatch::PollPolicy;
+pub use crate::dispatch::Waiting;
 pub use kind::{ExperimentKind, UnknownKind};
 pub use lifecycle::{observed_status, run_lock_dir};
 pub use options::{FileBudget, MAX_REPEAT, Override, Overrides, RunOptions, ShardPace, batch_flag};
 pub use plan::{MAX_PLANNED_CALLS, Plan, PlanLine, check_size};
-pub use runtime::{RunEnd, RunSummary, Waiting, execute};
+pub use runtime::{RunEnd, RunSummary, execute};
 pub use shard::{AUTO_SOURCES, MAX_SHARDS, Shard, ShardError};
 pub use signals::{Interruption, Signal};
 pub use tally::{ErrorGroup, Tally};
