@@ -410,3 +410,241 @@ impl Dispatcher {
         Ok(taken)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::AtomicUsize;
+
+    use super::*;
+    use crate::config::RetryPolicy;
+    use crate::cost::Price;
+    use crate::dispatch::{Budget, PollPolicy, max_cost};
+    use crate::llm::{ChatRequest, Endpoint, LlmClient, Message, SamplingParams};
+    use crate::store::{NewCall, Writer};
+
+    /// A provider speaking OpenAI's chat completions on 127.0.0.1 that answers `4` to every
+    /// request, billing `prompt_tokens` of input, and counts the requests it got.
+    async fn provider(prompt_tokens: u64) -> (String, Arc<AtomicUsize>) {
+        let requests = Arc::new(AtomicUsize::new(0));
+        let counted = requests.clone();
+        let app = axum::Router::new().route(
+            "/v1/chat/completions",
+            axum::routing::post(move || {
+                let counted = counted.clone();
+                async move {
+                    counted.fetch_add(1, Ordering::SeqCst);
+                    axum::Json(serde_json::json!({
+                        "choices": [{"message": {"role": "assistant", "content": "4"},
+                                     "finish_reason": "stop"}],
+                        "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": 1}
+                    }))
+                }
+            }),
+        );
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let address = listener.local_addr().unwrap();
+        tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+        (format!("http://{address}/v1"), requests)
+    }
+
+    fn job(base_url: &str, question: &str) -> CallJob {
+        let endpoint = Arc::new(Endpoint {
+            provider: "fake".into(),
+            kind: ProviderKind::OpenaiCompatible,
+            base_url: base_url.into(),
+            api_key: None,
+            basic_auth: None,
+        });
+        let request = ChatRequest {
+            model: "m".into(),
+            system: None,
+            messages: vec![Message::user(question)].into(),
+            params: SamplingParams {
+                max_tokens: Some(10),
+                ..SamplingParams::default()
+            },
+            schema: None,
+        };
+        let price = Price {
+            input_per_mtok: 1.0,
+            output_per_mtok: 1.0,
+        };
+        CallJob::new(endpoint, request, 1, price)
+    }
+
+    fn route(blocked: Option<&str>) -> Route {
+        Route {
+            reference: "fake:m".into(),
+            blocked: blocked.map(str::to_owned),
+            batch: None,
+            kind: ProviderKind::OpenaiCompatible,
+        }
+    }
+
+    /// A dispatcher over an in-memory store, sending with `mode` and `budget`.
+    fn dispatcher(
+        store: &Arc<Mutex<Store>>,
+        mode: CacheMode,
+        routes: Vec<Route>,
+        budget: Option<f64>,
+    ) -> Dispatcher {
+        let client = LlmClient::new(Duration::from_secs(5)).unwrap();
+        let writer = Writer::start(store.clone()).unwrap();
+        let retry = RetryPolicy {
+            max_attempts: 2,
+            base_delay: Duration::from_millis(1),
+            max_delay: Duration::from_millis(5),
+        };
+        let mut executor = Executor::new(
+            client.clone(),
+            (store.clone(), writer.clone()),
+            retry,
+            1,
+            mode,
+        );
+        if let Some(usd) = budget {
+            executor.set_budget(Arc::new(Budget::new(usd)));
+        }
+        let run_id = lock(store).create_run("bench", None, None, "{}").unwrap();
+        let batcher = Batcher::new(
+            client,
+            (store.clone(), writer),
+            run_id,
+            retry,
+            PollPolicy::default(),
+        );
+        Dispatcher::new(
+            store.clone(),
+            (Arc::new(executor), batcher),
+            routes,
+            DispatchOptions {
+                batch: false,
+                detach: false,
+                stop: Arc::new(AtomicBool::new(false)),
+                progress: ProgressBar::hidden(),
+            },
+        )
+    }
+
+    /// Dispatches `jobs` (all to route 0 but those listed in `to`), returning the outcomes by
+    /// index.
+    async fn dispatch(
+        dispatcher: &mut Dispatcher,
+        jobs: &[CallJob],
+        to: &[(usize, usize)],
+    ) -> Vec<(usize, CallOutcome)> {
+        let stage = StageCalls {
+            name: "answers",
+            calls: jobs
+                .iter()
+                .enumerate()
+                .map(|(i, job)| StageCall {
+                    job,
+                    target: to.iter().find(|(j, _)| *j == i).map_or(0, |(_, t)| *t),
+                    group: 0,
+                })
+                .collect(),
+        };
+        let keys: Vec<&str> = jobs.iter().map(|j| j.canonical.key.as_str()).collect();
+        let cached = dispatcher.executor().lookup(keys).unwrap();
+        let mut outcomes = Vec::new();
+        let mut record = |batch: Vec<(usize, CallOutcome)>| -> Result<(), StoreError> {
+            outcomes.extend(batch);
+            Ok(())
+        };
+        let waiting = dispatcher
+            .dispatch(&stage, &cached, &mut record)
+            .await
+            .unwrap();
+        assert!(waiting.is_none());
+        outcomes.sort_by_key(|(i, _)| *i);
+        outcomes
+    }
+
+    fn stored_calls(store: &Arc<Mutex<Store>>) -> i64 {
+        lock(store)
+            .conn()
+            .query_row("SELECT count(*) FROM calls", [], |r| r.get(0))
+            .unwrap()
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_key_is_sent_once_stored_once_and_its_twins_get_a_hit_of_its_answer() {
+        let (base_url, requests) = provider(10).await;
+        let store = Arc::new(Mutex::new(Store::open_in_memory().unwrap()));
+        let mut dispatcher = dispatcher(&store, CacheMode::Use, vec![route(None)], None);
+        let same = job(&base_url, "2 + 2?");
+        let jobs = [same.clone(), job(&base_url, "3 + 1?"), same];
+        let outcomes = dispatch(&mut dispatcher, &jobs, &[]).await;
+        assert_eq!(requests.load(Ordering::SeqCst), 2, "one request per key");
+        assert_eq!(stored_calls(&store), 2, "each answer stored once");
+        assert!(matches!(outcomes[0], (0, CallOutcome::Fresh(_))));
+        assert!(matches!(outcomes[1], (1, CallOutcome::Fresh(_))));
+        assert!(matches!(outcomes[2], (2, CallOutcome::Hit(_))));
+        assert_eq!(
+            outcomes[2].1.call(),
+            outcomes[0].1.call(),
+            "the same answer"
+        );
+        // Dispatched again, every call is served from the cache: nothing is sent.
+        let again = dispatch(&mut dispatcher, &jobs, &[]).await;
+        assert_eq!(requests.load(Ordering::SeqCst), 2);
+        assert!(again.iter().all(|(_, o)| matches!(o, CallOutcome::Hit(_))));
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn offline_serves_the_cache_refuses_the_rest_and_a_blocked_model_sends_nothing() {
+        let (base_url, requests) = provider(10).await;
+        let store = Arc::new(Mutex::new(Store::open_in_memory().unwrap()));
+        let cached = job(&base_url, "2 + 2?");
+        lock(&store)
+            .insert_call(&NewCall::answered(&cached.canonical.key, "4"))
+            .unwrap();
+        let jobs = [cached, job(&base_url, "3 + 1?")];
+        let mut offline = dispatcher(&store, CacheMode::Offline, vec![route(None)], None);
+        let outcomes = dispatch(&mut offline, &jobs, &[]).await;
+        assert!(matches!(outcomes[0].1, CallOutcome::Hit(_)));
+        assert_eq!(
+            outcomes[1].1,
+            CallOutcome::Failed {
+                call_id: None,
+                error: OFFLINE_MISS.into(),
+                attempts: 0
+            }
+        );
+        assert_eq!(offline.offline_misses(), 1);
+        let routes = vec![route(None), route(Some("no key: set FAKE_API_KEY"))];
+        let mut blocked = dispatcher(&store, CacheMode::Use, routes, None);
+        let outcomes = dispatch(&mut blocked, &jobs, &[(1, 1)]).await;
+        assert!(matches!(outcomes[0].1, CallOutcome::Hit(_)));
+        assert!(
+            matches!(&outcomes[1].1, CallOutcome::Failed { error, attempts: 0, .. }
+                if error.contains("FAKE_API_KEY"))
+        );
+        assert_eq!(requests.load(Ordering::SeqCst), 0, "nothing was sent");
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_budget_stops_the_sending_once_the_next_worst_case_does_not_fit() {
+        // Each answer bills 10,000 input tokens: far beyond what its worst case reserved.
+        let (base_url, requests) = provider(10_000).await;
+        let store = Arc::new(Mutex::new(Store::open_in_memory().unwrap()));
+        let jobs: Vec<CallJob> = (0..4)
+            .map(|i| job(&base_url, &format!("{i} + 1?")))
+            .collect();
+        let worst = max_cost(&jobs[0]);
+        let mut dispatcher =
+            dispatcher(&store, CacheMode::Use, vec![route(None)], Some(2.0 * worst));
+        let outcomes = dispatch(&mut dispatcher, &jobs, &[]).await;
+        assert_eq!(
+            requests.load(Ordering::SeqCst),
+            1,
+            "the second no longer fits"
+        );
+        assert_eq!(outcomes.len(), 1, "calls not sent are not reported");
+        assert!(dispatcher.stopping(), "the budget is reached");
+        let budget = dispatcher.executor().budget().unwrap();
+        assert!(budget.reached());
+        assert!((budget.spent_usd() - 10_001.0 / 1e6).abs() < 1e-12);
+    }
+}
