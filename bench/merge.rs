@@ -27,7 +27,12 @@ const MODELS: u32 = 20;
 fn fill_shard(db: &Path, k: u32, per_shard: u32) {
     let store = Store::open(db).expect("open");
     let run_id = store
-        .create_run("bench", Some("sharded.yaml"), Some("spec"), "{}")
+        .create_run(
+            track::experiment::ExperimentKind::Bench,
+            Some("sharded.yaml"),
+            Some("spec"),
+            "{}",
+        )
         .expect("run");
     store
         .set_run_plan(run_id, "plan-of-the-merge-benchmark", Some((k, SHARDS)))

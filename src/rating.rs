@@ -21,7 +21,7 @@ pub const ANSWER: &str = "answer";
 
 /// The four human columns of rows whose uids are `uids`, each the current rating in
 /// `ratings` (empty where there is none).
-pub fn human_columns<'a>(
+pub(crate) fn human_columns<'a>(
     uids: impl IntoIterator<Item = Option<&'a str>>,
     ratings: &HashMap<String, Rating>,
 ) -> Vec<Column> {
@@ -44,7 +44,7 @@ pub fn human_columns<'a>(
 
 /// The four human fields of one row as CSV text (empty where there is no rating), for the
 /// exports written with the `csv` crate.
-pub fn human_fields(rating: Option<&Rating>) -> [String; 4] {
+pub(crate) fn human_fields(rating: Option<&Rating>) -> [String; 4] {
     match rating {
         None => Default::default(),
         Some(r) => [

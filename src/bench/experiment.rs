@@ -883,7 +883,9 @@ prompts:
                 .unwrap();
             assert_eq!(stored, id);
         }
-        let run = store.create_run("bench", None, None, "{}").unwrap();
+        let run = store
+            .create_run(crate::experiment::ExperimentKind::Bench, None, None, "{}")
+            .unwrap();
         (store, run)
     }
 

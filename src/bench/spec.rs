@@ -111,7 +111,7 @@ pub struct TestRequest {
 
 impl TestRequest {
     /// The text of the turn the model answers (the last user message), for judges.
-    pub fn prompt_text(&self) -> String {
+    pub(crate) fn prompt_text(&self) -> String {
         self.messages
             .iter()
             .rev()
@@ -123,7 +123,7 @@ impl TestRequest {
 
 impl PromptTest {
     /// The method stored with its results: the check's, or `checks` when it has several.
-    pub fn method_name(&self) -> &'static str {
+    pub(crate) fn method_name(&self) -> &'static str {
         match self.checks.as_slice() {
             [one] => one.method.name(),
             _ => "checks",
@@ -131,7 +131,7 @@ impl PromptTest {
     }
 
     /// The expected value stored with its results: the first check's.
-    pub fn expected(&self) -> &str {
+    pub(crate) fn expected(&self) -> &str {
         self.checks
             .first()
             .and_then(|c| c.expected.as_deref())
@@ -139,7 +139,7 @@ impl PromptTest {
     }
 
     /// Its judge check, if any (a test has at most one).
-    pub fn judge(&self) -> Option<&crate::checks::JudgeCheck> {
+    pub(crate) fn judge(&self) -> Option<&crate::checks::JudgeCheck> {
         self.checks.iter().find_map(Check::judge)
     }
 }
@@ -247,7 +247,7 @@ impl BenchSpec {
 
     /// Validates benchmark YAML and reads the cases it names (`cases: {from: …}`) as
     /// `options` allow (offline: only what the database holds of `hf://` files).
-    pub fn load(
+    pub(crate) fn load(
         path: &Path,
         text: &str,
         options: &crate::cases::LoadOptions,
@@ -326,12 +326,12 @@ impl BenchSpec {
     }
 
     /// The line of the `index`th model reference, for messages.
-    pub fn model_line(&self, index: usize) -> Option<u64> {
+    pub(crate) fn model_line(&self, index: usize) -> Option<u64> {
         line_of(&self.text, Item::Model(index))
     }
 
     /// The line of the `index`th prompt test, for messages.
-    pub fn prompt_line(&self, index: usize) -> Option<u64> {
+    pub(crate) fn prompt_line(&self, index: usize) -> Option<u64> {
         line_of(&self.text, Item::Prompt(index))
     }
 }

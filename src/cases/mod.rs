@@ -69,7 +69,7 @@ pub struct LoadedCases {
 
 impl LoadedCases {
     /// Where a case's row is: `data/math.jsonl:12`, or `data/t.parquet, row 12`.
-    pub fn place(&self, origin: Origin) -> String {
+    pub(crate) fn place(&self, origin: Origin) -> String {
         match self.sources.get(origin.source) {
             Some(source) => place(&source.address, source.format, origin.line),
             None => format!("row {}", origin.line),
@@ -78,7 +78,7 @@ impl LoadedCases {
 
     /// `loaded 2,000 cases from data/math.jsonl (columns: qid, a, b, answer)`: what was read,
     /// for stderr and the dry run's plan.
-    pub fn summary(&self) -> String {
+    pub(crate) fn summary(&self) -> String {
         let taken = self.cases.len() as u64;
         let count = if self.cases.len() == self.rows {
             counted(taken, "case")
@@ -129,7 +129,7 @@ enum Convert {
 /// Reads the cases `spec` names. Paths are relative to `base_dir` (the benchmark file's
 /// folder). Synchronous: an `hf://` file not kept yet is fetched (from `HF_ENDPOINT`, with
 /// `HF_TOKEN`) on a thread of its own, so it may be called inside or outside a runtime.
-pub fn load(
+pub(crate) fn load(
     spec: &CasesSpec,
     base_dir: &Path,
     options: &LoadOptions,
@@ -138,7 +138,7 @@ pub fn load(
 }
 
 /// [`load`] with the Hub's endpoint and token given rather than read from the environment.
-pub fn load_with(
+pub(crate) fn load_with(
     spec: &CasesSpec,
     base_dir: &Path,
     options: &LoadOptions,

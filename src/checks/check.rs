@@ -108,16 +108,7 @@ pub enum CheckStatus {
     Error,
 }
 
-impl CheckStatus {
-    /// The status as stored: `passed`, `failed`, `error`.
-    pub fn name(self) -> &'static str {
-        match self {
-            Self::Passed => "passed",
-            Self::Failed => "failed",
-            Self::Error => "error",
-        }
-    }
-}
+impl CheckStatus {}
 
 /// The outcome of one check on one answer.
 #[derive(Debug, Clone, PartialEq)]
@@ -132,7 +123,7 @@ pub struct CheckOutcome {
 
 impl CheckOutcome {
     /// A pass without a reason or a score.
-    pub fn pass() -> Self {
+    pub(crate) fn pass() -> Self {
         Self {
             status: CheckStatus::Passed,
             score: None,
@@ -141,7 +132,7 @@ impl CheckOutcome {
     }
 
     /// A failure with its reason.
-    pub fn fail(reason: impl Into<String>) -> Self {
+    pub(crate) fn fail(reason: impl Into<String>) -> Self {
         Self {
             status: CheckStatus::Failed,
             score: None,
@@ -150,7 +141,7 @@ impl CheckOutcome {
     }
 
     /// An error with its reason.
-    pub fn error(reason: impl Into<String>) -> Self {
+    pub(crate) fn error(reason: impl Into<String>) -> Self {
         Self {
             status: CheckStatus::Error,
             score: None,
@@ -159,20 +150,21 @@ impl CheckOutcome {
     }
 
     /// The same outcome with `score`.
-    pub fn with_score(mut self, score: f64) -> Self {
+    pub(crate) fn with_score(mut self, score: f64) -> Self {
         self.score = Some(score);
         self
     }
 
     /// Whether it passed.
-    pub fn passed(&self) -> bool {
+    pub(crate) fn passed(&self) -> bool {
         self.status == CheckStatus::Passed
     }
 
     /// The outcome of a judge check whose judge gave `score` (1-5) with `justification`: a
     /// pass at `threshold` or above; its score is `(score - 1) / 4`, so 1 counts 0 and 5
     /// counts 1 in a weighted score.
-    pub fn judged(score: i64, threshold: i64, justification: Option<&str>) -> Self {
+    #[cfg(test)]
+    pub(crate) fn judged(score: i64, threshold: i64, justification: Option<&str>) -> Self {
         let said = justification
             .map(|j| format!(": {}", excerpt(j)))
             .unwrap_or_default();
@@ -203,7 +195,8 @@ pub enum Evaluation<'a> {
 impl Evaluation<'_> {
     /// The outcome when graded here; a judge or script check not yet run is an error (never
     /// a pass), for callers that grade inline checks only.
-    pub fn into_outcome(self) -> CheckOutcome {
+    #[cfg(test)]
+    pub(crate) fn into_outcome(self) -> CheckOutcome {
         match self {
             Self::Graded(outcome) => outcome,
             Self::Judge(_) => CheckOutcome::error("a judge check is graded by its judge model"),
@@ -231,7 +224,7 @@ impl Check {
     }
 
     /// The judge check, for the judge stage.
-    pub fn judge(&self) -> Option<&JudgeCheck> {
+    pub(crate) fn judge(&self) -> Option<&JudgeCheck> {
         match &self.kind {
             CheckKind::Judge(j) => Some(j),
             _ => None,
@@ -239,7 +232,7 @@ impl Check {
     }
 
     /// The script check, for the script runner.
-    pub fn script(&self) -> Option<&ScriptCheck> {
+    pub(crate) fn script(&self) -> Option<&ScriptCheck> {
         match &self.kind {
             CheckKind::Script(s) => Some(s),
             _ => None,
@@ -247,7 +240,7 @@ impl Check {
     }
 
     /// Grades `answer` (and the call's `facts`); judge and script checks are handed back.
-    pub fn evaluate(&self, answer: &str, facts: &CallFacts) -> Evaluation<'_> {
+    pub(crate) fn evaluate(&self, answer: &str, facts: &CallFacts) -> Evaluation<'_> {
         let got = || excerpt(answer);
         let outcome = match &self.kind {
             CheckKind::Exact { want, ignore_case } => {

@@ -55,7 +55,8 @@ pub struct ParseContext<'a> {
 
 impl<'a> ParseContext<'a> {
     /// A context for checks written under `checks:` (or a dataset's `checks` column).
-    pub fn new(base_dir: &'a Path) -> Self {
+    #[cfg(test)]
+    pub(crate) fn new(base_dir: &'a Path) -> Self {
         Self {
             base_dir,
             default_judge: None,
@@ -116,7 +117,7 @@ impl CheckSpec {
     /// Refuses unknown keys (naming the valid ones), keys of another method, a missing or
     /// contradictory value, and values that cannot work (a bad regex, JSON or schema, a
     /// weight that is not above 0) with a message naming the key; the caller adds where.
-    pub fn parse(check: &Value, context: &ParseContext<'_>) -> Result<Self, String> {
+    pub(crate) fn parse(check: &Value, context: &ParseContext<'_>) -> Result<Self, String> {
         let Value::Object(fields) = check else {
             return Err(format!(
                 "a check is a mapping such as `{{method: contains, value: Paris}}`, not `{}`",
@@ -272,7 +273,7 @@ impl CheckSpec {
 
     /// The check prepared for one case: its values rendered from `values`, then compiled,
     /// parsed and validated. A check that names nothing is returned as prepared at parsing.
-    pub fn prepare(&self, values: &Values) -> Result<Check, String> {
+    pub(crate) fn prepare(&self, values: &Values) -> Result<Check, String> {
         match &self.ready {
             Some(check) => Ok(check.clone()),
             None => self.build(values),
@@ -281,7 +282,7 @@ impl CheckSpec {
 
     /// The templates of the check (its value or values, a judge's rubric), to check their
     /// names against the columns before any call.
-    pub fn templates(&self) -> impl Iterator<Item = &Template> {
+    pub(crate) fn templates(&self) -> impl Iterator<Item = &Template> {
         let value: Vec<&Template> = match &self.value {
             Some(ValueSpec::Text(t)) => vec![t],
             Some(ValueSpec::List(items)) => items.iter().collect(),
@@ -293,7 +294,8 @@ impl CheckSpec {
     }
 
     /// The names its templates use, each once.
-    pub fn names(&self) -> Vec<&str> {
+    #[cfg(test)]
+    pub(crate) fn names(&self) -> Vec<&str> {
         let mut names: Vec<&str> = Vec::new();
         for name in self.templates().flat_map(Template::names) {
             if !names.contains(&name) {
@@ -304,7 +306,7 @@ impl CheckSpec {
     }
 
     /// The script check, for a plan that says which scripts will run.
-    pub fn script(&self) -> Option<&ScriptCheck> {
+    pub(crate) fn script(&self) -> Option<&ScriptCheck> {
         self.script.as_ref()
     }
 

@@ -83,7 +83,7 @@ fn flag_help(flag: QueryFlag, what: &str) -> String {
     format!("With {}: {what}", kinds::flag_homes(flag))
 }
 
-pub fn run(context: &Context, args: QueryArgs) -> anyhow::Result<ExitCode> {
+pub(crate) fn run(context: &Context, args: QueryArgs) -> anyhow::Result<ExitCode> {
     let by = args.by.grouping;
     for (flag, given) in [
         (QueryFlag::Agreement, args.agreement),
@@ -96,7 +96,7 @@ pub fn run(context: &Context, args: QueryArgs) -> anyhow::Result<ExitCode> {
     let store = context.open_existing_store()?;
     let kind = args.by.kind;
     let default = kinds::kind(kind).default_runs();
-    let run_ids = store.select_runs(kind.as_str(), args.run.unwrap_or(default))?;
+    let run_ids = store.select_runs(kind, args.run.unwrap_or(default))?;
     let (status, _) = selection_status(context, &store, &run_ids)?;
     let options = QueryOptions {
         reviewer: args.reviewer.as_deref(),

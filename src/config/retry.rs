@@ -35,14 +35,14 @@ mod millis {
 
     use serde::{Deserialize, Deserializer};
 
-    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Duration, D::Error> {
+    pub(crate) fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Duration, D::Error> {
         Ok(Duration::from_millis(u64::deserialize(d)?))
     }
 }
 
 impl RetryPolicy {
     /// The backoff delays of this policy, one per retry (exponential, with jitter).
-    pub fn backoff(&self) -> impl Iterator<Item = Duration> + use<> {
+    pub(crate) fn backoff(&self) -> impl Iterator<Item = Duration> + use<> {
         ExponentialBuilder::default()
             .with_min_delay(self.base_delay)
             .with_max_delay(self.max_delay)

@@ -502,7 +502,7 @@ impl Batcher {
             let intent = lock(&self.store).create_batch(&NewBatch {
                 run_id: Some(self.run_id),
                 provider: &endpoint.provider,
-                api: api.as_str(),
+                api,
                 base_url: &endpoint.base_url,
                 key_fingerprint: &endpoint.key_fingerprint(),
                 model: &payload.model,
@@ -684,9 +684,7 @@ impl Batcher {
         endpoint: Option<Arc<Endpoint>>,
     ) -> Result<(), StoreError> {
         let id = row.id;
-        let Some(api) = BatchApi::from_name(&row.api) else {
-            return Ok(());
-        };
+        let api = row.api;
         // OpenAI creates only from an uploaded file whose id was stored first: an intent
         // was never created. Anthropic's create carries the requests: it may have been.
         let maybe_created = row.state == BatchState::Uploaded || api == BatchApi::Anthropic;
@@ -820,8 +818,7 @@ impl Batcher {
         round: &mut Round,
         row: &BatchRow,
     ) -> StepResult<Option<Vec<(usize, CallOutcome)>>> {
-        let (Some(batch_id), Some(api)) = (row.batch_id.as_deref(), BatchApi::from_name(&row.api))
-        else {
+        let (Some(batch_id), Some(api)) = (row.batch_id.as_deref(), Some(row.api)) else {
             return Ok(None);
         };
         let Some(endpoint) = round.following.get(&row.id).map(|f| f.endpoint.clone()) else {
@@ -1264,7 +1261,7 @@ mod tests {
             .create_batch(&crate::store::NewBatch {
                 run_id: None,
                 provider: "openai",
-                api: BatchApi::Openai.as_str(),
+                api: BatchApi::Openai,
                 base_url: "https://api.openai.com/v1",
                 key_fingerprint: "no-key",
                 model: "gpt-4o",

@@ -505,7 +505,9 @@ mod tests {
         if let Some(usd) = budget {
             executor.set_budget(Arc::new(Budget::new(usd)));
         }
-        let run_id = lock(store).create_run("bench", None, None, "{}").unwrap();
+        let run_id = lock(store)
+            .create_run(crate::experiment::ExperimentKind::Bench, None, None, "{}")
+            .unwrap();
         let batcher = Batcher::new(
             client,
             (store.clone(), writer),

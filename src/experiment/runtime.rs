@@ -96,13 +96,13 @@ impl BudgetUse {
 
 impl RunSummary {
     /// Whether calls were planned and none was answered.
-    pub fn nothing_ran(&self) -> bool {
+    pub(crate) fn nothing_ran(&self) -> bool {
         self.tally.counts.calls > 0 && self.tally.answered == 0
     }
 
     /// The process's exit status: 128 + the signal's number when interrupted; 1 when its
     /// budget stopped it, nothing could run or `--offline` met calls not in the cache; else 0.
-    pub fn exit_code(&self) -> u8 {
+    pub(crate) fn exit_code(&self) -> u8 {
         if self.status == RunStatus::Waiting {
             // Waiting is a way to end: the same command collects.
             return 0;
@@ -120,13 +120,13 @@ impl RunSummary {
     }
 
     /// Calls planned that have no outcome yet: what the same command would still do.
-    pub fn calls_left(&self) -> u64 {
+    pub(crate) fn calls_left(&self) -> u64 {
         let c = &self.tally.counts;
         c.planned_calls.saturating_sub(c.calls)
     }
 
     /// What a run left waiting says: how many batches and how to collect them.
-    pub fn waiting_note(&self) -> Option<String> {
+    pub(crate) fn waiting_note(&self) -> Option<String> {
         let waiting = self.waiting.as_ref()?;
         let seen = waiting
             .note
@@ -146,7 +146,7 @@ impl RunSummary {
     }
 
     /// Why the exit status is not 0, in one line.
-    pub fn failure(&self) -> Option<String> {
+    pub(crate) fn failure(&self) -> Option<String> {
         if self.status == RunStatus::Waiting {
             return None;
         }
@@ -199,7 +199,7 @@ impl RunSummary {
 
     /// The one-line tally: `run 3 (benchmark): 6 calls, 2 cache hits, 0 errors; cost $…`,
     /// with the budget after what was paid when the run had one.
-    pub fn line(&self) -> String {
+    pub(crate) fn line(&self) -> String {
         let c = &self.tally.counts;
         use crate::output::{count, dollars};
         let budget = self

@@ -97,12 +97,15 @@ impl Shard {
     pub const WHOLE: Self = Self { index: 0, count: 1 };
 
     /// Whether this is a part of a plan, not all of it.
-    pub fn is_part(self) -> bool {
+    pub(crate) fn is_part(self) -> bool {
         self.count > 1
     }
 
     /// Reads `--shard`: `k/N`, or `auto` from the scheduler's variables (read by `var`).
-    pub fn parse(text: &str, var: impl Fn(&str) -> Option<String>) -> Result<Self, ShardError> {
+    pub(crate) fn parse(
+        text: &str,
+        var: impl Fn(&str) -> Option<String>,
+    ) -> Result<Self, ShardError> {
         let text = text.trim();
         if text.eq_ignore_ascii_case("auto") {
             return Self::auto(var);
@@ -119,7 +122,7 @@ impl Shard {
     }
 
     /// Shard `index` of `count`, checked.
-    pub fn new(index: u32, count: u32) -> Result<Self, ShardError> {
+    pub(crate) fn new(index: u32, count: u32) -> Result<Self, ShardError> {
         if count == 0 || count > MAX_SHARDS {
             return Err(ShardError::Count(count));
         }
@@ -237,7 +240,7 @@ impl Shard {
     }
 
     /// Whether the item named `key` belongs to this shard: `sha256(key) mod N`.
-    pub fn keeps(self, key: &str) -> bool {
+    pub(crate) fn keeps(self, key: &str) -> bool {
         if self.count <= 1 {
             return true;
         }

@@ -156,7 +156,7 @@ pub(crate) fn headers(endpoint: &Endpoint) -> Result<HeaderMap, ProviderError> {
 }
 
 /// The request body, live or in a batch (its `params`).
-pub fn body(request: &ChatRequest) -> Value {
+pub(crate) fn body(request: &ChatRequest) -> Value {
     let messages: Vec<Value> = request
         .messages
         .iter()

@@ -16,7 +16,7 @@ use crate::rating::{ANSWER, HUMAN_COLUMNS, human_fields};
 use crate::store::{Store, VerdictRow, Winner};
 
 /// Writes the pairwise CSV files of `runs` into `options.out`; each path on stdout.
-pub fn write_csv(
+pub(crate) fn write_csv(
     store: &Store,
     runs: &ExportRuns<'_>,
     options: &ExportOptions,
@@ -37,7 +37,7 @@ pub fn write_csv(
 }
 
 /// The winner of `r` as exported: a candidate's name, `tie` or `invalid`.
-pub fn winner_name(r: &VerdictRow) -> &str {
+pub(crate) fn winner_name(r: &VerdictRow) -> &str {
     match r.winner {
         Winner::A => &r.candidate_a,
         Winner::B => &r.candidate_b,

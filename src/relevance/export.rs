@@ -19,7 +19,7 @@ use crate::store::{Store, Variant};
 /// Writes the relevance CSV files of `runs` into `options.out` (`--out`, default
 /// `results/relevance/`: the registry entry's), computed from their stored predictions; the
 /// files written on stdout.
-pub fn write_csv(
+pub(crate) fn write_csv(
     store: &Store,
     runs: &ExportRuns<'_>,
     options: &ExportOptions,
@@ -143,7 +143,7 @@ fn class_fields(c: &ClassMetrics) -> [String; 8] {
 }
 
 /// Writes `comparison_summary.csv` into `dir`.
-pub fn write_summary_csv(
+pub(crate) fn write_summary_csv(
     dir: &Path,
     with: &VariantMetrics,
     without: &VariantMetrics,
@@ -179,7 +179,7 @@ pub fn write_summary_csv(
 /// Writes `comparison_by_predicate.csv` (metrics per predicate type),
 /// `comparison_statistics.csv` (deltas with intervals, McNemar, spread across trials) and
 /// `comparison_thresholds.csv` (score 1 read four ways).
-pub fn write_statistics_csv(
+pub(crate) fn write_statistics_csv(
     dir: &Path,
     rows: &[crate::store::PredictionRow],
 ) -> std::io::Result<Vec<std::path::PathBuf>> {

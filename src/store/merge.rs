@@ -15,7 +15,9 @@ use std::path::{Path, PathBuf};
 
 use rusqlite::{Connection, OptionalExtension, params};
 
+use super::stored::in_row;
 use super::{Result as StoreResult, RunStatus, Store, StoreError, merged_run_uid};
+use crate::experiment::ExperimentKind;
 
 /// Why a merge was refused or failed; OUT is left as it was.
 #[derive(Debug, thiserror::Error)]
@@ -73,7 +75,7 @@ pub enum MergeError {
         index: u32,
         count: u32,
         source_db: String,
-        status: String,
+        status: RunStatus,
     },
     #[error(
         "{0} is in use by another process (its write-ahead log is not empty); stop it, then merge again"
@@ -93,7 +95,7 @@ pub enum MergeError {
 
 impl From<rusqlite::Error> for MergeError {
     fn from(e: rusqlite::Error) -> Self {
-        Self::Store(StoreError::Sqlite(e))
+        Self::Store(StoreError::from(e))
     }
 }
 
@@ -119,7 +121,7 @@ pub struct InputAdded {
 #[derive(Debug, Clone, PartialEq)]
 pub struct PlanMerged {
     pub plan_sha256: String,
-    pub kind: String,
+    pub kind: ExperimentKind,
     pub run_id: i64,
     pub run_uid: String,
     pub shards: u32,
@@ -136,7 +138,7 @@ struct ShardRun {
     plan: String,
     index: u32,
     count: u32,
-    status: String,
+    status: RunStatus,
 }
 
 /// One input, opened and read.
@@ -233,13 +235,14 @@ fn shard_runs(conn: &Connection) -> StoreResult<(Vec<ShardRun>, Vec<ShardRun>)> 
          ORDER BY started_at DESC, uid DESC",
     )?;
     let rows = stmt.query_map([], |r| {
+        let id = r.get(0)?;
         Ok(ShardRun {
-            id: r.get(0)?,
+            id,
             uid: r.get(1)?,
             plan: r.get(2)?,
             index: r.get(3)?,
             count: r.get(4)?,
-            status: r.get(5)?,
+            status: in_row(r, 5, "runs", id)?,
         })
     })?;
     let mut newest: BTreeMap<(String, u32, u32), ShardRun> = BTreeMap::new();
@@ -332,13 +335,13 @@ fn validate(
                 });
             }
             owners.insert(shard.index, shard);
-            if shard.status != RunStatus::Completed.as_str() {
+            if shard.status != RunStatus::Completed {
                 if !allow_partial {
                     return Err(MergeError::Unfinished {
                         index: shard.index,
                         count,
                         source_db: input.path.display().to_string(),
-                        status: shard.status.clone(),
+                        status: shard.status,
                     });
                 }
                 partial = true;
@@ -763,9 +766,10 @@ fn ensure_merged_run(
 /// completed, else `partial`.
 fn settle_merged_run(conn: &Connection, joined: &Joined) -> Result<PlanMerged, MergeError> {
     let uid = merged_run_uid(&joined.plan, joined.count);
-    let (id, kind): (i64, String) =
+    let (id, kind): (i64, ExperimentKind) =
         conn.query_row("SELECT id, kind FROM runs WHERE uid = ?1", [&uid], |r| {
-            Ok((r.get(0)?, r.get(1)?))
+            let id = r.get(0)?;
+            Ok((id, in_row(r, 1, "runs", id)?))
         })?;
     // Each shard's newest attempt is the shard; the older ones only paid.
     conn.execute_batch(&format!(
@@ -805,7 +809,7 @@ fn settle_merged_run(conn: &Connection, joined: &Joined) -> Result<PlanMerged, M
              finished_at = (SELECT max(finished_at) FROM runs s WHERE s.merged_into = ?1),
              status = ?2, shard_index = NULL, shard_count = ?3, pid = NULL
          WHERE id = ?1",
-        params![id, status.as_str(), joined.count],
+        params![id, status, joined.count],
     )?;
     let mut stmt =
         conn.prepare("SELECT DISTINCT shard_index FROM runs WHERE merged_into = ?1 ORDER BY 1")?;
@@ -821,4 +825,41 @@ fn settle_merged_run(conn: &Connection, joined: &Joined) -> Result<PlanMerged, M
         present,
         status,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_shard_of_an_unknown_status_is_an_error_naming_its_row_never_a_status_taken_as_another() {
+        let store = Store::open_in_memory().unwrap();
+        let run = store
+            .create_run(ExperimentKind::Bench, None, None, "{}")
+            .unwrap();
+        store
+            .conn
+            .execute(
+                "UPDATE runs SET plan_sha256 = 'p', shard_index = 0, shard_count = 2,
+                     status = 'completed' WHERE id = ?1",
+                [run],
+            )
+            .unwrap();
+        let (shards, _) = shard_runs(&store.conn).unwrap();
+        assert_eq!(shards[0].status, RunStatus::Completed);
+        store
+            .conn
+            .execute_batch(
+                "PRAGMA ignore_check_constraints = ON;
+                 UPDATE runs SET status = 'paused';
+                 PRAGMA ignore_check_constraints = OFF;",
+            )
+            .unwrap();
+        let error = shard_runs(&store.conn).unwrap_err();
+        assert!(
+            matches!(&error, StoreError::UnknownInRow(u)
+                if u.table == "runs" && u.id == run && u.column == "status" && u.value == "paused"),
+            "{error:?}"
+        );
+    }
 }

@@ -14,7 +14,7 @@ const CSS: &str = include_str!("assets/view.css");
 const JS: &str = include_str!("assets/view.js");
 
 /// `/assets/{file}`.
-pub async fn file(Path(name): Path<String>) -> Result<Response, ViewError> {
+pub(crate) async fn file(Path(name): Path<String>) -> Result<Response, ViewError> {
     let (body, media_type) = match name.as_str() {
         "view.css" => (CSS, "text/css; charset=utf-8"),
         "view.js" => (JS, "text/javascript; charset=utf-8"),

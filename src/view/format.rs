@@ -1,7 +1,7 @@
 //! How numbers read in the viewer's pages.
 
 /// Milliseconds: `850 ms`, `1.2 s`; `–` when unknown.
-pub fn latency(ms: Option<f64>) -> String {
+pub(crate) fn latency(ms: Option<f64>) -> String {
     match ms {
         None => "–".into(),
         Some(ms) if ms < 1000.0 => format!("{ms:.0} ms"),
@@ -10,7 +10,7 @@ pub fn latency(ms: Option<f64>) -> String {
 }
 
 /// US dollars with as many digits as small amounts need: `$0.0012`, `$1.25`.
-pub fn usd(value: Option<f64>) -> String {
+pub(crate) fn usd(value: Option<f64>) -> String {
     match value {
         None => "–".into(),
         Some(0.0) => "$0".into(),

@@ -27,7 +27,7 @@ struct Grid {
 }
 
 /// `/runs/{run}`.
-pub async fn grid(
+pub(crate) async fn grid(
     State(app): State<Arc<App>>,
     Path(run_id): Path<i64>,
     Query(params): Query<GridParams>,
@@ -36,7 +36,7 @@ pub async fn grid(
         .read(move |store| store.view_run(run_id))
         .await?
         .ok_or_else(|| ViewError::NotFound(format!("No run {run_id}.")))?;
-    if run.kind != "bench" {
+    if run.kind != crate::experiment::ExperimentKind::Bench {
         return super::kinds::page_of(app, run, params.page()).await;
     }
     let query = params.query()?;

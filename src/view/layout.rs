@@ -7,13 +7,13 @@ use super::server::App;
 use crate::store::RunInfo;
 
 /// A whole page titled `title` around `body`.
-pub fn page(app: &App, title: &str, body: Markup) -> Markup {
+pub(crate) fn page(app: &App, title: &str, body: Markup) -> Markup {
     page_of_run(app, title, body, None)
 }
 
 /// A whole page about `run` (its script rates its results, and reloads the page when the
 /// run, still going, ends).
-pub fn page_of_run(app: &App, title: &str, body: Markup, run: Option<&RunInfo>) -> Markup {
+pub(crate) fn page_of_run(app: &App, title: &str, body: Markup, run: Option<&RunInfo>) -> Markup {
     let live = run.is_some_and(|r| matches!(r.status.as_str(), "running" | "waiting"));
     html! {
         (DOCTYPE)
@@ -39,7 +39,7 @@ pub fn page_of_run(app: &App, title: &str, body: Markup, run: Option<&RunInfo>) 
 }
 
 /// "Page x of y" with links to the previous and next pages, made by `link(page)`.
-pub fn pager(page: u64, pages: u64, link: impl Fn(u64) -> String) -> Markup {
+pub(crate) fn pager(page: u64, pages: u64, link: impl Fn(u64) -> String) -> Markup {
     html! {
         nav.pager aria-label="pages" {
             @if page > 1 {
@@ -54,7 +54,7 @@ pub fn pager(page: u64, pages: u64, link: impl Fn(u64) -> String) -> Markup {
 }
 
 /// A run's status and progress, updated live while it runs (`data-run`).
-pub fn progress(run: &RunInfo) -> Markup {
+pub(crate) fn progress(run: &RunInfo) -> Markup {
     let planned = run.plan_calls.unwrap_or(run.tally.planned_calls);
     let live = matches!(run.status.as_str(), "running" | "waiting");
     html! {
@@ -70,9 +70,9 @@ pub fn progress(run: &RunInfo) -> Markup {
 }
 
 /// The heading of run pages: what the run is, with its tally.
-pub fn run_heading(run: &RunInfo) -> Markup {
+pub(crate) fn run_heading(run: &RunInfo) -> Markup {
     html! {
-        h1 { "Run " (run.id) " · " (run.kind) }
+        h1 { "Run " (run.id) " · " (run.kind.as_str()) }
         dl.facts {
             dt { "File" } dd { (run.file.as_deref().unwrap_or("–")) }
             dt { "Models" } dd { (run.models.as_deref().unwrap_or("–")) }

@@ -15,6 +15,7 @@ mod bench_run;
 mod bench_templates;
 mod budget;
 mod cases;
+mod ci;
 mod diff;
 mod energy_unknown;
 mod golden;
