@@ -57,10 +57,10 @@ pub use review::{
 pub use runs::{RunErrorRow, RunInfo, RunSelector, RunStatus, RunTally};
 pub use stored::{UnknownInRow, UnknownName};
 pub use view::{
-    CallText, CandidateAnswer, CaseAnswer, CaseOrder, ConfusionCount, DiffItem, DiffModelRow,
-    GridCell, GridColumn, GridCount, GridQuery, MAX_CASE_RESULTS, MAX_GRID_COLUMNS, PairCount,
-    PredictionCell, Progress, ResultFilter, ReviewScoreCell, ReviewSheets, ReviewedSheet,
-    RunFilter, Transcript, VerdictCell,
+    COUNT_CASES, CallText, CandidateAnswer, CaseAnswer, CaseOrder, ConfusionCount, DiffItem,
+    DiffModelRow, GridCell, GridColumn, GridCount, GridQuery, MAX_CASE_RESULTS, MAX_GRID_COLUMNS,
+    PairCount, PredictionCell, Progress, ResultFilter, ReviewScoreCell, ReviewSheets,
+    ReviewedSheet, RunFilter, Transcript, VerdictCell,
 };
 pub use writer::Writer;
 
