@@ -7,7 +7,6 @@
 //! answer becomes its rows ([`Experiment::record`]). It never speaks HTTP, never decides
 //! whether a call is sent, and never writes SQL by hand.
 
-mod kind;
 mod lifecycle;
 mod options;
 mod plan;
@@ -23,7 +22,7 @@ use std::sync::Arc;
 
 pub use crate::dispatch::PollPolicy;
 pub use crate::dispatch::Waiting;
-pub use kind::{ExperimentKind, UnknownKind};
+pub use crate::kind::{ExperimentKind, UnknownKind};
 pub(crate) use lifecycle::observed_status;
 pub(crate) use options::batch_flag;
 pub use options::{FileBudget, MAX_REPEAT, Override, Overrides, RunOptions, ShardPace};

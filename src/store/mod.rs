@@ -531,13 +531,13 @@ mod tests {
         let path = dir.path().join("track.db");
         let store = Store::open(&path).unwrap();
         store
-            .create_run(crate::experiment::ExperimentKind::Bench, None, None, "{}")
+            .create_run(crate::kind::ExperimentKind::Bench, None, None, "{}")
             .unwrap();
         drop(store);
         let read = Store::open_read_only(&path).unwrap();
         assert_eq!(read.list_runs().unwrap().len(), 1);
         assert!(
-            read.create_run(crate::experiment::ExperimentKind::Bench, None, None, "{}")
+            read.create_run(crate::kind::ExperimentKind::Bench, None, None, "{}")
                 .is_err(),
             "writes fail"
         );

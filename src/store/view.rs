@@ -1317,7 +1317,7 @@ mod tests {
     fn filled() -> (Store, i64) {
         let mut store = Store::open_in_memory().unwrap();
         let run = store
-            .create_run(crate::experiment::ExperimentKind::Bench, None, None, "{}")
+            .create_run(crate::kind::ExperimentKind::Bench, None, None, "{}")
             .unwrap();
         let mut rows = Vec::new();
         for prompt in 0..60u32 {
