@@ -57,6 +57,62 @@ mod tests {
         assert!(close(a.kappa.unwrap(), 7.0 / 15.0), "{:?}", a.kappa);
     }
 
+    /// Reference values from scikit-learn 1.9.1's `sklearn.metrics.cohen_kappa_score`, computed
+    /// with `python3 -m venv /tmp/skl && /tmp/skl/bin/pip install scikit-learn`, then for each
+    /// pair of lists `cohen_kappa_score(person, check)` (and, for the 1-5 scores,
+    /// `weights="quadratic"` too). The lists were drawn once with Python's `random` (seeds 30
+    /// and 5) and are written out here.
+    #[test]
+    fn kappa_is_scikit_learns() {
+        let binary: [(&[u8], &[u8], f64); 3] = [
+            (
+                &[0, 1, 1, 0, 1, 1, 1, 0, 0, 1, 0, 0],
+                &[0, 1, 1, 1, 1, 0, 0, 0, 0, 1, 0, 1],
+                0.333_333_333_333_333_37,
+            ),
+            (
+                &[
+                    1, 0, 1, 1, 1, 0, 1, 1, 1, 0, 0, 1, 1, 1, 1, 0, 1, 0, 1, 1, 1, 1, 1, 0, 0,
+                ],
+                &[
+                    1, 0, 0, 0, 1, 0, 0, 1, 1, 0, 0, 1, 0, 1, 1, 0, 1, 0, 1, 1, 1, 1, 1, 0, 0,
+                ],
+                0.675_324_675_324_675_3,
+            ),
+            (
+                &[
+                    0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 1, 0, 1, 0, 0, 0, 1, 0, 1, 0, 0, 0, 1, 0,
+                    1, 0, 0, 1, 0, 0, 1, 0, 0, 1, 0, 0, 0, 0,
+                ],
+                &[
+                    1, 1, 0, 1, 0, 0, 0, 0, 0, 1, 1, 0, 1, 0, 1, 0, 0, 0, 1, 0, 1, 0, 0, 0, 0, 1,
+                    1, 0, 0, 1, 0, 0, 1, 0, 0, 1, 0, 0, 0, 0,
+                ],
+                0.647_058_823_529_411_7,
+            ),
+        ];
+        for (person, check, sklearn) in binary {
+            let pairs: Vec<(bool, bool)> = person
+                .iter()
+                .zip(check)
+                .map(|(&p, &c)| (p == 1, c == 1))
+                .collect();
+            let kappa = agreement(&pairs).kappa.unwrap();
+            assert!((kappa - sklearn).abs() < 1e-12, "{kappa} != {sklearn}");
+        }
+        // Scores 1-5 of two raters: unweighted 0.625, quadratic 0.8522167487684729.
+        let a = [5, 3, 3, 5, 1, 4, 2, 1, 2, 1, 3, 4, 2, 4, 5, 1, 5, 2, 1, 2];
+        let b = [5, 3, 3, 5, 1, 3, 2, 3, 4, 2, 3, 4, 1, 3, 5, 1, 5, 2, 1, 2];
+        let pairs: Vec<(i64, i64)> = a.into_iter().zip(b).collect();
+        let unweighted = super::super::stats::cohen_kappa(&pairs, 1, 5).unwrap();
+        assert!((unweighted - 0.625).abs() < 1e-12, "{unweighted}");
+        let quadratic = super::super::stats::weighted_kappa(&pairs, 1, 5).unwrap();
+        assert!(
+            (quadratic - 0.852_216_748_768_472_9).abs() < 1e-12,
+            "{quadratic}"
+        );
+    }
+
     #[test]
     fn opposite_verdicts_and_edge_cases() {
         // Always opposite, both halves: κ = (0 − 0.5) / (1 − 0.5) = −1.

@@ -133,7 +133,9 @@ fn long_about() -> String {
          new, or empty when paired) and both runs' values with their difference; where items \
          are answers, the calls (`base_call_id`, `new_call_id`) and both runs' answers \
          (`base_answer`, `new_answer`: whole in CSV and JSON, the first line of each cut to \
-         {ANSWER_CHARS_SHOWN} characters in a table).\n\n\
+         {ANSWER_CHARS_SHOWN} characters in a table): a benchmark's or relevance model's, a \
+         reviewer's, and a pairwise judge's in each order (`base_ab_answer`, \
+         `base_ba_answer`, `new_ab_answer`, `new_ba_answer`).\n\n\
          Exit status, as diff(1)'s: 0, or 1 with --fail-on-regression and a significant \
          regression; 2 when the runs cannot be compared (a missing run, runs of different \
          kinds, no database), so a CI job can tell a regression from trouble."

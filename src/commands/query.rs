@@ -19,12 +19,27 @@ pub struct GroupBy {
     grouping: &'static Grouping,
 }
 
-/// Every kind's `--by` values, kind by kind: what `--help` lists.
+/// Every kind's `--by` values, kind by kind, a name several kinds share (`human`) once, as its
+/// first kind's: what `--help` lists (the run chosen then says whose it is, see [`resolve`]).
 static GROUPINGS: LazyLock<Vec<GroupBy>> = LazyLock::new(|| {
+    let mut seen = Vec::new();
     kinds::groupings()
+        .filter(|(_, grouping)| {
+            let new = !seen.contains(&grouping.name);
+            seen.push(grouping.name);
+            new
+        })
         .map(|(kind, grouping)| GroupBy { kind, grouping })
         .collect()
 });
+
+/// The kinds' groupings named `name`.
+fn named(name: &str) -> Vec<GroupBy> {
+    kinds::groupings()
+        .filter(|(_, g)| g.name == name)
+        .map(|(kind, grouping)| GroupBy { kind, grouping })
+        .collect()
+}
 
 impl clap::ValueEnum for GroupBy {
     fn value_variants<'a>() -> &'a [Self] {
@@ -33,8 +48,47 @@ impl clap::ValueEnum for GroupBy {
 
     fn to_possible_value(&self) -> Option<clap::builder::PossibleValue> {
         let value = clap::builder::PossibleValue::new(self.grouping.name);
-        Some(value.help(self.grouping.help))
+        let helps: Vec<&str> = named(self.grouping.name)
+            .iter()
+            .map(|g| g.grouping.help)
+            .collect();
+        Some(value.help(helps.join(". ")))
     }
+}
+
+/// The grouping `by` names for the runs `run` selects: `by` itself, unless several kinds
+/// have a grouping of its name (`human`): then the kind of the run `--run` names, or, for
+/// `latest`, `all` or no `--run`, of the newest run among those kinds.
+fn resolve(
+    store: &crate::store::Store,
+    by: GroupBy,
+    run: Option<RunSelector>,
+) -> anyhow::Result<GroupBy> {
+    let candidates = named(by.grouping.name);
+    if candidates.len() < 2 {
+        return Ok(by);
+    }
+    if let Some(RunSelector::Id(id)) = run {
+        let kind = store.runs_by_id(&[id])?.into_iter().next().map(|r| r.kind);
+        return Ok(candidates
+            .into_iter()
+            .find(|g| Some(g.kind.as_str()) == kind.map(|k| k.as_str()))
+            .unwrap_or(by));
+    }
+    let mut newest: Option<(i64, GroupBy)> = None;
+    for candidate in candidates {
+        let of_kind = crate::store::RunFilter {
+            kind: Some(candidate.kind.as_str().to_owned()),
+            ..Default::default()
+        };
+        let (latest, _) = store.view_runs(&of_kind, 1, 0)?;
+        if let Some(id) = latest.first().map(|r| r.id)
+            && newest.is_none_or(|(seen, _)| id > seen)
+        {
+            newest = Some((id, candidate));
+        }
+    }
+    Ok(newest.map_or(by, |(_, g)| g))
 }
 
 /// Summaries of recorded results, e.g. `track query --by model --run all --format csv` or
@@ -94,7 +148,8 @@ pub(crate) fn run(context: &Context, args: QueryArgs) -> anyhow::Result<ExitCode
         }
     }
     let store = context.open_existing_store()?;
-    let kind = args.by.kind;
+    let resolved = resolve(&store, args.by, args.run)?;
+    let (kind, by) = (resolved.kind, resolved.grouping);
     let default = kinds::kind(kind).default_runs();
     let run_ids = store.select_runs(kind, args.run.unwrap_or(default))?;
     let (status, _) = selection_status(context, &store, &run_ids)?;

@@ -637,7 +637,7 @@ impl Batcher {
         api: BatchApi,
         lost: &Lost<'_>,
     ) -> StepResult<Option<BatchInfo>> {
-        let candidates = retrying(self.retry, "a batch step", || {
+        let candidates = retrying(self.retry, "looking for a lost batch", || {
             batch::recover(&self.client, endpoint, api, lost)
         })
         .await?;
@@ -824,7 +824,7 @@ impl Batcher {
         let Some(endpoint) = round.following.get(&row.id).map(|f| f.endpoint.clone()) else {
             return Ok(None);
         };
-        let info = retrying(self.retry, "a batch step", || {
+        let info = retrying(self.retry, "a batch poll", || {
             batch::get(&self.client, &endpoint, api, batch_id)
         })
         .await?;
@@ -855,7 +855,7 @@ impl Batcher {
         }
         let jobs = &round.jobs;
         let request_of = |id: &str| -> Option<&ChatRequest> { jobs.get(id).map(|j| &j.request) };
-        let lines = retrying(self.retry, "a batch step", || {
+        let lines = retrying(self.retry, "reading a batch's results", || {
             batch::results(&self.client, endpoint, info, request_of)
         })
         .await?;

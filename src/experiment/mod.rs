@@ -7,7 +7,6 @@
 //! answer becomes its rows ([`Experiment::record`]). It never speaks HTTP, never decides
 //! whether a call is sent, and never writes SQL by hand.
 
-mod kind;
 mod lifecycle;
 mod options;
 mod plan;
@@ -22,13 +21,14 @@ use std::io::Write;
 use std::sync::Arc;
 
 pub use crate::dispatch::PollPolicy;
-pub use kind::{ExperimentKind, UnknownKind};
+pub use crate::dispatch::Waiting;
+pub use crate::kind::{ExperimentKind, UnknownKind};
 pub(crate) use lifecycle::observed_status;
 pub(crate) use options::batch_flag;
 pub use options::{FileBudget, MAX_REPEAT, Override, Overrides, RunOptions, ShardPace};
 pub(crate) use plan::check_size;
 pub use plan::{MAX_PLANNED_CALLS, Plan, PlanLine};
-pub use runtime::{RunEnd, RunSummary, Waiting, execute};
+pub use runtime::{RunEnd, RunSummary, execute};
 pub use shard::{AUTO_SOURCES, MAX_SHARDS, Shard, ShardError};
 pub use signals::{Interruption, Signal};
 pub use tally::{ErrorGroup, Tally};

@@ -67,16 +67,6 @@ impl Signals {
         &self.stop
     }
 
-    /// Whether the run should send no more calls (a signal came, or recording failed).
-    pub(crate) fn stopping(&self) -> bool {
-        self.stop.load(Ordering::SeqCst)
-    }
-
-    /// Stops the sending without a signal (recording failed: nothing more can be kept).
-    pub(crate) fn halt(&self) {
-        self.stop.store(true, Ordering::SeqCst);
-    }
-
     /// The first signal received, if any.
     pub(crate) fn received(&self) -> Option<Signal> {
         Signal::from_code(self.received.load(Ordering::SeqCst))

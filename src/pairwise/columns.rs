@@ -85,3 +85,23 @@ pub const SIGNIFICANT_REGRESSION: &str = "significant_regression";
 pub const BASE_WINNER: &str = "base_winner";
 /// `new_winner`.
 pub const NEW_WINNER: &str = "new_winner";
+/// The judge's call in each order of a verdict of the base run (`track diff --items`, which
+/// adds its answer: `base_ab_answer`): `candidate_a` shown first...
+pub const BASE_AB_CALL_ID: &str = "base_ab_call_id";
+/// ...then `candidate_b` shown first.
+pub const BASE_BA_CALL_ID: &str = "base_ba_call_id";
+/// As [`BASE_AB_CALL_ID`], of the new run.
+pub const NEW_AB_CALL_ID: &str = "new_ab_call_id";
+/// As [`BASE_BA_CALL_ID`], of the new run.
+pub const NEW_BA_CALL_ID: &str = "new_ba_call_id";
+/// `track query --by human`: the pairs a person decided (one candidate's answer passed, the
+/// other's failed) that a judge gave a readable verdict on...
+pub const RATED: &str = "rated";
+/// ...how many of them the judge's winner is the person's...
+pub const AGREE: &str = "agree";
+/// ...that share, in percent...
+pub const AGREE_PCT: &str = "agree_pct";
+/// ...the judge's verdicts a person rated themselves...
+pub const VERDICTS_RATED: &str = "verdicts_rated";
+/// ...and of those, the ones rated pass (the judge was right).
+pub const VERDICTS_CONFIRMED: &str = "verdicts_confirmed";

@@ -85,6 +85,8 @@ struct Verdict {
     judge: String,
     repeat: u32,
     score: Option<f64>,
+    /// The judge's calls (its answers): `a` shown first, then `b` shown first.
+    calls: [Option<i64>; 2],
 }
 
 impl Verdict {
@@ -118,6 +120,11 @@ fn verdicts(v: &Verdicts) -> Vec<Verdict> {
                 judge: j.judge.clone(),
                 repeat: j.repeat,
                 score: score.map(|s| if flip { 1.0 - s } else { s }),
+                calls: if flip {
+                    [j.calls[1], j.calls[0]]
+                } else {
+                    j.calls
+                },
             }
         })
         .collect()
@@ -367,6 +374,17 @@ fn items_frame(
             })
             .collect()
     };
+    // The judge's call in one order (0: `a` shown first), of one run.
+    let call = |pick_new: bool, order: usize| -> Vec<Option<i64>> {
+        paired
+            .iter()
+            .map(|p| match (p, pick_new) {
+                (Pairing::Both(b, _) | Pairing::OnlyBase(b), false) => b.calls[order],
+                (Pairing::Both(_, n) | Pairing::OnlyNew(n), true) => n.calls[order],
+                _ => None,
+            })
+            .collect()
+    };
     let only_in: Vec<Option<&str>> = paired
         .iter()
         .map(|p| match p {
@@ -388,6 +406,10 @@ fn items_frame(
         Column::new(c::ONLY_IN.into(), only_in),
         Column::new(c::BASE_WINNER.into(), side(false)),
         Column::new(c::NEW_WINNER.into(), side(true)),
+        Column::new(c::BASE_AB_CALL_ID.into(), call(false, 0)),
+        Column::new(c::BASE_BA_CALL_ID.into(), call(false, 1)),
+        Column::new(c::NEW_AB_CALL_ID.into(), call(true, 0)),
+        Column::new(c::NEW_BA_CALL_ID.into(), call(true, 1)),
     ])
 }
 

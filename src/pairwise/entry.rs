@@ -62,8 +62,8 @@ impl Kind for PairwiseKind {
     }
 }
 
-/// `track query --by candidate|pair|judge`.
-static GROUPINGS: [Grouping; 3] = [
+/// `track query --by candidate|pair|judge|human`.
+static GROUPINGS: [Grouping; 4] = [
     Grouping {
         name: "candidate",
         help: "Pairwise, per candidate: wins, ties, losses, win rate (a tie as half a win) with its \
@@ -85,6 +85,15 @@ static GROUPINGS: [Grouping; 3] = [
         flags: &[],
         summary: by_judge,
     },
+    Grouping {
+        name: "human",
+        help: "Pairwise runs rated by people (`track rate` on the candidates' answers): per \
+               judge, the pairs a person decided (one answer passed, the other failed), how \
+               many the judge's verdict agrees with, that share and Cohen's kappa; and the \
+               judge's verdicts people rated themselves, and of those the ones rated pass",
+        flags: &[],
+        summary: by_human,
+    },
 ];
 
 fn verdicts(store: &Store, runs: &[i64]) -> anyhow::Result<Verdicts> {
@@ -101,6 +110,10 @@ fn by_pair(store: &Store, runs: &[i64], _: &QueryOptions<'_>) -> anyhow::Result<
 
 fn by_judge(store: &Store, runs: &[i64], _: &QueryOptions<'_>) -> anyhow::Result<DataFrame> {
     Ok(judge_summary(&verdicts(store, runs)?)?)
+}
+
+fn by_human(store: &Store, runs: &[i64], _: &QueryOptions<'_>) -> anyhow::Result<DataFrame> {
+    super::human::agreement_of_runs(store, runs)
 }
 
 /// The pairwise section.

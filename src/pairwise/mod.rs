@@ -15,6 +15,7 @@ pub mod entry;
 pub mod experiment;
 pub mod export;
 pub mod html;
+pub mod human;
 pub mod spec;
 pub mod stats;
 pub mod summary;

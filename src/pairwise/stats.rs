@@ -53,6 +53,8 @@ pub struct Judged {
     pub a: usize,
     pub b: usize,
     pub result: Combined,
+    /// The judge's calls (its answers): `a` shown first, then `b` shown first.
+    pub calls: [Option<i64>; 2],
 }
 
 /// Wins, ties and losses of one side, or of one pair (`wins` are the first's).
@@ -155,6 +157,7 @@ impl Verdicts {
         let mut items = Vec::new();
         let mut judge_names = Vec::new();
         let mut orders: BTreeMap<PairKey, [Option<Winner>; 2]> = BTreeMap::new();
+        let mut calls: BTreeMap<PairKey, [Option<i64>; 2]> = BTreeMap::new();
         let mut first_seen: Vec<PairKey> = Vec::new();
         let mut judges: Vec<JudgeRecord> = Vec::new();
         for r in rows {
@@ -178,17 +181,20 @@ impl Verdicts {
                 r.candidate_a.clone(),
                 r.candidate_b.clone(),
             );
+            let call_key = key.clone();
             let slot = orders.entry(key.clone()).or_insert_with(|| {
                 first_seen.push(key);
                 [None, None]
             });
             slot[usize::from(r.shown == Shown::Ba)] = Some(r.winner);
+            calls.entry(call_key).or_default()[usize::from(r.shown == Shown::Ba)] = r.call_id;
         }
         let mut judged = Vec::new();
         for key in first_seen {
             let Some([Some(ab), Some(ba)]) = orders.get(&key).copied() else {
                 continue;
             };
+            let calls = calls.get(&key).copied().unwrap_or_default();
             let (run_id, judge, item, repeat, a, b) = key;
             let result = Combined::of(ab, ba);
             let j = index_of(&mut judge_names, &judge);
@@ -204,6 +210,7 @@ impl Verdicts {
                 item,
                 repeat,
                 result,
+                calls,
             });
         }
         let mut verdicts = Self {

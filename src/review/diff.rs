@@ -7,8 +7,8 @@ use polars::prelude::*;
 
 use super::columns as cols;
 use crate::analysis::diff::{
-    DiffCounts, DiffError, KindDiff, Layout, MIN_BOOTSTRAP_UNITS, Pairing, UNCHANGED, difference,
-    either, mean, only_in, pair_by_key, sides,
+    BASE_CALL_ID, DiffCounts, DiffError, KindDiff, Layout, MIN_BOOTSTRAP_UNITS, NEW_CALL_ID,
+    Pairing, UNCHANGED, difference, either, mean, only_in, pair_by_key, sides,
 };
 use crate::analysis::stats::{BOOTSTRAP, BootstrapInterval, paired_bootstrap};
 use crate::store::{ParseStatus, ReviewColumns, ScoreColumns, Store};
@@ -68,6 +68,9 @@ struct ScoreItem {
     position: u32,
     /// `None` when N/A or when the review could not be read.
     score: Option<f64>,
+    /// The reviewer's call (its answer) when the item is one review's; `None` for the mean
+    /// of several (several generated files), or without a call.
+    call_id: Option<i64>,
 }
 
 /// What pairs score items: reviewer, generator, sensor and criterion.
@@ -151,6 +154,7 @@ fn score_items(reviews: &ReviewColumns, scores: &ScoreColumns) -> Vec<ScoreItem>
                 criterion,
                 position,
                 score: score.map(|s| s as f64),
+                call_id: reviews.call_id.get(r).copied().flatten(),
             };
             let (at, values) = index
                 .entry(item.key())
@@ -160,6 +164,8 @@ fn score_items(reviews: &ReviewColumns, scores: &ScoreColumns) -> Vec<ScoreItem>
                 items.push(item);
             } else {
                 items[*at].score = mean(values.iter().copied());
+                // The mean of several reviews: no one answer.
+                items[*at].call_id = None;
             }
         }
     }
@@ -359,6 +365,15 @@ fn items_frame(paired: &[Pairing<ScoreItem>]) -> PolarsResult<DataFrame> {
             })
             .collect()
     };
+    let call = |side: usize| -> Vec<Option<i64>> {
+        paired
+            .iter()
+            .map(|p| {
+                let (b, n) = sides(p);
+                if side == 0 { b } else { n }.and_then(|i| i.call_id)
+            })
+            .collect()
+    };
     let (base, new) = (score(0), score(1));
     let delta: Vec<Option<f64>> = base
         .iter()
@@ -385,6 +400,8 @@ fn items_frame(paired: &[Pairing<ScoreItem>]) -> PolarsResult<DataFrame> {
         Column::new(cols::BASE_SCORE.into(), base),
         Column::new(cols::NEW_SCORE.into(), new),
         Column::new(cols::DELTA_SCORE.into(), delta),
+        Column::new(BASE_CALL_ID.into(), call(0)),
+        Column::new(NEW_CALL_ID.into(), call(1)),
     ])
 }
 

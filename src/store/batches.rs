@@ -903,10 +903,10 @@ mod tests {
         let mut store = Store::open_in_memory().unwrap();
         let (one, two) = (
             store
-                .create_run(crate::experiment::ExperimentKind::Bench, None, None, "{}")
+                .create_run(crate::kind::ExperimentKind::Bench, None, None, "{}")
                 .unwrap(),
             store
-                .create_run(crate::experiment::ExperimentKind::Bench, None, None, "{}")
+                .create_run(crate::kind::ExperimentKind::Bench, None, None, "{}")
                 .unwrap(),
         );
         let lease = Duration::from_secs(60);
@@ -1210,7 +1210,7 @@ mod tests {
     fn batches_are_listed_newest_first_by_run() {
         let mut store = Store::open_in_memory().unwrap();
         let run = store
-            .create_run(crate::experiment::ExperimentKind::Bench, None, None, "{}")
+            .create_run(crate::kind::ExperimentKind::Bench, None, None, "{}")
             .unwrap();
         let k1 = keys(&["a"]);
         let mut of_run = intent(&k1);

@@ -1365,7 +1365,7 @@ pub(crate) mod tests {
     fn two_templates_of_one_case_are_two_results_and_several_checks_are_rows() {
         let mut store = Store::open_in_memory().unwrap();
         let run = store
-            .create_run(crate::experiment::ExperimentKind::Bench, None, None, "{}")
+            .create_run(crate::kind::ExperimentKind::Bench, None, None, "{}")
             .unwrap();
         let check = |method: &str, outcome| CheckRow {
             method: method.into(),
@@ -1470,7 +1470,7 @@ pub(crate) mod tests {
         let dir = tempfile::tempdir().unwrap();
         let mut store = Store::open(&dir.path().join("t.db")).unwrap();
         let run = store
-            .create_run(crate::experiment::ExperimentKind::Bench, None, None, "{}")
+            .create_run(crate::kind::ExperimentKind::Bench, None, None, "{}")
             .unwrap();
         let rows: Vec<BenchResultRow> = (0..3)
             .flat_map(|m| (0..5).map(move |p| row(run, m, p, Outcome::of_test(p % 2 == 0))))
@@ -1500,10 +1500,10 @@ pub(crate) mod tests {
         let dir = tempfile::tempdir().unwrap();
         let mut store = Store::open(&dir.path().join("t.db")).unwrap();
         let run = store
-            .create_run(crate::experiment::ExperimentKind::Bench, None, None, "{}")
+            .create_run(crate::kind::ExperimentKind::Bench, None, None, "{}")
             .unwrap();
         let plain = store
-            .create_run(crate::experiment::ExperimentKind::Bench, None, None, "{}")
+            .create_run(crate::kind::ExperimentKind::Bench, None, None, "{}")
             .unwrap();
         let mut rows = Vec::new();
         for m in 0..2 {
@@ -1561,7 +1561,7 @@ pub(crate) mod tests {
     fn failures_come_bounded_in_model_major_order() {
         let mut store = Store::open_in_memory().unwrap();
         let run = store
-            .create_run(crate::experiment::ExperimentKind::Bench, None, None, "{}")
+            .create_run(crate::kind::ExperimentKind::Bench, None, None, "{}")
             .unwrap();
         let mut failed = row(run, 1, 0, Outcome::Failed);
         failed.detail = Some("expected `4`, got `five`".into());
@@ -1595,7 +1595,7 @@ pub(crate) mod tests {
     fn results_round_trip_in_model_major_order() {
         let mut store = Store::open_in_memory().unwrap();
         let run = store
-            .create_run(crate::experiment::ExperimentKind::Bench, None, None, "{}")
+            .create_run(crate::kind::ExperimentKind::Bench, None, None, "{}")
             .unwrap();
         store
             .insert_bench_results(&[

@@ -839,10 +839,10 @@ mod tests {
     fn rows_come_in_batches_with_their_nulls_and_the_calls_they_reference() {
         let store = Store::open_in_memory().unwrap();
         let run = store
-            .create_run(crate::experiment::ExperimentKind::Bench, None, None, "{}")
+            .create_run(crate::kind::ExperimentKind::Bench, None, None, "{}")
             .unwrap();
         let other = store
-            .create_run(crate::experiment::ExperimentKind::Bench, None, None, "{}")
+            .create_run(crate::kind::ExperimentKind::Bench, None, None, "{}")
             .unwrap();
         store
             .conn
@@ -952,7 +952,7 @@ mod tests {
 
         // A run without rows: no batch at all.
         let empty = store
-            .create_run(crate::experiment::ExperimentKind::Bench, None, None, "{}")
+            .create_run(crate::kind::ExperimentKind::Bench, None, None, "{}")
             .unwrap();
         let mut none = 0;
         store
@@ -973,10 +973,10 @@ mod tests {
         use crate::store::{NewRating, Outcome, Verdict};
         let mut store = Store::open_in_memory().unwrap();
         let run = store
-            .create_run(crate::experiment::ExperimentKind::Bench, None, None, "{}")
+            .create_run(crate::kind::ExperimentKind::Bench, None, None, "{}")
             .unwrap();
         let unrated = store
-            .create_run(crate::experiment::ExperimentKind::Bench, None, None, "{}")
+            .create_run(crate::kind::ExperimentKind::Bench, None, None, "{}")
             .unwrap();
         let call = store
             .insert_answered("k1", "the whole answer\nof two lines")
@@ -1138,7 +1138,7 @@ mod tests {
     fn calls_are_read_in_ranges_skipping_the_ids_not_referenced() {
         let store = Store::open_in_memory().unwrap();
         let run = store
-            .create_run(crate::experiment::ExperimentKind::Bench, None, None, "{}")
+            .create_run(crate::kind::ExperimentKind::Bench, None, None, "{}")
             .unwrap();
         let mut sql = String::from("BEGIN;");
         for id in 1..=200 {
@@ -1192,7 +1192,7 @@ mod tests {
     fn a_value_of_the_wrong_type_names_its_table_and_column() {
         let store = Store::open_in_memory().unwrap();
         let run = store
-            .create_run(crate::experiment::ExperimentKind::Bench, None, None, "{}")
+            .create_run(crate::kind::ExperimentKind::Bench, None, None, "{}")
             .unwrap();
         store
             .conn
@@ -1220,10 +1220,10 @@ mod tests {
     fn a_run_is_partitioned_by_its_uid() {
         let store = Store::open_in_memory().unwrap();
         let a = store
-            .create_run(crate::experiment::ExperimentKind::Bench, None, None, "{}")
+            .create_run(crate::kind::ExperimentKind::Bench, None, None, "{}")
             .unwrap();
         let b = store
-            .create_run(crate::experiment::ExperimentKind::Review, None, None, "{}")
+            .create_run(crate::kind::ExperimentKind::Review, None, None, "{}")
             .unwrap();
         let uid = |id: i64| -> String {
             store

@@ -17,7 +17,7 @@ use rusqlite::{Connection, OptionalExtension, params};
 
 use super::stored::in_row;
 use super::{Result as StoreResult, RunStatus, Store, StoreError, merged_run_uid};
-use crate::experiment::ExperimentKind;
+use crate::kind::ExperimentKind;
 
 /// Why a merge was refused or failed; OUT is left as it was.
 #[derive(Debug, thiserror::Error)]

@@ -57,10 +57,10 @@ pub use review::{
 pub use runs::{RunErrorRow, RunInfo, RunSelector, RunStatus, RunTally};
 pub use stored::{UnknownInRow, UnknownName};
 pub use view::{
-    CallText, CandidateAnswer, CaseAnswer, CaseOrder, ConfusionCount, DiffItem, DiffModelRow,
-    GridCell, GridColumn, GridCount, GridQuery, MAX_CASE_RESULTS, MAX_GRID_COLUMNS, PairCount,
-    PredictionCell, Progress, ResultFilter, ReviewScoreCell, ReviewSheets, ReviewedSheet,
-    RunFilter, Transcript, VerdictCell,
+    COUNT_CASES, CallText, CandidateAnswer, CaseAnswer, CaseOrder, ConfusionCount, DiffItem,
+    DiffModelRow, GridCell, GridColumn, GridCount, GridQuery, MAX_CASE_RESULTS, MAX_GRID_COLUMNS,
+    PairCount, PredictionCell, Progress, ResultFilter, ReviewScoreCell, ReviewSheets,
+    ReviewedSheet, RunFilter, Transcript, VerdictCell,
 };
 pub use writer::Writer;
 
@@ -531,13 +531,13 @@ mod tests {
         let path = dir.path().join("track.db");
         let store = Store::open(&path).unwrap();
         store
-            .create_run(crate::experiment::ExperimentKind::Bench, None, None, "{}")
+            .create_run(crate::kind::ExperimentKind::Bench, None, None, "{}")
             .unwrap();
         drop(store);
         let read = Store::open_read_only(&path).unwrap();
         assert_eq!(read.list_runs().unwrap().len(), 1);
         assert!(
-            read.create_run(crate::experiment::ExperimentKind::Bench, None, None, "{}")
+            read.create_run(crate::kind::ExperimentKind::Bench, None, None, "{}")
                 .is_err(),
             "writes fail"
         );

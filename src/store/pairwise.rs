@@ -302,12 +302,7 @@ mod tests {
     fn verdicts_round_trip_with_their_enums() {
         let mut store = Store::open_in_memory().unwrap();
         let run = store
-            .create_run(
-                crate::experiment::ExperimentKind::Pairwise,
-                None,
-                None,
-                "{}",
-            )
+            .create_run(crate::kind::ExperimentKind::Pairwise, None, None, "{}")
             .unwrap();
         let row = VerdictRow {
             run_id: run,
@@ -343,20 +338,10 @@ mod tests {
     fn answers_round_trip_and_a_repeated_one_replaces_the_earlier() {
         let mut store = Store::open_in_memory().unwrap();
         let run = store
-            .create_run(
-                crate::experiment::ExperimentKind::Pairwise,
-                None,
-                None,
-                "{}",
-            )
+            .create_run(crate::kind::ExperimentKind::Pairwise, None, None, "{}")
             .unwrap();
         let other = store
-            .create_run(
-                crate::experiment::ExperimentKind::Pairwise,
-                None,
-                None,
-                "{}",
-            )
+            .create_run(crate::kind::ExperimentKind::Pairwise, None, None, "{}")
             .unwrap();
         let failed = AnswerRow {
             run_id: run,
@@ -402,20 +387,10 @@ mod tests {
     fn an_answers_uid_is_its_runs_uid_candidate_and_item_as_track_sha256_makes_it() {
         let mut store = Store::open_in_memory().unwrap();
         let run = store
-            .create_run(
-                crate::experiment::ExperimentKind::Pairwise,
-                None,
-                None,
-                "{}",
-            )
+            .create_run(crate::kind::ExperimentKind::Pairwise, None, None, "{}")
             .unwrap();
         let other = store
-            .create_run(
-                crate::experiment::ExperimentKind::Pairwise,
-                None,
-                None,
-                "{}",
-            )
+            .create_run(crate::kind::ExperimentKind::Pairwise, None, None, "{}")
             .unwrap();
         let row = AnswerRow {
             run_id: run,

@@ -397,7 +397,7 @@ mod tests {
     fn rated() -> (Store, i64, Vec<String>) {
         let mut store = Store::open_in_memory().unwrap();
         let run = store
-            .create_run(crate::experiment::ExperimentKind::Bench, None, None, "{}")
+            .create_run(crate::kind::ExperimentKind::Bench, None, None, "{}")
             .unwrap();
         store
             .insert_bench_results(&[
@@ -513,7 +513,7 @@ mod tests {
             RatingError::NoSuchResult { .. }
         ));
         let other = store
-            .create_run(crate::experiment::ExperimentKind::Bench, None, None, "{}")
+            .create_run(crate::kind::ExperimentKind::Bench, None, None, "{}")
             .unwrap();
         assert!(matches!(
             refused(new(other, &uids[0], Some(Verdict::Pass), "ann")),

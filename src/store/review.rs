@@ -185,6 +185,8 @@ pub struct ReviewColumns {
     pub cost_usd: Vec<Option<f64>>,
     pub paid_usd: Vec<Option<f64>>,
     pub cache_hit: Vec<bool>,
+    /// The reviewer's call (its answer), when one was made or served.
+    pub call_id: Vec<Option<i64>>,
 }
 
 /// A review with every score's justification, as a reader checks it.
@@ -485,7 +487,7 @@ impl Store {
             "SELECT id, run_id, reviewer_ref, generator_provider || ':' || generator_model, brand || ' ' || sensor,
                     brand || ' ' || sensor || ' | ' || generator_provider || ':' || generator_model
                         || ' | ' || generated_path, official_status, parse_status, average_score, overall_score,
-                    cost_usd, paid_usd, cache_hit
+                    cost_usd, paid_usd, cache_hit, call_id
              FROM reviews WHERE id IN ({newest})
              ORDER BY reviewer_ref, brand, sensor, generator_provider, generator_model,
                       generated_path, review_key, reviewed_at, id"
@@ -505,6 +507,7 @@ impl Store {
             reviews.cost_usd.push(r.get(10)?);
             reviews.paid_usd.push(r.get(11)?);
             reviews.cache_hit.push(r.get(12)?);
+            reviews.call_id.push(r.get(13)?);
         }
         let mut scores = ScoreColumns::default();
         let mut stmt = self.conn.prepare(&format!(

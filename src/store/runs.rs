@@ -8,7 +8,7 @@ use rusqlite::{OptionalExtension, params};
 
 use super::stored::{by_name, in_row, name};
 use super::{Result, Store, StoreError, now_rfc3339};
-use crate::experiment::ExperimentKind;
+use crate::kind::ExperimentKind;
 
 /// How a run ended (or that it has not).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -622,7 +622,7 @@ mod tests {
         // As `track merge` leaves them: a teammate's older run copied in after ours.
         let ours = store
             .create_run(
-                crate::experiment::ExperimentKind::Bench,
+                crate::kind::ExperimentKind::Bench,
                 Some("ours.yaml"),
                 None,
                 "{}",
@@ -630,14 +630,14 @@ mod tests {
             .unwrap();
         let theirs = store
             .create_run(
-                crate::experiment::ExperimentKind::Bench,
+                crate::kind::ExperimentKind::Bench,
                 Some("theirs.yaml"),
                 None,
                 "{}",
             )
             .unwrap();
         let later = store
-            .create_run(crate::experiment::ExperimentKind::Review, None, None, "{}")
+            .create_run(crate::kind::ExperimentKind::Review, None, None, "{}")
             .unwrap();
         for (id, started) in [
             (ours, "2026-11-20T10:00:00.000Z"),
@@ -665,7 +665,7 @@ mod tests {
         ));
         let a = store
             .create_run(
-                crate::experiment::ExperimentKind::Bench,
+                crate::kind::ExperimentKind::Bench,
                 Some("a.yaml"),
                 None,
                 "{}",
@@ -673,7 +673,7 @@ mod tests {
             .unwrap();
         let b = store
             .create_run(
-                crate::experiment::ExperimentKind::Bench,
+                crate::kind::ExperimentKind::Bench,
                 Some("b.yaml"),
                 None,
                 "{}",

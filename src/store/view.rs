@@ -85,6 +85,48 @@ pub struct GridColumn {
 pub struct GridCount {
     pub cases: u64,
     pub results: u64,
+    /// More cases match than were counted (`cases`, the results of which are `results`):
+    /// the counts are lower bounds.
+    pub more: bool,
+}
+
+/// A grid's count stops past this many cases (or past the page it is for, when further): a
+/// count of more would cost a read of more of the run than the page does.
+pub const COUNT_CASES: u64 = 10_000;
+
+/// A search matching at most this many calls is read first, and its results sought by call;
+/// one matching more is checked on a run's results as they are read.
+const FEW_MATCHES: u64 = 20_000;
+
+/// How a grid's search is applied to a run's results.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum SearchPlan {
+    /// No search.
+    None,
+    /// The calls matching these FTS5 words are read first, then their results, by call.
+    FromMatches(String),
+    /// The run's results are read, each kept if its call matches these words.
+    InMatches(String),
+}
+
+/// The FROM, WHERE and HAVING of the results of a grid query, grouped by case.
+#[derive(Debug)]
+struct Matching {
+    /// The results `r`, and what they are read from.
+    from: String,
+    /// On each result.
+    condition: String,
+    /// On each case (`HAVING …`), or empty.
+    having: String,
+}
+
+/// `parts` joined by AND; `1` when there are none.
+fn joined(parts: Vec<String>) -> String {
+    if parts.is_empty() {
+        "1".into()
+    } else {
+        parts.join(" AND ")
+    }
 }
 
 /// One result in a grid's cell (a cell holds one per repeat).
@@ -324,57 +366,124 @@ impl Store {
         Ok(methods.collect::<rusqlite::Result<_>>()?)
     }
 
-    /// The condition (on results `r` of run `?1`) of `query`'s filter and search.
-    fn grid_condition(query: &GridQuery, bound: &mut Bound) -> String {
-        let mut parts: Vec<String> = Vec::new();
-        match &query.filter {
-            ResultFilter::All => {}
-            ResultFilter::Failures => parts.push("r.status = 'failed'".into()),
-            ResultFilter::Errors => parts.push("r.status = 'error'".into()),
-            ResultFilter::Passes => parts.push("r.status = 'passed'".into()),
-            ResultFilter::Disagree => parts.push(
-                "r.status != 'error' AND r.prompt_index IN (
-                    SELECT d.prompt_index FROM bench_results d
-                    WHERE d.run_id = ?1 AND d.template_index >= 0 AND d.status != 'error'
-                    GROUP BY d.prompt_index HAVING min(d.status) != max(d.status))"
-                    .into(),
-            ),
-            ResultFilter::Check(method) => {
-                let m = bound.bind(method.clone());
-                parts.push(format!(
-                    "r.status != 'passed' AND (r.method = {m} OR EXISTS (
-                        SELECT 1 FROM bench_checks k
-                        WHERE k.run_id = ?1 AND k.model_index = r.model_index
-                        AND k.template_index = r.template_index
-                        AND k.prompt_index = r.prompt_index AND k.repeat_index = r.repeat_index
-                        AND k.method = {m} AND k.status != 'passed'))"
-                ));
+    /// How `query`'s search, if any, is best applied to run `?1`'s results: a search that
+    /// matches few calls is read first and its results sought by call; one that matches
+    /// many is checked on the run's results as they are read in case order.
+    fn search_plan(&self, query: &GridQuery) -> Result<SearchPlan> {
+        let Some(words) = query.search.as_deref().and_then(fts_query) else {
+            return Ok(SearchPlan::None);
+        };
+        let matches: i64 = self
+            .conn
+            .prepare_cached(
+                "SELECT count(*) FROM (SELECT rowid FROM call_text WHERE call_text MATCH ?1
+                                       LIMIT ?2)",
+            )?
+            .query_row((&words, FEW_MATCHES as i64 + 1), |r| r.get(0))?;
+        Ok(if matches as u64 <= FEW_MATCHES {
+            SearchPlan::FromMatches(words)
+        } else {
+            SearchPlan::InMatches(words)
+        })
+    }
+
+    /// The FROM, WHERE and HAVING of the results `query` matches among run `?1`'s results
+    /// `r`, grouped by case, searched as `plan` says.
+    fn grid_matching(query: &GridQuery, plan: &SearchPlan, bound: &mut Bound) -> Matching {
+        let from = match plan {
+            SearchPlan::FromMatches(words) => {
+                let q = bound.bind(words.clone());
+                // CROSS JOIN: the matches first, whatever the planner guesses of the run.
+                format!(
+                    "(SELECT rowid AS call_id FROM call_text WHERE call_text MATCH {q}) m
+                     CROSS JOIN bench_results r ON r.call_id = m.call_id"
+                )
             }
-        }
-        if let Some(words) = query.search.as_deref().and_then(fts_query) {
-            let q = bound.bind(words);
-            parts.push(format!(
+            SearchPlan::None | SearchPlan::InMatches(_) => "bench_results r".to_owned(),
+        };
+        let (mut condition, having) = Self::filter_condition(&query.filter, bound);
+        if let SearchPlan::InMatches(words) = plan {
+            let q = bound.bind(words.clone());
+            condition.push(format!(
                 "r.call_id IN (SELECT rowid FROM call_text WHERE call_text MATCH {q})"
             ));
         }
-        if parts.is_empty() {
-            "1".into()
-        } else {
-            parts.join(" AND ")
+        Matching {
+            from,
+            condition: joined(condition),
+            having: having.map_or_else(String::new, |h| format!("HAVING {h}")),
         }
     }
 
-    /// How many cases and results of run `run_id` `query` matches.
-    pub(crate) fn grid_count(&self, run_id: i64, query: &GridQuery) -> Result<GridCount> {
+    /// The condition on each result `r` of run `?1` of `filter`, and on each case (the
+    /// results grouped by `prompt_index`), if any.
+    fn filter_condition(filter: &ResultFilter, bound: &mut Bound) -> (Vec<String>, Option<String>) {
+        // A case has a result of `status` (one seek in the index by case).
+        let case_has = |status: &str| {
+            format!(
+                "EXISTS (SELECT 1 FROM bench_results d WHERE d.run_id = ?1
+                         AND d.prompt_index = r.prompt_index AND d.status = '{status}'
+                         AND d.template_index >= 0)"
+            )
+        };
+        match filter {
+            ResultFilter::All => (Vec::new(), None),
+            ResultFilter::Failures => (vec!["r.status = 'failed'".into()], None),
+            ResultFilter::Errors => (vec!["r.status = 'error'".into()], None),
+            ResultFilter::Passes => (vec!["r.status = 'passed'".into()], None),
+            // One answer passed and another failed: asked once per case, not per result.
+            ResultFilter::Disagree => (
+                vec!["r.status != 'error'".into()],
+                Some(format!("{} AND {}", case_has("passed"), case_has("failed"))),
+            ),
+            ResultFilter::Check(method) => {
+                let m = bound.bind(method.clone());
+                (
+                    vec![format!(
+                        "r.status != 'passed' AND (r.method = {m} OR EXISTS (
+                            SELECT 1 FROM bench_checks k
+                            WHERE k.run_id = ?1 AND k.model_index = r.model_index
+                            AND k.template_index = r.template_index
+                            AND k.prompt_index = r.prompt_index AND k.repeat_index = r.repeat_index
+                            AND k.method = {m} AND k.status != 'passed'))"
+                    )],
+                    None,
+                )
+            }
+        }
+    }
+
+    /// How many cases and results of run `run_id` `query` matches, counted to `enough` cases:
+    /// past them, [`GridCount::more`] says more match (a run of a million results is not
+    /// read whole to be counted; see [`COUNT_CASES`]).
+    pub fn grid_count(&self, run_id: i64, query: &GridQuery, enough: u64) -> Result<GridCount> {
+        let plan = self.search_plan(query)?;
+        self.grid_count_as(run_id, query, enough, &plan)
+    }
+
+    /// [`Store::grid_count`], searching as `plan` says.
+    fn grid_count_as(
+        &self,
+        run_id: i64,
+        query: &GridQuery,
+        enough: u64,
+        plan: &SearchPlan,
+    ) -> Result<GridCount> {
         let mut bound = Bound::default();
         bound.bind(run_id);
-        let condition = Self::grid_condition(query, &mut bound);
-        // Grouped in case order along the index, not counted distinct (which would sort).
+        let Matching {
+            from,
+            condition,
+            having,
+        } = Self::grid_matching(query, plan, &mut bound);
+        let limit = bound.bind(enough.saturating_add(1).min(i64::MAX as u64) as i64);
+        // Grouped in case order along the index, not counted distinct (which would sort),
+        // and no further than one case past `enough`.
         let sql = format!(
             "SELECT count(*), coalesce(sum(n), 0) FROM (
-                SELECT count(*) AS n FROM bench_results r
+                SELECT count(*) AS n FROM {from}
                 WHERE r.run_id = ?1 AND r.template_index >= 0 AND {condition}
-                GROUP BY r.prompt_index)"
+                GROUP BY r.prompt_index {having} LIMIT {limit})"
         );
         let (cases, results): (i64, i64) = self
             .conn
@@ -382,9 +491,11 @@ impl Store {
             .query_row(rusqlite::params_from_iter(&bound.params), |r| {
                 Ok((r.get(0)?, r.get(1)?))
             })?;
+        let more = cases as u64 > enough;
         Ok(GridCount {
-            cases: cases as u64,
+            cases: (cases as u64).min(enough),
             results: results as u64,
+            more,
         })
     }
 
@@ -396,9 +507,26 @@ impl Store {
         limit: u64,
         offset: u64,
     ) -> Result<Vec<i64>> {
+        let plan = self.search_plan(query)?;
+        self.grid_cases_as(run_id, query, limit, offset, &plan)
+    }
+
+    /// [`Store::grid_cases`], searching as `plan` says.
+    fn grid_cases_as(
+        &self,
+        run_id: i64,
+        query: &GridQuery,
+        limit: u64,
+        offset: u64,
+        plan: &SearchPlan,
+    ) -> Result<Vec<i64>> {
         let mut bound = Bound::default();
         bound.bind(run_id);
-        let condition = Self::grid_condition(query, &mut bound);
+        let Matching {
+            from,
+            condition,
+            having,
+        } = Self::grid_matching(query, plan, &mut bound);
         let order = match query.order {
             CaseOrder::Case => "r.prompt_index",
             CaseOrder::Latency => "max(r.latency_ms) DESC, r.prompt_index",
@@ -410,17 +538,18 @@ impl Store {
         let limit = bound.bind(limit as i64);
         let offset = bound.bind(offset as i64);
         let sql = format!(
-            "SELECT r.prompt_index FROM bench_results r
+            "SELECT r.prompt_index FROM {from}
              WHERE r.run_id = ?1 AND r.template_index >= 0 AND {condition}
-             GROUP BY r.prompt_index ORDER BY {order} LIMIT {limit} OFFSET {offset}"
+             GROUP BY r.prompt_index {having} ORDER BY {order} LIMIT {limit} OFFSET {offset}"
         );
         let mut stmt = self.conn.prepare_cached(&sql)?;
         let cases = stmt.query_map(rusqlite::params_from_iter(&bound.params), |r| r.get(0))?;
         Ok(cases.collect::<rusqlite::Result<_>>()?)
     }
 
-    /// Every result of run `run_id` in cases `cases`, each marked matched or not by `query`.
-    pub(crate) fn grid_cells(
+    /// Every result of run `run_id` in cases `cases` (a page's: each of them matched by
+    /// `query` as a case), each marked matched or not by `query`.
+    pub fn grid_cells(
         &self,
         run_id: i64,
         query: &GridQuery,
@@ -431,9 +560,17 @@ impl Store {
         }
         let mut bound = Bound::default();
         bound.bind(run_id);
-        let condition = Self::grid_condition(query, &mut bound);
+        // The cases are the page's: their condition (a HAVING) holds; each result's is asked.
+        let (mut condition, _) = Self::filter_condition(&query.filter, &mut bound);
+        if let Some(words) = query.search.as_deref().and_then(fts_query) {
+            // A page's few results: each call looked up in the index.
+            let q = bound.bind(words);
+            condition.push(format!(
+                "EXISTS (SELECT 1 FROM call_text WHERE call_text MATCH {q} AND rowid = r.call_id)"
+            ));
+        }
         let list: Vec<String> = cases.iter().map(|&c| bound.bind(c)).collect();
-        let sql = cells_sql(&condition, &list.join(", "));
+        let sql = cells_sql(&joined(condition), &list.join(", "));
         let mut stmt = self.conn.prepare(&sql)?;
         let cells = stmt.query_map(rusqlite::params_from_iter(&bound.params), |r| {
             let mut cell = grid_cell(r)?;
@@ -1115,6 +1252,9 @@ mod tests {
     use super::*;
     use crate::store::{BenchResultRow, NewCall};
 
+    /// A count to the end.
+    const ALL: u64 = u64::MAX;
+
     /// A result of `model` (with `template`) on case `prompt`, answered by call `call_id`.
     fn row(
         run_id: i64,
@@ -1177,7 +1317,7 @@ mod tests {
     fn filled() -> (Store, i64) {
         let mut store = Store::open_in_memory().unwrap();
         let run = store
-            .create_run(crate::experiment::ExperimentKind::Bench, None, None, "{}")
+            .create_run(crate::kind::ExperimentKind::Bench, None, None, "{}")
             .unwrap();
         let mut rows = Vec::new();
         for prompt in 0..60u32 {
@@ -1233,19 +1373,21 @@ mod tests {
         };
         let all = query(ResultFilter::All);
         assert_eq!(
-            store.grid_count(run, &all).unwrap(),
+            store.grid_count(run, &all, ALL).unwrap(),
             GridCount {
                 cases: 60,
-                results: 240
+                results: 240,
+                more: false,
             }
         );
         let failures = query(ResultFilter::Failures);
         // Cases 0, 3, ..., 57: 20 cases, two templates each.
         assert_eq!(
-            store.grid_count(run, &failures).unwrap(),
+            store.grid_count(run, &failures, ALL).unwrap(),
             GridCount {
                 cases: 20,
-                results: 40
+                results: 40,
+                more: false,
             }
         );
         let first = store.grid_cases(run, &failures, 15, 0).unwrap();
@@ -1257,12 +1399,93 @@ mod tests {
         // Disagree: model 1 failed where model 0 passed (case 7's error is left out: its
         // passes agree).
         let disagree = query(ResultFilter::Disagree);
-        assert_eq!(store.grid_count(run, &disagree).unwrap().cases, 20);
+        assert_eq!(store.grid_count(run, &disagree, ALL).unwrap().cases, 20);
         // By check: the single check `exact` of the failed results; none for another method.
         let exact = query(ResultFilter::Check("exact".into()));
-        assert_eq!(store.grid_count(run, &exact).unwrap().results, 42);
+        assert_eq!(store.grid_count(run, &exact, ALL).unwrap().results, 42);
         let other = query(ResultFilter::Check("contains".into()));
-        assert_eq!(store.grid_count(run, &other).unwrap().results, 0);
+        assert_eq!(store.grid_count(run, &other, ALL).unwrap().results, 0);
+    }
+
+    #[test]
+    fn a_count_stops_past_the_cases_it_needs_and_says_so() {
+        let (store, run) = filled();
+        let all = GridQuery::default();
+        let stopped = store.grid_count(run, &all, 10).unwrap();
+        assert_eq!(stopped.cases, 10);
+        assert!(stopped.more);
+        // A lower bound: the results of the cases it read (4 each).
+        assert!((40..=44).contains(&stopped.results), "{stopped:?}");
+        assert_eq!(
+            store.grid_count(run, &all, 60).unwrap(),
+            GridCount {
+                cases: 60,
+                results: 240,
+                more: false
+            }
+        );
+        assert!(store.grid_count(run, &all, 59).unwrap().more);
+        // Filtered and grouped (models disagree: 20 cases), the same.
+        let disagree = GridQuery {
+            filter: ResultFilter::Disagree,
+            ..Default::default()
+        };
+        let stopped = store.grid_count(run, &disagree, 5).unwrap();
+        assert_eq!((stopped.cases, stopped.more), (5, true));
+        assert!(!store.grid_count(run, &disagree, 20).unwrap().more);
+    }
+
+    #[test]
+    fn a_search_read_from_its_matches_finds_what_one_checked_on_each_result_finds() {
+        let (store, run) = filled();
+        for words in ["zebra", "brief", "question 12", "four", "nothing-like-it"] {
+            let fts = fts_query(words).unwrap();
+            for filter in [
+                ResultFilter::All,
+                ResultFilter::Failures,
+                ResultFilter::Disagree,
+                ResultFilter::Check("exact".into()),
+            ] {
+                for order in [CaseOrder::Case, CaseOrder::Latency] {
+                    let query = GridQuery {
+                        filter: filter.clone(),
+                        search: Some(words.into()),
+                        order,
+                    };
+                    let from = SearchPlan::FromMatches(fts.clone());
+                    let each = SearchPlan::InMatches(fts.clone());
+                    let counted = store.grid_count_as(run, &query, ALL, &from).unwrap();
+                    assert_eq!(
+                        counted,
+                        store.grid_count_as(run, &query, ALL, &each).unwrap(),
+                        "{query:?}"
+                    );
+                    assert_eq!(counted, store.grid_count(run, &query, ALL).unwrap());
+                    let cases = store.grid_cases_as(run, &query, 100, 0, &from).unwrap();
+                    assert_eq!(
+                        cases,
+                        store.grid_cases_as(run, &query, 100, 0, &each).unwrap(),
+                        "{query:?}"
+                    );
+                    // The page's cells: as many marked matched as were counted.
+                    let cells = store.grid_cells(run, &query, &cases).unwrap();
+                    let matched = cells.iter().filter(|c| c.matched).count() as u64;
+                    assert_eq!(matched, counted.results, "{query:?}");
+                    assert_eq!(cases.len() as u64, counted.cases, "{query:?}");
+                }
+            }
+        }
+        // Few matches are read first; many are checked on each result.
+        let plan = |words: &str| {
+            store
+                .search_plan(&GridQuery {
+                    search: Some(words.into()),
+                    ..Default::default()
+                })
+                .unwrap()
+        };
+        assert!(matches!(plan("zebra"), SearchPlan::FromMatches(_)));
+        assert_eq!(plan(" "), SearchPlan::None);
     }
 
     #[test]
@@ -1318,6 +1541,7 @@ mod tests {
                         search: Some(words.into()),
                         ..Default::default()
                     },
+                    ALL,
                 )
                 .unwrap()
         };
@@ -1325,14 +1549,16 @@ mod tests {
             search(&store, "zebra"),
             GridCount {
                 cases: 1,
-                results: 4
+                results: 4,
+                more: false,
             }
         );
         assert_eq!(
             search(&store, "question 12"),
             GridCount {
                 cases: 1,
-                results: 4
+                results: 4,
+                more: false,
             }
         );
         assert_eq!(search(&store, "brief").results, 240, "the system prompt");
@@ -1349,7 +1575,8 @@ mod tests {
             search(&store, "okapi"),
             GridCount {
                 cases: 1,
-                results: 1
+                results: 1,
+                more: false,
             }
         );
         assert_eq!(fts_query("  "), None);
@@ -1430,8 +1657,11 @@ mod tests {
             filter: ResultFilter::Check(method.into()),
             ..Default::default()
         };
-        assert_eq!(store.grid_count(run, &by("contains")).unwrap().results, 1);
-        assert_eq!(store.grid_count(run, &by("judge")).unwrap().results, 0);
+        assert_eq!(
+            store.grid_count(run, &by("contains"), ALL).unwrap().results,
+            1
+        );
+        assert_eq!(store.grid_count(run, &by("judge"), ALL).unwrap().results, 0);
         assert!(
             store
                 .grid_check_methods(run)
@@ -1480,6 +1710,50 @@ mod tests {
             cells.contains("bench_results_by_case (run_id=? AND prompt_index=?)"),
             "{cells}"
         );
+        // A search of few matches reads them first, then their results by call.
+        let mut bound = Bound::default();
+        bound.bind(run);
+        let query = GridQuery {
+            search: Some("zebra".into()),
+            ..Default::default()
+        };
+        let plan_of = |query: &GridQuery, search: &SearchPlan, bound: &mut Bound| {
+            let Matching {
+                from,
+                condition,
+                having,
+            } = Store::grid_matching(query, search, bound);
+            format!(
+                "SELECT r.prompt_index FROM {from}
+                 WHERE r.run_id = ?1 AND r.template_index >= 0 AND {condition}
+                 GROUP BY r.prompt_index {having} LIMIT 50"
+            )
+        };
+        let sql = plan_of(
+            &query,
+            &SearchPlan::FromMatches("\"zebra\"".into()),
+            &mut bound,
+        );
+        let params: Vec<&dyn rusqlite::ToSql> = bound
+            .params
+            .iter()
+            .map(|p| p as &dyn rusqlite::ToSql)
+            .collect();
+        let searched = plan(&sql, &params);
+        let first = searched.lines().next().unwrap_or_default();
+        assert!(first.contains("VIRTUAL TABLE INDEX"), "{searched}");
+        assert!(searched.contains("bench_results_by_call"), "{searched}");
+        // Models disagree: asked of each case along the index, not of a list of the run's.
+        let mut bound = Bound::default();
+        bound.bind(run);
+        let disagree = GridQuery {
+            filter: ResultFilter::Disagree,
+            ..Default::default()
+        };
+        let sql = plan_of(&disagree, &SearchPlan::None, &mut bound);
+        let disagreeing = plan(&sql, &[&run]);
+        assert!(!disagreeing.contains("LIST SUBQUERY"), "{disagreeing}");
+        assert!(!disagreeing.contains("TEMP B-TREE"), "{disagreeing}");
         // Other queries of a run keep their plans (and row orders): the partial indexes are
         // not theirs.
         let export = plan("SELECT * FROM bench_results t WHERE t.run_id = ?1", &[&run]);

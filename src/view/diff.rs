@@ -90,6 +90,7 @@ pub(crate) async fn diff(
             format!("{:.1} %", passed as f64 * 100.0 / n as f64)
         }
     };
+    let any_significant = models.iter().any(significant);
     let body = html! {
         h1 { "Run " a href=(format!("/runs/{base}")) { (base) } " → run " a href=(format!("/runs/{new}")) { (new) } }
         h2 { "Per model" }
@@ -97,7 +98,8 @@ pub(crate) async fn diff(
             thead { tr {
                 th { "Model" } th { "Template" } th.num { "Shared" } th.num { "Success before" }
                 th.num { "Success after" } th.num { "Regressions" } th.num { "Fixes" }
-                th.num { "New errors" } th.num { "McNemar p" } th { "" }
+                th.num { "New errors" } th.num { "McNemar p" }
+                @if any_significant { th { "" } }
             } }
             tbody {
                 @for row in &models {
@@ -111,8 +113,10 @@ pub(crate) async fn diff(
                         td.num { (row.fixes) }
                         td.num { (row.new_errors) }
                         td.num { (p_value(row).map_or_else(|| "–".to_owned(), |p| format!("{p:.4}"))) }
-                        td {
-                            @if significant(row) { span.diff-regression { "significant regression" } }
+                        @if any_significant {
+                            td {
+                                @if significant(row) { span.diff-regression { "significant regression" } }
+                            }
                         }
                     }
                 }

@@ -9,10 +9,12 @@ use axum::response::Html;
 use maud::{Markup, html};
 
 use super::format;
-use super::layout::{page_of_run, pager, run_heading};
+use super::layout::{page_of_run, pager_open, run_heading};
 use super::params::{FILTERS, GridParams, ORDERS, PAGE_SIZE, page_count, page_value};
 use super::server::{App, ViewError};
-use crate::store::{GridCell, GridColumn, GridCount, Outcome, Rating, ResultFilter, RunInfo};
+use crate::store::{
+    COUNT_CASES, GridCell, GridColumn, GridCount, GridQuery, Outcome, Rating, ResultFilter, RunInfo,
+};
 
 /// What the grid page shows, read in one go.
 struct Grid {
@@ -44,7 +46,9 @@ pub(crate) async fn grid(
     let offset = (number - 1) * PAGE_SIZE;
     let grid = app
         .read(move |store| {
-            let count = store.grid_count(run_id, &query)?;
+            // Counted far enough to know whether a page follows this one.
+            let enough = COUNT_CASES.max(offset + PAGE_SIZE);
+            let count = store.grid_count(run_id, &query, enough)?;
             let cases = store.grid_cases(run_id, &query, PAGE_SIZE, offset)?;
             let cells = store.grid_cells(run_id, &query, &cases)?;
             let uids: Vec<String> = cells.iter().filter_map(|c| c.uid.clone()).collect();
@@ -136,38 +140,53 @@ fn render(grid: &Grid, params: &GridParams, number: u64, app_rater: &str) -> Mar
             }
         }
         p.keys { "Keys: j/k move between results, Enter opens one, p/f mark it pass/fail, 1-5 score it (rated by " (app_rater) ")." }
-        p.count {
-            span #result-count { (grid.count.results) } " results in "
-            span #case-count { (grid.count.cases) } " cases"
+        @if grid.count.more {
+            p.count title=(format!("Counted to the first {} matching cases: more match.", grid.count.cases)) {
+                "More than " span #result-count { (grid.count.results) } " results in more than "
+                span #case-count { (grid.count.cases) } " cases"
+            }
+        } @else {
+            p.count {
+                span #result-count { (grid.count.results) } " results in "
+                span #case-count { (grid.count.cases) } " cases"
+            }
         }
-        table.grid {
-            thead {
-                tr {
-                    th { "Case" }
-                    @for column in &grid.columns {
-                        th {
-                            (column.model_ref)
-                            @if several_templates {
-                                br;
-                                small { (column.template_name.as_deref().unwrap_or("–")) }
+        @if grid.cases.is_empty() {
+            @if is_live(&grid.run) && grid.count.results == 0 && params.query().is_ok_and(|q| q == GridQuery::default()) {
+                p.empty { "No result stored yet: this page follows the run and shows its results when it ends." }
+            } @else {
+                p.empty { "No case matches." }
+            }
+        } @else {
+            table.grid {
+                thead {
+                    tr {
+                        th { "Case" }
+                        @for column in &grid.columns {
+                            th {
+                                (column.model_ref)
+                                @if several_templates {
+                                    br;
+                                    small { (column.template_name.as_deref().unwrap_or("–")) }
+                                }
                             }
                         }
                     }
                 }
-            }
-            tbody {
-                @for case in &grid.cases {
-                    tr {
-                        th.case {
-                            a href=(format!("/runs/{run_id}/cases/{case}")) title="all answers side by side" {
-                                (names.get(case).copied().unwrap_or("?"))
+                tbody {
+                    @for case in &grid.cases {
+                        tr {
+                            th.case {
+                                a href=(format!("/runs/{run_id}/cases/{case}")) title="all answers side by side" {
+                                    (names.get(case).copied().unwrap_or("?"))
+                                }
                             }
-                        }
-                        @for column in &grid.columns {
-                            td {
-                                @if let Some(cells) = by_cell.get(&(*case, column.model_index, column.template_index)) {
-                                    @for cell in cells {
-                                        (cell_link(run_id, cell, cell.uid.as_ref().and_then(|u| grid.rated.get(u))))
+                            @for column in &grid.columns {
+                                td {
+                                    @if let Some(cells) = by_cell.get(&(*case, column.model_index, column.template_index)) {
+                                        @for cell in cells {
+                                            (cell_link(run_id, cell, cell.uid.as_ref().and_then(|u| grid.rated.get(u))))
+                                        }
                                     }
                                 }
                             }
@@ -176,11 +195,13 @@ fn render(grid: &Grid, params: &GridParams, number: u64, app_rater: &str) -> Mar
                 }
             }
         }
-        @if grid.cases.is_empty() {
-            p.empty { "No case matches." }
-        }
-        (pager(number, page_count(grid.count.cases), |p| params.link(run_id, |q| q.page = page_value(p))))
+        (pager_open(number, page_count(grid.count.cases), grid.count.more, |p| params.link(run_id, |q| q.page = page_value(p))))
     }
+}
+
+/// Whether `run` is still going (its page follows it live).
+fn is_live(run: &RunInfo) -> bool {
+    matches!(run.status.as_str(), "running" | "waiting")
 }
 
 /// One result in a cell: its outcome's mark and latency, a link to its transcript.

@@ -145,11 +145,22 @@ pub(crate) async fn review_sheets(
         }
         h2 { "The reviewer's answer" }
         @match &sheets.answer {
-            Some(text) => { pre.answer { (text) } }
+            Some(text) => { pre.answer { (readable_json(text)) } }
             None => { p.empty { "No answer stored." } }
         }
     };
     Ok(Html(page(&app, "Review", body).into_string()))
+}
+
+/// `text` laid out on several lines when it is a JSON object (as reviewers answer), else as
+/// it is.
+fn readable_json(text: &str) -> String {
+    match serde_json::from_str::<serde_json::Value>(text) {
+        Ok(value @ serde_json::Value::Object(_)) => {
+            serde_json::to_string_pretty(&value).unwrap_or_else(|_| text.to_owned())
+        }
+        _ => text.to_owned(),
+    }
 }
 
 /// A relevance run: the confusion counts, then each image with its predicates' WITH and
@@ -342,4 +353,20 @@ pub(crate) async fn image(
         content,
     )
         .into_response())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::readable_json;
+
+    #[test]
+    fn a_json_answer_is_laid_out_and_other_text_kept() {
+        assert_eq!(
+            readable_json(r#"{"p1_score": 4, "p1_justification": "fine"}"#),
+            "{\n  \"p1_score\": 4,\n  \"p1_justification\": \"fine\"\n}"
+        );
+        assert_eq!(readable_json("Sorry, no."), "Sorry, no.");
+        assert_eq!(readable_json("[1, 2]"), "[1, 2]");
+        assert_eq!(readable_json(r#"{"a": 1,}"#), r#"{"a": 1,}"#);
+    }
 }

@@ -23,6 +23,7 @@ pub(crate) fn page_of_run(app: &App, title: &str, body: Markup, run: Option<&Run
                 meta name="viewport" content="width=device-width, initial-scale=1";
                 meta name="csrf-token" content=(app.csrf);
                 title { (title) " · track view" }
+                link rel="icon" type="image/svg+xml" href=(super::assets::ICON_PATH);
                 link rel="stylesheet" href="/assets/view.css";
                 script src="/assets/view.js" defer {}
             }
@@ -30,7 +31,7 @@ pub(crate) fn page_of_run(app: &App, title: &str, body: Markup, run: Option<&Run
                     data-ratings=[app.ratings.then_some("true")] {
                 header.top {
                     a.brand href="/" { "track view" }
-                    span.db { (app.db) }
+                    span.db title=(app.db) { (format::database_name(std::path::Path::new(&app.db))) }
                 }
                 main { (body) }
             }
@@ -39,14 +40,19 @@ pub(crate) fn page_of_run(app: &App, title: &str, body: Markup, run: Option<&Run
 }
 
 /// "Page x of y" with links to the previous and next pages, made by `link(page)`.
-pub(crate) fn pager(page: u64, pages: u64, link: impl Fn(u64) -> String) -> Markup {
+pub fn pager(page: u64, pages: u64, link: impl Fn(u64) -> String) -> Markup {
+    pager_open(page, pages, false, link)
+}
+
+/// [`pager`] of a count that stopped (`more`: more pages than `pages` follow).
+pub fn pager_open(page: u64, pages: u64, more: bool, link: impl Fn(u64) -> String) -> Markup {
     html! {
         nav.pager aria-label="pages" {
             @if page > 1 {
                 a rel="prev" href=(link(page - 1)) { "← Previous" }
             }
-            span { "Page " (page) " of " (pages) }
-            @if page < pages {
+            span { "Page " (page) " of " (pages) @if more { "+" } }
+            @if page < pages || more {
                 a rel="next" href=(link(page + 1)) { "Next →" }
             }
         }
@@ -75,12 +81,28 @@ pub(crate) fn run_heading(run: &RunInfo) -> Markup {
         h1 { "Run " (run.id) " · " (run.kind.as_str()) }
         dl.facts {
             dt { "File" } dd { (run.file.as_deref().unwrap_or("–")) }
-            dt { "Models" } dd { (run.models.as_deref().unwrap_or("–")) }
-            dt { "Started" } dd { (run.started_at) }
+            dt { "Models" } dd { (format::models(run.models.as_deref())) }
+            dt { "Started" } dd { time datetime=(run.started_at) { (format::when(&run.started_at)) } }
             dt { "Status" } dd { (progress(run)) }
             dt { "Cost" } dd { (format::usd(Some(run.tally.cost_usd))) " (paid " (format::usd(Some(run.tally.paid_usd))) ")" }
             dt { "Cache hits" } dd { (run.tally.cache_hits) }
             dt { "Errors" } dd { (run.tally.errors) }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_pager_of_a_stopped_count_leads_on() {
+        let link = |p: u64| format!("/runs/1?page={p}");
+        let stopped = pager_open(200, 200, true, link).into_string();
+        assert!(stopped.contains("Page 200 of 200+"), "{stopped}");
+        assert!(stopped.contains("href=\"/runs/1?page=201\""), "{stopped}");
+        let last = pager(3, 3, link).into_string();
+        assert!(last.contains("Page 3 of 3<"), "{last}");
+        assert!(!last.contains("rel=\"next\""), "{last}");
     }
 }

@@ -137,7 +137,7 @@ pub(crate) fn form(
             p.current-rating {
                 "Rated " strong { (r.verdict.map_or("–", Verdict::as_str)) }
                 @if let Some(score) = r.score { ", " (score) "/5" }
-                " by " (r.rater) " at " (r.created_at)
+                " by " (r.rater) " at " time datetime=(r.created_at) { (super::format::when(&r.created_at)) }
                 @if let Some(comment) = &r.comment { ": " (comment) }
             }
         } @else {

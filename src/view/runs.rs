@@ -63,7 +63,7 @@ pub(crate) async fn list(
             }
             button type="submit" { "Filter" }
         }
-        p.count { (total) " runs" }
+        p.count { (format::counted(total, "run", "runs")) }
         table.runs {
             thead { tr {
                 th { "Run" } th { "Kind" } th { "Status" } th { "File" } th { "Models" }
@@ -76,8 +76,8 @@ pub(crate) async fn list(
                         td { (run.kind.as_str()) }
                         td { (progress(run)) }
                         td { (run.file.as_deref().unwrap_or("–")) }
-                        td.models { (run.models.as_deref().unwrap_or("–")) }
-                        td { (run.started_at) }
+                        td.models { (format::models(run.models.as_deref())) }
+                        td { time datetime=(run.started_at) { (format::when(&run.started_at)) } }
                         td.num { (format::usd(Some(run.tally.cost_usd))) }
                         td.num { (run.tally.errors) }
                     }

@@ -89,6 +89,7 @@ impl IntoResponse for ViewError {
                 head {
                     meta charset="utf-8";
                     title { "track view: " (status.as_str()) }
+                    link rel="icon" type="image/svg+xml" href=(super::assets::ICON_PATH);
                     link rel="stylesheet" href="/assets/view.css";
                 }
                 body {
@@ -126,6 +127,7 @@ fn router(app: Arc<App>) -> Router {
         )
         .route("/events", get(super::live::events))
         .route("/assets/{file}", get(super::assets::file))
+        .route("/favicon.ico", get(super::assets::icon))
         .fallback(|| async { ViewError::NotFound("No page at this address.".into()) })
         .layer(axum::middleware::from_fn_with_state(
             Arc::clone(&app),

@@ -105,7 +105,7 @@ fn measures(t: &Transcript) -> Markup {
             @if let Some(score) = t.score {
                 dt { "Score" } dd { (format!("{score:.3}")) }
             }
-            dt { "Answered" } dd { (t.created_at) }
+            dt { "Answered" } dd { time datetime=(t.created_at) { (format::when(&t.created_at)) } }
         }
     }
 }

@@ -225,3 +225,89 @@ fn diff_items_show_both_runs_answers_whole_in_csv_and_cut_in_a_table() {
         assert!(line.chars().count() <= 80, "{line:?} in\n{table}");
     }
 }
+
+#[test]
+fn diff_items_of_reviews_show_each_run_s_reviewer_answer() {
+    let s = Sandbox::new();
+    crate::review::add_review_files(&s);
+    for _ in 0..2 {
+        s.track()
+            .args([
+                "review-datasheets",
+                "--reviewer",
+                "openai:gpt-4o-mini",
+                "-q",
+            ])
+            .assert()
+            .success();
+    }
+    let out = s
+        .track()
+        .args(["diff", "1", "2", "--items", "--format", "csv"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    s.write("items.csv", &text(&out.stdout));
+    let rows = csv_rows(&s.path("items.csv"));
+    // The review of `BME280 text one` (by gpt-4o): its answer, whole, on each criterion.
+    let of_text_one: Vec<_> = rows
+        .iter()
+        .filter(|r| r["generator"] == "openai:gpt-4o" && r["sensor"] == "Bosch BME280")
+        .collect();
+    assert_eq!(of_text_one.len(), 17, "16 criteria and the overall score");
+    for row in of_text_one {
+        for side in ["base_answer", "new_answer"] {
+            assert!(
+                row[side].starts_with("Here is my review.\n```json\n{\"p1_score\": 4")
+                    && row[side].ends_with("Let me know!"),
+                "{side}: {row:?}"
+            );
+        }
+    }
+    // The unparsable review's answer too.
+    let hdc = rows
+        .iter()
+        .find(|r| r["sensor"] == "TI HDC1080")
+        .expect("the HDC1080 review");
+    assert_eq!(hdc["base_answer"], "Sorry, I cannot review this datasheet.");
+}
+
+#[test]
+fn diff_items_of_pairwise_runs_show_the_judge_s_answer_in_each_order() {
+    let s = crate::pairwise::answers_sandbox();
+    for _ in 0..2 {
+        s.track()
+            .args(["run", "pairwise.yaml", "-q"])
+            .assert()
+            .success();
+    }
+    let out = s
+        .track()
+        .args(["diff", "1", "2", "--items", "--format", "csv"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    s.write("items.csv", &text(&out.stdout));
+    let rows = csv_rows(&s.path("items.csv"));
+    // gpt-4o-mini prefers GOOD (gpt-4o) to MID (sonnet) in both orders: shown first (`ab`,
+    // the row's candidate_a, sonnet, as A) it says B; the other way round, A.
+    let row = rows
+        .iter()
+        .find(|r| {
+            r["judge"] == "openai:gpt-4o-mini"
+                && r["item"] == "one"
+                && r["candidate_a"] == "anthropic:sonnet 3.5"
+                && r["candidate_b"] == "openai:gpt-4o"
+        })
+        .unwrap_or_else(|| panic!("no verdict of the pair in {rows:?}"));
+    let winner = |column: &str| -> String {
+        let answer: serde_json::Value =
+            serde_json::from_str(&row[column]).unwrap_or_else(|e| panic!("{column}: {e}: {row:?}"));
+        answer["winner"].as_str().unwrap().to_owned()
+    };
+    assert_eq!(winner("base_ab_answer"), "B");
+    assert_eq!(winner("base_ba_answer"), "A");
+    assert_eq!(winner("new_ab_answer"), "B");
+    assert_eq!(winner("new_ba_answer"), "A");
+    assert!(!row["base_ab_call_id"].is_empty());
+}

@@ -515,3 +515,78 @@ fn a_pairwise_diff_flags_the_pair_that_moved_and_never_an_untouched_one() {
         "{stdout}"
     );
 }
+
+#[test]
+fn query_by_human_gives_each_judge_s_agreement_with_people_s_ratings_of_the_answers() {
+    let s = answers_sandbox();
+    s.track()
+        .args(["run", "pairwise.yaml", "-q"])
+        .assert()
+        .success();
+    let uid = |table: &str, condition: &str| -> String {
+        s.db()
+            .query_row(
+                &format!("SELECT uid FROM {table} WHERE {condition}"),
+                [],
+                |r| r.get(0),
+            )
+            .unwrap_or_else(|e| panic!("{table} {condition}: {e}"))
+    };
+    // On item one, the person passes gpt-4o's answer (GOOD) and fails the others: they
+    // prefer gpt-4o to each, and have no preference between sonnet and llama.
+    for (candidate, verdict) in [
+        ("openai:gpt-4o", "--pass"),
+        ("anthropic:sonnet 3.5", "--fail"),
+        ("ollama:llama3.2", "--fail"),
+    ] {
+        let answer = uid(
+            "pairwise_answers",
+            &format!("candidate = '{candidate}' AND item = 'one'"),
+        );
+        s.track()
+            .args(["rate", "1", &answer, verdict, "--rater", "ada"])
+            .assert()
+            .success();
+    }
+    // And says one of gpt-4o-mini's verdicts is wrong.
+    let verdict = uid(
+        "pairwise_verdicts",
+        "judge = 'openai:gpt-4o-mini' AND item = 'two' ORDER BY id LIMIT 1",
+    );
+    s.track()
+        .args(["rate", "1", &verdict, "--fail", "--rater", "ada"])
+        .assert()
+        .success();
+    let out = s
+        .track()
+        .args(["query", "--by", "human", "--format", "csv"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    s.write("human.csv", &text(&out.stdout));
+    let rows = csv_rows(&s.path("human.csv"));
+    let header = &rows[0];
+    let of = |judge: &str| -> std::collections::HashMap<&str, &str> {
+        let row = rows
+            .iter()
+            .find(|r| r[0] == judge)
+            .unwrap_or_else(|| panic!("no row of {judge} in {rows:?}"));
+        header
+            .iter()
+            .map(String::as_str)
+            .zip(row.iter().map(String::as_str))
+            .collect()
+    };
+    // gpt-4o-mini prefers GOOD in both orders: it agrees on both pairs.
+    let mini = of("openai:gpt-4o-mini");
+    assert_eq!((mini["rated"], mini["agree"]), ("2", "2"), "{mini:?}");
+    assert_eq!(mini["agree_pct"], "100.0");
+    assert_eq!(
+        (mini["verdicts_rated"], mini["verdicts_confirmed"]),
+        ("1", "0")
+    );
+    // haiku 3.5 says A whatever it is shown: each pair a tie, never the person's winner.
+    let haiku = of("anthropic:haiku 3.5");
+    assert_eq!((haiku["rated"], haiku["agree"]), ("2", "0"), "{haiku:?}");
+    assert_eq!(haiku["kappa"], "0.0");
+}

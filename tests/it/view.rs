@@ -1,6 +1,9 @@
 //! `track view` end to end: the real binary serves a temp database filled by a mock run, and
 //! its pages are fetched over HTTP: statuses, the Content-Security-Policy, escaping of hostile
-//! answers, the token off loopback, and counts that are `track query`'s.
+//! answers, the token off loopback, and counts that are `track query`'s. The same in a real
+//! browser: `browser`.
+
+mod browser;
 
 use std::io::{BufRead as _, BufReader};
 use std::process::{Child, Stdio};
@@ -205,6 +208,10 @@ fn every_page_is_served_with_the_policy_and_hostile_answers_escaped() {
         transcript.body.contains("Say the magic words"),
         "the request"
     );
+    // The icon browsers ask for unbidden is there (a 404 would be an error in the console).
+    let icon = get(&format!("{}/favicon.ico", viewer.base), &[]);
+    assert_eq!(icon.status, 200);
+    assert!(icon.body.starts_with("<svg"), "{}", icon.body);
     // A missing page is a 404 that carries the policy too.
     let missing = get(&format!("{}/runs/{run}/results/999999", viewer.base), &[]);
     assert_eq!(missing.status, 404);
@@ -215,6 +222,40 @@ fn every_page_is_served_with_the_policy_and_hostile_answers_escaped() {
         &[("host", "attacker.example:80")],
     );
     assert_eq!(rebound.status, 421);
+}
+
+#[test]
+fn pages_name_the_database_by_its_file_and_list_models_and_times_as_people_read_them() {
+    let s = Sandbox::new();
+    add_bench(&s);
+    let viewer = start_viewer(&s, &[]);
+    let run: i64 = s.count("SELECT max(id) FROM runs");
+    let runs = get(&format!("{}/", viewer.base), &[]);
+    let grid = get(&format!("{}/runs/{run}", viewer.base), &[]);
+    for page in [&runs.body, &grid.body] {
+        // The header shows the database's file name, not its whole (temporary) path.
+        let header = page.split("class=\"db\"").nth(1).expect("a header");
+        let shown = header.split('>').nth(1).unwrap().split('<').next().unwrap();
+        assert_eq!(shown, "track.db", "{page}");
+        assert!(
+            page.contains("openai:gpt-4o, anthropic:sonnet 3.5"),
+            "{page}"
+        );
+        // Started: to the second, in UTC.
+        let started = page.split("<time datetime=\"").nth(1).expect("a time");
+        let shown = started
+            .split('>')
+            .nth(1)
+            .unwrap()
+            .split('<')
+            .next()
+            .unwrap();
+        assert!(
+            shown.len() == 23 && shown.ends_with(" UTC") && shown.as_bytes()[10] == b' ',
+            "{shown}"
+        );
+    }
+    assert!(runs.body.contains(">1 run<"), "{}", runs.body);
 }
 
 #[test]
@@ -391,11 +432,9 @@ fn reviews_relevance_and_pairwise_runs_have_their_pages() {
     );
 }
 
-#[test]
-fn two_runs_compare_as_track_diff_compares_them() {
-    let s = Sandbox::new();
-    add_bench(&s);
-    // The second run: every sum answered wrong, the colour now an error.
+/// A second run of `add_bench`'s benchmark: every sum answered wrong, the colour now an
+/// error. The ids of the first run and of this one.
+fn add_second_run(s: &Sandbox) -> (i64, i64) {
     s.mock.clear_rules();
     s.mock.add_rule(Rule::reply("2+2", "five"));
     s.mock.add_rule(Rule::fail("colour", 400, 100));
@@ -404,10 +443,17 @@ fn two_runs_compare_as_track_diff_compares_them() {
         .args(["run", "bench.yaml", "-q", "--no-cache"])
         .output()
         .unwrap();
-    let (base, new): (i64, i64) = (
+    (
         s.count("SELECT min(id) FROM runs"),
         s.count("SELECT max(id) FROM runs"),
-    );
+    )
+}
+
+#[test]
+fn two_runs_compare_as_track_diff_compares_them() {
+    let s = Sandbox::new();
+    add_bench(&s);
+    let (base, new) = add_second_run(&s);
     let out = s
         .track()
         .args([
@@ -528,6 +574,7 @@ fn a_running_run_s_progress_is_followed_live_to_its_end() {
         page.body
     );
     assert!(page.body.contains("data-live=\"true\""));
+    assert!(page.body.contains("No result stored yet"), "{}", page.body);
     let seen = events(&format!("{}/events?ids={id}", viewer.base), || {
         s.mock.release()
     });
@@ -543,307 +590,6 @@ fn a_running_run_s_progress_is_followed_live_to_its_end() {
     assert_eq!(last[0]["calls"], 2);
     assert_eq!(last[0]["results"], 2);
     run.finish();
-}
-
-/// The DOM of `url` after headless Chromium loaded it and ran its scripts, with its console
-/// (Chromium's log on stderr); screenshots it at 1280 × 800 into `png` when given.
-fn in_chromium(url: &str, png: Option<&std::path::Path>) -> (String, String) {
-    let profile = tempfile::tempdir().unwrap();
-    let mut cmd = std::process::Command::new(crate::report::chromium());
-    cmd.args([
-        "--headless",
-        "--no-sandbox",
-        "--disable-gpu",
-        "--hide-scrollbars",
-        "--no-first-run",
-        "--disable-dev-shm-usage",
-        "--enable-logging=stderr",
-        "--v=0",
-        "--window-size=1280,800",
-        "--virtual-time-budget=3000",
-    ])
-    .arg(format!("--user-data-dir={}", profile.path().display()));
-    match png {
-        Some(png) => cmd.arg(format!("--screenshot={}", png.display())),
-        None => cmd.arg("--dump-dom"),
-    };
-    let out = cmd.arg(url).output().expect("start chromium");
-    (text(&out.stdout), text(&out.stderr))
-}
-
-#[test]
-#[ignore = "needs chromium (bash .ci/browser.sh install): run with --include-ignored (README)"]
-fn in_a_real_browser_an_answer_built_to_run_a_script_runs_nothing() {
-    let s = Sandbox::new();
-    add_bench(&s);
-    let viewer = start_viewer(&s, &[]);
-    let run: i64 = s.count("SELECT max(id) FROM runs");
-    let hostile: i64 = s.count("SELECT min(id) FROM bench_results WHERE prompt_name = 'magic'");
-    let pages = [
-        ("runs", "/".to_owned()),
-        ("grid", format!("/runs/{run}")),
-        ("failures", format!("/runs/{run}?filter=failures")),
-        ("search", format!("/runs/{run}?q=zebra")),
-        ("transcript", format!("/runs/{run}/results/{hostile}")),
-        ("side-by-side", format!("/runs/{run}/cases/2")),
-    ];
-    let shots = std::env::var_os("TRACK_VIEW_SCREENSHOTS").map(std::path::PathBuf::from);
-    for (name, path) in &pages {
-        let (dom, console) = in_chromium(&format!("{}{path}", viewer.base), None);
-        // The viewer's script ran (the policy lets its own file run)...
-        assert!(dom.contains("data-script=\"ran\""), "{path}: {dom}");
-        // ...and nothing of the answer did: no element made from it, no alert.
-        assert!(!dom.contains("<img src=\"x\""), "{path}: {dom}");
-        assert!(!dom.contains("<a href=\"javascript:"), "{path}: {dom}");
-        assert!(!console.contains("alert"), "{path}: {console}");
-        if *name == "transcript" {
-            assert!(
-                dom.contains("&lt;script&gt;alert(1)&lt;/script&gt;"),
-                "{dom}"
-            );
-        }
-        if let Some(dir) = &shots {
-            std::fs::create_dir_all(dir).unwrap();
-            let png = dir.join(format!("{name}.png"));
-            in_chromium(&format!("{}{path}", viewer.base), Some(&png));
-            assert!(png.is_file(), "no screenshot of {path}");
-        }
-    }
-}
-
-/// A browser session of headless Chromium driven over the WebDriver protocol (Debian's
-/// `chromium-driver`), spoken here directly with reqwest: new session, go to, keys, script,
-/// alert. Ended, with its driver, when dropped.
-struct Browser {
-    driver: Child,
-    base: String,
-    session: String,
-    runtime: tokio::runtime::Runtime,
-    client: reqwest::Client,
-}
-
-impl Browser {
-    fn start() -> Self {
-        let _ = rustls::crypto::ring::default_provider().install_default();
-        let port = std::net::TcpListener::bind("127.0.0.1:0")
-            .unwrap()
-            .local_addr()
-            .unwrap()
-            .port();
-        let driver = std::process::Command::new("chromedriver")
-            .arg(format!("--port={port}"))
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("chromedriver is not installed: bash .ci/browser.sh install");
-        let runtime = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .unwrap();
-        let client = reqwest::Client::new();
-        let base = format!("http://127.0.0.1:{port}");
-        let mut browser = Self {
-            driver,
-            base,
-            session: String::new(),
-            runtime,
-            client,
-        };
-        crate::support::wait_for("chromedriver to listen", || {
-            browser
-                .runtime
-                .block_on(
-                    browser
-                        .client
-                        .get(format!("{}/status", browser.base))
-                        .send(),
-                )
-                .is_ok()
-        });
-        let created = browser.call(
-            reqwest::Method::POST,
-            "/session",
-            serde_json::json!({"capabilities": {"alwaysMatch": {
-                "browserName": "chrome",
-                "goog:chromeOptions": {"args": [
-                    "--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
-                    "--window-size=1280,800"
-                ]}
-            }}}),
-        );
-        browser.session = created["sessionId"].as_str().unwrap().to_owned();
-        browser
-    }
-
-    /// A WebDriver command; its `value` (an error is returned as the value too).
-    fn call(
-        &self,
-        method: reqwest::Method,
-        path: &str,
-        body: serde_json::Value,
-    ) -> serde_json::Value {
-        self.runtime.block_on(async {
-            let response = self
-                .client
-                .request(method, format!("{}{path}", self.base))
-                .json(&body)
-                .send()
-                .await
-                .expect("a WebDriver command");
-            let value: serde_json::Value = response.json().await.unwrap();
-            value["value"].clone()
-        })
-    }
-
-    /// A command of this session.
-    fn command(
-        &self,
-        method: reqwest::Method,
-        path: &str,
-        body: serde_json::Value,
-    ) -> serde_json::Value {
-        self.call(method, &format!("/session/{}{path}", self.session), body)
-    }
-
-    fn go(&self, url: &str) {
-        let value = self.command(
-            reqwest::Method::POST,
-            "/url",
-            serde_json::json!({"url": url}),
-        );
-        assert!(value.is_null(), "navigating to {url}: {value}");
-    }
-
-    /// Runs `script` (a function body) in the page; its result.
-    fn script(&self, script: &str) -> serde_json::Value {
-        self.command(
-            reqwest::Method::POST,
-            "/execute/sync",
-            serde_json::json!({"script": script, "args": []}),
-        )
-    }
-
-    /// Types `keys`, one key at a time, into the page.
-    fn keys(&self, keys: &str) {
-        let mut actions = Vec::new();
-        for key in keys.chars() {
-            actions.push(serde_json::json!({"type": "keyDown", "value": key.to_string()}));
-            actions.push(serde_json::json!({"type": "keyUp", "value": key.to_string()}));
-        }
-        let value = self.command(
-            reqwest::Method::POST,
-            "/actions",
-            serde_json::json!({"actions": [{"type": "key", "id": "keyboard", "actions": actions}]}),
-        );
-        assert!(value.is_null(), "typing {keys}: {value}");
-    }
-
-    /// Whether an alert (a script the page ran) is open.
-    fn alert_open(&self) -> bool {
-        let value = self.command(reqwest::Method::GET, "/alert/text", serde_json::Value::Null);
-        value.get("error").is_none()
-    }
-}
-
-impl Drop for Browser {
-    fn drop(&mut self) {
-        if !self.session.is_empty() {
-            let _ = self.command(reqwest::Method::DELETE, "", serde_json::Value::Null);
-        }
-        let _ = self.driver.kill();
-        let _ = self.driver.wait();
-    }
-}
-
-#[test]
-#[ignore = "needs chromium and chromium-driver (bash .ci/browser.sh install): run with --include-ignored (README)"]
-fn in_a_real_browser_results_are_filtered_searched_and_opened() {
-    let s = Sandbox::new();
-    add_bench(&s);
-    let viewer = start_viewer(&s, &[]);
-    let run: i64 = s.count("SELECT max(id) FROM runs");
-    let browser = Browser::start();
-    // Open the run; filter to failures: the count is track query's.
-    browser.go(&format!("{}/runs/{run}", viewer.base));
-    assert_eq!(
-        browser.script("return document.documentElement.dataset.script"),
-        "ran"
-    );
-    browser.go(&format!("{}/runs/{run}?filter=failures", viewer.base));
-    let failed: u64 = query_by_model(&s)
-        .iter()
-        .map(|r| r["failed"].parse::<u64>().unwrap())
-        .sum();
-    let shown = browser.script("return document.getElementById('result-count').textContent");
-    assert_eq!(shown, failed.to_string());
-    // Search a word three answers hold, with the page's form.
-    browser.go(&format!("{}/runs/{run}", viewer.base));
-    browser.script(
-        "const q = document.querySelector('input[name=q]'); q.value = 'zebra'; q.form.submit(); return null",
-    );
-    crate::support::wait_for("the search's page", || {
-        browser.script("return location.search.includes('q=zebra')") == true
-            && browser.script("return document.readyState") == "complete"
-    });
-    assert_eq!(
-        browser.script("return document.getElementById('result-count').textContent"),
-        "3"
-    );
-    // Open a transcript with the keys: the hostile answer is text, and no alert opened.
-    // j selects the first result, Enter (WebDriver's U+E007) opens it.
-    browser.keys("j\u{e007}");
-    crate::support::wait_for("a transcript", || {
-        browser
-            .script("return location.pathname")
-            .as_str()
-            .is_some_and(|p| p.contains("/results/"))
-            && browser.script("return document.readyState") == "complete"
-    });
-    assert!(!browser.alert_open(), "an answer ran a script");
-    assert_eq!(
-        browser.script("return document.querySelectorAll('img').length"),
-        0
-    );
-    let answers = browser.script(
-        "return Array.from(document.querySelectorAll('pre.answer')).map(e => e.textContent).join('\\n')",
-    );
-    assert!(answers.as_str().unwrap().contains("zebra"), "{answers}");
-}
-
-#[test]
-#[ignore = "needs chromium and chromium-driver (bash .ci/browser.sh install): run with --include-ignored (README)"]
-fn in_a_real_browser_a_live_run_reaches_completion_and_the_token_is_asked_for() {
-    let s = Sandbox::new();
-    let (running, id) = held_run(&s);
-    let token = "browser-token-1234";
-    let viewer = start_viewer(&s, &["--host", "0.0.0.0", "--token", token]);
-    let port = viewer.base.rsplit(':').next().unwrap().to_owned();
-    let base = format!("http://127.0.0.1:{port}");
-    let browser = Browser::start();
-    // Without the token: refused; with it once, the cookie keeps it for every later page.
-    browser.go(&format!("{base}/runs/{id}"));
-    let refused = browser.script("return document.body.textContent");
-    assert!(
-        refused.as_str().unwrap().contains("needs its token"),
-        "{refused}"
-    );
-    browser.go(&format!("{base}/?token={token}"));
-    browser.go(&format!("{base}/runs/{id}"));
-    assert_eq!(
-        browser.script("return document.querySelector('.progress .status').textContent"),
-        "running"
-    );
-    // The run goes on: the page follows it live and shows it completed.
-    s.mock.release();
-    crate::support::wait_for("the page to show the run completed", || {
-        browser.script(
-            "const s = document.querySelector('.progress .status'); return s ? s.textContent : ''",
-        ) == "completed"
-    });
-    crate::support::wait_for("the reloaded page's results", || {
-        browser.script("return document.querySelectorAll('a.cell').length") == 2
-    });
-    running.finish();
 }
 
 #[test]
@@ -1014,33 +760,4 @@ fn ratings_need_the_page_s_csrf_token_and_are_kept_and_exported() {
         .success();
     let csv = std::fs::read_to_string(s.path("out/bench_results.csv")).unwrap();
     assert!(csv.contains("ada"), "{csv}");
-}
-
-#[test]
-#[ignore = "needs chromium and chromium-driver (bash .ci/browser.sh install): run with --include-ignored (README)"]
-fn in_a_real_browser_three_results_are_rated_with_the_keyboard_and_kept() {
-    let s = Sandbox::new();
-    add_bench(&s);
-    let viewer = start_viewer(&s, &["--rater", "grace"]);
-    let run: i64 = s.count("SELECT max(id) FROM runs");
-    let browser = Browser::start();
-    // Rate three results with the keys: j p (pass), j f (fail), j 3 (score 3).
-    browser.go(&format!("{}/runs/{run}", viewer.base));
-    browser.keys("jpjfj3");
-    crate::support::wait_for("three ratings stored", || {
-        s.count("SELECT count(*) FROM ratings") == 3
-    });
-    // Reloaded, they are kept; the export carries them.
-    browser.go(&format!("{}/runs/{run}", viewer.base));
-    let marks = browser.script(
-        "return Array.from(document.querySelectorAll('a.cell .rated')).map(e => e.textContent).join(',')",
-    );
-    assert_eq!(marks, "P,F,3");
-    assert!(!browser.alert_open());
-    s.track()
-        .args(["export", "csv", "--out", "out", "-q"])
-        .assert()
-        .success();
-    let csv = std::fs::read_to_string(s.path("out/bench_results.csv")).unwrap();
-    assert_eq!(csv.matches("grace").count(), 3, "{csv}");
 }

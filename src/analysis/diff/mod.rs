@@ -46,10 +46,20 @@ pub const NEW_ANSWER: &str = "new_answer";
 /// The most characters of an answer a terminal table of items shows (first line only).
 pub const ANSWER_CHARS_SHOWN: usize = 40;
 
-/// `items` with [`BASE_ANSWER`] and [`NEW_ANSWER`] after each of its call id columns' ids
-/// turned into answers by `answer` (whole; or, with `shown`, the first line cut to that many
-/// characters). A frame without call ids (a kind whose items have no call) is returned as is.
-pub(crate) fn with_answers<E>(
+/// The answer column `track diff --items` adds for the call id column `name`: `X_answer` for
+/// `X_call_id` where X names a run (`base`, `new`, or either with more: a pairwise item's
+/// `base_ab_call_id` gives `base_ab_answer`); `None` for any other column.
+pub fn answer_column_of(name: &str) -> Option<String> {
+    let side = name.strip_suffix("_call_id")?;
+    (side == "base" || side == "new" || side.starts_with("base_") || side.starts_with("new_"))
+        .then(|| format!("{side}_answer"))
+}
+
+/// `items` with an answer column ([`BASE_ANSWER`], [`NEW_ANSWER`], see [`answer_column_of`])
+/// after each of its call id columns' ids turned into answers by `answer` (whole; or, with
+/// `shown`, the first line cut to that many characters), in the order of those columns. A
+/// frame without call ids (a kind whose items have no call) is returned as is.
+pub fn with_answers<E>(
     mut items: DataFrame,
     shown: Option<usize>,
     mut answer: impl FnMut(i64) -> Result<Option<String>, E>,
@@ -57,10 +67,13 @@ pub(crate) fn with_answers<E>(
 where
     E: From<PolarsError>,
 {
-    for (ids, name) in [(BASE_CALL_ID, BASE_ANSWER), (NEW_CALL_ID, NEW_ANSWER)] {
-        let Ok(column) = items.column(ids) else {
-            continue;
-        };
+    let id_columns: Vec<(String, String)> = items
+        .get_column_names()
+        .iter()
+        .filter_map(|n| answer_column_of(n).map(|a| (n.to_string(), a)))
+        .collect();
+    for (ids, name) in id_columns {
+        let column = items.column(&ids)?;
         let ids: Vec<Option<i64>> = column.as_materialized_series().i64()?.iter().collect();
         let mut answers: Vec<Option<String>> = Vec::with_capacity(ids.len());
         for id in ids {
@@ -495,6 +508,25 @@ mod tests {
         );
         let cut = with_answers(items, Some(20), answer).unwrap();
         assert_eq!(texts(&cut, BASE_ANSWER)[0].as_deref(), Some("answer 1 …"));
+        // Any run's call id column gives its answer column: a pairwise item's two orders.
+        let orders = DataFrame::new_infer_height(vec![
+            Column::new("base_ab_call_id".into(), [Some(1i64)]),
+            Column::new("new_ba_call_id".into(), [Some(2i64)]),
+            Column::new("judge_call_id".into(), [Some(2i64)]),
+        ])
+        .unwrap();
+        let answered = with_answers(orders, None, answer).unwrap();
+        assert_eq!(
+            texts(&answered, "base_ab_answer"),
+            [Some("answer 1\nmore".to_owned())]
+        );
+        assert_eq!(
+            texts(&answered, "new_ba_answer"),
+            [Some("answer 2\nmore".to_owned())]
+        );
+        assert!(answered.column("judge_answer").is_err(), "not a run's");
+        assert_eq!(answer_column_of("newest_call_id"), None);
+        assert_eq!(answer_column_of("new_call_id").as_deref(), Some(NEW_ANSWER));
         // A frame without call ids is left as it is.
         let none = DataFrame::new_infer_height(vec![Column::new("x".into(), [1i64])]).unwrap();
         assert_eq!(with_answers(none.clone(), None, answer).unwrap(), none);
