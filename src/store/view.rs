@@ -1584,6 +1584,10 @@ mod tests {
     }
 
     #[test]
+    #[allow(
+        clippy::too_many_lines,
+        reason = "a test reads as one scenario (or table), top to bottom"
+    )]
     fn a_transcript_has_the_request_answer_and_checks() {
         let (store, run) = filled();
         let id: i64 = store
@@ -1672,6 +1676,10 @@ mod tests {
     }
 
     #[test]
+    #[allow(
+        clippy::too_many_lines,
+        reason = "a test reads as one scenario (or table), top to bottom"
+    )]
     fn pages_are_read_through_indexes_not_by_scanning_the_run() {
         let (store, run) = filled();
         let plan = |sql: &str, params: &[&dyn rusqlite::ToSql]| -> String {
