@@ -456,7 +456,12 @@ impl Store {
     /// How many cases and results of run `run_id` `query` matches, counted to `enough` cases:
     /// past them, [`GridCount::more`] says more match (a run of a million results is not
     /// read whole to be counted; see [`COUNT_CASES`]).
-    pub fn grid_count(&self, run_id: i64, query: &GridQuery, enough: u64) -> Result<GridCount> {
+    pub(crate) fn grid_count(
+        &self,
+        run_id: i64,
+        query: &GridQuery,
+        enough: u64,
+    ) -> Result<GridCount> {
         let plan = self.search_plan(query)?;
         self.grid_count_as(run_id, query, enough, &plan)
     }
@@ -549,7 +554,7 @@ impl Store {
 
     /// Every result of run `run_id` in cases `cases` (a page's: each of them matched by
     /// `query` as a case), each marked matched or not by `query`.
-    pub fn grid_cells(
+    pub(crate) fn grid_cells(
         &self,
         run_id: i64,
         query: &GridQuery,
