@@ -295,7 +295,7 @@ pub fn execute(
     let batcher = |run_id| {
         Batcher::new(
             batch_client,
-            (store.clone(), writer),
+            writer,
             run_id,
             settings.retry,
             PollPolicy::from_env(),
