@@ -211,7 +211,7 @@ fn blob_text(sha: &str) -> String {
 /// - a table whose rows can be rated: `human_verdict`, `human_score`, `human_comment` and
 ///   `rater` of its current rating (the newest), null where no one rated it.
 pub(crate) fn derived_columns(table: &str, names: &[String]) -> Vec<ExportColumn> {
-    use crate::rating::{ANSWER, HUMAN_COMMENT, HUMAN_SCORE, HUMAN_VERDICT, RATER};
+    use super::rating_columns::{ANSWER, HUMAN_COMMENT, HUMAN_SCORE, HUMAN_VERDICT, RATER};
     let has = |name: &str| names.iter().any(|n| n == name);
     let mut derived = Vec::new();
     if table == "calls" {
