@@ -859,6 +859,358 @@ fn settle_merged_run(conn: &Connection, joined: &Joined) -> Result<PlanMerged, M
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::store::{BenchResultRow, CheckRow, NewCall, Outcome, RunTally};
+
+    const PLAN: &str = "plan-of-the-merge-tests";
+
+    /// A finished (or not) shard `k`/`n` of `plan` in its own database at `path`: `results`
+    /// benchmark results, each with an answered call of its own (its text unique to the shard
+    /// and result) and every third with a judge's call too and two checks. `padding` calls
+    /// stored first make the shard's call ids differ from every other database's.
+    fn shard(path: &Path, plan: &str, (k, n): (u32, u32), results: u32, padding: u32) {
+        let mut store = Store::open(path).unwrap();
+        let run = store
+            .create_run(
+                ExperimentKind::Bench,
+                Some("sharded.yaml"),
+                Some("spec"),
+                "{}",
+            )
+            .unwrap();
+        store.set_run_plan(run, plan, Some((k, n))).unwrap();
+        let mut call = |what: &str, answer: &str| {
+            let request = format!(r#"{{"messages":[{{"text":"{what}"}}]}}"#);
+            let key = crate::hash::sha256_hex(request.as_bytes());
+            store
+                .insert_call(&NewCall {
+                    cache_key: &key,
+                    canonical_request: request.clone().into(),
+                    provider: "openai",
+                    model: "m",
+                    outcome: Ok(answer),
+                    finish_reason: None,
+                    input_tokens: Some(3),
+                    output_tokens: Some(4),
+                    tokens_estimated: false,
+                    latency_ms: 1.0,
+                    attempts: 1,
+                    input_price_per_mtok: 0.0,
+                    output_price_per_mtok: 0.0,
+                    cost_usd: Some(0.0),
+                    http_status: None,
+                })
+                .unwrap()
+        };
+        for p in 0..padding {
+            call(&format!("padding {p} of {path:?}"), &format!("pad{p}"));
+        }
+        let mut rows = Vec::new();
+        for i in 0..results {
+            let prompt = i * n + k;
+            let answer = call(
+                &format!("prompt {prompt}"),
+                &format!("answer{prompt}word shard{k}of{n}"),
+            );
+            let judge = (i % 3 == 0).then(|| call(&format!("judge {prompt}"), "judged"));
+            rows.push(BenchResultRow {
+                run_id: run,
+                model_index: 0,
+                prompt_index: prompt,
+                repeat_index: 0,
+                model_ref: "openai:m".into(),
+                provider: "openai".into(),
+                model_id: "m".into(),
+                prompt_name: format!("prompt_{prompt}"),
+                method: "exact".into(),
+                call_id: Some(answer),
+                cache_hit: false,
+                outcome: Outcome::of_test(prompt % 2 == 0),
+                detail: None,
+                latency_ms: Some(f64::from(prompt)),
+                input_tokens: Some(3),
+                output_tokens: Some(4),
+                tokens_estimated: false,
+                cost_usd: Some(0.0),
+                paid_usd: Some(0.0),
+                energy_wh: None,
+                energy_wh_min: None,
+                energy_wh_max: None,
+                energy_method: None,
+                judge_call_id: judge,
+                judge_score: judge.map(|_| 4),
+                judge_cost_usd: None,
+                expected: Some(String::new()),
+                template_index: 0,
+                template_name: None,
+                score: None,
+                checks: match judge {
+                    Some(_) => ["contains", "judge"]
+                        .iter()
+                        .map(|method| CheckRow {
+                            method: (*method).into(),
+                            expected: Some(format!("{method} {prompt}")),
+                            outcome: Outcome::Passed,
+                            score: Some(1.0),
+                            weight: 1.0,
+                            reason: None,
+                        })
+                        .collect(),
+                    None => Vec::new(),
+                },
+            });
+        }
+        store.insert_bench_results(&rows).unwrap();
+        let tally = RunTally {
+            planned_calls: u64::from(results),
+            calls: u64::from(results),
+            ..RunTally::default()
+        };
+        store.update_run_tally(run, &tally).unwrap();
+        store.finish_run(run, RunStatus::Completed).unwrap();
+    }
+
+    /// Each result of a database by its uid, with its calls' uids (answer and judge) and its
+    /// values, and the uid of the call the words of its answer find.
+    fn results(path: &Path) -> BTreeSet<Vec<Option<String>>> {
+        let conn = Connection::open(path).unwrap();
+        let mut stmt = conn
+            .prepare(
+                "SELECT r.uid, c.uid, j.uid, r.prompt_index, r.status,
+                     r.latency_ms, r.judge_score,
+                     (SELECT group_concat(x.uid) FROM call_text t JOIN calls x ON x.id = t.rowid
+                      WHERE call_text MATCH 'answer' || r.prompt_index || 'word')
+                 FROM bench_results r
+                 LEFT JOIN calls c ON c.id = r.call_id LEFT JOIN calls j ON j.id = r.judge_call_id",
+            )
+            .unwrap();
+        stmt.query_map([], |r| {
+            (0..8)
+                .map(|i| {
+                    let value: rusqlite::types::Value = r.get(i)?;
+                    Ok(match value {
+                        rusqlite::types::Value::Null => None,
+                        other => Some(format!("{other:?}")),
+                    })
+                })
+                .collect()
+        })
+        .unwrap()
+        .collect::<rusqlite::Result<_>>()
+        .unwrap()
+    }
+
+    /// The checks of a database's results: result uid, check index, method, expected.
+    fn checks(path: &Path) -> BTreeSet<(String, i64, String, String)> {
+        let conn = Connection::open(path).unwrap();
+        let mut stmt = conn
+            .prepare(
+                "SELECT r.uid, k.check_index, k.method, k.expected FROM bench_checks k
+                 JOIN bench_results r ON r.run_id = k.run_id AND r.model_index = k.model_index
+                     AND r.template_index = k.template_index AND r.prompt_index = k.prompt_index
+                     AND r.repeat_index = k.repeat_index",
+            )
+            .unwrap();
+        stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)))
+            .unwrap()
+            .collect::<rusqlite::Result<_>>()
+            .unwrap()
+    }
+
+    /// Every row of every table of a database (but the migrations' history), in rowid order,
+    /// as text: two databases of equal dumps hold the same.
+    fn dump(path: &Path) -> Vec<String> {
+        let conn = Connection::open(path).unwrap();
+        let tables: Vec<String> = conn
+            .prepare(
+                "SELECT name FROM sqlite_master WHERE type = 'table'
+                 AND name NOT IN ('refinery_schema_history') AND name NOT LIKE 'sqlite_%'
+                 AND sql NOT LIKE 'CREATE VIRTUAL%' ORDER BY name",
+            )
+            .unwrap()
+            .query_map([], |r| r.get(0))
+            .unwrap()
+            .collect::<rusqlite::Result<_>>()
+            .unwrap();
+        let mut out = Vec::new();
+        for table in tables {
+            let mut stmt = conn.prepare(&format!("SELECT * FROM \"{table}\"")).unwrap();
+            let width = stmt.column_count();
+            let rows = stmt
+                .query_map([], |r| {
+                    (0..width)
+                        .map(|i| {
+                            r.get::<_, rusqlite::types::Value>(i)
+                                .map(|v| format!("{v:?}"))
+                        })
+                        .collect::<rusqlite::Result<Vec<_>>>()
+                })
+                .unwrap();
+            for row in rows {
+                out.push(format!("{table}: {}", row.unwrap().join(" | ")));
+            }
+        }
+        out
+    }
+
+    fn count_in(path: &Path, sql: &str) -> i64 {
+        Connection::open(path)
+            .unwrap()
+            .query_row(sql, [], |r| r.get(0))
+            .unwrap()
+    }
+
+    #[test]
+    fn the_shards_rows_are_copied_to_the_merged_run_with_their_own_calls() {
+        let dir = tempfile::tempdir().unwrap();
+        let (a, b, out) = (
+            dir.path().join("a.db"),
+            dir.path().join("b.db"),
+            dir.path().join("out.db"),
+        );
+        // Call ids overlap between the shards, shifted by the padding: copied as they are, a
+        // result would point at another's call.
+        shard(&a, PLAN, (0, 2), 30, 0);
+        shard(&b, PLAN, (1, 2), 20, 7);
+        let report = merge(&out, &[a.clone(), b.clone()], false).unwrap();
+        let mut expected = results(&a);
+        expected.extend(results(&b));
+        // Each result in OUT: of the merged run, its calls the same (by uid) as in its shard,
+        // and its answer found by its words (the search index follows the copied calls).
+        let merged = results(&out);
+        assert_eq!(merged.len(), 50);
+        assert_eq!(merged, expected);
+        let plan = report.plan.unwrap();
+        assert_eq!(plan.status, RunStatus::Completed);
+        assert_eq!(plan.present, vec![0, 1]);
+        let owned = count_in(
+            &out,
+            &format!(
+                "SELECT count(*) FROM bench_results WHERE run_id = {}",
+                plan.run_id
+            ),
+        );
+        assert_eq!(owned, 50);
+        let mut expected_checks = checks(&a);
+        expected_checks.extend(checks(&b));
+        assert_eq!(checks(&out), expected_checks);
+        assert_eq!(expected_checks.len(), 2 * (10 + 7));
+        // 30 + 10 judge calls, 20 + 7 + 7 padding.
+        assert_eq!(report.inputs[0].calls, 40);
+        assert_eq!(report.inputs[1].calls, 34);
+        assert_eq!(report.inputs[0].rows, 30);
+        assert_eq!(report.inputs[1].rows, 20);
+        assert_eq!(count_in(&out, "SELECT count(*) FROM calls"), 74);
+    }
+
+    #[test]
+    fn a_plan_merged_again_changes_nothing_and_adds_nothing() {
+        let dir = tempfile::tempdir().unwrap();
+        let (a, b, out) = (
+            dir.path().join("a.db"),
+            dir.path().join("b.db"),
+            dir.path().join("out.db"),
+        );
+        shard(&a, PLAN, (0, 2), 12, 2);
+        shard(&b, PLAN, (1, 2), 9, 0);
+        merge(&out, &[a.clone(), b.clone()], false).unwrap();
+        let once = dump(&out);
+        // In another order, and each shard alone: the same database.
+        let again = merge(&out, &[b.clone(), a.clone()], false).unwrap();
+        merge(&out, &[a], false).unwrap();
+        assert_eq!(dump(&out), once);
+        for input in &again.inputs {
+            assert_eq!(
+                (input.runs, input.calls, input.rows),
+                (0, 0, 0),
+                "{input:?}"
+            );
+        }
+        assert_eq!(again.plan.unwrap().status, RunStatus::Completed);
+    }
+
+    #[test]
+    fn a_shard_run_twice_by_different_runs_is_refused_naming_both() {
+        let dir = tempfile::tempdir().unwrap();
+        let (a, a2, b, out) = (
+            dir.path().join("a.db"),
+            dir.path().join("a2.db"),
+            dir.path().join("b.db"),
+            dir.path().join("out.db"),
+        );
+        shard(&a, PLAN, (0, 2), 3, 0);
+        shard(&a2, PLAN, (0, 2), 3, 0);
+        shard(&b, PLAN, (1, 2), 3, 0);
+        let error = merge(&out, &[a, a2, b], false).unwrap_err();
+        assert!(
+            matches!(
+                &error,
+                MergeError::RepeatedShard {
+                    index: 0,
+                    count: 2,
+                    ..
+                }
+            ),
+            "{error:?}"
+        );
+        assert!(
+            error
+                .to_string()
+                .starts_with("shard 0/2 of plan plan-of-the-"),
+            "{error}"
+        );
+        assert!(!out.exists());
+    }
+
+    #[test]
+    fn a_shard_of_another_plan_is_refused_with_its_message_and_out_is_not_made() {
+        let dir = tempfile::tempdir().unwrap();
+        let (a, b, out) = (
+            dir.path().join("a.db"),
+            dir.path().join("b.db"),
+            dir.path().join("out.db"),
+        );
+        shard(&a, PLAN, (0, 2), 3, 0);
+        shard(&b, "another-plan-entirely", (1, 2), 3, 0);
+        let error = merge(&out, &[a.clone(), b.clone()], false).unwrap_err();
+        assert_eq!(
+            error.to_string(),
+            format!(
+                "shards of different plans: {} has plan plan-of-the-, {} has plan another-plan; \
+                 merge the shards of one plan at a time (a plan changes with its file, models or options)",
+                a.display(),
+                b.display()
+            )
+        );
+        assert!(!out.exists());
+        assert!(!staging_path(&out).exists());
+    }
+
+    #[test]
+    fn a_merge_failing_midway_leaves_out_as_it_was_and_no_staging_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let (a, b, out) = (
+            dir.path().join("a.db"),
+            dir.path().join("b.db"),
+            dir.path().join("out.db"),
+        );
+        shard(&a, PLAN, (0, 2), 10, 0);
+        shard(&b, PLAN, (1, 2), 10, 3);
+        merge(&out, std::slice::from_ref(&a), true).unwrap();
+        let before = dump(&out);
+        // The second shard's results cannot be copied: its blobs, run and calls are by then.
+        Connection::open(&b)
+            .unwrap()
+            .execute_batch("ALTER TABLE bench_results DROP COLUMN expected")
+            .unwrap();
+        let error = merge(&out, &[a, b], false).unwrap_err();
+        assert!(error.to_string().contains("expected"), "{error}");
+        assert_eq!(dump(&out), before);
+        assert!(!staging_path(&out).exists());
+        assert_eq!(
+            count_in(&out, "SELECT count(*) FROM calls WHERE model = 'm'"),
+            10 + 4
+        );
+    }
 
     #[test]
     fn a_shard_of_an_unknown_status_is_an_error_naming_its_row_never_a_status_taken_as_another() {
