@@ -867,7 +867,10 @@ mod tests {
     /// benchmark results, each with an answered call of its own (its text unique to the shard
     /// and result) and every third with a judge's call too and two checks. `padding` calls
     /// stored first make the shard's call ids differ from every other database's.
-    #[allow(clippy::too_many_lines)] // one shard database written whole, as the other test builders
+    #[allow(
+        clippy::too_many_lines,
+        reason = "one shard database written whole, as the other test builders"
+    )]
     fn shard(path: &Path, plan: &str, (k, n): (u32, u32), results: u32, padding: u32) {
         let mut store = Store::open(path).unwrap();
         let run = store
