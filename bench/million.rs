@@ -63,7 +63,12 @@ pub fn wait_with_rusage(pid: i32) -> (i32, i64, f64) {
 pub fn fill_million(db: &Path) {
     let mut store = Store::open(db).expect("open");
     let run_id = store
-        .create_run("bench", Some("million.yaml"), None, "{}")
+        .create_run(
+            track::experiment::ExperimentKind::Bench,
+            Some("million.yaml"),
+            None,
+            "{}",
+        )
         .expect("run");
     let mut rows = Vec::with_capacity(50_000);
     for model in 0..20u32 {

@@ -10,7 +10,7 @@ use serde_json::Value;
 /// all. Every experiment that reads answers today asks for scores, so the preference is built
 /// in; an answer without scored keys still yields its first object. An empty answer, or one
 /// without a non-empty object, is an error naming why.
-pub fn find_object(answer: &str) -> Result<serde_json::Map<String, Value>, String> {
+pub(crate) fn find_object(answer: &str) -> Result<serde_json::Map<String, Value>, String> {
     let mut first_object = None;
     for candidate in json_candidates(answer) {
         let Some(Value::Object(map)) = parse_lenient(candidate) else {
@@ -38,7 +38,7 @@ pub fn find_object(answer: &str) -> Result<serde_json::Map<String, Value>, Strin
 /// The JSON schema of an answer object with exactly `properties` (name, schema), all required
 /// and no others: the form OpenAI's strict mode, Anthropic's tools, Ollama and llama.cpp's
 /// grammars all accept.
-pub fn object_schema(properties: Vec<(String, Value)>) -> Value {
+pub(crate) fn object_schema(properties: Vec<(String, Value)>) -> Value {
     let required: Vec<Value> = properties
         .iter()
         .map(|(name, _)| Value::String(name.clone()))
@@ -57,12 +57,12 @@ pub fn object_schema(properties: Vec<(String, Value)>) -> Value {
 pub const JUSTIFICATION_CHARS: u64 = 400;
 
 /// The schema of a justification: a string of at most [`JUSTIFICATION_CHARS`] characters.
-pub fn justification_schema() -> Value {
+pub(crate) fn justification_schema() -> Value {
     serde_json::json!({"type": "string", "maxLength": JUSTIFICATION_CHARS})
 }
 
 /// The schema of an integer score, one of `allowed`, or null (N/A) when `nullable`.
-pub fn score_schema(allowed: impl IntoIterator<Item = i64>, nullable: bool) -> Value {
+pub(crate) fn score_schema(allowed: impl IntoIterator<Item = i64>, nullable: bool) -> Value {
     let mut values: Vec<Value> = allowed.into_iter().map(Value::from).collect();
     if nullable {
         values.push(Value::Null);
@@ -74,7 +74,7 @@ pub fn score_schema(allowed: impl IntoIterator<Item = i64>, nullable: bool) -> V
 
 /// A key as answers spell it, reduced to lowercase letters and digits: `P1_Score`, `p1-score`
 /// and `p1 score` all become `p1score`.
-pub fn normalise_key(key: &str) -> String {
+pub(crate) fn normalise_key(key: &str) -> String {
     key.chars()
         .filter(|c| c.is_ascii_alphanumeric())
         .collect::<String>()
@@ -84,7 +84,7 @@ pub fn normalise_key(key: &str) -> String {
 /// A score on `min..=max` from a number or a string like "4", "4/5", "4 out of 5"; else why
 /// not, in words a results table can show. The words name "the reviewer" for every scorer
 /// (a review's reviewer and the bench judge alike), as they always have.
-pub fn read_score(value: &Value, min: i64, max: i64) -> Result<i64, String> {
+pub(crate) fn read_score(value: &Value, min: i64, max: i64) -> Result<i64, String> {
     let number = match value {
         Value::Number(n) => n.as_f64(),
         Value::String(s) => {

@@ -18,7 +18,7 @@ pub const BATCH_DISCOUNT: f64 = 0.5;
 impl Price {
     /// The price of the same model through a batch API. Calls answered in a batch store these
     /// prices (and their batch), so their cost is what was billed.
-    pub fn batch(self) -> Price {
+    pub(crate) fn batch(self) -> Price {
         Price {
             input_per_mtok: self.input_per_mtok * BATCH_DISCOUNT,
             output_per_mtok: self.output_per_mtok * BATCH_DISCOUNT,
@@ -26,7 +26,7 @@ impl Price {
     }
 
     /// USD for `input_tokens` and `output_tokens` at this price.
-    pub fn cost_usd(&self, input_tokens: u64, output_tokens: u64) -> f64 {
+    pub(crate) fn cost_usd(&self, input_tokens: u64, output_tokens: u64) -> f64 {
         (input_tokens as f64 * self.input_per_mtok + output_tokens as f64 * self.output_per_mtok)
             / 1e6
     }

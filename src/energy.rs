@@ -18,7 +18,7 @@ pub struct Range {
 
 impl Range {
     /// A single value.
-    pub fn exact(value: f64) -> Self {
+    pub(crate) fn exact(value: f64) -> Self {
         Self {
             min: value,
             max: value,
@@ -26,7 +26,7 @@ impl Range {
     }
 
     /// The midpoint, reported as the value of a range.
-    pub fn mid(&self) -> f64 {
+    pub(crate) fn mid(&self) -> f64 {
         (self.min + self.max) / 2.0
     }
 }
@@ -77,7 +77,7 @@ impl EnergyMethod {
     pub const ALL: [EnergyMethod; 2] = [Self::EcoLogits09, Self::SeedLinear];
 
     /// The name stored with each result.
-    pub fn name(self) -> &'static str {
+    pub(crate) fn name(self) -> &'static str {
         match self {
             Self::EcoLogits09 => "ecologits-0.9",
             Self::SeedLinear => "seed-linear",
@@ -86,7 +86,7 @@ impl EnergyMethod {
 
     /// Estimates one request that produced `output_tokens` in `latency_s` seconds; `None` when
     /// the model's parameter counts are unknown.
-    pub fn estimate(
+    pub(crate) fn estimate(
         self,
         profile: &EnergyProfile,
         output_tokens: u64,
@@ -138,7 +138,7 @@ impl FromStr for EnergyMethod {
 }
 
 /// The specification's formula: Wh = tokens_out x (8.91e-5 x P + 1.43e-3), P in billions.
-pub fn seed_linear_wh(output_tokens: u64, parameters_b: f64) -> f64 {
+pub(crate) fn seed_linear_wh(output_tokens: u64, parameters_b: f64) -> f64 {
     output_tokens as f64 * (8.91e-5 * parameters_b + 1.43e-3)
 }
 
@@ -151,7 +151,7 @@ const GPUS_PER_SERVER: f64 = 8.0;
 
 /// EcoLogits 0.9 energy of one request in Wh (formulas in the README and
 /// `shared/reference/measurement.md`); `latency_s` caps the generation time when known.
-pub fn ecologits_09_wh(
+pub(crate) fn ecologits_09_wh(
     output_tokens: u64,
     active_b: f64,
     total_b: f64,

@@ -21,7 +21,7 @@ use crate::report::{ReportError, ReportPart};
 use crate::store::{RunErrorRow, RunSelector, Store, StoreError};
 
 /// The registry's entry of `kind`.
-pub fn kind(kind: ExperimentKind) -> &'static dyn Kind {
+pub(crate) fn kind(kind: ExperimentKind) -> &'static dyn Kind {
     match kind {
         ExperimentKind::Bench => &crate::bench::KIND,
         ExperimentKind::Review => &crate::review::KIND,
@@ -127,7 +127,7 @@ pub enum QueryFlag {
 
 impl QueryFlag {
     /// As typed on the command line.
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             Self::Agreement => "--agreement",
             Self::PerPredicate => "--per-predicate",
@@ -171,7 +171,7 @@ pub struct ExportOptions {
 
 impl ExportOptions {
     /// A note for the user on stderr, unless quiet.
-    pub fn note(&self, message: impl AsRef<str>) {
+    pub(crate) fn note(&self, message: impl AsRef<str>) {
         if !self.quiet {
             crate::output::tell(format_args!("{}", message.as_ref()));
         }
@@ -180,7 +180,7 @@ impl ExportOptions {
 
 /// The kind of an experiment file (its `kind:` line; none: a benchmark), or why it names no
 /// kind: `unknown `kind: poetry`; use bench (the default), review or relevance`.
-pub fn of_file(text: &str) -> Result<ExperimentKind, String> {
+pub(crate) fn of_file(text: &str) -> Result<ExperimentKind, String> {
     ExperimentKind::of_file(text).map_err(|e| format!("{e}; use {}", file_kinds()))
 }
 
@@ -203,7 +203,7 @@ fn file_kinds() -> String {
 
 /// The kinds that have a report section, in the report's order (that of
 /// [`ExperimentKind::ALL`]).
-pub fn reported() -> impl Iterator<Item = ExperimentKind> {
+pub(crate) fn reported() -> impl Iterator<Item = ExperimentKind> {
     ExperimentKind::ALL
         .iter()
         .copied()
@@ -211,14 +211,14 @@ pub fn reported() -> impl Iterator<Item = ExperimentKind> {
 }
 
 /// The nouns of the kinds that have a report section: `benchmark, review or relevance`.
-pub fn reported_nouns() -> String {
+pub(crate) fn reported_nouns() -> String {
     let nouns: Vec<String> = reported().map(|k| k.noun().to_owned()).collect();
     one_of(&nouns)
 }
 
 /// Every kind's `--by` values of `track query`, kind by kind in the order of
 /// [`ExperimentKind::ALL`].
-pub fn groupings() -> impl Iterator<Item = (ExperimentKind, &'static Grouping)> {
+pub(crate) fn groupings() -> impl Iterator<Item = (ExperimentKind, &'static Grouping)> {
     ExperimentKind::ALL
         .iter()
         .flat_map(|&k| kind(k).groupings().iter().map(move |g| (k, g)))
@@ -226,8 +226,8 @@ pub fn groupings() -> impl Iterator<Item = (ExperimentKind, &'static Grouping)> 
 
 /// Compares run `new` with run `base` (`track diff`, and a report's comparison): both must
 /// exist and be of one kind whose runs can be compared.
-pub fn diff(store: &Store, base: i64, new: i64) -> Result<RunDiff, DiffError> {
-    let stored = RunDiff::kind_of(store, base, new)?;
+pub(crate) fn diff(store: &Store, base: i64, new: i64) -> Result<RunDiff, DiffError> {
+    let of_both = RunDiff::kind_of(store, base, new)?;
     let unsupported = || {
         let nouns: Vec<String> = ExperimentKind::ALL
             .iter()
@@ -236,11 +236,10 @@ pub fn diff(store: &Store, base: i64, new: i64) -> Result<RunDiff, DiffError> {
             .collect();
         DiffError::Unsupported {
             run: base,
-            kind: crate::analysis::diff::kind_noun(&stored),
+            kind: of_both,
             comparable: all_of(&nouns),
         }
     };
-    let of_both: ExperimentKind = stored.parse().map_err(|_| unsupported())?;
     let Some(runs) = kind(of_both).diff() else {
         return Err(unsupported());
     };
@@ -251,13 +250,12 @@ pub fn diff(store: &Store, base: i64, new: i64) -> Result<RunDiff, DiffError> {
 /// What run `run_id` counts as its errors (`track runs --errors`): the calls that got no answer,
 /// in the order they failed, then the answers its kind could not use (an unparsable review, a
 /// judge's garbage verdict). Empty for a run that does not exist.
-pub fn run_errors(store: &Store, run_id: i64) -> Result<Vec<RunErrorRow>, StoreError> {
+pub(crate) fn run_errors(store: &Store, run_id: i64) -> Result<Vec<RunErrorRow>, StoreError> {
     let Some(run) = store.runs_by_id(&[run_id])?.into_iter().next() else {
         return Err(StoreError::NoSuchRun(run_id.to_string()));
     };
     let mut errors = store.run_errors(run_id)?;
-    let of_run = ExperimentKind::from_stored(&run.kind);
-    if let Some(answer_errors) = of_run.and_then(|k| kind(k).answer_errors()) {
+    if let Some(answer_errors) = kind(run.kind).answer_errors() {
         errors.extend(answer_errors(store, run_id)?);
     }
     Ok(errors)
@@ -265,7 +263,7 @@ pub fn run_errors(store: &Store, run_id: i64) -> Result<Vec<RunErrorRow>, StoreE
 
 /// The runs each kind that `offers` takes without `--run`, for `--help`: `the latest
 /// benchmark, all reviews, the latest relevance run`.
-pub fn default_runs_help(offers: impl Fn(&dyn Kind) -> bool) -> String {
+pub(crate) fn default_runs_help(offers: impl Fn(&dyn Kind) -> bool) -> String {
     let words: Vec<String> = ExperimentKind::ALL
         .iter()
         .map(|&k| kind(k))
@@ -285,7 +283,7 @@ pub fn default_runs_help(offers: impl Fn(&dyn Kind) -> bool) -> String {
 /// The one rule of the commands that read runs without `--run` (`query`, `report`, `export
 /// csv`, `export parquet`), for their `--help`: `each kind's default runs, as every command
 /// takes them: the latest benchmark, all reviews, …`.
-pub fn default_rule_help() -> String {
+pub(crate) fn default_rule_help() -> String {
     format!(
         "each kind's default runs, as query, report and export take them: {}",
         default_runs_help(|_| true)
@@ -294,14 +292,14 @@ pub fn default_rule_help() -> String {
 
 /// The runs of `kinds` that `which` keeps, named by kind: `bench runs 1, 2`, one entry a kind
 /// that has some; what `track export` says on stderr it exported and left out.
-pub fn runs_by_kind(
+pub(crate) fn runs_by_kind(
     store: &Store,
     kinds: &[ExperimentKind],
     which: impl Fn(i64) -> bool,
 ) -> Result<Vec<String>, StoreError> {
     let mut out = Vec::new();
     for &k in kinds {
-        let all = match store.select_runs(k.as_str(), RunSelector::All) {
+        let all = match store.select_runs(k, RunSelector::All) {
             Ok(all) => all,
             Err(StoreError::NoSuchRun(_)) => continue,
             Err(e) => return Err(e),
@@ -321,7 +319,7 @@ pub fn runs_by_kind(
 }
 
 /// The `--by` values that `flag` goes with: `--by criterion`.
-pub fn flag_homes(flag: QueryFlag) -> String {
+pub(crate) fn flag_homes(flag: QueryFlag) -> String {
     let homes: Vec<String> = groupings()
         .filter(|(_, g)| g.flags.contains(&flag))
         .map(|(_, g)| format!("--by {}", g.name))
@@ -365,7 +363,8 @@ mod tests {
 
     #[test]
     fn every_grouping_has_one_name_and_its_flags_one_home() {
-        let names: Vec<&str> = groupings().map(|(_, g)| g.name).collect();
+        // A name two kinds share (`human`) goes to the kind of the run chosen: unique per kind.
+        let names: Vec<(&str, &str)> = groupings().map(|(k, g)| (k.as_str(), g.name)).collect();
         let mut unique = names.clone();
         unique.sort_unstable();
         unique.dedup();
@@ -389,9 +388,20 @@ mod tests {
     #[test]
     fn missing_and_mismatched_runs_are_named() {
         let store = Store::open_in_memory().unwrap();
-        let bench = store.create_run("bench", None, None, "{}").unwrap();
-        let review = store.create_run("review", None, None, "{}").unwrap();
-        let generate = store.create_run("generate", None, None, "{}").unwrap();
+        let bench = store
+            .create_run(crate::experiment::ExperimentKind::Bench, None, None, "{}")
+            .unwrap();
+        let review = store
+            .create_run(crate::experiment::ExperimentKind::Review, None, None, "{}")
+            .unwrap();
+        let generate = store
+            .create_run(
+                crate::experiment::ExperimentKind::Generate,
+                None,
+                None,
+                "{}",
+            )
+            .unwrap();
         let missing = diff(&store, bench, 42).unwrap_err();
         assert_eq!(
             missing.to_string(),

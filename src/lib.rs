@@ -16,6 +16,7 @@ pub mod dispatch;
 pub mod energy;
 pub mod experiment;
 pub mod hash;
+pub mod kind;
 pub mod kinds;
 pub mod llm;
 pub mod output;

@@ -46,7 +46,7 @@ pub struct Template {
 
 impl Template {
     /// `path`'s template, or the built-in one; every `required` placeholder must appear.
-    pub fn load(
+    pub(crate) fn load(
         path: Option<&Path>,
         builtin: &str,
         required: &[&str],

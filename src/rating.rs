@@ -9,19 +9,11 @@ use polars::prelude::Column;
 
 use crate::store::Rating;
 
-/// A person's pass or fail (`pass`, `fail`), beside the checks' outcome.
-pub const HUMAN_VERDICT: &str = "human_verdict";
-/// A person's score, 1-5.
-pub const HUMAN_SCORE: &str = "human_score";
-pub const HUMAN_COMMENT: &str = "human_comment";
-/// Who gave the rating shown.
-pub const RATER: &str = "rater";
-/// The whole answer of the call a row points at (a model's, or a judge's for a verdict).
-pub const ANSWER: &str = "answer";
+pub use crate::store::rating_columns::{ANSWER, HUMAN_COMMENT, HUMAN_SCORE, HUMAN_VERDICT, RATER};
 
 /// The four human columns of rows whose uids are `uids`, each the current rating in
 /// `ratings` (empty where there is none).
-pub fn human_columns<'a>(
+pub(crate) fn human_columns<'a>(
     uids: impl IntoIterator<Item = Option<&'a str>>,
     ratings: &HashMap<String, Rating>,
 ) -> Vec<Column> {
@@ -44,7 +36,7 @@ pub fn human_columns<'a>(
 
 /// The four human fields of one row as CSV text (empty where there is no rating), for the
 /// exports written with the `csv` crate.
-pub fn human_fields(rating: Option<&Rating>) -> [String; 4] {
+pub(crate) fn human_fields(rating: Option<&Rating>) -> [String; 4] {
     match rating {
         None => Default::default(),
         Some(r) => [

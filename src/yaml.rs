@@ -10,7 +10,7 @@ use serde_saphyr::Spanned;
 
 /// `path:line:col: message` for an error of serde-saphyr reading `text` (`path: message`
 /// when it knows no position).
-pub fn describe(path: &Path, text: &str, error: &serde_saphyr::Error) -> String {
+pub(crate) fn describe(path: &Path, text: &str, error: &serde_saphyr::Error) -> String {
     let position = error.location().map(|at| (at.line(), at.column()));
     if let serde_saphyr::Error::SerdeUnknownField {
         field, expected, ..
@@ -48,7 +48,7 @@ fn located(path: &Path, position: Option<(u64, u64)>, message: &str) -> String {
 
 /// ``unknown key `promts`; did you mean `prompts`? valid keys: kind, models, prompts``: a key
 /// that is not one of `valid`, with the closest when it is a slip of a letter or two.
-pub fn unknown_key(key: &str, valid: &[&str]) -> String {
+pub(crate) fn unknown_key(key: &str, valid: &[&str]) -> String {
     let suggestion = closest(key, valid)
         .map(|k| format!(" did you mean `{k}`?"))
         .unwrap_or_default();
@@ -60,7 +60,7 @@ pub fn unknown_key(key: &str, valid: &[&str]) -> String {
 
 /// The key of `valid` closest to `typed` when it is a slip: within one edit in three letters
 /// (at least one; Damerau-Levenshtein, case ignored), the first of equals in `valid`'s order.
-pub fn closest<'a>(typed: &str, valid: &[&'a str]) -> Option<&'a str> {
+pub(crate) fn closest<'a>(typed: &str, valid: &[&'a str]) -> Option<&'a str> {
     let typed = typed.to_ascii_lowercase();
     let limit = (typed.chars().count() / 3).max(1);
     valid
@@ -97,7 +97,7 @@ fn indenting_tab(text: &str, from: u64) -> Option<(u64, u64)> {
 /// Parser options for files that may be large: benchmarks with hundreds of thousands of tests
 /// are legitimate, so the parser's default node budget (250,000) is lifted; its other
 /// protections stay.
-pub fn large_file_options() -> serde_saphyr::Options {
+pub(crate) fn large_file_options() -> serde_saphyr::Options {
     let mut budget = serde_saphyr::budget::Budget::default();
     budget.max_nodes = 100_000_000;
     budget.max_events = 200_000_000;
@@ -116,7 +116,7 @@ pub enum Step<'a> {
 /// The line of what `path` leads to in `text` (the key's line, or the item's), or `None` when
 /// the text does not parse or holds no such key. The text is parsed again with positions, so
 /// this is for messages only.
-pub fn line_at(text: &str, path: &[Step<'_>]) -> Option<u64> {
+pub(crate) fn line_at(text: &str, path: &[Step<'_>]) -> Option<u64> {
     let mut node: Node = serde_saphyr::from_str_with_options(text, large_file_options()).ok()?;
     let mut line = None;
     for step in path {

@@ -19,7 +19,7 @@ pub struct Agreement {
 }
 
 /// The agreement of `pairs`, each (the person said pass, the automatic verdict was pass).
-pub fn agreement(pairs: &[(bool, bool)]) -> Agreement {
+pub(crate) fn agreement(pairs: &[(bool, bool)]) -> Agreement {
     let rated = pairs.len() as u64;
     let agree = pairs.iter().filter(|(a, b)| a == b).count() as u64;
     let coded: Vec<(i64, i64)> = pairs

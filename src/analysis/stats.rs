@@ -21,7 +21,7 @@ pub enum Level {
 
 /// Quadratic-weighted Cohen's kappa of two raters who rated the same items on the integer
 /// scale `min..=max`. `None` when undefined (no items, or no expected disagreement).
-pub fn weighted_kappa(pairs: &[(i64, i64)], min: i64, max: i64) -> Option<f64> {
+pub(crate) fn weighted_kappa(pairs: &[(i64, i64)], min: i64, max: i64) -> Option<f64> {
     let span = ((max - min).max(1) * (max - min).max(1)) as f64;
     kappa_with(pairs, min, max, |i, j| {
         ((i as f64) - (j as f64)).powi(2) / span
@@ -31,7 +31,7 @@ pub fn weighted_kappa(pairs: &[(i64, i64)], min: i64, max: i64) -> Option<f64> {
 /// Cohen's κ, unweighted, of two raters' categories `min..=max` (each pair one item): the
 /// agreement beyond chance, (p_o − p_e) / (1 − p_e), for categories with no order (a judge's
 /// winner: A, B or a tie). `None` without pairs or when chance agreement is total.
-pub fn cohen_kappa(pairs: &[(i64, i64)], min: i64, max: i64) -> Option<f64> {
+pub(crate) fn cohen_kappa(pairs: &[(i64, i64)], min: i64, max: i64) -> Option<f64> {
     kappa_with(pairs, min, max, |i, j| if i == j { 0.0 } else { 1.0 })
 }
 
@@ -74,7 +74,7 @@ fn kappa_with(
 /// Krippendorff's alpha for `units`, each the values its coders gave (`None` = missing).
 /// Units with fewer than two values are not pairable and are skipped. `None` when undefined
 /// (no pairable values, or no expected disagreement).
-pub fn krippendorff_alpha(units: &[Vec<Option<f64>>], level: Level) -> Option<f64> {
+pub(crate) fn krippendorff_alpha(units: &[Vec<Option<f64>>], level: Level) -> Option<f64> {
     // Coincidence matrix over the distinct values seen.
     let mut index: BTreeMap<OrderedValue, usize> = BTreeMap::new();
     for unit in units {
@@ -159,7 +159,7 @@ impl Ord for OrderedValue {
 pub const Z_95: f64 = 1.959_964;
 
 /// Wilson score interval of `successes` out of `n` at `z`; `None` when `n` is 0.
-pub fn wilson_interval(successes: u64, n: u64, z: f64) -> Option<(f64, f64)> {
+pub(crate) fn wilson_interval(successes: u64, n: u64, z: f64) -> Option<(f64, f64)> {
     if n == 0 {
         return None;
     }
@@ -169,7 +169,7 @@ pub fn wilson_interval(successes: u64, n: u64, z: f64) -> Option<(f64, f64)> {
 /// Wilson score interval of the rate `p` observed over `n` trials at `z` (a rate whose
 /// successes need not be whole: a pairwise win rate counts a tie as half a win); `None` when
 /// `n` is 0.
-pub fn wilson_interval_of_rate(p: f64, n: u64, z: f64) -> Option<(f64, f64)> {
+pub(crate) fn wilson_interval_of_rate(p: f64, n: u64, z: f64) -> Option<(f64, f64)> {
     if n == 0 {
         return None;
     }
@@ -200,7 +200,7 @@ const T_AS_NORMAL_DF: u64 = 1_000_000;
 
 /// The 97.5 % quantile of Student's t with `df` degrees of freedom (for two-sided 95 %
 /// intervals of a mean); `None` for 0.
-pub fn t_975(df: u64) -> Option<f64> {
+pub(crate) fn t_975(df: u64) -> Option<f64> {
     if df == 0 {
         return None;
     }
@@ -219,7 +219,7 @@ pub fn t_975(df: u64) -> Option<f64> {
 
 /// The 95 % interval of a mean of `n` values with sample standard deviation `sd` (Student's
 /// t); `None` below two values.
-pub fn mean_interval(mean: f64, sd: f64, n: u64) -> Option<(f64, f64)> {
+pub(crate) fn mean_interval(mean: f64, sd: f64, n: u64) -> Option<(f64, f64)> {
     let t = t_975(n.checked_sub(1)?)?;
     let half = t * sd / (n as f64).sqrt();
     half.is_finite().then_some((mean - half, mean + half))
@@ -248,7 +248,7 @@ pub struct McNemar {
 
 impl McNemar {
     /// The test for `b` and `c` discordant pairs.
-    pub fn new(b: u64, c: u64) -> Self {
+    pub(crate) fn new(b: u64, c: u64) -> Self {
         let n = b + c;
         let (chi2, chi2_corrected) = if n == 0 {
             (None, None)
@@ -295,7 +295,7 @@ impl McNemar {
 
     /// The p-value to report: exact when there are fewer than 25 discordant pairs, else the
     /// chi-square one.
-    pub fn p_value(&self) -> Option<f64> {
+    pub(crate) fn p_value(&self) -> Option<f64> {
         if self.b + self.c < 25 {
             Some(self.p_exact)
         } else {
@@ -338,7 +338,7 @@ pub const BOOTSTRAP: Bootstrap = Bootstrap {
 /// (the same draw for both variants, seeded with `config.seed`), evaluates `statistic` on each
 /// (`None` when it is undefined, e.g. 0/0) and returns the `config.confidence` interval; `None`
 /// if no replicate is defined.
-pub fn paired_bootstrap(
+pub(crate) fn paired_bootstrap(
     units: usize,
     config: &Bootstrap,
     mut statistic: impl FnMut(&[usize]) -> Option<f64>,

@@ -51,7 +51,7 @@ const TEMPLATE_KEYS: [&str; 4] = ["name", "system", "prompt", "messages"];
 /// Reads `templates:`: each a text (`file://` reads a file, relative to `base`), or a mapping
 /// of `name`, `system` and either `prompt` or `messages` (a list of `{role, content}`).
 /// Errors carry the template's index, for its line.
-pub fn parse_templates(
+pub(crate) fn parse_templates(
     items: Vec<Value>,
     base: &Path,
 ) -> Result<Vec<PromptTemplate>, (usize, String)> {
@@ -82,48 +82,7 @@ fn parse_template(index: usize, item: Value, base: &Path) -> Result<PromptTempla
             let prompt = text_or_file(&label, "prompt", &text, base)?;
             (name, None, vec![(Role::User, prompt)])
         }
-        Value::Object(mut fields) => {
-            if let Some(key) = fields.keys().find(|k| !TEMPLATE_KEYS.contains(&k.as_str())) {
-                return Err(format!(
-                    "{label}: {}",
-                    crate::yaml::unknown_key(key, &TEMPLATE_KEYS)
-                ));
-            }
-            let name = match fields.remove("name") {
-                Some(Value::String(name)) if !name.trim().is_empty() => name.trim().to_owned(),
-                None | Some(Value::Null) => format!("template_{}", index + 1),
-                Some(other) => return Err(format!("{label}: `name: {other}` is not a name")),
-            };
-            let label = format!("template `{name}`");
-            let system = match fields.remove("system") {
-                None | Some(Value::Null) => None,
-                Some(Value::String(s)) => Some(text_or_file(&label, "system", &s, base)?),
-                Some(_) => return Err(format!("{label}: `system` must be text")),
-            };
-            let messages = match (fields.remove("prompt"), fields.remove("messages")) {
-                (Some(Value::String(p)), None) => {
-                    vec![(Role::User, text_or_file(&label, "prompt", &p, base)?)]
-                }
-                (None, Some(Value::Array(list))) => message_list(&label, list, base)?,
-                (Some(_), Some(_)) => {
-                    return Err(format!(
-                        "{label} has both `prompt` and `messages`; give one"
-                    ));
-                }
-                (None, None) => {
-                    return Err(format!(
-                        "{label} has no `prompt:` (a text or file://PATH) or `messages:`"
-                    ));
-                }
-                (Some(_), None) => return Err(format!("{label}: `prompt` must be text")),
-                (None, Some(_)) => {
-                    return Err(format!(
-                        "{label}: `messages` must be a list of {{role, content}}"
-                    ));
-                }
-            };
-            (name, system, messages)
-        }
+        Value::Object(fields) => template_of_mapping(index, fields, &label, base)?,
         other => {
             return Err(format!(
                 "{label} is `{other}`: write a prompt text, file://PATH, or a mapping with \
@@ -165,6 +124,59 @@ fn parse_template(index: usize, item: Value, base: &Path) -> Result<PromptTempla
         sha256,
         index,
     })
+}
+
+/// A template's name, system prompt and messages.
+type TemplateParts = (String, Option<Template>, Vec<(Role, Template)>);
+
+/// A template written as a mapping (`name`, `system`, `prompt` or `messages`): its name,
+/// system prompt and messages, checked.
+fn template_of_mapping(
+    index: usize,
+    mut fields: serde_json::Map<String, Value>,
+    label: &str,
+    base: &Path,
+) -> Result<TemplateParts, String> {
+    if let Some(key) = fields.keys().find(|k| !TEMPLATE_KEYS.contains(&k.as_str())) {
+        return Err(format!(
+            "{label}: {}",
+            crate::yaml::unknown_key(key, &TEMPLATE_KEYS)
+        ));
+    }
+    let name = match fields.remove("name") {
+        Some(Value::String(name)) if !name.trim().is_empty() => name.trim().to_owned(),
+        None | Some(Value::Null) => format!("template_{}", index + 1),
+        Some(other) => return Err(format!("{label}: `name: {other}` is not a name")),
+    };
+    let label = format!("template `{name}`");
+    let system = match fields.remove("system") {
+        None | Some(Value::Null) => None,
+        Some(Value::String(s)) => Some(text_or_file(&label, "system", &s, base)?),
+        Some(_) => return Err(format!("{label}: `system` must be text")),
+    };
+    let messages = match (fields.remove("prompt"), fields.remove("messages")) {
+        (Some(Value::String(p)), None) => {
+            vec![(Role::User, text_or_file(&label, "prompt", &p, base)?)]
+        }
+        (None, Some(Value::Array(list))) => message_list(&label, list, base)?,
+        (Some(_), Some(_)) => {
+            return Err(format!(
+                "{label} has both `prompt` and `messages`; give one"
+            ));
+        }
+        (None, None) => {
+            return Err(format!(
+                "{label} has no `prompt:` (a text or file://PATH) or `messages:`"
+            ));
+        }
+        (Some(_), None) => return Err(format!("{label}: `prompt` must be text")),
+        (None, Some(_)) => {
+            return Err(format!(
+                "{label}: `messages` must be a list of {{role, content}}"
+            ));
+        }
+    };
+    Ok((name, system, messages))
 }
 
 /// A message list's `{role, content}` items.
@@ -236,7 +248,7 @@ fn text_or_file(label: &str, key: &str, text: &str, base: &Path) -> Result<Templ
 }
 
 /// `path` relative to `base` unless absolute.
-pub fn resolve(base: &Path, path: &str) -> PathBuf {
+pub(crate) fn resolve(base: &Path, path: &str) -> PathBuf {
     let path = Path::new(path);
     if path.is_absolute() {
         path.to_path_buf()
@@ -247,7 +259,7 @@ pub fn resolve(base: &Path, path: &str) -> PathBuf {
 
 /// Cases written in the benchmark file, under `cases:`: each a mapping of its values (an `id`
 /// among them names it; `checks` are its own checks). `line` gives an item's line.
-pub fn inline_cases(
+pub(crate) fn inline_cases(
     items: Vec<Value>,
     id_column: Option<&str>,
     file: &str,
@@ -297,13 +309,13 @@ pub fn inline_cases(
 
 /// A case's id, as a data file's would be: its `id_column`'s value (or `id`'s, when the
 /// file names no column), else the hash of its values.
-pub fn case_id(values: &Values, id_column: Option<&str>) -> Result<String, String> {
+pub(crate) fn case_id(values: &Values, id_column: Option<&str>) -> Result<String, String> {
     crate::cases::ids::case_id(values, id_column)
         .ok_or_else(|| format!("it has no `{}` (the id column)", id_column.unwrap_or("id")))
 }
 
 /// A `messages` value in OpenAI's chat format, if the case has one.
-pub fn case_messages(values: &Values) -> Result<Option<Vec<Message>>, String> {
+pub(crate) fn case_messages(values: &Values) -> Result<Option<Vec<Message>>, String> {
     let Some(value) = values.get("messages") else {
         return Ok(None);
     };
@@ -323,7 +335,10 @@ pub struct Shared<'a> {
 
 /// The tests of `cases`: one per case, with one request per template (or the case's own
 /// messages when there are no templates) and the benchmark's checks, then the case's.
-pub fn build_tests(cases: Vec<CaseInput>, shared: &Shared<'_>) -> Result<Vec<PromptTest>, String> {
+pub(crate) fn build_tests(
+    cases: Vec<CaseInput>,
+    shared: &Shared<'_>,
+) -> Result<Vec<PromptTest>, String> {
     let mut tests = Vec::with_capacity(cases.len());
     for case in cases {
         let CaseInput {
@@ -435,7 +450,7 @@ fn render(template: &PromptTemplate, values: &Values) -> Result<TestRequest, Str
 
 /// The columns no template and no check uses (but the id column, `messages` and `checks`),
 /// for a warning.
-pub fn unused_columns(
+pub(crate) fn unused_columns(
     columns: &[String],
     templates: &[PromptTemplate],
     checks: &[CheckSpec],
@@ -464,7 +479,7 @@ pub fn unused_columns(
 }
 
 /// The names a template or check uses that no column has: `(who, name)`.
-pub fn unknown_names(
+pub(crate) fn unknown_names(
     columns: &[String],
     templates: &[PromptTemplate],
     checks: &[CheckSpec],

@@ -27,18 +27,18 @@ pub const REPEAT: &str = "repeat";
 /// `passed`, `failed` or `error` ([`crate::store::Outcome`]).
 pub const STATUS: &str = "status";
 /// True passed, false failed, null an error: what the summaries count.
-pub const PASSED: &str = "passed";
+pub const PASSED: &str = crate::output::columns::PASSED.name;
 pub const LATENCY_MS: &str = "latency_ms";
-pub const INPUT_TOKENS: &str = "input_tokens";
-pub const OUTPUT_TOKENS: &str = "output_tokens";
-pub const COST_USD: &str = "cost_usd";
-pub const PAID_USD: &str = "paid_usd";
-pub const ENERGY_WH: &str = "energy_wh";
-pub const ENERGY_WH_MIN: &str = "energy_wh_min";
-pub const ENERGY_WH_MAX: &str = "energy_wh_max";
+pub const INPUT_TOKENS: &str = crate::output::columns::INPUT_TOKENS.name;
+pub const OUTPUT_TOKENS: &str = crate::output::columns::OUTPUT_TOKENS.name;
+pub const COST_USD: &str = crate::output::columns::COST_USD.name;
+pub const PAID_USD: &str = crate::output::columns::PAID_USD.name;
+pub const ENERGY_WH: &str = crate::output::columns::ENERGY_WH.name;
+pub const ENERGY_WH_MIN: &str = crate::output::columns::ENERGY_WH_MIN.name;
+pub const ENERGY_WH_MAX: &str = crate::output::columns::ENERGY_WH_MAX.name;
 pub const CACHE_HIT: &str = "cache_hit";
-pub const PROVIDER: &str = "provider";
-pub const MODEL_ID: &str = "model_id";
+pub const PROVIDER: &str = crate::output::columns::PROVIDER.name;
+pub const MODEL_ID: &str = crate::output::columns::MODEL_ID.name;
 pub const METHOD: &str = "method";
 pub const TOKENS_ESTIMATED: &str = "tokens_estimated";
 pub const ENERGY_METHOD: &str = "energy_method";
@@ -52,21 +52,21 @@ pub const RUNS_STATUS: &str = "status";
 
 // The detail table a run prints when it ends (`console`): results' columns renamed.
 pub const RESULT: &str = "result";
-pub const TIME_S: &str = "time_s";
-pub const TOKENS_IN: &str = "tokens_in";
-pub const TOKENS_OUT: &str = "tokens_out";
+pub const TIME_S: &str = crate::output::columns::TIME_S.name;
+pub const TOKENS_IN: &str = crate::output::columns::TOKENS_IN.name;
+pub const TOKENS_OUT: &str = crate::output::columns::TOKENS_OUT.name;
 pub const CACHED: &str = "cached";
 
 // The per-model summary (`track query --by model`).
-pub const RESULTS: &str = "results";
-pub const FAILED: &str = "failed";
-pub const ERRORS: &str = "errors";
-pub const SUCCESS_PCT: &str = "success_pct";
+pub const RESULTS: &str = crate::output::columns::RESULTS.name;
+pub const FAILED: &str = crate::output::columns::FAILED.name;
+pub const ERRORS: &str = crate::output::columns::ERRORS.name;
+pub const SUCCESS_PCT: &str = crate::output::columns::SUCCESS_PCT.name;
 pub const SUCCESS_LOW_PCT: &str = "success_low_pct";
 pub const SUCCESS_HIGH_PCT: &str = "success_high_pct";
-pub const TOTAL_TIME_S: &str = "total_time_s";
-pub const TOTAL_COST_USD: &str = "total_cost_usd";
-pub const CACHE_HITS: &str = "cache_hits";
+pub const TOTAL_TIME_S: &str = crate::output::columns::TOTAL_TIME_S.name;
+pub const TOTAL_COST_USD: &str = crate::output::columns::TOTAL_COST_USD.name;
+pub const CACHE_HITS: &str = crate::output::columns::CACHE_HITS.name;
 /// Per model while summing: results with an answer but no energy estimate.
 pub const ENERGY_UNKNOWN: &str = "energy_unknown";
 
@@ -80,14 +80,14 @@ pub const DECIDED_ALL: &str = "decided_all";
 pub const PCT: &str = "pct";
 
 // The per-prompt summary (`track query --by prompt`).
-pub const SUCCESS_PCT_ALL: &str = "success_pct_all";
+pub const SUCCESS_PCT_ALL: &str = crate::output::columns::SUCCESS_PCT_ALL.name;
 pub const SUCCESS_ALL_LOW_PCT: &str = "success_all_low_pct";
 pub const SUCCESS_ALL_HIGH_PCT: &str = "success_all_high_pct";
-pub const AVG_INPUT_TOKENS: &str = "avg_input_tokens";
-pub const AVG_OUTPUT_TOKENS: &str = "avg_output_tokens";
-pub const AVG_COST_USD: &str = "avg_cost_usd";
-pub const AVG_TIME_S: &str = "avg_time_s";
-pub const AVG_ENERGY_WH: &str = "avg_energy_wh";
+pub const AVG_INPUT_TOKENS: &str = crate::output::columns::AVG_INPUT_TOKENS.name;
+pub const AVG_OUTPUT_TOKENS: &str = crate::output::columns::AVG_OUTPUT_TOKENS.name;
+pub const AVG_COST_USD: &str = crate::output::columns::AVG_COST_USD.name;
+pub const AVG_TIME_S: &str = crate::output::columns::AVG_TIME_S.name;
+pub const AVG_ENERGY_WH: &str = crate::output::columns::AVG_ENERGY_WH.name;
 
 // The latency summary (the report's box plots).
 pub const TIMED: &str = "timed";
@@ -127,14 +127,14 @@ pub const ONLY_IN_NEW: &str = "only_in_new";
 pub const DELTA_MEAN_LATENCY_MS: &str = "delta_mean_latency_ms";
 
 /// The per-prompt summary's column of one model's success: `success_pct[openai:gpt-4o]`.
-pub fn success_pct_of(model: &str) -> String {
+pub(crate) fn success_pct_of(model: &str) -> String {
     format!("{SUCCESS_PCT}[{model}]")
 }
 
 /// The per-prompt summary's column of one model's success with one template, when the results
 /// come from several: `success_pct[openai:gpt-4o|terse]` (no comma: a CSV header needs no
 /// quotes), and `success_pct[openai:gpt-4o]` for a run without templates among runs with some.
-pub fn success_pct_of_pair(model: &str, template: Option<&str>) -> String {
+pub(crate) fn success_pct_of_pair(model: &str, template: Option<&str>) -> String {
     match template {
         Some(template) => format!("{SUCCESS_PCT}[{model}|{template}]"),
         None => success_pct_of(model),

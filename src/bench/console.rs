@@ -18,7 +18,7 @@ use crate::store::Store;
 const REPORT_ROWS: usize = 200;
 
 /// Prints the tables of the run `summary` describes.
-pub fn print(
+pub(crate) fn print(
     store: &Store,
     summary: &RunSummary,
     options: &ReportOptions,
@@ -225,7 +225,9 @@ mod tests {
     #[test]
     fn a_run_of_several_templates_prints_their_table_and_the_template_of_each_result() {
         let mut store = Store::open_in_memory().unwrap();
-        let run = store.create_run("bench", None, None, "{}").unwrap();
+        let run = store
+            .create_run(crate::experiment::ExperimentKind::Bench, None, None, "{}")
+            .unwrap();
         store
             .insert_bench_results(&[
                 result(run, 0, 0, true),
@@ -251,7 +253,9 @@ mod tests {
         assert_eq!(results.matches("steps").count(), 2, "{results}");
 
         // One template: neither.
-        let one = store.create_run("bench", None, None, "{}").unwrap();
+        let one = store
+            .create_run(crate::experiment::ExperimentKind::Bench, None, None, "{}")
+            .unwrap();
         let mut plain = result(one, 0, 0, true);
         plain.template_name = None;
         store.insert_bench_results(&[plain]).unwrap();

@@ -8,9 +8,10 @@ use polars::prelude::*;
 
 use crate::analysis::diff::{
     BASE_CALL_ID, DiffCounts, DiffError, KindDiff, Layout, NEW_CALL_ID, Pairing, SIGNIFICANCE,
-    UNCHANGED, difference, either, only_in, pair_by_key, plural, sides,
+    UNCHANGED, difference, either, only_in, pair_by_key, sides,
 };
 use crate::analysis::stats::McNemar;
+use crate::output::count;
 use crate::store::{BenchColumns, Outcome, Store};
 
 /// How a benchmark diff reads.
@@ -41,9 +42,9 @@ pub const LAYOUT: Layout = Layout {
 fn changes(c: &DiffCounts) -> String {
     format!(
         "{}, {}, {}",
-        plural(c.regressions, "regression"),
-        plural(c.fixes, "fix"),
-        plural(c.new_errors, "new error")
+        count(c.regressions, "regression"),
+        count(c.fixes, "fix"),
+        count(c.new_errors, "new error")
     )
 }
 
@@ -266,7 +267,7 @@ impl ModelTally {
 }
 
 /// Compares benchmark run `new` with run `base`, both read from `store` (`track diff`).
-pub fn compare(store: &Store, base: i64, new: i64) -> Result<KindDiff, DiffError> {
+pub(crate) fn compare(store: &Store, base: i64, new: i64) -> Result<KindDiff, DiffError> {
     Ok(diff(
         store.bench_columns(&[base], false)?,
         store.bench_columns(&[new], false)?,
@@ -296,7 +297,7 @@ pub enum TemplateDiffError {
 /// Compares template `new` of benchmark run `run` with its template `base` (`track diff RUN
 /// --templates BASE NEW`): the evaluations of one paired with those of the other by model,
 /// prompt (case) and repeat.
-pub fn compare_templates(
+pub(crate) fn compare_templates(
     store: &Store,
     run: i64,
     (base, new): (&str, &str),
@@ -329,7 +330,7 @@ pub fn compare_templates(
 }
 
 /// Compares the evaluations of two benchmark runs.
-pub fn diff(base: BenchColumns, new: BenchColumns) -> PolarsResult<KindDiff> {
+pub(crate) fn diff(base: BenchColumns, new: BenchColumns) -> PolarsResult<KindDiff> {
     diff_evaluations(evaluations(base), evaluations(new))
 }
 

@@ -883,7 +883,9 @@ prompts:
                 .unwrap();
             assert_eq!(stored, id);
         }
-        let run = store.create_run("bench", None, None, "{}").unwrap();
+        let run = store
+            .create_run(crate::experiment::ExperimentKind::Bench, None, None, "{}")
+            .unwrap();
         (store, run)
     }
 
@@ -902,6 +904,10 @@ pass: {threshold: 0.25}
 "#;
 
     #[test]
+    #[allow(
+        clippy::too_many_lines,
+        reason = "a test reads as one scenario (or table), top to bottom"
+    )]
     fn every_template_runs_on_every_case_and_each_result_keeps_its_checks() {
         let spec = BenchSpec::parse(Path::new("bench.yaml"), DATA).unwrap();
         let mut bench = BenchExperiment::new(

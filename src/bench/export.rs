@@ -16,7 +16,7 @@ use crate::store::{CheckExportRow, Store};
 
 /// Writes the benchmark CSV files of `runs` into `options.out` (`--out`, default `exports/`:
 /// the registry entry's), each path on stdout once written.
-pub fn write_csv(
+pub(crate) fn write_csv(
     store: &Store,
     runs: &ExportRuns<'_>,
     options: &ExportOptions,

@@ -56,7 +56,7 @@ pub struct BenchSection {
 
 impl BenchSection {
     /// Summarises the benchmark results of `runs` as `track query --by model|prompt` does.
-    pub fn load(store: &Store, runs: &[i64]) -> Result<Self, ReportError> {
+    pub(crate) fn load(store: &Store, runs: &[i64]) -> Result<Self, ReportError> {
         let measures = Measures::load(store, runs).map_err(ReportError::Measures)?;
         let failures = store.bench_failures(runs, LISTED_FAILURES, ANSWER_BYTES)?;
         Ok(Self {
@@ -111,7 +111,7 @@ impl BenchSection {
 
     /// The energy of all results, with its range; `None` when none was estimated, or when a
     /// model's is unknown (no parameter count): a total without it would look complete.
-    pub fn energy(&self) -> Result<Option<Energy>, ReportError> {
+    pub(crate) fn energy(&self) -> Result<Option<Energy>, ReportError> {
         if !self.energy_unknown()?.is_empty() {
             return Ok(None);
         }
@@ -882,8 +882,12 @@ mod tests {
     /// Run 1 recorded before expected outputs were stored (NULL), run 2 after.
     fn store_fixture() -> (Store, [i64; 2]) {
         let mut store = Store::open_in_memory().unwrap();
-        let old = store.create_run("bench", None, None, "{}").unwrap();
-        let new = store.create_run("bench", None, None, "{}").unwrap();
+        let old = store
+            .create_run(crate::experiment::ExperimentKind::Bench, None, None, "{}")
+            .unwrap();
+        let new = store
+            .create_run(crate::experiment::ExperimentKind::Bench, None, None, "{}")
+            .unwrap();
         store
             .insert_bench_results(&[
                 row(old, 0, Outcome::Failed, None),
@@ -917,7 +921,9 @@ mod tests {
     #[test]
     fn several_templates_get_their_section_matrix_columns_and_failed_checks() {
         let mut store = Store::open_in_memory().unwrap();
-        let run = store.create_run("bench", None, None, "{}").unwrap();
+        let run = store
+            .create_run(crate::experiment::ExperimentKind::Bench, None, None, "{}")
+            .unwrap();
         let check = |method: &str, outcome, reason: Option<&str>| crate::store::CheckRow {
             method: method.into(),
             expected: Some("4".into()),

@@ -26,7 +26,7 @@ pub const UID: &str = "uid";
 /// one per check method (the results with one check, and each check of those with several),
 /// in the order first seen. Only ratings with a verdict count; an error (no answer to judge)
 /// is no verdict.
-pub fn agreement_frame(rated: &[RatedBenchResult]) -> PolarsResult<DataFrame> {
+pub(crate) fn agreement_frame(rated: &[RatedBenchResult]) -> PolarsResult<DataFrame> {
     let mut sources: Vec<(String, Vec<(bool, bool)>)> = vec![(OUTCOME.to_owned(), Vec::new())];
     let mut add = |name: &str, pair: (bool, bool)| match sources.iter_mut().find(|(n, _)| n == name)
     {
@@ -83,13 +83,13 @@ pub fn agreement_frame(rated: &[RatedBenchResult]) -> PolarsResult<DataFrame> {
 }
 
 /// `track query --by human`: [`agreement_frame`] of the runs' rated results.
-pub fn agreement_of_runs(store: &Store, runs: &[i64]) -> anyhow::Result<DataFrame> {
+pub(crate) fn agreement_of_runs(store: &Store, runs: &[i64]) -> anyhow::Result<DataFrame> {
     Ok(agreement_frame(&store.rated_bench_results(runs)?)?)
 }
 
 /// `track query --by result`: one row per result of the runs, with its outcome (`result`), its current
 /// human rating and its uid (what `track rate` takes).
-pub fn results_with_ratings(store: &Store, runs: &[i64]) -> anyhow::Result<DataFrame> {
+pub(crate) fn results_with_ratings(store: &Store, runs: &[i64]) -> anyhow::Result<DataFrame> {
     let mut columns = store.bench_columns(runs, true)?;
     let uids = std::mem::take(&mut columns.uid);
     columns.call_id = Vec::new();
@@ -117,7 +117,7 @@ pub fn results_with_ratings(store: &Store, runs: &[i64]) -> anyhow::Result<DataF
 
 /// The rated results of `rated` as rows: model, prompt, repeat, the outcome, the person's
 /// verdict, score and comment, and who; for the report.
-pub fn rated_frame(rated: &[RatedBenchResult]) -> PolarsResult<DataFrame> {
+pub(crate) fn rated_frame(rated: &[RatedBenchResult]) -> PolarsResult<DataFrame> {
     let text = |f: &dyn Fn(&RatedBenchResult) -> Option<String>| -> Vec<Option<String>> {
         rated.iter().map(f).collect()
     };

@@ -25,7 +25,7 @@ impl ItemError {
     /// The line of what the error is about in the file's `text`, the test being the `index`th
     /// item of the top-level list `list` (`prompts`); the test's own line when the key's is
     /// not found.
-    pub fn line(&self, text: &str, list: &str, index: usize) -> Option<u64> {
+    pub(crate) fn line(&self, text: &str, list: &str, index: usize) -> Option<u64> {
         use crate::yaml::{Step, line_at};
         let mut path = vec![Step::Key(list), Step::Item(index)];
         let item = line_at(text, &path);
@@ -43,7 +43,7 @@ impl ItemError {
 /// `{noun} `its_name`` once its name is known, else `{noun} {number}` (`prompt 3`). Any other key is refused: a key whose value is text, a list, a
 /// mapping of none of the test's keys (`vars: {country: France}`), a second name, or any
 /// unknown key beside `name:`.
-pub fn take_name(
+pub(crate) fn take_name(
     noun: &str,
     number: usize,
     fields: &mut Map<String, Value>,

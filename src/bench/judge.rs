@@ -16,7 +16,7 @@ pub const JUDGE_MAX_TOKENS: u32 = 512;
 
 /// The request that has `judge_model` judge: the rendered judge prompt, as repeatable as the
 /// provider allows.
-pub fn judge_request(judge_model: &str, prompt: String) -> ChatRequest {
+pub(crate) fn judge_request(judge_model: &str, prompt: String) -> ChatRequest {
     ChatRequest {
         model: judge_model.into(),
         schema: None,
@@ -32,7 +32,7 @@ pub fn judge_request(judge_model: &str, prompt: String) -> ChatRequest {
 
 /// The shape of a judge's verdict (structured output): a justification, then a score on
 /// `min..=max`.
-pub fn judge_schema(min: i64, max: i64) -> crate::llm::AnswerSchema {
+pub(crate) fn judge_schema(min: i64, max: i64) -> crate::llm::AnswerSchema {
     crate::llm::AnswerSchema {
         name: "judge_verdict".into(),
         schema: crate::answer::object_schema(vec![
@@ -50,7 +50,11 @@ pub fn judge_schema(min: i64, max: i64) -> crate::llm::AnswerSchema {
 
 /// A judge's single score: the `score` (and `justification`) of the JSON object in `answer`,
 /// on `min..=max`. An answer without a usable score is an error naming why.
-pub fn parse_judge(answer: &str, min: i64, max: i64) -> Result<(i64, Option<String>), String> {
+pub(crate) fn parse_judge(
+    answer: &str,
+    min: i64,
+    max: i64,
+) -> Result<(i64, Option<String>), String> {
     let object = find_object(answer)?;
     let keys: HashMap<String, &Value> = object.iter().map(|(k, v)| (normalise_key(k), v)).collect();
     let score = keys

@@ -111,7 +111,7 @@ pub struct TestRequest {
 
 impl TestRequest {
     /// The text of the turn the model answers (the last user message), for judges.
-    pub fn prompt_text(&self) -> String {
+    pub(crate) fn prompt_text(&self) -> String {
         self.messages
             .iter()
             .rev()
@@ -123,7 +123,7 @@ impl TestRequest {
 
 impl PromptTest {
     /// The method stored with its results: the check's, or `checks` when it has several.
-    pub fn method_name(&self) -> &'static str {
+    pub(crate) fn method_name(&self) -> &'static str {
         match self.checks.as_slice() {
             [one] => one.method.name(),
             _ => "checks",
@@ -131,7 +131,7 @@ impl PromptTest {
     }
 
     /// The expected value stored with its results: the first check's.
-    pub fn expected(&self) -> &str {
+    pub(crate) fn expected(&self) -> &str {
         self.checks
             .first()
             .and_then(|c| c.expected.as_deref())
@@ -139,7 +139,7 @@ impl PromptTest {
     }
 
     /// Its judge check, if any (a test has at most one).
-    pub fn judge(&self) -> Option<&crate::checks::JudgeCheck> {
+    pub(crate) fn judge(&self) -> Option<&crate::checks::JudgeCheck> {
         self.checks.iter().find_map(Check::judge)
     }
 }
@@ -247,7 +247,7 @@ impl BenchSpec {
 
     /// Validates benchmark YAML and reads the cases it names (`cases: {from: …}`) as
     /// `options` allow (offline: only what the database holds of `hf://` files).
-    pub fn load(
+    pub(crate) fn load(
         path: &Path,
         text: &str,
         options: &crate::cases::LoadOptions,
@@ -326,12 +326,12 @@ impl BenchSpec {
     }
 
     /// The line of the `index`th model reference, for messages.
-    pub fn model_line(&self, index: usize) -> Option<u64> {
+    pub(crate) fn model_line(&self, index: usize) -> Option<u64> {
         line_of(&self.text, Item::Model(index))
     }
 
     /// The line of the `index`th prompt test, for messages.
-    pub fn prompt_line(&self, index: usize) -> Option<u64> {
+    pub(crate) fn prompt_line(&self, index: usize) -> Option<u64> {
         line_of(&self.text, Item::Prompt(index))
     }
 }
@@ -385,22 +385,7 @@ fn prompt_test(
             });
         }
     };
-    // The seed's one check: `method` with `output` (or `expected`), and a judge's fields.
-    let mut seed = Map::new();
-    for key in crate::checks::INLINE_KEYS {
-        if let Some(value) = fields.remove(key).filter(|v| !v.is_null()) {
-            if matches!(value, Value::Array(_) | Value::Object(_)) {
-                return Err(ItemError {
-                    message: format!(
-                        "{label}: `{key}` is a {}; write it as text",
-                        if value.is_array() { "list" } else { "mapping" }
-                    ),
-                    keys: vec![key.into()],
-                });
-            }
-            seed.insert(key.to_owned(), value);
-        }
-    }
+    let seed = inline_check(&label, &mut fields)?;
     let mut text = |key: &str| take_text(&label, &mut fields, key);
     let prompt = text("prompt")?.ok_or_else(|| format!("{label} has no `prompt:`"))?;
     let own_system = text("system")?;
@@ -460,6 +445,30 @@ fn prompt_test(
         params,
         values: None,
     })
+}
+
+/// The fields of a test's one inline check, taken from `fields`: `method` with `output` (or
+/// `expected`), and a judge's fields; each must be text.
+fn inline_check(
+    label: &str,
+    fields: &mut Map<String, Value>,
+) -> Result<Map<String, Value>, ItemError> {
+    let mut seed = Map::new();
+    for key in crate::checks::INLINE_KEYS {
+        if let Some(value) = fields.remove(key).filter(|v| !v.is_null()) {
+            if matches!(value, Value::Array(_) | Value::Object(_)) {
+                return Err(ItemError {
+                    message: format!(
+                        "{label}: `{key}` is a {}; write it as text",
+                        if value.is_array() { "list" } else { "mapping" }
+                    ),
+                    keys: vec![key.into()],
+                });
+            }
+            seed.insert(key.to_owned(), value);
+        }
+    }
+    Ok(seed)
 }
 
 /// The cases of `cases:`: written in the file (a list), or read from files (`{from: …}`).

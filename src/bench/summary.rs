@@ -25,7 +25,7 @@ pub struct BenchFrames {
 
 impl BenchFrames {
     /// Builds them from loaded columns (loaded with detail).
-    pub fn from_columns(cols: BenchColumns) -> PolarsResult<Self> {
+    pub(crate) fn from_columns(cols: BenchColumns) -> PolarsResult<Self> {
         let measures = Measures::from_columns(&cols)?;
         Ok(Self {
             by_model: model_summary(&measures)?,
@@ -43,7 +43,7 @@ impl BenchFrames {
 /// The template x model table of a [`template_summary`]: a row per template, a column per
 /// model (in the summary's order), each cell the pass rate with its Wilson 95 % interval,
 /// `75.0 % (30.1–95.4)`; `–` where the pair has no passed or failed result.
-pub fn template_matrix(by_template: &DataFrame) -> PolarsResult<DataFrame> {
+pub(crate) fn template_matrix(by_template: &DataFrame) -> PolarsResult<DataFrame> {
     let texts = |name: &str| -> PolarsResult<Vec<Option<String>>> {
         Ok(by_template
             .column(name)?
@@ -92,7 +92,7 @@ pub fn template_matrix(by_template: &DataFrame) -> PolarsResult<DataFrame> {
 }
 
 /// One row per evaluation. Detail columns are present only when they were loaded.
-pub fn results_frame(cols: BenchColumns) -> PolarsResult<DataFrame> {
+pub(crate) fn results_frame(cols: BenchColumns) -> PolarsResult<DataFrame> {
     let with_detail = cols.method.len() == cols.len();
     let status: Vec<&str> = cols.outcome.iter().map(|o| o.as_str()).collect();
     let passed: Vec<Option<bool>> = cols.outcome.iter().map(|o| o.passed()).collect();
@@ -235,7 +235,7 @@ impl MeasureBuilders {
 
 impl Measures {
     /// Reads the measures of `run_ids` from the store, in as many slices as there are cores.
-    pub fn load(store: &Store, run_ids: &[i64]) -> anyhow::Result<Self> {
+    pub(crate) fn load(store: &Store, run_ids: &[i64]) -> anyhow::Result<Self> {
         let with_templates = store.bench_has_templates(run_ids)?;
         let (labels, parts) = store.scan_bench_measures(
             run_ids,
@@ -251,7 +251,7 @@ impl Measures {
     }
 
     /// The measures of loaded columns (the detail path), keyed the same way.
-    pub fn from_columns(cols: &BenchColumns) -> PolarsResult<Self> {
+    pub(crate) fn from_columns(cols: &BenchColumns) -> PolarsResult<Self> {
         let mut labels = Labels::default();
         let mut keys: [HashMap<String, u32>; 3] = Default::default();
         let mut key = |kind: usize, name: &str, labels: &mut Labels| -> u32 {
@@ -374,14 +374,14 @@ fn success_pct() -> Expr {
 /// tokens and energy (null, unknown, for a model with an answer of unknown energy). Each slice
 /// is summed on its own, then the sums are summed: the rows are never copied into one frame.
 /// Results of every template are pooled.
-pub fn model_summary(measures: &Measures) -> PolarsResult<DataFrame> {
+pub(crate) fn model_summary(measures: &Measures) -> PolarsResult<DataFrame> {
     summary_by(measures, &[c::MODEL])
 }
 
 /// Per template and model (`track query --by template`), templates in label order then models
 /// in the order they were run: the columns of [`model_summary`] for each pair. A benchmark
 /// without templates has one row per model, its template null.
-pub fn template_summary(measures: &Measures) -> PolarsResult<DataFrame> {
+pub(crate) fn template_summary(measures: &Measures) -> PolarsResult<DataFrame> {
     summary_by(measures, &[c::TEMPLATE, c::MODEL])
 }
 
@@ -503,7 +503,7 @@ fn model_totals(partials: Vec<LazyFrame>, keys: &[&str]) -> PolarsResult<DataFra
 /// Per prompt, in file order: % success for each model and across all models, then averages
 /// of input and output tokens, cost, time and energy (null, unknown, when any model's answer
 /// to the prompt has unknown energy).
-pub fn prompt_summary(measures: &Measures) -> PolarsResult<DataFrame> {
+pub(crate) fn prompt_summary(measures: &Measures) -> PolarsResult<DataFrame> {
     let lazy = concat(
         measures
             .parts
@@ -529,7 +529,7 @@ const ROWS_PER_PROMPT_RANGE: usize = 1 << 16;
 /// whatever the number of cores; [`Measures::load`] gives those of several runs slice by
 /// slice, so a mean over several runs can differ from [`prompt_summary`]'s in its last bit (of
 /// the 17 digits of a double; CSV and JSON print 15).
-pub fn prompt_summary_of_runs(store: &Store, run_ids: &[i64]) -> anyhow::Result<DataFrame> {
+pub(crate) fn prompt_summary_of_runs(store: &Store, run_ids: &[i64]) -> anyhow::Result<DataFrame> {
     prompt_summary_in_ranges(store, run_ids, ROWS_PER_PROMPT_RANGE)
 }
 
@@ -625,7 +625,7 @@ pub struct SuccessColumn {
 /// model order: one per model, or, when the results come from several templates, one per
 /// model and template (templates in label order), so that two wordings of a case are never
 /// pooled.
-pub fn success_columns(labels: &Labels) -> Vec<SuccessColumn> {
+pub(crate) fn success_columns(labels: &Labels) -> Vec<SuccessColumn> {
     let mut columns = Vec::new();
     for (model_key, model) in labels.models.iter().enumerate() {
         let model_key = model_key as u32;
@@ -710,7 +710,7 @@ fn prompt_column_order(model_columns: Vec<String>) -> Vec<String> {
 /// Per model (in the order of [`model_summary`]): how long answers took, in seconds, over the
 /// results that have a time: how many, the minimum, quartiles, maximum and mean. What a box
 /// plot of latencies draws.
-pub fn latency_summary(measures: &Measures) -> PolarsResult<DataFrame> {
+pub(crate) fn latency_summary(measures: &Measures) -> PolarsResult<DataFrame> {
     if measures.parts.is_empty() {
         return Ok(DataFrame::empty());
     }
@@ -953,7 +953,9 @@ mod tests {
                 vec!["p9", "p5", "p4", "p3", "p2", "p1"],
             ),
         ] {
-            let run = store.create_run("bench", None, None, "{}").unwrap();
+            let run = store
+                .create_run(crate::experiment::ExperimentKind::Bench, None, None, "{}")
+                .unwrap();
             let mut rows = Vec::new();
             for (m, model) in models.iter().enumerate() {
                 for (p, prompt) in prompts.iter().enumerate() {
@@ -993,7 +995,9 @@ mod tests {
     fn templated_run() -> (tempfile::TempDir, Store, i64) {
         let dir = tempfile::tempdir().unwrap();
         let mut store = Store::open(&dir.path().join("t.db")).unwrap();
-        let run = store.create_run("bench", None, None, "{}").unwrap();
+        let run = store
+            .create_run(crate::experiment::ExperimentKind::Bench, None, None, "{}")
+            .unwrap();
         let mut rows = Vec::new();
         for (m, model) in ["m0", "m1"].iter().enumerate() {
             for (t, template) in ["terse", "steps"].iter().enumerate() {

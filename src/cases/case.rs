@@ -65,7 +65,7 @@ pub struct RowCase {
 
 /// A row read as it is: its `checks` column taken out into checks, its `messages` column (if
 /// any) read as the case's conversation and kept, parsed, among the values.
-pub fn plain(mut values: Values) -> Result<RowCase, String> {
+pub(crate) fn plain(mut values: Values) -> Result<RowCase, String> {
     let checks = match values.shift_remove("checks") {
         Some(value) => parse_checks(&value)?,
         None => Vec::new(),
@@ -91,7 +91,7 @@ pub fn plain(mut values: Values) -> Result<RowCase, String> {
 
 /// The messages of an OpenAI chat-format value (a list of `{role, content}`; in CSV, its JSON
 /// text). `developer` is taken as `system`. The error says what is wrong, without the place.
-pub fn parse_messages(value: &Value, name: &str) -> Result<Vec<CaseMessage>, String> {
+pub(crate) fn parse_messages(value: &Value, name: &str) -> Result<Vec<CaseMessage>, String> {
     let parsed;
     let value = match value {
         Value::String(text) => {
@@ -171,7 +171,7 @@ fn parse_message(item: &Value) -> Result<CaseMessage, String> {
 
 /// The checks of a `checks` value: a list of mappings, one mapping, or (in CSV) the JSON text
 /// of either; null and an empty text are no checks.
-pub fn parse_checks(value: &Value) -> Result<Vec<Value>, String> {
+pub(crate) fn parse_checks(value: &Value) -> Result<Vec<Value>, String> {
     let parsed;
     let value = match value {
         Value::String(text) if text.trim().is_empty() => return Ok(Vec::new()),

@@ -8,7 +8,7 @@ use super::template::Values;
 use serde_json::Value;
 
 /// The rows of a CSV (`delimiter` `,`) or TSV (`\t`) file.
-pub fn read(bytes: &[u8], delimiter: u8, file: &str) -> Result<Vec<RawRow>, CasesError> {
+pub(crate) fn read(bytes: &[u8], delimiter: u8, file: &str) -> Result<Vec<RawRow>, CasesError> {
     let bytes = strip_bom(bytes);
     let mut reader = ::csv::ReaderBuilder::new()
         .delimiter(delimiter)

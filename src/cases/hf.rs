@@ -35,7 +35,7 @@ pub const DEFAULT_ENDPOINT: &str = "https://huggingface.co";
 
 impl HfAccess {
     /// `HF_ENDPOINT` (default [`DEFAULT_ENDPOINT`]) and `HF_TOKEN` (unset when empty).
-    pub fn from_env() -> Self {
+    pub(crate) fn from_env() -> Self {
         let endpoint = std::env::var("HF_ENDPOINT")
             .ok()
             .filter(|e| !e.trim().is_empty())
@@ -48,7 +48,7 @@ impl HfAccess {
     }
 
     /// An endpoint and a token given by the caller (tests, a mirror).
-    pub fn new(endpoint: impl Into<String>, token: Option<ApiKey>) -> Self {
+    pub(crate) fn new(endpoint: impl Into<String>, token: Option<ApiKey>) -> Self {
         Self {
             endpoint: endpoint.into().trim().trim_end_matches('/').to_owned(),
             token,
@@ -71,7 +71,7 @@ pub struct HfAddress {
 }
 
 /// Whether a source is an `hf://` address rather than a path.
-pub fn is_hf(source: &str) -> bool {
+pub(crate) fn is_hf(source: &str) -> bool {
     source.starts_with("hf://")
 }
 
@@ -79,7 +79,7 @@ impl HfAddress {
     /// Parses `hf://datasets/OWNER/NAME[@REVISION]/PATH`. A revision holding `/` is written
     /// `%2F` (`@refs%2Fconvert%2Fparquet`), or as it is for `refs/convert/NAME` and
     /// `refs/pr/N`, as HfFileSystem reads them.
-    pub fn parse(written: &str) -> Result<Self, CasesError> {
+    pub(crate) fn parse(written: &str) -> Result<Self, CasesError> {
         let problem = |problem: &str| CasesError::HfAddress {
             address: written.to_owned(),
             problem: problem.to_owned(),
@@ -142,7 +142,7 @@ impl HfAddress {
 
     /// The file's URL on `endpoint`: `{endpoint}/datasets/OWNER/NAME/resolve/REVISION/PATH`,
     /// every step percent-encoded (a revision's `/` too).
-    pub fn url(&self, endpoint: &str) -> Result<Url, CasesError> {
+    pub(crate) fn url(&self, endpoint: &str) -> Result<Url, CasesError> {
         let mut url = Url::parse(endpoint).map_err(|e| CasesError::HfFetch {
             address: self.written.clone(),
             message: format!("HF_ENDPOINT `{endpoint}` is not a URL ({e}); fix it or unset it"),
@@ -194,7 +194,7 @@ pub struct HfFile {
 /// The bytes of `address`: from the database when kept there, else (online only) fetched and
 /// kept, as a blob of `media_type`. Without a database (`store` `None`) the file is fetched
 /// and kept nowhere; offline, it cannot be read.
-pub fn open(
+pub(crate) fn open(
     address: &HfAddress,
     media_type: &str,
     store: Option<&Store>,

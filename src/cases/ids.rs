@@ -12,7 +12,7 @@ pub const HASH_ID_LEN: usize = 16;
 
 /// A case's id: the value of the column `column` names; without one, that of a column called
 /// `id`; else the hash of its values. `None` when `column` names a column the case lacks.
-pub fn case_id(values: &Values, column: Option<&str>) -> Option<String> {
+pub(crate) fn case_id(values: &Values, column: Option<&str>) -> Option<String> {
     match column {
         Some(column) => id_text(values.get(column)),
         None => Some(id_text(values.get("id")).unwrap_or_else(|| hash_id(values))),
@@ -21,7 +21,7 @@ pub fn case_id(values: &Values, column: Option<&str>) -> Option<String> {
 
 /// The id a value of the `id:` column gives: a string as it is, a number or boolean as JSON
 /// writes it. `None` for no value: missing, null, an empty text, a list or an object.
-pub fn id_text(value: Option<&Value>) -> Option<String> {
+pub(crate) fn id_text(value: Option<&Value>) -> Option<String> {
     match value? {
         Value::String(s) if !s.trim().is_empty() => Some(s.clone()),
         Value::Number(n) => Some(n.to_string()),
@@ -33,7 +33,7 @@ pub fn id_text(value: Option<&Value>) -> Option<String> {
 /// The id of a row without an `id:` column: the first [`HASH_ID_LEN`] hex digits of the
 /// sha256 of its values in canonical JSON (object keys sorted at every depth, no spaces), so
 /// the order of columns does not change it.
-pub fn hash_id(values: &Values) -> String {
+pub(crate) fn hash_id(values: &Values) -> String {
     let mut text = String::with_capacity(128);
     write_canonical_object(values, &mut text);
     let mut hash = crate::hash::sha256_hex(text.as_bytes());
@@ -42,7 +42,8 @@ pub fn hash_id(values: &Values) -> String {
 }
 
 /// `value` as canonical JSON: objects' keys sorted, no white space.
-pub fn canonical_json(value: &Value) -> String {
+#[cfg(test)]
+pub(crate) fn canonical_json(value: &Value) -> String {
     let mut out = String::new();
     write_canonical(value, &mut out);
     out

@@ -6,7 +6,7 @@ use super::read::{RawRow, at, kind_of, strip_bom};
 use serde_json::Value;
 
 /// The rows of a JSON file holding an array of objects.
-pub fn read(bytes: &[u8], file: &str) -> Result<Vec<RawRow>, CasesError> {
+pub(crate) fn read(bytes: &[u8], file: &str) -> Result<Vec<RawRow>, CasesError> {
     let bytes = strip_bom(bytes);
     let mut lines = LineCounter::default();
     let mut pos = skip_space(bytes, 0);

@@ -6,7 +6,7 @@ use super::read::{RawRow, at, kind_of, strip_bom};
 use serde_json::Value;
 
 /// The rows of a JSONL file.
-pub fn read(bytes: &[u8], file: &str) -> Result<Vec<RawRow>, CasesError> {
+pub(crate) fn read(bytes: &[u8], file: &str) -> Result<Vec<RawRow>, CasesError> {
     let mut rows = Vec::new();
     for (index, line) in strip_bom(bytes).split(|b| *b == b'\n').enumerate() {
         let line_number = index as u64 + 1;

@@ -12,7 +12,7 @@ use super::template::Values;
 use crate::llm::Role;
 
 /// The case of one sample.
-pub fn convert(mut values: Values) -> Result<RowCase, String> {
+pub(crate) fn convert(mut values: Values) -> Result<RowCase, String> {
     let mut checks = match values.shift_remove("checks") {
         Some(value) => parse_checks(&value)?,
         None => Vec::new(),

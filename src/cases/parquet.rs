@@ -14,7 +14,7 @@ use super::read::RawRow;
 use super::template::Values;
 
 /// The rows of a Parquet file.
-pub fn read(bytes: &[u8], file: &str) -> Result<Vec<RawRow>, CasesError> {
+pub(crate) fn read(bytes: &[u8], file: &str) -> Result<Vec<RawRow>, CasesError> {
     let file_error = |e: parquet::errors::ParquetError| CasesError::File {
         file: file.to_owned(),
         message: format!("not a readable Parquet file: {e}"),
@@ -96,7 +96,7 @@ fn json(field: &Field) -> Value {
 /// A Parquet file of rows for tests: `columns` of (name, values), each an OPTIONAL INT64
 /// when its values are numbers, else an OPTIONAL UTF-8 string (a `None` is a null).
 #[cfg(test)]
-pub fn write_for_test(columns: &[(&str, Vec<Option<Value>>)]) -> Vec<u8> {
+pub(crate) fn write_for_test(columns: &[(&str, Vec<Option<Value>>)]) -> Vec<u8> {
     use parquet::basic::{LogicalType, Repetition, Type as PhysicalType};
     use parquet::data_type::{ByteArray, ByteArrayType, Int64Type};
     use parquet::file::properties::WriterProperties;

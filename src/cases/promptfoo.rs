@@ -103,7 +103,7 @@ const PROMPTFOO_TYPES: [&str; 62] = [
 ];
 
 /// The case of one row of a promptfoo test file.
-pub fn convert(row: Values) -> Result<RowCase, String> {
+pub(crate) fn convert(row: Values) -> Result<RowCase, String> {
     let mut values = Values::with_capacity(row.len());
     let mut checks = Vec::new();
     let mut from_metadata: Vec<String> = Vec::new();
@@ -153,7 +153,7 @@ pub fn convert(row: Values) -> Result<RowCase, String> {
 
 /// Whether a file's columns make it a promptfoo test file: one is `__expected` or
 /// `__expectedN`.
-pub fn is_promptfoo<'a>(mut columns: impl Iterator<Item = &'a String>) -> bool {
+pub(crate) fn is_promptfoo<'a>(mut columns: impl Iterator<Item = &'a String>) -> bool {
     columns.any(|c| {
         c.strip_prefix("__expected")
             .is_some_and(|n| n.chars().all(|ch| ch.is_ascii_digit()))

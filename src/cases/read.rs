@@ -17,7 +17,11 @@ pub struct RawRow {
 }
 
 /// The rows of `bytes` read as `format`; `file` names the file in messages.
-pub fn read_rows(format: FileFormat, bytes: &[u8], file: &str) -> Result<Vec<RawRow>, CasesError> {
+pub(crate) fn read_rows(
+    format: FileFormat,
+    bytes: &[u8],
+    file: &str,
+) -> Result<Vec<RawRow>, CasesError> {
     match format {
         FileFormat::Csv => super::csv::read(bytes, b',', file),
         FileFormat::Tsv => super::csv::read(bytes, b'\t', file),
@@ -28,12 +32,12 @@ pub fn read_rows(format: FileFormat, bytes: &[u8], file: &str) -> Result<Vec<Raw
 }
 
 /// `bytes` without a leading UTF-8 byte order mark (spreadsheets write one).
-pub fn strip_bom(bytes: &[u8]) -> &[u8] {
+pub(crate) fn strip_bom(bytes: &[u8]) -> &[u8] {
     bytes.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(bytes)
 }
 
 /// What a JSON value is, for messages: `an array`, `a string`.
-pub fn kind_of(value: &serde_json::Value) -> &'static str {
+pub(crate) fn kind_of(value: &serde_json::Value) -> &'static str {
     match value {
         serde_json::Value::Null => "null",
         serde_json::Value::Bool(_) => "a boolean",
@@ -45,6 +49,6 @@ pub fn kind_of(value: &serde_json::Value) -> &'static str {
 }
 
 /// `file:line`.
-pub fn at(file: &str, line: u64) -> String {
+pub(crate) fn at(file: &str, line: u64) -> String {
     format!("{file}:{line}")
 }

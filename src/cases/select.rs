@@ -6,7 +6,7 @@
 use sha2::{Digest, Sha256};
 
 /// The key a row is sampled by: sha256 of `seed`, a newline and its id.
-pub fn sample_key(seed: u64, id: &str) -> [u8; 32] {
+pub(crate) fn sample_key(seed: u64, id: &str) -> [u8; 32] {
     let mut hasher = Sha256::new();
     hasher.update(seed.to_string().as_bytes());
     hasher.update(b"\n");
@@ -16,7 +16,7 @@ pub fn sample_key(seed: u64, id: &str) -> [u8; 32] {
 
 /// The indices (ascending: file order) of the `n` ids of smallest [`sample_key`]; all of them
 /// when there are at most `n`. Ids are unique, so there are no ties to break.
-pub fn sample(ids: &[&str], n: usize, seed: u64) -> Vec<usize> {
+pub(crate) fn sample(ids: &[&str], n: usize, seed: u64) -> Vec<usize> {
     if ids.len() <= n {
         return (0..ids.len()).collect();
     }

@@ -46,7 +46,7 @@ pub enum Located {
 
 impl Located {
     /// How messages name the file.
-    pub fn address(&self) -> &str {
+    pub(crate) fn address(&self) -> &str {
         match self {
             Self::File { address, .. } => address,
             Self::Hf(a) => &a.written,
@@ -54,7 +54,7 @@ impl Located {
     }
 
     /// The file's name, for its extension.
-    pub fn name(&self) -> &str {
+    pub(crate) fn name(&self) -> &str {
         match self {
             Self::File { address, .. } => address,
             Self::Hf(a) => &a.path,
@@ -63,7 +63,7 @@ impl Located {
 }
 
 /// The files of `from`, in order, paths joined to `base_dir`.
-pub fn locate(from: &[String], base_dir: &Path) -> Result<Vec<Located>, CasesError> {
+pub(crate) fn locate(from: &[String], base_dir: &Path) -> Result<Vec<Located>, CasesError> {
     let mut files = Vec::new();
     for entry in from {
         // promptfoo names files `file://path`: the same path.

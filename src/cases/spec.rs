@@ -71,7 +71,7 @@ pub enum FileFormat {
 impl FileFormat {
     /// The format a file name's extension says (`.csv`, `.tsv`, `.jsonl`/`.ndjson`, `.json`,
     /// `.parquet`, case ignored), if any.
-    pub fn from_name(name: &str) -> Option<Self> {
+    pub(crate) fn from_name(name: &str) -> Option<Self> {
         let extension = name.rsplit_once('.')?.1.to_ascii_lowercase();
         Some(match extension.as_str() {
             "csv" => Self::Csv,
@@ -84,14 +84,14 @@ impl FileFormat {
     }
 
     /// Whether rows are counted by line (text formats) rather than by row number (Parquet).
-    pub fn has_lines(self) -> bool {
+    pub(crate) fn has_lines(self) -> bool {
         !matches!(self, Self::Parquet)
     }
 }
 
 impl Format {
     /// The file format this `format:` imposes on every file, if it imposes one.
-    pub fn file_format(self) -> Option<FileFormat> {
+    pub(crate) fn file_format(self) -> Option<FileFormat> {
         match self {
             Self::Csv => Some(FileFormat::Csv),
             Self::Tsv => Some(FileFormat::Tsv),
@@ -158,7 +158,7 @@ impl CasesSpec {
     /// `cases:` read from a JSON value (a benchmark file's mapping already parsed), with
     /// the messages [`crate::yaml`] gives: an unknown key named with the valid ones and the
     /// closest.
-    pub fn from_value(value: serde_json::Value) -> Result<Self, String> {
+    pub(crate) fn from_value(value: serde_json::Value) -> Result<Self, String> {
         if let serde_json::Value::Object(fields) = &value {
             if let Some(key) = fields.keys().find(|k| !KEYS.contains(&k.as_str())) {
                 return Err(format!("cases: {}", crate::yaml::unknown_key(key, &KEYS)));
@@ -173,17 +173,6 @@ impl CasesSpec {
             }
         }
         serde_json::from_value(value).map_err(|e| format!("cases: {e}"))
-    }
-
-    /// The spec of one source and nothing else (for tests and callers building one by hand).
-    pub fn from_source(source: impl Into<String>) -> Self {
-        Self {
-            from: vec![source.into()],
-            id: None,
-            limit: None,
-            sample: None,
-            format: None,
-        }
     }
 }
 

@@ -50,7 +50,7 @@ impl fmt::Display for MissingValue {
 
 impl Template {
     /// Parses `text`; every text is a template (one without names renders as itself).
-    pub fn parse(text: &str) -> Self {
+    pub(crate) fn parse(text: &str) -> Self {
         let mut pieces = Vec::new();
         let mut literal = String::new();
         let mut rest = text;
@@ -95,22 +95,17 @@ impl Template {
     }
 
     /// The text as written.
-    pub fn text(&self) -> &str {
+    pub(crate) fn text(&self) -> &str {
         &self.text
     }
 
-    /// The sha256 of the text as written (hex), stored with the run.
-    pub fn sha256(&self) -> String {
-        crate::hash::sha256_hex(self.text.as_bytes())
-    }
-
     /// Whether the template names nothing: it renders the same for every case.
-    pub fn is_literal(&self) -> bool {
+    pub(crate) fn is_literal(&self) -> bool {
         !self.pieces.iter().any(|p| matches!(p, Piece::Name { .. }))
     }
 
     /// The names as written (`item.question`), in order, each once.
-    pub fn names(&self) -> Vec<&str> {
+    pub(crate) fn names(&self) -> Vec<&str> {
         let mut names: Vec<&str> = Vec::new();
         for piece in &self.pieces {
             if let Piece::Name { written, .. } = piece
@@ -124,7 +119,7 @@ impl Template {
 
     /// The columns the template reads: each name's first step, or the whole name when a
     /// column is called that (`columns` holds a column named `a.b`).
-    pub fn columns<'a>(&'a self, columns: &[String]) -> Vec<&'a str> {
+    pub(crate) fn columns<'a>(&'a self, columns: &[String]) -> Vec<&'a str> {
         let mut used: Vec<&str> = Vec::new();
         for piece in &self.pieces {
             if let Piece::Name { path, written } = piece {
@@ -142,7 +137,7 @@ impl Template {
     }
 
     /// The names whose column is not among `columns` (a dot path needs only its first step).
-    pub fn unknown_names(&self, columns: &[String]) -> Vec<&str> {
+    pub(crate) fn unknown_names(&self, columns: &[String]) -> Vec<&str> {
         self.names()
             .into_iter()
             .filter(|name| {
@@ -176,7 +171,7 @@ impl Template {
 }
 
 /// A value as a template inserts it.
-pub fn value_text(value: &Value) -> Cow<'_, str> {
+pub(crate) fn value_text(value: &Value) -> Cow<'_, str> {
     match value {
         Value::String(s) => Cow::Borrowed(s),
         Value::Null => Cow::Borrowed(""),

@@ -81,13 +81,13 @@ pub const METHODS: [Method; 22] = [
 ];
 
 /// The methods' names, for messages: `exact, contains, …`.
-pub fn method_names() -> String {
+pub(crate) fn method_names() -> String {
     METHODS.map(Method::name).join(", ")
 }
 
 impl Method {
     /// The method's name as stored with results.
-    pub fn name(self) -> &'static str {
+    pub(crate) fn name(self) -> &'static str {
         match self {
             Self::Exact => "exact",
             Self::Contains => "contains",
@@ -115,7 +115,7 @@ impl Method {
     }
 
     /// Whether the value is a list (a single text counts as a list of one).
-    pub fn takes_list(self) -> bool {
+    pub(crate) fn takes_list(self) -> bool {
         matches!(
             self,
             Self::StartsWith
@@ -127,7 +127,7 @@ impl Method {
     }
 
     /// Whether `ignore_case` applies.
-    pub fn takes_ignore_case(self) -> bool {
+    pub(crate) fn takes_ignore_case(self) -> bool {
         matches!(
             self,
             Self::Exact
@@ -142,7 +142,7 @@ impl Method {
     }
 
     /// Whether the method ignores case whatever `ignore_case` says (its name has an `i`).
-    pub fn always_ignores_case(self) -> bool {
+    pub(crate) fn always_ignores_case(self) -> bool {
         matches!(
             self,
             Self::IContains | Self::NotIContains | Self::IContainsAny | Self::IContainsAll
@@ -150,7 +150,7 @@ impl Method {
     }
 
     /// Whether a check of this method may go without a value.
-    pub fn value_optional(self) -> bool {
+    pub(crate) fn value_optional(self) -> bool {
         matches!(self, Self::JsonValid | Self::Judge | Self::Script)
     }
 }

@@ -16,9 +16,12 @@ mod script;
 mod spec;
 
 pub use check::{CallFacts, Check, CheckOutcome, CheckStatus, Evaluation, JudgeCheck};
-pub use method::{METHODS, Method, method_names};
-pub use pass::{CaseOutcome, PassRule, combine};
-pub use script::{ScriptCheck, ScriptInput, ScriptJob, run_script, run_scripts};
+pub(crate) use method::method_names;
+pub use method::{METHODS, Method};
+pub(crate) use pass::combine;
+pub use pass::{CaseOutcome, PassRule};
+pub(crate) use script::run_scripts;
+pub use script::{ScriptCheck, ScriptInput, ScriptJob};
 pub use spec::{CHECK_KEYS, CheckSpec, INLINE_KEYS, ParseContext};
 
 use serde_json::Value;

@@ -26,7 +26,7 @@ pub enum PassRule {
 
 impl PassRule {
     /// Parses the `pass:` mapping (`{threshold: 0.8}`); absent or null is [`PassRule::All`].
-    pub fn parse(pass: Option<&Value>) -> Result<Self, String> {
+    pub(crate) fn parse(pass: Option<&Value>) -> Result<Self, String> {
         let fields = match pass {
             None | Some(Value::Null) => return Ok(Self::All),
             Some(Value::Object(fields)) => fields,
@@ -67,7 +67,7 @@ pub struct CaseOutcome {
 }
 
 /// Combines the outcomes of one case's checks under `rule` (see the module's notes).
-pub fn combine<'a>(
+pub(crate) fn combine<'a>(
     rule: PassRule,
     graded: impl IntoIterator<Item = (&'a Check, &'a CheckOutcome)>,
 ) -> CaseOutcome {

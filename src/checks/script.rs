@@ -50,7 +50,7 @@ pub struct ScriptCheck {
 impl ScriptCheck {
     /// `run` split into words as a POSIX shell would (quotes and backslashes), but never run
     /// by one: no variables, globs, pipes or `{{name}}`s; data reaches a script on stdin.
-    pub fn new(run: &str, timeout: Duration, dir: &Path) -> Result<Self, String> {
+    pub(crate) fn new(run: &str, timeout: Duration, dir: &Path) -> Result<Self, String> {
         let argv = shell_words::split(run)
             .map_err(|e| format!("`run: {run}` cannot be split into words: {e}"))?;
         if argv.is_empty() {
@@ -109,7 +109,7 @@ pub struct ScriptJob {
 impl ScriptJob {
     /// The job of `check` on `input`'s answer, if `check` is a script check; `input.expected`
     /// is set from the check.
-    pub fn for_check(check: &Check, mut input: ScriptInput) -> Option<Self> {
+    pub(crate) fn for_check(check: &Check, mut input: ScriptInput) -> Option<Self> {
         let script = check.script()?.clone();
         input.expected = check.expected.clone();
         Some(Self { script, input })
@@ -118,7 +118,7 @@ impl ScriptJob {
 
 /// Runs `jobs`, at most `concurrency` at once (at least 1), and returns their outcomes in
 /// the jobs' order.
-pub fn run_scripts(jobs: Vec<ScriptJob>, concurrency: usize) -> Vec<CheckOutcome> {
+pub(crate) fn run_scripts(jobs: Vec<ScriptJob>, concurrency: usize) -> Vec<CheckOutcome> {
     let workers = concurrency.max(1).min(jobs.len());
     let next = AtomicUsize::new(0);
     let (tx, rx) = mpsc::channel();
@@ -149,7 +149,7 @@ pub fn run_scripts(jobs: Vec<ScriptJob>, concurrency: usize) -> Vec<CheckOutcome
 }
 
 /// Runs one script on one answer and reads its verdict.
-pub fn run_script(job: &ScriptJob) -> CheckOutcome {
+pub(crate) fn run_script(job: &ScriptJob) -> CheckOutcome {
     let script = &job.script;
     let name = &script.run;
     let input = match serde_json::to_vec(&job.input) {

@@ -9,7 +9,8 @@ use polars::prelude::*;
 
 use super::Context;
 use crate::llm::LlmClient;
-use crate::llm::batch::{self, BatchApi};
+use crate::llm::batch;
+use crate::output::columns;
 use crate::output::{Columns, Format, print_frame};
 use crate::store::{BatchRow, BatchState, Store};
 
@@ -62,7 +63,7 @@ struct CancelArgs {
 /// Batches listed when neither --limit nor --all is given.
 const DEFAULT_LIMIT: usize = 20;
 
-pub fn run(context: &Context, args: BatchesArgs) -> anyhow::Result<ExitCode> {
+pub(crate) fn run(context: &Context, args: BatchesArgs) -> anyhow::Result<ExitCode> {
     if let Some(BatchesAction::Cancel(cancel_args)) = args.action {
         return cancel(context, &cancel_args.id);
     }
@@ -243,7 +244,7 @@ fn table_frame(
     ];
     if wide {
         columns.push(Column::new(
-            "provider".into(),
+            columns::PROVIDER.name.into(),
             text(&|b| Some(b.provider.clone())),
         ));
     }
@@ -284,7 +285,7 @@ fn table_frame(
     ));
     if wide {
         columns.push(Column::new(
-            "errors".into(),
+            columns::ERRORS.name.into(),
             batches.iter().map(|b| b.counts.errored).collect::<Vec<_>>(),
         ));
         columns.push(Column::new(
@@ -294,7 +295,7 @@ fn table_frame(
     }
     columns.extend([
         Column::new(
-            "cost_usd".into(),
+            columns::COST_USD.name.into(),
             batches.iter().map(cost).collect::<Vec<_>>(),
         ),
         Column::new(
@@ -321,10 +322,16 @@ fn data_frame(batches: &[BatchRow], (cost, model): Looks<'_>) -> PolarsResult<Da
             "run".into(),
             batches.iter().map(|b| b.run_id).collect::<Vec<_>>(),
         ),
-        Column::new("provider".into(), text(&|b| Some(b.provider.clone()))),
-        Column::new("api".into(), text(&|b| Some(b.api.clone()))),
+        Column::new(
+            columns::PROVIDER.name.into(),
+            text(&|b| Some(b.provider.clone())),
+        ),
+        Column::new("api".into(), text(&|b| Some(b.api.as_str().to_owned()))),
         Column::new("model".into(), text(&|b| Some(model(b)))),
-        Column::new("model_id".into(), text(&|b| Some(b.model.clone()))),
+        Column::new(
+            columns::MODEL_ID.name.into(),
+            text(&|b| Some(b.model.clone())),
+        ),
         Column::new("batch_id".into(), text(&|b| b.batch_id.clone())),
         Column::new("state".into(), text(&|b| Some(b.state.as_str().to_owned()))),
         Column::new("status".into(), text(&|b| Some(b.shown_status()))),
@@ -342,7 +349,7 @@ fn data_frame(batches: &[BatchRow], (cost, model): Looks<'_>) -> PolarsResult<Da
         Column::new("created_at".into(), text(&|b| Some(b.created_at.clone()))),
         Column::new("submitted_at".into(), text(&|b| b.submitted_at.clone())),
         Column::new(
-            "cost_usd".into(),
+            columns::COST_USD.name.into(),
             batches.iter().map(cost).collect::<Vec<_>>(),
         ),
         Column::new("expires_at".into(), text(&|b| b.expires_at.clone())),
@@ -401,8 +408,7 @@ fn cancel(context: &Context, id: &str) -> anyhow::Result<ExitCode> {
         ));
         return Ok(ExitCode::SUCCESS);
     }
-    let api = BatchApi::from_name(&row.api)
-        .with_context(|| format!("{name} names an unknown batch API `{}`", row.api))?;
+    let api = row.api;
     let config = context.load_config()?;
     let endpoint = endpoint_of(&config, &row, &name)?;
     let runtime = tokio::runtime::Builder::new_current_thread()

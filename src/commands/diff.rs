@@ -142,7 +142,7 @@ fn long_about() -> String {
     )
 }
 
-pub fn run(context: &Context, args: DiffArgs) -> anyhow::Result<ExitCode> {
+pub(crate) fn run(context: &Context, args: DiffArgs) -> anyhow::Result<ExitCode> {
     compare(context, args).or_else(|error| {
         if crate::output::is_closed_pipe(&error) {
             return Ok(ExitCode::SUCCESS);
@@ -213,10 +213,9 @@ fn compare_templates(
         anyhow::bail!("--templates takes two template names: --templates BASE NEW");
     };
     let kind = RunDiff::kind_of(store, run, run)?;
-    if kind != ExperimentKind::Bench.as_str() {
+    if kind != ExperimentKind::Bench {
         anyhow::bail!(
-            "run {run} is a {} run: --templates compares the templates of a benchmark run",
-            crate::analysis::diff::kind_noun(&kind)
+            "run {run} is a {kind} run: --templates compares the templates of a benchmark run"
         );
     }
     if base == new {
@@ -244,7 +243,7 @@ fn resolve(store: &Store, base: i64, new: NewRun) -> anyhow::Result<i64> {
                 .next()
                 .ok_or(DiffError::NoSuchRun(base))?;
             Ok(store
-                .select_runs(&run.kind, RunSelector::Latest)?
+                .select_runs(run.kind, RunSelector::Latest)?
                 .last()
                 .copied()
                 .unwrap_or(base))

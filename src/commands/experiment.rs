@@ -18,6 +18,7 @@ use crate::experiment::{
 };
 use crate::llm::Structured;
 use crate::llm::batch::BatchApi;
+use crate::output::columns;
 use crate::output::{Columns, count, fit_line, render};
 use crate::store::{Store, lock};
 
@@ -79,7 +80,7 @@ fn parse_budget_arg(text: &str) -> Result<f64, String> {
 
 impl ExperimentArgs {
     /// The model catalog and settings, with these options applied (`--structured`).
-    pub fn load_config(&self, context: &Context) -> anyhow::Result<Config> {
+    pub(crate) fn load_config(&self, context: &Context) -> anyhow::Result<Config> {
         let mut config = context.load_config()?;
         if let Some(mode) = self.structured {
             for model in &mut config.catalog.models {
@@ -90,7 +91,7 @@ impl ExperimentArgs {
     }
 
     /// The runtime's options; a `--shard` that cannot be read is refused.
-    pub fn options(&self, context: &Context, config: &Config) -> anyhow::Result<RunOptions> {
+    pub(crate) fn options(&self, context: &Context, config: &Config) -> anyhow::Result<RunOptions> {
         let shard = match &self.shard {
             Some(text) => Shard::parse(text, |name| std::env::var(name).ok())?,
             None => Shard::WHOLE,
@@ -114,7 +115,7 @@ impl ExperimentArgs {
 
     /// The overrides these options carry (`--repeat`, and `--offline` for reading data
     /// files); commands add their own.
-    pub fn overrides(&self, context: &Context) -> Overrides {
+    pub(crate) fn overrides(&self, context: &Context) -> Overrides {
         Overrides {
             repeat: self.repeat,
             cases: crate::cases::LoadOptions {
@@ -140,7 +141,7 @@ pub struct TableArgs {
 
 /// Runs `experiment` with the options of `args` through the runtime and prints what came of
 /// it, its tables as `tables` says.
-pub fn run_experiment(
+pub(crate) fn run_experiment(
     context: &Context,
     config: &Config,
     mut experiment: Box<dyn Experiment>,
@@ -291,11 +292,11 @@ fn print_plan(
             lines.iter().map(|l| l.cached).collect::<Vec<_>>(),
         ),
         Column::new(
-            "to_call".into(),
+            columns::TO_CALL.name.into(),
             lines.iter().map(|l| l.to_call).collect::<Vec<_>>(),
         ),
         Column::new(
-            "max_cost_usd".into(),
+            columns::MAX_COST_USD.name.into(),
             lines.iter().map(|l| l.max_cost_usd).collect::<Vec<_>>(),
         ),
         Column::new(

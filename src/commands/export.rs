@@ -140,7 +140,7 @@ fn run_help() -> String {
     )
 }
 
-pub fn run(context: &Context, args: ExportArgs) -> anyhow::Result<ExitCode> {
+pub(crate) fn run(context: &Context, args: ExportArgs) -> anyhow::Result<ExitCode> {
     let args = match args.format {
         ExportFormat::Csv(args) => args,
         ExportFormat::Parquet(args) => return parquet(context, args),
@@ -156,7 +156,7 @@ pub fn run(context: &Context, args: ExportArgs) -> anyhow::Result<ExitCode> {
         let Some(export) = kind.export_csv() else {
             anyhow::bail!("{k} runs have no CSV export");
         };
-        let ids = match store.select_runs(k.as_str(), args.run.unwrap_or(kind.default_runs())) {
+        let ids = match store.select_runs(k, args.run.unwrap_or(kind.default_runs())) {
             Ok(ids) => ids,
             // Without --kind, a kind with no run (or not run ID) has nothing to export.
             Err(StoreError::NoSuchRun(_)) if args.kind.is_none() => continue,

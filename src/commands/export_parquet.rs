@@ -46,7 +46,11 @@ pub struct Selection {
 }
 
 /// The runs `selection` names, oldest first; an error that says what was missing when none.
-pub fn select_runs(store: &Store, db: &Path, selection: Selection) -> anyhow::Result<Vec<i64>> {
+pub(crate) fn select_runs(
+    store: &Store,
+    db: &Path,
+    selection: Selection,
+) -> anyhow::Result<Vec<i64>> {
     let kinds: Vec<ExperimentKind> = match selection.kind {
         Some(k) => vec![k],
         None => ExperimentKind::ALL.to_vec(),
@@ -56,7 +60,7 @@ pub fn select_runs(store: &Store, db: &Path, selection: Selection) -> anyhow::Re
         let runs = selection
             .runs
             .unwrap_or_else(|| crate::kinds::kind(kind).default_runs());
-        match store.select_runs(kind.as_str(), runs) {
+        match store.select_runs(kind, runs) {
             Ok(found) => ids.extend(found),
             Err(StoreError::NoSuchRun(_)) => {}
             Err(e) => return Err(e.into()),
@@ -73,9 +77,9 @@ pub fn select_runs(store: &Store, db: &Path, selection: Selection) -> anyhow::Re
             match (store.runs_by_id(&[id])?.into_iter().next(), kind) {
                 (Some(run), Some(kind)) => anyhow::anyhow!(
                     "run {id} is a {} run, not {}: leave out --kind, or give --kind {}",
-                    run.kind,
+                    run.kind.as_str(),
                     kind.as_str(),
-                    run.kind
+                    run.kind.as_str()
                 ),
                 _ => anyhow::anyhow!("no run {id} in {db}; `track runs` lists the runs"),
             }
@@ -152,7 +156,7 @@ pub struct Interrupted(pub Signal);
 /// earlier export left there: partitions written again replace theirs, others stay while
 /// their files do). Prints each dataset's folder and row count, then the manifest's path.
 /// A signal stops it between two row groups with [`Interrupted`].
-pub fn export(
+pub(crate) fn export(
     store: &Store,
     ids: &[i64],
     out: &Path,

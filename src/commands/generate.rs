@@ -35,7 +35,7 @@ pub struct GenerateArgs {
     run: ExperimentArgs,
 }
 
-pub fn run(context: &Context, args: GenerateArgs) -> anyhow::Result<ExitCode> {
+pub(crate) fn run(context: &Context, args: GenerateArgs) -> anyhow::Result<ExitCode> {
     let config = args.run.load_config(context)?;
     let experiment = ReviewExperiment {
         kind: None,

@@ -29,7 +29,7 @@ pub struct MergeArgs {
 }
 
 /// Runs `track merge`.
-pub fn run(context: &Context, args: MergeArgs) -> anyhow::Result<ExitCode> {
+pub(crate) fn run(context: &Context, args: MergeArgs) -> anyhow::Result<ExitCode> {
     let report = merge(&args.out, &args.inputs, args.allow_partial)?;
     print(context, &args, &report);
     Ok(ExitCode::SUCCESS)
@@ -54,7 +54,7 @@ fn print(context: &Context, args: &MergeArgs, report: &MergeReport) {
         crate::output::say(format_args!(
             "plan {} ({}): shards {} of {} are run {} ({}), uid {}",
             &plan.plan_sha256[..12.min(plan.plan_sha256.len())],
-            plan.kind,
+            plan.kind.as_str(),
             shards.join(", "),
             plan.shards,
             plan.run_id,

@@ -161,7 +161,7 @@ pub struct Context {
 
 impl Context {
     /// Opens (creating and migrating) the database.
-    pub fn open_store(&self) -> anyhow::Result<Store> {
+    pub(crate) fn open_store(&self) -> anyhow::Result<Store> {
         let new = !self.db.exists();
         let store = Store::open(&self.db).with_context(|| {
             format!("opening the database {} to write in it", self.db.display())
@@ -179,7 +179,7 @@ impl Context {
     }
 
     /// Opens the database only if it exists (for commands that only read).
-    pub fn open_existing_store(&self) -> anyhow::Result<Store> {
+    pub(crate) fn open_existing_store(&self) -> anyhow::Result<Store> {
         if !self.db.exists() {
             anyhow::bail!(
                 "no database at {}: run a benchmark first (`track run FILE.yaml`) or pass --db",
@@ -196,12 +196,12 @@ impl Context {
     }
 
     /// Loads the model catalog and settings.
-    pub fn load_config(&self) -> anyhow::Result<Config> {
+    pub(crate) fn load_config(&self) -> anyhow::Result<Config> {
         Ok(Config::load(self.config.as_deref())?)
     }
 
     /// A note for the user on stderr, unless quiet.
-    pub fn note(&self, message: impl AsRef<str>) {
+    pub(crate) fn note(&self, message: impl AsRef<str>) {
         if !self.quiet {
             crate::output::tell(format_args!("{}", message.as_ref()));
         }
@@ -282,7 +282,7 @@ pub struct CacheArgs {
 
 impl CacheArgs {
     /// The executor's cache mode.
-    pub fn mode(self) -> CacheMode {
+    pub(crate) fn mode(self) -> CacheMode {
         if self.offline {
             CacheMode::Offline
         } else if self.no_cache {

@@ -6,6 +6,7 @@ use polars::prelude::*;
 
 use super::Context;
 use crate::config::Catalog;
+use crate::output::columns;
 use crate::output::{Columns, Format, print_frame};
 
 /// List the model catalog: provider, alias, model id, prices, parameters, whether a key is
@@ -21,7 +22,7 @@ pub struct ModelsArgs {
     wide: bool,
 }
 
-pub fn run(context: &Context, args: ModelsArgs) -> anyhow::Result<ExitCode> {
+pub(crate) fn run(context: &Context, args: ModelsArgs) -> anyhow::Result<ExitCode> {
     let config = context.load_config()?;
     let df = catalog_frame(&config.catalog)?;
     print_frame(&df, args.format, Columns::wide_if(args.wide))?;
@@ -58,51 +59,51 @@ fn catalog_frame(catalog: &Catalog) -> PolarsResult<DataFrame> {
             models.iter().map(|m| m.reference()).collect::<Vec<_>>(),
         ),
         Column::new(
-            "provider".into(),
+            columns::PROVIDER.name.into(),
             models
                 .iter()
                 .map(|m| m.provider.clone())
                 .collect::<Vec<_>>(),
         ),
         Column::new(
-            "alias".into(),
+            columns::ALIAS.name.into(),
             models.iter().map(|m| m.alias.clone()).collect::<Vec<_>>(),
         ),
         Column::new(
-            "model_id".into(),
+            columns::MODEL_ID.name.into(),
             models.iter().map(|m| m.model.clone()).collect::<Vec<_>>(),
         ),
         Column::new(
-            "input_usd_per_mtok".into(),
+            columns::INPUT_USD_PER_MTOK.name.into(),
             models.iter().map(|m| m.input_price).collect::<Vec<_>>(),
         ),
         Column::new(
-            "output_usd_per_mtok".into(),
+            columns::OUTPUT_USD_PER_MTOK.name.into(),
             models.iter().map(|m| m.output_price).collect::<Vec<_>>(),
         ),
         Column::new(
-            "parameters_b".into(),
+            columns::PARAMETERS_B.name.into(),
             models
                 .iter()
                 .map(|m| m.energy.parameters.map(|p| p.spec))
                 .collect::<Vec<_>>(),
         ),
         Column::new(
-            "active_b".into(),
+            columns::ACTIVE_B.name.into(),
             models
                 .iter()
                 .map(|m| m.energy.parameters.map(|p| range(p.active)))
                 .collect::<Vec<_>>(),
         ),
         Column::new(
-            "total_b".into(),
+            columns::TOTAL_B.name.into(),
             models
                 .iter()
                 .map(|m| m.energy.parameters.map(|p| range(p.total)))
                 .collect::<Vec<_>>(),
         ),
         Column::new(
-            "pue".into(),
+            columns::PUE.name.into(),
             models
                 .iter()
                 .map(|m| range(m.energy.pue))
@@ -116,7 +117,7 @@ fn catalog_frame(catalog: &Catalog) -> PolarsResult<DataFrame> {
                 .collect::<Vec<_>>(),
         ),
         Column::new(
-            "batch".into(),
+            columns::BATCH.name.into(),
             models
                 .iter()
                 .map(|m| catalog.batch(m).map(|api| api.as_str()))

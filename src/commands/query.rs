@@ -72,7 +72,7 @@ fn resolve(
         let kind = store.runs_by_id(&[id])?.into_iter().next().map(|r| r.kind);
         return Ok(candidates
             .into_iter()
-            .find(|g| Some(g.kind.as_str()) == kind.as_deref())
+            .find(|g| Some(g.kind.as_str()) == kind.map(|k| k.as_str()))
             .unwrap_or(by));
     }
     let mut newest: Option<(i64, GroupBy)> = None;
@@ -137,7 +137,7 @@ fn flag_help(flag: QueryFlag, what: &str) -> String {
     format!("With {}: {what}", kinds::flag_homes(flag))
 }
 
-pub fn run(context: &Context, args: QueryArgs) -> anyhow::Result<ExitCode> {
+pub(crate) fn run(context: &Context, args: QueryArgs) -> anyhow::Result<ExitCode> {
     let by = args.by.grouping;
     for (flag, given) in [
         (QueryFlag::Agreement, args.agreement),
@@ -151,7 +151,7 @@ pub fn run(context: &Context, args: QueryArgs) -> anyhow::Result<ExitCode> {
     let resolved = resolve(&store, args.by, args.run)?;
     let (kind, by) = (resolved.kind, resolved.grouping);
     let default = kinds::kind(kind).default_runs();
-    let run_ids = store.select_runs(kind.as_str(), args.run.unwrap_or(default))?;
+    let run_ids = store.select_runs(kind, args.run.unwrap_or(default))?;
     let (status, _) = selection_status(context, &store, &run_ids)?;
     let options = QueryOptions {
         reviewer: args.reviewer.as_deref(),

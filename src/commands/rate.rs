@@ -40,7 +40,7 @@ pub struct RateArgs {
     rater: Option<String>,
 }
 
-pub fn run(context: &Context, args: RateArgs) -> anyhow::Result<ExitCode> {
+pub(crate) fn run(context: &Context, args: RateArgs) -> anyhow::Result<ExitCode> {
     let rater = args
         .rater
         .or_else(|| std::env::var("TRACK_RATER").ok())

@@ -104,7 +104,7 @@ struct SynthArgs {
     seed: u64,
 }
 
-pub fn run(context: &Context, args: RelevanceArgs) -> anyhow::Result<ExitCode> {
+pub(crate) fn run(context: &Context, args: RelevanceArgs) -> anyhow::Result<ExitCode> {
     match args.action {
         Action::Compare(args) => compare_command(context, *args),
         Action::Synth(args) => {

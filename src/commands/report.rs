@@ -30,7 +30,7 @@ fn run_help() -> String {
 
 /// Builds the report of the selected runs and writes it to `--out` (its path on stdout), or to
 /// stdout with `--out -`.
-pub fn run(context: &Context, args: ReportArgs) -> anyhow::Result<ExitCode> {
+pub(crate) fn run(context: &Context, args: ReportArgs) -> anyhow::Result<ExitCode> {
     let store = context.open_existing_store()?;
     let report = build(&store, &context.db, &args.run.unwrap_or_default())?;
     let html = report.to_html();

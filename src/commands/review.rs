@@ -45,7 +45,7 @@ pub struct ReviewArgs {
     run: ExperimentArgs,
 }
 
-pub fn run(context: &Context, args: ReviewArgs) -> anyhow::Result<ExitCode> {
+pub(crate) fn run(context: &Context, args: ReviewArgs) -> anyhow::Result<ExitCode> {
     let config = args.run.load_config(context)?;
     let experiment = ReviewExperiment {
         kind: None,

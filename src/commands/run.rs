@@ -35,7 +35,7 @@ pub struct RunArgs {
     tables: TableArgs,
 }
 
-pub fn run(context: &Context, args: RunArgs) -> anyhow::Result<ExitCode> {
+pub(crate) fn run(context: &Context, args: RunArgs) -> anyhow::Result<ExitCode> {
     let text = std::fs::read_to_string(&args.file)
         .with_context(|| format!("cannot read the experiment file {}", args.file.display()))?;
     let kind =

@@ -6,6 +6,7 @@ use polars::prelude::*;
 
 use super::Context;
 use crate::experiment::observed_status;
+use crate::output::columns;
 use crate::output::{Columns, Format, print_frame};
 use crate::store::{BatchRow, RunErrorRow, RunInfo, RunStatus, Store};
 
@@ -38,7 +39,7 @@ pub struct RunsArgs {
     wide: bool,
 }
 
-pub fn run(context: &Context, args: RunsArgs) -> anyhow::Result<ExitCode> {
+pub(crate) fn run(context: &Context, args: RunsArgs) -> anyhow::Result<ExitCode> {
     let store = context.open_existing_store()?;
     if let Some(run_id) = args.errors {
         let errors = crate::kinds::run_errors(&store, run_id)?;
@@ -65,11 +66,11 @@ pub fn run(context: &Context, args: RunsArgs) -> anyhow::Result<ExitCode> {
         .map(|id| options.get(id).and_then(|json| inputs_of(json)))
         .collect();
     let mut df = runs_frame(context, &runs)?;
-    df.with_column(Column::new("inputs".into(), inputs))?;
+    df.with_column(Column::new(columns::INPUTS.name.into(), inputs))?;
     if args.format == Format::Table && !args.wide {
         // Compact tables leave what was paid to --wide, but a run's budget is read against
         // what it paid: here it stays, beside the budget.
-        df.rename("paid_usd", "run_paid_usd".into())?;
+        df.rename(columns::PAID_USD.name, columns::RUN_PAID_USD.name.into())?;
     }
     print_frame(&df, args.format, Columns::wide_if(args.wide))?;
     if args.format == Format::Table {
@@ -220,7 +221,7 @@ fn runs_frame(context: &Context, runs: &[RunInfo]) -> PolarsResult<DataFrame> {
         Column::new("id".into(), runs.iter().map(|r| r.id).collect::<Vec<_>>()),
         Column::new(
             "kind".into(),
-            runs.iter().map(|r| r.kind.clone()).collect::<Vec<_>>(),
+            runs.iter().map(|r| r.kind.as_str()).collect::<Vec<_>>(),
         ),
         // A run of a command without an experiment file is named by its command line.
         Column::new(
@@ -241,7 +242,7 @@ fn runs_frame(context: &Context, runs: &[RunInfo]) -> PolarsResult<DataFrame> {
         ),
         // The time the run took, start to end: what its per-model latency sums are not.
         Column::new(
-            "wall_time_s".into(),
+            columns::WALL_TIME_S.name.into(),
             runs.iter()
                 .map(|r| wall_time_s(&r.started_at, r.finished_at.as_deref()))
                 .collect::<Vec<_>>(),
@@ -252,27 +253,27 @@ fn runs_frame(context: &Context, runs: &[RunInfo]) -> PolarsResult<DataFrame> {
             runs.iter().map(|r| r.tally.calls).collect::<Vec<_>>(),
         ),
         Column::new(
-            "cache_hits".into(),
+            columns::CACHE_HITS.name.into(),
             runs.iter().map(|r| r.tally.cache_hits).collect::<Vec<_>>(),
         ),
         Column::new(
-            "errors".into(),
+            columns::ERRORS.name.into(),
             runs.iter().map(|r| r.tally.errors).collect::<Vec<_>>(),
         ),
         Column::new(
-            "cost_usd".into(),
+            columns::COST_USD.name.into(),
             runs.iter().map(|r| r.tally.cost_usd).collect::<Vec<_>>(),
         ),
         Column::new(
-            "paid_usd".into(),
+            columns::PAID_USD.name.into(),
             runs.iter().map(|r| r.tally.paid_usd).collect::<Vec<_>>(),
         ),
         Column::new(
-            "budget_usd".into(),
+            columns::BUDGET_USD.name.into(),
             runs.iter().map(|r| r.budget_usd).collect::<Vec<_>>(),
         ),
         Column::new(
-            "command".into(),
+            columns::COMMAND.name.into(),
             runs.iter().map(|r| r.command.clone()).collect::<Vec<_>>(),
         ),
     ])
@@ -289,7 +290,7 @@ mod tests {
             tag: format!("track-{id}"),
             run_id: Some(7),
             provider: provider.into(),
-            api: provider.into(),
+            api: crate::llm::batch::BatchApi::from_name(provider).unwrap(),
             base_url: "https://example.test/v1".into(),
             key_fingerprint: "0123456789abcdef".into(),
             model: model.into(),

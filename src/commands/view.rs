@@ -29,7 +29,7 @@ pub struct ViewArgs {
     rater: Option<String>,
 }
 
-pub fn run(context: &Context, args: ViewArgs) -> anyhow::Result<ExitCode> {
+pub(crate) fn run(context: &Context, args: ViewArgs) -> anyhow::Result<ExitCode> {
     let rater = args
         .rater
         .or_else(|| std::env::var("USER").ok())

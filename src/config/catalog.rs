@@ -47,7 +47,7 @@ impl BatchSetting {
     pub const ALLOWED: &'static str = "openai, anthropic or off";
 
     /// The setting written `name` (`openai`, `anthropic`, `off`; case ignored).
-    pub fn from_name(name: &str) -> Option<Self> {
+    pub(crate) fn from_name(name: &str) -> Option<Self> {
         let name = name.trim().to_ascii_lowercase();
         match name.as_str() {
             "off" | "none" | "false" => Some(Self::Off),
@@ -56,7 +56,7 @@ impl BatchSetting {
     }
 
     /// Its name, as config.yaml writes it.
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             Self::Api(api) => api.as_str(),
             Self::Off => "off",
@@ -65,7 +65,7 @@ impl BatchSetting {
 
     /// Refuses an API that `kind`'s requests cannot be sent through: OpenAI's batch API takes
     /// the bodies of OpenAI and OpenAI-compatible providers; Anthropic's, Anthropic's.
-    pub fn check(self, kind: ProviderKind) -> Result<(), String> {
+    pub(crate) fn check(self, kind: ProviderKind) -> Result<(), String> {
         let fits = match self {
             Self::Off => true,
             Self::Api(BatchApi::Openai) => {
@@ -130,7 +130,7 @@ impl<'de> serde::Deserialize<'de> for BatchSetting {
 
 impl ProviderSpec {
     /// The base URL in force: the environment variable if set, else the configured default.
-    pub fn base_url(&self) -> String {
+    pub(crate) fn base_url(&self) -> String {
         self.base_url_env
             .as_deref()
             .and_then(|var| std::env::var(var).ok())
@@ -140,7 +140,7 @@ impl ProviderSpec {
     }
 
     /// Where the base URL in force was set, for messages: the variable, or config.yaml.
-    pub fn base_url_setting(&self) -> String {
+    pub(crate) fn base_url_setting(&self) -> String {
         match self.base_url_env.as_deref() {
             Some(var) if std::env::var(var).is_ok_and(|v| !v.trim().is_empty()) => var.to_owned(),
             Some(var) => format!("`base_url` of `{}` in config.yaml, or set {var}", self.name),
@@ -150,7 +150,7 @@ impl ProviderSpec {
 
     /// Refuses a base URL that cannot be posted to (`htp://…`, `localhost:8080` without a
     /// scheme), before any call is tried.
-    pub fn check_base_url(&self) -> Result<(), ConfigError> {
+    pub(crate) fn check_base_url(&self) -> Result<(), ConfigError> {
         let endpoint = Endpoint {
             provider: self.name.clone(),
             kind: self.kind,
@@ -171,7 +171,7 @@ impl ProviderSpec {
     }
 
     /// The endpoint with its key read from the environment (None when none is set).
-    pub fn endpoint(&self) -> Endpoint {
+    pub(crate) fn endpoint(&self) -> Endpoint {
         let api_key = self
             .key_vars
             .iter()
@@ -190,7 +190,7 @@ impl ProviderSpec {
     }
 
     /// The variables a user can set for the key, for messages.
-    pub fn key_vars_text(&self) -> String {
+    pub(crate) fn key_vars_text(&self) -> String {
         self.key_vars.join(" or ")
     }
 }
@@ -245,7 +245,7 @@ fn split_user_info(base_url: &str) -> (String, Option<(String, ApiKey)>) {
 }
 
 /// `url` with anything between `://` and `@` (a user and password) replaced by `***`.
-pub fn hide_user_info(url: &str) -> String {
+pub(crate) fn hide_user_info(url: &str) -> String {
     let Some((scheme, rest)) = url.split_once("://") else {
         return url.to_owned();
     };
@@ -282,12 +282,12 @@ pub struct ModelSpec {
 
 impl ModelSpec {
     /// `provider:alias`.
-    pub fn reference(&self) -> String {
+    pub(crate) fn reference(&self) -> String {
         format!("{}:{}", self.provider, self.alias)
     }
 
     /// Its prices, to cost its calls with.
-    pub fn price(&self) -> Price {
+    pub(crate) fn price(&self) -> Price {
         Price {
             input_per_mtok: self.input_price,
             output_per_mtok: self.output_price,
@@ -322,7 +322,7 @@ pub(super) fn split_reference(reference: &str) -> Result<(&str, &str), ConfigErr
 
 impl Catalog {
     /// The model a `<provider>:<name>` reference names (by alias, other name or model id).
-    pub fn resolve(&self, reference: &str) -> Result<&ModelSpec, ConfigError> {
+    pub(crate) fn resolve(&self, reference: &str) -> Result<&ModelSpec, ConfigError> {
         let (provider, name) = split_reference(reference)?;
         let provider_key = self
             .providers
@@ -375,18 +375,18 @@ impl Catalog {
     }
 
     /// The provider of a model.
-    pub fn provider(&self, model: &ModelSpec) -> &ProviderSpec {
+    pub(crate) fn provider(&self, model: &ModelSpec) -> &ProviderSpec {
         &self.providers[&model.provider]
     }
 
     /// The rate limits config.yaml sets for `model`: its own, then its provider's.
-    pub fn rate_limit(&self, model: &ModelSpec) -> RateLimit {
+    pub(crate) fn rate_limit(&self, model: &ModelSpec) -> RateLimit {
         model.rate_limit.over(self.provider(model).rate_limit)
     }
 
     /// The batch API `model`'s calls may go through: its own `batch:`, else its provider's,
     /// else its provider kind's ([`BatchApi::of`]); `None` when it has none or `batch: off`.
-    pub fn batch(&self, model: &ModelSpec) -> Option<BatchApi> {
+    pub(crate) fn batch(&self, model: &ModelSpec) -> Option<BatchApi> {
         let provider = self.provider(model);
         match model.batch.or(provider.batch) {
             Some(BatchSetting::Api(api)) => Some(api),

@@ -16,7 +16,7 @@ use crate::llm::ProviderKind;
 
 impl Config {
     /// Applies a config file's text over what is loaded.
-    pub fn apply(&mut self, path: &Path, text: &str) -> Result<(), ConfigError> {
+    pub(crate) fn apply(&mut self, path: &Path, text: &str) -> Result<(), ConfigError> {
         let parse_error = |message: String| ConfigError::Parse {
             path: path.to_path_buf(),
             message,

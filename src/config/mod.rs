@@ -17,7 +17,8 @@ use std::time::Duration;
 
 use crate::energy::EnergyMethod;
 
-pub use catalog::{BatchSetting, Catalog, ModelSpec, ProviderSpec, hide_user_info};
+pub(crate) use catalog::hide_user_info;
+pub use catalog::{BatchSetting, Catalog, ModelSpec, ProviderSpec};
 pub use rate_limit::RateLimit;
 pub use retry::RetryPolicy;
 
@@ -97,7 +98,7 @@ pub struct Config {
 impl Config {
     /// The built-ins, extended by `path` when given (it must exist) or by `./config.yaml` when
     /// that exists.
-    pub fn load(path: Option<&Path>) -> Result<Self, ConfigError> {
+    pub(crate) fn load(path: Option<&Path>) -> Result<Self, ConfigError> {
         let default = Path::new("config.yaml");
         let chosen = match path {
             Some(p) => Some(p),

@@ -23,7 +23,7 @@ pub struct RateLimit {
 
 impl RateLimit {
     /// The limit set for `dimension`, if any.
-    pub fn get(&self, dimension: Dimension) -> Option<f64> {
+    pub(crate) fn get(&self, dimension: Dimension) -> Option<f64> {
         match dimension {
             Dimension::Requests => self.rpm,
             Dimension::Tokens => self.tpm,
@@ -33,7 +33,7 @@ impl RateLimit {
     }
 
     /// These limits times `share` (a shard's part of a key's limits).
-    pub fn scaled(self, share: f64) -> Self {
+    pub(crate) fn scaled(self, share: f64) -> Self {
         let part = |limit: Option<f64>| limit.map(|l| l * share);
         Self {
             rpm: part(self.rpm),
@@ -45,7 +45,7 @@ impl RateLimit {
 
     /// These limits, with `base`'s for the dimensions these leave out (a model's over its
     /// provider's).
-    pub fn over(self, base: RateLimit) -> RateLimit {
+    pub(crate) fn over(self, base: RateLimit) -> RateLimit {
         RateLimit {
             rpm: self.rpm.or(base.rpm),
             tpm: self.tpm.or(base.tpm),
@@ -55,12 +55,12 @@ impl RateLimit {
     }
 
     /// Whether no limit is set.
-    pub fn is_empty(&self) -> bool {
+    pub(crate) fn is_empty(&self) -> bool {
         Dimension::ALL.iter().all(|d| self.get(*d).is_none())
     }
 
     /// Refuses a limit that is not a positive number, naming it and the fix.
-    pub fn check(&self) -> Result<(), String> {
+    pub(crate) fn check(&self) -> Result<(), String> {
         for (name, value) in [
             ("rpm", self.rpm),
             ("tpm", self.tpm),

@@ -11,6 +11,7 @@ use super::budget::Reservation;
 use super::fanout::Fanout;
 use super::pacer::{ConfiguredLimits, Cost, NotSent, Pacer, Scope};
 use super::recorder::{CallRecorder, Timing};
+use super::retry::Retries;
 use crate::config::RetryPolicy;
 use crate::cost::Price;
 use crate::llm::{CanonicalRequest, ChatRequest, ChatResponse, Endpoint, LlmClient, ProviderError};
@@ -595,7 +596,7 @@ impl Executor {
     /// `None` when a stop came or the budget cannot hold it.
     async fn send(&self, job: &CallJob, stop: &AtomicBool, max_attempts: u32) -> Option<Sent> {
         let scope = self.pacer.scope(&job.endpoint, &job.request.model);
-        let mut backoff = self.retry.backoff();
+        let mut retries = Retries::new(self.retry);
         let mut tries = Tries::default();
         let result = loop {
             if tries.attempts > 0 && stop.load(Ordering::SeqCst) {
@@ -624,7 +625,7 @@ impl Executor {
             }
             // The pacer holds the scope after a rate-limit refusal; other errors back off.
             if !rate_limited {
-                let wait = self.retry.wait(&error, &mut backoff);
+                let wait = retries.wait(&error);
                 tracing::debug!(attempt = tries.attempts, ?wait, %error, "retrying");
                 tokio::time::sleep(wait).await;
             } else {
@@ -637,6 +638,8 @@ impl Executor {
     /// One attempt at `job`: a slot, the budget's reservation of its worst case and the
     /// pacer's permit, then the request; what the answer says of the limits goes to the pacer,
     /// and the reservation is settled. `None` when a stop came or the budget cannot hold it.
+    // TODO(issue 31): split
+    #[allow(clippy::too_many_lines, reason = "TODO(issue 31): split")]
     async fn attempt(
         &self,
         job: &CallJob,

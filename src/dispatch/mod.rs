@@ -14,7 +14,12 @@ mod fanout;
 pub mod live;
 pub mod pacer;
 mod recorder;
+mod retry;
+mod stage;
 
 pub use batch::{BatchCall, Batcher, Liveness, PollPolicy, Round, Submitted};
 pub use budget::{Budget, batch_max_cost, max_cost};
 pub use live::{CacheMode, CallJob, CallOutcome, Claims, Executor};
+pub use stage::{
+    DispatchOptions, Dispatcher, OFFLINE_MISS, Recorder, Route, StageCall, StageCalls, Waiting,
+};

@@ -12,7 +12,7 @@ use crate::store::{RunStatus, Store};
 
 /// Where the lock files of a database's running runs live: `<db>-runs/`, beside SQLite's own
 /// `<db>-wal` and `<db>-shm`.
-pub fn run_lock_dir(db: &Path) -> PathBuf {
+pub(crate) fn run_lock_dir(db: &Path) -> PathBuf {
     let mut name = db.as_os_str().to_owned();
     name.push("-runs");
     PathBuf::from(name)
@@ -24,7 +24,7 @@ fn lock_path(db: &Path, run_id: i64) -> PathBuf {
 
 /// The status of a run as it is now: a stored `running` becomes `abandoned` when no process
 /// holds its lock; every other status (`waiting` among them) is as stored.
-pub fn observed_status(db: &Path, run_id: i64, stored: RunStatus) -> RunStatus {
+pub(crate) fn observed_status(db: &Path, run_id: i64, stored: RunStatus) -> RunStatus {
     if stored != RunStatus::Running {
         return stored;
     }
@@ -59,7 +59,7 @@ pub struct Resumed {
 /// abandoned), with the start of the unbroken series of unfinished runs it ends (a run
 /// interrupted twice is resumed from the first). `None` when the newest finished, waits for
 /// batches, or still runs.
-pub fn resumed_run(
+pub(crate) fn resumed_run(
     store: &Store,
     db: Option<&Path>,
     plan_sha256: &str,
@@ -104,14 +104,14 @@ pub(crate) struct RunGuard {
 
 impl RunGuard {
     /// Creates the run row and takes its lock (none for a database in memory).
-    pub fn start(
+    pub(crate) fn start(
         store: &Store,
         db: Option<&Path>,
         kind: ExperimentKind,
         (header, models, command): (&RunHeader, &[Target], Option<&str>),
     ) -> Result<Self, ExperimentError> {
         let run_id = store.create_run(
-            kind.as_str(),
+            kind,
             header.file.as_deref(),
             header.spec_sha256.as_deref(),
             &header.options.to_string(),
@@ -131,12 +131,12 @@ impl RunGuard {
     }
 
     /// The lock file's path, for a handler that must end the run from elsewhere.
-    pub fn lock_path(&self) -> Option<PathBuf> {
+    pub(crate) fn lock_path(&self) -> Option<PathBuf> {
         self.lock.as_ref().map(|(path, _)| path.clone())
     }
 
     /// Ends the run with `status` and lets its lock go.
-    pub fn finish(self, store: &Store, status: RunStatus) -> Result<(), ExperimentError> {
+    pub(crate) fn finish(self, store: &Store, status: RunStatus) -> Result<(), ExperimentError> {
         store.finish_run(self.run_id, status)?;
         if let Some((path, file)) = self.lock {
             drop(file);
@@ -184,7 +184,9 @@ mod tests {
     fn a_run_resumes_the_unfinished_runs_of_its_plan_back_to_the_last_finished_one() {
         let store = Store::open_in_memory().unwrap();
         let run = |status: RunStatus, plan: &str, shard: Option<(u32, u32)>| {
-            let id = store.create_run("bench", None, None, "{}").unwrap();
+            let id = store
+                .create_run(crate::experiment::ExperimentKind::Bench, None, None, "{}")
+                .unwrap();
             store.set_run_plan(id, plan, shard).unwrap();
             store.finish_run(id, status).unwrap();
             id

@@ -7,7 +7,6 @@
 //! answer becomes its rows ([`Experiment::record`]). It never speaks HTTP, never decides
 //! whether a call is sent, and never writes SQL by hand.
 
-mod kind;
 mod lifecycle;
 mod options;
 mod plan;
@@ -22,11 +21,14 @@ use std::io::Write;
 use std::sync::Arc;
 
 pub use crate::dispatch::PollPolicy;
-pub use kind::{ExperimentKind, UnknownKind};
-pub use lifecycle::{observed_status, run_lock_dir};
-pub use options::{FileBudget, MAX_REPEAT, Override, Overrides, RunOptions, ShardPace, batch_flag};
-pub use plan::{MAX_PLANNED_CALLS, Plan, PlanLine, check_size};
-pub use runtime::{RunEnd, RunSummary, Waiting, execute};
+pub use crate::dispatch::Waiting;
+pub use crate::kind::{ExperimentKind, UnknownKind};
+pub(crate) use lifecycle::observed_status;
+pub(crate) use options::batch_flag;
+pub use options::{FileBudget, MAX_REPEAT, Override, Overrides, RunOptions, ShardPace};
+pub(crate) use plan::check_size;
+pub use plan::{MAX_PLANNED_CALLS, Plan, PlanLine};
+pub use runtime::{RunEnd, RunSummary, execute};
 pub use shard::{AUTO_SOURCES, MAX_SHARDS, Shard, ShardError};
 pub use signals::{Interruption, Signal};
 pub use tally::{ErrorGroup, Tally};
@@ -74,7 +76,7 @@ pub enum ExperimentError {
 
 impl ExperimentError {
     /// Wraps a kind's own error.
-    pub fn kind(error: impl std::error::Error + Send + Sync + 'static) -> Self {
+    pub(crate) fn kind(error: impl std::error::Error + Send + Sync + 'static) -> Self {
         Self::Kind(Box::new(error))
     }
 }
@@ -92,7 +94,7 @@ pub struct ReportOptions {
 
 impl ReportOptions {
     /// A note for the user on stderr, unless quiet.
-    pub fn note(&self, message: impl AsRef<str>) {
+    pub(crate) fn note(&self, message: impl AsRef<str>) {
         if !self.quiet {
             crate::output::tell(format_args!("{}", message.as_ref()));
         }
@@ -157,12 +159,12 @@ pub struct StageData(pub Arc<dyn Any + Send + Sync>);
 
 impl StageData {
     /// Wraps a kind's data.
-    pub fn new(data: impl Any + Send + Sync) -> Self {
+    pub(crate) fn new(data: impl Any + Send + Sync) -> Self {
         Self(Arc::new(data))
     }
 
     /// The data, if it is a `T`.
-    pub fn get<T: Any>(&self) -> Option<&T> {
+    pub(crate) fn get<T: Any>(&self) -> Option<&T> {
         self.0.downcast_ref()
     }
 }

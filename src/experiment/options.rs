@@ -49,14 +49,14 @@ pub enum ShardPace {
 impl RunOptions {
     /// The most this run may spend, in USD: `--budget`, else the file's `budget:`; a budget is
     /// the plan's, so shard k/N may spend 1/N of it (N shards together never more).
-    pub fn budget(&self, file_budget: Option<f64>) -> Option<f64> {
+    pub(crate) fn budget(&self, file_budget: Option<f64>) -> Option<f64> {
         self.budget_usd
             .or(file_budget)
             .map(|usd| usd / f64::from(self.shard.count.max(1)))
     }
 
     /// The part of every rate limit this run may use: 1/N for shard k/N pacing `split`.
-    pub fn pace_share(&self) -> f64 {
+    pub(crate) fn pace_share(&self) -> f64 {
         match self.shard_pace {
             ShardPace::Split => 1.0 / f64::from(self.shard.count.max(1)),
             ShardPace::Whole => 1.0,
@@ -68,7 +68,7 @@ impl RunOptions {
     /// Refuses options that contradict batch mode, before anything is sent: `--batch` with
     /// `--offline`, and `--detach` when neither `--batch` nor the file (`file_batch`, the
     /// experiment's `batch: true`) asks for batches.
-    pub fn check_batch(&self, file_batch: bool) -> Result<(), ExperimentError> {
+    pub(crate) fn check_batch(&self, file_batch: bool) -> Result<(), ExperimentError> {
         if self.batch && self.cache == CacheMode::Offline {
             return Err(ExperimentError::Conflict(
                 "--batch sends calls to a provider's batch API; --offline forbids calls: drop one",
@@ -84,7 +84,7 @@ impl RunOptions {
     }
 
     /// Whether the run sends through batch APIs: `--batch` or the file's `batch: true`.
-    pub fn batch_on(&self, file_batch: bool) -> bool {
+    pub(crate) fn batch_on(&self, file_batch: bool) -> bool {
         self.batch || file_batch
     }
 }
@@ -131,7 +131,9 @@ impl<'de> serde::Deserialize<'de> for FileBudget {
 
 /// Reads an experiment file's `batch:`: `true` or `false`, refused otherwise with the
 /// setting named (serde's own message is only "invalid boolean").
-pub fn batch_flag<'de, D: serde::Deserializer<'de>>(deserializer: D) -> Result<bool, D::Error> {
+pub(crate) fn batch_flag<'de, D: serde::Deserializer<'de>>(
+    deserializer: D,
+) -> Result<bool, D::Error> {
     struct Flag;
 
     impl serde::de::Visitor<'_> for Flag {
@@ -188,7 +190,7 @@ pub enum Override {
 impl Overrides {
     /// An error naming the first of `unsupported` that is set, with why it makes no sense
     /// for `kind`.
-    pub fn refuse(
+    pub(crate) fn refuse(
         &self,
         kind: ExperimentKind,
         unsupported: &[(Override, &'static str)],
@@ -212,7 +214,7 @@ impl Overrides {
 
     /// The repeat in force: the command line's, else `from_file`, checked against
     /// [`MAX_REPEAT`] (0 means 1).
-    pub fn repeat_or(&self, from_file: u32) -> Result<u32, ExperimentError> {
+    pub(crate) fn repeat_or(&self, from_file: u32) -> Result<u32, ExperimentError> {
         let repeat = self.repeat.unwrap_or(from_file).max(1);
         if repeat > MAX_REPEAT {
             return Err(ExperimentError::TooManyRepeats {
@@ -225,7 +227,7 @@ impl Overrides {
 
     /// The model references in force: the command line's (trimmed, empty ones dropped),
     /// else `from_file`.
-    pub fn models_or(&self, from_file: &[String]) -> Vec<String> {
+    pub(crate) fn models_or(&self, from_file: &[String]) -> Vec<String> {
         match &self.models {
             Some(list) => list
                 .iter()

@@ -50,22 +50,22 @@ pub struct Plan {
 
 impl Plan {
     /// Every call planned.
-    pub fn calls(&self) -> u64 {
+    pub(crate) fn calls(&self) -> u64 {
         self.lines.iter().map(|l| l.calls).sum()
     }
 
     /// Calls served by the cache.
-    pub fn cached(&self) -> u64 {
+    pub(crate) fn cached(&self) -> u64 {
         self.lines.iter().map(|l| l.cached).sum()
     }
 
     /// Calls to send.
-    pub fn to_call(&self) -> u64 {
+    pub(crate) fn to_call(&self) -> u64 {
         self.lines.iter().map(|l| l.to_call).sum()
     }
 
     /// The most the calls to send can cost.
-    pub fn max_cost_usd(&self) -> f64 {
+    pub(crate) fn max_cost_usd(&self) -> f64 {
         self.lines.iter().map(|l| l.max_cost_usd).sum()
     }
 
@@ -75,7 +75,7 @@ impl Plan {
     /// standard price. Every bound is linear in its price, so the line's bound times
     /// [`BATCH_DISCOUNT`](crate::cost::BATCH_DISCOUNT) is the sum of its calls' bounds at the
     /// batch price ([`batch_max_cost`]). `targets` are the experiment's, indexed as the lines.
-    pub fn batched(mut self, targets: &[Target]) -> Self {
+    pub(crate) fn batched(mut self, targets: &[Target]) -> Self {
         for (line, target) in self.lines.iter_mut().zip(targets) {
             line.batch = target.batch;
             if line.batch.is_some() {
@@ -87,7 +87,7 @@ impl Plan {
 
     /// The references that go through each batch API, and those that run live, with calls
     /// to send, each once and in plan order: for the dry run's lines.
-    pub fn batch_routes(&self) -> (Vec<(&str, BatchApi)>, Vec<&str>) {
+    pub(crate) fn batch_routes(&self) -> (Vec<(&str, BatchApi)>, Vec<&str>) {
         let mut batched: Vec<(&str, BatchApi)> = Vec::new();
         let mut live: Vec<&str> = Vec::new();
         for line in self.lines.iter().filter(|l| l.to_call > 0) {
@@ -238,7 +238,7 @@ impl Plan {
 }
 
 /// Refuses plans beyond [`MAX_PLANNED_CALLS`].
-pub fn check_size(calls: u64) -> Result<(), ExperimentError> {
+pub(crate) fn check_size(calls: u64) -> Result<(), ExperimentError> {
     if calls > MAX_PLANNED_CALLS {
         return Err(ExperimentError::TooLarge {
             calls,

@@ -21,16 +21,15 @@ use super::{
 };
 use crate::config::Settings;
 use crate::dispatch::pacer::{ConfiguredLimits, Pacer};
-use crate::dispatch::{BatchCall, Batcher, Claims, Liveness, PollPolicy, Round, Submitted};
-use crate::dispatch::{Budget, CacheMode, CallOutcome, Executor};
+use crate::dispatch::{
+    Batcher, Budget, CacheMode, CallOutcome, Claims, DispatchOptions, Dispatcher, Executor,
+    Liveness, PollPolicy, Route, StageCall, StageCalls, Waiting,
+};
 use crate::llm::LlmClient;
 use crate::store::{RunErrorRow, RunStatus, Store, StoredCall, Writer, lock};
 
 /// How often the progress line looks at what the pacer waits for.
 const PACING_TICK: Duration = Duration::from_millis(200);
-
-/// The error of a call that `--offline` refused.
-pub const OFFLINE_MISS: &str = "not in the cache, and --offline forbids calls";
 
 /// How a run ended.
 #[derive(Debug, Clone, PartialEq)]
@@ -48,15 +47,6 @@ pub struct RunSummary {
     pub budget: Option<BudgetUse>,
     /// The batches it left waiting (status `waiting`), with what the last poll said of them.
     pub waiting: Option<Waiting>,
-}
-
-/// The batches a run left waiting for their results.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Waiting {
-    /// How many batches.
-    pub batches: usize,
-    /// What the last poll said of them (`openai gpt-4o-mini in_progress 40/120 · …`).
-    pub note: Option<String>,
 }
 
 /// What a run with a budget spent of it.
@@ -106,13 +96,13 @@ impl BudgetUse {
 
 impl RunSummary {
     /// Whether calls were planned and none was answered.
-    pub fn nothing_ran(&self) -> bool {
+    pub(crate) fn nothing_ran(&self) -> bool {
         self.tally.counts.calls > 0 && self.tally.answered == 0
     }
 
     /// The process's exit status: 128 + the signal's number when interrupted; 1 when its
     /// budget stopped it, nothing could run or `--offline` met calls not in the cache; else 0.
-    pub fn exit_code(&self) -> u8 {
+    pub(crate) fn exit_code(&self) -> u8 {
         if self.status == RunStatus::Waiting {
             // Waiting is a way to end: the same command collects.
             return 0;
@@ -130,13 +120,13 @@ impl RunSummary {
     }
 
     /// Calls planned that have no outcome yet: what the same command would still do.
-    pub fn calls_left(&self) -> u64 {
+    pub(crate) fn calls_left(&self) -> u64 {
         let c = &self.tally.counts;
         c.planned_calls.saturating_sub(c.calls)
     }
 
     /// What a run left waiting says: how many batches and how to collect them.
-    pub fn waiting_note(&self) -> Option<String> {
+    pub(crate) fn waiting_note(&self) -> Option<String> {
         let waiting = self.waiting.as_ref()?;
         let seen = waiting
             .note
@@ -156,7 +146,7 @@ impl RunSummary {
     }
 
     /// Why the exit status is not 0, in one line.
-    pub fn failure(&self) -> Option<String> {
+    pub(crate) fn failure(&self) -> Option<String> {
         if self.status == RunStatus::Waiting {
             return None;
         }
@@ -209,7 +199,7 @@ impl RunSummary {
 
     /// The one-line tally: `run 3 (benchmark): 6 calls, 2 cache hits, 0 errors; cost $…`,
     /// with the budget after what was paid when the run had one.
-    pub fn line(&self) -> String {
+    pub(crate) fn line(&self) -> String {
         let c = &self.tally.counts;
         use crate::output::{count, dollars};
         let budget = self
@@ -305,7 +295,7 @@ pub fn execute(
     let batcher = |run_id| {
         Batcher::new(
             batch_client,
-            (store.clone(), writer),
+            writer,
             run_id,
             settings.retry,
             PollPolicy::from_env(),
@@ -347,6 +337,8 @@ fn pacer(
     Pacer::new(buckets, configured, settings.retry.max_delay)
 }
 
+// TODO(issue 31): split
+#[allow(clippy::too_many_lines, reason = "TODO(issue 31): split")]
 async fn run(
     experiment: &mut dyn Experiment,
     store: &Arc<Mutex<Store>>,
@@ -377,16 +369,7 @@ async fn run(
     }
     let mut batcher = batcher(run_id);
     if let Some(db) = db {
-        let alive = liveness(db);
-        executor.set_claims(Claims {
-            owner: run_id.to_string(),
-            lease,
-            is_alive: Box::new({
-                let alive = alive.clone();
-                move |owner| alive(owner)
-            }),
-        });
-        batcher.set_liveness(lease, alive);
+        claim_calls(run_id, db, lease, (&mut executor, &mut batcher));
     }
     let executor = &Arc::new(executor);
     // The bar counts the calls to send: its rate, and so its ETA, is that of paid calls, not
@@ -397,26 +380,36 @@ async fn run(
     let mut tally = Tally::default();
     tally.counts.planned_calls = plan.calls();
     lock(store).update_run_tally(run_id, &tally.counts)?;
-    let mut run = Run {
-        batch: options.batch_on(experiment.batch()),
-        detach: options.detach,
-        experiment,
+    let dispatcher = dispatcher(
+        &*experiment,
         store,
-        executor,
-        batcher,
-        run_id,
-        signals: signals.clone(),
-        progress: progress.clone(),
-        tally,
+        (executor.clone(), batcher),
+        DispatchOptions {
+            batch: options.batch_on(experiment.batch()),
+            detach: options.detach,
+            stop: signals.stop_flag().clone(),
+            progress: progress.clone(),
+        },
+    );
+    let mut run = Run {
+        dispatcher,
+        book: Book {
+            experiment,
+            store,
+            run_id,
+            progress: progress.clone(),
+            tally,
+            shard: plan.shard,
+        },
         waiting: None,
-        live_noted: std::collections::HashSet::new(),
-        shard: plan.shard,
     };
     let result = match first {
         Some(first) => run.paced_stages(first).await,
         None => Ok(()),
     };
-    let (tally, waiting) = (run.tally, run.waiting);
+    let mut tally = run.book.tally;
+    tally.offline_misses = run.dispatcher.offline_misses();
+    let waiting = run.waiting;
     progress.finish_and_clear();
     if let Ok(handle) = listener {
         handle.abort();
@@ -441,6 +434,46 @@ async fn run(
         budget,
         waiting,
     })
+}
+
+/// Has run `run_id`'s senders claim each call before sending it, so that runs sharing the
+/// database `db` pay for each distinct call once; a claim holds for `lease`.
+fn claim_calls(
+    run_id: i64,
+    db: &Path,
+    lease: Duration,
+    (executor, batcher): (&mut Executor, &mut Batcher),
+) {
+    let alive = liveness(db);
+    executor.set_claims(Claims {
+        owner: run_id.to_string(),
+        lease,
+        is_alive: Box::new({
+            let alive = alive.clone();
+            move |owner| alive(owner)
+        }),
+    });
+    batcher.set_liveness(lease, alive);
+}
+
+/// The run's dispatcher: `executor` and `batcher` sending to the experiment's targets.
+fn dispatcher(
+    experiment: &dyn Experiment,
+    store: &Arc<Mutex<Store>>,
+    senders: (Arc<Executor>, Batcher),
+    options: DispatchOptions,
+) -> Dispatcher {
+    let routes = experiment
+        .targets()
+        .iter()
+        .map(|t| Route {
+            reference: t.reference.clone(),
+            blocked: t.blocked.clone(),
+            batch: t.batch,
+            kind: t.endpoint.kind,
+        })
+        .collect();
+    Dispatcher::new(store.clone(), senders, routes, options)
 }
 
 /// The experiment's header, with the run's budget among its options when it has one, and
@@ -552,39 +585,31 @@ fn listen(
         .inspect_err(|e| tracing::warn!("cannot listen for signals: {e}"))
 }
 
-/// A run in progress.
+/// A run in progress: the dispatcher that sends its calls, and the book that records them.
 struct Run<'a> {
-    experiment: &'a mut dyn Experiment,
-    store: &'a Arc<Mutex<Store>>,
-    executor: &'a Arc<Executor>,
-    /// Sends the calls of batch-capable models through their batch APIs.
-    batcher: Batcher,
-    /// Whether uncached calls of batch-capable models go to batches (`--batch`, `batch:`).
-    batch: bool,
-    /// Whether to leave batches waiting once submitted (`--detach`).
-    detach: bool,
-    run_id: i64,
-    signals: Signals,
-    progress: ProgressBar,
-    tally: Tally,
+    dispatcher: Dispatcher,
+    book: Book<'a>,
     /// The batches the run leaves waiting, once it stops waiting for them.
     waiting: Option<Waiting>,
-    /// Models said once to run live for want of a batch API.
-    live_noted: std::collections::HashSet<usize>,
+}
+
+/// What records a run's outcomes: the kind, the store, the tally and the progress line.
+struct Book<'a> {
+    experiment: &'a mut dyn Experiment,
+    store: &'a Arc<Mutex<Store>>,
+    run_id: i64,
+    progress: ProgressBar,
+    tally: Tally,
     /// The part of the plan this run makes (`--shard`).
     shard: Shard,
 }
 
 impl Run<'_> {
-    /// Whether to start nothing more: a signal came, or the budget was reached.
-    fn stopping(&self) -> bool {
-        self.signals.stopping() || self.executor.budget().is_some_and(|b| b.reached())
-    }
-
     /// [`Run::stages`], while the progress line says what the pacer holds calls for: a paced
     /// run never looks hung.
     async fn paced_stages(&mut self, first: FirstStage) -> Result<(), ExperimentError> {
-        let (executor, progress) = (self.executor.clone(), self.progress.clone());
+        let executor = self.dispatcher.executor().clone();
+        let progress = self.book.progress.clone();
         let ticker = async {
             loop {
                 tokio::time::sleep(PACING_TICK).await;
@@ -606,20 +631,23 @@ impl Run<'_> {
             mut cached,
         } = first;
         for index in 1.. {
+            let book = &mut self.book;
             let begun =
-                self.experiment
-                    .begin(&mut lock(self.store), self.run_id, &stage, self.shard)?;
-            self.tally.add_problems(begun);
+                book.experiment
+                    .begin(&mut lock(book.store), book.run_id, &stage, book.shard)?;
+            book.tally.add_problems(begun);
             let answers = self.run_stage(&stage, &cached).await?;
-            if self.stopping() || self.waiting.is_some() {
+            if self.dispatcher.stopping() || self.waiting.is_some() {
                 return Ok(());
             }
-            let Some(next) = self.experiment.stage(index, Some((&stage, &answers)))? else {
+            let book = &mut self.book;
+            let Some(next) = book.experiment.stage(index, Some((&stage, &answers)))? else {
                 return Ok(());
             };
-            let next = shard::keep(&*self.experiment, next, self.shard);
+            let next = shard::keep(&*book.experiment, next, book.shard);
             cached = self
-                .executor
+                .dispatcher
+                .executor()
                 .lookup(next.calls.iter().map(|c| c.job.canonical.key.as_str()))?;
             let misses = next
                 .calls
@@ -627,304 +655,50 @@ impl Run<'_> {
                 .filter(|c| !cached.contains_key(c.job.canonical.key.as_str()))
                 .count();
             // The plan bounded these calls; now they are known: count those to send.
-            self.progress
-                .set_length(self.progress.position() + misses as u64);
-            let grown = self.tally.counts.calls + next.calls.len() as u64;
-            if grown > self.tally.counts.planned_calls {
+            book.progress
+                .set_length(book.progress.position() + misses as u64);
+            let grown = book.tally.counts.calls + next.calls.len() as u64;
+            if grown > book.tally.counts.planned_calls {
                 // Files that appeared since the plan (a datasheet written meanwhile).
-                self.tally.counts.planned_calls = grown;
+                book.tally.counts.planned_calls = grown;
             }
             stage = next;
         }
         Ok(())
     }
 
-    /// Serves, refuses and sends the calls of one stage; returns the outcomes of its
-    /// follow-up calls for the next stage.
+    /// Hands a stage's calls to the dispatcher, recording every outcome; returns the
+    /// outcomes of its follow-up calls for the next stage.
     async fn run_stage(
         &mut self,
         stage: &Stage,
         cached: &HashMap<String, StoredCall>,
     ) -> Result<Vec<Option<CallOutcome>>, ExperimentError> {
         let mut answers = vec![None; stage.calls.len()];
-        let (immediate, to_send) = self.triage(stage, cached);
-        self.record(stage, immediate, &mut answers)?;
-        let (batched, live) = self.split_batched(stage, to_send)?;
-        let mut round = Round::default();
-        self.place(stage, &mut round, false, batched, live, &mut answers)
+        let calls = StageCalls {
+            name: stage.name,
+            calls: stage
+                .calls
+                .iter()
+                .map(|c| StageCall {
+                    job: &c.job,
+                    target: c.target,
+                    group: c.group,
+                })
+                .collect(),
+        };
+        let book = &mut self.book;
+        let mut record = |outcomes| book.record(stage, outcomes, &mut answers);
+        let waiting = self
+            .dispatcher
+            .dispatch(&calls, cached, &mut record)
             .await?;
-        if !round.is_done() {
-            self.follow(stage, round, &mut answers).await?;
-        }
-        tracing::debug!(stage = stage.name, "stage answered and recorded");
+        self.waiting = self.waiting.take().or(waiting);
         Ok(answers)
     }
+}
 
-    /// Submits `batched` into `round` (first, with `resubmit`, the keys it must submit again
-    /// or held back for the budget) and sends `live` and what the batcher could not batch;
-    /// keys a batch took meanwhile (the executor's claim found them waiting in one) are
-    /// followed in the round.
-    async fn place(
-        &mut self,
-        stage: &Stage,
-        round: &mut Round,
-        resubmit: bool,
-        mut batched: Vec<BatchCall>,
-        mut live: Vec<usize>,
-        answers: &mut [Option<CallOutcome>],
-    ) -> Result<(), ExperimentError> {
-        let budget = self.executor.budget().cloned();
-        let stop = self.signals.stop_flag().clone();
-        let mut resubmit = resubmit;
-        loop {
-            let mut placed = Submitted::default();
-            if resubmit {
-                resubmit = false;
-                placed = self.batcher.resubmit(round, budget.as_ref(), &stop).await?;
-            }
-            if !batched.is_empty() {
-                tracing::debug!(
-                    stage = stage.name,
-                    batched = batched.len(),
-                    "submitting batches"
-                );
-                let calls = std::mem::take(&mut batched);
-                let more = self
-                    .batcher
-                    .submit(round, calls, budget.as_ref(), &stop)
-                    .await?;
-                placed.live.extend(more.live);
-                placed.settled.extend(more.settled);
-            }
-            self.record(stage, placed.settled, answers)?;
-            live.extend(placed.live);
-            tracing::debug!(stage = stage.name, to_send = live.len(), "sending");
-            let taken = self.send(stage, std::mem::take(&mut live), answers).await?;
-            if taken.is_empty() {
-                return Ok(());
-            }
-            let (calls, unbatchable) = self.batch_calls(stage, taken);
-            self.record(stage, unbatchable, answers)?;
-            batched = calls;
-        }
-    }
-
-    /// The calls at `indices`, which wait in a batch another run submitted since this run
-    /// planned, to follow in that batch; a call whose model has no batch API (it cannot
-    /// happen short of a config changed meanwhile) fails, for the next run.
-    fn batch_calls(
-        &self,
-        stage: &Stage,
-        indices: Vec<usize>,
-    ) -> (Vec<BatchCall>, Vec<(usize, CallOutcome)>) {
-        let mut calls = Vec::new();
-        let mut failed = Vec::new();
-        for index in indices {
-            let call = &stage.calls[index];
-            let target = &self.experiment.targets()[call.target];
-            match target
-                .batch
-                .or_else(|| crate::llm::batch::BatchApi::of(target.endpoint.kind))
-            {
-                Some(api) => {
-                    let mut job = call.job.clone();
-                    job.price = job.price.batch();
-                    calls.push(BatchCall { index, job, api });
-                }
-                None => failed.push((
-                    index,
-                    CallOutcome::Failed {
-                        call_id: None,
-                        error: "waits in a batch another run submitted; run again to collect it"
-                            .to_owned(),
-                        attempts: 0,
-                    },
-                )),
-            }
-        }
-        (calls, failed)
-    }
-
-    /// Splits calls to send into those that go to a batch (keys already waiting in one, and,
-    /// with `--batch`, the calls of models whose provider has a batch API, at the batch
-    /// price) and those sent live; says once of each model that has no batch API that it
-    /// runs live.
-    fn split_batched(
-        &mut self,
-        stage: &Stage,
-        to_send: Vec<usize>,
-    ) -> Result<(Vec<BatchCall>, Vec<usize>), ExperimentError> {
-        let waiting = lock(self.store).pending_in_batches(
-            to_send
-                .iter()
-                .map(|&i| stage.calls[i].job.canonical.key.as_str()),
-        )?;
-        let mut batched = Vec::new();
-        let mut live = Vec::new();
-        for i in to_send {
-            let call = &stage.calls[i];
-            let target = &self.experiment.targets()[call.target];
-            let api = match (
-                target.batch,
-                waiting.contains_key(call.job.canonical.key.as_str()),
-            ) {
-                (Some(api), true) => Some(api),
-                (Some(api), false) if self.batch => Some(api),
-                // Waits in a batch a config change has since turned off: still followed.
-                (None, true) => crate::llm::batch::BatchApi::of(target.endpoint.kind),
-                _ => None,
-            };
-            match api {
-                Some(api) => {
-                    let mut job = call.job.clone();
-                    job.price = job.price.batch();
-                    batched.push(BatchCall { index: i, job, api });
-                }
-                None => {
-                    if self.batch && self.live_noted.insert(call.target) {
-                        self.progress.suspend(|| {
-                            crate::output::tell(format_args!(
-                                "track: {} has no batch API: its calls run live, at the \
-                                 standard price",
-                                target.reference
-                            ));
-                        });
-                    }
-                    live.push(i);
-                }
-            }
-        }
-        Ok((batched, live))
-    }
-
-    /// Waits for a stage's batches, polling with backoff and recording each batch's outcomes
-    /// as it is collected. With `--detach`, or once a signal came, it stops waiting: the run
-    /// is left `waiting`, and the same command collects.
-    async fn follow(
-        &mut self,
-        stage: &Stage,
-        mut round: Round,
-        answers: &mut [Option<CallOutcome>],
-    ) -> Result<(), ExperimentError> {
-        loop {
-            let outcomes = self.batcher.poll(&mut round).await?;
-            let room_freed = !outcomes.is_empty();
-            self.record(stage, outcomes, answers)?;
-            if round.has_resubmits(room_freed) {
-                // Another run's batch left them unfinished (this run is the next one), or the
-                // budget held them back while this run's batches held its room.
-                if self.stopping() {
-                    let left = self.batcher.leave_resubmits(&mut round);
-                    self.record(stage, left, answers)?;
-                } else {
-                    self.place(stage, &mut round, true, Vec::new(), Vec::new(), answers)
-                        .await?;
-                }
-            }
-            if let Some(note) = round.note() {
-                self.progress.set_message(note);
-            }
-            if round.is_done() {
-                return Ok(());
-            }
-            if self.detach || self.signals.stopping() {
-                self.waiting = Some(Waiting {
-                    batches: round.waiting(),
-                    note: round.note(),
-                });
-                return Ok(());
-            }
-            // Interruptible: a signal is seen within a tick.
-            let until = std::time::Instant::now() + self.batcher.next_due(&round);
-            while std::time::Instant::now() < until && !self.signals.stopping() {
-                let left = until.saturating_duration_since(std::time::Instant::now());
-                tokio::time::sleep(left.min(Duration::from_millis(100))).await;
-            }
-        }
-    }
-
-    /// Splits a stage's calls into outcomes known now (cached; refused by `--offline` or for a
-    /// missing key) and calls to send.
-    fn triage(
-        &mut self,
-        stage: &Stage,
-        cached: &HashMap<String, StoredCall>,
-    ) -> (Vec<(usize, CallOutcome)>, Vec<usize>) {
-        let mut immediate = Vec::new();
-        let mut to_send = Vec::new();
-        let offline = self.executor.mode() == CacheMode::Offline;
-        for (i, call) in stage.calls.iter().enumerate() {
-            if let Some(hit) = cached.get(call.job.canonical.key.as_str()) {
-                immediate.push((i, CallOutcome::Hit(Box::new(hit.clone()))));
-                continue;
-            }
-            let refused = if offline {
-                self.tally.offline_misses += 1;
-                Some(OFFLINE_MISS.to_owned())
-            } else {
-                self.experiment.targets()[call.target].blocked.clone()
-            };
-            match refused {
-                Some(error) => immediate.push((
-                    i,
-                    CallOutcome::Failed {
-                        call_id: None,
-                        error,
-                        attempts: 0,
-                    },
-                )),
-                None => to_send.push(i),
-            }
-        }
-        (immediate, to_send)
-    }
-
-    /// Sends `to_send` (indices into the stage) group by group, recording each outcome as it
-    /// arrives. Stops starting calls when a signal came, the budget was reached or recording
-    /// failed. Returns the indices not sent because their keys wait in a batch a run
-    /// submitted since this one planned: to follow there.
-    async fn send(
-        &mut self,
-        stage: &Stage,
-        mut to_send: Vec<usize>,
-        answers: &mut [Option<CallOutcome>],
-    ) -> Result<Vec<usize>, ExperimentError> {
-        let mut taken = Vec::new();
-        to_send.sort_by_key(|&i| stage.calls[i].group);
-        let executor = self.executor;
-        let signals = self.signals.clone();
-        for group in to_send.chunk_by(|&a, &b| stage.calls[a].group == stage.calls[b].group) {
-            if self.stopping() {
-                break;
-            }
-            // Cloned as the executor takes them: the first is sent before the others are.
-            let jobs = group.iter().map(|&i| stage.calls[i].job.clone());
-            let mut failure = None;
-            executor
-                .execute(jobs, signals.stop_flag(), |batch| {
-                    if failure.is_some() {
-                        return;
-                    }
-                    let outcomes = batch.into_iter().map(|(j, o)| (group[j], o)).collect();
-                    if let Err(e) = self.record(stage, outcomes, answers) {
-                        signals.halt();
-                        failure = Some(e);
-                    }
-                })
-                .await;
-            if let Some(e) = failure {
-                return Err(e);
-            }
-            let batched = executor.take_batched();
-            taken.extend(
-                group
-                    .iter()
-                    .filter(|&&i| batched.contains(stage.calls[i].job.canonical.key.as_str())),
-            );
-        }
-        Ok(taken)
-    }
-
+impl Book<'_> {
     /// Hands outcomes to the kind to record, stores the calls that got no answer, and keeps
     /// the tally and progress current.
     fn record(

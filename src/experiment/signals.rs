@@ -18,7 +18,7 @@ pub enum Signal {
 
 impl Signal {
     /// The exit status of a process ended by this signal, as shells report it (128 + n).
-    pub fn exit_code(self) -> u8 {
+    pub(crate) fn exit_code(self) -> u8 {
         match self {
             Self::Interrupt => 130,
             Self::Terminate => 143,
@@ -27,7 +27,7 @@ impl Signal {
     }
 
     /// The signal's name.
-    pub fn name(self) -> &'static str {
+    pub(crate) fn name(self) -> &'static str {
         match self {
             Self::Interrupt => "SIGINT",
             Self::Terminate => "SIGTERM",
@@ -63,22 +63,12 @@ pub struct Signals {
 
 impl Signals {
     /// Set once a run should stop sending.
-    pub fn stop_flag(&self) -> &Arc<AtomicBool> {
+    pub(crate) fn stop_flag(&self) -> &Arc<AtomicBool> {
         &self.stop
     }
 
-    /// Whether the run should send no more calls (a signal came, or recording failed).
-    pub fn stopping(&self) -> bool {
-        self.stop.load(Ordering::SeqCst)
-    }
-
-    /// Stops the sending without a signal (recording failed: nothing more can be kept).
-    pub fn halt(&self) {
-        self.stop.store(true, Ordering::SeqCst);
-    }
-
     /// The first signal received, if any.
-    pub fn received(&self) -> Option<Signal> {
+    pub(crate) fn received(&self) -> Option<Signal> {
         Signal::from_code(self.received.load(Ordering::SeqCst))
     }
 
@@ -92,7 +82,7 @@ impl Signals {
 
     /// Listens for SIGINT, SIGTERM and SIGHUP on the current tokio runtime: the first calls
     /// `on_first`, any later one `on_second` (which is expected to end the process).
-    pub fn listen(
+    pub(crate) fn listen(
         &self,
         on_first: impl Fn(Signal) + Send + 'static,
         on_second: impl Fn(Signal) + Send + 'static,
@@ -125,7 +115,7 @@ pub struct Interruption {
 impl Interruption {
     /// Listens for SIGINT, SIGTERM and SIGHUP on a thread of its own from now until the process
     /// ends; `Err` when the handlers cannot be installed.
-    pub fn listen() -> std::io::Result<Self> {
+    pub(crate) fn listen() -> std::io::Result<Self> {
         let signals = Signals::default();
         let listening = signals.clone();
         let (ready_tx, ready_rx) = std::sync::mpsc::channel();
@@ -165,7 +155,7 @@ impl Interruption {
     }
 
     /// The first signal received, if any.
-    pub fn received(&self) -> Option<Signal> {
+    pub(crate) fn received(&self) -> Option<Signal> {
         self.signals.received()
     }
 }

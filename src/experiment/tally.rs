@@ -66,7 +66,7 @@ pub struct Tally {
 
 impl Tally {
     /// Counts one outcome.
-    pub fn add(&mut self, outcome: &CallOutcome) {
+    pub(crate) fn add(&mut self, outcome: &CallOutcome) {
         let c = &mut self.counts;
         c.calls += 1;
         match outcome {
@@ -88,7 +88,7 @@ impl Tally {
     }
 
     /// Files an error of `model` on `item` under its group, for the summary.
-    pub fn note_error(&mut self, model: &str, item: &str, cause: &str) {
+    pub(crate) fn note_error(&mut self, model: &str, item: &str, cause: &str) {
         if let Some(group) = self
             .error_groups
             .iter_mut()
@@ -108,7 +108,7 @@ impl Tally {
     }
 
     /// The first error, in one line.
-    pub fn first_error(&self) -> Option<String> {
+    pub(crate) fn first_error(&self) -> Option<String> {
         self.error_groups.first().map(|g| {
             ErrorGroup {
                 count: 1,
@@ -119,7 +119,7 @@ impl Tally {
     }
 
     /// Counts problems a kind found in answers.
-    pub fn add_problems(&mut self, problems: Vec<String>) {
+    pub(crate) fn add_problems(&mut self, problems: Vec<String>) {
         self.counts.errors += problems.len() as u64;
         for p in problems {
             self.note_error("", "", &p);
@@ -127,7 +127,7 @@ impl Tally {
     }
 
     /// The progress bar's message.
-    pub fn progress_message(&self) -> String {
+    pub(crate) fn progress_message(&self) -> String {
         let c = &self.counts;
         // Short enough for an 80-column line with the bar and the ETA.
         format!(

@@ -32,7 +32,7 @@ pub struct Target {
 
 impl Target {
     /// Resolves `reference` (any name the catalog knows) for calling.
-    pub fn resolve(catalog: &Catalog, reference: &str) -> Result<Self, ConfigError> {
+    pub(crate) fn resolve(catalog: &Catalog, reference: &str) -> Result<Self, ConfigError> {
         let model = catalog.resolve(reference)?;
         let provider = catalog.provider(model);
         provider.check_base_url()?;
@@ -57,13 +57,13 @@ impl Target {
     }
 
     /// The same model in another role.
-    pub fn with_role(mut self, role: &'static str) -> Self {
+    pub(crate) fn with_role(mut self, role: &'static str) -> Self {
         self.role = Some(role);
         self
     }
 
     /// The reference with its role, for tables: `openai:gpt-4o (judge)`.
-    pub fn label(&self) -> String {
+    pub(crate) fn label(&self) -> String {
         match self.role {
             Some(role) => format!("{} ({role})", self.reference),
             None => self.reference.clone(),
@@ -71,14 +71,14 @@ impl Target {
     }
 
     /// The call of `request` to this model, for sample `repeat`, priced with its prices.
-    pub fn job(&self, request: ChatRequest, repeat: u32) -> CallJob {
+    pub(crate) fn job(&self, request: ChatRequest, repeat: u32) -> CallJob {
         CallJob::new(self.endpoint.clone(), request, repeat, self.spec.price())
     }
 
     /// The call of a model-graded `request` whose answer should take the shape `schema`: with
     /// the schema unless this model's `structured` setting is `off`; with `auto`, asked again
     /// without it when the server refuses it.
-    pub fn shaped_job(
+    pub(crate) fn shaped_job(
         &self,
         mut request: ChatRequest,
         schema: AnswerSchema,

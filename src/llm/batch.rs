@@ -33,7 +33,7 @@ pub enum BatchApi {
 impl BatchApi {
     /// The batch API a provider of `kind` speaks by default; `None` for those without one
     /// (Ollama, and OpenAI-compatible servers unless config.yaml says otherwise).
-    pub fn of(kind: ProviderKind) -> Option<Self> {
+    pub(crate) fn of(kind: ProviderKind) -> Option<Self> {
         match kind {
             ProviderKind::Openai => Some(Self::Openai),
             ProviderKind::Anthropic => Some(Self::Anthropic),
@@ -42,7 +42,7 @@ impl BatchApi {
     }
 
     /// Its name, as stored and written in config.yaml.
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             Self::Openai => "openai",
             Self::Anthropic => "anthropic",
@@ -50,7 +50,7 @@ impl BatchApi {
     }
 
     /// The API named `name` (as [`BatchApi::as_str`] writes it).
-    pub fn from_name(name: &str) -> Option<Self> {
+    pub(crate) fn from_name(name: &str) -> Option<Self> {
         match name {
             "openai" => Some(Self::Openai),
             "anthropic" => Some(Self::Anthropic),
@@ -310,7 +310,7 @@ impl BatchStatus {
 
     /// Its stored name: `validating`, `in_progress`, `finalizing`, `cancelling`, `completed`,
     /// `expired`, `cancelled`, `failed`, or the provider's own word for another.
-    pub fn as_str(&self) -> &str {
+    pub(crate) fn as_str(&self) -> &str {
         match self {
             Self::Validating => "validating",
             Self::InProgress => "in_progress",
@@ -325,7 +325,7 @@ impl BatchStatus {
     }
 
     /// The status stored as `name` (with the failures stored beside a `failed` one).
-    pub fn from_stored(name: &str, failures: Vec<BatchFailure>) -> Self {
+    pub(crate) fn from_stored(name: &str, failures: Vec<BatchFailure>) -> Self {
         match name {
             "validating" => Self::Validating,
             "in_progress" => Self::InProgress,
@@ -349,7 +349,8 @@ impl BatchStatus {
 
     /// Whether it failed because the provider's queue of tokens for the model is full
     /// (`token_limit_exceeded`): submit it again once other batches have ended.
-    pub fn is_token_limit(&self) -> bool {
+    #[cfg(test)]
+    pub(crate) fn is_token_limit(&self) -> bool {
         self.failures().iter().any(|f| f.code == TOKEN_LIMIT_CODE)
     }
 }
@@ -468,7 +469,7 @@ pub fn failures_from_json(json: Option<&str>) -> Vec<BatchFailure> {
 }
 
 /// A time as the store writes it (RFC 3339, milliseconds, UTC).
-pub fn stored_time(t: DateTime<Utc>) -> String {
+pub(crate) fn stored_time(t: DateTime<Utc>) -> String {
     t.to_rfc3339_opts(chrono::SecondsFormat::Millis, true)
 }
 
@@ -547,7 +548,7 @@ impl LineFailure {
     }
 
     /// Whether it never ran (expired, cancelled): the next run sends it again.
-    pub fn is_unfinished(&self) -> bool {
+    pub(crate) fn is_unfinished(&self) -> bool {
         matches!(self, Self::Expired | Self::Cancelled)
     }
 
@@ -577,7 +578,8 @@ impl LineFailure {
 
     /// The error as the live path records it, for `provider`: an HTTP error with its status
     /// and message, or a format error. `None` for requests that never ran or are not known.
-    pub fn to_provider_error(&self, provider: &str) -> Option<ProviderError> {
+    #[cfg(test)]
+    pub(crate) fn to_provider_error(&self, provider: &str) -> Option<ProviderError> {
         match self {
             Self::Error {
                 status, message, ..
@@ -695,7 +697,7 @@ impl BatchError {
     }
 
     /// The HTTP status, when the provider answered with one.
-    pub fn http_status(&self) -> Option<u16> {
+    pub(crate) fn http_status(&self) -> Option<u16> {
         match self {
             Self::Provider(e) => e.http_status(),
             _ => None,

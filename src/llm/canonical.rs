@@ -34,7 +34,7 @@ impl CacheKey {
     }
 
     /// The key as text.
-    pub fn as_str(&self) -> &str {
+    pub(crate) fn as_str(&self) -> &str {
         // Always ASCII hex digits: written only by `of_digest`.
         std::str::from_utf8(&self.0).unwrap_or_default()
     }
@@ -75,7 +75,7 @@ impl PartialEq<String> for CacheKey {
 impl CanonicalRequest {
     /// The key of `request` sent to `provider` at `endpoint`, for sample `repeat` (each
     /// repeat is a distinct cache entry): the JSON is hashed as it is written.
-    pub fn new(provider: &str, endpoint: &str, request: &ChatRequest, repeat: u32) -> Self {
+    pub(crate) fn new(provider: &str, endpoint: &str, request: &ChatRequest, repeat: u32) -> Self {
         use sha2::Digest as _;
         let mut hasher = Hashing(sha2::Sha256::new());
         serde_json::to_writer(&mut hasher, &canon(provider, endpoint, request, repeat))
@@ -87,7 +87,12 @@ impl CanonicalRequest {
 
     /// The canonical JSON of `request` (what [`CanonicalRequest::new`] hashes), stored with
     /// the call under its key.
-    pub fn json(provider: &str, endpoint: &str, request: &ChatRequest, repeat: u32) -> String {
+    pub(crate) fn json(
+        provider: &str,
+        endpoint: &str,
+        request: &ChatRequest,
+        repeat: u32,
+    ) -> String {
         serde_json::to_string(&canon(provider, endpoint, request, repeat))
             .expect("a canonical request always serializes")
     }

@@ -58,7 +58,7 @@ pub struct Endpoint {
 
 impl Endpoint {
     /// The URL chat requests are posted to.
-    pub fn chat_url(&self) -> String {
+    pub(crate) fn chat_url(&self) -> String {
         let base = self.base_url.trim_end_matches('/');
         match self.kind {
             ProviderKind::Openai | ProviderKind::OpenaiCompatible => {
@@ -157,7 +157,7 @@ impl LlmClient {
     /// does other work (reads an experiment file): TLS set-up reads and parses the system's
     /// root certificates, a few milliseconds. Nothing is sent, and nothing is kept if no
     /// client is asked for.
-    pub fn build_ahead(timeout: Duration) {
+    pub(crate) fn build_ahead(timeout: Duration) {
         let thread = std::thread::Builder::new()
             .name("track-client".into())
             .spawn(move || build_http(timeout));
@@ -462,7 +462,7 @@ pub(crate) fn truncate_chars(s: &str, max: usize) -> String {
 }
 
 /// `text` with every known API key replaced by `***`.
-pub fn redact(text: &str) -> String {
+pub(crate) fn redact(text: &str) -> String {
     let known = KNOWN_KEYS.read().unwrap_or_else(|p| p.into_inner());
     known
         .iter()

@@ -68,7 +68,7 @@ pub enum ProviderKind {
 
 impl ProviderKind {
     /// The name used in config files.
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             Self::Openai => "openai",
             Self::Anthropic => "anthropic",
@@ -89,7 +89,7 @@ pub enum Role {
 
 impl Role {
     /// The role name every wire format uses.
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             Self::System => "system",
             Self::User => "user",
@@ -108,7 +108,7 @@ pub struct Image {
 
 impl Image {
     /// Wraps image bytes, hashing them.
-    pub fn new(media_type: impl Into<String>, data: Vec<u8>) -> Self {
+    pub(crate) fn new(media_type: impl Into<String>, data: Vec<u8>) -> Self {
         Self {
             media_type: media_type.into(),
             sha256: crate::hash::sha256_hex(&data),
@@ -117,7 +117,7 @@ impl Image {
     }
 
     /// The bytes as standard base64, as every wire format wants them.
-    pub fn base64(&self) -> String {
+    pub(crate) fn base64(&self) -> String {
         use base64::Engine as _;
         base64::engine::general_purpose::STANDARD.encode(self.data.as_slice())
     }
@@ -159,7 +159,7 @@ impl Message {
     }
 
     /// The text parts joined by newlines.
-    pub fn text(&self) -> String {
+    pub(crate) fn text(&self) -> String {
         self.parts
             .iter()
             .filter_map(|p| match p {
@@ -227,17 +227,6 @@ pub enum Structured {
     Off,
 }
 
-impl Structured {
-    /// Its name, as written in config.yaml.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::Auto => "auto",
-            Self::On => "on",
-            Self::Off => "off",
-        }
-    }
-}
-
 /// Token counts of one call.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct Usage {
@@ -259,7 +248,7 @@ pub struct ChatResponse {
 
 impl ChatResponse {
     /// The answer with the rate limits its headers told.
-    pub fn with_limits(mut self, limits: Option<ratelimit::RateLimits>) -> Self {
+    pub(crate) fn with_limits(mut self, limits: Option<ratelimit::RateLimits>) -> Self {
         self.limits = limits;
         self
     }
@@ -294,7 +283,7 @@ pub(crate) fn usage_or_estimate(
 
 /// The most input tokens `text` can count: no tokenizer the providers use makes more than a
 /// token a byte. What budgets reserve and plans bound, never less than a provider bills.
-pub fn tokens_bound(text: &str) -> u64 {
+pub(crate) fn tokens_bound(text: &str) -> u64 {
     text.len() as u64
 }
 
@@ -302,7 +291,7 @@ pub fn tokens_bound(text: &str) -> u64 {
 pub const MESSAGE_TOKENS_BOUND: u64 = 8;
 
 /// Rough token count for providers that report none: about 4 characters a token.
-pub fn estimate_tokens(text: &str) -> u64 {
+pub(crate) fn estimate_tokens(text: &str) -> u64 {
     (text.chars().count() as u64).div_ceil(4)
 }
 
@@ -371,7 +360,7 @@ pub enum ProviderError {
 
 impl ProviderError {
     /// Whether trying again may succeed: 408, 409, 429, 5xx, timeouts, broken connections.
-    pub fn is_retryable(&self) -> bool {
+    pub(crate) fn is_retryable(&self) -> bool {
         match self {
             Self::Http { status, .. } => matches!(status, 408 | 409 | 425 | 429 | 500..=599),
             // A 200 in another format is what gateways answer under load: retried like a 5xx.
@@ -384,7 +373,7 @@ impl ProviderError {
     }
 
     /// Why this error is not tried again, for messages (`None` when it is retryable).
-    pub fn why_final(&self) -> Option<&'static str> {
+    pub(crate) fn why_final(&self) -> Option<&'static str> {
         match self {
             Self::Http { .. } if !self.is_retryable() => {
                 Some("this HTTP status does not change on retry")
@@ -397,7 +386,7 @@ impl ProviderError {
     }
 
     /// The delay the provider asked for, if any.
-    pub fn retry_after(&self) -> Option<Duration> {
+    pub(crate) fn retry_after(&self) -> Option<Duration> {
         match self {
             Self::Http { retry_after, .. } => *retry_after,
             _ => None,
@@ -405,7 +394,7 @@ impl ProviderError {
     }
 
     /// The HTTP status, when the provider answered with one.
-    pub fn http_status(&self) -> Option<u16> {
+    pub(crate) fn http_status(&self) -> Option<u16> {
         match self {
             Self::Http { status, .. } | Self::Exhausted { status, .. } => Some(*status),
             _ => None,

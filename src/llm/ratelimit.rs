@@ -32,7 +32,7 @@ impl Dimension {
     ];
 
     /// The name stored and shown: `requests`, `tokens`, `input_tokens`, `output_tokens`.
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             Self::Requests => "requests",
             Self::Tokens => "tokens",
@@ -42,13 +42,13 @@ impl Dimension {
     }
 
     /// The dimension of a stored name.
-    pub fn parse(name: &str) -> Option<Self> {
+    pub(crate) fn parse(name: &str) -> Option<Self> {
         Self::ALL.into_iter().find(|d| d.as_str() == name)
     }
 
     /// The unit as users write it in `rate_limit:` and read it in messages: `RPM`, `TPM`,
     /// `ITPM`, `OTPM`.
-    pub fn unit(self) -> &'static str {
+    pub(crate) fn unit(self) -> &'static str {
         match self {
             Self::Requests => "RPM",
             Self::Tokens => "TPM",
@@ -80,14 +80,15 @@ pub struct RateLimits {
 
 impl RateLimits {
     /// The reading of `dimension`, if the headers had one.
-    pub fn get(&self, dimension: Dimension) -> Option<&Reading> {
+    #[cfg(test)]
+    pub(crate) fn get(&self, dimension: Dimension) -> Option<&Reading> {
         self.readings.iter().find(|r| r.dimension == dimension)
     }
 }
 
 /// Reads the rate-limit headers of an answer (`None` when it has none, as Ollama, llama.cpp
 /// and most gateways). `now` turns Anthropic's reset times into waits.
-pub fn read_headers(headers: &HeaderMap, now: SystemTime) -> Option<RateLimits> {
+pub(crate) fn read_headers(headers: &HeaderMap, now: SystemTime) -> Option<RateLimits> {
     let text = |name: &str| {
         headers
             .get(name)
@@ -137,7 +138,7 @@ pub fn read_headers(headers: &HeaderMap, now: SystemTime) -> Option<RateLimits> 
 
 /// A Go duration as OpenAI writes its resets: `0s`, `12ms`, `1.5s`, `6m0s`, `2m59.56s`,
 /// `1h2m3s`; `None` when it is not one.
-pub fn go_duration(text: &str) -> Option<Duration> {
+pub(crate) fn go_duration(text: &str) -> Option<Duration> {
     let mut rest = text.trim();
     if rest.is_empty() {
         return None;
@@ -191,7 +192,7 @@ pub enum Exhausted {
 
 impl Exhausted {
     /// What happened and what to do, for a provider named `provider`.
-    pub fn explain(&self, provider: &str) -> String {
+    pub(crate) fn explain(&self, provider: &str) -> String {
         match self {
             Self::Quota { code } => format!(
                 "the {provider} account's quota is spent ({code}): add credit or use another key"
@@ -234,7 +235,7 @@ pub struct Refusal {
 }
 
 /// Reads a refused call's status and body (any wire format).
-pub fn read_refusal(status: u16, body: &str) -> Refusal {
+pub(crate) fn read_refusal(status: u16, body: &str) -> Refusal {
     let json: Option<Value> = serde_json::from_str(body).ok();
     let error = json.as_ref().and_then(|v| v.get("error"));
     let field = |name: &str| {

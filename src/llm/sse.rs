@@ -10,7 +10,7 @@ pub struct Event {
 }
 
 /// Whether `response` is an event stream (its content type says so).
-pub fn is_event_stream(response: &reqwest::Response) -> bool {
+pub(crate) fn is_event_stream(response: &reqwest::Response) -> bool {
     response
         .headers()
         .get(reqwest::header::CONTENT_TYPE)
@@ -20,7 +20,7 @@ pub fn is_event_stream(response: &reqwest::Response) -> bool {
 
 /// Whether `body` reads as an event stream: it starts with a field or a comment, where a JSON
 /// answer starts with `{`.
-pub fn looks_like_events(body: &[u8]) -> bool {
+pub(crate) fn looks_like_events(body: &[u8]) -> bool {
     let text = String::from_utf8_lossy(&body[..body.len().min(64)]);
     let start = text.trim_start();
     start.starts_with("data:") || start.starts_with("event:") || start.starts_with(':')
@@ -28,7 +28,7 @@ pub fn looks_like_events(body: &[u8]) -> bool {
 
 /// The events of `body`, in order. An event with no data is dropped; the last one counts even
 /// without its closing blank line (the stream's end is judged by its own last event).
-pub fn events(body: &[u8]) -> Vec<Event> {
+pub(crate) fn events(body: &[u8]) -> Vec<Event> {
     let text = String::from_utf8_lossy(body);
     let mut events = Vec::new();
     let mut kind: Option<String> = None;

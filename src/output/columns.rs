@@ -13,7 +13,7 @@ pub enum Columns {
 
 impl Columns {
     /// `Wide` when `wide` is set.
-    pub fn wide_if(wide: bool) -> Self {
+    pub(crate) fn wide_if(wide: bool) -> Self {
         if wide { Self::Wide } else { Self::Compact }
     }
 
@@ -24,7 +24,7 @@ impl Columns {
         self == Self::Wide
             || !(name.ends_with("_low_pct")
                 || name.ends_with("_high_pct")
-                || WIDE_ONLY.contains(&name))
+                || rule(name).is_some_and(|c| c.wide_only))
     }
 
     /// The header of the column `name`.
@@ -36,89 +36,156 @@ impl Columns {
     }
 }
 
-/// Columns only `--wide` tables show (CSV and JSON always have them).
-const WIDE_ONLY: &[&str] = &[
-    "passed",
-    "failed",
-    "paid_usd",
-    "input_tokens",
-    "output_tokens",
-    "avg_input_tokens",
-    "avg_output_tokens",
-    "tokens_in",
-    "tokens_out",
-    "energy_wh_min",
-    "energy_wh_max",
-    "command",
-    // `track runs`: the data files and templates a run read, with their hashes.
-    "inputs",
-    "provider",
-    "alias",
-    "model_id",
-    "active_b",
-    "total_b",
-    "pue",
-    // `track models`: the batch API, for --wide, CSV and JSON.
-    "batch",
-    // Pairwise comparisons: the intervals of win rates and strengths.
-    "win_rate_low",
-    "win_rate_high",
-    "strength_low",
-    "strength_high",
-    // `track diff --items`: the calls behind each run's answer (the answers are shown).
-    "base_call_id",
-    "new_call_id",
-];
+/// A column a terminal table shows in its own way: under a short header in compact tables, or
+/// only in `--wide` ones (CSV and JSON always have every column, under its name). The frames
+/// name such a column through its constant here (`SUCCESS_PCT.name`, or a kind's constant
+/// defined as it), so renaming the column renames it with its rule.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Column {
+    /// The column's name: the stable schema of `--format csv|json` and the exports.
+    pub name: &'static str,
+    /// Its header in compact tables, when its full header is long.
+    pub short: Option<&'static str>,
+    /// Shown only by `--wide` tables: implied by the columns compact tables keep, or a
+    /// breakdown.
+    pub wide_only: bool,
+}
 
-/// Short headers of compact tables, for columns whose full header is long.
-const SHORT_HEADERS: &[(&str, &str)] = &[
-    ("results", "n"),
-    ("passed", "pass"),
-    ("errors", "err"),
-    ("success_pct", "pass %"),
-    ("success_pct_all", "all %"),
-    // A model's latencies added up: calls overlap, so not the time the run took (`runs`'
-    // `time s`, the run's wall time).
-    ("total_time_s", "latency sum s"),
-    ("wall_time_s", "time s"),
-    ("time_s", "time s"),
-    ("total_cost_usd", "cost $"),
-    ("cost_usd", "cost $"),
-    ("paid_usd", "paid $"),
-    // `track runs`' compact table, where paid stays beside the budget.
-    ("run_paid_usd", "paid $"),
-    ("budget_usd", "budget $"),
-    ("max_cost_usd", "max $"),
-    ("energy_wh", "Wh"),
-    ("cache_hits", "hits"),
-    ("avg_time_s", "avg s"),
-    ("avg_cost_usd", "avg $"),
-    ("avg_energy_wh", "avg Wh"),
-    ("to_call", "to call"),
-    ("input_usd_per_mtok", "in $/Mtok"),
-    ("output_usd_per_mtok", "out $/Mtok"),
-    ("parameters_b", "params B"),
-    ("parse_failures", "unparsable"),
-    ("parse_failure_pct", "unparsable %"),
-    ("no_official", "no official"),
-    ("na_scores", "N/A"),
-    ("with_na", "with N/A"),
-    ("mean_overall", "overall"),
-    ("mean_average_pn", "mean P"),
-    // Pairwise comparisons.
-    ("candidate_a", "A"),
-    ("candidate_b", "B"),
-    ("wins_a", "A wins"),
-    ("wins_b", "B wins"),
-    ("verdicts", "n"),
-    ("inconsistent", "incons."),
-    ("inconsistency", "share"),
-    // Pairwise diffs: the verdicts that moved, and the pair's strength gap.
-    ("toward_a", "→ A"),
-    ("toward_b", "→ B"),
-    ("base_strength_gap", "base gap"),
-    ("new_strength_gap", "new gap"),
-];
+impl Column {
+    /// The column `name`, shown as any other until a rule is added.
+    const fn named(name: &'static str) -> Self {
+        Self {
+            name,
+            short: None,
+            wide_only: false,
+        }
+    }
+
+    /// Headed `short` in compact tables.
+    const fn short(self, short: &'static str) -> Self {
+        Self {
+            short: Some(short),
+            ..self
+        }
+    }
+
+    /// Shown only by `--wide` tables.
+    const fn wide(self) -> Self {
+        Self {
+            wide_only: true,
+            ..self
+        }
+    }
+}
+
+/// Declares the columns with a display rule, each a [`Column`] constant, and [`RULED`], every
+/// one of them: a rule cannot be declared and left out.
+macro_rules! display_columns {
+    ($($(#[$doc:meta])* $constant:ident = $name:literal $(.$rule:ident($($arg:literal)?))+;)*) => {
+        $(
+            $(#[$doc])*
+            pub(crate) const $constant: Column = Column::named($name)$(.$rule($($arg)?))+;
+        )*
+        /// Every column with a display rule.
+        pub(crate) const RULED: &[Column] = &[$($constant),*];
+    };
+}
+
+display_columns! {
+    // Benchmarks' results and summaries (`crate::bench::columns`), and their shares elsewhere.
+    RESULTS = "results".short("n");
+    /// Implied: failed = results - passed - errors.
+    PASSED = "passed".short("pass").wide();
+    FAILED = "failed".wide();
+    ERRORS = "errors".short("err");
+    SUCCESS_PCT = "success_pct".short("pass %");
+    SUCCESS_PCT_ALL = "success_pct_all".short("all %");
+    /// A model's latencies added up: calls overlap, so not the time the run took (`runs'`
+    /// `time s`, the run's wall time).
+    TOTAL_TIME_S = "total_time_s".short("latency sum s");
+    TIME_S = "time_s".short("time s");
+    TOTAL_COST_USD = "total_cost_usd".short("cost $");
+    COST_USD = "cost_usd".short("cost $");
+    /// Paid is at most cost.
+    PAID_USD = "paid_usd".short("paid $").wide();
+    ENERGY_WH = "energy_wh".short("Wh");
+    CACHE_HITS = "cache_hits".short("hits");
+    AVG_TIME_S = "avg_time_s".short("avg s");
+    AVG_COST_USD = "avg_cost_usd".short("avg $");
+    AVG_ENERGY_WH = "avg_energy_wh".short("avg Wh");
+    // Breakdowns: tokens in and out, energy bounds.
+    INPUT_TOKENS = "input_tokens".wide();
+    OUTPUT_TOKENS = "output_tokens".wide();
+    AVG_INPUT_TOKENS = "avg_input_tokens".wide();
+    AVG_OUTPUT_TOKENS = "avg_output_tokens".wide();
+    TOKENS_IN = "tokens_in".wide();
+    TOKENS_OUT = "tokens_out".wide();
+    ENERGY_WH_MIN = "energy_wh_min".wide();
+    ENERGY_WH_MAX = "energy_wh_max".wide();
+    PROVIDER = "provider".wide();
+    MODEL_ID = "model_id".wide();
+
+    // `track runs`.
+    WALL_TIME_S = "wall_time_s".short("time s");
+    /// Its compact table, where paid stays beside the budget.
+    RUN_PAID_USD = "run_paid_usd".short("paid $");
+    BUDGET_USD = "budget_usd".short("budget $");
+    COMMAND = "command".wide();
+    /// The data files and templates a run read, with their hashes.
+    INPUTS = "inputs".wide();
+
+    // The dry run's plan (`track run --dry-run`).
+    MAX_COST_USD = "max_cost_usd".short("max $");
+    TO_CALL = "to_call".short("to call");
+
+    // `track models`.
+    INPUT_USD_PER_MTOK = "input_usd_per_mtok".short("in $/Mtok");
+    OUTPUT_USD_PER_MTOK = "output_usd_per_mtok".short("out $/Mtok");
+    PARAMETERS_B = "parameters_b".short("params B");
+    ALIAS = "alias".wide();
+    ACTIVE_B = "active_b".wide();
+    TOTAL_B = "total_b".wide();
+    PUE = "pue".wide();
+    /// The batch API, for --wide, CSV and JSON.
+    BATCH = "batch".wide();
+
+    // Reviews (`crate::review::columns`).
+    PARSE_FAILURES = "parse_failures".short("unparsable");
+    PARSE_FAILURE_PCT = "parse_failure_pct".short("unparsable %");
+    NO_OFFICIAL = "no_official".short("no official");
+    NA_SCORES = "na_scores".short("N/A");
+    WITH_NA = "with_na".short("with N/A");
+    MEAN_OVERALL = "mean_overall".short("overall");
+    MEAN_AVERAGE_PN = "mean_average_pn".short("mean P");
+
+    // Pairwise comparisons (`crate::pairwise::columns`).
+    CANDIDATE_A = "candidate_a".short("A");
+    CANDIDATE_B = "candidate_b".short("B");
+    WINS_A = "wins_a".short("A wins");
+    WINS_B = "wins_b".short("B wins");
+    VERDICTS = "verdicts".short("n");
+    INCONSISTENT = "inconsistent".short("incons.");
+    INCONSISTENCY = "inconsistency".short("share");
+    /// The intervals of win rates and strengths.
+    WIN_RATE_LOW = "win_rate_low".wide();
+    WIN_RATE_HIGH = "win_rate_high".wide();
+    STRENGTH_LOW = "strength_low".wide();
+    STRENGTH_HIGH = "strength_high".wide();
+    /// Pairwise diffs: the verdicts that moved, and the pair's strength gap.
+    TOWARD_A = "toward_a".short("→ A");
+    TOWARD_B = "toward_b".short("→ B");
+    BASE_STRENGTH_GAP = "base_strength_gap".short("base gap");
+    NEW_STRENGTH_GAP = "new_strength_gap".short("new gap");
+
+    // `track diff --items`: the calls behind each run's answer (the answers are shown).
+    BASE_CALL_ID = "base_call_id".wide();
+    NEW_CALL_ID = "new_call_id".wide();
+}
+
+/// The rule of the column `name`, if it has one.
+fn rule(name: &str) -> Option<&'static Column> {
+    RULED.iter().find(|c| c.name == name)
+}
 
 /// Where the cells of a text column may be broken over lines when a table is wider than the
 /// terminal: never (a name, a timestamp: cut with `…` only when it cannot fit even in a part of
@@ -144,10 +211,9 @@ pub(super) fn wrap(name: &str) -> Wrap {
 
 /// The header of a compact table: a short form when there is one, else the full header.
 fn short_header(name: &str) -> String {
-    SHORT_HEADERS
-        .iter()
-        .find(|(column, _)| *column == name)
-        .map_or_else(|| header(name), |(_, short)| (*short).to_owned())
+    rule(name)
+        .and_then(|c| c.short)
+        .map_or_else(|| header(name), str::to_owned)
 }
 
 /// A header a person reads: `total_cost_usd` becomes `total cost ($)`, units last.
@@ -188,7 +254,70 @@ pub(crate) fn header(name: &str) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::header;
+    use super::{Columns, RULED, header};
+
+    /// Every column with a rule is a real column: a frame names it through its constant (a
+    /// rule no frame's column uses would be a rename that left its rule behind), and no two
+    /// rules name one column (the first would win unseen).
+    #[test]
+    fn every_column_with_a_rule_is_a_real_column_named_through_its_constant() {
+        let source = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+        let mut texts = Vec::new();
+        let mut folders = vec![source.clone()];
+        while let Some(folder) = folders.pop() {
+            for entry in std::fs::read_dir(&folder).unwrap() {
+                let path = entry.unwrap().path();
+                if path.is_dir() {
+                    folders.push(path);
+                } else if path.extension().is_some_and(|e| e == "rs")
+                    && path != source.join("output").join("columns.rs")
+                {
+                    texts.push(std::fs::read_to_string(&path).unwrap());
+                }
+            }
+        }
+        let this = include_str!("columns.rs");
+        let unused: Vec<&str> = RULED
+            .iter()
+            .filter_map(|c| {
+                let constant = this
+                    .lines()
+                    .find_map(|l| {
+                        let (constant, rest) = l.trim().split_once(" = ")?;
+                        rest.starts_with(&format!("\"{}\".", c.name))
+                            .then_some(constant)
+                    })
+                    .unwrap_or_else(|| panic!("no constant declares `{}`", c.name));
+                let used = format!("columns::{constant}.name");
+                (!texts.iter().any(|t| t.contains(&used))).then_some(c.name)
+            })
+            .collect();
+        assert!(
+            unused.is_empty(),
+            "rules of columns no frame names through their constant: {unused:?}"
+        );
+        for (i, column) in RULED.iter().enumerate() {
+            assert!(
+                RULED[..i].iter().all(|other| other.name != column.name),
+                "two rules for `{}`",
+                column.name
+            );
+        }
+    }
+
+    #[test]
+    fn compact_tables_use_the_rule_declared_beside_the_column() {
+        for column in RULED {
+            let compact = Columns::Compact.header(column.name);
+            match column.short {
+                Some(short) => assert_eq!(compact, short),
+                None => assert_eq!(compact, header(column.name)),
+            }
+            assert_eq!(Columns::Compact.shows(column.name), !column.wide_only);
+            assert!(Columns::Wide.shows(column.name));
+            assert_eq!(Columns::Wide.header(column.name), header(column.name));
+        }
+    }
 
     #[test]
     fn a_final_b_is_billions_except_for_a_pairs_second_side() {

@@ -10,7 +10,7 @@ use polars_io::csv::write::CsvWriter;
 use super::tidy_float;
 
 /// Writes a frame as CSV (header included) to `out`.
-pub fn write_csv(df: &DataFrame, out: &mut impl Write) -> PolarsResult<()> {
+pub(crate) fn write_csv(df: &DataFrame, out: &mut impl Write) -> PolarsResult<()> {
     let mut df = without_float_noise(df)?;
     CsvWriter::new(out).include_header(true).finish(&mut df)
 }
@@ -36,7 +36,7 @@ fn without_float_noise(df: &DataFrame) -> PolarsResult<DataFrame> {
 }
 
 /// Writes a frame as CSV to the file at `path`.
-pub fn write_csv_file(df: &DataFrame, path: &Path) -> std::io::Result<()> {
+pub(crate) fn write_csv_file(df: &DataFrame, path: &Path) -> std::io::Result<()> {
     let file = std::fs::File::create(path)?;
     let mut writer = std::io::BufWriter::new(file);
     write_csv(df, &mut writer).map_err(std::io::Error::other)?;
@@ -48,7 +48,7 @@ pub fn write_csv_file(df: &DataFrame, path: &Path) -> std::io::Result<()> {
 /// at once (a run's answers) are only ever held for one slice. `more` decides how long the
 /// slice is (its columns' length: 1 to `most_rows`, `most_rows` at most `chunk_rows`), so that
 /// it can stop at a number of bytes.
-pub fn write_csv_file_in_slices(
+pub(crate) fn write_csv_file_in_slices(
     df: &DataFrame,
     path: &Path,
     chunk_rows: usize,

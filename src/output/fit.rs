@@ -336,7 +336,7 @@ pub(super) fn fit_text(text: &str, width: usize, wrap: Wrap) -> String {
 
 /// A line of prose broken at its spaces to fit the terminal ([`super::terminal_width`]): as
 /// it is when there is no limit (a pipe, a file).
-pub fn fit_line(text: &str) -> String {
+pub(crate) fn fit_line(text: &str) -> String {
     match super::terminal_width() {
         Some(width) => fit_text(text, width, Wrap::Spaces),
         None => text.to_owned(),

@@ -17,7 +17,7 @@ pub enum Format {
 }
 
 /// Prints `df` to stdout in `format` (a table shows `columns`; CSV and JSON, all).
-pub fn print_frame(df: &DataFrame, format: Format, columns: Columns) -> anyhow::Result<()> {
+pub(crate) fn print_frame(df: &DataFrame, format: Format, columns: Columns) -> anyhow::Result<()> {
     // Buffered: stdout alone writes at every line, and JSON is written in small pieces.
     let mut out = std::io::BufWriter::new(std::io::stdout().lock());
     match format {

@@ -2,16 +2,17 @@
 
 use polars::prelude::{AnyValue, DataFrame};
 use serde::ser::{Serialize, SerializeMap, SerializeSeq, Serializer};
-use serde_json::{Map, Value};
+use serde_json::Value;
 
 use super::tidy_float;
 
 /// A frame as a JSON array of objects, one per row, keys in column order.
-pub fn to_json(df: &DataFrame) -> Value {
+#[cfg(test)]
+pub(crate) fn to_json(df: &DataFrame) -> Value {
     let columns = df.columns();
     let rows = (0..df.height())
         .map(|row| {
-            let mut object = Map::new();
+            let mut object = serde_json::Map::new();
             for c in columns {
                 let value = c.get(row).unwrap_or(AnyValue::Null);
                 object.insert(c.name().to_string(), json_value(&value));
@@ -25,7 +26,10 @@ pub fn to_json(df: &DataFrame) -> Value {
 /// Writes `df` as [`to_json`]'s array, pretty-printed, one row at a time: the text is the same
 /// as `serde_json::to_writer_pretty` of [`to_json`], without a tree of every row in memory (a
 /// frame of 50,000 rows x 30 columns made 1.5 million values).
-pub fn write_json_pretty(df: &DataFrame, out: &mut impl std::io::Write) -> serde_json::Result<()> {
+pub(crate) fn write_json_pretty(
+    df: &DataFrame,
+    out: &mut impl std::io::Write,
+) -> serde_json::Result<()> {
     serde_json::to_writer_pretty(out, &Rows(df))
 }
 

@@ -5,7 +5,7 @@
 //! `crate::output::render`.
 
 mod cell;
-mod columns;
+pub(crate) mod columns;
 mod csv;
 mod fit;
 mod format;
@@ -19,20 +19,25 @@ mod table;
 pub(crate) use cell::format_value;
 pub use columns::Columns;
 pub(crate) use columns::header;
-pub use csv::{write_csv, write_csv_file, write_csv_file_in_slices};
-pub use fit::fit_line;
-pub use format::{Format, print_frame};
-pub use json::{to_json, write_json_pretty};
-pub use numbers::{count, counted, dollars, thousands, tidy_float};
+pub(crate) use csv::{write_csv, write_csv_file, write_csv_file_in_slices};
+pub(crate) use fit::fit_line;
+pub use format::Format;
+pub(crate) use format::print_frame;
+#[cfg(test)]
+pub(crate) use json::to_json;
+pub(crate) use json::write_json_pretty;
+pub use numbers::{count, counted, dollars};
+pub(crate) use numbers::{thousands, tidy_float};
 pub use pipe::{is_closed_pipe, say, tell};
-pub use progress::progress_bar;
-pub use table::{render, render_width, table, terminal_width, write_render};
+pub(crate) use progress::progress_bar;
+pub use table::{render, table};
+pub(crate) use table::{terminal_width, write_render};
 
 /// Readies polars on a thread of its own, for a report that comes later: the first column of
 /// nulls polars makes (a summary's unknown energy, a model with no success rate) zeroes the
 /// 8 MiB buffer all of them share, page by page, about 6 ms on the reference machine. A run
 /// does it while it waits for answers instead of before its report.
-pub fn prepare_in_background() {
+pub(crate) fn prepare_in_background() {
     let _ = std::thread::Builder::new()
         .name("track-warm".into())
         .spawn(|| {

@@ -1,19 +1,55 @@
 //! Numbers in words a person reads: counts with their noun, dollars, and floats without the
 //! noise of binary arithmetic. Cell formatting by column is in `cell.rs`.
 
-/// `1 call`, `2 calls`: a count with its noun, singular or plural (`plural` is the noun + s).
+/// `1 call`, `2 calls`, `2 fixes`, `3 entries`: a count with its noun, singular or
+/// [`plural`]. The one pluralizer of track's messages.
 pub fn count(n: u64, noun: &str) -> String {
     match n {
         1 => format!("1 {noun}"),
-        _ if noun.ends_with('y') && !noun.ends_with("ey") => {
-            format!("{n} {}ies", &noun[..noun.len() - 1])
-        }
-        _ => format!("{n} {noun}s"),
+        _ => format!("{n} {}", plural(noun)),
+    }
+}
+
+/// Nouns whose plural no rule makes (their last word).
+const IRREGULAR: &[(&str, &str)] = &[
+    ("analysis", "analyses"),
+    ("child", "children"),
+    ("criterion", "criteria"),
+    ("datum", "data"),
+    ("index", "indices"),
+    ("person", "people"),
+    ("series", "series"),
+];
+
+/// The plural of `noun`, a word or a phrase whose last word is the noun (`new error`): an
+/// irregular one as [`IRREGULAR`] lists it, else `-es` after a hiss (`fix`, `pass`, `match`,
+/// `wish`, `buzz`), `-ies` after a consonant and `y` (`entry`, not `key`), else `-s`.
+fn plural(noun: &str) -> String {
+    let (head, last) = noun.rsplit_once(' ').map_or(("", noun), |(h, l)| (h, l));
+    let space = if head.is_empty() { "" } else { " " };
+    if let Some((_, many)) = IRREGULAR.iter().find(|(one, _)| *one == last) {
+        return format!("{head}{space}{many}");
+    }
+    let consonant_y = last.len() > 1
+        && last.ends_with('y')
+        && !matches!(
+            last.as_bytes()[last.len() - 2],
+            b'a' | b'e' | b'i' | b'o' | b'u'
+        );
+    if consonant_y {
+        format!("{}ies", &noun[..noun.len() - 1])
+    } else if ["s", "x", "z", "ch", "sh"]
+        .iter()
+        .any(|end| last.ends_with(end))
+    {
+        format!("{noun}es")
+    } else {
+        format!("{noun}s")
     }
 }
 
 /// A whole number with thousands separators: `1,000,000`.
-pub fn thousands(n: u64) -> String {
+pub(crate) fn thousands(n: u64) -> String {
     let digits = n.to_string();
     let mut out = String::with_capacity(digits.len() + digits.len() / 3);
     for (i, c) in digits.chars().enumerate() {
@@ -39,7 +75,7 @@ pub fn dollars(usd: f64) -> String {
 
 /// `v` at the 15 significant digits a double holds exactly: what binary arithmetic adds beyond
 /// them (`0.38598899999999997` for a sum of `0.385989`) is noise, not precision.
-pub fn tidy_float(v: f64) -> f64 {
+pub(crate) fn tidy_float(v: f64) -> f64 {
     if v == 0.0 || !v.is_finite() {
         return v;
     }
@@ -81,6 +117,30 @@ mod tests {
         assert_eq!(count(2, "cache hit"), "2 cache hits");
         assert_eq!(count(3, "reply"), "3 replies");
         assert_eq!(count(3, "key"), "3 keys");
+    }
+
+    /// One pluralizer for every message: each of the two it replaces got one of these
+    /// wrong (`fixs`, `entrys`).
+    #[test]
+    fn plurals_of_hisses_consonant_ys_phrases_and_irregular_nouns() {
+        for (one, many) in [
+            ("fix", "fixes"),
+            ("entry", "entries"),
+            ("new error", "new errors"),
+            ("pass", "passes"),
+            ("match", "matches"),
+            ("wish", "wishes"),
+            ("day", "days"),
+            ("new invalid verdict", "new invalid verdicts"),
+            ("criterion", "criteria"),
+            ("scored criterion", "scored criteria"),
+            ("analysis", "analyses"),
+            ("person", "people"),
+            ("y", "ys"),
+        ] {
+            assert_eq!(count(2, one), format!("2 {many}"));
+            assert_eq!(count(1, one), format!("1 {one}"));
+        }
     }
 
     #[test]

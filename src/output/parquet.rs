@@ -49,7 +49,7 @@ pub enum ParquetWriteError {
 
 /// The Parquet type of a column of `affinity`: its physical type and annotation; `None` for
 /// BLOB, which is not written.
-pub fn parquet_type(affinity: Affinity) -> Option<(PhysicalType, Option<LogicalType>)> {
+pub(crate) fn parquet_type(affinity: Affinity) -> Option<(PhysicalType, Option<LogicalType>)> {
     match affinity {
         Affinity::Integer => Some((PhysicalType::INT64, None)),
         Affinity::Real | Affinity::Numeric => Some((PhysicalType::DOUBLE, None)),
@@ -59,7 +59,7 @@ pub fn parquet_type(affinity: Affinity) -> Option<(PhysicalType, Option<LogicalT
 }
 
 /// The schema of a file of `columns` (BLOB columns left out), every field OPTIONAL.
-pub fn schema(columns: &[ExportColumn]) -> Result<TypePtr, ParquetError> {
+pub(crate) fn schema(columns: &[ExportColumn]) -> Result<TypePtr, ParquetError> {
     let mut fields = Vec::with_capacity(columns.len());
     for column in columns {
         let Some((physical, logical)) = parquet_type(column.affinity) else {
@@ -109,7 +109,7 @@ pub struct PartWriter {
 
 impl PartWriter {
     /// Starts the file `path` of `columns` (none of them BLOB). Its folder must exist.
-    pub fn create(path: &Path, columns: &[ExportColumn]) -> Result<Self, ParquetWriteError> {
+    pub(crate) fn create(path: &Path, columns: &[ExportColumn]) -> Result<Self, ParquetWriteError> {
         let name = path
             .file_name()
             .map_or_else(|| "part".into(), |n| n.to_string_lossy().into_owned());
@@ -156,7 +156,7 @@ impl PartWriter {
     }
 
     /// Writes `batch` as one row group (a longer batch as several, of [`ROW_GROUP_ROWS`]).
-    pub fn write(&mut self, batch: ColumnBatch) -> Result<(), ParquetWriteError> {
+    pub(crate) fn write(&mut self, batch: ColumnBatch) -> Result<(), ParquetWriteError> {
         if batch.columns.len() != self.columns {
             return Err(ParquetWriteError::Columns {
                 got: batch.columns.len(),
@@ -239,7 +239,7 @@ impl PartWriter {
     }
 
     /// Ends the file and puts it at its path (replacing a file there).
-    pub fn finish(mut self) -> Result<PartWritten, ParquetWriteError> {
+    pub(crate) fn finish(mut self) -> Result<PartWritten, ParquetWriteError> {
         let Some(writer) = self.writer.take() else {
             return Err(self.parquet_error(ParquetError::General("the file is closed".into())));
         };

@@ -3,7 +3,7 @@
 /// A progress bar on stderr of the calls sent (sent/to send, elapsed, a message, ETA): no
 /// wider than the terminal, the bar taking what the text leaves; hidden when `show` is false,
 /// and by indicatif itself when stderr is not a terminal.
-pub fn progress_bar(len: usize, show: bool) -> indicatif::ProgressBar {
+pub(crate) fn progress_bar(len: usize, show: bool) -> indicatif::ProgressBar {
     use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
     if !show {
         return ProgressBar::hidden();

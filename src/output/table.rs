@@ -14,7 +14,7 @@ use super::{Columns, format_value};
 
 /// The width terminal tables must fit: `COLUMNS` when set, else the terminal's when stdout is
 /// one; `None` (no limit) for a pipe or a file.
-pub fn terminal_width() -> Option<usize> {
+pub(crate) fn terminal_width() -> Option<usize> {
     if let Some(columns) = std::env::var("COLUMNS")
         .ok()
         .and_then(|c| c.trim().parse::<usize>().ok())
@@ -39,7 +39,7 @@ pub fn render(df: &DataFrame, columns: Columns) -> String {
 /// too when both are text: model and prompt); long text cells are wrapped where their column
 /// allows, or cut with `…` when even a part of their own cannot hold them; numbers are never
 /// touched. A table of one row too wide becomes a vertical `key: value` list (`fit.rs`).
-pub fn render_width(df: &DataFrame, width: Option<usize>, columns: Columns) -> String {
+pub(crate) fn render_width(df: &DataFrame, width: Option<usize>, columns: Columns) -> String {
     let mut text = String::new();
     let rendered: Result<(), Infallible> = render_into(df, width, columns, &mut |piece| {
         text.push_str(piece);
@@ -52,7 +52,7 @@ pub fn render_width(df: &DataFrame, width: Option<usize>, columns: Columns) -> S
 
 /// Writes the text of [`render_width`] to `out` as it is drawn: a table of 50,000 rows is never
 /// all in memory, not even as text.
-pub fn write_render(
+pub(crate) fn write_render(
     df: &DataFrame,
     width: Option<usize>,
     columns: Columns,

@@ -9,9 +9,9 @@ pub const JUDGE: &str = "judge";
 /// `item`: the prompt, or the sensor.
 pub const ITEM: &str = "item";
 /// `candidate_a`.
-pub const CANDIDATE_A: &str = "candidate_a";
+pub const CANDIDATE_A: &str = crate::output::columns::CANDIDATE_A.name;
 /// `candidate_b`.
-pub const CANDIDATE_B: &str = "candidate_b";
+pub const CANDIDATE_B: &str = crate::output::columns::CANDIDATE_B.name;
 /// `repeat`.
 pub const REPEAT: &str = "repeat";
 /// `order`: `ab` showed candidate_a first.
@@ -38,29 +38,29 @@ pub const LOSSES: &str = "losses";
 /// `win_rate`: wins over comparisons counted.
 pub const WIN_RATE: &str = "win_rate";
 /// `win_rate_low`.
-pub const WIN_RATE_LOW: &str = "win_rate_low";
+pub const WIN_RATE_LOW: &str = crate::output::columns::WIN_RATE_LOW.name;
 /// `win_rate_high`.
-pub const WIN_RATE_HIGH: &str = "win_rate_high";
+pub const WIN_RATE_HIGH: &str = crate::output::columns::WIN_RATE_HIGH.name;
 /// `strength`: natural-log Bradley–Terry strength, mean 0.
 pub const STRENGTH: &str = "strength";
 /// `strength_low`.
-pub const STRENGTH_LOW: &str = "strength_low";
+pub const STRENGTH_LOW: &str = crate::output::columns::STRENGTH_LOW.name;
 /// `strength_high`.
-pub const STRENGTH_HIGH: &str = "strength_high";
+pub const STRENGTH_HIGH: &str = crate::output::columns::STRENGTH_HIGH.name;
 /// `rank`.
 pub const RANK: &str = "rank";
 /// `wins_a`: candidate_a's wins over candidate_b.
-pub const WINS_A: &str = "wins_a";
+pub const WINS_A: &str = crate::output::columns::WINS_A.name;
 /// `wins_b`.
-pub const WINS_B: &str = "wins_b";
+pub const WINS_B: &str = crate::output::columns::WINS_B.name;
 /// `invalid`: pairs with an unreadable verdict, or unreadable verdicts.
 pub const INVALID: &str = "invalid";
 /// `inconsistent`: pairs whose two orders disagreed.
-pub const INCONSISTENT: &str = "inconsistent";
+pub const INCONSISTENT: &str = crate::output::columns::INCONSISTENT.name;
 /// `inconsistency`: the share of readable pairs whose orders disagreed.
-pub const INCONSISTENCY: &str = "inconsistency";
+pub const INCONSISTENCY: &str = crate::output::columns::INCONSISTENCY.name;
 /// `verdicts`.
-pub const VERDICTS: &str = "verdicts";
+pub const VERDICTS: &str = crate::output::columns::VERDICTS.name;
 /// `pairs`: pairs judged in both orders, readable.
 pub const PAIRS: &str = "pairs";
 /// `kappa`: Cohen's κ on winners (A, B, tie) with the other judges, their mean.

@@ -13,7 +13,7 @@ use crate::output::{Columns, render};
 use crate::store::Store;
 
 /// Prints the tables of run `run_id`.
-pub fn print(
+pub(crate) fn print(
     store: &Store,
     run_id: i64,
     options: &ReportOptions,

@@ -12,15 +12,15 @@ use polars::prelude::*;
 use super::columns as c;
 use super::stats::{Strength, Verdicts};
 use crate::analysis::diff::{
-    DiffCounts, DiffError, KindDiff, Layout, Pairing, SIGNIFICANCE, difference, either,
-    pair_by_key, plural,
+    DiffCounts, DiffError, KindDiff, Layout, Pairing, SIGNIFICANCE, difference, either, pair_by_key,
 };
 use crate::analysis::stats::McNemar;
+use crate::output::count;
 use crate::store::{Store, Winner};
 
 /// The change of a verdict both runs gave.
-const TOWARD_A: &str = "toward_a";
-const TOWARD_B: &str = "toward_b";
+const TOWARD_A: &str = crate::output::columns::TOWARD_A.name;
+const TOWARD_B: &str = crate::output::columns::TOWARD_B.name;
 const INVALID: &str = "invalid";
 const UNCHANGED: &str = crate::analysis::diff::UNCHANGED;
 
@@ -31,8 +31,8 @@ const NEW_SCORE: &str = "new_score";
 const DELTA_SCORE: &str = "delta_score";
 const P_VALUE: &str = "p_value";
 const LOST_GROUND: &str = "lost_ground";
-const BASE_GAP: &str = "base_strength_gap";
-const NEW_GAP: &str = "new_strength_gap";
+const BASE_GAP: &str = crate::output::columns::BASE_STRENGTH_GAP.name;
+const NEW_GAP: &str = crate::output::columns::NEW_STRENGTH_GAP.name;
 const REPEAT: &str = "repeat";
 
 /// How a pairwise diff reads.
@@ -61,14 +61,14 @@ pub static LAYOUT: Layout = Layout {
 fn changes(c: &DiffCounts) -> String {
     format!(
         "{} toward candidate B, {} toward candidate A, {}",
-        plural(c.regressions, "verdict"),
+        count(c.regressions, "verdict"),
         c.fixes,
-        plural(c.new_errors, "new invalid verdict")
+        count(c.new_errors, "new invalid verdict")
     )
 }
 
 /// Compares runs `base` and `new`, read from the store.
-pub fn compare(store: &Store, base: i64, new: i64) -> Result<KindDiff, DiffError> {
+pub(crate) fn compare(store: &Store, base: i64, new: i64) -> Result<KindDiff, DiffError> {
     let base = Verdicts::from_rows(&store.pairwise_verdicts(&[base])?);
     let new = Verdicts::from_rows(&store.pairwise_verdicts(&[new])?);
     Ok(diff(&base, &base.strengths(), &new, &new.strengths())?)
@@ -216,7 +216,7 @@ fn gap(v: &Verdicts, s: &[Strength], a: &str, b: &str) -> Option<f64> {
 }
 
 /// The diff of two runs' verdicts.
-pub fn diff(
+pub(crate) fn diff(
     base: &Verdicts,
     base_s: &[Strength],
     new: &Verdicts,

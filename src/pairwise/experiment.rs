@@ -90,7 +90,7 @@ pub struct PairwiseExperiment {
 
 impl PairwiseExperiment {
     /// Resolves candidates and judges against the catalog and loads the judge prompt.
-    pub fn new(
+    pub(crate) fn new(
         spec: PairwiseSpec,
         catalog: &Catalog,
         overrides: &Overrides,
@@ -352,7 +352,7 @@ impl PairwiseExperiment {
 }
 
 /// A winner as shown (A: the first answer shown) in the pair's own frame (A: candidate_a).
-pub fn in_pair_frame(shown_winner: Winner, shown: Shown) -> Winner {
+pub(crate) fn in_pair_frame(shown_winner: Winner, shown: Shown) -> Winner {
     match (shown, shown_winner) {
         (Shown::Ab, w) => w,
         (Shown::Ba, Winner::A) => Winner::B,
@@ -581,7 +581,14 @@ prompts:
     fn record_stores_a_row_per_candidates_answer_and_the_verdicts_none() {
         let mut p = experiment();
         let mut store = Store::open_in_memory().unwrap();
-        let run = store.create_run("pairwise", None, None, "{}").unwrap();
+        let run = store
+            .create_run(
+                crate::experiment::ExperimentKind::Pairwise,
+                None,
+                None,
+                "{}",
+            )
+            .unwrap();
         let answers = p.stage(0, None).unwrap().unwrap();
         // Items are candidate x 2 tasks + task: 1 is gpt-4o on `sum`, 2 haiku on `capital`,
         // 5 llama on `sum`.

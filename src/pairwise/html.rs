@@ -117,7 +117,7 @@ fn answers_html(answers: &[ItemAnswers], total: usize) -> String {
 
 impl PairwiseSection {
     /// Reads the verdicts of `runs` and summarises them.
-    pub fn load(store: &Store, runs: &[i64]) -> Result<Self, ReportError> {
+    pub(crate) fn load(store: &Store, runs: &[i64]) -> Result<Self, ReportError> {
         let verdicts = Verdicts::from_rows(&store.pairwise_verdicts(runs)?);
         let strengths = verdicts.strengths();
         let (answers, answered_items) = load_answers(store, runs)?;

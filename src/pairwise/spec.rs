@@ -170,7 +170,7 @@ pub struct CandidateModel {
 
 impl CandidateModel {
     /// The model `reference` with no settings of its own.
-    pub fn plain(reference: &str) -> Self {
+    pub(crate) fn plain(reference: &str) -> Self {
         Self {
             model: reference.trim().to_owned(),
             name: None,
@@ -229,7 +229,7 @@ const ANSWER_MAX_TOKENS: u32 = 512;
 
 impl PairwiseSpec {
     /// Parses and validates the file's `text`; `path` names it in messages.
-    pub fn parse(path: &Path, text: &str) -> Result<Self, PairwiseError> {
+    pub(crate) fn parse(path: &Path, text: &str) -> Result<Self, PairwiseError> {
         let invalid_at = |line: Option<u64>, message: String| PairwiseError::Invalid {
             path: path.to_path_buf(),
             line,
@@ -303,7 +303,7 @@ impl PairwiseSpec {
     }
 
     /// Whether the candidates are generated datasheets.
-    pub fn datasheets(&self) -> bool {
+    pub(crate) fn datasheets(&self) -> bool {
         matches!(self.candidates, Candidates::Datasheets { .. })
     }
 }

@@ -24,7 +24,7 @@ pub enum Combined {
 
 impl Combined {
     /// Combines the verdicts of the two orders, each in the pair's own frame.
-    pub fn of(ab: Winner, ba: Winner) -> Self {
+    pub(crate) fn of(ab: Winner, ba: Winner) -> Self {
         match (ab, ba) {
             (Winner::Invalid, _) | (_, Winner::Invalid) => Self::Invalid,
             (x, y) if x == y => Self::Agreed(x),
@@ -67,14 +67,14 @@ pub struct Record {
 
 impl Record {
     /// Comparisons counted.
-    pub fn total(&self) -> u64 {
+    pub(crate) fn total(&self) -> u64 {
         self.wins + self.ties + self.losses
     }
 
     /// Wins over comparisons, a tie counting as half a win (as Bradley–Terry counts it: a
     /// candidate that ties every comparison wins half of them), with its Wilson interval;
     /// `None` without comparisons.
-    pub fn win_rate(&self) -> Option<(f64, f64, f64)> {
+    pub(crate) fn win_rate(&self) -> Option<(f64, f64, f64)> {
         let n = self.total();
         if n == 0 {
             return None;
@@ -101,7 +101,7 @@ pub struct JudgeRecord {
 
 impl JudgeRecord {
     /// The share of its readable pairs whose two orders disagreed.
-    pub fn inconsistency(&self) -> Option<f64> {
+    pub(crate) fn inconsistency(&self) -> Option<f64> {
         let readable = self.pairs;
         (readable > 0).then(|| self.inconsistent as f64 / readable as f64)
     }
@@ -152,7 +152,7 @@ type PairKey = (i64, String, String, u32, String, String);
 
 impl Verdicts {
     /// Combines `rows` (any runs) pair by pair.
-    pub fn from_rows(rows: &[VerdictRow]) -> Self {
+    pub(crate) fn from_rows(rows: &[VerdictRow]) -> Self {
         let mut candidates = Vec::new();
         let mut items = Vec::new();
         let mut judge_names = Vec::new();
@@ -253,7 +253,7 @@ impl Verdicts {
     }
 
     /// Wins, ties and losses of each pair of candidates `(a, b)` (a before b), from a's side.
-    pub fn pair_records(&self) -> BTreeMap<(usize, usize), Record> {
+    pub(crate) fn pair_records(&self) -> BTreeMap<(usize, usize), Record> {
         let mut pairs: BTreeMap<(usize, usize), Record> = BTreeMap::new();
         for j in &self.judged {
             let Some(w) = j.result.counted() else {
@@ -266,7 +266,7 @@ impl Verdicts {
     }
 
     /// Wins, ties and losses of each candidate against all others.
-    pub fn candidate_records(&self) -> Vec<Record> {
+    pub(crate) fn candidate_records(&self) -> Vec<Record> {
         let mut records = vec![Record::default(); self.candidates.len()];
         for (&(a, b), r) in &self.pair_records() {
             records[a].wins += r.wins;
@@ -305,12 +305,12 @@ impl Verdicts {
 
     /// Each candidate's Bradley–Terry strength with its bootstrap interval (items resampled,
     /// the shared configuration).
-    pub fn strengths(&self) -> Vec<Strength> {
+    pub(crate) fn strengths(&self) -> Vec<Strength> {
         self.strengths_with(&BOOTSTRAP)
     }
 
     /// As [`Self::strengths`], with a bootstrap configuration of the caller's.
-    pub fn strengths_with(&self, config: &Bootstrap) -> Vec<Strength> {
+    pub(crate) fn strengths_with(&self, config: &Bootstrap) -> Vec<Strength> {
         let matrices = self.item_matrices();
         let k = self.candidates.len();
         let total = sum_matrices(
@@ -412,7 +412,7 @@ const TOLERANCE: f64 = 1e-12;
 /// half to each), by the minorise–maximise iteration (Hunter 2004): natural-log strengths with
 /// mean 0. `None` when the maximum does not exist (fewer than 2 candidates, or the wins do not
 /// connect every candidate both ways).
-pub fn bradley_terry(wins: &[Vec<f64>]) -> Option<Vec<f64>> {
+pub(crate) fn bradley_terry(wins: &[Vec<f64>]) -> Option<Vec<f64>> {
     let k = wins.len();
     if k < 2 || !strongly_connected(wins) {
         return None;
@@ -446,7 +446,7 @@ pub fn bradley_terry(wins: &[Vec<f64>]) -> Option<Vec<f64>> {
 
 /// The rank of each strength, 1 the strongest, equal strengths sharing a rank; candidates
 /// without a strength last, by order.
-pub fn ranks(strengths: &[Strength]) -> Vec<u32> {
+pub(crate) fn ranks(strengths: &[Strength]) -> Vec<u32> {
     let mut order: Vec<usize> = (0..strengths.len()).collect();
     order.sort_by(|&x, &y| {
         let key = |i: usize| strengths[i].value.unwrap_or(f64::NEG_INFINITY);

@@ -9,12 +9,15 @@ use super::stats::{Combined, Strength, Verdicts, ranks};
 
 /// Per candidate, by rank: wins, ties, losses, win rate with its Wilson interval, strength
 /// with its bootstrap interval, rank.
-pub fn candidate_summary(v: &Verdicts) -> PolarsResult<DataFrame> {
+pub(crate) fn candidate_summary(v: &Verdicts) -> PolarsResult<DataFrame> {
     candidate_summary_with(v, &v.strengths())
 }
 
 /// As [`candidate_summary`], with strengths computed by the caller.
-pub fn candidate_summary_with(v: &Verdicts, strengths: &[Strength]) -> PolarsResult<DataFrame> {
+pub(crate) fn candidate_summary_with(
+    v: &Verdicts,
+    strengths: &[Strength],
+) -> PolarsResult<DataFrame> {
     let records = v.candidate_records();
     let rank = ranks(strengths);
     let mut order: Vec<usize> = (0..v.candidates.len()).collect();
@@ -76,7 +79,7 @@ pub fn candidate_summary_with(v: &Verdicts, strengths: &[Strength]) -> PolarsRes
 
 /// Per pair of candidates: candidate_a's wins, ties, candidate_b's wins, and the pairs not
 /// counted (invalid) or counted as a tie because their orders disagreed (inconsistent).
-pub fn pair_summary(v: &Verdicts) -> PolarsResult<DataFrame> {
+pub(crate) fn pair_summary(v: &Verdicts) -> PolarsResult<DataFrame> {
     let records = v.pair_records();
     let mut keys: Vec<(usize, usize)> = v.judged.iter().map(|j| (j.a, j.b)).collect();
     keys.sort_unstable();
@@ -130,7 +133,7 @@ pub fn pair_summary(v: &Verdicts) -> PolarsResult<DataFrame> {
 
 /// Per judge: verdicts, the unreadable ones, pairs judged in both orders, those whose orders
 /// disagreed and their share, and κ with the other judges.
-pub fn judge_summary(v: &Verdicts) -> PolarsResult<DataFrame> {
+pub(crate) fn judge_summary(v: &Verdicts) -> PolarsResult<DataFrame> {
     let j = &v.judges;
     DataFrame::new_infer_height(vec![
         Column::new(

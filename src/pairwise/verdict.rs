@@ -18,7 +18,7 @@ pub const DATASHEETS_PROMPT: &str = include_str!("../../prompts/pairwise_datashe
 pub const PLACEHOLDERS: [&str; 4] = ["task", "reference", "a", "b"];
 
 /// The shape of a verdict: a justification, then the winner as shown (`A`, `B` or `tie`).
-pub fn schema() -> AnswerSchema {
+pub(crate) fn schema() -> AnswerSchema {
     AnswerSchema {
         name: "pairwise_verdict".into(),
         schema: crate::answer::object_schema(vec![
@@ -35,7 +35,7 @@ pub fn schema() -> AnswerSchema {
 }
 
 /// The request that has `model` judge `prompt`, as repeatable as the provider allows.
-pub fn request(model: &str, prompt: String, max_tokens: u32) -> ChatRequest {
+pub(crate) fn request(model: &str, prompt: String, max_tokens: u32) -> ChatRequest {
     ChatRequest {
         model: model.into(),
         schema: None,
@@ -51,7 +51,7 @@ pub fn request(model: &str, prompt: String, max_tokens: u32) -> ChatRequest {
 
 /// The winner as shown (`A` is the first answer shown) and the justification of `answer`; an
 /// error naming why when no winner can be read.
-pub fn parse(answer: &str) -> Result<(Winner, Option<String>), String> {
+pub(crate) fn parse(answer: &str) -> Result<(Winner, Option<String>), String> {
     let object = find_object(answer)?;
     let keys: HashMap<String, &Value> = object.iter().map(|(k, v)| (normalise_key(k), v)).collect();
     let value = ["winner", "verdict", "better"]

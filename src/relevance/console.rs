@@ -35,7 +35,7 @@ fn class_block(out: &mut String, title: &str, c: &ClassMetrics) {
 }
 
 /// The console block in the specification's layout, followed by coverage and calibration.
-pub fn console_block(with: &VariantMetrics, without: &VariantMetrics) -> String {
+pub(crate) fn console_block(with: &VariantMetrics, without: &VariantMetrics) -> String {
     let mut out = String::new();
     let _ = writeln!(out, "{RULE}\nMetrics Comparison: Overall Results\n{RULE}\n");
     for (title, m) in [
@@ -97,7 +97,7 @@ pub fn console_block(with: &VariantMetrics, without: &VariantMetrics) -> String 
 }
 
 /// The statistics lines printed after the console block.
-pub fn statistics_block(rows: &[crate::store::PredictionRow]) -> String {
+pub(crate) fn statistics_block(rows: &[crate::store::PredictionRow]) -> String {
     use super::stats::{bootstrap_deltas, mcnemar};
     use crate::analysis::stats::BOOTSTRAP;
     let mut out = String::new();
@@ -144,7 +144,7 @@ pub fn statistics_block(rows: &[crate::store::PredictionRow]) -> String {
 }
 
 /// The console's threshold block: how each reading of score 1 scores, per variant.
-pub fn thresholds_block(rows: &[crate::store::PredictionRow]) -> String {
+pub(crate) fn thresholds_block(rows: &[crate::store::PredictionRow]) -> String {
     match super::summary::threshold_summary(rows) {
         Ok(frame) => format!(
             "\n--- Score 1 read four ways (threshold tuning; positive class) ---\n{}\n",
@@ -156,7 +156,7 @@ pub fn thresholds_block(rows: &[crate::store::PredictionRow]) -> String {
 
 /// The report of a comparison run, from its stored predictions: the console block and the
 /// statistics (stdout), the CSV files written into `dir`, and the invalid answers (stderr).
-pub fn print_run(
+pub(crate) fn print_run(
     store: &crate::store::Store,
     summary: &crate::experiment::RunSummary,
     dir: &Path,

@@ -11,9 +11,10 @@ use super::columns as cols;
 use super::metrics::{Class, ClassMetrics, Metric};
 use crate::analysis::diff::{
     BASE_CALL_ID, DiffCounts, DiffError, KindDiff, Layout, MIN_BOOTSTRAP_UNITS, NEW_CALL_ID,
-    Pairing, UNCHANGED, difference, either, only_in, pair_by_key, plural, sides,
+    Pairing, UNCHANGED, difference, either, only_in, pair_by_key, sides,
 };
 use crate::analysis::stats::{BOOTSTRAP, BootstrapInterval, paired_bootstrap};
+use crate::output::count;
 use crate::store::{PredictionRow, Store, Variant};
 
 /// How a relevance diff reads.
@@ -48,8 +49,8 @@ pub const LAYOUT: Layout = Layout {
 fn changes(c: &DiffCounts) -> String {
     format!(
         "{} (right → not right), {}, {} newly invalid",
-        plural(c.regressions, "regression"),
-        plural(c.fixes, "fix"),
+        count(c.regressions, "regression"),
+        count(c.fixes, "fix"),
         c.new_errors
     )
 }
@@ -134,7 +135,7 @@ fn add(confusion: &mut Confusion, p: &PredictionRow) {
 }
 
 fn metric(c: &Confusion, class: Class, name: Metric) -> Option<f64> {
-    name.of(&class.from_positive(ClassMetrics::from_counts(c[0], c[1], c[2], c[3])))
+    name.of(&class.metrics_from_positive(ClassMetrics::from_counts(c[0], c[1], c[2], c[3])))
 }
 
 fn variant_index(p: &PredictionRow) -> usize {
@@ -255,7 +256,7 @@ fn metric_rows(counts: &ImageCounts) -> Vec<MetricRow> {
 }
 
 /// Compares relevance run `new` with run `base`, both read from `store` (`track diff`).
-pub fn compare(store: &Store, base: i64, new: i64) -> Result<KindDiff, DiffError> {
+pub(crate) fn compare(store: &Store, base: i64, new: i64) -> Result<KindDiff, DiffError> {
     Ok(diff(
         store.predictions(&[base])?,
         store.predictions(&[new])?,
@@ -263,7 +264,7 @@ pub fn compare(store: &Store, base: i64, new: i64) -> Result<KindDiff, DiffError
 }
 
 /// Compares the predictions of two relevance runs.
-pub fn diff(base: Vec<PredictionRow>, new: Vec<PredictionRow>) -> PolarsResult<KindDiff> {
+pub(crate) fn diff(base: Vec<PredictionRow>, new: Vec<PredictionRow>) -> PolarsResult<KindDiff> {
     let paired = pair_by_key(base, new, |p| {
         (p.image.clone(), p.predicate.clone(), p.trial, p.variant)
     });

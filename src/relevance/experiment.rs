@@ -92,7 +92,7 @@ pub enum Asked {
 }
 
 /// Reads a predicates file: one ground predicate a line; blank lines and `#` comments skipped.
-pub fn read_predicates(path: &Path) -> Result<Vec<String>, RelevanceError> {
+pub(crate) fn read_predicates(path: &Path) -> Result<Vec<String>, RelevanceError> {
     let text = std::fs::read_to_string(path).map_err(|source| RelevanceError::Read {
         what: "the predicates file",
         path: path.to_path_buf(),
@@ -143,13 +143,13 @@ fn default_out() -> PathBuf {
 
 impl RelevanceExperiment {
     /// Parses an experiment file's text; `path` names it in messages.
-    pub fn parse(path: &Path, text: &str) -> Result<Self, RelevanceError> {
+    pub(crate) fn parse(path: &Path, text: &str) -> Result<Self, RelevanceError> {
         serde_saphyr::from_str(text)
             .map_err(|e| RelevanceError::File(crate::yaml::describe(path, text, &e)))
     }
 
     /// The experiment resolved: images read, ground truth loaded, the model found.
-    pub fn plan(
+    pub(crate) fn plan(
         &self,
         file: Option<(PathBuf, String)>,
         config: &Config,
@@ -239,7 +239,7 @@ impl RelevanceExperiment {
 pub type GroundTruth = BTreeMap<String, BTreeMap<Predicate, bool>>;
 
 /// Reads a ground-truth JSON file (`{"state_0000": {"clear(red:block)": 1, ...}}`).
-pub fn load_ground_truth(path: &Path) -> Result<GroundTruth, RelevanceError> {
+pub(crate) fn load_ground_truth(path: &Path) -> Result<GroundTruth, RelevanceError> {
     let text = std::fs::read_to_string(path).map_err(|source| RelevanceError::Read {
         what: "the ground truth",
         path: path.to_path_buf(),
@@ -304,7 +304,7 @@ pub struct ComparePlan {
 }
 
 /// The files a `--images` pattern (or plain path) names, in order.
-pub fn find_images(pattern: &str) -> Result<Vec<PathBuf>, RelevanceError> {
+pub(crate) fn find_images(pattern: &str) -> Result<Vec<PathBuf>, RelevanceError> {
     let bad_pattern = |e: glob::PatternError| RelevanceError::Pattern {
         pattern: pattern.to_owned(),
         message: e.to_string(),
@@ -323,7 +323,7 @@ pub fn find_images(pattern: &str) -> Result<Vec<PathBuf>, RelevanceError> {
 
 /// Reads each image with the truth of the predicates it is asked about (`asked`). The media
 /// type comes from the bytes.
-pub fn load_images(
+pub(crate) fn load_images(
     paths: &[PathBuf],
     truth: &GroundTruth,
     asked: &Asked,
@@ -370,7 +370,7 @@ pub fn load_images(
 
 /// The media type of image bytes every wire format accepts (PNG, JPEG, GIF, WebP), from their
 /// first bytes; `None` for anything else.
-pub fn media_type(bytes: &[u8]) -> Option<&'static str> {
+pub(crate) fn media_type(bytes: &[u8]) -> Option<&'static str> {
     match bytes {
         [0x89, b'P', b'N', b'G', 0x0d, 0x0a, 0x1a, 0x0a, ..] => Some("image/png"),
         [0xff, 0xd8, 0xff, ..] => Some("image/jpeg"),
@@ -403,7 +403,7 @@ pub struct CompareExperiment {
 
 impl CompareExperiment {
     /// Resolves the plan's model.
-    pub fn new(plan: ComparePlan, catalog: &Catalog) -> Result<Self, ExperimentError> {
+    pub(crate) fn new(plan: ComparePlan, catalog: &Catalog) -> Result<Self, ExperimentError> {
         let target = Target::resolve(catalog, &plan.model)?;
         if !target.spec.vision {
             return Err(ExperimentError::kind(RelevanceError::NoVision(
@@ -695,10 +695,21 @@ mod tests {
     }
 
     #[test]
+    #[allow(
+        clippy::too_many_lines,
+        reason = "a test reads as one scenario (or table), top to bottom"
+    )]
     fn record_stores_a_prediction_per_predicate_asked_with_invalid_answers_counted() {
         let mut e = experiment(1);
         let mut store = Store::open_in_memory().unwrap();
-        let run = store.create_run("relevance", None, None, "{}").unwrap();
+        let run = store
+            .create_run(
+                crate::experiment::ExperimentKind::Relevance,
+                None,
+                None,
+                "{}",
+            )
+            .unwrap();
         let stage = e.stage(0, None).unwrap().unwrap();
         e.begin(&mut store, run, &stage, crate::experiment::Shard::WHOLE)
             .unwrap();

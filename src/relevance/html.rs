@@ -40,7 +40,7 @@ pub struct RelevanceSection {
 impl RelevanceSection {
     /// Measures the predictions of `runs` as `track query --by variant` and the console
     /// report of `track relevance compare` do.
-    pub fn load(store: &Store, runs: &[i64]) -> Result<Self, ReportError> {
+    pub(crate) fn load(store: &Store, runs: &[i64]) -> Result<Self, ReportError> {
         let rows = store.predictions(runs)?;
         let (with, without, invalid) = measure_rows(&rows);
         let mut models: Vec<String> = rows.iter().map(|r| r.model_ref.clone()).collect();

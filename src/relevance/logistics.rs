@@ -142,7 +142,7 @@ fn draw_package(img: &mut RgbImage, x: u32, y: u32, rgb: [u8; 3]) {
 
 /// How many distinct logistics states there are: each truck at one of the places, each
 /// package at a place or in a truck.
-pub fn distinct_states() -> u64 {
+pub(crate) fn distinct_states() -> u64 {
     let trucks = (PLACES.len() as u64).pow(TRUCKS.len() as u32);
     let packages = ((PLACES.len() + TRUCKS.len()) as u64).pow(PACKAGES.len() as u32);
     trucks * packages
@@ -150,7 +150,11 @@ pub fn distinct_states() -> u64 {
 
 /// Writes `states` distinct random logistics scenes to `out` as `state_NNNN.png`, with their
 /// ground truth in `ground_truth.json`. Seeded; more states than exist is an error.
-pub fn synthesize(states: usize, seed: u64, out: &Path) -> Result<Vec<PathBuf>, RelevanceError> {
+pub(crate) fn synthesize(
+    states: usize,
+    seed: u64,
+    out: &Path,
+) -> Result<Vec<PathBuf>, RelevanceError> {
     let exist = distinct_states();
     if states as u64 > exist {
         return Err(RelevanceError::TooManyLogisticsStates {

@@ -27,7 +27,7 @@ pub struct ClassMetrics {
 
 impl ClassMetrics {
     /// The metrics of counts `tp`, `fp`, `tn`, `fn_`.
-    pub fn from_counts(tp: u64, fp: u64, tn: u64, fn_: u64) -> Self {
+    pub(crate) fn from_counts(tp: u64, fp: u64, tn: u64, fn_: u64) -> Self {
         let precision = ratio(tp, tp + fp);
         let recall = ratio(tp, tp + fn_);
         let f1 = match (precision, recall) {
@@ -48,7 +48,7 @@ impl ClassMetrics {
     }
 
     /// The other class of the same predictions: its positives are this one's negatives.
-    pub fn mirror(&self) -> Self {
+    pub(crate) fn mirror(&self) -> Self {
         Self::from_counts(self.tn, self.fn_, self.tp, self.fp)
     }
 }
@@ -74,7 +74,7 @@ impl Class {
     pub const ALL: [Self; 2] = [Self::Positive, Self::Negative];
 
     /// The name in every table, CSV and chart: `positive`, `negative`.
-    pub fn name(self) -> &'static str {
+    pub(crate) fn name(self) -> &'static str {
         match self {
             Self::Positive => "positive",
             Self::Negative => "negative",
@@ -82,7 +82,7 @@ impl Class {
     }
 
     /// This class's metrics of `m`.
-    pub fn of(self, m: &VariantMetrics) -> &ClassMetrics {
+    pub(crate) fn of(self, m: &VariantMetrics) -> &ClassMetrics {
         match self {
             Self::Positive => &m.positive,
             Self::Negative => &m.negative,
@@ -90,7 +90,7 @@ impl Class {
     }
 
     /// This class's metrics of the positive class's counts `positive`.
-    pub fn from_positive(self, positive: ClassMetrics) -> ClassMetrics {
+    pub(crate) fn metrics_from_positive(self, positive: ClassMetrics) -> ClassMetrics {
         match self {
             Self::Positive => positive,
             Self::Negative => positive.mirror(),
@@ -132,7 +132,7 @@ impl Metric {
     pub const ALL: [Self; 3] = [Self::Precision, Self::Recall, Self::F1];
 
     /// The name in every table, CSV and chart: `precision`, `recall`, `f1`.
-    pub fn name(self) -> &'static str {
+    pub(crate) fn name(self) -> &'static str {
         match self {
             Self::Precision => "precision",
             Self::Recall => "recall",
@@ -141,7 +141,7 @@ impl Metric {
     }
 
     /// This metric of `c`.
-    pub fn of(self, c: &ClassMetrics) -> Option<f64> {
+    pub(crate) fn of(self, c: &ClassMetrics) -> Option<f64> {
         match self {
             Self::Precision => c.precision,
             Self::Recall => c.recall,
@@ -193,7 +193,7 @@ pub struct VariantMetrics {
 
 impl VariantMetrics {
     /// Measures `predictions` (valid answers only; invalid ones are counted elsewhere).
-    pub fn measure(predictions: impl IntoIterator<Item = Scored>) -> Self {
+    pub(crate) fn measure(predictions: impl IntoIterator<Item = Scored>) -> Self {
         let (mut tp, mut fp, mut tn, mut fn_) = (0, 0, 0, 0);
         let (mut uncertain, mut uncertain_true, mut true_total, mut false_total) =
             (0u64, 0u64, 0u64, 0u64);
@@ -235,12 +235,12 @@ fn ratio(num: u64, den: u64) -> Option<f64> {
 }
 
 /// The share of answered predictions that were certain: `certain / (certain + uncertain)`.
-pub fn coverage(certain: u64, uncertain: u64) -> Option<f64> {
+pub(crate) fn coverage(certain: u64, uncertain: u64) -> Option<f64> {
     ratio(certain, certain + uncertain)
 }
 
 /// `with - without`, `None` when either side is undefined.
-pub fn delta(with: Option<f64>, without: Option<f64>) -> Option<f64> {
+pub(crate) fn delta(with: Option<f64>, without: Option<f64>) -> Option<f64> {
     Some(with? - without?)
 }
 

@@ -21,7 +21,7 @@ pub struct ParsedAnswer {
 
 /// The shape of an answer to `asked` under `variant` (structured output): each predicate,
 /// as the prompt lists it, mapped to one of the scores the variant allows.
-pub fn answer_schema(asked: &[Predicate], variant: Variant) -> crate::llm::AnswerSchema {
+pub(crate) fn answer_schema(asked: &[Predicate], variant: Variant) -> crate::llm::AnswerSchema {
     let allowed: Vec<i64> = (0..=2).filter(|&s| variant.allows(s)).collect();
     let properties = asked
         .iter()
@@ -39,7 +39,7 @@ pub fn answer_schema(asked: &[Predicate], variant: Variant) -> crate::llm::Answe
 }
 
 /// Reads `answer` for the predicates `asked` under `variant`'s rules.
-pub fn parse_answer(answer: &str, asked: &[Predicate], variant: Variant) -> ParsedAnswer {
+pub(crate) fn parse_answer(answer: &str, asked: &[Predicate], variant: Variant) -> ParsedAnswer {
     let object = match crate::answer::find_object(answer) {
         Ok(object) => object,
         Err(reason) => {

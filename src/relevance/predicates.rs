@@ -44,32 +44,32 @@ impl Predicate {
     }
 
     /// Nothing is on the block (and it is not held).
-    pub fn clear(block: &str) -> Self {
+    pub(crate) fn clear(block: &str) -> Self {
         Self::typed("clear", &[block], "block")
     }
 
     /// Block `a` sits directly on block `b`.
-    pub fn on(a: &str, b: &str) -> Self {
+    pub(crate) fn on(a: &str, b: &str) -> Self {
         Self::typed("on", &[a, b], "block")
     }
 
     /// The block sits on the table.
-    pub fn ontable(block: &str) -> Self {
+    pub(crate) fn ontable(block: &str) -> Self {
         Self::typed("ontable", &[block], "block")
     }
 
     /// The gripper holds the block.
-    pub fn holding(block: &str) -> Self {
+    pub(crate) fn holding(block: &str) -> Self {
         Self::typed("holding", &[block], "block")
     }
 
     /// The predicate's name (`clear`, `at`): per-type metrics group by it.
-    pub fn kind(&self) -> &str {
+    pub(crate) fn kind(&self) -> &str {
         &self.name
     }
 
     /// Every blocks-world predicate over blocks of `colours`, in a stable order.
-    pub fn all(colours: &[String]) -> Vec<Self> {
+    pub(crate) fn all(colours: &[String]) -> Vec<Self> {
         let mut all = Vec::new();
         for c in colours {
             all.push(Self::clear(c));

@@ -23,7 +23,7 @@ fn measure<'a>(rows: impl Iterator<Item = &'a PredictionRow>) -> VariantMetrics 
 }
 
 /// Metrics of WITH and WITHOUT, and their invalid counts, from stored predictions.
-pub fn measure_rows(rows: &[PredictionRow]) -> (VariantMetrics, VariantMetrics, [u64; 2]) {
+pub(crate) fn measure_rows(rows: &[PredictionRow]) -> (VariantMetrics, VariantMetrics, [u64; 2]) {
     let mut invalid = [0u64; 2];
     let mut scored: [Vec<Scored>; 2] = [Vec::new(), Vec::new()];
     for r in rows {
@@ -45,7 +45,9 @@ pub fn measure_rows(rows: &[PredictionRow]) -> (VariantMetrics, VariantMetrics, 
 }
 
 /// WITH and WITHOUT metrics per predicate type (`clear`, `on`, ...).
-pub fn by_kind(rows: &[PredictionRow]) -> BTreeMap<String, (VariantMetrics, VariantMetrics)> {
+pub(crate) fn by_kind(
+    rows: &[PredictionRow],
+) -> BTreeMap<String, (VariantMetrics, VariantMetrics)> {
     let mut kinds: BTreeMap<String, Vec<&PredictionRow>> = BTreeMap::new();
     for r in rows {
         kinds.entry(r.predicate_kind.clone()).or_default().push(r);
@@ -64,7 +66,7 @@ pub fn by_kind(rows: &[PredictionRow]) -> BTreeMap<String, (VariantMetrics, Vari
 /// with certainty: an answer is right when score 2 meets a true predicate or 0 a false one.
 /// Abstentions and invalid answers leave the item out (the policy stated in the README).
 /// Pairs never cross runs or models, so pooled runs add items instead of overwriting them.
-pub fn mcnemar(rows: &[PredictionRow]) -> McNemar {
+pub(crate) fn mcnemar(rows: &[PredictionRow]) -> McNemar {
     type Item<'a> = (i64, &'a str, &'a str, &'a str, u32);
     let mut pairs: BTreeMap<Item<'_>, [Option<bool>; 2]> = BTreeMap::new();
     for r in rows {
@@ -98,7 +100,7 @@ pub struct DeltaInterval {
 
 /// Paired bootstrap intervals ([`BOOTSTRAP`]: 95 %) of the six deltas (precision, recall, F1 of both classes),
 /// resampling whole images (an image of one run and model: pooled runs are separate units).
-pub fn bootstrap_deltas(rows: &[PredictionRow]) -> Vec<DeltaInterval> {
+pub(crate) fn bootstrap_deltas(rows: &[PredictionRow]) -> Vec<DeltaInterval> {
     let mut images: BTreeMap<(i64, &str, &str), Vec<&PredictionRow>> = BTreeMap::new();
     for r in rows {
         images
@@ -143,7 +145,7 @@ pub struct TrialSpread {
 }
 
 /// Positive-class precision, recall and F1 of each variant, trial by trial.
-pub fn trial_spread(rows: &[PredictionRow]) -> Vec<TrialSpread> {
+pub(crate) fn trial_spread(rows: &[PredictionRow]) -> Vec<TrialSpread> {
     let trials: Vec<u32> = {
         let mut t: Vec<u32> = rows.iter().map(|r| r.trial).collect();
         t.sort_unstable();

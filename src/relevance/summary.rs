@@ -9,7 +9,7 @@ use super::metrics::{self, Class, ClassMetrics};
 use crate::store::{PredictionRow, Variant};
 
 /// Predictions as a frame: variant, predicate type, score (null when invalid), truth.
-pub fn predictions_frame(rows: &[PredictionRow]) -> PolarsResult<DataFrame> {
+pub(crate) fn predictions_frame(rows: &[PredictionRow]) -> PolarsResult<DataFrame> {
     DataFrame::new_infer_height(vec![
         Column::new(
             cols::VARIANT.into(),
@@ -80,7 +80,10 @@ fn with_class_metrics(mut df: DataFrame) -> PolarsResult<DataFrame> {
 /// Per variant (and per predicate type when `per_predicate`): a row per class with precision,
 /// recall, F1, TP, FP, TN, FN, total samples, coverage and invalid answers. The negative
 /// class mirrors the positive one. polars counts; the metrics are [`ClassMetrics`]'.
-pub fn variant_summary(rows: &[PredictionRow], per_predicate: bool) -> PolarsResult<DataFrame> {
+pub(crate) fn variant_summary(
+    rows: &[PredictionRow],
+    per_predicate: bool,
+) -> PolarsResult<DataFrame> {
     let mut keys = vec![col(cols::VARIANT)];
     if per_predicate {
         keys.insert(0, col(cols::PREDICATE_TYPE));
@@ -207,7 +210,7 @@ pub const THRESHOLD_POLICIES: [&str; 4] = [
 /// 0.5 (2 → 1, 0 → 0), with the Brier score and the log-loss (probabilities clipped to
 /// [`LOG_LOSS_CLIP`], 1 - it). Invalid answers are left out. WITHOUT has no 1s: its rows agree
 /// but for the probabilistic one.
-pub fn threshold_summary(rows: &[PredictionRow]) -> PolarsResult<DataFrame> {
+pub(crate) fn threshold_summary(rows: &[PredictionRow]) -> PolarsResult<DataFrame> {
     let valid = predictions_frame(rows)?
         .lazy()
         .filter(col(cols::SCORE).is_not_null());

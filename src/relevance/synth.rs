@@ -34,7 +34,7 @@ pub struct State {
 
 impl State {
     /// A random state of `blocks`: maybe one held (one time in four), the rest in stacks.
-    pub fn random(blocks: &[String], rng: &mut impl Rng) -> Self {
+    pub(crate) fn random(blocks: &[String], rng: &mut impl Rng) -> Self {
         let mut order: Vec<String> = blocks.to_vec();
         for i in (1..order.len()).rev() {
             order.swap(i, rng.random_range(0..=i));
@@ -83,7 +83,7 @@ impl State {
     }
 
     /// The truth of every predicate over `blocks` in this state.
-    pub fn truth(&self, blocks: &[String]) -> BTreeMap<Predicate, bool> {
+    pub(crate) fn truth(&self, blocks: &[String]) -> BTreeMap<Predicate, bool> {
         let mut truth: BTreeMap<Predicate, bool> = Predicate::all(blocks)
             .into_iter()
             .map(|p| (p, false))
@@ -134,7 +134,7 @@ impl State {
 }
 
 /// The RGB of a colour name.
-pub fn colour(name: &str) -> Result<[u8; 3], RelevanceError> {
+pub(crate) fn colour(name: &str) -> Result<[u8; 3], RelevanceError> {
     COLOURS
         .iter()
         .find(|(n, _)| n.eq_ignore_ascii_case(name))
@@ -174,7 +174,7 @@ fn arrangements(blocks: &[String]) -> Vec<Vec<Vec<String>>> {
 
 /// How many distinct states `n` blocks have: L(n) + n·L(n-1), with L the number of ways to
 /// stack n blocks (1, 1, 3, 13, 73, 501, …: OEIS A000262). `None` past `u64`.
-pub fn distinct_states(n: usize) -> Option<u64> {
+pub(crate) fn distinct_states(n: usize) -> Option<u64> {
     // L(k) = (2k - 1) L(k-1) - (k-1)(k-2) L(k-2).
     let mut stackings: Vec<u64> = vec![1, 1];
     for k in 2..=n as u64 {
@@ -245,7 +245,7 @@ fn draw_block(img: &mut RgbImage, x: u32, y: u32, size: u32, rgb: [u8; 3]) {
 /// `state_NNNN.png`, and their ground truth as `ground_truth.json` (image stem -> predicate ->
 /// 0/1). States are drawn without replacement; asking for more than exist is an error naming
 /// how many do. Seeded: the same arguments give the same files. Returns the written paths.
-pub fn synthesize(
+pub(crate) fn synthesize(
     colours: &[String],
     states: usize,
     seed: u64,

@@ -54,7 +54,7 @@ fn legend_space(series: &[String]) -> f64 {
 }
 
 /// The dot chart as SVG.
-pub fn dot_chart(chart: &DotChart<'_>) -> String {
+pub(crate) fn dot_chart(chart: &DotChart<'_>) -> String {
     let t = chart.titles;
     let per_row = chart.series.len().max(1);
     let row_height = (per_row as f64 * 11.0 + 10.0).max(24.0);
@@ -126,7 +126,7 @@ pub struct Heatmap<'a> {
 }
 
 /// The heatmap as SVG.
-pub fn heatmap(map: &Heatmap<'_>) -> String {
+pub(crate) fn heatmap(map: &Heatmap<'_>) -> String {
     let t = map.titles;
     let left = label_width(map.rows.iter().map(|r| r.chars().count())) + 24.0;
     let longest_column = map.columns.iter().map(|c| c.chars().count().min(28)).max();
@@ -244,7 +244,7 @@ pub struct Scatter<'a> {
 }
 
 /// The indices of the points on the frontier (lowest x for its y, best y for its x), by x.
-pub fn frontier(points: &[Point]) -> Vec<usize> {
+pub(crate) fn frontier(points: &[Point]) -> Vec<usize> {
     let mut order: Vec<usize> = (0..points.len()).collect();
     order.sort_by(|&a, &b| {
         points[a]
@@ -264,7 +264,7 @@ pub fn frontier(points: &[Point]) -> Vec<usize> {
 }
 
 /// The scatter as SVG.
-pub fn scatter(chart: &Scatter<'_>) -> String {
+pub(crate) fn scatter(chart: &Scatter<'_>) -> String {
     let t = chart.titles;
     let (left, top, bottom) = (70.0, 14.0, 320.0);
     let max_x = chart.points.iter().map(|p| p.x).fold(0.0, f64::max);
@@ -330,7 +330,7 @@ pub struct BoxRow {
 
 /// Box plots, one per row: the box spans the quartiles, a bar marks the median and the
 /// whiskers reach the minimum and maximum.
-pub fn box_plot(titles: Titles<'_>, rows: &[BoxRow]) -> String {
+pub(crate) fn box_plot(titles: Titles<'_>, rows: &[BoxRow]) -> String {
     let row_height = 26.0;
     let left = label_width(rows.iter().map(|r| r.label.chars().count())) + 24.0;
     let (top, bottom) = (10.0, 10.0 + row_height * rows.len() as f64);
@@ -389,7 +389,7 @@ pub struct BarChart<'a> {
 }
 
 /// The stacked bars as SVG.
-pub fn bar_chart(chart: &BarChart<'_>) -> String {
+pub(crate) fn bar_chart(chart: &BarChart<'_>) -> String {
     let t = chart.titles;
     let row_height = 24.0;
     let left = label_width(chart.bars.iter().map(|b| b.label.chars().count())) + 24.0;
@@ -447,7 +447,7 @@ pub struct LineChart<'a> {
 }
 
 /// The lines as SVG.
-pub fn line_chart(chart: &LineChart<'_>) -> String {
+pub(crate) fn line_chart(chart: &LineChart<'_>) -> String {
     let t = chart.titles;
     let names: Vec<String> = chart.series.iter().map(|s| s.0.clone()).collect();
     let (left, top, bottom) = (70.0, legend_space(&names) + 6.0, 300.0);
@@ -506,7 +506,7 @@ pub fn line_chart(chart: &LineChart<'_>) -> String {
 
 /// A chart in a `<figure>`: its caption, the chart, a note under it and its numbers as a
 /// table (each may be empty).
-pub fn figure(id: &str, caption: &str, chart: &str, note: &str, numbers: &str) -> String {
+pub(crate) fn figure(id: &str, caption: &str, chart: &str, note: &str, numbers: &str) -> String {
     let mut out = String::with_capacity(chart.len() + numbers.len() + 256);
     let _ = write!(
         out,

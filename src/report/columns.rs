@@ -11,7 +11,11 @@ use polars::prelude::{Column, DataFrame, DataType};
 use super::ReportError;
 
 /// The column `name` of `df`, the frame of `table` (named in the error).
-pub fn column<'a>(df: &'a DataFrame, table: &str, name: &str) -> Result<&'a Column, ReportError> {
+pub(crate) fn column<'a>(
+    df: &'a DataFrame,
+    table: &str,
+    name: &str,
+) -> Result<&'a Column, ReportError> {
     df.column(name).map_err(|_| ReportError::MissingColumn {
         column: name.to_owned(),
         table: table.to_owned(),
@@ -19,7 +23,11 @@ pub fn column<'a>(df: &'a DataFrame, table: &str, name: &str) -> Result<&'a Colu
 }
 
 /// The text values of column `name` (empty strings where absent or not text).
-pub fn try_texts(df: &DataFrame, table: &str, name: &str) -> Result<Vec<String>, ReportError> {
+pub(crate) fn try_texts(
+    df: &DataFrame,
+    table: &str,
+    name: &str,
+) -> Result<Vec<String>, ReportError> {
     let column = column(df, table, name)?;
     Ok(match column.str() {
         Ok(values) => values
@@ -31,7 +39,7 @@ pub fn try_texts(df: &DataFrame, table: &str, name: &str) -> Result<Vec<String>,
 }
 
 /// The numbers of column `name` as floats (`None` where absent or not a number).
-pub fn try_floats(
+pub(crate) fn try_floats(
     df: &DataFrame,
     table: &str,
     name: &str,
@@ -44,7 +52,7 @@ pub fn try_floats(
 }
 
 /// The numbers of column `name` as counts (0 where absent).
-pub fn try_counts(df: &DataFrame, table: &str, name: &str) -> Result<Vec<u64>, ReportError> {
+pub(crate) fn try_counts(df: &DataFrame, table: &str, name: &str) -> Result<Vec<u64>, ReportError> {
     Ok(try_floats(df, table, name)?
         .into_iter()
         .map(|v| v.map_or(0, |v| v.max(0.0) as u64))
@@ -52,12 +60,12 @@ pub fn try_counts(df: &DataFrame, table: &str, name: &str) -> Result<Vec<u64>, R
 }
 
 /// The sum of the counts of column `name`.
-pub fn try_total(df: &DataFrame, table: &str, name: &str) -> Result<u64, ReportError> {
+pub(crate) fn try_total(df: &DataFrame, table: &str, name: &str) -> Result<u64, ReportError> {
     Ok(try_counts(df, table, name)?.iter().sum())
 }
 
 /// The float sum of column `name` over the rows that have a value; `None` when none has.
-pub fn try_sum(df: &DataFrame, table: &str, name: &str) -> Result<Option<f64>, ReportError> {
+pub(crate) fn try_sum(df: &DataFrame, table: &str, name: &str) -> Result<Option<f64>, ReportError> {
     let values: Vec<f64> = try_floats(df, table, name)?.into_iter().flatten().collect();
     Ok((!values.is_empty()).then(|| values.iter().sum()))
 }

@@ -20,7 +20,7 @@ pub struct ComparisonSection {
 
 impl ComparisonSection {
     /// Compares run `new` with run `base`.
-    pub fn load(store: &Store, base: i64, new: i64) -> Result<Self, ReportError> {
+    pub(crate) fn load(store: &Store, base: i64, new: i64) -> Result<Self, ReportError> {
         let diff = crate::kinds::diff(store, base, new)?;
         let body = body(&diff)?;
         Ok(Self { diff, body })

@@ -23,7 +23,7 @@ pub struct Energy {
 
 impl Energy {
     /// The energy of two kinds' results together; `None` when neither has any.
-    pub fn total(a: Option<Self>, b: Option<Self>) -> Option<Self> {
+    pub(crate) fn total(a: Option<Self>, b: Option<Self>) -> Option<Self> {
         let bound = |x: Option<f64>, y: Option<f64>| Some(x? + y?);
         match (a, b) {
             (None, e) | (e, None) => e,
@@ -48,7 +48,7 @@ impl Header {
     /// The header of `selection`, read from the database at `db`; `energy` of its benchmarks.
     /// The database is named by its file name: a report is sent to others, and the folders
     /// of the machine it was made on are nobody's business.
-    pub fn new(selection: Selection, energy: Option<Energy>, db: &Path) -> Self {
+    pub(crate) fn new(selection: Selection, energy: Option<Energy>, db: &Path) -> Self {
         let database = db.file_name().map_or_else(
             || db.display().to_string(),
             |name| name.display().to_string(),
@@ -61,7 +61,7 @@ impl Header {
     }
 
     /// The document's title: `track report: runs 3, 5`.
-    pub fn title(&self) -> String {
+    pub(crate) fn title(&self) -> String {
         let ids: Vec<String> = self.runs().iter().map(|r| r.info.id.to_string()).collect();
         let noun = if ids.len() == 1 { "run" } else { "runs" };
         format!("track report: {noun} {}", ids.join(", "))
@@ -72,7 +72,7 @@ impl Header {
     }
 
     /// The header's HTML: title, banners, key figures and the runs table.
-    pub fn html(&self) -> String {
+    pub(crate) fn html(&self) -> String {
         let mut out = String::from("<header>");
         let _ = write!(out, "<h1>{}</h1>", escape(&self.title()));
         let _ = write!(
@@ -98,16 +98,16 @@ impl Header {
 
     /// `3 runs: 1 benchmark, 2 reviews`.
     fn kinds_line(&self) -> String {
-        let mut kinds: Vec<(&str, u64)> = Vec::new();
+        let mut kinds: Vec<(ExperimentKind, u64)> = Vec::new();
         for run in self.runs() {
             match kinds.iter_mut().find(|(k, _)| *k == run.info.kind) {
                 Some((_, n)) => *n += 1,
-                None => kinds.push((&run.info.kind, 1)),
+                None => kinds.push((run.info.kind, 1)),
             }
         }
         let parts: Vec<String> = kinds
             .iter()
-            .map(|(kind, n)| count(*n, kind_noun(kind)))
+            .map(|&(kind, n)| count(n, kinds::kind(kind).report_noun()))
             .collect();
         format!(
             "{}: {}",
@@ -195,7 +195,7 @@ impl Header {
                 let t = r.info.tally;
                 vec![
                     r.info.id.to_string(),
-                    r.info.kind.clone(),
+                    r.info.kind.as_str().to_owned(),
                     r.info.file.clone().unwrap_or_else(|| "–".to_owned()),
                     readable_time(&r.info.started_at),
                     r.info
@@ -228,11 +228,6 @@ impl Header {
         ];
         text_table("runs", "Runs", &headers, &rows)
     }
-}
-
-/// The word for runs of the stored kind `kind` in the header, as its kind says it.
-fn kind_noun(kind: &str) -> &'static str {
-    ExperimentKind::from_stored(kind).map_or("other run", |k| kinds::kind(k).report_noun())
 }
 
 /// A stored RFC 3339 time as people read it: `2025-05-04 03:07:59 UTC`.
@@ -274,7 +269,7 @@ fn banner(run: &SelectedRun) -> String {
         "<p class=\"banner\" role=\"alert\"><strong>Run {} ({}) {why}.</strong> It recorded {} \
          of the {} calls it planned; the figures below cover only those. Status: {}.</p>",
         run.info.id,
-        escape(&run.info.kind),
+        run.info.kind.as_str(),
         thousands(run.info.tally.calls),
         thousands(run.info.tally.planned_calls),
         run.status
@@ -286,11 +281,11 @@ mod tests {
     use super::*;
     use crate::store::{RunInfo, RunTally};
 
-    fn run(id: i64, kind: &str, status: RunStatus) -> SelectedRun {
+    fn run(id: i64, kind: ExperimentKind, status: RunStatus) -> SelectedRun {
         SelectedRun {
             info: RunInfo {
                 id,
-                kind: kind.into(),
+                kind,
                 file: Some("<bench>.yaml".into()),
                 models: Some("openai:gpt-4o".into()),
                 command: Some("run <bench>.yaml".into()),
@@ -319,9 +314,9 @@ mod tests {
     fn the_header_names_runs_and_warns_of_incomplete_ones() {
         let selection = Selection {
             runs: vec![
-                run(3, "bench", RunStatus::Completed),
-                run(5, "bench", RunStatus::Abandoned),
-                run(6, "review", RunStatus::Completed),
+                run(3, ExperimentKind::Bench, RunStatus::Completed),
+                run(5, ExperimentKind::Bench, RunStatus::Abandoned),
+                run(6, ExperimentKind::Review, RunStatus::Completed),
             ],
             named: true,
         };

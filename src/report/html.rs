@@ -12,7 +12,7 @@ use crate::output::{format_value, header, thousands};
 
 /// `text` safe inside an element or a quoted attribute: `& < > " '` become character
 /// references, and control characters that neither HTML nor XML allows become U+FFFD.
-pub fn escape(text: &str) -> String {
+pub(crate) fn escape(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
     for c in text.chars() {
         match c {
@@ -30,7 +30,7 @@ pub fn escape(text: &str) -> String {
 }
 
 /// `text` cut to at most `max` characters, with `…` when cut.
-pub fn truncate(text: &str, max: usize) -> String {
+pub(crate) fn truncate(text: &str, max: usize) -> String {
     match text.char_indices().nth(max) {
         Some((end, _)) => format!("{}…", &text[..end]),
         None => text.to_owned(),
@@ -38,12 +38,12 @@ pub fn truncate(text: &str, max: usize) -> String {
 }
 
 /// A number as a terminal table prints a value of `column` (`success_pct`: one decimal).
-pub fn number(column: &str, value: f64) -> String {
+pub(crate) fn number(column: &str, value: f64) -> String {
     format_value(column, &AnyValue::Float64(value))
 }
 
 /// An optional number as [`number`] prints it; `–` when absent.
-pub fn maybe_number(column: &str, value: Option<f64>) -> String {
+pub(crate) fn maybe_number(column: &str, value: Option<f64>) -> String {
     value.map_or_else(|| "–".to_owned(), |v| number(column, v))
 }
 
@@ -64,7 +64,7 @@ const FOLDED_ROWS: usize = 20;
 /// `df` as an HTML table: headers and cells as the terminal table writes them (confidence
 /// bounds included), numbers right-aligned, each cell tagged with its column's name. A long
 /// table is folded in a `<details>` that opens on a click (and in print).
-pub fn frame_table(df: &DataFrame, options: TableOptions<'_>) -> String {
+pub(crate) fn frame_table(df: &DataFrame, options: TableOptions<'_>) -> String {
     let table = table_of(df, options);
     if df.height().min(options.max_rows) <= FOLDED_ROWS {
         return table;
@@ -129,7 +129,12 @@ fn table_of(df: &DataFrame, options: TableOptions<'_>) -> String {
 
 /// A small table of text cells: a header row and rows, every cell escaped and tagged with its
 /// header. The first cell of each row is its header.
-pub fn text_table(id: &str, caption: &str, headers: &[&str], rows: &[Vec<String>]) -> String {
+pub(crate) fn text_table(
+    id: &str,
+    caption: &str,
+    headers: &[&str],
+    rows: &[Vec<String>],
+) -> String {
     let mut out = String::new();
     let _ = write!(
         out,

@@ -104,7 +104,7 @@ impl Drawn {
 }
 
 /// Builds the report of the runs `choice` names in the database at `db`.
-pub fn build(store: &Store, db: &Path, choice: &RunChoice) -> Result<Report, ReportError> {
+pub(crate) fn build(store: &Store, db: &Path, choice: &RunChoice) -> Result<Report, ReportError> {
     let selection = Selection::resolve(store, db, choice)?;
     let mut sections = comparison_sections(store, &selection)?;
     let mut energy = None;
@@ -132,7 +132,7 @@ pub fn build(store: &Store, db: &Path, choice: &RunChoice) -> Result<Report, Rep
 
 /// The sections that compare two runs of one kind, placed before the per-kind sections:
 /// `track report --run BASE,NEW` shows what `track diff BASE NEW` shows.
-pub fn comparison_sections(
+pub(crate) fn comparison_sections(
     store: &Store,
     selection: &Selection,
 ) -> Result<Vec<Box<dyn Section>>, ReportError> {
@@ -148,7 +148,7 @@ const STYLE: &str = include_str!("report.css");
 
 impl Report {
     /// The whole document: one HTML file with its style and charts inline.
-    pub fn to_html(&self) -> String {
+    pub(crate) fn to_html(&self) -> String {
         let mut out = String::with_capacity(64 * 1024);
         let _ = write!(
             out,
@@ -240,7 +240,12 @@ mod tests {
     fn a_report_of_hostile_names_is_well_formed_and_inert() {
         let mut store = Store::open_in_memory().unwrap();
         let run = store
-            .create_run("bench", Some(HOSTILE), None, "{}")
+            .create_run(
+                crate::experiment::ExperimentKind::Bench,
+                Some(HOSTILE),
+                None,
+                "{}",
+            )
             .unwrap();
         let rows: Vec<BenchResultRow> = (0..3)
             .map(|p| result(run, p, [Some(true), Some(false), None][p as usize]))
@@ -281,7 +286,14 @@ mod tests {
     #[test]
     fn a_run_without_results_says_so() {
         let store = Store::open_in_memory().unwrap();
-        let run = store.create_run("relevance", None, None, "{}").unwrap();
+        let run = store
+            .create_run(
+                crate::experiment::ExperimentKind::Relevance,
+                None,
+                None,
+                "{}",
+            )
+            .unwrap();
         store.finish_run(run, RunStatus::Completed).unwrap();
         let html = build(&store, Path::new("memory.db"), &RunChoice::Latest)
             .unwrap()

@@ -76,7 +76,11 @@ pub struct Selection {
 impl Selection {
     /// The runs `choice` names in `store` (whose file is `db`, for run locks). An id that
     /// names no run is an error, and so is a selection with no run at all.
-    pub fn resolve(store: &Store, db: &Path, choice: &RunChoice) -> Result<Self, ReportError> {
+    pub(crate) fn resolve(
+        store: &Store,
+        db: &Path,
+        choice: &RunChoice,
+    ) -> Result<Self, ReportError> {
         let mut ids = Vec::new();
         match choice {
             RunChoice::Ids(named) => {
@@ -95,7 +99,7 @@ impl Selection {
                         RunChoice::Default => kinds::kind(kind).default_runs(),
                         RunChoice::Latest | RunChoice::Ids(_) => RunSelector::Latest,
                     };
-                    match store.select_runs(kind.as_str(), selector) {
+                    match store.select_runs(kind, selector) {
                         Ok(found) => ids.extend(found),
                         Err(StoreError::NoSuchRun(_)) => {}
                         Err(other) => return Err(other.into()),
@@ -128,17 +132,17 @@ impl Selection {
     }
 
     /// The ids of the selected runs of `kind`, oldest first.
-    pub fn ids_of(&self, kind: ExperimentKind) -> Vec<i64> {
+    pub(crate) fn ids_of(&self, kind: ExperimentKind) -> Vec<i64> {
         self.runs
             .iter()
-            .filter(|r| r.info.kind == kind.as_str())
+            .filter(|r| r.info.kind == kind)
             .map(|r| r.info.id)
             .collect()
     }
 
     /// The pair to compare when exactly two runs of one kind were named (`--run BASE,NEW`):
     /// (base, new), the older run as the base.
-    pub fn comparison(&self) -> Option<(&SelectedRun, &SelectedRun)> {
+    pub(crate) fn comparison(&self) -> Option<(&SelectedRun, &SelectedRun)> {
         match self.runs.as_slice() {
             [base, new] if self.named && base.info.kind == new.info.kind => Some((base, new)),
             _ => None,
@@ -169,10 +173,18 @@ mod tests {
         let store = Store::open(&db).unwrap();
         let empty = Selection::resolve(&store, &db, &RunChoice::Default).unwrap_err();
         assert!(matches!(empty, ReportError::Empty { .. }), "{empty}");
-        let bench_old = store.create_run("bench", None, None, "{}").unwrap();
-        let review_a = store.create_run("review", None, None, "{}").unwrap();
-        let bench_new = store.create_run("bench", None, None, "{}").unwrap();
-        let review_b = store.create_run("review", None, None, "{}").unwrap();
+        let bench_old = store
+            .create_run(crate::experiment::ExperimentKind::Bench, None, None, "{}")
+            .unwrap();
+        let review_a = store
+            .create_run(crate::experiment::ExperimentKind::Review, None, None, "{}")
+            .unwrap();
+        let bench_new = store
+            .create_run(crate::experiment::ExperimentKind::Bench, None, None, "{}")
+            .unwrap();
+        let review_b = store
+            .create_run(crate::experiment::ExperimentKind::Review, None, None, "{}")
+            .unwrap();
         store.finish_run(bench_new, RunStatus::Completed).unwrap();
         let ids = |choice: RunChoice| -> Vec<i64> {
             let s = Selection::resolve(&store, &db, &choice).unwrap();

@@ -48,7 +48,7 @@ fn c(v: f64) -> String {
 impl Svg {
     /// Starts a chart `width` × `height` named `title` (its accessible name), described by
     /// `description`; `id` makes the title's and description's ids unique in the page.
-    pub fn new(id: &str, width: f64, height: f64, title: &str, description: &str) -> Self {
+    pub(crate) fn new(id: &str, width: f64, height: f64, title: &str, description: &str) -> Self {
         let id = escape(id);
         let mut out = String::with_capacity(4096);
         let _ = write!(
@@ -65,7 +65,7 @@ impl Svg {
     }
 
     /// A rectangle of CSS class `class`, with a tooltip when `tip` is not empty.
-    pub fn rect(&mut self, x: f64, y: f64, width: f64, height: f64, class: &str, tip: &str) {
+    pub(crate) fn rect(&mut self, x: f64, y: f64, width: f64, height: f64, class: &str, tip: &str) {
         let _ = write!(
             self.out,
             "<rect x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" class=\"{}\"",
@@ -79,7 +79,7 @@ impl Svg {
     }
 
     /// A rectangle filled with an explicit colour (heatmap cells).
-    pub fn filled_rect(&mut self, x: f64, y: f64, size: (f64, f64), fill: &str, tip: &str) {
+    pub(crate) fn filled_rect(&mut self, x: f64, y: f64, size: (f64, f64), fill: &str, tip: &str) {
         let _ = write!(
             self.out,
             "<rect x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" fill=\"{}\"",
@@ -93,7 +93,7 @@ impl Svg {
     }
 
     /// A line of CSS class `class`.
-    pub fn line(&mut self, from: (f64, f64), to: (f64, f64), class: &str) {
+    pub(crate) fn line(&mut self, from: (f64, f64), to: (f64, f64), class: &str) {
         let _ = write!(
             self.out,
             "<line x1=\"{}\" y1=\"{}\" x2=\"{}\" y2=\"{}\" class=\"{}\"/>",
@@ -106,7 +106,7 @@ impl Svg {
     }
 
     /// A circle of CSS class `class`, with a tooltip when `tip` is not empty.
-    pub fn circle(&mut self, centre: (f64, f64), radius: f64, class: &str, tip: &str) {
+    pub(crate) fn circle(&mut self, centre: (f64, f64), radius: f64, class: &str, tip: &str) {
         let _ = write!(
             self.out,
             "<circle cx=\"{}\" cy=\"{}\" r=\"{}\" class=\"{}\"",
@@ -119,7 +119,7 @@ impl Svg {
     }
 
     /// A connected line through `points`.
-    pub fn polyline(&mut self, points: &[(f64, f64)], class: &str) {
+    pub(crate) fn polyline(&mut self, points: &[(f64, f64)], class: &str) {
         let joined: Vec<String> = points
             .iter()
             .map(|(x, y)| format!("{},{}", c(*x), c(*y)))
@@ -133,12 +133,12 @@ impl Svg {
     }
 
     /// Text at (`x`, `y`) anchored at `anchor`; `class` may be empty.
-    pub fn text(&mut self, at: (f64, f64), anchor: Anchor, class: &str, content: &str) {
+    pub(crate) fn text(&mut self, at: (f64, f64), anchor: Anchor, class: &str, content: &str) {
         self.text_rotated(at, anchor, class, content, 0.0);
     }
 
     /// Text turned by `degrees` around its anchor (long column labels).
-    pub fn text_rotated(
+    pub(crate) fn text_rotated(
         &mut self,
         at: (f64, f64),
         anchor: Anchor,
@@ -169,7 +169,13 @@ impl Svg {
     }
 
     /// A label that is cut to `max_chars`, its full text in a tooltip when cut.
-    pub fn label(&mut self, at: (f64, f64), anchor: Anchor, content: &str, max_chars: usize) {
+    pub(crate) fn label(
+        &mut self,
+        at: (f64, f64),
+        anchor: Anchor,
+        content: &str,
+        max_chars: usize,
+    ) {
         let shown = super::html::truncate(content, max_chars);
         if shown == content {
             self.text(at, anchor, "", content);
@@ -189,7 +195,7 @@ impl Svg {
     }
 
     /// Ends the element and returns its text.
-    pub fn finish(mut self) -> String {
+    pub(crate) fn finish(mut self) -> String {
         self.out.push_str("</svg>");
         self.out
     }
@@ -204,7 +210,7 @@ pub struct Linear {
 
 impl Linear {
     /// The scale from `domain` to `range`; an empty domain is widened so it maps somewhere.
-    pub fn new(domain: (f64, f64), range: (f64, f64)) -> Self {
+    pub(crate) fn new(domain: (f64, f64), range: (f64, f64)) -> Self {
         let (low, high) = domain;
         let domain = if (high - low).abs() < f64::EPSILON || !(high - low).is_finite() {
             (low - 1.0, low + 1.0)
@@ -215,7 +221,7 @@ impl Linear {
     }
 
     /// The coordinate of `value` (values outside the domain are clamped to it).
-    pub fn at(&self, value: f64) -> f64 {
+    pub(crate) fn at(&self, value: f64) -> f64 {
         let (d0, d1) = self.domain;
         let t = ((value - d0) / (d1 - d0)).clamp(0.0, 1.0);
         self.range.0 + t * (self.range.1 - self.range.0)
@@ -223,7 +229,7 @@ impl Linear {
 
     /// About `count` round values (1, 2 or 5 times a power of ten apart) inside the domain,
     /// and their step.
-    pub fn ticks(&self, count: usize) -> (Vec<f64>, f64) {
+    pub(crate) fn ticks(&self, count: usize) -> (Vec<f64>, f64) {
         let (low, high) = (
             self.domain.0.min(self.domain.1),
             self.domain.0.max(self.domain.1),
@@ -256,7 +262,7 @@ fn nice_step(raw: f64) -> f64 {
 }
 
 /// A tick's text: as many decimals as its step needs.
-pub fn tick_text(value: f64, step: f64) -> String {
+pub(crate) fn tick_text(value: f64, step: f64) -> String {
     let decimals = if step >= 1.0 {
         0
     } else {
@@ -271,7 +277,7 @@ pub fn tick_text(value: f64, step: f64) -> String {
 }
 
 /// The upper end of an axis that starts at 0 and must show `max`: `max` plus a little room.
-pub fn headroom(max: f64) -> f64 {
+pub(crate) fn headroom(max: f64) -> f64 {
     if max.is_finite() && max > 0.0 {
         max * 1.08
     } else {
@@ -280,13 +286,13 @@ pub fn headroom(max: f64) -> f64 {
 }
 
 /// A horizontal value axis at height `y`, gridlines up to `top`, and its label below.
-pub fn x_axis(svg: &mut Svg, scale: &Linear, y: f64, top: f64, label: &str) {
+pub(crate) fn x_axis(svg: &mut Svg, scale: &Linear, y: f64, top: f64, label: &str) {
     let (ticks, step) = scale.ticks(6);
     draw_x_axis(svg, scale, (y, top), label, (ticks, step));
 }
 
 /// [`x_axis`] for counts: only whole ticks.
-pub fn count_axis(svg: &mut Svg, scale: &Linear, y: f64, top: f64, label: &str) {
+pub(crate) fn count_axis(svg: &mut Svg, scale: &Linear, y: f64, top: f64, label: &str) {
     let (ticks, step) = scale.ticks(6);
     let whole = ticks.into_iter().filter(|t| t.fract() == 0.0).collect();
     draw_x_axis(svg, scale, (y, top), label, (whole, step.max(1.0)));
@@ -315,7 +321,7 @@ fn draw_x_axis(
 }
 
 /// A vertical value axis at `x`, gridlines across to `right`, and its label turned upright.
-pub fn y_axis(svg: &mut Svg, scale: &Linear, x: f64, right: f64, label: &str) {
+pub(crate) fn y_axis(svg: &mut Svg, scale: &Linear, x: f64, right: f64, label: &str) {
     let (ticks, step) = scale.ticks(5);
     for tick in ticks {
         let y = scale.at(tick);
@@ -333,7 +339,7 @@ pub fn y_axis(svg: &mut Svg, scale: &Linear, x: f64, right: f64, label: &str) {
 }
 
 /// A row of swatches naming each series, starting at (`x`, `y`).
-pub fn legend(svg: &mut Svg, x: f64, y: f64, series: &[String]) {
+pub(crate) fn legend(svg: &mut Svg, x: f64, y: f64, series: &[String]) {
     let mut at = x;
     for (i, name) in series.iter().enumerate() {
         svg.rect(at, y - 9.0, 10.0, 10.0, &series_class(i), "");
@@ -344,12 +350,12 @@ pub fn legend(svg: &mut Svg, x: f64, y: f64, series: &[String]) {
 }
 
 /// The CSS class of series `i` (colours repeat after [`SERIES_COLOURS`]).
-pub fn series_class(i: usize) -> String {
+pub(crate) fn series_class(i: usize) -> String {
     format!("s{}", i % SERIES_COLOURS)
 }
 
 /// The width labels of `labels` need, at about 7 units a character, between 40 and 240.
-pub fn label_width(labels: impl IntoIterator<Item = usize>) -> f64 {
+pub(crate) fn label_width(labels: impl IntoIterator<Item = usize>) -> f64 {
     let longest = labels.into_iter().max().unwrap_or(0).min(34);
     (longest as f64 * 7.0 + 12.0).clamp(40.0, 240.0)
 }
@@ -365,7 +371,7 @@ const HEAT_STOPS: [(f64, f64, f64); 5] = [
 ];
 
 /// The fill of a heatmap cell at `t` in 0..=1, and the text colour readable on it.
-pub fn heat_colour(t: f64) -> (String, &'static str) {
+pub(crate) fn heat_colour(t: f64) -> (String, &'static str) {
     let t = if t.is_finite() {
         t.clamp(0.0, 1.0)
     } else {

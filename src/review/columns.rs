@@ -18,7 +18,7 @@ pub const CHANGE: &str = crate::analysis::diff::CHANGE;
 /// `complete`.
 pub const COMPLETE: &str = "complete";
 /// `cost_usd`.
-pub const COST_USD: &str = "cost_usd";
+pub const COST_USD: &str = crate::output::columns::COST_USD.name;
 /// `criterion`.
 pub const CRITERION: &str = "criterion";
 /// `datasheets_compared`.
@@ -32,7 +32,7 @@ pub const DELTA_MEAN_SCORE: &str = "delta_mean_score";
 /// `delta_score`.
 pub const DELTA_SCORE: &str = "delta_score";
 /// `errors`.
-pub const ERRORS: &str = "errors";
+pub const ERRORS: &str = crate::output::columns::ERRORS.name;
 /// `generator`.
 pub const GENERATOR: &str = "generator";
 /// `higher`.
@@ -42,25 +42,25 @@ pub const KAPPA_QUADRATIC: &str = "kappa_quadratic";
 /// `lower`.
 pub const LOWER: &str = "lower";
 /// `mean_average_pn`.
-pub const MEAN_AVERAGE_PN: &str = "mean_average_pn";
+pub const MEAN_AVERAGE_PN: &str = crate::output::columns::MEAN_AVERAGE_PN.name;
 /// `mean_high`.
 pub const MEAN_HIGH: &str = "mean_high";
 /// `mean_low`.
 pub const MEAN_LOW: &str = "mean_low";
 /// `mean_overall`.
-pub const MEAN_OVERALL: &str = "mean_overall";
+pub const MEAN_OVERALL: &str = crate::output::columns::MEAN_OVERALL.name;
 /// `mean_score`.
 pub const MEAN_SCORE: &str = "mean_score";
 /// `na`.
 pub const NA: &str = "na";
 /// `na_scores`.
-pub const NA_SCORES: &str = "na_scores";
+pub const NA_SCORES: &str = crate::output::columns::NA_SCORES.name;
 /// `new_mean_score`.
 pub const NEW_MEAN_SCORE: &str = "new_mean_score";
 /// `new_score`.
 pub const NEW_SCORE: &str = "new_score";
 /// `no_official`.
-pub const NO_OFFICIAL: &str = "no_official";
+pub const NO_OFFICIAL: &str = crate::output::columns::NO_OFFICIAL.name;
 /// `now_na`.
 pub const NOW_NA: &str = "now_na";
 /// `official_status`.
@@ -74,13 +74,13 @@ pub const ONLY_IN_NEW: &str = "only_in_new";
 /// `overall_score`.
 pub const OVERALL_SCORE: &str = "overall_score";
 /// `paid_usd`.
-pub const PAID_USD: &str = "paid_usd";
+pub const PAID_USD: &str = crate::output::columns::PAID_USD.name;
 /// `paired`.
 pub const PAIRED: &str = "paired";
 /// `parse_failure_pct`.
-pub const PARSE_FAILURE_PCT: &str = "parse_failure_pct";
+pub const PARSE_FAILURE_PCT: &str = crate::output::columns::PARSE_FAILURE_PCT.name;
 /// `parse_failures`.
-pub const PARSE_FAILURES: &str = "parse_failures";
+pub const PARSE_FAILURES: &str = crate::output::columns::PARSE_FAILURES.name;
 /// `parse_status`.
 pub const PARSE_STATUS: &str = "parse_status";
 /// `position`.
@@ -110,4 +110,4 @@ pub const SIGNIFICANT_REGRESSION: &str = "significant_regression";
 /// `target`.
 pub const TARGET: &str = "target";
 /// `with_na`.
-pub const WITH_NA: &str = "with_na";
+pub const WITH_NA: &str = crate::output::columns::WITH_NA.name;

@@ -19,7 +19,7 @@ use crate::store::{ParseStatus, Store};
 const REPORT_ROWS: usize = 200;
 
 /// Prints the files of the run `summary` describes, and a line per reviewer on stderr.
-pub fn print(
+pub(crate) fn print(
     store: &Store,
     summary: &RunSummary,
     paths: &Paths,

@@ -24,7 +24,7 @@ pub struct Criterion {
 
 impl Criterion {
     /// The answer key prefix: `p1`.
-    pub fn key(&self) -> String {
+    pub(crate) fn key(&self) -> String {
         self.id.to_ascii_lowercase()
     }
 }
@@ -56,12 +56,12 @@ struct CriteriaFile {
 
 impl Criteria {
     /// The specification's P1-P16.
-    pub fn builtin() -> Self {
+    pub(crate) fn builtin() -> Self {
         Self::parse("built-in criteria", BUILTIN_CRITERIA).expect("the built-in criteria are valid")
     }
 
     /// Criteria from a YAML file (same form as `prompts/review_criteria.yaml`).
-    pub fn load(path: &Path) -> Result<Self, ReviewError> {
+    pub(crate) fn load(path: &Path) -> Result<Self, ReviewError> {
         let text = std::fs::read_to_string(path).map_err(|source| ReviewError::Read {
             what: "criteria file",
             path: path.to_path_buf(),
@@ -108,7 +108,7 @@ impl Criteria {
     }
 
     /// The scale as the prompt states it: `1 = Very Poor, ..., 5 = Excellent`.
-    pub fn scale_text(&self) -> String {
+    pub(crate) fn scale_text(&self) -> String {
         (self.scale.min..=self.scale.max)
             .map(|v| match self.scale.labels.get(&v) {
                 Some(label) => format!("{v} = {label}"),
@@ -119,7 +119,7 @@ impl Criteria {
     }
 
     /// The criteria as the prompt lists them.
-    pub fn criteria_text(&self) -> String {
+    pub(crate) fn criteria_text(&self) -> String {
         self.items
             .iter()
             .map(|c| format!("{}. {}: {}", c.id, c.name, c.description))
@@ -130,7 +130,7 @@ impl Criteria {
     /// The answer's keys, one per line, as the prompt asks for them.
     /// The schema of a review (structured output): the keys [`Self::json_keys_text`] lists,
     /// each justification before its score, a score being on the scale or null (N/A).
-    pub fn answer_schema(&self) -> crate::llm::AnswerSchema {
+    pub(crate) fn answer_schema(&self) -> crate::llm::AnswerSchema {
         let score = || crate::answer::score_schema(self.scale.min..=self.scale.max, true);
         let keys = self
             .items
@@ -154,7 +154,7 @@ impl Criteria {
         }
     }
 
-    pub fn json_keys_text(&self) -> String {
+    pub(crate) fn json_keys_text(&self) -> String {
         let range = format!("<integer {}-{}>", self.scale.min, self.scale.max);
         let mut lines: Vec<String> = self
             .items

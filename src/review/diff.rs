@@ -242,7 +242,7 @@ impl Group {
 }
 
 /// Compares review run `new` with run `base`, both read from `store` (`track diff`).
-pub fn compare(store: &Store, base: i64, new: i64) -> Result<KindDiff, DiffError> {
+pub(crate) fn compare(store: &Store, base: i64, new: i64) -> Result<KindDiff, DiffError> {
     Ok(diff(
         store.review_columns(&[base])?,
         store.review_columns(&[new])?,
@@ -250,7 +250,7 @@ pub fn compare(store: &Store, base: i64, new: i64) -> Result<KindDiff, DiffError
 }
 
 /// Compares the reviews of two runs (each as `Store::review_columns` loads one run).
-pub fn diff(
+pub(crate) fn diff(
     base: (ReviewColumns, ScoreColumns),
     new: (ReviewColumns, ScoreColumns),
 ) -> PolarsResult<KindDiff> {

@@ -90,7 +90,7 @@ struct ReviewItems(Vec<Item>);
 
 impl DatasheetExperiment {
     /// Resolves the generators and reviewers of `plan`.
-    pub fn new(plan: DatasheetPlan, catalog: &Catalog) -> Result<Self, ExperimentError> {
+    pub(crate) fn new(plan: DatasheetPlan, catalog: &Catalog) -> Result<Self, ExperimentError> {
         let mut targets = Vec::new();
         for reference in &plan.generators {
             targets.push(Target::resolve(catalog, reference)?);
@@ -685,7 +685,7 @@ fn review_label(reviewer: &str, brand: &str, sensor: &str, generator: &str) -> S
 /// The errors found in the answers of run `run_id` (`track runs --errors`): the reviews whose
 /// answer could not be parsed, each labelled as its call is. (A reviewer's call that got no
 /// answer is listed by the runtime, with the other failed calls.)
-pub fn answer_errors(store: &Store, run_id: i64) -> Result<Vec<RunErrorRow>, StoreError> {
+pub(crate) fn answer_errors(store: &Store, run_id: i64) -> Result<Vec<RunErrorRow>, StoreError> {
     Ok(store
         .unparsable_reviews(run_id)?
         .into_iter()
@@ -985,7 +985,9 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let mut e = experiment(dir.path());
         let mut store = Store::open_in_memory().unwrap();
-        let run = store.create_run("review", None, None, "{}").unwrap();
+        let run = store
+            .create_run(crate::experiment::ExperimentKind::Review, None, None, "{}")
+            .unwrap();
         let generation = e.stage(0, None).unwrap().unwrap();
         let written = [
             answered(&mut store, "g0", "# BME280, as written\n"),

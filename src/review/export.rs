@@ -17,7 +17,7 @@ use crate::store::{ParseStatus, ReviewRow, Store};
 /// registry entry's), with the criteria
 /// of `--criteria` (default the built-in ones); the files written on stdout, the counts on
 /// stderr. The specification's CSV has a fixed header: the runs' status is not in it.
-pub fn write_csv(
+pub(crate) fn write_csv(
     store: &Store,
     runs: &ExportRuns<'_>,
     options: &ExportOptions,

@@ -108,7 +108,7 @@ fn default_max_tokens() -> u32 {
 
 impl ReviewExperiment {
     /// Parses an experiment file's text; `path` names it in messages.
-    pub fn parse(path: &Path, text: &str) -> Result<Self, ReviewError> {
+    pub(crate) fn parse(path: &Path, text: &str) -> Result<Self, ReviewError> {
         let invalid = |message: String| ReviewError::Invalid {
             origin: path.display().to_string(),
             message,
@@ -126,7 +126,7 @@ impl ReviewExperiment {
 
 impl ReviewExperiment {
     /// The plan: sensors selected, prompts and criteria loaded, settings resolved.
-    pub fn plan(
+    pub(crate) fn plan(
         &self,
         file: Option<(PathBuf, String)>,
         overrides: &Overrides,

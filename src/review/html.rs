@@ -47,7 +47,7 @@ pub struct ReviewSection {
 
 impl ReviewSection {
     /// Summarises the reviews of `runs` as `track query --by reviewer|generator|criterion`.
-    pub fn load(store: &Store, runs: &[i64]) -> Result<Self, ReportError> {
+    pub(crate) fn load(store: &Store, runs: &[i64]) -> Result<Self, ReportError> {
         let (reviews, scores) = store.review_columns(runs)?;
         let frames = ReviewFrames::new(reviews, scores)?;
         let by_reviewer = review_summary(&frames, cols::REVIEWER)?;

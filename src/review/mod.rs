@@ -26,7 +26,6 @@ pub use entry::{GENERATE, KIND};
 pub use experiment::{DatasheetExperiment, DatasheetPlan};
 pub use file::from_file;
 pub use prompts::{GENERATION_PROMPT, REVIEW_PROMPT};
-pub use spec_csv::csv_row;
 
 use std::path::{Path, PathBuf};
 
@@ -113,7 +112,7 @@ impl SensorFilter {
     }
 
     /// The sensors of the list at `path` that pass the filter; an error if none do.
-    pub fn select(&self, path: &Path) -> Result<Vec<Sensor>, ReviewError> {
+    pub(crate) fn select(&self, path: &Path) -> Result<Vec<Sensor>, ReviewError> {
         let all = sensors::load_sensors(path)?;
         let chosen: Vec<Sensor> = all.iter().filter(|s| self.keeps(s)).cloned().collect();
         if chosen.is_empty() {

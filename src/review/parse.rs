@@ -34,14 +34,14 @@ pub struct ParsedReview {
 
 impl ParsedReview {
     /// Mean of the valid criterion scores; `None` when there are none.
-    pub fn average(&self) -> Option<f64> {
+    pub(crate) fn average(&self) -> Option<f64> {
         let valid: Vec<i64> = self.scores.iter().filter_map(|s| s.score).collect();
         (!valid.is_empty()).then(|| valid.iter().sum::<i64>() as f64 / valid.len() as f64)
     }
 }
 
 /// Reads `answer` against `criteria`.
-pub fn parse_review(answer: &str, criteria: &Criteria) -> ParsedReview {
+pub(crate) fn parse_review(answer: &str, criteria: &Criteria) -> ParsedReview {
     let (min, max) = (criteria.scale.min, criteria.scale.max);
     let object = match find_object(answer) {
         Ok(object) => object,

@@ -23,7 +23,7 @@ pub enum OfficialStatus {
 
 impl OfficialStatus {
     /// The CSV and database text.
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             Self::Found => "Found",
             Self::NotFound => "Not Found",
@@ -42,7 +42,7 @@ pub struct Official {
 }
 
 /// Reads the sensors list; needs `Brand` and `Sensor` columns (any case, other columns allowed).
-pub fn load_sensors(path: &Path) -> Result<Vec<Sensor>, ReviewError> {
+pub(crate) fn load_sensors(path: &Path) -> Result<Vec<Sensor>, ReviewError> {
     let read_error = |source| ReviewError::Read {
         what: "sensors list",
         path: path.to_path_buf(),
@@ -98,7 +98,7 @@ pub fn load_sensors(path: &Path) -> Result<Vec<Sensor>, ReviewError> {
 }
 
 /// The official datasheet of `sensor` in `dir`, as `<Brand>_<Sensor>.md`.
-pub fn load_official(dir: &Path, sensor: &Sensor) -> Official {
+pub(crate) fn load_official(dir: &Path, sensor: &Sensor) -> Official {
     if sensor.brand.is_empty() || sensor.sensor.is_empty() {
         return Official {
             status: OfficialStatus::NotSpecified,
@@ -139,7 +139,7 @@ pub fn load_official(dir: &Path, sensor: &Sensor) -> Official {
 }
 
 /// `<dir>/<Brand>_<Sensor>.md`, each part made safe as a file name.
-pub fn official_path(dir: &Path, sensor: &Sensor) -> PathBuf {
+pub(crate) fn official_path(dir: &Path, sensor: &Sensor) -> PathBuf {
     dir.join(format!(
         "{}_{}.md",
         safe_component(&sensor.brand),
@@ -149,7 +149,7 @@ pub fn official_path(dir: &Path, sensor: &Sensor) -> PathBuf {
 
 /// A name from data or a model id made safe as one path component: no separators, no `..`,
 /// no control characters, never empty.
-pub fn safe_component(name: &str) -> String {
+pub(crate) fn safe_component(name: &str) -> String {
     let trimmed = name.trim();
     if trimmed.chars().all(|c| c == '.') {
         // "", ".", ".." and the like would name this folder or its parent.
@@ -180,7 +180,7 @@ pub struct GeneratedFile {
 }
 
 /// Splits `<provider>_<model>_<YYYYMMDD>_<HHMMSS>` (a `-N` suffix after the time allowed).
-pub fn parse_generated_name(stem: &str) -> Option<(String, String, String)> {
+pub(crate) fn parse_generated_name(stem: &str) -> Option<(String, String, String)> {
     let (provider, rest) = stem.split_once('_')?;
     let mut parts = rest.rsplitn(3, '_');
     let time = parts.next()?;
@@ -201,7 +201,7 @@ pub fn parse_generated_name(stem: &str) -> Option<(String, String, String)> {
 }
 
 /// The generated datasheets of `sensors` under `results`, oldest first per sensor.
-pub fn find_generated(results: &Path, sensors: &[Sensor]) -> Vec<GeneratedFile> {
+pub(crate) fn find_generated(results: &Path, sensors: &[Sensor]) -> Vec<GeneratedFile> {
     let mut found = Vec::new();
     for sensor in sensors {
         let dir = results

@@ -33,7 +33,7 @@ pub struct ReviewCsvRow {
 }
 
 /// The header: the specification's columns for the built-in criteria.
-pub fn header(criteria: &Criteria) -> Vec<String> {
+pub(crate) fn header(criteria: &Criteria) -> Vec<String> {
     let mut columns: Vec<String> = [
         "Sensor_Brand",
         "Sensor_Type",
@@ -81,7 +81,7 @@ impl ReviewCsvRow {
 }
 
 /// The CSV file of a reviewer and sensor under `base`.
-pub fn csv_path(base: &Path, row: &ReviewCsvRow) -> PathBuf {
+pub(crate) fn csv_path(base: &Path, row: &ReviewCsvRow) -> PathBuf {
     base.join(format!(
         "{}_{}",
         safe_component(&row.reviewer_provider),
@@ -96,7 +96,7 @@ pub fn csv_path(base: &Path, row: &ReviewCsvRow) -> PathBuf {
 
 /// Appends `row` to its file under `base` unless an identical row is already there; writes the
 /// header when the file is new. Returns the path and whether a row was written.
-pub fn append(
+pub(crate) fn append(
     base: &Path,
     criteria: &Criteria,
     row: &ReviewCsvRow,
@@ -179,7 +179,7 @@ fn existing_rows(path: &Path, expected: &[String]) -> Result<HashSet<Vec<String>
 /// Every record of a CSV file, header included.
 /// A stored review as the specification's CSV row: scores or `N/A`, and for each N/A without
 /// a justification the reason it is N/A.
-pub fn csv_row(row: &ReviewRow) -> ReviewCsvRow {
+pub(crate) fn csv_row(row: &ReviewRow) -> ReviewCsvRow {
     let score = |s: Option<i64>| s.map_or_else(|| "N/A".to_owned(), |v| v.to_string());
     let justification = |text: &Option<String>, reason: &Option<String>| match (text, reason) {
         (Some(text), _) => text.clone(),

@@ -19,7 +19,7 @@ pub struct ReviewFrames {
 
 impl ReviewFrames {
     /// Builds both frames from stored columns.
-    pub fn new(reviews: ReviewColumns, scores: ScoreColumns) -> PolarsResult<Self> {
+    pub(crate) fn new(reviews: ReviewColumns, scores: ScoreColumns) -> PolarsResult<Self> {
         let reviews = DataFrame::new_infer_height(vec![
             Column::new(cols::REVIEW_ID.into(), reviews.review_id),
             Column::new(cols::RUN_ID.into(), reviews.run_id),
@@ -52,7 +52,7 @@ impl ReviewFrames {
     }
 
     /// Only the reviews of `reviewer` (a `provider:alias` reference).
-    pub fn for_reviewer(&self, reviewer: &str) -> PolarsResult<Self> {
+    pub(crate) fn for_reviewer(&self, reviewer: &str) -> PolarsResult<Self> {
         let reviews = self
             .reviews
             .clone()
@@ -103,7 +103,7 @@ fn count_status(status: ParseStatus) -> Expr {
 /// Per `by` (reviewer, generator or sensor; always within a reviewer): reviews, how many
 /// were complete, had N/A scores, could not be parsed, had no official datasheet or failed,
 /// the N/A scores, mean overall and mean of the P averages, cost and paid.
-pub fn review_summary(frames: &ReviewFrames, by: &str) -> PolarsResult<DataFrame> {
+pub(crate) fn review_summary(frames: &ReviewFrames, by: &str) -> PolarsResult<DataFrame> {
     let keys: Vec<Expr> = if by == cols::REVIEWER {
         vec![col(cols::REVIEWER)]
     } else {
@@ -171,7 +171,7 @@ pub fn review_summary(frames: &ReviewFrames, by: &str) -> PolarsResult<DataFrame
 
 /// Per criterion (in order) and reviewer: scores given, N/A, and the mean score; the overall
 /// score last.
-pub fn criterion_summary(frames: &ReviewFrames) -> PolarsResult<DataFrame> {
+pub(crate) fn criterion_summary(frames: &ReviewFrames) -> PolarsResult<DataFrame> {
     let per_criterion = frames
         .scored()
         .group_by_stable([
@@ -238,7 +238,7 @@ pub fn criterion_summary(frames: &ReviewFrames) -> PolarsResult<DataFrame> {
 
 /// Per criterion (in order; the overall score last) and generator model, pooling reviewers:
 /// scores given, their mean and its 95 % interval (Student's t; none below two scores).
-pub fn criterion_generator_summary(frames: &ReviewFrames) -> PolarsResult<DataFrame> {
+pub(crate) fn criterion_generator_summary(frames: &ReviewFrames) -> PolarsResult<DataFrame> {
     let stats = |score: Expr| {
         [
             score
@@ -313,7 +313,7 @@ pub fn criterion_generator_summary(frames: &ReviewFrames) -> PolarsResult<DataFr
 /// rated by at least two, quadratic-weighted Cohen's kappa (exactly two reviewers), ordinal
 /// Krippendorff's alpha (any number, missing ratings allowed), and the mean score across
 /// reviewers (the mean of each reviewer's mean).
-pub fn agreement(frames: &ReviewFrames) -> PolarsResult<DataFrame> {
+pub(crate) fn agreement(frames: &ReviewFrames) -> PolarsResult<DataFrame> {
     let ratings = Ratings::collect(frames)?;
     let rows: Vec<AgreementRow> = ratings
         .order

@@ -7,10 +7,13 @@
 
 use std::collections::HashMap;
 
+use rusqlite::types::{FromSql, FromSqlResult, ToSql, ToSqlOutput, ValueRef};
 use rusqlite::{OptionalExtension, params};
 
 use super::calls::{NewCall, insert_call_row};
+use super::stored::{by_name, in_row, name};
 use super::{Result, Store, StoreError, now_rfc3339};
+use crate::llm::batch::BatchApi;
 
 /// A batch about to be sent, as known before anything leaves the machine.
 #[derive(Debug, Clone)]
@@ -19,8 +22,8 @@ pub struct NewBatch<'a> {
     pub run_id: Option<i64>,
     /// The provider's name, as in model references.
     pub provider: &'a str,
-    /// `openai` or `anthropic` (`llm::batch::BatchApi::as_str`).
-    pub api: &'a str,
+    /// The batch API it is sent through.
+    pub api: BatchApi,
     pub base_url: &'a str,
     /// The key's fingerprint (`Endpoint::key_fingerprint`), never the key.
     pub key_fingerprint: &'a str,
@@ -49,7 +52,7 @@ pub enum BatchState {
 
 impl BatchState {
     /// The name stored.
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             Self::Intent => "intent",
             Self::Uploaded => "uploaded",
@@ -75,7 +78,7 @@ impl BatchState {
     }
 
     /// Whether the batch is still to be followed (not collected, not void).
-    pub fn is_open(self) -> bool {
+    pub(crate) fn is_open(self) -> bool {
         matches!(self, Self::Intent | Self::Uploaded | Self::Submitted)
     }
 }
@@ -123,7 +126,7 @@ pub struct BatchRow {
     pub tag: String,
     pub run_id: Option<i64>,
     pub provider: String,
-    pub api: String,
+    pub api: BatchApi,
     pub base_url: String,
     pub key_fingerprint: String,
     pub model: String,
@@ -155,13 +158,14 @@ pub struct BatchRow {
 impl BatchRow {
     /// Requests the last poll counted as run: answered or errored (expired and cancelled
     /// ones never ran: [`BatchRow::unrun`]).
-    pub fn done(&self) -> u64 {
+    pub(crate) fn done(&self) -> u64 {
         let c = &self.counts;
         c.succeeded + c.errored
     }
 
     /// Requests that never ran: expired or cancelled.
-    pub fn unrun(&self) -> u64 {
+    #[cfg(test)]
+    pub(crate) fn unrun(&self) -> u64 {
         let c = &self.counts;
         c.cancelled + c.expired
     }
@@ -169,7 +173,7 @@ impl BatchRow {
     /// Where it is, in a word or two: track's step before it is submitted and once it is
     /// void, the provider's status at the last poll while it runs, and, once collected, how
     /// it ended when that was not plainly (`expired, collected`, `cancelled, collected`).
-    pub fn shown_status(&self) -> String {
+    pub(crate) fn shown_status(&self) -> String {
         match self.state {
             BatchState::Intent | BatchState::Uploaded | BatchState::Void => {
                 self.state.as_str().to_owned()
@@ -184,7 +188,7 @@ impl BatchRow {
 
     /// When what [`BatchRow::shown_status`] says was last true (RFC 3339): its collection,
     /// the last poll, its submission, or its intent.
-    pub fn status_at(&self) -> &str {
+    pub(crate) fn status_at(&self) -> &str {
         let collected = match self.state {
             BatchState::Collected => self.collected_at.as_deref(),
             _ => None,
@@ -211,7 +215,7 @@ pub enum KeyOutcome {
 
 impl KeyOutcome {
     /// The name stored.
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             Self::Pending => "pending",
             Self::Answered => "answered",
@@ -259,13 +263,14 @@ const BATCH_COLUMNS: &str = "id, tag, run_id, provider, api, base_url, key_finge
 fn batch_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<(BatchRow, String)> {
     let count = |i: usize| r.get::<_, i64>(i).map(|n| n.max(0) as u64);
     let state: String = r.get(12)?;
+    let id = r.get(0)?;
     Ok((
         BatchRow {
-            id: r.get(0)?,
+            id,
             tag: r.get(1)?,
             run_id: r.get(2)?,
             provider: r.get(3)?,
-            api: r.get(4)?,
+            api: in_row(r, 4, "batches", id)?,
             base_url: r.get(5)?,
             key_fingerprint: r.get(6)?,
             model: r.get(7)?,
@@ -318,6 +323,19 @@ fn batch_rows(
             Ok(row)
         })
         .collect()
+}
+
+impl ToSql for BatchApi {
+    fn to_sql(&self) -> rusqlite::Result<ToSqlOutput<'_>> {
+        Ok(name(self.as_str()))
+    }
+}
+
+impl FromSql for BatchApi {
+    /// Strict: an unknown API is an error, never a batch skipped.
+    fn column_result(value: ValueRef<'_>) -> FromSqlResult<Self> {
+        by_name(value, "batch API", BatchApi::from_name)
+    }
 }
 
 /// A new random tag: unique across databases sharing a key, so a batch found by its tag in
@@ -510,7 +528,7 @@ impl Store {
 
     /// Marks `keys` of batch `id` unfinished (they expired or were cancelled before they
     /// ran): they are sent again. Returns how many were pending.
-    pub fn mark_batch_unfinished(&mut self, id: i64, keys: &[&str]) -> Result<u64> {
+    pub(crate) fn mark_batch_unfinished(&mut self, id: i64, keys: &[&str]) -> Result<u64> {
         self.atomically(|tx| {
             let mut changed = 0;
             let mut stmt = tx.prepare_cached(
@@ -526,13 +544,13 @@ impl Store {
 
     /// Closes batch `id` once its results are stored: it is collected, and any key still
     /// pending (no line named it) is unfinished, to be sent again. Returns how many were.
-    pub fn finish_batch(&mut self, id: i64) -> Result<u64> {
+    pub(crate) fn finish_batch(&mut self, id: i64) -> Result<u64> {
         self.close_batch(id, "collected", None)
     }
 
     /// Gives batch `id` up (never created, or not found again): its pending keys are
     /// unfinished, to be sent again, and `note` says why. Returns how many were.
-    pub fn void_batch(&mut self, id: i64, note: &str) -> Result<u64> {
+    pub(crate) fn void_batch(&mut self, id: i64, note: &str) -> Result<u64> {
         self.close_batch(id, "void", Some(note))
     }
 
@@ -570,7 +588,7 @@ impl Store {
     }
 
     /// Batch `id`, if there is one.
-    pub fn batch(&self, id: i64) -> Result<Option<BatchRow>> {
+    pub(crate) fn batch(&self, id: i64) -> Result<Option<BatchRow>> {
         Ok(batch_rows(
             &self.conn,
             &format!("SELECT {BATCH_COLUMNS} FROM batches WHERE id = ?1"),
@@ -580,7 +598,8 @@ impl Store {
     }
 
     /// The batch of intent `tag`, if there is one.
-    pub fn batch_by_tag(&self, tag: &str) -> Result<Option<BatchRow>> {
+    #[cfg(test)]
+    pub(crate) fn batch_by_tag(&self, tag: &str) -> Result<Option<BatchRow>> {
         Ok(batch_rows(
             &self.conn,
             &format!("SELECT {BATCH_COLUMNS} FROM batches WHERE tag = ?1"),
@@ -591,7 +610,8 @@ impl Store {
 
     /// The batches still to be followed (intent, uploaded, submitted), oldest first: what a
     /// run resumes before it sends anything.
-    pub fn open_batches(&self) -> Result<Vec<BatchRow>> {
+    #[cfg(test)]
+    pub(crate) fn open_batches(&self) -> Result<Vec<BatchRow>> {
         batch_rows(
             &self.conn,
             &format!(
@@ -603,7 +623,7 @@ impl Store {
     }
 
     /// The newest `limit` batches, of run `run` or of all; for `track batches`.
-    pub fn list_batches(&self, run: Option<i64>, limit: usize) -> Result<Vec<BatchRow>> {
+    pub(crate) fn list_batches(&self, run: Option<i64>, limit: usize) -> Result<Vec<BatchRow>> {
         batch_rows(
             &self.conn,
             &format!(
@@ -616,7 +636,7 @@ impl Store {
 
     /// The batch the provider calls `batch_id` (`batch_…`, `msgbatch_…`), if one is stored; the
     /// newest when two providers gave the same id.
-    pub fn batch_by_provider_id(&self, batch_id: &str) -> Result<Option<BatchRow>> {
+    pub(crate) fn batch_by_provider_id(&self, batch_id: &str) -> Result<Option<BatchRow>> {
         Ok(batch_rows(
             &self.conn,
             &format!(
@@ -631,7 +651,7 @@ impl Store {
     /// of the calls it answered (`calls.batch`), at the batch rate. A batch with none is
     /// absent. Read through `batch_calls`, whose key starts with the batch, so no scan of
     /// `calls` is needed.
-    pub fn batch_costs(&self, ids: &[i64]) -> Result<HashMap<i64, f64>> {
+    pub(crate) fn batch_costs(&self, ids: &[i64]) -> Result<HashMap<i64, f64>> {
         let mut costs = HashMap::new();
         for chunk in ids.chunks(CHUNK) {
             let placeholders = vec!["?"; chunk.len()].join(",");
@@ -650,7 +670,7 @@ impl Store {
 
     /// What became of the calls of each of batches `ids`, as stored: (answered, failed,
     /// unfinished), counted from `batch_calls`. A batch with no call is absent.
-    pub fn batch_outcomes(&self, ids: &[i64]) -> Result<HashMap<i64, (u64, u64, u64)>> {
+    pub(crate) fn batch_outcomes(&self, ids: &[i64]) -> Result<HashMap<i64, (u64, u64, u64)>> {
         let mut counts: HashMap<i64, (u64, u64, u64)> = HashMap::new();
         for chunk in ids.chunks(CHUNK) {
             let placeholders = vec!["?"; chunk.len()].join(",");
@@ -705,7 +725,7 @@ impl Store {
 
     /// Which of `keys` wait in a batch, and in which: calls not to send live or in another
     /// batch, but to wait for.
-    pub fn pending_in_batches<'k>(
+    pub(crate) fn pending_in_batches<'k>(
         &self,
         keys: impl IntoIterator<Item = &'k str>,
     ) -> Result<HashMap<String, i64>> {
@@ -736,7 +756,7 @@ impl Store {
 
     /// Whether a stored batch already has the provider's id `batch_id` (a batch found by
     /// listing is adopted only when no other intent claims it).
-    pub fn batch_id_known(&self, batch_id: &str) -> Result<bool> {
+    pub(crate) fn batch_id_known(&self, batch_id: &str) -> Result<bool> {
         Ok(self
             .conn
             .prepare_cached("SELECT 1 FROM batches WHERE batch_id = ?1 LIMIT 1")?
@@ -747,7 +767,8 @@ impl Store {
 
     /// The batch that answered call `call_id`, if it came from one (its prices are then the
     /// batch rate).
-    pub fn call_batch(&self, call_id: i64) -> Result<Option<i64>> {
+    #[cfg(test)]
+    pub(crate) fn call_batch(&self, call_id: i64) -> Result<Option<i64>> {
         Ok(self
             .conn
             .prepare_cached("SELECT batch FROM calls WHERE id = ?1")?
@@ -769,7 +790,7 @@ mod tests {
         NewBatch {
             run_id: None,
             provider: "openai",
-            api: "openai",
+            api: BatchApi::Openai,
             base_url: "https://api.openai.com/v1",
             key_fingerprint: "0123456789abcdef",
             model: "gpt-4o-mini",
@@ -797,6 +818,38 @@ mod tests {
             output_price_per_mtok: 0.3,
             cost_usd: Some(0.00000135),
             http_status: Some(200),
+        }
+    }
+
+    #[test]
+    fn an_unknown_api_is_an_error_naming_its_batch_never_a_batch_skipped() {
+        let mut store = Store::open_in_memory().unwrap();
+        let batch = store.create_batch(&intent(&keys(&["k1"]))).unwrap();
+        assert_eq!(batch.api, BatchApi::Openai);
+        store
+            .conn
+            .execute_batch(
+                "PRAGMA ignore_check_constraints = ON;
+                 UPDATE batches SET api = 'gemini';
+                 PRAGMA ignore_check_constraints = OFF;",
+            )
+            .unwrap();
+        let reads = [
+            store.open_batches(),
+            store.list_batches(None, 10),
+            store.batch(batch.id).map(|b| b.into_iter().collect()),
+        ];
+        for read in reads {
+            let error = read.unwrap_err();
+            let StoreError::UnknownInRow(unknown) = &error else {
+                panic!("not an unknown value: {error:?}");
+            };
+            assert_eq!(
+                (unknown.table, unknown.id, unknown.column.as_str()),
+                ("batches", batch.id, "api")
+            );
+            assert_eq!(unknown.value, "gemini");
+            assert!(error.to_string().contains("`gemini`"), "{error}");
         }
     }
 
@@ -849,8 +902,12 @@ mod tests {
         use std::time::Duration;
         let mut store = Store::open_in_memory().unwrap();
         let (one, two) = (
-            store.create_run("bench", None, None, "{}").unwrap(),
-            store.create_run("bench", None, None, "{}").unwrap(),
+            store
+                .create_run(crate::kind::ExperimentKind::Bench, None, None, "{}")
+                .unwrap(),
+            store
+                .create_run(crate::kind::ExperimentKind::Bench, None, None, "{}")
+                .unwrap(),
         );
         let lease = Duration::from_secs(60);
         let alive = |_: &str| false;
@@ -1152,7 +1209,9 @@ mod tests {
     #[test]
     fn batches_are_listed_newest_first_by_run() {
         let mut store = Store::open_in_memory().unwrap();
-        let run = store.create_run("bench", None, None, "{}").unwrap();
+        let run = store
+            .create_run(crate::kind::ExperimentKind::Bench, None, None, "{}")
+            .unwrap();
         let k1 = keys(&["a"]);
         let mut of_run = intent(&k1);
         of_run.run_id = Some(run);

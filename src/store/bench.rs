@@ -768,6 +768,8 @@ impl Store {
     }
 
     /// Writes `rows` in one transaction: see [`Store::insert_bench_results`].
+    // TODO(issue 31): split
+    #[allow(clippy::too_many_lines, reason = "TODO(issue 31): split")]
     fn write_bench_results(&mut self, rows: &[BenchResultRow]) -> Result<()> {
         /// Rows written by one statement: cached runs write tens of thousands at once.
         const ROWS_PER_STATEMENT: usize = 64;
@@ -1362,7 +1364,9 @@ pub(crate) mod tests {
     #[test]
     fn two_templates_of_one_case_are_two_results_and_several_checks_are_rows() {
         let mut store = Store::open_in_memory().unwrap();
-        let run = store.create_run("bench", None, None, "{}").unwrap();
+        let run = store
+            .create_run(crate::kind::ExperimentKind::Bench, None, None, "{}")
+            .unwrap();
         let check = |method: &str, outcome| CheckRow {
             method: method.into(),
             expected: Some("4".into()),
@@ -1465,7 +1469,9 @@ pub(crate) mod tests {
     fn measures_scan_in_parallel_slices_of_a_file() {
         let dir = tempfile::tempdir().unwrap();
         let mut store = Store::open(&dir.path().join("t.db")).unwrap();
-        let run = store.create_run("bench", None, None, "{}").unwrap();
+        let run = store
+            .create_run(crate::kind::ExperimentKind::Bench, None, None, "{}")
+            .unwrap();
         let rows: Vec<BenchResultRow> = (0..3)
             .flat_map(|m| (0..5).map(move |p| row(run, m, p, Outcome::of_test(p % 2 == 0))))
             .collect();
@@ -1493,8 +1499,12 @@ pub(crate) mod tests {
     fn measures_of_several_templates_scan_in_slices_and_prompt_ranges_with_their_keys() {
         let dir = tempfile::tempdir().unwrap();
         let mut store = Store::open(&dir.path().join("t.db")).unwrap();
-        let run = store.create_run("bench", None, None, "{}").unwrap();
-        let plain = store.create_run("bench", None, None, "{}").unwrap();
+        let run = store
+            .create_run(crate::kind::ExperimentKind::Bench, None, None, "{}")
+            .unwrap();
+        let plain = store
+            .create_run(crate::kind::ExperimentKind::Bench, None, None, "{}")
+            .unwrap();
         let mut rows = Vec::new();
         for m in 0..2 {
             for (t, name) in ["terse", "steps", "json"].iter().enumerate() {
@@ -1550,7 +1560,9 @@ pub(crate) mod tests {
     #[test]
     fn failures_come_bounded_in_model_major_order() {
         let mut store = Store::open_in_memory().unwrap();
-        let run = store.create_run("bench", None, None, "{}").unwrap();
+        let run = store
+            .create_run(crate::kind::ExperimentKind::Bench, None, None, "{}")
+            .unwrap();
         let mut failed = row(run, 1, 0, Outcome::Failed);
         failed.detail = Some("expected `4`, got `five`".into());
         store
@@ -1582,7 +1594,9 @@ pub(crate) mod tests {
     #[test]
     fn results_round_trip_in_model_major_order() {
         let mut store = Store::open_in_memory().unwrap();
-        let run = store.create_run("bench", None, None, "{}").unwrap();
+        let run = store
+            .create_run(crate::kind::ExperimentKind::Bench, None, None, "{}")
+            .unwrap();
         store
             .insert_bench_results(&[
                 row(run, 1, 0, Outcome::Passed),

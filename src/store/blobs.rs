@@ -22,14 +22,14 @@ pub(super) fn insert_blob(
 
 impl Store {
     /// Stores `content` under its sha256 (computed here) unless already present; returns the hash.
-    pub fn put_blob(&self, media_type: &str, content: &[u8]) -> Result<String> {
+    pub(crate) fn put_blob(&self, media_type: &str, content: &[u8]) -> Result<String> {
         let sha = sha256_hex(content);
         insert_blob(&self.conn, &sha, media_type, content)?;
         Ok(sha)
     }
 
     /// The bytes stored under `sha`, if any.
-    pub fn blob(&self, sha: &str) -> Result<Option<Vec<u8>>> {
+    pub(crate) fn blob(&self, sha: &str) -> Result<Option<Vec<u8>>> {
         Ok(self
             .conn
             .prepare_cached("SELECT content FROM blobs WHERE sha256 = ?1")?
@@ -38,7 +38,8 @@ impl Store {
     }
 
     /// The blob under `sha` as text (lossy for invalid UTF-8, which track never stores).
-    pub fn blob_text(&self, sha: &str) -> Result<Option<String>> {
+    #[cfg(test)]
+    pub(crate) fn blob_text(&self, sha: &str) -> Result<Option<String>> {
         Ok(self
             .blob(sha)?
             .map(|bytes| String::from_utf8_lossy(&bytes).into_owned()))

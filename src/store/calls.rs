@@ -55,7 +55,7 @@ impl Store {
 
     /// The newest successful call for each of `keys` that has one. Errors are never returned.
     /// Looks keys up in batches, so a cached run of many thousands of calls is quick.
-    pub fn cached_calls<'k>(
+    pub(crate) fn cached_calls<'k>(
         &self,
         keys: impl IntoIterator<Item = &'k str>,
     ) -> Result<HashMap<String, StoredCall>> {
@@ -64,7 +64,7 @@ impl Store {
 
     /// [`Self::cached_calls`] among the calls answered at or after `since` (RFC 3339, as
     /// stored) when it is given.
-    pub fn cached_calls_since<'k>(
+    pub(crate) fn cached_calls_since<'k>(
         &self,
         keys: impl IntoIterator<Item = &'k str>,
         since: Option<&str>,
@@ -151,7 +151,7 @@ impl Store {
 
     /// The attempts of the newest call of `key` when that call failed; `None` when it did not
     /// fail or there is none.
-    pub fn last_failure_attempts(&self, key: &str) -> Result<Option<u32>> {
+    pub(crate) fn last_failure_attempts(&self, key: &str) -> Result<Option<u32>> {
         use rusqlite::OptionalExtension as _;
         Ok(self
             .conn
@@ -163,7 +163,7 @@ impl Store {
 
     /// The HTTP status and error of the last call stored under `key`, when it failed with a
     /// status.
-    pub fn last_failure_status(&self, key: &str) -> Result<Option<(u16, String)>> {
+    pub(crate) fn last_failure_status(&self, key: &str) -> Result<Option<(u16, String)>> {
         use rusqlite::OptionalExtension as _;
         Ok(self
             .conn
@@ -188,7 +188,7 @@ impl Store {
 
     /// The answer of call `call_id`: its response text, whole; `None` when the call got none
     /// (an error) or there is no such call.
-    pub fn answer_text(&self, call_id: i64) -> Result<Option<String>> {
+    pub(crate) fn answer_text(&self, call_id: i64) -> Result<Option<String>> {
         use rusqlite::OptionalExtension as _;
         let bytes: Option<Vec<u8>> = self
             .conn
@@ -205,7 +205,8 @@ impl Store {
     }
 
     /// How many calls (of any status) were recorded under `key`; for tests and diagnostics.
-    pub fn call_count(&self, key: &str) -> Result<u64> {
+    #[cfg(test)]
+    pub(crate) fn call_count(&self, key: &str) -> Result<u64> {
         Ok(self
             .conn
             .prepare_cached("SELECT count(*) FROM calls WHERE cache_key = ?1")?

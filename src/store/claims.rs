@@ -38,7 +38,7 @@ fn now_secs() -> f64 {
 impl Store {
     /// Claims `key` for `owner` for `lease`, unless it is answered or claimed by another owner
     /// whose claim has not expired; `take_over` takes another owner's claim (it is known dead).
-    pub fn claim(
+    pub(crate) fn claim(
         &mut self,
         key: &str,
         owner: &str,
@@ -51,7 +51,7 @@ impl Store {
 
     /// Claims each of `keys` for `owner` for `lease`, as [`Store::claim`] does one, in one
     /// transaction; another owner's claim is taken over when `dead` says its run is gone.
-    pub fn claim_many(
+    pub(crate) fn claim_many(
         &mut self,
         keys: &[String],
         owner: &str,
@@ -72,7 +72,7 @@ impl Store {
     }
 
     /// Lets go of `owner`'s claims on `keys`, in one transaction.
-    pub fn release_claims(&mut self, keys: &[String], owner: &str) -> Result<()> {
+    pub(crate) fn release_claims(&mut self, keys: &[String], owner: &str) -> Result<()> {
         self.atomically(|tx| {
             let mut stmt =
                 tx.prepare_cached("DELETE FROM call_claims WHERE cache_key = ?1 AND owner = ?2")?;
@@ -84,7 +84,7 @@ impl Store {
     }
 
     /// Lets go of `owner`'s claim on `key` (answered, failed or stopped).
-    pub fn release_claim(&self, key: &str, owner: &str) -> Result<()> {
+    pub(crate) fn release_claim(&self, key: &str, owner: &str) -> Result<()> {
         self.conn
             .prepare_cached("DELETE FROM call_claims WHERE cache_key = ?1 AND owner = ?2")?
             .execute(params![key, owner])?;

@@ -24,7 +24,7 @@ pub struct DatasetFile {
 
 impl Store {
     /// The file kept for `address`, if it was fetched before.
-    pub fn dataset_file(&self, address: &str) -> Result<Option<DatasetFile>> {
+    pub(crate) fn dataset_file(&self, address: &str) -> Result<Option<DatasetFile>> {
         Ok(self
             .conn
             .prepare_cached(
@@ -45,7 +45,7 @@ impl Store {
     /// Keeps the bytes fetched for `address` (a blob of `media_type`) and the commit
     /// `revision` resolved to, in one transaction; an earlier fetch of the address is
     /// replaced. Returns the row as stored.
-    pub fn put_dataset_file(
+    pub(crate) fn put_dataset_file(
         &self,
         address: &str,
         revision: &str,

@@ -127,7 +127,7 @@ pub enum Affinity {
 
 impl Affinity {
     /// The affinity of a column declared `declared` (case-insensitive).
-    pub fn of_declared(declared: &str) -> Self {
+    pub(crate) fn of_declared(declared: &str) -> Self {
         let d = declared.to_ascii_uppercase();
         if d.contains("INT") {
             Self::Integer
@@ -162,7 +162,7 @@ pub struct ExportColumn {
 impl ExportColumn {
     /// A column of `affinity`, declared as that affinity's name; for tests and callers that
     /// build batches themselves.
-    pub fn new(name: &str, affinity: Affinity) -> Self {
+    pub(crate) fn new(name: &str, affinity: Affinity) -> Self {
         let declared = match affinity {
             Affinity::Integer => "INTEGER",
             Affinity::Text => "TEXT",
@@ -210,8 +210,8 @@ fn blob_text(sha: &str) -> String {
 ///   the judge's for a verdict);
 /// - a table whose rows can be rated: `human_verdict`, `human_score`, `human_comment` and
 ///   `rater` of its current rating (the newest), null where no one rated it.
-pub fn derived_columns(table: &str, names: &[String]) -> Vec<ExportColumn> {
-    use crate::rating::{ANSWER, HUMAN_COMMENT, HUMAN_SCORE, HUMAN_VERDICT, RATER};
+pub(crate) fn derived_columns(table: &str, names: &[String]) -> Vec<ExportColumn> {
+    use super::rating_columns::{ANSWER, HUMAN_COMMENT, HUMAN_SCORE, HUMAN_VERDICT, RATER};
     let has = |name: &str| names.iter().any(|n| n == name);
     let mut derived = Vec::new();
     if table == "calls" {
@@ -369,20 +369,6 @@ impl ColumnValues {
         }
         Ok(())
     }
-
-    /// How many rows it holds.
-    pub fn len(&self) -> usize {
-        match self {
-            Self::Integer { present, .. }
-            | Self::Real { present, .. }
-            | Self::Text { present, .. } => present.len(),
-        }
-    }
-
-    /// Whether it holds no row.
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
-    }
 }
 
 fn lossy(bytes: &[u8]) -> String {
@@ -426,7 +412,7 @@ impl Drop for Snapshot<'_> {
 
 impl Store {
     /// Starts a read transaction that lasts as long as the returned snapshot.
-    pub fn read_snapshot(&self) -> Result<Snapshot<'_>> {
+    pub(crate) fn read_snapshot(&self) -> Result<Snapshot<'_>> {
         self.conn.execute_batch("BEGIN DEFERRED")?;
         // A read transaction starts at its first read: make it now.
         self.conn
@@ -437,7 +423,10 @@ impl Store {
     /// The columns of `table` as exported, in the table's order then those the export adds
     /// ([`derived_columns`]), and the names of those left out (BLOB columns: bytes). `None`
     /// when the database has no such table.
-    pub fn export_columns(&self, table: &str) -> Result<Option<(Vec<ExportColumn>, Vec<String>)>> {
+    pub(crate) fn export_columns(
+        &self,
+        table: &str,
+    ) -> Result<Option<(Vec<ExportColumn>, Vec<String>)>> {
         let mut stmt = self
             .conn
             .prepare("SELECT name, type FROM pragma_table_info(?1) ORDER BY cid")?;
@@ -466,7 +455,8 @@ impl Store {
     }
 
     /// The names of the database's tables, sorted.
-    pub fn table_names(&self) -> Result<Vec<String>> {
+    #[cfg(test)]
+    pub(crate) fn table_names(&self) -> Result<Vec<String>> {
         let mut stmt = self.conn.prepare(
             "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'
              ORDER BY name",
@@ -477,7 +467,7 @@ impl Store {
     }
 
     /// The partitions of runs `ids`, in the order given; an id with no run is left out.
-    pub fn run_partitions(&self, ids: &[i64]) -> Result<Vec<RunPartition>> {
+    pub(crate) fn run_partitions(&self, ids: &[i64]) -> Result<Vec<RunPartition>> {
         // Every run has a uid since V17 (backfilled); the id stands in should one be missing.
         let sql = "SELECT id, kind, coalesce(uid, CAST(id AS TEXT)) FROM runs WHERE id = ?1";
         let mut stmt = self.conn.prepare(sql)?;
@@ -539,7 +529,7 @@ impl Store {
     /// a result table adds the ids in its columns that reference `calls`; reading the calls
     /// takes them (so read the result tables first, with the same `calls`). Results are read
     /// in the order of the table's index on the run; calls and runs by id.
-    pub fn export_rows<E: From<StoreError>>(
+    pub(crate) fn export_rows<E: From<StoreError>>(
         &self,
         source: RowSource,
         run_id: i64,
@@ -647,7 +637,7 @@ pub struct CallRefs {
 
 impl CallRefs {
     /// At most `cap` references held (8 bytes each).
-    pub fn new(cap: usize) -> Self {
+    pub(crate) fn new(cap: usize) -> Self {
         Self {
             ids: Vec::new(),
             cap,
@@ -703,7 +693,7 @@ pub const BATCH_TEXT_BYTES: usize = 32 << 20;
 
 impl ColumnBatch {
     /// The bytes of its text columns' values.
-    pub fn text_bytes(&self) -> usize {
+    pub(crate) fn text_bytes(&self) -> usize {
         self.columns
             .iter()
             .map(|c| match c {
@@ -842,10 +832,18 @@ mod tests {
     }
 
     #[test]
+    #[allow(
+        clippy::too_many_lines,
+        reason = "a test reads as one scenario (or table), top to bottom"
+    )]
     fn rows_come_in_batches_with_their_nulls_and_the_calls_they_reference() {
         let store = Store::open_in_memory().unwrap();
-        let run = store.create_run("bench", None, None, "{}").unwrap();
-        let other = store.create_run("bench", None, None, "{}").unwrap();
+        let run = store
+            .create_run(crate::kind::ExperimentKind::Bench, None, None, "{}")
+            .unwrap();
+        let other = store
+            .create_run(crate::kind::ExperimentKind::Bench, None, None, "{}")
+            .unwrap();
         store
             .conn
             .execute_batch(&format!(
@@ -953,7 +951,9 @@ mod tests {
         }
 
         // A run without rows: no batch at all.
-        let empty = store.create_run("bench", None, None, "{}").unwrap();
+        let empty = store
+            .create_run(crate::kind::ExperimentKind::Bench, None, None, "{}")
+            .unwrap();
         let mut none = 0;
         store
             .export_rows::<StoreError>(bench, empty, &wanted, 2, &mut CallRefs::new(10), |_| {
@@ -965,11 +965,19 @@ mod tests {
     }
 
     #[test]
+    #[allow(
+        clippy::too_many_lines,
+        reason = "a test reads as one scenario (or table), top to bottom"
+    )]
     fn the_export_adds_answers_requests_and_the_current_human_rating() {
         use crate::store::{NewRating, Outcome, Verdict};
         let mut store = Store::open_in_memory().unwrap();
-        let run = store.create_run("bench", None, None, "{}").unwrap();
-        let unrated = store.create_run("bench", None, None, "{}").unwrap();
+        let run = store
+            .create_run(crate::kind::ExperimentKind::Bench, None, None, "{}")
+            .unwrap();
+        let unrated = store
+            .create_run(crate::kind::ExperimentKind::Bench, None, None, "{}")
+            .unwrap();
         let call = store
             .insert_answered("k1", "the whole answer\nof two lines")
             .id;
@@ -1129,7 +1137,9 @@ mod tests {
     #[test]
     fn calls_are_read_in_ranges_skipping_the_ids_not_referenced() {
         let store = Store::open_in_memory().unwrap();
-        let run = store.create_run("bench", None, None, "{}").unwrap();
+        let run = store
+            .create_run(crate::kind::ExperimentKind::Bench, None, None, "{}")
+            .unwrap();
         let mut sql = String::from("BEGIN;");
         for id in 1..=200 {
             sql.push_str(&format!(
@@ -1181,7 +1191,9 @@ mod tests {
     #[test]
     fn a_value_of_the_wrong_type_names_its_table_and_column() {
         let store = Store::open_in_memory().unwrap();
-        let run = store.create_run("bench", None, None, "{}").unwrap();
+        let run = store
+            .create_run(crate::kind::ExperimentKind::Bench, None, None, "{}")
+            .unwrap();
         store
             .conn
             .execute("UPDATE runs SET pid = 'not a pid' WHERE id = ?1", [run])
@@ -1207,8 +1219,12 @@ mod tests {
     #[test]
     fn a_run_is_partitioned_by_its_uid() {
         let store = Store::open_in_memory().unwrap();
-        let a = store.create_run("bench", None, None, "{}").unwrap();
-        let b = store.create_run("review", None, None, "{}").unwrap();
+        let a = store
+            .create_run(crate::kind::ExperimentKind::Bench, None, None, "{}")
+            .unwrap();
+        let b = store
+            .create_run(crate::kind::ExperimentKind::Review, None, None, "{}")
+            .unwrap();
         let uid = |id: i64| -> String {
             store
                 .conn

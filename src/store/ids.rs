@@ -56,14 +56,14 @@ fn uuid7(millis: u64, bits: &[u8; 32]) -> uuid::Uuid {
 }
 
 /// The uid of a run starting now: a UUIDv7 (time-ordered, random).
-pub fn new_run_uid() -> String {
+pub(crate) fn new_run_uid() -> String {
     uuid::Uuid::now_v7().to_string()
 }
 
 /// The uid of the run merged from the shards of one plan: a UUIDv8 of the plan and the shard
 /// count only, so every merge of those shards (all at once or a few at a time, in any order,
 /// on any machine) makes the same run. Not a UUIDv7: no one time is the plan's.
-pub fn merged_run_uid(plan_sha256: &str, shards: u32) -> String {
+pub(crate) fn merged_run_uid(plan_sha256: &str, shards: u32) -> String {
     let bits: [u8; 32] = Sha256::new()
         .chain_update(b"merged\x1f")
         .chain_update(plan_sha256.as_bytes())
@@ -137,7 +137,7 @@ pub fn uid(parts: &[Part<'_>]) -> String {
 
 /// A random salt for the uid of a row that has no natural key within its run (a call, a
 /// review, an error): two alike to the millisecond stay two.
-pub fn salt() -> i64 {
+pub(crate) fn salt() -> i64 {
     rand::random::<i64>()
 }
 

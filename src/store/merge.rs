@@ -15,7 +15,9 @@ use std::path::{Path, PathBuf};
 
 use rusqlite::{Connection, OptionalExtension, params};
 
+use super::stored::in_row;
 use super::{Result as StoreResult, RunStatus, Store, StoreError, merged_run_uid};
+use crate::kind::ExperimentKind;
 
 /// Why a merge was refused or failed; OUT is left as it was.
 #[derive(Debug, thiserror::Error)]
@@ -73,7 +75,7 @@ pub enum MergeError {
         index: u32,
         count: u32,
         source_db: String,
-        status: String,
+        status: RunStatus,
     },
     #[error(
         "{0} is in use by another process (its write-ahead log is not empty); stop it, then merge again"
@@ -93,7 +95,7 @@ pub enum MergeError {
 
 impl From<rusqlite::Error> for MergeError {
     fn from(e: rusqlite::Error) -> Self {
-        Self::Store(StoreError::Sqlite(e))
+        Self::Store(StoreError::from(e))
     }
 }
 
@@ -119,7 +121,7 @@ pub struct InputAdded {
 #[derive(Debug, Clone, PartialEq)]
 pub struct PlanMerged {
     pub plan_sha256: String,
-    pub kind: String,
+    pub kind: ExperimentKind,
     pub run_id: i64,
     pub run_uid: String,
     pub shards: u32,
@@ -136,7 +138,7 @@ struct ShardRun {
     plan: String,
     index: u32,
     count: u32,
-    status: String,
+    status: RunStatus,
 }
 
 /// One input, opened and read.
@@ -233,13 +235,14 @@ fn shard_runs(conn: &Connection) -> StoreResult<(Vec<ShardRun>, Vec<ShardRun>)> 
          ORDER BY started_at DESC, uid DESC",
     )?;
     let rows = stmt.query_map([], |r| {
+        let id = r.get(0)?;
         Ok(ShardRun {
-            id: r.get(0)?,
+            id,
             uid: r.get(1)?,
             plan: r.get(2)?,
             index: r.get(3)?,
             count: r.get(4)?,
-            status: r.get(5)?,
+            status: in_row(r, 5, "runs", id)?,
         })
     })?;
     let mut newest: BTreeMap<(String, u32, u32), ShardRun> = BTreeMap::new();
@@ -271,7 +274,40 @@ fn validate(
     existing: &[ShardRun],
     allow_partial: bool,
 ) -> Result<Option<Joined>, MergeError> {
-    let short = |plan: &str| plan.chars().take(12).collect::<String>();
+    let Some(plan) = one_plan(inputs)? else {
+        return Ok(None);
+    };
+    let count = shard_count(inputs, existing, plan)?;
+    let (present, mut partial) = join_shards(inputs, existing, (plan, count), allow_partial)?;
+    let missing: Vec<String> = (0..count)
+        .filter(|k| !present.contains(k))
+        .map(|k| format!("{k}/{count}"))
+        .collect();
+    if !missing.is_empty() {
+        if !allow_partial {
+            return Err(MergeError::Missing {
+                plan: short(plan),
+                count,
+                missing: missing.join(", "),
+            });
+        }
+        partial = true;
+    }
+    Ok(Some(Joined {
+        plan: plan.to_owned(),
+        count,
+        partial,
+    }))
+}
+
+/// A plan's sha256 as messages show it: its first 12 digits.
+fn short(plan: &str) -> String {
+    plan.chars().take(12).collect()
+}
+
+/// The plan the inputs' shards are of (`None`: they hold no shard); shards of two plans are
+/// refused, naming each input's.
+fn one_plan(inputs: &[Input]) -> Result<Option<&str>, MergeError> {
     let plans: BTreeSet<&str> = inputs
         .iter()
         .flat_map(|i| i.shards.iter().map(|s| s.plan.as_str()))
@@ -292,9 +328,12 @@ fn validate(
             .collect();
         return Err(MergeError::DifferentPlans(described.join(", ")));
     }
-    let Some(plan) = plans.into_iter().next() else {
-        return Ok(None);
-    };
+    Ok(plans.into_iter().next())
+}
+
+/// How many shards `plan` has, as every input and OUT (`existing`) agree; two counts are
+/// refused.
+fn shard_count(inputs: &[Input], existing: &[ShardRun], plan: &str) -> Result<u32, MergeError> {
     let of_plan = |s: &&ShardRun| s.plan == plan;
     let mut counts: BTreeSet<u32> = inputs
         .iter()
@@ -308,7 +347,19 @@ fn validate(
             counts: list.join(" and "),
         });
     }
-    let count = counts.into_iter().next().unwrap_or(1);
+    Ok(counts.into_iter().next().unwrap_or(1))
+}
+
+/// The shards of `plan` (of `count`) in OUT once the inputs' join OUT's (`existing`), and
+/// whether one of them is unfinished (refused unless `allow_partial`). Two runs of one shard
+/// are refused, unless one is an older attempt of the other.
+fn join_shards(
+    inputs: &[Input],
+    existing: &[ShardRun],
+    (plan, count): (&str, u32),
+    allow_partial: bool,
+) -> Result<(BTreeSet<u32>, bool), MergeError> {
+    let of_plan = |s: &&ShardRun| s.plan == plan;
     let mut owners: BTreeMap<u32, &ShardRun> = BTreeMap::new();
     for shard in existing.iter().filter(of_plan) {
         owners.insert(shard.index, shard);
@@ -332,39 +383,20 @@ fn validate(
                 });
             }
             owners.insert(shard.index, shard);
-            if shard.status != RunStatus::Completed.as_str() {
+            if shard.status != RunStatus::Completed {
                 if !allow_partial {
                     return Err(MergeError::Unfinished {
                         index: shard.index,
                         count,
                         source_db: input.path.display().to_string(),
-                        status: shard.status.clone(),
+                        status: shard.status,
                     });
                 }
                 partial = true;
             }
         }
     }
-    let present: BTreeSet<u32> = owners.keys().copied().collect();
-    let missing: Vec<String> = (0..count)
-        .filter(|k| !present.contains(k))
-        .map(|k| format!("{k}/{count}"))
-        .collect();
-    if !missing.is_empty() {
-        if !allow_partial {
-            return Err(MergeError::Missing {
-                plan: short(plan),
-                count,
-                missing: missing.join(", "),
-            });
-        }
-        partial = true;
-    }
-    Ok(Some(Joined {
-        plan: plan.to_owned(),
-        count,
-        partial,
-    }))
+    Ok((owners.keys().copied().collect(), partial))
 }
 
 /// The file a merge is written into before it replaces OUT.
@@ -763,9 +795,10 @@ fn ensure_merged_run(
 /// completed, else `partial`.
 fn settle_merged_run(conn: &Connection, joined: &Joined) -> Result<PlanMerged, MergeError> {
     let uid = merged_run_uid(&joined.plan, joined.count);
-    let (id, kind): (i64, String) =
+    let (id, kind): (i64, ExperimentKind) =
         conn.query_row("SELECT id, kind FROM runs WHERE uid = ?1", [&uid], |r| {
-            Ok((r.get(0)?, r.get(1)?))
+            let id = r.get(0)?;
+            Ok((id, in_row(r, 1, "runs", id)?))
         })?;
     // Each shard's newest attempt is the shard; the older ones only paid.
     conn.execute_batch(&format!(
@@ -805,7 +838,7 @@ fn settle_merged_run(conn: &Connection, joined: &Joined) -> Result<PlanMerged, M
              finished_at = (SELECT max(finished_at) FROM runs s WHERE s.merged_into = ?1),
              status = ?2, shard_index = NULL, shard_count = ?3, pid = NULL
          WHERE id = ?1",
-        params![id, status.as_str(), joined.count],
+        params![id, status, joined.count],
     )?;
     let mut stmt =
         conn.prepare("SELECT DISTINCT shard_index FROM runs WHERE merged_into = ?1 ORDER BY 1")?;
@@ -821,4 +854,397 @@ fn settle_merged_run(conn: &Connection, joined: &Joined) -> Result<PlanMerged, M
         present,
         status,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::{BenchResultRow, CheckRow, NewCall, Outcome, RunTally};
+
+    const PLAN: &str = "plan-of-the-merge-tests";
+
+    /// A finished (or not) shard `k`/`n` of `plan` in its own database at `path`: `results`
+    /// benchmark results, each with an answered call of its own (its text unique to the shard
+    /// and result) and every third with a judge's call too and two checks. `padding` calls
+    /// stored first make the shard's call ids differ from every other database's.
+    #[allow(
+        clippy::too_many_lines,
+        reason = "one shard database written whole, as the other test builders"
+    )]
+    fn shard(path: &Path, plan: &str, (k, n): (u32, u32), results: u32, padding: u32) {
+        let mut store = Store::open(path).unwrap();
+        let run = store
+            .create_run(
+                ExperimentKind::Bench,
+                Some("sharded.yaml"),
+                Some("spec"),
+                "{}",
+            )
+            .unwrap();
+        store.set_run_plan(run, plan, Some((k, n))).unwrap();
+        let mut call = |what: &str, answer: &str| {
+            let request = format!(r#"{{"messages":[{{"text":"{what}"}}]}}"#);
+            let key = crate::hash::sha256_hex(request.as_bytes());
+            store
+                .insert_call(&NewCall {
+                    cache_key: &key,
+                    canonical_request: request.clone().into(),
+                    provider: "openai",
+                    model: "m",
+                    outcome: Ok(answer),
+                    finish_reason: None,
+                    input_tokens: Some(3),
+                    output_tokens: Some(4),
+                    tokens_estimated: false,
+                    latency_ms: 1.0,
+                    attempts: 1,
+                    input_price_per_mtok: 0.0,
+                    output_price_per_mtok: 0.0,
+                    cost_usd: Some(0.0),
+                    http_status: None,
+                })
+                .unwrap()
+        };
+        for p in 0..padding {
+            call(&format!("padding {p} of {path:?}"), &format!("pad{p}"));
+        }
+        let mut rows = Vec::new();
+        for i in 0..results {
+            let prompt = i * n + k;
+            let answer = call(
+                &format!("prompt {prompt}"),
+                &format!("answer{prompt}word shard{k}of{n}"),
+            );
+            let judge = (i % 3 == 0).then(|| call(&format!("judge {prompt}"), "judged"));
+            rows.push(BenchResultRow {
+                run_id: run,
+                model_index: 0,
+                prompt_index: prompt,
+                repeat_index: 0,
+                model_ref: "openai:m".into(),
+                provider: "openai".into(),
+                model_id: "m".into(),
+                prompt_name: format!("prompt_{prompt}"),
+                method: "exact".into(),
+                call_id: Some(answer),
+                cache_hit: false,
+                outcome: Outcome::of_test(prompt % 2 == 0),
+                detail: None,
+                latency_ms: Some(f64::from(prompt)),
+                input_tokens: Some(3),
+                output_tokens: Some(4),
+                tokens_estimated: false,
+                cost_usd: Some(0.0),
+                paid_usd: Some(0.0),
+                energy_wh: None,
+                energy_wh_min: None,
+                energy_wh_max: None,
+                energy_method: None,
+                judge_call_id: judge,
+                judge_score: judge.map(|_| 4),
+                judge_cost_usd: None,
+                expected: Some(String::new()),
+                template_index: 0,
+                template_name: None,
+                score: None,
+                checks: match judge {
+                    Some(_) => ["contains", "judge"]
+                        .iter()
+                        .map(|method| CheckRow {
+                            method: (*method).into(),
+                            expected: Some(format!("{method} {prompt}")),
+                            outcome: Outcome::Passed,
+                            score: Some(1.0),
+                            weight: 1.0,
+                            reason: None,
+                        })
+                        .collect(),
+                    None => Vec::new(),
+                },
+            });
+        }
+        store.insert_bench_results(&rows).unwrap();
+        let tally = RunTally {
+            planned_calls: u64::from(results),
+            calls: u64::from(results),
+            ..RunTally::default()
+        };
+        store.update_run_tally(run, &tally).unwrap();
+        store.finish_run(run, RunStatus::Completed).unwrap();
+    }
+
+    /// Each result of a database by its uid, with its calls' uids (answer and judge) and its
+    /// values, and the uid of the call the words of its answer find.
+    fn results(path: &Path) -> BTreeSet<Vec<Option<String>>> {
+        let conn = Connection::open(path).unwrap();
+        let mut stmt = conn
+            .prepare(
+                "SELECT r.uid, c.uid, j.uid, r.prompt_index, r.status,
+                     r.latency_ms, r.judge_score,
+                     (SELECT group_concat(x.uid) FROM call_text t JOIN calls x ON x.id = t.rowid
+                      WHERE call_text MATCH 'answer' || r.prompt_index || 'word')
+                 FROM bench_results r
+                 LEFT JOIN calls c ON c.id = r.call_id LEFT JOIN calls j ON j.id = r.judge_call_id",
+            )
+            .unwrap();
+        stmt.query_map([], |r| {
+            (0..8)
+                .map(|i| {
+                    let value: rusqlite::types::Value = r.get(i)?;
+                    Ok(match value {
+                        rusqlite::types::Value::Null => None,
+                        other => Some(format!("{other:?}")),
+                    })
+                })
+                .collect()
+        })
+        .unwrap()
+        .collect::<rusqlite::Result<_>>()
+        .unwrap()
+    }
+
+    /// The checks of a database's results: result uid, check index, method, expected.
+    fn checks(path: &Path) -> BTreeSet<(String, i64, String, String)> {
+        let conn = Connection::open(path).unwrap();
+        let mut stmt = conn
+            .prepare(
+                "SELECT r.uid, k.check_index, k.method, k.expected FROM bench_checks k
+                 JOIN bench_results r ON r.run_id = k.run_id AND r.model_index = k.model_index
+                     AND r.template_index = k.template_index AND r.prompt_index = k.prompt_index
+                     AND r.repeat_index = k.repeat_index",
+            )
+            .unwrap();
+        stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)))
+            .unwrap()
+            .collect::<rusqlite::Result<_>>()
+            .unwrap()
+    }
+
+    /// Every row of every table of a database (but the migrations' history), in rowid order,
+    /// as text: two databases of equal dumps hold the same.
+    fn dump(path: &Path) -> Vec<String> {
+        let conn = Connection::open(path).unwrap();
+        let tables: Vec<String> = conn
+            .prepare(
+                "SELECT name FROM sqlite_master WHERE type = 'table'
+                 AND name NOT IN ('refinery_schema_history') AND name NOT LIKE 'sqlite_%'
+                 AND sql NOT LIKE 'CREATE VIRTUAL%' ORDER BY name",
+            )
+            .unwrap()
+            .query_map([], |r| r.get(0))
+            .unwrap()
+            .collect::<rusqlite::Result<_>>()
+            .unwrap();
+        let mut out = Vec::new();
+        for table in tables {
+            let mut stmt = conn.prepare(&format!("SELECT * FROM \"{table}\"")).unwrap();
+            let width = stmt.column_count();
+            let rows = stmt
+                .query_map([], |r| {
+                    (0..width)
+                        .map(|i| {
+                            r.get::<_, rusqlite::types::Value>(i)
+                                .map(|v| format!("{v:?}"))
+                        })
+                        .collect::<rusqlite::Result<Vec<_>>>()
+                })
+                .unwrap();
+            for row in rows {
+                out.push(format!("{table}: {}", row.unwrap().join(" | ")));
+            }
+        }
+        out
+    }
+
+    fn count_in(path: &Path, sql: &str) -> i64 {
+        Connection::open(path)
+            .unwrap()
+            .query_row(sql, [], |r| r.get(0))
+            .unwrap()
+    }
+
+    #[test]
+    fn the_shards_rows_are_copied_to_the_merged_run_with_their_own_calls() {
+        let dir = tempfile::tempdir().unwrap();
+        let (a, b, out) = (
+            dir.path().join("a.db"),
+            dir.path().join("b.db"),
+            dir.path().join("out.db"),
+        );
+        // Call ids overlap between the shards, shifted by the padding: copied as they are, a
+        // result would point at another's call.
+        shard(&a, PLAN, (0, 2), 30, 0);
+        shard(&b, PLAN, (1, 2), 20, 7);
+        let report = merge(&out, &[a.clone(), b.clone()], false).unwrap();
+        let mut expected = results(&a);
+        expected.extend(results(&b));
+        // Each result in OUT: of the merged run, its calls the same (by uid) as in its shard,
+        // and its answer found by its words (the search index follows the copied calls).
+        let merged = results(&out);
+        assert_eq!(merged.len(), 50);
+        assert_eq!(merged, expected);
+        let plan = report.plan.unwrap();
+        assert_eq!(plan.status, RunStatus::Completed);
+        assert_eq!(plan.present, vec![0, 1]);
+        let owned = count_in(
+            &out,
+            &format!(
+                "SELECT count(*) FROM bench_results WHERE run_id = {}",
+                plan.run_id
+            ),
+        );
+        assert_eq!(owned, 50);
+        let mut expected_checks = checks(&a);
+        expected_checks.extend(checks(&b));
+        assert_eq!(checks(&out), expected_checks);
+        assert_eq!(expected_checks.len(), 2 * (10 + 7));
+        // 30 + 10 judge calls, 20 + 7 + 7 padding.
+        assert_eq!(report.inputs[0].calls, 40);
+        assert_eq!(report.inputs[1].calls, 34);
+        assert_eq!(report.inputs[0].rows, 30);
+        assert_eq!(report.inputs[1].rows, 20);
+        assert_eq!(count_in(&out, "SELECT count(*) FROM calls"), 74);
+    }
+
+    #[test]
+    fn a_plan_merged_again_changes_nothing_and_adds_nothing() {
+        let dir = tempfile::tempdir().unwrap();
+        let (a, b, out) = (
+            dir.path().join("a.db"),
+            dir.path().join("b.db"),
+            dir.path().join("out.db"),
+        );
+        shard(&a, PLAN, (0, 2), 12, 2);
+        shard(&b, PLAN, (1, 2), 9, 0);
+        merge(&out, &[a.clone(), b.clone()], false).unwrap();
+        let once = dump(&out);
+        // In another order, and each shard alone: the same database.
+        let again = merge(&out, &[b.clone(), a.clone()], false).unwrap();
+        merge(&out, &[a], false).unwrap();
+        assert_eq!(dump(&out), once);
+        for input in &again.inputs {
+            assert_eq!(
+                (input.runs, input.calls, input.rows),
+                (0, 0, 0),
+                "{input:?}"
+            );
+        }
+        assert_eq!(again.plan.unwrap().status, RunStatus::Completed);
+    }
+
+    #[test]
+    fn a_shard_run_twice_by_different_runs_is_refused_naming_both() {
+        let dir = tempfile::tempdir().unwrap();
+        let (a, a2, b, out) = (
+            dir.path().join("a.db"),
+            dir.path().join("a2.db"),
+            dir.path().join("b.db"),
+            dir.path().join("out.db"),
+        );
+        shard(&a, PLAN, (0, 2), 3, 0);
+        shard(&a2, PLAN, (0, 2), 3, 0);
+        shard(&b, PLAN, (1, 2), 3, 0);
+        let error = merge(&out, &[a, a2, b], false).unwrap_err();
+        assert!(
+            matches!(
+                &error,
+                MergeError::RepeatedShard {
+                    index: 0,
+                    count: 2,
+                    ..
+                }
+            ),
+            "{error:?}"
+        );
+        assert!(
+            error
+                .to_string()
+                .starts_with("shard 0/2 of plan plan-of-the-"),
+            "{error}"
+        );
+        assert!(!out.exists());
+    }
+
+    #[test]
+    fn a_shard_of_another_plan_is_refused_with_its_message_and_out_is_not_made() {
+        let dir = tempfile::tempdir().unwrap();
+        let (a, b, out) = (
+            dir.path().join("a.db"),
+            dir.path().join("b.db"),
+            dir.path().join("out.db"),
+        );
+        shard(&a, PLAN, (0, 2), 3, 0);
+        shard(&b, "another-plan-entirely", (1, 2), 3, 0);
+        let error = merge(&out, &[a.clone(), b.clone()], false).unwrap_err();
+        assert_eq!(
+            error.to_string(),
+            format!(
+                "shards of different plans: {} has plan plan-of-the-, {} has plan another-plan; \
+                 merge the shards of one plan at a time (a plan changes with its file, models or options)",
+                a.display(),
+                b.display()
+            )
+        );
+        assert!(!out.exists());
+        assert!(!staging_path(&out).exists());
+    }
+
+    #[test]
+    fn a_merge_failing_midway_leaves_out_as_it_was_and_no_staging_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let (a, b, out) = (
+            dir.path().join("a.db"),
+            dir.path().join("b.db"),
+            dir.path().join("out.db"),
+        );
+        shard(&a, PLAN, (0, 2), 10, 0);
+        shard(&b, PLAN, (1, 2), 10, 3);
+        merge(&out, std::slice::from_ref(&a), true).unwrap();
+        let before = dump(&out);
+        // The second shard's results cannot be copied: its blobs, run and calls are by then.
+        Connection::open(&b)
+            .unwrap()
+            .execute_batch("ALTER TABLE bench_results DROP COLUMN expected")
+            .unwrap();
+        let error = merge(&out, &[a, b], false).unwrap_err();
+        assert!(error.to_string().contains("expected"), "{error}");
+        assert_eq!(dump(&out), before);
+        assert!(!staging_path(&out).exists());
+        assert_eq!(
+            count_in(&out, "SELECT count(*) FROM calls WHERE model = 'm'"),
+            10 + 4
+        );
+    }
+
+    #[test]
+    fn a_shard_of_an_unknown_status_is_an_error_naming_its_row_never_a_status_taken_as_another() {
+        let store = Store::open_in_memory().unwrap();
+        let run = store
+            .create_run(ExperimentKind::Bench, None, None, "{}")
+            .unwrap();
+        store
+            .conn
+            .execute(
+                "UPDATE runs SET plan_sha256 = 'p', shard_index = 0, shard_count = 2,
+                     status = 'completed' WHERE id = ?1",
+                [run],
+            )
+            .unwrap();
+        let (shards, _) = shard_runs(&store.conn).unwrap();
+        assert_eq!(shards[0].status, RunStatus::Completed);
+        store
+            .conn
+            .execute_batch(
+                "PRAGMA ignore_check_constraints = ON;
+                 UPDATE runs SET status = 'paused';
+                 PRAGMA ignore_check_constraints = OFF;",
+            )
+            .unwrap();
+        let error = shard_runs(&store.conn).unwrap_err();
+        assert!(
+            matches!(&error, StoreError::UnknownInRow(u)
+                if u.table == "runs" && u.id == run && u.column == "status" && u.value == "paused"),
+            "{error:?}"
+        );
+    }
 }

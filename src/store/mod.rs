@@ -19,6 +19,7 @@ mod ratings;
 mod relevance;
 mod review;
 mod runs;
+mod stored;
 mod view;
 mod writer;
 
@@ -42,10 +43,12 @@ pub use export::{
     Affinity, CallRefs, ColumnBatch, ColumnValues, ExportColumn, NOT_EXPORTED, RESULT_TABLES,
     ResultTable, RowSource, RunPartition, Snapshot,
 };
-pub use ids::{Part, merged_run_uid, new_run_uid, uid};
+pub use ids::{Part, uid};
+pub(crate) use ids::{merged_run_uid, new_run_uid};
 pub use merge::{InputAdded, MergeError, MergeReport, PlanMerged, merge};
 pub use pacing::{BucketRow, PacingRow};
 pub use pairwise::{AnswerRow, Shown, UnknownPairwise, VerdictRow, Winner};
+pub use ratings::columns as rating_columns;
 pub use ratings::{NewRating, RATED_TABLES, RatedBenchResult, Rating, RatingError, Verdict};
 pub use relevance::{PredictionRow, UnknownVariant, Variant};
 pub use review::{
@@ -53,11 +56,12 @@ pub use review::{
     UnknownStatus, UnparsableReviewRow,
 };
 pub use runs::{RunErrorRow, RunInfo, RunSelector, RunStatus, RunTally};
+pub use stored::{UnknownInRow, UnknownName};
 pub use view::{
     COUNT_CASES, CallText, CandidateAnswer, CaseAnswer, CaseOrder, ConfusionCount, DiffItem,
     DiffModelRow, GridCell, GridColumn, GridCount, GridQuery, MAX_CASE_RESULTS, MAX_GRID_COLUMNS,
     PairCount, PredictionCell, Progress, ResultFilter, ReviewScoreCell, ReviewSheets,
-    ReviewedSheet, RunFilter, Transcript, VerdictCell, fts_query,
+    ReviewedSheet, RunFilter, Transcript, VerdictCell,
 };
 pub use writer::Writer;
 
@@ -85,7 +89,10 @@ pub enum StoreError {
     Migrate(#[from] refinery::Error),
     /// A query failed.
     #[error("database error: {0}")]
-    Sqlite(#[from] rusqlite::Error),
+    Sqlite(rusqlite::Error),
+    /// A row holds a name (a run's kind or status, a batch's API) this track does not know.
+    #[error(transparent)]
+    UnknownInRow(stored::UnknownInRow),
     /// A stored value had an unexpected type (a damaged or foreign database).
     #[error("unexpected value in the database: {0}")]
     Value(#[from] rusqlite::types::FromSqlError),
@@ -137,6 +144,23 @@ pub enum StoreError {
     Rating(ratings::RatingError),
 }
 
+impl From<rusqlite::Error> for StoreError {
+    /// A query's error; an unknown name in a row ([`stored::in_row`]) is shown as it is.
+    fn from(error: rusqlite::Error) -> Self {
+        match error {
+            rusqlite::Error::FromSqlConversionFailure(i, ty, source) => {
+                match source.downcast::<stored::UnknownInRow>() {
+                    Ok(unknown) => Self::UnknownInRow(*unknown),
+                    Err(source) => {
+                        Self::Sqlite(rusqlite::Error::FromSqlConversionFailure(i, ty, source))
+                    }
+                }
+            }
+            other => Self::Sqlite(other),
+        }
+    }
+}
+
 /// Result alias of the store.
 pub type Result<T, E = StoreError> = std::result::Result<T, E>;
 
@@ -176,7 +200,7 @@ impl Store {
     /// Opens `path` for reading only, for queries and exports where the database (or its
     /// folder) cannot be written: plainly, else as immutable (no locks, no `-shm` file; the
     /// file must not change meanwhile). Its schema must be current: it cannot be migrated.
-    pub fn open_read_only(path: &Path) -> Result<Self> {
+    pub(crate) fn open_read_only(path: &Path) -> Result<Self> {
         use rusqlite::OpenFlags;
         let open_error = |source| StoreError::Open {
             path: path.to_path_buf(),
@@ -219,7 +243,7 @@ impl Store {
     }
 
     /// Opens a private in-memory database, migrated; for tests and dry runs.
-    pub fn open_in_memory() -> Result<Self> {
+    pub(crate) fn open_in_memory() -> Result<Self> {
         Self::setup(Connection::open_in_memory()?)
     }
 
@@ -359,7 +383,7 @@ impl Drop for Checkpoint {
 /// made then, with its two fsyncs, after a run's report. Keep the returned handle until the
 /// store's own connection closes (that one then finds the log empty). A failure only leaves
 /// the checkpoint to that close.
-pub fn checkpoint_in_background(path: &Path) -> Checkpoint {
+pub(crate) fn checkpoint_in_background(path: &Path) -> Checkpoint {
     let path = path.to_path_buf();
     let checkpoint = move || -> rusqlite::Result<()> {
         let mut conn = Connection::open_with_flags(
@@ -387,14 +411,14 @@ pub fn checkpoint_in_background(path: &Path) -> Checkpoint {
 }
 
 /// Locks the store; a panic elsewhere never poisons it for good (SQLite keeps it consistent).
-pub fn lock(store: &Mutex<Store>) -> MutexGuard<'_, Store> {
+pub(crate) fn lock(store: &Mutex<Store>) -> MutexGuard<'_, Store> {
     store
         .lock()
         .unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
 /// Current UTC time as RFC 3339 with milliseconds, the format of every timestamp column.
-pub fn now_rfc3339() -> String {
+pub(crate) fn now_rfc3339() -> String {
     chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Millis, true)
 }
 
@@ -507,12 +531,15 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("track.db");
         let store = Store::open(&path).unwrap();
-        store.create_run("bench", None, None, "{}").unwrap();
+        store
+            .create_run(crate::kind::ExperimentKind::Bench, None, None, "{}")
+            .unwrap();
         drop(store);
         let read = Store::open_read_only(&path).unwrap();
         assert_eq!(read.list_runs().unwrap().len(), 1);
         assert!(
-            read.create_run("bench", None, None, "{}").is_err(),
+            read.create_run(crate::kind::ExperimentKind::Bench, None, None, "{}")
+                .is_err(),
             "writes fail"
         );
     }

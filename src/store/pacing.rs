@@ -30,7 +30,7 @@ pub struct PacingRow {
 impl Store {
     /// Reads `scope`'s pacing state, lets `change` work on it, and writes it back, all in one
     /// IMMEDIATE transaction: no other process takes from the buckets in between.
-    pub fn update_pacing<R>(
+    pub(crate) fn update_pacing<R>(
         &mut self,
         scope: &str,
         change: impl FnOnce(&mut PacingRow) -> R,

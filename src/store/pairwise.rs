@@ -21,7 +21,7 @@ impl Shown {
     pub const ALL: [Self; 2] = [Self::Ab, Self::Ba];
 
     /// As stored and exported: `ab`, `ba`.
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             Self::Ab => "ab",
             Self::Ba => "ba",
@@ -47,7 +47,7 @@ impl Winner {
     pub const ALL: [Self; 4] = [Self::A, Self::B, Self::Tie, Self::Invalid];
 
     /// As stored: `A`, `B`, `tie`, `invalid`.
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             Self::A => "A",
             Self::B => "B",
@@ -118,7 +118,7 @@ pub struct VerdictRow {
 impl VerdictRow {
     /// A verdict of run 1, judge `judge`, on `item` with `a` shown as A in `shown` order, for
     /// tests of what is computed from verdicts.
-    pub fn for_test(
+    pub(crate) fn for_test(
         judge: &str,
         item: &str,
         (a, b): (&str, &str),
@@ -161,7 +161,7 @@ pub struct AnswerRow {
 
 impl Store {
     /// Writes candidates' answers in one transaction (a repeated one replaces the earlier).
-    pub fn insert_pairwise_answers(&mut self, rows: &[AnswerRow]) -> Result<()> {
+    pub(crate) fn insert_pairwise_answers(&mut self, rows: &[AnswerRow]) -> Result<()> {
         let tx = self.conn.transaction()?;
         {
             let mut stmt = tx.prepare_cached(
@@ -193,7 +193,7 @@ impl Store {
 
     /// The candidates' answers of `run_ids`, run by run, each run's by candidate and item (not
     /// the order they were stored in, which concurrency decides).
-    pub fn pairwise_answers(&self, run_ids: &[i64]) -> Result<Vec<AnswerRow>> {
+    pub(crate) fn pairwise_answers(&self, run_ids: &[i64]) -> Result<Vec<AnswerRow>> {
         let mut stmt = self.conn.prepare(
             "SELECT run_id, candidate, item, call_id, cache_hit, error
              FROM pairwise_answers WHERE run_id = ?1 ORDER BY candidate, item",
@@ -218,7 +218,7 @@ impl Store {
     }
 
     /// Writes verdicts in one transaction (a repeated one replaces the earlier).
-    pub fn insert_pairwise_verdicts(&mut self, rows: &[VerdictRow]) -> Result<()> {
+    pub(crate) fn insert_pairwise_verdicts(&mut self, rows: &[VerdictRow]) -> Result<()> {
         let tx = self.conn.transaction()?;
         {
             let mut stmt = tx.prepare_cached(
@@ -261,7 +261,7 @@ impl Store {
 
     /// The verdicts of `run_ids`, run by run, each run's by judge, item, pair, repeat and order
     /// (not the order they were stored in, which concurrency decides).
-    pub fn pairwise_verdicts(&self, run_ids: &[i64]) -> Result<Vec<VerdictRow>> {
+    pub(crate) fn pairwise_verdicts(&self, run_ids: &[i64]) -> Result<Vec<VerdictRow>> {
         let mut stmt = self.conn.prepare(
             "SELECT run_id, judge, item, candidate_a, candidate_b, repeat_index, shown_order,
                     winner, justification, invalid_reason, call_id, cache_hit
@@ -301,7 +301,9 @@ mod tests {
     #[test]
     fn verdicts_round_trip_with_their_enums() {
         let mut store = Store::open_in_memory().unwrap();
-        let run = store.create_run("pairwise", None, None, "{}").unwrap();
+        let run = store
+            .create_run(crate::kind::ExperimentKind::Pairwise, None, None, "{}")
+            .unwrap();
         let row = VerdictRow {
             run_id: run,
             judge: "openai:gpt-4o-mini".into(),
@@ -335,8 +337,12 @@ mod tests {
     #[test]
     fn answers_round_trip_and_a_repeated_one_replaces_the_earlier() {
         let mut store = Store::open_in_memory().unwrap();
-        let run = store.create_run("pairwise", None, None, "{}").unwrap();
-        let other = store.create_run("pairwise", None, None, "{}").unwrap();
+        let run = store
+            .create_run(crate::kind::ExperimentKind::Pairwise, None, None, "{}")
+            .unwrap();
+        let other = store
+            .create_run(crate::kind::ExperimentKind::Pairwise, None, None, "{}")
+            .unwrap();
         let failed = AnswerRow {
             run_id: run,
             candidate: "openai:gpt-4o".into(),
@@ -380,8 +386,12 @@ mod tests {
     #[test]
     fn an_answers_uid_is_its_runs_uid_candidate_and_item_as_track_sha256_makes_it() {
         let mut store = Store::open_in_memory().unwrap();
-        let run = store.create_run("pairwise", None, None, "{}").unwrap();
-        let other = store.create_run("pairwise", None, None, "{}").unwrap();
+        let run = store
+            .create_run(crate::kind::ExperimentKind::Pairwise, None, None, "{}")
+            .unwrap();
+        let other = store
+            .create_run(crate::kind::ExperimentKind::Pairwise, None, None, "{}")
+            .unwrap();
         let row = AnswerRow {
             run_id: run,
             candidate: "ollama:llama3.2".into(),

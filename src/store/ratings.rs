@@ -10,6 +10,20 @@ use rusqlite::{OptionalExtension as _, params};
 
 use super::{Result, Store, StoreError, now_rfc3339};
 
+/// The names of the columns every kind's outputs give ratings and answers (see
+/// `crate::rating`), here because the export writes them too.
+pub mod columns {
+    /// A person's pass or fail (`pass`, `fail`), beside the checks' outcome.
+    pub const HUMAN_VERDICT: &str = "human_verdict";
+    /// A person's score, 1-5.
+    pub const HUMAN_SCORE: &str = "human_score";
+    pub const HUMAN_COMMENT: &str = "human_comment";
+    /// Who gave the rating shown.
+    pub const RATER: &str = "rater";
+    /// The whole answer of the call a row points at (a model's, or a judge's for a verdict).
+    pub const ANSWER: &str = "answer";
+}
+
 /// A person's verdict on a result: it passes or it fails, whatever its checks said.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Verdict {
@@ -19,7 +33,7 @@ pub enum Verdict {
 
 impl Verdict {
     /// As stored and exported: `pass` or `fail`.
-    pub const fn as_str(self) -> &'static str {
+    pub(crate) const fn as_str(self) -> &'static str {
         match self {
             Self::Pass => "pass",
             Self::Fail => "fail",
@@ -27,7 +41,7 @@ impl Verdict {
     }
 
     /// The verdict named `name` (`pass`, `fail`), if it is one.
-    pub fn parse(name: &str) -> Option<Self> {
+    pub(crate) fn parse(name: &str) -> Option<Self> {
         match name {
             "pass" => Some(Self::Pass),
             "fail" => Some(Self::Fail),
@@ -36,7 +50,7 @@ impl Verdict {
     }
 
     /// Whether it says the result passed.
-    pub const fn passed(self) -> bool {
+    pub(crate) const fn passed(self) -> bool {
         matches!(self, Self::Pass)
     }
 }
@@ -139,7 +153,7 @@ impl Store {
     /// Stores a rating of result `result_uid` of run `run_id`; returns its id. Checks it first:
     /// a verdict, score or comment (a score of 1 to 5), a rater, and a result of that run.
     /// The result itself is not changed.
-    pub fn add_rating(&self, new: &NewRating) -> Result<i64> {
+    pub(crate) fn add_rating(&self, new: &NewRating) -> Result<i64> {
         let comment = new
             .comment
             .as_deref()
@@ -207,7 +221,7 @@ impl Store {
     }
 
     /// The current ratings of run `run_id`: the newest of each (result, rater), oldest first.
-    pub fn ratings_for_run(&self, run_id: i64) -> Result<Vec<Rating>> {
+    pub(crate) fn ratings_for_run(&self, run_id: i64) -> Result<Vec<Rating>> {
         let mut stmt = self.conn.prepare_cached(&format!(
             "SELECT {COLUMNS} FROM ratings r
              WHERE r.run_id = ?1
@@ -220,7 +234,7 @@ impl Store {
     }
 
     /// The current rating of result `result_uid`: the newest rating of it, whoever gave it.
-    pub fn rating_for(&self, result_uid: &str) -> Result<Option<Rating>> {
+    pub(crate) fn rating_for(&self, result_uid: &str) -> Result<Option<Rating>> {
         Ok(self
             .conn
             .prepare_cached(&format!(
@@ -234,7 +248,7 @@ impl Store {
     /// [`RATED_TABLES`]) in `run_ids`, by the values of the row's `key` columns as text: how an
     /// export whose rows carry no uid finds their ratings. `table` and `key` are names from
     /// the code, never input.
-    pub fn current_ratings_by_key(
+    pub(crate) fn current_ratings_by_key(
         &self,
         run_ids: &[i64],
         table: &'static str,
@@ -271,7 +285,7 @@ impl Store {
 
     /// The current rating of each rated result of `run_ids`, by result uid: the newest
     /// rating of it, whoever gave it (what exports and reports show beside the checks).
-    pub fn current_ratings(&self, run_ids: &[i64]) -> Result<HashMap<String, Rating>> {
+    pub(crate) fn current_ratings(&self, run_ids: &[i64]) -> Result<HashMap<String, Rating>> {
         let mut by_result: HashMap<String, Rating> = HashMap::new();
         for &run in run_ids {
             for r in self.ratings_for_run(run)? {
@@ -307,7 +321,7 @@ pub struct RatedBenchResult {
 impl Store {
     /// The current ratings (one a rater) of the benchmark results of `run_ids`, each with its
     /// result's outcome and checks, in the order they were given.
-    pub fn rated_bench_results(&self, run_ids: &[i64]) -> Result<Vec<RatedBenchResult>> {
+    pub(crate) fn rated_bench_results(&self, run_ids: &[i64]) -> Result<Vec<RatedBenchResult>> {
         let mut out = Vec::new();
         for &run in run_ids {
             for rating in self.ratings_for_run(run)? {
@@ -350,7 +364,7 @@ impl Store {
 
     /// The uid of the result of run `run_id` whose uid is `uid` or starts with it (as `track
     /// query --by result` shows them); `None` when none does. Several: an error saying so.
-    pub fn result_uid_by_prefix(&self, run_id: i64, uid: &str) -> Result<Option<String>> {
+    pub(crate) fn result_uid_by_prefix(&self, run_id: i64, uid: &str) -> Result<Option<String>> {
         if self.rated_table(run_id, uid)?.is_some() {
             return Ok(Some(uid.to_owned()));
         }
@@ -396,7 +410,9 @@ mod tests {
     /// A store with one benchmark run of two results; their uids.
     fn rated() -> (Store, i64, Vec<String>) {
         let mut store = Store::open_in_memory().unwrap();
-        let run = store.create_run("bench", None, None, "{}").unwrap();
+        let run = store
+            .create_run(crate::kind::ExperimentKind::Bench, None, None, "{}")
+            .unwrap();
         store
             .insert_bench_results(&[
                 row(run, 0, 0, Outcome::Passed),
@@ -510,7 +526,9 @@ mod tests {
             refused(new(run, "no-such-uid", Some(Verdict::Pass), "ann")),
             RatingError::NoSuchResult { .. }
         ));
-        let other = store.create_run("bench", None, None, "{}").unwrap();
+        let other = store
+            .create_run(crate::kind::ExperimentKind::Bench, None, None, "{}")
+            .unwrap();
         assert!(matches!(
             refused(new(other, &uids[0], Some(Verdict::Pass), "ann")),
             RatingError::NoSuchResult { .. }

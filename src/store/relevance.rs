@@ -22,7 +22,7 @@ impl Variant {
     pub const ALL: [Self; 2] = [Self::With, Self::Without];
 
     /// The name stored in the database (`WITH`, `WITHOUT`) and shown in the console block.
-    pub fn name(self) -> &'static str {
+    pub(crate) fn name(self) -> &'static str {
         match self {
             Self::With => "WITH",
             Self::Without => "WITHOUT",
@@ -30,7 +30,7 @@ impl Variant {
     }
 
     /// The specification's spelling, in every CSV, query and export: `with_uncertain`.
-    pub fn spec_name(self) -> &'static str {
+    pub(crate) fn spec_name(self) -> &'static str {
         match self {
             Self::With => "with_uncertain",
             Self::Without => "without_uncertain",
@@ -38,7 +38,7 @@ impl Variant {
     }
 
     /// Whether `score` is an answer this variant allows.
-    pub fn allows(self, score: i64) -> bool {
+    pub(crate) fn allows(self, score: i64) -> bool {
         match self {
             Self::With => (0..=2).contains(&score),
             Self::Without => score == 0 || score == 2,
@@ -109,7 +109,7 @@ pub struct PredictionRow {
 
 impl Store {
     /// Writes predictions in one transaction (a repeated one replaces the earlier).
-    pub fn insert_predictions(&mut self, rows: &[PredictionRow]) -> Result<()> {
+    pub(crate) fn insert_predictions(&mut self, rows: &[PredictionRow]) -> Result<()> {
         let tx = self.conn.transaction()?;
         {
             let mut stmt = tx.prepare_cached(
@@ -151,7 +151,7 @@ impl Store {
     }
 
     /// The predictions of `run_ids`, ordered by image, predicate, variant and trial.
-    pub fn predictions(&self, run_ids: &[i64]) -> Result<Vec<PredictionRow>> {
+    pub(crate) fn predictions(&self, run_ids: &[i64]) -> Result<Vec<PredictionRow>> {
         let mut stmt = self.conn.prepare(
             "SELECT run_id, model_ref, image, image_sha256, predicate, predicate_kind, variant, trial, score,
                     invalid_reason, truth, call_id, cache_hit, prompt_sha256

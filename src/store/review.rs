@@ -34,7 +34,7 @@ impl ParseStatus {
     ];
 
     /// The name stored in the database.
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             Self::Ok => "ok",
             Self::Partial => "partial",
@@ -45,7 +45,7 @@ impl ParseStatus {
     }
 
     /// Whether the review has scores (complete or with N/A ones).
-    pub fn is_scored(self) -> bool {
+    pub(crate) fn is_scored(self) -> bool {
         match self {
             Self::Ok | Self::Partial => true,
             Self::Failed | Self::Error | Self::Skipped => false,
@@ -219,7 +219,7 @@ pub struct ScoreColumns {
 
 impl Store {
     /// Records a generated datasheet (its text as a blob) and returns its id.
-    pub fn insert_generated(&self, g: &NewGenerated<'_>) -> Result<i64> {
+    pub(crate) fn insert_generated(&self, g: &NewGenerated<'_>) -> Result<i64> {
         let sha = sha256_hex(g.content.as_bytes());
         insert_blob(
             &self.conn,
@@ -265,7 +265,7 @@ impl Store {
     }
 
     /// The file a call's datasheet was last written to, if any.
-    pub fn generated_path_for_call(&self, call_id: i64) -> Result<Option<String>> {
+    pub(crate) fn generated_path_for_call(&self, call_id: i64) -> Result<Option<String>> {
         Ok(self
             .conn
             .query_row(
@@ -277,7 +277,7 @@ impl Store {
     }
 
     /// The files of the datasheets a run wrote or reused, in the order recorded, each once.
-    pub fn generated_paths(&self, run_id: i64) -> Result<Vec<String>> {
+    pub(crate) fn generated_paths(&self, run_id: i64) -> Result<Vec<String>> {
         let mut stmt = self.conn.prepare(
             "SELECT path FROM generated_datasheets WHERE run_id = ?1 GROUP BY path ORDER BY min(id)",
         )?;
@@ -288,7 +288,7 @@ impl Store {
     /// When the review with `review_key` was first recorded from the answer of call `call_id`
     /// (`None`: a review that needed no call), failed calls aside; `None` if never. A review
     /// asked again (a fresh call) has a call of its own, so it does not inherit this time.
-    pub fn first_review_time(
+    pub(crate) fn first_review_time(
         &self,
         review_key: &str,
         call_id: Option<i64>,
@@ -302,7 +302,7 @@ impl Store {
     }
 
     /// The reviews of `run_id` whose answer could not be parsed, in the order recorded.
-    pub fn unparsable_reviews(&self, run_id: i64) -> Result<Vec<UnparsableReviewRow>> {
+    pub(crate) fn unparsable_reviews(&self, run_id: i64) -> Result<Vec<UnparsableReviewRow>> {
         let mut stmt = self.conn.prepare(
             "SELECT r.reviewer_ref, r.brand, r.sensor, r.generator_provider, r.generator_model,
                     r.detail, r.call_id, c.attempts
@@ -326,7 +326,7 @@ impl Store {
     }
 
     /// Records a review and its scores in one transaction; returns its id.
-    pub fn insert_review(&mut self, r: &ReviewRow) -> Result<i64> {
+    pub(crate) fn insert_review(&mut self, r: &ReviewRow) -> Result<i64> {
         let tx = self.conn.transaction()?;
         let generated_sha = sha256_hex(r.generated_text.as_bytes());
         insert_blob(
@@ -410,7 +410,7 @@ impl Store {
     }
 
     /// The reviews of `run_ids` with their scores, in the order they were recorded.
-    pub fn review_rows(&self, run_ids: &[i64]) -> Result<Vec<ReviewRow>> {
+    pub(crate) fn review_rows(&self, run_ids: &[i64]) -> Result<Vec<ReviewRow>> {
         let mut reviews = Vec::new();
         let mut stmt = self.conn.prepare(
             "SELECT r.id, r.run_id, r.review_key, r.brand, r.sensor, r.generator_provider, r.generator_model,
@@ -480,7 +480,7 @@ impl Store {
     /// the answers arrived in, or the shards of a merged run were copied in: by reviewer,
     /// sensor, generator and file, so summaries in first-appearance order are the same for a
     /// run and for its shards merged.
-    pub fn review_columns(&self, run_ids: &[i64]) -> Result<(ReviewColumns, ScoreColumns)> {
+    pub(crate) fn review_columns(&self, run_ids: &[i64]) -> Result<(ReviewColumns, ScoreColumns)> {
         let newest = newest_reviews(run_ids);
         let mut reviews = ReviewColumns::default();
         let mut stmt = self.conn.prepare(&format!(
@@ -543,7 +543,7 @@ fn newest_reviews(run_ids: &[i64]) -> String {
 impl Store {
     /// The first `limit` reviews that count of `run_ids` (as [`Store::review_columns`] picks
     /// them), in the order they were recorded, with every justification and N/A reason.
-    pub fn review_notes(&self, run_ids: &[i64], limit: usize) -> Result<Vec<ReviewNotes>> {
+    pub(crate) fn review_notes(&self, run_ids: &[i64], limit: usize) -> Result<Vec<ReviewNotes>> {
         let mut stmt = self.conn.prepare(&format!(
             "SELECT id, reviewer_ref, generator_provider || ':' || generator_model, brand || ' ' || sensor,
                     generated_path, parse_status, detail, overall_score, overall_justification,

@@ -3,9 +3,12 @@
 use std::fmt;
 use std::str::FromStr;
 
+use rusqlite::types::{FromSql, FromSqlResult, ToSql, ToSqlOutput, ValueRef};
 use rusqlite::{OptionalExtension, params};
 
+use super::stored::{by_name, in_row, name};
 use super::{Result, Store, StoreError, now_rfc3339};
+use crate::kind::ExperimentKind;
 
 /// How a run ended (or that it has not).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -32,7 +35,7 @@ pub enum RunStatus {
 
 impl RunStatus {
     /// The name stored and shown.
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             Self::Running => "running",
             Self::Completed => "completed",
@@ -46,21 +49,56 @@ impl RunStatus {
     }
 }
 
+impl RunStatus {
+    /// Every status, each once.
+    const ALL: [Self; 8] = [
+        Self::Running,
+        Self::Completed,
+        Self::Failed,
+        Self::Interrupted,
+        Self::Budget,
+        Self::Waiting,
+        Self::Partial,
+        Self::Abandoned,
+    ];
+
+    /// The status named `name`, exactly as [`RunStatus::as_str`] writes it.
+    fn from_name(name: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|s| s.as_str() == name)
+    }
+}
+
 impl FromStr for RunStatus {
     type Err = String;
 
     fn from_str(s: &str) -> std::result::Result<Self, Self::Err> {
-        Ok(match s {
-            "running" => Self::Running,
-            "completed" => Self::Completed,
-            "failed" => Self::Failed,
-            "interrupted" => Self::Interrupted,
-            "budget" => Self::Budget,
-            "waiting" => Self::Waiting,
-            "partial" => Self::Partial,
-            "abandoned" => Self::Abandoned,
-            other => return Err(format!("unknown run status `{other}`")),
-        })
+        Self::from_name(s).ok_or_else(|| format!("unknown run status `{s}`"))
+    }
+}
+
+impl ToSql for RunStatus {
+    fn to_sql(&self) -> rusqlite::Result<ToSqlOutput<'_>> {
+        Ok(name(self.as_str()))
+    }
+}
+
+impl FromSql for RunStatus {
+    /// Strict: an unknown status is an error, never read as another.
+    fn column_result(value: ValueRef<'_>) -> FromSqlResult<Self> {
+        by_name(value, "run status", Self::from_name)
+    }
+}
+
+impl ToSql for ExperimentKind {
+    fn to_sql(&self) -> rusqlite::Result<ToSqlOutput<'_>> {
+        Ok(name(self.as_str()))
+    }
+}
+
+impl FromSql for ExperimentKind {
+    /// Strict: the stored name exactly (`bench`, not `benchmark`); an unknown kind is an error.
+    fn column_result(value: ValueRef<'_>) -> FromSqlResult<Self> {
+        by_name(value, "experiment kind", Self::from_stored)
     }
 }
 
@@ -135,7 +173,7 @@ impl fmt::Display for RunSelector {
 #[derive(Debug, Clone, PartialEq)]
 pub struct RunInfo {
     pub id: i64,
-    pub kind: String,
+    pub kind: ExperimentKind,
     pub file: Option<String>,
     /// The canonical references of the models it calls, comma-separated.
     pub models: Option<String>,
@@ -161,7 +199,7 @@ impl Store {
     /// Starts a run and returns its id.
     pub fn create_run(
         &self,
-        kind: &str,
+        kind: ExperimentKind,
         file: Option<&str>,
         spec_sha256: Option<&str>,
         options_json: &str,
@@ -192,7 +230,7 @@ impl Store {
     }
 
     /// Records how many calls a run's whole plan makes (all its shards'; `None`: not known).
-    pub fn set_run_plan_calls(&self, run_id: i64, plan_calls: Option<u64>) -> Result<()> {
+    pub(crate) fn set_run_plan_calls(&self, run_id: i64, plan_calls: Option<u64>) -> Result<()> {
         self.conn.execute(
             "UPDATE runs SET plan_calls = ?2 WHERE id = ?1",
             params![run_id, plan_calls.map(|n| n as i64)],
@@ -215,7 +253,7 @@ impl Store {
     }
 
     /// Records the most a run may spend, in USD (`None`: no cap).
-    pub fn set_run_budget(&self, run_id: i64, budget_usd: Option<f64>) -> Result<()> {
+    pub(crate) fn set_run_budget(&self, run_id: i64, budget_usd: Option<f64>) -> Result<()> {
         self.conn.execute(
             "UPDATE runs SET budget_usd = ?2 WHERE id = ?1",
             params![run_id, budget_usd],
@@ -244,7 +282,7 @@ impl Store {
     }
 
     /// Records calls of a run that got no answer, in one transaction.
-    pub fn insert_run_errors(&mut self, run_id: i64, rows: &[RunErrorRow]) -> Result<()> {
+    pub(crate) fn insert_run_errors(&mut self, run_id: i64, rows: &[RunErrorRow]) -> Result<()> {
         if rows.is_empty() {
             return Ok(());
         }
@@ -285,7 +323,7 @@ impl Store {
     }
 
     /// The calls of a run that got no answer, oldest first.
-    pub fn run_errors(&self, run_id: i64) -> Result<Vec<RunErrorRow>> {
+    pub(crate) fn run_errors(&self, run_id: i64) -> Result<Vec<RunErrorRow>> {
         let mut stmt = self.conn.prepare(
             "SELECT stage, model_ref, item, error, call_id, attempts FROM run_errors
              WHERE run_id = ?1 ORDER BY id",
@@ -306,7 +344,7 @@ impl Store {
     /// Ends, as `interrupted`, every `waiting` run other than `run_id` none of whose batches
     /// is still open: another run (`run_id`) collected or gave up what it waited for, and
     /// holds the results. Returns their ids.
-    pub fn end_runs_waiting_for_nothing(&self, run_id: i64) -> Result<Vec<i64>> {
+    pub(crate) fn end_runs_waiting_for_nothing(&self, run_id: i64) -> Result<Vec<i64>> {
         let mut stmt = self.conn.prepare(
             "UPDATE runs SET status = 'interrupted', finished_at = ?2
              WHERE status = 'waiting' AND id != ?1 AND NOT EXISTS (
@@ -324,7 +362,7 @@ impl Store {
     /// Marks a run as ended with `status`.
     /// The options JSON of each run of `run_ids` that has one (`runs.options_json`, from the
     /// kind's `RunHeader.options`), by run id.
-    pub fn runs_options_json(
+    pub(crate) fn runs_options_json(
         &self,
         run_ids: &[i64],
     ) -> Result<std::collections::HashMap<i64, String>> {
@@ -344,7 +382,7 @@ impl Store {
     pub fn finish_run(&self, run_id: i64, status: RunStatus) -> Result<()> {
         self.conn.execute(
             "UPDATE runs SET status = ?2, finished_at = ?3 WHERE id = ?1",
-            params![run_id, status.as_str(), now_rfc3339()],
+            params![run_id, status, now_rfc3339()],
         )?;
         Ok(())
     }
@@ -352,7 +390,11 @@ impl Store {
     /// The ids of the runs of `kind` that `selector` names, oldest first. A shard merged into
     /// its plan's run is that run: `latest` and `all` name the merged run, and so does the
     /// shard's own id.
-    pub fn select_runs(&self, kind: &str, selector: RunSelector) -> Result<Vec<i64>> {
+    pub(crate) fn select_runs(
+        &self,
+        kind: ExperimentKind,
+        selector: RunSelector,
+    ) -> Result<Vec<i64>> {
         let ids = match selector {
             // The newest run to start (the merged run of a plan starts with its first shard).
             RunSelector::Latest => self
@@ -386,8 +428,8 @@ impl Store {
         };
         if ids.is_empty() {
             return Err(StoreError::NoSuchRun(match selector {
-                RunSelector::Id(id) => format!("{id} (of kind {kind})"),
-                other => format!("{other} (no {kind} run recorded yet)"),
+                RunSelector::Id(id) => format!("{id} (of kind {})", kind.as_str()),
+                other => format!("{other} (no {} run recorded yet)", kind.as_str()),
             }));
         }
         Ok(ids)
@@ -395,7 +437,7 @@ impl Store {
 
     /// The run `run_id` reads as: the run its plan's shards were merged into, for a merged
     /// shard; itself otherwise (a run not in the database included).
-    pub fn merged_run_of(&self, run_id: i64) -> Result<i64> {
+    pub(crate) fn merged_run_of(&self, run_id: i64) -> Result<i64> {
         Ok(self
             .conn
             .query_row(
@@ -405,19 +447,6 @@ impl Store {
             )
             .optional()?
             .unwrap_or(run_id))
-    }
-
-    /// The experiment file a run was started from and the sha256 of its text, as recorded.
-    pub fn run_spec(&self, run_id: i64) -> Result<(Option<String>, Option<String>)> {
-        Ok(self
-            .conn
-            .query_row(
-                "SELECT file, spec_sha256 FROM runs WHERE id = ?1",
-                [run_id],
-                |r| Ok((r.get(0)?, r.get(1)?)),
-            )
-            .optional()?
-            .unwrap_or((None, None)))
     }
 
     /// Every run, newest first by the time it started (in a merged database a teammate's
@@ -431,12 +460,12 @@ impl Store {
     }
 
     /// The runs of the plan `plan_sha256` (every shard of it), newest first.
-    pub fn runs_of_plan(&self, plan_sha256: &str) -> Result<Vec<RunInfo>> {
+    pub(crate) fn runs_of_plan(&self, plan_sha256: &str) -> Result<Vec<RunInfo>> {
         self.query_runs("WHERE plan_sha256 = ?1 ORDER BY id DESC", [plan_sha256])
     }
 
     /// The runs `ids` names, in id order.
-    pub fn runs_by_id(&self, ids: &[i64]) -> Result<Vec<RunInfo>> {
+    pub(crate) fn runs_by_id(&self, ids: &[i64]) -> Result<Vec<RunInfo>> {
         let mut runs = Vec::with_capacity(ids.len());
         for &id in ids {
             runs.extend(self.query_runs("WHERE id = ?1", [id])?);
@@ -456,16 +485,16 @@ impl Store {
              FROM runs {filter}"
         ))?;
         let rows = stmt.query_map(args, |r| {
-            let status: String = r.get(5)?;
+            let id = r.get(0)?;
             Ok(RunInfo {
-                id: r.get(0)?,
-                kind: r.get(1)?,
+                id,
+                kind: in_row(r, 1, "runs", id)?,
                 file: r.get(2)?,
                 models: r.get(13)?,
                 command: r.get(14)?,
                 started_at: r.get(3)?,
                 finished_at: r.get(4)?,
-                status: status.parse().unwrap_or(RunStatus::Failed),
+                status: in_row(r, 5, "runs", id)?,
                 tally: RunTally {
                     planned_calls: r.get::<_, i64>(6)? as u64,
                     calls: r.get::<_, i64>(7)? as u64,
@@ -495,6 +524,90 @@ impl Store {
 mod tests {
     use super::*;
 
+    /// Run 1 of a fresh database, its `column` then set to `value` past the CHECK that
+    /// lists the values this track knows (as a newer track's database could hold it).
+    fn run_holding(column: &str, value: &str) -> Store {
+        let store = Store::open_in_memory().unwrap();
+        store
+            .create_run(ExperimentKind::Bench, None, None, "{}")
+            .unwrap();
+        store
+            .conn
+            .execute_batch(&format!(
+                "PRAGMA ignore_check_constraints = ON;
+                 UPDATE runs SET {column} = '{value}' WHERE id = 1;
+                 PRAGMA ignore_check_constraints = OFF;"
+            ))
+            .unwrap();
+        store
+    }
+
+    #[test]
+    fn an_unknown_status_is_an_error_naming_its_row_never_a_failed_run() {
+        let store = run_holding("status", "paused");
+        for read in [store.list_runs(), store.runs_by_id(&[1])] {
+            let error = read.unwrap_err();
+            let StoreError::UnknownInRow(unknown) = &error else {
+                panic!("not an unknown value: {error:?}");
+            };
+            assert_eq!(
+                (unknown.table, unknown.id, unknown.column.as_str()),
+                ("runs", 1, "status")
+            );
+            assert_eq!(unknown.value, "paused");
+            let message = error.to_string();
+            assert!(
+                message.contains("row 1 of table `runs`") && message.contains("`paused`"),
+                "{message}"
+            );
+        }
+    }
+
+    #[test]
+    fn an_unknown_kind_is_an_error_naming_its_row() {
+        let store = run_holding("kind", "sweep");
+        let error = store.list_runs().unwrap_err();
+        assert!(
+            matches!(&error, StoreError::UnknownInRow(u)
+                if u.table == "runs" && u.id == 1 && u.column == "kind" && u.value == "sweep"),
+            "{error:?}"
+        );
+        // Strict: a kind's noun or another case is not its stored name.
+        let store = run_holding("kind", "benchmark");
+        assert!(matches!(
+            store.list_runs(),
+            Err(StoreError::UnknownInRow(_))
+        ));
+    }
+
+    #[test]
+    fn kinds_and_statuses_are_stored_by_name_and_read_back() {
+        let store = Store::open_in_memory().unwrap();
+        for &kind in ExperimentKind::ALL {
+            let id = store.create_run(kind, None, None, "{}").unwrap();
+            let stored: String = store
+                .conn
+                .query_row("SELECT kind FROM runs WHERE id = ?1", [id], |r| r.get(0))
+                .unwrap();
+            assert_eq!(stored, kind.as_str());
+            assert_eq!(store.runs_by_id(&[id]).unwrap()[0].kind, kind);
+        }
+        // `abandoned` is never stored (the CHECK refuses it): seen, not written.
+        for status in RunStatus::ALL
+            .into_iter()
+            .filter(|s| *s != RunStatus::Abandoned)
+        {
+            store.finish_run(1, status).unwrap();
+            let stored: String = store
+                .conn
+                .query_row("SELECT status FROM runs WHERE id = 1", [], |r| r.get(0))
+                .unwrap();
+            assert_eq!(stored, status.as_str());
+            assert_eq!(store.runs_by_id(&[1]).unwrap()[0].status, status);
+            assert_eq!(status.as_str().parse(), Ok(status));
+        }
+    }
+
     #[test]
     fn selectors_parse() {
         assert_eq!("latest".parse(), Ok(RunSelector::Latest));
@@ -508,12 +621,24 @@ mod tests {
         let store = Store::open_in_memory().unwrap();
         // As `track merge` leaves them: a teammate's older run copied in after ours.
         let ours = store
-            .create_run("bench", Some("ours.yaml"), None, "{}")
+            .create_run(
+                crate::kind::ExperimentKind::Bench,
+                Some("ours.yaml"),
+                None,
+                "{}",
+            )
             .unwrap();
         let theirs = store
-            .create_run("bench", Some("theirs.yaml"), None, "{}")
+            .create_run(
+                crate::kind::ExperimentKind::Bench,
+                Some("theirs.yaml"),
+                None,
+                "{}",
+            )
             .unwrap();
-        let later = store.create_run("review", None, None, "{}").unwrap();
+        let later = store
+            .create_run(crate::kind::ExperimentKind::Review, None, None, "{}")
+            .unwrap();
         for (id, started) in [
             (ours, "2026-11-20T10:00:00.000Z"),
             (theirs, "2026-11-19T09:00:00.000Z"),
@@ -535,29 +660,49 @@ mod tests {
     fn selecting_runs() {
         let store = Store::open_in_memory().unwrap();
         assert!(matches!(
-            store.select_runs("bench", RunSelector::Latest),
+            store.select_runs(ExperimentKind::Bench, RunSelector::Latest),
             Err(StoreError::NoSuchRun(_))
         ));
         let a = store
-            .create_run("bench", Some("a.yaml"), None, "{}")
+            .create_run(
+                crate::kind::ExperimentKind::Bench,
+                Some("a.yaml"),
+                None,
+                "{}",
+            )
             .unwrap();
         let b = store
-            .create_run("bench", Some("b.yaml"), None, "{}")
+            .create_run(
+                crate::kind::ExperimentKind::Bench,
+                Some("b.yaml"),
+                None,
+                "{}",
+            )
             .unwrap();
         store.finish_run(a, RunStatus::Completed).unwrap();
         assert_eq!(
-            store.select_runs("bench", RunSelector::Latest).unwrap(),
+            store
+                .select_runs(ExperimentKind::Bench, RunSelector::Latest)
+                .unwrap(),
             vec![b]
         );
         assert_eq!(
-            store.select_runs("bench", RunSelector::All).unwrap(),
+            store
+                .select_runs(ExperimentKind::Bench, RunSelector::All)
+                .unwrap(),
             vec![a, b]
         );
         assert_eq!(
-            store.select_runs("bench", RunSelector::Id(a)).unwrap(),
+            store
+                .select_runs(ExperimentKind::Bench, RunSelector::Id(a))
+                .unwrap(),
             vec![a]
         );
-        assert!(store.select_runs("bench", RunSelector::Id(99)).is_err());
+        assert!(
+            store
+                .select_runs(ExperimentKind::Bench, RunSelector::Id(99))
+                .is_err()
+        );
         let runs = store.list_runs().unwrap();
         assert_eq!(runs.len(), 2);
         assert_eq!(runs[1].status, RunStatus::Completed);

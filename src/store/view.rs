@@ -231,7 +231,7 @@ impl Bound {
 
 /// `words` as an FTS5 query every word of which must match: each word quoted, so no text a
 /// user types is read as FTS5 syntax. `None` when there is no word.
-pub fn fts_query(words: &str) -> Option<String> {
+pub(crate) fn fts_query(words: &str) -> Option<String> {
     let quoted: Vec<String> = words
         .split_whitespace()
         .map(|w| format!("\"{}\"", w.replace('"', "\"\"")))
@@ -251,7 +251,7 @@ impl Store {
     }
 
     /// A page of the runs `filter` keeps, newest first, and how many it keeps.
-    pub fn view_runs(
+    pub(crate) fn view_runs(
         &self,
         filter: &RunFilter,
         limit: u64,
@@ -280,12 +280,12 @@ impl Store {
     }
 
     /// The run `id`, if there is one.
-    pub fn view_run(&self, id: i64) -> Result<Option<RunInfo>> {
+    pub(crate) fn view_run(&self, id: i64) -> Result<Option<RunInfo>> {
         Ok(self.query_runs("WHERE id = ?1", [id])?.into_iter().next())
     }
 
     /// The kinds of runs in the database, for the runs page's filter.
-    pub fn view_run_kinds(&self) -> Result<Vec<String>> {
+    pub(crate) fn view_run_kinds(&self) -> Result<Vec<String>> {
         let mut stmt = self
             .conn
             .prepare_cached("SELECT DISTINCT kind FROM runs ORDER BY kind")?;
@@ -294,7 +294,7 @@ impl Store {
     }
 
     /// The progress of runs `ids` (at most 100 of them).
-    pub fn view_progress(&self, ids: &[i64]) -> Result<Vec<Progress>> {
+    pub(crate) fn view_progress(&self, ids: &[i64]) -> Result<Vec<Progress>> {
         let mut stmt = self.conn.prepare_cached(
             "SELECT id, status, calls, coalesce(plan_calls, planned_calls, 0), errors,
                     (SELECT count(*) FROM bench_results b WHERE b.run_id = runs.id
@@ -323,7 +323,7 @@ impl Store {
     /// The columns of a benchmark run's grid (model × template), in model then template
     /// order, at most [`MAX_GRID_COLUMNS`]: each found by a seek in the results' unique index,
     /// never by reading the run's results.
-    pub fn grid_columns(&self, run_id: i64) -> Result<Vec<GridColumn>> {
+    pub(crate) fn grid_columns(&self, run_id: i64) -> Result<Vec<GridColumn>> {
         let mut next_model = self.conn.prepare_cached(
             "SELECT min(model_index) FROM bench_results WHERE run_id = ?1 AND model_index > ?2",
         )?;
@@ -361,7 +361,7 @@ impl Store {
     }
 
     /// The check methods a run's results were graded with (for the filter by check).
-    pub fn grid_check_methods(&self, run_id: i64) -> Result<Vec<String>> {
+    pub(crate) fn grid_check_methods(&self, run_id: i64) -> Result<Vec<String>> {
         // A result with several checks names them in bench_checks; one with one check, in its
         // own row: the first result of each column tells those (a benchmark's checks are the
         // same for every case of a test).
@@ -466,7 +466,12 @@ impl Store {
     /// How many cases and results of run `run_id` `query` matches, counted to `enough` cases:
     /// past them, [`GridCount::more`] says more match (a run of a million results is not
     /// read whole to be counted; see [`COUNT_CASES`]).
-    pub fn grid_count(&self, run_id: i64, query: &GridQuery, enough: u64) -> Result<GridCount> {
+    pub(crate) fn grid_count(
+        &self,
+        run_id: i64,
+        query: &GridQuery,
+        enough: u64,
+    ) -> Result<GridCount> {
         let plan = self.search_plan(query)?;
         self.grid_count_as(run_id, query, enough, &plan)
     }
@@ -510,7 +515,7 @@ impl Store {
     }
 
     /// The cases (prompt indexes) of one page of run `run_id`'s grid.
-    pub fn grid_cases(
+    pub(crate) fn grid_cases(
         &self,
         run_id: i64,
         query: &GridQuery,
@@ -559,7 +564,7 @@ impl Store {
 
     /// Every result of run `run_id` in cases `cases` (a page's: each of them matched by
     /// `query` as a case), each marked matched or not by `query`.
-    pub fn grid_cells(
+    pub(crate) fn grid_cells(
         &self,
         run_id: i64,
         query: &GridQuery,
@@ -592,7 +597,7 @@ impl Store {
 
     /// Every result of run `run_id` for case `prompt_index` (at most [`MAX_CASE_RESULTS`]),
     /// with its answer, for the side-by-side page.
-    pub fn case_results(&self, run_id: i64, prompt_index: i64) -> Result<Vec<CaseAnswer>> {
+    pub(crate) fn case_results(&self, run_id: i64, prompt_index: i64) -> Result<Vec<CaseAnswer>> {
         let sql = format!(
             "SELECT {CELL_COLUMNS}, CAST(b.content AS TEXT), r.detail
              FROM bench_results r
@@ -616,7 +621,7 @@ impl Store {
 
     /// The result `result_id` of run `run_id` with its call, request, answer, checks and
     /// judge; `None` when the run has no such result.
-    pub fn transcript(&self, run_id: i64, result_id: i64) -> Result<Option<Transcript>> {
+    pub(crate) fn transcript(&self, run_id: i64, result_id: i64) -> Result<Option<Transcript>> {
         let sql = format!(
             "SELECT {CELL_COLUMNS}, r.model_ref, r.model_id, r.template_name, r.method,
                     r.expected, r.detail, r.score, r.input_tokens, r.output_tokens,
@@ -677,7 +682,7 @@ impl Store {
     }
 
     /// The call `id` with its request and answer texts.
-    pub fn call_text(&self, id: i64) -> Result<Option<CallText>> {
+    pub(crate) fn call_text(&self, id: i64) -> Result<Option<CallText>> {
         Ok(self
             .conn
             .prepare_cached(
@@ -811,7 +816,7 @@ pub struct CandidateAnswer {
 
 impl Store {
     /// A page of the datasheets a review run reviewed, and how many it reviewed.
-    pub fn review_sheets(
+    pub(crate) fn review_sheets(
         &self,
         run_id: i64,
         limit: u64,
@@ -841,7 +846,11 @@ impl Store {
     }
 
     /// Every reviewer's scores of the datasheets `sheets` (by their generated sha256).
-    pub fn review_scores(&self, run_id: i64, sheets: &[String]) -> Result<Vec<ReviewScoreCell>> {
+    pub(crate) fn review_scores(
+        &self,
+        run_id: i64,
+        sheets: &[String],
+    ) -> Result<Vec<ReviewScoreCell>> {
         if sheets.is_empty() {
             return Ok(Vec::new());
         }
@@ -876,7 +885,7 @@ impl Store {
 
     /// The generated and official datasheets of review `review_id` of run `run_id`, with the
     /// reviewer's answer.
-    pub fn review_texts(&self, run_id: i64, review_id: i64) -> Result<Option<ReviewSheets>> {
+    pub(crate) fn review_texts(&self, run_id: i64, review_id: i64) -> Result<Option<ReviewSheets>> {
         Ok(self
             .conn
             .prepare_cached(
@@ -906,7 +915,7 @@ impl Store {
     }
 
     /// A page of the images of a relevance run (name, sha256), and how many it has.
-    pub fn relevance_images(
+    pub(crate) fn relevance_images(
         &self,
         run_id: i64,
         limit: u64,
@@ -929,7 +938,7 @@ impl Store {
     }
 
     /// The predictions about `images` of run `run_id`, with their answers.
-    pub fn relevance_predictions(
+    pub(crate) fn relevance_predictions(
         &self,
         run_id: i64,
         images: &[String],
@@ -971,7 +980,7 @@ impl Store {
     }
 
     /// The predictions of run `run_id` counted by variant, truth and score.
-    pub fn relevance_confusion(&self, run_id: i64) -> Result<Vec<ConfusionCount>> {
+    pub(crate) fn relevance_confusion(&self, run_id: i64) -> Result<Vec<ConfusionCount>> {
         let mut stmt = self.conn.prepare_cached(
             "SELECT variant, truth, score, count(*) FROM relevance_predictions
              WHERE run_id = ?1 GROUP BY variant, truth, score ORDER BY variant DESC, truth DESC, score",
@@ -988,7 +997,7 @@ impl Store {
     }
 
     /// The verdicts of pairwise run `run_id` counted by pair and winner (its win matrix).
-    pub fn pairwise_counts(&self, run_id: i64) -> Result<Vec<PairCount>> {
+    pub(crate) fn pairwise_counts(&self, run_id: i64) -> Result<Vec<PairCount>> {
         let mut stmt = self.conn.prepare_cached(
             "SELECT candidate_a, candidate_b, winner, count(*) FROM pairwise_verdicts
              WHERE run_id = ?1 GROUP BY 1, 2, 3 ORDER BY 1, 2, 3",
@@ -1005,7 +1014,7 @@ impl Store {
     }
 
     /// A page of the items of pairwise run `run_id`, and how many it has.
-    pub fn pairwise_items(
+    pub(crate) fn pairwise_items(
         &self,
         run_id: i64,
         limit: u64,
@@ -1025,7 +1034,7 @@ impl Store {
 
     /// The verdicts about `items` of run `run_id`, both orders of a pair next to each other,
     /// and the candidates' answers to them.
-    pub fn pairwise_verdicts_of(
+    pub(crate) fn pairwise_verdicts_of(
         &self,
         run_id: i64,
         items: &[String],
@@ -1081,7 +1090,7 @@ impl Store {
 
     /// The image blob `sha256` and its media type, if it is an image (PNG, JPEG, GIF, WebP):
     /// the viewer serves no other blob as a file.
-    pub fn view_image(&self, sha256: &str) -> Result<Option<(String, Vec<u8>)>> {
+    pub(crate) fn view_image(&self, sha256: &str) -> Result<Option<(String, Vec<u8>)>> {
         Ok(self
             .conn
             .prepare_cached(
@@ -1145,7 +1154,7 @@ const CHANGE: &str = "CASE
 
 impl Store {
     /// Benchmark runs `base` and `new` compared, model by model (and template).
-    pub fn diff_models(&self, base: i64, new: i64) -> Result<Vec<DiffModelRow>> {
+    pub(crate) fn diff_models(&self, base: i64, new: i64) -> Result<Vec<DiffModelRow>> {
         let mut stmt = self.conn.prepare_cached(&format!(
             "SELECT b.model_ref, b.template_name, count(*),
                     sum(b.status != 'error' AND n.status != 'error'),
@@ -1175,7 +1184,7 @@ impl Store {
 
     /// A page of the shared results whose outcome changed, regressions first, and how many
     /// changed.
-    pub fn diff_items(
+    pub(crate) fn diff_items(
         &self,
         base: i64,
         new: i64,
@@ -1322,7 +1331,9 @@ mod tests {
     /// errs on case 7; case 5's answers say `zebra`.
     fn filled() -> (Store, i64) {
         let mut store = Store::open_in_memory().unwrap();
-        let run = store.create_run("bench", None, None, "{}").unwrap();
+        let run = store
+            .create_run(crate::kind::ExperimentKind::Bench, None, None, "{}")
+            .unwrap();
         let mut rows = Vec::new();
         for prompt in 0..60u32 {
             for model in 0..2u32 {
@@ -1602,6 +1613,10 @@ mod tests {
     }
 
     #[test]
+    #[allow(
+        clippy::too_many_lines,
+        reason = "a test reads as one scenario (or table), top to bottom"
+    )]
     fn a_transcript_has_the_request_answer_and_checks() {
         let (store, run) = filled();
         let id: i64 = store
@@ -1690,6 +1705,10 @@ mod tests {
     }
 
     #[test]
+    #[allow(
+        clippy::too_many_lines,
+        reason = "a test reads as one scenario (or table), top to bottom"
+    )]
     fn pages_are_read_through_indexes_not_by_scanning_the_run() {
         let (store, run) = filled();
         let plan = |sql: &str, params: &[&dyn rusqlite::ToSql]| -> String {

@@ -25,7 +25,7 @@ pub struct Writer {
 impl Writer {
     /// Starts the writer thread over `store` (a connection of its own, or one shared with
     /// readers behind the mutex).
-    pub fn start(store: Arc<Mutex<Store>>) -> std::io::Result<Self> {
+    pub(crate) fn start(store: Arc<Mutex<Store>>) -> std::io::Result<Self> {
         let (work, queue) = mpsc::channel::<Work>();
         std::thread::Builder::new()
             .name("track-writer".into())
@@ -46,7 +46,7 @@ impl Writer {
 
     /// Runs `work` on the store in the writer's next transaction and returns its result once
     /// that transaction has committed.
-    pub async fn run<R: Send + 'static>(
+    pub(crate) async fn run<R: Send + 'static>(
         &self,
         work: impl FnOnce(&mut Store) -> Result<R> + Send + 'static,
     ) -> Result<R> {

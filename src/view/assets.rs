@@ -21,12 +21,12 @@ const ICON: &str = include_str!("assets/favicon.svg");
 pub const ICON_PATH: &str = "/assets/favicon.svg";
 
 /// `/favicon.ico`: the icon.
-pub async fn icon() -> Result<Response, ViewError> {
+pub(crate) async fn icon() -> Result<Response, ViewError> {
     file(Path("favicon.svg".to_owned())).await
 }
 
 /// `/assets/{file}`.
-pub async fn file(Path(name): Path<String>) -> Result<Response, ViewError> {
+pub(crate) async fn file(Path(name): Path<String>) -> Result<Response, ViewError> {
     let (body, media_type) = match name.as_str() {
         "view.css" => (CSS, "text/css; charset=utf-8"),
         "view.js" => (JS, "text/javascript; charset=utf-8"),

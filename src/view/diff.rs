@@ -38,7 +38,9 @@ fn significant(row: &DiffModelRow) -> bool {
 }
 
 /// `/diff`.
-pub async fn diff(
+// TODO(issue 31): split
+#[allow(clippy::too_many_lines, reason = "TODO(issue 31): split")]
+pub(crate) async fn diff(
     State(app): State<Arc<App>>,
     Query(params): Query<DiffParams>,
 ) -> Result<Html<String>, ViewError> {
@@ -71,7 +73,9 @@ pub async fn diff(
             "No run {base} or no run {new}."
         )));
     };
-    if base_run.kind != "bench" || new_run.kind != "bench" {
+    if base_run.kind != crate::experiment::ExperimentKind::Bench
+        || new_run.kind != crate::experiment::ExperimentKind::Bench
+    {
         return Err(ViewError::Refused(
             StatusCode::BAD_REQUEST,
             format!(

@@ -29,7 +29,7 @@ struct Grid {
 }
 
 /// `/runs/{run}`.
-pub async fn grid(
+pub(crate) async fn grid(
     State(app): State<Arc<App>>,
     Path(run_id): Path<i64>,
     Query(params): Query<GridParams>,
@@ -38,7 +38,7 @@ pub async fn grid(
         .read(move |store| store.view_run(run_id))
         .await?
         .ok_or_else(|| ViewError::NotFound(format!("No run {run_id}.")))?;
-    if run.kind != "bench" {
+    if run.kind != crate::experiment::ExperimentKind::Bench {
         return super::kinds::page_of(app, run, params.page()).await;
     }
     let query = params.query()?;
@@ -72,6 +72,8 @@ pub async fn grid(
 }
 
 /// The grid's page body.
+// TODO(issue 31): split
+#[allow(clippy::too_many_lines, reason = "TODO(issue 31): split")]
 fn render(grid: &Grid, params: &GridParams, number: u64, app_rater: &str) -> Markup {
     let run_id = grid.run.id;
     let active_filter = match params.query().map(|q| q.filter) {

@@ -22,7 +22,11 @@ const IMAGES_PER_PAGE: u64 = 10;
 const ITEMS_PER_PAGE: u64 = 20;
 
 /// The page of `run`, a run of another kind than `bench`, at page `number`.
-pub async fn page_of(app: Arc<App>, run: RunInfo, number: u64) -> Result<Html<String>, ViewError> {
+pub(crate) async fn page_of(
+    app: Arc<App>,
+    run: RunInfo,
+    number: u64,
+) -> Result<Html<String>, ViewError> {
     let run_id = run.id;
     let more = |p: u64| {
         link(
@@ -115,7 +119,7 @@ async fn review(
 }
 
 /// `/runs/{run}/reviews/{review}`: the generated datasheet beside the official one.
-pub async fn review_sheets(
+pub(crate) async fn review_sheets(
     State(app): State<Arc<App>>,
     Path((run_id, review_id)): Path<(i64, i64)>,
 ) -> Result<Html<String>, ViewError> {
@@ -330,7 +334,7 @@ fn verdict(v: &VerdictCell) -> Markup {
 }
 
 /// `/blobs/{sha256}`: an image stored in the database (PNG, JPEG, GIF or WebP only).
-pub async fn image(
+pub(crate) async fn image(
     State(app): State<Arc<App>>,
     Path(sha): Path<String>,
 ) -> Result<Response, ViewError> {

@@ -7,13 +7,13 @@ use super::server::App;
 use crate::store::RunInfo;
 
 /// A whole page titled `title` around `body`.
-pub fn page(app: &App, title: &str, body: Markup) -> Markup {
+pub(crate) fn page(app: &App, title: &str, body: Markup) -> Markup {
     page_of_run(app, title, body, None)
 }
 
 /// A whole page about `run` (its script rates its results, and reloads the page when the
 /// run, still going, ends).
-pub fn page_of_run(app: &App, title: &str, body: Markup, run: Option<&RunInfo>) -> Markup {
+pub(crate) fn page_of_run(app: &App, title: &str, body: Markup, run: Option<&RunInfo>) -> Markup {
     let live = run.is_some_and(|r| matches!(r.status.as_str(), "running" | "waiting"));
     html! {
         (DOCTYPE)
@@ -40,12 +40,17 @@ pub fn page_of_run(app: &App, title: &str, body: Markup, run: Option<&RunInfo>) 
 }
 
 /// "Page x of y" with links to the previous and next pages, made by `link(page)`.
-pub fn pager(page: u64, pages: u64, link: impl Fn(u64) -> String) -> Markup {
+pub(crate) fn pager(page: u64, pages: u64, link: impl Fn(u64) -> String) -> Markup {
     pager_open(page, pages, false, link)
 }
 
 /// [`pager`] of a count that stopped (`more`: more pages than `pages` follow).
-pub fn pager_open(page: u64, pages: u64, more: bool, link: impl Fn(u64) -> String) -> Markup {
+pub(crate) fn pager_open(
+    page: u64,
+    pages: u64,
+    more: bool,
+    link: impl Fn(u64) -> String,
+) -> Markup {
     html! {
         nav.pager aria-label="pages" {
             @if page > 1 {
@@ -60,7 +65,7 @@ pub fn pager_open(page: u64, pages: u64, more: bool, link: impl Fn(u64) -> Strin
 }
 
 /// A run's status and progress, updated live while it runs (`data-run`).
-pub fn progress(run: &RunInfo) -> Markup {
+pub(crate) fn progress(run: &RunInfo) -> Markup {
     let planned = run.plan_calls.unwrap_or(run.tally.planned_calls);
     let live = matches!(run.status.as_str(), "running" | "waiting");
     html! {
@@ -76,9 +81,9 @@ pub fn progress(run: &RunInfo) -> Markup {
 }
 
 /// The heading of run pages: what the run is, with its tally.
-pub fn run_heading(run: &RunInfo) -> Markup {
+pub(crate) fn run_heading(run: &RunInfo) -> Markup {
     html! {
-        h1 { "Run " (run.id) " · " (run.kind) }
+        h1 { "Run " (run.id) " · " (run.kind.as_str()) }
         dl.facts {
             dt { "File" } dd { (run.file.as_deref().unwrap_or("–")) }
             dt { "Models" } dd { (format::models(run.models.as_deref())) }

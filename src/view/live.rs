@@ -45,7 +45,7 @@ fn run_ids(ids: Option<&str>) -> Vec<i64> {
 
 /// `/events`: an event `progress` (a JSON list of runs' progress) every second, then `done`
 /// once no run asked for is running or waiting.
-pub async fn events(
+pub(crate) async fn events(
     State(app): State<Arc<App>>,
     Query(params): Query<EventParams>,
 ) -> Result<Sse<impl Stream<Item = Result<Event, Infallible>>>, ViewError> {

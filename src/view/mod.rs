@@ -57,7 +57,7 @@ pub struct ViewOptions {
 impl ViewOptions {
     /// The options of `--host HOST --port PORT [--token] [--open]`: a host that is not a
     /// loopback address needs a token.
-    pub fn new(
+    pub(crate) fn new(
         host: &str,
         port: u16,
         token: Option<String>,
@@ -105,7 +105,7 @@ impl ViewOptions {
 
 /// Serves the viewer of `store` (the database at `db`) until interrupted (Ctrl-C, SIGTERM).
 /// Prints the address it listens on, first, on stdout.
-pub fn serve(store: Store, db: &Path, options: ViewOptions) -> anyhow::Result<()> {
+pub(crate) fn serve(store: Store, db: &Path, options: ViewOptions) -> anyhow::Result<()> {
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()

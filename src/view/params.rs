@@ -21,7 +21,7 @@ pub struct RunsParams {
 
 impl RunsParams {
     /// The filter it asks for (empty values ask for nothing).
-    pub fn filter(&self) -> RunFilter {
+    pub(crate) fn filter(&self) -> RunFilter {
         RunFilter {
             kind: given(&self.kind),
             status: given(&self.status),
@@ -30,7 +30,7 @@ impl RunsParams {
     }
 
     /// The link of this list at `page`.
-    pub fn link(&self, page: u64) -> String {
+    pub(crate) fn link(&self, page: u64) -> String {
         link(
             "/",
             &[
@@ -72,7 +72,7 @@ pub const ORDERS: [(&str, &str); 4] = [
 
 impl GridParams {
     /// The query it asks for; an unknown filter or order is refused, naming the known ones.
-    pub fn query(&self) -> Result<GridQuery, ViewError> {
+    pub(crate) fn query(&self) -> Result<GridQuery, ViewError> {
         let filter = match (given(&self.check), given(&self.filter).as_deref()) {
             (Some(method), _) => ResultFilter::Check(method),
             (None, None | Some("all")) => ResultFilter::All,
@@ -105,12 +105,12 @@ impl GridParams {
     }
 
     /// The page asked for, from 1.
-    pub fn page(&self) -> u64 {
+    pub(crate) fn page(&self) -> u64 {
         page_number(&self.page)
     }
 
     /// The link of run `run`'s grid with this query, changed by `change`.
-    pub fn link(&self, run: i64, change: impl FnOnce(&mut Self)) -> String {
+    pub(crate) fn link(&self, run: i64, change: impl FnOnce(&mut Self)) -> String {
         let mut changed = self.clone();
         change(&mut changed);
         link(
@@ -127,12 +127,12 @@ impl GridParams {
 }
 
 /// The value of a page number in a link: none for the first page.
-pub fn page_value(page: u64) -> Option<String> {
+pub(crate) fn page_value(page: u64) -> Option<String> {
     (page > 1).then(|| page.to_string())
 }
 
 /// The page number of `?page=` (1 when absent or not a number).
-pub fn page_number(page: &Option<String>) -> u64 {
+pub(crate) fn page_number(page: &Option<String>) -> u64 {
     page.as_deref()
         .and_then(|p| p.trim().parse::<u64>().ok())
         .filter(|&p| p >= 1)
@@ -140,7 +140,7 @@ pub fn page_number(page: &Option<String>) -> u64 {
 }
 
 /// How many pages `rows` fill.
-pub fn page_count(rows: u64) -> u64 {
+pub(crate) fn page_count(rows: u64) -> u64 {
     rows.div_ceil(PAGE_SIZE).max(1)
 }
 
@@ -154,7 +154,7 @@ fn given(value: &Option<String>) -> Option<String> {
 }
 
 /// `path` with the non-empty `pairs` as its query string, percent-encoded.
-pub fn link(path: &str, pairs: &[(&str, Option<&str>)]) -> String {
+pub(crate) fn link(path: &str, pairs: &[(&str, Option<&str>)]) -> String {
     let kept: Vec<(&str, &str)> = pairs
         .iter()
         .filter_map(|&(k, v)| v.filter(|v| !v.trim().is_empty()).map(|v| (k, v)))

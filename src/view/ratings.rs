@@ -33,7 +33,7 @@ pub struct RatingForm {
 }
 
 /// `POST /runs/{run}/ratings`.
-pub async fn rate(
+pub(crate) async fn rate(
     State(app): State<Arc<App>>,
     Path(run_id): Path<i64>,
     headers: HeaderMap,
@@ -100,7 +100,7 @@ fn local_path(path: &str) -> bool {
 }
 
 /// The current ratings of the results `uids`, by uid.
-pub fn current(
+pub(crate) fn current(
     store: &crate::store::Store,
     uids: &[String],
 ) -> crate::store::Result<HashMap<String, Rating>> {
@@ -114,7 +114,7 @@ pub fn current(
 }
 
 /// The short mark of a rating on a grid's cell: `P`, `F`, or its score.
-pub fn mark(rating: &Rating) -> String {
+pub(crate) fn mark(rating: &Rating) -> String {
     match (rating.verdict, rating.score) {
         (Some(Verdict::Pass), _) => "P".into(),
         (Some(Verdict::Fail), _) => "F".into(),
@@ -124,7 +124,13 @@ pub fn mark(rating: &Rating) -> String {
 }
 
 /// A transcript's rating: the current one, and the form that adds one.
-pub fn form(app: &App, run_id: i64, uid: &str, back: &str, current: Option<&Rating>) -> Markup {
+pub(crate) fn form(
+    app: &App,
+    run_id: i64,
+    uid: &str,
+    back: &str,
+    current: Option<&Rating>,
+) -> Markup {
     html! {
         h2 { "Human rating" }
         @if let Some(r) = current {

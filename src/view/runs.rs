@@ -25,7 +25,7 @@ const STATUSES: [&str; 8] = [
 ];
 
 /// `/`.
-pub async fn list(
+pub(crate) async fn list(
     State(app): State<Arc<App>>,
     Query(params): Query<RunsParams>,
 ) -> Result<Html<String>, ViewError> {
@@ -73,7 +73,7 @@ pub async fn list(
                 @for run in &runs {
                     tr {
                         td { a href=(format!("/runs/{}", run.id)) { (run.id) } }
-                        td { (run.kind) }
+                        td { (run.kind.as_str()) }
                         td { (progress(run)) }
                         td { (run.file.as_deref().unwrap_or("–")) }
                         td.models { (format::models(run.models.as_deref())) }

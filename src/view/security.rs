@@ -28,7 +28,7 @@ pub const CSRF_FIELD: &str = "csrf";
 pub const CSRF_HEADER: &str = "x-csrf-token";
 
 /// Whether `given` is `secret`, in a time that does not tell how much of it matched.
-pub fn same_secret(given: &str, secret: &str) -> bool {
+pub(crate) fn same_secret(given: &str, secret: &str) -> bool {
     let (a, b) = (given.as_bytes(), secret.as_bytes());
     let mut diff = u8::from(a.len() != b.len());
     for (i, &s) in b.iter().enumerate() {
@@ -38,7 +38,7 @@ pub fn same_secret(given: &str, secret: &str) -> bool {
 }
 
 /// A new random secret: 32 hex digits.
-pub fn random_secret() -> String {
+pub(crate) fn random_secret() -> String {
     use rand::Rng as _;
     hex::encode(rand::rng().random::<[u8; 16]>())
 }
@@ -94,7 +94,7 @@ fn local_host(headers: &HeaderMap, port: u16) -> bool {
 
 /// Checks the request (Host on loopback, the token when one is set), then adds the security
 /// headers to whatever is answered.
-pub async fn guard(State(app): State<Arc<App>>, request: Request, next: Next) -> Response {
+pub(crate) async fn guard(State(app): State<Arc<App>>, request: Request, next: Next) -> Response {
     if app.options.address.ip().is_loopback()
         && !local_host(request.headers(), app.options.address.port())
     {
@@ -161,7 +161,7 @@ fn with_headers(mut response: Response) -> Response {
 
 /// Whether a write's request came from this viewer's own page: its CSRF token (form field or
 /// header) is the server's (`csrf`), and its Origin, when sent, is the Host it was sent to.
-pub fn write_allowed(csrf: &str, headers: &HeaderMap, form_token: Option<&str>) -> bool {
+pub(crate) fn write_allowed(csrf: &str, headers: &HeaderMap, form_token: Option<&str>) -> bool {
     let token = form_token.or_else(|| headers.get(CSRF_HEADER).and_then(|v| v.to_str().ok()));
     let token_ok = token.is_some_and(|t| same_secret(t, csrf));
     let origin_ok = match headers.get(header::ORIGIN).and_then(|v| v.to_str().ok()) {

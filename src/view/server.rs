@@ -32,7 +32,7 @@ pub struct App {
 
 impl App {
     /// Runs `query` on the store on a blocking thread.
-    pub async fn read<T: Send + 'static>(
+    pub(crate) async fn read<T: Send + 'static>(
         self: &Arc<Self>,
         query: impl FnOnce(&Store) -> crate::store::Result<T> + Send + 'static,
     ) -> Result<T, ViewError> {
@@ -47,7 +47,7 @@ impl App {
     }
 
     /// Runs `write` on the store on a blocking thread.
-    pub async fn write<T: Send + 'static>(
+    pub(crate) async fn write<T: Send + 'static>(
         self: &Arc<Self>,
         write: impl FnOnce(&mut Store) -> crate::store::Result<T> + Send + 'static,
     ) -> Result<T, ViewError> {
@@ -137,7 +137,7 @@ fn router(app: Arc<App>) -> Router {
 }
 
 /// Serves until Ctrl-C or SIGTERM.
-pub async fn run(store: Store, db: &Path, mut options: ViewOptions) -> anyhow::Result<()> {
+pub(crate) async fn run(store: Store, db: &Path, mut options: ViewOptions) -> anyhow::Result<()> {
     store
         .prepare_for_viewing()
         .context("readying the database for the viewer")?;

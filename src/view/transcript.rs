@@ -15,7 +15,7 @@ use super::server::{App, ViewError};
 use crate::store::{CallText, CaseAnswer, Transcript};
 
 /// `/runs/{run}/results/{result}`.
-pub async fn result(
+pub(crate) async fn result(
     State(app): State<Arc<App>>,
     Path((run_id, result_id)): Path<(i64, i64)>,
 ) -> Result<Html<String>, ViewError> {
@@ -211,7 +211,7 @@ fn answer(call: &CallText) -> Markup {
 }
 
 /// `/runs/{run}/cases/{case}`.
-pub async fn case(
+pub(crate) async fn case(
     State(app): State<Arc<App>>,
     Path((run_id, case)): Path<(i64, i64)>,
 ) -> Result<Html<String>, ViewError> {

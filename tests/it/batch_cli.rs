@@ -265,7 +265,7 @@ mod recorded {
             .create_batch(&NewBatch {
                 run_id: run,
                 provider: &endpoint.provider,
-                api: api.as_str(),
+                api,
                 base_url: &endpoint.base_url,
                 key_fingerprint: &fingerprint,
                 model,
@@ -308,7 +308,12 @@ mod recorded {
     pub fn waiting_run(s: &Sandbox) -> i64 {
         let store = Store::open(&s.db_path()).expect("store");
         let run = store
-            .create_run("bench", Some("bench.yaml"), None, "{}")
+            .create_run(
+                track::experiment::ExperimentKind::Bench,
+                Some("bench.yaml"),
+                None,
+                "{}",
+            )
             .unwrap();
         store
             .set_run_identity(run, "openai:gpt-4o-mini", Some("run bench.yaml --batch"))

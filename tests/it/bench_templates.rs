@@ -32,7 +32,12 @@ fn passes(model: usize, template: usize, case: usize) -> bool {
 fn templated_run(s: &Sandbox) -> i64 {
     let mut store = Store::open(&s.db_path()).unwrap();
     let run = store
-        .create_run("bench", Some("math.yaml"), None, OPTIONS)
+        .create_run(
+            track::experiment::ExperimentKind::Bench,
+            Some("math.yaml"),
+            None,
+            OPTIONS,
+        )
         .unwrap();
     let mut rows = Vec::new();
     for (m, model) in MODELS.iter().enumerate() {

@@ -35,9 +35,9 @@ pub const UNCHANGED: &str = "unchanged";
 pub const ONLY_IN: &str = "only_in";
 /// The columns of an item frame that name the call behind the item in each run (null where
 /// the run has no such item, or no call): what `track diff --items` reads the answers by.
-pub const BASE_CALL_ID: &str = "base_call_id";
+pub const BASE_CALL_ID: &str = crate::output::columns::BASE_CALL_ID.name;
 /// As [`BASE_CALL_ID`], of the new run.
-pub const NEW_CALL_ID: &str = "new_call_id";
+pub const NEW_CALL_ID: &str = crate::output::columns::NEW_CALL_ID.name;
 /// The answers `track diff --items` adds to an item frame with call ids: each run's whole
 /// answer to the item.
 pub const BASE_ANSWER: &str = "base_answer";
@@ -49,7 +49,7 @@ pub const ANSWER_CHARS_SHOWN: usize = 40;
 /// The answer column `track diff --items` adds for the call id column `name`: `X_answer` for
 /// `X_call_id` where X names a run (`base`, `new`, or either with more: a pairwise item's
 /// `base_ab_call_id` gives `base_ab_answer`); `None` for any other column.
-pub fn answer_column_of(name: &str) -> Option<String> {
+pub(crate) fn answer_column_of(name: &str) -> Option<String> {
     let side = name.strip_suffix("_call_id")?;
     (side == "base" || side == "new" || side.starts_with("base_") || side.starts_with("new_"))
         .then(|| format!("{side}_answer"))
@@ -59,7 +59,7 @@ pub fn answer_column_of(name: &str) -> Option<String> {
 /// after each of its call id columns' ids turned into answers by `answer` (whole; or, with
 /// `shown`, the first line cut to that many characters), in the order of those columns. A
 /// frame without call ids (a kind whose items have no call) is returned as is.
-pub fn with_answers<E>(
+pub(crate) fn with_answers<E>(
     mut items: DataFrame,
     shown: Option<usize>,
     mut answer: impl FnMut(i64) -> Result<Option<String>, E>,
@@ -93,7 +93,7 @@ where
 
 /// The first non-empty line of `text`, cut to `chars` characters with `…` (and `…` after it
 /// when more lines follow): an answer as a table cell.
-pub fn shortened(text: &str, chars: usize) -> String {
+pub(crate) fn shortened(text: &str, chars: usize) -> String {
     let mut lines = text.lines().map(str::trim).filter(|l| !l.is_empty());
     let first = lines.next().unwrap_or("");
     let more = lines.next().is_some();
@@ -124,9 +124,9 @@ pub enum DiffError {
     )]
     KindMismatch {
         base: i64,
-        base_kind: String,
+        base_kind: ExperimentKind,
         new: i64,
-        new_kind: String,
+        new_kind: ExperimentKind,
     },
     /// The runs are of a kind that has no items to compare (datasheet generation), or of one
     /// this track does not know; `comparable` names the kinds it compares (`benchmark, review
@@ -134,7 +134,7 @@ pub enum DiffError {
     #[error("run {run} is a {kind} run: track diff compares {comparable} runs")]
     Unsupported {
         run: i64,
-        kind: String,
+        kind: ExperimentKind,
         comparable: String,
     },
     #[error(transparent)]
@@ -221,17 +221,21 @@ pub struct Layout {
 }
 
 impl RunDiff {
-    /// The kind of runs `base_run` and `new_run` as stored (`bench`): both must exist and be
-    /// of one kind. Whether that kind can be compared is the registry's to say.
-    pub fn kind_of(store: &Store, base_run: i64, new_run: i64) -> Result<String, DiffError> {
+    /// The kind of runs `base_run` and `new_run`: both must exist and be of one kind. Whether
+    /// that kind can be compared is the registry's to say.
+    pub(crate) fn kind_of(
+        store: &Store,
+        base_run: i64,
+        new_run: i64,
+    ) -> Result<ExperimentKind, DiffError> {
         let base = find_run(store, base_run)?;
         let new = find_run(store, new_run)?;
         if base.kind != new.kind {
             return Err(DiffError::KindMismatch {
                 base: base_run,
-                base_kind: kind_noun(&base.kind),
+                base_kind: base.kind,
                 new: new_run,
-                new_kind: kind_noun(&new.kind),
+                new_kind: new.kind,
             });
         }
         Ok(base.kind)
@@ -239,7 +243,7 @@ impl RunDiff {
 
     /// Run `new_run` compared with run `base_run`, both of `kind`, by the kind's diff, whose
     /// frames read as `layout` says.
-    pub fn new(
+    pub(crate) fn new(
         base_run: i64,
         new_run: i64,
         kind: ExperimentKind,
@@ -260,7 +264,7 @@ impl RunDiff {
     }
 
     /// Two templates of run `run`, `base` and `new`, compared by the benchmark diff.
-    pub fn of_templates(
+    pub(crate) fn of_templates(
         run: i64,
         (base, new): (&str, &str),
         layout: &'static Layout,
@@ -274,7 +278,7 @@ impl RunDiff {
 
     /// The words for the two sides: `run 3` and `run 5`, or `template terse` and `template
     /// steps`.
-    pub fn sides(&self) -> (String, String) {
+    pub(crate) fn sides(&self) -> (String, String) {
         match &self.templates {
             Some((base, new)) => (format!("template {base}"), format!("template {new}")),
             None => (
@@ -286,7 +290,7 @@ impl RunDiff {
 
     /// The arguments of `track diff` that make this diff: `3 5`, or `3 --templates terse
     /// steps`.
-    pub fn command_args(&self) -> String {
+    pub(crate) fn command_args(&self) -> String {
         match &self.templates {
             Some((base, new)) => format!("{} --templates {base} {new}", self.base_run),
             None => format!("{} {}", self.base_run, self.new_run),
@@ -295,7 +299,7 @@ impl RunDiff {
 
     /// One line summing the diff up: `run 3 → run 5 (benchmark): 40 items shared,
     /// 2 regressions, 1 fix, 0 new errors; 3 only in run 3, 0 only in run 5`.
-    pub fn headline(&self) -> String {
+    pub(crate) fn headline(&self) -> String {
         let c = &self.counts;
         let changes = (self.layout.changes)(c);
         let (base, new) = self.sides();
@@ -306,14 +310,14 @@ impl RunDiff {
         format!(
             "{compared} ({}): {} shared, {changes}; {} only in {base}, {} only in {new}",
             self.kind.noun(),
-            plural(c.shared, self.layout.item_noun),
+            crate::output::count(c.shared, self.layout.item_noun),
             c.only_in_base,
             c.only_in_new,
         )
     }
 
     /// Whether any paired regression is significant (what `--fail-on-regression` checks).
-    pub fn has_significant_regression(&self) -> bool {
+    pub(crate) fn has_significant_regression(&self) -> bool {
         self.counts.significant_regressions > 0
     }
 
@@ -335,7 +339,7 @@ impl RunDiff {
 
     /// The shared items that changed, most serious first (regressions, new errors, fixes,
     /// the rest), with the columns that show the change.
-    pub fn changes(&self) -> PolarsResult<DataFrame> {
+    pub(crate) fn changes(&self) -> PolarsResult<DataFrame> {
         let layout = self.layout;
         let mut rank = lit(layout.change_order.len() as u32);
         for (position, label) in layout.change_order.iter().enumerate().rev() {
@@ -368,7 +372,7 @@ impl RunDiff {
     }
 
     /// The items found in one run only: their keys and `only_in`.
-    pub fn unpaired(&self) -> PolarsResult<DataFrame> {
+    pub(crate) fn unpaired(&self) -> PolarsResult<DataFrame> {
         let mut columns: Vec<Expr> = self.keys_shown().into_iter().map(col).collect();
         columns.push(col(ONLY_IN));
         self.items
@@ -389,22 +393,6 @@ fn find_run(store: &Store, id: i64) -> Result<RunInfo, DiffError> {
         .ok_or(DiffError::NoSuchRun(id))
 }
 
-/// The word for a stored kind in messages (`benchmark`), or the stored name itself.
-pub fn kind_noun(stored: &str) -> String {
-    stored
-        .parse::<ExperimentKind>()
-        .map_or_else(|_| stored.to_owned(), |k| k.noun().to_owned())
-}
-
-/// `1 fix`, `2 fixes`, `3 items`.
-pub fn plural(n: u64, noun: &str) -> String {
-    match n {
-        1 => format!("1 {noun}"),
-        _ if noun.ends_with('x') || noun.ends_with('s') => format!("{n} {noun}es"),
-        _ => format!("{n} {noun}s"),
-    }
-}
-
 /// An item of two runs: in both, or in one only.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Pairing<T> {
@@ -416,7 +404,7 @@ pub enum Pairing<T> {
 /// Pairs the items of two runs by `key`: the base run's items in their order (paired or
 /// not), then the new run's unpaired ones in theirs. A key found twice on one side pairs
 /// once; the other item is listed as unpaired, never dropped.
-pub fn pair_by_key<T, K: Eq + Hash>(
+pub(crate) fn pair_by_key<T, K: Eq + Hash>(
     base: Vec<T>,
     new: Vec<T>,
     key: impl Fn(&T) -> K,
@@ -438,7 +426,7 @@ pub fn pair_by_key<T, K: Eq + Hash>(
 }
 
 /// `only_in` of a pairing: null when paired.
-pub fn only_in<T>(pairing: &Pairing<T>) -> Option<&'static str> {
+pub(crate) fn only_in<T>(pairing: &Pairing<T>) -> Option<&'static str> {
     match pairing {
         Pairing::Both(..) => None,
         Pairing::OnlyBase(_) => Some("base"),
@@ -447,7 +435,7 @@ pub fn only_in<T>(pairing: &Pairing<T>) -> Option<&'static str> {
 }
 
 /// The base and new sides of a pairing (one of them absent when unpaired).
-pub fn sides<T>(pairing: &Pairing<T>) -> (Option<&T>, Option<&T>) {
+pub(crate) fn sides<T>(pairing: &Pairing<T>) -> (Option<&T>, Option<&T>) {
     match pairing {
         Pairing::Both(base, new) => (Some(base), Some(new)),
         Pairing::OnlyBase(base) => (Some(base), None),
@@ -456,7 +444,7 @@ pub fn sides<T>(pairing: &Pairing<T>) -> (Option<&T>, Option<&T>) {
 }
 
 /// The item that names a pairing: the base run's when paired.
-pub fn either<T>(pairing: &Pairing<T>) -> &T {
+pub(crate) fn either<T>(pairing: &Pairing<T>) -> &T {
     match pairing {
         Pairing::Both(base, _) | Pairing::OnlyBase(base) => base,
         Pairing::OnlyNew(new) => new,
@@ -464,12 +452,12 @@ pub fn either<T>(pairing: &Pairing<T>) -> &T {
 }
 
 /// `new - base`, when both are known.
-pub fn difference(base: Option<f64>, new: Option<f64>) -> Option<f64> {
+pub(crate) fn difference(base: Option<f64>, new: Option<f64>) -> Option<f64> {
     Some(new? - base?)
 }
 
 /// The mean of `values`, `None` when empty.
-pub fn mean(values: impl IntoIterator<Item = f64>) -> Option<f64> {
+pub(crate) fn mean(values: impl IntoIterator<Item = f64>) -> Option<f64> {
     let (sum, n) = values
         .into_iter()
         .fold((0.0, 0usize), |(sum, n), v| (sum + v, n + 1));
@@ -566,10 +554,7 @@ mod tests {
     }
 
     #[test]
-    fn plurals_and_means() {
-        assert_eq!(plural(1, "fix"), "1 fix");
-        assert_eq!(plural(2, "fix"), "2 fixes");
-        assert_eq!(plural(0, "new error"), "0 new errors");
+    fn means_and_differences() {
         assert_eq!(mean([1.0, 2.0, 6.0]), Some(3.0));
         assert_eq!(mean([]), None);
         assert_eq!(difference(Some(1.0), Some(3.5)), Some(2.5));

@@ -20,14 +20,14 @@ macro_rules! kinds {
             pub const ALL: &'static [Self] = &[$(Self::$variant),*];
 
             /// The name stored in the database and written as `kind:` in files.
-            pub fn as_str(self) -> &'static str {
+            pub(crate) fn as_str(self) -> &'static str {
                 match self {
                     $(Self::$variant => $name,)*
                 }
             }
 
             /// The word for it in messages ("benchmark experiments").
-            pub fn noun(self) -> &'static str {
+            pub(crate) fn noun(self) -> &'static str {
                 match self {
                     $(Self::$variant => $noun,)*
                 }
@@ -55,7 +55,7 @@ impl ExperimentKind {
 
     /// The `kind:` of an experiment file: a top-level `kind:` line, read without parsing the
     /// whole file (benchmark files can be huge); a file without one is a benchmark.
-    pub fn of_file(text: &str) -> Result<Self, UnknownKind> {
+    pub(crate) fn of_file(text: &str) -> Result<Self, UnknownKind> {
         let written = text
             .lines()
             .find_map(|line| line.strip_prefix("kind:"))
@@ -71,7 +71,7 @@ impl ExperimentKind {
     }
 
     /// The kind whose stored name is exactly `stored` (as `runs.kind` holds it).
-    pub fn from_stored(stored: &str) -> Option<Self> {
+    pub(crate) fn from_stored(stored: &str) -> Option<Self> {
         Self::ALL.iter().copied().find(|k| k.as_str() == stored)
     }
 }
