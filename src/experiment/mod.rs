@@ -236,6 +236,10 @@ pub trait Experiment: Send {
         false
     }
 
+    /// Hands the experiment the run's stop flag, set at the first signal (Ctrl-C): work of
+    /// its own that takes long (a benchmark's script checks) stops there too.
+    fn watch_stop(&mut self, _stop: std::sync::Arc<std::sync::atomic::AtomicBool>) {}
+
     /// What reading the experiment's data said (`loaded 2,000 cases from data/math.jsonl
     /// (columns: …)`), for a dry run's plan; said on stderr when the file is loaded too.
     fn loaded(&self) -> Option<String> {

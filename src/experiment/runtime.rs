@@ -377,6 +377,7 @@ async fn run(
     let progress = crate::output::progress_bar(plan.to_call() as usize, options.show_progress);
     let signals = Signals::default();
     let listener = listen(&signals, &progress, store, run_id, guard.lock_path());
+    experiment.watch_stop(signals.stop_flag().clone());
     let mut tally = Tally::default();
     tally.counts.planned_calls = plan.calls();
     lock(store).update_run_tally(run_id, &tally.counts)?;
