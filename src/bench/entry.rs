@@ -1,4 +1,4 @@
-//! Benchmarks' entry in the registry (`crate::kinds`): what `track run`, `query`, `export`,
+//! Benchmarks' entry in the registry (`commands/registry.rs`): what `track run`, `query`, `export`,
 //! `diff` and `report` do for them. Glue only: the work is in the folder's other files.
 
 use polars::prelude::DataFrame;

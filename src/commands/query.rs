@@ -6,9 +6,10 @@ use std::sync::LazyLock;
 
 use polars::prelude::Column;
 
+use super::registry;
 use super::{Context, selection_status};
 use crate::experiment::ExperimentKind;
-use crate::kinds::{self, Grouping, QueryFlag, QueryOptions};
+use crate::kinds::{Grouping, QueryOptions};
 use crate::output::{Columns, Format, print_frame};
 use crate::store::RunSelector;
 
@@ -23,7 +24,7 @@ pub struct GroupBy {
 /// first kind's: what `--help` lists (the run chosen then says whose it is, see [`resolve`]).
 static GROUPINGS: LazyLock<Vec<GroupBy>> = LazyLock::new(|| {
     let mut seen = Vec::new();
-    kinds::groupings()
+    registry::groupings()
         .filter(|(_, grouping)| {
             let new = !seen.contains(&grouping.name);
             seen.push(grouping.name);
@@ -35,7 +36,7 @@ static GROUPINGS: LazyLock<Vec<GroupBy>> = LazyLock::new(|| {
 
 /// The kinds' groupings named `name`.
 fn named(name: &str) -> Vec<GroupBy> {
-    kinds::groupings()
+    registry::groupings()
         .filter(|(_, g)| g.name == name)
         .map(|(kind, grouping)| GroupBy { kind, grouping })
         .collect()
@@ -104,18 +105,9 @@ pub struct QueryArgs {
     /// Reviews: only this reviewer (`<provider>:<name>`).
     #[arg(long, value_name = "MODEL")]
     reviewer: Option<String>,
-    // The help of the flags names the --by values they go with, from the registry.
-    #[arg(long, help = flag_help(
-        QueryFlag::Agreement,
-        "agreement between reviewers per criterion (quadratic-weighted Cohen's kappa for two, \
-         ordinal Krippendorff's alpha for any number)",
-    ))]
-    agreement: bool,
-    #[arg(long, help = flag_help(
-        QueryFlag::PerPredicate,
-        "one block per predicate type (its name: clear, on, at, in…)",
-    ))]
-    per_predicate: bool,
+    // The kinds' own flags (`--agreement`), declared in their registry entries.
+    #[command(flatten)]
+    flags: KindFlags,
     /// Output format.
     #[arg(long, value_enum, default_value_t = Format::Table)]
     format: Format,
@@ -128,35 +120,73 @@ pub struct QueryArgs {
 fn run_help() -> String {
     format!(
         "Which runs: a run id, `latest` or `all` [default: {}]",
-        kinds::default_rule_help()
+        registry::default_rule_help()
     )
 }
 
-/// The help of `flag`: `With --by criterion: <what>`.
-fn flag_help(flag: QueryFlag, what: &str) -> String {
-    format!("With {}: {what}", kinds::flag_homes(flag))
+/// The kinds' flags of `track query` given on the command line, by name (`agreement`). Their
+/// options are written from the registry's [`QueryFlag`](crate::kinds::QueryFlag)s, each
+/// with a help that names the `--by` values it goes with: `With --by criterion: <its help>`.
+#[derive(Debug, Clone, Default)]
+struct KindFlags {
+    given: Vec<&'static str>,
+}
+
+impl clap::FromArgMatches for KindFlags {
+    fn from_arg_matches(matches: &clap::ArgMatches) -> Result<Self, clap::Error> {
+        let given = registry::query_flags()
+            .into_iter()
+            .filter(|flag| matches.get_flag(flag.name))
+            .map(|flag| flag.name)
+            .collect();
+        Ok(Self { given })
+    }
+
+    fn update_from_arg_matches(&mut self, matches: &clap::ArgMatches) -> Result<(), clap::Error> {
+        *self = Self::from_arg_matches(matches)?;
+        Ok(())
+    }
+}
+
+impl clap::Args for KindFlags {
+    fn augment_args(command: clap::Command) -> clap::Command {
+        registry::query_flags()
+            .into_iter()
+            .fold(command, |command, flag| {
+                command.arg(
+                    clap::Arg::new(flag.name)
+                        .long(flag.name)
+                        .action(clap::ArgAction::SetTrue)
+                        .help(format!(
+                            "With {}: {}",
+                            registry::flag_homes(flag.name),
+                            flag.help
+                        )),
+                )
+            })
+    }
+
+    fn augment_args_for_update(command: clap::Command) -> clap::Command {
+        Self::augment_args(command)
+    }
 }
 
 pub(crate) fn run(context: &Context, args: QueryArgs) -> anyhow::Result<ExitCode> {
     let by = args.by.grouping;
-    for (flag, given) in [
-        (QueryFlag::Agreement, args.agreement),
-        (QueryFlag::PerPredicate, args.per_predicate),
-    ] {
-        if given && !by.flags.contains(&flag) {
-            anyhow::bail!("{} goes with {}", flag.as_str(), kinds::flag_homes(flag));
+    for &flag in &args.flags.given {
+        if !by.flags.iter().any(|f| f.name == flag) {
+            anyhow::bail!("--{flag} goes with {}", registry::flag_homes(flag));
         }
     }
     let store = context.open_existing_store()?;
     let resolved = resolve(&store, args.by, args.run)?;
     let (kind, by) = (resolved.kind, resolved.grouping);
-    let default = kinds::kind(kind).default_runs();
+    let default = registry::kind(kind).default_runs();
     let run_ids = store.select_runs(kind, args.run.unwrap_or(default))?;
     let (status, _) = selection_status(context, &store, &run_ids)?;
     let options = QueryOptions {
         reviewer: args.reviewer.as_deref(),
-        agreement: args.agreement,
-        per_predicate: args.per_predicate,
+        flags: &args.flags.given,
         config: &|| context.load_config(),
     };
     let summary = (by.summary)(&store, &run_ids, &options)?;

@@ -1,6 +1,5 @@
-//! Pairwise comparisons' entry in the registry (`crate::kinds`): what `track run`, `query`,
-//! `export`, `diff` and `report` do for them. Glue only: the work is in the folder's other
-//! files.
+//! Pairwise comparisons' entry in the registry (`commands/registry.rs`): what `track run`, `query`,
+//! `export`, `diff` and `report` do for them. Glue only: the work is in the folder's other files.
 
 use polars::prelude::DataFrame;
 

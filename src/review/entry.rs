@@ -1,7 +1,7 @@
-//! The entries of reviews and of datasheet generation in the registry (`crate::kinds`): what
-//! `track run`, `query`, `export`, `diff` and `report` do for them. Glue only: the work is in
-//! the folder's other files. Generation has no file form, query, export, diff or section of its
-//! own: its datasheets are what reviews review.
+//! The entries of reviews and of datasheet generation in the registry (`commands/registry.rs`):
+//! what `track run`, `query`, `export`, `diff` and `report` do for them. Glue only: the work is
+//! in the folder's other files. Generation has no file form, query, export, diff or section of
+//! its own: its datasheets are what reviews review.
 
 use polars::prelude::DataFrame;
 
@@ -132,10 +132,18 @@ static GROUPINGS: [Grouping; 4] = [
         name: "criterion",
         help: "Reviews, per criterion (P1-P16, overall) and reviewer; with --agreement, \
                agreement between reviewers",
-        flags: &[QueryFlag::Agreement],
+        flags: &[AGREEMENT],
         summary: by_criterion,
     },
 ];
+
+/// `track query --by criterion --agreement`: the agreement between reviewers instead of the
+/// scores.
+const AGREEMENT: QueryFlag = QueryFlag {
+    name: "agreement",
+    help: "agreement between reviewers per criterion (quadratic-weighted Cohen's kappa for two, \
+           ordinal Krippendorff's alpha for any number)",
+};
 
 fn by_reviewer(store: &Store, runs: &[i64], q: &QueryOptions<'_>) -> anyhow::Result<DataFrame> {
     Ok(review_summary(&frames(store, runs, q)?, cols::REVIEWER)?)
@@ -151,7 +159,7 @@ fn by_sensor(store: &Store, runs: &[i64], q: &QueryOptions<'_>) -> anyhow::Resul
 
 fn by_criterion(store: &Store, runs: &[i64], q: &QueryOptions<'_>) -> anyhow::Result<DataFrame> {
     let frames = frames(store, runs, q)?;
-    Ok(if q.agreement {
+    Ok(if q.has(AGREEMENT) {
         agreement(&frames)?
     } else {
         criterion_summary(&frames)?
