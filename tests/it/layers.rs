@@ -1,6 +1,6 @@
 //! The house's `use` lines, read from `src/`: the top-level modules import each other without
 //! a circle (the registry of kinds is the commands' own, and `report/` gets its parts handed
-//! in).
+//! in), and the dispatcher prints nothing itself.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -93,4 +93,16 @@ fn the_top_level_modules_import_each_other_without_a_circle() {
         .filter_map(|module| circle_through(&edges, module))
         .collect();
     assert!(circles.is_empty(), "import circles: {circles:?}");
+}
+
+#[test]
+fn the_dispatcher_prints_nothing_itself() {
+    // Its notes go to the callback its runtime hands it (`dispatch::Notes`).
+    let edges = imports();
+    let dispatch = edges.get("dispatch").cloned().unwrap_or_default();
+    assert!(
+        dispatch.contains("store"),
+        "the scan reads it: {dispatch:?}"
+    );
+    assert!(!dispatch.contains("output"), "{dispatch:?}");
 }
