@@ -33,6 +33,10 @@ pub trait Kind: Sync {
     /// summary it prints; empty for a kind with nothing to query.
     fn groupings(&self) -> &'static [Grouping];
 
+    /// Its options of `track query` that take a value and go with any of its groupings
+    /// (`--reviewer MODEL`), in the order `--help` lists them; empty for a kind without any.
+    fn query_options(&self) -> &'static [QueryOption];
+
     /// What `track export csv --kind <its name>` writes; `None`: the kind is not offered there.
     fn export_csv(&self) -> Option<ExportCsv>;
 
@@ -114,13 +118,26 @@ pub struct QueryFlag {
     pub help: &'static str,
 }
 
+/// An option of `track query` with a value that a kind declares for all its groupings
+/// (`--reviewer MODEL`): data, as its [`QueryFlag`]s are.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct QueryOption {
+    /// As typed after `--`: `reviewer`.
+    pub name: &'static str,
+    /// What its value is, in `--help`: `MODEL`.
+    pub value_name: &'static str,
+    /// Its line in `track query --help`, as written.
+    pub help: &'static str,
+}
+
 /// The options of `track query` a summary may read.
 pub struct QueryOptions<'a> {
-    /// `--reviewer`: only this reviewer's reviews.
-    pub reviewer: Option<&'a str>,
     /// The names of the [`QueryFlag`]s given, each one of the chosen grouping's.
     pub flags: &'a [&'static str],
-    /// Loads the config (its catalog resolves `--reviewer`), only when a summary needs it.
+    /// The [`QueryOption`]s given, by name, with their values.
+    pub values: &'a [(&'static str, String)],
+    /// Loads the config (its catalog resolves a model a value names), only when a summary
+    /// needs it.
     pub config: &'a dyn Fn() -> anyhow::Result<Config>,
 }
 
@@ -128,6 +145,14 @@ impl QueryOptions<'_> {
     /// Whether `flag` was given.
     pub(crate) fn has(&self, flag: QueryFlag) -> bool {
         self.flags.contains(&flag.name)
+    }
+
+    /// The value of `option`, when it was given.
+    pub(crate) fn value(&self, option: QueryOption) -> Option<&str> {
+        self.values
+            .iter()
+            .find(|(name, _)| *name == option.name)
+            .map(|(_, value)| value.as_str())
     }
 }
 

@@ -102,12 +102,10 @@ pub struct QueryArgs {
     // Its help names each kind's default, from the registry.
     #[arg(long, help = run_help())]
     run: Option<RunSelector>,
-    /// Reviews: only this reviewer (`<provider>:<name>`).
-    #[arg(long, value_name = "MODEL")]
-    reviewer: Option<String>,
-    // The kinds' own flags (`--agreement`), declared in their registry entries.
+    // The kinds' own options (`--reviewer`) and flags (`--agreement`), declared in their
+    // registry entries.
     #[command(flatten)]
-    flags: KindFlags,
+    kinds: KindOptions,
     /// Output format.
     #[arg(long, value_enum, default_value_t = Format::Table)]
     format: Format,
@@ -124,22 +122,31 @@ fn run_help() -> String {
     )
 }
 
-/// The kinds' flags of `track query` given on the command line, by name (`agreement`). Their
-/// options are written from the registry's [`QueryFlag`](crate::kinds::QueryFlag)s, each
-/// with a help that names the `--by` values it goes with: `With --by criterion: <its help>`.
+/// The kinds' options and flags of `track query` given on the command line, by name. They are
+/// written from the registry's entries: each [`QueryOption`](crate::kinds::QueryOption) with
+/// its value and help, then each [`QueryFlag`](crate::kinds::QueryFlag) with a help that names
+/// the `--by` values it goes with: `With --by criterion: <its help>`.
 #[derive(Debug, Clone, Default)]
-struct KindFlags {
-    given: Vec<&'static str>,
+struct KindOptions {
+    values: Vec<(&'static str, String)>,
+    flags: Vec<&'static str>,
 }
 
-impl clap::FromArgMatches for KindFlags {
+impl clap::FromArgMatches for KindOptions {
     fn from_arg_matches(matches: &clap::ArgMatches) -> Result<Self, clap::Error> {
-        let given = registry::query_flags()
+        let values = registry::query_options()
+            .into_iter()
+            .filter_map(|option| {
+                let value = matches.get_one::<String>(option.name)?;
+                Some((option.name, value.clone()))
+            })
+            .collect();
+        let flags = registry::query_flags()
             .into_iter()
             .filter(|flag| matches.get_flag(flag.name))
             .map(|flag| flag.name)
             .collect();
-        Ok(Self { given })
+        Ok(Self { values, flags })
     }
 
     fn update_from_arg_matches(&mut self, matches: &clap::ArgMatches) -> Result<(), clap::Error> {
@@ -148,8 +155,19 @@ impl clap::FromArgMatches for KindFlags {
     }
 }
 
-impl clap::Args for KindFlags {
+impl clap::Args for KindOptions {
     fn augment_args(command: clap::Command) -> clap::Command {
+        let command = registry::query_options()
+            .into_iter()
+            .fold(command, |command, option| {
+                command.arg(
+                    clap::Arg::new(option.name)
+                        .long(option.name)
+                        .value_name(option.value_name)
+                        .action(clap::ArgAction::Set)
+                        .help(option.help),
+                )
+            });
         registry::query_flags()
             .into_iter()
             .fold(command, |command, flag| {
@@ -173,7 +191,7 @@ impl clap::Args for KindFlags {
 
 pub(crate) fn run(context: &Context, args: QueryArgs) -> anyhow::Result<ExitCode> {
     let by = args.by.grouping;
-    for &flag in &args.flags.given {
+    for &flag in &args.kinds.flags {
         if !by.flags.iter().any(|f| f.name == flag) {
             anyhow::bail!("--{flag} goes with {}", registry::flag_homes(flag));
         }
@@ -185,8 +203,8 @@ pub(crate) fn run(context: &Context, args: QueryArgs) -> anyhow::Result<ExitCode
     let run_ids = store.select_runs(kind, args.run.unwrap_or(default))?;
     let (status, _) = selection_status(context, &store, &run_ids)?;
     let options = QueryOptions {
-        reviewer: args.reviewer.as_deref(),
-        flags: &args.flags.given,
+        flags: &args.kinds.flags,
+        values: &args.kinds.values,
         config: &|| context.load_config(),
     };
     let summary = (by.summary)(&store, &run_ids, &options)?;

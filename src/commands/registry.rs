@@ -10,7 +10,7 @@
 
 use crate::analysis::diff::{DiffError, RunDiff};
 use crate::experiment::ExperimentKind;
-use crate::kinds::{Grouping, Kind, QueryFlag};
+use crate::kinds::{Grouping, Kind, QueryFlag, QueryOption};
 use crate::store::{RunErrorRow, RunSelector, Store, StoreError};
 
 /// The registry's entry of `kind`.
@@ -178,6 +178,20 @@ pub(crate) fn query_flags() -> Vec<QueryFlag> {
     flags
 }
 
+/// Every kind's [`QueryOption`]s of `track query`, kind by kind in the order of
+/// [`ExperimentKind::ALL`], a name several kinds declare once (as its first declaration).
+pub(crate) fn query_options() -> Vec<QueryOption> {
+    let mut options: Vec<QueryOption> = Vec::new();
+    for &k in ExperimentKind::ALL {
+        for option in kind(k).query_options() {
+            if !options.iter().any(|o| o.name == option.name) {
+                options.push(*option);
+            }
+        }
+    }
+    options
+}
+
 /// The `--by` values that the flag named `flag` goes with: `--by criterion`.
 pub(crate) fn flag_homes(flag: &str) -> String {
     let homes: Vec<String> = groupings()
@@ -231,6 +245,8 @@ mod tests {
         assert_eq!(names.len(), unique.len(), "{names:?}");
         let flags: Vec<&str> = query_flags().iter().map(|f| f.name).collect();
         assert_eq!(flags, ["agreement", "per-predicate"]);
+        let options: Vec<&str> = query_options().iter().map(|o| o.name).collect();
+        assert_eq!(options, ["reviewer"]);
         for flag in flags {
             let homes = groupings()
                 .filter(|(_, g)| g.flags.iter().any(|f| f.name == flag))

@@ -7,7 +7,8 @@ use polars::prelude::DataFrame;
 use super::html::RelevanceSection;
 use super::summary::variant_summary;
 use crate::kinds::{
-    AnswerErrors, DiffRuns, ExportCsv, Grouping, Kind, LoadSection, Loader, QueryFlag, QueryOptions,
+    AnswerErrors, DiffRuns, ExportCsv, Grouping, Kind, LoadSection, Loader, QueryFlag, QueryOption,
+    QueryOptions,
 };
 use crate::report::{ReportError, ReportPart};
 use crate::store::{RunSelector, Store};
@@ -30,6 +31,10 @@ impl Kind for RelevanceKind {
 
     fn groupings(&self) -> &'static [Grouping] {
         &GROUPINGS
+    }
+
+    fn query_options(&self) -> &'static [QueryOption] {
+        &[]
     }
 
     fn export_csv(&self) -> Option<ExportCsv> {

@@ -9,7 +9,8 @@ use super::columns as cols;
 use super::html::ReviewSection;
 use super::summary::{ReviewFrames, agreement, criterion_summary, review_summary};
 use crate::kinds::{
-    AnswerErrors, DiffRuns, ExportCsv, Grouping, Kind, LoadSection, Loader, QueryFlag, QueryOptions,
+    AnswerErrors, DiffRuns, ExportCsv, Grouping, Kind, LoadSection, Loader, QueryFlag, QueryOption,
+    QueryOptions,
 };
 use crate::output::count;
 use crate::report::{ReportError, ReportPart};
@@ -34,6 +35,10 @@ impl Kind for ReviewKind {
 
     fn groupings(&self) -> &'static [Grouping] {
         &GROUPINGS
+    }
+
+    fn query_options(&self) -> &'static [QueryOption] {
+        &[REVIEWER]
     }
 
     fn export_csv(&self) -> Option<ExportCsv> {
@@ -83,6 +88,10 @@ impl Kind for GenerateKind {
     }
 
     fn groupings(&self) -> &'static [Grouping] {
+        &[]
+    }
+
+    fn query_options(&self) -> &'static [QueryOption] {
         &[]
     }
 
@@ -137,6 +146,13 @@ static GROUPINGS: [Grouping; 4] = [
     },
 ];
 
+/// `track query --reviewer MODEL`: the reviews of one reviewer only, with any grouping.
+const REVIEWER: QueryOption = QueryOption {
+    name: "reviewer",
+    value_name: "MODEL",
+    help: "Reviews: only this reviewer (`<provider>:<name>`)",
+};
+
 /// `track query --by criterion --agreement`: the agreement between reviewers instead of the
 /// scores.
 const AGREEMENT: QueryFlag = QueryFlag {
@@ -171,7 +187,7 @@ fn by_criterion(store: &Store, runs: &[i64], q: &QueryOptions<'_>) -> anyhow::Re
 fn frames(store: &Store, runs: &[i64], q: &QueryOptions<'_>) -> anyhow::Result<ReviewFrames> {
     let (reviews, scores) = store.review_columns(runs)?;
     let frames = ReviewFrames::new(reviews, scores)?;
-    let frames = match q.reviewer {
+    let frames = match q.value(REVIEWER) {
         Some(reviewer) => {
             let config = (q.config)()?;
             let reference = config.catalog.resolve(reviewer)?.reference();
