@@ -73,11 +73,16 @@ pub struct Dispatcher {
     /// Set by a signal, or when recording failed: start nothing more.
     stop: Arc<AtomicBool>,
     progress: ProgressBar,
+    notes: Notes,
     /// Models said once to run live for want of a batch API.
     live_noted: HashSet<usize>,
     /// Calls `--offline` refused.
     offline_misses: u64,
 }
+
+/// Takes a note for the user (`track: fake:m has no batch API: …`): the dispatcher prints
+/// nothing itself, its runtime says where notes go (stderr, above the progress bar).
+pub type Notes = Arc<dyn Fn(&str) + Send + Sync>;
 
 /// How the dispatcher is to behave for a run.
 pub struct DispatchOptions {
@@ -85,6 +90,8 @@ pub struct DispatchOptions {
     pub detach: bool,
     pub stop: Arc<AtomicBool>,
     pub progress: ProgressBar,
+    /// Where its notes for the user go, given while the progress bar is suspended.
+    pub notes: Notes,
 }
 
 impl Dispatcher {
@@ -105,6 +112,7 @@ impl Dispatcher {
             detach: options.detach,
             stop: options.stop,
             progress: options.progress,
+            notes: options.notes,
             live_noted: HashSet::new(),
             offline_misses: 0,
         }
@@ -268,13 +276,12 @@ impl Dispatcher {
                 }
                 None => {
                     if self.batch && self.live_noted.insert(call.target) {
-                        self.progress.suspend(|| {
-                            crate::output::tell(format_args!(
-                                "track: {} has no batch API: its calls run live, at the \
-                                 standard price",
-                                target.reference
-                            ));
-                        });
+                        let note = format!(
+                            "track: {} has no batch API: its calls run live, at the standard \
+                             price",
+                            target.reference
+                        );
+                        self.progress.suspend(|| (self.notes)(&note));
                     }
                     live.push(i);
                 }
@@ -481,12 +488,30 @@ mod tests {
         }
     }
 
-    /// A dispatcher over an in-memory store, sending with `mode` and `budget`.
+    /// A dispatcher over an in-memory store, sending live with `mode` and `budget`.
     fn dispatcher(
         store: &Arc<Mutex<Store>>,
         mode: CacheMode,
         routes: Vec<Route>,
         budget: Option<f64>,
+    ) -> Dispatcher {
+        let options = DispatchOptions {
+            batch: false,
+            detach: false,
+            stop: Arc::new(AtomicBool::new(false)),
+            progress: ProgressBar::hidden(),
+            notes: Arc::new(|note: &str| panic!("no note expected: {note}")),
+        };
+        dispatcher_with(store, mode, routes, budget, options)
+    }
+
+    /// A dispatcher over an in-memory store, sending with `mode`, `budget` and `options`.
+    fn dispatcher_with(
+        store: &Arc<Mutex<Store>>,
+        mode: CacheMode,
+        routes: Vec<Route>,
+        budget: Option<f64>,
+        options: DispatchOptions,
     ) -> Dispatcher {
         let client = LlmClient::new(Duration::from_secs(5)).unwrap();
         let writer = Writer::start(store.clone()).unwrap();
@@ -513,12 +538,7 @@ mod tests {
             store.clone(),
             (Arc::new(executor), batcher),
             routes,
-            DispatchOptions {
-                batch: false,
-                detach: false,
-                stop: Arc::new(AtomicBool::new(false)),
-                progress: ProgressBar::hidden(),
-            },
+            options,
         )
     }
 
@@ -586,6 +606,38 @@ mod tests {
         let again = dispatch(&mut dispatcher, &jobs, &[]).await;
         assert_eq!(requests.load(Ordering::SeqCst), 2);
         assert!(again.iter().all(|(_, o)| matches!(o, CallOutcome::Hit(_))));
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_model_without_a_batch_api_runs_live_with_one_note_through_the_runtime() {
+        let (base_url, requests) = provider(10).await;
+        let store = Arc::new(Mutex::new(Store::open_in_memory().unwrap()));
+        let notes = Arc::new(Mutex::new(Vec::<String>::new()));
+        let options = DispatchOptions {
+            batch: true,
+            detach: false,
+            stop: Arc::new(AtomicBool::new(false)),
+            progress: ProgressBar::hidden(),
+            notes: {
+                let notes = notes.clone();
+                Arc::new(move |note: &str| notes.lock().unwrap().push(note.to_owned()))
+            },
+        };
+        let mut dispatcher =
+            dispatcher_with(&store, CacheMode::Use, vec![route(None)], None, options);
+        let jobs = [job(&base_url, "2 + 2?"), job(&base_url, "3 + 1?")];
+        let outcomes = dispatch(&mut dispatcher, &jobs, &[]).await;
+        assert_eq!(requests.load(Ordering::SeqCst), 2, "both sent live");
+        assert!(
+            outcomes
+                .iter()
+                .all(|(_, o)| matches!(o, CallOutcome::Fresh(_)))
+        );
+        assert_eq!(
+            *notes.lock().unwrap(),
+            ["track: fake:m has no batch API: its calls run live, at the standard price"],
+            "said once for the model, to the runtime's notes"
+        );
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -13,6 +13,7 @@ mod plan;
 mod runtime;
 mod shard;
 mod signals;
+mod summary;
 mod tally;
 mod target;
 
@@ -28,9 +29,10 @@ pub(crate) use options::batch_flag;
 pub use options::{FileBudget, MAX_REPEAT, Override, Overrides, RunOptions, ShardPace};
 pub(crate) use plan::check_size;
 pub use plan::{MAX_PLANNED_CALLS, Plan, PlanLine};
-pub use runtime::{RunEnd, RunSummary, execute};
+pub use runtime::{RunEnd, execute};
 pub use shard::{AUTO_SOURCES, MAX_SHARDS, Shard, ShardError};
 pub use signals::{Interruption, Signal};
+pub use summary::RunSummary;
 pub use tally::{ErrorGroup, Tally};
 pub use target::Target;
 
