@@ -1509,6 +1509,44 @@ mod tests {
     }
 
     #[test]
+    fn short_prompts_are_paced_at_97_percent_of_a_token_limit_charged_by_characters() {
+        // The bench's second case on a clock of its own: 126,000 TPM, `max_tokens: 200`,
+        // prompts of 20 to 22 characters, charged as OpenAI's guide says (characters / 4 plus
+        // max_tokens). Each call goes as soon as its cost fits; steady state from second 1.
+        let configured = RateLimit {
+            tpm: Some(126_000.0),
+            ..RateLimit::default()
+        };
+        let mut row = PacingRow::default();
+        let (mut t, mut n, mut charged) = (0.0, 0_usize, 0.0);
+        while t < 61.0 {
+            let prompt = format!("benchmark question {}", n % 300);
+            let request = ChatRequest {
+                model: "gpt-4o".into(),
+                system: None,
+                messages: vec![crate::llm::Message::user(prompt.clone())].into(),
+                params: crate::llm::SamplingParams {
+                    max_tokens: Some(200),
+                    ..crate::llm::SamplingParams::default()
+                },
+                schema: None,
+            };
+            match take(&mut row, &configured, &Cost::of(&request), t) {
+                Ok(()) => {
+                    if t >= 1.0 {
+                        charged += (prompt.len() as f64 / 4.0).ceil() + 200.0;
+                    }
+                    n += 1;
+                }
+                Err(wait) => t += wait.wait.as_secs_f64().max(1e-4),
+            }
+        }
+        let share = charged / 126_000.0;
+        // 4 tokens a message counted on top paced these calls at 95.1 %.
+        assert!((0.965..=0.975).contains(&share), "{share}");
+    }
+
+    #[test]
     fn rate_limits_in_config_must_be_positive() {
         let bad = RateLimit {
             rpm: Some(0.0),
