@@ -248,8 +248,8 @@ struct ScopeState {
     /// Output tokens the answers of this run used, and how many answers: what a call is
     /// expected to use, once the provider is known to count only what is generated.
     output_used: (f64, u32),
-    /// What refusals have shown the token estimate to fall short by: the provider's count of
-    /// a call over the estimate (1, or 0 for none told, when it has not).
+    /// What refusals have shown the token estimate to fall short by: the largest of the
+    /// provider's count of a call over its estimate (0 until a refusal tells one: read as 1).
     token_scale: f64,
 }
 
