@@ -125,6 +125,7 @@ fn main() {
                 headers: true,
                 retry_after: RetryAfterHeader::Seconds,
                 reserve_output: false,
+                message_tokens: 0,
             },
             prompts: 240,
             varied: false,
