@@ -60,6 +60,46 @@ pub struct Waiting {
 /// Takes a batch of outcomes, by index into the stage, as they are known.
 pub type Recorder<'r, E> = dyn FnMut(Vec<(usize, CallOutcome)>) -> Result<(), E> + Send + 'r;
 
+/// Known outcomes recorded at once: enough that a slice's rows are written in bulk.
+const KNOWN_SLICE: usize = 32_768;
+
+/// An outcome known without sending: a cached answer, or a call refused (by `--offline`, or
+/// for a missing key).
+enum Known<'c> {
+    Hit(&'c StoredCall),
+    Refused(String),
+}
+
+/// Hands `known` outcomes to `record` a slice at a time: a cached run of hundreds of thousands
+/// of calls then holds one slice's outcomes and graded rows at once, not all of them, and each
+/// hit's answer is copied out of the cache only when its slice is recorded.
+fn record_known<E>(
+    known: Vec<(usize, Known<'_>)>,
+    slice: usize,
+    record: &mut Recorder<'_, E>,
+) -> Result<(), E> {
+    let mut known = known.into_iter().peekable();
+    while known.peek().is_some() {
+        let slice = known
+            .by_ref()
+            .take(slice)
+            .map(|(i, outcome)| {
+                let outcome = match outcome {
+                    Known::Hit(call) => CallOutcome::Hit(Box::new(call.clone())),
+                    Known::Refused(error) => CallOutcome::Failed {
+                        call_id: None,
+                        error,
+                        attempts: 0,
+                    },
+                };
+                (i, outcome)
+            })
+            .collect();
+        record(slice)?;
+    }
+    Ok(())
+}
+
 /// Sends a run's calls: the live sender and the batch follower, and how to choose.
 pub struct Dispatcher {
     store: Arc<Mutex<Store>>,
@@ -143,8 +183,8 @@ impl Dispatcher {
         cached: &HashMap<String, StoredCall>,
         record: &mut Recorder<'_, E>,
     ) -> Result<Option<Waiting>, E> {
-        let (immediate, to_send) = self.triage(stage, cached);
-        record(immediate)?;
+        let (known, to_send) = self.triage(stage, cached);
+        record_known(known, KNOWN_SLICE, record)?;
         let (batched, live) = self.split_batched(stage, to_send)?;
         let mut round = Round::default();
         self.place(stage, &mut round, false, batched, live, record)
@@ -337,17 +377,17 @@ impl Dispatcher {
 
     /// Splits a stage's calls into outcomes known now (cached; refused by `--offline` or for a
     /// missing key) and calls to send.
-    fn triage(
+    fn triage<'c>(
         &mut self,
         stage: &StageCalls<'_>,
-        cached: &HashMap<String, StoredCall>,
-    ) -> (Vec<(usize, CallOutcome)>, Vec<usize>) {
-        let mut immediate = Vec::new();
+        cached: &'c HashMap<String, StoredCall>,
+    ) -> (Vec<(usize, Known<'c>)>, Vec<usize>) {
+        let mut known = Vec::new();
         let mut to_send = Vec::new();
         let offline = self.executor.mode() == CacheMode::Offline;
         for (i, call) in stage.calls.iter().enumerate() {
             if let Some(hit) = cached.get(call.job.canonical.key.as_str()) {
-                immediate.push((i, CallOutcome::Hit(Box::new(hit.clone()))));
+                known.push((i, Known::Hit(hit)));
                 continue;
             }
             let refused = if offline {
@@ -357,18 +397,11 @@ impl Dispatcher {
                 self.routes[call.target].blocked.clone()
             };
             match refused {
-                Some(error) => immediate.push((
-                    i,
-                    CallOutcome::Failed {
-                        call_id: None,
-                        error,
-                        attempts: 0,
-                    },
-                )),
+                Some(error) => known.push((i, Known::Refused(error))),
                 None => to_send.push(i),
             }
         }
-        (immediate, to_send)
+        (known, to_send)
     }
 
     /// Sends `to_send` (indices into the stage) group by group, recording each outcome as it
@@ -694,5 +727,55 @@ mod tests {
         let budget = dispatcher.executor().budget().unwrap();
         assert!(budget.reached());
         assert!((budget.spent_usd() - 10_001.0 / 1e6).abs() < 1e-12);
+    }
+
+    #[test]
+    fn known_outcomes_are_recorded_in_slices_in_their_order() {
+        let answer = StoredCall {
+            id: 7,
+            text: "4".into(),
+            finish_reason: None,
+            input_tokens: 3,
+            output_tokens: 1,
+            tokens_estimated: false,
+            latency_ms: 12.0,
+            attempts: 1,
+            cost_usd: 0.5,
+            created_at: "2026-11-27T00:00:00.000Z".into(),
+        };
+        let known: Vec<(usize, Known<'_>)> = (0..7)
+            .map(|i| match i % 3 {
+                2 => (i, Known::Refused(format!("refused {i}"))),
+                _ => (i, Known::Hit(&answer)),
+            })
+            .collect();
+        let mut slices: Vec<Vec<(usize, bool)>> = Vec::new();
+        let mut record = |outcomes: Vec<(usize, CallOutcome)>| -> Result<(), StoreError> {
+            slices.push(
+                outcomes
+                    .iter()
+                    .map(|(i, o)| (*i, o.call().is_some_and(|c| c.text == "4")))
+                    .collect(),
+            );
+            Ok(())
+        };
+        record_known(known, 3, &mut record).unwrap();
+        let hit = |i: usize| (i, i % 3 != 2);
+        assert_eq!(
+            slices,
+            vec![
+                vec![hit(0), hit(1), hit(2)],
+                vec![hit(3), hit(4), hit(5)],
+                vec![hit(6)]
+            ]
+        );
+        // Nothing known: nothing recorded, not even an empty slice.
+        let mut calls = 0;
+        record_known::<StoreError>(Vec::new(), 3, &mut |_| {
+            calls += 1;
+            Ok(())
+        })
+        .unwrap();
+        assert_eq!(calls, 0);
     }
 }
