@@ -1366,6 +1366,8 @@ mod tests {
             pub creates: usize,
             pub polls: usize,
             pub result_reads: usize,
+            /// Listings asked for (looking for a batch whose create was not recorded).
+            pub lists: usize,
             /// Live chat completions asked for.
             pub live: usize,
             next: u64,
@@ -1549,7 +1551,8 @@ mod tests {
         }
 
         async fn list(State(fake): State<Fake>) -> Json<Value> {
-            let state = fake.lock().unwrap();
+            let mut state = fake.lock().unwrap();
+            state.lists += 1;
             let data: Vec<Value> = state.batches.iter().rev().cloned().collect();
             Json(json!({"object": "list", "data": data, "has_more": false}))
         }
@@ -2031,6 +2034,94 @@ mod tests {
         let fake = fake.lock().unwrap();
         assert_eq!(fake.uploads[1], [key(&jobs[1])]);
         assert_eq!((fake.creates, fake.live), (2, 0));
+        assert_eq!(calls(&store).len(), 2);
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_batch_created_but_not_recorded_is_found_by_its_tag_and_never_created_twice() {
+        let (base_url, fake) = fake::start().await;
+        let store = Arc::new(Mutex::new(Store::open_in_memory().unwrap()));
+        let jobs = [job(&base_url, "one"), job(&base_url, "two")];
+        run(&store, &jobs, DETACH).await;
+        // As if the run was killed after the provider created the batch, before its id was
+        // stored: the row is left uploaded (its file id kept), with no batch id.
+        lock(&store)
+            .conn()
+            .execute(
+                "UPDATE batches SET state = 'uploaded', batch_id = NULL, submitted_at = NULL,
+                    status = NULL",
+                [],
+            )
+            .unwrap();
+        let (outcomes, waiting) = run(&store, &jobs, PLAIN).await;
+        assert_eq!(waiting, None);
+        assert_eq!(fresh(&outcomes[0].1), "answer to one");
+        assert_eq!(fresh(&outcomes[1].1), "answer to two");
+        let fake = fake.lock().unwrap();
+        assert!(fake.lists >= 1, "looked for in the listing");
+        assert_eq!(
+            (fake.uploads.len(), fake.creates, fake.live),
+            (1, 1, 0),
+            "found, not created again"
+        );
+        let row = lock(&store).batch(1).unwrap().unwrap();
+        assert_eq!(row.batch_id.as_deref(), Some("batch_2"), "adopted");
+        assert_eq!(calls(&store).len(), 2);
+        assert_eq!(
+            batches(&store),
+            [(
+                BatchState::Collected,
+                vec![
+                    (key(&jobs[0]), KeyOutcome::Answered),
+                    (key(&jobs[1]), KeyOutcome::Answered)
+                ]
+            )]
+        );
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn an_intent_a_dead_run_left_unuploaded_is_given_up_and_its_keys_submitted() {
+        let (base_url, fake) = fake::start().await;
+        let store = Arc::new(Mutex::new(Store::open_in_memory().unwrap()));
+        let jobs = [job(&base_url, "one"), job(&base_url, "two")];
+        // A run stored the intent and died before its upload was recorded: an OpenAI batch
+        // is created only from a stored file id, so this one never was.
+        {
+            let mut store = lock(&store);
+            let dead = store
+                .create_run(crate::experiment::ExperimentKind::Bench, None, None, "{}")
+                .unwrap();
+            let keys: Vec<String> = jobs.iter().map(key).collect();
+            store
+                .create_batch(&NewBatch {
+                    run_id: Some(dead),
+                    provider: "fake",
+                    api: BatchApi::Openai,
+                    base_url: &base_url,
+                    key_fingerprint: &jobs[0].endpoint.key_fingerprint(),
+                    model: "gpt-test",
+                    payload_sha256: "ab",
+                    payload_bytes: 2,
+                    keys: &keys,
+                })
+                .unwrap();
+        }
+        let (outcomes, waiting) = run(&store, &jobs, BATCH).await;
+        assert_eq!(waiting, None);
+        assert_eq!(fresh(&outcomes[0].1), "answer to one");
+        assert_eq!(fresh(&outcomes[1].1), "answer to two");
+        let fake = fake.lock().unwrap();
+        assert_eq!((fake.creates, fake.live), (1, 0), "submitted once, now");
+        let stored = batches(&store);
+        assert_eq!(stored.len(), 2);
+        assert_eq!(stored[0].0, BatchState::Void, "the intent is given up");
+        assert!(
+            stored[0]
+                .1
+                .iter()
+                .all(|(_, o)| *o == KeyOutcome::Unfinished)
+        );
+        assert_eq!(stored[1].0, BatchState::Collected);
         assert_eq!(calls(&store).len(), 2);
     }
 
