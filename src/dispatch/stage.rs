@@ -731,18 +731,7 @@ mod tests {
 
     #[test]
     fn known_outcomes_are_recorded_in_slices_in_their_order() {
-        let answer = StoredCall {
-            id: 7,
-            text: "4".into(),
-            finish_reason: None,
-            input_tokens: 3,
-            output_tokens: 1,
-            tokens_estimated: false,
-            latency_ms: 12.0,
-            attempts: 1,
-            cost_usd: 0.5,
-            created_at: "2026-11-27T00:00:00.000Z".into(),
-        };
+        let answer = super::super::fanout::tests::answer();
         let known: Vec<(usize, Known<'_>)> = (0..7)
             .map(|i| match i % 3 {
                 2 => (i, Known::Refused(format!("refused {i}"))),
