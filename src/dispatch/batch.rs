@@ -1320,6 +1320,811 @@ mod tests {
     use super::*;
     use crate::llm::batch::{BatchFailure, TOKEN_LIMIT_CODE, failures_from_json, from_rfc3339};
 
+    /// A small OpenAI Batch API on 127.0.0.1 (files, batches, their content, the listing) and
+    /// its live chat completions, speaking the wire format of providers.md section 2. Each
+    /// request is answered `answer to <its question>`, billing 10 input and 2 output tokens.
+    /// A batch is `in_progress` at its first poll, then ends as the next of
+    /// [`Fake::endings`] says (completed with every answer by default).
+    mod fake {
+        use std::collections::{HashMap, VecDeque};
+        use std::sync::{Arc, Mutex};
+
+        use axum::Json;
+        use axum::body::Bytes;
+        use axum::extract::{Path, State};
+        use axum::http::StatusCode;
+        use axum::routing::{get, post};
+        use serde_json::{Value, json};
+
+        /// How a batch ends.
+        #[derive(Debug, Clone, Copy, PartialEq)]
+        pub enum Ending {
+            /// `completed`, every request answered in the output file.
+            Completed,
+            /// `expired` once the first `ran` requests ran: the others are `batch_expired`
+            /// lines of the error file.
+            Expired { ran: usize },
+            /// `failed` at validation (`invalid_request` on line 1): no file, nothing run.
+            Failed,
+            /// `completed`, but the output file holds only the first `present` requests
+            /// (no error file names the others).
+            Partial { present: usize },
+        }
+
+        #[derive(Default)]
+        pub struct Books {
+            /// Each file's lines (uploaded inputs, written outputs and errors).
+            files: HashMap<String, Vec<String>>,
+            /// The custom_ids of each uploaded file, in upload order.
+            pub uploads: Vec<Vec<String>>,
+            /// Each batch object, oldest first.
+            batches: Vec<Value>,
+            /// Each batch's ending and the custom_ids it holds, by id.
+            plans: HashMap<String, (Ending, Vec<(String, String)>)>,
+            /// How the next batches end, in creation order (then `Completed`).
+            pub endings: VecDeque<Ending>,
+            pub creates: usize,
+            pub polls: usize,
+            pub result_reads: usize,
+            /// Listings asked for (looking for a batch whose create was not recorded).
+            pub lists: usize,
+            /// Live chat completions asked for.
+            pub live: usize,
+            next: u64,
+        }
+
+        pub type Fake = Arc<Mutex<Books>>;
+
+        fn id(state: &mut Books, prefix: &str) -> String {
+            state.next += 1;
+            format!("{prefix}{}", state.next)
+        }
+
+        fn now() -> i64 {
+            chrono::Utc::now().timestamp()
+        }
+
+        /// The question of a chat completion body (its last message's text).
+        fn question(body: &Value) -> String {
+            body["messages"]
+                .as_array()
+                .and_then(|m| m.last())
+                .and_then(|m| m["content"].as_str())
+                .unwrap_or_default()
+                .to_owned()
+        }
+
+        fn completion(question: &str) -> Value {
+            json!({
+                "id": "chatcmpl-1", "object": "chat.completion", "created": now(),
+                "model": "gpt-test",
+                "choices": [{"index": 0, "finish_reason": "stop",
+                             "message": {"role": "assistant",
+                                         "content": format!("answer to {question}")}}],
+                "usage": {"prompt_tokens": 10, "completion_tokens": 2, "total_tokens": 12}
+            })
+        }
+
+        async fn upload(State(fake): State<Fake>, body: Bytes) -> Json<Value> {
+            // The JSONL part of the multipart body: its lines that carry a custom_id.
+            let text = String::from_utf8_lossy(&body);
+            let lines: Vec<String> = text
+                .split('\n')
+                .map(|l| l.trim_end_matches('\r'))
+                .filter(|l| {
+                    serde_json::from_str::<Value>(l).is_ok_and(|v| v["custom_id"].is_string())
+                })
+                .map(str::to_owned)
+                .collect();
+            let mut state = fake.lock().unwrap();
+            let file = id(&mut state, "file-");
+            let ids = lines
+                .iter()
+                .map(|l| serde_json::from_str::<Value>(l).unwrap()["custom_id"].to_string())
+                .map(|q| q.trim_matches('"').to_owned())
+                .collect();
+            state.uploads.push(ids);
+            let bytes = lines.iter().map(|l| l.len() + 1).sum::<usize>();
+            state.files.insert(file.clone(), lines);
+            Json(json!({"id": file, "object": "file", "bytes": bytes, "purpose": "batch"}))
+        }
+
+        async fn create(
+            State(fake): State<Fake>,
+            Json(body): Json<Value>,
+        ) -> Result<Json<Value>, StatusCode> {
+            let mut state = fake.lock().unwrap();
+            let file = body["input_file_id"]
+                .as_str()
+                .unwrap_or_default()
+                .to_owned();
+            let Some(lines) = state.files.get(&file).cloned() else {
+                return Err(StatusCode::NOT_FOUND);
+            };
+            let requests = lines
+                .iter()
+                .map(|l| {
+                    let line: Value = serde_json::from_str(l).unwrap();
+                    let key = line["custom_id"].as_str().unwrap().to_owned();
+                    (key, question(&line["body"]))
+                })
+                .collect::<Vec<_>>();
+            state.creates += 1;
+            let ending = state.endings.pop_front().unwrap_or(Ending::Completed);
+            let batch = id(&mut state, "batch_");
+            let object = json!({
+                "id": batch, "object": "batch", "endpoint": "/v1/chat/completions",
+                "errors": null, "input_file_id": file, "completion_window": "24h",
+                "status": "validating", "output_file_id": null, "error_file_id": null,
+                "created_at": now(), "expires_at": now() + 86_400, "completed_at": null,
+                "failed_at": null, "expired_at": null,
+                "request_counts": {"total": 0, "completed": 0, "failed": 0},
+                "metadata": body["metadata"].clone(),
+            });
+            state.plans.insert(batch, (ending, requests));
+            state.batches.push(object.clone());
+            Ok(Json(object))
+        }
+
+        /// Ends batch `index` as planned: its status, counts and files.
+        fn end(state: &mut Books, index: usize) {
+            let batch = state.batches[index]["id"].as_str().unwrap().to_owned();
+            let (ending, requests) = state.plans[&batch].clone();
+            let line = |(key, question): &(String, String)| {
+                json!({"id": "batch_req", "custom_id": key, "error": null,
+                       "response": {"status_code": 200, "request_id": "req",
+                                    "body": completion(question)}})
+                .to_string()
+            };
+            let expired = |(key, _): &(String, String)| {
+                json!({"id": "batch_req", "custom_id": key, "response": null,
+                       "error": {"code": "batch_expired",
+                                 "message": "This request could not be executed before the \
+                                             completion window expired."}})
+                .to_string()
+            };
+            let total = requests.len();
+            let (status, output, errors): (&str, Vec<String>, Vec<String>) = match ending {
+                Ending::Completed => ("completed", requests.iter().map(line).collect(), vec![]),
+                Ending::Expired { ran } => (
+                    "expired",
+                    requests[..ran].iter().map(line).collect(),
+                    requests[ran..].iter().map(expired).collect(),
+                ),
+                Ending::Partial { present } => (
+                    "completed",
+                    requests[..present].iter().map(line).collect(),
+                    vec![],
+                ),
+                Ending::Failed => ("failed", vec![], vec![]),
+            };
+            let mut file = |lines: Vec<String>| -> Value {
+                if lines.is_empty() {
+                    return Value::Null;
+                }
+                let file = id(state, "file-");
+                state.files.insert(file.clone(), lines);
+                json!(file)
+            };
+            let completed = output.len();
+            let (output, errors) = (file(output), file(errors));
+            let object = &mut state.batches[index];
+            object["status"] = json!(status);
+            object["output_file_id"] = output;
+            object["error_file_id"] = errors;
+            object["request_counts"] = json!({"total": total, "completed": completed,
+                                              "failed": 0});
+            let at = match ending {
+                Ending::Failed => "failed_at",
+                Ending::Expired { .. } => "expired_at",
+                _ => "completed_at",
+            };
+            object[at] = json!(now());
+            if ending == Ending::Failed {
+                object["request_counts"] = json!({"total": 0, "completed": 0, "failed": 0});
+                object["errors"] = json!({"object": "list", "data": [{
+                    "code": "invalid_request", "message": "Invalid request on line 1.",
+                    "param": null, "line": 1}]});
+            }
+        }
+
+        async fn poll(
+            State(fake): State<Fake>,
+            Path(batch): Path<String>,
+        ) -> Result<Json<Value>, StatusCode> {
+            let mut state = fake.lock().unwrap();
+            state.polls += 1;
+            let Some(index) = state.batches.iter().position(|b| b["id"] == batch) else {
+                return Err(StatusCode::NOT_FOUND);
+            };
+            match state.batches[index]["status"].as_str() {
+                Some("validating") => {
+                    state.batches[index]["status"] = json!("in_progress");
+                    let total = state.plans[&batch].1.len();
+                    state.batches[index]["request_counts"] =
+                        json!({"total": total, "completed": 0, "failed": 0});
+                }
+                Some("in_progress") => end(&mut state, index),
+                _ => {}
+            }
+            Ok(Json(state.batches[index].clone()))
+        }
+
+        async fn list(State(fake): State<Fake>) -> Json<Value> {
+            let mut state = fake.lock().unwrap();
+            state.lists += 1;
+            let data: Vec<Value> = state.batches.iter().rev().cloned().collect();
+            Json(json!({"object": "list", "data": data, "has_more": false}))
+        }
+
+        async fn content(
+            State(fake): State<Fake>,
+            Path(file): Path<String>,
+        ) -> Result<String, StatusCode> {
+            let mut state = fake.lock().unwrap();
+            state.result_reads += 1;
+            let lines = state.files.get(&file).ok_or(StatusCode::NOT_FOUND)?;
+            Ok(lines.iter().map(|l| format!("{l}\n")).collect())
+        }
+
+        async fn chat(State(fake): State<Fake>, Json(body): Json<Value>) -> Json<Value> {
+            fake.lock().unwrap().live += 1;
+            Json(completion(&question(&body)))
+        }
+
+        /// Starts the fake; its base URL (with `/v1`) and its state.
+        pub async fn start() -> (String, Fake) {
+            let fake = Fake::default();
+            let app = axum::Router::new()
+                .route("/v1/files", post(upload))
+                .route("/v1/files/{id}/content", get(content))
+                .route("/v1/batches", post(create).get(list))
+                .route("/v1/batches/{id}", get(poll))
+                .route("/v1/chat/completions", post(chat))
+                .with_state(fake.clone());
+            let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+            let address = listener.local_addr().unwrap();
+            tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+            (format!("http://{address}/v1"), fake)
+        }
+    }
+
+    use std::sync::atomic::AtomicBool;
+    use std::sync::{Arc, Mutex};
+
+    use fake::Ending;
+    use indicatif::ProgressBar;
+
+    use crate::cost::Price;
+    use crate::dispatch::{
+        CacheMode, DispatchOptions, Dispatcher, Executor, Route, StageCall, StageCalls, Waiting,
+    };
+    use crate::llm::{Message, ProviderKind, SamplingParams};
+    use crate::store::lock;
+
+    /// The question `question` to the fake at `base_url`.
+    fn job(base_url: &str, question: &str) -> CallJob {
+        let endpoint = Arc::new(Endpoint {
+            provider: "fake".into(),
+            kind: ProviderKind::Openai,
+            base_url: base_url.into(),
+            api_key: None,
+            basic_auth: None,
+        });
+        let request = ChatRequest {
+            model: "gpt-test".into(),
+            system: None,
+            messages: vec![Message::user(question)].into(),
+            params: SamplingParams {
+                max_tokens: Some(10),
+                ..SamplingParams::default()
+            },
+            schema: None,
+        };
+        let price = Price {
+            input_per_mtok: 2.0,
+            output_per_mtok: 8.0,
+        };
+        CallJob::new(endpoint, request, 1, price)
+    }
+
+    /// How each run dispatches.
+    #[derive(Clone, Copy)]
+    struct RunAs {
+        /// `--batch`.
+        batch: bool,
+        /// `--detach`: leaves its batches waiting (as a run killed after the submit does).
+        detach: bool,
+    }
+
+    const BATCH: RunAs = RunAs {
+        batch: true,
+        detach: false,
+    };
+    const DETACH: RunAs = RunAs {
+        batch: true,
+        detach: true,
+    };
+    /// Without `--batch`: a key waiting in a batch is still followed there.
+    const PLAIN: RunAs = RunAs {
+        batch: false,
+        detach: false,
+    };
+
+    /// A new run (a run row of its own, as a new process has) dispatching `jobs` as one stage
+    /// through a new dispatcher over `store`: its outcomes by index, and what it left waiting.
+    async fn run(
+        store: &Arc<Mutex<Store>>,
+        jobs: &[CallJob],
+        how: RunAs,
+    ) -> (Vec<(usize, CallOutcome)>, Option<Waiting>) {
+        let client = LlmClient::new(Duration::from_secs(5)).unwrap();
+        let writer = Writer::start(store.clone()).unwrap();
+        let retry = RetryPolicy {
+            max_attempts: 2,
+            base_delay: Duration::from_millis(1),
+            max_delay: Duration::from_millis(5),
+        };
+        let executor = Executor::new(
+            client.clone(),
+            (store.clone(), writer.clone()),
+            retry,
+            1,
+            CacheMode::Use,
+        );
+        let run_id = lock(store)
+            .create_run(crate::experiment::ExperimentKind::Bench, None, None, "{}")
+            .unwrap();
+        let poll = PollPolicy {
+            first: Duration::from_millis(5),
+            max: Duration::from_millis(20),
+        };
+        let batcher = Batcher::new(client, writer, run_id, retry, poll);
+        let route = Route {
+            reference: "fake:gpt-test".into(),
+            blocked: None,
+            batch: Some(BatchApi::Openai),
+            kind: ProviderKind::Openai,
+        };
+        let options = DispatchOptions {
+            batch: how.batch,
+            detach: how.detach,
+            stop: Arc::new(AtomicBool::new(false)),
+            progress: ProgressBar::hidden(),
+            notes: Arc::new(|note: &str| panic!("no note expected: {note}")),
+        };
+        let mut dispatcher = Dispatcher::new(
+            store.clone(),
+            (Arc::new(executor), batcher),
+            vec![route],
+            options,
+        );
+        let stage = StageCalls {
+            name: "answers",
+            calls: jobs
+                .iter()
+                .map(|job| StageCall {
+                    job,
+                    target: 0,
+                    group: 0,
+                })
+                .collect(),
+        };
+        let keys: Vec<&str> = jobs.iter().map(|j| j.canonical.key.as_str()).collect();
+        let cached = dispatcher.executor().lookup(keys).unwrap();
+        let mut outcomes = Vec::new();
+        let mut record = |batch: Vec<(usize, CallOutcome)>| -> Result<(), StoreError> {
+            outcomes.extend(batch);
+            Ok(())
+        };
+        let waiting = tokio::time::timeout(
+            Duration::from_secs(20),
+            dispatcher.dispatch(&stage, &cached, &mut record),
+        )
+        .await
+        .expect("the stage is dispatched within 20 s")
+        .unwrap();
+        outcomes.sort_by_key(|(i, _)| *i);
+        (outcomes, waiting)
+    }
+
+    /// Every stored call: its key, its answer's text (none for an error) and its batch.
+    fn calls(store: &Arc<Mutex<Store>>) -> Vec<(String, Option<String>, Option<i64>)> {
+        let store = lock(store);
+        let mut stmt = store
+            .conn()
+            .prepare(
+                "SELECT c.cache_key, b.content, c.batch FROM calls c
+                 LEFT JOIN blobs b ON b.sha256 = c.response_sha256 ORDER BY c.id",
+            )
+            .unwrap();
+        stmt.query_map([], |r| {
+            let text: Option<Vec<u8>> = r.get(1)?;
+            Ok((
+                r.get(0)?,
+                text.map(|t| String::from_utf8(t).unwrap()),
+                r.get(2)?,
+            ))
+        })
+        .unwrap()
+        .collect::<Result<_, _>>()
+        .unwrap()
+    }
+
+    /// Every stored batch, oldest first: its state, and each key's outcome in payload order.
+    fn batches(store: &Arc<Mutex<Store>>) -> Vec<(BatchState, Vec<(String, KeyOutcome)>)> {
+        let store = lock(store);
+        let ids: Vec<i64> = store
+            .conn()
+            .prepare("SELECT id FROM batches ORDER BY id")
+            .unwrap()
+            .query_map([], |r| r.get(0))
+            .unwrap()
+            .collect::<Result<_, _>>()
+            .unwrap();
+        ids.into_iter()
+            .map(|id| {
+                let row = store.batch(id).unwrap().unwrap();
+                let keys = store
+                    .batch_keys(id)
+                    .unwrap()
+                    .into_iter()
+                    .map(|k| (k.cache_key, k.outcome))
+                    .collect();
+                (row.state, keys)
+            })
+            .collect()
+    }
+
+    fn key(job: &CallJob) -> String {
+        job.canonical.key.to_string()
+    }
+
+    /// The fresh answer's text of `outcome`, or what it is instead.
+    fn fresh(outcome: &CallOutcome) -> &str {
+        match outcome {
+            CallOutcome::Fresh(call) => &call.text,
+            other => panic!("not a fresh answer: {other:?}"),
+        }
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_batch_a_run_left_is_followed_by_the_next_run_and_recorded_once() {
+        let (base_url, fake) = fake::start().await;
+        let store = Arc::new(Mutex::new(Store::open_in_memory().unwrap()));
+        let twice = job(&base_url, "2 + 2?");
+        let jobs = [twice.clone(), job(&base_url, "3 + 1?"), twice];
+        // The first run submits, then leaves (as a run killed after the submit does).
+        let (outcomes, waiting) = run(&store, &jobs, DETACH).await;
+        assert!(outcomes.is_empty(), "nothing answered yet: {outcomes:?}");
+        assert_eq!(waiting.map(|w| w.batches), Some(1));
+        assert_eq!(
+            batches(&store),
+            [(
+                BatchState::Submitted,
+                vec![
+                    (key(&jobs[0]), KeyOutcome::Pending),
+                    (key(&jobs[1]), KeyOutcome::Pending)
+                ]
+            )],
+            "one batch, each key once, stored as waiting"
+        );
+        assert!(calls(&store).is_empty());
+        // The next run, without --batch, finds the batch, follows it to its end and records it.
+        let (outcomes, waiting) = run(&store, &jobs, PLAIN).await;
+        assert_eq!(waiting, None);
+        assert_eq!(outcomes.len(), 3);
+        assert_eq!(fresh(&outcomes[0].1), "answer to 2 + 2?");
+        assert_eq!(fresh(&outcomes[1].1), "answer to 3 + 1?");
+        assert!(
+            matches!(&outcomes[2].1, CallOutcome::Hit(c) if Some(&**c) == outcomes[0].1.call()),
+            "the twin gets a hit of the same answer: {:?}",
+            outcomes[2].1
+        );
+        {
+            let fake = fake.lock().unwrap();
+            assert_eq!(
+                (fake.uploads.len(), fake.creates),
+                (1, 1),
+                "nothing submitted again"
+            );
+            assert_eq!(fake.live, 0, "no live call for keys waiting in a batch");
+            assert!(fake.polls >= 2, "followed to its end: {} polls", fake.polls);
+        }
+        let batch = lock(&store)
+            .conn()
+            .query_row("SELECT id FROM batches", [], |r| r.get(0));
+        let batch: i64 = batch.unwrap();
+        assert_eq!(
+            calls(&store),
+            [
+                (key(&jobs[0]), Some("answer to 2 + 2?".into()), Some(batch)),
+                (key(&jobs[1]), Some("answer to 3 + 1?".into()), Some(batch)),
+            ],
+            "each result stored once, as the batch's"
+        );
+        assert_eq!(
+            batches(&store),
+            [(
+                BatchState::Collected,
+                vec![
+                    (key(&jobs[0]), KeyOutcome::Answered),
+                    (key(&jobs[1]), KeyOutcome::Answered)
+                ]
+            )]
+        );
+        // A third run is served from the cache: nothing asked of the provider, nothing stored.
+        let polls = fake.lock().unwrap().polls;
+        let (outcomes, _) = run(&store, &jobs, BATCH).await;
+        assert!(
+            outcomes
+                .iter()
+                .all(|(_, o)| matches!(o, CallOutcome::Hit(_)))
+        );
+        let fake = fake.lock().unwrap();
+        assert_eq!((fake.creates, fake.polls, fake.live), (1, polls, 0));
+        assert_eq!(calls(&store).len(), 2);
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn the_run_that_collects_an_earlier_runs_expired_batch_resubmits_only_what_never_ran() {
+        let (base_url, fake) = fake::start().await;
+        fake.lock().unwrap().endings = [Ending::Expired { ran: 1 }].into();
+        let store = Arc::new(Mutex::new(Store::open_in_memory().unwrap()));
+        let jobs = [job(&base_url, "ran"), job(&base_url, "expired")];
+        let (_, waiting) = run(&store, &jobs, DETACH).await;
+        assert!(waiting.is_some());
+        let (outcomes, waiting) = run(&store, &jobs, PLAIN).await;
+        assert_eq!(waiting, None);
+        // What ran is kept; what expired is submitted again by this run, at once, alone.
+        assert_eq!(fresh(&outcomes[0].1), "answer to ran");
+        assert_eq!(fresh(&outcomes[1].1), "answer to expired");
+        let fake = fake.lock().unwrap();
+        assert_eq!(
+            fake.uploads,
+            [vec![key(&jobs[0]), key(&jobs[1])], vec![key(&jobs[1])]],
+            "the answered key is not paid twice"
+        );
+        assert_eq!((fake.creates, fake.live), (2, 0));
+        let stored = calls(&store);
+        assert_eq!(stored.len(), 2, "one call each: {stored:?}");
+        assert_eq!(
+            batches(&store),
+            [
+                (
+                    BatchState::Collected,
+                    vec![
+                        (key(&jobs[0]), KeyOutcome::Answered),
+                        (key(&jobs[1]), KeyOutcome::Unfinished)
+                    ]
+                ),
+                (
+                    BatchState::Collected,
+                    vec![(key(&jobs[1]), KeyOutcome::Answered)]
+                ),
+            ]
+        );
+        assert_eq!((stored[0].0.clone(), stored[0].2), (key(&jobs[0]), Some(1)));
+        assert_eq!((stored[1].0.clone(), stored[1].2), (key(&jobs[1]), Some(2)));
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_runs_own_expired_batch_keeps_what_ran_and_leaves_the_rest_to_the_next_run() {
+        let (base_url, fake) = fake::start().await;
+        fake.lock().unwrap().endings = [Ending::Expired { ran: 1 }].into();
+        let store = Arc::new(Mutex::new(Store::open_in_memory().unwrap()));
+        let jobs = [job(&base_url, "ran"), job(&base_url, "expired")];
+        let (outcomes, waiting) = run(&store, &jobs, BATCH).await;
+        assert_eq!(waiting, None);
+        assert_eq!(fresh(&outcomes[0].1), "answer to ran");
+        match &outcomes[1].1 {
+            CallOutcome::Failed {
+                call_id: None,
+                error,
+                ..
+            } => assert!(
+                error.contains("expired") && error.ends_with("the next run submits it again"),
+                "{error}"
+            ),
+            other => panic!("{other:?}"),
+        }
+        assert_eq!(
+            fake.lock().unwrap().creates,
+            1,
+            "not submitted again in this run"
+        );
+        assert_eq!(calls(&store).len(), 1, "no call stored for what never ran");
+        // The next run is served what ran and submits only what did not.
+        let (outcomes, _) = run(&store, &jobs, BATCH).await;
+        assert!(matches!(outcomes[0].1, CallOutcome::Hit(_)));
+        assert_eq!(fresh(&outcomes[1].1), "answer to expired");
+        let fake = fake.lock().unwrap();
+        assert_eq!(
+            fake.uploads[1],
+            [key(&jobs[1])],
+            "the answered key is not paid twice"
+        );
+        assert_eq!((fake.creates, fake.live), (2, 0));
+        assert_eq!(calls(&store).len(), 2);
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_refused_batch_stores_nothing_and_the_next_run_submits_it_again_once() {
+        let (base_url, fake) = fake::start().await;
+        fake.lock().unwrap().endings = [Ending::Failed].into();
+        let store = Arc::new(Mutex::new(Store::open_in_memory().unwrap()));
+        let jobs = [job(&base_url, "one"), job(&base_url, "two")];
+        let (outcomes, waiting) = run(&store, &jobs, BATCH).await;
+        assert_eq!(waiting, None);
+        assert_eq!(outcomes.len(), 2);
+        for (_, outcome) in &outcomes {
+            match outcome {
+                CallOutcome::Failed {
+                    call_id: None,
+                    error,
+                    attempts: 0,
+                } => assert!(
+                    error.contains("refused batch") && error.contains("invalid_request"),
+                    "the refusal is named with its code: {error}"
+                ),
+                other => panic!("{other:?}"),
+            }
+        }
+        assert!(calls(&store).is_empty(), "nothing stored, nothing billed");
+        assert_eq!(
+            batches(&store),
+            [(
+                BatchState::Void,
+                vec![
+                    (key(&jobs[0]), KeyOutcome::Unfinished),
+                    (key(&jobs[1]), KeyOutcome::Unfinished)
+                ]
+            )]
+        );
+        assert_eq!(
+            fake.lock().unwrap().result_reads,
+            0,
+            "a failed batch has no results"
+        );
+        // The next run submits both again, in one new batch, and records them once.
+        let (outcomes, _) = run(&store, &jobs, BATCH).await;
+        assert_eq!(fresh(&outcomes[0].1), "answer to one");
+        assert_eq!(fresh(&outcomes[1].1), "answer to two");
+        let fake = fake.lock().unwrap();
+        assert_eq!((fake.creates, fake.live), (2, 0));
+        assert_eq!(calls(&store).len(), 2);
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_partial_output_file_records_what_it_holds_and_the_missing_are_sent_again() {
+        let (base_url, fake) = fake::start().await;
+        fake.lock().unwrap().endings = [Ending::Partial { present: 1 }].into();
+        let store = Arc::new(Mutex::new(Store::open_in_memory().unwrap()));
+        let jobs = [job(&base_url, "present"), job(&base_url, "missing")];
+        let (outcomes, waiting) = run(&store, &jobs, BATCH).await;
+        assert_eq!(waiting, None);
+        assert_eq!(fresh(&outcomes[0].1), "answer to present");
+        match &outcomes[1].1 {
+            CallOutcome::Failed {
+                call_id: None,
+                error,
+                ..
+            } => assert!(
+                error.contains("ended without a result for this request")
+                    && error.ends_with("the next run submits it again"),
+                "{error}"
+            ),
+            other => panic!("{other:?}"),
+        }
+        assert_eq!(
+            batches(&store),
+            [(
+                BatchState::Collected,
+                vec![
+                    (key(&jobs[0]), KeyOutcome::Answered),
+                    (key(&jobs[1]), KeyOutcome::Unfinished)
+                ]
+            )]
+        );
+        assert_eq!(calls(&store).len(), 1);
+        // The next run submits only the missing one.
+        let (outcomes, _) = run(&store, &jobs, BATCH).await;
+        assert!(matches!(outcomes[0].1, CallOutcome::Hit(_)));
+        assert_eq!(fresh(&outcomes[1].1), "answer to missing");
+        let fake = fake.lock().unwrap();
+        assert_eq!(fake.uploads[1], [key(&jobs[1])]);
+        assert_eq!((fake.creates, fake.live), (2, 0));
+        assert_eq!(calls(&store).len(), 2);
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_batch_created_but_not_recorded_is_found_by_its_tag_and_never_created_twice() {
+        let (base_url, fake) = fake::start().await;
+        let store = Arc::new(Mutex::new(Store::open_in_memory().unwrap()));
+        let jobs = [job(&base_url, "one"), job(&base_url, "two")];
+        run(&store, &jobs, DETACH).await;
+        // As if the run was killed after the provider created the batch, before its id was
+        // stored: the row is left uploaded (its file id kept), with no batch id.
+        lock(&store)
+            .conn()
+            .execute(
+                "UPDATE batches SET state = 'uploaded', batch_id = NULL, submitted_at = NULL,
+                    status = NULL",
+                [],
+            )
+            .unwrap();
+        let (outcomes, waiting) = run(&store, &jobs, PLAIN).await;
+        assert_eq!(waiting, None);
+        assert_eq!(fresh(&outcomes[0].1), "answer to one");
+        assert_eq!(fresh(&outcomes[1].1), "answer to two");
+        let fake = fake.lock().unwrap();
+        assert!(fake.lists >= 1, "looked for in the listing");
+        assert_eq!(
+            (fake.uploads.len(), fake.creates, fake.live),
+            (1, 1, 0),
+            "found, not created again"
+        );
+        let row = lock(&store).batch(1).unwrap().unwrap();
+        assert_eq!(row.batch_id.as_deref(), Some("batch_2"), "adopted");
+        assert_eq!(calls(&store).len(), 2);
+        assert_eq!(
+            batches(&store),
+            [(
+                BatchState::Collected,
+                vec![
+                    (key(&jobs[0]), KeyOutcome::Answered),
+                    (key(&jobs[1]), KeyOutcome::Answered)
+                ]
+            )]
+        );
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn an_intent_a_dead_run_left_unuploaded_is_given_up_and_its_keys_submitted() {
+        let (base_url, fake) = fake::start().await;
+        let store = Arc::new(Mutex::new(Store::open_in_memory().unwrap()));
+        let jobs = [job(&base_url, "one"), job(&base_url, "two")];
+        // A run stored the intent and died before its upload was recorded: an OpenAI batch
+        // is created only from a stored file id, so this one never was.
+        {
+            let mut store = lock(&store);
+            let dead = store
+                .create_run(crate::experiment::ExperimentKind::Bench, None, None, "{}")
+                .unwrap();
+            let keys: Vec<String> = jobs.iter().map(key).collect();
+            store
+                .create_batch(&NewBatch {
+                    run_id: Some(dead),
+                    provider: "fake",
+                    api: BatchApi::Openai,
+                    base_url: &base_url,
+                    key_fingerprint: &jobs[0].endpoint.key_fingerprint(),
+                    model: "gpt-test",
+                    payload_sha256: "ab",
+                    payload_bytes: 2,
+                    keys: &keys,
+                })
+                .unwrap();
+        }
+        let (outcomes, waiting) = run(&store, &jobs, BATCH).await;
+        assert_eq!(waiting, None);
+        assert_eq!(fresh(&outcomes[0].1), "answer to one");
+        assert_eq!(fresh(&outcomes[1].1), "answer to two");
+        let fake = fake.lock().unwrap();
+        assert_eq!((fake.creates, fake.live), (1, 0), "submitted once, now");
+        let stored = batches(&store);
+        assert_eq!(stored.len(), 2);
+        assert_eq!(stored[0].0, BatchState::Void, "the intent is given up");
+        assert!(
+            stored[0]
+                .1
+                .iter()
+                .all(|(_, o)| *o == KeyOutcome::Unfinished)
+        );
+        assert_eq!(stored[1].0, BatchState::Collected);
+        assert_eq!(calls(&store).len(), 2);
+    }
+
     #[test]
     fn what_a_poll_said_is_stored_and_read_back_the_same() {
         let mut store = crate::store::Store::open_in_memory().unwrap();
