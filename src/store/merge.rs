@@ -421,12 +421,11 @@ fn write(
             .conn
             .execute("VACUUM INTO ?1", [staging.to_string_lossy()])?;
     }
-    let mut store = Store::open(staging)?;
+    let store = Store::open(staging)?;
+    for_bulk_copy(&store.conn)?;
     let mut report = MergeReport::default();
     for input in inputs {
-        report
-            .inputs
-            .push(copy_input(&mut store.conn, input, joined)?);
+        report.inputs.push(copy_input(&store.conn, input, joined)?);
     }
     if let Some(joined) = joined {
         report.plan = Some(settle_merged_run(&store.conn, joined)?);
@@ -462,6 +461,20 @@ fn write(
     Ok(report)
 }
 
+/// Sets the staging database up for copying in bulk. It is this merge's own file until it
+/// replaces OUT whole (a failed or killed merge leaves OUT as it was and the file is removed),
+/// so it needs no journal, no syncing but the one before it replaces OUT, and no transaction
+/// around each input: with them, every statement that copies an input's rows kept the pages
+/// it changed in a journal (2 to 3 times the time, and 230 MB of memory for 8 shards of
+/// 125,000 results). Foreign keys are not checked again: every row copied comes from a track
+/// database that checked them, and its references are mapped to rows copied before it (blobs
+/// before calls, runs and calls before the rows that name them).
+fn for_bulk_copy(conn: &Connection) -> rusqlite::Result<()> {
+    conn.pragma_update(None, "journal_mode", "OFF")?;
+    conn.pragma_update(None, "synchronous", "OFF")?;
+    conn.pragma_update(None, "foreign_keys", "OFF")
+}
+
 /// Counts the rows of `table` in the main database.
 fn count(conn: &Connection, table: &str) -> rusqlite::Result<u64> {
     conn.query_row(&format!("SELECT count(*) FROM main.{table}"), [], |r| {
@@ -481,9 +494,9 @@ const ROW_TABLES: &[&str] = &[
     "run_errors",
 ];
 
-/// Copies one input into the staging database, in one transaction.
+/// Copies one input into the staging database.
 fn copy_input(
-    conn: &mut Connection,
+    conn: &Connection,
     input: &Input,
     joined: Option<&Joined>,
 ) -> Result<InputAdded, MergeError> {
@@ -496,70 +509,70 @@ fn copy_input(
 }
 
 fn copy_attached(
-    conn: &mut Connection,
+    conn: &Connection,
     input: &Input,
     joined: Option<&Joined>,
 ) -> Result<InputAdded, MergeError> {
-    let tx = conn.transaction()?;
-    let before_calls = count(&tx, "calls")?;
+    let before_calls = count(conn, "calls")?;
     let mut before_rows = 0;
     for table in ROW_TABLES {
-        before_rows += count(&tx, table)?;
+        before_rows += count(conn, table)?;
     }
-    tx.execute_batch(
+    conn.execute_batch(
         "CREATE TEMP TABLE IF NOT EXISTS skip_runs (id INTEGER PRIMARY KEY);
          CREATE TEMP TABLE IF NOT EXISTS joined_runs (id INTEGER PRIMARY KEY);
          CREATE TEMP TABLE IF NOT EXISTS attempt_runs (id INTEGER PRIMARY KEY);
          DELETE FROM skip_runs; DELETE FROM joined_runs; DELETE FROM attempt_runs;",
     )?;
     for map in ["run_map", "batch_map", "call_map", "review_map"] {
-        tx.execute_batch(&format!(
+        conn.execute_batch(&format!(
             "CREATE TEMP TABLE IF NOT EXISTS {map} (src INTEGER PRIMARY KEY, dst INTEGER);
              DELETE FROM {map};"
         ))?;
     }
     for run in &input.superseded {
-        tx.execute("INSERT OR IGNORE INTO skip_runs (id) VALUES (?1)", [run.id])?;
+        conn.execute("INSERT OR IGNORE INTO skip_runs (id) VALUES (?1)", [run.id])?;
     }
     let merged_id = match joined {
         Some(j) => {
             for shard in input.shards.iter().filter(|s| s.plan == j.plan) {
-                tx.execute(
+                conn.execute(
                     "INSERT OR IGNORE INTO joined_runs (id) VALUES (?1)",
                     [shard.id],
                 )?;
             }
             for attempt in input.superseded.iter().filter(|s| s.plan == j.plan) {
-                tx.execute(
+                conn.execute(
                     "INSERT OR IGNORE INTO attempt_runs (id) VALUES (?1)",
                     [attempt.id],
                 )?;
             }
             match input.shards.iter().find(|s| s.plan == j.plan) {
-                Some(first) => Some(ensure_merged_run(&tx, first, j)?),
+                Some(first) => Some(ensure_merged_run(conn, first, j)?),
                 None => None,
             }
         }
         None => None,
     };
     // The merged run is not the input's: counted from here.
-    let before_runs = count(&tx, "runs")?;
-    tx.execute_batch(&copy_sql(&tx, "blobs", &[], "")?)?;
-    copy_runs(&tx, merged_id)?;
-    copy_calls(&tx)?;
-    drop_superseded_rows(&tx)?;
-    copy_rows(&tx)?;
+    let before_runs = count(conn, "runs")?;
+    conn.execute_batch(&copy_sql(conn, "blobs", &[], "")?)?;
+    copy_runs(conn, merged_id)?;
+    copy_calls(conn)?;
+    if !input.superseded.is_empty() {
+        drop_superseded_rows(conn)?;
+    }
+    copy_rows(conn)?;
     let mut after_rows = 0;
     for table in ROW_TABLES {
-        after_rows += count(&tx, table)?;
+        after_rows += count(conn, table)?;
     }
     let added = InputAdded {
         path: input.path.clone(),
-        runs: count(&tx, "runs")? - before_runs,
-        calls: count(&tx, "calls")? - before_calls,
+        runs: count(conn, "runs")? - before_runs,
+        calls: count(conn, "calls")? - before_calls,
         rows: after_rows - before_rows,
     };
-    tx.commit()?;
     Ok(added)
 }
 
