@@ -149,6 +149,8 @@ struct Input {
     /// Older runs of the same shard (a run interrupted, then run again): copied with what
     /// they paid, but not their result rows, which the newest run's replace.
     superseded: Vec<ShardRun>,
+    /// How many calls it holds.
+    calls: u64,
 }
 
 /// Merges `inputs` into `out`, as the module says.
@@ -220,10 +222,12 @@ fn read_input(path: &Path) -> Result<Input, MergeError> {
     }
     let store = Store::open(path).map_err(input_error)?;
     let (shards, superseded) = shard_runs(&store.conn).map_err(input_error)?;
+    let calls = count(&store.conn, "calls").map_err(|e| input_error(StoreError::from(e)))?;
     Ok(Input {
         path: path.to_path_buf(),
         shards,
         superseded,
+        calls,
     })
 }
 
@@ -423,9 +427,19 @@ fn write(
     }
     let store = Store::open(staging)?;
     for_bulk_copy(&store.conn)?;
+    let set_aside = match bulk_worth(&store.conn, inputs)? {
+        true => Some(SetAside::take(&store.conn)?),
+        false => None,
+    };
     let mut report = MergeReport::default();
     for input in inputs {
-        report.inputs.push(copy_input(&store.conn, input, joined)?);
+        let bulk = set_aside.is_some();
+        report
+            .inputs
+            .push(copy_input(&store.conn, input, joined, bulk)?);
+    }
+    if let Some(set_aside) = set_aside {
+        set_aside.restore(&store.conn)?;
     }
     if let Some(joined) = joined {
         report.plan = Some(settle_merged_run(&store.conn, joined)?);
@@ -472,7 +486,71 @@ fn write(
 fn for_bulk_copy(conn: &Connection) -> rusqlite::Result<()> {
     conn.pragma_update(None, "journal_mode", "OFF")?;
     conn.pragma_update(None, "synchronous", "OFF")?;
-    conn.pragma_update(None, "foreign_keys", "OFF")
+    conn.pragma_update(None, "foreign_keys", "OFF")?;
+    // The uids of the calls and the sorting of indexes made again can outgrow memory: in
+    // temporary files (a few pages of each in memory, read and written in order).
+    conn.pragma_update(None, "temp_store", "FILE")?;
+    conn.execute_batch(
+        "CREATE TEMP TABLE new_calls (id INTEGER PRIMARY KEY);
+         CREATE TEMP TABLE borrowed_requests (id INTEGER PRIMARY KEY, content BLOB);",
+    )
+}
+
+/// Whether the inputs bring at least as many calls as OUT holds: then the indexes a copy
+/// would update at random places are set aside and made again afterwards (see [`SetAside`]);
+/// a few calls merged into a large OUT keep them.
+fn bulk_worth(conn: &Connection, inputs: &[Input]) -> rusqlite::Result<bool> {
+    let held = count(conn, "calls")?;
+    Ok(inputs.iter().map(|i| i.calls).sum::<u64>() >= held)
+}
+
+/// The indexes of `calls` and `bench_results` other than their natural keys, and the trigger
+/// that indexes each stored call's words, set aside while inputs are copied in bulk and made
+/// again from their own SQL afterwards. Their keys (uids, hashes) come in no order: each
+/// copied row updated them at a random place, a read and a write of a page each once they
+/// outgrew the page cache (most of the time of a merge of 8 shards of 125,000 results).
+/// Made again, each is sorted once. Meanwhile calls are found by uid in `temp.call_uids`,
+/// kept in uid order, and words are indexed per input in call order (see [`index_words`]).
+/// A result's uid names its run and its key, which the table's own unique key holds: a
+/// result merged twice is still copied once, and the unique index made again would fail the
+/// merge (OUT untouched) if that ever did not hold.
+struct SetAside {
+    /// The `CREATE` statements of what was dropped, in the order to run them.
+    sql: Vec<String>,
+}
+
+impl SetAside {
+    /// Drops them, after filling `temp.call_uids` with OUT's calls.
+    fn take(conn: &Connection) -> rusqlite::Result<Self> {
+        conn.execute_batch(
+            "CREATE TEMP TABLE call_uids (uid TEXT PRIMARY KEY, id INTEGER NOT NULL) WITHOUT ROWID;
+             INSERT INTO temp.call_uids (uid, id)
+                 SELECT uid, id FROM main.calls WHERE uid IS NOT NULL ORDER BY uid;",
+        )?;
+        let mut stmt = conn.prepare(
+            "SELECT type, name, sql FROM main.sqlite_master
+             WHERE (type = 'index' AND tbl_name IN ('calls', 'bench_results') AND sql IS NOT NULL)
+                OR (type = 'trigger' AND name = 'call_text_insert')
+             ORDER BY type = 'trigger', name",
+        )?;
+        let dropped: Vec<(String, String, String)> = stmt
+            .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?
+            .collect::<rusqlite::Result<_>>()?;
+        for (kind, name, _) in &dropped {
+            conn.execute_batch(&format!("DROP {} main.\"{name}\"", kind.to_uppercase()))?;
+        }
+        Ok(Self {
+            sql: dropped.into_iter().map(|(_, _, sql)| sql).collect(),
+        })
+    }
+
+    /// Makes them again.
+    fn restore(self, conn: &Connection) -> rusqlite::Result<()> {
+        for sql in &self.sql {
+            conn.execute_batch(sql)?;
+        }
+        conn.execute_batch("DROP TABLE temp.call_uids")
+    }
 }
 
 /// Counts the rows of `table` in the main database.
@@ -499,9 +577,10 @@ fn copy_input(
     conn: &Connection,
     input: &Input,
     joined: Option<&Joined>,
+    bulk: bool,
 ) -> Result<InputAdded, MergeError> {
     conn.execute("ATTACH DATABASE ?1 AS src", [input.path.to_string_lossy()])?;
-    let result = copy_attached(conn, input, joined);
+    let result = copy_attached(conn, input, joined, bulk);
     let detached = conn.execute("DETACH DATABASE src", []);
     let added = result?;
     detached?;
@@ -512,12 +591,8 @@ fn copy_attached(
     conn: &Connection,
     input: &Input,
     joined: Option<&Joined>,
+    bulk: bool,
 ) -> Result<InputAdded, MergeError> {
-    let before_calls = count(conn, "calls")?;
-    let mut before_rows = 0;
-    for table in ROW_TABLES {
-        before_rows += count(conn, table)?;
-    }
     conn.execute_batch(
         "CREATE TEMP TABLE IF NOT EXISTS skip_runs (id INTEGER PRIMARY KEY);
          CREATE TEMP TABLE IF NOT EXISTS joined_runs (id INTEGER PRIMARY KEY);
@@ -556,24 +631,20 @@ fn copy_attached(
     };
     // The merged run is not the input's: counted from here.
     let before_runs = count(conn, "runs")?;
-    conn.execute_batch(&copy_sql(conn, "blobs", &[], "")?)?;
+    conn.execute(&copy_sql(conn, "blobs", &[], "")?, [])?;
     copy_runs(conn, merged_id)?;
-    copy_calls(conn)?;
-    if !input.superseded.is_empty() {
-        drop_superseded_rows(conn)?;
-    }
-    copy_rows(conn)?;
-    let mut after_rows = 0;
-    for table in ROW_TABLES {
-        after_rows += count(conn, table)?;
-    }
-    let added = InputAdded {
+    let calls = copy_calls(conn, bulk)?;
+    let dropped = match input.superseded.is_empty() {
+        true => 0,
+        false => drop_superseded_rows(conn)?,
+    };
+    let rows = copy_rows(conn)?;
+    Ok(InputAdded {
         path: input.path.clone(),
         runs: count(conn, "runs")? - before_runs,
-        calls: count(conn, "calls")? - before_calls,
-        rows: after_rows - before_rows,
-    };
-    Ok(added)
+        calls,
+        rows: rows - dropped,
+    })
 }
 
 /// The expression of `column` of a source row mapped to OUT's id through `map`.
@@ -621,21 +692,90 @@ fn copy_runs(tx: &Connection, merged_id: Option<i64>) -> rusqlite::Result<()> {
     )
 }
 
-/// Copies batches (by tag), calls (by uid: the cache) and the calls of each batch.
-fn copy_calls(tx: &Connection) -> rusqlite::Result<()> {
+/// Copies batches (by tag), calls (by uid: the cache) and the calls of each batch; returns
+/// how many calls were new. Calls are looked up by uid in uid order, so that OUT's uids are
+/// read in order, once (in `temp.call_uids` when `bulk`, else OUT's index of them); the new
+/// ones are copied in the input's order, which is their order in OUT.
+fn copy_calls(tx: &Connection, bulk: bool) -> rusqlite::Result<u64> {
     let run = ("run_id", remap("run_map", "run_id"));
-    tx.execute_batch(&copy_sql(tx, "batches", &[run], "")?)?;
+    tx.execute(&copy_sql(tx, "batches", &[run], "")?, [])?;
     build_map(tx, "batch_map", "batches", "tag")?;
+    let uids = if bulk { "temp.call_uids" } else { "main.calls" };
+    tx.execute_batch(&format!(
+        "DELETE FROM temp.new_calls;
+         INSERT INTO temp.new_calls (id) SELECT s.id FROM src.calls s
+         WHERE NOT EXISTS (SELECT 1 FROM {uids} m WHERE m.uid = s.uid) ORDER BY s.uid;"
+    ))?;
+    let before: i64 = tx.query_row("SELECT coalesce(max(id), 0) FROM main.calls", [], |r| {
+        r.get(0)
+    })?;
     let batch = ("batch", remap("batch_map", "batch"));
-    tx.execute_batch(&copy_sql(tx, "calls", std::slice::from_ref(&batch), "")?)?;
-    build_map(tx, "call_map", "calls", "uid")?;
+    let added = tx.execute(
+        &copy_sql(
+            tx,
+            "calls",
+            std::slice::from_ref(&batch),
+            "WHERE s.id IN (SELECT id FROM temp.new_calls) ORDER BY s.id",
+        )?,
+        [],
+    )?;
+    if bulk {
+        tx.execute(
+            "INSERT INTO temp.call_uids (uid, id) SELECT uid, id FROM main.calls
+             WHERE id > ?1 AND uid IS NOT NULL ORDER BY uid",
+            [before],
+        )?;
+    }
+    tx.execute_batch(&format!(
+        "INSERT INTO temp.call_map (src, dst)
+         SELECT s.id, m.id FROM src.calls s JOIN {uids} m ON m.uid = s.uid ORDER BY s.uid;"
+    ))?;
+    if bulk {
+        index_words(tx, before)?;
+    }
     let call = ("call_id", remap("call_map", "call_id"));
-    tx.execute_batch(&copy_sql(tx, "batch_calls", &[batch, call], "")?)
+    tx.execute(&copy_sql(tx, "batch_calls", &[batch, call], "")?, [])?;
+    Ok(added as u64)
+}
+
+/// Indexes the words of the calls copied after `before` as the trigger set aside in bulk
+/// does for each stored call (migration V22): what an answered call asked (system prompt and
+/// messages' text) and what it answered. The texts are read from the input (a blob is stored
+/// under its hash, the same in every database), one call after another in the order of their
+/// ids, as the search index takes them best; a request the input lacks is taken from OUT,
+/// looked up beforehand in the order of the keys.
+fn index_words(tx: &Connection, before: i64) -> rusqlite::Result<()> {
+    tx.execute_batch(
+        "DELETE FROM temp.borrowed_requests;
+         INSERT INTO temp.borrowed_requests (id, content)
+         SELECT s.id, b.content FROM src.calls s INDEXED BY calls_by_key CROSS JOIN main.blobs b
+         WHERE b.sha256 = s.cache_key AND s.status = 'ok'
+           AND s.id IN (SELECT id FROM temp.new_calls)
+           AND NOT EXISTS (SELECT 1 FROM src.blobs x WHERE x.sha256 = s.cache_key)
+         ORDER BY s.cache_key;",
+    )?;
+    let request = "CAST(coalesce((SELECT content FROM src.blobs WHERE sha256 = s.cache_key),
+                                 (SELECT content FROM temp.borrowed_requests WHERE id = s.id))
+                        AS TEXT)";
+    tx.execute(
+        &format!(
+            "INSERT INTO call_text (rowid, request, answer)
+             SELECT m.dst,
+                 (SELECT group_concat(t.value, char(10))
+                  FROM json_tree(CASE WHEN json_valid({request}) THEN {request} ELSE '{{}}' END) t
+                  WHERE t.key IN ('system', 'text') AND t.type = 'text'),
+                 (SELECT CAST(content AS TEXT) FROM src.blobs WHERE sha256 = s.response_sha256)
+             FROM src.calls s JOIN temp.call_map m ON m.src = s.id
+             WHERE s.status = 'ok' AND m.dst > ?1 ORDER BY m.dst"
+        ),
+        [before],
+    )?;
+    Ok(())
 }
 
 /// Removes from OUT the result rows of the input's superseded runs: an older attempt of a
 /// shard merged before the shard was run again (its newest run's rows replace them).
-fn drop_superseded_rows(tx: &Connection) -> rusqlite::Result<()> {
+fn drop_superseded_rows(tx: &Connection) -> rusqlite::Result<u64> {
     let of = |table: &str| {
         format!(
             "SELECT uid FROM src.{table}
@@ -655,25 +795,26 @@ fn drop_superseded_rows(tx: &Connection) -> rusqlite::Result<()> {
              FROM main.bench_results WHERE uid IN ({}));",
         of("bench_results")
     ))?;
+    let mut dropped = 0;
     for table in ROW_TABLES {
-        tx.execute_batch(&format!(
-            "DELETE FROM main.{table} WHERE uid IN ({});",
-            of(table)
-        ))?;
+        dropped += tx.execute(
+            &format!("DELETE FROM main.{table} WHERE uid IN ({})", of(table)),
+            [],
+        )?;
     }
-    Ok(())
+    Ok(dropped as u64)
 }
 
 /// Copies every kind's rows of the runs copied (by uid) but superseded ones, their run and
-/// calls mapped.
-fn copy_rows(tx: &Connection) -> rusqlite::Result<()> {
+/// calls mapped; returns how many rows of [`ROW_TABLES`] were new.
+fn copy_rows(tx: &Connection) -> rusqlite::Result<u64> {
     let run = ("run_id", remap("run_map", "run_id"));
     let call = ("call_id", remap("call_map", "call_id"));
     let of_runs = "WHERE s.run_id IN (SELECT src FROM temp.run_map)
                    AND s.run_id NOT IN (SELECT id FROM temp.skip_runs)";
     let judge = ("judge_call_id", remap("call_map", "judge_call_id"));
     let bench = [run.clone(), call.clone(), judge];
-    tx.execute_batch(&copy_sql(tx, "bench_results", &bench, of_runs)?)?;
+    let mut added = tx.execute(&copy_sql(tx, "bench_results", &bench, of_runs)?, [])?;
     tx.execute_batch(&copy_sql(
         tx,
         "bench_labels",
@@ -691,7 +832,7 @@ fn copy_rows(tx: &Connection) -> rusqlite::Result<()> {
     let generated = "WHERE s.run_id IS NULL OR (s.run_id IN (SELECT src FROM temp.run_map)
                      AND s.run_id NOT IN (SELECT id FROM temp.skip_runs))";
     let pair = [run.clone(), call];
-    tx.execute_batch(&copy_sql(tx, "generated_datasheets", &pair, generated)?)?;
+    added += tx.execute(&copy_sql(tx, "generated_datasheets", &pair, generated)?, [])?;
     for table in [
         "reviews",
         "relevance_predictions",
@@ -699,7 +840,7 @@ fn copy_rows(tx: &Connection) -> rusqlite::Result<()> {
         "pairwise_verdicts",
         "run_errors",
     ] {
-        tx.execute_batch(&copy_sql(tx, table, &pair, of_runs)?)?;
+        added += tx.execute(&copy_sql(tx, table, &pair, of_runs)?, [])?;
     }
     // Human ratings, by uid: each copied once, whatever the merges.
     tx.execute_batch(&copy_sql(
@@ -711,7 +852,8 @@ fn copy_rows(tx: &Connection) -> rusqlite::Result<()> {
     build_map(tx, "review_map", "reviews", "uid")?;
     let review = ("review_id", remap("review_map", "review_id"));
     let reviewed = "WHERE s.review_id IN (SELECT src FROM temp.review_map)";
-    tx.execute_batch(&copy_sql(tx, "review_scores", &[review], reviewed)?)
+    tx.execute(&copy_sql(tx, "review_scores", &[review], reviewed)?, [])?;
+    Ok(added as u64)
 }
 
 /// `INSERT OR IGNORE INTO main.T (cols) SELECT exprs FROM src.T s filter`: every column but
@@ -745,7 +887,7 @@ fn copy_sql(
         })
         .collect();
     Ok(format!(
-        "INSERT OR IGNORE INTO main.{table} ({}) SELECT {} FROM src.{table} s {filter};",
+        "INSERT OR IGNORE INTO main.{table} ({}) SELECT {} FROM src.{table} s {filter}",
         kept.join(", "),
         exprs.join(", ")
     ))
@@ -892,7 +1034,7 @@ mod tests {
         for i in 0..results {
             let prompt = i * n + k;
             let answer = call(
-                &format!("prompt {prompt}"),
+                &format!("asked{prompt}word"),
                 &format!("answer{prompt}word shard{k}of{n}"),
             );
             let judge = (i % 3 == 0).then(|| call(&format!("judge {prompt}"), "judged"));
@@ -954,7 +1096,7 @@ mod tests {
     }
 
     /// Each result of a database by its uid, with its calls' uids (answer and judge) and its
-    /// values, and the uid of the call the words of its answer find.
+    /// values, and the uids of the calls the words of its answer, and of its request, find.
     fn results(path: &Path) -> BTreeSet<Vec<Option<String>>> {
         let conn = Connection::open(path).unwrap();
         let mut stmt = conn
@@ -962,13 +1104,15 @@ mod tests {
                 "SELECT r.uid, c.uid, j.uid, r.prompt_index, r.status,
                      r.latency_ms, r.judge_score,
                      (SELECT group_concat(x.uid) FROM call_text t JOIN calls x ON x.id = t.rowid
-                      WHERE call_text MATCH 'answer' || r.prompt_index || 'word')
+                      WHERE call_text MATCH 'answer' || r.prompt_index || 'word'),
+                     (SELECT group_concat(x.uid) FROM call_text t JOIN calls x ON x.id = t.rowid
+                      WHERE call_text MATCH 'request : asked' || r.prompt_index || 'word')
                  FROM bench_results r
                  LEFT JOIN calls c ON c.id = r.call_id LEFT JOIN calls j ON j.id = r.judge_call_id",
             )
             .unwrap();
         stmt.query_map([], |r| {
-            (0..8)
+            (0..9)
                 .map(|i| {
                     let value: rusqlite::types::Value = r.get(i)?;
                     Ok(match value {
@@ -1226,5 +1370,133 @@ mod tests {
                 if u.table == "runs" && u.id == run && u.column == "status" && u.value == "paused"),
             "{error:?}"
         );
+    }
+
+    /// The schema of a database: every table, index and trigger as SQLite keeps it.
+    fn schema(conn: &Connection) -> Vec<(String, String)> {
+        conn.prepare("SELECT name, sql FROM sqlite_master WHERE sql IS NOT NULL ORDER BY name")
+            .unwrap()
+            .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
+            .unwrap()
+            .collect::<rusqlite::Result<_>>()
+            .unwrap()
+    }
+
+    #[test]
+    fn a_merge_in_bulk_leaves_the_schema_of_a_new_database() {
+        let dir = tempfile::tempdir().unwrap();
+        let (a, b, out) = (
+            dir.path().join("a.db"),
+            dir.path().join("b.db"),
+            dir.path().join("out.db"),
+        );
+        shard(&a, PLAN, (0, 2), 5, 0);
+        shard(&b, PLAN, (1, 2), 5, 0);
+        merge(&out, &[a, b], false).unwrap();
+        let fresh = Store::open_in_memory().unwrap();
+        let merged = Connection::open(&out).unwrap();
+        assert_eq!(schema(&merged), schema(&fresh.conn));
+        // The words of a call stored later are indexed, by the trigger made again.
+        let mut store = Store::open(&out).unwrap();
+        let id = store
+            .insert_call(&NewCall {
+                cache_key: "k",
+                canonical_request: "{}".into(),
+                provider: "openai",
+                model: "m",
+                outcome: Ok("laterword"),
+                finish_reason: None,
+                input_tokens: None,
+                output_tokens: None,
+                tokens_estimated: false,
+                latency_ms: 1.0,
+                attempts: 1,
+                input_price_per_mtok: 0.0,
+                output_price_per_mtok: 0.0,
+                cost_usd: None,
+                http_status: None,
+            })
+            .unwrap();
+        let found: i64 = store
+            .conn
+            .query_row(
+                "SELECT rowid FROM call_text WHERE call_text MATCH 'laterword'",
+                [],
+                |r| r.get(0),
+            )
+            .unwrap();
+        assert_eq!(found, id);
+    }
+
+    #[test]
+    fn a_shard_merged_into_a_larger_database_keeps_its_indexes_and_copies_alike() {
+        let dir = tempfile::tempdir().unwrap();
+        let (big, a, out) = (
+            dir.path().join("big.db"),
+            dir.path().join("a.db"),
+            dir.path().join("out.db"),
+        );
+        // Prompts 100, 201, ...: none of the shard's, whose words would find both.
+        shard(&big, "a-larger-plan", (100, 101), 40, 5);
+        shard(&a, PLAN, (0, 2), 10, 3);
+        merge(&out, std::slice::from_ref(&big), true).unwrap();
+        // 17 calls into OUT's 59: copied with OUT's indexes in place.
+        let report = merge(&out, std::slice::from_ref(&a), true).unwrap();
+        assert_eq!((report.inputs[0].calls, report.inputs[0].rows), (17, 10));
+        let mut expected = results(&big);
+        expected.extend(results(&a));
+        assert_eq!(results(&out), expected);
+        let fresh = Store::open_in_memory().unwrap();
+        assert_eq!(
+            schema(&Connection::open(&out).unwrap()),
+            schema(&fresh.conn)
+        );
+    }
+
+    #[test]
+    fn a_request_the_input_lacks_is_indexed_from_out_as_the_trigger_does() {
+        let dir = tempfile::tempdir().unwrap();
+        let (a, b, out) = (
+            dir.path().join("a.db"),
+            dir.path().join("b.db"),
+            dir.path().join("out.db"),
+        );
+        // Shard 1 asks for prompt 1 too (prompts i * 2 + 1), and has lost that request's text.
+        shard(&a, PLAN, (0, 2), 3, 0);
+        shard(&b, PLAN, (1, 2), 3, 0);
+        let request = r#"{"messages":[{"text":"asked1word"}]}"#;
+        let key = crate::hash::sha256_hex(request.as_bytes());
+        let mut store = Store::open(&a).unwrap();
+        store
+            .insert_call(&NewCall {
+                cache_key: &key,
+                canonical_request: request.into(),
+                provider: "openai",
+                model: "m",
+                outcome: Ok("another answer"),
+                finish_reason: None,
+                input_tokens: None,
+                output_tokens: None,
+                tokens_estimated: false,
+                latency_ms: 1.0,
+                attempts: 1,
+                input_price_per_mtok: 0.0,
+                output_price_per_mtok: 0.0,
+                cost_usd: None,
+                http_status: None,
+            })
+            .unwrap();
+        drop(store);
+        let removed = Connection::open(&b)
+            .unwrap()
+            .execute("DELETE FROM blobs WHERE sha256 = ?1", [&key])
+            .unwrap();
+        assert_eq!(removed, 1);
+        merge(&out, &[a, b], false).unwrap();
+        let found = count_in(
+            &out,
+            "SELECT count(*) FROM call_text WHERE call_text MATCH 'request : asked1word'",
+        );
+        assert_eq!(found, 2);
     }
 }
