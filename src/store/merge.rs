@@ -440,6 +440,7 @@ fn write(
     }
     if let Some(set_aside) = set_aside {
         set_aside.restore(&store.conn)?;
+        tracing::debug!("indexes made again");
     }
     if let Some(joined) = joined {
         report.plan = Some(settle_merged_run(&store.conn, joined)?);
@@ -492,7 +493,7 @@ fn for_bulk_copy(conn: &Connection) -> rusqlite::Result<()> {
     conn.pragma_update(None, "temp_store", "FILE")?;
     conn.execute_batch(
         "CREATE TEMP TABLE new_calls (id INTEGER PRIMARY KEY);
-         CREATE TEMP TABLE borrowed_requests (id INTEGER PRIMARY KEY, content BLOB);",
+         CREATE TEMP TABLE borrowed_requests (sha256 TEXT PRIMARY KEY, content BLOB);",
     )
 }
 
@@ -632,13 +633,16 @@ fn copy_attached(
     // The merged run is not the input's: counted from here.
     let before_runs = count(conn, "runs")?;
     conn.execute(&copy_sql(conn, "blobs", &[], "")?, [])?;
+    tracing::debug!(input = %input.path.display(), "blobs copied");
     copy_runs(conn, merged_id)?;
     let calls = copy_calls(conn, bulk)?;
+    tracing::debug!(calls, "calls copied");
     let dropped = match input.superseded.is_empty() {
         true => 0,
         false => drop_superseded_rows(conn)?,
     };
     let rows = copy_rows(conn)?;
+    tracing::debug!(rows, "rows copied");
     Ok(InputAdded {
         path: input.path.clone(),
         runs: count(conn, "runs")? - before_runs,
@@ -731,7 +735,9 @@ fn copy_calls(tx: &Connection, bulk: bool) -> rusqlite::Result<u64> {
          SELECT s.id, m.id FROM src.calls s JOIN {uids} m ON m.uid = s.uid ORDER BY s.uid;"
     ))?;
     if bulk {
+        tracing::debug!("calls mapped");
         index_words(tx, before)?;
+        tracing::debug!("words indexed");
     }
     let call = ("call_id", remap("call_map", "call_id"));
     tx.execute(&copy_sql(tx, "batch_calls", &[batch, call], "")?, [])?;
@@ -743,30 +749,33 @@ fn copy_calls(tx: &Connection, bulk: bool) -> rusqlite::Result<u64> {
 /// messages' text) and what it answered. The texts are read from the input (a blob is stored
 /// under its hash, the same in every database), one call after another in the order of their
 /// ids, as the search index takes them best; a request the input lacks is taken from OUT,
-/// looked up beforehand in the order of the keys.
+/// looked up beforehand in the order of the keys (an answer always is in the input, whose
+/// calls name it by a foreign key; OUT's is read only if it is not).
 fn index_words(tx: &Connection, before: i64) -> rusqlite::Result<()> {
     tx.execute_batch(
         "DELETE FROM temp.borrowed_requests;
-         INSERT INTO temp.borrowed_requests (id, content)
-         SELECT s.id, b.content FROM src.calls s INDEXED BY calls_by_key CROSS JOIN main.blobs b
+         INSERT OR IGNORE INTO temp.borrowed_requests (sha256, content)
+         SELECT b.sha256, b.content FROM src.calls s INDEXED BY calls_by_key CROSS JOIN main.blobs b
          WHERE b.sha256 = s.cache_key AND s.status = 'ok'
            AND s.id IN (SELECT id FROM temp.new_calls)
            AND NOT EXISTS (SELECT 1 FROM src.blobs x WHERE x.sha256 = s.cache_key)
          ORDER BY s.cache_key;",
     )?;
-    let request = "CAST(coalesce((SELECT content FROM src.blobs WHERE sha256 = s.cache_key),
-                                 (SELECT content FROM temp.borrowed_requests WHERE id = s.id))
+    let request = "CAST(coalesce((SELECT content FROM src.blobs WHERE sha256 = c.cache_key),
+                                 (SELECT content FROM temp.borrowed_requests
+                                  WHERE sha256 = c.cache_key))
                         AS TEXT)";
     tx.execute(
         &format!(
             "INSERT INTO call_text (rowid, request, answer)
-             SELECT m.dst,
+             SELECT c.id,
                  (SELECT group_concat(t.value, char(10))
                   FROM json_tree(CASE WHEN json_valid({request}) THEN {request} ELSE '{{}}' END) t
                   WHERE t.key IN ('system', 'text') AND t.type = 'text'),
-                 (SELECT CAST(content AS TEXT) FROM src.blobs WHERE sha256 = s.response_sha256)
-             FROM src.calls s JOIN temp.call_map m ON m.src = s.id
-             WHERE s.status = 'ok' AND m.dst > ?1 ORDER BY m.dst"
+                 CAST(coalesce((SELECT content FROM src.blobs WHERE sha256 = c.response_sha256),
+                               (SELECT content FROM main.blobs WHERE sha256 = c.response_sha256))
+                      AS TEXT)
+             FROM main.calls c WHERE c.id > ?1 AND c.status = 'ok' ORDER BY c.id"
         ),
         [before],
     )?;
