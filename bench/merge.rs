@@ -27,6 +27,10 @@ const MODELS: u32 = 20;
 
 /// Shard `k` of a plan of `MODELS` x (`per_shard` x `SHARDS` / `MODELS`) tests: its run, and
 /// for each of its results a call with an answer of its own.
+#[allow(
+    clippy::too_many_lines,
+    reason = "a benchmark reads as one scenario, top to bottom"
+)]
 fn fill_shard(db: &Path, k: u32, per_shard: u32) {
     let store = Store::open(db).expect("open");
     let run_id = store

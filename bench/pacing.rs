@@ -45,6 +45,10 @@ enum Measure {
     Wall,
 }
 
+#[allow(
+    clippy::too_many_lines,
+    reason = "a benchmark reads as one scenario, top to bottom"
+)]
 fn main() {
     let window = Duration::from_secs(1);
     let cases = [

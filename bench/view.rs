@@ -19,6 +19,10 @@ use std::time::Instant;
 
 use million::{bench_dir, build_name, million_db, wait_with_rusage};
 
+#[allow(
+    clippy::too_many_lines,
+    reason = "a benchmark reads as one scenario, top to bottom"
+)]
 fn main() {
     // TRACK_BENCH_DIR keeps the database; otherwise a temp dir.
     let temp = tempfile::tempdir().expect("temp dir");

@@ -9,15 +9,7 @@ use polars::prelude::Column;
 
 use crate::store::Rating;
 
-/// A person's pass or fail (`pass`, `fail`), beside the checks' outcome.
-pub const HUMAN_VERDICT: &str = "human_verdict";
-/// A person's score, 1-5.
-pub const HUMAN_SCORE: &str = "human_score";
-pub const HUMAN_COMMENT: &str = "human_comment";
-/// Who gave the rating shown.
-pub const RATER: &str = "rater";
-/// The whole answer of the call a row points at (a model's, or a judge's for a verdict).
-pub const ANSWER: &str = "answer";
+pub use crate::store::rating_columns::{ANSWER, HUMAN_COMMENT, HUMAN_SCORE, HUMAN_VERDICT, RATER};
 
 /// The four human columns of rows whose uids are `uids`, each the current rating in
 /// `ratings` (empty where there is none).

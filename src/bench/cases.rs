@@ -82,48 +82,7 @@ fn parse_template(index: usize, item: Value, base: &Path) -> Result<PromptTempla
             let prompt = text_or_file(&label, "prompt", &text, base)?;
             (name, None, vec![(Role::User, prompt)])
         }
-        Value::Object(mut fields) => {
-            if let Some(key) = fields.keys().find(|k| !TEMPLATE_KEYS.contains(&k.as_str())) {
-                return Err(format!(
-                    "{label}: {}",
-                    crate::yaml::unknown_key(key, &TEMPLATE_KEYS)
-                ));
-            }
-            let name = match fields.remove("name") {
-                Some(Value::String(name)) if !name.trim().is_empty() => name.trim().to_owned(),
-                None | Some(Value::Null) => format!("template_{}", index + 1),
-                Some(other) => return Err(format!("{label}: `name: {other}` is not a name")),
-            };
-            let label = format!("template `{name}`");
-            let system = match fields.remove("system") {
-                None | Some(Value::Null) => None,
-                Some(Value::String(s)) => Some(text_or_file(&label, "system", &s, base)?),
-                Some(_) => return Err(format!("{label}: `system` must be text")),
-            };
-            let messages = match (fields.remove("prompt"), fields.remove("messages")) {
-                (Some(Value::String(p)), None) => {
-                    vec![(Role::User, text_or_file(&label, "prompt", &p, base)?)]
-                }
-                (None, Some(Value::Array(list))) => message_list(&label, list, base)?,
-                (Some(_), Some(_)) => {
-                    return Err(format!(
-                        "{label} has both `prompt` and `messages`; give one"
-                    ));
-                }
-                (None, None) => {
-                    return Err(format!(
-                        "{label} has no `prompt:` (a text or file://PATH) or `messages:`"
-                    ));
-                }
-                (Some(_), None) => return Err(format!("{label}: `prompt` must be text")),
-                (None, Some(_)) => {
-                    return Err(format!(
-                        "{label}: `messages` must be a list of {{role, content}}"
-                    ));
-                }
-            };
-            (name, system, messages)
-        }
+        Value::Object(fields) => template_of_mapping(index, fields, &label, base)?,
         other => {
             return Err(format!(
                 "{label} is `{other}`: write a prompt text, file://PATH, or a mapping with \
@@ -165,6 +124,59 @@ fn parse_template(index: usize, item: Value, base: &Path) -> Result<PromptTempla
         sha256,
         index,
     })
+}
+
+/// A template's name, system prompt and messages.
+type TemplateParts = (String, Option<Template>, Vec<(Role, Template)>);
+
+/// A template written as a mapping (`name`, `system`, `prompt` or `messages`): its name,
+/// system prompt and messages, checked.
+fn template_of_mapping(
+    index: usize,
+    mut fields: serde_json::Map<String, Value>,
+    label: &str,
+    base: &Path,
+) -> Result<TemplateParts, String> {
+    if let Some(key) = fields.keys().find(|k| !TEMPLATE_KEYS.contains(&k.as_str())) {
+        return Err(format!(
+            "{label}: {}",
+            crate::yaml::unknown_key(key, &TEMPLATE_KEYS)
+        ));
+    }
+    let name = match fields.remove("name") {
+        Some(Value::String(name)) if !name.trim().is_empty() => name.trim().to_owned(),
+        None | Some(Value::Null) => format!("template_{}", index + 1),
+        Some(other) => return Err(format!("{label}: `name: {other}` is not a name")),
+    };
+    let label = format!("template `{name}`");
+    let system = match fields.remove("system") {
+        None | Some(Value::Null) => None,
+        Some(Value::String(s)) => Some(text_or_file(&label, "system", &s, base)?),
+        Some(_) => return Err(format!("{label}: `system` must be text")),
+    };
+    let messages = match (fields.remove("prompt"), fields.remove("messages")) {
+        (Some(Value::String(p)), None) => {
+            vec![(Role::User, text_or_file(&label, "prompt", &p, base)?)]
+        }
+        (None, Some(Value::Array(list))) => message_list(&label, list, base)?,
+        (Some(_), Some(_)) => {
+            return Err(format!(
+                "{label} has both `prompt` and `messages`; give one"
+            ));
+        }
+        (None, None) => {
+            return Err(format!(
+                "{label} has no `prompt:` (a text or file://PATH) or `messages:`"
+            ));
+        }
+        (Some(_), None) => return Err(format!("{label}: `prompt` must be text")),
+        (None, Some(_)) => {
+            return Err(format!(
+                "{label}: `messages` must be a list of {{role, content}}"
+            ));
+        }
+    };
+    Ok((name, system, messages))
 }
 
 /// A message list's `{role, content}` items.

@@ -904,6 +904,10 @@ pass: {threshold: 0.25}
 "#;
 
     #[test]
+    #[allow(
+        clippy::too_many_lines,
+        reason = "a test reads as one scenario (or table), top to bottom"
+    )]
     fn every_template_runs_on_every_case_and_each_result_keeps_its_checks() {
         let spec = BenchSpec::parse(Path::new("bench.yaml"), DATA).unwrap();
         let mut bench = BenchExperiment::new(

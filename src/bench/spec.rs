@@ -385,22 +385,7 @@ fn prompt_test(
             });
         }
     };
-    // The seed's one check: `method` with `output` (or `expected`), and a judge's fields.
-    let mut seed = Map::new();
-    for key in crate::checks::INLINE_KEYS {
-        if let Some(value) = fields.remove(key).filter(|v| !v.is_null()) {
-            if matches!(value, Value::Array(_) | Value::Object(_)) {
-                return Err(ItemError {
-                    message: format!(
-                        "{label}: `{key}` is a {}; write it as text",
-                        if value.is_array() { "list" } else { "mapping" }
-                    ),
-                    keys: vec![key.into()],
-                });
-            }
-            seed.insert(key.to_owned(), value);
-        }
-    }
+    let seed = inline_check(&label, &mut fields)?;
     let mut text = |key: &str| take_text(&label, &mut fields, key);
     let prompt = text("prompt")?.ok_or_else(|| format!("{label} has no `prompt:`"))?;
     let own_system = text("system")?;
@@ -460,6 +445,30 @@ fn prompt_test(
         params,
         values: None,
     })
+}
+
+/// The fields of a test's one inline check, taken from `fields`: `method` with `output` (or
+/// `expected`), and a judge's fields; each must be text.
+fn inline_check(
+    label: &str,
+    fields: &mut Map<String, Value>,
+) -> Result<Map<String, Value>, ItemError> {
+    let mut seed = Map::new();
+    for key in crate::checks::INLINE_KEYS {
+        if let Some(value) = fields.remove(key).filter(|v| !v.is_null()) {
+            if matches!(value, Value::Array(_) | Value::Object(_)) {
+                return Err(ItemError {
+                    message: format!(
+                        "{label}: `{key}` is a {}; write it as text",
+                        if value.is_array() { "list" } else { "mapping" }
+                    ),
+                    keys: vec![key.into()],
+                });
+            }
+            seed.insert(key.to_owned(), value);
+        }
+    }
+    Ok(seed)
 }
 
 /// The cases of `cases:`: written in the file (a list), or read from files (`{from: …}`).

@@ -158,52 +158,10 @@ pub(crate) fn load_with(
             .ok_or_else(|| CasesError::UnknownFormat {
                 file: address.clone(),
             })?;
-        let (bytes, resolved, sha256) = match file {
-            Located::File { path, .. } => {
-                let bytes = std::fs::read(path).map_err(|source| CasesError::Read {
-                    file: address.clone(),
-                    source,
-                })?;
-                let sha256 = crate::hash::sha256_hex(&bytes);
-                (bytes, Resolved::File(path.clone()), sha256)
-            }
-            Located::Hf(hf_address) => {
-                if store.is_none()
-                    && let Some(db) = &options.db
-                {
-                    store = Some(Store::open(db).map_err(|source| CasesError::Store {
-                        address: hf_address.written.clone(),
-                        source,
-                    })?);
-                }
-                let got = hf::open(
-                    hf_address,
-                    media_type(format),
-                    store.as_ref(),
-                    options.offline,
-                    hf_access,
-                )?;
-                let resolved = Resolved::Hf {
-                    commit: got.commit,
-                    fetched: got.fetched,
-                };
-                (got.bytes, resolved, got.sha256)
-            }
-        };
+        let (bytes, resolved, sha256) = file_bytes(file, format, &mut store, options, hf_access)?;
         let rows = read::read_rows(format, &bytes, &address)?;
         drop(bytes);
-        let convert = match spec.format {
-            Some(Format::OpenaiEvals) => Convert::OpenaiEvals,
-            Some(Format::Promptfoo) => Convert::Promptfoo,
-            _ if matches!(format, FileFormat::Csv | FileFormat::Tsv)
-                && rows
-                    .first()
-                    .is_some_and(|r| promptfoo::is_promptfoo(r.values.keys())) =>
-            {
-                Convert::Promptfoo
-            }
-            _ => Convert::Plain,
-        };
+        let convert = Convert::of(spec.format, format, &rows);
         sources.push(Source {
             address: address.clone(),
             resolved,
@@ -249,6 +207,83 @@ pub(crate) fn load_with(
         place(&source.address, source.format, origin.line)
     };
     assign_ids(&mut cases, spec.id.as_deref(), &place_of)?;
+    keep_selected(&mut cases, spec);
+    let columns = columns_of(&cases);
+    Ok(LoadedCases {
+        cases,
+        columns,
+        sources,
+        from: spec.from.clone(),
+        rows: total,
+        sample: spec.sample.filter(|_| spec.limit.is_none()),
+    })
+}
+
+/// The bytes of `file` (read, or fetched from the Hub through `store`, opened at the first
+/// `hf://` file), where they were resolved to, and their sha256.
+fn file_bytes(
+    file: &Located,
+    format: FileFormat,
+    store: &mut Option<Store>,
+    options: &LoadOptions,
+    hf_access: &HfAccess,
+) -> Result<(Vec<u8>, Resolved, String), CasesError> {
+    let address = file.address().to_owned();
+    Ok(match file {
+        Located::File { path, .. } => {
+            let bytes = std::fs::read(path).map_err(|source| CasesError::Read {
+                file: address.clone(),
+                source,
+            })?;
+            let sha256 = crate::hash::sha256_hex(&bytes);
+            (bytes, Resolved::File(path.clone()), sha256)
+        }
+        Located::Hf(hf_address) => {
+            if store.is_none()
+                && let Some(db) = &options.db
+            {
+                *store = Some(Store::open(db).map_err(|source| CasesError::Store {
+                    address: hf_address.written.clone(),
+                    source,
+                })?);
+            }
+            let got = hf::open(
+                hf_address,
+                media_type(format),
+                store.as_ref(),
+                options.offline,
+                hf_access,
+            )?;
+            let resolved = Resolved::Hf {
+                commit: got.commit,
+                fetched: got.fetched,
+            };
+            (got.bytes, resolved, got.sha256)
+        }
+    })
+}
+
+impl Convert {
+    /// How the rows of a file of `format` become cases: as `spec_format` says, else as
+    /// promptfoo's when a CSV's header is theirs, else plainly.
+    fn of(spec_format: Option<Format>, format: FileFormat, rows: &[read::RawRow]) -> Self {
+        match spec_format {
+            Some(Format::OpenaiEvals) => Convert::OpenaiEvals,
+            Some(Format::Promptfoo) => Convert::Promptfoo,
+            _ if matches!(format, FileFormat::Csv | FileFormat::Tsv)
+                && rows
+                    .first()
+                    .is_some_and(|r| promptfoo::is_promptfoo(r.values.keys())) =>
+            {
+                Convert::Promptfoo
+            }
+            _ => Convert::Plain,
+        }
+    }
+}
+
+/// Keeps the cases `spec` selects: its first `limit`, or its `sample`.
+fn keep_selected(cases: &mut Vec<Case>, spec: &CasesSpec) {
     if let Some(limit) = spec.limit {
         cases.truncate(limit);
     } else if let Some(sample) = spec.sample {
@@ -261,15 +296,6 @@ pub(crate) fn load_with(
         let mut flags = keep.into_iter();
         cases.retain(|_| flags.next().unwrap_or(false));
     }
-    let columns = columns_of(&cases);
-    Ok(LoadedCases {
-        cases,
-        columns,
-        sources,
-        from: spec.from.clone(),
-        rows: total,
-        sample: spec.sample.filter(|_| spec.limit.is_none()),
-    })
 }
 
 /// Gives every case its id (the `column`'s value; without one, an `id` column's; else the hash

@@ -241,129 +241,25 @@ impl Check {
 
     /// Grades `answer` (and the call's `facts`); judge and script checks are handed back.
     pub(crate) fn evaluate(&self, answer: &str, facts: &CallFacts) -> Evaluation<'_> {
-        let got = || excerpt(answer);
+        let expected = || self.expected.as_deref().unwrap_or_default();
         let outcome = match &self.kind {
-            CheckKind::Exact { want, ignore_case } => {
-                if fold(answer.trim(), *ignore_case) == fold(want.trim(), *ignore_case) {
-                    CheckOutcome::pass()
-                } else {
-                    CheckOutcome::fail(format!("expected `{}`, got `{}`", excerpt(want), got()))
-                }
-            }
-            CheckKind::Contains { want, ignore_case } => {
-                if holds(answer, want, *ignore_case) {
-                    CheckOutcome::pass()
-                } else {
-                    CheckOutcome::fail(format!(
-                        "expected to contain `{}`, got `{}`",
-                        excerpt(want),
-                        got()
-                    ))
-                }
-            }
+            CheckKind::Exact { want, ignore_case } => exact(answer, want, *ignore_case),
+            CheckKind::Contains { want, ignore_case } => contains(answer, want, *ignore_case),
             CheckKind::NotContains { want, ignore_case } => {
-                if holds(answer, want, *ignore_case) {
-                    CheckOutcome::fail(format!(
-                        "expected not to contain `{}`, got `{}`",
-                        excerpt(want),
-                        got()
-                    ))
-                } else {
-                    CheckOutcome::pass()
-                }
+                not_contains(answer, want, *ignore_case)
             }
-            CheckKind::StartsWith { any, ignore_case } => {
-                let start = fold(answer.trim_start(), *ignore_case);
-                if any
-                    .iter()
-                    .any(|w| start.starts_with(&*fold(w, *ignore_case)))
-                {
-                    CheckOutcome::pass()
-                } else {
-                    CheckOutcome::fail(format!(
-                        "expected to start with {}, got `{}`",
-                        one_of(any),
-                        got()
-                    ))
-                }
-            }
-            CheckKind::EndsWith { want, ignore_case } => {
-                if fold(answer.trim_end(), *ignore_case).ends_with(&*fold(want, *ignore_case)) {
-                    CheckOutcome::pass()
-                } else {
-                    CheckOutcome::fail(format!(
-                        "expected to end with `{}`, got `{}`",
-                        excerpt(want),
-                        got()
-                    ))
-                }
-            }
+            CheckKind::StartsWith { any, ignore_case } => starts_with(answer, any, *ignore_case),
+            CheckKind::EndsWith { want, ignore_case } => ends_with(answer, want, *ignore_case),
             CheckKind::ContainsAny { items, ignore_case } => {
-                if items.iter().any(|w| holds(answer, w, *ignore_case)) {
-                    CheckOutcome::pass()
-                } else {
-                    CheckOutcome::fail(format!(
-                        "expected to contain {}, got `{}`",
-                        one_of(items),
-                        got()
-                    ))
-                }
+                contains_any(answer, items, *ignore_case)
             }
             CheckKind::ContainsAll { items, ignore_case } => {
-                let missing: Vec<String> = items
-                    .iter()
-                    .filter(|w| !holds(answer, w, *ignore_case))
-                    .cloned()
-                    .collect();
-                if missing.is_empty() {
-                    CheckOutcome::pass()
-                } else {
-                    CheckOutcome::fail(format!(
-                        "expected to contain all of {}; missing {}, got `{}`",
-                        quoted(items),
-                        quoted(&missing),
-                        got()
-                    ))
-                }
+                contains_all(answer, items, *ignore_case)
             }
-            CheckKind::Regex(re) => {
-                if re.is_match(answer) {
-                    CheckOutcome::pass()
-                } else {
-                    CheckOutcome::fail(format!(
-                        "expected to match `{}`, got `{}`",
-                        excerpt(re.as_str()),
-                        got()
-                    ))
-                }
-            }
-            CheckKind::NotRegex(re) => match re.find(answer) {
-                None => CheckOutcome::pass(),
-                Some(m) => CheckOutcome::fail(format!(
-                    "expected not to match `{}`, got `{}` (matched `{}`)",
-                    excerpt(re.as_str()),
-                    got(),
-                    excerpt(m.as_str())
-                )),
-            },
-            CheckKind::JsonValid => match parse_json_answer(answer) {
-                Ok(_) => CheckOutcome::pass(),
-                // The seed's message, with its (empty) expected output.
-                Err(_) => CheckOutcome::fail(format!(
-                    "expected valid JSON `{}`, got `{}`",
-                    excerpt(self.expected.as_deref().unwrap_or_default()),
-                    got()
-                )),
-            },
-            CheckKind::JsonEquals(want) => match parse_json_answer(answer) {
-                Ok(value) if json_equal(want, &value) => CheckOutcome::pass(),
-                Ok(_) => CheckOutcome::fail(format!(
-                    "expected `{}`, got `{}`",
-                    excerpt(self.expected.as_deref().unwrap_or_default()),
-                    got()
-                )),
-                Err(e) => CheckOutcome::fail(format!("answer is not JSON: {e}")),
-            },
+            CheckKind::Regex(re) => regex(answer, re),
+            CheckKind::NotRegex(re) => not_regex(answer, re),
+            CheckKind::JsonValid => json_valid(answer, expected()),
+            CheckKind::JsonEquals(want) => json_equals(answer, want, expected()),
             CheckKind::JsonSchema(validator) => match parse_json_answer(answer) {
                 Ok(value) => schema_outcome(validator, &value),
                 Err(e) => CheckOutcome::fail(format!("answer is not JSON: {e}")),
@@ -372,54 +268,222 @@ impl Check {
                 want,
                 threshold,
                 ignore_case,
-            } => {
-                let ratio = strsim::normalized_levenshtein(
-                    &fold(answer.trim(), *ignore_case),
-                    &fold(want.trim(), *ignore_case),
-                );
-                let outcome = if ratio >= *threshold {
-                    CheckOutcome::pass()
-                } else {
-                    CheckOutcome::fail(format!(
-                        "expected similarity {threshold:.2} or more to `{}`, got {ratio:.2} \
-                         with `{}`",
-                        excerpt(want),
-                        got()
-                    ))
-                };
-                outcome.with_score(ratio)
-            }
-            CheckKind::Latency { max_ms } => match facts.latency_ms {
-                None => CheckOutcome::error("the call recorded no latency"),
-                Some(ms) if ms <= *max_ms => CheckOutcome::pass(),
-                Some(ms) => CheckOutcome::fail(format!(
-                    "expected at most {} ms, took {} ms",
-                    number(*max_ms),
-                    number(ms)
-                )),
-            },
-            CheckKind::Cost { max_usd } => match facts.cost_usd {
-                None => CheckOutcome::error(
-                    "the call's cost is unknown (no price for its model); a cost check needs one",
-                ),
-                Some(usd) if usd <= *max_usd => CheckOutcome::pass(),
-                Some(usd) => CheckOutcome::fail(format!(
-                    "expected at most ${}, cost ${}",
-                    number(*max_usd),
-                    number(usd)
-                )),
-            },
-            CheckKind::Tokens { max } => match facts.output_tokens {
-                None => CheckOutcome::error("the call recorded no output token count"),
-                Some(n) if n <= *max => CheckOutcome::pass(),
-                Some(n) => {
-                    CheckOutcome::fail(format!("expected at most {max} output tokens, used {n}"))
-                }
-            },
+            } => similar(answer, want, *threshold, *ignore_case),
+            CheckKind::Latency { max_ms } => latency(facts, *max_ms),
+            CheckKind::Cost { max_usd } => cost(facts, *max_usd),
+            CheckKind::Tokens { max } => tokens(facts, *max),
             CheckKind::Judge(j) => return Evaluation::Judge(j),
             CheckKind::Script(s) => return Evaluation::Script(s),
         };
         Evaluation::Graded(outcome)
+    }
+}
+
+/// `exact`: the answer is `want`, spaces around either ignored.
+fn exact(answer: &str, want: &str, ignore_case: bool) -> CheckOutcome {
+    if fold(answer.trim(), ignore_case) == fold(want.trim(), ignore_case) {
+        CheckOutcome::pass()
+    } else {
+        CheckOutcome::fail(format!(
+            "expected `{}`, got `{}`",
+            excerpt(want),
+            excerpt(answer)
+        ))
+    }
+}
+
+/// `contains`: `want` is in the answer.
+fn contains(answer: &str, want: &str, ignore_case: bool) -> CheckOutcome {
+    if holds(answer, want, ignore_case) {
+        CheckOutcome::pass()
+    } else {
+        CheckOutcome::fail(format!(
+            "expected to contain `{}`, got `{}`",
+            excerpt(want),
+            excerpt(answer)
+        ))
+    }
+}
+
+/// `not-contains`: `want` is not in the answer.
+fn not_contains(answer: &str, want: &str, ignore_case: bool) -> CheckOutcome {
+    if holds(answer, want, ignore_case) {
+        CheckOutcome::fail(format!(
+            "expected not to contain `{}`, got `{}`",
+            excerpt(want),
+            excerpt(answer)
+        ))
+    } else {
+        CheckOutcome::pass()
+    }
+}
+
+/// `starts-with`: the answer, spaces before it ignored, starts with one of `any`.
+fn starts_with(answer: &str, any: &[String], ignore_case: bool) -> CheckOutcome {
+    let start = fold(answer.trim_start(), ignore_case);
+    if any
+        .iter()
+        .any(|w| start.starts_with(&*fold(w, ignore_case)))
+    {
+        CheckOutcome::pass()
+    } else {
+        CheckOutcome::fail(format!(
+            "expected to start with {}, got `{}`",
+            one_of(any),
+            excerpt(answer)
+        ))
+    }
+}
+
+/// `ends-with`: the answer, spaces after it ignored, ends with `want`.
+fn ends_with(answer: &str, want: &str, ignore_case: bool) -> CheckOutcome {
+    if fold(answer.trim_end(), ignore_case).ends_with(&*fold(want, ignore_case)) {
+        CheckOutcome::pass()
+    } else {
+        CheckOutcome::fail(format!(
+            "expected to end with `{}`, got `{}`",
+            excerpt(want),
+            excerpt(answer)
+        ))
+    }
+}
+
+/// `contains-any`: one of `items` is in the answer.
+fn contains_any(answer: &str, items: &[String], ignore_case: bool) -> CheckOutcome {
+    if items.iter().any(|w| holds(answer, w, ignore_case)) {
+        CheckOutcome::pass()
+    } else {
+        CheckOutcome::fail(format!(
+            "expected to contain {}, got `{}`",
+            one_of(items),
+            excerpt(answer)
+        ))
+    }
+}
+
+/// `contains-all`: every one of `items` is in the answer; the message names those missing.
+fn contains_all(answer: &str, items: &[String], ignore_case: bool) -> CheckOutcome {
+    let missing: Vec<String> = items
+        .iter()
+        .filter(|w| !holds(answer, w, ignore_case))
+        .cloned()
+        .collect();
+    if missing.is_empty() {
+        CheckOutcome::pass()
+    } else {
+        CheckOutcome::fail(format!(
+            "expected to contain all of {}; missing {}, got `{}`",
+            quoted(items),
+            quoted(&missing),
+            excerpt(answer)
+        ))
+    }
+}
+
+/// `regex`: the pattern matches somewhere in the answer.
+fn regex(answer: &str, re: &regex::Regex) -> CheckOutcome {
+    if re.is_match(answer) {
+        CheckOutcome::pass()
+    } else {
+        CheckOutcome::fail(format!(
+            "expected to match `{}`, got `{}`",
+            excerpt(re.as_str()),
+            excerpt(answer)
+        ))
+    }
+}
+
+/// `not-regex`: the pattern matches nowhere; the message shows what it matched.
+fn not_regex(answer: &str, re: &regex::Regex) -> CheckOutcome {
+    match re.find(answer) {
+        None => CheckOutcome::pass(),
+        Some(m) => CheckOutcome::fail(format!(
+            "expected not to match `{}`, got `{}` (matched `{}`)",
+            excerpt(re.as_str()),
+            excerpt(answer),
+            excerpt(m.as_str())
+        )),
+    }
+}
+
+/// `json-valid`: the answer is JSON (the message is the seed's, with its `expected` output).
+fn json_valid(answer: &str, expected: &str) -> CheckOutcome {
+    match parse_json_answer(answer) {
+        Ok(_) => CheckOutcome::pass(),
+        Err(_) => CheckOutcome::fail(format!(
+            "expected valid JSON `{}`, got `{}`",
+            excerpt(expected),
+            excerpt(answer)
+        )),
+    }
+}
+
+/// `json-equals`: the answer is JSON equal to `want` (written as `expected`).
+fn json_equals(answer: &str, want: &Value, expected: &str) -> CheckOutcome {
+    match parse_json_answer(answer) {
+        Ok(value) if json_equal(want, &value) => CheckOutcome::pass(),
+        Ok(_) => CheckOutcome::fail(format!(
+            "expected `{}`, got `{}`",
+            excerpt(expected),
+            excerpt(answer)
+        )),
+        Err(e) => CheckOutcome::fail(format!("answer is not JSON: {e}")),
+    }
+}
+
+/// `similar`: the answer's normalized Levenshtein similarity to `want` is at least
+/// `threshold`; the similarity is the outcome's score.
+fn similar(answer: &str, want: &str, threshold: f64, ignore_case: bool) -> CheckOutcome {
+    let ratio = strsim::normalized_levenshtein(
+        &fold(answer.trim(), ignore_case),
+        &fold(want.trim(), ignore_case),
+    );
+    let outcome = if ratio >= threshold {
+        CheckOutcome::pass()
+    } else {
+        CheckOutcome::fail(format!(
+            "expected similarity {threshold:.2} or more to `{}`, got {ratio:.2} with `{}`",
+            excerpt(want),
+            excerpt(answer)
+        ))
+    };
+    outcome.with_score(ratio)
+}
+
+/// `latency`: the call took at most `max_ms`.
+fn latency(facts: &CallFacts, max_ms: f64) -> CheckOutcome {
+    match facts.latency_ms {
+        None => CheckOutcome::error("the call recorded no latency"),
+        Some(ms) if ms <= max_ms => CheckOutcome::pass(),
+        Some(ms) => CheckOutcome::fail(format!(
+            "expected at most {} ms, took {} ms",
+            number(max_ms),
+            number(ms)
+        )),
+    }
+}
+
+/// `cost`: the call cost at most `max_usd` (an error when its price is unknown).
+fn cost(facts: &CallFacts, max_usd: f64) -> CheckOutcome {
+    match facts.cost_usd {
+        None => CheckOutcome::error(
+            "the call's cost is unknown (no price for its model); a cost check needs one",
+        ),
+        Some(usd) if usd <= max_usd => CheckOutcome::pass(),
+        Some(usd) => CheckOutcome::fail(format!(
+            "expected at most ${}, cost ${}",
+            number(max_usd),
+            number(usd)
+        )),
+    }
+}
+
+/// `tokens`: the answer used at most `max` output tokens.
+fn tokens(facts: &CallFacts, max: u64) -> CheckOutcome {
+    match facts.output_tokens {
+        None => CheckOutcome::error("the call recorded no output token count"),
+        Some(n) if n <= max => CheckOutcome::pass(),
+        Some(n) => CheckOutcome::fail(format!("expected at most {max} output tokens, used {n}")),
     }
 }
 

@@ -112,6 +112,110 @@ const DEFAULT_SCRIPT_TIMEOUT_SECS: f64 = 30.0;
 /// The longest timeout a script may ask for.
 const MAX_SCRIPT_TIMEOUT_SECS: f64 = 3600.0;
 
+/// The check's `method`, named and known.
+fn method_of(fields: &Map<String, Value>) -> Result<Method, String> {
+    Ok(match fields.get("method") {
+        None | Some(Value::Null) => {
+            return Err(format!(
+                "the check has no `method:`; valid methods: {}",
+                super::method::method_names()
+            ));
+        }
+        Some(Value::String(name)) => name.parse()?,
+        Some(other) => {
+            return Err(format!(
+                "`method` must be a name such as `contains`, not `{other}`"
+            ));
+        }
+    })
+}
+
+/// Whether `method` ignores case, as `ignore_case` (true, false, or their text) says or its
+/// default; refused with a method that does not take it.
+fn ignore_case_of(fields: &Map<String, Value>, method: Method) -> Result<bool, String> {
+    let ignore_case = match fields.get("ignore_case") {
+        None | Some(Value::Null) => None,
+        Some(Value::Bool(b)) => Some(*b),
+        Some(Value::String(s)) if s.eq_ignore_ascii_case("true") => Some(true),
+        Some(Value::String(s)) if s.eq_ignore_ascii_case("false") => Some(false),
+        Some(other) => {
+            return Err(format!(
+                "`ignore_case` must be true or false, not `{other}`"
+            ));
+        }
+    };
+    Ok(match ignore_case {
+        None => method.always_ignores_case(),
+        Some(true) if method.takes_ignore_case() || method.always_ignores_case() => true,
+        Some(false) if method.takes_ignore_case() => false,
+        Some(false) if method.always_ignores_case() => {
+            return Err(format!(
+                "`{method}` always ignores case; for `ignore_case: false` use `{}`",
+                method.name().replacen("icontains", "contains", 1)
+            ));
+        }
+        Some(_) => {
+            return Err(format!(
+                "`ignore_case` goes with {}; not with `{method}`",
+                names_of(|m| m.takes_ignore_case())
+            ));
+        }
+    })
+}
+
+/// Refuses the keys of another method than `method` (a judge's, a script's, a threshold).
+fn refuse_keys_of_other_methods(fields: &Map<String, Value>, method: Method) -> Result<(), String> {
+    let has = |key: &str| fields.get(key).is_some_and(|v| !v.is_null());
+    if method != Method::Judge && (has("rubric") || has("judge")) {
+        return Err(if method == Method::Similar {
+            "`rubric` and `judge` go with `method: judge`".to_owned()
+        } else {
+            "`rubric`, `threshold` and `judge` go with `method: judge`".to_owned()
+        });
+    }
+    if has("threshold") && !matches!(method, Method::Judge | Method::Similar) {
+        return Err(
+            "`rubric`, `threshold` and `judge` go with `method: judge` (and `threshold` \
+             with `method: similar`)"
+                .to_owned(),
+        );
+    }
+    if method != Method::Script && (has("run") || has("timeout_secs")) {
+        return Err("`run` and `timeout_secs` go with `method: script`".to_owned());
+    }
+    Ok(())
+}
+
+/// A script check's command (`run`) and `timeout_secs`, checked.
+fn script_of(
+    fields: &Map<String, Value>,
+    context: &ParseContext<'_>,
+) -> Result<ScriptCheck, String> {
+    let run = match fields.get("run") {
+        Some(Value::String(run)) => run,
+        None | Some(Value::Null) => {
+            return Err(
+                "a script check needs `run:`, the command that grades (such as \
+                 `run: \"python3 grade.py\"`)"
+                    .to_owned(),
+            );
+        }
+        Some(other) => {
+            return Err(format!("`run` must be a command as text, not `{other}`"));
+        }
+    };
+    let secs = match number(fields, "timeout_secs")? {
+        None => DEFAULT_SCRIPT_TIMEOUT_SECS,
+        Some(s) if s > 0.0 && s <= MAX_SCRIPT_TIMEOUT_SECS => s,
+        Some(s) => {
+            return Err(format!(
+                "`timeout_secs: {s}` must be above 0 and at most {MAX_SCRIPT_TIMEOUT_SECS}"
+            ));
+        }
+    };
+    ScriptCheck::new(run, Duration::from_secs_f64(secs), context.base_dir)
+}
+
 impl CheckSpec {
     /// Parses a check from its mapping, as YAML or a dataset's `checks` column gives it.
     /// Refuses unknown keys (naming the valid ones), keys of another method, a missing or
@@ -132,72 +236,15 @@ impl CheckSpec {
         if let Some(key) = fields.keys().find(|k| !valid.contains(&k.as_str())) {
             return Err(crate::yaml::unknown_key(key, valid));
         }
-        let method: Method = match fields.get("method") {
-            None | Some(Value::Null) => {
-                return Err(format!(
-                    "the check has no `method:`; valid methods: {}",
-                    super::method::method_names()
-                ));
-            }
-            Some(Value::String(name)) => name.parse()?,
-            Some(other) => {
-                return Err(format!(
-                    "`method` must be a name such as `contains`, not `{other}`"
-                ));
-            }
-        };
+        let method = method_of(fields)?;
         let (value_key, written) = value_field(fields, context.inline_test)?;
         let weight = match number(fields, "weight")? {
             None => 1.0,
             Some(w) if w > 0.0 && w.is_finite() => w,
             Some(w) => return Err(format!("`weight: {w}` must be a number above 0")),
         };
-        let ignore_case = match fields.get("ignore_case") {
-            None | Some(Value::Null) => None,
-            Some(Value::Bool(b)) => Some(*b),
-            Some(Value::String(s)) if s.eq_ignore_ascii_case("true") => Some(true),
-            Some(Value::String(s)) if s.eq_ignore_ascii_case("false") => Some(false),
-            Some(other) => {
-                return Err(format!(
-                    "`ignore_case` must be true or false, not `{other}`"
-                ));
-            }
-        };
-        let ignore_case = match ignore_case {
-            None => method.always_ignores_case(),
-            Some(true) if method.takes_ignore_case() || method.always_ignores_case() => true,
-            Some(false) if method.takes_ignore_case() => false,
-            Some(false) if method.always_ignores_case() => {
-                return Err(format!(
-                    "`{method}` always ignores case; for `ignore_case: false` use `{}`",
-                    method.name().replacen("icontains", "contains", 1)
-                ));
-            }
-            Some(_) => {
-                return Err(format!(
-                    "`ignore_case` goes with {}; not with `{method}`",
-                    names_of(|m| m.takes_ignore_case())
-                ));
-            }
-        };
-        let has = |key: &str| fields.get(key).is_some_and(|v| !v.is_null());
-        if method != Method::Judge && (has("rubric") || has("judge")) {
-            return Err(if method == Method::Similar {
-                "`rubric` and `judge` go with `method: judge`".to_owned()
-            } else {
-                "`rubric`, `threshold` and `judge` go with `method: judge`".to_owned()
-            });
-        }
-        if has("threshold") && !matches!(method, Method::Judge | Method::Similar) {
-            return Err(
-                "`rubric`, `threshold` and `judge` go with `method: judge` (and `threshold` \
-                 with `method: similar`)"
-                    .to_owned(),
-            );
-        }
-        if method != Method::Script && (has("run") || has("timeout_secs")) {
-            return Err("`run` and `timeout_secs` go with `method: script`".to_owned());
-        }
+        let ignore_case = ignore_case_of(fields, method)?;
+        refuse_keys_of_other_methods(fields, method)?;
         let similarity = match (method, number(fields, "threshold")?) {
             (Method::Similar, Some(t)) if (0.0..=1.0).contains(&t) => t,
             (Method::Similar, Some(t)) => {
@@ -224,33 +271,7 @@ impl CheckSpec {
             None
         };
         let script = if method == Method::Script {
-            let run = match fields.get("run") {
-                Some(Value::String(run)) => run,
-                None | Some(Value::Null) => {
-                    return Err(
-                        "a script check needs `run:`, the command that grades (such as \
-                         `run: \"python3 grade.py\"`)"
-                            .to_owned(),
-                    );
-                }
-                Some(other) => {
-                    return Err(format!("`run` must be a command as text, not `{other}`"));
-                }
-            };
-            let secs = match number(fields, "timeout_secs")? {
-                None => DEFAULT_SCRIPT_TIMEOUT_SECS,
-                Some(s) if s > 0.0 && s <= MAX_SCRIPT_TIMEOUT_SECS => s,
-                Some(s) => {
-                    return Err(format!(
-                        "`timeout_secs: {s}` must be above 0 and at most {MAX_SCRIPT_TIMEOUT_SECS}"
-                    ));
-                }
-            };
-            Some(ScriptCheck::new(
-                run,
-                Duration::from_secs_f64(secs),
-                context.base_dir,
-            )?)
+            Some(script_of(fields, context)?)
         } else {
             None
         };
@@ -311,6 +332,8 @@ impl CheckSpec {
     }
 
     /// Renders, compiles and validates the check for `values`.
+    // TODO(issue 31): split
+    #[allow(clippy::too_many_lines, reason = "TODO(issue 31): split")]
     fn build(&self, values: &Values) -> Result<Check, String> {
         let key = self.value_key;
         let render = |t: &Template| t.render(values).map_err(|e| e.to_string());

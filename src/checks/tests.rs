@@ -30,6 +30,10 @@ fn grade(spec: Value, answer: &str) -> CheckOutcome {
 
 /// Each method passing and failing, with the reason it gives (`None`: passes, no reason).
 #[test]
+#[allow(
+    clippy::too_many_lines,
+    reason = "a test reads as one scenario (or table), top to bottom"
+)]
 fn table_of_methods_with_their_reasons() {
     let cases: Vec<(Value, &str, Option<&str>)> = vec![
         // The seed's table, kept.
@@ -430,6 +434,10 @@ fn judge_and_script_checks_are_handed_on_never_passed_inline() {
 }
 
 #[test]
+#[allow(
+    clippy::too_many_lines,
+    reason = "a test reads as one scenario (or table), top to bottom"
+)]
 fn refusals_name_the_key_and_the_fix() {
     let cases = [
         (

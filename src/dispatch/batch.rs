@@ -9,8 +9,8 @@
 //! submit, recover, poll and collect. The runtime records the outcomes as it records live ones.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
+use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use chrono::{DateTime, Utc};
@@ -27,7 +27,7 @@ use crate::llm::batch::{
 use crate::llm::{ChatRequest, Endpoint, LlmClient};
 use crate::store::{
     BatchCountsRow, BatchPoll, BatchRow, BatchState, Claim, KeyOutcome, NewBatch, Store,
-    StoreError, Writer, lock,
+    StoreError, Writer,
 };
 
 /// How often batches are polled: first after `first`, each wait half again as long as the one
@@ -214,8 +214,7 @@ pub struct Submitted {
 /// Submits, recovers, polls and collects batches for a run.
 pub struct Batcher {
     client: LlmClient,
-    store: Arc<Mutex<Store>>,
-    /// Stores the batches' results, through the run's writer thread.
+    /// Every read and write of the store goes through its writer thread.
     recorder: CallRecorder,
     run_id: i64,
     retry: RetryPolicy,
@@ -245,10 +244,10 @@ pub enum StepError {
 }
 
 impl Batcher {
-    /// A batcher for run `run_id`, reading `store` and storing results through `writer`.
+    /// A batcher for run `run_id`, reading and writing the store through `writer`.
     pub fn new(
         client: LlmClient,
-        (store, writer): (Arc<Mutex<Store>>, Writer),
+        writer: Writer,
         run_id: i64,
         retry: RetryPolicy,
         poll: PollPolicy,
@@ -256,7 +255,6 @@ impl Batcher {
         let own = run_id.to_string();
         Self {
             client,
-            store,
             recorder: CallRecorder::new(writer),
             run_id,
             retry,
@@ -271,6 +269,41 @@ impl Batcher {
     pub fn set_liveness(&mut self, lease: Duration, is_alive: Liveness) {
         self.lease = lease;
         self.is_alive = is_alive;
+    }
+
+    /// Runs `work` on the store through the run's writer thread, as every stored call is:
+    /// async workers never block on SQLite.
+    async fn db<R: Send + 'static>(
+        &self,
+        work: impl FnOnce(&mut Store) -> Result<R, StoreError> + Send + 'static,
+    ) -> Result<R, StoreError> {
+        self.recorder.writer().run(work).await
+    }
+
+    /// The batches `keys` wait in.
+    async fn pending(&self, keys: &[String]) -> Result<HashMap<String, i64>, StoreError> {
+        let keys = keys.to_vec();
+        self.db(move |s| s.pending_in_batches(keys.iter().map(String::as_str)))
+            .await
+    }
+
+    /// Batch `id`'s row.
+    async fn batch_row(&self, id: i64) -> Result<Option<BatchRow>, StoreError> {
+        self.db(move |s| s.batch(id)).await
+    }
+
+    /// The keys of batch `id`, with what became of each.
+    async fn batch_keys(&self, id: i64) -> Result<Vec<crate::store::BatchKeyRow>, StoreError> {
+        self.db(move |s| s.batch_keys(id)).await
+    }
+
+    /// Gives batch `id` up with `note`; one another run settled meanwhile is left as it is.
+    async fn void(&self, id: i64, note: &str) -> Result<(), StoreError> {
+        let note = note.to_owned();
+        match self.db(move |s| s.void_batch(id, &note)).await {
+            Ok(_) | Err(StoreError::BatchState { .. }) => Ok(()),
+            Err(e) => Err(e),
+        }
     }
 
     /// This run's name in claims.
@@ -339,12 +372,12 @@ impl Batcher {
             return Ok(submitted);
         }
         self.settle_half_made(round, &keys).await?;
-        let pending = self.follow_pending(&mut submitted, round, &keys)?;
+        let pending = self.follow_pending(&mut submitted, round, &keys).await?;
         let rest: Vec<String> = keys
             .into_iter()
             .filter(|k| !pending.contains_key(k))
             .collect();
-        let mine = self.claim(&mut submitted, round, &rest)?;
+        let mine = self.claim(&mut submitted, round, &rest).await?;
         // The rest, grouped by endpoint and API, in the stage's order.
         let mut order: Vec<&String> = mine.iter().collect();
         order.sort_by_key(|k| round.indices.indices(k)[0]);
@@ -386,7 +419,8 @@ impl Batcher {
         let result = submitting.await;
         // The claims of keys now in an intent ended with it; the others' end here (a key
         // sent live is claimed again by the executor).
-        if let Err(e) = lock(&self.store).release_claims(&mine, &self.owner()) {
+        let (keys, owner) = (mine.clone(), self.owner());
+        if let Err(e) = self.db(move |s| s.release_claims(&keys, &owner)).await {
             tracing::warn!("could not release the claims of keys not batched: {e}");
         }
         result.map(|()| submitted)
@@ -396,7 +430,7 @@ impl Batcher {
     /// served; waiting in a batch another run has just stored, that batch is followed;
     /// claimed by another live run, they go live (the executor waits for its answer).
     /// Returns the keys this run holds now, to submit.
-    fn claim(
+    async fn claim(
         &self,
         submitted: &mut Submitted,
         round: &mut Round,
@@ -406,8 +440,10 @@ impl Batcher {
             return Ok(Vec::new());
         }
         let alive = self.is_alive.clone();
-        let claims =
-            lock(&self.store).claim_many(keys, &self.owner(), self.lease, &|h| !alive(h))?;
+        let (owned, owner, lease) = (keys.to_vec(), self.owner(), self.lease);
+        let claims = self
+            .db(move |s| s.claim_many(&owned, &owner, lease, &|h| !alive(h)))
+            .await?;
         let mut mine = Vec::new();
         for (key, claim) in keys.iter().zip(claims) {
             match claim {
@@ -435,16 +471,16 @@ impl Batcher {
     /// Follows the batches `keys` of the round already wait in (an earlier run's, now
     /// submitted, or one a live run is submitting); returns those keys with their batch.
     /// Keys in a batch a dead run left unconfirmed are failed for now.
-    fn follow_pending(
+    async fn follow_pending(
         &self,
         submitted: &mut Submitted,
         round: &mut Round,
         keys: &[String],
     ) -> Result<HashMap<String, i64>, StoreError> {
-        let pending = lock(&self.store).pending_in_batches(keys.iter().map(String::as_str))?;
+        let pending = self.pending(keys).await?;
         let mut unconfirmed = BTreeSet::new();
         for (key, batch) in &pending {
-            let followable = lock(&self.store).batch(*batch)?.is_some_and(|row| {
+            let followable = self.batch_row(*batch).await?.is_some_and(|row| {
                 row.state == BatchState::Submitted || (row.state.is_open() && self.run_alive(&row))
             });
             match round.endpoint(key) {
@@ -499,23 +535,32 @@ impl Batcher {
                 .extend(round.indices.indices(key).iter().copied());
         }
         for payload in split.payloads {
-            let intent = lock(&self.store).create_batch(&NewBatch {
-                run_id: Some(self.run_id),
-                provider: &endpoint.provider,
-                api,
-                base_url: &endpoint.base_url,
-                key_fingerprint: &endpoint.key_fingerprint(),
-                model: &payload.model,
-                payload_sha256: &payload.sha256,
-                payload_bytes: payload.bytes.len() as u64,
-                keys: &payload.custom_ids,
-            });
+            let intent = {
+                let (run_id, endpoint) = (self.run_id, endpoint.clone());
+                let (model, sha256) = (payload.model.clone(), payload.sha256.clone());
+                let (bytes, keys) = (payload.bytes.len() as u64, payload.custom_ids.clone());
+                self.db(move |s| {
+                    s.create_batch(&NewBatch {
+                        run_id: Some(run_id),
+                        provider: &endpoint.provider,
+                        api,
+                        base_url: &endpoint.base_url,
+                        key_fingerprint: &endpoint.key_fingerprint(),
+                        model: &model,
+                        payload_sha256: &sha256,
+                        payload_bytes: bytes,
+                        keys: &keys,
+                    })
+                })
+                .await
+            };
             let row = match intent {
                 Ok(row) => row,
                 Err(StoreError::AlreadyBatched { .. } | StoreError::ClaimedLive { .. }) => {
                     // Another run sharing the database took some of them meanwhile (its claim
                     // on them had expired, or it found this run dead).
-                    self.follow_or_defer(submitted, round, &payload.custom_ids)?;
+                    self.follow_or_defer(submitted, round, &payload.custom_ids)
+                        .await?;
                     continue;
                 }
                 Err(e) => return Err(e),
@@ -539,7 +584,8 @@ impl Batcher {
                         _ => String::new(),
                     };
                     let why = format!("the batch could not be submitted: {e}{hint}");
-                    lock(&self.store).void_batch(row.id, &why)?;
+                    let voided = why.clone();
+                    self.db(move |s| s.void_batch(row.id, &voided)).await?;
                     let failed = self.fail(round, &payload.custom_ids, &why);
                     submitted.settled.extend(failed);
                 }
@@ -550,13 +596,13 @@ impl Batcher {
 
     /// `keys`, some of which another run has just taken: those in a batch are followed; the
     /// others go live, where the executor's claim waits for whoever holds them.
-    fn follow_or_defer(
+    async fn follow_or_defer(
         &self,
         submitted: &mut Submitted,
         round: &mut Round,
         keys: &[String],
     ) -> Result<(), StoreError> {
-        let pending = lock(&self.store).pending_in_batches(keys.iter().map(String::as_str))?;
+        let pending = self.pending(keys).await?;
         for key in keys {
             self.release(round, key, 0.0);
             match pending.get(key) {
@@ -585,8 +631,9 @@ impl Batcher {
             batch::upload(&self.client, endpoint, payload)
         })
         .await?;
-        if let Some(file_id) = &file_id {
-            lock(&self.store).set_batch_file(row.id, file_id)?;
+        if let Some(file_id) = file_id.clone() {
+            let id = row.id;
+            self.db(move |s| s.set_batch_file(id, &file_id)).await?;
         }
         let mut retries = Retries::new(self.retry);
         loop {
@@ -599,7 +646,7 @@ impl Batcher {
             )
             .await
             {
-                Ok(info) => return self.adopt(row.id, &info),
+                Ok(info) => return self.adopt(row.id, &info).await,
                 Err(e) => e,
             };
             let Some(wait) = retries.after_failure(&error) else {
@@ -614,7 +661,7 @@ impl Batcher {
                 since: parse_time(&row.created_at),
             };
             if let Some(info) = self.find_lost(endpoint, payload.api, &lost).await? {
-                return self.adopt(row.id, &info);
+                return self.adopt(row.id, &info).await;
             }
             tracing::debug!(?wait, %error, "batch create failed; trying again");
             tokio::time::sleep(wait).await;
@@ -622,10 +669,14 @@ impl Batcher {
     }
 
     /// Stores that batch `id` is the provider's `info`: its id and what it said.
-    fn adopt(&self, id: i64, info: &BatchInfo) -> StepResult<()> {
-        with_poll(info, |poll| {
-            lock(&self.store).set_batch_submitted(id, &info.id, poll)
-        })?;
+    async fn adopt(&self, id: i64, info: &BatchInfo) -> StepResult<()> {
+        let info_owned = info.clone();
+        self.db(move |s| {
+            with_poll(&info_owned, |poll| {
+                s.set_batch_submitted(id, &info_owned.id, poll)
+            })
+        })
+        .await?;
         tracing::debug!(batch = id, provider_id = %info.id, "batch submitted");
         Ok(())
     }
@@ -637,28 +688,32 @@ impl Batcher {
         api: BatchApi,
         lost: &Lost<'_>,
     ) -> StepResult<Option<BatchInfo>> {
-        let candidates = retrying(self.retry, "a batch step", || {
+        let candidates = retrying(self.retry, "looking for a lost batch", || {
             batch::recover(&self.client, endpoint, api, lost)
         })
         .await?;
-        let store = lock(&self.store);
         // Oldest first: the intent's batch was created soon after it.
-        for info in candidates.into_iter().rev() {
-            if !store.batch_id_known(&info.id)? {
-                return Ok(Some(info));
-            }
-        }
-        Ok(None)
+        let found = self
+            .db(move |s| {
+                for info in candidates.into_iter().rev() {
+                    if !s.batch_id_known(&info.id)? {
+                        return Ok(Some(info));
+                    }
+                }
+                Ok(None)
+            })
+            .await?;
+        Ok(found)
     }
 
     /// Batches a dead run left half-made (intent or uploaded) holding `keys` of the round:
     /// adopted when the provider has them, else given up, so their keys are submitted again.
     /// A batch whose run is alive is being submitted by it: left alone, and followed.
     async fn settle_half_made(&self, round: &Round, keys: &[String]) -> Result<(), StoreError> {
-        let pending = lock(&self.store).pending_in_batches(keys.iter().map(String::as_str))?;
+        let pending = self.pending(keys).await?;
         let ids: BTreeSet<i64> = pending.values().copied().collect();
         for id in ids {
-            let Some(row) = lock(&self.store).batch(id)? else {
+            let Some(row) = self.batch_row(id).await? else {
                 continue;
             };
             if !matches!(row.state, BatchState::Intent | BatchState::Uploaded)
@@ -709,18 +764,18 @@ impl Batcher {
         };
         match found {
             Some(info) => {
-                if let Err(e) = self.adopt(id, &info) {
+                if let Err(e) = self.adopt(id, &info).await {
                     tracing::warn!("could not adopt batch {id}: {e}");
                 }
             }
-            None => match lock(&self.store).void_batch(
-                id,
-                "never created: an earlier run stopped before the provider had it",
-            ) {
-                // Settled meanwhile by another run.
-                Ok(_) | Err(StoreError::BatchState { .. }) => {}
-                Err(e) => return Err(e),
-            },
+            // Settled meanwhile by another run, it is left as it is.
+            None => {
+                self.void(
+                    id,
+                    "never created: an earlier run stopped before the provider had it",
+                )
+                .await?
+            }
         }
         Ok(())
     }
@@ -737,7 +792,7 @@ impl Batcher {
             .collect();
         let mut outcomes = Vec::new();
         for id in due {
-            let Some(row) = lock(&self.store).batch(id)? else {
+            let Some(row) = self.batch_row(id).await? else {
                 round.following.remove(&id);
                 continue;
             };
@@ -745,7 +800,7 @@ impl Batcher {
                 // Collected or voided meanwhile (another run): its keys are settled.
                 round.following.remove(&id);
                 round.seen.remove(&id);
-                outcomes.extend(self.settled_elsewhere(round, &row)?);
+                outcomes.extend(self.settled_elsewhere(round, &row).await?);
                 continue;
             }
             if row.batch_id.is_none() && !self.run_alive(&row) {
@@ -778,7 +833,7 @@ impl Batcher {
                         "batch {id} could not be followed: {e}; its calls wait in it, and the \
                          same command follows it again once that is mended"
                     );
-                    let keys = self.keys_of(round, id)?;
+                    let keys = self.keys_of(round, id).await?;
                     outcomes.extend(self.fail(round, &keys, &why));
                 }
             }
@@ -824,13 +879,13 @@ impl Batcher {
         let Some(endpoint) = round.following.get(&row.id).map(|f| f.endpoint.clone()) else {
             return Ok(None);
         };
-        let info = retrying(self.retry, "a batch step", || {
+        let info = retrying(self.retry, "a batch poll", || {
             batch::get(&self.client, &endpoint, api, batch_id)
         })
         .await?;
-        with_poll(&info, |poll| {
-            lock(&self.store).record_batch_poll(row.id, poll)
-        })?;
+        let (id, polled) = (row.id, info.clone());
+        self.db(move |s| with_poll(&polled, |poll| s.record_batch_poll(id, poll)))
+            .await?;
         round.seen.insert(row.id, progress_of(row, &info));
         if !info.status.is_ended() {
             return Ok(None);
@@ -851,23 +906,24 @@ impl Batcher {
         info: &BatchInfo,
     ) -> StepResult<Vec<(usize, CallOutcome)>> {
         if let BatchStatus::Failed(failures) = &info.status {
-            return Ok(self.refused(round, row, endpoint, info, failures)?);
+            return Ok(self.refused(round, row, endpoint, info, failures).await?);
         }
         let jobs = &round.jobs;
         let request_of = |id: &str| -> Option<&ChatRequest> { jobs.get(id).map(|j| &j.request) };
-        let lines = retrying(self.retry, "a batch step", || {
+        let lines = retrying(self.retry, "reading a batch's results", || {
             batch::results(&self.client, endpoint, info, request_of)
         })
         .await?;
         // Keys an earlier collect stored before its run stopped are served from the cache.
-        let (pending, stored): (Vec<_>, Vec<_>) = lock(&self.store)
-            .batch_keys(row.id)?
+        let (pending, stored): (Vec<_>, Vec<_>) = self
+            .batch_keys(row.id)
+            .await?
             .into_iter()
             .filter(|k| round.jobs.contains_key(&k.cache_key))
             .partition(|k| k.outcome == KeyOutcome::Pending);
         let pending: HashSet<String> = pending.into_iter().map(|k| k.cache_key).collect();
         let stored: Vec<String> = stored.into_iter().map(|k| k.cache_key).collect();
-        let mut outcomes = self.stored_outcomes(round, row, &stored)?;
+        let mut outcomes = self.stored_outcomes(round, row, &stored).await?;
         let mut unfinished = Vec::new();
         let latency_ms = turnaround_ms(row, info);
         for line in lines {
@@ -899,10 +955,10 @@ impl Batcher {
             match stored {
                 Some(outcome) => outcomes.extend(round.spread(&key, outcome)),
                 // Another run collecting the same batch stored it first: served from there.
-                None => outcomes.extend(self.stored_outcomes(round, row, &[key])?),
+                None => outcomes.extend(self.stored_outcomes(round, row, &[key]).await?),
             }
         }
-        outcomes.extend(self.close(round, row, info, &unfinished)?);
+        outcomes.extend(self.close(round, row, info, &unfinished).await?);
         tracing::debug!(batch = row.id, outcomes = outcomes.len(), "batch collected");
         Ok(outcomes)
     }
@@ -911,34 +967,43 @@ impl Batcher {
     /// are unfinished ([`Batcher::unfinished`]); the batch is collected unless it holds keys this round does
     /// not know (another experiment's, collected by its run). Returns the outcomes of the
     /// round's keys no line named.
-    fn close(
+    async fn close(
         &self,
         round: &mut Round,
         row: &BatchRow,
         info: &BatchInfo,
         unfinished: &[String],
     ) -> Result<Vec<(usize, CallOutcome)>, StoreError> {
-        let mut store = lock(&self.store);
-        let (known, unknown): (Vec<String>, Vec<String>) = store
-            .batch_keys(row.id)?
-            .into_iter()
-            .filter(|k| k.outcome == KeyOutcome::Pending && !unfinished.contains(&k.cache_key))
-            .map(|k| k.cache_key)
-            .partition(|k| round.jobs.contains_key(k));
-        let done: Vec<&str> = unfinished
-            .iter()
-            .chain(&known)
-            .map(String::as_str)
-            .collect();
-        store.mark_batch_unfinished(row.id, &done)?;
-        if unknown.is_empty() {
-            match store.finish_batch(row.id) {
-                // Another run collecting it at the same time closed it first.
-                Ok(_) | Err(StoreError::BatchState { .. }) => {}
-                Err(e) => return Err(e),
-            }
-        }
-        drop(store);
+        let id = row.id;
+        let round_keys: HashSet<String> = round.jobs.keys().cloned().collect();
+        let unfinished = unfinished.to_vec();
+        // In one piece of the writer's: the keys read are those marked.
+        let known = self
+            .db(move |s| {
+                let (known, unknown): (Vec<String>, Vec<String>) = s
+                    .batch_keys(id)?
+                    .into_iter()
+                    .filter(|k| {
+                        k.outcome == KeyOutcome::Pending && !unfinished.contains(&k.cache_key)
+                    })
+                    .map(|k| k.cache_key)
+                    .partition(|k| round_keys.contains(k));
+                let done: Vec<&str> = unfinished
+                    .iter()
+                    .chain(&known)
+                    .map(String::as_str)
+                    .collect();
+                s.mark_batch_unfinished(id, &done)?;
+                if unknown.is_empty() {
+                    match s.finish_batch(id) {
+                        // Another run collecting it at the same time closed it first.
+                        Ok(_) | Err(StoreError::BatchState { .. }) => {}
+                        Err(e) => return Err(e),
+                    }
+                }
+                Ok(known)
+            })
+            .await?;
         let why = format!("batch {} ended without a result for this request", info.id);
         let mut outcomes = Vec::new();
         for key in &known {
@@ -949,7 +1014,7 @@ impl Batcher {
 
     /// A batch the provider refused as a whole (OpenAI's validation): given up, with each
     /// error's line and code in its note and in its calls' errors; nothing of it was billed.
-    fn refused(
+    async fn refused(
         &self,
         round: &mut Round,
         row: &BatchRow,
@@ -964,12 +1029,9 @@ impl Batcher {
             info.id,
             listed.join("; ")
         );
-        let keys = self.keys_of(round, row.id)?;
-        match lock(&self.store).void_batch(row.id, &why) {
-            // Another run following it gave it up first.
-            Ok(_) | Err(StoreError::BatchState { .. }) => {}
-            Err(e) => return Err(e),
-        }
+        let keys = self.keys_of(round, row.id).await?;
+        // Another run following it may have given it up first.
+        self.void(row.id, &why).await?;
         Ok(self.fail(round, &keys, &why))
     }
 
@@ -997,38 +1059,42 @@ impl Batcher {
     }
 
     /// The outcomes of batch `row`'s keys in this round, once another run has settled it.
-    fn settled_elsewhere(
+    async fn settled_elsewhere(
         &self,
         round: &mut Round,
         row: &BatchRow,
     ) -> Result<Vec<(usize, CallOutcome)>, StoreError> {
-        let keys = lock(&self.store).batch_keys(row.id)?;
+        let keys = self.batch_keys(row.id).await?;
         let mine: Vec<String> = keys
             .iter()
             .filter(|k| round.jobs.contains_key(&k.cache_key))
             .map(|k| k.cache_key.clone())
             .collect();
-        self.stored_outcomes(round, row, &mine)
+        self.stored_outcomes(round, row, &mine).await
     }
 
     /// The outcomes of `keys` of batch `row`, settled before this collect (by an earlier
     /// collect, or by another run collecting it at the same time): their stored answers
     /// (cache hits: nothing is paid again), their stored errors, or, for requests that never
     /// ran, what [`Batcher::unfinished`] does with them.
-    fn stored_outcomes(
+    async fn stored_outcomes(
         &self,
         round: &mut Round,
         row: &BatchRow,
         keys: &[String],
     ) -> Result<Vec<(usize, CallOutcome)>, StoreError> {
-        let store = lock(&self.store);
-        let cached = store.cached_calls(keys.iter().map(String::as_str))?;
-        let rows: HashMap<String, crate::store::BatchKeyRow> = store
-            .batch_keys(row.id)?
-            .into_iter()
-            .map(|k| (k.cache_key.clone(), k))
-            .collect();
-        drop(store);
+        let (id, wanted) = (row.id, keys.to_vec());
+        let (cached, rows) = self
+            .db(move |s| {
+                let cached = s.cached_calls(wanted.iter().map(String::as_str))?;
+                let rows: HashMap<String, crate::store::BatchKeyRow> = s
+                    .batch_keys(id)?
+                    .into_iter()
+                    .map(|k| (k.cache_key.clone(), k))
+                    .collect();
+                Ok((cached, rows))
+            })
+            .await?;
         let mut outcomes = Vec::new();
         for key in keys {
             self.release(round, key, 0.0);
@@ -1073,9 +1139,10 @@ impl Batcher {
     }
 
     /// The keys of batch `id` this round knows.
-    fn keys_of(&self, round: &Round, id: i64) -> Result<Vec<String>, StoreError> {
-        Ok(lock(&self.store)
-            .batch_keys(id)?
+    async fn keys_of(&self, round: &Round, id: i64) -> Result<Vec<String>, StoreError> {
+        Ok(self
+            .batch_keys(id)
+            .await?
             .into_iter()
             .filter(|k| k.outcome == KeyOutcome::Pending && round.jobs.contains_key(&k.cache_key))
             .map(|k| k.cache_key)

@@ -638,6 +638,8 @@ impl Executor {
     /// One attempt at `job`: a slot, the budget's reservation of its worst case and the
     /// pacer's permit, then the request; what the answer says of the limits goes to the pacer,
     /// and the reservation is settled. `None` when a stop came or the budget cannot hold it.
+    // TODO(issue 31): split
+    #[allow(clippy::too_many_lines, reason = "TODO(issue 31): split")]
     async fn attempt(
         &self,
         job: &CallJob,

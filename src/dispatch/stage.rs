@@ -508,13 +508,7 @@ mod tests {
         let run_id = lock(store)
             .create_run(crate::experiment::ExperimentKind::Bench, None, None, "{}")
             .unwrap();
-        let batcher = Batcher::new(
-            client,
-            (store.clone(), writer),
-            run_id,
-            retry,
-            PollPolicy::default(),
-        );
+        let batcher = Batcher::new(client, writer, run_id, retry, PollPolicy::default());
         Dispatcher::new(
             store.clone(),
             (Arc::new(executor), batcher),

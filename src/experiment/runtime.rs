@@ -295,7 +295,7 @@ pub fn execute(
     let batcher = |run_id| {
         Batcher::new(
             batch_client,
-            (store.clone(), writer),
+            writer,
             run_id,
             settings.retry,
             PollPolicy::from_env(),
@@ -337,6 +337,8 @@ fn pacer(
     Pacer::new(buckets, configured, settings.retry.max_delay)
 }
 
+// TODO(issue 31): split
+#[allow(clippy::too_many_lines, reason = "TODO(issue 31): split")]
 async fn run(
     experiment: &mut dyn Experiment,
     store: &Arc<Mutex<Store>>,
@@ -367,16 +369,7 @@ async fn run(
     }
     let mut batcher = batcher(run_id);
     if let Some(db) = db {
-        let alive = liveness(db);
-        executor.set_claims(Claims {
-            owner: run_id.to_string(),
-            lease,
-            is_alive: Box::new({
-                let alive = alive.clone();
-                move |owner| alive(owner)
-            }),
-        });
-        batcher.set_liveness(lease, alive);
+        claim_calls(run_id, db, lease, (&mut executor, &mut batcher));
     }
     let executor = &Arc::new(executor);
     // The bar counts the calls to send: its rate, and so its ETA, is that of paid calls, not
@@ -387,20 +380,10 @@ async fn run(
     let mut tally = Tally::default();
     tally.counts.planned_calls = plan.calls();
     lock(store).update_run_tally(run_id, &tally.counts)?;
-    let routes = experiment
-        .targets()
-        .iter()
-        .map(|t| Route {
-            reference: t.reference.clone(),
-            blocked: t.blocked.clone(),
-            batch: t.batch,
-            kind: t.endpoint.kind,
-        })
-        .collect();
-    let dispatcher = Dispatcher::new(
-        store.clone(),
+    let dispatcher = dispatcher(
+        &*experiment,
+        store,
         (executor.clone(), batcher),
-        routes,
         DispatchOptions {
             batch: options.batch_on(experiment.batch()),
             detach: options.detach,
@@ -451,6 +434,46 @@ async fn run(
         budget,
         waiting,
     })
+}
+
+/// Has run `run_id`'s senders claim each call before sending it, so that runs sharing the
+/// database `db` pay for each distinct call once; a claim holds for `lease`.
+fn claim_calls(
+    run_id: i64,
+    db: &Path,
+    lease: Duration,
+    (executor, batcher): (&mut Executor, &mut Batcher),
+) {
+    let alive = liveness(db);
+    executor.set_claims(Claims {
+        owner: run_id.to_string(),
+        lease,
+        is_alive: Box::new({
+            let alive = alive.clone();
+            move |owner| alive(owner)
+        }),
+    });
+    batcher.set_liveness(lease, alive);
+}
+
+/// The run's dispatcher: `executor` and `batcher` sending to the experiment's targets.
+fn dispatcher(
+    experiment: &dyn Experiment,
+    store: &Arc<Mutex<Store>>,
+    senders: (Arc<Executor>, Batcher),
+    options: DispatchOptions,
+) -> Dispatcher {
+    let routes = experiment
+        .targets()
+        .iter()
+        .map(|t| Route {
+            reference: t.reference.clone(),
+            blocked: t.blocked.clone(),
+            batch: t.batch,
+            kind: t.endpoint.kind,
+        })
+        .collect();
+    Dispatcher::new(store.clone(), senders, routes, options)
 }
 
 /// The experiment's header, with the run's budget among its options when it has one, and

@@ -136,92 +136,7 @@ impl Shard {
     /// (from 0) and completions, or a Slurm array's task id (from its lowest id, so
     /// `--array=1-8` gives shards 0 to 7) and task count.
     fn auto(var: impl Fn(&str) -> Option<String>) -> Result<Self, ShardError> {
-        let read = |name: &'static str| -> Result<Option<u32>, ShardError> {
-            match var(name).filter(|v| !v.trim().is_empty()) {
-                None => Ok(None),
-                Some(value) => {
-                    value
-                        .trim()
-                        .parse::<u32>()
-                        .map(Some)
-                        .map_err(|_| ShardError::BadVariable {
-                            variable: name,
-                            value,
-                            why: "a whole number from 0 is expected",
-                        })
-                }
-            }
-        };
-        let checked = |index_var, index_value, index, count_var, count, hint: String| {
-            if count == 0 || count > MAX_SHARDS {
-                return Err(ShardError::AutoCount {
-                    variable: count_var,
-                    value: count,
-                });
-            }
-            if index >= count {
-                return Err(ShardError::AutoOutOfRange {
-                    index_var,
-                    index_value,
-                    index,
-                    count_var,
-                    count,
-                    hint,
-                });
-            }
-            Ok(Self { index, count })
-        };
-        let k8s = match read("JOB_COMPLETION_INDEX")? {
-            Some(index) => {
-                let count = read("JOB_COMPLETIONS")?.ok_or(ShardError::Missing {
-                    found: "JOB_COMPLETION_INDEX",
-                    missing: "JOB_COMPLETIONS",
-                })?;
-                let shard = checked(
-                    "JOB_COMPLETION_INDEX",
-                    index,
-                    index,
-                    "JOB_COMPLETIONS",
-                    count,
-                    String::new(),
-                )?;
-                Some((index, count, shard))
-            }
-            None => None,
-        };
-        let slurm = match read("SLURM_ARRAY_TASK_ID")? {
-            Some(task) => {
-                let count = read("SLURM_ARRAY_TASK_COUNT")?.ok_or(ShardError::Missing {
-                    found: "SLURM_ARRAY_TASK_ID",
-                    missing: "SLURM_ARRAY_TASK_COUNT",
-                })?;
-                let min = read("SLURM_ARRAY_TASK_MIN")?.unwrap_or(0);
-                let step = read("SLURM_ARRAY_TASK_STEP")?.unwrap_or(1).max(1);
-                let index = task
-                    .checked_sub(min)
-                    .map(|d| d / step)
-                    .ok_or(ShardError::BelowMin { task, min })?;
-                let hint = if min == 0 && step == 1 {
-                    String::new()
-                } else {
-                    format!(
-                        " (the index counts from SLURM_ARRAY_TASK_MIN={min} in steps of \
-                         SLURM_ARRAY_TASK_STEP={step})"
-                    )
-                };
-                let shard = checked(
-                    "SLURM_ARRAY_TASK_ID",
-                    task,
-                    index,
-                    "SLURM_ARRAY_TASK_COUNT",
-                    count,
-                    hint,
-                )?;
-                Some((task, count, shard))
-            }
-            None => None,
-        };
-        match (k8s, slurm) {
+        match (Self::of_k8s(&var)?, Self::of_slurm(&var)?) {
             (Some((k8s_index, k8s_count, k8s)), Some((slurm_task, slurm_count, slurm)))
                 if k8s != slurm =>
             {
@@ -237,6 +152,89 @@ impl Shard {
             (Some((_, _, shard)), _) | (None, Some((_, _, shard))) => Ok(shard),
             (None, None) => Err(ShardError::NoScheduler),
         }
+    }
+
+    /// A Kubernetes Indexed Job's shard, with the index and count it was read from (`None`:
+    /// not run by one).
+    fn of_k8s(
+        var: &impl Fn(&str) -> Option<String>,
+    ) -> Result<Option<(u32, u32, Self)>, ShardError> {
+        let Some(index) = scheduler_number(var, "JOB_COMPLETION_INDEX")? else {
+            return Ok(None);
+        };
+        let count = scheduler_number(var, "JOB_COMPLETIONS")?.ok_or(ShardError::Missing {
+            found: "JOB_COMPLETION_INDEX",
+            missing: "JOB_COMPLETIONS",
+        })?;
+        let shard = Self::of_scheduler(
+            ("JOB_COMPLETION_INDEX", index, index),
+            ("JOB_COMPLETIONS", count),
+            String::new(),
+        )?;
+        Ok(Some((index, count, shard)))
+    }
+
+    /// A Slurm array's shard, with the task id and count it was read from (`None`: not run
+    /// by one).
+    fn of_slurm(
+        var: &impl Fn(&str) -> Option<String>,
+    ) -> Result<Option<(u32, u32, Self)>, ShardError> {
+        let Some(task) = scheduler_number(var, "SLURM_ARRAY_TASK_ID")? else {
+            return Ok(None);
+        };
+        let count =
+            scheduler_number(var, "SLURM_ARRAY_TASK_COUNT")?.ok_or(ShardError::Missing {
+                found: "SLURM_ARRAY_TASK_ID",
+                missing: "SLURM_ARRAY_TASK_COUNT",
+            })?;
+        let min = scheduler_number(var, "SLURM_ARRAY_TASK_MIN")?.unwrap_or(0);
+        let step = scheduler_number(var, "SLURM_ARRAY_TASK_STEP")?
+            .unwrap_or(1)
+            .max(1);
+        let index = task
+            .checked_sub(min)
+            .map(|d| d / step)
+            .ok_or(ShardError::BelowMin { task, min })?;
+        let hint = if min == 0 && step == 1 {
+            String::new()
+        } else {
+            format!(
+                " (the index counts from SLURM_ARRAY_TASK_MIN={min} in steps of \
+                 SLURM_ARRAY_TASK_STEP={step})"
+            )
+        };
+        let shard = Self::of_scheduler(
+            ("SLURM_ARRAY_TASK_ID", task, index),
+            ("SLURM_ARRAY_TASK_COUNT", count),
+            hint,
+        )?;
+        Ok(Some((task, count, shard)))
+    }
+
+    /// Shard `index` of `count` as a scheduler's variables gave them (`index_var` holding
+    /// `index_value`, `count_var`), checked; `hint` says how the index was counted.
+    fn of_scheduler(
+        (index_var, index_value, index): (&'static str, u32, u32),
+        (count_var, count): (&'static str, u32),
+        hint: String,
+    ) -> Result<Self, ShardError> {
+        if count == 0 || count > MAX_SHARDS {
+            return Err(ShardError::AutoCount {
+                variable: count_var,
+                value: count,
+            });
+        }
+        if index >= count {
+            return Err(ShardError::AutoOutOfRange {
+                index_var,
+                index_value,
+                index,
+                count_var,
+                count,
+                hint,
+            });
+        }
+        Ok(Self { index, count })
     }
 
     /// Whether the item named `key` belongs to this shard: `sha256(key) mod N`.
@@ -302,6 +300,25 @@ pub(crate) fn plan_sha256(experiment: &dyn Experiment, first: Option<&Stage>) ->
         hasher.update(key.as_bytes());
     }
     hex::encode(hasher.finalize())
+}
+
+/// The whole number in the scheduler's variable `name` (`None`: unset or blank), read by `var`.
+fn scheduler_number(
+    var: &impl Fn(&str) -> Option<String>,
+    name: &'static str,
+) -> Result<Option<u32>, ShardError> {
+    match var(name).filter(|v| !v.trim().is_empty()) {
+        None => Ok(None),
+        Some(value) => value
+            .trim()
+            .parse::<u32>()
+            .map(Some)
+            .map_err(|_| ShardError::BadVariable {
+                variable: name,
+                value,
+                why: "a whole number from 0 is expected",
+            }),
+    }
 }
 
 #[cfg(test)]

@@ -75,18 +75,7 @@ fn fold_stream(provider: &str, bytes: &[u8]) -> Result<Vec<u8>, ProviderError> {
                 let Some((content, json)) = block(&data).and_then(|at| blocks.get_mut(at)) else {
                     continue;
                 };
-                let delta = &data["delta"];
-                match delta["type"].as_str().unwrap_or_default() {
-                    "text_delta" => {
-                        let text = delta["text"].as_str().unwrap_or_default();
-                        let joined = format!("{}{text}", content["text"].as_str().unwrap_or(""));
-                        content["text"] = Value::String(joined);
-                    }
-                    "input_json_delta" => {
-                        json.push_str(delta["partial_json"].as_str().unwrap_or_default());
-                    }
-                    _ => {}
-                }
+                add_delta(content, json, &data["delta"]);
             }
             "message_delta" => {
                 if !data
@@ -116,23 +105,42 @@ fn fold_stream(provider: &str, bytes: &[u8]) -> Result<Vec<u8>, ProviderError> {
             "the stream ended before its last event (`message_stop`)".into(),
         ));
     }
+    let content = finished_blocks(blocks).map_err(decode)?;
+    let answer = json!({"content": content, "stop_reason": stop_reason, "usage": usage});
+    Ok(answer.to_string().into_bytes())
+}
+
+/// Adds a `content_block_delta`'s `delta` to its block: text to a text block's, JSON to the
+/// text of a tool's input (`json`), parsed once the block is whole.
+fn add_delta(content: &mut Value, json: &mut String, delta: &Value) {
+    match delta["type"].as_str().unwrap_or_default() {
+        "text_delta" => {
+            let text = delta["text"].as_str().unwrap_or_default();
+            let joined = format!("{}{text}", content["text"].as_str().unwrap_or(""));
+            content["text"] = Value::String(joined);
+        }
+        "input_json_delta" => {
+            json.push_str(delta["partial_json"].as_str().unwrap_or_default());
+        }
+        _ => {}
+    }
+}
+
+/// The content blocks a stream built, each tool's input parsed from its joined JSON; an
+/// index the stream skipped is left out.
+fn finished_blocks(blocks: Vec<(Value, String)>) -> Result<Vec<Value>, String> {
     let mut content = Vec::new();
     for (mut block, json) in blocks {
         if block.is_null() {
             continue;
         }
         if !json.trim().is_empty() {
-            block["input"] = serde_json::from_str(&json).map_err(|e| {
-                decode(format!(
-                    "{e} in a tool's input {}",
-                    body_excerpt(json.as_bytes())
-                ))
-            })?;
+            block["input"] = serde_json::from_str(&json)
+                .map_err(|e| format!("{e} in a tool's input {}", body_excerpt(json.as_bytes())))?;
         }
         content.push(block);
     }
-    let answer = json!({"content": content, "stop_reason": stop_reason, "usage": usage});
-    Ok(answer.to_string().into_bytes())
+    Ok(content)
 }
 
 /// The headers of every request to Anthropic: the API version and the key (marked

@@ -45,6 +45,27 @@ pub(crate) fn winner_name(r: &VerdictRow) -> &str {
     }
 }
 
+/// The columns of `pairwise_verdicts.csv`.
+const VERDICTS_HEADER: [&str; 17] = [
+    c::RUN_ID,
+    c::JUDGE,
+    c::ITEM,
+    c::CANDIDATE_A,
+    c::CANDIDATE_B,
+    c::REPEAT,
+    c::ORDER,
+    c::WINNER,
+    c::JUSTIFICATION,
+    c::CALL_ID,
+    HUMAN_COLUMNS[0],
+    HUMAN_COLUMNS[1],
+    HUMAN_COLUMNS[2],
+    HUMAN_COLUMNS[3],
+    ANSWER,
+    c::ANSWER_A,
+    c::ANSWER_B,
+];
+
 /// `pairwise_verdicts.csv`: each verdict with the judge's whole answer (`answer`) and, when the
 /// candidates are models, theirs (`answer_a`, `answer_b`), read a row at a time.
 fn write_verdicts(store: &Store, path: &Path, rows: &[VerdictRow]) -> anyhow::Result<()> {
@@ -82,25 +103,7 @@ fn write_verdicts(store: &Store, path: &Path, rows: &[VerdictRow]) -> anyhow::Re
         ],
     )?;
     let mut writer = csv::Writer::from_path(path)?;
-    writer.write_record([
-        c::RUN_ID,
-        c::JUDGE,
-        c::ITEM,
-        c::CANDIDATE_A,
-        c::CANDIDATE_B,
-        c::REPEAT,
-        c::ORDER,
-        c::WINNER,
-        c::JUSTIFICATION,
-        c::CALL_ID,
-        HUMAN_COLUMNS[0],
-        HUMAN_COLUMNS[1],
-        HUMAN_COLUMNS[2],
-        HUMAN_COLUMNS[3],
-        ANSWER,
-        c::ANSWER_A,
-        c::ANSWER_B,
-    ])?;
+    writer.write_record(VERDICTS_HEADER)?;
     for r in rows {
         let key = [
             r.run_id.to_string(),

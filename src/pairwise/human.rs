@@ -57,7 +57,7 @@ fn of_judge<'a>(
 
 /// `track query --by human` of pairwise runs: [`agreement_frame`] of their verdicts and
 /// current ratings.
-pub fn agreement_of_runs(store: &Store, runs: &[i64]) -> anyhow::Result<DataFrame> {
+pub(crate) fn agreement_of_runs(store: &Store, runs: &[i64]) -> anyhow::Result<DataFrame> {
     let rows = store.pairwise_verdicts(runs)?;
     let verdicts = Verdicts::from_rows(&rows);
     let answers: HashMap<AnswerKey, bool> = store
@@ -93,7 +93,7 @@ pub fn agreement_of_runs(store: &Store, runs: &[i64]) -> anyhow::Result<DataFram
 /// one candidate's answer and failing the other's (`answers`: pass or fail by answer),
 /// how many the judge's verdict agrees with, that share, Cohen's κ; and its verdicts a
 /// person rated (`verdicts_rated`: judge, rated pass) and of those the confirmed.
-pub fn agreement_frame(
+pub(crate) fn agreement_frame(
     verdicts: &Verdicts,
     answers: &HashMap<AnswerKey, bool>,
     verdicts_rated: &[(String, bool)],

@@ -695,6 +695,10 @@ mod tests {
     }
 
     #[test]
+    #[allow(
+        clippy::too_many_lines,
+        reason = "a test reads as one scenario (or table), top to bottom"
+    )]
     fn record_stores_a_prediction_per_predicate_asked_with_invalid_answers_counted() {
         let mut e = experiment(1);
         let mut store = Store::open_in_memory().unwrap();

@@ -14,7 +14,7 @@ use super::metrics::{Class, ClassMetrics, VariantMetrics};
 use super::stats::measure_rows;
 use crate::kinds::{ExportOptions, ExportRuns};
 use crate::rating::{ANSWER, HUMAN_COLUMNS, human_fields};
-use crate::store::{Store, Variant};
+use crate::store::{PredictionRow, Store, Variant};
 
 /// Writes the relevance CSV files of `runs` into `options.out` (`--out`, default
 /// `results/relevance/`: the registry entry's), computed from their stored predictions; the
@@ -35,14 +35,30 @@ pub(crate) fn write_csv(
         write_statistics_csv(out, &rows)
             .with_context(|| format!("writing into {}", out.display()))?,
     );
+    let predictions = out.join("relevance_predictions.csv");
+    write_predictions_csv(store, runs, &rows, &predictions)
+        .with_context(|| format!("writing {}", predictions.display()))?;
+    paths.push(predictions);
+    for path in &paths {
+        crate::output::say(path.display());
+    }
+    Ok(())
+}
+
+/// `relevance_predictions.csv` at `path`: each prediction of `rows` with its human rating and
+/// the model's whole answer, read a row at a time.
+fn write_predictions_csv(
+    store: &Store,
+    runs: &ExportRuns<'_>,
+    rows: &[PredictionRow],
+    path: &Path,
+) -> anyhow::Result<()> {
     let ratings = store.current_ratings_by_key(
         runs.ids,
         "relevance_predictions",
         &["run_id", "image", "predicate", "variant", "trial"],
     )?;
-    let predictions = out.join("relevance_predictions.csv");
-    let mut writer = csv::Writer::from_path(&predictions)
-        .with_context(|| format!("writing {}", predictions.display()))?;
+    let mut writer = csv::Writer::from_path(path)?;
     writer.write_record([
         cols::RUN_ID,
         cols::MODEL,
@@ -65,7 +81,7 @@ pub(crate) fn write_csv(
         HUMAN_COLUMNS[3],
         ANSWER,
     ])?;
-    for r in &rows {
+    for r in rows {
         let key = [
             r.run_id.to_string(),
             r.image.clone(),
@@ -106,10 +122,6 @@ pub(crate) fn write_csv(
         ])?;
     }
     writer.flush()?;
-    paths.push(predictions);
-    for path in &paths {
-        crate::output::say(path.display());
-    }
     Ok(())
 }
 

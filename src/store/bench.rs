@@ -768,6 +768,8 @@ impl Store {
     }
 
     /// Writes `rows` in one transaction: see [`Store::insert_bench_results`].
+    // TODO(issue 31): split
+    #[allow(clippy::too_many_lines, reason = "TODO(issue 31): split")]
     fn write_bench_results(&mut self, rows: &[BenchResultRow]) -> Result<()> {
         /// Rows written by one statement: cached runs write tens of thousands at once.
         const ROWS_PER_STATEMENT: usize = 64;

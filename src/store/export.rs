@@ -211,7 +211,7 @@ fn blob_text(sha: &str) -> String {
 /// - a table whose rows can be rated: `human_verdict`, `human_score`, `human_comment` and
 ///   `rater` of its current rating (the newest), null where no one rated it.
 pub(crate) fn derived_columns(table: &str, names: &[String]) -> Vec<ExportColumn> {
-    use crate::rating::{ANSWER, HUMAN_COMMENT, HUMAN_SCORE, HUMAN_VERDICT, RATER};
+    use super::rating_columns::{ANSWER, HUMAN_COMMENT, HUMAN_SCORE, HUMAN_VERDICT, RATER};
     let has = |name: &str| names.iter().any(|n| n == name);
     let mut derived = Vec::new();
     if table == "calls" {
@@ -832,6 +832,10 @@ mod tests {
     }
 
     #[test]
+    #[allow(
+        clippy::too_many_lines,
+        reason = "a test reads as one scenario (or table), top to bottom"
+    )]
     fn rows_come_in_batches_with_their_nulls_and_the_calls_they_reference() {
         let store = Store::open_in_memory().unwrap();
         let run = store
@@ -961,6 +965,10 @@ mod tests {
     }
 
     #[test]
+    #[allow(
+        clippy::too_many_lines,
+        reason = "a test reads as one scenario (or table), top to bottom"
+    )]
     fn the_export_adds_answers_requests_and_the_current_human_rating() {
         use crate::store::{NewRating, Outcome, Verdict};
         let mut store = Store::open_in_memory().unwrap();

@@ -281,7 +281,40 @@ fn validate(
     existing: &[ShardRun],
     allow_partial: bool,
 ) -> Result<Option<Joined>, MergeError> {
-    let short = |plan: &str| plan.chars().take(12).collect::<String>();
+    let Some(plan) = one_plan(inputs)? else {
+        return Ok(None);
+    };
+    let count = shard_count(inputs, existing, plan)?;
+    let (present, mut partial) = join_shards(inputs, existing, (plan, count), allow_partial)?;
+    let missing: Vec<String> = (0..count)
+        .filter(|k| !present.contains(k))
+        .map(|k| format!("{k}/{count}"))
+        .collect();
+    if !missing.is_empty() {
+        if !allow_partial {
+            return Err(MergeError::Missing {
+                plan: short(plan),
+                count,
+                missing: missing.join(", "),
+            });
+        }
+        partial = true;
+    }
+    Ok(Some(Joined {
+        plan: plan.to_owned(),
+        count,
+        partial,
+    }))
+}
+
+/// A plan's sha256 as messages show it: its first 12 digits.
+fn short(plan: &str) -> String {
+    plan.chars().take(12).collect()
+}
+
+/// The plan the inputs' shards are of (`None`: they hold no shard); shards of two plans are
+/// refused, naming each input's.
+fn one_plan(inputs: &[Input]) -> Result<Option<&str>, MergeError> {
     let plans: BTreeSet<&str> = inputs
         .iter()
         .flat_map(|i| i.shards.iter().map(|s| s.plan.as_str()))
@@ -302,9 +335,12 @@ fn validate(
             .collect();
         return Err(MergeError::DifferentPlans(described.join(", ")));
     }
-    let Some(plan) = plans.into_iter().next() else {
-        return Ok(None);
-    };
+    Ok(plans.into_iter().next())
+}
+
+/// How many shards `plan` has, as every input and OUT (`existing`) agree; two counts are
+/// refused.
+fn shard_count(inputs: &[Input], existing: &[ShardRun], plan: &str) -> Result<u32, MergeError> {
     let of_plan = |s: &&ShardRun| s.plan == plan;
     let mut counts: BTreeSet<u32> = inputs
         .iter()
@@ -318,7 +354,19 @@ fn validate(
             counts: list.join(" and "),
         });
     }
-    let count = counts.into_iter().next().unwrap_or(1);
+    Ok(counts.into_iter().next().unwrap_or(1))
+}
+
+/// The shards of `plan` (of `count`) in OUT once the inputs' join OUT's (`existing`), and
+/// whether one of them is unfinished (refused unless `allow_partial`). Two runs of one shard
+/// are refused, unless one is an older attempt of the other.
+fn join_shards(
+    inputs: &[Input],
+    existing: &[ShardRun],
+    (plan, count): (&str, u32),
+    allow_partial: bool,
+) -> Result<(BTreeSet<u32>, bool), MergeError> {
+    let of_plan = |s: &&ShardRun| s.plan == plan;
     let mut owners: BTreeMap<u32, &ShardRun> = BTreeMap::new();
     for shard in existing.iter().filter(of_plan) {
         owners.insert(shard.index, shard);
@@ -355,26 +403,7 @@ fn validate(
             }
         }
     }
-    let present: BTreeSet<u32> = owners.keys().copied().collect();
-    let missing: Vec<String> = (0..count)
-        .filter(|k| !present.contains(k))
-        .map(|k| format!("{k}/{count}"))
-        .collect();
-    if !missing.is_empty() {
-        if !allow_partial {
-            return Err(MergeError::Missing {
-                plan: short(plan),
-                count,
-                missing: missing.join(", "),
-            });
-        }
-        partial = true;
-    }
-    Ok(Some(Joined {
-        plan: plan.to_owned(),
-        count,
-        partial,
-    }))
+    Ok((owners.keys().copied().collect(), partial))
 }
 
 /// The file a merge is written into before it replaces OUT.
@@ -1005,6 +1034,10 @@ mod tests {
     /// benchmark results, each with an answered call of its own (its text unique to the shard
     /// and result) and every third with a judge's call too and two checks. `padding` calls
     /// stored first make the shard's call ids differ from every other database's.
+    #[allow(
+        clippy::too_many_lines,
+        reason = "one shard database written whole, as the other test builders"
+    )]
     fn shard(path: &Path, plan: &str, (k, n): (u32, u32), results: u32, padding: u32) {
         let mut store = Store::open(path).unwrap();
         let run = store

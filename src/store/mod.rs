@@ -48,6 +48,7 @@ pub(crate) use ids::{merged_run_uid, new_run_uid};
 pub use merge::{InputAdded, MergeError, MergeReport, PlanMerged, merge};
 pub use pacing::{BucketRow, PacingRow};
 pub use pairwise::{AnswerRow, Shown, UnknownPairwise, VerdictRow, Winner};
+pub use ratings::columns as rating_columns;
 pub use ratings::{NewRating, RATED_TABLES, RatedBenchResult, Rating, RatingError, Verdict};
 pub use relevance::{PredictionRow, UnknownVariant, Variant};
 pub use review::{

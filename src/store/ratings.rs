@@ -10,6 +10,20 @@ use rusqlite::{OptionalExtension as _, params};
 
 use super::{Result, Store, StoreError, now_rfc3339};
 
+/// The names of the columns every kind's outputs give ratings and answers (see
+/// `crate::rating`), here because the export writes them too.
+pub mod columns {
+    /// A person's pass or fail (`pass`, `fail`), beside the checks' outcome.
+    pub const HUMAN_VERDICT: &str = "human_verdict";
+    /// A person's score, 1-5.
+    pub const HUMAN_SCORE: &str = "human_score";
+    pub const HUMAN_COMMENT: &str = "human_comment";
+    /// Who gave the rating shown.
+    pub const RATER: &str = "rater";
+    /// The whole answer of the call a row points at (a model's, or a judge's for a verdict).
+    pub const ANSWER: &str = "answer";
+}
+
 /// A person's verdict on a result: it passes or it fails, whatever its checks said.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Verdict {

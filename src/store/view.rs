@@ -240,6 +240,16 @@ pub(crate) fn fts_query(words: &str) -> Option<String> {
 }
 
 impl Store {
+    /// Readies this connection for the viewer, a reader that lives long and answers searches:
+    /// its temporary tables (the calls a search matches, a sort's cases) go to a file once
+    /// past the page cache, instead of growing in memory (the store keeps them in memory for
+    /// a run's writes). A search matching a million answers then holds a page cache's worth,
+    /// not a million row ids.
+    pub fn prepare_for_viewing(&self) -> Result<()> {
+        self.conn.pragma_update(None, "temp_store", "FILE")?;
+        Ok(())
+    }
+
     /// A page of the runs `filter` keeps, newest first, and how many it keeps.
     pub(crate) fn view_runs(
         &self,
@@ -456,7 +466,12 @@ impl Store {
     /// How many cases and results of run `run_id` `query` matches, counted to `enough` cases:
     /// past them, [`GridCount::more`] says more match (a run of a million results is not
     /// read whole to be counted; see [`COUNT_CASES`]).
-    pub fn grid_count(&self, run_id: i64, query: &GridQuery, enough: u64) -> Result<GridCount> {
+    pub(crate) fn grid_count(
+        &self,
+        run_id: i64,
+        query: &GridQuery,
+        enough: u64,
+    ) -> Result<GridCount> {
         let plan = self.search_plan(query)?;
         self.grid_count_as(run_id, query, enough, &plan)
     }
@@ -549,7 +564,7 @@ impl Store {
 
     /// Every result of run `run_id` in cases `cases` (a page's: each of them matched by
     /// `query` as a case), each marked matched or not by `query`.
-    pub fn grid_cells(
+    pub(crate) fn grid_cells(
         &self,
         run_id: i64,
         query: &GridQuery,
@@ -1489,6 +1504,20 @@ mod tests {
     }
 
     #[test]
+    fn the_viewer_s_temporary_tables_go_to_a_file_not_to_memory() {
+        let (store, _) = filled();
+        let temp_store = |store: &Store| -> i64 {
+            store
+                .conn
+                .query_row("PRAGMA temp_store", [], |r| r.get(0))
+                .unwrap()
+        };
+        assert_eq!(temp_store(&store), 2, "a run's writes: in memory");
+        store.prepare_for_viewing().unwrap();
+        assert_eq!(temp_store(&store), 1, "the viewer's: a file");
+    }
+
+    #[test]
     fn cells_of_a_page_are_marked_by_the_filter() {
         let (store, run) = filled();
         let failures = GridQuery {
@@ -1584,6 +1613,10 @@ mod tests {
     }
 
     #[test]
+    #[allow(
+        clippy::too_many_lines,
+        reason = "a test reads as one scenario (or table), top to bottom"
+    )]
     fn a_transcript_has_the_request_answer_and_checks() {
         let (store, run) = filled();
         let id: i64 = store
@@ -1672,6 +1705,10 @@ mod tests {
     }
 
     #[test]
+    #[allow(
+        clippy::too_many_lines,
+        reason = "a test reads as one scenario (or table), top to bottom"
+    )]
     fn pages_are_read_through_indexes_not_by_scanning_the_run() {
         let (store, run) = filled();
         let plan = |sql: &str, params: &[&dyn rusqlite::ToSql]| -> String {

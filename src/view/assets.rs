@@ -21,7 +21,7 @@ const ICON: &str = include_str!("assets/favicon.svg");
 pub const ICON_PATH: &str = "/assets/favicon.svg";
 
 /// `/favicon.ico`: the icon.
-pub async fn icon() -> Result<Response, ViewError> {
+pub(crate) async fn icon() -> Result<Response, ViewError> {
     file(Path("favicon.svg".to_owned())).await
 }
 

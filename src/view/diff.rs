@@ -38,6 +38,8 @@ fn significant(row: &DiffModelRow) -> bool {
 }
 
 /// `/diff`.
+// TODO(issue 31): split
+#[allow(clippy::too_many_lines, reason = "TODO(issue 31): split")]
 pub(crate) async fn diff(
     State(app): State<Arc<App>>,
     Query(params): Query<DiffParams>,

@@ -26,7 +26,7 @@ pub fn count(value: Option<i64>) -> String {
 
 /// A stored time (RFC 3339, `2026-11-27T08:03:46.964Z`) as a person reads it, to the second
 /// and in UTC: `2026-11-27 08:03:46 UTC`. A value that is not RFC 3339 is shown as stored.
-pub fn when(stored: &str) -> String {
+pub(crate) fn when(stored: &str) -> String {
     chrono::DateTime::parse_from_rfc3339(stored).map_or_else(
         |_| stored.to_owned(),
         |t| {
@@ -39,7 +39,7 @@ pub fn when(stored: &str) -> String {
 
 /// A run's models as stored (comma-separated references) as a list that reads:
 /// `openai:gpt-4o, anthropic:sonnet 3.5`; `–` when there are none.
-pub fn models(stored: Option<&str>) -> String {
+pub(crate) fn models(stored: Option<&str>) -> String {
     let names: Vec<&str> = stored
         .unwrap_or("")
         .split(',')
@@ -60,7 +60,7 @@ pub fn counted(n: u64, one: &str, many: &str) -> String {
 
 /// What the pages' header names the database by: its file's name (the whole path, which may
 /// be long or private, is the header's tooltip).
-pub fn database_name(path: &std::path::Path) -> String {
+pub(crate) fn database_name(path: &std::path::Path) -> String {
     path.file_name().map_or_else(
         || path.display().to_string(),
         |name| name.to_string_lossy().into_owned(),

@@ -40,12 +40,17 @@ pub(crate) fn page_of_run(app: &App, title: &str, body: Markup, run: Option<&Run
 }
 
 /// "Page x of y" with links to the previous and next pages, made by `link(page)`.
-pub fn pager(page: u64, pages: u64, link: impl Fn(u64) -> String) -> Markup {
+pub(crate) fn pager(page: u64, pages: u64, link: impl Fn(u64) -> String) -> Markup {
     pager_open(page, pages, false, link)
 }
 
 /// [`pager`] of a count that stopped (`more`: more pages than `pages` follow).
-pub fn pager_open(page: u64, pages: u64, more: bool, link: impl Fn(u64) -> String) -> Markup {
+pub(crate) fn pager_open(
+    page: u64,
+    pages: u64,
+    more: bool,
+    link: impl Fn(u64) -> String,
+) -> Markup {
     html! {
         nav.pager aria-label="pages" {
             @if page > 1 {

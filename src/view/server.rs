@@ -138,6 +138,9 @@ fn router(app: Arc<App>) -> Router {
 
 /// Serves until Ctrl-C or SIGTERM.
 pub(crate) async fn run(store: Store, db: &Path, mut options: ViewOptions) -> anyhow::Result<()> {
+    store
+        .prepare_for_viewing()
+        .context("readying the database for the viewer")?;
     let listener = tokio::net::TcpListener::bind(options.address)
         .await
         .with_context(|| {

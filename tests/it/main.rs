@@ -1,6 +1,13 @@
 //! End-to-end tests: the real `track` binary against a mock provider on 127.0.0.1 and a temp
 //! database. One test binary so it links once.
 
+// clippy::too_many_lines holds the library's functions to 80 lines (Cargo.toml); an end-to-end
+// test is one scenario, read top to bottom.
+#![allow(
+    clippy::too_many_lines,
+    reason = "an end-to-end test is one scenario, read top to bottom"
+)]
+
 mod support;
 mod terminal;
 

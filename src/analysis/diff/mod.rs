@@ -49,7 +49,7 @@ pub const ANSWER_CHARS_SHOWN: usize = 40;
 /// The answer column `track diff --items` adds for the call id column `name`: `X_answer` for
 /// `X_call_id` where X names a run (`base`, `new`, or either with more: a pairwise item's
 /// `base_ab_call_id` gives `base_ab_answer`); `None` for any other column.
-pub fn answer_column_of(name: &str) -> Option<String> {
+pub(crate) fn answer_column_of(name: &str) -> Option<String> {
     let side = name.strip_suffix("_call_id")?;
     (side == "base" || side == "new" || side.starts_with("base_") || side.starts_with("new_"))
         .then(|| format!("{side}_answer"))
@@ -59,7 +59,7 @@ pub fn answer_column_of(name: &str) -> Option<String> {
 /// after each of its call id columns' ids turned into answers by `answer` (whole; or, with
 /// `shown`, the first line cut to that many characters), in the order of those columns. A
 /// frame without call ids (a kind whose items have no call) is returned as is.
-pub fn with_answers<E>(
+pub(crate) fn with_answers<E>(
     mut items: DataFrame,
     shown: Option<usize>,
     mut answer: impl FnMut(i64) -> Result<Option<String>, E>,

@@ -817,6 +817,10 @@ pub(super) fn owns(path: &str) -> bool {
 }
 
 /// Answers a request to the batch APIs.
+#[allow(
+    clippy::too_many_lines,
+    reason = "a test reads as one scenario (or table), top to bottom"
+)]
 pub(super) async fn handle(shared: &Shared, req: Request) -> Response {
     let (parts, body) = req.into_parts();
     let path = parts.uri.path().to_owned();
@@ -1028,6 +1032,10 @@ impl Ctx<'_> {
         }
     }
 
+    #[allow(
+        clippy::too_many_lines,
+        reason = "a test reads as one scenario (or table), top to bottom"
+    )]
     async fn create_openai(&self, body: Option<Value>) -> Response {
         let bad = |code: u16, message: &str| error_response(Format::OpenAi, code, None, message);
         let Some(body) = body.filter(Value::is_object) else {
@@ -1451,6 +1459,10 @@ impl State {
 
 /// The lines of an OpenAI input file as (custom_id, model, body), and its validation errors
 /// (`errors.data`), each with its line.
+#[allow(
+    clippy::too_many_lines,
+    reason = "a test reads as one scenario (or table), top to bottom"
+)]
 fn read_openai_lines(bytes: &[u8]) -> (Vec<(String, String, Value)>, Vec<Value>) {
     let mut inputs = Vec::new();
     let mut failures = Vec::new();

@@ -1003,6 +1003,10 @@ async fn sleep_until_precisely(due: Instant) {
     }
 }
 
+#[allow(
+    clippy::too_many_lines,
+    reason = "a test reads as one scenario (or table), top to bottom"
+)]
 async fn answer(shared: &Shared, req: Request, out: &mut Outcome) -> Response {
     let started = Instant::now();
     let (parts, body) = req.into_parts();
@@ -1803,6 +1807,10 @@ const OPENAI_RATE_DOCS: &str =
 const ANTHROPIC_RATE_TAIL: &str = "For details, refer to: https://docs.claude.com/en/api/rate-limits. You can see the response headers for current usage. Please reduce the prompt length or the maximum tokens requested, or try again later. You may also contact sales at https://www.anthropic.com/contact-sales to discuss your options for a rate limit increase.";
 
 /// The 429 of a rate-limit refusal, in the provider's shape.
+#[allow(
+    clippy::too_many_lines,
+    reason = "a test reads as one scenario (or table), top to bottom"
+)]
 fn refusal_response(
     shared: &Shared,
     format: Format,
