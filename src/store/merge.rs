@@ -22,6 +22,8 @@ use super::stored::in_row;
 use super::{Result as StoreResult, RunStatus, Store, StoreError, merged_run_uid};
 use crate::kind::ExperimentKind;
 
+mod words;
+
 /// Why a merge was refused or failed; OUT is left as it was.
 #[derive(Debug, thiserror::Error)]
 pub enum MergeError {
@@ -463,12 +465,22 @@ fn write(
         true => Some(SetAside::take(&store.conn)?),
         false => None,
     };
+    let mut words = match set_aside {
+        None => Words::Trigger,
+        Some(_) if words::Indexer::fits(&store.conn)? => {
+            Words::Beside(words::Indexer::start(&store.conn, staging)?)
+        }
+        Some(_) => Words::InPlace,
+    };
     let mut report = MergeReport::default();
     for input in inputs {
-        let bulk = set_aside.is_some();
         report
             .inputs
-            .push(copy_input(&store.conn, input, joined, bulk)?);
+            .push(copy_input(&store.conn, input, joined, &mut words)?);
+    }
+    if let Words::Beside(indexer) = words {
+        indexer.finish()?;
+        tracing::debug!("words indexed");
     }
     if let Some(set_aside) = set_aside {
         set_aside.restore(&store.conn)?;
@@ -537,13 +549,23 @@ fn bulk_worth(conn: &Connection, inputs: &[Input]) -> rusqlite::Result<bool> {
     Ok(inputs.iter().map(|i| i.calls).sum::<u64>() >= held)
 }
 
+/// How the words of the calls copied are indexed for search (see [`words`]).
+enum Words {
+    /// By the trigger, call by call: a few calls merged into a large OUT.
+    Trigger,
+    /// Input after input into OUT's index, the trigger set aside (see [`SetAside`]).
+    InPlace,
+    /// On a thread of its own, into an index that replaces OUT's, empty, at the end.
+    Beside(words::Indexer),
+}
+
 /// The indexes of `calls` and `bench_results` other than their natural keys, and the trigger
 /// that indexes each stored call's words, set aside while inputs are copied in bulk and made
 /// again from their own SQL afterwards. Their keys (uids, hashes) come in no order: each
 /// copied row updated them at a random place, a read and a write of a page each once they
 /// outgrew the page cache (most of the time of a merge of 8 shards of 125,000 results).
 /// Made again, each is sorted once. Meanwhile calls are found by uid in `temp.call_uids`,
-/// kept in uid order, and words are indexed per input in call order (see [`index_words`]).
+/// kept in uid order, and words are indexed per input in call order (see [`words`]).
 /// A result's uid names its run and its key, which the table's own unique key holds: a
 /// result merged twice is still copied once, and the unique index made again would fail the
 /// merge (OUT untouched) if that ever did not hold.
@@ -613,14 +635,16 @@ fn copy_input(
     conn: &Connection,
     input: &Input,
     joined: Option<&Joined>,
-    bulk: bool,
+    words: &mut Words,
 ) -> Result<InputAdded, MergeError> {
     conn.execute("ATTACH DATABASE ?1 AS src", [input.path.to_string_lossy()])?;
-    // The input's blobs are read at random (each new call's request and answer, for its
-    // words): kept in memory once read, up to 20 MB (all of a shard of 125,000 short answers),
-    // rather than read from the file again at each call.
-    conn.pragma_update(Some("src"), "cache_size", INPUT_CACHE_KIB)?;
-    let result = copy_attached(conn, input, joined, bulk);
+    if matches!(words, Words::InPlace) {
+        // The input's blobs are read at random (each new call's request and answer, for its
+        // words): kept in memory once read, up to 20 MB (all of a shard of 125,000 short
+        // answers), rather than read from the file again at each call.
+        conn.pragma_update(Some("src"), "cache_size", INPUT_CACHE_KIB)?;
+    }
+    let result = copy_attached(conn, input, joined, words);
     let detached = conn.execute("DETACH DATABASE src", []);
     let added = result?;
     detached?;
@@ -631,7 +655,7 @@ fn copy_attached(
     conn: &Connection,
     input: &Input,
     joined: Option<&Joined>,
-    bulk: bool,
+    words: &mut Words,
 ) -> Result<InputAdded, MergeError> {
     conn.execute_batch(
         "CREATE TEMP TABLE IF NOT EXISTS skip_runs (id INTEGER PRIMARY KEY);
@@ -674,7 +698,7 @@ fn copy_attached(
     conn.execute(&copy_sql(conn, "blobs", &[], "")?, [])?;
     tracing::debug!(input = %input.path.display(), "blobs copied");
     copy_runs(conn, merged_id)?;
-    let calls = copy_calls(conn, bulk)?;
+    let calls = copy_calls(conn, &input.path, words)?;
     tracing::debug!(calls, "calls copied");
     let dropped = match input.superseded.is_empty() {
         true => 0,
@@ -737,9 +761,10 @@ fn copy_runs(tx: &Connection, merged_id: Option<i64>) -> rusqlite::Result<()> {
 
 /// Copies batches (by tag), calls (by uid: the cache) and the calls of each batch; returns
 /// how many calls were new. Calls are looked up by uid in uid order, so that OUT's uids are
-/// read in order, once (in `temp.call_uids` when `bulk`, else OUT's index of them); the new
-/// ones are copied in the input's order, which is their order in OUT.
-fn copy_calls(tx: &Connection, bulk: bool) -> rusqlite::Result<u64> {
+/// read in order, once (in `temp.call_uids` in bulk, else OUT's index of them); the new ones
+/// are copied in the input's order, which is their order in OUT, and their words indexed.
+fn copy_calls(tx: &Connection, input: &Path, words: &mut Words) -> Result<u64, MergeError> {
+    let bulk = !matches!(words, Words::Trigger);
     let run = ("run_id", remap("run_map", "run_id"));
     tx.execute(&copy_sql(tx, "batches", &[run], "")?, [])?;
     build_map(tx, "batch_map", "batches", "tag")?;
@@ -773,55 +798,21 @@ fn copy_calls(tx: &Connection, bulk: bool) -> rusqlite::Result<u64> {
         "INSERT INTO temp.call_map (src, dst)
          SELECT s.id, m.id FROM src.calls s JOIN {uids} m ON m.uid = s.uid ORDER BY s.uid;"
     ))?;
-    if bulk {
-        tracing::debug!("calls mapped");
-        index_words(tx, before)?;
-        tracing::debug!("words indexed");
+    match words {
+        Words::Trigger => {}
+        Words::InPlace => {
+            tracing::debug!("calls mapped");
+            words::index_in_place(tx, before)?;
+            tracing::debug!("words indexed");
+        }
+        Words::Beside(indexer) => {
+            indexer.send(tx, input, before)?;
+            tracing::debug!("calls mapped, their words handed over");
+        }
     }
     let call = ("call_id", remap("call_map", "call_id"));
     tx.execute(&copy_sql(tx, "batch_calls", &[batch, call], "")?, [])?;
     Ok(added as u64)
-}
-
-/// Indexes the words of the calls copied after `before` as the trigger set aside in bulk
-/// does for each stored call (migration V22): what an answered call asked (system prompt and
-/// messages' text) and what it answered. The texts are read from the input (a blob is stored
-/// under its hash, the same in every database), one call after another in the order of their
-/// ids, as the search index takes them best; a request the input lacks is taken from OUT,
-/// looked up beforehand in the order of the keys (an answer always is in the input, whose
-/// calls name it by a foreign key; OUT's is read only if it is not).
-fn index_words(tx: &Connection, before: i64) -> rusqlite::Result<()> {
-    tx.execute_batch(
-        "DELETE FROM temp.borrowed_requests;
-         INSERT OR IGNORE INTO temp.borrowed_requests (sha256, content)
-         SELECT b.sha256, b.content FROM src.calls s INDEXED BY calls_by_key CROSS JOIN main.blobs b
-         WHERE b.sha256 = s.cache_key AND s.status = 'ok'
-           AND s.id IN (SELECT id FROM temp.new_calls)
-           AND NOT EXISTS (SELECT 1 FROM src.blobs x WHERE x.sha256 = s.cache_key)
-         ORDER BY s.cache_key;",
-    )?;
-    // Each request looked up once (joined, not a subquery repeated in each place it is
-    // named). Its words are those of the trigger: none (NULL) unless it is JSON, as the
-    // trigger's json_tree of '{}' in its place yields no text.
-    let request = "CAST(coalesce(r.content, w.content) AS TEXT)";
-    tx.execute(
-        &format!(
-            "INSERT INTO call_text (rowid, request, answer)
-             SELECT c.id,
-                 CASE WHEN json_valid({request}) THEN
-                     (SELECT group_concat(t.value, char(10)) FROM json_tree({request}) t
-                      WHERE t.key IN ('system', 'text') AND t.type = 'text') END,
-                 CAST(coalesce((SELECT content FROM src.blobs WHERE sha256 = c.response_sha256),
-                               (SELECT content FROM main.blobs WHERE sha256 = c.response_sha256))
-                      AS TEXT)
-             FROM main.calls c
-             LEFT JOIN src.blobs r ON r.sha256 = c.cache_key
-             LEFT JOIN temp.borrowed_requests w ON r.sha256 IS NULL AND w.sha256 = c.cache_key
-             WHERE c.id > ?1 AND c.status = 'ok' ORDER BY c.id"
-        ),
-        [before],
-    )?;
-    Ok(())
 }
 
 /// Removes from OUT the result rows of the input's superseded runs: an older attempt of a
@@ -1385,10 +1376,20 @@ mod tests {
             .unwrap()
             .execute_batch("ALTER TABLE bench_results DROP COLUMN expected")
             .unwrap();
-        let error = merge(&out, &[a, b], false).unwrap_err();
+        let error = merge(&out, &[a.clone(), b.clone()], false).unwrap_err();
         assert!(error.to_string().contains("expected"), "{error}");
         assert_eq!(dump(&out), before);
         assert!(!staging_path(&out).exists());
+        // Into a new OUT, whose words are indexed on a thread into a file of its own: neither
+        // OUT nor any file of the merge is left.
+        let new = dir.path().join("new.db");
+        merge(&new, &[a, b], false).unwrap_err();
+        let left: Vec<_> = std::fs::read_dir(dir.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .filter(|name| name.starts_with("new.db"))
+            .collect();
+        assert!(left.is_empty(), "{left:?}");
         assert_eq!(
             count_in(&out, "SELECT count(*) FROM calls WHERE model = 'm'"),
             10 + 4
@@ -1569,27 +1570,27 @@ mod tests {
             .unwrap()
     }
 
-    #[test]
-    fn the_words_indexed_in_bulk_are_those_the_trigger_indexes() {
-        let dir = tempfile::tempdir().unwrap();
-        let (a, b, out) = (
-            dir.path().join("a.db"),
-            dir.path().join("b.db"),
-            dir.path().join("out.db"),
-        );
+    /// Two shards whose calls ask and answer in every way the words' index meets.
+    fn shards_of_every_request(dir: &Path) -> (PathBuf, PathBuf) {
+        let (a, b) = (dir.join("a.db"), dir.join("b.db"));
         shard(&a, PLAN, (0, 2), 6, 2);
         shard(&b, PLAN, (1, 2), 6, 0);
         // Requests of every shape: a system prompt and several texts, nested; no text; not
-        // JSON at all; and a call that failed (no words).
+        // JSON at all; each answered, and failed (no words).
         let mut store = Store::open(&b).unwrap();
         let requests = [
             r#"{"system":"be brief","messages":[{"role":"user","content":[{"type":"text","text":"first part"},{"type":"text","text":"second part"}]}]}"#,
             r#"{"model":"m","max_tokens":5}"#,
             "not json at all {",
+            r#"{"messages":[{"text":"asks for what shard 0 answered"}]}"#,
         ];
         for (i, request) in requests.iter().enumerate() {
             let key = crate::hash::sha256_hex(request.as_bytes());
-            let answer = format!("odd answer {i}");
+            // The last one answers what a call of shard 0 answered.
+            let answer = match i {
+                3 => "answer0word shard0of2".to_owned(),
+                _ => format!("odd answer {i}"),
+            };
             for outcome in [Ok(answer.as_str()), Err("overloaded")] {
                 store
                     .insert_call(&NewCall {
@@ -1613,25 +1614,61 @@ mod tests {
             }
         }
         drop(store);
-        merge(&out, &[a, b], false).unwrap();
-        let conn = Connection::open(&out).unwrap();
-        let merged = words(&conn);
-        assert!(merged.iter().any(|(term, _, _, _)| term == "brief"));
-        assert!(merged.iter().any(|(term, _, _, _)| term == "second"));
-        // Indexed again from OUT's calls and blobs as the migration that made the index does,
-        // with the trigger's expressions: the same words of the same calls.
-        conn.execute_batch(
-            "INSERT INTO call_text (call_text) VALUES ('delete-all');
-             INSERT INTO call_text (rowid, request, answer)
-             SELECT c.id,
-                 (SELECT group_concat(t.value, char(10))
-                  FROM blobs b, json_tree(CASE WHEN json_valid(CAST(b.content AS TEXT))
-                                               THEN CAST(b.content AS TEXT) ELSE '{}' END) t
-                  WHERE b.sha256 = c.cache_key AND t.key IN ('system', 'text') AND t.type = 'text'),
-                 (SELECT CAST(content AS TEXT) FROM blobs WHERE sha256 = c.response_sha256)
-             FROM calls c WHERE c.status = 'ok';",
-        )
-        .unwrap();
-        assert_eq!(merged, words(&conn));
+        // ... and shard 1 has lost that answer's text, which OUT has from shard 0.
+        let answer = crate::hash::sha256_hex(b"answer0word shard0of2");
+        let conn = Connection::open(&b).unwrap();
+        conn.pragma_update(None, "foreign_keys", "OFF").unwrap();
+        let removed = conn
+            .execute("DELETE FROM blobs WHERE sha256 = ?1", [&answer])
+            .unwrap();
+        assert_eq!(removed, 1);
+        (a, b)
+    }
+
+    #[test]
+    fn the_words_indexed_in_bulk_are_those_the_trigger_indexes() {
+        // Into a new OUT (indexed beside it, on a thread), and into one holding a few calls
+        // (indexed into its own index).
+        for calls_before in [false, true] {
+            let dir = tempfile::tempdir().unwrap();
+            let (a, b) = shards_of_every_request(dir.path());
+            let out = dir.path().join("out.db");
+            if calls_before {
+                let few = dir.path().join("few.db");
+                shard(&few, "another-plan", (0, 9), 2, 0);
+                merge(&out, std::slice::from_ref(&few), true).unwrap();
+            }
+            merge(&out, &[a, b], false).unwrap();
+            let mut words_file = staging_path(&out).into_os_string();
+            words_file.push("-words");
+            assert!(!Path::new(&words_file).exists());
+            let conn = Connection::open(&out).unwrap();
+            let merged = words(&conn);
+            for word in ["brief", "second", "asks", "overloaded"] {
+                assert_eq!(
+                    merged.iter().any(|(term, _, _, _)| term == word),
+                    word != "overloaded",
+                    "{word}"
+                );
+            }
+            let shared = "SELECT count(*) FROM call_text WHERE call_text MATCH 'answer : (answer0word shard0of2)'";
+            assert_eq!(count_in(&out, shared), 2);
+            // Indexed again from OUT's calls and blobs as the migration that made the index
+            // does, with the trigger's expressions: the same words of the same calls.
+            conn.execute_batch(
+                "INSERT INTO call_text (call_text) VALUES ('delete-all');
+                 INSERT INTO call_text (rowid, request, answer)
+                 SELECT c.id,
+                     (SELECT group_concat(t.value, char(10))
+                      FROM blobs b, json_tree(CASE WHEN json_valid(CAST(b.content AS TEXT))
+                                                   THEN CAST(b.content AS TEXT) ELSE '{}' END) t
+                      WHERE b.sha256 = c.cache_key AND t.key IN ('system', 'text')
+                        AND t.type = 'text'),
+                     (SELECT CAST(content AS TEXT) FROM blobs WHERE sha256 = c.response_sha256)
+                 FROM calls c WHERE c.status = 'ok';",
+            )
+            .unwrap();
+            assert_eq!(merged, words(&conn), "calls before: {calls_before}");
+        }
     }
 }
