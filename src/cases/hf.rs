@@ -191,21 +191,51 @@ pub struct HfFile {
     pub fetched: bool,
 }
 
-/// The bytes of `address`: from the database when kept there, else (online only) fetched and
+/// When a kept file is read from the database and when it is fetched.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Fetch {
+    /// Kept files from the database, the others fetched and kept.
+    Missing,
+    /// Kept files only (`--offline`): a file not kept cannot be read.
+    Never,
+    /// Every file fetched again, unless its address pins a commit (`--refresh-data`).
+    Again,
+}
+
+impl Fetch {
+    /// What `options` ask for.
+    pub(crate) fn of(options: &super::LoadOptions) -> Self {
+        match (options.offline, options.refresh) {
+            (true, _) => Self::Never,
+            (false, true) => Self::Again,
+            (false, false) => Self::Missing,
+        }
+    }
+}
+
+/// Whether `revision` is a full commit sha (40 hex digits), whose files never change.
+fn is_commit(revision: &str) -> bool {
+    revision.len() == 40 && revision.bytes().all(|b| b.is_ascii_hexdigit())
+}
+
+/// The bytes of `address`: from the database when kept there (unless `fetch` says
+/// [`Fetch::Again`] and the address names a branch or tag), else (online only) fetched and
 /// kept, as a blob of `media_type`. Without a database (`store` `None`) the file is fetched
 /// and kept nowhere; offline, it cannot be read.
 pub(crate) fn open(
     address: &HfAddress,
     media_type: &str,
     store: Option<&Store>,
-    offline: bool,
+    fetch: Fetch,
     access: &HfAccess,
 ) -> Result<HfFile, CasesError> {
     let store_error = |source| CasesError::Store {
         address: address.written.clone(),
         source,
     };
+    let refetch = fetch == Fetch::Again && !is_commit(&address.revision);
     let kept = match store {
+        Some(_) if refetch => None,
         Some(store) => store
             .dataset_file(&address.written)
             .map_err(store_error)?
@@ -230,7 +260,7 @@ pub(crate) fn open(
             fetched: false,
         });
     }
-    if offline {
+    if fetch == Fetch::Never {
         return Err(CasesError::Offline {
             address: address.written.clone(),
         });

@@ -48,6 +48,9 @@ pub struct LoadOptions {
     pub db: Option<std::path::PathBuf>,
     /// Read `hf://` files only from the database (`--offline`).
     pub offline: bool,
+    /// Fetch `hf://` files kept in the database again, for a branch or tag that may have moved
+    /// (`--refresh-data`); an address pinned to a commit is read from the database still.
+    pub refresh: bool,
 }
 
 /// The cases a benchmark read, with what it read them from.
@@ -251,7 +254,7 @@ fn file_bytes(
                 hf_address,
                 media_type(format),
                 store.as_ref(),
-                options.offline,
+                hf::Fetch::of(options),
                 hf_access,
             )?;
             let resolved = Resolved::Hf {

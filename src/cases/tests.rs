@@ -514,6 +514,7 @@ fn options(db: &Path, offline: bool) -> LoadOptions {
     LoadOptions {
         db: Some(db.to_path_buf()),
         offline,
+        refresh: false,
     }
 }
 
@@ -596,6 +597,75 @@ fn an_hf_file_is_fetched_with_the_token_kept_and_then_read_offline_without_the_s
     );
 }
 
+/// A Hub serving `body` for `route`, as of commit `commit`.
+fn hub_serving(route: &str, commit: &str, body: &str) -> Hub {
+    let mut routes = Routes::new();
+    routes.insert(
+        route.into(),
+        (
+            200,
+            vec![("X-Repo-Commit".into(), commit.into())],
+            body.as_bytes().to_vec(),
+        ),
+    );
+    Hub::start(routes)
+}
+
+#[test]
+fn refresh_fetches_a_moved_branch_again_and_keeps_its_new_commit_but_not_a_pinned_commit() {
+    const MOVED: &str = "fedcba9876543210fedcba9876543210fedcba98";
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("track.db");
+    let refresh = LoadOptions {
+        refresh: true,
+        ..options(&db, false)
+    };
+    let route = "/datasets/o/n/resolve/main/t.csv";
+    let yaml = "from: hf://datasets/o/n/t.csv\n";
+    let before = hub_serving(route, COMMIT, "q,a\nold,1\n");
+    let first = load_with(
+        &spec(yaml),
+        dir.path(),
+        &options(&db, false),
+        &access(&before.url),
+    );
+    assert_eq!(first.unwrap().cases[0].values["q"], json!("old"));
+    drop(before);
+    // The branch moved: a plain run still reads the kept bytes, with no request.
+    let after = hub_serving(route, MOVED, "q,a\nnew,2\n");
+    let kept = load_with(
+        &spec(yaml),
+        dir.path(),
+        &options(&db, false),
+        &access(&after.url),
+    );
+    assert_eq!(kept.unwrap().cases[0].values["q"], json!("old"));
+    assert!(after.requests().is_empty());
+    // --refresh-data fetches it again, and keeps the new bytes and commit for later runs.
+    let fresh = load_with(&spec(yaml), dir.path(), &refresh, &access(&after.url)).unwrap();
+    assert_eq!(fresh.cases[0].values["q"], json!("new"));
+    assert_eq!(
+        fresh.sources[0].resolved,
+        Resolved::Hf {
+            commit: MOVED.into(),
+            fetched: true
+        }
+    );
+    assert_eq!(after.requests().len(), 1);
+    drop(after);
+    let offline = load_with(&spec(yaml), dir.path(), &options(&db, true), &nowhere());
+    assert_eq!(offline.unwrap().cases[0].values["q"], json!("new"));
+    // An address pinned to a commit cannot move: refreshing it reads the database.
+    let pinned = format!("/datasets/o/n/resolve/{COMMIT}/t.csv");
+    let hub = hub_serving(&pinned, COMMIT, "q,a\npinned,3\n");
+    let yaml = format!("from: hf://datasets/o/n@{COMMIT}/t.csv\n");
+    for _ in 0..2 {
+        let loaded = load_with(&spec(&yaml), dir.path(), &refresh, &access(&hub.url));
+        assert_eq!(loaded.unwrap().cases[0].values["q"], json!("pinned"));
+    }
+    assert_eq!(hub.requests().len(), 1);
+}
+
 #[test]
 fn without_a_database_an_hf_file_is_fetched_and_kept_nowhere() {
     let mut routes = Routes::new();
@@ -642,6 +712,7 @@ fn offline_with_nothing_kept_names_the_address_and_the_fix() {
     let no_db = LoadOptions {
         db: None,
         offline: true,
+        refresh: false,
     };
     let again = load_with(&spec(yaml), dir.path(), &no_db, &nowhere())
         .unwrap_err()

@@ -121,6 +121,7 @@ impl ExperimentArgs {
             cases: crate::cases::LoadOptions {
                 db: (!self.dry_run || context.db.exists()).then(|| context.db.clone()),
                 offline: self.cache.offline,
+                refresh: self.cache.refresh_data,
             },
             ..Overrides::default()
         }

@@ -278,6 +278,10 @@ pub struct CacheArgs {
     /// Never call a provider: fail what is not cached (a run that costs nothing).
     #[arg(long, conflicts_with = "no_cache")]
     pub offline: bool,
+    /// Fetch `hf://` data files again, for a branch or tag that may have moved since they
+    /// were kept (an address pinned to a commit is read from the database still).
+    #[arg(long, conflicts_with = "offline")]
+    pub refresh_data: bool,
 }
 
 impl CacheArgs {
