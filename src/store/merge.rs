@@ -6,8 +6,8 @@
 //! run `partial`). Then OUT is copied to a file beside it, each input is copied in by global
 //! id (`uid`, migration V17) with `INSERT … SELECT` from the attached input, and the file
 //! replaces OUT whole: a kill or an error mid-merge leaves OUT as it was (the file is this
-//! merge's alone, so it is written without a journal; see `for_bulk_copy` and `SetAside` for
-//! how a large merge is made fast). Copying by uid makes merging idempotent and
+//! merge's alone, so it is written without a journal; see `for_bulk_copy`, `SetAside` and
+//! `words` for how a large merge is made fast). Copying by uid makes merging idempotent and
 //! order-independent. The
 //! shards of a plan become one run (`merged_into` points each at it) that owns their rows, so
 //! statistics are computed from the rows of the whole plan, never averaged over shards.
