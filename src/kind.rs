@@ -1,6 +1,6 @@
 //! The kinds of experiment as a leaf enum: their stored names, their nouns, and which kind a
 //! file is. It must not name what a kind does: that is its folder's, reached through the
-//! registry (`crate::kinds`), so the runtime depends on no kind.
+//! registry (`commands/registry.rs`), so the runtime depends on no kind.
 //!
 //! Adding a kind: one line in `kinds!` below; the compiler then names the registry's match.
 
@@ -76,8 +76,8 @@ impl ExperimentKind {
     }
 }
 
-/// A `kind:` that names no kind. The registry (`crate::kinds::of_file`) says which kinds a
-/// file may name.
+/// A `kind:` that names no kind. The registry (`commands/registry.rs`, `of_file`) says which kinds
+/// a file may name.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct UnknownKind(pub String);
 

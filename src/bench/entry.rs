@@ -1,4 +1,4 @@
-//! Benchmarks' entry in the registry (`crate::kinds`): what `track run`, `query`, `export`,
+//! Benchmarks' entry in the registry (`commands/registry.rs`): what `track run`, `query`, `export`,
 //! `diff` and `report` do for them. Glue only: the work is in the folder's other files.
 
 use polars::prelude::DataFrame;
@@ -7,7 +7,8 @@ use super::columns as c;
 use super::html::BenchSection;
 use super::summary::{Measures, model_summary, prompt_summary_of_runs, template_summary};
 use crate::kinds::{
-    AnswerErrors, DiffRuns, ExportCsv, Grouping, Kind, LoadSection, Loader, QueryOptions,
+    AnswerErrors, DiffRuns, ExportCsv, Grouping, Kind, LoadSection, Loader, QueryOption,
+    QueryOptions,
 };
 use crate::report::{ReportError, ReportPart};
 use crate::store::{RunSelector, Store};
@@ -30,6 +31,10 @@ impl Kind for BenchKind {
 
     fn groupings(&self) -> &'static [Grouping] {
         &GROUPINGS
+    }
+
+    fn query_options(&self) -> &'static [QueryOption] {
+        &[]
     }
 
     fn export_csv(&self) -> Option<ExportCsv> {

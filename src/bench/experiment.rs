@@ -3,6 +3,8 @@
 //! judged. Each outcome becomes a result row; a judged answer's row waits for its verdict.
 
 use std::path::Path;
+use std::sync::Arc;
+use std::sync::atomic::AtomicBool;
 
 use super::judge::{self, JUDGE_MAX_TOKENS};
 use super::{BenchError, BenchSpec};
@@ -62,6 +64,8 @@ pub struct BenchExperiment {
     judge_template: Template,
     /// Per judge (target index): verdicts received in this run, and those not readable.
     verdicts: std::collections::BTreeMap<usize, (u64, u64)>,
+    /// The run's stop flag: script checks stop when it is set.
+    stop: Arc<AtomicBool>,
 }
 
 /// Indices of one evaluation: model, template, prompt (test or case), repeat.
@@ -161,6 +165,7 @@ impl BenchExperiment {
             energy,
             judge_template,
             verdicts: std::collections::BTreeMap::new(),
+            stop: Arc::default(),
         })
     }
 
@@ -429,9 +434,9 @@ impl BenchExperiment {
         if jobs.is_empty() {
             return;
         }
-        let outcomes = crate::checks::run_scripts(jobs, script_concurrency());
+        let outcomes = crate::checks::run_scripts(jobs, script_concurrency(), &self.stop);
         for ((d, c), outcome) in slots.into_iter().zip(outcomes) {
-            drafts[d].outcomes[c] = Some(outcome);
+            drafts[d].outcomes[c] = outcome;
         }
     }
 
@@ -730,6 +735,16 @@ impl Experiment for BenchExperiment {
             }
         }
         self.run_scripts(&mut drafts);
+        // A signal stopped the scripts: the results they did not grade are not stored, so
+        // running the command again grades them, from the cache.
+        let graded = drafts.len();
+        drafts.retain(|d| d.answer.is_none() || d.outcomes.iter().all(Option::is_some));
+        if drafts.len() < graded {
+            tracing::info!(
+                ungraded = graded - drafts.len(),
+                "stopped before their script checks ended: results not stored"
+            );
+        }
         let rows: Vec<BenchResultRow> = drafts.into_iter().map(|d| self.finish(d)).collect();
         tracing::debug!(rows = rows.len(), "results graded");
         store.insert_bench_results(&rows)?;
@@ -739,6 +754,10 @@ impl Experiment for BenchExperiment {
 
     fn loaded(&self) -> Option<String> {
         self.spec.loaded.clone()
+    }
+
+    fn watch_stop(&mut self, stop: Arc<AtomicBool>) {
+        self.stop = stop;
     }
 
     fn label(&self, stage: &Stage, index: usize) -> String {

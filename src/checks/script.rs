@@ -18,7 +18,7 @@
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Stdio};
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::mpsc;
 use std::time::Duration;
 
@@ -118,7 +118,11 @@ impl ScriptJob {
 
 /// Runs `jobs`, at most `concurrency` at once (at least 1), and returns their outcomes in
 /// the jobs' order.
-pub(crate) fn run_scripts(jobs: Vec<ScriptJob>, concurrency: usize) -> Vec<CheckOutcome> {
+pub(crate) fn run_scripts(
+    jobs: Vec<ScriptJob>,
+    concurrency: usize,
+    stop: &AtomicBool,
+) -> Vec<Option<CheckOutcome>> {
     let workers = concurrency.max(1).min(jobs.len());
     let next = AtomicUsize::new(0);
     let (tx, rx) = mpsc::channel();
@@ -130,7 +134,13 @@ pub(crate) fn run_scripts(jobs: Vec<ScriptJob>, concurrency: usize) -> Vec<Check
                 loop {
                     let i = next.fetch_add(1, Ordering::Relaxed);
                     let Some(job) = jobs.get(i) else { break };
-                    if tx.send((i, run_script(job))).is_err() {
+                    if stop.load(Ordering::SeqCst) {
+                        break;
+                    }
+                    let Some(outcome) = run_script(job, stop) else {
+                        break;
+                    };
+                    if tx.send((i, outcome)).is_err() {
                         break;
                     }
                 }
@@ -143,19 +153,32 @@ pub(crate) fn run_scripts(jobs: Vec<ScriptJob>, concurrency: usize) -> Vec<Check
         outcomes[i] = Some(outcome);
     }
     outcomes
-        .into_iter()
-        .map(|o| o.unwrap_or_else(|| CheckOutcome::error("the script was not run")))
-        .collect()
 }
 
-/// Runs one script on one answer and reads its verdict.
-pub(crate) fn run_script(job: &ScriptJob) -> CheckOutcome {
+/// Runs one script on one answer and reads its verdict; `None` when `stop` was set before it
+/// ended (it is killed then: a signal stops the run, and its verdict is not known).
+pub(crate) fn run_script(job: &ScriptJob, stop: &AtomicBool) -> Option<CheckOutcome> {
+    Some(match run_until(job, stop) {
+        Ran::Verdict(outcome) => outcome,
+        Ran::Stopped => return None,
+    })
+}
+
+/// How a script's run ended.
+enum Ran {
+    Verdict(CheckOutcome),
+    Stopped,
+}
+
+/// [`run_script`]'s work.
+fn run_until(job: &ScriptJob, stop: &AtomicBool) -> Ran {
+    let error = |message: String| Ran::Verdict(CheckOutcome::error(message));
     let script = &job.script;
     let name = &script.run;
     let input = match serde_json::to_vec(&job.input) {
         Ok(bytes) => bytes,
         Err(e) => {
-            return CheckOutcome::error(format!("script `{name}`: cannot write its input: {e}"));
+            return error(format!("script `{name}`: cannot write its input: {e}"));
         }
     };
     let mut command = Command::new(script.program());
@@ -176,13 +199,13 @@ pub(crate) fn run_script(job: &ScriptJob) -> CheckOutcome {
             } else {
                 "not found on PATH".to_owned()
             };
-            return CheckOutcome::error(format!(
+            return error(format!(
                 "script `{name}`: cannot run `{}`: {where_}",
                 script.argv[0]
             ));
         }
         Err(e) => {
-            return CheckOutcome::error(format!(
+            return error(format!(
                 "script `{name}`: cannot run `{}`: {e}",
                 script.argv[0]
             ));
@@ -197,26 +220,30 @@ pub(crate) fn run_script(job: &ScriptJob) -> CheckOutcome {
             let _ = stdin.write_all(&input);
         });
     }
-    let status = match child.wait_timeout(script.timeout) {
-        Ok(Some(status)) => status,
-        Ok(None) => {
+    let status = match wait(&mut child, script.timeout, stop) {
+        Waited::Stopped => {
+            kill(&mut child);
+            return Ran::Stopped;
+        }
+        Waited::Exited(Ok(Some(status))) => status,
+        Waited::Exited(Ok(None)) => {
             kill(&mut child);
             let last = last_line(&collect(stderr));
-            return CheckOutcome::error(format!(
+            return error(format!(
                 "script `{name}` ran longer than its timeout of {} and was stopped{}",
                 seconds(script.timeout),
                 last.map(|l| format!("; stderr: {l}")).unwrap_or_default()
             ));
         }
-        Err(e) => {
+        Waited::Exited(Err(e)) => {
             kill(&mut child);
-            return CheckOutcome::error(format!("script `{name}`: cannot wait for it: {e}"));
+            return error(format!("script `{name}`: cannot wait for it: {e}"));
         }
     };
     let out = collect(stdout);
     let err = collect(stderr);
     if !status.success() {
-        return CheckOutcome::error(format!(
+        return error(format!(
             "script `{name}` {}{}",
             exit_text(status),
             match last_line(&err) {
@@ -225,7 +252,31 @@ pub(crate) fn run_script(job: &ScriptJob) -> CheckOutcome {
             }
         ));
     }
-    verdict(name, &String::from_utf8_lossy(&out), &err)
+    Ran::Verdict(verdict(name, &String::from_utf8_lossy(&out), &err))
+}
+
+/// How waiting for a script ended.
+enum Waited {
+    /// It exited (`Some`), ran past its timeout (`None`), or could not be waited for.
+    Exited(std::io::Result<Option<ExitStatus>>),
+    /// The stop flag was set first.
+    Stopped,
+}
+
+/// Waits for `child` up to `timeout`, looking at `stop` every 50 ms.
+fn wait(child: &mut Child, timeout: Duration, stop: &AtomicBool) -> Waited {
+    const LOOK: Duration = Duration::from_millis(50);
+    let started = std::time::Instant::now();
+    loop {
+        if stop.load(Ordering::SeqCst) {
+            return Waited::Stopped;
+        }
+        let left = timeout.saturating_sub(started.elapsed());
+        match child.wait_timeout(left.min(LOOK)) {
+            Ok(None) if left > LOOK => continue,
+            other => return Waited::Exited(other),
+        }
+    }
 }
 
 /// Reads the verdict from a script's stdout.
@@ -379,6 +430,11 @@ fn seconds(d: Duration) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A script's verdict, run with no signal.
+    fn ran(job: &ScriptJob) -> CheckOutcome {
+        run_script(job, &AtomicBool::new(false)).expect("not stopped")
+    }
     use crate::checks::CheckStatus;
     use serde_json::json;
 
@@ -417,7 +473,7 @@ print(json.dumps({"pass": ok, "score": 1.0 if ok else 0.25,
     #[test]
     fn a_script_reads_json_on_stdin_and_its_verdict_is_its_last_json_line() {
         let dir = tempfile::tempdir().unwrap();
-        let pass = run_script(&job(dir.path(), "grade.py", GRADER, " Paris ", 10.0));
+        let pass = ran(&job(dir.path(), "grade.py", GRADER, " Paris ", 10.0));
         assert_eq!(
             pass,
             CheckOutcome {
@@ -426,13 +482,13 @@ print(json.dumps({"pass": ok, "score": 1.0 if ok else 0.25,
                 reason: Some("matches".into()),
             }
         );
-        let fail = run_script(&job(dir.path(), "grade.py", GRADER, "Lyon", 10.0));
+        let fail = ran(&job(dir.path(), "grade.py", GRADER, "Lyon", 10.0));
         assert_eq!(fail.status, CheckStatus::Failed);
         assert_eq!(fail.score, Some(0.25));
         assert_eq!(fail.reason.as_deref(), Some("wanted Paris"));
         // A multi-line JSON verdict is read whole; a failure without a reason names the script.
         let pretty = "import json\nprint(json.dumps({'pass': False}, indent=2))\n";
-        let fail = run_script(&job(dir.path(), "pretty.py", pretty, "x", 10.0));
+        let fail = ran(&job(dir.path(), "pretty.py", pretty, "x", 10.0));
         assert_eq!(fail.status, CheckStatus::Failed);
         assert_eq!(
             fail.reason.as_deref(),
@@ -486,7 +542,7 @@ print(json.dumps({"pass": ok, "score": 1.0 if ok else 0.25,
             ),
         ];
         for (file, code, want) in cases {
-            let outcome = run_script(&job(dir.path(), file, code, "x", 10.0));
+            let outcome = ran(&job(dir.path(), file, code, "x", 10.0));
             assert_eq!(outcome.status, CheckStatus::Error, "{file}: {outcome:?}");
             let reason = outcome.reason.unwrap();
             assert!(reason.contains(want), "{file}: {reason}");
@@ -498,7 +554,7 @@ print(json.dumps({"pass": ok, "score": 1.0 if ok else 0.25,
         let dir = tempfile::tempdir().unwrap();
         let code = "import sys, time\nsys.stderr.write('waiting\\n'); sys.stderr.flush()\ntime.sleep(60)\n";
         let started = std::time::Instant::now();
-        let outcome = run_script(&job(dir.path(), "hang.py", code, "x", 1.0));
+        let outcome = ran(&job(dir.path(), "hang.py", code, "x", 1.0));
         assert_eq!(outcome.status, CheckStatus::Error);
         assert_eq!(
             outcome.reason.as_deref(),
@@ -509,6 +565,46 @@ print(json.dumps({"pass": ok, "score": 1.0 if ok else 0.25,
         );
         // Killed, not waited for (a loose bound: the script would sleep 60 s).
         assert!(started.elapsed() < Duration::from_secs(30));
+    }
+
+    #[test]
+    fn a_stop_kills_the_running_scripts_and_starts_no_more_leaving_their_verdicts_unknown() {
+        let dir = tempfile::tempdir().unwrap();
+        // Each script leaves a file named by its pid, then sleeps.
+        let code = "import os, sys, time\nsys.stdin.read()\nopen(f'started-{os.getpid()}', 'w').close()\ntime.sleep(60)\n";
+        let jobs: Vec<ScriptJob> = (0..6)
+            .map(|_| job(dir.path(), "hang.py", code, "x", 120.0))
+            .collect();
+        let begun = || {
+            std::fs::read_dir(dir.path())
+                .unwrap()
+                .filter(|e| {
+                    let name = e.as_ref().unwrap().file_name();
+                    name.to_string_lossy().starts_with("started-")
+                })
+                .count()
+        };
+        let stop = AtomicBool::new(false);
+        let started = std::time::Instant::now();
+        let outcomes = std::thread::scope(|scope| {
+            let running = scope.spawn(|| run_scripts(jobs, 2, &stop));
+            // Both workers have a script running: then the signal.
+            while begun() < 2 {
+                assert!(
+                    started.elapsed() < Duration::from_secs(30),
+                    "scripts did not start"
+                );
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            stop.store(true, Ordering::SeqCst);
+            running.join().unwrap()
+        });
+        // Killed at once (they would sleep 60 s, their timeout is 120 s), no other started,
+        // and no verdict made up for any of them.
+        assert!(started.elapsed() < Duration::from_secs(30));
+        assert_eq!(outcomes.len(), 6);
+        assert!(outcomes.iter().all(Option::is_none), "{outcomes:?}");
+        assert_eq!(begun(), 2);
     }
 
     #[cfg(target_os = "linux")]
@@ -524,7 +620,7 @@ print(json.dumps({"pass": ok, "score": 1.0 if ok else 0.25,
         )
         .unwrap();
         let started = std::time::Instant::now();
-        let outcome = run_script(&j);
+        let outcome = ran(&j);
         assert_eq!(outcome.status, CheckStatus::Error);
         let reason = outcome.reason.unwrap();
         assert!(
@@ -555,7 +651,7 @@ print(json.dumps({"pass": ok, "score": 1.0 if ok else 0.25,
         let mut missing = job(dir.path(), "grade.py", GRADER, "x", 10.0);
         missing.script =
             ScriptCheck::new("python4 grade.py", Duration::from_secs(5), dir.path()).unwrap();
-        let outcome = run_script(&missing);
+        let outcome = ran(&missing);
         assert_eq!(outcome.status, CheckStatus::Error);
         assert_eq!(
             outcome.reason.as_deref(),
@@ -563,7 +659,7 @@ print(json.dumps({"pass": ok, "score": 1.0 if ok else 0.25,
         );
         missing.script =
             ScriptCheck::new("./nowhere.sh", Duration::from_secs(5), dir.path()).unwrap();
-        let reason = run_script(&missing).reason.unwrap();
+        let reason = ran(&missing).reason.unwrap();
         assert!(
             reason.starts_with("script `./nowhere.sh`: cannot run `./nowhere.sh`: no such file in"),
             "{reason}"
@@ -571,7 +667,7 @@ print(json.dumps({"pass": ok, "score": 1.0 if ok else 0.25,
         // A grader file that is not there: python's own error, as the stderr's last line.
         missing.script =
             ScriptCheck::new("python3 absent.py", Duration::from_secs(5), dir.path()).unwrap();
-        let reason = run_script(&missing).reason.unwrap();
+        let reason = ran(&missing).reason.unwrap();
         assert!(
             reason.starts_with("script `python3 absent.py` exited with status 2; stderr:")
                 && reason.contains("absent.py"),
@@ -591,7 +687,7 @@ print(json.dumps({"pass": ok, "score": 1.0 if ok else 0.25,
             dir.path(),
         )
         .unwrap();
-        assert_eq!(run_script(&j).status, CheckStatus::Passed);
+        assert_eq!(ran(&j).status, CheckStatus::Passed);
     }
 
     #[test]
@@ -614,10 +710,11 @@ print(json.dumps({"pass": data["answer"] != "bad", "reason": "answer " + data["a
             })
             .collect();
         let started = std::time::Instant::now();
-        let outcomes = run_scripts(jobs, 4);
+        let outcomes = run_scripts(jobs, 4, &AtomicBool::new(false));
         let took = started.elapsed();
         assert_eq!(outcomes.len(), 8);
         for (i, outcome) in outcomes.iter().enumerate() {
+            let outcome = outcome.as_ref().expect("not stopped");
             let answer = if i == 5 {
                 "bad".to_owned()
             } else {
@@ -631,7 +728,7 @@ print(json.dumps({"pass": data["answer"] != "bad", "reason": "answer " + data["a
         }
         // One at a time would take 4 s of sleep alone; a loose bound under it.
         assert!(took < Duration::from_secs(4), "{took:?}");
-        assert!(run_scripts(Vec::new(), 4).is_empty());
+        assert!(run_scripts(Vec::new(), 4, &AtomicBool::new(false)).is_empty());
     }
 
     #[test]

@@ -332,192 +332,115 @@ impl CheckSpec {
     }
 
     /// Renders, compiles and validates the check for `values`.
-    // TODO(issue 31): split
-    #[allow(clippy::too_many_lines, reason = "TODO(issue 31): split")]
     fn build(&self, values: &Values) -> Result<Check, String> {
-        let key = self.value_key;
-        let render = |t: &Template| t.render(values).map_err(|e| e.to_string());
-        let text = || -> Result<String, String> {
-            match &self.value {
-                Some(ValueSpec::Text(t)) => render(t),
-                Some(ValueSpec::List(items)) => match items.as_slice() {
-                    [one] => render(one),
-                    _ => Err(format!(
-                        "`{key}` is a list; `{}` takes one text",
-                        self.method
-                    )),
-                },
-                Some(ValueSpec::Json { written, .. }) => Ok(written.clone()),
-                None => Ok(String::new()),
-            }
-        };
-        let list = || -> Result<Vec<String>, String> {
-            match &self.value {
-                Some(ValueSpec::List(items)) => items.iter().map(render).collect(),
-                Some(ValueSpec::Text(t)) => Ok(vec![render(t)?]),
-                _ => Err(format!("`{key}` must be a list of texts")),
-            }
-        };
+        let value = Rendered { spec: self, values };
         let ic = self.ignore_case;
         let (expected, kind) = match self.method {
-            Method::Exact => {
-                let want = text()?;
-                (
-                    Some(want.clone()),
-                    CheckKind::Exact {
-                        want,
-                        ignore_case: ic,
-                    },
-                )
-            }
+            Method::Exact => value.text_with(|want| CheckKind::Exact {
+                want,
+                ignore_case: ic,
+            })?,
             Method::Contains | Method::IContains => {
-                let want = text()?;
-                let kind = CheckKind::Contains {
-                    want: want.clone(),
+                value.text_with(|want| CheckKind::Contains {
+                    want,
                     ignore_case: ic,
-                };
-                (Some(want), kind)
+                })?
             }
             Method::NotContains | Method::NotIContains => {
-                let want = text()?;
-                let kind = CheckKind::NotContains {
-                    want: want.clone(),
+                value.text_with(|want| CheckKind::NotContains {
+                    want,
                     ignore_case: ic,
-                };
-                (Some(want), kind)
+                })?
             }
-            Method::EndsWith => {
-                let want = text()?;
-                let kind = CheckKind::EndsWith {
-                    want: want.clone(),
-                    ignore_case: ic,
-                };
-                (Some(want), kind)
-            }
-            Method::StartsWith => {
-                let any = non_empty(list()?, key)?;
-                (
-                    Some(list_text(&any)),
-                    CheckKind::StartsWith {
-                        any,
-                        ignore_case: ic,
-                    },
-                )
-            }
+            Method::EndsWith => value.text_with(|want| CheckKind::EndsWith {
+                want,
+                ignore_case: ic,
+            })?,
+            Method::Similar => value.text_with(|want| CheckKind::Similar {
+                want,
+                threshold: self.similarity,
+                ignore_case: ic,
+            })?,
+            Method::StartsWith => value.list_with(|any| CheckKind::StartsWith {
+                any,
+                ignore_case: ic,
+            })?,
             Method::ContainsAny | Method::IContainsAny => {
-                let items = non_empty(list()?, key)?;
-                (
-                    Some(list_text(&items)),
-                    CheckKind::ContainsAny {
-                        items,
-                        ignore_case: ic,
-                    },
-                )
+                value.list_with(|items| CheckKind::ContainsAny {
+                    items,
+                    ignore_case: ic,
+                })?
             }
             Method::ContainsAll | Method::IContainsAll => {
-                let items = non_empty(list()?, key)?;
-                (
-                    Some(list_text(&items)),
-                    CheckKind::ContainsAll {
-                        items,
-                        ignore_case: ic,
-                    },
-                )
+                value.list_with(|items| CheckKind::ContainsAll {
+                    items,
+                    ignore_case: ic,
+                })?
             }
-            Method::Regex | Method::NotRegex => {
-                let pattern = text()?;
-                let re = compile_regex(key, &pattern)?;
-                let kind = if self.method == Method::Regex {
-                    CheckKind::Regex(re)
-                } else {
-                    CheckKind::NotRegex(re)
-                };
-                (Some(pattern), kind)
-            }
-            Method::JsonValid => (
-                self.value.as_ref().map(|_| text()).transpose()?,
-                CheckKind::JsonValid,
-            ),
+            Method::Regex | Method::NotRegex => self.regex(&value.text()?)?,
+            Method::JsonValid => (value.optional_text()?, CheckKind::JsonValid),
             Method::JsonEquals => {
-                let (value, written) = self.json_value(&text)?;
+                let (value, written) = self.json_value(&value)?;
                 (Some(written), CheckKind::JsonEquals(value))
             }
-            Method::JsonSchema => {
-                let (schema, written) = self.json_value(&text)?;
-                let validator = jsonschema::validator_for(&schema).map_err(|e| {
-                    format!(
-                        "`{key}` is not a usable JSON Schema: {}",
-                        crate::llm::client::truncate_chars(&e.to_string().replace('\n', " "), 200)
-                    )
-                })?;
-                (Some(written), CheckKind::JsonSchema(Arc::new(validator)))
-            }
-            Method::Similar => {
-                let want = text()?;
-                let kind = CheckKind::Similar {
-                    want: want.clone(),
-                    threshold: self.similarity,
-                    ignore_case: ic,
-                };
-                (Some(want), kind)
-            }
-            Method::Latency => {
-                let written = text()?;
-                let max_ms = limit(key, &written, "a number of milliseconds")?;
-                (Some(written), CheckKind::Latency { max_ms })
-            }
-            Method::Cost => {
-                let written = text()?;
-                let max_usd = limit(
-                    key,
-                    written.trim().trim_start_matches('$'),
-                    "an amount in USD",
-                )?;
-                (Some(written), CheckKind::Cost { max_usd })
-            }
-            Method::Tokens => {
-                let written = text()?;
-                let max = limit(key, &written, "a whole number of tokens")?;
-                if max.fract() != 0.0 || max > u64::MAX as f64 {
-                    return Err(format!(
-                        "`{key}: {written}` of `tokens` must be a whole number of tokens"
-                    ));
-                }
-                (Some(written), CheckKind::Tokens { max: max as u64 })
-            }
-            Method::Judge => {
-                let spec = self
-                    .judge
-                    .as_ref()
-                    .ok_or("a judge check needs a rubric and a judge model")?;
-                let judge = JudgeCheck {
-                    rubric: render(&spec.rubric)?,
-                    threshold: spec.threshold,
-                    judge: spec.judge.clone(),
-                };
-                (Some(judge.rubric.clone()), CheckKind::Judge(judge))
-            }
+            Method::JsonSchema => self.json_schema(&value)?,
+            Method::Latency => latency(self.value_key, value.text()?)?,
+            Method::Cost => cost(self.value_key, value.text()?)?,
+            Method::Tokens => tokens(self.value_key, value.text()?)?,
+            Method::Judge => self.judge(&value)?,
             Method::Script => {
                 let script = self.script.clone().ok_or("a script check needs `run:`")?;
-                (
-                    self.value.as_ref().map(|_| text()).transpose()?,
-                    CheckKind::Script(script),
-                )
+                (value.optional_text()?, CheckKind::Script(script))
             }
         };
         Ok(Check::new(self.method, self.weight, expected, kind))
     }
 
+    /// A regex or not-regex check of `pattern`, compiled.
+    fn regex(&self, pattern: &str) -> Result<(Option<String>, CheckKind), String> {
+        let re = compile_regex(self.value_key, pattern)?;
+        let kind = if self.method == Method::Regex {
+            CheckKind::Regex(re)
+        } else {
+            CheckKind::NotRegex(re)
+        };
+        Ok((Some(pattern.to_owned()), kind))
+    }
+
+    /// A json-schema check: its schema, compiled into a validator.
+    fn json_schema(&self, value: &Rendered<'_>) -> Result<(Option<String>, CheckKind), String> {
+        let (schema, written) = self.json_value(value)?;
+        let validator = jsonschema::validator_for(&schema).map_err(|e| {
+            format!(
+                "`{}` is not a usable JSON Schema: {}",
+                self.value_key,
+                crate::llm::client::truncate_chars(&e.to_string().replace('\n', " "), 200)
+            )
+        })?;
+        Ok((Some(written), CheckKind::JsonSchema(Arc::new(validator))))
+    }
+
+    /// A judge check: its rubric rendered, its threshold and judge model.
+    fn judge(&self, value: &Rendered<'_>) -> Result<(Option<String>, CheckKind), String> {
+        let spec = self
+            .judge
+            .as_ref()
+            .ok_or("a judge check needs a rubric and a judge model")?;
+        let judge = JudgeCheck {
+            rubric: value.render(&spec.rubric)?,
+            threshold: spec.threshold,
+            judge: spec.judge.clone(),
+        };
+        Ok((Some(judge.rubric.clone()), CheckKind::Judge(judge)))
+    }
+
     /// JSON for json-equals and json-schema: written as JSON (YAML) or read from a file, or a
     /// text parsed as JSON.
-    fn json_value(
-        &self,
-        text: &dyn Fn() -> Result<String, String>,
-    ) -> Result<(Arc<Value>, String), String> {
+    fn json_value(&self, rendered: &Rendered<'_>) -> Result<(Arc<Value>, String), String> {
         if let Some(ValueSpec::Json { value, written }) = &self.value {
             return Ok((Arc::clone(value), written.clone()));
         }
-        let written = text()?;
+        let written = rendered.text()?;
         let value: Value = serde_json::from_str(written.trim()).map_err(|e| {
             format!(
                 "`{}` is not valid JSON for {}: {e}",
@@ -525,6 +448,93 @@ impl CheckSpec {
             )
         })?;
         Ok((Arc::new(value), written))
+    }
+}
+
+/// A latency check: at most `written` milliseconds.
+fn latency(key: &str, written: String) -> Result<(Option<String>, CheckKind), String> {
+    let max_ms = limit(key, &written, "a number of milliseconds")?;
+    Ok((Some(written), CheckKind::Latency { max_ms }))
+}
+
+/// A cost check: at most `written` USD (`$0.01` or `0.01`).
+fn cost(key: &str, written: String) -> Result<(Option<String>, CheckKind), String> {
+    let max_usd = limit(
+        key,
+        written.trim().trim_start_matches('$'),
+        "an amount in USD",
+    )?;
+    Ok((Some(written), CheckKind::Cost { max_usd }))
+}
+
+/// A tokens check: at most `written` tokens, a whole number.
+fn tokens(key: &str, written: String) -> Result<(Option<String>, CheckKind), String> {
+    let max = limit(key, &written, "a whole number of tokens")?;
+    if max.fract() != 0.0 || max > u64::MAX as f64 {
+        return Err(format!(
+            "`{key}: {written}` of `tokens` must be a whole number of tokens"
+        ));
+    }
+    Ok((Some(written), CheckKind::Tokens { max: max as u64 }))
+}
+
+/// A check's value rendered for one case's values, as each method reads it: one text, or a
+/// list of them.
+struct Rendered<'a> {
+    spec: &'a CheckSpec,
+    values: &'a Values,
+}
+
+impl Rendered<'_> {
+    /// `template` with the case's values.
+    fn render(&self, template: &Template) -> Result<String, String> {
+        template.render(self.values).map_err(|e| e.to_string())
+    }
+
+    /// The value as one text (a list of one is that one; JSON as written; none: empty).
+    fn text(&self) -> Result<String, String> {
+        match &self.spec.value {
+            Some(ValueSpec::Text(t)) => self.render(t),
+            Some(ValueSpec::List(items)) => match items.as_slice() {
+                [one] => self.render(one),
+                _ => Err(format!(
+                    "`{}` is a list; `{}` takes one text",
+                    self.spec.value_key, self.spec.method
+                )),
+            },
+            Some(ValueSpec::Json { written, .. }) => Ok(written.clone()),
+            None => Ok(String::new()),
+        }
+    }
+
+    /// The text, when a value was given (json-valid and script take one or none).
+    fn optional_text(&self) -> Result<Option<String>, String> {
+        self.spec.value.as_ref().map(|_| self.text()).transpose()
+    }
+
+    /// The check `make` makes of the text, and the text as what was expected.
+    fn text_with(
+        &self,
+        make: impl FnOnce(String) -> CheckKind,
+    ) -> Result<(Option<String>, CheckKind), String> {
+        let want = self.text()?;
+        Ok((Some(want.clone()), make(want)))
+    }
+
+    /// The check `make` makes of the list (of one or more texts), and the list as what was
+    /// expected.
+    fn list_with(
+        &self,
+        make: impl FnOnce(Vec<String>) -> CheckKind,
+    ) -> Result<(Option<String>, CheckKind), String> {
+        let key = self.spec.value_key;
+        let items = match &self.spec.value {
+            Some(ValueSpec::List(items)) => items.iter().map(|t| self.render(t)).collect(),
+            Some(ValueSpec::Text(t)) => Ok(vec![self.render(t)?]),
+            _ => Err(format!("`{key}` must be a list of texts")),
+        }?;
+        let items = non_empty(items, key)?;
+        Ok((Some(list_text(&items)), make(items)))
     }
 }
 

@@ -6,12 +6,12 @@ use std::str::FromStr;
 
 use polars::prelude::{DataFrame, PolarsResult};
 
+use super::registry;
 use super::{Context, selection_status};
 use crate::analysis::diff::{
     ANSWER_CHARS_SHOWN, DiffError, Layout, MIN_BOOTSTRAP_UNITS, RunDiff, UNCHANGED, with_answers,
 };
 use crate::experiment::ExperimentKind;
-use crate::kinds;
 use crate::output::{Columns, Format, fit_line, print_frame, render};
 use crate::store::{RunSelector, Store};
 
@@ -84,7 +84,7 @@ impl FromStr for NewRun {
 fn comparable() -> Vec<(ExperimentKind, &'static Layout)> {
     ExperimentKind::ALL
         .iter()
-        .filter_map(|&k| kinds::kind(k).diff().map(|d| (k, d.layout)))
+        .filter_map(|&k| registry::kind(k).diff().map(|d| (k, d.layout)))
         .collect()
 }
 
@@ -165,7 +165,7 @@ fn compare(context: &Context, mut args: DiffArgs) -> anyhow::Result<ExitCode> {
                     "track: note: run {new_run} is compared with itself: nothing can have changed"
                 ));
             }
-            kinds::diff(&store, args.base, new_run)?
+            registry::diff(&store, args.base, new_run)?
         }
         (None, None) => anyhow::bail!("give the NEW run to compare with, or --templates"),
     };

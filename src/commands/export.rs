@@ -8,9 +8,10 @@ use std::sync::LazyLock;
 use anyhow::Context as _;
 
 use super::export_parquet::{self, Selection};
+use super::registry;
 use super::{Context, selection_status, shown};
 use crate::experiment::{ExperimentKind, Interruption};
-use crate::kinds::{self, ExportCsv, ExportOptions, ExportRuns};
+use crate::kinds::{ExportCsv, ExportOptions, ExportRuns};
 use crate::store::{RunSelector, Store, StoreError};
 
 /// Export recorded results.
@@ -70,7 +71,7 @@ struct ParquetArgs {
 fn exports() -> impl Iterator<Item = (ExperimentKind, ExportCsv)> {
     ExperimentKind::ALL
         .iter()
-        .filter_map(|&k| kinds::kind(k).export_csv().map(|export| (k, export)))
+        .filter_map(|&k| registry::kind(k).export_csv().map(|export| (k, export)))
 }
 
 /// `track export csv`'s line of help: the rule of the runs it takes, and each kind's files,
@@ -91,7 +92,7 @@ fn csv_about() -> String {
 fn out_help() -> String {
     let folders: Vec<String> = exports()
         .map(|(k, export)| {
-            let noun = kinds::kind(k).report_noun();
+            let noun = registry::kind(k).report_noun();
             format!("{}/ for {noun}s", export.default_out)
         })
         .collect();
@@ -136,7 +137,7 @@ struct CsvArgs {
 fn run_help() -> String {
     format!(
         "Which runs: a run id, `latest` (of each kind) or `all` [default: {}]",
-        kinds::default_rule_help()
+        registry::default_rule_help()
     )
 }
 
@@ -152,7 +153,7 @@ pub(crate) fn run(context: &Context, args: ExportArgs) -> anyhow::Result<ExitCod
     };
     let mut exported: Vec<i64> = Vec::new();
     for &k in &kinds {
-        let kind = kinds::kind(k);
+        let kind = registry::kind(k);
         let Some(export) = kind.export_csv() else {
             anyhow::bail!("{k} runs have no CSV export");
         };
@@ -198,15 +199,15 @@ fn say_what_was_exported(
     exported: &[i64],
     by_default: bool,
 ) -> anyhow::Result<()> {
-    let done = kinds::runs_by_kind(store, kinds, |id| exported.contains(&id))?;
+    let done = registry::runs_by_kind(store, kinds, |id| exported.contains(&id))?;
     context.note(format!("track: exported {}", done.join("; ")));
     if by_default {
-        let left = kinds::runs_by_kind(store, kinds, |id| !exported.contains(&id))?;
+        let left = registry::runs_by_kind(store, kinds, |id| !exported.contains(&id))?;
         if !left.is_empty() {
             context.note(format!(
                 "track: not exported: {} ({}; `--run all` exports every run, `--run ID` one)",
                 left.join("; "),
-                kinds::default_rule_help()
+                registry::default_rule_help()
             ));
         }
     }

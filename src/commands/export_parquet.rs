@@ -59,7 +59,7 @@ pub(crate) fn select_runs(
     for kind in kinds {
         let runs = selection
             .runs
-            .unwrap_or_else(|| crate::kinds::kind(kind).default_runs());
+            .unwrap_or_else(|| super::registry::kind(kind).default_runs());
         match store.select_runs(kind, runs) {
             Ok(found) => ids.extend(found),
             Err(StoreError::NoSuchRun(_)) => {}

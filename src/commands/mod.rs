@@ -13,6 +13,7 @@ mod merge;
 mod models;
 mod query;
 mod rate;
+mod registry;
 mod relevance;
 mod report;
 mod review;

@@ -6,9 +6,10 @@ use std::sync::LazyLock;
 
 use polars::prelude::Column;
 
+use super::registry;
 use super::{Context, selection_status};
 use crate::experiment::ExperimentKind;
-use crate::kinds::{self, Grouping, QueryFlag, QueryOptions};
+use crate::kinds::{Grouping, QueryOptions};
 use crate::output::{Columns, Format, print_frame};
 use crate::store::RunSelector;
 
@@ -23,7 +24,7 @@ pub struct GroupBy {
 /// first kind's: what `--help` lists (the run chosen then says whose it is, see [`resolve`]).
 static GROUPINGS: LazyLock<Vec<GroupBy>> = LazyLock::new(|| {
     let mut seen = Vec::new();
-    kinds::groupings()
+    registry::groupings()
         .filter(|(_, grouping)| {
             let new = !seen.contains(&grouping.name);
             seen.push(grouping.name);
@@ -35,7 +36,7 @@ static GROUPINGS: LazyLock<Vec<GroupBy>> = LazyLock::new(|| {
 
 /// The kinds' groupings named `name`.
 fn named(name: &str) -> Vec<GroupBy> {
-    kinds::groupings()
+    registry::groupings()
         .filter(|(_, g)| g.name == name)
         .map(|(kind, grouping)| GroupBy { kind, grouping })
         .collect()
@@ -101,21 +102,10 @@ pub struct QueryArgs {
     // Its help names each kind's default, from the registry.
     #[arg(long, help = run_help())]
     run: Option<RunSelector>,
-    /// Reviews: only this reviewer (`<provider>:<name>`).
-    #[arg(long, value_name = "MODEL")]
-    reviewer: Option<String>,
-    // The help of the flags names the --by values they go with, from the registry.
-    #[arg(long, help = flag_help(
-        QueryFlag::Agreement,
-        "agreement between reviewers per criterion (quadratic-weighted Cohen's kappa for two, \
-         ordinal Krippendorff's alpha for any number)",
-    ))]
-    agreement: bool,
-    #[arg(long, help = flag_help(
-        QueryFlag::PerPredicate,
-        "one block per predicate type (its name: clear, on, at, in…)",
-    ))]
-    per_predicate: bool,
+    // The kinds' own options (`--reviewer`) and flags (`--agreement`), declared in their
+    // registry entries.
+    #[command(flatten)]
+    kinds: KindOptions,
     /// Output format.
     #[arg(long, value_enum, default_value_t = Format::Table)]
     format: Format,
@@ -128,35 +118,93 @@ pub struct QueryArgs {
 fn run_help() -> String {
     format!(
         "Which runs: a run id, `latest` or `all` [default: {}]",
-        kinds::default_rule_help()
+        registry::default_rule_help()
     )
 }
 
-/// The help of `flag`: `With --by criterion: <what>`.
-fn flag_help(flag: QueryFlag, what: &str) -> String {
-    format!("With {}: {what}", kinds::flag_homes(flag))
+/// The kinds' options and flags of `track query` given on the command line, by name. They are
+/// written from the registry's entries: each [`QueryOption`](crate::kinds::QueryOption) with
+/// its value and help, then each [`QueryFlag`](crate::kinds::QueryFlag) with a help that names
+/// the `--by` values it goes with: `With --by criterion: <its help>`.
+#[derive(Debug, Clone, Default)]
+struct KindOptions {
+    values: Vec<(&'static str, String)>,
+    flags: Vec<&'static str>,
+}
+
+impl clap::FromArgMatches for KindOptions {
+    fn from_arg_matches(matches: &clap::ArgMatches) -> Result<Self, clap::Error> {
+        let values = registry::query_options()
+            .into_iter()
+            .filter_map(|option| {
+                let value = matches.get_one::<String>(option.name)?;
+                Some((option.name, value.clone()))
+            })
+            .collect();
+        let flags = registry::query_flags()
+            .into_iter()
+            .filter(|flag| matches.get_flag(flag.name))
+            .map(|flag| flag.name)
+            .collect();
+        Ok(Self { values, flags })
+    }
+
+    fn update_from_arg_matches(&mut self, matches: &clap::ArgMatches) -> Result<(), clap::Error> {
+        *self = Self::from_arg_matches(matches)?;
+        Ok(())
+    }
+}
+
+impl clap::Args for KindOptions {
+    fn augment_args(command: clap::Command) -> clap::Command {
+        let command = registry::query_options()
+            .into_iter()
+            .fold(command, |command, option| {
+                command.arg(
+                    clap::Arg::new(option.name)
+                        .long(option.name)
+                        .value_name(option.value_name)
+                        .action(clap::ArgAction::Set)
+                        .help(option.help),
+                )
+            });
+        registry::query_flags()
+            .into_iter()
+            .fold(command, |command, flag| {
+                command.arg(
+                    clap::Arg::new(flag.name)
+                        .long(flag.name)
+                        .action(clap::ArgAction::SetTrue)
+                        .help(format!(
+                            "With {}: {}",
+                            registry::flag_homes(flag.name),
+                            flag.help
+                        )),
+                )
+            })
+    }
+
+    fn augment_args_for_update(command: clap::Command) -> clap::Command {
+        Self::augment_args(command)
+    }
 }
 
 pub(crate) fn run(context: &Context, args: QueryArgs) -> anyhow::Result<ExitCode> {
     let by = args.by.grouping;
-    for (flag, given) in [
-        (QueryFlag::Agreement, args.agreement),
-        (QueryFlag::PerPredicate, args.per_predicate),
-    ] {
-        if given && !by.flags.contains(&flag) {
-            anyhow::bail!("{} goes with {}", flag.as_str(), kinds::flag_homes(flag));
+    for &flag in &args.kinds.flags {
+        if !by.flags.iter().any(|f| f.name == flag) {
+            anyhow::bail!("--{flag} goes with {}", registry::flag_homes(flag));
         }
     }
     let store = context.open_existing_store()?;
     let resolved = resolve(&store, args.by, args.run)?;
     let (kind, by) = (resolved.kind, resolved.grouping);
-    let default = kinds::kind(kind).default_runs();
+    let default = registry::kind(kind).default_runs();
     let run_ids = store.select_runs(kind, args.run.unwrap_or(default))?;
     let (status, _) = selection_status(context, &store, &run_ids)?;
     let options = QueryOptions {
-        reviewer: args.reviewer.as_deref(),
-        agreement: args.agreement,
-        per_predicate: args.per_predicate,
+        flags: &args.kinds.flags,
+        values: &args.kinds.values,
         config: &|| context.load_config(),
     };
     let summary = (by.summary)(&store, &run_ids, &options)?;

@@ -7,8 +7,8 @@ use anyhow::Context as _;
 
 use super::Context;
 use super::experiment::{ExperimentArgs, TableArgs, run_experiment};
+use super::registry;
 use crate::energy::EnergyMethod;
-use crate::kinds;
 
 /// Run an experiment file: a benchmark (every prompt against every model, model by model),
 /// e.g. `track run data/benchmark.yaml --concurrency 4`; a review experiment (`kind: review`,
@@ -39,8 +39,8 @@ pub(crate) fn run(context: &Context, args: RunArgs) -> anyhow::Result<ExitCode> 
     let text = std::fs::read_to_string(&args.file)
         .with_context(|| format!("cannot read the experiment file {}", args.file.display()))?;
     let kind =
-        kinds::of_file(&text).map_err(|e| anyhow::anyhow!("{}: {e}", args.file.display()))?;
-    let Some(load) = kinds::kind(kind).loader() else {
+        registry::of_file(&text).map_err(|e| anyhow::anyhow!("{}: {e}", args.file.display()))?;
+    let Some(load) = registry::kind(kind).loader() else {
         anyhow::bail!(
             "{}: {kind} experiments have no file form; use their command",
             args.file.display()

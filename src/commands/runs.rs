@@ -42,7 +42,7 @@ pub struct RunsArgs {
 pub(crate) fn run(context: &Context, args: RunsArgs) -> anyhow::Result<ExitCode> {
     let store = context.open_existing_store()?;
     if let Some(run_id) = args.errors {
-        let errors = crate::kinds::run_errors(&store, run_id)?;
+        let errors = super::registry::run_errors(&store, run_id)?;
         if errors.is_empty() && args.format == Format::Table {
             // A sentence, not an empty frame; CSV and JSON stay a header and `[]`.
             crate::output::say(format_args!("run {run_id} recorded no errors"));

@@ -51,11 +51,12 @@ impl Fanout {
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use super::*;
     use crate::store::StoredCall;
 
-    fn answer() -> StoredCall {
+    /// A stored answer `4` (call 7), for the dispatcher's tests.
+    pub(in crate::dispatch) fn answer() -> StoredCall {
         StoredCall {
             id: 7,
             text: "4".into(),

@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 use super::Budget;
 use super::budget::Reservation;
 use super::fanout::Fanout;
-use super::pacer::{ConfiguredLimits, Cost, NotSent, Pacer, Scope};
+use super::pacer::{ConfiguredLimits, Cost, NotSent, Pacer, Permit, Scope};
 use super::recorder::{CallRecorder, Timing};
 use super::retry::Retries;
 use crate::config::RetryPolicy;
@@ -638,8 +638,6 @@ impl Executor {
     /// One attempt at `job`: a slot, the budget's reservation of its worst case and the
     /// pacer's permit, then the request; what the answer says of the limits goes to the pacer,
     /// and the reservation is settled. `None` when a stop came or the budget cannot hold it.
-    // TODO(issue 31): split
-    #[allow(clippy::too_many_lines, reason = "TODO(issue 31): split")]
     async fn attempt(
         &self,
         job: &CallJob,
@@ -652,40 +650,82 @@ impl Executor {
         if stop.load(Ordering::SeqCst) {
             return None;
         }
-        // Its model refused a schema while this call waited: it goes without one.
-        if attempts == 0 && job.plain_fallback && job.request.schema.is_some() {
-            let refused = self
+        if attempts == 0 && self.schema_refused_meanwhile(job) {
+            return Some(Attempt::SchemaRefusedHere);
+        }
+        let (reservation, mut permit) = match self.admit(job, scope, stop).await? {
+            Ok(admitted) => admitted,
+            Err(not_sent) => return Some(not_sent),
+        };
+        let started = Instant::now();
+        let result = self.request(job, &mut permit).await;
+        let latency_ms = started.elapsed().as_secs_f64() * 1000.0;
+        self.pacer.observe(permit, &result).await;
+        // Before the slot goes to a call of the same model, which then goes without.
+        if let Err(e) = &result
+            && job.plain_fallback
+            && job.request.schema.is_some()
+            && refuses_schema(e.http_status(), &e.to_string())
+        {
+            self.note_schema_refused(job, e.http_status());
+        }
+        drop(slot);
+        if let Some(reservation) = reservation {
+            settle(reservation, job, &result);
+        }
+        Some(Attempt::Answered(result, latency_ms))
+    }
+
+    /// Whether `job`'s model refused a schema while it waited: it then goes without one.
+    fn schema_refused_meanwhile(&self, job: &CallJob) -> bool {
+        job.plain_fallback
+            && job.request.schema.is_some()
+            && self
                 .schema_refused
                 .lock()
-                .is_ok_and(|set| set.contains(&job.model_key()));
-            if refused {
-                return Some(Attempt::SchemaRefusedHere);
-            }
-        }
+                .is_ok_and(|set| set.contains(&job.model_key()))
+    }
+
+    /// The budget's reservation of `job`'s worst case, then the pacer's permit for it; the
+    /// reservation is released when no permit comes: `None` on a stop or a budget that
+    /// cannot hold it, `Err` with the attempt that was not sent when the scope is exhausted.
+    async fn admit(
+        &self,
+        job: &CallJob,
+        scope: &Arc<Scope>,
+        stop: &AtomicBool,
+    ) -> Option<Result<(Option<Reservation>, Permit), Attempt>> {
         let reservation = match &self.budget {
             Some(budget) => Some(budget.reserve(super::max_cost(job)).await?),
             None => None,
         };
-        let mut permit = match self
+        match self
             .pacer
             .acquire(scope, Cost::of(&job.request), stop)
             .await
         {
-            Ok(permit) => permit,
+            Ok(permit) => Some(Ok((reservation, permit))),
             Err(not_sent) => {
                 if let Some(r) = reservation {
                     r.release();
                 }
-                return match not_sent {
+                match not_sent {
                     NotSent::Stopped => None,
-                    NotSent::Exhausted(why) => Some(Attempt::NotSent(why)),
-                };
+                    NotSent::Exhausted(why) => Some(Err(Attempt::NotSent(why))),
+                }
             }
-        };
-        let started = Instant::now();
-        // A scope's first call streams its answer: its head teaches the limits, and the calls
-        // waiting for them go then, not a generation later. So does a run's first call to an
-        // output-token limit: its head tells whether `max_tokens` was reserved.
+        }
+    }
+
+    /// Sends `job`'s request under `permit`. A scope's first call streams its answer: its head
+    /// teaches the limits, and the calls waiting for them go then, not a generation later. So
+    /// does a run's first call to an output-token limit: its head tells whether `max_tokens`
+    /// was reserved.
+    async fn request(
+        &self,
+        job: &CallJob,
+        permit: &mut Permit,
+    ) -> Result<ChatResponse, ProviderError> {
         let (head, head_seen) = match permit.wants_head() {
             true => {
                 let (sender, receiver) = tokio::sync::oneshot::channel();
@@ -721,30 +761,15 @@ impl Executor {
                 limits = head_seen => {
                     // No head (the request failed first): its result teaches what it can.
                     if let Ok(limits) = limits {
-                        self.pacer.observe_head(&mut permit, limits).await;
+                        self.pacer.observe_head(permit, limits).await;
                     }
                 }
             }
         }
-        let result = match finished {
+        match finished {
             Some(result) => result,
             None => request.await,
-        };
-        let latency_ms = started.elapsed().as_secs_f64() * 1000.0;
-        self.pacer.observe(permit, &result).await;
-        // Before the slot goes to a call of the same model, which then goes without.
-        if let Err(e) = &result
-            && job.plain_fallback
-            && job.request.schema.is_some()
-            && refuses_schema(e.http_status(), &e.to_string())
-        {
-            self.note_schema_refused(job, e.http_status());
         }
-        drop(slot);
-        if let Some(reservation) = reservation {
-            settle(reservation, job, &result);
-        }
-        Some(Attempt::Answered(result, latency_ms))
     }
 
     /// Stores what sending `job` came to: its answer, or its failure (a scope's refusal met

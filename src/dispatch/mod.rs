@@ -21,5 +21,6 @@ pub use batch::{BatchCall, Batcher, Liveness, PollPolicy, Round, Submitted};
 pub use budget::{Budget, batch_max_cost, max_cost};
 pub use live::{CacheMode, CallJob, CallOutcome, Claims, Executor};
 pub use stage::{
-    DispatchOptions, Dispatcher, OFFLINE_MISS, Recorder, Route, StageCall, StageCalls, Waiting,
+    DispatchOptions, Dispatcher, Notes, OFFLINE_MISS, Recorder, Route, StageCall, StageCalls,
+    Waiting,
 };

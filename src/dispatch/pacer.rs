@@ -5,6 +5,8 @@
 //! buckets of requests and tokens (Anthropic: requests, input and output tokens). They are
 //! seeded and corrected from every answer's headers (429s included) and from `rate_limit:` in
 //! config.yaml, and live in the store, so runs sharing a database and a key share the pace.
+//! A call's tokens are estimated by characters; a refusal that counted a call above its
+//! estimate ("Requested 260") raises the estimate of the scope's calls by that much.
 //! Until a scope's first answer has told its limits, one call is in flight. A refusal that no
 //! wait mends (a spent quota) ends the scope's calls at once.
 //!
@@ -31,7 +33,7 @@ const BURST_SECS: f64 = 0.5;
 const NAP: Duration = Duration::from_millis(250);
 /// Tokens an image is paced at (OpenAI's high-detail 1024 x 1024 image: 765).
 const IMAGE_TOKENS: u64 = 765;
-/// Tokens of a message's framing, besides its text.
+/// Tokens of a message's framing, besides its text, in Anthropic's input tokens.
 const MESSAGE_TOKENS: u64 = 4;
 /// How long a note on a wait stays on the progress line after it.
 const NOTE_LINGER: Duration = Duration::from_secs(1);
@@ -41,6 +43,9 @@ const LOG_EVERY: Duration = Duration::from_secs(10);
 /// How far a rounded count may be from the true one: Anthropic rounds token counts to the
 /// nearest thousand.
 const ROUNDING: f64 = 500.0;
+/// The most a refusal may raise the token estimate by: no tokenizer makes more than a token a
+/// byte, and the estimate counts 4 characters a token.
+const MAX_TOKEN_SCALE: f64 = 4.0;
 
 /// What a call takes from each bucket, estimated before it is sent.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -55,32 +60,33 @@ pub struct Cost {
 }
 
 impl Cost {
-    /// The estimated cost of `request`: ~4 characters a token, a few tokens a message, images
-    /// at [`IMAGE_TOKENS`].
+    /// The estimated cost of `request`: ~4 characters a token, images at [`IMAGE_TOKENS`].
+    ///
+    /// OpenAI's charge at admission (`tokens`) is "the estimated number of tokens based on the
+    /// character count" plus `max_tokens`: the text, not a message's framing, which its
+    /// tokenizer adds to the bill but its rate limiter does not. Counting 4 tokens a message
+    /// there paced a call of 206 tokens as 210, 2 % of the limit left unused. Anthropic's input
+    /// tokens are those the model reads, framing included: a few tokens a message there.
     pub fn of(request: &ChatRequest) -> Self {
-        let input = request
+        let text = request
             .system
             .as_deref()
             .map_or(0, crate::llm::estimate_tokens)
             + request
                 .messages
                 .iter()
-                .map(|m| {
-                    MESSAGE_TOKENS
-                        + m.parts
-                            .iter()
-                            .map(|p| match p {
-                                Part::Text(text) => crate::llm::estimate_tokens(text),
-                                Part::Image(_) => IMAGE_TOKENS,
-                            })
-                            .sum::<u64>()
+                .flat_map(|m| &m.parts)
+                .map(|p| match p {
+                    Part::Text(text) => crate::llm::estimate_tokens(text),
+                    Part::Image(_) => IMAGE_TOKENS,
                 })
                 .sum::<u64>();
+        let framing = MESSAGE_TOKENS * request.messages.len() as u64;
         let max_tokens = request.params.max_tokens;
         Self {
             requests: 1.0,
-            tokens: (input + u64::from(max_tokens.unwrap_or(0))) as f64,
-            input_tokens: input as f64,
+            tokens: (text + u64::from(max_tokens.unwrap_or(0))) as f64,
+            input_tokens: (text + framing) as f64,
             output_tokens: f64::from(
                 max_tokens.unwrap_or(crate::llm::anthropic::DEFAULT_MAX_TOKENS),
             ),
@@ -131,17 +137,46 @@ pub struct Pacer {
 }
 
 impl Scope {
-    /// What a call of `cost` takes of the output bucket: `max_tokens`, or, where only the
-    /// tokens generated count, what answers have used on average.
+    /// What a call of `cost` takes of the buckets: its tokens times what refusals have shown
+    /// the estimate to fall short by ([`ScopeState::token_scale`]); of the output bucket
+    /// `max_tokens`, or, where only the tokens generated count, what answers have used on
+    /// average.
     fn charged(&self, cost: Cost) -> Cost {
         let state = lock_state(self);
         let (sum, answers) = state.output_used;
-        match state.output {
-            OutputCounting::Generated if answers > 0 => Cost {
-                output_tokens: (sum / f64::from(answers)).ceil().min(cost.output_tokens),
-                ..cost
-            },
-            _ => cost,
+        let output_tokens = match state.output {
+            OutputCounting::Generated if answers > 0 => {
+                (sum / f64::from(answers)).ceil().min(cost.output_tokens)
+            }
+            _ => cost.output_tokens,
+        };
+        Cost {
+            tokens: (cost.tokens * state.token_scale.max(1.0)).ceil(),
+            output_tokens,
+            ..cost
+        }
+    }
+
+    /// Raises the token estimate of this scope's calls when a refusal says the provider
+    /// counted a call estimated at `estimated` tokens as more ("Requested 260" for 210): the
+    /// estimate by characters falls short where the provider counts its tokenizer's tokens
+    /// and a message's framing. Never lowers it: a refusal counting less tells nothing.
+    fn learn_charge(&self, estimated: f64, refused: &Refused) {
+        let Some(requested) = refused.requested else {
+            return;
+        };
+        if refused.dimension != Some(Dimension::Tokens) || estimated <= 0.0 {
+            return;
+        }
+        let scale = (requested as f64 / estimated).min(MAX_TOKEN_SCALE);
+        let mut state = lock_state(self);
+        if scale > state.token_scale.max(1.0) {
+            state.token_scale = scale;
+            tracing::info!(
+                "paced: {}: a call estimated at {estimated:.0} tokens was counted as \
+                 {requested}: tokens are paced at {scale:.2} times the estimate",
+                self.label
+            );
         }
     }
 
@@ -213,6 +248,9 @@ struct ScopeState {
     /// Output tokens the answers of this run used, and how many answers: what a call is
     /// expected to use, once the provider is known to count only what is generated.
     output_used: (f64, u32),
+    /// What refusals have shown the token estimate to fall short by: the largest of the
+    /// provider's count of a call over its estimate (0 until a refusal tells one: read as 1).
+    token_scale: f64,
 }
 
 /// How a provider counts output tokens against its limit. Anthropic's documentation said in
@@ -272,6 +310,8 @@ pub struct Permit {
     taken: bool,
     /// Whether [`Pacer::observe`] settled it.
     settled: bool,
+    /// The call's tokens as estimated ([`Cost::of`]), before [`Scope::charged`] scaled them.
+    estimated_tokens: f64,
 }
 
 impl Permit {
@@ -474,6 +514,7 @@ impl Pacer {
             head,
             taken: false,
             settled: false,
+            estimated_tokens: cost.tokens,
         };
         if taken {
             permit.reserve();
@@ -488,7 +529,12 @@ impl Pacer {
         cost: Cost,
         stop: &AtomicBool,
     ) -> Result<Permit, NotSent> {
-        let permit = |cost, probe, taken, head| self.permit(scope, cost, probe, taken, head);
+        let estimated_tokens = cost.tokens;
+        let permit = |cost, probe, taken, head| {
+            let mut permit = self.permit(scope, cost, probe, taken, head);
+            permit.estimated_tokens = estimated_tokens;
+            permit
+        };
         let _turn = scope.turnstile.lock().await;
         if self.await_first_answer(scope, stop).await? {
             // Its head tells how output is counted too.
@@ -757,6 +803,7 @@ impl Pacer {
                 let refused = limits.as_deref().cloned().unwrap_or_default();
                 lesson.limits = refused.limits.clone();
                 if *status == 429 {
+                    scope.learn_charge(permit.estimated_tokens, &refused);
                     let wait = refusal_wait(*retry_after, &refused, &permit.cost, self.max_wait);
                     lesson.refused = Some((refused, wait));
                     // A scope without known limits is held here, for the wait asked or a
@@ -1222,6 +1269,7 @@ mod tests {
             limits: None,
             dimension: Some(Dimension::Tokens),
             try_again_in: Some(Duration::from_millis(1800)),
+            requested: None,
         };
         let wait = refusal_wait(None, &refused, &cost(1.0, 900.0), Duration::from_secs(60));
         assert_eq!(wait, Some(Duration::from_millis(1800)));
@@ -1259,6 +1307,7 @@ mod tests {
             }),
             dimension: None,
             try_again_in: None,
+            requested: None,
         };
         // The whole minute refills in 60 s: one request in 0.1 s.
         let wait = refusal_wait(None, &refused, &cost(1.0, 0.0), Duration::from_secs(60));
@@ -1484,6 +1533,123 @@ mod tests {
             output_counting(&limits(&[(Dimension::Requests, 60.0, 59.0)]), 4_096.0),
             None
         );
+    }
+
+    #[test]
+    fn openais_charge_counts_the_characters_and_anthropics_input_a_messages_framing() {
+        // As OpenAI's guide (and the mock) charge: ceil(22 / 4) = 6 tokens of text, plus
+        // max_tokens; no framing, which paced the bench's calls 2 % under the limit.
+        let request = ChatRequest {
+            model: "gpt-4o".into(),
+            system: Some("Be brief.".into()),
+            messages: vec![crate::llm::Message::user("benchmark question 12")].into(),
+            params: crate::llm::SamplingParams {
+                max_tokens: Some(200),
+                ..crate::llm::SamplingParams::default()
+            },
+            schema: None,
+        };
+        let cost = Cost::of(&request);
+        // "Be brief." is 3 tokens by characters, the question 6.
+        assert_eq!(cost.tokens, 3.0 + 6.0 + 200.0);
+        assert_eq!(cost.input_tokens, 3.0 + 6.0 + MESSAGE_TOKENS as f64);
+        assert_eq!((cost.requests, cost.output_tokens), (1.0, 200.0));
+    }
+
+    #[test]
+    fn short_prompts_are_paced_at_97_percent_of_a_token_limit_charged_by_characters() {
+        // The bench's second case on a clock of its own: 126,000 TPM, `max_tokens: 200`,
+        // prompts of 20 to 22 characters, charged as OpenAI's guide says (characters / 4 plus
+        // max_tokens). Each call goes as soon as its cost fits; steady state from second 1.
+        let configured = RateLimit {
+            tpm: Some(126_000.0),
+            ..RateLimit::default()
+        };
+        let mut row = PacingRow::default();
+        let (mut t, mut n, mut charged) = (0.0, 0_usize, 0.0);
+        while t < 61.0 {
+            let prompt = format!("benchmark question {}", n % 300);
+            let request = ChatRequest {
+                model: "gpt-4o".into(),
+                system: None,
+                messages: vec![crate::llm::Message::user(prompt.clone())].into(),
+                params: crate::llm::SamplingParams {
+                    max_tokens: Some(200),
+                    ..crate::llm::SamplingParams::default()
+                },
+                schema: None,
+            };
+            match take(&mut row, &configured, &Cost::of(&request), t) {
+                Ok(()) => {
+                    if t >= 1.0 {
+                        charged += (prompt.len() as f64 / 4.0).ceil() + 200.0;
+                    }
+                    n += 1;
+                }
+                Err(wait) => t += wait.wait.as_secs_f64().max(1e-4),
+            }
+        }
+        let share = charged / 126_000.0;
+        // 4 tokens a message counted on top paced these calls at 95.1 %.
+        assert!((0.965..=0.975).contains(&share), "{share}");
+    }
+
+    /// A 429 naming `dimension`, which counted the call as `requested`.
+    fn refusal(dimension: Dimension, requested: u64) -> Result<ChatResponse, ProviderError> {
+        Err(ProviderError::Http {
+            provider: "openai".into(),
+            status: 429,
+            retry_after: None,
+            message: "Rate limit reached".into(),
+            limits: Some(Box::new(Refused {
+                limits: None,
+                dimension: Some(dimension),
+                try_again_in: Some(Duration::from_millis(10)),
+                requested: Some(requested),
+            })),
+        })
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_refusal_counting_more_tokens_than_estimated_raises_the_estimate() {
+        let configured = ConfiguredLimits::from([(
+            ("openai".to_owned(), "gpt-4o".to_owned()),
+            RateLimit {
+                tpm: Some(60_000.0),
+                ..RateLimit::default()
+            },
+        )]);
+        let pacer = Pacer::new(None, configured, Duration::from_secs(60));
+        let openai = Endpoint {
+            provider: "openai".into(),
+            kind: crate::llm::ProviderKind::Openai,
+            ..anthropic()
+        };
+        let scope = pacer.scope(&openai, "gpt-4o");
+        let stop = AtomicBool::new(false);
+        let call = cost(1.0, 210.0);
+        assert_eq!(scope.charged(call).tokens, 210.0);
+        // The provider counted the call as 260 tokens (its tokenizer, a message's framing),
+        // not the 210 estimated by characters.
+        let first = pacer.acquire(&scope, call, &stop).await.unwrap();
+        pacer.observe(first, &refusal(Dimension::Tokens, 260)).await;
+        assert_eq!(scope.charged(call).tokens, 260.0);
+        assert_eq!(scope.charged(cost(1.0, 420.0)).tokens, 520.0);
+        // A later call, charged 260, counted as 200, or a refusal of requests: nothing lowers.
+        let second = pacer.acquire(&scope, call, &stop).await.unwrap();
+        assert_eq!(second.cost.tokens, 260.0);
+        pacer
+            .observe(second, &refusal(Dimension::Tokens, 200))
+            .await;
+        let third = pacer.acquire(&scope, call, &stop).await.unwrap();
+        pacer.observe(third, &refusal(Dimension::Requests, 1)).await;
+        assert_eq!(scope.charged(call).tokens, 260.0);
+        // At most a token a byte: 4 times the estimate by characters.
+        let fourth = pacer.acquire(&scope, call, &stop).await.unwrap();
+        pacer
+            .observe(fourth, &refusal(Dimension::Tokens, 5_000))
+            .await;
+        assert_eq!(scope.charged(call).tokens, 840.0);
     }
 
     #[test]

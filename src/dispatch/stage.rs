@@ -60,6 +60,46 @@ pub struct Waiting {
 /// Takes a batch of outcomes, by index into the stage, as they are known.
 pub type Recorder<'r, E> = dyn FnMut(Vec<(usize, CallOutcome)>) -> Result<(), E> + Send + 'r;
 
+/// Known outcomes recorded at once: enough that a slice's rows are written in bulk.
+const KNOWN_SLICE: usize = 32_768;
+
+/// An outcome known without sending: a cached answer, or a call refused (by `--offline`, or
+/// for a missing key).
+enum Known<'c> {
+    Hit(&'c StoredCall),
+    Refused(String),
+}
+
+/// Hands `known` outcomes to `record` a slice at a time: a cached run of hundreds of thousands
+/// of calls then holds one slice's outcomes and graded rows at once, not all of them, and each
+/// hit's answer is copied out of the cache only when its slice is recorded.
+fn record_known<E>(
+    known: Vec<(usize, Known<'_>)>,
+    slice: usize,
+    record: &mut Recorder<'_, E>,
+) -> Result<(), E> {
+    let mut known = known.into_iter().peekable();
+    while known.peek().is_some() {
+        let slice = known
+            .by_ref()
+            .take(slice)
+            .map(|(i, outcome)| {
+                let outcome = match outcome {
+                    Known::Hit(call) => CallOutcome::Hit(Box::new(call.clone())),
+                    Known::Refused(error) => CallOutcome::Failed {
+                        call_id: None,
+                        error,
+                        attempts: 0,
+                    },
+                };
+                (i, outcome)
+            })
+            .collect();
+        record(slice)?;
+    }
+    Ok(())
+}
+
 /// Sends a run's calls: the live sender and the batch follower, and how to choose.
 pub struct Dispatcher {
     store: Arc<Mutex<Store>>,
@@ -73,11 +113,16 @@ pub struct Dispatcher {
     /// Set by a signal, or when recording failed: start nothing more.
     stop: Arc<AtomicBool>,
     progress: ProgressBar,
+    notes: Notes,
     /// Models said once to run live for want of a batch API.
     live_noted: HashSet<usize>,
     /// Calls `--offline` refused.
     offline_misses: u64,
 }
+
+/// Takes a note for the user (`track: fake:m has no batch API: …`): the dispatcher prints
+/// nothing itself, its runtime says where notes go (stderr, above the progress bar).
+pub type Notes = Arc<dyn Fn(&str) + Send + Sync>;
 
 /// How the dispatcher is to behave for a run.
 pub struct DispatchOptions {
@@ -85,6 +130,8 @@ pub struct DispatchOptions {
     pub detach: bool,
     pub stop: Arc<AtomicBool>,
     pub progress: ProgressBar,
+    /// Where its notes for the user go, given while the progress bar is suspended.
+    pub notes: Notes,
 }
 
 impl Dispatcher {
@@ -105,6 +152,7 @@ impl Dispatcher {
             detach: options.detach,
             stop: options.stop,
             progress: options.progress,
+            notes: options.notes,
             live_noted: HashSet::new(),
             offline_misses: 0,
         }
@@ -135,8 +183,8 @@ impl Dispatcher {
         cached: &HashMap<String, StoredCall>,
         record: &mut Recorder<'_, E>,
     ) -> Result<Option<Waiting>, E> {
-        let (immediate, to_send) = self.triage(stage, cached);
-        record(immediate)?;
+        let (known, to_send) = self.triage(stage, cached);
+        record_known(known, KNOWN_SLICE, record)?;
         let (batched, live) = self.split_batched(stage, to_send)?;
         let mut round = Round::default();
         self.place(stage, &mut round, false, batched, live, record)
@@ -268,13 +316,12 @@ impl Dispatcher {
                 }
                 None => {
                     if self.batch && self.live_noted.insert(call.target) {
-                        self.progress.suspend(|| {
-                            crate::output::tell(format_args!(
-                                "track: {} has no batch API: its calls run live, at the \
-                                 standard price",
-                                target.reference
-                            ));
-                        });
+                        let note = format!(
+                            "track: {} has no batch API: its calls run live, at the standard \
+                             price",
+                            target.reference
+                        );
+                        self.progress.suspend(|| (self.notes)(&note));
                     }
                     live.push(i);
                 }
@@ -330,17 +377,17 @@ impl Dispatcher {
 
     /// Splits a stage's calls into outcomes known now (cached; refused by `--offline` or for a
     /// missing key) and calls to send.
-    fn triage(
+    fn triage<'c>(
         &mut self,
         stage: &StageCalls<'_>,
-        cached: &HashMap<String, StoredCall>,
-    ) -> (Vec<(usize, CallOutcome)>, Vec<usize>) {
-        let mut immediate = Vec::new();
+        cached: &'c HashMap<String, StoredCall>,
+    ) -> (Vec<(usize, Known<'c>)>, Vec<usize>) {
+        let mut known = Vec::new();
         let mut to_send = Vec::new();
         let offline = self.executor.mode() == CacheMode::Offline;
         for (i, call) in stage.calls.iter().enumerate() {
             if let Some(hit) = cached.get(call.job.canonical.key.as_str()) {
-                immediate.push((i, CallOutcome::Hit(Box::new(hit.clone()))));
+                known.push((i, Known::Hit(hit)));
                 continue;
             }
             let refused = if offline {
@@ -350,18 +397,11 @@ impl Dispatcher {
                 self.routes[call.target].blocked.clone()
             };
             match refused {
-                Some(error) => immediate.push((
-                    i,
-                    CallOutcome::Failed {
-                        call_id: None,
-                        error,
-                        attempts: 0,
-                    },
-                )),
+                Some(error) => known.push((i, Known::Refused(error))),
                 None => to_send.push(i),
             }
         }
-        (immediate, to_send)
+        (known, to_send)
     }
 
     /// Sends `to_send` (indices into the stage) group by group, recording each outcome as it
@@ -481,12 +521,30 @@ mod tests {
         }
     }
 
-    /// A dispatcher over an in-memory store, sending with `mode` and `budget`.
+    /// A dispatcher over an in-memory store, sending live with `mode` and `budget`.
     fn dispatcher(
         store: &Arc<Mutex<Store>>,
         mode: CacheMode,
         routes: Vec<Route>,
         budget: Option<f64>,
+    ) -> Dispatcher {
+        let options = DispatchOptions {
+            batch: false,
+            detach: false,
+            stop: Arc::new(AtomicBool::new(false)),
+            progress: ProgressBar::hidden(),
+            notes: Arc::new(|note: &str| panic!("no note expected: {note}")),
+        };
+        dispatcher_with(store, mode, routes, budget, options)
+    }
+
+    /// A dispatcher over an in-memory store, sending with `mode`, `budget` and `options`.
+    fn dispatcher_with(
+        store: &Arc<Mutex<Store>>,
+        mode: CacheMode,
+        routes: Vec<Route>,
+        budget: Option<f64>,
+        options: DispatchOptions,
     ) -> Dispatcher {
         let client = LlmClient::new(Duration::from_secs(5)).unwrap();
         let writer = Writer::start(store.clone()).unwrap();
@@ -513,12 +571,7 @@ mod tests {
             store.clone(),
             (Arc::new(executor), batcher),
             routes,
-            DispatchOptions {
-                batch: false,
-                detach: false,
-                stop: Arc::new(AtomicBool::new(false)),
-                progress: ProgressBar::hidden(),
-            },
+            options,
         )
     }
 
@@ -589,6 +642,38 @@ mod tests {
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_model_without_a_batch_api_runs_live_with_one_note_through_the_runtime() {
+        let (base_url, requests) = provider(10).await;
+        let store = Arc::new(Mutex::new(Store::open_in_memory().unwrap()));
+        let notes = Arc::new(Mutex::new(Vec::<String>::new()));
+        let options = DispatchOptions {
+            batch: true,
+            detach: false,
+            stop: Arc::new(AtomicBool::new(false)),
+            progress: ProgressBar::hidden(),
+            notes: {
+                let notes = notes.clone();
+                Arc::new(move |note: &str| notes.lock().unwrap().push(note.to_owned()))
+            },
+        };
+        let mut dispatcher =
+            dispatcher_with(&store, CacheMode::Use, vec![route(None)], None, options);
+        let jobs = [job(&base_url, "2 + 2?"), job(&base_url, "3 + 1?")];
+        let outcomes = dispatch(&mut dispatcher, &jobs, &[]).await;
+        assert_eq!(requests.load(Ordering::SeqCst), 2, "both sent live");
+        assert!(
+            outcomes
+                .iter()
+                .all(|(_, o)| matches!(o, CallOutcome::Fresh(_)))
+        );
+        assert_eq!(
+            *notes.lock().unwrap(),
+            ["track: fake:m has no batch API: its calls run live, at the standard price"],
+            "said once for the model, to the runtime's notes"
+        );
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn offline_serves_the_cache_refuses_the_rest_and_a_blocked_model_sends_nothing() {
         let (base_url, requests) = provider(10).await;
         let store = Arc::new(Mutex::new(Store::open_in_memory().unwrap()));
@@ -642,5 +727,44 @@ mod tests {
         let budget = dispatcher.executor().budget().unwrap();
         assert!(budget.reached());
         assert!((budget.spent_usd() - 10_001.0 / 1e6).abs() < 1e-12);
+    }
+
+    #[test]
+    fn known_outcomes_are_recorded_in_slices_in_their_order() {
+        let answer = super::super::fanout::tests::answer();
+        let known: Vec<(usize, Known<'_>)> = (0..7)
+            .map(|i| match i % 3 {
+                2 => (i, Known::Refused(format!("refused {i}"))),
+                _ => (i, Known::Hit(&answer)),
+            })
+            .collect();
+        let mut slices: Vec<Vec<(usize, bool)>> = Vec::new();
+        let mut record = |outcomes: Vec<(usize, CallOutcome)>| -> Result<(), StoreError> {
+            slices.push(
+                outcomes
+                    .iter()
+                    .map(|(i, o)| (*i, o.call().is_some_and(|c| c.text == "4")))
+                    .collect(),
+            );
+            Ok(())
+        };
+        record_known(known, 3, &mut record).unwrap();
+        let hit = |i: usize| (i, i % 3 != 2);
+        assert_eq!(
+            slices,
+            vec![
+                vec![hit(0), hit(1), hit(2)],
+                vec![hit(3), hit(4), hit(5)],
+                vec![hit(6)]
+            ]
+        );
+        // Nothing known: nothing recorded, not even an empty slice.
+        let mut calls = 0;
+        record_known::<StoreError>(Vec::new(), 3, &mut |_| {
+            calls += 1;
+            Ok(())
+        })
+        .unwrap();
+        assert_eq!(calls, 0);
     }
 }

@@ -13,6 +13,7 @@ mod plan;
 mod runtime;
 mod shard;
 mod signals;
+mod summary;
 mod tally;
 mod target;
 
@@ -28,9 +29,10 @@ pub(crate) use options::batch_flag;
 pub use options::{FileBudget, MAX_REPEAT, Override, Overrides, RunOptions, ShardPace};
 pub(crate) use plan::check_size;
 pub use plan::{MAX_PLANNED_CALLS, Plan, PlanLine};
-pub use runtime::{RunEnd, RunSummary, execute};
+pub use runtime::{RunEnd, execute};
 pub use shard::{AUTO_SOURCES, MAX_SHARDS, Shard, ShardError};
 pub use signals::{Interruption, Signal};
+pub use summary::RunSummary;
 pub use tally::{ErrorGroup, Tally};
 pub use target::Target;
 
@@ -235,6 +237,10 @@ pub trait Experiment: Send {
     fn batch(&self) -> bool {
         false
     }
+
+    /// Hands the experiment the run's stop flag, set at the first signal (Ctrl-C): work of
+    /// its own that takes long (a benchmark's script checks) stops there too.
+    fn watch_stop(&mut self, _stop: std::sync::Arc<std::sync::atomic::AtomicBool>) {}
 
     /// What reading the experiment's data said (`loaded 2,000 cases from data/math.jsonl
     /// (columns: …)`), for a dry run's plan; said on stderr when the file is loaded too.

@@ -16,9 +16,8 @@ use super::lifecycle::{RunGuard, observed_status};
 use super::plan::{self, FirstStage};
 use super::shard::{self, Shard};
 use super::signals::Signals;
-use super::{
-    Experiment, ExperimentError, ExperimentKind, Plan, RunHeader, RunOptions, Signal, Stage, Tally,
-};
+use super::summary::{BudgetUse, RunSummary};
+use super::{Experiment, ExperimentError, Plan, RunHeader, RunOptions, Signal, Stage, Tally};
 use crate::config::Settings;
 use crate::dispatch::pacer::{ConfiguredLimits, Pacer};
 use crate::dispatch::{
@@ -30,195 +29,6 @@ use crate::store::{RunErrorRow, RunStatus, Store, StoredCall, Writer, lock};
 
 /// How often the progress line looks at what the pacer waits for.
 const PACING_TICK: Duration = Duration::from_millis(200);
-
-/// How a run ended.
-#[derive(Debug, Clone, PartialEq)]
-pub struct RunSummary {
-    pub run_id: i64,
-    pub kind: ExperimentKind,
-    pub status: RunStatus,
-    /// The signal that stopped it, if one did.
-    pub signal: Option<Signal>,
-    pub tally: Tally,
-    /// How long this run took, start to end (answers served from the cache keep the latency
-    /// of the run that paid for them).
-    pub elapsed: Duration,
-    /// The run's budget and what it spent, when it had one.
-    pub budget: Option<BudgetUse>,
-    /// The batches it left waiting (status `waiting`), with what the last poll said of them.
-    pub waiting: Option<Waiting>,
-}
-
-/// What a run with a budget spent of it.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct BudgetUse {
-    /// The cap, in USD.
-    pub limit_usd: f64,
-    /// What its answers were billed, in USD (the tally's paid).
-    pub spent_usd: f64,
-    /// Whether a call was not sent because its worst case did not fit what was left.
-    pub reached: bool,
-    /// The largest worst case refused, in USD: how much more the next call needed.
-    pub refused_usd: f64,
-    /// For a shard (`--shard k/N`), which, and whose share of the plan's budget its cap is
-    /// (1/N).
-    pub shard: Option<Shard>,
-}
-
-impl BudgetUse {
-    fn of(budget: &Budget, shard: Shard) -> Self {
-        Self {
-            limit_usd: budget.limit_usd(),
-            spent_usd: budget.spent_usd(),
-            reached: budget.reached(),
-            refused_usd: budget.refused_usd(),
-            shard: shard.is_part().then_some(shard),
-        }
-    }
-
-    /// The cap as said after `its`/`a`: `$0.05 budget`, or for a shard `$0.001 budget (shard
-    /// 0/2's 1/2 of the plan's $0.002)`.
-    fn cap(&self) -> String {
-        use crate::output::dollars;
-        let share = self
-            .shard
-            .map(|s| {
-                format!(
-                    " (shard {s}'s 1/{} of the plan's {})",
-                    s.count,
-                    dollars(self.limit_usd * f64::from(s.count))
-                )
-            })
-            .unwrap_or_default();
-        format!("{} budget{share}", dollars(self.limit_usd))
-    }
-}
-
-impl RunSummary {
-    /// Whether calls were planned and none was answered.
-    pub(crate) fn nothing_ran(&self) -> bool {
-        self.tally.counts.calls > 0 && self.tally.answered == 0
-    }
-
-    /// The process's exit status: 128 + the signal's number when interrupted; 1 when its
-    /// budget stopped it, nothing could run or `--offline` met calls not in the cache; else 0.
-    pub(crate) fn exit_code(&self) -> u8 {
-        if self.status == RunStatus::Waiting {
-            // Waiting is a way to end: the same command collects.
-            return 0;
-        }
-        match self.signal {
-            Some(signal) => signal.exit_code(),
-            None if self.status == RunStatus::Budget
-                || self.nothing_ran()
-                || self.tally.offline_misses > 0 =>
-            {
-                1
-            }
-            None => 0,
-        }
-    }
-
-    /// Calls planned that have no outcome yet: what the same command would still do.
-    pub(crate) fn calls_left(&self) -> u64 {
-        let c = &self.tally.counts;
-        c.planned_calls.saturating_sub(c.calls)
-    }
-
-    /// What a run left waiting says: how many batches and how to collect them.
-    pub(crate) fn waiting_note(&self) -> Option<String> {
-        let waiting = self.waiting.as_ref()?;
-        let seen = waiting
-            .note
-            .as_deref()
-            .map(|n| format!(" ({n})"))
-            .unwrap_or_default();
-        let batches = match waiting.batches {
-            1 => "1 batch".to_owned(),
-            n => format!("{n} batches"),
-        };
-        Some(format!(
-            "run {} is waiting for {batches}{seen}; run the same command again to collect the \
-             results (batches usually end within an hour, at most 24 h); `track batches` lists \
-             them",
-            self.run_id,
-        ))
-    }
-
-    /// Why the exit status is not 0, in one line.
-    pub(crate) fn failure(&self) -> Option<String> {
-        if self.status == RunStatus::Waiting {
-            return None;
-        }
-        let first = || {
-            self.tally
-                .first_error()
-                .unwrap_or_else(|| "unknown".to_owned())
-        };
-        if let Some(signal) = self.signal {
-            return Some(format!(
-                "interrupted: run {} is kept as `interrupted` ({}); run the same command again to \
-                 finish it from the cache",
-                self.run_id,
-                signal.name()
-            ));
-        }
-        if let Some(budget) = self.budget.filter(|_| self.status == RunStatus::Budget) {
-            use crate::output::dollars;
-            let next = if budget.refused_usd > 0.0 {
-                format!(" (the next needed up to {})", dollars(budget.refused_usd))
-            } else {
-                String::new()
-            };
-            return Some(format!(
-                "budget reached: run {} spent {} of its {}; {} of {} calls are left{next}; \
-                 run the same command with a larger --budget to finish from the cache",
-                self.run_id,
-                dollars(budget.spent_usd),
-                budget.cap(),
-                self.calls_left(),
-                self.tally.counts.planned_calls,
-            ));
-        }
-        if self.nothing_ran() {
-            return Some(format!(
-                "nothing could run ({}); first: {}",
-                crate::output::count(self.tally.counts.errors, "error"),
-                first()
-            ));
-        }
-        (self.tally.offline_misses > 0).then(|| {
-            format!(
-                "{} of {} calls are not in the cache and --offline forbids calls; first: {}",
-                self.tally.offline_misses,
-                self.tally.counts.calls,
-                first()
-            )
-        })
-    }
-
-    /// The one-line tally: `run 3 (benchmark): 6 calls, 2 cache hits, 0 errors; cost $…`,
-    /// with the budget after what was paid when the run had one.
-    pub(crate) fn line(&self) -> String {
-        let c = &self.tally.counts;
-        use crate::output::{count, dollars};
-        let budget = self
-            .budget
-            .map(|b| format!(" of a {}", b.cap()))
-            .unwrap_or_default();
-        format!(
-            "run {} ({}): {}, {}, {}; cost {}, paid {}{budget}; took {:.2} s",
-            self.run_id,
-            self.kind,
-            count(c.calls, "call"),
-            count(c.cache_hits, "cache hit"),
-            count(c.errors, "error"),
-            dollars(c.cost_usd),
-            dollars(c.paid_usd),
-            self.elapsed.as_secs_f64()
-        )
-    }
-}
 
 /// What [`execute`] did.
 #[derive(Debug, Clone, PartialEq)]
@@ -337,13 +147,11 @@ fn pacer(
     Pacer::new(buckets, configured, settings.retry.max_delay)
 }
 
-// TODO(issue 31): split
-#[allow(clippy::too_many_lines, reason = "TODO(issue 31): split")]
 async fn run(
     experiment: &mut dyn Experiment,
     store: &Arc<Mutex<Store>>,
     db: Option<&Path>,
-    (mut executor, lease, batcher): (Executor, Duration, impl FnOnce(i64) -> Batcher),
+    (executor, lease, batcher): (Executor, Duration, impl FnOnce(i64) -> Batcher),
     options: &RunOptions,
     plan: &Plan,
     first: Option<FirstStage>,
@@ -352,57 +160,29 @@ async fn run(
     let started = std::time::Instant::now();
     // The command line's budget wins over the file's.
     let budget_usd = options.budget(experiment.budget_usd());
-    let header = run_header(experiment, budget_usd, options.batch_on(experiment.batch()));
-    let guard = RunGuard::start(
-        &lock(store),
-        db,
-        kind,
-        (&header, experiment.targets(), options.command.as_deref()),
-    )?;
+    let guard = start_run(experiment, store, db, options, plan, budget_usd)?;
     let run_id = guard.run_id;
-    let shard = plan.shard.is_part().then_some(plan.shard);
-    lock(store).set_run_plan(run_id, &plan.sha256, shard.map(|s| (s.index, s.count)))?;
-    lock(store).set_run_plan_calls(run_id, plan.whole_calls)?;
-    if let Some(usd) = budget_usd {
-        lock(store).set_run_budget(run_id, Some(usd))?;
-        executor.set_budget(Arc::new(Budget::new(usd)));
-    }
-    let mut batcher = batcher(run_id);
-    if let Some(db) = db {
-        claim_calls(run_id, db, lease, (&mut executor, &mut batcher));
-    }
-    let executor = &Arc::new(executor);
+    let (executor, batcher) = senders(run_id, db, (executor, lease, batcher), budget_usd);
     // The bar counts the calls to send: its rate, and so its ETA, is that of paid calls, not
     // of answers served from the cache in a moment.
     let progress = crate::output::progress_bar(plan.to_call() as usize, options.show_progress);
     let signals = Signals::default();
     let listener = listen(&signals, &progress, store, run_id, guard.lock_path());
-    let mut tally = Tally::default();
-    tally.counts.planned_calls = plan.calls();
-    lock(store).update_run_tally(run_id, &tally.counts)?;
-    let dispatcher = dispatcher(
-        &*experiment,
-        store,
-        (executor.clone(), batcher),
-        DispatchOptions {
-            batch: options.batch_on(experiment.batch()),
-            detach: options.detach,
-            stop: signals.stop_flag().clone(),
-            progress: progress.clone(),
-        },
-    );
-    let mut run = Run {
-        dispatcher,
-        book: Book {
-            experiment,
-            store,
-            run_id,
-            progress: progress.clone(),
-            tally,
-            shard: plan.shard,
-        },
-        waiting: None,
+    experiment.watch_stop(signals.stop_flag().clone());
+    let dispatch = DispatchOptions {
+        batch: options.batch_on(experiment.batch()),
+        detach: options.detach,
+        stop: signals.stop_flag().clone(),
+        progress: progress.clone(),
+        notes: Arc::new(|note: &str| crate::output::tell(format_args!("{note}"))),
     };
+    let mut run = Run::new(
+        experiment,
+        store,
+        run_id,
+        plan,
+        (&executor, batcher, dispatch),
+    )?;
     let result = match first {
         Some(first) => run.paced_stages(first).await,
         None => Ok(()),
@@ -434,6 +214,51 @@ async fn run(
         budget,
         waiting,
     })
+}
+
+/// Starts the run row of `experiment` (its header, targets, command and lock), then records
+/// its plan (hash, shard, calls of the whole plan) and its budget.
+fn start_run(
+    experiment: &dyn Experiment,
+    store: &Arc<Mutex<Store>>,
+    db: Option<&Path>,
+    options: &RunOptions,
+    plan: &Plan,
+    budget_usd: Option<f64>,
+) -> Result<RunGuard, ExperimentError> {
+    let header = run_header(experiment, budget_usd, options.batch_on(experiment.batch()));
+    let guard = RunGuard::start(
+        &lock(store),
+        db,
+        experiment.kind(),
+        (&header, experiment.targets(), options.command.as_deref()),
+    )?;
+    let run_id = guard.run_id;
+    let shard = plan.shard.is_part().then_some(plan.shard);
+    lock(store).set_run_plan(run_id, &plan.sha256, shard.map(|s| (s.index, s.count)))?;
+    lock(store).set_run_plan_calls(run_id, plan.whole_calls)?;
+    if let Some(usd) = budget_usd {
+        lock(store).set_run_budget(run_id, Some(usd))?;
+    }
+    Ok(guard)
+}
+
+/// Run `run_id`'s senders: the executor, held to `budget_usd`, and its batcher; both claim
+/// each call before sending it when the database is a file others may share.
+fn senders(
+    run_id: i64,
+    db: Option<&Path>,
+    (mut executor, lease, batcher): (Executor, Duration, impl FnOnce(i64) -> Batcher),
+    budget_usd: Option<f64>,
+) -> (Arc<Executor>, Batcher) {
+    if let Some(usd) = budget_usd {
+        executor.set_budget(Arc::new(Budget::new(usd)));
+    }
+    let mut batcher = batcher(run_id);
+    if let Some(db) = db {
+        claim_calls(run_id, db, lease, (&mut executor, &mut batcher));
+    }
+    (Arc::new(executor), batcher)
 }
 
 /// Has run `run_id`'s senders claim each call before sending it, so that runs sharing the
@@ -604,7 +429,35 @@ struct Book<'a> {
     shard: Shard,
 }
 
-impl Run<'_> {
+impl<'a> Run<'a> {
+    /// The run of `experiment`'s stages as run `run_id`, its tally started (the calls `plan`
+    /// makes) and stored, sending with `executor` and `batcher` as `options` say.
+    fn new(
+        experiment: &'a mut dyn Experiment,
+        store: &'a Arc<Mutex<Store>>,
+        run_id: i64,
+        plan: &Plan,
+        (executor, batcher, options): (&Arc<Executor>, Batcher, DispatchOptions),
+    ) -> Result<Self, ExperimentError> {
+        let mut tally = Tally::default();
+        tally.counts.planned_calls = plan.calls();
+        lock(store).update_run_tally(run_id, &tally.counts)?;
+        let progress = options.progress.clone();
+        let dispatcher = dispatcher(&*experiment, store, (executor.clone(), batcher), options);
+        Ok(Self {
+            dispatcher,
+            book: Book {
+                experiment,
+                store,
+                run_id,
+                progress,
+                tally,
+                shard: plan.shard,
+            },
+            waiting: None,
+        })
+    }
+
     /// [`Run::stages`], while the progress line says what the pacer holds calls for: a paced
     /// run never looks hung.
     async fn paced_stages(&mut self, first: FirstStage) -> Result<(), ExperimentError> {
@@ -758,128 +611,5 @@ impl Book<'_> {
             }
         }
         Ok(())
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn summary(status: RunStatus, budget: Option<BudgetUse>) -> RunSummary {
-        let mut tally = Tally::default();
-        tally.counts.planned_calls = 300;
-        tally.counts.calls = 180;
-        tally.counts.paid_usd = 0.0421;
-        tally.answered = 180;
-        RunSummary {
-            run_id: 7,
-            kind: ExperimentKind::Bench,
-            status,
-            signal: None,
-            tally,
-            elapsed: Duration::from_millis(1500),
-            budget,
-            waiting: None,
-        }
-    }
-
-    #[test]
-    fn a_run_left_waiting_exits_0_saying_how_to_collect_even_after_a_signal() {
-        let waiting = RunSummary {
-            status: RunStatus::Waiting,
-            signal: Some(Signal::Interrupt),
-            waiting: Some(Waiting {
-                batches: 2,
-                note: Some("openai gpt-4o-mini in_progress 40/120".into()),
-            }),
-            ..summary(RunStatus::Waiting, None)
-        };
-        assert_eq!(waiting.exit_code(), 0);
-        assert_eq!(waiting.failure(), None);
-        assert_eq!(
-            waiting.waiting_note().unwrap(),
-            "run 7 is waiting for 2 batches (openai gpt-4o-mini in_progress 40/120); run the \
-             same command again to collect the results (batches usually end within an hour, at \
-             most 24 h); `track batches` lists them"
-        );
-        assert_eq!(summary(RunStatus::Completed, None).waiting_note(), None);
-    }
-
-    #[test]
-    fn a_run_its_budget_stopped_exits_1_saying_what_was_spent_and_what_is_left() {
-        let reached = BudgetUse {
-            limit_usd: 0.05,
-            spent_usd: 0.0421,
-            reached: true,
-            refused_usd: 0.0012,
-            shard: None,
-        };
-        let stopped = summary(RunStatus::Budget, Some(reached));
-        assert_eq!(stopped.exit_code(), 1);
-        assert_eq!(stopped.calls_left(), 120);
-        assert_eq!(
-            stopped.failure().unwrap(),
-            "budget reached: run 7 spent $0.0421 of its $0.05 budget; 120 of 300 calls are left \
-             (the next needed up to $0.0012); run the same command with a larger --budget to \
-             finish from the cache"
-        );
-        assert!(
-            stopped
-                .line()
-                .contains("paid $0.0421 of a $0.05 budget; took 1.50 s"),
-            "{}",
-            stopped.line()
-        );
-        // A run that stayed within its budget completes as any other.
-        let within = summary(
-            RunStatus::Completed,
-            Some(BudgetUse {
-                reached: false,
-                refused_usd: 0.0,
-                ..reached
-            }),
-        );
-        assert_eq!(within.exit_code(), 0);
-        assert_eq!(within.failure(), None);
-        // A signal is what a user sees first, budget or not.
-        let interrupted = RunSummary {
-            signal: Some(Signal::Interrupt),
-            status: RunStatus::Interrupted,
-            ..stopped
-        };
-        assert_eq!(interrupted.exit_code(), 130);
-        assert!(interrupted.failure().unwrap().starts_with("interrupted:"));
-        assert!(
-            !summary(RunStatus::Completed, None)
-                .line()
-                .contains("budget")
-        );
-    }
-
-    #[test]
-    fn a_shard_says_its_budget_is_its_share_of_the_plans() {
-        let shard = Shard::new(0, 2).unwrap();
-        let stopped = summary(
-            RunStatus::Budget,
-            Some(BudgetUse {
-                limit_usd: 0.001,
-                spent_usd: 0.0009,
-                reached: true,
-                refused_usd: 0.0004,
-                shard: Some(shard),
-            }),
-        );
-        let failure = stopped.failure().unwrap();
-        assert!(
-            failure.contains("of its $0.001 budget (shard 0/2's 1/2 of the plan's $0.002);"),
-            "{failure}"
-        );
-        assert!(
-            stopped
-                .line()
-                .contains("of a $0.001 budget (shard 0/2's 1/2 of the plan's $0.002)"),
-            "{}",
-            stopped.line()
-        );
     }
 }

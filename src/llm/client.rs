@@ -296,6 +296,7 @@ impl LlmClient {
                         limits,
                         dimension: refusal.dimension,
                         try_again_in: refusal.try_again_in,
+                        requested: refusal.requested,
                     })
                 });
         Err(ProviderError::Http {

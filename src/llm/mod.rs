@@ -296,12 +296,14 @@ pub(crate) fn estimate_tokens(text: &str) -> u64 {
 }
 
 /// What a rate-limit refusal said besides its status: the limits in its headers, the bucket
-/// its body named, and the wait its message asked for.
+/// its body named, the wait its message asked for, and what it counted the request as.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct Refused {
     pub limits: Option<ratelimit::RateLimits>,
     pub dimension: Option<ratelimit::Dimension>,
     pub try_again_in: Option<Duration>,
+    /// "Requested 900" (OpenAI): the request's charge in the bucket `dimension` names.
+    pub requested: Option<u64>,
 }
 
 /// What to do when `provider`'s server cannot be reached. The built-in `local` provider is the

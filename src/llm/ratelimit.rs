@@ -232,6 +232,8 @@ pub struct Refusal {
     pub dimension: Option<Dimension>,
     /// "Please try again in 1.8s", when the message says so.
     pub try_again_in: Option<Duration>,
+    /// "Requested 900": what the provider counted this request as, in the bucket it names.
+    pub requested: Option<u64>,
 }
 
 /// Reads a refused call's status and body (any wire format).
@@ -281,6 +283,9 @@ pub(crate) fn read_refusal(status: u16, body: &str) -> Refusal {
         exhausted,
         dimension,
         try_again_in: try_again_in(message),
+        requested: (status == 429)
+            .then(|| number_after(message, "Requested"))
+            .flatten(),
     }
 }
 
@@ -289,18 +294,23 @@ fn too_large(message: &str) -> Option<Exhausted> {
     if !message.to_ascii_lowercase().contains("request too large") {
         return None;
     }
-    let after = |label: &str| -> Option<u64> {
-        let start = message.find(label)? + label.len();
-        let digits: String = message[start..]
-            .trim_start()
-            .chars()
-            .take_while(|c| c.is_ascii_digit() || *c == ',')
-            .filter(char::is_ascii_digit)
-            .collect();
-        digits.parse().ok()
-    };
-    let (limit, requested) = (after("Limit")?, after("Requested")?);
+    let (limit, requested) = (
+        number_after(message, "Limit")?,
+        number_after(message, "Requested")?,
+    );
     (requested > limit).then_some(Exhausted::TooLarge { requested, limit })
+}
+
+/// The number after `label` in `message` (`Limit 30,000` is 30000).
+fn number_after(message: &str, label: &str) -> Option<u64> {
+    let start = message.find(label)? + label.len();
+    let digits: String = message[start..]
+        .trim_start()
+        .chars()
+        .take_while(|c| c.is_ascii_digit() || *c == ',')
+        .filter(char::is_ascii_digit)
+        .collect();
+    digits.parse().ok()
 }
 
 /// The wait in "Please try again in 1.8s" / "in 120ms" / "in 6m0s".
@@ -450,6 +460,9 @@ mod tests {
                 Some(Duration::from_millis(1800))
             )
         );
+        // What the provider counted the request as: the pacer's estimate is checked on it.
+        assert_eq!(r.requested, Some(900));
+        assert_eq!(read_refusal(429, rpm).requested, Some(1));
         let plain = r#"{"type":"error","error":{"type":"rate_limit_error","message":"slow down"}}"#;
         assert_eq!(read_refusal(429, plain), Refusal::default());
         assert_eq!(read_refusal(500, "not json"), Refusal::default());

@@ -1,6 +1,5 @@
-//! Pairwise comparisons' entry in the registry (`crate::kinds`): what `track run`, `query`,
-//! `export`, `diff` and `report` do for them. Glue only: the work is in the folder's other
-//! files.
+//! Pairwise comparisons' entry in the registry (`commands/registry.rs`): what `track run`, `query`,
+//! `export`, `diff` and `report` do for them. Glue only: the work is in the folder's other files.
 
 use polars::prelude::DataFrame;
 
@@ -8,7 +7,8 @@ use super::html::PairwiseSection;
 use super::stats::Verdicts;
 use super::summary::{candidate_summary, judge_summary, pair_summary};
 use crate::kinds::{
-    AnswerErrors, DiffRuns, ExportCsv, Grouping, Kind, LoadSection, Loader, QueryOptions,
+    AnswerErrors, DiffRuns, ExportCsv, Grouping, Kind, LoadSection, Loader, QueryOption,
+    QueryOptions,
 };
 use crate::report::{ReportError, ReportPart};
 use crate::store::{RunSelector, Store};
@@ -31,6 +31,10 @@ impl Kind for PairwiseKind {
 
     fn groupings(&self) -> &'static [Grouping] {
         &GROUPINGS
+    }
+
+    fn query_options(&self) -> &'static [QueryOption] {
+        &[]
     }
 
     fn export_csv(&self) -> Option<ExportCsv> {

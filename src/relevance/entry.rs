@@ -1,5 +1,5 @@
-//! Relevance experiments' entry in the registry (`crate::kinds`): what `track run`, `query`,
-//! `export`, `diff` and `report` do for them. Glue only: the work is in the folder's other
+//! Relevance experiments' entry in the registry (`commands/registry.rs`): what `track run`,
+//! `query`, `export`, `diff` and `report` do for them. Glue only: the work is in the folder's other
 //! files.
 
 use polars::prelude::DataFrame;
@@ -7,7 +7,8 @@ use polars::prelude::DataFrame;
 use super::html::RelevanceSection;
 use super::summary::variant_summary;
 use crate::kinds::{
-    AnswerErrors, DiffRuns, ExportCsv, Grouping, Kind, LoadSection, Loader, QueryFlag, QueryOptions,
+    AnswerErrors, DiffRuns, ExportCsv, Grouping, Kind, LoadSection, Loader, QueryFlag, QueryOption,
+    QueryOptions,
 };
 use crate::report::{ReportError, ReportPart};
 use crate::store::{RunSelector, Store};
@@ -30,6 +31,10 @@ impl Kind for RelevanceKind {
 
     fn groupings(&self) -> &'static [Grouping] {
         &GROUPINGS
+    }
+
+    fn query_options(&self) -> &'static [QueryOption] {
+        &[]
     }
 
     fn export_csv(&self) -> Option<ExportCsv> {
@@ -67,12 +72,21 @@ static GROUPINGS: [Grouping; 1] = [Grouping {
     name: "variant",
     help: "Relevance, per variant (WITH, WITHOUT) and class: precision, recall, F1, counts, \
            coverage and invalid answers; with --per-predicate, per predicate type too",
-    flags: &[QueryFlag::PerPredicate],
+    flags: &[PER_PREDICATE],
     summary: by_variant,
 }];
 
+/// `track query --by variant --per-predicate`: one block per predicate type.
+const PER_PREDICATE: QueryFlag = QueryFlag {
+    name: "per-predicate",
+    help: "one block per predicate type (its name: clear, on, at, in…)",
+};
+
 fn by_variant(store: &Store, runs: &[i64], q: &QueryOptions<'_>) -> anyhow::Result<DataFrame> {
-    Ok(variant_summary(&store.predictions(runs)?, q.per_predicate)?)
+    Ok(variant_summary(
+        &store.predictions(runs)?,
+        q.has(PER_PREDICATE),
+    )?)
 }
 
 /// The relevance section.

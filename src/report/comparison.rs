@@ -1,13 +1,12 @@
 //! The section of a report on two runs of one kind (`track report --run BASE,NEW`): the same
-//! comparison as `track diff BASE NEW`, from [`RunDiff`] (made by the kind's diff), with its headline, the significant
-//! regressions, the summary and the changed items.
+//! comparison as `track diff BASE NEW`, from the [`RunDiff`] the kind's diff made (handed in),
+//! with its headline, the significant regressions, the summary and the changed items.
 
 use std::fmt::Write as _;
 
 use super::html::{TableOptions, escape, frame_table};
 use super::{ReportError, Section};
 use crate::analysis::diff::RunDiff;
-use crate::store::Store;
 
 /// Changed items and items of one run listed in the report (all of them: `track diff --items`).
 const LISTED_ITEMS: usize = 200;
@@ -19,9 +18,8 @@ pub struct ComparisonSection {
 }
 
 impl ComparisonSection {
-    /// Compares run `new` with run `base`.
-    pub(crate) fn load(store: &Store, base: i64, new: i64) -> Result<Self, ReportError> {
-        let diff = crate::kinds::diff(store, base, new)?;
+    /// The section of `diff`, the comparison of its new run with its base run.
+    pub(crate) fn new(diff: RunDiff) -> Result<Self, ReportError> {
         let body = body(&diff)?;
         Ok(Self { diff, body })
     }

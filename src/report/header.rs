@@ -8,7 +8,6 @@ use std::path::Path;
 use super::html::{escape, number, text_table};
 use super::selection::{SelectedRun, Selection};
 use crate::experiment::ExperimentKind;
-use crate::kinds;
 use crate::output::count;
 use crate::output::thousands;
 use crate::store::RunStatus;
@@ -98,17 +97,14 @@ impl Header {
 
     /// `3 runs: 1 benchmark, 2 reviews`.
     fn kinds_line(&self) -> String {
-        let mut kinds: Vec<(ExperimentKind, u64)> = Vec::new();
+        let mut kinds: Vec<(ExperimentKind, &str, u64)> = Vec::new();
         for run in self.runs() {
-            match kinds.iter_mut().find(|(k, _)| *k == run.info.kind) {
-                Some((_, n)) => *n += 1,
-                None => kinds.push((run.info.kind, 1)),
+            match kinds.iter_mut().find(|(k, _, _)| *k == run.info.kind) {
+                Some((_, _, n)) => *n += 1,
+                None => kinds.push((run.info.kind, run.noun, 1)),
             }
         }
-        let parts: Vec<String> = kinds
-            .iter()
-            .map(|&(kind, n)| count(n, kinds::kind(kind).report_noun()))
-            .collect();
+        let parts: Vec<String> = kinds.iter().map(|&(_, noun, n)| count(n, noun)).collect();
         format!(
             "{}: {}",
             count(self.runs().len() as u64, "run"),
@@ -283,6 +279,11 @@ mod tests {
 
     fn run(id: i64, kind: ExperimentKind, status: RunStatus) -> SelectedRun {
         SelectedRun {
+            noun: if kind == ExperimentKind::Bench {
+                "benchmark"
+            } else {
+                "review"
+            },
             info: RunInfo {
                 id,
                 kind,

@@ -7,12 +7,13 @@
 //!
 //! A report is a header (the runs, their status and totals) and [`Section`]s: with `--run
 //! BASE,NEW` (two runs of one kind), first their comparison, as `track diff` makes it; then one
-//! per kind of experiment in the selection. The sections come from the kinds, through the
-//! registry (`crate::kinds`); this module holds the document and its primitives.
+//! per kind of experiment in the selection. This module holds the document and its
+//! primitives, and names no kind: `commands/report.rs` chooses the runs, asks each kind for
+//! its section through the registry and hands them in (`Report::new`).
 
 pub mod charts;
 pub mod columns;
-mod comparison;
+pub mod comparison;
 mod header;
 pub mod html;
 mod selection;
@@ -23,11 +24,11 @@ use std::path::{Path, PathBuf};
 
 use polars::prelude::PolarsError;
 
+pub use comparison::ComparisonSection;
 pub use header::Energy;
-pub use selection::{RunChoice, SelectedRun, Selection};
+pub use selection::{SelectedRun, Selection};
 
-use crate::kinds;
-use crate::store::{Store, StoreError};
+use crate::store::StoreError;
 use html::escape;
 
 /// What stops a report from being made.
@@ -103,44 +104,25 @@ impl Drawn {
     }
 }
 
-/// Builds the report of the runs `choice` names in the database at `db`.
-pub(crate) fn build(store: &Store, db: &Path, choice: &RunChoice) -> Result<Report, ReportError> {
-    let selection = Selection::resolve(store, db, choice)?;
-    let mut sections = comparison_sections(store, &selection)?;
-    let mut energy = None;
-    for kind in kinds::reported() {
-        let Some(load) = kinds::kind(kind).section() else {
-            continue;
-        };
-        let runs = selection.ids_of(kind);
-        if runs.is_empty() {
-            continue;
-        }
-        let part = load(store, &runs)?;
-        energy = Energy::total(energy, part.energy);
-        sections.push(part.section);
+impl Report {
+    /// The report of `selection`, read from the database at `db`: its header, with `energy`,
+    /// the kinds' energy together, then `sections` in their order (a comparison first, then
+    /// kind by kind), drawn. A column a section reads that its frame lacks is an error.
+    pub(crate) fn new(
+        selection: Selection,
+        energy: Option<Energy>,
+        db: &Path,
+        sections: &[Box<dyn Section>],
+    ) -> Result<Self, ReportError> {
+        let sections = sections
+            .iter()
+            .map(|section| Drawn::draw(section.as_ref()))
+            .collect::<Result<_, _>>()?;
+        Ok(Self {
+            header: header::Header::new(selection, energy, db),
+            sections,
+        })
     }
-    let sections = sections
-        .iter()
-        .map(|section| Drawn::draw(section.as_ref()))
-        .collect::<Result<_, _>>()?;
-    Ok(Report {
-        header: header::Header::new(selection, energy, db),
-        sections,
-    })
-}
-
-/// The sections that compare two runs of one kind, placed before the per-kind sections:
-/// `track report --run BASE,NEW` shows what `track diff BASE NEW` shows.
-pub(crate) fn comparison_sections(
-    store: &Store,
-    selection: &Selection,
-) -> Result<Vec<Box<dyn Section>>, ReportError> {
-    let Some((base, new)) = selection.comparison() else {
-        return Ok(Vec::new());
-    };
-    let section = comparison::ComparisonSection::load(store, base.info.id, new.info.id)?;
-    Ok(vec![Box::new(section)])
 }
 
 /// The stylesheet: light and dark themes, print, and the charts' colours.
@@ -190,117 +172,5 @@ impl Report {
             escape(&crate::store::now_rfc3339())
         );
         out
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::store::{BenchResultRow, RunStatus};
-
-    const HOSTILE: &str = "</script><img src=x onerror=alert(1)>";
-
-    fn result(run_id: i64, prompt: u32, passed: Option<bool>) -> BenchResultRow {
-        BenchResultRow {
-            run_id,
-            model_index: 0,
-            prompt_index: prompt,
-            repeat_index: 0,
-            model_ref: format!("openai:{HOSTILE}"),
-            provider: "openai".into(),
-            model_id: "m".into(),
-            prompt_name: format!("{HOSTILE}{prompt}"),
-            method: "exact".into(),
-            call_id: None,
-            cache_hit: false,
-            outcome: passed.map_or(crate::store::Outcome::Error, crate::store::Outcome::of_test),
-            detail: Some(format!("expected `4`, got `{HOSTILE}`")),
-            latency_ms: Some(100.0 + f64::from(prompt)),
-            input_tokens: Some(10),
-            output_tokens: Some(20),
-            tokens_estimated: false,
-            cost_usd: Some(0.5),
-            paid_usd: Some(0.5),
-            energy_wh: Some(1.0),
-            energy_wh_min: Some(0.5),
-            energy_wh_max: Some(1.5),
-            energy_method: Some("ecologits-0.9".into()),
-            judge_call_id: None,
-            judge_score: None,
-            judge_cost_usd: None,
-            expected: Some("4".into()),
-            template_index: 0,
-            template_name: None,
-            score: None,
-            checks: Vec::new(),
-        }
-    }
-
-    #[test]
-    fn a_report_of_hostile_names_is_well_formed_and_inert() {
-        let mut store = Store::open_in_memory().unwrap();
-        let run = store
-            .create_run(
-                crate::experiment::ExperimentKind::Bench,
-                Some(HOSTILE),
-                None,
-                "{}",
-            )
-            .unwrap();
-        let rows: Vec<BenchResultRow> = (0..3)
-            .map(|p| result(run, p, [Some(true), Some(false), None][p as usize]))
-            .collect();
-        store.insert_bench_results(&rows).unwrap();
-        store.finish_run(run, RunStatus::Completed).unwrap();
-        let report = build(&store, Path::new("memory.db"), &RunChoice::All).unwrap();
-        let html = report.to_html();
-        let options = roxmltree::ParsingOptions {
-            allow_dtd: true,
-            ..roxmltree::ParsingOptions::default()
-        };
-        let doc = roxmltree::Document::parse_with_options(&html, options).unwrap();
-        for node in doc.descendants() {
-            assert!(
-                !matches!(node.tag_name().name(), "script" | "img"),
-                "{html}"
-            );
-            assert!(node.attributes().all(|a| !a.name().starts_with("on")));
-        }
-        let text: String = doc.descendants().filter_map(|n| n.text()).collect();
-        assert!(
-            text.contains(&format!("{HOSTILE}1")),
-            "names are kept, as text"
-        );
-        // The contents link to every section.
-        let links: Vec<&str> = doc
-            .descendants()
-            .filter_map(|n| n.attribute("href"))
-            .collect();
-        assert_eq!(links, ["#bench"]);
-        assert!(
-            doc.descendants()
-                .any(|n| n.attribute("id") == Some("bench"))
-        );
-    }
-
-    #[test]
-    fn a_run_without_results_says_so() {
-        let store = Store::open_in_memory().unwrap();
-        let run = store
-            .create_run(
-                crate::experiment::ExperimentKind::Relevance,
-                None,
-                None,
-                "{}",
-            )
-            .unwrap();
-        store.finish_run(run, RunStatus::Completed).unwrap();
-        let html = build(&store, Path::new("memory.db"), &RunChoice::Latest)
-            .unwrap()
-            .to_html();
-        assert!(
-            html.contains("These runs recorded no predictions yet."),
-            "{html}"
-        );
     }
 }

@@ -1,7 +1,7 @@
-//! The entries of reviews and of datasheet generation in the registry (`crate::kinds`): what
-//! `track run`, `query`, `export`, `diff` and `report` do for them. Glue only: the work is in
-//! the folder's other files. Generation has no file form, query, export, diff or section of its
-//! own: its datasheets are what reviews review.
+//! The entries of reviews and of datasheet generation in the registry (`commands/registry.rs`):
+//! what `track run`, `query`, `export`, `diff` and `report` do for them. Glue only: the work is
+//! in the folder's other files. Generation has no file form, query, export, diff or section of
+//! its own: its datasheets are what reviews review.
 
 use polars::prelude::DataFrame;
 
@@ -9,7 +9,8 @@ use super::columns as cols;
 use super::html::ReviewSection;
 use super::summary::{ReviewFrames, agreement, criterion_summary, review_summary};
 use crate::kinds::{
-    AnswerErrors, DiffRuns, ExportCsv, Grouping, Kind, LoadSection, Loader, QueryFlag, QueryOptions,
+    AnswerErrors, DiffRuns, ExportCsv, Grouping, Kind, LoadSection, Loader, QueryFlag, QueryOption,
+    QueryOptions,
 };
 use crate::output::count;
 use crate::report::{ReportError, ReportPart};
@@ -34,6 +35,10 @@ impl Kind for ReviewKind {
 
     fn groupings(&self) -> &'static [Grouping] {
         &GROUPINGS
+    }
+
+    fn query_options(&self) -> &'static [QueryOption] {
+        &[REVIEWER]
     }
 
     fn export_csv(&self) -> Option<ExportCsv> {
@@ -86,6 +91,10 @@ impl Kind for GenerateKind {
         &[]
     }
 
+    fn query_options(&self) -> &'static [QueryOption] {
+        &[]
+    }
+
     fn export_csv(&self) -> Option<ExportCsv> {
         None
     }
@@ -132,10 +141,25 @@ static GROUPINGS: [Grouping; 4] = [
         name: "criterion",
         help: "Reviews, per criterion (P1-P16, overall) and reviewer; with --agreement, \
                agreement between reviewers",
-        flags: &[QueryFlag::Agreement],
+        flags: &[AGREEMENT],
         summary: by_criterion,
     },
 ];
+
+/// `track query --reviewer MODEL`: the reviews of one reviewer only, with any grouping.
+const REVIEWER: QueryOption = QueryOption {
+    name: "reviewer",
+    value_name: "MODEL",
+    help: "Reviews: only this reviewer (`<provider>:<name>`)",
+};
+
+/// `track query --by criterion --agreement`: the agreement between reviewers instead of the
+/// scores.
+const AGREEMENT: QueryFlag = QueryFlag {
+    name: "agreement",
+    help: "agreement between reviewers per criterion (quadratic-weighted Cohen's kappa for two, \
+           ordinal Krippendorff's alpha for any number)",
+};
 
 fn by_reviewer(store: &Store, runs: &[i64], q: &QueryOptions<'_>) -> anyhow::Result<DataFrame> {
     Ok(review_summary(&frames(store, runs, q)?, cols::REVIEWER)?)
@@ -151,7 +175,7 @@ fn by_sensor(store: &Store, runs: &[i64], q: &QueryOptions<'_>) -> anyhow::Resul
 
 fn by_criterion(store: &Store, runs: &[i64], q: &QueryOptions<'_>) -> anyhow::Result<DataFrame> {
     let frames = frames(store, runs, q)?;
-    Ok(if q.agreement {
+    Ok(if q.has(AGREEMENT) {
         agreement(&frames)?
     } else {
         criterion_summary(&frames)?
@@ -163,7 +187,7 @@ fn by_criterion(store: &Store, runs: &[i64], q: &QueryOptions<'_>) -> anyhow::Re
 fn frames(store: &Store, runs: &[i64], q: &QueryOptions<'_>) -> anyhow::Result<ReviewFrames> {
     let (reviews, scores) = store.review_columns(runs)?;
     let frames = ReviewFrames::new(reviews, scores)?;
-    let frames = match q.reviewer {
+    let frames = match q.value(REVIEWER) {
         Some(reviewer) => {
             let config = (q.config)()?;
             let reference = config.catalog.resolve(reviewer)?.reference();

@@ -339,6 +339,104 @@ fn insert_bench_labels(tx: &rusqlite::Transaction<'_>, rows: &[BenchResultRow]) 
     Ok(())
 }
 
+/// The uids of results, with the uid of their run looked up once per run.
+#[derive(Default)]
+struct ResultUids {
+    run: Option<(i64, Option<String>)>,
+}
+
+impl ResultUids {
+    /// The uid of `row`: its run's uid and its indices, hashed. Template 0 keeps the key rows
+    /// had before templates (migration V20).
+    fn of(&mut self, tx: &rusqlite::Transaction<'_>, row: &BenchResultRow) -> Result<String> {
+        if self.run.as_ref().is_none_or(|(id, _)| *id != row.run_id) {
+            self.run = Some((row.run_id, super::ids::run_uid(tx, row.run_id)?));
+        }
+        let of_run = self.run.as_ref().and_then(|(_, uid)| uid.as_ref());
+        let mut key: Vec<super::ids::Part<'_>> = vec![
+            "bench_result".into(),
+            of_run.into(),
+            i64::from(row.model_index).into(),
+            i64::from(row.prompt_index).into(),
+            i64::from(row.repeat_index).into(),
+        ];
+        if row.template_index > 0 {
+            key.push(i64::from(row.template_index).into());
+        }
+        Ok(super::uid(&key))
+    }
+}
+
+/// Writes `chunk` (with its `uids`) in one statement; a row for the same run, model,
+/// template, prompt and repeat replaces the earlier one.
+fn insert_result_chunk(
+    tx: &rusqlite::Transaction<'_>,
+    chunk: &[BenchResultRow],
+    uids: &[String],
+    now: &str,
+) -> Result<()> {
+    const COLUMNS: usize = 32;
+    let one_row = format!("({})", vec!["?"; COLUMNS].join(","));
+    let mut stmt = tx.prepare_cached(&format!(
+        "INSERT OR REPLACE INTO bench_results (run_id, model_index, prompt_index, repeat_index,
+            model_ref, provider, model_id, prompt_name, method, call_id, cache_hit, status, detail,
+            latency_ms, input_tokens, output_tokens, tokens_estimated, cost_usd, paid_usd,
+            energy_wh, energy_wh_min, energy_wh_max, energy_method, created_at, judge_call_id,
+            judge_score, judge_cost_usd, expected, uid, template_index, template_name,
+            score)
+         VALUES {}",
+        vec![one_row.as_str(); chunk.len()].join(",")
+    ))?;
+    let tokens: Vec<[Option<i64>; 2]> = chunk
+        .iter()
+        .map(|r| {
+            [
+                r.input_tokens.map(|n| n as i64),
+                r.output_tokens.map(|n| n as i64),
+            ]
+        })
+        .collect();
+    let mut values: Vec<&dyn rusqlite::ToSql> = Vec::with_capacity(chunk.len() * COLUMNS);
+    for ((row, tokens), uid) in chunk.iter().zip(&tokens).zip(uids) {
+        values.extend([
+            &row.run_id as &dyn rusqlite::ToSql,
+            &row.model_index,
+            &row.prompt_index,
+            &row.repeat_index,
+            &row.model_ref,
+            &row.provider,
+            &row.model_id,
+            &row.prompt_name,
+            &row.method,
+            &row.call_id,
+            &row.cache_hit,
+            &row.outcome,
+            &row.detail,
+            &row.latency_ms,
+            &tokens[0],
+            &tokens[1],
+            &row.tokens_estimated,
+            &row.cost_usd,
+            &row.paid_usd,
+            &row.energy_wh,
+            &row.energy_wh_min,
+            &row.energy_wh_max,
+            &row.energy_method,
+            &now,
+            &row.judge_call_id,
+            &row.judge_score,
+            &row.judge_cost_usd,
+            &row.expected,
+            uid,
+            &row.template_index,
+            &row.template_name,
+            &row.score,
+        ]);
+    }
+    stmt.execute(rusqlite::params_from_iter(values))?;
+    Ok(())
+}
+
 /// The check rows of `rows`. A result recorded again (a run resumed) replaces its checks:
 /// those of a chunk whose keys were all new need no deleting, which is every chunk of a
 /// first recording (a probe of the result key's index per row, in pages just written).
@@ -768,19 +866,14 @@ impl Store {
     }
 
     /// Writes `rows` in one transaction: see [`Store::insert_bench_results`].
-    // TODO(issue 31): split
-    #[allow(clippy::too_many_lines, reason = "TODO(issue 31): split")]
     fn write_bench_results(&mut self, rows: &[BenchResultRow]) -> Result<()> {
         /// Rows written by one statement: cached runs write tens of thousands at once.
         const ROWS_PER_STATEMENT: usize = 64;
-        const COLUMNS: usize = 32;
         let tx = self.conn.transaction()?;
         {
             let now = now_rfc3339();
             insert_bench_labels(&tx, rows)?;
-            // The uid of the rows' run, looked up once per run.
-            let mut run_uid: Option<(i64, Option<String>)> = None;
-            let one_row = format!("({})", vec!["?"; COLUMNS].join(","));
+            let mut uids = ResultUids::default();
             // Two statements only, of 64 rows and of one: a statement for each length (the
             // executor hands over batches of 1 to 64 answers) would not stay in the cache of
             // prepared statements, and each would be compiled again and again.
@@ -790,83 +883,11 @@ impl Store {
                 .chain(rows[full..].chunks(1));
             for chunk in chunks {
                 let fresh = !any_recorded(&tx, chunk)?;
-                let mut stmt = tx.prepare_cached(&format!(
-                    "INSERT OR REPLACE INTO bench_results (run_id, model_index, prompt_index, repeat_index,
-                        model_ref, provider, model_id, prompt_name, method, call_id, cache_hit, status, detail,
-                        latency_ms, input_tokens, output_tokens, tokens_estimated, cost_usd, paid_usd,
-                        energy_wh, energy_wh_min, energy_wh_max, energy_method, created_at, judge_call_id,
-                        judge_score, judge_cost_usd, expected, uid, template_index, template_name,
-                        score)
-                     VALUES {}",
-                    vec![one_row.as_str(); chunk.len()].join(",")
-                ))?;
-                let tokens: Vec<[Option<i64>; 2]> = chunk
+                let chunk_uids = chunk
                     .iter()
-                    .map(|r| {
-                        [
-                            r.input_tokens.map(|n| n as i64),
-                            r.output_tokens.map(|n| n as i64),
-                        ]
-                    })
-                    .collect();
-                let mut uids = Vec::with_capacity(chunk.len());
-                for r in chunk {
-                    if run_uid.as_ref().is_none_or(|(id, _)| *id != r.run_id) {
-                        run_uid = Some((r.run_id, super::ids::run_uid(&tx, r.run_id)?));
-                    }
-                    let of_run = run_uid.as_ref().and_then(|(_, uid)| uid.as_ref());
-                    let mut key: Vec<super::ids::Part<'_>> = vec![
-                        "bench_result".into(),
-                        of_run.into(),
-                        i64::from(r.model_index).into(),
-                        i64::from(r.prompt_index).into(),
-                        i64::from(r.repeat_index).into(),
-                    ];
-                    // Template 0 keeps the key rows had before templates (migration V20).
-                    if r.template_index > 0 {
-                        key.push(i64::from(r.template_index).into());
-                    }
-                    uids.push(super::uid(&key));
-                }
-                let mut values: Vec<&dyn rusqlite::ToSql> =
-                    Vec::with_capacity(chunk.len() * COLUMNS);
-                for ((row, tokens), uid) in chunk.iter().zip(&tokens).zip(&uids) {
-                    values.extend([
-                        &row.run_id as &dyn rusqlite::ToSql,
-                        &row.model_index,
-                        &row.prompt_index,
-                        &row.repeat_index,
-                        &row.model_ref,
-                        &row.provider,
-                        &row.model_id,
-                        &row.prompt_name,
-                        &row.method,
-                        &row.call_id,
-                        &row.cache_hit,
-                        &row.outcome,
-                        &row.detail,
-                        &row.latency_ms,
-                        &tokens[0],
-                        &tokens[1],
-                        &row.tokens_estimated,
-                        &row.cost_usd,
-                        &row.paid_usd,
-                        &row.energy_wh,
-                        &row.energy_wh_min,
-                        &row.energy_wh_max,
-                        &row.energy_method,
-                        &now,
-                        &row.judge_call_id,
-                        &row.judge_score,
-                        &row.judge_cost_usd,
-                        &row.expected,
-                        uid,
-                        &row.template_index,
-                        &row.template_name,
-                        &row.score,
-                    ]);
-                }
-                stmt.execute(rusqlite::params_from_iter(values))?;
+                    .map(|r| uids.of(&tx, r))
+                    .collect::<Result<Vec<_>>>()?;
+                insert_result_chunk(&tx, chunk, &chunk_uids, &now)?;
                 insert_checks(&tx, chunk, fresh)?;
             }
         }

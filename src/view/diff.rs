@@ -7,7 +7,7 @@ use std::sync::Arc;
 use axum::extract::{Query, State};
 use axum::http::StatusCode;
 use axum::response::Html;
-use maud::html;
+use maud::{Markup, html};
 use serde::Deserialize;
 
 use super::layout::{page, pager};
@@ -15,7 +15,7 @@ use super::params::{PAGE_SIZE, link, page_count, page_number, page_value};
 use super::server::{App, ViewError};
 use crate::analysis::diff::SIGNIFICANCE;
 use crate::analysis::stats::McNemar;
-use crate::store::DiffModelRow;
+use crate::store::{DiffItem, DiffModelRow};
 
 /// `?base=&new=&page=`.
 #[derive(Debug, Deserialize)]
@@ -38,24 +38,14 @@ fn significant(row: &DiffModelRow) -> bool {
 }
 
 /// `/diff`.
-// TODO(issue 31): split
-#[allow(clippy::too_many_lines, reason = "TODO(issue 31): split")]
 pub(crate) async fn diff(
     State(app): State<Arc<App>>,
     Query(params): Query<DiffParams>,
 ) -> Result<Html<String>, ViewError> {
-    let run = |value: &Option<String>, name: &str| {
-        value
-            .as_deref()
-            .and_then(|v| v.trim().parse::<i64>().ok())
-            .ok_or_else(|| {
-                ViewError::Refused(
-                    StatusCode::BAD_REQUEST,
-                    format!("Give the {name} run's id: /diff?base=1&new=2."),
-                )
-            })
-    };
-    let (base, new) = (run(&params.base, "base")?, run(&params.new, "new")?);
+    let (base, new) = (
+        run_id(params.base.as_deref(), "base")?,
+        run_id(params.new.as_deref(), "new")?,
+    );
     let number = page_number(&params.page);
     let offset = (number - 1) * PAGE_SIZE;
     let (runs, models, (items, total)) = app
@@ -83,17 +73,50 @@ pub(crate) async fn diff(
             ),
         ));
     }
-    let pct = |passed: u64, n: u64| {
-        if n == 0 {
-            "–".to_owned()
-        } else {
-            format!("{:.1} %", passed as f64 * 100.0 / n as f64)
-        }
-    };
-    let any_significant = models.iter().any(significant);
     let body = html! {
         h1 { "Run " a href=(format!("/runs/{base}")) { (base) } " → run " a href=(format!("/runs/{new}")) { (new) } }
         h2 { "Per model" }
+        (models_table(&models))
+        h2 { "Changed results" }
+        p.count { span #changed-count { (total) } " results changed" }
+        (items_table(base, new, &items))
+        (pager(number, page_count(total), |p| link("/diff", &[
+            ("base", Some(&base.to_string())),
+            ("new", Some(&new.to_string())),
+            ("page", page_value(p).as_deref()),
+        ])))
+    };
+    Ok(Html(
+        page(&app, &format!("Run {base} → run {new}"), body).into_string(),
+    ))
+}
+
+/// The run id `value` gives as `?{name}=`, or a refusal saying how to give it.
+fn run_id(value: Option<&str>, name: &str) -> Result<i64, ViewError> {
+    value
+        .and_then(|v| v.trim().parse::<i64>().ok())
+        .ok_or_else(|| {
+            ViewError::Refused(
+                StatusCode::BAD_REQUEST,
+                format!("Give the {name} run's id: /diff?base=1&new=2."),
+            )
+        })
+}
+
+/// `passed` of `n` as a percentage with one decimal, `–` of none.
+fn pct(passed: u64, n: u64) -> String {
+    if n == 0 {
+        "–".to_owned()
+    } else {
+        format!("{:.1} %", passed as f64 * 100.0 / n as f64)
+    }
+}
+
+/// Per model (and template): the success rates, regressions, fixes and new errors, McNemar's
+/// p, and a mark on each significant regression.
+fn models_table(models: &[DiffModelRow]) -> Markup {
+    let any_significant = models.iter().any(significant);
+    html! {
         table.diff {
             thead { tr {
                 th { "Model" } th { "Template" } th.num { "Shared" } th.num { "Success before" }
@@ -102,7 +125,7 @@ pub(crate) async fn diff(
                 @if any_significant { th { "" } }
             } }
             tbody {
-                @for row in &models {
+                @for row in models {
                     tr {
                         td { (row.model_ref) }
                         td { (row.template_name.as_deref().unwrap_or("–")) }
@@ -122,12 +145,17 @@ pub(crate) async fn diff(
                 }
             }
         }
-        h2 { "Changed results" }
-        p.count { span #changed-count { (total) } " results changed" }
+    }
+}
+
+/// The results that changed, on this page: each with its change, its case and both outcomes,
+/// linked to their transcripts.
+fn items_table(base: i64, new: i64, items: &[DiffItem]) -> Markup {
+    html! {
         table.diff-items {
             thead { tr { th { "Change" } th { "Model" } th { "Template" } th { "Case" } th.num { "Repeat" } th { "Before" } th { "After" } } }
             tbody {
-                @for item in &items {
+                @for item in items {
                     tr {
                         td { span.diff-regression[item.change == "regression" || item.change == "new error"]
                                   .diff-improvement[item.change == "fix" || item.change == "error resolved"] { (item.change) } }
@@ -141,13 +169,5 @@ pub(crate) async fn diff(
                 }
             }
         }
-        (pager(number, page_count(total), |p| link("/diff", &[
-            ("base", Some(&base.to_string())),
-            ("new", Some(&new.to_string())),
-            ("page", page_value(p).as_deref()),
-        ])))
-    };
-    Ok(Html(
-        page(&app, &format!("Run {base} → run {new}"), body).into_string(),
-    ))
+    }
 }

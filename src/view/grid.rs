@@ -71,10 +71,30 @@ pub(crate) async fn grid(
     ))
 }
 
-/// The grid's page body.
-// TODO(issue 31): split
-#[allow(clippy::too_many_lines, reason = "TODO(issue 31): split")]
+/// The grid's page body: the filters, the count, the table of results, the pager.
 fn render(grid: &Grid, params: &GridParams, number: u64, app_rater: &str) -> Markup {
+    let run_id = grid.run.id;
+    html! {
+        (run_heading(&grid.run))
+        (filters(grid, params))
+        p.keys { "Keys: j/k move between results, Enter opens one, p/f mark it pass/fail, 1-5 score it (rated by " (app_rater) ")." }
+        (count(grid))
+        @if grid.cases.is_empty() {
+            @if is_live(&grid.run) && grid.count.results == 0 && params.query().is_ok_and(|q| q == GridQuery::default()) {
+                p.empty { "No result stored yet: this page follows the run and shows its results when it ends." }
+            } @else {
+                p.empty { "No case matches." }
+            }
+        } @else {
+            (table(grid))
+        }
+        (pager_open(number, page_count(grid.count.cases), grid.count.more, |p| params.link(run_id, |q| q.page = page_value(p))))
+    }
+}
+
+/// The grid's filters (outcome, search, failed check) and its order, each a link or a form
+/// that keeps the others.
+fn filters(grid: &Grid, params: &GridParams) -> Markup {
     let run_id = grid.run.id;
     let active_filter = match params.query().map(|q| q.filter) {
         Ok(ResultFilter::Check(_)) => "check",
@@ -89,18 +109,7 @@ fn render(grid: &Grid, params: &GridParams, number: u64, app_rater: &str) -> Mar
         .as_deref()
         .filter(|s| !s.is_empty())
         .unwrap_or("case");
-    let mut by_cell: HashMap<(i64, i64, i64), Vec<&GridCell>> = HashMap::new();
-    let mut names: HashMap<i64, &str> = HashMap::new();
-    for cell in &grid.cells {
-        by_cell
-            .entry((cell.prompt_index, cell.model_index, cell.template_index))
-            .or_default()
-            .push(cell);
-        names.insert(cell.prompt_index, &cell.prompt_name);
-    }
-    let several_templates = grid.columns.iter().any(|c| c.template_name.is_some());
     html! {
-        (run_heading(&grid.run))
         nav.filters aria-label="filters" {
             @for (name, label) in FILTERS {
                 a.active[active_filter == name] href=(params.link(run_id, |p| {
@@ -139,7 +148,12 @@ fn render(grid: &Grid, params: &GridParams, number: u64, app_rater: &str) -> Mar
                 })) { (label) }
             }
         }
-        p.keys { "Keys: j/k move between results, Enter opens one, p/f mark it pass/fail, 1-5 score it (rated by " (app_rater) ")." }
+    }
+}
+
+/// How many results and cases match, or that more match than were counted.
+fn count(grid: &Grid) -> Markup {
+    html! {
         @if grid.count.more {
             p.count title=(format!("Counted to the first {} matching cases: more match.", grid.count.cases)) {
                 "More than " span #result-count { (grid.count.results) } " results in more than "
@@ -151,42 +165,52 @@ fn render(grid: &Grid, params: &GridParams, number: u64, app_rater: &str) -> Mar
                 span #case-count { (grid.count.cases) } " cases"
             }
         }
-        @if grid.cases.is_empty() {
-            @if is_live(&grid.run) && grid.count.results == 0 && params.query().is_ok_and(|q| q == GridQuery::default()) {
-                p.empty { "No result stored yet: this page follows the run and shows its results when it ends." }
-            } @else {
-                p.empty { "No case matches." }
-            }
-        } @else {
-            table.grid {
-                thead {
-                    tr {
-                        th { "Case" }
-                        @for column in &grid.columns {
-                            th {
-                                (column.model_ref)
-                                @if several_templates {
-                                    br;
-                                    small { (column.template_name.as_deref().unwrap_or("–")) }
-                                }
+    }
+}
+
+/// The table of results: a row per case, a column per model (and template), each cell the
+/// links to its results.
+fn table(grid: &Grid) -> Markup {
+    let run_id = grid.run.id;
+    let mut by_cell: HashMap<(i64, i64, i64), Vec<&GridCell>> = HashMap::new();
+    let mut names: HashMap<i64, &str> = HashMap::new();
+    for cell in &grid.cells {
+        by_cell
+            .entry((cell.prompt_index, cell.model_index, cell.template_index))
+            .or_default()
+            .push(cell);
+        names.insert(cell.prompt_index, &cell.prompt_name);
+    }
+    let several_templates = grid.columns.iter().any(|c| c.template_name.is_some());
+    html! {
+        table.grid {
+            thead {
+                tr {
+                    th { "Case" }
+                    @for column in &grid.columns {
+                        th {
+                            (column.model_ref)
+                            @if several_templates {
+                                br;
+                                small { (column.template_name.as_deref().unwrap_or("–")) }
                             }
                         }
                     }
                 }
-                tbody {
-                    @for case in &grid.cases {
-                        tr {
-                            th.case {
-                                a href=(format!("/runs/{run_id}/cases/{case}")) title="all answers side by side" {
-                                    (names.get(case).copied().unwrap_or("?"))
-                                }
+            }
+            tbody {
+                @for case in &grid.cases {
+                    tr {
+                        th.case {
+                            a href=(format!("/runs/{run_id}/cases/{case}")) title="all answers side by side" {
+                                (names.get(case).copied().unwrap_or("?"))
                             }
-                            @for column in &grid.columns {
-                                td {
-                                    @if let Some(cells) = by_cell.get(&(*case, column.model_index, column.template_index)) {
-                                        @for cell in cells {
-                                            (cell_link(run_id, cell, cell.uid.as_ref().and_then(|u| grid.rated.get(u))))
-                                        }
+                        }
+                        @for column in &grid.columns {
+                            td {
+                                @if let Some(cells) = by_cell.get(&(*case, column.model_index, column.template_index)) {
+                                    @for cell in cells {
+                                        (cell_link(run_id, cell, cell.uid.as_ref().and_then(|u| grid.rated.get(u))))
                                     }
                                 }
                             }
@@ -195,7 +219,6 @@ fn render(grid: &Grid, params: &GridParams, number: u64, app_rater: &str) -> Mar
                 }
             }
         }
-        (pager_open(number, page_count(grid.count.cases), grid.count.more, |p| params.link(run_id, |q| q.page = page_value(p))))
     }
 }
 

@@ -306,6 +306,78 @@ fn a_csv_with_quoted_commas_newlines_and_unicode_reaches_the_model_as_written() 
 }
 
 #[test]
+fn ctrl_c_during_script_checks_kills_them_stores_no_made_up_verdict_and_a_rerun_grades_from_the_cache()
+ {
+    let s = Sandbox::new().patient();
+    // Each grader leaves a file named by its pid, then takes a minute.
+    s.write(
+        "grade.py",
+        "import json, os, sys, time\njson.load(sys.stdin)\n\
+         open(f'started-{os.getpid()}', 'w').close()\ntime.sleep(60)\n",
+    );
+    s.write(
+        "data/s.jsonl",
+        "{\"qid\": \"c1\", \"q\": \"one\"}\n{\"qid\": \"c2\", \"q\": \"two\"}\n\
+         {\"qid\": \"c3\", \"q\": \"three\"}\n{\"qid\": \"c4\", \"q\": \"four\"}\n",
+    );
+    s.write(
+        "s.yaml",
+        "models: [openai:gpt-4o-mini]\ntemplates: [\"Spell {{q}} as a digit.\"]\ncases: {from: data/s.jsonl, id: qid}\nchecks: [{method: script, run: python3 grade.py, timeout_secs: 300}]\n",
+    );
+    let started = || {
+        std::fs::read_dir(s.dir.path())
+            .unwrap()
+            .filter(|e| {
+                let name = e.as_ref().unwrap().file_name();
+                name.to_string_lossy().starts_with("started-")
+            })
+            .count()
+    };
+    let began = std::time::Instant::now();
+    let run = s.start(&["run", "s.yaml", "-q"]);
+    crate::support::wait_for("a script check to start", || started() > 0);
+    run.signal("INT");
+    let (code, stderr) = run.finish();
+    // Stopped at once: the graders would take a minute each.
+    assert!(
+        began.elapsed() < std::time::Duration::from_secs(50),
+        "{stderr}"
+    );
+    assert_eq!(code, Some(130), "{stderr}");
+    assert!(
+        stderr.contains("run the same command again to finish it from the cache"),
+        "{stderr}"
+    );
+    let status: String = s
+        .db()
+        .query_row("SELECT status FROM runs WHERE id = 1", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(status, "interrupted");
+    // No verdict made up for a grader that was killed: nothing stored for those cases.
+    assert_eq!(
+        s.count("SELECT count(*) FROM bench_results WHERE run_id = 1"),
+        0
+    );
+    assert_eq!(s.count("SELECT count(*) FROM calls WHERE status = 'ok'"), 4);
+    // The same command again, with a grader that answers: graded from the cache.
+    s.write(
+        "grade.py",
+        "import json, sys\njson.load(sys.stdin)\nprint(json.dumps({'pass': True}))\n",
+    );
+    s.mock.reset_requests();
+    let out = s.track().args(["run", "s.yaml", "-q"]).output().unwrap();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert_eq!(s.mock.request_count(), 0);
+    let last = s.count("SELECT max(id) FROM runs");
+    assert_eq!(
+        s.count(&format!(
+            "SELECT count(*) FROM bench_results WHERE run_id = {last} AND status = 'passed'"
+        )),
+        4
+    );
+}
+
+#[test]
 fn a_script_check_passes_fails_and_makes_errors_of_crashes_and_hangs() {
     let s = Sandbox::new();
     s.write(

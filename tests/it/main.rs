@@ -27,6 +27,7 @@ mod diff;
 mod energy_unknown;
 mod golden;
 mod hardening;
+mod layers;
 mod local_model;
 mod mock_selftest;
 mod pacing;

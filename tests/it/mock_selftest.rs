@@ -1507,6 +1507,7 @@ async fn limits_without_headers_still_enforce() {
             headers: false,
             retry_after: RetryAfterHeader::Seconds,
             reserve_output: false,
+            message_tokens: 0,
         }),
         manual_clock: true,
         ..MockConfig::default()

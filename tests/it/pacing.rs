@@ -37,6 +37,7 @@ fn limits(rpm: Option<u64>, tpm: Option<u64>) -> MockLimits {
         headers: true,
         retry_after: RetryAfterHeader::Millis,
         reserve_output: false,
+        message_tokens: 0,
     }
 }
 
@@ -89,6 +90,18 @@ fn openai_tokens_are_paced_with_max_tokens_counted_at_admission() {
     // Each call is charged its prompt estimate plus max_tokens (200): about 40 calls a second.
     let s = limited(limits(None, Some(500_000)));
     every_answer_with_few_refusals(&s, &["openai:gpt-4o"], 300, 200);
+}
+
+#[test]
+fn a_provider_counting_more_tokens_than_the_estimate_is_followed_after_one_refusal() {
+    // A provider charging 8 tokens of framing a message besides the characters (the cookbook's
+    // reading, doubled): each call is counted 23 tokens, estimated by characters at 15. The
+    // first refusal says so ("Requested 23"), and later calls are charged that much.
+    let s = limited(MockLimits {
+        message_tokens: 8,
+        ..limits(None, Some(120_000))
+    });
+    every_answer_with_few_refusals(&s, &["openai:gpt-4o"], 600, 10);
 }
 
 #[test]

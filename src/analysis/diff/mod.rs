@@ -1,13 +1,13 @@
 //! Comparing two runs of the same kind on the items they share: what regressed, what was
 //! fixed, what newly failed, and whether the change is more than noise.
 //!
-//! Each kind's `diff` (in its folder, reached through `crate::kinds::diff`) reads both runs
-//! through the store and returns frames (a summary per model, criterion or metric, and one row
-//! per item of either run) with counts and its [`Layout`], so that a command can print them and
-//! a report can show them as a section. This module holds what every kind's diff shares:
-//! pairing items by key, counts, the changed and unpaired items, the headline. Items found in
-//! only one run are counted and kept in the item frame (`only_in` = `base` or `new`), never
-//! dropped. It names no kind.
+//! Each kind's `diff` (in its folder, reached through the registry's `diff` in `commands/`) reads
+//! both runs through the store and returns frames (a summary per model, criterion or metric, and
+//! one row per item of either run) with counts and its [`Layout`], so that a command can print them
+//! and a report can show them as a section. This module holds what every kind's diff shares:
+//! pairing items by key, counts, the changed and unpaired items, the headline. Items found in only
+//! one run are counted and kept in the item frame (`only_in` = `base` or `new`), never dropped. It
+//! names no kind.
 
 use std::collections::HashMap;
 use std::hash::Hash;

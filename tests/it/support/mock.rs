@@ -133,7 +133,8 @@ impl Default for MockConfig {
 pub struct MockLimits {
     /// Requests per minute (OpenAI and Anthropic formats).
     pub rpm: Option<u64>,
-    /// OpenAI-format tokens per minute, charged at admission with [`openai_token_charge`].
+    /// OpenAI-format tokens per minute, charged at admission with [`openai_token_charge`]
+    /// and `message_tokens` a message.
     pub tpm: Option<u64>,
     /// Anthropic-format input tokens per minute, charged at admission with the input tokens
     /// the mock reports.
@@ -156,6 +157,10 @@ pub struct MockLimits {
     /// debt), the head of a streamed answer tells the buckets with it taken, and the unused part
     /// goes back when the answer ends. false: only the tokens generated are charged.
     pub reserve_output: bool,
+    /// OpenAI format: tokens a message's framing adds to the token charge, as the official
+    /// cookbook's estimator counts them (4 a message); 0, the guide's reading: the characters
+    /// and `max_tokens` only.
+    pub message_tokens: u64,
 }
 
 impl Default for MockLimits {
@@ -170,6 +175,7 @@ impl Default for MockLimits {
             headers: true,
             retry_after: RetryAfterHeader::Seconds,
             reserve_output: false,
+            message_tokens: 0,
         }
     }
 }
@@ -1176,7 +1182,10 @@ async fn answer(shared: &Shared, req: Request, out: &mut Outcome) -> Response {
         _ => shared.limits_for(&model),
     };
     let charge = match format {
-        Format::OpenAi => openai_token_charge(&body),
+        Format::OpenAi => {
+            let framing = limits.map_or(0, |l| l.message_tokens * messages.len() as u64);
+            openai_token_charge(&body) + framing
+        }
         Format::Anthropic => input_tokens as u64,
         Format::Ollama => 0,
     };
