@@ -4,6 +4,9 @@
 //!
 //! `cargo bench --bench merge` (release). `TRACK_BENCH_SHARD_RESULTS` changes the results per
 //! shard (e.g. 10000 for a quick try in a debug build: `cargo bench --profile dev --bench merge`).
+//! `TRACK_BENCH_DIR=DIR` keeps the shards there (filled once, merged again by later runs: a
+//! profile of the merge alone is `perf record -g track merge OUT DIR/shard-*.db`), and
+//! `TRACK_BENCH_BIN=PATH` merges with another build of `track`.
 
 #[path = "million.rs"]
 #[allow(
@@ -16,7 +19,7 @@ use std::path::Path;
 use std::process::Command;
 use std::time::Instant;
 
-use million::wait_with_rusage;
+use million::{bench_dir, wait_with_rusage};
 use track::store::{BenchResultRow, Outcome, RunStatus, RunTally, Store, uid};
 
 const SHARDS: u32 = 8;
@@ -147,20 +150,35 @@ fn main() {
         .ok()
         .and_then(|v| v.parse().ok())
         .unwrap_or(125_000);
-    let dir = tempfile::tempdir().expect("temp dir");
+    let temp = tempfile::tempdir().expect("temp dir");
+    let dir = bench_dir(&temp);
     let filled = Instant::now();
     let mut shards = Vec::new();
     for k in 0..SHARDS {
-        let db = dir.path().join(format!("shard-{k}.db"));
-        fill_shard(&db, k, per_shard);
+        // A kept folder's shards of this size are merged again as they are.
+        let db = dir.join(format!("shard-{k}-of-{per_shard}.db"));
+        if !db.exists() {
+            // Under another name until whole: a fill stopped halfway is never merged.
+            let filling = db.with_extension("filling");
+            for stale in ["filling", "filling-wal", "filling-shm"] {
+                let _ = std::fs::remove_file(db.with_extension(stale));
+            }
+            fill_shard(&filling, k, per_shard);
+            std::fs::rename(&filling, &db).expect("filled shard");
+            let _ = std::fs::remove_file(filling.with_extension("filling-lock"));
+        }
         shards.push(db);
     }
     eprintln!(
         "filled {SHARDS} shards of {per_shard} results in {:.1} s",
         filled.elapsed().as_secs_f64()
     );
-    let track = env!("CARGO_BIN_EXE_track");
-    let out = dir.path().join("merged.db");
+    let track =
+        std::env::var_os("TRACK_BENCH_BIN").unwrap_or_else(|| env!("CARGO_BIN_EXE_track").into());
+    let out = dir.join("merged.db");
+    for suffix in ["", "-wal", "-shm", "-lock"] {
+        let _ = std::fs::remove_file(dir.join(format!("merged.db{suffix}")));
+    }
     let started = Instant::now();
     let child = Command::new(track)
         .arg("-q")

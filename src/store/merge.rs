@@ -4,8 +4,11 @@
 //! Every input is validated before OUT is touched: the shards of a plan must all be there,
 //! once each, of one plan, and finished (`allow_partial` merges anyway and marks the merged
 //! run `partial`). Then OUT is copied to a file beside it, each input is copied in by global
-//! id (`uid`, migration V17) in one transaction, and the file replaces OUT: a kill mid-merge
-//! leaves OUT as it was. Copying by uid makes merging idempotent and order-independent. The
+//! id (`uid`, migration V17) with `INSERT … SELECT` from the attached input, and the file
+//! replaces OUT whole: a kill or an error mid-merge leaves OUT as it was (the file is this
+//! merge's alone, so it is written without a journal; see `for_bulk_copy`, `SetAside` and
+//! `words` for how a large merge is made fast). Copying by uid makes merging idempotent and
+//! order-independent. The
 //! shards of a plan become one run (`merged_into` points each at it) that owns their rows, so
 //! statistics are computed from the rows of the whole plan, never averaged over shards.
 //! Pacing buckets and claims are this machine's: they are not copied.
@@ -18,6 +21,8 @@ use rusqlite::{Connection, OptionalExtension, params};
 use super::stored::in_row;
 use super::{Result as StoreResult, RunStatus, Store, StoreError, merged_run_uid};
 use crate::kind::ExperimentKind;
+
+mod words;
 
 /// Why a merge was refused or failed; OUT is left as it was.
 #[derive(Debug, thiserror::Error)]
@@ -149,6 +154,8 @@ struct Input {
     /// Older runs of the same shard (a run interrupted, then run again): copied with what
     /// they paid, but not their result rows, which the newest run's replace.
     superseded: Vec<ShardRun>,
+    /// How many calls it holds.
+    calls: u64,
 }
 
 /// Merges `inputs` into `out`, as the module says.
@@ -220,10 +227,12 @@ fn read_input(path: &Path) -> Result<Input, MergeError> {
     }
     let store = Store::open(path).map_err(input_error)?;
     let (shards, superseded) = shard_runs(&store.conn).map_err(input_error)?;
+    let calls = count(&store.conn, "calls").map_err(|e| input_error(StoreError::from(e)))?;
     Ok(Input {
         path: path.to_path_buf(),
         shards,
         superseded,
+        calls,
     })
 }
 
@@ -450,12 +459,32 @@ fn write(
             .conn
             .execute("VACUUM INTO ?1", [staging.to_string_lossy()])?;
     }
-    let mut store = Store::open(staging)?;
+    let store = Store::open(staging)?;
+    for_bulk_copy(&store.conn)?;
+    let set_aside = match bulk_worth(&store.conn, inputs)? {
+        true => Some(SetAside::take(&store.conn)?),
+        false => None,
+    };
+    let mut words = match set_aside {
+        None => Words::Trigger,
+        Some(_) if words::Indexer::fits(&store.conn)? => {
+            Words::Beside(words::Indexer::start(&store.conn, staging)?)
+        }
+        Some(_) => Words::InPlace,
+    };
     let mut report = MergeReport::default();
     for input in inputs {
         report
             .inputs
-            .push(copy_input(&mut store.conn, input, joined)?);
+            .push(copy_input(&store.conn, input, joined, &mut words)?);
+    }
+    if let Words::Beside(indexer) = words {
+        indexer.finish()?;
+        tracing::debug!("words indexed");
+    }
+    if let Some(set_aside) = set_aside {
+        set_aside.restore(&store.conn)?;
+        tracing::debug!("indexes made again");
     }
     if let Some(joined) = joined {
         report.plan = Some(settle_merged_run(&store.conn, joined)?);
@@ -491,6 +520,94 @@ fn write(
     Ok(report)
 }
 
+/// Sets the staging database up for copying in bulk. It is this merge's own file until it
+/// replaces OUT whole (a failed or killed merge leaves OUT as it was and the file is removed),
+/// so it needs no journal, no syncing but the one before it replaces OUT, and no transaction
+/// around each input: with them, every statement that copies an input's rows kept the pages
+/// it changed in a journal (2 to 3 times the time, and 230 MB of memory for 8 shards of
+/// 125,000 results). Foreign keys are not checked again: every row copied comes from a track
+/// database that checked them, and its references are mapped to rows copied before it (blobs
+/// before calls, runs and calls before the rows that name them).
+fn for_bulk_copy(conn: &Connection) -> rusqlite::Result<()> {
+    conn.pragma_update(None, "journal_mode", "OFF")?;
+    conn.pragma_update(None, "synchronous", "OFF")?;
+    conn.pragma_update(None, "foreign_keys", "OFF")?;
+    // The uids of the calls and the sorting of indexes made again can outgrow memory: in
+    // temporary files (a few pages of each in memory, read and written in order).
+    conn.pragma_update(None, "temp_store", "FILE")?;
+    conn.execute_batch(
+        "CREATE TEMP TABLE new_calls (id INTEGER PRIMARY KEY);
+         CREATE TEMP TABLE borrowed_requests (sha256 TEXT PRIMARY KEY, content BLOB);",
+    )
+}
+
+/// Whether the inputs bring at least as many calls as OUT holds: then the indexes a copy
+/// would update at random places are set aside and made again afterwards (see [`SetAside`]);
+/// a few calls merged into a large OUT keep them.
+fn bulk_worth(conn: &Connection, inputs: &[Input]) -> rusqlite::Result<bool> {
+    let held = count(conn, "calls")?;
+    Ok(inputs.iter().map(|i| i.calls).sum::<u64>() >= held)
+}
+
+/// How the words of the calls copied are indexed for search (see [`words`]).
+enum Words {
+    /// By the trigger, call by call: a few calls merged into a large OUT.
+    Trigger,
+    /// Input after input into OUT's index, the trigger set aside (see [`SetAside`]).
+    InPlace,
+    /// On a thread of its own, into an index that replaces OUT's, empty, at the end.
+    Beside(words::Indexer),
+}
+
+/// The indexes of `calls` and `bench_results` other than their natural keys, and the trigger
+/// that indexes each stored call's words, set aside while inputs are copied in bulk and made
+/// again from their own SQL afterwards. Their keys (uids, hashes) come in no order: each
+/// copied row updated them at a random place, a read and a write of a page each once they
+/// outgrew the page cache (most of the time of a merge of 8 shards of 125,000 results).
+/// Made again, each is sorted once. Meanwhile calls are found by uid in `temp.call_uids`,
+/// kept in uid order, and words are indexed per input in call order (see [`words`]).
+/// A result's uid names its run and its key, which the table's own unique key holds: a
+/// result merged twice is still copied once, and the unique index made again would fail the
+/// merge (OUT untouched) if that ever did not hold.
+struct SetAside {
+    /// The `CREATE` statements of what was dropped, in the order to run them.
+    sql: Vec<String>,
+}
+
+impl SetAside {
+    /// Drops them, after filling `temp.call_uids` with OUT's calls.
+    fn take(conn: &Connection) -> rusqlite::Result<Self> {
+        conn.execute_batch(
+            "CREATE TEMP TABLE call_uids (uid TEXT PRIMARY KEY, id INTEGER NOT NULL) WITHOUT ROWID;
+             INSERT INTO temp.call_uids (uid, id)
+                 SELECT uid, id FROM main.calls WHERE uid IS NOT NULL ORDER BY uid;",
+        )?;
+        let mut stmt = conn.prepare(
+            "SELECT type, name, sql FROM main.sqlite_master
+             WHERE (type = 'index' AND tbl_name IN ('calls', 'bench_results') AND sql IS NOT NULL)
+                OR (type = 'trigger' AND name = 'call_text_insert')
+             ORDER BY type = 'trigger', name",
+        )?;
+        let dropped: Vec<(String, String, String)> = stmt
+            .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?
+            .collect::<rusqlite::Result<_>>()?;
+        for (kind, name, _) in &dropped {
+            conn.execute_batch(&format!("DROP {} main.\"{name}\"", kind.to_uppercase()))?;
+        }
+        Ok(Self {
+            sql: dropped.into_iter().map(|(_, _, sql)| sql).collect(),
+        })
+    }
+
+    /// Makes them again.
+    fn restore(self, conn: &Connection) -> rusqlite::Result<()> {
+        for sql in &self.sql {
+            conn.execute_batch(sql)?;
+        }
+        conn.execute_batch("DROP TABLE temp.call_uids")
+    }
+}
+
 /// Counts the rows of `table` in the main database.
 fn count(conn: &Connection, table: &str) -> rusqlite::Result<u64> {
     conn.query_row(&format!("SELECT count(*) FROM main.{table}"), [], |r| {
@@ -498,6 +615,9 @@ fn count(conn: &Connection, table: &str) -> rusqlite::Result<u64> {
     })
     .map(|n| n as u64)
 }
+
+/// The page cache of an attached input, in KiB as `PRAGMA cache_size` takes it (negative).
+const INPUT_CACHE_KIB: i64 = -20_000;
 
 /// The result tables, copied by uid with their run and calls mapped.
 const ROW_TABLES: &[&str] = &[
@@ -510,14 +630,21 @@ const ROW_TABLES: &[&str] = &[
     "run_errors",
 ];
 
-/// Copies one input into the staging database, in one transaction.
+/// Copies one input into the staging database.
 fn copy_input(
-    conn: &mut Connection,
+    conn: &Connection,
     input: &Input,
     joined: Option<&Joined>,
+    words: &mut Words,
 ) -> Result<InputAdded, MergeError> {
     conn.execute("ATTACH DATABASE ?1 AS src", [input.path.to_string_lossy()])?;
-    let result = copy_attached(conn, input, joined);
+    if matches!(words, Words::InPlace) {
+        // The input's blobs are read at random (each new call's request and answer, for its
+        // words): kept in memory once read, up to 20 MB (all of a shard of 125,000 short
+        // answers), rather than read from the file again at each call.
+        conn.pragma_update(Some("src"), "cache_size", INPUT_CACHE_KIB)?;
+    }
+    let result = copy_attached(conn, input, joined, words);
     let detached = conn.execute("DETACH DATABASE src", []);
     let added = result?;
     detached?;
@@ -525,71 +652,66 @@ fn copy_input(
 }
 
 fn copy_attached(
-    conn: &mut Connection,
+    conn: &Connection,
     input: &Input,
     joined: Option<&Joined>,
+    words: &mut Words,
 ) -> Result<InputAdded, MergeError> {
-    let tx = conn.transaction()?;
-    let before_calls = count(&tx, "calls")?;
-    let mut before_rows = 0;
-    for table in ROW_TABLES {
-        before_rows += count(&tx, table)?;
-    }
-    tx.execute_batch(
+    conn.execute_batch(
         "CREATE TEMP TABLE IF NOT EXISTS skip_runs (id INTEGER PRIMARY KEY);
          CREATE TEMP TABLE IF NOT EXISTS joined_runs (id INTEGER PRIMARY KEY);
          CREATE TEMP TABLE IF NOT EXISTS attempt_runs (id INTEGER PRIMARY KEY);
          DELETE FROM skip_runs; DELETE FROM joined_runs; DELETE FROM attempt_runs;",
     )?;
     for map in ["run_map", "batch_map", "call_map", "review_map"] {
-        tx.execute_batch(&format!(
+        conn.execute_batch(&format!(
             "CREATE TEMP TABLE IF NOT EXISTS {map} (src INTEGER PRIMARY KEY, dst INTEGER);
              DELETE FROM {map};"
         ))?;
     }
     for run in &input.superseded {
-        tx.execute("INSERT OR IGNORE INTO skip_runs (id) VALUES (?1)", [run.id])?;
+        conn.execute("INSERT OR IGNORE INTO skip_runs (id) VALUES (?1)", [run.id])?;
     }
     let merged_id = match joined {
         Some(j) => {
             for shard in input.shards.iter().filter(|s| s.plan == j.plan) {
-                tx.execute(
+                conn.execute(
                     "INSERT OR IGNORE INTO joined_runs (id) VALUES (?1)",
                     [shard.id],
                 )?;
             }
             for attempt in input.superseded.iter().filter(|s| s.plan == j.plan) {
-                tx.execute(
+                conn.execute(
                     "INSERT OR IGNORE INTO attempt_runs (id) VALUES (?1)",
                     [attempt.id],
                 )?;
             }
             match input.shards.iter().find(|s| s.plan == j.plan) {
-                Some(first) => Some(ensure_merged_run(&tx, first, j)?),
+                Some(first) => Some(ensure_merged_run(conn, first, j)?),
                 None => None,
             }
         }
         None => None,
     };
     // The merged run is not the input's: counted from here.
-    let before_runs = count(&tx, "runs")?;
-    tx.execute_batch(&copy_sql(&tx, "blobs", &[], "")?)?;
-    copy_runs(&tx, merged_id)?;
-    copy_calls(&tx)?;
-    drop_superseded_rows(&tx)?;
-    copy_rows(&tx)?;
-    let mut after_rows = 0;
-    for table in ROW_TABLES {
-        after_rows += count(&tx, table)?;
-    }
-    let added = InputAdded {
-        path: input.path.clone(),
-        runs: count(&tx, "runs")? - before_runs,
-        calls: count(&tx, "calls")? - before_calls,
-        rows: after_rows - before_rows,
+    let before_runs = count(conn, "runs")?;
+    conn.execute(&copy_sql(conn, "blobs", &[], "")?, [])?;
+    tracing::debug!(input = %input.path.display(), "blobs copied");
+    copy_runs(conn, merged_id)?;
+    let calls = copy_calls(conn, &input.path, words)?;
+    tracing::debug!(calls, "calls copied");
+    let dropped = match input.superseded.is_empty() {
+        true => 0,
+        false => drop_superseded_rows(conn)?,
     };
-    tx.commit()?;
-    Ok(added)
+    let rows = copy_rows(conn)?;
+    tracing::debug!(rows, "rows copied");
+    Ok(InputAdded {
+        path: input.path.clone(),
+        runs: count(conn, "runs")? - before_runs,
+        calls,
+        rows: rows - dropped,
+    })
 }
 
 /// The expression of `column` of a source row mapped to OUT's id through `map`.
@@ -637,21 +759,65 @@ fn copy_runs(tx: &Connection, merged_id: Option<i64>) -> rusqlite::Result<()> {
     )
 }
 
-/// Copies batches (by tag), calls (by uid: the cache) and the calls of each batch.
-fn copy_calls(tx: &Connection) -> rusqlite::Result<()> {
+/// Copies batches (by tag), calls (by uid: the cache) and the calls of each batch; returns
+/// how many calls were new. Calls are looked up by uid in uid order, so that OUT's uids are
+/// read in order, once (in `temp.call_uids` in bulk, else OUT's index of them); the new ones
+/// are copied in the input's order, which is their order in OUT, and their words indexed.
+fn copy_calls(tx: &Connection, input: &Path, words: &mut Words) -> Result<u64, MergeError> {
+    let bulk = !matches!(words, Words::Trigger);
     let run = ("run_id", remap("run_map", "run_id"));
-    tx.execute_batch(&copy_sql(tx, "batches", &[run], "")?)?;
+    tx.execute(&copy_sql(tx, "batches", &[run], "")?, [])?;
     build_map(tx, "batch_map", "batches", "tag")?;
+    let uids = if bulk { "temp.call_uids" } else { "main.calls" };
+    tx.execute_batch(&format!(
+        "DELETE FROM temp.new_calls;
+         INSERT INTO temp.new_calls (id) SELECT s.id FROM src.calls s
+         WHERE NOT EXISTS (SELECT 1 FROM {uids} m WHERE m.uid = s.uid) ORDER BY s.uid;"
+    ))?;
+    let before: i64 = tx.query_row("SELECT coalesce(max(id), 0) FROM main.calls", [], |r| {
+        r.get(0)
+    })?;
     let batch = ("batch", remap("batch_map", "batch"));
-    tx.execute_batch(&copy_sql(tx, "calls", std::slice::from_ref(&batch), "")?)?;
-    build_map(tx, "call_map", "calls", "uid")?;
+    let added = tx.execute(
+        &copy_sql(
+            tx,
+            "calls",
+            std::slice::from_ref(&batch),
+            "WHERE s.id IN (SELECT id FROM temp.new_calls) ORDER BY s.id",
+        )?,
+        [],
+    )?;
+    if bulk {
+        tx.execute(
+            "INSERT INTO temp.call_uids (uid, id) SELECT uid, id FROM main.calls
+             WHERE id > ?1 AND uid IS NOT NULL ORDER BY uid",
+            [before],
+        )?;
+    }
+    tx.execute_batch(&format!(
+        "INSERT INTO temp.call_map (src, dst)
+         SELECT s.id, m.id FROM src.calls s JOIN {uids} m ON m.uid = s.uid ORDER BY s.uid;"
+    ))?;
+    match words {
+        Words::Trigger => {}
+        Words::InPlace => {
+            tracing::debug!("calls mapped");
+            words::index_in_place(tx, before)?;
+            tracing::debug!("words indexed");
+        }
+        Words::Beside(indexer) => {
+            indexer.send(tx, input, before)?;
+            tracing::debug!("calls mapped, their words handed over");
+        }
+    }
     let call = ("call_id", remap("call_map", "call_id"));
-    tx.execute_batch(&copy_sql(tx, "batch_calls", &[batch, call], "")?)
+    tx.execute(&copy_sql(tx, "batch_calls", &[batch, call], "")?, [])?;
+    Ok(added as u64)
 }
 
 /// Removes from OUT the result rows of the input's superseded runs: an older attempt of a
 /// shard merged before the shard was run again (its newest run's rows replace them).
-fn drop_superseded_rows(tx: &Connection) -> rusqlite::Result<()> {
+fn drop_superseded_rows(tx: &Connection) -> rusqlite::Result<u64> {
     let of = |table: &str| {
         format!(
             "SELECT uid FROM src.{table}
@@ -671,25 +837,26 @@ fn drop_superseded_rows(tx: &Connection) -> rusqlite::Result<()> {
              FROM main.bench_results WHERE uid IN ({}));",
         of("bench_results")
     ))?;
+    let mut dropped = 0;
     for table in ROW_TABLES {
-        tx.execute_batch(&format!(
-            "DELETE FROM main.{table} WHERE uid IN ({});",
-            of(table)
-        ))?;
+        dropped += tx.execute(
+            &format!("DELETE FROM main.{table} WHERE uid IN ({})", of(table)),
+            [],
+        )?;
     }
-    Ok(())
+    Ok(dropped as u64)
 }
 
 /// Copies every kind's rows of the runs copied (by uid) but superseded ones, their run and
-/// calls mapped.
-fn copy_rows(tx: &Connection) -> rusqlite::Result<()> {
+/// calls mapped; returns how many rows of [`ROW_TABLES`] were new.
+fn copy_rows(tx: &Connection) -> rusqlite::Result<u64> {
     let run = ("run_id", remap("run_map", "run_id"));
     let call = ("call_id", remap("call_map", "call_id"));
     let of_runs = "WHERE s.run_id IN (SELECT src FROM temp.run_map)
                    AND s.run_id NOT IN (SELECT id FROM temp.skip_runs)";
     let judge = ("judge_call_id", remap("call_map", "judge_call_id"));
     let bench = [run.clone(), call.clone(), judge];
-    tx.execute_batch(&copy_sql(tx, "bench_results", &bench, of_runs)?)?;
+    let mut added = tx.execute(&copy_sql(tx, "bench_results", &bench, of_runs)?, [])?;
     tx.execute_batch(&copy_sql(
         tx,
         "bench_labels",
@@ -707,7 +874,7 @@ fn copy_rows(tx: &Connection) -> rusqlite::Result<()> {
     let generated = "WHERE s.run_id IS NULL OR (s.run_id IN (SELECT src FROM temp.run_map)
                      AND s.run_id NOT IN (SELECT id FROM temp.skip_runs))";
     let pair = [run.clone(), call];
-    tx.execute_batch(&copy_sql(tx, "generated_datasheets", &pair, generated)?)?;
+    added += tx.execute(&copy_sql(tx, "generated_datasheets", &pair, generated)?, [])?;
     for table in [
         "reviews",
         "relevance_predictions",
@@ -715,7 +882,7 @@ fn copy_rows(tx: &Connection) -> rusqlite::Result<()> {
         "pairwise_verdicts",
         "run_errors",
     ] {
-        tx.execute_batch(&copy_sql(tx, table, &pair, of_runs)?)?;
+        added += tx.execute(&copy_sql(tx, table, &pair, of_runs)?, [])?;
     }
     // Human ratings, by uid: each copied once, whatever the merges.
     tx.execute_batch(&copy_sql(
@@ -727,7 +894,8 @@ fn copy_rows(tx: &Connection) -> rusqlite::Result<()> {
     build_map(tx, "review_map", "reviews", "uid")?;
     let review = ("review_id", remap("review_map", "review_id"));
     let reviewed = "WHERE s.review_id IN (SELECT src FROM temp.review_map)";
-    tx.execute_batch(&copy_sql(tx, "review_scores", &[review], reviewed)?)
+    tx.execute(&copy_sql(tx, "review_scores", &[review], reviewed)?, [])?;
+    Ok(added as u64)
 }
 
 /// `INSERT OR IGNORE INTO main.T (cols) SELECT exprs FROM src.T s filter`: every column but
@@ -761,7 +929,7 @@ fn copy_sql(
         })
         .collect();
     Ok(format!(
-        "INSERT OR IGNORE INTO main.{table} ({}) SELECT {} FROM src.{table} s {filter};",
+        "INSERT OR IGNORE INTO main.{table} ({}) SELECT {} FROM src.{table} s {filter}",
         kept.join(", "),
         exprs.join(", ")
     ))
@@ -912,7 +1080,7 @@ mod tests {
         for i in 0..results {
             let prompt = i * n + k;
             let answer = call(
-                &format!("prompt {prompt}"),
+                &format!("asked{prompt}word"),
                 &format!("answer{prompt}word shard{k}of{n}"),
             );
             let judge = (i % 3 == 0).then(|| call(&format!("judge {prompt}"), "judged"));
@@ -974,7 +1142,7 @@ mod tests {
     }
 
     /// Each result of a database by its uid, with its calls' uids (answer and judge) and its
-    /// values, and the uid of the call the words of its answer find.
+    /// values, and the uids of the calls the words of its answer, and of its request, find.
     fn results(path: &Path) -> BTreeSet<Vec<Option<String>>> {
         let conn = Connection::open(path).unwrap();
         let mut stmt = conn
@@ -982,13 +1150,15 @@ mod tests {
                 "SELECT r.uid, c.uid, j.uid, r.prompt_index, r.status,
                      r.latency_ms, r.judge_score,
                      (SELECT group_concat(x.uid) FROM call_text t JOIN calls x ON x.id = t.rowid
-                      WHERE call_text MATCH 'answer' || r.prompt_index || 'word')
+                      WHERE call_text MATCH 'answer' || r.prompt_index || 'word'),
+                     (SELECT group_concat(x.uid) FROM call_text t JOIN calls x ON x.id = t.rowid
+                      WHERE call_text MATCH 'request : asked' || r.prompt_index || 'word')
                  FROM bench_results r
                  LEFT JOIN calls c ON c.id = r.call_id LEFT JOIN calls j ON j.id = r.judge_call_id",
             )
             .unwrap();
         stmt.query_map([], |r| {
-            (0..8)
+            (0..9)
                 .map(|i| {
                     let value: rusqlite::types::Value = r.get(i)?;
                     Ok(match value {
@@ -1206,10 +1376,20 @@ mod tests {
             .unwrap()
             .execute_batch("ALTER TABLE bench_results DROP COLUMN expected")
             .unwrap();
-        let error = merge(&out, &[a, b], false).unwrap_err();
+        let error = merge(&out, &[a.clone(), b.clone()], false).unwrap_err();
         assert!(error.to_string().contains("expected"), "{error}");
         assert_eq!(dump(&out), before);
         assert!(!staging_path(&out).exists());
+        // Into a new OUT, whose words are indexed on a thread into a file of its own: neither
+        // OUT nor any file of the merge is left.
+        let new = dir.path().join("new.db");
+        merge(&new, &[a, b], false).unwrap_err();
+        let left: Vec<_> = std::fs::read_dir(dir.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .filter(|name| name.starts_with("new.db"))
+            .collect();
+        assert!(left.is_empty(), "{left:?}");
         assert_eq!(
             count_in(&out, "SELECT count(*) FROM calls WHERE model = 'm'"),
             10 + 4
@@ -1246,5 +1426,249 @@ mod tests {
                 if u.table == "runs" && u.id == run && u.column == "status" && u.value == "paused"),
             "{error:?}"
         );
+    }
+
+    /// The schema of a database: every table, index and trigger as SQLite keeps it.
+    fn schema(conn: &Connection) -> Vec<(String, String)> {
+        conn.prepare("SELECT name, sql FROM sqlite_master WHERE sql IS NOT NULL ORDER BY name")
+            .unwrap()
+            .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
+            .unwrap()
+            .collect::<rusqlite::Result<_>>()
+            .unwrap()
+    }
+
+    #[test]
+    fn a_merge_in_bulk_leaves_the_schema_of_a_new_database() {
+        let dir = tempfile::tempdir().unwrap();
+        let (a, b, out) = (
+            dir.path().join("a.db"),
+            dir.path().join("b.db"),
+            dir.path().join("out.db"),
+        );
+        shard(&a, PLAN, (0, 2), 5, 0);
+        shard(&b, PLAN, (1, 2), 5, 0);
+        merge(&out, &[a, b], false).unwrap();
+        let fresh = Store::open_in_memory().unwrap();
+        let merged = Connection::open(&out).unwrap();
+        assert_eq!(schema(&merged), schema(&fresh.conn));
+        // The words of a call stored later are indexed, by the trigger made again.
+        let mut store = Store::open(&out).unwrap();
+        let id = store
+            .insert_call(&NewCall {
+                cache_key: "k",
+                canonical_request: "{}".into(),
+                provider: "openai",
+                model: "m",
+                outcome: Ok("laterword"),
+                finish_reason: None,
+                input_tokens: None,
+                output_tokens: None,
+                tokens_estimated: false,
+                latency_ms: 1.0,
+                attempts: 1,
+                input_price_per_mtok: 0.0,
+                output_price_per_mtok: 0.0,
+                cost_usd: None,
+                http_status: None,
+            })
+            .unwrap();
+        let found: i64 = store
+            .conn
+            .query_row(
+                "SELECT rowid FROM call_text WHERE call_text MATCH 'laterword'",
+                [],
+                |r| r.get(0),
+            )
+            .unwrap();
+        assert_eq!(found, id);
+    }
+
+    #[test]
+    fn a_shard_merged_into_a_larger_database_keeps_its_indexes_and_copies_alike() {
+        let dir = tempfile::tempdir().unwrap();
+        let (big, a, out) = (
+            dir.path().join("big.db"),
+            dir.path().join("a.db"),
+            dir.path().join("out.db"),
+        );
+        // Prompts 100, 201, ...: none of the shard's, whose words would find both.
+        shard(&big, "a-larger-plan", (100, 101), 40, 5);
+        shard(&a, PLAN, (0, 2), 10, 3);
+        merge(&out, std::slice::from_ref(&big), true).unwrap();
+        // 17 calls into OUT's 59: copied with OUT's indexes in place.
+        let report = merge(&out, std::slice::from_ref(&a), true).unwrap();
+        assert_eq!((report.inputs[0].calls, report.inputs[0].rows), (17, 10));
+        let mut expected = results(&big);
+        expected.extend(results(&a));
+        assert_eq!(results(&out), expected);
+        let fresh = Store::open_in_memory().unwrap();
+        assert_eq!(
+            schema(&Connection::open(&out).unwrap()),
+            schema(&fresh.conn)
+        );
+    }
+
+    #[test]
+    fn a_request_the_input_lacks_is_indexed_from_out_as_the_trigger_does() {
+        let dir = tempfile::tempdir().unwrap();
+        let (a, b, out) = (
+            dir.path().join("a.db"),
+            dir.path().join("b.db"),
+            dir.path().join("out.db"),
+        );
+        // Shard 1 asks for prompt 1 too (prompts i * 2 + 1), and has lost that request's text.
+        shard(&a, PLAN, (0, 2), 3, 0);
+        shard(&b, PLAN, (1, 2), 3, 0);
+        let request = r#"{"messages":[{"text":"asked1word"}]}"#;
+        let key = crate::hash::sha256_hex(request.as_bytes());
+        let mut store = Store::open(&a).unwrap();
+        store
+            .insert_call(&NewCall {
+                cache_key: &key,
+                canonical_request: request.into(),
+                provider: "openai",
+                model: "m",
+                outcome: Ok("another answer"),
+                finish_reason: None,
+                input_tokens: None,
+                output_tokens: None,
+                tokens_estimated: false,
+                latency_ms: 1.0,
+                attempts: 1,
+                input_price_per_mtok: 0.0,
+                output_price_per_mtok: 0.0,
+                cost_usd: None,
+                http_status: None,
+            })
+            .unwrap();
+        drop(store);
+        let removed = Connection::open(&b)
+            .unwrap()
+            .execute("DELETE FROM blobs WHERE sha256 = ?1", [&key])
+            .unwrap();
+        assert_eq!(removed, 1);
+        merge(&out, &[a, b], false).unwrap();
+        let found = count_in(
+            &out,
+            "SELECT count(*) FROM call_text WHERE call_text MATCH 'request : asked1word'",
+        );
+        assert_eq!(found, 2);
+    }
+
+    /// Every word the search index holds, where: (term, call, column, position).
+    fn words(conn: &Connection) -> Vec<(String, i64, String, i64)> {
+        conn.execute_batch(
+            "CREATE VIRTUAL TABLE IF NOT EXISTS temp.words USING fts5vocab(main, call_text, instance)",
+        )
+        .unwrap();
+        conn.prepare("SELECT term, doc, col, offset FROM temp.words ORDER BY 1, 2, 3, 4")
+            .unwrap()
+            .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)))
+            .unwrap()
+            .collect::<rusqlite::Result<_>>()
+            .unwrap()
+    }
+
+    /// Two shards whose calls ask and answer in every way the words' index meets.
+    fn shards_of_every_request(dir: &Path) -> (PathBuf, PathBuf) {
+        let (a, b) = (dir.join("a.db"), dir.join("b.db"));
+        shard(&a, PLAN, (0, 2), 6, 2);
+        shard(&b, PLAN, (1, 2), 6, 0);
+        // Requests of every shape: a system prompt and several texts, nested; no text; not
+        // JSON at all; each answered, and failed (no words).
+        let mut store = Store::open(&b).unwrap();
+        let requests = [
+            r#"{"system":"be brief","messages":[{"role":"user","content":[{"type":"text","text":"first part"},{"type":"text","text":"second part"}]}]}"#,
+            r#"{"model":"m","max_tokens":5}"#,
+            "not json at all {",
+            r#"{"messages":[{"text":"asks for what shard 0 answered"}]}"#,
+        ];
+        for (i, request) in requests.iter().enumerate() {
+            let key = crate::hash::sha256_hex(request.as_bytes());
+            // The last one answers what a call of shard 0 answered.
+            let answer = match i {
+                3 => "answer0word shard0of2".to_owned(),
+                _ => format!("odd answer {i}"),
+            };
+            for outcome in [Ok(answer.as_str()), Err("overloaded")] {
+                store
+                    .insert_call(&NewCall {
+                        cache_key: &key,
+                        canonical_request: (*request).into(),
+                        provider: "openai",
+                        model: "m",
+                        outcome,
+                        finish_reason: None,
+                        input_tokens: None,
+                        output_tokens: None,
+                        tokens_estimated: false,
+                        latency_ms: 1.0,
+                        attempts: 1,
+                        input_price_per_mtok: 0.0,
+                        output_price_per_mtok: 0.0,
+                        cost_usd: None,
+                        http_status: None,
+                    })
+                    .unwrap();
+            }
+        }
+        drop(store);
+        // ... and shard 1 has lost that answer's text, which OUT has from shard 0.
+        let answer = crate::hash::sha256_hex(b"answer0word shard0of2");
+        let conn = Connection::open(&b).unwrap();
+        conn.pragma_update(None, "foreign_keys", "OFF").unwrap();
+        let removed = conn
+            .execute("DELETE FROM blobs WHERE sha256 = ?1", [&answer])
+            .unwrap();
+        assert_eq!(removed, 1);
+        (a, b)
+    }
+
+    #[test]
+    fn the_words_indexed_in_bulk_are_those_the_trigger_indexes() {
+        // Into a new OUT (indexed beside it, on a thread), and into one holding a few calls
+        // (indexed into its own index).
+        for calls_before in [false, true] {
+            let dir = tempfile::tempdir().unwrap();
+            let (a, b) = shards_of_every_request(dir.path());
+            let out = dir.path().join("out.db");
+            if calls_before {
+                let few = dir.path().join("few.db");
+                shard(&few, "another-plan", (0, 9), 2, 0);
+                merge(&out, std::slice::from_ref(&few), true).unwrap();
+            }
+            merge(&out, &[a, b], false).unwrap();
+            let mut words_file = staging_path(&out).into_os_string();
+            words_file.push("-words");
+            assert!(!Path::new(&words_file).exists());
+            let conn = Connection::open(&out).unwrap();
+            let merged = words(&conn);
+            for word in ["brief", "second", "asks", "overloaded"] {
+                assert_eq!(
+                    merged.iter().any(|(term, _, _, _)| term == word),
+                    word != "overloaded",
+                    "{word}"
+                );
+            }
+            let shared = "SELECT count(*) FROM call_text WHERE call_text MATCH 'answer : (answer0word shard0of2)'";
+            assert_eq!(count_in(&out, shared), 2);
+            // Indexed again from OUT's calls and blobs as the migration that made the index
+            // does, with the trigger's expressions: the same words of the same calls.
+            conn.execute_batch(
+                "INSERT INTO call_text (call_text) VALUES ('delete-all');
+                 INSERT INTO call_text (rowid, request, answer)
+                 SELECT c.id,
+                     (SELECT group_concat(t.value, char(10))
+                      FROM blobs b, json_tree(CASE WHEN json_valid(CAST(b.content AS TEXT))
+                                                   THEN CAST(b.content AS TEXT) ELSE '{}' END) t
+                      WHERE b.sha256 = c.cache_key AND t.key IN ('system', 'text')
+                        AND t.type = 'text'),
+                     (SELECT CAST(content AS TEXT) FROM blobs WHERE sha256 = c.response_sha256)
+                 FROM calls c WHERE c.status = 'ok';",
+            )
+            .unwrap();
+            assert_eq!(merged, words(&conn), "calls before: {calls_before}");
+        }
     }
 }
