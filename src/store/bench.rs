@@ -849,20 +849,18 @@ impl Store {
     /// repeat replaces the earlier one.
     pub fn insert_bench_results(&mut self, rows: &[BenchResultRow]) -> Result<()> {
         /// From this many rows on (a cached run's thousands of answers at once), the page cache
-        /// is enlarged while they are written: the uid index takes them at random places, and a
-        /// cache smaller than it spills dirty pages to the WAL again and again (2.7 s of system
-        /// time of 7.4 s for 400,000 rows with SQLite's default of 2 MB; 0.3 s with 128 MB).
+        /// is enlarged, and stays so for the connection's life: the uid index takes rows at
+        /// random places, and a cache smaller than it spills dirty pages to the WAL again and
+        /// again (2.7 s of system time of 7.4 s for 400,000 rows with SQLite's default of 2 MB;
+        /// 0.3 s with 128 MB). Kept, not restored after each write: a cached run writes its
+        /// rows 32,768 at a time, and each slice would find the index's pages gone (each
+        /// slice slower than the one before; 400,000 rows, ASSUMED).
         const BULK_ROWS: usize = 4096;
         const BULK_CACHE_KIB: i64 = 128 * 1024;
-        let restore = match rows.len() >= BULK_ROWS {
-            true => Some(super::enlarge_page_cache(&self.conn, BULK_CACHE_KIB)?),
-            false => None,
-        };
-        let written = self.write_bench_results(rows);
-        if let Some(size) = restore {
-            self.conn.pragma_update(None, "cache_size", size)?;
+        if rows.len() >= BULK_ROWS {
+            super::enlarge_page_cache(&self.conn, BULK_CACHE_KIB)?;
         }
-        written
+        self.write_bench_results(rows)
     }
 
     /// Writes `rows` in one transaction: see [`Store::insert_bench_results`].

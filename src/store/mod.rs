@@ -352,17 +352,16 @@ fn refuse_foreign(conn: &Connection, path: &Path) -> Result<()> {
     Ok(())
 }
 
-/// Sets the page cache of `conn` to `kib` KiB if it is smaller, returning the `cache_size` to
-/// set back once the bulk work that needs it is done. Pages are taken as they are read, so a
-/// small database never fills it.
-fn enlarge_page_cache(conn: &Connection, kib: i64) -> rusqlite::Result<i64> {
+/// Sets the page cache of `conn` to `kib` KiB if it is smaller. Pages are taken as they are
+/// read, so a small database never fills it.
+fn enlarge_page_cache(conn: &Connection, kib: i64) -> rusqlite::Result<()> {
     let size: i64 = conn.query_row("PRAGMA cache_size", [], |r| r.get(0))?;
     // A positive size counts pages, a negative one KiB.
     let current_kib = if size < 0 { -size } else { size * 4 };
     if current_kib < kib {
         conn.pragma_update(None, "cache_size", -kib)?;
     }
-    Ok(size)
+    Ok(())
 }
 
 /// A checkpoint of a database's write-ahead log running on a thread of its own; dropping it
