@@ -853,8 +853,8 @@ impl Store {
         /// random places, and a cache smaller than it spills dirty pages to the WAL again and
         /// again (2.7 s of system time of 7.4 s for 400,000 rows with SQLite's default of 2 MB;
         /// 0.3 s with 128 MB). Kept, not restored after each write: a cached run writes its
-        /// rows 32,768 at a time, and each slice would find the index's pages gone (each
-        /// slice slower than the one before; 400,000 rows, ASSUMED).
+        /// rows 32,768 at a time, and each slice found the index's pages gone (400,000 cached
+        /// results: 0.7 s for the first slice, up to 1.5 s for the last; about 5 % more CPU).
         const BULK_ROWS: usize = 4096;
         const BULK_CACHE_KIB: i64 = 128 * 1024;
         if rows.len() >= BULK_ROWS {
