@@ -158,58 +158,16 @@ pub(crate) fn run_scripts(
 /// Runs one script on one answer and reads its verdict; `None` when `stop` was set before it
 /// ended (it is killed then: a signal stops the run, and its verdict is not known).
 pub(crate) fn run_script(job: &ScriptJob, stop: &AtomicBool) -> Option<CheckOutcome> {
-    Some(match run_until(job, stop) {
-        Ran::Verdict(outcome) => outcome,
-        Ran::Stopped => return None,
-    })
-}
-
-/// How a script's run ended.
-enum Ran {
-    Verdict(CheckOutcome),
-    Stopped,
-}
-
-/// [`run_script`]'s work.
-fn run_until(job: &ScriptJob, stop: &AtomicBool) -> Ran {
-    let error = |message: String| Ran::Verdict(CheckOutcome::error(message));
+    let error = |message: String| Some(CheckOutcome::error(message));
     let script = &job.script;
     let name = &script.run;
     let input = match serde_json::to_vec(&job.input) {
         Ok(bytes) => bytes,
-        Err(e) => {
-            return error(format!("script `{name}`: cannot write its input: {e}"));
-        }
+        Err(e) => return error(format!("script `{name}`: cannot write its input: {e}")),
     };
-    let mut command = Command::new(script.program());
-    command
-        .args(&script.argv[1..])
-        .current_dir(&script.dir)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
-    // Its own process group, so a timeout kills what it started too.
-    #[cfg(unix)]
-    std::os::unix::process::CommandExt::process_group(&mut command, 0);
-    let mut child = match command.spawn() {
+    let mut child = match spawn(script) {
         Ok(child) => child,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-            let where_ = if script.argv[0].contains('/') {
-                format!("no such file in {}", script.dir.display())
-            } else {
-                "not found on PATH".to_owned()
-            };
-            return error(format!(
-                "script `{name}`: cannot run `{}`: {where_}",
-                script.argv[0]
-            ));
-        }
-        Err(e) => {
-            return error(format!(
-                "script `{name}`: cannot run `{}`: {e}",
-                script.argv[0]
-            ));
-        }
+        Err(message) => return error(message),
     };
     let stdout = drain(child.stdout.take());
     let stderr = drain(child.stderr.take());
@@ -223,7 +181,7 @@ fn run_until(job: &ScriptJob, stop: &AtomicBool) -> Ran {
     let status = match wait(&mut child, script.timeout, stop) {
         Waited::Stopped => {
             kill(&mut child);
-            return Ran::Stopped;
+            return None;
         }
         Waited::Exited(Ok(Some(status))) => status,
         Waited::Exited(Ok(None)) => {
@@ -252,7 +210,32 @@ fn run_until(job: &ScriptJob, stop: &AtomicBool) -> Ran {
             }
         ));
     }
-    Ran::Verdict(verdict(name, &String::from_utf8_lossy(&out), &err))
+    Some(verdict(name, &String::from_utf8_lossy(&out), &err))
+}
+
+/// Starts `script` with its pipes, in its own process group (so a timeout or a stop kills
+/// what it started too); the message when it cannot be started.
+fn spawn(script: &ScriptCheck) -> Result<Child, String> {
+    let name = &script.run;
+    let mut command = Command::new(script.program());
+    command
+        .args(&script.argv[1..])
+        .current_dir(&script.dir)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    #[cfg(unix)]
+    std::os::unix::process::CommandExt::process_group(&mut command, 0);
+    command.spawn().map_err(|e| {
+        let why = match e.kind() {
+            std::io::ErrorKind::NotFound if script.argv[0].contains('/') => {
+                format!("no such file in {}", script.dir.display())
+            }
+            std::io::ErrorKind::NotFound => "not found on PATH".to_owned(),
+            _ => e.to_string(),
+        };
+        format!("script `{name}`: cannot run `{}`: {why}", script.argv[0])
+    })
 }
 
 /// How waiting for a script ended.
