@@ -175,20 +175,7 @@ pub(crate) fn run_experiment(
     )?;
     let (summary, plan) = match end {
         RunEnd::Planned(plan) => {
-            let budget = options.budget(experiment.budget_usd());
-            let batch = options.batch_on(experiment.batch());
-            let plan = if batch {
-                plan.batched(experiment.targets())
-            } else {
-                plan
-            };
-            print_plan(
-                &plan,
-                experiment.header().file.as_deref(),
-                experiment.loaded(),
-                budget,
-                batch,
-            )?;
+            print_dry_run(experiment.as_ref(), &options, plan)?;
             return Ok(ExitCode::SUCCESS);
         }
         RunEnd::Ran(summary, plan) => (*summary, plan),
@@ -218,20 +205,48 @@ pub(crate) fn run_experiment(
     }
     if plan.shard.is_part() {
         // Said even with --quiet: a shard's figures are not the plan's.
-        let held = if plan.calls() == 0 {
-            "holds none of the plan's items (they all went to other shards)".to_owned()
-        } else {
-            format!("holds {} of the plan's calls", plan.calls())
-        };
-        crate::output::tell(format_args!(
-            "track: run {} is shard {} of plan {}: it {held}; once every shard has \
-             finished, `track merge OUT.db SHARD.db…` joins them into one run",
-            summary.run_id,
-            plan.shard,
-            &plan.sha256[..12.min(plan.sha256.len())]
-        ));
+        tell_shard(&plan, summary.run_id);
     }
     Ok(ExitCode::from(summary.exit_code()))
+}
+
+/// `--dry-run`'s plan on stdout: its calls (as batched when the run would batch them), the
+/// data read and the budget's bound.
+fn print_dry_run(
+    experiment: &dyn Experiment,
+    options: &RunOptions,
+    plan: Plan,
+) -> anyhow::Result<()> {
+    let budget = options.budget(experiment.budget_usd());
+    let batch = options.batch_on(experiment.batch());
+    let plan = if batch {
+        plan.batched(experiment.targets())
+    } else {
+        plan
+    };
+    print_plan(
+        &plan,
+        experiment.header().file.as_deref(),
+        experiment.loaded(),
+        budget,
+        batch,
+    )?;
+    Ok(())
+}
+
+/// What a shard's run holds of its plan, and how its shards are joined.
+fn tell_shard(plan: &Plan, run_id: i64) {
+    let held = if plan.calls() == 0 {
+        "holds none of the plan's items (they all went to other shards)".to_owned()
+    } else {
+        format!("holds {} of the plan's calls", plan.calls())
+    };
+    crate::output::tell(format_args!(
+        "track: run {run_id} is shard {} of plan {}: it {held}; once every shard has \
+         finished, `track merge OUT.db SHARD.db…` joins them into one run",
+        plan.shard,
+        &plan.sha256[..12.min(plan.sha256.len())]
+    ));
 }
 
 /// A run's errors on stderr, one line per model and cause (the first few causes).

@@ -69,28 +69,11 @@ pub fn execute(
         options.cache,
     );
     let (mut plan, mut first) = plan::plan(experiment, &executor, options.shard)?;
-    // `--no-cache` once more after an interrupted run asks again only what that run did not
-    // answer: what it paid for is served (the plan is walked again, with those answers).
-    if options.cache == CacheMode::Refresh {
-        let shard = plan
-            .shard
-            .is_part()
-            .then_some((plan.shard.index, plan.shard.count));
-        let resumed = super::lifecycle::resumed_run(&lock(&store), db, &plan.sha256, shard)?;
-        if let Some(resumed) = resumed {
-            executor.serve_answers_since(resumed.since.clone());
-            (plan, first) = plan::plan(experiment, &executor, options.shard)?;
-            if options.show_progress {
-                crate::output::tell(format_args!(
-                    "track: --no-cache resumes run {} ({}): {} stored since it began {} \
-                     served, not asked again",
-                    resumed.run_id,
-                    resumed.status,
-                    crate::output::count(plan.cached(), "answer"),
-                    if plan.cached() == 1 { "is" } else { "are" },
-                ));
-            }
-        }
+    if options.cache == CacheMode::Refresh
+        && let Some(again) =
+            resume_refresh(experiment, &store, db, &mut executor, (&plan, options))?
+    {
+        (plan, first) = again;
     }
     tracing::debug!(calls = plan.calls(), to_call = plan.to_call(), "planned");
     if options.dry_run {
@@ -124,6 +107,39 @@ pub fn execute(
     // at once left 64 of them.
     runtime.shutdown_background();
     Ok(RunEnd::Ran(Box::new(summary?), plan))
+}
+
+/// `--no-cache` once more after an interrupted run asks again only what that run did not
+/// answer: what it paid for is served. Returns the plan walked again with those answers, when
+/// there is such a run.
+fn resume_refresh(
+    experiment: &mut dyn Experiment,
+    store: &Arc<Mutex<Store>>,
+    db: Option<&Path>,
+    executor: &mut Executor,
+    (plan, options): (&Plan, &RunOptions),
+) -> Result<Option<(Plan, Option<FirstStage>)>, ExperimentError> {
+    let shard = plan
+        .shard
+        .is_part()
+        .then_some((plan.shard.index, plan.shard.count));
+    let Some(resumed) = super::lifecycle::resumed_run(&lock(store), db, &plan.sha256, shard)?
+    else {
+        return Ok(None);
+    };
+    executor.serve_answers_since(resumed.since.clone());
+    let (plan, first) = plan::plan(experiment, executor, options.shard)?;
+    if options.show_progress {
+        crate::output::tell(format_args!(
+            "track: --no-cache resumes run {} ({}): {} stored since it began {} \
+             served, not asked again",
+            resumed.run_id,
+            resumed.status,
+            crate::output::count(plan.cached(), "answer"),
+            if plan.cached() == 1 { "is" } else { "are" },
+        ));
+    }
+    Ok(Some((plan, first)))
 }
 
 /// The run's pacer: its buckets in the database through `buckets` (shared with other runs on
