@@ -21,6 +21,7 @@ pub mod kinds;
 pub mod llm;
 pub mod output;
 pub mod pairwise;
+pub mod process;
 pub mod prompt;
 pub mod rating;
 pub mod relevance;

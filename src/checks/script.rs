@@ -15,32 +15,24 @@
 //! prints no verdict gives an *error*, naming the script and the last line of its stderr;
 //! never a pass. Verdicts are never cached: a fixed grader re-grades stored answers.
 
-use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, ExitStatus, Stdio};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::mpsc;
 use std::time::Duration;
 
 use serde::Serialize;
 use serde_json::Value;
-use wait_timeout::ChildExt;
 
 use super::check::{Check, CheckOutcome};
 use crate::cases::Values;
-
-/// The most of a script's stdout or stderr kept; the rest is read and dropped.
-const OUTPUT_LIMIT: usize = 1 << 20;
-/// How long the output of a script that ended is waited for (a child it started may hold
-/// its pipes open).
-const DRAIN_GRACE: Duration = Duration::from_secs(2);
+use crate::process::{Ended, Program, exit_text, seconds, stderr_hint};
 
 /// A script check's command, as written and split into words.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ScriptCheck {
     /// The command as written (`python3 grade.py`), for messages.
     pub run: String,
-    argv: Vec<String>,
+    program: Program,
     /// How long it may run before it is killed.
     pub timeout: Duration,
     /// Where it runs: the benchmark file's directory.
@@ -51,13 +43,11 @@ impl ScriptCheck {
     /// `run` split into words as a POSIX shell would (quotes and backslashes), but never run
     /// by one: no variables, globs, pipes or `{{name}}`s; data reaches a script on stdin.
     pub(crate) fn new(run: &str, timeout: Duration, dir: &Path) -> Result<Self, String> {
-        let argv = shell_words::split(run)
-            .map_err(|e| format!("`run: {run}` cannot be split into words: {e}"))?;
-        if argv.is_empty() {
-            return Err(
-                "`run` is empty; give the command that grades, such as `python3 grade.py`".into(),
-            );
-        }
+        let program = Program::new(
+            run,
+            dir,
+            "the command that grades, such as `python3 grade.py`",
+        )?;
         if run.contains("{{") {
             return Err(format!(
                 "`run: {run}` names a value; a script reads the answer and the case's values as \
@@ -66,21 +56,10 @@ impl ScriptCheck {
         }
         Ok(Self {
             run: run.to_owned(),
-            argv,
+            program,
             timeout,
             dir: dir.to_owned(),
         })
-    }
-
-    /// The program: a relative path with a `/` (`./grade.sh`) is taken from the directory the
-    /// script runs in; a bare name is looked up on PATH.
-    fn program(&self) -> PathBuf {
-        let program = Path::new(&self.argv[0]);
-        if program.is_relative() && self.argv[0].contains('/') {
-            self.dir.join(program)
-        } else {
-            program.to_owned()
-        }
     }
 }
 
@@ -165,123 +144,36 @@ pub(crate) fn run_script(job: &ScriptJob, stop: &AtomicBool) -> Option<CheckOutc
         Ok(bytes) => bytes,
         Err(e) => return error(format!("script `{name}`: cannot write its input: {e}")),
     };
-    let mut child = match spawn(script) {
-        Ok(child) => child,
-        Err(message) => return error(message),
-    };
-    let stdout = drain(child.stdout.take());
-    let stderr = drain(child.stderr.take());
-    if let Some(mut stdin) = child.stdin.take() {
-        // On its own thread: a script that does not read a large input must not block us.
-        // A script that exits without reading closes the pipe: not an error of ours.
-        std::thread::spawn(move || {
-            let _ = stdin.write_all(&input);
-        });
-    }
-    let status = match wait(&mut child, script.timeout, stop) {
-        Waited::Stopped => {
-            kill(&mut child);
-            return None;
-        }
-        Waited::Exited(Ok(Some(status))) => status,
-        Waited::Exited(Ok(None)) => {
-            kill(&mut child);
-            let last = last_line(&collect(stderr));
+    let (status, out, err) = match script.program.run(input, script.timeout, stop) {
+        Err(message) => return error(format!("script `{name}`: {message}")),
+        Ok(None) => return None,
+        Ok(Some(Ended::TimedOut { stderr })) => {
             return error(format!(
                 "script `{name}` ran longer than its timeout of {} and was stopped{}",
                 seconds(script.timeout),
-                last.map(|l| format!("; stderr: {l}")).unwrap_or_default()
+                stderr_hint(&stderr)
             ));
         }
-        Waited::Exited(Err(e)) => {
-            kill(&mut child);
-            return error(format!("script `{name}`: cannot wait for it: {e}"));
-        }
+        Ok(Some(Ended::Exited {
+            status,
+            stdout,
+            stderr,
+        })) => (status, stdout, stderr),
     };
-    let out = collect(stdout);
-    let err = collect(stderr);
     if !status.success() {
-        return error(format!(
-            "script `{name}` {}{}",
-            exit_text(status),
-            match last_line(&err) {
-                Some(line) => format!("; stderr: {line}"),
-                None => "; its stderr is empty".to_owned(),
-            }
-        ));
+        let hint = match stderr_hint(&err) {
+            hint if hint.is_empty() => "; its stderr is empty".to_owned(),
+            hint => hint,
+        };
+        return error(format!("script `{name}` {}{hint}", exit_text(status)));
     }
     Some(verdict(name, &String::from_utf8_lossy(&out), &err))
 }
 
-/// Starts `script` with its pipes, in its own process group (so a timeout or a stop kills
-/// what it started too); the message when it cannot be started.
-fn spawn(script: &ScriptCheck) -> Result<Child, String> {
-    let name = &script.run;
-    let mut command = Command::new(script.program());
-    command
-        .args(&script.argv[1..])
-        .current_dir(&script.dir)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
-    #[cfg(unix)]
-    std::os::unix::process::CommandExt::process_group(&mut command, 0);
-    command.spawn().map_err(|e| {
-        let why = match e.kind() {
-            std::io::ErrorKind::NotFound if script.argv[0].contains('/') => {
-                format!("no such file in {}", script.dir.display())
-            }
-            std::io::ErrorKind::NotFound => "not found on PATH".to_owned(),
-            _ => e.to_string(),
-        };
-        format!("script `{name}`: cannot run `{}`: {why}", script.argv[0])
-    })
-}
-
-/// How waiting for a script ended.
-enum Waited {
-    /// It exited (`Some`), ran past its timeout (`None`), or could not be waited for.
-    Exited(std::io::Result<Option<ExitStatus>>),
-    /// The stop flag was set first.
-    Stopped,
-}
-
-/// Waits for `child` up to `timeout`, looking at `stop` every 50 ms.
-fn wait(child: &mut Child, timeout: Duration, stop: &AtomicBool) -> Waited {
-    const LOOK: Duration = Duration::from_millis(50);
-    let started = std::time::Instant::now();
-    loop {
-        if stop.load(Ordering::SeqCst) {
-            return Waited::Stopped;
-        }
-        let left = timeout.saturating_sub(started.elapsed());
-        match child.wait_timeout(left.min(LOOK)) {
-            Ok(None) if left > LOOK => continue,
-            other => return Waited::Exited(other),
-        }
-    }
-}
-
 /// Reads the verdict from a script's stdout.
 fn verdict(name: &str, stdout: &str, stderr: &[u8]) -> CheckOutcome {
-    let stderr_hint = last_line(stderr)
-        .map(|l| format!("; stderr: {l}"))
-        .unwrap_or_default();
-    let object = serde_json::from_str::<Value>(stdout.trim())
-        .ok()
-        .filter(Value::is_object)
-        .or_else(|| {
-            stdout
-                .lines()
-                .rev()
-                .filter(|l| !l.trim().is_empty())
-                .find_map(|l| {
-                    serde_json::from_str::<Value>(l.trim())
-                        .ok()
-                        .filter(Value::is_object)
-                })
-        });
-    let Some(Value::Object(fields)) = object else {
+    let stderr_hint = stderr_hint(stderr);
+    let Some(fields) = crate::process::printed_object(stdout) else {
         let shown = if stdout.trim().is_empty() {
             "nothing".to_owned()
         } else {
@@ -329,85 +221,6 @@ fn verdict(name: &str, stdout: &str, stderr: &[u8]) -> CheckOutcome {
     };
     outcome.score = score;
     outcome
-}
-
-/// Reads a pipe to its end on a thread, keeping the first [`OUTPUT_LIMIT`] bytes.
-fn drain<R: Read + Send + 'static>(pipe: Option<R>) -> mpsc::Receiver<Vec<u8>> {
-    let (tx, rx) = mpsc::channel();
-    if let Some(mut pipe) = pipe {
-        std::thread::spawn(move || {
-            let mut kept = Vec::new();
-            let mut buf = [0u8; 8192];
-            loop {
-                match pipe.read(&mut buf) {
-                    Ok(0) | Err(_) => break,
-                    Ok(n) => {
-                        let room = OUTPUT_LIMIT.saturating_sub(kept.len());
-                        kept.extend_from_slice(&buf[..n.min(room)]);
-                    }
-                }
-            }
-            let _ = tx.send(kept);
-        });
-    }
-    rx
-}
-
-/// What a drained pipe held, waiting a little for it: a child the script started may hold
-/// the pipe open after the script itself ended.
-fn collect(rx: mpsc::Receiver<Vec<u8>>) -> Vec<u8> {
-    rx.recv_timeout(DRAIN_GRACE).unwrap_or_default()
-}
-
-/// Kills a script and what it started (its process group), and reaps it.
-fn kill(child: &mut Child) {
-    #[cfg(unix)]
-    {
-        // The group's id is the script's pid (process_group(0)); `kill` the command, as
-        // track has no unsafe code to call kill(2) itself.
-        let _ = Command::new("kill")
-            .args(["-s", "KILL", "--", &format!("-{}", child.id())])
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .status();
-    }
-    let _ = child.kill();
-    let _ = child.wait();
-}
-
-/// `exited with status 2` or `was killed by signal 9`.
-fn exit_text(status: ExitStatus) -> String {
-    if let Some(code) = status.code() {
-        return format!("exited with status {code}");
-    }
-    #[cfg(unix)]
-    {
-        use std::os::unix::process::ExitStatusExt;
-        if let Some(signal) = status.signal() {
-            return format!("was killed by signal {signal}");
-        }
-    }
-    format!("ended: {status}")
-}
-
-/// The last non-empty line of `bytes`, as an excerpt.
-fn last_line(bytes: &[u8]) -> Option<String> {
-    let text = String::from_utf8_lossy(bytes);
-    text.lines()
-        .rev()
-        .map(str::trim)
-        .find(|l| !l.is_empty())
-        .map(|l| crate::llm::client::truncate_chars(l, 200))
-}
-
-/// `1 s`, `0.5 s`.
-fn seconds(d: Duration) -> String {
-    let s = d.as_secs_f64();
-    if s.fract() == 0.0 {
-        format!("{s:.0} s")
-    } else {
-        format!("{s} s")
-    }
 }
 
 #[cfg(test)]
