@@ -331,6 +331,8 @@ pub struct Shared<'a> {
     pub params: &'a SamplingParams,
     /// How a case's own checks are read.
     pub context: ParseContext<'a>,
+    /// Keep every case's values, not only those its scripts read (a target is sent them).
+    pub keep_values: bool,
 }
 
 /// The tests of `cases`: one per case, with one request per template (or the case's own
@@ -394,9 +396,9 @@ pub(crate) fn build_tests(
             requests,
             checks: prepared,
             params: shared.params.clone(),
-            // Kept only for the scripts that read them: a dataset's values are the largest
-            // part of what a plan of 100,000 cases holds.
-            values: scripted.then(|| Arc::new(values)),
+            // Kept only for the scripts (and targets) that read them: a dataset's values are
+            // the largest part of what a plan of 100,000 cases holds.
+            values: (scripted || shared.keep_values).then(|| Arc::new(values)),
         });
     }
     Ok(tests)

@@ -36,7 +36,12 @@ pub fn from_file(
     config: &Config,
     overrides: &Overrides,
 ) -> Result<Box<dyn Experiment>, ExperimentError> {
-    let spec = BenchSpec::load(path, text, &overrides.cases).map_err(ExperimentError::kind)?;
+    // A target (the user's application) is sent each case's values: they are kept then.
+    let options = crate::cases::LoadOptions {
+        keep_values: config.catalog.has_targets(),
+        ..overrides.cases.clone()
+    };
+    let spec = BenchSpec::load(path, text, &options).map_err(ExperimentError::kind)?;
     for note in &spec.notes {
         crate::output::tell(note);
     }
@@ -228,7 +233,7 @@ impl BenchExperiment {
                     for repeat in 0..self.repeats {
                         calls.push(PlannedCall {
                             target: m,
-                            job: model.job(request.clone(), repeat),
+                            job: model.case_job(request.clone(), test.values.clone(), repeat),
                             item: self.item(m, t, p, repeat),
                             group: m as u32,
                             follow_up: self.prompt_judge[p].is_some(),

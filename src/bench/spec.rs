@@ -870,8 +870,8 @@ fn data_tests(
         ));
     }
     let mut notes = Vec::new();
-    // A script sees every value: no column is unused then.
-    let scripts = checks.iter().any(|c| c.script().is_some());
+    // A script sees every value, and so does a target: no column is unused then.
+    let scripts = checks.iter().any(|c| c.script().is_some()) || parts.options.keep_values;
     if !templates.is_empty() && !scripts {
         notes.extend(unused_columns_warning(&loaded, &templates, checks));
     }
@@ -889,6 +889,7 @@ fn data_tests(
         checks,
         params: defaults,
         context,
+        keep_values: parts.options.keep_values,
     };
     let tests = super::cases::build_tests(loaded.cases, &shared).map_err(SpecError::Case)?;
     Ok(DataTests {

@@ -51,6 +51,9 @@ pub struct LoadOptions {
     /// Fetch `hf://` files kept in the database again, for a branch or tag that may have moved
     /// (`--refresh-data`); an address pinned to a commit is read from the database still.
     pub refresh: bool,
+    /// Keep every case's values with its test, not only those a script check reads: a target
+    /// (the user's application) is sent them.
+    pub keep_values: bool,
 }
 
 /// The cases a benchmark read, with what it read them from.

@@ -170,6 +170,25 @@ impl Template {
     }
 }
 
+impl Template {
+    /// When the template is one name and nothing else (`{{messages}}`), the value it names in
+    /// `values`, as it is: a JSON body puts an array or an object there, not its text. `None`
+    /// when the template holds anything besides the name.
+    pub(crate) fn lone_value<'v>(
+        &self,
+        values: &'v Values,
+    ) -> Option<Result<&'v Value, MissingValue>> {
+        match self.pieces.as_slice() {
+            [Piece::Name { path, written }] => {
+                Some(lookup(values, written, path).ok_or_else(|| MissingValue {
+                    name: written.clone(),
+                }))
+            }
+            _ => None,
+        }
+    }
+}
+
 /// A value as a template inserts it.
 pub(crate) fn value_text(value: &Value) -> Cow<'_, str> {
     match value {
@@ -259,6 +278,18 @@ mod tests {
         let columns: Vec<String> = v.keys().cloned().collect();
         assert_eq!(t.columns(&columns), ["item", "choices", "a.b"]);
         assert!(t.unknown_names(&columns).is_empty());
+    }
+
+    #[test]
+    fn a_lone_name_gives_its_value_as_it_is_and_anything_more_gives_none() {
+        let v = values(json!({"m": [{"role": "user"}], "item": {"q": "Why?"}}));
+        let lone = |text: &str| Template::parse(text).lone_value(&v).map(|r| r.cloned());
+        assert_eq!(lone("{{m}}"), Some(Ok(json!([{"role": "user"}]))));
+        assert_eq!(lone("{{ item.q }}"), Some(Ok(json!("Why?"))));
+        assert_eq!(lone("{{gone}}").unwrap().unwrap_err().name, "gone");
+        assert_eq!(lone("say {{m}}"), None);
+        assert_eq!(lone("{{m}}{{m}}"), None);
+        assert_eq!(lone("plain"), None);
     }
 
     #[test]

@@ -515,6 +515,7 @@ fn options(db: &Path, offline: bool) -> LoadOptions {
         db: Some(db.to_path_buf()),
         offline,
         refresh: false,
+        keep_values: false,
     }
 }
 
@@ -713,6 +714,7 @@ fn offline_with_nothing_kept_names_the_address_and_the_fix() {
         db: None,
         offline: true,
         refresh: false,
+        keep_values: false,
     };
     let again = load_with(&spec(yaml), dir.path(), &no_db, &nowhere())
         .unwrap_err()

@@ -122,6 +122,8 @@ impl ExperimentArgs {
                 db: (!self.dry_run || context.db.exists()).then(|| context.db.clone()),
                 offline: self.cache.offline,
                 refresh: self.cache.refresh_data,
+                // Set by a benchmark whose config has targets.
+                keep_values: false,
             },
             ..Overrides::default()
         }

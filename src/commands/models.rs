@@ -41,6 +41,20 @@ fn range(r: crate::energy::Range) -> String {
 /// Whether the key of `m`'s provider is set, not needed, or missing (naming its variables).
 fn key_status(catalog: &Catalog, m: &crate::config::ModelSpec) -> String {
     let provider = catalog.provider(m);
+    // A target's secrets are the variables its headers name.
+    if let Some(spec) = &provider.target {
+        let variables = spec.variables();
+        let missing: Vec<&str> = variables
+            .iter()
+            .copied()
+            .filter(|v| std::env::var(v).map_or(true, |value| value.trim().is_empty()))
+            .collect();
+        return match (variables.is_empty(), missing.is_empty()) {
+            (true, _) => "not needed".to_owned(),
+            (false, true) => "set".to_owned(),
+            (false, false) => format!("missing ({})", missing.join(", ")),
+        };
+    }
     if !provider.key_required {
         "not needed".to_owned()
     } else if provider.endpoint().api_key.is_some() {

@@ -31,6 +31,7 @@ impl Catalog {
                         rate_limit: RateLimit::default(),
                         // The kind's own batch API, if it has one.
                         batch: None,
+                        target: None,
                     },
                 )
             };

@@ -30,6 +30,8 @@ pub struct ProviderSpec {
     /// The batch API config.yaml sets for every model of the provider (`batch:`); `None`:
     /// its kind's ([`BatchApi::of`]).
     pub batch: Option<BatchSetting>,
+    /// What a provider of kind `http` or `exec` (the user's application) is sent, and how.
+    pub target: Option<std::sync::Arc<crate::llm::target::TargetSpec>>,
 }
 
 /// `batch:` in config.yaml: which batch API a provider's or a model's calls may go through,
@@ -81,7 +83,9 @@ impl BatchSetting {
             ProviderKind::Openai | ProviderKind::OpenaiCompatible => {
                 "write `batch: openai` or `batch: off`"
             }
-            ProviderKind::Ollama => "it has no batch API: write `batch: off` or leave it out",
+            ProviderKind::Ollama | ProviderKind::Http | ProviderKind::Exec => {
+                "it has no batch API: write `batch: off` or leave it out"
+            }
         };
         Err(format!(
             "`batch: {}` does not fit a provider of kind {}: {fix}",
@@ -151,6 +155,10 @@ impl ProviderSpec {
     /// Refuses a base URL that cannot be posted to (`htp://…`, `localhost:8080` without a
     /// scheme), before any call is tried.
     pub(crate) fn check_base_url(&self) -> Result<(), ConfigError> {
+        // An exec target's "URL" is its command.
+        if self.kind == ProviderKind::Exec {
+            return Ok(());
+        }
         let endpoint = Endpoint {
             provider: self.name.clone(),
             kind: self.kind,
@@ -393,6 +401,11 @@ impl Catalog {
             Some(BatchSetting::Off) => None,
             None => BatchApi::of(provider.kind),
         }
+    }
+
+    /// Whether a provider is the user's application (`kind: http` or `kind: exec`).
+    pub(crate) fn has_targets(&self) -> bool {
+        self.providers.values().any(|p| p.target.is_some())
     }
 
     /// The provider names, comma-separated, for messages.

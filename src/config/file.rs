@@ -1,6 +1,8 @@
 //! The `config.yaml` schema and how a file's text is applied over a [`Config`]. It must not
 //! read the file (that is [`Config::load`]) nor resolve references for calling.
 
+mod target;
+
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::time::Duration;
@@ -28,7 +30,13 @@ impl Config {
                 .map_err(|e| ConfigError::Yaml(crate::yaml::describe(path, text, &e)))?
         };
         for (name, entry) in file.providers {
-            self.apply_provider(name, entry).map_err(parse_error)?;
+            match entry.kind.filter(|kind| kind.is_target()) {
+                Some(kind) => self.apply_target(name, kind, entry, path),
+                None => entry
+                    .refuse_target_fields(&name)
+                    .and_then(|()| self.apply_provider(name, entry)),
+            }
+            .map_err(parse_error)?;
         }
         for (reference, entry) in file.models {
             let (provider, alias) = split_reference(&reference)?;
@@ -63,7 +71,8 @@ impl Config {
             (None, Some(e)) => e.kind,
             (None, None) => {
                 return Err(format!(
-                    "provider `{name}` needs `kind:` (openai, anthropic, ollama or openai-compatible)"
+                    "provider `{name}` needs `kind:` (openai, anthropic, ollama, \
+                     openai-compatible, or http or exec for your own application)"
                 ));
             }
         };
@@ -77,6 +86,7 @@ impl Config {
             pue: Range::exact(1.2),
             rate_limit: RateLimit::default(),
             batch: None,
+            target: None,
         });
         let base_url_given = p.base_url.is_some();
         let spec = ProviderSpec {
@@ -316,6 +326,20 @@ struct ProviderEntry {
     rate_limit: Option<RateLimit>,
     /// The batch API of every model of the provider: openai, anthropic or off.
     batch: Option<BatchSetting>,
+    // The rest are a target's (the user's application), `kind: http` or `kind: exec`: see
+    // [`target`].
+    url: Option<String>,
+    method: Option<String>,
+    headers: Option<BTreeMap<String, String>>,
+    body: Option<serde_json::Value>,
+    answer: Option<String>,
+    input_tokens: Option<String>,
+    output_tokens: Option<String>,
+    cost_usd: Option<String>,
+    run: Option<String>,
+    timeout_secs: Option<f64>,
+    retry: Option<RetryPolicy>,
+    max_cost_usd: Option<f64>,
 }
 
 /// An entry under `models:`, keyed by its `<provider>:<name>` reference.

@@ -205,9 +205,29 @@ pub const ASSUMED_MAX_OUTPUT_TOKENS: u32 = crate::llm::anthropic::DEFAULT_MAX_TO
 pub const IMAGE_TOKENS_BOUND: u64 = 2_500;
 
 /// The most a call can cost: its input at a token a byte with each message's framing (images
-/// at their bound), and an answer of its `max_tokens`. What a budget reserves before sending.
+/// at their bound), and an answer of its `max_tokens`; a target's `max_cost_usd:` when it
+/// sets one. What a budget reserves before sending.
 pub fn max_cost(job: &CallJob) -> f64 {
-    max_cost_at(job, job.price)
+    match job.app.as_ref().and_then(|a| a.app.spec.max_cost_usd) {
+        Some(usd) => usd,
+        None => max_cost_at(job, job.price),
+    }
+}
+
+/// Why a budget cannot hold `job`, when it cannot: a call to a target that may report a cost
+/// (or is priced by tokens its application counts), with no `max_cost_usd:` to bound it.
+pub fn unbounded(job: &CallJob) -> Option<String> {
+    let app = &job.app.as_ref()?.app;
+    let priced = job.price.input_per_mtok > 0.0 || job.price.output_per_mtok > 0.0;
+    let bounded = app.spec.max_cost_usd.is_some() || !(app.spec.may_cost() || priced);
+    (!bounded).then(|| {
+        format!(
+            "a budget cannot bound the calls to {}: what each costs is known only once it \
+             answers; set `max_cost_usd:` (the most one call costs, 0 if it is free) under \
+             `providers: {}:` in config.yaml",
+            app.provider, app.provider
+        )
+    })
 }
 
 /// The most a call sent through a batch API can cost: [`max_cost`] at the batch price

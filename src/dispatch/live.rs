@@ -12,8 +12,10 @@ use super::fanout::Fanout;
 use super::pacer::{ConfiguredLimits, Cost, NotSent, Pacer, Permit, Scope};
 use super::recorder::{CallRecorder, Timing};
 use super::retry::Retries;
+use crate::cases::Values;
 use crate::config::RetryPolicy;
 use crate::cost::Price;
+use crate::llm::target::{App, AppRequest};
 use crate::llm::{CanonicalRequest, ChatRequest, ChatResponse, Endpoint, LlmClient, ProviderError};
 use crate::store::{Claim, Store, StoreError, StoredCall, Writer, lock};
 
@@ -41,6 +43,26 @@ pub struct CallJob {
     /// When the server refuses the request's schema (HTTP 400 or 422), ask again without it,
     /// and ask that model without one for the rest of the run (`structured: auto`).
     pub plain_fallback: bool,
+    /// The application this call goes to instead of a model API, and the case's values it is
+    /// sent ([`crate::llm::target`]).
+    pub app: Option<AppCall>,
+}
+
+/// A call to a target: the target, and the case's values its request is made of.
+#[derive(Debug, Clone)]
+pub struct AppCall {
+    pub app: Arc<App>,
+    pub values: Option<Arc<Values>>,
+}
+
+impl AppCall {
+    /// The request of `job`'s call to this target.
+    fn request<'a>(&'a self, job: &'a CallJob) -> AppRequest<'a> {
+        AppRequest {
+            chat: &job.request,
+            values: self.values.as_deref(),
+        }
+    }
 }
 
 impl CallJob {
@@ -55,6 +77,32 @@ impl CallJob {
             price,
             repeat,
             plain_fallback: false,
+            app: None,
+        }
+    }
+
+    /// The call of `request`, with a case's `values`, to the target `app` at `endpoint`, for
+    /// sample `repeat`, priced with `price` when the target reports no cost.
+    pub fn to_app(
+        endpoint: Arc<Endpoint>,
+        app: AppCall,
+        request: ChatRequest,
+        repeat: u32,
+        price: Price,
+    ) -> Self {
+        let sent = AppRequest {
+            chat: &request,
+            values: app.values.as_deref(),
+        };
+        let canonical = CanonicalRequest::of_json(&app.app.canonical_json(&endpoint, sent, repeat));
+        Self {
+            endpoint,
+            request,
+            canonical,
+            price,
+            repeat,
+            plain_fallback: false,
+            app: Some(app),
         }
     }
 
@@ -62,17 +110,31 @@ impl CallJob {
     pub fn without_schema(&self) -> Self {
         let mut request = self.request.clone();
         request.schema = None;
-        Self::new(self.endpoint.clone(), request, self.repeat, self.price)
+        match &self.app {
+            Some(app) => Self::to_app(
+                self.endpoint.clone(),
+                app.clone(),
+                request,
+                self.repeat,
+                self.price,
+            ),
+            None => Self::new(self.endpoint.clone(), request, self.repeat, self.price),
+        }
     }
 
     /// The canonical JSON of the call, stored with it under its key.
     pub fn canonical_json(&self) -> String {
-        CanonicalRequest::json(
-            &self.endpoint.provider,
-            &self.endpoint.base_url,
-            &self.request,
-            self.repeat,
-        )
+        match &self.app {
+            Some(app) => app
+                .app
+                .canonical_json(&self.endpoint, app.request(self), self.repeat),
+            None => CanonicalRequest::json(
+                &self.endpoint.provider,
+                &self.endpoint.base_url,
+                &self.request,
+                self.repeat,
+            ),
+        }
     }
 
     /// The model as the executor remembers schema refusals: provider and model id.
@@ -343,6 +405,14 @@ impl Executor {
         }
     }
 
+    /// How `job`'s failures are tried again: its target's policy, else the run's.
+    fn retry_policy(&self, job: &CallJob) -> RetryPolicy {
+        match &job.app {
+            Some(app) => app.app.spec.retry_policy(self.retry),
+            None => self.retry,
+        }
+    }
+
     /// Whether to start no more calls: a stop came, or the budget was reached.
     fn stopping(&self, stop: &AtomicBool) -> bool {
         stop.load(Ordering::SeqCst) || self.budget.as_ref().is_some_and(|b| b.reached())
@@ -352,7 +422,7 @@ impl Executor {
     /// retries and stores its outcome, unless another run sharing the database has the answer
     /// or is getting it; `None` when `stop` came first (nothing is stored: the next run tries
     /// again).
-    async fn run_one(&self, job: &CallJob, stop: &AtomicBool) -> Option<CallOutcome> {
+    async fn run_one(&self, job: &CallJob, stop: &Arc<AtomicBool>) -> Option<CallOutcome> {
         let fallback = job.plain_fallback && job.request.schema.is_some();
         // Refused in this run, or this very request refused in an earlier one.
         if fallback {
@@ -405,7 +475,7 @@ impl Executor {
     }
 
     /// `job` without its schema: served from the cache when it is there, else sent.
-    async fn run_plain(&self, job: &CallJob, stop: &AtomicBool) -> Option<CallOutcome> {
+    async fn run_plain(&self, job: &CallJob, stop: &Arc<AtomicBool>) -> Option<CallOutcome> {
         let plain = job.without_schema();
         let key = plain.canonical.key.to_string();
         let since = self.fresh_since.clone();
@@ -436,7 +506,7 @@ impl Executor {
     async fn run_keyed(
         &self,
         job: &CallJob,
-        stop: &AtomicBool,
+        stop: &Arc<AtomicBool>,
     ) -> Option<(CallOutcome, Option<u16>)> {
         if self.mode == CacheMode::Offline {
             return Some((
@@ -549,7 +619,7 @@ impl Executor {
     async fn send_and_store(
         &self,
         job: &CallJob,
-        stop: &AtomicBool,
+        stop: &Arc<AtomicBool>,
         failed_attempts: Option<Option<u32>>,
     ) -> Option<(CallOutcome, Option<u16>)> {
         // A call whose every attempt failed in an earlier run is tried once: the same key
@@ -566,12 +636,14 @@ impl Executor {
                     .flatten()
             }
         };
-        let failed_before =
-            failed_attempts.is_some_and(|attempts| attempts >= self.retry.max_attempts);
+        let policy = self.retry_policy(job);
+        // (A policy of one attempt has nothing to spare: it is no news that it was used up.)
+        let failed_before = policy.max_attempts > 1
+            && failed_attempts.is_some_and(|attempts| attempts >= policy.max_attempts);
         let max_attempts = if failed_before {
             1
         } else {
-            self.retry.max_attempts
+            policy.max_attempts
         };
         let sent = match self.send(job, stop, max_attempts).await? {
             Sent::Finished(sent) => sent,
@@ -594,9 +666,9 @@ impl Executor {
 
     /// Sends `job` until it is answered, fails for good or meets a refusal no wait mends;
     /// `None` when a stop came or the budget cannot hold it.
-    async fn send(&self, job: &CallJob, stop: &AtomicBool, max_attempts: u32) -> Option<Sent> {
+    async fn send(&self, job: &CallJob, stop: &Arc<AtomicBool>, max_attempts: u32) -> Option<Sent> {
         let scope = self.pacer.scope(&job.endpoint, &job.request.model);
-        let mut retries = Retries::new(self.retry);
+        let mut retries = Retries::new(self.retry_policy(job));
         let mut tries = Tries::default();
         let result = loop {
             if tries.attempts > 0 && stop.load(Ordering::SeqCst) {
@@ -642,7 +714,7 @@ impl Executor {
         &self,
         job: &CallJob,
         scope: &Arc<Scope>,
-        stop: &AtomicBool,
+        stop: &Arc<AtomicBool>,
         attempts: u32,
     ) -> Option<Attempt> {
         // A slot for the request: claims and stores wait outside.
@@ -658,7 +730,25 @@ impl Executor {
             Err(not_sent) => return Some(not_sent),
         };
         let started = Instant::now();
-        let result = self.request(job, &mut permit).await;
+        let result = match &job.app {
+            None => self.request(job, &mut permit).await,
+            // A command stopped by a signal is killed: its answer is not known, nothing is
+            // stored, and the next run asks again.
+            Some(app) => {
+                let sent = app
+                    .app
+                    .send(&self.client, &job.endpoint, app.request(job), stop);
+                match sent.await {
+                    Some(result) => result,
+                    None => {
+                        if let Some(reservation) = reservation {
+                            reservation.release();
+                        }
+                        return None;
+                    }
+                }
+            }
+        };
         let latency_ms = started.elapsed().as_secs_f64() * 1000.0;
         self.pacer.observe(permit, &result).await;
         // Before the slot goes to a call of the same model, which then goes without.
@@ -696,6 +786,9 @@ impl Executor {
         stop: &AtomicBool,
     ) -> Option<Result<(Option<Reservation>, Permit), Attempt>> {
         let reservation = match &self.budget {
+            Some(_) if let Some(why) = super::budget::unbounded(job) => {
+                return Some(Err(Attempt::NotSent(why)));
+            }
             Some(budget) => Some(budget.reserve(super::max_cost(job)).await?),
             None => None,
         };
@@ -893,10 +986,7 @@ enum Attempt {
 /// not be read (it may have been billed).
 fn settle(reservation: Reservation, job: &CallJob, result: &Result<ChatResponse, ProviderError>) {
     match result {
-        Ok(answer) => reservation.settle(
-            job.price
-                .cost_usd(answer.usage.input_tokens, answer.usage.output_tokens),
-        ),
+        Ok(answer) => reservation.settle(answer.cost_at(job.price)),
         Err(
             ProviderError::Http { .. }
             | ProviderError::Exhausted { .. }

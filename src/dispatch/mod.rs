@@ -19,7 +19,7 @@ mod stage;
 
 pub use batch::{BatchCall, Batcher, Liveness, PollPolicy, Round, Submitted};
 pub use budget::{Budget, batch_max_cost, max_cost};
-pub use live::{CacheMode, CallJob, CallOutcome, Claims, Executor};
+pub use live::{AppCall, CacheMode, CallJob, CallOutcome, Claims, Executor};
 pub use stage::{
     DispatchOptions, Dispatcher, Notes, OFFLINE_MISS, Recorder, Route, StageCall, StageCalls,
     Waiting,

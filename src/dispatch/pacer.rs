@@ -1424,6 +1424,7 @@ mod tests {
             },
             finish_reason: None,
             limits: None,
+            cost_usd: None,
         })
     }
 

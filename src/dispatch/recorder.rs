@@ -103,13 +103,14 @@ impl CallRecorder {
     ) -> Result<T, StoreError> {
         let job = job.clone();
         let (text, usage) = (response.text.clone(), response.usage);
+        let cost_usd = response.cost_at(job.price);
         let finish_reason = response.finish_reason.clone();
         self.writer
             .run(move |s| {
                 let call = new_call(
                     &job,
                     Ok(&text),
-                    Some(usage),
+                    Some((usage, cost_usd)),
                     finish_reason.as_deref(),
                     Some(200),
                     timing,
@@ -150,6 +151,7 @@ fn batch_result(store: &mut Store, batch: i64, call: &NewCall<'_>) -> Recorded<i
 /// The answer `response` to `job` as stored under `id`, with its cost at the job's price.
 fn stored_call(id: i64, job: &CallJob, response: ChatResponse, timing: Timing) -> StoredCall {
     let usage = response.usage;
+    let cost_usd = response.cost_at(job.price);
     StoredCall {
         id,
         text: response.text,
@@ -159,20 +161,22 @@ fn stored_call(id: i64, job: &CallJob, response: ChatResponse, timing: Timing) -
         tokens_estimated: usage.estimated,
         latency_ms: timing.latency_ms,
         attempts: timing.attempts,
-        cost_usd: job.price.cost_usd(usage.input_tokens, usage.output_tokens),
+        cost_usd,
         created_at: crate::store::now_rfc3339(),
     }
 }
 
-/// The row that records `job`'s outcome: its answer's text or its error.
+/// The row that records `job`'s outcome: its answer's text (with its usage and cost) or its
+/// error.
 fn new_call<'a>(
     job: &'a CallJob,
     outcome: Result<&'a str, &'a str>,
-    usage: Option<Usage>,
+    answered: Option<(Usage, f64)>,
     finish_reason: Option<&'a str>,
     http_status: Option<u16>,
     timing: Timing,
 ) -> NewCall<'a> {
+    let usage = answered.map(|(usage, _)| usage);
     NewCall {
         cache_key: &job.canonical.key,
         canonical_request: job.canonical_json().into(),
@@ -187,7 +191,7 @@ fn new_call<'a>(
         attempts: timing.attempts,
         input_price_per_mtok: job.price.input_per_mtok,
         output_price_per_mtok: job.price.output_per_mtok,
-        cost_usd: usage.map(|u| job.price.cost_usd(u.input_tokens, u.output_tokens)),
+        cost_usd: answered.map(|(_, cost)| cost),
         http_status,
     }
 }
@@ -240,6 +244,7 @@ mod tests {
             },
             finish_reason: Some("stop".into()),
             limits: None,
+            cost_usd: None,
         }
     }
 

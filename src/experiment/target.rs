@@ -5,9 +5,11 @@
 
 use std::sync::Arc;
 
+use crate::cases::Values;
 use crate::config::RateLimit;
 use crate::config::{Catalog, ConfigError, ModelSpec};
-use crate::dispatch::CallJob;
+use crate::dispatch::{AppCall, CallJob};
+use crate::llm::target::App;
 use crate::llm::{AnswerSchema, ChatRequest, Endpoint, Structured};
 
 /// A model an experiment calls.
@@ -28,6 +30,8 @@ pub struct Target {
     /// The batch API its calls may go through in batch mode (`batch:` in config.yaml, else
     /// its provider kind's); `None`: they run live.
     pub batch: Option<crate::llm::batch::BatchApi>,
+    /// The user's application, when it is one (`kind: http` or `kind: exec`).
+    pub app: Option<Arc<App>>,
 }
 
 impl Target {
@@ -37,13 +41,26 @@ impl Target {
         let provider = catalog.provider(model);
         provider.check_base_url()?;
         let endpoint = provider.endpoint();
-        let blocked = (provider.key_required && endpoint.api_key.is_none()).then(|| {
-            format!(
-                "no API key for {}: set {} in the environment or in .env",
-                provider.name,
-                provider.key_vars_text()
-            )
-        });
+        let app = provider
+            .target
+            .as_ref()
+            .map(|spec| Arc::new(App::resolve(&provider.name, spec.clone())));
+        let blocked = match &app {
+            Some(app) if !app.missing.is_empty() => Some(format!(
+                "no value for {}, named in the headers of {}: set it in the environment or in \
+                 .env",
+                app.missing.join(" and "),
+                provider.name
+            )),
+            Some(_) => None,
+            None => (provider.key_required && endpoint.api_key.is_none()).then(|| {
+                format!(
+                    "no API key for {}: set {} in the environment or in .env",
+                    provider.name,
+                    provider.key_vars_text()
+                )
+            }),
+        };
         Ok(Self {
             reference: model.reference(),
             role: None,
@@ -53,6 +70,7 @@ impl Target {
             structured: model.structured,
             rate_limit: catalog.rate_limit(model),
             batch: catalog.batch(model),
+            app,
         })
     }
 
@@ -72,7 +90,33 @@ impl Target {
 
     /// The call of `request` to this model, for sample `repeat`, priced with its prices.
     pub(crate) fn job(&self, request: ChatRequest, repeat: u32) -> CallJob {
-        CallJob::new(self.endpoint.clone(), request, repeat, self.spec.price())
+        self.case_job(request, None, repeat)
+    }
+
+    /// The call of `request` made of a case whose values are `values`: a target is sent them
+    /// too (a model API only the request).
+    pub(crate) fn case_job(
+        &self,
+        request: ChatRequest,
+        values: Option<Arc<Values>>,
+        repeat: u32,
+    ) -> CallJob {
+        match &self.app {
+            Some(app) => {
+                let app = AppCall {
+                    app: app.clone(),
+                    values,
+                };
+                CallJob::to_app(
+                    self.endpoint.clone(),
+                    app,
+                    request,
+                    repeat,
+                    self.spec.price(),
+                )
+            }
+            None => CallJob::new(self.endpoint.clone(), request, repeat, self.spec.price()),
+        }
     }
 
     /// The call of a model-graded `request` whose answer should take the shape `schema`: with

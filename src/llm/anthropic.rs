@@ -280,6 +280,7 @@ pub(crate) fn parse(
         usage,
         finish_reason: wire.stop_reason,
         limits: None,
+        cost_usd: None,
     })
 }
 

@@ -37,7 +37,10 @@ impl BatchApi {
         match kind {
             ProviderKind::Openai => Some(Self::Openai),
             ProviderKind::Anthropic => Some(Self::Anthropic),
-            ProviderKind::Ollama | ProviderKind::OpenaiCompatible => None,
+            ProviderKind::Ollama
+            | ProviderKind::OpenaiCompatible
+            | ProviderKind::Http
+            | ProviderKind::Exec => None,
         }
     }
 

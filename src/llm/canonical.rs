@@ -85,6 +85,14 @@ impl CanonicalRequest {
         }
     }
 
+    /// The key of a canonical JSON made elsewhere (a target's: [`super::target::App`]).
+    pub(crate) fn of_json(json: &str) -> Self {
+        use sha2::Digest as _;
+        Self {
+            key: CacheKey::of_digest(&sha2::Sha256::digest(json.as_bytes())),
+        }
+    }
+
     /// The canonical JSON of `request` (what [`CanonicalRequest::new`] hashes), stored with
     /// the call under its key.
     pub(crate) fn json(
@@ -184,7 +192,7 @@ struct CanonSchema<'a> {
 }
 
 /// `value` with the keys of every object in sorted order (maps keep insertion order here).
-fn sorted(value: &serde_json::Value) -> serde_json::Value {
+pub(crate) fn sorted(value: &serde_json::Value) -> serde_json::Value {
     use serde_json::Value;
     match value {
         Value::Object(map) => {

@@ -66,6 +66,8 @@ impl Endpoint {
             }
             ProviderKind::Anthropic => format!("{base}/v1/messages"),
             ProviderKind::Ollama => format!("{}/api/chat", ollama_base(base)),
+            // A target's URL is its own (an exec target's is its command, never posted to).
+            ProviderKind::Http | ProviderKind::Exec => self.base_url.clone(),
         }
     }
 }
@@ -498,6 +500,15 @@ pub(crate) fn scrub_key(error: ProviderError) -> ProviderError {
         ProviderError::Request { provider, detail } => ProviderError::Request {
             provider,
             detail: scrub(detail),
+        },
+        ProviderError::Target {
+            provider,
+            detail,
+            retryable,
+        } => ProviderError::Target {
+            provider,
+            detail: scrub(detail),
+            retryable,
         },
         other => other,
     }

@@ -13,6 +13,7 @@ pub mod ollama;
 pub mod openai;
 pub mod ratelimit;
 pub mod sse;
+pub mod target;
 
 use std::fmt;
 use std::sync::Arc;
@@ -47,6 +48,11 @@ pub async fn chat(
         }
         ProviderKind::Anthropic => anthropic::chat(client, endpoint, request, head).await,
         ProviderKind::Ollama => ollama::chat(client, endpoint, request, head).await,
+        // A target is sent by its own sender ([`target::App::send`]), with the case's values.
+        ProviderKind::Http | ProviderKind::Exec => Err(ProviderError::Request {
+            provider: endpoint.provider.clone(),
+            detail: "a target is not a model API: its calls go through its own sender".into(),
+        }),
     };
     result.map_err(client::scrub_key)
 }
@@ -64,6 +70,10 @@ pub enum ProviderKind {
     /// Any server speaking OpenAI chat completions (OpenRouter, vLLM, llama.cpp, LM Studio,
     /// Gemini's compatible endpoint).
     OpenaiCompatible,
+    /// The user's application behind a URL ([`target::http`]).
+    Http,
+    /// The user's application as a command ([`target::exec`]).
+    Exec,
 }
 
 impl ProviderKind {
@@ -74,7 +84,14 @@ impl ProviderKind {
             Self::Anthropic => "anthropic",
             Self::Ollama => "ollama",
             Self::OpenaiCompatible => "openai-compatible",
+            Self::Http => "http",
+            Self::Exec => "exec",
         }
+    }
+
+    /// Whether it is the user's application rather than a model API.
+    pub(crate) fn is_target(self) -> bool {
+        matches!(self, Self::Http | Self::Exec)
     }
 }
 
@@ -244,6 +261,9 @@ pub struct ChatResponse {
     pub finish_reason: Option<String>,
     /// What the answer's headers said of the provider's rate limits (not stored).
     pub limits: Option<ratelimit::RateLimits>,
+    /// What the call cost, in USD, when the provider said so (a target reporting its cost);
+    /// `None`: its tokens at the model's price.
+    pub cost_usd: Option<f64>,
 }
 
 impl ChatResponse {
@@ -251,6 +271,12 @@ impl ChatResponse {
     pub(crate) fn with_limits(mut self, limits: Option<ratelimit::RateLimits>) -> Self {
         self.limits = limits;
         self
+    }
+
+    /// What the call cost: what the provider reported, else its tokens at `price`.
+    pub(crate) fn cost_at(&self, price: crate::cost::Price) -> f64 {
+        self.cost_usd
+            .unwrap_or_else(|| price.cost_usd(self.usage.input_tokens, self.usage.output_tokens))
     }
 }
 
@@ -358,6 +384,15 @@ pub enum ProviderError {
     Request { provider: String, detail: String },
     #[error("no API key for {provider}: set {vars} in the environment or in .env")]
     MissingKey { provider: String, vars: String },
+    /// The user's application failed: its command crashed, hung or printed no answer, or its
+    /// response held no answer at the configured path.
+    #[error("{provider}: {detail}")]
+    Target {
+        provider: String,
+        detail: String,
+        /// Whether asking again may mend it (a target's own retry policy says how often).
+        retryable: bool,
+    },
 }
 
 impl ProviderError {
@@ -371,6 +406,7 @@ impl ProviderError {
             | Self::Truncated { .. }
             | Self::Decode { .. } => true,
             Self::Request { .. } | Self::MissingKey { .. } | Self::Exhausted { .. } => false,
+            Self::Target { retryable, .. } => *retryable,
         }
     }
 
@@ -383,6 +419,9 @@ impl ProviderError {
             Self::Request { .. } => Some("the request cannot be sent as it is"),
             Self::Exhausted { .. } => Some("waiting does not refill this limit"),
             Self::MissingKey { .. } => Some("there is no key"),
+            Self::Target {
+                retryable: false, ..
+            } => Some("the application answers the same way again"),
             _ => None,
         }
     }

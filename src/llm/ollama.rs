@@ -187,6 +187,7 @@ impl StreamFolder {
             usage,
             finish_reason: self.done_reason,
             limits: None,
+            cost_usd: None,
         })
     }
 }

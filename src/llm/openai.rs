@@ -247,6 +247,7 @@ pub(crate) fn parse(
         usage,
         finish_reason: choice.finish_reason,
         limits: None,
+        cost_usd: None,
     })
 }
 
