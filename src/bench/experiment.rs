@@ -529,7 +529,8 @@ impl BenchExperiment {
     fn energy_unknown_note(&self) -> Option<String> {
         let unknown: Vec<String> = self.targets[..self.models]
             .iter()
-            .filter(|t| t.spec.energy.parameters.is_none())
+            // An application's energy is unknown too, but no `parameters:` would tell it.
+            .filter(|t| t.spec.energy.parameters.is_none() && t.app.is_none())
             .map(|t| format!("`{}`", t.reference))
             .collect();
         (!unknown.is_empty()).then(|| {

@@ -41,4 +41,5 @@ mod review;
 mod runtime;
 mod shards;
 mod structured;
+mod targets;
 mod view;

@@ -1,6 +1,7 @@
 //! Test harness: a temp directory with a database and config, the real `track` binary, and
 //! the mock provider on 127.0.0.1 wired in through the SDK environment variables.
 
+pub mod app;
 pub mod hf;
 pub mod mock;
 
