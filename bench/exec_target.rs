@@ -11,6 +11,14 @@
 //! end, outside track and as track records it (`latency_ms`). The two alternate, twice, on a
 //! fresh database each time.
 //!
+//! On 2026-11-27 (release build, 2 cores shared with other work, load 3 to 7), two rounds:
+//! outside track 8.20 and 7.94 s of wall time, 14.98 and 14.78 s of CPU; through track 17.38
+//! and 17.01 s, 22.97 and 23.00 s of CPU. Track's overhead per call: 0.92 and 0.91 ms of wall
+//! time, 0.80 and 0.82 ms of CPU (the aim: under 5 ms above the process start). A call's mean
+//! latency was 13.1 and 12.7 ms outside, 21.2 ms as track records it: with 16 calls in flight,
+//! latency follows throughput (Little's law), and track's run used 1.3 of the 2 cores against
+//! the spawns' 1.8 (what holds it back was not looked into).
+//!
 //! `TRACK_BENCH_CALLS=N` for another number of cases; `TRACK_BENCH_APP=python` for a Python
 //! application (`python3 app.py`), whose start dwarfs everything else;
 //! `TRACK_BENCH_BIN=PATH` runs that `track` binary.

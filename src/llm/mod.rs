@@ -1,6 +1,7 @@
 //! The wire: the shared request and response types, the canonical request and its cache key,
-//! the HTTP client and server-sent events, the rate-limit headers, and one module per
-//! provider's live and batch formats.
+//! the HTTP client and server-sent events, the rate-limit headers, one module per
+//! provider's live and batch formats, and the targets (the user's own application, behind a
+//! URL or as a command: [`target`]).
 //!
 //! It knows wire formats and nothing of experiments or the database: sending calls with the
 //! cache, pacing, budgets and batches is [`crate::dispatch`]'s.

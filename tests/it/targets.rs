@@ -220,8 +220,15 @@ fn an_http_target_gets_its_token_from_the_environment_and_no_stored_byte_holds_i
         ("down", "html, please", "Oslo"),
     ]);
     t.s.write("bench.yaml", &bench(&cases));
-    let out = t.run(&[]);
+    // Every log line on, to see that none holds the token.
+    let out = t
+        .track()
+        .env("TRACK_LOG", "trace")
+        .args(["run", "bench.yaml", "-q"])
+        .output()
+        .unwrap();
     assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(text(&out.stderr).contains("my-app"), "logged");
     let app = t.app.as_ref().unwrap();
     // The token and the literal header on every request; the body rendered from the case.
     let seen = app.seen();
