@@ -488,7 +488,8 @@ fn load_cases(
     match cases {
         Value::Array(items) => {
             let file = path.display().to_string();
-            let line = |i: usize| crate::yaml::line_at(text, &[Step::Key("cases"), Step::Item(i)]);
+            let lines = crate::yaml::item_lines(text, &[Step::Key("cases")]);
+            let line = |i: usize| lines.get(i).copied().flatten();
             let cases = super::cases::inline_cases(items, None, &file, line)
                 .map_err(|(i, e)| invalid(line(i), e))?;
             check_unique(&cases).map_err(|e| invalid(None, e))?;
