@@ -443,6 +443,51 @@ impl BenchExperiment {
     /// The row of a draft whose checks are all graded: an error if any check could not be
     /// made; else passed when every check passed, or when the weighted score reaches the
     /// threshold of `pass:`. A test with several checks keeps each one's outcome as a row.
+    /// The rows of `outcomes` of `stage`, graded (scripts run), and the problems found in
+    /// answers. A result whose scripts a signal stopped is left out, so running the command
+    /// again grades it, from the cache.
+    fn grade(
+        &mut self,
+        run_id: i64,
+        stage: &Stage,
+        outcomes: &[(usize, &CallOutcome)],
+    ) -> (Vec<BenchResultRow>, Vec<String>) {
+        let mut drafts = Vec::with_capacity(outcomes.len());
+        let mut problems = Vec::new();
+        for &(i, outcome) in outcomes {
+            let call = &stage.calls[i];
+            let eval = self.eval(call.item);
+            match &call.after {
+                // A judge's verdict completes the row of the answer it judged.
+                Some(answer) => {
+                    let (draft, problem) = self.judged_draft(run_id, eval, answer, outcome);
+                    if outcome.call().is_some() {
+                        let tally = self.verdicts.entry(call.target).or_default();
+                        tally.0 += 1;
+                        tally.1 += u64::from(draft.row.judge_score.is_none());
+                    }
+                    problems.extend(problem);
+                    drafts.push(draft);
+                }
+                // An answer of a judge test waits for its verdict.
+                None if call.follow_up && outcome.call().is_some() => {}
+                None => drafts.push(self.draft(run_id, eval, outcome, None)),
+            }
+        }
+        self.run_scripts(&mut drafts);
+        let graded = drafts.len();
+        drafts.retain(|d| d.answer.is_none() || d.outcomes.iter().all(Option::is_some));
+        if drafts.len() < graded {
+            tracing::info!(
+                ungraded = graded - drafts.len(),
+                "stopped before their script checks ended: results not stored"
+            );
+        }
+        let rows: Vec<BenchResultRow> = drafts.into_iter().map(|d| self.finish(d)).collect();
+        tracing::debug!(rows = rows.len(), "results graded");
+        (rows, problems)
+    }
+
     fn finish(&self, draft: Draft) -> BenchResultRow {
         let Draft {
             mut row,
@@ -712,43 +757,38 @@ impl Experiment for BenchExperiment {
         stage: &Stage,
         outcomes: &[(usize, &CallOutcome)],
     ) -> Result<Vec<String>, ExperimentError> {
-        let mut drafts = Vec::with_capacity(outcomes.len());
+        /// Outcomes graded at once while the part before is written, when there are more:
+        /// a cached run's slices of 32,768, graded on this thread and written on another.
+        const PART: usize = 4096;
+        if outcomes.len() <= PART {
+            let (rows, problems) = self.grade(run_id, stage, outcomes);
+            store.insert_bench_results(&rows)?;
+            tracing::debug!(rows = rows.len(), "results stored");
+            return Ok(problems);
+        }
         let mut problems = Vec::new();
-        for &(i, outcome) in outcomes {
-            let call = &stage.calls[i];
-            let eval = self.eval(call.item);
-            match &call.after {
-                // A judge's verdict completes the row of the answer it judged.
-                Some(answer) => {
-                    let (draft, problem) = self.judged_draft(run_id, eval, answer, outcome);
-                    if outcome.call().is_some() {
-                        let tally = self.verdicts.entry(call.target).or_default();
-                        tally.0 += 1;
-                        tally.1 += u64::from(draft.row.judge_score.is_none());
-                    }
-                    problems.extend(problem);
-                    drafts.push(draft);
+        std::thread::scope(|scope| {
+            let (parts, graded) = std::sync::mpsc::sync_channel::<Vec<BenchResultRow>>(1);
+            let writer = scope.spawn(move || {
+                store.insert_bench_results_in_parts(
+                    outcomes.len(),
+                    graded.into_iter().map(std::borrow::Cow::Owned),
+                )
+            });
+            for part in outcomes.chunks(PART) {
+                let (rows, found) = self.grade(run_id, stage, part);
+                problems.extend(found);
+                // The writer failed: its error says why.
+                if parts.send(rows).is_err() {
+                    break;
                 }
-                // An answer of a judge test waits for its verdict.
-                None if call.follow_up && outcome.call().is_some() => {}
-                None => drafts.push(self.draft(run_id, eval, outcome, None)),
             }
-        }
-        self.run_scripts(&mut drafts);
-        // A signal stopped the scripts: the results they did not grade are not stored, so
-        // running the command again grades them, from the cache.
-        let graded = drafts.len();
-        drafts.retain(|d| d.answer.is_none() || d.outcomes.iter().all(Option::is_some));
-        if drafts.len() < graded {
-            tracing::info!(
-                ungraded = graded - drafts.len(),
-                "stopped before their script checks ended: results not stored"
-            );
-        }
-        let rows: Vec<BenchResultRow> = drafts.into_iter().map(|d| self.finish(d)).collect();
-        tracing::debug!(rows = rows.len(), "results graded");
-        store.insert_bench_results(&rows)?;
-        tracing::debug!(rows = rows.len(), "results stored");
+            drop(parts);
+            writer
+                .join()
+                .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
+        })?;
+        tracing::debug!(rows = outcomes.len(), "results stored");
         Ok(problems)
     }
 
@@ -1146,5 +1186,70 @@ pass: {threshold: 0.25}
             Some(0.02),
             "the judge's cost is added"
         );
+    }
+
+    #[test]
+    fn results_graded_while_the_part_before_is_written_are_those_recorded_piece_by_piece() {
+        // 1,100 cases x 2 templates x 2 models: 4,400 outcomes, more than a part.
+        let cases: String = (0..1100)
+            .map(|i| format!("  - {{id: q{i}, a: {i}, b: 2, answer: \"{}\"}}\n", i * 2))
+            .collect();
+        let file = DATA.replace(
+            "  - {id: q1, a: 2, b: 21, answer: \"42\"}\n  - {id: q2, a: 3, b: 3, answer: \"9\"}\n",
+            &cases,
+        );
+        let spec = BenchSpec::parse(Path::new("bench.yaml"), &file).unwrap();
+        let mut bench = BenchExperiment::new(
+            spec,
+            &Catalog::builtin(),
+            &Overrides::default(),
+            EnergyMethod::default(),
+        )
+        .unwrap();
+        let answers = bench.stage(0, None).unwrap().unwrap();
+        assert_eq!(answers.calls.len(), 4400);
+        let outcomes: Vec<CallOutcome> = (0..4400)
+            .map(|i| {
+                let case = i % 1100;
+                let text = match i % 3 {
+                    0 => format!("{}", case * 2),
+                    1 => format!("sorry, {}", case * 2),
+                    _ => "no idea".to_owned(),
+                };
+                answer(1, &text)
+            })
+            .collect();
+        let recorded: Vec<(usize, &CallOutcome)> = outcomes.iter().enumerate().collect();
+        let (mut store, at_once) = store_with_calls(1);
+        bench
+            .record(&mut store, at_once, &answers, &recorded)
+            .unwrap();
+        let in_pieces = store
+            .create_run(crate::experiment::ExperimentKind::Bench, None, None, "{}")
+            .unwrap();
+        for piece in recorded.chunks(1000) {
+            bench
+                .record(&mut store, in_pieces, &answers, piece)
+                .unwrap();
+        }
+        let columns = |run| store.bench_columns(&[run], true).unwrap();
+        let (a, b) = (columns(at_once), columns(in_pieces));
+        assert_eq!(a.len(), 4400);
+        assert_eq!(a.outcome, b.outcome);
+        assert_eq!(a.score, b.score);
+        assert_eq!(a.detail, b.detail);
+        assert_eq!(a.prompt_name, b.prompt_name);
+        assert_eq!(a.template, b.template);
+        let passed = a.outcome.iter().filter(|o| **o == Outcome::Passed).count();
+        assert!((1000..4400).contains(&passed), "{passed} passed");
+        let checks = |run| -> Vec<_> {
+            let rows = store.bench_check_rows(&[run]).unwrap();
+            rows.into_iter()
+                .map(|r| (r.model_ref, r.prompt_name, r.check_index, r.check))
+                .collect()
+        };
+        let checks_at_once = checks(at_once);
+        assert_eq!(checks_at_once.len(), 8800);
+        assert_eq!(checks_at_once, checks(in_pieces));
     }
 }

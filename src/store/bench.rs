@@ -1,5 +1,6 @@
 //! Benchmark results: one row per run x model x prompt x repeat, and their bulk loading.
 
+use std::borrow::Cow;
 use std::collections::HashMap;
 
 use rusqlite::params;
@@ -861,6 +862,17 @@ impl Store {
     /// Writes benchmark results in one transaction; a row for the same run, model, prompt and
     /// repeat replaces the earlier one.
     pub fn insert_bench_results(&mut self, rows: &[BenchResultRow]) -> Result<()> {
+        self.insert_bench_results_in_parts(rows.len(), std::iter::once(Cow::Borrowed(rows)))
+    }
+
+    /// [`Store::insert_bench_results`] of `rows` results in all, in the parts `parts` gives as
+    /// they come (graded on another thread while the part before is written), in one
+    /// transaction. A part that does not come (the sender stopped) ends the write there.
+    pub fn insert_bench_results_in_parts<'r>(
+        &mut self,
+        rows: usize,
+        parts: impl IntoIterator<Item = Cow<'r, [BenchResultRow]>>,
+    ) -> Result<()> {
         /// From this many rows on (a cached run's thousands of answers at once), the page cache
         /// is enlarged, and stays so for the connection's life: the uid index takes rows at
         /// random places, and a cache smaller than it spills dirty pages to the WAL again and
@@ -870,8 +882,8 @@ impl Store {
         /// results: 0.7 s for the first slice, up to 1.5 s for the last; about 5 % more CPU).
         const BULK_ROWS: usize = 4096;
         const BULK_CACHE_KIB: i64 = 128 * 1024;
-        if rows.len() < BULK_ROWS {
-            return self.write_bench_results(rows);
+        if rows < BULK_ROWS {
+            return self.write_bench_results(parts);
         }
         super::enlarge_page_cache(&self.conn, BULK_CACHE_KIB)?;
         // A statement of many rows that checks foreign keys may abort after its first rows,
@@ -881,21 +893,24 @@ impl Store {
             .conn
             .query_row("PRAGMA foreign_keys", [], |r| r.get(0))?;
         self.conn.pragma_update(None, "foreign_keys", false)?;
-        let written = self.write_bench_results(rows);
+        let written = self.write_bench_results(parts);
         self.conn
             .pragma_update(None, "foreign_keys", foreign_keys)?;
         written
     }
 
-    /// Writes `rows` in one transaction: see [`Store::insert_bench_results`].
-    fn write_bench_results(&mut self, rows: &[BenchResultRow]) -> Result<()> {
+    /// Writes `parts` in one transaction: see [`Store::insert_bench_results_in_parts`].
+    fn write_bench_results<'r>(
+        &mut self,
+        parts: impl IntoIterator<Item = Cow<'r, [BenchResultRow]>>,
+    ) -> Result<()> {
         /// Rows written by one statement: cached runs write tens of thousands at once.
         const ROWS_PER_STATEMENT: usize = 64;
         let tx = self.conn.transaction()?;
-        {
-            let now = now_rfc3339();
-            insert_bench_labels(&tx, rows)?;
-            let mut uids = ResultUids::default();
+        let now = now_rfc3339();
+        let mut uids = ResultUids::default();
+        for rows in parts {
+            insert_bench_labels(&tx, &rows)?;
             // Two statements only, of 64 rows and of one: a statement for each length (the
             // executor hands over batches of 1 to 64 answers) would not stay in the cache of
             // prepared statements, and each would be compiled again and again.
