@@ -29,7 +29,7 @@ pub(crate) use options::batch_flag;
 pub use options::{FileBudget, MAX_REPEAT, Override, Overrides, RunOptions, ShardPace};
 pub(crate) use plan::check_size;
 pub use plan::{MAX_PLANNED_CALLS, Plan, PlanLine};
-pub use runtime::{RunEnd, execute};
+pub use runtime::{RunEnd, UNPRICED, execute};
 pub use shard::{AUTO_SOURCES, MAX_SHARDS, Shard, ShardError};
 pub use signals::{Interruption, Signal};
 pub use summary::RunSummary;
@@ -69,6 +69,10 @@ pub enum ExperimentError {
     /// Options that cannot go together, with the fix (`--batch` with `--offline`).
     #[error("{0}")]
     Conflict(&'static str),
+    /// A budget over calls whose cost is unknown (a model without a price), naming the
+    /// prices to set.
+    #[error("{0}")]
+    BudgetWithoutPrice(String),
     /// A kind's own error (its spec, its files, its report).
     #[error(transparent)]
     Kind(Box<dyn std::error::Error + Send + Sync>),

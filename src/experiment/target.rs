@@ -31,10 +31,12 @@ pub struct Target {
 }
 
 impl Target {
-    /// Resolves `reference` (any name the catalog knows) for calling.
+    /// Resolves `reference` (any name the catalog knows, or any id of a known provider) for
+    /// calling.
     pub(crate) fn resolve(catalog: &Catalog, reference: &str) -> Result<Self, ConfigError> {
-        let model = catalog.resolve(reference)?;
-        let provider = catalog.provider(model);
+        // A name the catalog does not list runs too, its price and energy unknown.
+        let model = catalog.model(reference)?;
+        let provider = catalog.provider(&model);
         provider.check_base_url()?;
         let endpoint = provider.endpoint();
         let blocked = (provider.key_required && endpoint.api_key.is_none()).then(|| {
@@ -47,12 +49,12 @@ impl Target {
         Ok(Self {
             reference: model.reference(),
             role: None,
-            spec: model.clone(),
             endpoint: Arc::new(endpoint),
             blocked,
             structured: model.structured,
-            rate_limit: catalog.rate_limit(model),
-            batch: catalog.batch(model),
+            rate_limit: catalog.rate_limit(&model),
+            batch: catalog.batch(&model),
+            spec: model.into_owned(),
         })
     }
 

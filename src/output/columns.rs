@@ -133,6 +133,8 @@ display_columns! {
     COMMAND = "command".wide();
     /// The data files and templates a run read, with their hashes.
     INPUTS = "inputs".wide();
+    /// The models of a run without a price: its cost and paid are unknown.
+    UNPRICED = "unpriced".wide();
 
     // The dry run's plan (`track run --dry-run`).
     MAX_COST_USD = "max_cost_usd".short("max $");
@@ -148,6 +150,10 @@ display_columns! {
     PUE = "pue".wide();
     /// The batch API, for --wide, CSV and JSON.
     BATCH = "batch".wide();
+    /// Tokens a call reads and writes, where published.
+    CONTEXT_WINDOW = "context_window".wide();
+    /// Where a model's prices come from (a price list at a commit, config.yaml).
+    PRICE_SOURCE = "price_source".wide();
 
     // Reviews (`crate::review::columns`).
     PARSE_FAILURES = "parse_failures".short("unparsable");
