@@ -27,11 +27,12 @@ pub(crate) fn run(context: &Context, args: ModelsArgs) -> anyhow::Result<ExitCod
     let df = catalog_frame(&config.catalog)?;
     print_frame(&df, args.format, Columns::wide_if(args.wide))?;
     if args.format == Format::Table {
-        crate::output::say(format_args!(
-            "prices: USD per million tokens, from {PRICE_SOURCE} (as of {PRICES_AS_OF}) unless \
-             config.yaml sets them; any other id of a provider runs too (`openai:<id>`), its \
-             cost unknown (–) until config.yaml gives its `input_price:` and `output_price:`"
-        ));
+        crate::output::say(crate::output::fit_line(&format!(
+            "prices: USD per million tokens, from the genai-prices list as of {PRICES_AS_OF} \
+             ({PRICE_SOURCE}) unless config.yaml sets them; any other id of a provider runs \
+             too (`openai:<id>`), its cost unknown (–) until config.yaml gives its \
+             `input_price:` and `output_price:`"
+        )));
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -71,6 +71,7 @@ pub(crate) fn run(context: &Context, args: RunsArgs) -> anyhow::Result<ExitCode>
         .collect();
     let mut df = runs_frame(context, &runs, &unpriced)?;
     df.with_column(Column::new(columns::INPUTS.name.into(), inputs))?;
+    df.with_column(Column::new(columns::UNPRICED.name.into(), unpriced.clone()))?;
     if args.format == Format::Table && !args.wide {
         // Compact tables leave what was paid to --wide, but a run's budget is read against
         // what it paid: here it stays, beside the budget.
@@ -302,7 +303,6 @@ fn runs_frame(
             columns::PAID_USD.name.into(),
             unless_unpriced(|r| r.tally.paid_usd),
         ),
-        Column::new(columns::UNPRICED.name.into(), unpriced.to_vec()),
         Column::new(
             columns::BUDGET_USD.name.into(),
             runs.iter().map(|r| r.budget_usd).collect::<Vec<_>>(),

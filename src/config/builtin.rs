@@ -10,8 +10,12 @@ use crate::llm::ProviderKind;
 
 /// Where the hosted models' prices and context windows come from: the `genai-prices` data of
 /// Pydantic (MIT licence), maintained from the providers' price pages, at this commit.
-pub const PRICE_SOURCE: &str = "https://github.com/pydantic/genai-prices/blob/\
+pub const PRICE_LIST_URL: &str = "https://github.com/pydantic/genai-prices/blob/\
 47df840a5ab10bbcffb8e5ac01b9899032245d1b/prices/data.json";
+
+/// The source of each hosted model's prices, as `track models` shows it: [`PRICE_LIST_URL`]'s
+/// repository, commit and date, short enough for a table cell.
+pub const PRICE_SOURCE: &str = "genai-prices@47df840a5ab1 (2026-08-21)";
 
 /// The date of [`PRICE_SOURCE`]'s commit. Where it dates a change of price (Claude Sonnet 5's
 /// introductory price ended on 2026-08-31), the price in force since is the catalog's.
@@ -21,7 +25,7 @@ pub const PRICES_AS_OF: &str = "2026-08-21";
 const LOCAL_SOURCE: &str = "local model: no charge";
 
 impl Catalog {
-    /// The built-in providers and models (prices and context windows: [`PRICE_SOURCE`] as of
+    /// The built-in providers and models (prices and context windows: [`PRICE_LIST_URL`] as of
     /// [`PRICES_AS_OF`], the specification's for the models it names; parameter counts: the
     /// specification's, and EcoLogits 0.9.1's assumptions for closed models; none published
     /// for current ones, whose energy is unknown).
@@ -416,7 +420,8 @@ mod tests {
                 assert_eq!(m.price(), Some(crate::cost::Price::default()));
             }
         }
-        assert!(PRICE_SOURCE.contains("47df840a5ab10bbcffb8e5ac01b9899032245d1b"));
+        assert!(PRICE_LIST_URL.contains("47df840a5ab10bbcffb8e5ac01b9899032245d1b"));
+        assert!(PRICE_SOURCE.contains("47df840a5ab1") && PRICE_SOURCE.contains(PRICES_AS_OF));
         // The check finds an entry that lost its price or its source.
         let mut broken = catalog.clone();
         broken.models[0].output_price = None;

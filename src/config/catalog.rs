@@ -443,6 +443,14 @@ impl Catalog {
         }
     }
 
+    /// ` did you mean `x`?` naming the one or two entries closest to `reference` (a model
+    /// not in the catalog: maybe a typo), or nothing.
+    pub(crate) fn nearest(&self, reference: &str) -> String {
+        let references: Vec<String> = self.models.iter().map(ModelSpec::reference).collect();
+        let name = split_reference(reference).map_or(reference, |(_, name)| name);
+        did_you_mean(reference, name.len(), references.iter().map(String::as_str))
+    }
+
     /// The provider of a model.
     pub(crate) fn provider(&self, model: &ModelSpec) -> &ProviderSpec {
         &self.providers[&model.provider]
@@ -535,6 +543,9 @@ mod tests {
         let local = c.model("ollama:mistral:7b").unwrap();
         assert_eq!(local.price(), Some(Price::default()));
         assert_eq!(local.model, "mistral:7b");
+        // One that may be a typo is named with the nearest entry.
+        assert_eq!(c.nearest("local:smolm2"), " did you mean `local:smollm2`?");
+        assert_eq!(c.nearest("openai:gpt-9.9-preview"), "");
         // A listed name is the catalog's entry; a bad provider or reference is still refused.
         assert!(matches!(
             c.model("openai:gpt-4o-mini"),

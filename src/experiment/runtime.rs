@@ -82,6 +82,17 @@ pub fn execute(
         return Ok(RunEnd::Planned(plan));
     }
     if options.show_progress {
+        let mut unlisted: Vec<&str> = Vec::new();
+        for note in experiment
+            .targets()
+            .iter()
+            .filter_map(|t| t.unlisted.as_deref())
+        {
+            if !unlisted.contains(&note) {
+                unlisted.push(note);
+                crate::output::tell(format_args!("track: note: {note}"));
+            }
+        }
         for sentence in &unpriced {
             crate::output::tell(format_args!("track: note: cost unknown: {sentence}"));
         }

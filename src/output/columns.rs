@@ -207,10 +207,11 @@ pub(super) enum Wrap {
 pub(super) fn wrap(name: &str) -> Wrap {
     match name {
         // `track runs` (a run without a file is named by its command line), `--errors`, the
-        // dry run's plan, `track models`' key.
+        // dry run's plan, `track models`' key and price source.
         "file" | "command" | "error" | "item" | "note" | "key" | "detail" | "justification"
-        | "invalid_reason" | "base_answer" | "new_answer" => Wrap::Spaces,
-        "models" => Wrap::Commas,
+        | "invalid_reason" | "base_answer" | "new_answer" | "price_source" => Wrap::Spaces,
+        // `track runs`' models, and those without a price.
+        "models" | "unpriced" => Wrap::Commas,
         _ => Wrap::Never,
     }
 }
