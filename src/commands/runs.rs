@@ -67,7 +67,11 @@ pub(crate) fn run(context: &Context, args: RunsArgs) -> anyhow::Result<ExitCode>
         .collect();
     let unpriced: Vec<Option<String>> = ids
         .iter()
-        .map(|id| options.get(id).and_then(|json| unpriced_of(json)))
+        .map(|id| {
+            options
+                .get(id)
+                .and_then(|json| crate::experiment::unpriced_models(json))
+        })
         .collect();
     let mut df = runs_frame(context, &runs, &unpriced)?;
     df.with_column(Column::new(columns::INPUTS.name.into(), inputs))?;
@@ -189,15 +193,6 @@ fn inputs_of(options_json: &str) -> Option<String> {
         })
         .collect();
     (!phrases.is_empty()).then(|| phrases.join("; "))
-}
-
-/// The models of a run without a price, as its options JSON records them
-/// ([`UNPRICED`](crate::experiment::UNPRICED)), comma-separated; `None` when all had one.
-fn unpriced_of(options_json: &str) -> Option<String> {
-    let options: serde_json::Value = serde_json::from_str(options_json).ok()?;
-    let models: Vec<String> =
-        serde_json::from_value(options.get(crate::experiment::UNPRICED)?.clone()).ok()?;
-    (!models.is_empty()).then(|| models.join(", "))
 }
 
 /// The errors of a run, one row each (`track runs --errors ID`).

@@ -3,6 +3,9 @@
 //! says so, and a budget refuses it before any call, naming the prices to set in config.yaml.
 //! A current model of the catalog (`openai:gpt-5-mini`) gets its list price.
 
+use parquet::file::reader::{FileReader, SerializedFileReader};
+use parquet::record::Field;
+
 use crate::support::mock::Rule;
 use crate::support::{Sandbox, bench_yaml, text};
 
@@ -169,6 +172,44 @@ fn an_unlisted_openai_id_runs_with_its_cost_unknown_in_tables_exports_and_sums()
     let known = rows.iter().find(|r| &r[0] == "openai:gpt-4o-mini").unwrap();
     assert!(known[total].parse::<f64>().unwrap() > 0.0);
 
+    // Parquet: null, not 0.
+    let export = s
+        .track()
+        .args(["export", "parquet", "--out", "lake"])
+        .output()
+        .unwrap();
+    assert!(export.status.success(), "{}", text(&export.stderr));
+    let uid: String = s
+        .db()
+        .query_row("SELECT uid FROM runs WHERE id = 1", [], |row| row.get(0))
+        .unwrap();
+    let path = s.path(&format!(
+        "lake/bench_results/kind=bench/run={uid}/part-00000.parquet"
+    ));
+    let reader = SerializedFileReader::new(std::fs::File::open(path).unwrap()).unwrap();
+    let mut costs: Vec<(String, Field)> = Vec::new();
+    for row in reader.get_row_iter(None).unwrap() {
+        let row = row.unwrap();
+        let field = |name: &str| {
+            row.get_column_iter()
+                .find(|(n, _)| n.as_str() == name)
+                .map(|(_, f)| f.clone())
+                .unwrap()
+        };
+        let Field::Str(model) = field("model_ref") else {
+            panic!("model_ref is text")
+        };
+        costs.push((model, field("cost_usd")));
+    }
+    assert_eq!(costs.len(), 4);
+    for (model, cost) in &costs {
+        assert_eq!(
+            matches!(cost, Field::Null),
+            model == UNLISTED,
+            "{model}: {cost:?}"
+        );
+    }
+
     // track query: null, not 0.
     let json = s
         .track()
@@ -201,6 +242,18 @@ fn an_unlisted_openai_id_runs_with_its_cost_unknown_in_tables_exports_and_sums()
         table.contains(&format!("run 1: cost unknown (–): {UNLISTED} had no price")),
         "{table}"
     );
+
+    // The report: "–" for the total cost and paid, not the known part.
+    s.track()
+        .args(["report", "--out", "report.html"])
+        .assert()
+        .success();
+    let html = std::fs::read_to_string(s.path("report.html")).unwrap();
+    assert!(
+        html.contains("<dt>Cost ($)</dt><dd>–</dd>"),
+        "the total is unknown"
+    );
+    assert!(html.contains("<dt>Paid ($)</dt><dd>–</dd>"));
 }
 
 #[test]
