@@ -124,16 +124,11 @@ fn select(store: &Store, db: &Path, choice: &RunChoice) -> Result<Selection, Rep
             what: format!("{} run", registry::reported_nouns()),
         });
     }
-    let options = store.runs_options_json(&ids)?;
     let mut runs: Vec<SelectedRun> = infos
         .into_iter()
         .map(|info| SelectedRun {
             status: observed_status(db, info.id, info.status),
             noun: registry::kind(info.kind).report_noun(),
-            unpriced: options
-                .get(&info.id)
-                .and_then(|json| crate::experiment::unpriced_models(json))
-                .is_some(),
             info,
         })
         .collect();

@@ -65,14 +65,7 @@ pub(crate) fn run(context: &Context, args: RunsArgs) -> anyhow::Result<ExitCode>
         .iter()
         .map(|id| options.get(id).and_then(|json| inputs_of(json)))
         .collect();
-    let unpriced: Vec<Option<String>> = ids
-        .iter()
-        .map(|id| {
-            options
-                .get(id)
-                .and_then(|json| crate::experiment::unpriced_models(json))
-        })
-        .collect();
+    let unpriced: Vec<Option<String>> = runs.iter().map(|r| r.unpriced.clone()).collect();
     let mut df = runs_frame(context, &runs, &unpriced)?;
     df.with_column(Column::new(columns::INPUTS.name.into(), inputs))?;
     df.with_column(Column::new(columns::UNPRICED.name.into(), unpriced.clone()))?;
@@ -224,7 +217,7 @@ fn wall_time_s(started: &str, finished: Option<&str>) -> Option<f64> {
 
 /// The runs, one row each, with the status observed now (a run whose process is gone is
 /// `abandoned`); one shard of a plan says which (`completed, shard 1/3`). The cost and paid of
-/// a run with models without a price (`unpriced`, by run) are unknown: null, not the sum of
+/// a run with models without a price (`unpriced`, by run: [`RunInfo::unpriced`]) are unknown: null, not the sum of
 /// the known part.
 fn runs_frame(
     context: &Context,

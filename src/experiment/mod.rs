@@ -29,7 +29,7 @@ pub(crate) use options::batch_flag;
 pub use options::{FileBudget, MAX_REPEAT, Override, Overrides, RunOptions, ShardPace};
 pub(crate) use plan::check_size;
 pub use plan::{MAX_PLANNED_CALLS, Plan, PlanLine};
-pub use runtime::{RunEnd, UNPRICED, execute, unpriced_models};
+pub use runtime::{RunEnd, execute};
 pub use shard::{AUTO_SOURCES, MAX_SHARDS, Shard, ShardError};
 pub use signals::{Interruption, Signal};
 pub use summary::RunSummary;

@@ -382,20 +382,9 @@ fn run_header(experiment: &dyn Experiment, budget_usd: Option<f64>, batch: bool)
         header.options["batch"] = serde_json::json!(true);
     }
     if !unpriced.is_empty() {
-        header.options[UNPRICED] = serde_json::json!(unpriced);
+        header.options[crate::store::UNPRICED_OPTION] = serde_json::json!(unpriced);
     }
     header
-}
-
-/// The key of a run's options (`runs.options_json`) listing its models without a price.
-pub const UNPRICED: &str = "unpriced";
-
-/// The models without a price a run's options JSON lists ([`UNPRICED`]), comma-separated;
-/// `None` when it lists none (every model had a price).
-pub fn unpriced_models(options_json: &str) -> Option<String> {
-    let options: serde_json::Value = serde_json::from_str(options_json).ok()?;
-    let models: Vec<String> = serde_json::from_value(options.get(UNPRICED)?.clone()).ok()?;
-    (!models.is_empty()).then(|| models.join(", "))
 }
 
 /// Whether the run a claim or a batch names (its id) is at work on the database at `db`.

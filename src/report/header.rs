@@ -170,7 +170,7 @@ impl Header {
     /// The total `usd` of the column `name`, or `–` when a run had a model without a price:
     /// a sum without its answers would look complete and be too low.
     fn unless_unpriced(&self, name: &str, usd: f64) -> String {
-        if self.runs().iter().any(|r| r.unpriced) {
+        if self.runs().iter().any(|r| r.info.unpriced.is_some()) {
             "–".to_owned()
         } else {
             number(name, usd)
@@ -213,12 +213,12 @@ impl Header {
                     thousands(t.planned_calls),
                     thousands(t.cache_hits),
                     thousands(t.errors),
-                    if r.unpriced {
+                    if r.info.unpriced.is_some() {
                         "–".to_owned()
                     } else {
                         number("cost_usd", t.cost_usd)
                     },
-                    if r.unpriced {
+                    if r.info.unpriced.is_some() {
                         "–".to_owned()
                     } else {
                         number("paid_usd", t.paid_usd)
@@ -324,9 +324,9 @@ mod tests {
                 shard: None,
                 merged_shards: None,
                 plan_calls: None,
+                unpriced: None,
             },
             status,
-            unpriced: false,
         }
     }
 
@@ -374,7 +374,7 @@ mod tests {
     fn a_run_with_a_model_without_a_price_has_an_unknown_cost_and_so_has_the_total() {
         let cost = |html: &str| html.contains("<dt>Cost ($)</dt><dd>–</dd>");
         let mut unpriced = run(4, ExperimentKind::Bench, RunStatus::Completed);
-        unpriced.unpriced = true;
+        unpriced.info.unpriced = Some("openai:gpt-9".into());
         let priced = run(3, ExperimentKind::Bench, RunStatus::Completed);
         let header = |runs| {
             let selection = Selection { runs, named: true };

@@ -13,8 +13,6 @@ pub struct SelectedRun {
     /// The word for its kind in the header, counted there (`2 benchmarks`): its registry
     /// entry's report noun.
     pub noun: &'static str,
-    /// A model of it had no price: its cost and paid are unknown (`–`), not its tally's sums.
-    pub unpriced: bool,
 }
 
 /// The runs a report covers, by id.
