@@ -624,11 +624,22 @@ impl Book<'_> {
     fn record(
         &mut self,
         stage: &Stage,
-        outcomes: Vec<(usize, CallOutcome)>,
+        mut outcomes: Vec<(usize, CallOutcome)>,
         answers: &mut [Option<CallOutcome>],
     ) -> Result<(), ExperimentError> {
         if outcomes.is_empty() {
             return Ok(());
+        }
+        // An answer bought while its model had no price costs what its price is now, if it
+        // has one: adding the price to config.yaml need not buy the answers again.
+        for (i, outcome) in &mut outcomes {
+            if let CallOutcome::Hit(call) = outcome
+                && call.cost_usd.is_none()
+            {
+                call.cost_usd = stage.calls[*i]
+                    .job
+                    .cost_usd(call.input_tokens, call.output_tokens);
+            }
         }
         let mut errors = Vec::new();
         for (i, outcome) in &outcomes {

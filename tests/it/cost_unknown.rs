@@ -373,3 +373,50 @@ fn a_current_model_of_the_catalog_gets_its_list_price() {
         );
     }
 }
+
+#[test]
+fn answers_bought_without_a_price_cost_the_price_set_later_when_served_again() {
+    let s = sandbox(&[UNLISTED]);
+    let out = s
+        .track()
+        .args(["run", "bench.yaml", "-q"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert_eq!(
+        s.count("SELECT count(*) FROM bench_results WHERE run_id = 1 AND cost_usd IS NULL"),
+        2
+    );
+    s.write(
+        "config.yaml",
+        "retry:\n  max_attempts: 4\n  base_delay: 10\n  max_delay: 200\ntimeout_secs: 10\n\
+         models:\n  openai:gpt-9.9-preview:\n    input_price: 2\n    output_price: 8\n",
+    );
+    s.mock.reset_requests();
+    let out = s.track().args(["run", "bench.yaml"]).output().unwrap();
+    let stderr = text(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert_eq!(s.mock.request_count(), 0, "served from the cache");
+    assert!(
+        !stderr.contains("cost unknown") && !stderr.contains("+ unknown"),
+        "{stderr}"
+    );
+    // Costed at the price now set, paid nothing; the stored calls keep what was known then.
+    assert_eq!(
+        s.count(
+            "SELECT count(*) FROM bench_results r JOIN calls c ON c.id = r.call_id \
+             WHERE r.run_id = 2 AND r.paid_usd = 0 AND r.cache_hit = 1 \
+             AND abs(r.cost_usd - (c.input_tokens * 2 + c.output_tokens * 8) / 1e6) < 1e-12 \
+             AND r.cost_usd > 0 AND c.cost_usd IS NULL"
+        ),
+        2
+    );
+    let runs = s
+        .track()
+        .args(["runs", "--format", "json"])
+        .output()
+        .unwrap();
+    let runs: serde_json::Value = serde_json::from_slice(&runs.stdout).unwrap();
+    assert!(runs[0]["cost_usd"].as_f64().unwrap() > 0.0, "{runs}");
+    assert!(runs[1]["cost_usd"].is_null(), "{runs}");
+}
