@@ -562,6 +562,48 @@ mod tests {
     }
 
     #[test]
+    fn a_config_entry_without_a_price_has_it_unknown_unless_it_replaces_one_or_is_local() {
+        let mut config = super::super::Config {
+            catalog: Catalog::builtin(),
+            settings: super::super::Settings::default(),
+            source: None,
+        };
+        let yaml = "
+providers:
+  vllm: {kind: openai-compatible, base_url: \"http://127.0.0.1:8000/v1\"}
+models:
+  openai:gpt-9: {parameters: 8}
+  openai:half: {input_price: 1}
+  openai:gpt-4o: {model: gpt-4o-2024-08-06}
+  vllm:llama3: {parameters: 8}
+";
+        config
+            .apply(std::path::Path::new("config.yaml"), yaml)
+            .unwrap();
+        let price = |reference: &str| {
+            let m = config.catalog.resolve(reference).unwrap();
+            (m.input_price, m.output_price, m.source.clone())
+        };
+        let from_file = Some("config.yaml".to_owned());
+        assert_eq!(price("openai:gpt-9"), (None, None, from_file.clone()));
+        assert_eq!(price("openai:half"), (Some(1.0), None, from_file.clone()));
+        assert_eq!(
+            config
+                .catalog
+                .resolve("openai:half")
+                .unwrap()
+                .price_to_set(),
+            "`output_price:` (USD per million tokens) under `models: openai:half:` in config.yaml"
+        );
+        assert_eq!(
+            price("openai:gpt-4o"),
+            (Some(2.5), Some(10.0), from_file.clone()),
+            "the built-in's prices stay"
+        );
+        assert_eq!(price("vllm:llama3"), (Some(0.0), Some(0.0), from_file));
+    }
+
+    #[test]
     fn bad_references_name_the_choices() {
         let c = Catalog::builtin();
         let e = c.resolve("openai:gpt-9").unwrap_err().to_string();
