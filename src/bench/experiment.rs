@@ -376,7 +376,7 @@ impl BenchExperiment {
         self.fill_from_call(&mut row, call, model);
         let facts = CallFacts {
             latency_ms: Some(call.latency_ms),
-            cost_usd: Some(call.cost_usd),
+            cost_usd: call.cost_usd,
             output_tokens: Some(call.output_tokens),
         };
         let mut judged = judged;
@@ -553,8 +553,14 @@ impl BenchExperiment {
         row.input_tokens = Some(call.input_tokens);
         row.output_tokens = Some(call.output_tokens);
         row.tokens_estimated = call.tokens_estimated;
-        row.cost_usd = Some(call.cost_usd);
-        row.paid_usd = Some(if row.cache_hit { 0.0 } else { call.cost_usd });
+        // A model without a price has an unknown cost (NULL), and so is what a fresh answer of
+        // it paid; a cached one paid nothing.
+        row.cost_usd = call.cost_usd;
+        row.paid_usd = if row.cache_hit {
+            Some(0.0)
+        } else {
+            call.cost_usd
+        };
         // A model without a parameter count has no estimate: the energy stays NULL (unknown),
         // and so does the method, as no method estimated it.
         if let Some(energy) = energy {
@@ -636,10 +642,12 @@ impl BenchExperiment {
         let mut draft = self.draft(run_id, eval, answer, Some(verdict));
         let row = &mut draft.row;
         row.judge_call_id = Some(call.id);
-        row.judge_cost_usd = Some(call.cost_usd);
-        row.cost_usd = Some(row.cost_usd.unwrap_or(0.0) + call.cost_usd);
+        row.judge_cost_usd = call.cost_usd;
+        // Unknown when either the answer's or the judge's is.
+        let plus = |sum: Option<f64>| sum.zip(call.cost_usd).map(|(a, b)| a + b);
+        row.cost_usd = plus(row.cost_usd);
         if matches!(outcome, CallOutcome::Fresh(_)) {
-            row.paid_usd = Some(row.paid_usd.unwrap_or(0.0) + call.cost_usd);
+            row.paid_usd = plus(row.paid_usd);
         }
         row.judge_score = parsed.as_ref().ok().map(|(score, _)| *score);
         let problem =
@@ -911,7 +919,7 @@ prompts:
             tokens_estimated: false,
             latency_ms: 250.0,
             attempts: 1,
-            cost_usd: 0.01,
+            cost_usd: Some(0.01),
             created_at: "2026-11-24T00:00:00Z".into(),
         }))
     }

@@ -206,6 +206,7 @@ pub const IMAGE_TOKENS_BOUND: u64 = 2_500;
 
 /// The most a call can cost: its input at a token a byte with each message's framing (images
 /// at their bound), and an answer of its `max_tokens`. What a budget reserves before sending.
+/// Without a price it is unbounded: `f64::INFINITY`, which no budget holds.
 pub fn max_cost(job: &CallJob) -> f64 {
     max_cost_at(job, job.price)
 }
@@ -213,11 +214,14 @@ pub fn max_cost(job: &CallJob) -> f64 {
 /// The most a call sent through a batch API can cost: [`max_cost`] at the batch price
 /// ([`Price::batch`](crate::cost::Price::batch)). What a budget reserves at submission.
 pub fn batch_max_cost(job: &CallJob) -> f64 {
-    max_cost_at(job, job.price.batch())
+    max_cost_at(job, job.price.map(crate::cost::Price::batch))
 }
 
-/// [`max_cost`] at `price`.
-fn max_cost_at(job: &CallJob, price: crate::cost::Price) -> f64 {
+/// [`max_cost`] at `price` (unbounded when it is unknown).
+fn max_cost_at(job: &CallJob, price: Option<crate::cost::Price>) -> f64 {
+    let Some(price) = price else {
+        return f64::INFINITY;
+    };
     let request = &job.request;
     let input = request
         .system

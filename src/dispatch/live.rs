@@ -34,8 +34,9 @@ pub struct CallJob {
     pub endpoint: Arc<Endpoint>,
     pub request: ChatRequest,
     pub canonical: CanonicalRequest,
-    /// USD per million input and output tokens.
-    pub price: Price,
+    /// USD per million input and output tokens; `None`: unknown (a model without a price),
+    /// so is its cost.
+    pub price: Option<Price>,
     /// The sample this is (each repeat is its own cache entry).
     pub repeat: u32,
     /// When the server refuses the request's schema (HTTP 400 or 422), ask again without it,
@@ -44,8 +45,15 @@ pub struct CallJob {
 }
 
 impl CallJob {
-    /// The call of `request` to `endpoint`, for sample `repeat`, priced with `price`.
-    pub fn new(endpoint: Arc<Endpoint>, request: ChatRequest, repeat: u32, price: Price) -> Self {
+    /// The call of `request` to `endpoint`, for sample `repeat`, priced with `price` (`None`:
+    /// unknown).
+    pub fn new(
+        endpoint: Arc<Endpoint>,
+        request: ChatRequest,
+        repeat: u32,
+        price: impl Into<Option<Price>>,
+    ) -> Self {
+        let price = price.into();
         let canonical =
             CanonicalRequest::new(&endpoint.provider, &endpoint.base_url, &request, repeat);
         Self {
@@ -56,6 +64,13 @@ impl CallJob {
             repeat,
             plain_fallback: false,
         }
+    }
+
+    /// What an answer of `input_tokens` and `output_tokens` to it costs, in USD; `None` when
+    /// its price is unknown.
+    pub fn cost_usd(&self, input_tokens: u64, output_tokens: u64) -> Option<f64> {
+        self.price
+            .map(|price| price.cost_usd(input_tokens, output_tokens))
     }
 
     /// The same call without a schema: free text, read by the tolerant parsers.
@@ -893,9 +908,11 @@ enum Attempt {
 /// not be read (it may have been billed).
 fn settle(reservation: Reservation, job: &CallJob, result: &Result<ChatResponse, ProviderError>) {
     match result {
+        // A budget refuses a model without a price before any call; were one sent, it would
+        // count as all the budget.
         Ok(answer) => reservation.settle(
-            job.price
-                .cost_usd(answer.usage.input_tokens, answer.usage.output_tokens),
+            job.cost_usd(answer.usage.input_tokens, answer.usage.output_tokens)
+                .unwrap_or(f64::INFINITY),
         ),
         Err(
             ProviderError::Http { .. }

@@ -159,7 +159,7 @@ fn stored_call(id: i64, job: &CallJob, response: ChatResponse, timing: Timing) -
         tokens_estimated: usage.estimated,
         latency_ms: timing.latency_ms,
         attempts: timing.attempts,
-        cost_usd: job.price.cost_usd(usage.input_tokens, usage.output_tokens),
+        cost_usd: job.cost_usd(usage.input_tokens, usage.output_tokens),
         created_at: crate::store::now_rfc3339(),
     }
 }
@@ -185,9 +185,9 @@ fn new_call<'a>(
         tokens_estimated: usage.is_some_and(|u| u.estimated),
         latency_ms: timing.latency_ms,
         attempts: timing.attempts,
-        input_price_per_mtok: job.price.input_per_mtok,
-        output_price_per_mtok: job.price.output_per_mtok,
-        cost_usd: usage.map(|u| job.price.cost_usd(u.input_tokens, u.output_tokens)),
+        input_price_per_mtok: job.price.map_or(f64::NAN, |p| p.input_per_mtok),
+        output_price_per_mtok: job.price.map_or(f64::NAN, |p| p.output_per_mtok),
+        cost_usd: usage.and_then(|u| job.cost_usd(u.input_tokens, u.output_tokens)),
         http_status,
     }
 }
@@ -407,7 +407,7 @@ mod tests {
         assert_eq!(stored.id, *id);
         assert_eq!((stored.text.as_str(), stored.attempts), ("4", 3));
         assert_eq!((stored.input_tokens, stored.output_tokens), (1_000, 500));
-        assert!((stored.cost_usd - 0.006).abs() < 1e-15);
+        assert!((stored.cost_usd.unwrap() - 0.006).abs() < 1e-15);
         // Served from the cache from now on.
         let cached = lock(&store)
             .cached_calls([job.canonical.key.as_str()])
@@ -449,7 +449,7 @@ mod tests {
     async fn a_batch_answer_is_one_row_of_its_batch_and_a_second_collect_stores_nothing() {
         let (store, recorder) = recorder();
         let mut job = call_job("2 + 2?");
-        job.price = job.price.batch();
+        job.price = job.price.map(Price::batch);
         let batch = batch_of(&store, &job);
         let timing = Timing {
             latency_ms: 60_000.0,
@@ -501,7 +501,7 @@ mod tests {
     async fn a_batch_failure_is_one_row_of_its_batch_with_its_error() {
         let (store, recorder) = recorder();
         let mut job = call_job("2 + 2?");
-        job.price = job.price.batch();
+        job.price = job.price.map(Price::batch);
         let batch = batch_of(&store, &job);
         let timing = Timing {
             latency_ms: 90_000.0,

@@ -24,6 +24,7 @@ pub struct NewCall<'a> {
     pub tokens_estimated: bool,
     pub latency_ms: f64,
     pub attempts: u32,
+    /// USD per million tokens, as used for `cost_usd`; NaN: unknown (stored NULL).
     pub input_price_per_mtok: f64,
     pub output_price_per_mtok: f64,
     pub cost_usd: Option<f64>,
@@ -41,7 +42,8 @@ pub struct StoredCall {
     pub tokens_estimated: bool,
     pub latency_ms: f64,
     pub attempts: u32,
-    pub cost_usd: f64,
+    /// What it cost when it was made; `None`: unknown (its model had no price).
+    pub cost_usd: Option<f64>,
     /// When the answer arrived (RFC 3339).
     pub created_at: String,
 }
@@ -271,8 +273,8 @@ pub(super) fn insert_call_row(
         call.tokens_estimated,
         call.latency_ms,
         call.attempts,
-        call.input_price_per_mtok,
-        call.output_price_per_mtok,
+        known(call.input_price_per_mtok),
+        known(call.output_price_per_mtok),
         call.cost_usd,
         call.http_status,
         error,
@@ -286,6 +288,11 @@ pub(super) fn insert_call_row(
     tx.prepare_cached("DELETE FROM call_claims WHERE cache_key = ?1")?
         .execute([call.cache_key])?;
     Ok(id)
+}
+
+/// A price as stored: NULL when unknown (NaN).
+fn known(price: f64) -> Option<f64> {
+    (!price.is_nan()).then_some(price)
 }
 
 /// The columns every cached-call query selects, after the key.
@@ -306,7 +313,7 @@ fn stored_call(row: &rusqlite::Row<'_>) -> rusqlite::Result<StoredCall> {
         tokens_estimated: row.get(6)?,
         latency_ms: row.get::<_, Option<f64>>(7)?.unwrap_or(0.0),
         attempts: row.get(8)?,
-        cost_usd: row.get::<_, Option<f64>>(9)?.unwrap_or(0.0),
+        cost_usd: row.get(9)?,
         created_at: row.get(10)?,
     })
 }

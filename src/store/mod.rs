@@ -55,7 +55,7 @@ pub use review::{
     NewGenerated, ParseStatus, ReviewColumns, ReviewNotes, ReviewRow, ScoreColumns, ScoreRow,
     UnknownStatus, UnparsableReviewRow,
 };
-pub use runs::{RunErrorRow, RunInfo, RunSelector, RunStatus, RunTally};
+pub use runs::{RunErrorRow, RunInfo, RunSelector, RunStatus, RunTally, UNPRICED_OPTION};
 pub use stored::{UnknownInRow, UnknownName};
 pub use view::{
     COUNT_CASES, CallText, CandidateAnswer, CaseAnswer, CaseOrder, ConfusionCount, DiffItem,
