@@ -317,7 +317,10 @@ impl BenchExperiment {
                         follow_up: false,
                         after: Some(Box::new(outcome.clone())),
                     });
-                    next.states.insert(call.item, state);
+                    // One turn: nothing to carry.
+                    if state.turn > 0 {
+                        next.states.insert(call.item, state);
+                    }
                 }
                 Some(CallOutcome::Failed { .. }) => {}
                 None => stage.pending.push(self.pending_judge(judge, eval)),
@@ -332,7 +335,8 @@ impl BenchExperiment {
             (true, false) => TURNS,
             _ => JUDGES,
         };
-        if turns {
+        // A judge of a conversation grades its rows with its earlier answers too.
+        if turns || !next.states.is_empty() {
             stage.data = Some(StageData::new(next));
         }
         (!stage.calls.is_empty() || !stage.pending.is_empty()).then_some(stage)
@@ -1244,6 +1248,88 @@ pass: {threshold: 0.25}
             .unwrap();
         assert_eq!(failed.0, "contains");
         assert!(failed.1.contains("expected to contain `9`"), "{}", failed.1);
+    }
+
+    const CHAT: &str = r#"
+models: [openai:gpt-4o]
+judge: openai:gpt-4o-mini
+prompts:
+  - chat:
+    turns: ["Hi", "Why?", "Thanks"]
+    checks:
+      - {method: contains, value: "hello", turn: 1}
+      - {method: judge, rubric: "Polite."}
+  - once:
+    prompt: "2+2?"
+    method: contains
+    output: "4"
+"#;
+
+    #[test]
+    fn a_conversation_is_a_stage_a_turn_its_history_growing_then_judged() {
+        let spec = BenchSpec::parse(Path::new("bench.yaml"), CHAT).unwrap();
+        let mut bench = BenchExperiment::new(
+            spec,
+            &Catalog::builtin(),
+            &Overrides::default(),
+            EnergyMethod::default(),
+        )
+        .unwrap();
+        let first = bench.stage(0, None).unwrap().unwrap();
+        let follow: Vec<bool> = first.calls.iter().map(|c| c.follow_up).collect();
+        assert_eq!(follow, [true, false], "only the conversation goes on");
+        let answers = vec![Some(answer(1, "hello there")), None];
+        let second = bench.stage(1, Some((&first, &answers))).unwrap().unwrap();
+        assert_eq!(second.name, "turns");
+        let sent: Vec<String> = second.calls[0]
+            .job
+            .request
+            .messages
+            .iter()
+            .map(crate::llm::Message::text)
+            .collect();
+        assert_eq!(sent, ["Hi", "hello there", "Why?"]);
+        assert_eq!(bench.label(&second, 0), "openai:gpt-4o on chat, turn 2");
+        let third = bench
+            .stage(2, Some((&second, &[Some(answer(2, "because")), None])))
+            .unwrap()
+            .unwrap();
+        assert_eq!(third.calls[0].job.request.messages.len(), 5);
+        // The last answer is judged; a result row then holds the conversation.
+        let judges = bench
+            .stage(3, Some((&third, &[Some(answer(3, "bye"))])))
+            .unwrap()
+            .unwrap();
+        assert_eq!(judges.name, "judges");
+        assert!(bench.stage(4, Some((&judges, &[None]))).unwrap().is_none());
+        let (mut store, run) = store_with_calls(4);
+        let verdict = answer(4, r#"{"score": 5, "reason": "kind"}"#);
+        bench
+            .record(&mut store, run, &judges, &[(0, &verdict)])
+            .unwrap();
+        let cols = store.bench_columns(&[run], true).unwrap();
+        assert_eq!(
+            cols.outcome,
+            [Outcome::Passed],
+            "turn 1's answer says hello"
+        );
+        // Three turns and the judge, 0.01 each.
+        assert_eq!(cols.cost_usd[0].map(|c| (c * 100.0).round()), Some(4.0));
+
+        // A plan with nothing cached bounds every later turn and the judge.
+        let unknown = vec![None, None];
+        let mut stage = bench.stage(1, Some((&first, &unknown))).unwrap().unwrap();
+        let mut pending = vec![stage.pending.len()];
+        for index in 2.. {
+            match bench.stage(index, Some((&stage, &[]))).unwrap() {
+                Some(next) => {
+                    pending.push(next.pending.len());
+                    stage = next;
+                }
+                None => break,
+            }
+        }
+        assert_eq!(pending, [1, 1, 1], "turn 2, turn 3, then the judge");
     }
 
     #[test]
