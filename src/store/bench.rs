@@ -684,7 +684,7 @@ fn open_reader(path: &std::path::Path) -> Result<rusqlite::Connection> {
 }
 
 /// Runs `scan` on `parts` slices at once, each on its own read-only connection to `path`.
-fn scan_in_parallel<S: Send>(
+pub(super) fn scan_in_parallel<S: Send>(
     path: &std::path::Path,
     parts: usize,
     scan: &(impl Fn(&rusqlite::Connection, usize) -> Result<S> + Sync),
@@ -947,17 +947,8 @@ impl Store {
         each: impl Fn(&mut S, &MeasureRow) + Sync,
     ) -> Result<(Labels, Vec<S>)> {
         let (labels, local_keys) = self.bench_label_keys(run_ids)?;
-        let path = self
-            .conn
-            .path()
-            .filter(|p| !p.is_empty())
-            .map(std::path::PathBuf::from);
-        // An immutable (read-only) database is read on its one connection.
-        let parts = if path.is_some() && !self.immutable {
-            parts.max(1)
-        } else {
-            1
-        };
+        let path = self.path_for_readers();
+        let parts = if path.is_some() { parts.max(1) } else { 1 };
         let slices = Slices {
             run_ids,
             local_keys: &local_keys,
@@ -1002,18 +993,12 @@ impl Store {
             rows,
             rows_per_range,
         );
-        let path = self
-            .conn
-            .path()
-            .filter(|p| !p.is_empty())
-            .map(std::path::PathBuf::from);
         let scan = |conn: &rusqlite::Connection, range: usize| {
             let state = ranges.scan(conn, range, &init, &each)?;
             Ok(finish(state, &labels))
         };
-        let results = match path {
-            // An immutable (read-only) database is read on its one connection.
-            Some(path) if workers > 1 && ranges.len() > 1 && !self.immutable => {
+        let results = match self.path_for_readers() {
+            Some(path) if workers > 1 && ranges.len() > 1 => {
                 scan_ranges_in_parallel(&path, workers, ranges.len(), &scan)?
             }
             _ => (0..ranges.len())

@@ -178,6 +178,15 @@ impl Store {
         &self.conn
     }
 
+    /// The database's file, for readers on connections and threads of their own; `None` for
+    /// a database in memory, and for an immutable one (read on its one connection).
+    fn path_for_readers(&self) -> Option<std::path::PathBuf> {
+        self.conn
+            .path()
+            .filter(|p| !p.is_empty() && !self.immutable)
+            .map(std::path::PathBuf::from)
+    }
+
     /// Opens (creating if needed) the database at `path`, sets the pragmas and migrates it.
     /// Processes opening one database at once take turns (`<db>-lock`), so a new database is
     /// set up once; a database of another application is refused, never added to.
