@@ -886,6 +886,7 @@ impl Store {
             return self.write_bench_results(parts);
         }
         super::enlarge_page_cache(&self.conn, BULK_CACHE_KIB)?;
+        self.prepare_bulk_writes()?;
         // A statement of many rows that checks foreign keys may abort after its first rows,
         // so SQLite copies each page it changes to a statement journal first (5 % of a cached
         // run's CPU). These rows point at their run and at calls just read from this store.
@@ -896,7 +897,9 @@ impl Store {
         let written = self.write_bench_results(parts);
         self.conn
             .pragma_update(None, "foreign_keys", foreign_keys)?;
-        written
+        written?;
+        self.checkpoint_after_bulk_write();
+        Ok(())
     }
 
     /// Writes `parts` in one transaction: see [`Store::insert_bench_results_in_parts`].
@@ -1364,6 +1367,7 @@ pub(crate) mod tests {
         let store = Store {
             conn,
             immutable: false,
+            checkpoint: None,
         };
         let key = ResultKey {
             run_id: 7,
@@ -1662,6 +1666,34 @@ pub(crate) mod tests {
         assert_eq!(count("PRAGMA foreign_keys"), 1);
         let cols = store.bench_columns(&[run], false).unwrap();
         assert_eq!(cols.len(), 6300);
+    }
+
+    #[test]
+    fn a_bulk_write_to_a_file_leaves_its_log_to_a_checkpoint_of_its_own() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut store = Store::open(&dir.path().join("t.db")).unwrap();
+        let run = store
+            .create_run(crate::kind::ExperimentKind::Bench, None, None, "{}")
+            .unwrap();
+        let rows: Vec<BenchResultRow> =
+            (0..5000).map(|p| row(run, 0, p, Outcome::Passed)).collect();
+        store.insert_bench_results(&rows).unwrap();
+        let pragma = |store: &Store, sql: &str| -> Vec<i64> {
+            store
+                .conn
+                .query_row(sql, [], |r| (0..3).map(|i| r.get(i)).collect())
+                .unwrap_or_else(|_| vec![store.conn.query_row(sql, [], |r| r.get(0)).unwrap()])
+        };
+        assert_eq!(pragma(&store, "PRAGMA wal_autocheckpoint"), [65_536]);
+        // Wait for the checkpoint: every page of the log is then in the database.
+        drop(store.checkpoint.take());
+        let [busy, log, copied] = pragma(&store, "PRAGMA wal_checkpoint(NOOP)")[..] else {
+            panic!("three columns")
+        };
+        assert_eq!(busy, 0);
+        assert!(log > 100, "the write went through the log: {log} pages");
+        assert_eq!(copied, log, "all of it copied by the thread");
+        assert_eq!(store.bench_columns(&[run], false).unwrap().len(), 5000);
     }
 
     #[test]
