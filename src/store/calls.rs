@@ -24,9 +24,9 @@ pub struct NewCall<'a> {
     pub tokens_estimated: bool,
     pub latency_ms: f64,
     pub attempts: u32,
-    /// USD per million tokens, as used for `cost_usd`; NaN: unknown (stored NULL).
-    pub input_price_per_mtok: f64,
-    pub output_price_per_mtok: f64,
+    /// USD per million tokens, as used for `cost_usd`; `None`: unknown (stored NULL).
+    pub input_price_per_mtok: Option<f64>,
+    pub output_price_per_mtok: Option<f64>,
     pub cost_usd: Option<f64>,
     pub http_status: Option<u16>,
 }
@@ -276,8 +276,8 @@ pub(super) fn insert_call_row(
         call.tokens_estimated,
         call.latency_ms,
         call.attempts,
-        known(call.input_price_per_mtok),
-        known(call.output_price_per_mtok),
+        call.input_price_per_mtok,
+        call.output_price_per_mtok,
         call.cost_usd,
         call.http_status,
         error,
@@ -291,11 +291,6 @@ pub(super) fn insert_call_row(
     tx.prepare_cached("DELETE FROM call_claims WHERE cache_key = ?1")?
         .execute([call.cache_key])?;
     Ok(id)
-}
-
-/// A price as stored: NULL when unknown (NaN).
-fn known(price: f64) -> Option<f64> {
-    (!price.is_nan()).then_some(price)
 }
 
 /// The columns every cached-call query selects, after the key.
@@ -384,8 +379,8 @@ impl<'a> NewCall<'a> {
             tokens_estimated: false,
             latency_ms: 1.0,
             attempts: 1,
-            input_price_per_mtok: 0.0,
-            output_price_per_mtok: 0.0,
+            input_price_per_mtok: Some(0.0),
+            output_price_per_mtok: Some(0.0),
             cost_usd: Some(0.0),
             http_status: Some(200),
         }
@@ -422,8 +417,8 @@ mod tests {
             tokens_estimated: false,
             latency_ms: 12.5,
             attempts: 1,
-            input_price_per_mtok: 2.5,
-            output_price_per_mtok: 10.0,
+            input_price_per_mtok: Some(2.5),
+            output_price_per_mtok: Some(10.0),
             cost_usd: Some(0.0000575),
             http_status: Some(200),
         }
