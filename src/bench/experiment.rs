@@ -1130,8 +1130,8 @@ prompts:
                     tokens_estimated: false,
                     latency_ms: 250.0,
                     attempts: 1,
-                    input_price_per_mtok: 0.0,
-                    output_price_per_mtok: 0.0,
+                    input_price_per_mtok: Some(0.0),
+                    output_price_per_mtok: Some(0.0),
                     cost_usd: Some(0.01),
                     http_status: None,
                 })

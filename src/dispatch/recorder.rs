@@ -185,8 +185,8 @@ fn new_call<'a>(
         tokens_estimated: usage.is_some_and(|u| u.estimated),
         latency_ms: timing.latency_ms,
         attempts: timing.attempts,
-        input_price_per_mtok: job.price.map_or(f64::NAN, |p| p.input_per_mtok),
-        output_price_per_mtok: job.price.map_or(f64::NAN, |p| p.output_per_mtok),
+        input_price_per_mtok: job.price.map(|p| p.input_per_mtok),
+        output_price_per_mtok: job.price.map(|p| p.output_per_mtok),
         cost_usd: usage.and_then(|u| job.cost_usd(u.input_tokens, u.output_tokens)),
         http_status,
     }

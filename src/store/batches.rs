@@ -814,8 +814,8 @@ mod tests {
             latency_ms: 0.0,
             attempts: 1,
             // gpt-4o-mini's 0.15 / 0.60 at the batch rate.
-            input_price_per_mtok: 0.075,
-            output_price_per_mtok: 0.3,
+            input_price_per_mtok: Some(0.075),
+            output_price_per_mtok: Some(0.3),
             cost_usd: Some(0.00000135),
             http_status: Some(200),
         }

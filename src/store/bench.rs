@@ -684,7 +684,7 @@ fn open_reader(path: &std::path::Path) -> Result<rusqlite::Connection> {
 }
 
 /// Runs `scan` on `parts` slices at once, each on its own read-only connection to `path`.
-fn scan_in_parallel<S: Send>(
+pub(super) fn scan_in_parallel<S: Send>(
     path: &std::path::Path,
     parts: usize,
     scan: &(impl Fn(&rusqlite::Connection, usize) -> Result<S> + Sync),
@@ -886,6 +886,7 @@ impl Store {
             return self.write_bench_results(parts);
         }
         super::enlarge_page_cache(&self.conn, BULK_CACHE_KIB)?;
+        self.prepare_bulk_writes()?;
         // A statement of many rows that checks foreign keys may abort after its first rows,
         // so SQLite copies each page it changes to a statement journal first (5 % of a cached
         // run's CPU). These rows point at their run and at calls just read from this store.
@@ -896,7 +897,9 @@ impl Store {
         let written = self.write_bench_results(parts);
         self.conn
             .pragma_update(None, "foreign_keys", foreign_keys)?;
-        written
+        written?;
+        self.checkpoint_after_bulk_write();
+        Ok(())
     }
 
     /// Writes `parts` in one transaction: see [`Store::insert_bench_results_in_parts`].
@@ -947,17 +950,8 @@ impl Store {
         each: impl Fn(&mut S, &MeasureRow) + Sync,
     ) -> Result<(Labels, Vec<S>)> {
         let (labels, local_keys) = self.bench_label_keys(run_ids)?;
-        let path = self
-            .conn
-            .path()
-            .filter(|p| !p.is_empty())
-            .map(std::path::PathBuf::from);
-        // An immutable (read-only) database is read on its one connection.
-        let parts = if path.is_some() && !self.immutable {
-            parts.max(1)
-        } else {
-            1
-        };
+        let path = self.path_for_readers();
+        let parts = if path.is_some() { parts.max(1) } else { 1 };
         let slices = Slices {
             run_ids,
             local_keys: &local_keys,
@@ -1002,18 +996,12 @@ impl Store {
             rows,
             rows_per_range,
         );
-        let path = self
-            .conn
-            .path()
-            .filter(|p| !p.is_empty())
-            .map(std::path::PathBuf::from);
         let scan = |conn: &rusqlite::Connection, range: usize| {
             let state = ranges.scan(conn, range, &init, &each)?;
             Ok(finish(state, &labels))
         };
-        let results = match path {
-            // An immutable (read-only) database is read on its one connection.
-            Some(path) if workers > 1 && ranges.len() > 1 && !self.immutable => {
+        let results = match self.path_for_readers() {
+            Some(path) if workers > 1 && ranges.len() > 1 => {
                 scan_ranges_in_parallel(&path, workers, ranges.len(), &scan)?
             }
             _ => (0..ranges.len())
@@ -1379,6 +1367,7 @@ pub(crate) mod tests {
         let store = Store {
             conn,
             immutable: false,
+            checkpoint: None,
         };
         let key = ResultKey {
             run_id: 7,
@@ -1677,6 +1666,34 @@ pub(crate) mod tests {
         assert_eq!(count("PRAGMA foreign_keys"), 1);
         let cols = store.bench_columns(&[run], false).unwrap();
         assert_eq!(cols.len(), 6300);
+    }
+
+    #[test]
+    fn a_bulk_write_to_a_file_leaves_its_log_to_a_checkpoint_of_its_own() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut store = Store::open(&dir.path().join("t.db")).unwrap();
+        let run = store
+            .create_run(crate::kind::ExperimentKind::Bench, None, None, "{}")
+            .unwrap();
+        let rows: Vec<BenchResultRow> =
+            (0..5000).map(|p| row(run, 0, p, Outcome::Passed)).collect();
+        store.insert_bench_results(&rows).unwrap();
+        let pragma = |store: &Store, sql: &str| -> Vec<i64> {
+            store
+                .conn
+                .query_row(sql, [], |r| (0..3).map(|i| r.get(i)).collect())
+                .unwrap_or_else(|_| vec![store.conn.query_row(sql, [], |r| r.get(0)).unwrap()])
+        };
+        assert_eq!(pragma(&store, "PRAGMA wal_autocheckpoint"), [65_536]);
+        // Wait for the checkpoint: every page of the log is then in the database.
+        drop(store.checkpoint.take());
+        let [busy, log, copied] = pragma(&store, "PRAGMA wal_checkpoint(NOOP)")[..] else {
+            panic!("three columns")
+        };
+        assert_eq!(busy, 0);
+        assert!(log > 100, "the write went through the log: {log} pages");
+        assert_eq!(copied, log, "all of it copied by the thread");
+        assert_eq!(store.bench_columns(&[run], false).unwrap().len(), 5000);
     }
 
     #[test]

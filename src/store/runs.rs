@@ -792,6 +792,7 @@ mod tests {
         Store {
             conn,
             immutable: false,
+            checkpoint: None,
         }
     }
 
