@@ -13,6 +13,7 @@ pub mod ollama;
 pub mod openai;
 pub mod ratelimit;
 pub mod sse;
+pub mod tools;
 
 use std::fmt;
 use std::sync::Arc;
