@@ -2,6 +2,7 @@
 //! left open) sent turn by turn, each answer added to the history before the next turn, each
 //! turn one call cached by its whole history; `turn: N` checks; malformed `turns` refused.
 
+use crate::support::mock::Rule;
 use crate::support::{Sandbox, text};
 
 /// Two models (two wire formats), two cases of 3 turns; trip's checks pass (the last turn's
@@ -244,4 +245,48 @@ fn malformed_turns_are_refused_naming_the_case_and_the_fix() {
             && stderr.contains("2 turns"),
         "{stderr}"
     );
+}
+
+#[test]
+fn a_turn_that_fails_ends_its_conversation_in_error_and_a_rerun_goes_on_from_the_cache() {
+    let s = Sandbox::new();
+    s.write(
+        "bench.yaml",
+        "models: [openai:gpt-4o]\ncases:\n  - id: trip\n    turns: [\"Plan a trip to Rome\", \
+         \"How many days?\", \"Summarize it\"]\nchecks:\n  - {method: contains, value: mock}\n",
+    );
+    // Turn 2 fails however often it is retried.
+    s.mock.add_rule(Rule::fail("How many days?", 500, 100));
+    let out = s.track().args(["run", "bench.yaml"]).output().unwrap();
+    let stderr = text(&out.stderr);
+    assert!(
+        stderr.contains("openai:gpt-4o on trip, turn 2: openai answered HTTP 500"),
+        "the error names the turn: {stderr}"
+    );
+    let (status, detail): (String, String) = s
+        .db()
+        .query_row("SELECT status, detail FROM bench_results", [], |r| {
+            Ok((r.get(0)?, r.get(1)?))
+        })
+        .unwrap();
+    assert_eq!(status, "error");
+    assert!(detail.starts_with("turn 2 of 3: "), "{detail}");
+    assert_eq!(
+        s.mock.requests_containing("Summarize it"),
+        0,
+        "turn 3 is not sent"
+    );
+
+    // Fixed, the same command pays turn 2 and turn 3 only: turn 1 comes from the cache.
+    s.mock.clear_rules();
+    s.mock.reset_requests();
+    let out = s.track().args(["run", "bench.yaml"]).output().unwrap();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let sent: Vec<String> = s
+        .mock
+        .requests()
+        .iter()
+        .map(|r| r.last_user_text())
+        .collect();
+    assert_eq!(sent, ["How many days?", "Summarize it"]);
 }
