@@ -127,8 +127,8 @@ fn fill_cache(bench: &Path, db: &Path) {
                 tokens_estimated: false,
                 latency_ms: 300.0,
                 attempts: 1,
-                input_price_per_mtok: 0.15,
-                output_price_per_mtok: 0.6,
+                input_price_per_mtok: Some(0.15),
+                output_price_per_mtok: Some(0.6),
                 cost_usd: Some(0.000_002_4),
                 http_status: Some(200),
             })

@@ -117,6 +117,24 @@ pub enum Step<'a> {
 /// the text does not parse or holds no such key. The text is parsed again with positions, so
 /// this is for messages only.
 pub(crate) fn line_at(text: &str, path: &[Step<'_>]) -> Option<u64> {
+    walk(text, path).and_then(|(line, _)| line)
+}
+
+/// The line of each item of the list `path` leads to in `text` (`None` for an item whose
+/// line is not known), parsing the text once: a line for each of a thousand cases, each
+/// found with [`line_at`], parsed the file a thousand times (30 s for 1,100 cases).
+pub(crate) fn item_lines(text: &str, path: &[Step<'_>]) -> Vec<Option<u64>> {
+    match walk(text, path) {
+        Some((_, Node::Seq(items))) => items
+            .iter()
+            .map(|item| Some(item.referenced.line()).filter(|l| *l > 0))
+            .collect(),
+        _ => Vec::new(),
+    }
+}
+
+/// The line of what `path` leads to in `text`, and what it leads to.
+fn walk(text: &str, path: &[Step<'_>]) -> Option<(Option<u64>, Node)> {
     let mut node: Node = serde_saphyr::from_str_with_options(text, large_file_options()).ok()?;
     let mut line = None;
     for step in path {
@@ -134,7 +152,7 @@ pub(crate) fn line_at(text: &str, path: &[Step<'_>]) -> Option<u64> {
         line = Some(at.line()).filter(|l| *l > 0);
         node = next;
     }
-    line
+    Some((line, node))
 }
 
 /// A document's shape, with where each key and item is.
@@ -321,5 +339,12 @@ mod tests {
         assert_eq!(line(&nested), Some(9));
         assert_eq!(line(&[Step::Key("prompts"), Step::Item(3)]), None);
         assert_eq!(line(&[Step::Key("nothing")]), None);
+        assert_eq!(
+            item_lines(text, &[Step::Key("prompts")]),
+            [Some(3), Some(5), Some(8)],
+            "each item's line, as line_at finds it"
+        );
+        assert!(item_lines(text, &[Step::Key("models"), Step::Item(0)]).is_empty());
+        assert!(item_lines(text, &[Step::Key("nothing")]).is_empty());
     }
 }

@@ -329,6 +329,8 @@ pub struct Shared<'a> {
     /// The benchmark's checks, for every case (each case renders them).
     pub checks: &'a [CheckSpec],
     pub params: &'a SamplingParams,
+    /// The benchmark's `system:`, for cases that bring their `turns`.
+    pub system: Option<Arc<str>>,
     /// How a case's own checks are read.
     pub context: ParseContext<'a>,
     /// Keep every case's values, not only those its scripts read (a target is sent them).
@@ -351,7 +353,25 @@ pub(crate) fn build_tests(
             origin,
         } = case;
         let at = |e: String| format!("{origin}: case `{id}`: {e}");
-        let requests = if shared.templates.is_empty() {
+        let turns = values
+            .get("turns")
+            .filter(|v| !v.is_null())
+            .map(super::conversation::turns_messages)
+            .transpose()
+            .map_err(&at)?;
+        let requests = if let Some(turns) = turns {
+            if !shared.templates.is_empty() || messages.is_some() {
+                return Err(at(format!(
+                    "it has `turns` (its own conversation) and {}; keep one",
+                    if messages.is_some() {
+                        "`messages`"
+                    } else {
+                        "the benchmark has `templates:`"
+                    }
+                )));
+            }
+            vec![super::conversation::request(shared.system.clone(), turns)]
+        } else if shared.templates.is_empty() {
             let messages =
                 messages.ok_or_else(|| {
                     at("there is no `templates:` and the case has no `messages`: add `templates:` \
@@ -390,6 +410,7 @@ pub(crate) fn build_tests(
                     .into(),
             ));
         }
+        super::conversation::check_turns(&prepared, requests[0].turns()).map_err(&at)?;
         let scripted = prepared.iter().any(|c| c.script().is_some());
         tests.push(PromptTest {
             name: id,
@@ -416,10 +437,7 @@ fn request_of_messages(messages: Vec<Message>) -> TestRequest {
             .join("\n")
             .into()
     });
-    TestRequest {
-        system,
-        messages: messages.into(),
-    }
+    super::conversation::request(system, messages)
 }
 
 /// `template` rendered for one case's `values`; a system prompt that names nothing is the
@@ -447,6 +465,7 @@ fn render(template: &PromptTemplate, values: &Values) -> Result<TestRequest, Str
     Ok(TestRequest {
         system,
         messages: messages.into(),
+        open: Arc::from([]),
     })
 }
 
@@ -474,7 +493,7 @@ pub(crate) fn unused_columns(
         .filter(|c| {
             !used.contains(c)
                 && Some(c.as_str()) != id_column
-                && !["id", "messages", "checks"].contains(&c.as_str())
+                && !["id", "messages", "turns", "checks"].contains(&c.as_str())
         })
         .cloned()
         .collect()

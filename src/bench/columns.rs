@@ -69,6 +69,10 @@ pub const TOTAL_COST_USD: &str = crate::output::columns::TOTAL_COST_USD.name;
 pub const CACHE_HITS: &str = crate::output::columns::CACHE_HITS.name;
 /// Per model while summing: results with an answer but no energy estimate.
 pub const ENERGY_UNKNOWN: &str = "energy_unknown";
+/// Per model while summing: results with an answer but no cost (no price for its model).
+pub const COST_UNKNOWN: &str = "cost_unknown";
+/// Per model while summing: fresh answers of unknown cost, so what was paid is unknown.
+pub const PAID_UNKNOWN: &str = "paid_unknown";
 
 // Working columns of the summaries, dropped before they are shown.
 /// Per model: passed plus failed, the results with an answer.

@@ -162,6 +162,9 @@ struct PairedSum {
     base: f64,
     new: f64,
     n: u64,
+    /// A pair answered with this measure unknown on a side (the cost of a model without a
+    /// price): the delta is unknown, not that of the other pairs.
+    unknown: bool,
 }
 
 impl PairedSum {
@@ -174,7 +177,7 @@ impl PairedSum {
     }
 
     fn delta(&self) -> Option<f64> {
-        (self.n > 0).then_some(self.new - self.base)
+        (self.n > 0 && !self.unknown).then_some(self.new - self.base)
     }
 
     fn delta_of_means(&self) -> Option<f64> {
@@ -222,6 +225,8 @@ impl ModelTally {
             Change::ErrorResolved | Change::Unchanged => {}
         }
         self.cost.add(base.cost_usd, new.cost_usd);
+        let cost_unknown = |e: &Evaluation| e.tokens.is_some() && e.cost_usd.is_none();
+        self.cost.unknown |= cost_unknown(base) || cost_unknown(new);
         self.latency.add(base.latency_ms, new.latency_ms);
         self.tokens
             .add(base.tokens.map(|t| t as f64), new.tokens.map(|t| t as f64));

@@ -6,6 +6,7 @@ use std::path::Path;
 use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
 
+use super::conversation::{PendingTurn, Spent, TurnState, Turns, input_bound};
 use super::judge::{self, JUDGE_MAX_TOKENS};
 use super::{BenchError, BenchSpec};
 use crate::checks::{
@@ -16,7 +17,7 @@ use crate::dispatch::CallOutcome;
 use crate::energy::EnergyMethod;
 use crate::experiment::{
     Answers, Experiment, ExperimentError, ExperimentKind, Overrides, PendingCall, PlannedCall,
-    ReportOptions, RunHeader, RunSummary, Stage, Target, check_size,
+    ReportOptions, RunHeader, RunSummary, Stage, StageData, Target, check_size,
 };
 use crate::llm::{ChatRequest, tokens_bound};
 use crate::prompt::Template;
@@ -28,6 +29,9 @@ const JUDGE_SCALE: (i64, i64) = (1, 5);
 /// The stages' names, as `track runs --errors` lists them.
 const ANSWERS: &str = "answers";
 const JUDGES: &str = "judges";
+/// A stage of conversations' later turns.
+const TURNS: &str = "turns";
+const TURNS_AND_JUDGES: &str = "turns and judges";
 
 /// Loads a benchmark file for `track run`.
 pub fn from_file(
@@ -87,6 +91,8 @@ struct Draft {
     row: BenchResultRow,
     /// The answer graded (`None`: the call failed, nothing to grade).
     answer: Option<String>,
+    /// A conversation's answers to the turns before the last (for `turn: N` checks).
+    earlier: Vec<String>,
     /// Each check's outcome, `None` for a script not run yet.
     outcomes: Vec<Option<CheckOutcome>>,
 }
@@ -156,9 +162,13 @@ impl BenchExperiment {
         let repeats = overrides.repeat_or(spec.repeat)?;
         let judged = prompt_judge.iter().flatten().count() as u64;
         let templates = spec.templates.len().max(1) as u64;
-        check_size(
-            (models as u64) * templates * (spec.prompts.len() as u64 + judged) * u64::from(repeats),
-        )?;
+        // A conversation makes a call a turn.
+        let turns: u64 = spec
+            .prompts
+            .iter()
+            .map(|t| t.requests.first().map_or(1, |r| r.turns()) as u64)
+            .sum();
+        check_size((models as u64) * templates * (turns + judged) * u64::from(repeats))?;
         let judge_template = Template::load(None, judge::JUDGE_PROMPT, &["answer", "rubric"])
             .map_err(|e| ExperimentError::kind(BenchError::Judge(e.to_string())))?;
         Ok(Self {
@@ -227,16 +237,18 @@ impl BenchExperiment {
                         model: model_id.clone(),
                         schema: None,
                         system: sent.system.clone(),
-                        messages: sent.messages.clone(),
+                        messages: sent.turn_messages(0, &[]),
                         params: test.params.clone(),
                     };
+                    // A conversation's next turn, or a judge, needs the answer.
+                    let follow_up = sent.turns() > 1 || self.prompt_judge[p].is_some();
                     for repeat in 0..self.repeats {
                         calls.push(PlannedCall {
                             target: m,
                             job: model.case_job(request.clone(), test.values.clone(), repeat),
                             item: self.item(m, t, p, repeat),
                             group: m as u32,
-                            follow_up: self.prompt_judge[p].is_some(),
+                            follow_up,
                             after: None,
                         });
                     }
@@ -250,22 +262,56 @@ impl BenchExperiment {
         }
     }
 
-    /// Stage 1: a judge call for each answer of a test with a judge check; an answer not
-    /// known yet (a plan) is bounded as the largest answer its test allows.
-    fn judges_stage(&self, answers: &Stage, outcomes: &Answers) -> Option<Stage> {
-        let mut stage = Stage {
-            name: JUDGES,
-            ..Stage::default()
-        };
-        for (call, outcome) in answers.calls.iter().zip(outcomes) {
-            if !call.follow_up {
+    /// The stage after `previous`: the next turn of each conversation going on (its history
+    /// with the answers so far), and a judge call for each last answer of a test with a judge
+    /// check. An answer not known yet (a plan) makes its next call pending, bounded as the
+    /// largest its test allows.
+    fn next_stage(&self, previous: &Stage, outcomes: &Answers) -> Option<Stage> {
+        let before = previous.data.as_ref().and_then(|d| d.get::<Turns>());
+        let mut stage = Stage::default();
+        let mut next = Turns::default();
+        let (mut turns, mut judges) = (false, false);
+        for (i, call) in previous.calls.iter().enumerate() {
+            if !call.follow_up || call.after.is_some() {
                 continue;
             }
             let eval = self.eval(call.item);
+            let request = self.request_of(eval);
+            let state = before
+                .and_then(|t| t.states.get(&call.item))
+                .cloned()
+                .unwrap_or_default();
+            let outcome = outcomes.get(i).and_then(Option::as_ref);
+            if state.turn + 1 < request.turns() {
+                turns = true;
+                match outcome {
+                    Some(outcome @ (CallOutcome::Hit(answer) | CallOutcome::Fresh(answer))) => {
+                        let cached = matches!(outcome, CallOutcome::Hit(_));
+                        let state = TurnState {
+                            turn: state.turn + 1,
+                            answers: [state.answers, vec![answer.text.clone()]].concat(),
+                            spent: state.spent.plus(answer, cached),
+                        };
+                        stage.calls.push(self.turn_call(call, eval, &state));
+                        next.states.insert(call.item, state);
+                    }
+                    Some(CallOutcome::Failed { .. }) => {}
+                    None => {
+                        let sent = &call.job.request;
+                        let pending = PendingTurn {
+                            item: call.item,
+                            turn: state.turn + 1,
+                            input_tokens: input_bound(sent.system.as_deref(), &sent.messages),
+                        };
+                        stage.pending.push(self.pending_turn(&mut next, pending));
+                    }
+                }
+                continue;
+            }
             let Some(judge) = self.prompt_judge[eval.prompt] else {
                 continue;
             };
-            let test = &self.spec.prompts[eval.prompt];
+            judges = true;
             match outcome {
                 Some(outcome @ (CallOutcome::Hit(answer) | CallOutcome::Fresh(answer))) => {
                     stage.calls.push(PlannedCall {
@@ -276,26 +322,120 @@ impl BenchExperiment {
                         follow_up: false,
                         after: Some(Box::new(outcome.clone())),
                     });
+                    // One turn: nothing to carry.
+                    if state.turn > 0 {
+                        next.states.insert(call.item, state);
+                    }
                 }
                 Some(CallOutcome::Failed { .. }) => {}
-                None => {
-                    let max_answer = test
-                        .params
-                        .max_tokens
-                        .unwrap_or(crate::dispatch::budget::ASSUMED_MAX_OUTPUT_TOKENS);
-                    let rubric = test.judge().map_or("", |j| j.rubric.as_str());
-                    stage.pending.push(PendingCall {
-                        target: judge,
-                        input_tokens: tokens_bound(&self.judge_template.text)
-                            + tokens_bound(&self.request_of(eval).prompt_text())
-                            + tokens_bound(rubric)
-                            + u64::from(max_answer),
-                        output_tokens: u64::from(JUDGE_MAX_TOKENS),
-                    });
-                }
+                None => stage.pending.push(self.pending_judge(judge, eval)),
             }
         }
+        let (more_turns, more_judges) =
+            self.pending_go_on(before.map(|t| t.pending.as_slice()), &mut stage, &mut next);
+        turns |= more_turns;
+        judges |= more_judges;
+        stage.name = match (turns, judges) {
+            (true, true) => TURNS_AND_JUDGES,
+            (true, false) => TURNS,
+            _ => JUDGES,
+        };
+        // A judge of a conversation grades its rows with its earlier answers too.
+        if turns || !next.states.is_empty() {
+            stage.data = Some(StageData::new(next));
+        }
         (!stage.calls.is_empty() || !stage.pending.is_empty()).then_some(stage)
+    }
+
+    /// A plan's conversations whose calls are not known (`pending`, of the stage before) go
+    /// on in `stage`, bounded: their next turns, or their judges. Whether there were any of
+    /// each.
+    fn pending_go_on(
+        &self,
+        pending: Option<&[PendingTurn]>,
+        stage: &mut Stage,
+        next: &mut Turns,
+    ) -> (bool, bool) {
+        let (mut turns, mut judges) = (false, false);
+        for pending in pending.unwrap_or_default() {
+            let eval = self.eval(pending.item);
+            if pending.turn + 1 < self.request_of(eval).turns() {
+                turns = true;
+                let pending = PendingTurn {
+                    turn: pending.turn + 1,
+                    ..*pending
+                };
+                stage.pending.push(self.pending_turn(next, pending));
+            } else if let Some(judge) = self.prompt_judge[eval.prompt] {
+                judges = true;
+                stage.pending.push(self.pending_judge(judge, eval));
+            }
+        }
+        (turns, judges)
+    }
+
+    /// The call of a conversation's turn `state.turn`, after the call `previous` answered
+    /// the turn before.
+    fn turn_call(&self, previous: &PlannedCall, eval: Eval, state: &TurnState) -> PlannedCall {
+        let sent = self.request_of(eval);
+        let test = &self.spec.prompts[eval.prompt];
+        let request = ChatRequest {
+            model: previous.job.request.model.clone(),
+            schema: None,
+            system: sent.system.clone(),
+            messages: sent.turn_messages(state.turn, &state.answers),
+            params: test.params.clone(),
+        };
+        PlannedCall {
+            target: previous.target,
+            job: self.targets[previous.target].case_job(request, test.values.clone(), eval.repeat),
+            item: previous.item,
+            group: previous.group,
+            follow_up: state.turn + 1 < sent.turns() || self.prompt_judge[eval.prompt].is_some(),
+            after: None,
+        }
+    }
+
+    /// The bound of a conversation's call not known yet (`pending`: the bound of the call
+    /// before it), kept in `next` for the stage after.
+    fn pending_turn(&self, next: &mut Turns, pending: PendingTurn) -> PendingCall {
+        let eval = self.eval(pending.item);
+        let max_answer = u64::from(self.max_answer(eval));
+        let input_tokens = pending.input_tokens
+            + max_answer
+            + crate::llm::MESSAGE_TOKENS_BOUND * 2
+            + tokens_bound(&self.request_of(eval).turn_text(pending.turn));
+        next.pending.push(PendingTurn {
+            input_tokens,
+            ..pending
+        });
+        PendingCall {
+            target: eval.model,
+            input_tokens,
+            output_tokens: max_answer,
+        }
+    }
+
+    /// The most output tokens an answer of evaluation `eval` may have.
+    fn max_answer(&self, eval: Eval) -> u32 {
+        self.spec.prompts[eval.prompt]
+            .params
+            .max_tokens
+            .unwrap_or(crate::dispatch::budget::ASSUMED_MAX_OUTPUT_TOKENS)
+    }
+
+    /// The bound of a judge's call of an answer not known yet.
+    fn pending_judge(&self, judge: usize, eval: Eval) -> PendingCall {
+        let test = &self.spec.prompts[eval.prompt];
+        let rubric = test.judge().map_or("", |j| j.rubric.as_str());
+        PendingCall {
+            target: judge,
+            input_tokens: tokens_bound(&self.judge_template.text)
+                + tokens_bound(&self.request_of(eval).prompt_text())
+                + tokens_bound(rubric)
+                + u64::from(self.max_answer(eval)),
+            output_tokens: u64::from(JUDGE_MAX_TOKENS),
+        }
     }
 
     /// What evaluation `eval` sent.
@@ -327,7 +467,7 @@ impl BenchExperiment {
     fn draft(
         &self,
         run_id: i64,
-        eval: Eval,
+        (eval, state): (Eval, &TurnState),
         outcome: &CallOutcome,
         judged: Option<CheckOutcome>,
     ) -> Draft {
@@ -369,39 +509,53 @@ impl BenchExperiment {
         let call = match outcome {
             CallOutcome::Failed { call_id, error, .. } => {
                 row.call_id = *call_id;
-                row.detail = Some(error.clone());
+                row.detail = Some(self.failure(eval, state, error));
                 return Draft {
                     row,
                     answer: None,
+                    earlier: Vec::new(),
                     outcomes: Vec::new(),
                 };
             }
             CallOutcome::Hit(call) | CallOutcome::Fresh(call) => call,
         };
-        self.fill_from_call(&mut row, call, model);
+        self.fill_from_call(&mut row, call, model, &state.spent);
+        // A conversation's measures are its turns' sums.
         let facts = CallFacts {
-            latency_ms: Some(call.latency_ms),
-            cost_usd: Some(call.cost_usd),
-            output_tokens: Some(call.output_tokens),
+            latency_ms: row.latency_ms,
+            cost_usd: row.cost_usd,
+            output_tokens: row.output_tokens,
         };
         let mut judged = judged;
         let outcomes = test
             .checks
             .iter()
-            .map(|check| match check.evaluate(&call.text, &facts) {
-                Evaluation::Graded(outcome) => Some(outcome),
-                Evaluation::Judge(_) => Some(
-                    judged
-                        .take()
-                        .unwrap_or_else(|| CheckOutcome::error("the judge has not answered")),
-                ),
-                Evaluation::Script(_) => None,
-            })
+            .map(
+                |check| match check.evaluate(turn_answer(check, state, &call.text), &facts) {
+                    Evaluation::Graded(outcome) => Some(outcome),
+                    Evaluation::Judge(_) => Some(
+                        judged
+                            .take()
+                            .unwrap_or_else(|| CheckOutcome::error("the judge has not answered")),
+                    ),
+                    Evaluation::Script(_) => None,
+                },
+            )
             .collect();
         Draft {
             row,
             answer: Some(call.text.clone()),
+            earlier: state.answers.clone(),
             outcomes,
+        }
+    }
+
+    /// What a failed call of evaluation `eval` says: its error, after the turn of a
+    /// conversation.
+    fn failure(&self, eval: Eval, state: &TurnState, error: &str) -> String {
+        match self.request_of(eval).turns() {
+            1 => error.to_owned(),
+            turns => format!("turn {} of {turns}: {error}", state.turn + 1),
         }
     }
 
@@ -419,6 +573,10 @@ impl BenchExperiment {
                 if outcome.is_some() {
                     continue;
                 }
+                let answer = test.checks[c]
+                    .turn
+                    .and_then(|n| draft.earlier.get(n - 1))
+                    .unwrap_or(answer);
                 let input = ScriptInput {
                     answer: answer.clone(),
                     values: test.values.as_deref().cloned().unwrap_or_default(),
@@ -448,11 +606,65 @@ impl BenchExperiment {
     /// The row of a draft whose checks are all graded: an error if any check could not be
     /// made; else passed when every check passed, or when the weighted score reaches the
     /// threshold of `pass:`. A test with several checks keeps each one's outcome as a row.
+    /// The rows of `outcomes` of `stage`, graded (scripts run), and the problems found in
+    /// answers. A result whose scripts a signal stopped is left out, so running the command
+    /// again grades it, from the cache.
+    fn grade(
+        &mut self,
+        run_id: i64,
+        stage: &Stage,
+        outcomes: &[(usize, &CallOutcome)],
+    ) -> (Vec<BenchResultRow>, Vec<String>) {
+        let mut drafts = Vec::with_capacity(outcomes.len());
+        let mut problems = Vec::new();
+        // A later stage's conversations; the first stage answers every first turn.
+        let turns = stage.data.as_ref().and_then(|d| d.get::<Turns>());
+        let first = TurnState::default();
+        for &(i, outcome) in outcomes {
+            let call = &stage.calls[i];
+            let eval = self.eval(call.item);
+            let state = turns
+                .and_then(|t| t.states.get(&call.item))
+                .unwrap_or(&first);
+            match &call.after {
+                // A judge's verdict completes the row of the answer it judged.
+                Some(answer) => {
+                    let (draft, problem) =
+                        self.judged_draft(run_id, (eval, state), answer, outcome);
+                    if outcome.call().is_some() {
+                        let tally = self.verdicts.entry(call.target).or_default();
+                        tally.0 += 1;
+                        tally.1 += u64::from(draft.row.judge_score.is_none());
+                    }
+                    problems.extend(problem);
+                    drafts.push(draft);
+                }
+                // An answer of a judge test waits for its verdict; a conversation's answer
+                // before its last turn, for the turns after it.
+                None if call.follow_up && outcome.call().is_some() => {}
+                None => drafts.push(self.draft(run_id, (eval, state), outcome, None)),
+            }
+        }
+        self.run_scripts(&mut drafts);
+        let graded = drafts.len();
+        drafts.retain(|d| d.answer.is_none() || d.outcomes.iter().all(Option::is_some));
+        if drafts.len() < graded {
+            tracing::info!(
+                ungraded = graded - drafts.len(),
+                "stopped before their script checks ended: results not stored"
+            );
+        }
+        let rows: Vec<BenchResultRow> = drafts.into_iter().map(|d| self.finish(d)).collect();
+        tracing::debug!(rows = rows.len(), "results graded");
+        (rows, problems)
+    }
+
     fn finish(&self, draft: Draft) -> BenchResultRow {
         let Draft {
             mut row,
             answer,
             outcomes,
+            ..
         } = draft;
         if answer.is_none() {
             return row;
@@ -502,19 +714,30 @@ impl BenchExperiment {
         row
     }
 
-    fn fill_from_call(&self, row: &mut BenchResultRow, call: &StoredCall, model: &Target) {
+    /// Fills `row` from its call, with what the earlier turns of its conversation `spent`
+    /// added (nothing for one turn).
+    fn fill_from_call(
+        &self,
+        row: &mut BenchResultRow,
+        call: &StoredCall,
+        model: &Target,
+        spent: &Spent,
+    ) {
+        let total = spent.plus(call, row.cache_hit);
         let energy = self.energy.estimate(
             &model.spec.energy,
-            call.output_tokens,
-            call.latency_ms / 1000.0,
+            total.output_tokens,
+            total.latency_ms / 1000.0,
         );
         row.call_id = Some(call.id);
-        row.latency_ms = Some(call.latency_ms);
-        row.input_tokens = Some(call.input_tokens);
-        row.output_tokens = Some(call.output_tokens);
-        row.tokens_estimated = call.tokens_estimated;
-        row.cost_usd = Some(call.cost_usd);
-        row.paid_usd = Some(if row.cache_hit { 0.0 } else { call.cost_usd });
+        row.latency_ms = Some(total.latency_ms);
+        row.input_tokens = Some(total.input_tokens);
+        row.output_tokens = Some(total.output_tokens);
+        row.tokens_estimated = total.tokens_estimated;
+        // A model without a price has an unknown cost (NULL), and so is what a fresh answer of
+        // it paid; a cached one paid nothing.
+        row.cost_usd = total.cost_usd;
+        row.paid_usd = total.paid_usd;
         // A model without a parameter count has no estimate: the energy stays NULL (unknown),
         // and so does the method, as no method estimated it.
         if let Some(energy) = energy {
@@ -548,18 +771,18 @@ impl BenchExperiment {
     fn judged_draft(
         &self,
         run_id: i64,
-        eval: Eval,
+        (eval, state): (Eval, &TurnState),
         answer: &CallOutcome,
         outcome: &CallOutcome,
     ) -> (Draft, Option<String>) {
         let test = &self.spec.prompts[eval.prompt];
         let Some(judged) = test.judge() else {
-            return (self.draft(run_id, eval, answer, None), None);
+            return (self.draft(run_id, (eval, state), answer, None), None);
         };
         let call = match outcome {
             CallOutcome::Failed { call_id, error, .. } => {
                 let verdict = CheckOutcome::error(format!("the judge call failed: {error}"));
-                let mut draft = self.draft(run_id, eval, answer, Some(verdict));
+                let mut draft = self.draft(run_id, (eval, state), answer, Some(verdict));
                 draft.row.judge_call_id = *call_id;
                 return (draft, None);
             }
@@ -594,19 +817,30 @@ impl BenchExperiment {
                 (CheckOutcome::error(detail.clone()), Some(detail))
             }
         };
-        let mut draft = self.draft(run_id, eval, answer, Some(verdict));
+        let mut draft = self.draft(run_id, (eval, state), answer, Some(verdict));
         let row = &mut draft.row;
         row.judge_call_id = Some(call.id);
-        row.judge_cost_usd = Some(call.cost_usd);
-        row.cost_usd = Some(row.cost_usd.unwrap_or(0.0) + call.cost_usd);
+        row.judge_cost_usd = call.cost_usd;
+        // Unknown when either the answer's or the judge's is.
+        let plus = |sum: Option<f64>| sum.zip(call.cost_usd).map(|(a, b)| a + b);
+        row.cost_usd = plus(row.cost_usd);
         if matches!(outcome, CallOutcome::Fresh(_)) {
-            row.paid_usd = Some(row.paid_usd.unwrap_or(0.0) + call.cost_usd);
+            row.paid_usd = plus(row.paid_usd);
         }
         row.judge_score = parsed.as_ref().ok().map(|(score, _)| *score);
         let problem =
             problem.map(|detail| format!("{} on {}: {detail}", row.model_ref, row.prompt_name));
         (draft, problem)
     }
+}
+
+/// The answer `check` grades: that of its `turn:` in a conversation, else `last` (the answer
+/// to the turn `state` was for).
+fn turn_answer<'a>(check: &crate::checks::Check, state: &'a TurnState, last: &'a str) -> &'a str {
+    check
+        .turn
+        .and_then(|n| state.answers.get(n - 1))
+        .map_or(last, String::as_str)
 }
 
 /// The outcome stored for a check's (or a case's) status.
@@ -706,7 +940,7 @@ impl Experiment for BenchExperiment {
     ) -> Result<Option<Stage>, ExperimentError> {
         Ok(match (index, previous) {
             (0, _) => Some(self.answers_stage()),
-            (1, Some((answers, outcomes))) => self.judges_stage(answers, outcomes),
+            (_, Some((previous, outcomes))) => self.next_stage(previous, outcomes),
             _ => None,
         })
     }
@@ -718,43 +952,38 @@ impl Experiment for BenchExperiment {
         stage: &Stage,
         outcomes: &[(usize, &CallOutcome)],
     ) -> Result<Vec<String>, ExperimentError> {
-        let mut drafts = Vec::with_capacity(outcomes.len());
+        /// Outcomes graded at once while the part before is written, when there are more:
+        /// a cached run's slices of 32,768, graded on this thread and written on another.
+        const PART: usize = 4096;
+        if outcomes.len() <= PART {
+            let (rows, problems) = self.grade(run_id, stage, outcomes);
+            store.insert_bench_results(&rows)?;
+            tracing::debug!(rows = rows.len(), "results stored");
+            return Ok(problems);
+        }
         let mut problems = Vec::new();
-        for &(i, outcome) in outcomes {
-            let call = &stage.calls[i];
-            let eval = self.eval(call.item);
-            match &call.after {
-                // A judge's verdict completes the row of the answer it judged.
-                Some(answer) => {
-                    let (draft, problem) = self.judged_draft(run_id, eval, answer, outcome);
-                    if outcome.call().is_some() {
-                        let tally = self.verdicts.entry(call.target).or_default();
-                        tally.0 += 1;
-                        tally.1 += u64::from(draft.row.judge_score.is_none());
-                    }
-                    problems.extend(problem);
-                    drafts.push(draft);
+        std::thread::scope(|scope| {
+            let (parts, graded) = std::sync::mpsc::sync_channel::<Vec<BenchResultRow>>(1);
+            let writer = scope.spawn(move || {
+                store.insert_bench_results_in_parts(
+                    outcomes.len(),
+                    graded.into_iter().map(std::borrow::Cow::Owned),
+                )
+            });
+            for part in outcomes.chunks(PART) {
+                let (rows, found) = self.grade(run_id, stage, part);
+                problems.extend(found);
+                // The writer failed: its error says why.
+                if parts.send(rows).is_err() {
+                    break;
                 }
-                // An answer of a judge test waits for its verdict.
-                None if call.follow_up && outcome.call().is_some() => {}
-                None => drafts.push(self.draft(run_id, eval, outcome, None)),
             }
-        }
-        self.run_scripts(&mut drafts);
-        // A signal stopped the scripts: the results they did not grade are not stored, so
-        // running the command again grades them, from the cache.
-        let graded = drafts.len();
-        drafts.retain(|d| d.answer.is_none() || d.outcomes.iter().all(Option::is_some));
-        if drafts.len() < graded {
-            tracing::info!(
-                ungraded = graded - drafts.len(),
-                "stopped before their script checks ended: results not stored"
-            );
-        }
-        let rows: Vec<BenchResultRow> = drafts.into_iter().map(|d| self.finish(d)).collect();
-        tracing::debug!(rows = rows.len(), "results graded");
-        store.insert_bench_results(&rows)?;
-        tracing::debug!(rows = rows.len(), "results stored");
+            drop(parts);
+            writer
+                .join()
+                .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
+        })?;
+        tracing::debug!(rows = outcomes.len(), "results stored");
         Ok(problems)
     }
 
@@ -779,8 +1008,15 @@ impl Experiment for BenchExperiment {
             &prompt,
             (self.repeats > 1).then_some(eval.repeat),
         );
+        let turn = stage
+            .data
+            .as_ref()
+            .and_then(|d| d.get::<Turns>())
+            .and_then(|t| t.states.get(&call.item))
+            .map_or(0, |state| state.turn);
         match call.after {
             Some(_) => judge_label(&self.targets[call.target].reference, &label),
+            None if turn > 0 => format!("{label}, turn {}", turn + 1),
             None => label,
         }
     }
@@ -877,7 +1113,7 @@ prompts:
             tokens_estimated: false,
             latency_ms: 250.0,
             attempts: 1,
-            cost_usd: 0.01,
+            cost_usd: Some(0.01),
             created_at: "2026-11-24T00:00:00Z".into(),
         }))
     }
@@ -900,8 +1136,8 @@ prompts:
                     tokens_estimated: false,
                     latency_ms: 250.0,
                     attempts: 1,
-                    input_price_per_mtok: 0.0,
-                    output_price_per_mtok: 0.0,
+                    input_price_per_mtok: Some(0.0),
+                    output_price_per_mtok: Some(0.0),
                     cost_usd: Some(0.01),
                     http_status: None,
                 })
@@ -1018,6 +1254,88 @@ pass: {threshold: 0.25}
             .unwrap();
         assert_eq!(failed.0, "contains");
         assert!(failed.1.contains("expected to contain `9`"), "{}", failed.1);
+    }
+
+    const CHAT: &str = r#"
+models: [openai:gpt-4o]
+judge: openai:gpt-4o-mini
+prompts:
+  - chat:
+    turns: ["Hi", "Why?", "Thanks"]
+    checks:
+      - {method: contains, value: "hello", turn: 1}
+      - {method: judge, rubric: "Polite."}
+  - once:
+    prompt: "2+2?"
+    method: contains
+    output: "4"
+"#;
+
+    #[test]
+    fn a_conversation_is_a_stage_a_turn_its_history_growing_then_judged() {
+        let spec = BenchSpec::parse(Path::new("bench.yaml"), CHAT).unwrap();
+        let mut bench = BenchExperiment::new(
+            spec,
+            &Catalog::builtin(),
+            &Overrides::default(),
+            EnergyMethod::default(),
+        )
+        .unwrap();
+        let first = bench.stage(0, None).unwrap().unwrap();
+        let follow: Vec<bool> = first.calls.iter().map(|c| c.follow_up).collect();
+        assert_eq!(follow, [true, false], "only the conversation goes on");
+        let answers = vec![Some(answer(1, "hello there")), None];
+        let second = bench.stage(1, Some((&first, &answers))).unwrap().unwrap();
+        assert_eq!(second.name, "turns");
+        let sent: Vec<String> = second.calls[0]
+            .job
+            .request
+            .messages
+            .iter()
+            .map(crate::llm::Message::text)
+            .collect();
+        assert_eq!(sent, ["Hi", "hello there", "Why?"]);
+        assert_eq!(bench.label(&second, 0), "openai:gpt-4o on chat, turn 2");
+        let third = bench
+            .stage(2, Some((&second, &[Some(answer(2, "because")), None])))
+            .unwrap()
+            .unwrap();
+        assert_eq!(third.calls[0].job.request.messages.len(), 5);
+        // The last answer is judged; a result row then holds the conversation.
+        let judges = bench
+            .stage(3, Some((&third, &[Some(answer(3, "bye"))])))
+            .unwrap()
+            .unwrap();
+        assert_eq!(judges.name, "judges");
+        assert!(bench.stage(4, Some((&judges, &[None]))).unwrap().is_none());
+        let (mut store, run) = store_with_calls(4);
+        let verdict = answer(4, r#"{"score": 5, "reason": "kind"}"#);
+        bench
+            .record(&mut store, run, &judges, &[(0, &verdict)])
+            .unwrap();
+        let cols = store.bench_columns(&[run], true).unwrap();
+        assert_eq!(
+            cols.outcome,
+            [Outcome::Passed],
+            "turn 1's answer says hello"
+        );
+        // Three turns and the judge, 0.01 each.
+        assert_eq!(cols.cost_usd[0].map(|c| (c * 100.0).round()), Some(4.0));
+
+        // A plan with nothing cached bounds every later turn and the judge.
+        let unknown = vec![None, None];
+        let mut stage = bench.stage(1, Some((&first, &unknown))).unwrap().unwrap();
+        let mut pending = vec![stage.pending.len()];
+        for index in 2.. {
+            match bench.stage(index, Some((&stage, &[]))).unwrap() {
+                Some(next) => {
+                    pending.push(next.pending.len());
+                    stage = next;
+                }
+                None => break,
+            }
+        }
+        assert_eq!(pending, [1, 1, 1], "turn 2, turn 3, then the judge");
     }
 
     #[test]
@@ -1152,5 +1470,70 @@ pass: {threshold: 0.25}
             Some(0.02),
             "the judge's cost is added"
         );
+    }
+
+    #[test]
+    fn results_graded_while_the_part_before_is_written_are_those_recorded_piece_by_piece() {
+        // 1,100 cases x 2 templates x 2 models: 4,400 outcomes, more than a part.
+        let cases: String = (0..1100)
+            .map(|i| format!("  - {{id: q{i}, a: {i}, b: 2, answer: \"{}\"}}\n", i * 2))
+            .collect();
+        let file = DATA.replace(
+            "  - {id: q1, a: 2, b: 21, answer: \"42\"}\n  - {id: q2, a: 3, b: 3, answer: \"9\"}\n",
+            &cases,
+        );
+        let spec = BenchSpec::parse(Path::new("bench.yaml"), &file).unwrap();
+        let mut bench = BenchExperiment::new(
+            spec,
+            &Catalog::builtin(),
+            &Overrides::default(),
+            EnergyMethod::default(),
+        )
+        .unwrap();
+        let answers = bench.stage(0, None).unwrap().unwrap();
+        assert_eq!(answers.calls.len(), 4400);
+        let outcomes: Vec<CallOutcome> = (0..4400)
+            .map(|i| {
+                let case = i % 1100;
+                let text = match i % 3 {
+                    0 => format!("{}", case * 2),
+                    1 => format!("sorry, {}", case * 2),
+                    _ => "no idea".to_owned(),
+                };
+                answer(1, &text)
+            })
+            .collect();
+        let recorded: Vec<(usize, &CallOutcome)> = outcomes.iter().enumerate().collect();
+        let (mut store, at_once) = store_with_calls(1);
+        bench
+            .record(&mut store, at_once, &answers, &recorded)
+            .unwrap();
+        let in_pieces = store
+            .create_run(crate::experiment::ExperimentKind::Bench, None, None, "{}")
+            .unwrap();
+        for piece in recorded.chunks(1000) {
+            bench
+                .record(&mut store, in_pieces, &answers, piece)
+                .unwrap();
+        }
+        let columns = |run| store.bench_columns(&[run], true).unwrap();
+        let (a, b) = (columns(at_once), columns(in_pieces));
+        assert_eq!(a.len(), 4400);
+        assert_eq!(a.outcome, b.outcome);
+        assert_eq!(a.score, b.score);
+        assert_eq!(a.detail, b.detail);
+        assert_eq!(a.prompt_name, b.prompt_name);
+        assert_eq!(a.template, b.template);
+        let passed = a.outcome.iter().filter(|o| **o == Outcome::Passed).count();
+        assert!((1000..4400).contains(&passed), "{passed} passed");
+        let checks = |run| -> Vec<_> {
+            let rows = store.bench_check_rows(&[run]).unwrap();
+            rows.into_iter()
+                .map(|r| (r.model_ref, r.prompt_name, r.check_index, r.check))
+                .collect()
+        };
+        let checks_at_once = checks(at_once);
+        assert_eq!(checks_at_once.len(), 8800);
+        assert_eq!(checks_at_once, checks(in_pieces));
     }
 }

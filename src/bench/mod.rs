@@ -9,6 +9,7 @@
 pub mod cases;
 pub mod columns;
 pub mod console;
+pub mod conversation;
 pub mod diff;
 pub mod entry;
 pub mod experiment;

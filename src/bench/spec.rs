@@ -107,6 +107,9 @@ pub struct TestRequest {
     /// Shared with every call that sends it (models, repeats).
     pub system: Option<Arc<str>>,
     pub messages: Arc<[crate::llm::Message]>,
+    /// A conversation's turns: where in `messages` each answer of the model goes (an open
+    /// assistant turn; the last at `messages.len()`, after them). Empty: one turn.
+    pub open: Arc<[usize]>,
 }
 
 impl TestRequest {
@@ -222,7 +225,7 @@ fn parse_options() -> serde_saphyr::Options {
 }
 
 /// Fields a prompt test may have besides its name.
-const PROMPT_FIELDS: [&str; 13] = [
+const PROMPT_FIELDS: [&str; 14] = [
     "name",
     "prompt",
     "output",
@@ -236,6 +239,7 @@ const PROMPT_FIELDS: [&str; 13] = [
     "rubric",
     "threshold",
     "judge",
+    "turns",
 ];
 
 impl BenchSpec {
@@ -387,8 +391,9 @@ fn prompt_test(
     };
     let seed = inline_check(&label, &mut fields)?;
     let mut text = |key: &str| take_text(&label, &mut fields, key);
-    let prompt = text("prompt")?.ok_or_else(|| format!("{label} has no `prompt:`"))?;
+    let prompt = text("prompt")?;
     let own_system = text("system")?;
+    let turns = prompt_or_turns(&label, prompt, fields.remove("turns"))?;
     let no_values = crate::cases::Values::new();
     let mut checks = Vec::new();
     if seed.contains_key("method") {
@@ -435,16 +440,37 @@ fn prompt_test(
         .into());
     }
     let params = take_params(&label, &mut fields, defaults)?;
+    let system = own_system.or_else(|| system.clone()).map(Into::into);
+    let request = super::conversation::request(system, turns);
+    super::conversation::check_turns(&checks, request.turns())
+        .map_err(|e| format!("{label}: {e}"))?;
     Ok(PromptTest {
         name,
-        requests: vec![TestRequest {
-            system: own_system.or_else(|| system.clone()).map(Into::into),
-            messages: vec![crate::llm::Message::user(prompt)].into(),
-        }],
+        requests: vec![request],
         checks,
         params,
         values: None,
     })
+}
+
+/// The messages of a test: its `prompt`, or its conversation (`turns`); not both.
+fn prompt_or_turns(
+    label: &str,
+    prompt: Option<String>,
+    turns: Option<Value>,
+) -> Result<Vec<crate::llm::Message>, ItemError> {
+    match (prompt, turns.filter(|v| !v.is_null())) {
+        (Some(_), Some(_)) => Err(ItemError {
+            message: format!("{label} has both `prompt:` and `turns:`; keep one"),
+            keys: vec!["turns".into()],
+        }),
+        (None, None) => Err(format!("{label} has no `prompt:` (or `turns:`)").into()),
+        (Some(prompt), None) => Ok(vec![crate::llm::Message::user(prompt)]),
+        (None, Some(turns)) => super::conversation::turns_messages(&turns).map_err(|e| ItemError {
+            message: format!("{label}: {e}"),
+            keys: vec!["turns".into()],
+        }),
+    }
 }
 
 /// The fields of a test's one inline check, taken from `fields`: `method` with `output` (or
@@ -488,7 +514,8 @@ fn load_cases(
     match cases {
         Value::Array(items) => {
             let file = path.display().to_string();
-            let line = |i: usize| crate::yaml::line_at(text, &[Step::Key("cases"), Step::Item(i)]);
+            let lines = crate::yaml::item_lines(text, &[Step::Key("cases")]);
+            let line = |i: usize| lines.get(i).copied().flatten();
             let cases = super::cases::inline_cases(items, None, &file, line)
                 .map_err(|(i, e)| invalid(line(i), e))?;
             check_unique(&cases).map_err(|e| invalid(None, e))?;
@@ -888,6 +915,7 @@ fn data_tests(
         templates: &templates,
         checks,
         params: defaults,
+        system: parts.system.map(Arc::from),
         context,
         keep_values: parts.options.keep_values,
     };

@@ -357,9 +357,25 @@ fn energy_unknown() -> Expr {
         .and(col(c::ENERGY_WH).is_null())
 }
 
+/// Whether a result has an answer but no cost: its model had no price. As energy, its cost
+/// is unknown, and so is any sum or mean over it.
+fn cost_unknown() -> Expr {
+    col(c::OUTPUT_TOKENS)
+        .is_not_null()
+        .and(col(c::COST_USD).is_null())
+}
+
+/// Whether a result has an answer but no paid amount: a fresh answer of unknown cost (a cached
+/// one paid nothing).
+fn paid_unknown() -> Expr {
+    col(c::OUTPUT_TOKENS)
+        .is_not_null()
+        .and(col(c::PAID_USD).is_null())
+}
+
 /// `value`, or null when any result of the group has unknown energy: a sum or mean that left
-/// those results out would look complete and be too low.
-fn unless_energy_unknown(unknown: Expr, value: Expr) -> Expr {
+/// those results out would look complete and be too low. (The same for cost.)
+fn unless_unknown(unknown: Expr, value: Expr) -> Expr {
     when(unknown)
         .then(lit(NULL).cast(DataType::Float64))
         .otherwise(value)
@@ -433,13 +449,15 @@ const MODEL_SUMS: [(&str, &str); 8] = [
 ];
 
 /// The counts the per-model summary sums over the slices.
-const MODEL_COUNTS: [&str; 6] = [
+const MODEL_COUNTS: [&str; 8] = [
     c::RESULTS,
     c::PASSED,
     c::FAILED,
     c::ERRORS,
     c::CACHE_HITS,
     c::ENERGY_UNKNOWN,
+    c::COST_UNKNOWN,
+    c::PAID_UNKNOWN,
 ];
 
 /// Step 1 of [`model_summary`]: one slice's counts and sums per model (per `keys`).
@@ -452,6 +470,8 @@ fn model_slice_sums(part: &DataFrame, keys: &[&str]) -> LazyFrame {
         count(col(c::PASSED).is_null(), c::ERRORS),
         count(col(c::CACHE_HIT), c::CACHE_HITS),
         count(energy_unknown(), c::ENERGY_UNKNOWN),
+        count(cost_unknown(), c::COST_UNKNOWN),
+        count(paid_unknown(), c::PAID_UNKNOWN),
     ];
     aggs.extend(
         MODEL_SUMS
@@ -469,9 +489,8 @@ fn model_totals(partials: Vec<LazyFrame>, keys: &[&str]) -> PolarsResult<DataFra
     totals.extend(MODEL_SUMS.iter().map(|(_, to)| col(*to).sum()));
     let decided = (col(c::PASSED) + col(c::FAILED)).cast(DataType::Float64);
     // A model with results of unknown energy has an unknown total, not a partial one.
-    let energy = |name: &str| {
-        unless_energy_unknown(col(c::ENERGY_UNKNOWN).gt(lit(0)), col(name)).alias(name)
-    };
+    let energy =
+        |name: &str| unless_unknown(col(c::ENERGY_UNKNOWN).gt(lit(0)), col(name)).alias(name);
     let mut columns: Vec<Expr> = keys.iter().map(|k| col(*k)).collect();
     columns.extend([
         col(c::RESULTS),
@@ -483,8 +502,10 @@ fn model_totals(partials: Vec<LazyFrame>, keys: &[&str]) -> PolarsResult<DataFra
             .otherwise(lit(NULL))
             .alias(c::SUCCESS_PCT),
         (col(c::LATENCY_MS) / lit(1000.0)).alias(c::TOTAL_TIME_S),
-        col(c::TOTAL_COST_USD),
-        col(c::PAID_USD),
+        // The same for cost, and what was paid, with answers of a model without a price.
+        unless_unknown(col(c::COST_UNKNOWN).gt(lit(0)), col(c::TOTAL_COST_USD))
+            .alias(c::TOTAL_COST_USD),
+        unless_unknown(col(c::PAID_UNKNOWN).gt(lit(0)), col(c::PAID_USD)).alias(c::PAID_USD),
         col(c::INPUT_TOKENS).cast(DataType::UInt64),
         col(c::OUTPUT_TOKENS).cast(DataType::UInt64),
         energy(c::ENERGY_WH),
@@ -597,10 +618,11 @@ fn prompt_averages(lazy: LazyFrame) -> LazyFrame {
                 .cast(DataType::Float64)
                 .mean()
                 .alias(c::AVG_OUTPUT_TOKENS),
-            col(c::COST_USD).mean().alias(c::AVG_COST_USD),
+            unless_unknown(cost_unknown().any(true), col(c::COST_USD).mean())
+                .alias(c::AVG_COST_USD),
             (col(c::LATENCY_MS).mean() / lit(1000.0)).alias(c::AVG_TIME_S),
             // Across models: unknown when any model's is, rather than the mean of the others.
-            unless_energy_unknown(energy_unknown().any(true), col(c::ENERGY_WH).mean())
+            unless_unknown(energy_unknown().any(true), col(c::ENERGY_WH).mean())
                 .alias(c::AVG_ENERGY_WH),
         ])
         .sort([c::PROMPT], SortMultipleOptions::default())
@@ -883,6 +905,37 @@ mod tests {
         // Without model c the same means are known.
         let known = prompt_summary(&Measures::from_columns(&columns()).unwrap()).unwrap();
         assert_eq!(f64_at(&known, "avg_energy_wh", 0), Some(1.5));
+    }
+
+    #[test]
+    fn unknown_cost_stays_unknown_in_the_summaries() {
+        // Model c answered p1 without a price: its cost is unknown, fresh (paid unknown).
+        let mut columns = columns_with_unknown_energy();
+        let answered = columns.model_ref.len() - 2;
+        columns.cost_usd[answered] = None;
+        columns.paid_usd[answered] = None;
+        let measures = Measures::from_columns(&columns).unwrap();
+        let m = model_summary(&measures).unwrap();
+        for column in ["total_cost_usd", "paid_usd"] {
+            assert_eq!(f64_at(&m, column, 2), None, "c: {column} is unknown, not 0");
+            assert!(f64_at(&m, column, 0).is_some(), "a keeps its {column}");
+        }
+        let p = prompt_summary(&measures).unwrap();
+        assert_eq!(
+            f64_at(&p, "avg_cost_usd", 0),
+            None,
+            "p1: c's cost is unknown"
+        );
+        assert!(
+            f64_at(&p, "avg_cost_usd", 1).is_some(),
+            "p2: c only errored"
+        );
+
+        // A cached answer of unknown cost paid nothing: what was paid is known.
+        columns.paid_usd[answered] = Some(0.0);
+        let m = model_summary(&Measures::from_columns(&columns).unwrap()).unwrap();
+        assert_eq!(f64_at(&m, "total_cost_usd", 2), None);
+        assert_eq!(f64_at(&m, "paid_usd", 2), Some(0.0));
     }
 
     /// A result of `run` for the test's file database: `model` answering `prompt`.

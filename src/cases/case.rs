@@ -141,6 +141,8 @@ fn parse_message(item: &Value) -> Result<CaseMessage, String> {
         None => return Err("no `role` (system, user or assistant)".into()),
     };
     let content = match message.get("content") {
+        // An assistant turn left open: the model answers there (a conversation).
+        None | Some(Value::Null) if role == Role::Assistant => String::new(),
         Some(Value::String(text)) => text.clone(),
         Some(Value::Array(parts)) => {
             let mut text = String::new();

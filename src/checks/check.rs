@@ -21,6 +21,8 @@ pub struct Check {
     /// The value the answer is compared with, rendered for the case, as stored with each
     /// outcome: a list or JSON as compact JSON; `None` where the check has none.
     pub expected: Option<String>,
+    /// The turn of a conversation it checks (from 1); `None`: the last.
+    pub turn: Option<usize>,
     kind: CheckKind,
 }
 
@@ -219,6 +221,7 @@ impl Check {
             method,
             weight,
             expected,
+            turn: None,
             kind,
         }
     }

@@ -16,7 +16,7 @@ use super::script::ScriptCheck;
 use crate::cases::{Template, Values};
 
 /// The keys of a check.
-pub const CHECK_KEYS: [&str; 10] = [
+pub const CHECK_KEYS: [&str; 11] = [
     "method",
     "value",
     "expected",
@@ -27,6 +27,7 @@ pub const CHECK_KEYS: [&str; 10] = [
     "judge",
     "run",
     "timeout_secs",
+    "turn",
 ];
 
 /// The keys of a check built from one of the seed's inline tests, which names its value
@@ -80,6 +81,8 @@ pub struct CheckSpec {
     similarity: f64,
     judge: Option<JudgeSpec>,
     script: Option<ScriptCheck>,
+    /// The turn of a conversation it checks (`turn: N`, from 1); `None`: the last.
+    turn: Option<usize>,
     /// The check prepared once, when none of its values names a column.
     ready: Option<Check>,
 }
@@ -243,6 +246,7 @@ impl CheckSpec {
             Some(w) if w > 0.0 && w.is_finite() => w,
             Some(w) => return Err(format!("`weight: {w}` must be a number above 0")),
         };
+        let turn = turn_of(fields, method)?;
         let ignore_case = ignore_case_of(fields, method)?;
         refuse_keys_of_other_methods(fields, method)?;
         let similarity = match (method, number(fields, "threshold")?) {
@@ -284,6 +288,7 @@ impl CheckSpec {
             similarity,
             judge,
             script,
+            turn,
             ready: None,
         };
         if spec.templates().all(Template::is_literal) {
@@ -393,7 +398,9 @@ impl CheckSpec {
                 (value.optional_text()?, CheckKind::Script(script))
             }
         };
-        Ok(Check::new(self.method, self.weight, expected, kind))
+        let mut check = Check::new(self.method, self.weight, expected, kind);
+        check.turn = self.turn;
+        Ok(check)
     }
 
     /// A regex or not-regex check of `pattern`, compiled.
@@ -705,6 +712,26 @@ fn number(fields: &Map<String, Value>, key: &str) -> Result<Option<f64>, String>
             .map(Some)
             .ok_or_else(|| format!("`{key}` must be a number, not `{v}`")),
     }
+}
+
+/// The `turn: N` of a check (a whole number from 1): the turn of a conversation it checks. A
+/// judge reads the last turn: `turn` is refused on it.
+fn turn_of(fields: &Map<String, Value>, method: Method) -> Result<Option<usize>, String> {
+    let Some(turn) = number(fields, "turn")? else {
+        return Ok(None);
+    };
+    if method == Method::Judge {
+        return Err(
+            "`turn` does not apply to `judge`: a judge reads the conversation's last answer;              remove `turn`"
+                .to_owned(),
+        );
+    }
+    if turn < 1.0 || turn.fract() != 0.0 || turn > f64::from(u16::MAX) {
+        return Err(format!(
+            "`turn: {turn}` must be a whole number from 1 (the conversation's first turn)"
+        ));
+    }
+    Ok(Some(turn as usize))
 }
 
 /// A scalar as text (numbers and booleans as written); `None` for a list or a mapping.

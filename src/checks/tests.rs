@@ -736,3 +736,22 @@ fn a_slip_in_a_method_name_gets_a_suggestion() {
         "{e}"
     );
 }
+
+#[test]
+fn a_check_names_the_turn_of_a_conversation_it_grades() {
+    let spec = parse(json!({"method": "contains", "value": "x", "turn": 2})).unwrap();
+    assert_eq!(spec.prepare(&Values::new()).unwrap().turn, Some(2));
+    let last = parse(json!({"method": "contains", "value": "x"})).unwrap();
+    assert_eq!(last.prepare(&Values::new()).unwrap().turn, None, "the last");
+    for (turn, says) in [
+        (json!(0), "a whole number from 1"),
+        (json!(1.5), "a whole number from 1"),
+        (json!("two"), "`turn` must be a number"),
+    ] {
+        let e = parse(json!({"method": "contains", "value": "x", "turn": turn})).unwrap_err();
+        assert!(e.contains(says), "{turn}: {e}");
+    }
+    let e = parse(json!({"method": "judge", "rubric": "r", "judge": "openai:gpt-4o", "turn": 1}))
+        .unwrap_err();
+    assert!(e.contains("does not apply to `judge`"), "{e}");
+}

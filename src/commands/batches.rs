@@ -137,7 +137,7 @@ fn model_references(
     for b in batches {
         let reference = names(b).into_iter().find(|name| {
             catalog
-                .resolve(name)
+                .model(name)
                 .is_ok_and(|m| m.provider == b.provider && m.model == b.model)
         });
         if let Some(reference) = reference {

@@ -226,10 +226,11 @@ fn print_dry_run(
     } else {
         plan
     };
+    let unpriced = plan.unpriced(experiment.targets());
     print_plan(
         &plan,
-        experiment.header().file.as_deref(),
-        experiment.loaded(),
+        (experiment.header().file.as_deref(), experiment.loaded()),
+        &unpriced,
         budget,
         batch,
     )?;
@@ -287,11 +288,12 @@ const SHOWN_ERROR_GROUPS: usize = 8;
 
 /// A dry run's plan: per model, calls, cached, to call, the bound of their cost and why
 /// some will fail; in batch mode, which models go through a batch API and which run live;
-/// with a budget, whether the bound fits it.
+/// with a budget, whether the bound fits it. `unpriced` says which models have calls to send
+/// and no price ([`Plan::unpriced`]): their cost is unknown, left out of the bound.
 fn print_plan(
     plan: &Plan,
-    file: Option<&str>,
-    loaded: Option<String>,
+    (file, loaded): (Option<&str>, Option<String>),
+    unpriced: &[String],
     budget_usd: Option<f64>,
     batch: bool,
 ) -> anyhow::Result<()> {
@@ -329,14 +331,19 @@ fn print_plan(
         writeln!(out, "{}", fit_line(&loaded))?;
     }
     let summary = format!(
-        "dry run{}: {} calls planned, {} cached, {} to call, at most ${:.6} (inputs at a token \
-         a byte, the most any tokenizer makes; each answer at its max_tokens or \
+        "dry run{}: {} calls planned, {} cached, {} to call, at most ${:.6}{} (inputs at a \
+         token a byte, the most any tokenizer makes; each answer at its max_tokens or \
          {ASSUMED_MAX_OUTPUT_TOKENS} when unset{}); nothing was called",
         file.map(|f| format!(" of {f}")).unwrap_or_default(),
         plan.calls(),
         plan.cached(),
         plan.to_call(),
-        plan.max_cost_usd(),
+        plan.priced_max_cost_usd(),
+        if unpriced.is_empty() {
+            ""
+        } else {
+            " plus the unknown cost of the calls of models without a price"
+        },
         if batch {
             "; calls through a batch API at its half price"
         } else {
@@ -344,6 +351,9 @@ fn print_plan(
         },
     );
     writeln!(out, "{}", fit_line(&summary))?;
+    for sentence in unpriced {
+        writeln!(out, "{}", fit_line(&format!("cost unknown: {sentence}")))?;
+    }
     if batch {
         for line in batch_lines(plan) {
             writeln!(out, "{}", fit_line(&line))?;
@@ -359,7 +369,7 @@ fn print_plan(
         )?;
     }
     if let Some(budget) = budget_usd {
-        writeln!(out, "{}", budget_fit(plan.max_cost_usd(), budget))?;
+        writeln!(out, "{}", budget_fit(plan.priced_max_cost_usd(), budget))?;
     }
     Ok(())
 }
@@ -474,7 +484,7 @@ mod tests {
             calls: to_call,
             cached: 0,
             to_call,
-            max_cost_usd: 0.0,
+            max_cost_usd: Some(0.0),
             note: None,
             batch,
         };

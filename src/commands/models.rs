@@ -5,13 +5,13 @@ use std::process::ExitCode;
 use polars::prelude::*;
 
 use super::Context;
-use crate::config::Catalog;
+use crate::config::{Catalog, PRICE_SOURCE, PRICES_AS_OF};
 use crate::output::columns;
 use crate::output::{Columns, Format, print_frame};
 
 /// List the model catalog: provider, alias, model id, prices, parameters, whether a key is
 /// set, and (with --wide, CSV, JSON) the batch API `--batch` sends its calls through (empty:
-/// none, they run live).
+/// none, they run live), the context window and where the prices come from.
 #[derive(Debug, clap::Args)]
 pub struct ModelsArgs {
     /// Output format.
@@ -26,6 +26,14 @@ pub(crate) fn run(context: &Context, args: ModelsArgs) -> anyhow::Result<ExitCod
     let config = context.load_config()?;
     let df = catalog_frame(&config.catalog)?;
     print_frame(&df, args.format, Columns::wide_if(args.wide))?;
+    if args.format == Format::Table {
+        crate::output::say(crate::output::fit_line(&format!(
+            "prices: USD per million tokens, from the genai-prices list as of {PRICES_AS_OF} \
+             ({PRICE_SOURCE}) unless config.yaml sets them; any other id of a provider runs \
+             too (`openai:<id>`), its cost unknown (–) until config.yaml gives its \
+             `input_price:` and `output_price:`"
+        )));
+    }
     Ok(ExitCode::SUCCESS)
 }
 
@@ -136,6 +144,14 @@ fn catalog_frame(catalog: &Catalog) -> PolarsResult<DataFrame> {
                 .iter()
                 .map(|m| catalog.batch(m).map(|api| api.as_str()))
                 .collect::<Vec<_>>(),
+        ),
+        Column::new(
+            columns::CONTEXT_WINDOW.name.into(),
+            models.iter().map(|m| m.context_window).collect::<Vec<_>>(),
+        ),
+        Column::new(
+            columns::PRICE_SOURCE.name.into(),
+            models.iter().map(|m| m.source.clone()).collect::<Vec<_>>(),
         ),
     ])
 }

@@ -65,8 +65,10 @@ pub(crate) fn run(context: &Context, args: RunsArgs) -> anyhow::Result<ExitCode>
         .iter()
         .map(|id| options.get(id).and_then(|json| inputs_of(json)))
         .collect();
-    let mut df = runs_frame(context, &runs)?;
+    let unpriced: Vec<Option<String>> = runs.iter().map(|r| r.unpriced.clone()).collect();
+    let mut df = runs_frame(context, &runs, &unpriced)?;
     df.with_column(Column::new(columns::INPUTS.name.into(), inputs))?;
+    df.with_column(Column::new(columns::UNPRICED.name.into(), unpriced.clone()))?;
     if args.format == Format::Table && !args.wide {
         // Compact tables leave what was paid to --wide, but a run's budget is read against
         // what it paid: here it stays, beside the budget.
@@ -74,6 +76,15 @@ pub(crate) fn run(context: &Context, args: RunsArgs) -> anyhow::Result<ExitCode>
     }
     print_frame(&df, args.format, Columns::wide_if(args.wide))?;
     if args.format == Format::Table {
+        for (run, models) in runs.iter().zip(&unpriced) {
+            if let Some(models) = models {
+                crate::output::say(format_args!(
+                    "run {}: cost unknown (–): {models} had no price; set `input_price:` and \
+                     `output_price:` under `models:` in config.yaml for later runs",
+                    run.id
+                ));
+            }
+        }
         for run in runs.iter().filter(|r| r.status == RunStatus::Waiting) {
             crate::output::say(format_args!(
                 "{}",
@@ -205,8 +216,20 @@ fn wall_time_s(started: &str, finished: Option<&str>) -> Option<f64> {
 }
 
 /// The runs, one row each, with the status observed now (a run whose process is gone is
-/// `abandoned`); one shard of a plan says which (`completed, shard 1/3`).
-fn runs_frame(context: &Context, runs: &[RunInfo]) -> PolarsResult<DataFrame> {
+/// `abandoned`); one shard of a plan says which (`completed, shard 1/3`). The cost and paid of
+/// a run with models without a price (`unpriced`, by run: [`RunInfo::unpriced`]) are unknown: null, not the sum of
+/// the known part.
+fn runs_frame(
+    context: &Context,
+    runs: &[RunInfo],
+    unpriced: &[Option<String>],
+) -> PolarsResult<DataFrame> {
+    let unless_unpriced = |usd: fn(&RunInfo) -> f64| {
+        runs.iter()
+            .zip(unpriced)
+            .map(|(r, models)| models.is_none().then(|| usd(r)))
+            .collect::<Vec<_>>()
+    };
     let status: Vec<String> = runs
         .iter()
         .map(|r| {
@@ -262,11 +285,11 @@ fn runs_frame(context: &Context, runs: &[RunInfo]) -> PolarsResult<DataFrame> {
         ),
         Column::new(
             columns::COST_USD.name.into(),
-            runs.iter().map(|r| r.tally.cost_usd).collect::<Vec<_>>(),
+            unless_unpriced(|r| r.tally.cost_usd),
         ),
         Column::new(
             columns::PAID_USD.name.into(),
-            runs.iter().map(|r| r.tally.paid_usd).collect::<Vec<_>>(),
+            unless_unpriced(|r| r.tally.paid_usd),
         ),
         Column::new(
             columns::BUDGET_USD.name.into(),

@@ -2,6 +2,7 @@
 //! must not hold the built-in data nor read config files; calling a resolved model is the
 //! runtime's (`experiment::Target`).
 
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 
 use super::ConfigError;
@@ -274,9 +275,16 @@ pub struct ModelSpec {
     pub other_names: Vec<String>,
     /// The model id sent to the provider.
     pub model: String,
-    /// USD per million input and output tokens.
-    pub input_price: f64,
-    pub output_price: f64,
+    /// USD per million input tokens; `None`: unknown (a model not in the catalog, or a
+    /// config.yaml entry that gives none), so its calls' cost is unknown too.
+    pub input_price: Option<f64>,
+    /// USD per million output tokens; `None`: unknown.
+    pub output_price: Option<f64>,
+    /// The most tokens it reads and writes in one call, where published.
+    pub context_window: Option<u64>,
+    /// Where its prices come from (the price list and its commit, or config.yaml); `None`:
+    /// a model not in the catalog, called by the id as written.
+    pub source: Option<String>,
     pub energy: EnergyProfile,
     /// Whether it reads images (relevance experiments need a model that does).
     pub vision: bool,
@@ -294,12 +302,55 @@ impl ModelSpec {
         format!("{}:{}", self.provider, self.alias)
     }
 
-    /// Its prices, to cost its calls with.
-    pub(crate) fn price(&self) -> Price {
-        Price {
-            input_per_mtok: self.input_price,
-            output_per_mtok: self.output_price,
+    /// A model `provider` serves that the catalog does not list, called by `name` as written:
+    /// its price is unknown (0 on a provider that needs no key: a local server), and so is its
+    /// energy (no parameter count).
+    pub(crate) fn unlisted(provider: &ProviderSpec, name: &str) -> Self {
+        let price = (!provider.key_required).then_some(0.0);
+        Self {
+            provider: provider.name.clone(),
+            alias: name.to_owned(),
+            other_names: Vec::new(),
+            model: name.to_owned(),
+            input_price: price,
+            output_price: price,
+            context_window: None,
+            source: None,
+            energy: EnergyProfile {
+                parameters: None,
+                pue: provider.pue,
+            },
+            vision: true,
+            structured: crate::llm::Structured::Auto,
+            rate_limit: RateLimit::default(),
+            batch: None,
         }
+    }
+
+    /// Its prices, to cost its calls with; `None` when either is unknown.
+    pub(crate) fn price(&self) -> Option<Price> {
+        Some(Price {
+            input_per_mtok: self.input_price?,
+            output_per_mtok: self.output_price?,
+        })
+    }
+
+    /// What to set in config.yaml for its price to be known: `` `input_price:` and
+    /// `output_price:` under `models: openai:gpt-5.1:` in config.yaml `` (only those missing).
+    pub(crate) fn price_to_set(&self) -> String {
+        let missing: Vec<&str> = [
+            ("`input_price:`", self.input_price),
+            ("`output_price:`", self.output_price),
+        ]
+        .into_iter()
+        .filter(|(_, price)| price.is_none())
+        .map(|(key, _)| key)
+        .collect();
+        format!(
+            "{} (USD per million tokens) under `models: {}:` in config.yaml",
+            missing.join(" and "),
+            self.reference()
+        )
     }
 
     fn answers_to(&self, name: &str) -> bool {
@@ -382,6 +433,32 @@ impl Catalog {
             })
     }
 
+    /// The model a `<provider>:<name>` reference names, as [`resolve`](Self::resolve) finds
+    /// it; a name the catalog does not list, of a known provider, is that provider's model of
+    /// that id ([`ModelSpec::unlisted`]: price and energy unknown), as promptfoo takes
+    /// `openai:<any id>`.
+    pub(crate) fn model(&self, reference: &str) -> Result<Cow<'_, ModelSpec>, ConfigError> {
+        match self.resolve(reference) {
+            Ok(model) => Ok(Cow::Borrowed(model)),
+            Err(ConfigError::UnknownModel { provider, .. }) => {
+                let (_, name) = split_reference(reference)?;
+                Ok(Cow::Owned(ModelSpec::unlisted(
+                    &self.providers[&provider],
+                    name,
+                )))
+            }
+            Err(other) => Err(other),
+        }
+    }
+
+    /// ` did you mean `x`?` naming the one or two entries closest to `reference` (a model
+    /// not in the catalog: maybe a typo), or nothing.
+    pub(crate) fn nearest(&self, reference: &str) -> String {
+        let references: Vec<String> = self.models.iter().map(ModelSpec::reference).collect();
+        let name = split_reference(reference).map_or(reference, |(_, name)| name);
+        did_you_mean(reference, name.len(), references.iter().map(String::as_str))
+    }
+
     /// The provider of a model.
     pub(crate) fn provider(&self, model: &ModelSpec) -> &ProviderSpec {
         &self.providers[&model.provider]
@@ -452,6 +529,91 @@ mod tests {
         assert!(e.contains("did you mean `openai`?"), "{e}");
         let e = c.resolve("openai:llama-9000").unwrap_err().to_string();
         assert!(!e.contains("did you mean"), "{e}");
+    }
+
+    #[test]
+    fn any_id_of_a_known_provider_is_a_model_of_unknown_price() {
+        let c = Catalog::builtin();
+        let m = c.model("OpenAI:gpt-9.9-preview").unwrap();
+        assert!(matches!(m, Cow::Owned(_)), "not in the catalog");
+        assert_eq!(
+            (
+                m.provider.as_str(),
+                m.model.as_str(),
+                m.reference().as_str()
+            ),
+            ("openai", "gpt-9.9-preview", "openai:gpt-9.9-preview")
+        );
+        assert_eq!((m.price(), m.source.as_deref()), (None, None));
+        assert_eq!(m.energy.parameters, None, "energy unknown too");
+        assert_eq!(m.energy.pue, c.providers["openai"].pue);
+        assert_eq!(
+            m.price_to_set(),
+            "`input_price:` and `output_price:` (USD per million tokens) under \
+             `models: openai:gpt-9.9-preview:` in config.yaml"
+        );
+        // A local server's model costs nothing.
+        let local = c.model("ollama:mistral:7b").unwrap();
+        assert_eq!(local.price(), Some(Price::default()));
+        assert_eq!(local.model, "mistral:7b");
+        // One that may be a typo is named with the nearest entry.
+        assert_eq!(c.nearest("local:smolm2"), " did you mean `local:smollm2`?");
+        assert_eq!(c.nearest("openai:gpt-9.9-preview"), "");
+        // A listed name is the catalog's entry; a bad provider or reference is still refused.
+        assert!(matches!(
+            c.model("openai:gpt-4o-mini"),
+            Ok(Cow::Borrowed(_))
+        ));
+        assert!(matches!(
+            c.model("acme:x"),
+            Err(ConfigError::UnknownProvider { .. })
+        ));
+        assert!(matches!(
+            c.model("gpt-5"),
+            Err(ConfigError::BadReference { .. })
+        ));
+    }
+
+    #[test]
+    fn a_config_entry_without_a_price_has_it_unknown_unless_it_replaces_one_or_is_local() {
+        let mut config = super::super::Config {
+            catalog: Catalog::builtin(),
+            settings: super::super::Settings::default(),
+            source: None,
+        };
+        let yaml = "
+providers:
+  vllm: {kind: openai-compatible, base_url: \"http://127.0.0.1:8000/v1\"}
+models:
+  openai:gpt-9: {parameters: 8}
+  openai:half: {input_price: 1}
+  openai:gpt-4o: {model: gpt-4o-2024-08-06}
+  vllm:llama3: {parameters: 8}
+";
+        config
+            .apply(std::path::Path::new("config.yaml"), yaml)
+            .unwrap();
+        let price = |reference: &str| {
+            let m = config.catalog.resolve(reference).unwrap();
+            (m.input_price, m.output_price, m.source.clone())
+        };
+        let from_file = Some("config.yaml".to_owned());
+        assert_eq!(price("openai:gpt-9"), (None, None, from_file.clone()));
+        assert_eq!(price("openai:half"), (Some(1.0), None, from_file.clone()));
+        assert_eq!(
+            config
+                .catalog
+                .resolve("openai:half")
+                .unwrap()
+                .price_to_set(),
+            "`output_price:` (USD per million tokens) under `models: openai:half:` in config.yaml"
+        );
+        assert_eq!(
+            price("openai:gpt-4o"),
+            (Some(2.5), Some(10.0), from_file.clone()),
+            "the built-in's prices stay"
+        );
+        assert_eq!(price("vllm:llama3"), (Some(0.0), Some(0.0), from_file));
     }
 
     #[test]

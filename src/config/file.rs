@@ -172,13 +172,29 @@ impl Config {
                 ));
             }
         };
+        // A price not written is the replaced entry's; else unknown, or 0 on a provider that
+        // needs no key (a local server).
+        let replaced = self
+            .catalog
+            .models
+            .iter()
+            .find(|e| e.provider == provider && e.alias == alias);
+        let free = (!self.catalog.providers[provider].key_required).then_some(0.0);
         let spec = ModelSpec {
             provider: provider.to_owned(),
             alias: alias.to_owned(),
             other_names: Vec::new(),
             model: m.model.unwrap_or_else(|| alias.to_owned()),
-            input_price: m.input_price,
-            output_price: m.output_price,
+            input_price: m
+                .input_price
+                .or(replaced.and_then(|e| e.input_price))
+                .or(free),
+            output_price: m
+                .output_price
+                .or(replaced.and_then(|e| e.output_price))
+                .or(free),
+            context_window: None,
+            source: Some("config.yaml".to_owned()),
             energy: EnergyProfile { parameters, pue },
             vision: m.vision,
             structured: m.structured.unwrap_or_default(),
@@ -347,10 +363,9 @@ struct ProviderEntry {
 #[serde(deny_unknown_fields)]
 struct ModelEntry {
     model: Option<String>,
-    #[serde(default)]
-    input_price: f64,
-    #[serde(default)]
-    output_price: f64,
+    /// USD per million tokens; not written: unknown (see `apply_model`).
+    input_price: Option<f64>,
+    output_price: Option<f64>,
     parameters: Option<NumberOrRange>,
     active_parameters: Option<NumberOrRange>,
     total_parameters: Option<NumberOrRange>,
@@ -371,8 +386,8 @@ impl ModelEntry {
     fn is_only_settings(&self) -> bool {
         (self.structured.is_some() || self.rate_limit.is_some() || self.batch.is_some())
             && self.model.is_none()
-            && self.input_price == 0.0
-            && self.output_price == 0.0
+            && self.input_price.is_none()
+            && self.output_price.is_none()
             && self.parameters.is_none()
             && self.active_parameters.is_none()
             && self.total_parameters.is_none()
@@ -480,7 +495,7 @@ energy_method: seed-linear
         assert_eq!(p.base_url(), "http://127.0.0.1:8000/v1");
         assert_eq!(
             config.catalog.resolve("openai:gpt-4o").unwrap().input_price,
-            1.0
+            Some(1.0)
         );
         assert_eq!(config.settings.retry.max_attempts, 2);
         assert_eq!(config.settings.energy_method, EnergyMethod::SeedLinear);
@@ -524,7 +539,7 @@ energy_method: seed-linear
             )
             .unwrap();
         let x = config.catalog.resolve("openai:x").unwrap();
-        assert_eq!((x.model.as_str(), x.input_price), ("x", 1.0));
+        assert_eq!((x.model.as_str(), x.input_price), ("x", Some(1.0)));
         assert_eq!(x.energy.parameters, None, "no count: energy unknown");
         assert_eq!(x.energy.pue, Range::exact(1.2), "the provider's PUE stays");
         // `active_parameters:` alone is enough: total and spec follow from it.
@@ -566,7 +581,7 @@ models:
         let mini = limit("openai:gpt-4o-mini");
         assert_eq!((mini.rpm, mini.tpm), (Some(500.0), Some(30000.0)));
         // The model kept its prices: only its limit changed.
-        assert!(config.catalog.resolve("openai:gpt-4o").unwrap().input_price > 0.0);
+        assert!(config.catalog.resolve("openai:gpt-4o").unwrap().input_price > Some(0.0));
         assert!(limit("anthropic:haiku 3.5").is_empty());
     }
 
@@ -604,7 +619,7 @@ models:
         );
         assert_eq!(batch(&config, "openai:gpt-4o"), None);
         // A model entry with only `batch:` keeps the model's prices.
-        assert!(config.catalog.resolve("openai:gpt-4o").unwrap().input_price > 0.0);
+        assert!(config.catalog.resolve("openai:gpt-4o").unwrap().input_price > Some(0.0));
         config
             .apply(
                 Path::new("config.yaml"),

@@ -17,6 +17,7 @@ use std::time::Duration;
 
 use crate::energy::EnergyMethod;
 
+pub use builtin::{PRICE_LIST_URL, PRICE_SOURCE, PRICES_AS_OF};
 pub(crate) use catalog::hide_user_info;
 pub use catalog::{BatchSetting, Catalog, ModelSpec, ProviderSpec};
 pub use rate_limit::RateLimit;

@@ -937,7 +937,10 @@ impl Batcher {
             let stored = match line.outcome {
                 Ok(response) => {
                     let usage = response.usage;
-                    let cost = job.price.cost_usd(usage.input_tokens, usage.output_tokens);
+                    // Unknown without a price: a budget refuses such a model before any call.
+                    let cost = job
+                        .cost_usd(usage.input_tokens, usage.output_tokens)
+                        .unwrap_or(f64::INFINITY);
                     self.release(round, &key, cost);
                     self.store_answer(row.id, &job, response, latency_ms).await
                 }

@@ -206,7 +206,8 @@ pub const IMAGE_TOKENS_BOUND: u64 = 2_500;
 
 /// The most a call can cost: its input at a token a byte with each message's framing (images
 /// at their bound), and an answer of its `max_tokens`; a target's `max_cost_usd:` when it
-/// sets one. What a budget reserves before sending.
+/// sets one. What a budget reserves before sending. Without a price it is unbounded:
+/// `f64::INFINITY`, which no budget holds.
 pub fn max_cost(job: &CallJob) -> f64 {
     match job.app.as_ref().and_then(|a| a.app.spec.max_cost_usd) {
         Some(usd) => usd,
@@ -218,7 +219,10 @@ pub fn max_cost(job: &CallJob) -> f64 {
 /// (or is priced by tokens its application counts), with no `max_cost_usd:` to bound it.
 pub fn unbounded(job: &CallJob) -> Option<String> {
     let app = &job.app.as_ref()?.app;
-    let priced = job.price.input_per_mtok > 0.0 || job.price.output_per_mtok > 0.0;
+    // An unknown price may be any.
+    let priced = job
+        .price
+        .is_none_or(|p| p.input_per_mtok > 0.0 || p.output_per_mtok > 0.0);
     let bounded = app.spec.max_cost_usd.is_some() || !(app.spec.may_cost() || priced);
     (!bounded).then(|| {
         format!(
@@ -233,11 +237,14 @@ pub fn unbounded(job: &CallJob) -> Option<String> {
 /// The most a call sent through a batch API can cost: [`max_cost`] at the batch price
 /// ([`Price::batch`](crate::cost::Price::batch)). What a budget reserves at submission.
 pub fn batch_max_cost(job: &CallJob) -> f64 {
-    max_cost_at(job, job.price.batch())
+    max_cost_at(job, job.price.map(crate::cost::Price::batch))
 }
 
-/// [`max_cost`] at `price`.
-fn max_cost_at(job: &CallJob, price: crate::cost::Price) -> f64 {
+/// [`max_cost`] at `price` (unbounded when it is unknown).
+fn max_cost_at(job: &CallJob, price: Option<crate::cost::Price>) -> f64 {
+    let Some(price) = price else {
+        return f64::INFINITY;
+    };
     let request = &job.request;
     let input = request
         .system

@@ -66,7 +66,7 @@ pub(super) mod tests {
             tokens_estimated: false,
             latency_ms: 12.0,
             attempts: 1,
-            cost_usd: 0.5,
+            cost_usd: Some(0.5),
             created_at: "2026-11-27T00:00:00.000Z".into(),
         }
     }

@@ -36,8 +36,9 @@ pub struct CallJob {
     pub endpoint: Arc<Endpoint>,
     pub request: ChatRequest,
     pub canonical: CanonicalRequest,
-    /// USD per million input and output tokens.
-    pub price: Price,
+    /// USD per million input and output tokens; `None`: unknown (a model without a price),
+    /// so is its cost.
+    pub price: Option<Price>,
     /// The sample this is (each repeat is its own cache entry).
     pub repeat: u32,
     /// When the server refuses the request's schema (HTTP 400 or 422), ask again without it,
@@ -66,8 +67,15 @@ impl AppCall {
 }
 
 impl CallJob {
-    /// The call of `request` to `endpoint`, for sample `repeat`, priced with `price`.
-    pub fn new(endpoint: Arc<Endpoint>, request: ChatRequest, repeat: u32, price: Price) -> Self {
+    /// The call of `request` to `endpoint`, for sample `repeat`, priced with `price` (`None`:
+    /// unknown).
+    pub fn new(
+        endpoint: Arc<Endpoint>,
+        request: ChatRequest,
+        repeat: u32,
+        price: impl Into<Option<Price>>,
+    ) -> Self {
+        let price = price.into();
         let canonical =
             CanonicalRequest::new(&endpoint.provider, &endpoint.base_url, &request, repeat);
         Self {
@@ -88,8 +96,9 @@ impl CallJob {
         app: AppCall,
         request: ChatRequest,
         repeat: u32,
-        price: Price,
+        price: impl Into<Option<Price>>,
     ) -> Self {
+        let price = price.into();
         let sent = AppRequest {
             chat: &request,
             values: app.values.as_deref(),
@@ -104,6 +113,21 @@ impl CallJob {
             plain_fallback: false,
             app: Some(app),
         }
+    }
+
+    /// What an answer of `input_tokens` and `output_tokens` to it costs, in USD; `None` when
+    /// its price is unknown.
+    pub fn cost_usd(&self, input_tokens: u64, output_tokens: u64) -> Option<f64> {
+        self.price
+            .map(|price| price.cost_usd(input_tokens, output_tokens))
+    }
+
+    /// What `answer` cost: what the provider reported (a target reporting its cost), else its
+    /// tokens at the job's price; `None` when neither is known.
+    pub fn answer_cost(&self, answer: &ChatResponse) -> Option<f64> {
+        answer
+            .cost_usd
+            .or_else(|| self.cost_usd(answer.usage.input_tokens, answer.usage.output_tokens))
     }
 
     /// The same call without a schema: free text, read by the tolerant parsers.
@@ -986,7 +1010,9 @@ enum Attempt {
 /// not be read (it may have been billed).
 fn settle(reservation: Reservation, job: &CallJob, result: &Result<ChatResponse, ProviderError>) {
     match result {
-        Ok(answer) => reservation.settle(answer.cost_at(job.price)),
+        // A budget refuses a model without a price before any call; were one sent, it would
+        // count as all the budget.
+        Ok(answer) => reservation.settle(job.answer_cost(answer).unwrap_or(f64::INFINITY)),
         Err(
             ProviderError::Http { .. }
             | ProviderError::Exhausted { .. }

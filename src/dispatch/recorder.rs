@@ -103,7 +103,7 @@ impl CallRecorder {
     ) -> Result<T, StoreError> {
         let job = job.clone();
         let (text, usage) = (response.text.clone(), response.usage);
-        let cost_usd = response.cost_at(job.price);
+        let cost_usd = job.answer_cost(response);
         let finish_reason = response.finish_reason.clone();
         self.writer
             .run(move |s| {
@@ -151,7 +151,7 @@ fn batch_result(store: &mut Store, batch: i64, call: &NewCall<'_>) -> Recorded<i
 /// The answer `response` to `job` as stored under `id`, with its cost at the job's price.
 fn stored_call(id: i64, job: &CallJob, response: ChatResponse, timing: Timing) -> StoredCall {
     let usage = response.usage;
-    let cost_usd = response.cost_at(job.price);
+    let cost_usd = job.answer_cost(&response);
     StoredCall {
         id,
         text: response.text,
@@ -171,7 +171,7 @@ fn stored_call(id: i64, job: &CallJob, response: ChatResponse, timing: Timing) -
 fn new_call<'a>(
     job: &'a CallJob,
     outcome: Result<&'a str, &'a str>,
-    answered: Option<(Usage, f64)>,
+    answered: Option<(Usage, Option<f64>)>,
     finish_reason: Option<&'a str>,
     http_status: Option<u16>,
     timing: Timing,
@@ -189,9 +189,9 @@ fn new_call<'a>(
         tokens_estimated: usage.is_some_and(|u| u.estimated),
         latency_ms: timing.latency_ms,
         attempts: timing.attempts,
-        input_price_per_mtok: job.price.input_per_mtok,
-        output_price_per_mtok: job.price.output_per_mtok,
-        cost_usd: answered.map(|(_, cost)| cost),
+        input_price_per_mtok: job.price.map(|p| p.input_per_mtok),
+        output_price_per_mtok: job.price.map(|p| p.output_per_mtok),
+        cost_usd: answered.and_then(|(_, cost)| cost),
         http_status,
     }
 }
@@ -412,7 +412,7 @@ mod tests {
         assert_eq!(stored.id, *id);
         assert_eq!((stored.text.as_str(), stored.attempts), ("4", 3));
         assert_eq!((stored.input_tokens, stored.output_tokens), (1_000, 500));
-        assert!((stored.cost_usd - 0.006).abs() < 1e-15);
+        assert!((stored.cost_usd.unwrap() - 0.006).abs() < 1e-15);
         // Served from the cache from now on.
         let cached = lock(&store)
             .cached_calls([job.canonical.key.as_str()])
@@ -454,7 +454,7 @@ mod tests {
     async fn a_batch_answer_is_one_row_of_its_batch_and_a_second_collect_stores_nothing() {
         let (store, recorder) = recorder();
         let mut job = call_job("2 + 2?");
-        job.price = job.price.batch();
+        job.price = job.price.map(Price::batch);
         let batch = batch_of(&store, &job);
         let timing = Timing {
             latency_ms: 60_000.0,
@@ -506,7 +506,7 @@ mod tests {
     async fn a_batch_failure_is_one_row_of_its_batch_with_its_error() {
         let (store, recorder) = recorder();
         let mut job = call_job("2 + 2?");
-        job.price = job.price.batch();
+        job.price = job.price.map(Price::batch);
         let batch = batch_of(&store, &job);
         let timing = Timing {
             latency_ms: 90_000.0,

@@ -262,7 +262,7 @@ impl Dispatcher {
             match target.batch.or_else(|| BatchApi::of(target.kind)) {
                 Some(api) => {
                     let mut job = call.job.clone();
-                    job.price = job.price.batch();
+                    job.price = job.price.map(crate::cost::Price::batch);
                     calls.push(BatchCall { index, job, api });
                 }
                 None => failed.push((
@@ -311,7 +311,7 @@ impl Dispatcher {
             match api {
                 Some(api) => {
                     let mut job = call.job.clone();
-                    job.price = job.price.batch();
+                    job.price = job.price.map(crate::cost::Price::batch);
                     batched.push(BatchCall { index: i, job, api });
                 }
                 None => {

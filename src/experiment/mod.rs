@@ -69,6 +69,10 @@ pub enum ExperimentError {
     /// Options that cannot go together, with the fix (`--batch` with `--offline`).
     #[error("{0}")]
     Conflict(&'static str),
+    /// A budget over calls whose cost is unknown (a model without a price), naming the
+    /// prices to set.
+    #[error("{0}")]
+    BudgetWithoutPrice(String),
     /// A kind's own error (its spec, its files, its report).
     #[error(transparent)]
     Kind(Box<dyn std::error::Error + Send + Sync>),

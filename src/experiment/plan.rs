@@ -23,13 +23,21 @@ pub struct PlanLine {
     pub calls: u64,
     pub cached: u64,
     pub to_call: u64,
-    /// Upper bound of the cost of the calls to make, in USD.
-    pub max_cost_usd: f64,
+    /// Upper bound of the cost of the calls to make, in USD; `None`: unknown, as some of
+    /// them are to a model without a price.
+    pub max_cost_usd: Option<f64>,
     /// Why calls of this model will fail (a missing key, `--offline`).
     pub note: Option<String>,
     /// In batch mode, the batch API its calls to send go through (their bound at the batch
     /// price); `None`: they run live ([`Plan::batched`]).
     pub batch: Option<BatchApi>,
+}
+
+impl PlanLine {
+    /// Adds the bound of a call to send to the line's; `None` (no price) makes it unknown.
+    fn add_cost(&mut self, usd: Option<f64>) {
+        self.max_cost_usd = self.max_cost_usd.zip(usd).map(|(sum, usd)| sum + usd);
+    }
 }
 
 /// What a run would do, per model.
@@ -64,9 +72,28 @@ impl Plan {
         self.lines.iter().map(|l| l.to_call).sum()
     }
 
-    /// The most the calls to send can cost.
-    pub(crate) fn max_cost_usd(&self) -> f64 {
-        self.lines.iter().map(|l| l.max_cost_usd).sum()
+    /// The most the calls to send can cost, of those whose cost is known (a line's bound is
+    /// `None` when its model has no price: see [`unpriced`](Self::unpriced)).
+    pub(crate) fn priced_max_cost_usd(&self) -> f64 {
+        self.lines.iter().filter_map(|l| l.max_cost_usd).sum()
+    }
+
+    /// The models of `targets` (the experiment's, indexed as the lines) with calls to send
+    /// whose cost is unknown, each once, with what to set: `` `openai:gpt-5.1` has no price:
+    /// set `input_price:` and … ``.
+    pub(crate) fn unpriced(&self, targets: &[Target]) -> Vec<String> {
+        let mut said: Vec<String> = Vec::new();
+        for (line, target) in self.lines.iter().zip(targets) {
+            let sentence = format!(
+                "`{}` has no price: set {}",
+                target.reference,
+                target.spec.price_to_set()
+            );
+            if line.max_cost_usd.is_none() && !said.contains(&sentence) {
+                said.push(sentence);
+            }
+        }
+        said
     }
 
     /// The plan in batch mode (`--batch`, `batch: true`): each line of a target with a batch
@@ -79,7 +106,9 @@ impl Plan {
         for (line, target) in self.lines.iter_mut().zip(targets) {
             line.batch = target.batch;
             if line.batch.is_some() {
-                line.max_cost_usd *= crate::cost::BATCH_DISCOUNT;
+                line.max_cost_usd = line
+                    .max_cost_usd
+                    .map(|usd| usd * crate::cost::BATCH_DISCOUNT);
             }
         }
         self
@@ -127,7 +156,7 @@ pub(crate) fn plan(
                 calls: 0,
                 cached: 0,
                 to_call: 0,
-                max_cost_usd: 0.0,
+                max_cost_usd: Some(0.0),
                 note: None,
                 batch: None,
             })
@@ -205,7 +234,7 @@ impl Plan {
                 }
                 None => {
                     line.to_call += 1;
-                    line.max_cost_usd += max_cost(&call.job);
+                    line.add_cost(call.job.price.map(|_| max_cost(&call.job)));
                 }
             }
         }
@@ -213,10 +242,8 @@ impl Plan {
             let line = &mut self.lines[pending.target];
             line.calls += 1;
             line.to_call += 1;
-            line.max_cost_usd += targets[pending.target]
-                .spec
-                .price()
-                .cost_usd(pending.input_tokens, pending.output_tokens);
+            let price = targets[pending.target].spec.price();
+            line.add_cost(price.map(|p| p.cost_usd(pending.input_tokens, pending.output_tokens)));
         }
         answers
     }
@@ -231,6 +258,7 @@ impl Plan {
             line.note = match (mode, &target.blocked) {
                 (CacheMode::Offline, _) => Some("not cached: --offline refuses these calls".into()),
                 (_, Some(reason)) => Some(reason.clone()),
+                _ if line.max_cost_usd.is_none() => Some("cost unknown: no price".into()),
                 _ => None,
             };
         }
@@ -277,7 +305,7 @@ mod tests {
             calls: to_call + 1,
             cached: 1,
             to_call,
-            max_cost_usd,
+            max_cost_usd: Some(max_cost_usd),
             note: None,
             batch: None,
         }
@@ -321,7 +349,10 @@ mod tests {
         };
         assert_eq!(plan.clone().batched(&[]), plan, "no targets, no change");
         let batched = plan.clone().batched(&targets);
-        assert_eq!(batched.max_cost_usd(), plan.max_cost_usd() / 2.0);
+        assert_eq!(
+            batched.priced_max_cost_usd(),
+            plan.priced_max_cost_usd() / 2.0
+        );
         assert_eq!(batched.lines[0].batch, Some(BatchApi::Openai));
         assert_eq!(batched.lines[1].batch, None);
         let (through, live) = batched.batch_routes();

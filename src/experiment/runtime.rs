@@ -76,8 +76,26 @@ pub fn execute(
         (plan, first) = again;
     }
     tracing::debug!(calls = plan.calls(), to_call = plan.to_call(), "planned");
+    let unpriced = plan.unpriced(experiment.targets());
+    refuse_budget_without_price(&unpriced, options, experiment.budget_usd())?;
     if options.dry_run {
         return Ok(RunEnd::Planned(plan));
+    }
+    if options.show_progress {
+        let mut unlisted: Vec<&str> = Vec::new();
+        for note in experiment
+            .targets()
+            .iter()
+            .filter_map(|t| t.unlisted.as_deref())
+        {
+            if !unlisted.contains(&note) {
+                unlisted.push(note);
+                crate::output::tell(format_args!("track: note: {note}"));
+            }
+        }
+        for sentence in &unpriced {
+            crate::output::tell(format_args!("track: note: cost unknown: {sentence}"));
+        }
     }
     executor
         .set_pacer(pacer(experiment, shared_buckets, settings).with_share(options.pace_share()));
@@ -107,6 +125,29 @@ pub fn execute(
     // at once left 64 of them.
     runtime.shutdown_background();
     Ok(RunEnd::Ran(Box::new(summary?), plan))
+}
+
+/// Refuses a budget (`--budget`, else the file's `budget:`) over calls to send of models
+/// without a price (`unpriced`, [`Plan::unpriced`]): it could not bound them. Before any call,
+/// dry run included.
+fn refuse_budget_without_price(
+    unpriced: &[String],
+    options: &RunOptions,
+    file_budget: Option<f64>,
+) -> Result<(), ExperimentError> {
+    if unpriced.is_empty() || options.budget(file_budget).is_none() {
+        return Ok(());
+    }
+    let setting = if options.budget_usd.is_some() {
+        "--budget"
+    } else {
+        "the file's `budget:`"
+    };
+    Err(ExperimentError::BudgetWithoutPrice(format!(
+        "{setting} cannot bound what calls to a model without a price cost: {}; or run \
+         without a budget",
+        unpriced.join("; ")
+    )))
 }
 
 /// `--no-cache` once more after an interrupted run asks again only what that run did not
@@ -317,11 +358,18 @@ fn dispatcher(
     Dispatcher::new(store.clone(), senders, routes, options)
 }
 
-/// The experiment's header, with the run's budget among its options when it has one, and
-/// `batch: true` when its calls go through batch APIs.
+/// The experiment's header, with the run's budget among its options when it has one,
+/// `batch: true` when its calls go through batch APIs, and `unpriced`: the models without a
+/// price, whose answers' cost is unknown (`track runs` shows the run's cost as unknown).
 fn run_header(experiment: &dyn Experiment, budget_usd: Option<f64>, batch: bool) -> RunHeader {
     let mut header = experiment.header();
-    if budget_usd.is_none() && !batch {
+    let mut unpriced: Vec<&str> = Vec::new();
+    for target in experiment.targets() {
+        if target.spec.price().is_none() && !unpriced.contains(&target.reference.as_str()) {
+            unpriced.push(&target.reference);
+        }
+    }
+    if budget_usd.is_none() && !batch && unpriced.is_empty() {
         return header;
     }
     if !header.options.is_object() {
@@ -332,6 +380,9 @@ fn run_header(experiment: &dyn Experiment, budget_usd: Option<f64>, batch: bool)
     }
     if batch {
         header.options["batch"] = serde_json::json!(true);
+    }
+    if !unpriced.is_empty() {
+        header.options[crate::store::UNPRICED_OPTION] = serde_json::json!(unpriced);
     }
     header
 }
@@ -573,11 +624,22 @@ impl Book<'_> {
     fn record(
         &mut self,
         stage: &Stage,
-        outcomes: Vec<(usize, CallOutcome)>,
+        mut outcomes: Vec<(usize, CallOutcome)>,
         answers: &mut [Option<CallOutcome>],
     ) -> Result<(), ExperimentError> {
         if outcomes.is_empty() {
             return Ok(());
+        }
+        // An answer bought while its model had no price costs what its price is now, if it
+        // has one: adding the price to config.yaml need not buy the answers again.
+        for (i, outcome) in &mut outcomes {
+            if let CallOutcome::Hit(call) = outcome
+                && call.cost_usd.is_none()
+            {
+                call.cost_usd = stage.calls[*i]
+                    .job
+                    .cost_usd(call.input_tokens, call.output_tokens);
+            }
         }
         let mut errors = Vec::new();
         for (i, outcome) in &outcomes {

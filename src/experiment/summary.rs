@@ -184,6 +184,15 @@ impl RunSummary {
             .budget
             .map(|b| format!(" of a {}", b.cap()))
             .unwrap_or_default();
+        // Answers of a model without a price: their cost is unknown, not 0.
+        let plus_unknown = |usd: f64, unknown: u64| match unknown {
+            0 => dollars(usd),
+            n => format!(
+                "{} + unknown ({} without a price)",
+                dollars(usd),
+                count(n, "answer")
+            ),
+        };
         format!(
             "run {} ({}): {}, {}, {}; cost {}, paid {}{budget}; took {:.2} s",
             self.run_id,
@@ -191,8 +200,8 @@ impl RunSummary {
             count(c.calls, "call"),
             count(c.cache_hits, "cache hit"),
             count(c.errors, "error"),
-            dollars(c.cost_usd),
-            dollars(c.paid_usd),
+            plus_unknown(c.cost_usd, self.tally.unpriced),
+            plus_unknown(c.paid_usd, self.tally.unpriced_paid),
             self.elapsed.as_secs_f64()
         )
     }

@@ -55,6 +55,11 @@ pub struct Tally {
     pub counts: RunTally,
     /// Answered calls (fresh or cached).
     pub answered: u64,
+    /// Answers whose cost is unknown (their model had no price): `counts.cost_usd` leaves
+    /// them out.
+    pub unpriced: u64,
+    /// Of them, those this run paid for (fresh): `counts.paid_usd` leaves them out.
+    pub unpriced_paid: u64,
     /// Calls not in the cache under `--offline`.
     pub offline_misses: u64,
     /// Errors (failed calls and problems) grouped by model and cause, in order of their first
@@ -72,12 +77,15 @@ impl Tally {
         match outcome {
             CallOutcome::Hit(call) => {
                 c.cache_hits += 1;
-                c.cost_usd += call.cost_usd;
+                c.cost_usd += call.cost_usd.unwrap_or(0.0);
+                self.unpriced += u64::from(call.cost_usd.is_none());
                 self.answered += 1;
             }
             CallOutcome::Fresh(call) => {
-                c.cost_usd += call.cost_usd;
-                c.paid_usd += call.cost_usd;
+                c.cost_usd += call.cost_usd.unwrap_or(0.0);
+                c.paid_usd += call.cost_usd.unwrap_or(0.0);
+                self.unpriced += u64::from(call.cost_usd.is_none());
+                self.unpriced_paid += u64::from(call.cost_usd.is_none());
                 self.answered += 1;
             }
             CallOutcome::Failed { .. } => {

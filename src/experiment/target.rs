@@ -30,15 +30,34 @@ pub struct Target {
     /// The batch API its calls may go through in batch mode (`batch:` in config.yaml, else
     /// its provider kind's); `None`: they run live.
     pub batch: Option<crate::llm::batch::BatchApi>,
+    /// When the catalog does not list it, the note that says so (its id is sent as written),
+    /// with the nearest entries in case of a typo.
+    pub unlisted: Option<String>,
     /// The user's application, when it is one (`kind: http` or `kind: exec`).
     pub app: Option<Arc<App>>,
 }
 
 impl Target {
-    /// Resolves `reference` (any name the catalog knows) for calling.
+    /// Resolves `reference` (any name the catalog knows, or any id of a known provider) for
+    /// calling.
     pub(crate) fn resolve(catalog: &Catalog, reference: &str) -> Result<Self, ConfigError> {
-        let model = catalog.resolve(reference)?;
-        let provider = catalog.provider(model);
+        // A name the catalog does not list runs too, its price and energy unknown.
+        let model = catalog.model(reference)?;
+        let unlisted = matches!(model, std::borrow::Cow::Owned(_)).then(|| {
+            let nearest = catalog.nearest(reference);
+            format!(
+                "`{}` is not in the catalog: its id `{}` is sent to {} as written{}",
+                model.reference(),
+                model.model,
+                model.provider,
+                if nearest.is_empty() {
+                    String::new()
+                } else {
+                    format!(";{nearest}")
+                }
+            )
+        });
+        let provider = catalog.provider(&model);
         provider.check_base_url()?;
         let endpoint = provider.endpoint();
         let app = provider
@@ -64,12 +83,13 @@ impl Target {
         Ok(Self {
             reference: model.reference(),
             role: None,
-            spec: model.clone(),
             endpoint: Arc::new(endpoint),
             blocked,
             structured: model.structured,
-            rate_limit: catalog.rate_limit(model),
-            batch: catalog.batch(model),
+            rate_limit: catalog.rate_limit(&model),
+            batch: catalog.batch(&model),
+            spec: model.into_owned(),
+            unlisted,
             app,
         })
     }

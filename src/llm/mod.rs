@@ -15,6 +15,7 @@ pub mod openai;
 pub mod ratelimit;
 pub mod sse;
 pub mod target;
+pub mod tools;
 
 use std::fmt;
 use std::sync::Arc;
@@ -272,12 +273,6 @@ impl ChatResponse {
     pub(crate) fn with_limits(mut self, limits: Option<ratelimit::RateLimits>) -> Self {
         self.limits = limits;
         self
-    }
-
-    /// What the call cost: what the provider reported, else its tokens at `price`.
-    pub(crate) fn cost_at(&self, price: crate::cost::Price) -> f64 {
-        self.cost_usd
-            .unwrap_or_else(|| price.cost_usd(self.usage.input_tokens, self.usage.output_tokens))
     }
 }
 

@@ -133,6 +133,8 @@ display_columns! {
     COMMAND = "command".wide();
     /// The data files and templates a run read, with their hashes.
     INPUTS = "inputs".wide();
+    /// The models of a run without a price: its cost and paid are unknown.
+    UNPRICED = "unpriced".wide();
 
     // The dry run's plan (`track run --dry-run`).
     MAX_COST_USD = "max_cost_usd".short("max $");
@@ -148,6 +150,10 @@ display_columns! {
     PUE = "pue".wide();
     /// The batch API, for --wide, CSV and JSON.
     BATCH = "batch".wide();
+    /// Tokens a call reads and writes, where published.
+    CONTEXT_WINDOW = "context_window".wide();
+    /// Where a model's prices come from (a price list at a commit, config.yaml).
+    PRICE_SOURCE = "price_source".wide();
 
     // Reviews (`crate::review::columns`).
     PARSE_FAILURES = "parse_failures".short("unparsable");
@@ -201,10 +207,11 @@ pub(super) enum Wrap {
 pub(super) fn wrap(name: &str) -> Wrap {
     match name {
         // `track runs` (a run without a file is named by its command line), `--errors`, the
-        // dry run's plan, `track models`' key.
+        // dry run's plan, `track models`' key and price source.
         "file" | "command" | "error" | "item" | "note" | "key" | "detail" | "justification"
-        | "invalid_reason" | "base_answer" | "new_answer" => Wrap::Spaces,
-        "models" => Wrap::Commas,
+        | "invalid_reason" | "base_answer" | "new_answer" | "price_source" => Wrap::Spaces,
+        // `track runs`' models, and those without a price.
+        "models" | "unpriced" => Wrap::Commas,
         _ => Wrap::Never,
     }
 }

@@ -556,7 +556,7 @@ prompts:
                     tokens_estimated: false,
                     latency_ms: 1.0,
                     attempts: 1,
-                    cost_usd: 0.0,
+                    cost_usd: Some(0.0),
                     created_at: String::new(),
                 })))
             })

@@ -150,8 +150,8 @@ impl Header {
             ),
             ("Cache hits", thousands(hits)),
             ("Errors", thousands(errors)),
-            ("Cost ($)", number("cost_usd", cost)),
-            ("Paid ($)", number("paid_usd", paid)),
+            ("Cost ($)", self.unless_unpriced("cost_usd", cost)),
+            ("Paid ($)", self.unless_unpriced("paid_usd", paid)),
         ];
         figures.push(("Energy (Wh)", self.energy_text()));
         let mut out = String::from("<dl class=\"figures\">");
@@ -165,6 +165,16 @@ impl Header {
         }
         out.push_str("</dl>");
         out
+    }
+
+    /// The total `usd` of the column `name`, or `–` when a run had a model without a price:
+    /// a sum without its answers would look complete and be too low.
+    fn unless_unpriced(&self, name: &str, usd: f64) -> String {
+        if self.runs().iter().any(|r| r.info.unpriced.is_some()) {
+            "–".to_owned()
+        } else {
+            number(name, usd)
+        }
     }
 
     fn energy_text(&self) -> String {
@@ -203,8 +213,16 @@ impl Header {
                     thousands(t.planned_calls),
                     thousands(t.cache_hits),
                     thousands(t.errors),
-                    number("cost_usd", t.cost_usd),
-                    number("paid_usd", t.paid_usd),
+                    if r.info.unpriced.is_some() {
+                        "–".to_owned()
+                    } else {
+                        number("cost_usd", t.cost_usd)
+                    },
+                    if r.info.unpriced.is_some() {
+                        "–".to_owned()
+                    } else {
+                        number("paid_usd", t.paid_usd)
+                    },
                 ]
             })
             .collect();
@@ -306,6 +324,7 @@ mod tests {
                 shard: None,
                 merged_shards: None,
                 plan_calls: None,
+                unpriced: None,
             },
             status,
         }
@@ -348,6 +367,27 @@ mod tests {
         assert!(
             !html.contains("/home/someone"),
             "no folder of the machine: {html}"
+        );
+    }
+
+    #[test]
+    fn a_run_with_a_model_without_a_price_has_an_unknown_cost_and_so_has_the_total() {
+        let cost = |html: &str| html.contains("<dt>Cost ($)</dt><dd>–</dd>");
+        let mut unpriced = run(4, ExperimentKind::Bench, RunStatus::Completed);
+        unpriced.info.unpriced = Some("openai:gpt-9".into());
+        let priced = run(3, ExperimentKind::Bench, RunStatus::Completed);
+        let header = |runs| {
+            let selection = Selection { runs, named: true };
+            Header::new(selection, None, Path::new("track.db")).html()
+        };
+        let html = header(vec![priced.clone()]);
+        assert!(!cost(&html) && html.contains(">0.250000<"), "{html}");
+        let html = header(vec![priced, unpriced]);
+        assert!(cost(&html), "{html}");
+        assert!(html.contains("<dt>Paid ($)</dt><dd>–</dd>"), "{html}");
+        assert!(
+            html.contains(">0.250000<") && html.contains("data-column=\"cost ($)\">–<"),
+            "run 3 keeps its cost, run 4's is unknown: {html}"
         );
     }
 }

@@ -190,7 +190,7 @@ fn frames(store: &Store, runs: &[i64], q: &QueryOptions<'_>) -> anyhow::Result<R
     let frames = match q.value(REVIEWER) {
         Some(reviewer) => {
             let config = (q.config)()?;
-            let reference = config.catalog.resolve(reviewer)?.reference();
+            let reference = config.catalog.model(reviewer)?.reference();
             frames.for_reviewer(&reference)?
         }
         None => frames,

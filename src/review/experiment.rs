@@ -638,8 +638,8 @@ impl DatasheetExperiment {
             model_ref: Some(&self.targets[g].reference),
             call_id: Some(answer.id),
             cache_hit: hit,
-            cost_usd: Some(answer.cost_usd),
-            paid_usd: Some(if hit { 0.0 } else { answer.cost_usd }),
+            cost_usd: answer.cost_usd,
+            paid_usd: if hit { Some(0.0) } else { answer.cost_usd },
             content: &answer.text,
             path: &path.display().to_string(),
         })?;
@@ -790,8 +790,8 @@ impl Record<'_> {
             let hit = matches!(outcome, Some(CallOutcome::Hit(_)));
             row.call_id = Some(call.id);
             row.cache_hit = hit;
-            row.cost_usd = Some(call.cost_usd);
-            row.paid_usd = Some(if hit { 0.0 } else { call.cost_usd });
+            row.cost_usd = call.cost_usd;
+            row.paid_usd = if hit { Some(0.0) } else { call.cost_usd };
         }
         // A review is dated by the answer it stores: a re-run served from the cache stores the
         // same answer, keeps its first time and appends no duplicate CSV row; a review asked

@@ -93,6 +93,19 @@ fn answered() -> Expr {
         .or(col(cols::PARSE_STATUS).eq(lit(ParseStatus::Partial.as_str())))
 }
 
+/// The sum of `column` (cost or paid), or null (unknown) when a review with an answer has
+/// none: its reviewer had no price. A sum without it would look complete and be too low.
+fn sum_unless_unknown(column: &str) -> Expr {
+    let answered = col(cols::PARSE_STATUS)
+        .eq(lit(ParseStatus::Skipped.as_str()))
+        .or(col(cols::PARSE_STATUS).eq(lit(ParseStatus::Error.as_str())))
+        .not();
+    when(answered.and(col(column).is_null()).any(true))
+        .then(lit(NULL).cast(DataType::Float64))
+        .otherwise(col(column).sum())
+        .alias(column)
+}
+
 fn count_status(status: ParseStatus) -> Expr {
     col(cols::PARSE_STATUS)
         .eq(lit(status.as_str()))
@@ -146,8 +159,8 @@ pub(crate) fn review_summary(frames: &ReviewFrames, by: &str) -> PolarsResult<Da
                 .mean()
                 .alias(cols::MEAN_OVERALL),
             col(cols::AVERAGE_SCORE).mean().alias(cols::MEAN_AVERAGE_PN),
-            col(cols::COST_USD).sum().alias(cols::COST_USD),
-            col(cols::PAID_USD).sum().alias(cols::PAID_USD),
+            sum_unless_unknown(cols::COST_USD),
+            sum_unless_unknown(cols::PAID_USD),
         ])
         // Of the answers received (reviews neither skipped nor failed calls), the share that
         // could not be read.

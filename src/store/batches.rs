@@ -814,8 +814,8 @@ mod tests {
             latency_ms: 0.0,
             attempts: 1,
             // gpt-4o-mini's 0.15 / 0.60 at the batch rate.
-            input_price_per_mtok: 0.075,
-            output_price_per_mtok: 0.3,
+            input_price_per_mtok: Some(0.075),
+            output_price_per_mtok: Some(0.3),
             cost_usd: Some(0.00000135),
             http_status: Some(200),
         }
@@ -1139,7 +1139,7 @@ mod tests {
         // The answer is served from the cache like any other, at the price it was billed.
         let hit = &store.cached_calls(["k1"]).unwrap()["k1"];
         assert_eq!((hit.id, hit.text.as_str()), (answered, "4"));
-        assert_eq!(hit.cost_usd, 0.00000135);
+        assert_eq!(hit.cost_usd, Some(0.00000135));
         assert_eq!(store.call_batch(answered).unwrap(), Some(id));
         assert!(store.cached_calls(["k2"]).unwrap().is_empty());
         // k4 had no line: collecting leaves it unfinished, to be sent again.

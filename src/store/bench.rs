@@ -1,5 +1,6 @@
 //! Benchmark results: one row per run x model x prompt x repeat, and their bulk loading.
 
+use std::borrow::Cow;
 use std::collections::HashMap;
 
 use rusqlite::params;
@@ -683,7 +684,7 @@ fn open_reader(path: &std::path::Path) -> Result<rusqlite::Connection> {
 }
 
 /// Runs `scan` on `parts` slices at once, each on its own read-only connection to `path`.
-fn scan_in_parallel<S: Send>(
+pub(super) fn scan_in_parallel<S: Send>(
     path: &std::path::Path,
     parts: usize,
     scan: &(impl Fn(&rusqlite::Connection, usize) -> Result<S> + Sync),
@@ -861,6 +862,17 @@ impl Store {
     /// Writes benchmark results in one transaction; a row for the same run, model, prompt and
     /// repeat replaces the earlier one.
     pub fn insert_bench_results(&mut self, rows: &[BenchResultRow]) -> Result<()> {
+        self.insert_bench_results_in_parts(rows.len(), std::iter::once(Cow::Borrowed(rows)))
+    }
+
+    /// [`Store::insert_bench_results`] of `rows` results in all, in the parts `parts` gives as
+    /// they come (graded on another thread while the part before is written), in one
+    /// transaction. A part that does not come (the sender stopped) ends the write there.
+    pub fn insert_bench_results_in_parts<'r>(
+        &mut self,
+        rows: usize,
+        parts: impl IntoIterator<Item = Cow<'r, [BenchResultRow]>>,
+    ) -> Result<()> {
         /// From this many rows on (a cached run's thousands of answers at once), the page cache
         /// is enlarged, and stays so for the connection's life: the uid index takes rows at
         /// random places, and a cache smaller than it spills dirty pages to the WAL again and
@@ -870,10 +882,11 @@ impl Store {
         /// results: 0.7 s for the first slice, up to 1.5 s for the last; about 5 % more CPU).
         const BULK_ROWS: usize = 4096;
         const BULK_CACHE_KIB: i64 = 128 * 1024;
-        if rows.len() < BULK_ROWS {
-            return self.write_bench_results(rows);
+        if rows < BULK_ROWS {
+            return self.write_bench_results(parts);
         }
         super::enlarge_page_cache(&self.conn, BULK_CACHE_KIB)?;
+        self.prepare_bulk_writes()?;
         // A statement of many rows that checks foreign keys may abort after its first rows,
         // so SQLite copies each page it changes to a statement journal first (5 % of a cached
         // run's CPU). These rows point at their run and at calls just read from this store.
@@ -881,21 +894,26 @@ impl Store {
             .conn
             .query_row("PRAGMA foreign_keys", [], |r| r.get(0))?;
         self.conn.pragma_update(None, "foreign_keys", false)?;
-        let written = self.write_bench_results(rows);
+        let written = self.write_bench_results(parts);
         self.conn
             .pragma_update(None, "foreign_keys", foreign_keys)?;
-        written
+        written?;
+        self.checkpoint_after_bulk_write();
+        Ok(())
     }
 
-    /// Writes `rows` in one transaction: see [`Store::insert_bench_results`].
-    fn write_bench_results(&mut self, rows: &[BenchResultRow]) -> Result<()> {
+    /// Writes `parts` in one transaction: see [`Store::insert_bench_results_in_parts`].
+    fn write_bench_results<'r>(
+        &mut self,
+        parts: impl IntoIterator<Item = Cow<'r, [BenchResultRow]>>,
+    ) -> Result<()> {
         /// Rows written by one statement: cached runs write tens of thousands at once.
         const ROWS_PER_STATEMENT: usize = 64;
         let tx = self.conn.transaction()?;
-        {
-            let now = now_rfc3339();
-            insert_bench_labels(&tx, rows)?;
-            let mut uids = ResultUids::default();
+        let now = now_rfc3339();
+        let mut uids = ResultUids::default();
+        for rows in parts {
+            insert_bench_labels(&tx, &rows)?;
             // Two statements only, of 64 rows and of one: a statement for each length (the
             // executor hands over batches of 1 to 64 answers) would not stay in the cache of
             // prepared statements, and each would be compiled again and again.
@@ -932,17 +950,8 @@ impl Store {
         each: impl Fn(&mut S, &MeasureRow) + Sync,
     ) -> Result<(Labels, Vec<S>)> {
         let (labels, local_keys) = self.bench_label_keys(run_ids)?;
-        let path = self
-            .conn
-            .path()
-            .filter(|p| !p.is_empty())
-            .map(std::path::PathBuf::from);
-        // An immutable (read-only) database is read on its one connection.
-        let parts = if path.is_some() && !self.immutable {
-            parts.max(1)
-        } else {
-            1
-        };
+        let path = self.path_for_readers();
+        let parts = if path.is_some() { parts.max(1) } else { 1 };
         let slices = Slices {
             run_ids,
             local_keys: &local_keys,
@@ -987,18 +996,12 @@ impl Store {
             rows,
             rows_per_range,
         );
-        let path = self
-            .conn
-            .path()
-            .filter(|p| !p.is_empty())
-            .map(std::path::PathBuf::from);
         let scan = |conn: &rusqlite::Connection, range: usize| {
             let state = ranges.scan(conn, range, &init, &each)?;
             Ok(finish(state, &labels))
         };
-        let results = match path {
-            // An immutable (read-only) database is read on its one connection.
-            Some(path) if workers > 1 && ranges.len() > 1 && !self.immutable => {
+        let results = match self.path_for_readers() {
+            Some(path) if workers > 1 && ranges.len() > 1 => {
                 scan_ranges_in_parallel(&path, workers, ranges.len(), &scan)?
             }
             _ => (0..ranges.len())
@@ -1364,6 +1367,7 @@ pub(crate) mod tests {
         let store = Store {
             conn,
             immutable: false,
+            checkpoint: None,
         };
         let key = ResultKey {
             run_id: 7,
@@ -1662,6 +1666,34 @@ pub(crate) mod tests {
         assert_eq!(count("PRAGMA foreign_keys"), 1);
         let cols = store.bench_columns(&[run], false).unwrap();
         assert_eq!(cols.len(), 6300);
+    }
+
+    #[test]
+    fn a_bulk_write_to_a_file_leaves_its_log_to_a_checkpoint_of_its_own() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut store = Store::open(&dir.path().join("t.db")).unwrap();
+        let run = store
+            .create_run(crate::kind::ExperimentKind::Bench, None, None, "{}")
+            .unwrap();
+        let rows: Vec<BenchResultRow> =
+            (0..5000).map(|p| row(run, 0, p, Outcome::Passed)).collect();
+        store.insert_bench_results(&rows).unwrap();
+        let pragma = |store: &Store, sql: &str| -> Vec<i64> {
+            store
+                .conn
+                .query_row(sql, [], |r| (0..3).map(|i| r.get(i)).collect())
+                .unwrap_or_else(|_| vec![store.conn.query_row(sql, [], |r| r.get(0)).unwrap()])
+        };
+        assert_eq!(pragma(&store, "PRAGMA wal_autocheckpoint"), [65_536]);
+        // Wait for the checkpoint: every page of the log is then in the database.
+        drop(store.checkpoint.take());
+        let [busy, log, copied] = pragma(&store, "PRAGMA wal_checkpoint(NOOP)")[..] else {
+            panic!("three columns")
+        };
+        assert_eq!(busy, 0);
+        assert!(log > 100, "the write went through the log: {log} pages");
+        assert_eq!(copied, log, "all of it copied by the thread");
+        assert_eq!(store.bench_columns(&[run], false).unwrap().len(), 5000);
     }
 
     #[test]

@@ -1066,8 +1066,8 @@ mod tests {
                     tokens_estimated: false,
                     latency_ms: 1.0,
                     attempts: 1,
-                    input_price_per_mtok: 0.0,
-                    output_price_per_mtok: 0.0,
+                    input_price_per_mtok: Some(0.0),
+                    output_price_per_mtok: Some(0.0),
                     cost_usd: Some(0.0),
                     http_status: None,
                 })
@@ -1467,8 +1467,8 @@ mod tests {
                 tokens_estimated: false,
                 latency_ms: 1.0,
                 attempts: 1,
-                input_price_per_mtok: 0.0,
-                output_price_per_mtok: 0.0,
+                input_price_per_mtok: Some(0.0),
+                output_price_per_mtok: Some(0.0),
                 cost_usd: None,
                 http_status: None,
             })
@@ -1536,8 +1536,8 @@ mod tests {
                 tokens_estimated: false,
                 latency_ms: 1.0,
                 attempts: 1,
-                input_price_per_mtok: 0.0,
-                output_price_per_mtok: 0.0,
+                input_price_per_mtok: Some(0.0),
+                output_price_per_mtok: Some(0.0),
                 cost_usd: None,
                 http_status: None,
             })
@@ -1605,8 +1605,8 @@ mod tests {
                         tokens_estimated: false,
                         latency_ms: 1.0,
                         attempts: 1,
-                        input_price_per_mtok: 0.0,
-                        output_price_per_mtok: 0.0,
+                        input_price_per_mtok: Some(0.0),
+                        output_price_per_mtok: Some(0.0),
                         cost_usd: None,
                         http_status: None,
                     })

@@ -55,7 +55,7 @@ pub use review::{
     NewGenerated, ParseStatus, ReviewColumns, ReviewNotes, ReviewRow, ScoreColumns, ScoreRow,
     UnknownStatus, UnparsableReviewRow,
 };
-pub use runs::{RunErrorRow, RunInfo, RunSelector, RunStatus, RunTally};
+pub use runs::{RunErrorRow, RunInfo, RunSelector, RunStatus, RunTally, UNPRICED_OPTION};
 pub use stored::{UnknownInRow, UnknownName};
 pub use view::{
     COUNT_CASES, CallText, CandidateAnswer, CaseAnswer, CaseOrder, ConfusionCount, DiffItem,
@@ -169,6 +169,9 @@ pub struct Store {
     conn: Connection,
     /// Opened as immutable (read-only, no locks): other connections must not be opened.
     immutable: bool,
+    /// The checkpoint started after a bulk write, copying its pages from the log while the
+    /// run goes on (see [`Store::checkpoint_after_bulk_write`]).
+    checkpoint: Option<Checkpoint>,
 }
 
 impl Store {
@@ -176,6 +179,47 @@ impl Store {
     #[cfg(test)]
     pub(crate) fn conn(&self) -> &Connection {
         &self.conn
+    }
+
+    /// The database's file, for readers on connections and threads of their own; `None` for
+    /// a database in memory, and for an immutable one (read on its one connection).
+    fn path_for_readers(&self) -> Option<std::path::PathBuf> {
+        self.conn
+            .path()
+            .filter(|p| !p.is_empty() && !self.immutable)
+            .map(std::path::PathBuf::from)
+    }
+
+    /// Readies the connection for bulk writes (a cached run's thousands of results at once),
+    /// for the rest of its life: SQLite copies the log into the database at a commit once it
+    /// holds 1,000 pages, with two fsyncs, before the next part can be written. From now on
+    /// it does so only from 256 MB (a long run's live writes keep the log bounded), and
+    /// [`Store::checkpoint_after_bulk_write`] copies it on a thread of its own meanwhile.
+    fn prepare_bulk_writes(&mut self) -> Result<()> {
+        /// Pages of the log from which this connection checkpoints by itself.
+        const LOG_PAGES: i64 = 65_536;
+        if self.path_for_readers().is_some() {
+            self.conn
+                .pragma_update(None, "wal_autocheckpoint", LOG_PAGES)?;
+        }
+        Ok(())
+    }
+
+    /// Leaves the pages a bulk write just added to the log to a checkpoint on a thread of its
+    /// own, which copies them into the database while the run goes on, unless the one before
+    /// still runs. A database in memory, or an immutable one, has no log to copy.
+    fn checkpoint_after_bulk_write(&mut self) {
+        let Some(path) = self.path_for_readers() else {
+            return;
+        };
+        let running = self
+            .checkpoint
+            .as_ref()
+            .and_then(|c| c.0.as_ref())
+            .is_some_and(|thread| !thread.is_finished());
+        if !running {
+            self.checkpoint = Some(copy_log_in_background(&path, false));
+        }
     }
 
     /// Opens (creating if needed) the database at `path`, sets the pragmas and migrates it.
@@ -239,7 +283,11 @@ impl Store {
         if applied != current {
             return Err(StoreError::ReadOnlyOutdated(path.to_path_buf()));
         }
-        Ok(Self { conn, immutable })
+        Ok(Self {
+            conn,
+            immutable,
+            checkpoint: None,
+        })
     }
 
     /// Opens a private in-memory database, migrated; for tests and dry runs.
@@ -282,6 +330,7 @@ impl Store {
         Ok(Self {
             conn,
             immutable: false,
+            checkpoint: None,
         })
     }
 }
@@ -383,6 +432,13 @@ impl Drop for Checkpoint {
 /// store's own connection closes (that one then finds the log empty). A failure only leaves
 /// the checkpoint to that close.
 pub(crate) fn checkpoint_in_background(path: &Path) -> Checkpoint {
+    copy_log_in_background(path, true)
+}
+
+/// Copies what the write-ahead log of the database at `path` holds into the database on a
+/// connection and thread of its own, never blocking this process's writer; then, when
+/// `truncate`, empties the log (which waits for readers and blocks new writers meanwhile).
+fn copy_log_in_background(path: &Path, truncate: bool) -> Checkpoint {
     let path = path.to_path_buf();
     let checkpoint = move || -> rusqlite::Result<()> {
         let mut conn = Connection::open_with_flags(
@@ -397,7 +453,10 @@ pub(crate) fn checkpoint_in_background(path: &Path) -> Checkpoint {
             attempts < 5_000
         }))?;
         conn.query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |_| Ok(()))?;
-        conn.query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |_| Ok(()))
+        if truncate {
+            conn.query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |_| Ok(()))?;
+        }
+        Ok(())
     };
     let thread = std::thread::Builder::new()
         .name("track-checkpoint".into())

@@ -193,6 +193,21 @@ pub struct RunInfo {
     /// How many calls its whole plan makes, all shards' (migration V19); `None`: not
     /// recorded (a run before V19, or a shard of a plan whose later stages it cannot know).
     pub plan_calls: Option<u64>,
+    /// Its models without a price, comma-separated, as its options record them
+    /// ([`UNPRICED_OPTION`]): the cost and paid of their answers are unknown, so its tally's
+    /// are not the whole. `None`: every model had a price.
+    pub unpriced: Option<String>,
+}
+
+/// The key of a run's options (`runs.options_json`) listing its models without a price.
+pub const UNPRICED_OPTION: &str = "unpriced";
+
+/// The models without a price an options JSON lists ([`UNPRICED_OPTION`]), comma-separated;
+/// `None` when it lists none.
+fn unpriced_models(options_json: Option<&str>) -> Option<String> {
+    let options: serde_json::Value = serde_json::from_str(options_json?).ok()?;
+    let models: Vec<String> = serde_json::from_value(options.get(UNPRICED_OPTION)?.clone()).ok()?;
+    (!models.is_empty()).then(|| models.join(", "))
 }
 
 impl Store {
@@ -481,7 +496,7 @@ impl Store {
         let mut stmt = self.conn.prepare(&format!(
             "SELECT id, kind, file, started_at, finished_at, status, coalesce(planned_calls, 0),
                     calls, cache_hits, failed_calls, errors, cost_usd, paid_usd, models, command,
-                    budget_usd, shard_index, shard_count, plan_calls
+                    budget_usd, shard_index, shard_count, plan_calls, options_json
              FROM runs {filter}"
         ))?;
         let rows = stmt.query_map(args, |r| {
@@ -514,6 +529,7 @@ impl Store {
                     _ => None,
                 },
                 plan_calls: r.get::<_, Option<i64>>(18)?.map(|n| n as u64),
+                unpriced: unpriced_models(r.get::<_, Option<String>>(19)?.as_deref()),
             })
         })?;
         Ok(rows.collect::<rusqlite::Result<_>>()?)
@@ -776,6 +792,7 @@ mod tests {
         Store {
             conn,
             immutable: false,
+            checkpoint: None,
         }
     }
 

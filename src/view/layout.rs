@@ -80,6 +80,12 @@ pub(crate) fn progress(run: &RunInfo) -> Markup {
     }
 }
 
+/// `usd`, a sum of `run`'s tally, or `None` (`–`, unknown) when a model of the run had no
+/// price: the sum leaves its answers out.
+pub(crate) fn known_cost(run: &RunInfo, usd: f64) -> Option<f64> {
+    run.unpriced.is_none().then_some(usd)
+}
+
 /// The heading of run pages: what the run is, with its tally.
 pub(crate) fn run_heading(run: &RunInfo) -> Markup {
     html! {
@@ -89,7 +95,7 @@ pub(crate) fn run_heading(run: &RunInfo) -> Markup {
             dt { "Models" } dd { (format::models(run.models.as_deref())) }
             dt { "Started" } dd { time datetime=(run.started_at) { (format::when(&run.started_at)) } }
             dt { "Status" } dd { (progress(run)) }
-            dt { "Cost" } dd { (format::usd(Some(run.tally.cost_usd))) " (paid " (format::usd(Some(run.tally.paid_usd))) ")" }
+            dt { "Cost" } dd { (format::usd(known_cost(run, run.tally.cost_usd))) " (paid " (format::usd(known_cost(run, run.tally.paid_usd))) ")" }
             dt { "Cache hits" } dd { (run.tally.cache_hits) }
             dt { "Errors" } dd { (run.tally.errors) }
         }

@@ -8,7 +8,7 @@ use axum::response::Html;
 use maud::html;
 
 use super::format;
-use super::layout::{page, pager, progress};
+use super::layout::{known_cost, page, pager, progress};
 use super::params::{PAGE_SIZE, RunsParams, page_count, page_number};
 use super::server::{App, ViewError};
 
@@ -78,7 +78,7 @@ pub(crate) async fn list(
                         td { (run.file.as_deref().unwrap_or("–")) }
                         td.models { (format::models(run.models.as_deref())) }
                         td { time datetime=(run.started_at) { (format::when(&run.started_at)) } }
-                        td.num { (format::usd(Some(run.tally.cost_usd))) }
+                        td.num { (format::usd(known_cost(run, run.tally.cost_usd))) }
                         td.num { (run.tally.errors) }
                     }
                 }

@@ -47,7 +47,10 @@ pub(crate) async fn result(
         (measures(t))
         @match &t.call {
             Some(call) => {
-                h2 { "Request as sent" }
+                @match turns(call.request.as_deref()) {
+                    Some(turns) => h2 { "Conversation as sent (" (turns) " turns: each answer in place, the last below)" },
+                    None => h2 { "Request as sent" },
+                }
                 (request(call.request.as_deref()))
                 h2 { "Answer" }
                 (answer(call))
@@ -140,6 +143,18 @@ fn checks(t: &Transcript) -> Markup {
             }
         }
     }
+}
+
+/// The turns of a conversation's last request (the model's earlier answers are among its
+/// messages): its user turns, answered and to answer; `None` for a request of one turn.
+fn turns(json: Option<&str>) -> Option<usize> {
+    let value = serde_json::from_str::<Value>(json?).ok()?;
+    let messages = value.get("messages")?.as_array()?;
+    let answered = messages
+        .iter()
+        .filter(|m| m.get("role").and_then(Value::as_str) == Some("assistant"))
+        .count();
+    (answered > 0).then(|| answered + 1)
 }
 
 /// The canonical request: system prompt, messages (text, images by hash), parameters.

@@ -34,8 +34,8 @@ fn bad_benchmark_files_are_named_with_the_fix() {
         ),
         (
             "model.yaml",
-            bench_yaml(&["openai:gpt-9"], &[("a", "b", "c", "exact")]),
-            "model.yaml:3: unknown model `openai:gpt-9`; openai models: `gpt-4o`, `gpt-4o-mini`",
+            bench_yaml(&["acme:gpt-9"], &[("a", "b", "c", "exact")]),
+            "model.yaml:3: unknown provider `acme` in `acme:gpt-9`; known providers: anthropic",
         ),
         (
             "provider.yaml",

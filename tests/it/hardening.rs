@@ -264,18 +264,42 @@ fn an_error_that_cannot_change_says_it_was_not_retried() {
 fn a_model_typo_on_the_command_line_is_blamed_on_it_with_a_suggestion() {
     let s = Sandbox::new();
     one_prompt_bench(&s);
+    // A provider that does not exist is refused.
     let out = s
         .track()
-        .args(["run", "bench.yaml", "--models", "local:smolm2"])
+        .args(["run", "bench.yaml", "--models", "opneai:gpt-4o"])
         .output()
         .unwrap();
     let stderr = text(&out.stderr);
     assert!(!out.status.success());
     assert!(
-        stderr.contains("--models: unknown model `local:smolm2`; did you mean `local:smollm2`?"),
+        stderr.contains(
+            "--models: unknown provider `opneai` in `opneai:gpt-4o`; did you mean `openai`?"
+        ),
         "{stderr}"
     );
     assert_eq!(stderr.trim().lines().count(), 1, "{stderr}");
+    // A model the catalog does not list is sent as written (a new model runs), and the run
+    // names the entry it may be a typo of.
+    let out = s
+        .track()
+        .args(["run", "bench.yaml", "--models", "openai:gpt-4o-mnii"])
+        .output()
+        .unwrap();
+    let stderr = text(&out.stderr);
+    assert!(
+        stderr.contains(
+            "track: note: `openai:gpt-4o-mnii` is not in the catalog: its id `gpt-4o-mnii` is \
+             sent to openai as written; did you mean `openai:gpt-4o-mini`?"
+        ),
+        "{stderr}"
+    );
+    assert_eq!(
+        s.mock
+            .last_request()
+            .and_then(|r| r.model().map(str::to_owned)),
+        Some("gpt-4o-mnii".to_owned())
+    );
 }
 
 /// Starts `n` identical runs of a 20-prompt benchmark on one database at once; returns the

@@ -23,6 +23,8 @@ mod bench_templates;
 mod budget;
 mod cases;
 mod ci;
+mod conversations;
+mod cost_unknown;
 mod diff;
 mod energy_unknown;
 mod golden;

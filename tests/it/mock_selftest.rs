@@ -1544,3 +1544,63 @@ async fn limits_without_headers_still_enforce() {
     }
     assert_eq!(mock.refused(), 2);
 }
+
+/// The `data:` payloads of an SSE response, `[DONE]` left out.
+async fn sse_payloads(resp: reqwest::Response) -> Vec<Value> {
+    let body = resp.text().await.unwrap();
+    body.lines()
+        .filter_map(|l| l.strip_prefix("data: "))
+        .filter(|d| *d != "[DONE]")
+        .map(|d| serde_json::from_str(d).unwrap())
+        .collect()
+}
+
+#[tokio::test]
+async fn the_mock_asks_for_tool_calls_in_both_wire_formats_whole_and_streamed() {
+    use track::llm::tools::{OpenAiToolDeltas, anthropic_tool_uses, openai_tool_calls};
+    let mock = MockProvider::start();
+    mock.add_rule(Rule::new(
+        "weather",
+        Action::ToolCalls(vec![
+            ("weather".into(), json!({"city": "Paris"})),
+            ("clock".into(), json!({})),
+        ]),
+    ));
+    let asked = |calls: &[track::llm::tools::ToolCall]| -> Vec<(String, Value)> {
+        calls
+            .iter()
+            .map(|c| (c.name.clone(), c.arguments.clone()))
+            .collect()
+    };
+    let want = vec![
+        ("weather".to_owned(), json!({"city": "Paris"})),
+        ("clock".to_owned(), json!({})),
+    ];
+    let body = json!({"model": "gpt-4o", "messages": [user("weather in Paris?")]});
+    let whole: Value = openai(&mock, body.clone()).await.json().await.unwrap();
+    assert_eq!(whole["choices"][0]["finish_reason"], "tool_calls");
+    let calls = openai_tool_calls(&whole["choices"][0]["message"]).unwrap();
+    assert_eq!(asked(&calls), want);
+    assert!(calls.iter().all(|c| c.id.starts_with("call_mock")));
+
+    let mut streamed = body;
+    streamed["stream"] = json!(true);
+    let mut deltas = OpenAiToolDeltas::default();
+    let mut finish = Value::Null;
+    for chunk in sse_payloads(openai(&mock, streamed).await).await {
+        if let Some(choice) = chunk["choices"].get(0) {
+            deltas.add(&choice["delta"]);
+            if !choice["finish_reason"].is_null() {
+                finish = choice["finish_reason"].clone();
+            }
+        }
+    }
+    assert_eq!(finish, "tool_calls");
+    assert_eq!(asked(&deltas.finish().unwrap()), want);
+
+    let body = json!({"model": "claude-3-5-sonnet-20241022", "max_tokens": 100,
+        "messages": [user("weather in Paris?")]});
+    let whole: Value = anthropic(&mock, body).await.json().await.unwrap();
+    assert_eq!(whole["stop_reason"], "tool_use");
+    assert_eq!(asked(&anthropic_tool_uses(&whole["content"])), want);
+}

@@ -536,8 +536,8 @@ fn bad_review_inputs_are_named() {
     let s = review_sandbox();
     for (args, want) in [
         (
-            vec!["review-datasheets", "--reviewer", "openai:gpt-9"],
-            "unknown model `openai:gpt-9`",
+            vec!["review-datasheets", "--reviewer", "acme:gpt-9"],
+            "unknown provider `acme` in `acme:gpt-9`",
         ),
         (
             vec![

@@ -761,3 +761,78 @@ fn ratings_need_the_page_s_csrf_token_and_are_kept_and_exported() {
     let csv = std::fs::read_to_string(s.path("out/bench_results.csv")).unwrap();
     assert!(csv.contains("ada"), "{csv}");
 }
+
+#[test]
+fn a_run_with_a_model_without_a_price_shows_its_cost_as_unknown() {
+    let s = Sandbox::new();
+    s.mock.add_rule(Rule::reply("2+2", "4"));
+    s.write(
+        "bench.yaml",
+        &bench_yaml(
+            &["openai:gpt-4o", "openai:gpt-9.9-preview"],
+            &[("sum", "What is 2+2?", "4", "exact")],
+        ),
+    );
+    let out = s
+        .track()
+        .args(["run", "bench.yaml", "-q"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let viewer = start_viewer(&s, &[]);
+    // The runs list and the run's heading: "–", not the part its tally knows.
+    let list = get(&format!("{}/", viewer.base), &[]);
+    assert_eq!(list.status, 200);
+    assert!(
+        list.body.contains("<td class=\"num\">–</td>"),
+        "{}",
+        list.body
+    );
+    let run = get(&format!("{}/runs/1", viewer.base), &[]);
+    assert!(
+        run.body.contains("<dt>Cost</dt><dd>– (paid –)</dd>"),
+        "{}",
+        run.body
+    );
+}
+
+#[test]
+fn a_conversation_s_result_page_shows_every_turn_and_answer() {
+    let s = Sandbox::new();
+    s.write(
+        "bench.yaml",
+        "models: [openai:gpt-4o]\ncases:\n  - id: trip\n    turns: [\"Plan a trip to Rome\", \
+         \"How many days?\", \"Summarize it\"]\nchecks:\n  - {method: contains, value: mock}\n",
+    );
+    let out = s
+        .track()
+        .args(["run", "bench.yaml", "-q"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let viewer = start_viewer(&s, &[]);
+    let run: i64 = s.count("SELECT max(id) FROM runs");
+    let result: i64 = s.count("SELECT id FROM bench_results");
+    let page = get(&format!("{}/runs/{run}/results/{result}", viewer.base), &[]);
+    assert_eq!(page.status, 200, "{}", page.body);
+    assert!(
+        page.body.contains("Conversation as sent (3 turns"),
+        "{}",
+        page.body
+    );
+    let mut at = 0;
+    // Each turn's user message, then the model's answer to it, in order.
+    for text in [
+        "Plan a trip to Rome",
+        "mock reply to: Plan a trip to Rome",
+        "How many days?",
+        "mock reply to: How many days?",
+        "Summarize it",
+        "mock reply to: Summarize it",
+    ] {
+        let found = page.body[at..]
+            .find(text)
+            .unwrap_or_else(|| panic!("`{text}` not after byte {at}: {}", page.body));
+        at += found + text.len();
+    }
+}

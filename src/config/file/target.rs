@@ -91,7 +91,7 @@ impl Config {
     }
 }
 
-/// The model of target `provider`: `provider:default`, without prices (its cost is what it
+/// The model of target `provider`: `provider:default`, at no price (its cost is what it
 /// reports) and without parameters (its energy is unknown).
 fn target_model(provider: &str, pue: Range) -> ModelSpec {
     ModelSpec {
@@ -99,8 +99,11 @@ fn target_model(provider: &str, pue: Range) -> ModelSpec {
         alias: TARGET_MODEL.to_owned(),
         other_names: Vec::new(),
         model: TARGET_MODEL.to_owned(),
-        input_price: 0.0,
-        output_price: 0.0,
+        // As for any provider that needs no key: 0 unless config.yaml sets a price.
+        input_price: Some(0.0),
+        output_price: Some(0.0),
+        context_window: None,
+        source: None,
         energy: EnergyProfile {
             parameters: None,
             pue,
@@ -294,7 +297,10 @@ providers:
     fn targets_add_their_provider_and_their_default_model() {
         let config = apply(TARGETS).unwrap();
         let model = config.catalog.resolve("my-app:default").unwrap();
-        assert_eq!((model.input_price, model.energy.parameters), (0.0, None));
+        assert_eq!(
+            (model.input_price, model.energy.parameters),
+            (Some(0.0), None)
+        );
         assert_eq!(model.structured, Structured::Off);
         let provider = config.catalog.provider(model);
         assert_eq!(provider.kind, ProviderKind::Http);

@@ -362,6 +362,10 @@ pub enum Action {
     /// have reached your specified API usage limits…"); OpenAI: 429
     /// `organization_spend_limit_exceeded`. Never billed, never charged.
     UsageLimit,
+    /// Ask for these tools to be called (name, arguments object), in the wire format of the
+    /// request: OpenAI `message.tool_calls` with `finish_reason: "tool_calls"` (streamed as
+    /// `delta.tool_calls`), Anthropic `tool_use` blocks with `stop_reason: "tool_use"`.
+    ToolCalls(Vec<(String, Value)>),
 }
 
 /// A programmable behaviour. Rules are checked in insertion order; the first
@@ -1218,9 +1222,20 @@ async fn answer(shared: &Shared, req: Request, out: &mut Outcome) -> Response {
             None => Action::Reply(format!("mock reply to: {}", last_user_text(&body))),
         });
 
+    let mut tool_calls: Vec<(String, Value)> = Vec::new();
     let (text, with_usage, truncate) = match action {
         Action::QuotaExhausted | Action::UsageLimit => {
             return fatal_response(shared, format, &action);
+        }
+        Action::ToolCalls(calls) => {
+            // Each call's arguments are what the model generates.
+            let generated = calls
+                .iter()
+                .map(|(name, args)| format!("{name} {args}"))
+                .collect::<Vec<_>>()
+                .join(" ");
+            tool_calls = calls;
+            (generated, true, false)
         }
         Action::Reply(t) => (t, true, false),
         Action::NoUsage(t) => (t, false, false),
@@ -1302,6 +1317,19 @@ async fn answer(shared: &Shared, req: Request, out: &mut Outcome) -> Response {
                 }],
                 "system_fingerprint": "fp_mock"
             });
+            if !tool_calls.is_empty() {
+                let asked: Vec<Value> = tool_calls
+                    .iter()
+                    .enumerate()
+                    .map(|(i, (name, args))| {
+                        json!({"id": format!("call_mock{id}_{i}"), "type": "function",
+                            "function": {"name": name, "arguments": args.to_string()}})
+                    })
+                    .collect();
+                v["choices"][0]["message"]["content"] = Value::Null;
+                v["choices"][0]["message"]["tool_calls"] = json!(asked);
+                v["choices"][0]["finish_reason"] = json!("tool_calls");
+            }
             if let Some((i, o)) = usage {
                 v["usage"] =
                     json!({"prompt_tokens": i, "completion_tokens": o, "total_tokens": i + o});
@@ -1315,6 +1343,17 @@ async fn answer(shared: &Shared, req: Request, out: &mut Outcome) -> Response {
         Format::Anthropic => {
             let (a, b) = split_at_fraction(&text, 1, 2);
             let (content, stop_reason) = match &shape {
+                _ if !tool_calls.is_empty() => (
+                    tool_calls
+                        .iter()
+                        .enumerate()
+                        .map(|(i, (name, args))| {
+                            json!({"type": "tool_use", "id": format!("toolu_mock{id}_{i}"),
+                                "name": name, "input": args})
+                        })
+                        .collect::<Value>(),
+                    "tool_use",
+                ),
                 // A forced tool answers with its input: the reply's object.
                 Some((name, _)) => {
                     // The object in a scripted reply (a model forced to a tool always
@@ -2253,6 +2292,24 @@ fn openai_events(v: &Value, with_usage: bool) -> Vec<Bytes> {
         chunks.push(chunk(
             json!([{"index": 0, "delta": {"content": part}, "logprobs": null, "finish_reason": null}]),
         ));
+    }
+    // Tool calls: each one's id and name first, then its arguments in two fragments.
+    let asked = v["choices"][0]["message"]["tool_calls"].as_array();
+    for (i, call) in asked.into_iter().flatten().enumerate() {
+        let arguments = call["function"]["arguments"].as_str().unwrap_or_default();
+        let (a, b) = split_at_fraction(arguments, 1, 2);
+        chunks.push(chunk(
+            json!([{"index": 0, "delta": {"tool_calls": [{"index": i,
+            "id": call["id"], "type": "function",
+            "function": {"name": call["function"]["name"], "arguments": ""}}]},
+            "logprobs": null, "finish_reason": null}]),
+        ));
+        for part in [a, b] {
+            chunks.push(chunk(
+                json!([{"index": 0, "delta": {"tool_calls": [{"index": i,
+                "function": {"arguments": part}}]}, "logprobs": null, "finish_reason": null}]),
+            ));
+        }
     }
     chunks.push(chunk(
         json!([{"index": 0, "delta": {}, "logprobs": null, "finish_reason": v["choices"][0]["finish_reason"]}]),
