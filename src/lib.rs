@@ -28,5 +28,6 @@ pub mod relevance;
 pub mod report;
 pub mod review;
 pub mod store;
+pub mod targets;
 pub mod view;
 pub mod yaml;

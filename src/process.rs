@@ -227,7 +227,10 @@ pub(crate) fn last_line(bytes: &[u8]) -> Option<String> {
         .rev()
         .map(str::trim)
         .find(|l| !l.is_empty())
-        .map(|l| crate::llm::client::truncate_chars(l, 200))
+        .map(|l| match l.char_indices().nth(200) {
+            Some((cut, _)) => format!("{}…", &l[..cut]),
+            None => l.to_owned(),
+        })
 }
 
 /// `; stderr: <its last line>`, or nothing when it is empty.

@@ -51,7 +51,7 @@ fn key_status(catalog: &Catalog, m: &crate::config::ModelSpec) -> String {
     let provider = catalog.provider(m);
     // A target's secrets are the variables its headers name.
     if let Some(spec) = &provider.target {
-        let variables = spec.variables();
+        let variables = spec.spec.variables();
         let missing: Vec<&str> = variables
             .iter()
             .copied()

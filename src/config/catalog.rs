@@ -32,7 +32,7 @@ pub struct ProviderSpec {
     /// its kind's ([`BatchApi::of`]).
     pub batch: Option<BatchSetting>,
     /// What a provider of kind `http` or `exec` (the user's application) is sent, and how.
-    pub target: Option<std::sync::Arc<crate::llm::target::TargetSpec>>,
+    pub target: Option<std::sync::Arc<super::TargetConfig>>,
 }
 
 /// `batch:` in config.yaml: which batch API a provider's or a model's calls may go through,

@@ -11,6 +11,7 @@ pub mod env_file;
 mod file;
 mod rate_limit;
 mod retry;
+mod target;
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -22,6 +23,7 @@ pub(crate) use catalog::hide_user_info;
 pub use catalog::{BatchSetting, Catalog, ModelSpec, ProviderSpec};
 pub use rate_limit::RateLimit;
 pub use retry::RetryPolicy;
+pub use target::TargetConfig;
 
 /// Errors in the catalog, the config file or a model reference.
 #[derive(Debug, thiserror::Error)]

@@ -209,7 +209,7 @@ pub const IMAGE_TOKENS_BOUND: u64 = 2_500;
 /// sets one. What a budget reserves before sending. Without a price it is unbounded:
 /// `f64::INFINITY`, which no budget holds.
 pub fn max_cost(job: &CallJob) -> f64 {
-    match job.app.as_ref().and_then(|a| a.app.spec.max_cost_usd) {
+    match job.app.as_ref().and_then(|a| a.config.max_cost_usd) {
         Some(usd) => usd,
         None => max_cost_at(job, job.price),
     }
@@ -218,12 +218,13 @@ pub fn max_cost(job: &CallJob) -> f64 {
 /// Why a budget cannot hold `job`, when it cannot: a call to a target that may report a cost
 /// (or is priced by tokens its application counts), with no `max_cost_usd:` to bound it.
 pub fn unbounded(job: &CallJob) -> Option<String> {
-    let app = &job.app.as_ref()?.app;
+    let call = job.app.as_ref()?;
+    let app = &call.app;
     // An unknown price may be any.
     let priced = job
         .price
         .is_none_or(|p| p.input_per_mtok > 0.0 || p.output_per_mtok > 0.0);
-    let bounded = app.spec.max_cost_usd.is_some() || !(app.spec.may_cost() || priced);
+    let bounded = call.config.max_cost_usd.is_some() || !(app.spec.may_cost() || priced);
     (!bounded).then(|| {
         format!(
             "a budget cannot bound the calls to {}: what each costs is known only once it \

@@ -13,11 +13,11 @@ use super::pacer::{ConfiguredLimits, Cost, NotSent, Pacer, Permit, Scope};
 use super::recorder::{CallRecorder, Timing};
 use super::retry::Retries;
 use crate::cases::Values;
-use crate::config::RetryPolicy;
+use crate::config::{RetryPolicy, TargetConfig};
 use crate::cost::Price;
-use crate::llm::target::{App, AppRequest};
 use crate::llm::{CanonicalRequest, ChatRequest, ChatResponse, Endpoint, LlmClient, ProviderError};
 use crate::store::{Claim, Store, StoreError, StoredCall, Writer, lock};
+use crate::targets::{App, AppRequest};
 
 /// How the cache is used.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -45,14 +45,16 @@ pub struct CallJob {
     /// and ask that model without one for the rest of the run (`structured: auto`).
     pub plain_fallback: bool,
     /// The application this call goes to instead of a model API, and the case's values it is
-    /// sent ([`crate::llm::target`]).
+    /// sent ([`crate::targets`]).
     pub app: Option<AppCall>,
 }
 
-/// A call to a target: the target, and the case's values its request is made of.
+/// A call to a target: the target, what config.yaml sets of it, and the case's values its
+/// request is made of.
 #[derive(Debug, Clone)]
 pub struct AppCall {
     pub app: Arc<App>,
+    pub config: Arc<TargetConfig>,
     pub values: Option<Arc<Values>>,
 }
 
@@ -432,7 +434,7 @@ impl Executor {
     /// How `job`'s failures are tried again: its target's policy, else the run's.
     fn retry_policy(&self, job: &CallJob) -> RetryPolicy {
         match &job.app {
-            Some(app) => app.app.spec.retry_policy(self.retry),
+            Some(app) => app.config.retry_policy(self.retry),
             None => self.retry,
         }
     }

@@ -9,8 +9,8 @@ use crate::cases::Values;
 use crate::config::RateLimit;
 use crate::config::{Catalog, ConfigError, ModelSpec};
 use crate::dispatch::{AppCall, CallJob};
-use crate::llm::target::App;
 use crate::llm::{AnswerSchema, ChatRequest, Endpoint, Structured};
+use crate::targets::App;
 
 /// A model an experiment calls.
 #[derive(Debug, Clone)]
@@ -33,8 +33,9 @@ pub struct Target {
     /// When the catalog does not list it, the note that says so (its id is sent as written),
     /// with the nearest entries in case of a typo.
     pub unlisted: Option<String>,
-    /// The user's application, when it is one (`kind: http` or `kind: exec`).
-    pub app: Option<Arc<App>>,
+    /// The user's application, when it is one (`kind: http` or `kind: exec`); its calls are
+    /// sent the values of the case they are made of.
+    pub app: Option<AppCall>,
 }
 
 impl Target {
@@ -60,15 +61,16 @@ impl Target {
         let provider = catalog.provider(&model);
         provider.check_base_url()?;
         let endpoint = provider.endpoint();
-        let app = provider
-            .target
-            .as_ref()
-            .map(|spec| Arc::new(App::resolve(&provider.name, spec.clone())));
+        let app = provider.target.as_ref().map(|config| AppCall {
+            app: Arc::new(App::resolve(&provider.name, config.spec.clone())),
+            config: config.clone(),
+            values: None,
+        });
         let blocked = match &app {
-            Some(app) if !app.missing.is_empty() => Some(format!(
+            Some(call) if !call.app.missing.is_empty() => Some(format!(
                 "no value for {}, named in the headers of {}: set it in the environment or in \
                  .env",
-                app.missing.join(" and "),
+                call.app.missing.join(" and "),
                 provider.name
             )),
             Some(_) => None,
@@ -124,8 +126,8 @@ impl Target {
         match &self.app {
             Some(app) => {
                 let app = AppCall {
-                    app: app.clone(),
                     values,
+                    ..app.clone()
                 };
                 CallJob::to_app(
                     self.endpoint.clone(),

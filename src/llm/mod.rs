@@ -1,7 +1,7 @@
 //! The wire: the shared request and response types, the canonical request and its cache key,
 //! the HTTP client and server-sent events, the rate-limit headers, one module per
-//! provider's live and batch formats, and the targets (the user's own application, behind a
-//! URL or as a command: [`target`]).
+//! provider's live and batch formats, and what targets (the user's own application: [`crate::targets`]) share with them: their
+//! kinds and their errors.
 //!
 //! It knows wire formats and nothing of experiments or the database: sending calls with the
 //! cache, pacing, budgets and batches is [`crate::dispatch`]'s.
@@ -14,7 +14,6 @@ pub mod ollama;
 pub mod openai;
 pub mod ratelimit;
 pub mod sse;
-pub mod target;
 pub mod tools;
 
 use std::fmt;
@@ -50,7 +49,8 @@ pub async fn chat(
         }
         ProviderKind::Anthropic => anthropic::chat(client, endpoint, request, head).await,
         ProviderKind::Ollama => ollama::chat(client, endpoint, request, head).await,
-        // A target is sent by its own sender ([`target::App::send`]), with the case's values.
+        // A target is sent by its own sender ([`crate::targets::App::send`]), with the case's
+        // values.
         ProviderKind::Http | ProviderKind::Exec => Err(ProviderError::Request {
             provider: endpoint.provider.clone(),
             detail: "a target is not a model API: its calls go through its own sender".into(),
@@ -72,9 +72,9 @@ pub enum ProviderKind {
     /// Any server speaking OpenAI chat completions (OpenRouter, vLLM, llama.cpp, LM Studio,
     /// Gemini's compatible endpoint).
     OpenaiCompatible,
-    /// The user's application behind a URL ([`target::http`]).
+    /// The user's application behind a URL ([`crate::targets::http`]).
     Http,
-    /// The user's application as a command ([`target::exec`]).
+    /// The user's application as a command ([`crate::targets::exec`]).
     Exec,
 }
 

@@ -1,5 +1,5 @@
 //! Providers of `kind: http` and `kind: exec` in config.yaml: the user's own application as a
-//! target ([`crate::llm::target`]). Each adds its provider and the model `<name>:default`:
+//! target ([`crate::targets`]). Each adds its provider and the model `<name>:default`:
 //!
 //! ```yaml
 //! providers:
@@ -18,14 +18,14 @@ use std::path::Path;
 use std::sync::Arc;
 
 use super::{ProviderEntry, checked_rate_limit, checked_retry, checked_timeout};
-use crate::config::{BatchSetting, Config, ModelSpec, ProviderSpec, RateLimit};
+use crate::config::{BatchSetting, Config, ModelSpec, ProviderSpec, RateLimit, TargetConfig};
 use crate::energy::{EnergyProfile, Range};
-use crate::llm::target::exec::ExecTarget;
-use crate::llm::target::http::{BodyTemplate, HeaderTemplate, HttpTarget};
-use crate::llm::target::path::JsonPath;
-use crate::llm::target::{Sender, TargetSpec};
 use crate::llm::{ProviderKind, Structured};
 use crate::process::Program;
+use crate::targets::exec::ExecTarget;
+use crate::targets::http::{BodyTemplate, HeaderTemplate, HttpTarget};
+use crate::targets::path::JsonPath;
+use crate::targets::{Sender, TargetSpec};
 
 /// The alias of a target's model: `my-app:default`.
 pub const TARGET_MODEL: &str = "default";
@@ -51,13 +51,13 @@ impl Config {
             (Sender::Http(_), Some(url), _) => url.trim().to_owned(),
             (_, _, run) => run.clone().unwrap_or_default(),
         };
-        let spec = TargetSpec {
-            sender,
-            timeout: entry
-                .timeout_secs
-                .map(checked_timeout)
-                .transpose()
-                .map_err(at)?,
+        let timeout = entry
+            .timeout_secs
+            .map(checked_timeout)
+            .transpose()
+            .map_err(at)?;
+        let config = TargetConfig {
+            spec: Arc::new(TargetSpec { sender, timeout }),
             retry: entry.retry.map(checked_retry).transpose().map_err(at)?,
             max_cost_usd: match entry.max_cost_usd {
                 Some(usd) if !(usd.is_finite() && usd >= 0.0) => {
@@ -82,7 +82,7 @@ impl Config {
                 None | Some(BatchSetting::Off) => None,
                 Some(setting) => return Err(at(setting.check(kind).err().unwrap_or_default())),
             },
-            target: Some(Arc::new(spec)),
+            target: Some(Arc::new(config)),
         };
         self.catalog.models.retain(|m| m.provider != name);
         self.catalog.models.push(target_model(&name, pue));
@@ -307,24 +307,24 @@ providers:
         assert_eq!(provider.base_url(), "http://127.0.0.1:8000/ask");
         assert_eq!(config.catalog.rate_limit(model).rpm, Some(60.0));
         assert_eq!(config.catalog.batch(model), None);
-        let spec = provider.target.as_ref().unwrap();
-        assert_eq!(spec.timeout, Some(std::time::Duration::from_secs(5)));
-        assert_eq!(spec.retry.unwrap().max_attempts, 2);
-        let Sender::Http(http) = &spec.sender else {
-            panic!("{spec:?}")
+        let app = provider.target.as_ref().unwrap();
+        assert_eq!(app.spec.timeout, Some(std::time::Duration::from_secs(5)));
+        assert_eq!(app.retry.unwrap().max_attempts, 2);
+        let Sender::Http(http) = &app.spec.sender else {
+            panic!("{app:?}")
         };
         assert_eq!(http.variables(), ["APP_TOKEN"]);
         assert_eq!(http.method, reqwest::Method::POST);
         let script = config.catalog.resolve("my-script:default").unwrap();
-        let spec = config.catalog.provider(script).target.clone().unwrap();
-        let Sender::Exec(exec) = &spec.sender else {
-            panic!("{spec:?}")
+        let target = config.catalog.provider(script).target.clone().unwrap();
+        let Sender::Exec(exec) = &target.spec.sender else {
+            panic!("{target:?}")
         };
         assert_eq!(exec.program.run, "python3 app.py");
         assert!(exec.program.dir.is_absolute() && exec.program.dir.ends_with("conf"));
-        assert_eq!(spec.max_cost_usd, Some(0.01));
+        assert_eq!(target.max_cost_usd, Some(0.01));
         // An exec target without `retry:` is tried once; an HTTP one with the run's policy.
-        assert_eq!(spec.retry_policy(config.settings.retry).max_attempts, 1);
+        assert_eq!(target.retry_policy(config.settings.retry).max_attempts, 1);
     }
 
     #[test]
