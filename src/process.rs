@@ -137,6 +137,33 @@ pub enum Ended {
     TimedOut { stderr: Vec<u8> },
 }
 
+impl Ended {
+    /// What a program that exited successfully printed (stdout, stderr), or why it failed,
+    /// naming it `name` (`` script `check.py` ``): it ran past `timeout`, or exited with a
+    /// failure, with the last line of its stderr.
+    pub(crate) fn output(
+        self,
+        name: &str,
+        timeout: Duration,
+    ) -> Result<(Vec<u8>, Vec<u8>), String> {
+        match self {
+            Self::TimedOut { stderr } => Err(format!(
+                "{name} ran longer than its timeout of {} and was stopped{}",
+                seconds(timeout),
+                stderr_hint(&stderr)
+            )),
+            Self::Exited { status, stderr, .. } if !status.success() => {
+                let hint = match stderr_hint(&stderr) {
+                    hint if hint.is_empty() => "; its stderr is empty".to_owned(),
+                    hint => hint,
+                };
+                Err(format!("{name} {}{hint}", exit_text(status)))
+            }
+            Self::Exited { stdout, stderr, .. } => Ok((stdout, stderr)),
+        }
+    }
+}
+
 /// How waiting for a program ended.
 enum Waited {
     /// It exited (`Some`), ran past its timeout (`None`), or could not be waited for.

@@ -25,7 +25,7 @@ use serde_json::Value;
 
 use super::check::{Check, CheckOutcome};
 use crate::cases::Values;
-use crate::process::{Ended, Program, exit_text, seconds, stderr_hint};
+use crate::process::{Program, stderr_hint};
 
 /// A script check's command, as written and split into words.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -144,29 +144,15 @@ pub(crate) fn run_script(job: &ScriptJob, stop: &AtomicBool) -> Option<CheckOutc
         Ok(bytes) => bytes,
         Err(e) => return error(format!("script `{name}`: cannot write its input: {e}")),
     };
-    let (status, out, err) = match script.program.run(input, script.timeout, stop) {
+    let ended = match script.program.run(input, script.timeout, stop) {
         Err(message) => return error(format!("script `{name}`: {message}")),
         Ok(None) => return None,
-        Ok(Some(Ended::TimedOut { stderr })) => {
-            return error(format!(
-                "script `{name}` ran longer than its timeout of {} and was stopped{}",
-                seconds(script.timeout),
-                stderr_hint(&stderr)
-            ));
-        }
-        Ok(Some(Ended::Exited {
-            status,
-            stdout,
-            stderr,
-        })) => (status, stdout, stderr),
+        Ok(Some(ended)) => ended,
     };
-    if !status.success() {
-        let hint = match stderr_hint(&err) {
-            hint if hint.is_empty() => "; its stderr is empty".to_owned(),
-            hint => hint,
-        };
-        return error(format!("script `{name}` {}{hint}", exit_text(status)));
-    }
+    let (out, err) = match ended.output(&format!("script `{name}`"), script.timeout) {
+        Ok(output) => output,
+        Err(message) => return error(message),
+    };
     Some(verdict(name, &String::from_utf8_lossy(&out), &err))
 }
 

@@ -17,7 +17,7 @@ use std::time::Duration;
 use serde_json::{Map, Value};
 
 use super::path::as_text;
-use crate::process::{Ended, Program, exit_text, printed_object, seconds, stderr_hint};
+use crate::process::{Program, printed_object, stderr_hint};
 
 /// An exec target as config.yaml describes it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -44,29 +44,15 @@ impl ExecTarget {
         stop: &AtomicBool,
     ) -> Option<Result<ExecAnswer, String>> {
         let name = &self.program.run;
-        let (status, stdout, stderr) = match self.program.run(input, timeout, stop) {
+        let ended = match self.program.run(input, timeout, stop) {
             Err(message) => return Some(Err(message)),
             Ok(None) => return None,
-            Ok(Some(Ended::TimedOut { stderr })) => {
-                return Some(Err(format!(
-                    "`{name}` ran longer than its timeout of {} and was stopped{}",
-                    seconds(timeout),
-                    stderr_hint(&stderr)
-                )));
-            }
-            Ok(Some(Ended::Exited {
-                status,
-                stdout,
-                stderr,
-            })) => (status, stdout, stderr),
+            Ok(Some(ended)) => ended,
         };
-        if !status.success() {
-            let hint = match stderr_hint(&stderr) {
-                hint if hint.is_empty() => "; its stderr is empty".to_owned(),
-                hint => hint,
-            };
-            return Some(Err(format!("`{name}` {}{hint}", exit_text(status))));
-        }
+        let (stdout, stderr) = match ended.output(&format!("`{name}`"), timeout) {
+            Ok(output) => output,
+            Err(message) => return Some(Err(message)),
+        };
         Some(self.answer(&String::from_utf8_lossy(&stdout), &stderr))
     }
 
