@@ -1,10 +1,10 @@
-//! The launch recipes of `tests/recipes/` (the README's "Beyond one machine"), run as their
+//! The launch recipes of `tests/recipes/` (the guide's "Beyond one machine", docs/src/beyond-one-machine.md), run as their
 //! schedulers run them: the Slurm array and its dependent merge on a real single-node Slurm
 //! (`.ci/slurm.sh`); the Kubernetes Indexed Job and the GitHub Actions matrix by reading the
 //! files and running here each pod's or matrix entry's command with the environment it would
 //! get there. Each ends in its merge, and the merged database must answer `track query --by
 //! model --format csv` as an unsharded run of the same file does, byte for byte on every column
-//! not measured by the clock ([`CLOCKED`]). And the README quotes every recipe file verbatim.
+//! not measured by the clock ([`CLOCKED`]). And the guide quotes every recipe file verbatim.
 //!
 //! Nothing here rewrites a recipe: the commands run are the files' own, with `track` on PATH.
 
@@ -689,11 +689,11 @@ fn the_github_actions_matrix_and_its_merge_equal_an_unsharded_run() {
     assert_merged(&s, &merger.workspace);
 }
 
-// --------------------------------------------------------------------------------- README
+// ---------------------------------------------------------------------------------- guide
 
 #[test]
-fn the_readme_quotes_every_recipe_verbatim() {
-    let readme = std::fs::read_to_string(repo().join("README.md")).unwrap();
+fn the_guide_quotes_every_recipe_verbatim() {
+    let readme = std::fs::read_to_string(repo().join("docs/src/beyond-one-machine.md")).unwrap();
     let mut names: Vec<String> = std::fs::read_dir(repo().join("tests/recipes"))
         .unwrap()
         .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
@@ -713,6 +713,6 @@ fn the_readme_quotes_every_recipe_verbatim() {
     }
     assert!(
         missing.is_empty(),
-        "README.md does not quote these files of tests/recipes/ verbatim (a ```sh or ```yaml block with the file's exact text): {missing:?}"
+        "docs/src/beyond-one-machine.md does not quote these files of tests/recipes/ verbatim (a ```sh or ```yaml block with the file's exact text): {missing:?}"
     );
 }

@@ -747,9 +747,9 @@ fn the_report_renders_in_a_real_browser() {
     screenshot(&s.path("report.html"), &png, 2000);
     assert_not_blank(&png);
     show(&png);
-    // TRACK_DOCS_SCREENSHOTS=1 refreshes the README's pictures, one per kind.
+    // TRACK_DOCS_SCREENSHOTS=1 refreshes the book's pictures (docs/src/images), one per kind.
     if std::env::var_os("TRACK_DOCS_SCREENSHOTS").is_some() {
-        let docs = Path::new(env!("CARGO_MANIFEST_DIR")).join("docs");
+        let docs = Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/src/images");
         std::fs::create_dir_all(&docs).unwrap();
         for (run, kind, height) in [
             ("1", "bench", 2600),

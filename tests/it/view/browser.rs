@@ -6,7 +6,7 @@
 //! end; a hostile answer that runs nothing, the page's console read; the token off loopback.
 //!
 //! With `TRACK_VIEW_SCREENSHOTS=DIR` every view these tests open is saved as `DIR/NAME.png`,
-//! 1280 × 800: the README's pictures.
+//! 1280 × 800: the book's pictures (docs/src/images/viewer).
 //!
 //! The tests are `#[ignore]`d (they need chromium): the README's test command runs them with
 //! `--include-ignored`.
