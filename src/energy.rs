@@ -149,7 +149,7 @@ const GPU_MEMORY_GB: f64 = 80.0;
 const SERVER_POWER_W: f64 = 1200.0;
 const GPUS_PER_SERVER: f64 = 8.0;
 
-/// EcoLogits 0.9 energy of one request in Wh (formulas in the README and
+/// EcoLogits 0.9 energy of one request in Wh (formulas in docs/src/measurement.md and
 /// `shared/reference/measurement.md`); `latency_s` caps the generation time when known.
 pub(crate) fn ecologits_09_wh(
     output_tokens: u64,

@@ -235,7 +235,7 @@ impl Catalog {
                 r(20.0, 70.0),
             ),
             // Current models (PRICE_SOURCE, PRICES_AS_OF). A price tiered by prompt length is
-            // its first tier's (the README says which); cached-input prices are not used.
+            // its first tier's (docs/src/models.md says which); cached-input prices are not used.
             current("openai", "gpt-5.6-sol", (5.0, 30.0), Some(1_050_000)),
             current("openai", "gpt-5.6-terra", (2.5, 15.0), Some(1_050_000)),
             current("openai", "gpt-5.6-luna", (1.0, 6.0), Some(1_050_000)),

@@ -64,7 +64,7 @@ pub(crate) fn by_kind(
 
 /// McNemar's test on the items (run, model, image, predicate, trial) both variants answered
 /// with certainty: an answer is right when score 2 meets a true predicate or 0 a false one.
-/// Abstentions and invalid answers leave the item out (the policy stated in the README).
+/// Abstentions and invalid answers leave the item out (the policy stated in docs/src/relevance.md).
 /// Pairs never cross runs or models, so pooled runs add items instead of overwriting them.
 pub(crate) fn mcnemar(rows: &[PredictionRow]) -> McNemar {
     type Item<'a> = (i64, &'a str, &'a str, &'a str, u32);

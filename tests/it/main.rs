@@ -20,6 +20,7 @@ mod batch_shared;
 mod bench_inputs;
 mod bench_run;
 mod bench_templates;
+mod book;
 mod budget;
 mod cases;
 mod ci;
