@@ -14,5 +14,6 @@ if [ "$("$mdbook" --version 2>/dev/null)" != "mdbook v$version" ]; then
     echo "book: installing mdbook $version from crates.io into $root/" >&2
     cargo install mdbook --locked --version "$version" --no-default-features --features search \
         --root "$root" --target-dir "$root/build" --quiet
+    rm -rf "$root/build"    # the binary is all that is kept
 fi
 "$mdbook" build docs

@@ -477,8 +477,9 @@ fn copy_dir(from: &Path, to: &Path) {
     }
 }
 
-/// Runs a chapter's runnable blocks in order in one sandbox holding a copy of `data/`, with
-/// every provider pointed at the mock and `track` first on PATH. Returns what went wrong.
+/// Runs a chapter's runnable blocks in order in one sandbox holding copies of `data/`,
+/// `datasheet/` and `prompts/`, with every provider pointed at the mock and `track` first on
+/// PATH. Returns what went wrong.
 fn run_chapter(chapter: &Path, blocks: &[(usize, i32, String)]) -> Vec<String> {
     let s = Sandbox::new();
     for folder in ["data", "datasheet", "prompts"] {
