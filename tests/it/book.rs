@@ -567,3 +567,25 @@ fn a_runnable_block_says_so_in_its_info_string() {
     assert_eq!(runnable("sh"), None);
     assert_eq!(runnable("yaml"), None);
 }
+
+#[test]
+fn a_runnable_block_that_exits_otherwise_is_reported() {
+    let blocks = [
+        (1, 0, "track run missing.yaml\n".to_owned()),
+        (5, 2, "track run missing.yaml\n".to_owned()),
+        (9, 1, "true\n".to_owned()),
+    ];
+    let failures = run_chapter(Path::new("docs/src/x.md"), &blocks);
+    assert_eq!(failures.len(), 2, "{failures:#?}");
+    assert!(
+        failures[0].starts_with("docs/src/x.md:1: exited Some(2), not 0")
+            && failures[0].contains("missing.yaml"),
+        "{}",
+        failures[0]
+    );
+    assert!(
+        failures[1].starts_with("docs/src/x.md:9: exited Some(0), not 1"),
+        "{}",
+        failures[1]
+    );
+}
