@@ -589,3 +589,25 @@ fn a_runnable_block_that_exits_otherwise_is_reported() {
         failures[1]
     );
 }
+
+/// The README stays the short door it is meant to be (issue 33: at most 300 lines), linking
+/// out to the guide, PERFORMANCE.md, ARCHITECTURE.md and CHANGELOG.md.
+#[test]
+fn the_readme_is_short_and_links_out() {
+    let readme = std::fs::read_to_string(repo().join("README.md")).unwrap();
+    let lines = readme.lines().count();
+    assert!(
+        lines <= 300,
+        "README.md has {lines} lines: move the detail into docs/src/"
+    );
+    let targets: BTreeSet<String> = parse(&readme).links.into_iter().map(|l| l.target).collect();
+    for target in [
+        "docs/src/SUMMARY.md",
+        "docs/src/getting-started.md",
+        "PERFORMANCE.md",
+        "ARCHITECTURE.md",
+        "CHANGELOG.md",
+    ] {
+        assert!(targets.contains(target), "README.md links no `{target}`");
+    }
+}
