@@ -53,7 +53,7 @@ fn push_pages(
     written: &mut Vec<PathBuf>,
 ) -> anyhow::Result<()> {
     let page = clap_mangen::Man::new(command.clone())
-        .source(format!("track {}", env!("CARGO_PKG_VERSION")))
+        .source(format!("track {}", env!("TRACK_VERSION")))
         .manual("track manual");
     let path = dir.join(page.get_filename());
     let mut roff = Vec::new();

@@ -55,7 +55,7 @@ const EXIT_STATUS_HELP: &str = "Exit status:
 #[derive(Debug, Parser)]
 #[command(
     name = "track",
-    version,
+    version = env!("TRACK_VERSION"),
     about,
     long_about = None,
     arg_required_else_help = true,

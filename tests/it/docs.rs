@@ -1,6 +1,6 @@
 //! What is generated from the flags: shell completions (`track completions SHELL`), the man
 //! pages (`track man --out DIR`, left in `target/man/` so `man ./target/man/track.1` works
-//! after `cargo test`).
+//! after `cargo test`), and `track --version` with the commit it was built from.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -177,4 +177,75 @@ fn rendered(path: &Path) -> String {
         }
     }
     plain.replace(['\u{2010}', '\u{2212}'], "-")
+}
+
+#[test]
+fn the_version_names_the_commit_it_was_built_from() {
+    let shown = text(&track(&["--version"]).stdout);
+    let shape = regex::Regex::new(
+        r"^track (\d+\.\d+\.\d+) (\(([0-9a-f]{7,})(-dirty)? (\d{4}-\d{2}-\d{2})\))?\n$",
+    )
+    .unwrap();
+    let parts = shape
+        .captures(&shown)
+        .unwrap_or_else(|| panic!("{shown:?}"));
+    assert_eq!(&parts[1], env!("CARGO_PKG_VERSION"));
+    let Some(head) = checkout_head() else {
+        assert!(parts.get(2).is_none(), "no checkout, no commit: {shown}");
+        return;
+    };
+    let built = parts.get(3).map_or("", |m| m.as_str());
+    assert!(
+        !built.is_empty(),
+        "built from a checkout, yet no commit: {shown}"
+    );
+    if !head.hash.starts_with(built) {
+        // HEAD may have moved after the build (a commit made while the tests run): that is not
+        // a stale build. One moved before it is: build.rs's rerun-if-changed missed it.
+        let binary = std::fs::metadata(track_bin()).unwrap().modified().unwrap();
+        assert!(
+            head.moved > binary,
+            "track --version says {built}, but HEAD was {} before the binary was built: \
+             build.rs did not run again when HEAD moved",
+            head.hash
+        );
+    }
+}
+
+/// HEAD of the checkout the crate is built from.
+struct Head {
+    /// `git rev-parse HEAD`.
+    hash: String,
+    /// When HEAD last moved: the newest of the files that say where it is.
+    moved: std::time::SystemTime,
+}
+
+/// HEAD of the git checkout at the crate's root; None when it is not one (or git is missing).
+fn checkout_head() -> Option<Head> {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let git = |args: &[&str]| {
+        let out = Command::new("git")
+            .args(args)
+            .current_dir(root)
+            .output()
+            .ok()?;
+        out.status
+            .success()
+            .then(|| text(&out.stdout).trim().to_owned())
+    };
+    let top = PathBuf::from(git(&["rev-parse", "--show-toplevel"])?);
+    if top.canonicalize().ok()? != root.canonicalize().unwrap() {
+        return None;
+    }
+    let hash = git(&["rev-parse", "HEAD"])?;
+    let mut files = vec![git(&["rev-parse", "--git-path", "HEAD"])?];
+    files.extend(
+        git(&["symbolic-ref", "-q", "HEAD"]).and_then(|r| git(&["rev-parse", "--git-path", &r])),
+    );
+    files.extend(git(&["rev-parse", "--git-path", "packed-refs"]));
+    let moved = files
+        .iter()
+        .filter_map(|f| std::fs::metadata(root.join(f)).ok()?.modified().ok())
+        .max()?;
+    Some(Head { hash, moved })
 }
