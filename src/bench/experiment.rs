@@ -234,6 +234,7 @@ impl BenchExperiment {
                     // templates (there are none then).
                     let sent = &test.requests[t.min(test.requests.len() - 1)];
                     let request = ChatRequest {
+                        tools: None,
                         model: model_id.clone(),
                         schema: None,
                         system: sent.system.clone(),
@@ -380,6 +381,7 @@ impl BenchExperiment {
         let sent = self.request_of(eval);
         let test = &self.spec.prompts[eval.prompt];
         let request = ChatRequest {
+            tools: None,
             model: previous.job.request.model.clone(),
             schema: None,
             system: sent.system.clone(),

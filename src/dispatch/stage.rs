@@ -496,6 +496,7 @@ mod tests {
             basic_auth: None,
         });
         let request = ChatRequest {
+            tools: None,
             model: "m".into(),
             system: None,
             messages: vec![Message::user(question)].into(),
