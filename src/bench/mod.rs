@@ -20,6 +20,7 @@ pub mod item;
 pub mod judge;
 pub mod spec;
 pub mod summary;
+pub mod tools;
 
 pub use crate::store::Outcome;
 pub use entry::KIND;

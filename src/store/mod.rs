@@ -20,6 +20,7 @@ mod relevance;
 mod review;
 mod runs;
 mod stored;
+mod tools;
 mod view;
 mod writer;
 
@@ -57,6 +58,7 @@ pub use review::{
 };
 pub use runs::{RunErrorRow, RunInfo, RunSelector, RunStatus, RunTally, UNPRICED_OPTION};
 pub use stored::{UnknownInRow, UnknownName};
+pub use tools::{ExportedToolCall, TOOL_CALL_COLUMNS, ToolCallRow};
 pub use view::{
     COUNT_CASES, CallText, CandidateAnswer, CaseAnswer, CaseOrder, ConfusionCount, DiffItem,
     DiffModelRow, GridCell, GridColumn, GridCount, GridQuery, MAX_CASE_RESULTS, MAX_GRID_COLUMNS,

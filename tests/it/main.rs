@@ -44,4 +44,5 @@ mod runtime;
 mod shards;
 mod structured;
 mod targets;
+mod tools;
 mod view;
