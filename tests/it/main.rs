@@ -26,6 +26,7 @@ mod ci;
 mod conversations;
 mod cost_unknown;
 mod diff;
+mod docs;
 mod energy_unknown;
 mod golden;
 mod hardening;
