@@ -286,6 +286,19 @@ prompts:
     checks: [{method: tool-called, value: weather}]
 "#,
     );
+    // A plan bounds each case at max_steps calls: 2 known, 4 more bounded.
+    let plan = s
+        .track()
+        .args(["run", "bench.yaml", "--dry-run"])
+        .output()
+        .unwrap();
+    let said = format!("{}{}", text(&plan.stdout), text(&plan.stderr));
+    assert!(plan.status.success(), "{said}");
+    assert_eq!(s.mock.request_count(), 0, "{said}");
+    assert!(
+        said.contains("6 calls") || said.contains("6 planned"),
+        "{said}"
+    );
     let out = s.track().args(["run", "bench.yaml"]).output().unwrap();
     let stderr = text(&out.stderr);
     assert_eq!(s.mock.request_count(), 6, "3 steps a model: {stderr}");
