@@ -253,6 +253,29 @@ mod tests {
     }
 
     #[test]
+    fn tools_go_in_the_openai_like_form_and_calls_are_read_from_the_stream() {
+        let mut r = request();
+        r.tools = Some(Box::new(crate::llm::tools::weather_use()));
+        let b = body(&r);
+        assert_eq!(b["tools"][0]["function"]["name"], "weather");
+        let messages = b["messages"].as_array().unwrap();
+        assert_eq!(
+            messages[1]["tool_calls"][0]["function"]["arguments"],
+            json!({"city": "Paris"}),
+            "arguments as an object"
+        );
+        assert_eq!(messages[2]["role"], "tool");
+        assert!(body(&request()).get("tools").is_none());
+        let mut f = StreamFolder::default();
+        let line = r#"{"message":{"role":"assistant","content":"","tool_calls":[{"function":{"name":"weather","arguments":{"city":"Oslo"}}}]},"done":true,"prompt_eval_count":3,"eval_count":2}"#;
+        f.push_line("ollama", line.as_bytes()).unwrap();
+        let answer = f.finish("ollama", &r).unwrap();
+        let (_, calls) = crate::llm::tools::read_answer(&answer.text);
+        assert_eq!(calls[0].name, "weather");
+        assert_eq!(calls[0].arguments, json!({"city": "Oslo"}));
+    }
+
+    #[test]
     fn response_chunks_are_read_and_a_stream_without_text_is_a_format_error() {
         let folded = fold(&[
             r#"{"response":"hel","done":false}"#,
