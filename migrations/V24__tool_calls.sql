@@ -1,4 +1,4 @@
--- V25: the tool calls of a benchmark's tool loops, one row per call of a tool the model asked
+-- V24: the tool calls of a benchmark's tool loops, one row per call of a tool the model asked
 -- for: the step (the call of the model that asked, from 1), the call's place in that answer,
 -- the tool, its arguments (JSON text) and the result sent back (NULL: the loop stopped
 -- there, at max_steps, before it was answered). Keyed by the result's own key.
