@@ -14,6 +14,7 @@ pub mod config;
 pub mod cost;
 pub mod dispatch;
 pub mod energy;
+pub mod exit;
 pub mod experiment;
 pub mod hash;
 pub mod kind;

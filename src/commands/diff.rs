@@ -48,8 +48,8 @@ pub struct DiffArgs {
     /// Print every item of both runs (one row each) instead of the summary.
     #[arg(long)]
     items: bool,
-    /// Exit with status 1 when a regression is significant (as defined above); without it
-    /// the status is 0 whatever the diff.
+    /// Exit with status 3 (below the bar, as `track run --fail-under`) when a regression is
+    /// significant (as defined above); without it the status is 0 whatever the diff.
     #[arg(long)]
     fail_on_regression: bool,
     /// Output format.
@@ -136,9 +136,12 @@ fn long_about() -> String {
          {ANSWER_CHARS_SHOWN} characters in a table): a benchmark's or relevance model's, a \
          reviewer's, and a pairwise judge's in each order (`base_ab_answer`, \
          `base_ba_answer`, `new_ab_answer`, `new_ba_answer`).\n\n\
-         Exit status, as diff(1)'s: 0, or 1 with --fail-on-regression and a significant \
-         regression; 2 when the runs cannot be compared (a missing run, runs of different \
-         kinds, no database), so a CI job can tell a regression from trouble."
+         Exit status: 0, or {below} (below the bar, as `track run --fail-under`) with \
+         --fail-on-regression and a significant regression; {bad} when the runs cannot be \
+         compared (a missing run, runs of different kinds, no database), as diff(1)'s \
+         trouble, so a CI job can tell a regression from trouble.",
+        below = crate::exit::BELOW_BAR,
+        bad = crate::exit::BAD_INPUT,
     )
 }
 
@@ -148,7 +151,7 @@ pub(crate) fn run(context: &Context, args: DiffArgs) -> anyhow::Result<ExitCode>
             return Ok(ExitCode::SUCCESS);
         }
         crate::output::tell(format_args!("track: {error:#}"));
-        Ok(ExitCode::from(super::EXIT_BAD_INPUT))
+        Ok(ExitCode::from(crate::exit::BAD_INPUT))
     })
 }
 
@@ -191,13 +194,14 @@ fn compare(context: &Context, mut args: DiffArgs) -> anyhow::Result<ExitCode> {
             }
         }
         crate::output::tell(format_args!(
-            "track: exit status 1: {} (--fail-on-regression)",
+            "track: exit status {}: {} (--fail-on-regression)",
+            crate::exit::BELOW_BAR,
             crate::output::count(
                 diff.counts.significant_regressions,
                 "significant regression"
             )
         ));
-        return Ok(ExitCode::FAILURE);
+        return Ok(ExitCode::from(crate::exit::BELOW_BAR));
     }
     Ok(ExitCode::SUCCESS)
 }
