@@ -16,6 +16,7 @@ pub mod dispatch;
 pub mod energy;
 pub mod exit;
 pub mod experiment;
+pub mod gate;
 pub mod hash;
 pub mod kind;
 pub mod kinds;

@@ -8,6 +8,7 @@ mod diff;
 mod experiment;
 mod export;
 mod export_parquet;
+mod gate;
 mod generate;
 mod merge;
 mod models;
