@@ -274,3 +274,136 @@ fn an_interrupted_run_and_bad_input_keep_their_own_statuses() {
     );
     assert_eq!(s.mock.request_count(), sent);
 }
+
+// ----------------------------------------------------------------------------------- JUnit
+
+/// The reply that makes gpt-4o fail q1: every character XML must escape, and a control
+/// character XML 1.0 cannot hold at all.
+const NASTY: &str = "a < b & \"c\" 'd' \u{1b}[31m>";
+
+/// A run with a passed case, a failed one whose reason needs escaping, and an error row,
+/// exported as JUnit to `junit.xml`; returns the file's text.
+fn junit_export(s: &Sandbox) -> String {
+    s.mock.clear_rules();
+    s.mock
+        .add_rule(Rule::reply("Question 1?", NASTY).model("gpt-4o"));
+    s.mock
+        .add_rule(Rule::fail("Question 2?", 400, 1000).model("gpt-4o"));
+    for (_, prompt, output) in prompts() {
+        s.mock.add_rule(Rule::reply(&prompt, &output));
+    }
+    track(s, &["run", "bench.yaml", "-q"]);
+    let out = track(s, &["export", "junit", "--out", "reports/junit.xml"]);
+    assert_code(&out, 0, "export junit");
+    assert!(
+        text(&out.stderr).contains(
+            "wrote 8 test cases (6 passes, 1 failure, 1 error) of bench run 1 to \
+             reports/junit.xml"
+        ),
+        "{}",
+        text(&out.stderr)
+    );
+    std::fs::read_to_string(s.path("reports/junit.xml")).unwrap()
+}
+
+#[test]
+fn junit_has_a_testcase_per_result_with_failures_and_errors_and_their_reasons() {
+    let s = sandbox("");
+    let xml = junit_export(&s);
+    let doc = roxmltree::Document::parse(&xml).unwrap_or_else(|e| panic!("{e}:\n{xml}"));
+    let root = doc.root_element();
+    assert_eq!(root.tag_name().name(), "testsuites");
+    assert_eq!(
+        (
+            root.attribute("tests"),
+            root.attribute("failures"),
+            root.attribute("errors")
+        ),
+        (Some("8"), Some("1"), Some("1"))
+    );
+    let suites: Vec<_> = root.children().filter(|n| n.is_element()).collect();
+    assert_eq!(suites.len(), 1);
+    assert_eq!(suites[0].attribute("name"), Some("bench.yaml (run 1)"));
+    let cases: Vec<_> = suites[0]
+        .children()
+        .filter(|n| n.has_tag_name("testcase"))
+        .collect();
+    let names: Vec<(&str, &str)> = cases
+        .iter()
+        .map(|c| {
+            (
+                c.attribute("classname").unwrap(),
+                c.attribute("name").unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        names,
+        [
+            ("openai:gpt-4o", "q0"),
+            ("openai:gpt-4o", "q1"),
+            ("openai:gpt-4o", "q2"),
+            ("openai:gpt-4o", "q3"),
+            ("anthropic:sonnet 3.5", "q0"),
+            ("anthropic:sonnet 3.5", "q1"),
+            ("anthropic:sonnet 3.5", "q2"),
+            ("anthropic:sonnet 3.5", "q3"),
+        ]
+    );
+    // Each time is the result's latency, in seconds.
+    let latency: f64 = s
+        .db()
+        .query_row(
+            "SELECT latency_ms FROM bench_results WHERE model_index = 0 AND prompt_index = 0",
+            [],
+            |r| r.get(0),
+        )
+        .unwrap();
+    assert_eq!(
+        cases[0].attribute("time"),
+        Some(format!("{:.3}", latency / 1000.0).as_str())
+    );
+    let failure = cases[1]
+        .children()
+        .find(|n| n.has_tag_name("failure"))
+        .expect("q1 failed");
+    assert_eq!(failure.attribute("type"), Some("exact"));
+    // Read back, the reason is the reply's text, its control character spelled out.
+    let shown = NASTY.replace('\u{1b}', "\\u001b");
+    let message = failure.attribute("message").unwrap();
+    assert!(message.contains(&shown), "{message}");
+    assert!(failure.text().unwrap().contains(&shown), "{xml}");
+    let error = cases[2]
+        .children()
+        .find(|n| n.has_tag_name("error"))
+        .expect("q2 is an error row");
+    assert!(error.attribute("message").unwrap().contains("400"), "{xml}");
+    assert!(
+        cases
+            .iter()
+            .enumerate()
+            .filter(|(i, _)| ![1, 2].contains(i))
+            .all(|(_, c)| c.children().all(|n| !n.is_element())),
+        "passed cases have no child: {xml}"
+    );
+}
+
+#[test]
+#[ignore = "needs xmllint (bash .ci/xmllint.sh install): run with --include-ignored (README)"]
+fn junit_is_valid_against_the_jenkins_ant_schema() {
+    let s = sandbox("");
+    junit_export(&s);
+    let schema = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/junit/junit-10.xsd");
+    let out = std::process::Command::new("xmllint")
+        .args(["--noout", "--schema"])
+        .arg(&schema)
+        .arg(s.path("reports/junit.xml"))
+        .output()
+        .expect("xmllint (bash .ci/xmllint.sh install)");
+    assert!(
+        out.status.success() && text(&out.stderr).contains("validates"),
+        "{}{}",
+        text(&out.stdout),
+        text(&out.stderr)
+    );
+}
