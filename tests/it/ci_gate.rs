@@ -407,3 +407,139 @@ fn junit_is_valid_against_the_jenkins_ant_schema() {
         text(&out.stderr)
     );
 }
+
+// -------------------------------------------------------------------------------- Markdown
+
+/// The rows of a Markdown table in `text` whose first cell is `first`, each as its cells.
+fn markdown_rows<'a>(text: &'a str, first: &str) -> Vec<Vec<&'a str>> {
+    text.lines()
+        .filter(|l| l.starts_with("| "))
+        .map(|l| {
+            l.trim_matches('|')
+                .split(" | ")
+                .map(str::trim)
+                .collect::<Vec<_>>()
+        })
+        .filter(|cells| cells.first() == Some(&first))
+        .collect()
+}
+
+#[test]
+fn query_and_runs_print_markdown_tables() {
+    let s = sandbox("");
+    assert_code(&track(&s, &["run", "bench.yaml", "-q"]), 0, "the run");
+    let out = track(&s, &["query", "--by", "model", "--format", "markdown"]);
+    assert_code(&out, 0, "query --format markdown");
+    let md = text(&out.stdout);
+    let mut lines = md.lines();
+    let header = lines.next().unwrap();
+    assert!(header.starts_with("| model | "), "{md}");
+    let rule = lines.next().unwrap();
+    assert_eq!(
+        rule.matches('|').count(),
+        header.matches('|').count(),
+        "one rule per column: {md}"
+    );
+    assert!(rule.starts_with("|---|") && rule.contains("---:"), "{md}");
+    let headers: Vec<&str> = header
+        .trim_matches('|')
+        .split(" | ")
+        .map(str::trim)
+        .collect();
+    let pct = headers
+        .iter()
+        .position(|h| *h == "success %")
+        .expect(header);
+    let gpt = &markdown_rows(&md, "openai:gpt-4o")[0];
+    let sonnet = &markdown_rows(&md, "anthropic:sonnet 3.5")[0];
+    assert_eq!((gpt[pct], sonnet[pct]), ("100.0", "50.0"), "{md}");
+
+    let out = track(&s, &["runs", "--format", "markdown"]);
+    assert_code(&out, 0, "runs --format markdown");
+    let md = text(&out.stdout);
+    assert!(md.starts_with("| id | "), "{md}");
+    let run = &markdown_rows(&md, "1")[0];
+    assert!(run.contains(&"bench"), "{md}");
+    assert!(run.contains(&"completed"), "{md}");
+}
+
+/// Twelve prompts whose names need escaping in a cell (`q|00`…), expecting `answer-NN`.
+fn twelve() -> Vec<(String, String, String)> {
+    (0..12)
+        .map(|i| {
+            (
+                format!("q|{i:02}"),
+                format!("What is item {i:02}?"),
+                format!("answer-{i:02}"),
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn a_regression_exits_3_and_the_markdown_diff_puts_it_first() {
+    let s = Sandbox::new();
+    let prompts = twelve();
+    let listed: Vec<(&str, &str, &str, &str)> = prompts
+        .iter()
+        .map(|(n, p, o)| (n.as_str(), p.as_str(), o.as_str(), "exact"))
+        .collect();
+    // gpt-4o is listed first and does not change; sonnet regresses on every prompt.
+    s.write("bench.yaml", &bench_yaml(&MODELS, &listed));
+    for (_, prompt, output) in &prompts {
+        s.mock.add_rule(Rule::reply(prompt, output));
+    }
+    assert_code(&track(&s, &["run", "bench.yaml", "-q"]), 0, "run 1");
+    s.mock.clear_rules();
+    for (_, prompt, output) in &prompts {
+        s.mock
+            .add_rule(Rule::reply(prompt, "no idea").model(SONNET_ID));
+        s.mock.add_rule(Rule::reply(prompt, output));
+    }
+    assert_code(
+        &track(&s, &["run", "bench.yaml", "-q", "--no-cache"]),
+        0,
+        "run 2",
+    );
+
+    let out = track(
+        &s,
+        &[
+            "diff",
+            "1",
+            "2",
+            "--fail-on-regression",
+            "--format",
+            "markdown",
+        ],
+    );
+    assert_code(&out, 3, "a significant regression");
+    let md = text(&out.stdout);
+    assert!(md.starts_with("### track diff 1 2\n"), "{md}");
+    let regressions = md.find("**1 significant regression:**").expect(&md);
+    let named = md
+        .find("- anthropic:sonnet 3.5: success 100.0 % → 0.0 %")
+        .expect(&md);
+    let summary = md.find("#### ").expect(&md);
+    assert!(
+        regressions < named && named < summary,
+        "regressions first: {md}"
+    );
+    // In the summary, sonnet's row comes before gpt-4o's, though the file lists it second.
+    let sonnet = md.find("| anthropic:sonnet 3.5 |").expect(&md);
+    let gpt = md.find("| openai:gpt-4o |").expect(&md);
+    assert!(sonnet < gpt, "{md}");
+    // A `|` in a cell is escaped: every row of a table has as many cells as its header.
+    assert!(md.contains("q\\|00"), "{md}");
+    for table in md.split("\n\n").filter(|b| b.starts_with("| ")) {
+        let cells = |line: &str| line.replace("\\|", "").matches('|').count();
+        let width = cells(table.lines().next().unwrap());
+        assert!(table.lines().all(|l| cells(l) == width), "{table}");
+    }
+    // The stderr line names the exit status, as for the other formats.
+    assert!(
+        text(&out.stderr).contains("exit status 3: 1 significant regression"),
+        "{}",
+        text(&out.stderr)
+    );
+}
