@@ -3,6 +3,7 @@
 //! interrupted run keeps 130, bad input 2), `track diff --fail-on-regression` (3), `track export
 //! junit`, and `--format markdown`.
 
+use std::collections::BTreeMap;
 use std::process::Output;
 
 use crate::support::mock::{Hold, Rule};
@@ -541,5 +542,482 @@ fn a_regression_exits_3_and_the_markdown_diff_puts_it_first() {
         text(&out.stderr).contains("exit status 3: 1 significant regression"),
         "{}",
         text(&out.stderr)
+    );
+}
+
+// ---------------------------------------------------------------- The GitHub Actions recipe
+
+/// The recipe: docs/src/ci/github-actions.yml.
+fn workflow_text() -> String {
+    let path = repo().join("docs/src/ci/github-actions.yml");
+    std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
+fn repo() -> std::path::PathBuf {
+    std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+#[derive(serde::Deserialize)]
+struct Workflow {
+    #[serde(default)]
+    env: BTreeMap<String, String>,
+    jobs: BTreeMap<String, GhJob>,
+}
+
+#[derive(serde::Deserialize)]
+struct GhJob {
+    steps: Vec<GhStep>,
+}
+
+#[derive(serde::Deserialize)]
+struct GhStep {
+    id: Option<String>,
+    name: Option<String>,
+    uses: Option<String>,
+    run: Option<String>,
+    #[serde(rename = "if")]
+    condition: Option<String>,
+    #[serde(default)]
+    env: BTreeMap<String, String>,
+    #[serde(default)]
+    with: BTreeMap<String, String>,
+}
+
+/// The event a job runs for, as `github.*` reads it.
+#[derive(Clone, Copy)]
+struct Event {
+    name: &'static str,
+    git_ref: &'static str,
+    pr: Option<u32>,
+}
+
+const PUSH_TO_MAIN: Event = Event {
+    name: "push",
+    git_ref: "refs/heads/main",
+    pr: None,
+};
+
+const PULL_REQUEST: Event = Event {
+    name: "pull_request",
+    git_ref: "refs/pull/7/merge",
+    pr: Some(7),
+};
+
+/// What a job did: each step's exit status (`None`: skipped), whether it failed, its step
+/// summary, and whether its cache step found its exact key.
+struct Ran {
+    steps: Vec<(String, Option<i32>)>,
+    failed: bool,
+    summary: String,
+    exact_hit: bool,
+}
+
+impl Ran {
+    fn status(&self, step: &str) -> Option<i32> {
+        self.steps
+            .iter()
+            .find(|(name, _)| name.contains(step))
+            .unwrap_or_else(|| panic!("no step `{step}`: {:?}", self.steps))
+            .1
+    }
+}
+
+/// One runner: a fresh workspace, the repository's files at `checkout`, the cache store that
+/// every run of the workflow shares (a pull request reads main's caches, as GitHub's scopes
+/// allow), and `bin/` with `track` and a stand-in `gh` that keeps each comment's body.
+struct Runner<'a> {
+    s: &'a Sandbox,
+    checkout: std::path::PathBuf,
+    workspace: std::path::PathBuf,
+    event: Event,
+}
+
+impl Runner<'_> {
+    fn caches(&self) -> std::path::PathBuf {
+        self.s.path("caches")
+    }
+
+    /// `${{ expr }}` of a value GitHub would give here.
+    fn value(&self, expr: &str) -> String {
+        let expr = expr.trim();
+        if let Some(file) = expr
+            .strip_prefix("hashFiles('")
+            .and_then(|e| e.strip_suffix("')"))
+        {
+            let path = self.workspace.join(file);
+            return if path.exists() {
+                crate::support::sha256_file(&path)
+            } else {
+                String::new()
+            };
+        }
+        if let Some(secret) = expr.strip_prefix("secrets.") {
+            return self
+                .s
+                .track_process()
+                .get_envs()
+                .find(|(k, _)| *k == secret)
+                .and_then(|(_, v)| v)
+                .map(|v| v.to_string_lossy().into_owned())
+                .unwrap_or_else(|| panic!("the sandbox sets no {secret}"));
+        }
+        match expr {
+            "github.ref" => self.event.git_ref.to_owned(),
+            "github.event_name" => self.event.name.to_owned(),
+            "github.token" => "test-token".to_owned(),
+            "github.event.pull_request.number" => {
+                self.event.pr.map(|n| n.to_string()).unwrap_or_default()
+            }
+            other => panic!("the test does not know the expression {other}"),
+        }
+    }
+
+    /// `value` with each `${{ … }}` replaced.
+    fn expand(&self, value: &str) -> String {
+        let mut out = String::new();
+        let mut rest = value;
+        while let Some(start) = rest.find("${{") {
+            out += &rest[..start];
+            let end = rest[start..].find("}}").expect("a closed ${{ }}") + start;
+            out += &self.value(&rest[start + 3..end]);
+            rest = &rest[end + 2..];
+        }
+        out + rest
+    }
+
+    /// An `if:` of `&&`-joined terms, as GitHub reads it: without a status function
+    /// (`!cancelled()`, `always()`, `failure()`), a step runs only while the job succeeds.
+    fn holds(&self, condition: Option<&str>, failed: bool) -> bool {
+        let Some(condition) = condition else {
+            return !failed;
+        };
+        let condition = condition.trim();
+        let condition = condition
+            .strip_prefix("${{")
+            .and_then(|c| c.strip_suffix("}}"))
+            .unwrap_or(condition);
+        let mut status_checked = false;
+        let mut holds = true;
+        for term in condition.split("&&").map(str::trim) {
+            holds &= match term {
+                "!cancelled()" | "always()" => {
+                    status_checked = true;
+                    true
+                }
+                "failure()" => {
+                    status_checked = true;
+                    failed
+                }
+                "success()" => {
+                    status_checked = true;
+                    !failed
+                }
+                _ => {
+                    let (left, op, right) = if let Some((l, r)) = term.split_once("!=") {
+                        (l, "!=", r)
+                    } else if let Some((l, r)) = term.split_once("==") {
+                        (l, "==", r)
+                    } else {
+                        panic!("the test does not know the condition {term}")
+                    };
+                    let literal = right.trim().trim_matches('\'');
+                    (self.value(left) == literal) == (op == "==")
+                }
+            };
+        }
+        holds && (status_checked || !failed)
+    }
+
+    /// Runs the workflow's job as a runner would, here; the `cargo install` step (`id:
+    /// install`) is this test's `track`.
+    fn run(&self, wf: &Workflow, job: &GhJob) -> Ran {
+        std::fs::create_dir_all(&self.workspace).unwrap();
+        let summary = self.workspace.join("../summary.md");
+        let _ = std::fs::remove_file(&summary);
+        let mut ran = Ran {
+            steps: Vec::new(),
+            failed: false,
+            summary: String::new(),
+            exact_hit: false,
+        };
+        // The cache step's key and paths, saved when the job ends well (actions/cache saves
+        // in its post step, only after a job that succeeded, never over an existing key).
+        let mut to_save: Option<(String, Vec<String>)> = None;
+        for step in &job.steps {
+            let label = step
+                .name
+                .clone()
+                .or_else(|| step.uses.clone())
+                .or_else(|| step.id.clone())
+                .unwrap_or_default();
+            if !self.holds(step.condition.as_deref(), ran.failed) {
+                ran.steps.push((label, None));
+                continue;
+            }
+            if let Some(action) = &step.uses {
+                match action.split('@').next().unwrap_or_default() {
+                    "actions/checkout" => {
+                        for name in ["bench.yaml", "config.yaml"] {
+                            std::fs::copy(self.checkout.join(name), self.workspace.join(name))
+                                .unwrap();
+                        }
+                    }
+                    "actions/cache" => {
+                        let key = self.expand(&step.with["key"]);
+                        let paths: Vec<String> = step.with["path"]
+                            .lines()
+                            .map(str::trim)
+                            .filter(|l| !l.is_empty())
+                            .map(str::to_owned)
+                            .collect();
+                        let prefixes: Vec<String> = step
+                            .with
+                            .get("restore-keys")
+                            .map(|k| k.lines().map(|l| self.expand(l.trim())).collect())
+                            .unwrap_or_default();
+                        ran.exact_hit = self.restore(&key, &prefixes);
+                        if !ran.exact_hit {
+                            to_save = Some((key, paths));
+                        }
+                    }
+                    other => panic!("the test does not know the action {other}"),
+                }
+                ran.steps.push((label, Some(0)));
+                continue;
+            }
+            if step.id.as_deref() == Some("install") {
+                ran.steps.push((label, Some(0)));
+                continue;
+            }
+            let script = step.run.as_deref().expect("a step runs or uses");
+            let mut cmd = self.shell();
+            cmd.arg(self.expand(script))
+                .env("GITHUB_STEP_SUMMARY", &summary)
+                .env("GITHUB_OUTPUT", self.workspace.join("../output"));
+            for (k, v) in wf.env.iter().chain(&step.env) {
+                cmd.env(k, self.expand(v));
+            }
+            let out = cmd.output().unwrap();
+            let code = out.status.code();
+            if code != Some(0) {
+                ran.failed = true;
+                eprintln!("step `{label}` exited {code:?}:\n{}", text(&out.stderr));
+            }
+            ran.steps.push((label, code));
+        }
+        if let Some((key, paths)) = to_save.filter(|_| !ran.failed) {
+            self.save(&key, &paths);
+        }
+        ran.summary = std::fs::read_to_string(&summary).unwrap_or_default();
+        ran
+    }
+
+    /// bash as GitHub runs a `run:` step, in the workspace, with the sandbox's environment
+    /// (the mock's URLs, test keys) but no `TRACK_DB`, and `bin/` first on PATH.
+    fn shell(&self) -> std::process::Command {
+        let template = self.s.track_process();
+        let mut cmd = std::process::Command::new("bash");
+        cmd.current_dir(&self.workspace);
+        for (key, value) in template.get_envs() {
+            match value {
+                Some(value) => cmd.env(key, value),
+                None => cmd.env_remove(key),
+            };
+        }
+        cmd.env_remove("TRACK_DB")
+            .env(
+                "PATH",
+                format!(
+                    "{}:{}",
+                    self.s.path("bin").display(),
+                    std::env::var("PATH").unwrap_or_default()
+                ),
+            )
+            .env("GH_COMMENTS", self.s.path("comments"))
+            .args(["--noprofile", "--norc", "-eo", "pipefail", "-c"]);
+        cmd
+    }
+
+    /// Restores the cache of `key`, else the newest whose key starts with one of `prefixes`
+    /// (in their order); returns whether `key` itself was found.
+    fn restore(&self, key: &str, prefixes: &[String]) -> bool {
+        let saved = |name: &str| self.caches().join(name);
+        let newest = || {
+            let mut entries: Vec<(std::time::SystemTime, String)> =
+                std::fs::read_dir(self.caches())
+                    .map(|dir| {
+                        dir.map(|e| e.unwrap())
+                            .map(|e| {
+                                (
+                                    e.metadata().unwrap().modified().unwrap(),
+                                    e.file_name().to_string_lossy().into_owned(),
+                                )
+                            })
+                            .collect()
+                    })
+                    .unwrap_or_default();
+            entries.sort();
+            entries
+        };
+        let found = if saved(key).exists() {
+            Some(key.to_owned())
+        } else {
+            prefixes.iter().find_map(|prefix| {
+                newest()
+                    .into_iter()
+                    .rev()
+                    .map(|(_, name)| name)
+                    .find(|name| name.starts_with(prefix.as_str()))
+            })
+        };
+        if let Some(name) = &found {
+            for file in std::fs::read_dir(saved(name)).unwrap() {
+                let file = file.unwrap();
+                std::fs::copy(file.path(), self.workspace.join(file.file_name())).unwrap();
+            }
+        }
+        found.as_deref() == Some(key)
+    }
+
+    /// Saves `paths` of the workspace under `key`, unless a cache has that key already.
+    fn save(&self, key: &str, paths: &[String]) {
+        let into = self.caches().join(key);
+        if into.exists() {
+            return;
+        }
+        std::fs::create_dir_all(&into).unwrap();
+        for path in paths {
+            let from = self.workspace.join(path);
+            if from.exists() {
+                std::fs::copy(&from, into.join(path)).unwrap();
+            }
+        }
+    }
+}
+
+/// The stand-in `gh`: `gh pr comment N --body-file FILE` keeps the body as
+/// `$GH_COMMENTS/N.md` (refused without GH_TOKEN); anything else fails.
+const FAKE_GH: &str = r#"#!/bin/sh
+[ -n "$GH_TOKEN" ] || { echo "gh: no GH_TOKEN" >&2; exit 4; }
+[ "$1 $2 $4" = "pr comment --body-file" ] || { echo "gh: not a comment: $*" >&2; exit 64; }
+mkdir -p "$GH_COMMENTS" && cp "$5" "$GH_COMMENTS/$3.md"
+"#;
+
+/// A benchmark of `n` prompts for both models: the first four answered right, the rest
+/// (`Extra question N?`) wrong.
+fn recipe_bench(n: usize) -> String {
+    let prompts: Vec<(String, String, String)> = (0..n)
+        .map(|i| {
+            if i < 4 {
+                prompts()[i].clone()
+            } else {
+                (
+                    format!("x{i}"),
+                    format!("Extra question {i}?"),
+                    format!("answer {i}"),
+                )
+            }
+        })
+        .collect();
+    let listed: Vec<(&str, &str, &str, &str)> = prompts
+        .iter()
+        .map(|(n, p, o)| (n.as_str(), p.as_str(), o.as_str(), "exact"))
+        .collect();
+    bench_yaml(&MODELS, &listed)
+}
+
+#[test]
+fn the_github_actions_recipe_gates_summarises_and_comments_paying_once() {
+    let s = Sandbox::new();
+    s.mock.add_rule(Rule::reply("Extra question", "no idea"));
+    for (_, prompt, output) in prompts() {
+        s.mock.add_rule(Rule::reply(&prompt, &output));
+    }
+    let bin = s.path("bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    std::os::unix::fs::symlink(crate::support::track_bin(), bin.join("track")).unwrap();
+    s.write("bin/gh", FAKE_GH);
+    std::fs::set_permissions(
+        bin.join("gh"),
+        std::os::unix::fs::PermissionsExt::from_mode(0o755),
+    )
+    .unwrap();
+    let config = std::fs::read_to_string(s.path("config.yaml")).unwrap();
+    for (branch, prompts) in [("main", 4), ("pr-same", 4), ("pr-more", 8)] {
+        s.write(&format!("{branch}/bench.yaml"), &recipe_bench(prompts));
+        s.write(&format!("{branch}/config.yaml"), &config);
+    }
+    let wf: Workflow = serde_saphyr::from_str(&workflow_text())
+        .unwrap_or_else(|e| panic!("github-actions.yml: {e}"));
+    assert_eq!(wf.jobs.len(), 1);
+    let job = wf.jobs.values().next().unwrap();
+    let runner = |branch: &str, name: &str, event| Runner {
+        s: &s,
+        checkout: s.path(branch),
+        workspace: s.path(&format!("runners/{name}/work")),
+        event,
+    };
+    let comment = |pr: u32| std::fs::read_to_string(s.path(&format!("comments/{pr}.md")));
+
+    // 1. main: every call paid once, the bar met, the summary written, main's run kept.
+    let main = runner("main", "main", PUSH_TO_MAIN).run(&wf, job);
+    assert!(!main.failed, "{:?}", main.steps);
+    assert_eq!(main.status("Run the benchmark"), Some(0));
+    assert_eq!(main.status("Comment the diff"), None, "no pull request");
+    assert_eq!(s.mock.request_count(), 8);
+    let rows = |summary: &str| {
+        MODELS
+            .iter()
+            .map(|m| markdown_rows(summary, m).len())
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(rows(&main.summary), [1, 1], "{}", main.summary);
+    assert!(main.summary.contains("| 100.0 |"), "{}", main.summary);
+
+    // 2. A pull request that leaves bench.yaml as it is: main's database, found by the
+    // file's hash, serves every call; nothing is paid; the diff is commented.
+    let same = runner("pr-same", "pr-same", PULL_REQUEST).run(&wf, job);
+    assert!(same.exact_hit && !same.failed, "{:?}", same.steps);
+    assert_eq!(s.mock.request_count(), 8, "the second job pays nothing");
+    assert_eq!(rows(&same.summary), [1, 1], "{}", same.summary);
+    let body = comment(7).expect("a comment on pull request 7");
+    assert!(
+        body.starts_with("### track diff 1 2\n") && body.contains("No significant regression."),
+        "{body}"
+    );
+    std::fs::remove_file(s.path("comments/7.md")).unwrap();
+
+    // 3. A pull request that adds four prompts, answered wrong: only they are paid (the
+    // database is main's, restored by its key's prefix); 4 of 8 is under the bar of 80, so the
+    // job fails (status 3), and still writes its summary and comments the diff.
+    let more = runner("pr-more", "pr-more", PULL_REQUEST).run(&wf, job);
+    assert!(!more.exact_hit && more.failed, "{:?}", more.steps);
+    assert_eq!(more.status("Run the benchmark"), Some(3));
+    assert_eq!(more.status("Summarise"), Some(0));
+    assert_eq!(more.status("Remember main's run"), None);
+    assert_eq!(more.status("Comment the diff"), Some(0));
+    assert_eq!(
+        s.mock.request_count(),
+        16,
+        "only the four new prompts of two models"
+    );
+    assert!(more.summary.contains("| 50.0 |"), "{}", more.summary);
+    let body = comment(7).expect("a comment on pull request 7");
+    assert!(
+        body.contains("### track diff 1 2")
+            && body.contains("8 items shared, 0 regressions")
+            && body.contains("8 only in run 2"),
+        "{body}"
+    );
+    // A failed job saves no cache: main's stays the only one.
+    assert_eq!(std::fs::read_dir(s.path("caches")).unwrap().count(), 1);
+}
+
+#[test]
+fn the_ci_chapter_quotes_the_recipe_verbatim() {
+    let chapter = std::fs::read_to_string(repo().join("docs/src/ci.md")).unwrap();
+    assert!(
+        chapter.contains(&format!("```yaml\n{}```\n", workflow_text())),
+        "docs/src/ci.md does not quote docs/src/ci/github-actions.yml verbatim"
     );
 }
