@@ -4,16 +4,19 @@
 //! `run` that turns arguments into options, calls the library and prints what it returns.
 
 mod batches;
+mod completions;
 mod diff;
 mod experiment;
 mod export;
 mod export_parquet;
 mod gate;
 mod generate;
+mod man;
 mod merge;
 mod models;
 mod query;
 mod rate;
+mod reference;
 mod registry;
 mod relevance;
 mod report;
@@ -38,7 +41,7 @@ use crate::store::{RunStatus, Store};
 #[derive(Debug, Parser)]
 #[command(
     name = "track",
-    version,
+    version = env!("TRACK_VERSION"),
     about,
     long_about = None,
     arg_required_else_help = true,
@@ -67,15 +70,8 @@ impl Cli {
     /// work after any subcommand too, but only the top level's `--help` lists them: each
     /// subcommand's help lists its own options and points there.
     pub fn parse_with_global_options_on_top() -> Self {
-        use clap::{CommandFactory as _, FromArgMatches as _};
-        let mut command = Self::command();
-        let top: Vec<clap::Arg> = command
-            .get_arguments()
-            .filter(|a| GLOBAL_OPTIONS.contains(&a.get_id().as_str()))
-            .cloned()
-            .collect();
-        command = with_hidden_options(command, &top);
-        let matches = command.get_matches();
+        use clap::FromArgMatches as _;
+        let matches = Self::command_with_global_options().get_matches();
         let mut cli = Self::from_arg_matches(&matches).unwrap_or_else(|e| e.exit());
         let mut level = &matches;
         while let Some((_, sub)) = level.subcommand() {
@@ -92,6 +88,20 @@ impl Cli {
             level = sub;
         }
         cli
+    }
+
+    /// The command line as [`Cli::parse_with_global_options_on_top`] parses it: the top-level
+    /// options hidden in every subcommand. Completions, man pages and the reference are made
+    /// from it.
+    pub fn command_with_global_options() -> clap::Command {
+        use clap::CommandFactory as _;
+        let command = Self::command();
+        let top: Vec<clap::Arg> = command
+            .get_arguments()
+            .filter(|a| GLOBAL_OPTIONS.contains(&a.get_id().as_str()))
+            .cloned()
+            .collect();
+        with_hidden_options(command, &top)
     }
 }
 
@@ -136,6 +146,9 @@ pub enum Command {
     Report(report::ReportArgs),
     Models(models::ModelsArgs),
     View(view::ViewArgs),
+    Completions(completions::CompletionsArgs),
+    #[command(hide = true)]
+    Man(man::ManArgs),
 }
 
 /// What every command may need: where the database and config are, and how loud to be.
@@ -217,6 +230,8 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Report(args) => report::run(&context, args),
         Command::Models(args) => models::run(&context, args),
         Command::View(args) => view::run(&context, args),
+        Command::Completions(args) => completions::run(&args),
+        Command::Man(args) => man::run(&args),
     }
 }
 

@@ -27,6 +27,7 @@ mod ci_gate;
 mod conversations;
 mod cost_unknown;
 mod diff;
+mod docs;
 mod energy_unknown;
 mod golden;
 mod hardening;
