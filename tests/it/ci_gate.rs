@@ -233,6 +233,27 @@ fn query_holds_recorded_runs_to_the_bar() {
 #[test]
 fn an_interrupted_run_and_bad_input_keep_their_own_statuses() {
     let s = sandbox("").patient();
+    // Nothing cached and --offline: nothing could run, status 1, not the bar's 3.
+    let out = track(
+        &s,
+        &[
+            "run",
+            "bench.yaml",
+            "-q",
+            "--offline",
+            "--fail-under",
+            "100",
+        ],
+    );
+    assert_code(&out, 1, "a run that could not do its work");
+    assert!(
+        !text(&out.stderr).contains("below the bar"),
+        "{}",
+        text(&out.stderr)
+    );
+    // Every answer wrong: what the run records before its signal is under any bar.
+    s.mock.clear_rules();
+    s.mock.add_rule(Rule::reply("Question", "no idea"));
     s.mock.hold(Hold::From(2));
     let run = s.start(&[
         "run",
@@ -248,7 +269,9 @@ fn an_interrupted_run_and_bad_input_keep_their_own_statuses() {
     run.wait_for_stderr("INT received: sending no more calls");
     s.mock.release();
     let (code, stderr) = run.finish();
+    // Interrupted: 130, though what it recorded (a failed answer) is under the bar.
     assert_eq!(code, Some(130), "{stderr}");
+    assert!(s.count("SELECT count(*) FROM bench_results WHERE status = 'failed'") > 0);
     assert!(!stderr.contains("below the bar"), "{stderr}");
 
     let out = track(&s, &["run", "bench.yaml", "--fail-under", "120"]);
