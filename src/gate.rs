@@ -106,6 +106,9 @@ pub struct Gate {
     pub fail_under: Option<Bar>,
     /// Whether any error row misses the bar.
     pub fail_on_errors: bool,
+    /// Whether `fail_under` is the experiment file's (`fail_under:`) rather than the command
+    /// line's: the messages name where the bar was set.
+    pub from_file: bool,
 }
 
 impl Gate {
@@ -120,6 +123,7 @@ impl Gate {
         Self {
             fail_under: flags.fail_under.or(self.fail_under),
             fail_on_errors: flags.fail_on_errors || self.fail_on_errors,
+            from_file: flags.fail_under.is_none() && self.from_file,
         }
     }
 
@@ -128,14 +132,22 @@ impl Gate {
     /// with error rows under `--fail-on-errors`. Empty: the bar is met.
     pub fn misses(&self, outcomes: &[ModelOutcomes]) -> Vec<String> {
         let mut misses = Vec::new();
+        let set_by = |bar: Bar| {
+            if self.from_file {
+                format!("`fail_under: {bar}` in the benchmark file")
+            } else {
+                format!("--fail-under {bar}")
+            }
+        };
         match self.fail_under {
             Some(Bar::PerModel(pct)) => {
                 for model in outcomes {
                     if below(model.passed, model.decided(), pct) {
                         misses.push(format!(
-                            "{}: {}, under the bar of {pct} % (--fail-under {pct})",
+                            "{}: {}, under the bar of {pct} % ({})",
                             model.model,
-                            rate(model.passed, model.decided(), model.errors)
+                            rate(model.passed, model.decided(), model.errors),
+                            set_by(Bar::PerModel(pct))
                         ));
                     }
                 }
@@ -146,9 +158,9 @@ impl Gate {
                 let errors = outcomes.iter().map(|m| m.errors).sum();
                 if below(passed, decided, pct) {
                     misses.push(format!(
-                        "all models together: {}, under the bar of {pct} % (--fail-under \
-                         overall:{pct})",
-                        rate(passed, decided, errors)
+                        "all models together: {}, under the bar of {pct} % ({})",
+                        rate(passed, decided, errors),
+                        set_by(Bar::Overall(pct))
                     ));
                 }
             }
@@ -255,6 +267,7 @@ mod tests {
         let gate = Gate {
             fail_under: Some(Bar::PerModel(80.0)),
             fail_on_errors: false,
+            from_file: false,
         };
         assert_eq!(
             gate.misses(&outcomes),
@@ -285,6 +298,7 @@ mod tests {
         let under = Gate {
             fail_under: Some(Bar::Overall(75.0)),
             fail_on_errors: false,
+            from_file: false,
         };
         assert_eq!(
             under.misses(&outcomes),
@@ -296,6 +310,7 @@ mod tests {
         let over = Gate {
             fail_under: Some(Bar::Overall(70.0)),
             fail_on_errors: false,
+            from_file: false,
         };
         assert!(over.misses(&outcomes).is_empty());
     }
@@ -307,6 +322,7 @@ mod tests {
         let gate = Gate {
             fail_under: None,
             fail_on_errors: true,
+            from_file: false,
         };
         assert_eq!(
             gate.misses(&outcomes),
@@ -319,18 +335,35 @@ mod tests {
         let file = Gate {
             fail_under: Some(Bar::PerModel(50.0)),
             fail_on_errors: true,
+            from_file: false,
         };
         let flags = Gate {
             fail_under: Some(Bar::Overall(90.0)),
             fail_on_errors: false,
+            from_file: false,
         };
         assert_eq!(
             file.overridden_by(flags),
             Gate {
                 fail_under: Some(Bar::Overall(90.0)),
-                fail_on_errors: true
+                fail_on_errors: true,
+                from_file: false,
             }
         );
         assert_eq!(file.overridden_by(Gate::default()), file);
+        // The file's bar is named as the file's.
+        let from_file = Gate {
+            from_file: true,
+            ..file
+        };
+        let outcomes = [model("a", 1, 3, 0)];
+        assert_eq!(
+            from_file.misses(&outcomes),
+            [
+                "a: pass rate 25.0 % (1 of 4), under the bar of 50 % (`fail_under: 50` in the \
+              benchmark file)"
+            ]
+        );
+        assert!(!from_file.overridden_by(flags).from_file);
     }
 }

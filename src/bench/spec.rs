@@ -347,6 +347,7 @@ impl BenchSpec {
             gate: crate::gate::Gate {
                 fail_under: raw.fail_under,
                 fail_on_errors: raw.fail_on_errors,
+                from_file: raw.fail_under.is_some(),
             },
             pass,
             inputs: built.inputs,

@@ -29,6 +29,7 @@ impl GateArgs {
         Gate {
             fail_under: self.fail_under,
             fail_on_errors: self.fail_on_errors,
+            from_file: false,
         }
     }
 }

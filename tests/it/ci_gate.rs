@@ -125,10 +125,15 @@ fn an_overall_bar_pools_every_model_s_results() {
 #[test]
 fn the_file_sets_the_bar_and_the_flag_overrides_it() {
     let s = sandbox("fail_under: 60\n");
-    assert_code(
-        &track(&s, &["run", "bench.yaml", "-q"]),
-        3,
-        "the file's bar of 60",
+    let out = track(&s, &["run", "bench.yaml", "-q"]);
+    assert_code(&out, 3, "the file's bar of 60");
+    assert!(
+        text(&out.stderr).contains(
+            "anthropic:sonnet 3.5: pass rate 50.0 % (2 of 4), under the bar of 60 % \
+             (`fail_under: 60` in the benchmark file)"
+        ),
+        "{}",
+        text(&out.stderr)
     );
     assert_code(
         &track(&s, &["run", "bench.yaml", "-q", "--fail-under", "40"]),
