@@ -1193,6 +1193,10 @@ impl Experiment for BenchExperiment {
         self.spec.batch
     }
 
+    fn gate(&self) -> crate::gate::Gate {
+        self.spec.gate
+    }
+
     fn stage(
         &self,
         index: usize,

@@ -18,6 +18,7 @@ pub mod html;
 pub mod human;
 pub mod item;
 pub mod judge;
+pub mod junit;
 pub mod spec;
 pub mod summary;
 pub mod tools;

@@ -56,6 +56,9 @@ pub struct BenchSpec {
     pub budget_usd: Option<f64>,
     /// Whether its calls go through batch APIs (`batch: true`; `--batch` asks the same).
     pub batch: bool,
+    /// The bar a run must reach, or exit 3 (`fail_under:`, `fail_on_errors:`; `--fail-under`
+    /// overrides, `--fail-on-errors` adds).
+    pub gate: crate::gate::Gate,
     /// How a test's checks make its outcome (`pass:`).
     pub pass: PassRule,
     /// The tools its models may call (`tools:`, with `max_steps:`), if any.
@@ -189,6 +192,12 @@ struct RawBench {
     /// Send through batch APIs, at half price.
     #[serde(default, deserialize_with = "crate::experiment::batch_flag")]
     batch: bool,
+    /// The pass rate each model (or `overall:PCT`, all together) must reach.
+    #[serde(default)]
+    fail_under: Option<crate::gate::Bar>,
+    /// Whether an error row fails the run.
+    #[serde(default, deserialize_with = "fail_on_errors_flag")]
+    fail_on_errors: bool,
     /// Default judge model of `method: judge` tests.
     #[serde(default)]
     judge: Option<String>,
@@ -198,6 +207,20 @@ struct RawBench {
     /// The most calls of a case's tool loop.
     #[serde(default)]
     max_steps: Option<u32>,
+}
+
+/// Reads `fail_on_errors:`: `true` or `false`, refused otherwise with the setting named.
+fn fail_on_errors_flag<'de, D: serde::Deserializer<'de>>(
+    deserializer: D,
+) -> Result<bool, D::Error> {
+    match Value::deserialize(deserializer)? {
+        Value::Bool(on) => Ok(on),
+        other => Err(serde::de::Error::custom(format!(
+            "`fail_on_errors: {}` must be true (an error row fails the run, exit status 3) or \
+             false",
+            other
+        ))),
+    }
 }
 
 /// Where the items of a benchmark file are: parsed only when a message needs a line, since
@@ -336,6 +359,11 @@ impl BenchSpec {
             repeat: raw.repeat.unwrap_or(1).max(1),
             budget_usd: raw.budget.map(|b| b.0),
             batch: raw.batch,
+            gate: crate::gate::Gate {
+                fail_under: raw.fail_under,
+                fail_on_errors: raw.fail_on_errors,
+                from_file: raw.fail_under.is_some(),
+            },
             pass,
             tools,
             inputs: built.inputs,

@@ -8,6 +8,7 @@ mod batches;
 mod bench;
 mod blobs;
 mod calls;
+mod ci;
 mod claims;
 mod datasets;
 mod export;
@@ -38,6 +39,7 @@ pub use bench::{
     NO_TEMPLATE, Outcome, ResultKey, UnusableVerdictRow,
 };
 pub use calls::{NewCall, StoredCall};
+pub use ci::{CaseRow, ModelOutcomes, SuiteRow};
 pub use claims::Claim;
 pub use datasets::DatasetFile;
 pub use export::{

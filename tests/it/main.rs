@@ -23,6 +23,7 @@ mod bench_templates;
 mod budget;
 mod cases;
 mod ci;
+mod ci_gate;
 mod conversations;
 mod cost_unknown;
 mod diff;
