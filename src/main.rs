@@ -39,7 +39,7 @@ fn main() -> ExitCode {
             }
             let chain: Vec<String> = error.chain().map(ToString::to_string).collect();
             track::output::tell(format_args!("track: {}", dedupe_chain(&chain).join(": ")));
-            ExitCode::from(track::commands::EXIT_BAD_INPUT)
+            ExitCode::from(track::exit::BAD_INPUT)
         }
     }
 }

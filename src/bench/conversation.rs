@@ -104,8 +104,10 @@ pub(crate) struct TurnState {
     pub turn: usize,
     /// The model's answers to the turns before it, in order.
     pub answers: Vec<String>,
-    /// What the calls of those turns cost and took.
+    /// What the calls of those turns (or steps) cost and took.
     pub spent: Spent,
+    /// A tool loop's steps so far: the tools each call asked for and their results.
+    pub steps: Vec<crate::llm::tools::ToolStep>,
 }
 
 /// What the calls of a conversation's earlier turns cost and took.

@@ -41,7 +41,7 @@ impl Kind for BenchKind {
         Some(ExportCsv {
             write: super::export::write_csv,
             files: "bench_results.csv, bench_by_model.csv, bench_by_prompt.csv and, for \
-                    results with several checks, bench_checks.csv",
+                    results with several checks, bench_checks.csv; with tool loops, tool_calls.csv",
             default_out: "exports",
         })
     }

@@ -19,9 +19,12 @@ use crate::experiment::{
     Answers, Experiment, ExperimentError, ExperimentKind, Overrides, PendingCall, PlannedCall,
     ReportOptions, RunHeader, RunSummary, Stage, StageData, Target, check_size,
 };
+use crate::llm::tools::{ToolCall, ToolResult, ToolStep, read_answer};
 use crate::llm::{ChatRequest, tokens_bound};
 use crate::prompt::Template;
-use crate::store::{BenchResultRow, CheckRow, Outcome, RunErrorRow, Store, StoreError, StoredCall};
+use crate::store::{
+    BenchResultRow, CheckRow, Outcome, RunErrorRow, Store, StoreError, StoredCall, ToolCallRow,
+};
 
 /// The scale of a judge's score.
 const JUDGE_SCALE: (i64, i64) = (1, 5);
@@ -32,6 +35,9 @@ const JUDGES: &str = "judges";
 /// A stage of conversations' later turns.
 const TURNS: &str = "turns";
 const TURNS_AND_JUDGES: &str = "turns and judges";
+/// A stage of tool loops' later steps.
+const STEPS: &str = "tool steps";
+const STEPS_AND_JUDGES: &str = "tool steps and judges";
 
 /// Loads a benchmark file for `track run`.
 pub fn from_file(
@@ -75,6 +81,11 @@ pub struct BenchExperiment {
     verdicts: std::collections::BTreeMap<usize, (u64, u64)>,
     /// The run's stop flag: script checks stop when it is set.
     stop: Arc<AtomicBool>,
+    /// The results of the tools the answers recorded last asked for, by item: the next
+    /// stage sends them back.
+    tool_results: Arc<std::sync::Mutex<std::collections::HashMap<usize, Vec<ToolResult>>>>,
+    /// The tool calls of the rows graded last, stored with them.
+    tool_rows: Vec<ToolCallRow>,
 }
 
 /// Indices of one evaluation: model, template, prompt (test or case), repeat.
@@ -95,6 +106,9 @@ struct Draft {
     earlier: Vec<String>,
     /// Each check's outcome, `None` for a script not run yet.
     outcomes: Vec<Option<CheckOutcome>>,
+    /// A tool loop's calls, with their results (none for calls left unanswered), stored
+    /// with the row.
+    tool_calls: Vec<ToolCallRow>,
 }
 
 impl BenchExperiment {
@@ -181,6 +195,8 @@ impl BenchExperiment {
             judge_template,
             verdicts: std::collections::BTreeMap::new(),
             stop: Arc::default(),
+            tool_results: Arc::default(),
+            tool_rows: Vec::new(),
         })
     }
 
@@ -234,14 +250,18 @@ impl BenchExperiment {
                     // templates (there are none then).
                     let sent = &test.requests[t.min(test.requests.len() - 1)];
                     let request = ChatRequest {
+                        tools: self.spec.tools.as_ref().map(|t| t.usage(Vec::new())),
                         model: model_id.clone(),
                         schema: None,
                         system: sent.system.clone(),
                         messages: sent.turn_messages(0, &[]),
                         params: test.params.clone(),
                     };
-                    // A conversation's next turn, or a judge, needs the answer.
-                    let follow_up = sent.turns() > 1 || self.prompt_judge[p].is_some();
+                    // A conversation's next turn, a tool loop's next step, or a judge, needs
+                    // the answer.
+                    let follow_up = sent.turns() > 1
+                        || self.spec.tools.is_some()
+                        || self.prompt_judge[p].is_some();
                     for repeat in 0..self.repeats {
                         calls.push(PlannedCall {
                             target: m,
@@ -270,7 +290,7 @@ impl BenchExperiment {
         let before = previous.data.as_ref().and_then(|d| d.get::<Turns>());
         let mut stage = Stage::default();
         let mut next = Turns::default();
-        let (mut turns, mut judges) = (false, false);
+        let (mut turns, mut judges, mut steps) = (false, false, false);
         for (i, call) in previous.calls.iter().enumerate() {
             if !call.follow_up || call.after.is_some() {
                 continue;
@@ -282,6 +302,12 @@ impl BenchExperiment {
                 .cloned()
                 .unwrap_or_default();
             let outcome = outcomes.get(i).and_then(Option::as_ref);
+            if let Some(went_on) =
+                self.next_step((call, eval, &state), outcome, &mut stage, &mut next)
+            {
+                steps |= went_on;
+                continue;
+            }
             if state.turn + 1 < request.turns() {
                 turns = true;
                 match outcome {
@@ -291,6 +317,7 @@ impl BenchExperiment {
                             turn: state.turn + 1,
                             answers: [state.answers, vec![answer.text.clone()]].concat(),
                             spent: state.spent.plus(answer, cached),
+                            steps: Vec::new(),
                         };
                         stage.calls.push(self.turn_call(call, eval, &state));
                         next.states.insert(call.item, state);
@@ -322,8 +349,8 @@ impl BenchExperiment {
                         follow_up: false,
                         after: Some(Box::new(outcome.clone())),
                     });
-                    // One turn: nothing to carry.
-                    if state.turn > 0 {
+                    // One turn and no tool step: nothing to carry.
+                    if state.turn > 0 || !state.steps.is_empty() {
                         next.states.insert(call.item, state);
                     }
                 }
@@ -335,13 +362,9 @@ impl BenchExperiment {
             self.pending_go_on(before.map(|t| t.pending.as_slice()), &mut stage, &mut next);
         turns |= more_turns;
         judges |= more_judges;
-        stage.name = match (turns, judges) {
-            (true, true) => TURNS_AND_JUDGES,
-            (true, false) => TURNS,
-            _ => JUDGES,
-        };
+        stage.name = stage_name(turns, judges, steps);
         // A judge of a conversation grades its rows with its earlier answers too.
-        if turns || !next.states.is_empty() {
+        if turns || steps || !next.states.is_empty() {
             stage.data = Some(StageData::new(next));
         }
         (!stage.calls.is_empty() || !stage.pending.is_empty()).then_some(stage)
@@ -359,7 +382,7 @@ impl BenchExperiment {
         let (mut turns, mut judges) = (false, false);
         for pending in pending.unwrap_or_default() {
             let eval = self.eval(pending.item);
-            if pending.turn + 1 < self.request_of(eval).turns() {
+            if pending.turn + 1 < self.calls_of(eval) {
                 turns = true;
                 let pending = PendingTurn {
                     turn: pending.turn + 1,
@@ -374,12 +397,211 @@ impl BenchExperiment {
         (turns, judges)
     }
 
+    /// How many calls evaluation `eval` makes at most: a conversation's turns, or a tool
+    /// loop's `max_steps`.
+    fn calls_of(&self, eval: Eval) -> usize {
+        match &self.spec.tools {
+            Some(tools) => tools.max_steps as usize,
+            None => self.request_of(eval).turns(),
+        }
+    }
+
+    /// What follows call `call` of a tool loop (`state`: its steps before), answered with
+    /// `outcome` (`None`: not known, in a plan): its next step, with the results its tools
+    /// gave (run when its row was graded), put in `stage` (`Some(true)`), or nothing more
+    /// (`Some(false)`: the call failed, its tools could not answer, or `max_steps` was
+    /// reached, its row stored). `None`: no tool loop, or the model answered in text (a judge
+    /// may follow).
+    fn next_step(
+        &self,
+        (call, eval, state): (&PlannedCall, Eval, &TurnState),
+        outcome: Option<&CallOutcome>,
+        stage: &mut Stage,
+        next: &mut Turns,
+    ) -> Option<bool> {
+        let tools = self.spec.tools.as_ref()?;
+        let answer = match outcome {
+            Some(CallOutcome::Hit(answer) | CallOutcome::Fresh(answer)) => answer,
+            Some(CallOutcome::Failed { .. }) => return Some(false),
+            None if state.steps.len() + 1 < tools.max_steps as usize => {
+                let sent = &call.job.request;
+                let pending = PendingTurn {
+                    item: call.item,
+                    turn: state.steps.len() + 1,
+                    input_tokens: input_bound(sent.system.as_deref(), &sent.messages)
+                        + sent.tools_bound(),
+                };
+                stage.pending.push(self.pending_turn(next, pending));
+                return Some(true);
+            }
+            // The last step of a plan: a judge may follow.
+            None => return None,
+        };
+        let (text, calls) = read_answer(&answer.text);
+        if calls.is_empty() {
+            return None;
+        }
+        let results = self
+            .tool_results
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .remove(&call.item);
+        let Some(results) = results else {
+            return Some(false);
+        };
+        let cached = matches!(outcome, Some(CallOutcome::Hit(_)));
+        let state = TurnState {
+            turn: 0,
+            answers: Vec::new(),
+            spent: state.spent.plus(answer, cached),
+            steps: [
+                state.steps.clone(),
+                vec![ToolStep {
+                    text,
+                    calls,
+                    results,
+                }],
+            ]
+            .concat(),
+        };
+        let sent = self.request_of(eval);
+        let test = &self.spec.prompts[eval.prompt];
+        let request = ChatRequest {
+            tools: Some(tools.usage(state.steps.clone())),
+            model: call.job.request.model.clone(),
+            schema: None,
+            system: sent.system.clone(),
+            messages: sent.turn_messages(0, &[]),
+            params: test.params.clone(),
+        };
+        let step = PlannedCall {
+            target: call.target,
+            job: self.targets[call.target].case_job(request, test.values.clone(), eval.repeat),
+            item: call.item,
+            group: call.group,
+            follow_up: true,
+            after: None,
+        };
+        next.states.insert(call.item, state);
+        stage.calls.push(step);
+        Some(true)
+    }
+
+    /// For an answer of a tool loop asking for tools: runs them and keeps their results for
+    /// the next step; or, when the loop may not go on (`max_steps` reached, a tool that
+    /// failed), the draft of its row. `Ok(None)`: the loop goes on; `Err(())`: a signal
+    /// stopped a tool (no row: running the command again goes on from the cache).
+    fn tool_step(
+        &self,
+        run_id: i64,
+        (eval, state): (Eval, &TurnState),
+        outcome: &CallOutcome,
+        calls: &[ToolCall],
+    ) -> Result<Option<Draft>, ()> {
+        let Some(tools) = &self.spec.tools else {
+            return Ok(None);
+        };
+        let step = state.steps.len() + 1;
+        let error = if step >= tools.max_steps as usize {
+            format!(
+                "max_steps ({}) reached: the model still asked for {} after {}",
+                tools.max_steps,
+                calls
+                    .iter()
+                    .map(|c| format!("`{}`", c.name))
+                    .collect::<Vec<_>>()
+                    .join(", "),
+                crate::output::count(step as u64, "call")
+            )
+        } else {
+            let test = &self.spec.prompts[eval.prompt];
+            match tools.answer(calls, test.values.as_deref(), &self.stop) {
+                Ok(Some(results)) => {
+                    let item = self.item(eval.model, eval.template, eval.prompt, eval.repeat);
+                    self.tool_results
+                        .lock()
+                        .unwrap_or_else(std::sync::PoisonError::into_inner)
+                        .insert(item, results);
+                    return Ok(None);
+                }
+                Ok(None) => return Err(()),
+                Err(e) => format!("step {step}: {e}"),
+            }
+        };
+        let mut draft = self.draft(run_id, (eval, state), outcome, None);
+        draft.row.outcome = Outcome::Error;
+        draft.row.detail = Some(error);
+        draft.answer = None;
+        draft.outcomes.clear();
+        draft.tool_calls = self.tool_rows_of(run_id, eval, &state.steps, calls);
+        Ok(Some(draft))
+    }
+
+    /// The answer's text of `call`, the last of evaluation `eval`, and, in a tool loop, its
+    /// trace for the checks and its calls to store.
+    fn tool_loop_of(
+        &self,
+        run_id: i64,
+        (eval, state): (Eval, &TurnState),
+        call: &StoredCall,
+    ) -> (
+        String,
+        Option<Arc<crate::checks::ToolTrace>>,
+        Vec<ToolCallRow>,
+    ) {
+        if self.spec.tools.is_none() {
+            return (call.text.clone(), None, Vec::new());
+        }
+        let (text, last) = read_answer(&call.text);
+        let trace = Arc::new(super::tools::trace(&state.steps, &last));
+        let rows = self.tool_rows_of(run_id, eval, &state.steps, &last);
+        (text, Some(trace), rows)
+    }
+
+    /// The rows of a tool loop's calls: each step's, with their results, then those of the
+    /// last answer (`last`, unanswered).
+    fn tool_rows_of(
+        &self,
+        run_id: i64,
+        eval: Eval,
+        steps: &[ToolStep],
+        last: &[ToolCall],
+    ) -> Vec<ToolCallRow> {
+        let answered = steps.iter().enumerate().flat_map(|(s, step)| {
+            step.calls.iter().enumerate().map(move |(c, call)| {
+                let result = step.results.get(c).map(|r| r.content.clone());
+                (s + 1, c, call, result)
+            })
+        });
+        let unanswered = last
+            .iter()
+            .enumerate()
+            .map(|(c, call)| (steps.len() + 1, c, call, None));
+        answered
+            .chain(unanswered)
+            .map(|(step, index, call, result)| ToolCallRow {
+                run_id,
+                model_index: eval.model as u32,
+                template_index: eval.template as u32,
+                prompt_index: eval.prompt as u32,
+                repeat_index: eval.repeat,
+                step: step as u32,
+                call_index: index as u32,
+                call_id: call.id.clone(),
+                name: call.name.clone(),
+                arguments: call.arguments.to_string(),
+                result,
+            })
+            .collect()
+    }
+
     /// The call of a conversation's turn `state.turn`, after the call `previous` answered
     /// the turn before.
     fn turn_call(&self, previous: &PlannedCall, eval: Eval, state: &TurnState) -> PlannedCall {
         let sent = self.request_of(eval);
         let test = &self.spec.prompts[eval.prompt];
         let request = ChatRequest {
+            tools: None,
             model: previous.job.request.model.clone(),
             schema: None,
             system: sent.system.clone(),
@@ -515,23 +737,26 @@ impl BenchExperiment {
                     answer: None,
                     earlier: Vec::new(),
                     outcomes: Vec::new(),
+                    tool_calls: self.tool_rows_of(run_id, eval, &state.steps, &[]),
                 };
             }
             CallOutcome::Hit(call) | CallOutcome::Fresh(call) => call,
         };
         self.fill_from_call(&mut row, call, model, &state.spent);
         // A conversation's measures are its turns' sums.
+        let (text, trace, tool_calls) = self.tool_loop_of(run_id, (eval, state), call);
         let facts = CallFacts {
             latency_ms: row.latency_ms,
             cost_usd: row.cost_usd,
             output_tokens: row.output_tokens,
+            tools: trace,
         };
         let mut judged = judged;
         let outcomes = test
             .checks
             .iter()
             .map(
-                |check| match check.evaluate(turn_answer(check, state, &call.text), &facts) {
+                |check| match check.evaluate(turn_answer(check, state, &text), &facts) {
                     Evaluation::Graded(outcome) => Some(outcome),
                     Evaluation::Judge(_) => Some(
                         judged
@@ -544,15 +769,19 @@ impl BenchExperiment {
             .collect();
         Draft {
             row,
-            answer: Some(call.text.clone()),
+            answer: Some(text),
             earlier: state.answers.clone(),
             outcomes,
+            tool_calls,
         }
     }
 
     /// What a failed call of evaluation `eval` says: its error, after the turn of a
     /// conversation.
     fn failure(&self, eval: Eval, state: &TurnState, error: &str) -> String {
+        if !state.steps.is_empty() {
+            return format!("step {} of the tool loop: {error}", state.steps.len() + 1);
+        }
         match self.request_of(eval).turns() {
             1 => error.to_owned(),
             turns => format!("turn {} of {turns}: {error}", state.turn + 1),
@@ -617,6 +846,7 @@ impl BenchExperiment {
     ) -> (Vec<BenchResultRow>, Vec<String>) {
         let mut drafts = Vec::with_capacity(outcomes.len());
         let mut problems = Vec::new();
+        let mut stopped = 0;
         // A later stage's conversations; the first stage answers every first turn.
         let turns = stage.data.as_ref().and_then(|d| d.get::<Turns>());
         let first = TurnState::default();
@@ -639,20 +869,39 @@ impl BenchExperiment {
                     problems.extend(problem);
                     drafts.push(draft);
                 }
+                // A tool loop's answer asking for tools: its tools run for the next step,
+                // or its row says why the loop stops there.
+                None if self.spec.tools.is_some()
+                    && let Some(answer) = outcome.call()
+                    && let (_, calls) = read_answer(&answer.text)
+                    && !calls.is_empty() =>
+                {
+                    match self.tool_step(run_id, (eval, state), outcome, &calls) {
+                        Ok(Some(draft)) => drafts.push(draft),
+                        Ok(None) => {}
+                        Err(()) => stopped += 1,
+                    }
+                }
                 // An answer of a judge test waits for its verdict; a conversation's answer
                 // before its last turn, for the turns after it.
-                None if call.follow_up && outcome.call().is_some() => {}
+                None if call.follow_up
+                    && outcome.call().is_some()
+                    && (state.turn + 1 < self.request_of(eval).turns()
+                        || self.prompt_judge[eval.prompt].is_some()) => {}
                 None => drafts.push(self.draft(run_id, (eval, state), outcome, None)),
             }
         }
         self.run_scripts(&mut drafts);
         let graded = drafts.len();
         drafts.retain(|d| d.answer.is_none() || d.outcomes.iter().all(Option::is_some));
-        if drafts.len() < graded {
+        if drafts.len() < graded || stopped > 0 {
             tracing::info!(
-                ungraded = graded - drafts.len(),
+                ungraded = graded - drafts.len() + stopped,
                 "stopped before their script checks ended: results not stored"
             );
+        }
+        for draft in &mut drafts {
+            self.tool_rows.append(&mut draft.tool_calls);
         }
         let rows: Vec<BenchResultRow> = drafts.into_iter().map(|d| self.finish(d)).collect();
         tracing::debug!(rows = rows.len(), "results graded");
@@ -843,6 +1092,17 @@ fn turn_answer<'a>(check: &crate::checks::Check, state: &'a TurnState, last: &'a
         .map_or(last, String::as_str)
 }
 
+/// The name of a stage after the first, by what it holds: later turns, judges, tool steps.
+fn stage_name(turns: bool, judges: bool, steps: bool) -> &'static str {
+    match (turns, judges, steps) {
+        (_, true, true) => STEPS_AND_JUDGES,
+        (_, false, true) => STEPS,
+        (true, true, _) => TURNS_AND_JUDGES,
+        (true, false, _) => TURNS,
+        _ => JUDGES,
+    }
+}
+
 /// The outcome stored for a check's (or a case's) status.
 fn outcome_of(status: CheckStatus) -> Outcome {
     match status {
@@ -933,6 +1193,10 @@ impl Experiment for BenchExperiment {
         self.spec.batch
     }
 
+    fn gate(&self) -> crate::gate::Gate {
+        self.spec.gate
+    }
+
     fn stage(
         &self,
         index: usize,
@@ -958,17 +1222,19 @@ impl Experiment for BenchExperiment {
         if outcomes.len() <= PART {
             let (rows, problems) = self.grade(run_id, stage, outcomes);
             store.insert_bench_results(&rows)?;
+            store.insert_tool_calls(&std::mem::take(&mut self.tool_rows))?;
             tracing::debug!(rows = rows.len(), "results stored");
             return Ok(problems);
         }
         let mut problems = Vec::new();
+        let writing = &mut *store;
         std::thread::scope(|scope| {
             let (parts, graded) = std::sync::mpsc::sync_channel::<Vec<BenchResultRow>>(1);
             // Written parts are freed on a thread of their own, off the writer's.
             let (written, to_free) = std::sync::mpsc::channel();
             scope.spawn(move || to_free.into_iter().for_each(drop));
             let writer = scope.spawn(move || {
-                store.insert_bench_results_in_parts(
+                writing.insert_bench_results_in_parts(
                     outcomes.len(),
                     graded.into_iter().map(std::borrow::Cow::Owned),
                     |part| {
@@ -990,6 +1256,7 @@ impl Experiment for BenchExperiment {
                 .join()
                 .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
         })?;
+        store.insert_tool_calls(&std::mem::take(&mut self.tool_rows))?;
         tracing::debug!(rows = outcomes.len(), "results stored");
         Ok(problems)
     }
@@ -1015,14 +1282,15 @@ impl Experiment for BenchExperiment {
             &prompt,
             (self.repeats > 1).then_some(eval.repeat),
         );
-        let turn = stage
+        let (turn, step) = stage
             .data
             .as_ref()
             .and_then(|d| d.get::<Turns>())
             .and_then(|t| t.states.get(&call.item))
-            .map_or(0, |state| state.turn);
+            .map_or((0, 0), |state| (state.turn, state.steps.len()));
         match call.after {
             Some(_) => judge_label(&self.targets[call.target].reference, &label),
+            None if step > 0 => format!("{label}, step {}", step + 1),
             None if turn > 0 => format!("{label}, turn {}", turn + 1),
             None => label,
         }

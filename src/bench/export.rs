@@ -1,7 +1,8 @@
 //! `track export csv` of benchmarks: `bench_results.csv` (one row per evaluation, with its
 //! template, score, run's status, human rating and whole answer), `bench_by_model.csv` and `bench_by_prompt.csv` (the
 //! summaries of `track query`, with the selection's status), computed from stored results, and
-//! `bench_checks.csv` (one row per check of the results that have several) when there are any.
+//! `bench_checks.csv` (one row per check of the results that have several) and `tool_calls.csv`
+//! (one row per tool call of the tool loops) when there are any.
 
 use super::columns as c;
 
@@ -80,6 +81,10 @@ pub(crate) fn write_csv(
     ];
     if let Some(checks) = &checks {
         files.push(("bench_checks.csv", checks));
+    }
+    let tool_calls = super::tools::tool_calls_frame(store, runs.ids)?;
+    if let Some(tool_calls) = &tool_calls {
+        files.push(("tool_calls.csv", tool_calls));
     }
     for (name, df) in files {
         let path = out.join(name);

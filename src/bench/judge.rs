@@ -18,6 +18,7 @@ pub const JUDGE_MAX_TOKENS: u32 = 512;
 /// provider allows.
 pub(crate) fn judge_request(judge_model: &str, prompt: String) -> ChatRequest {
     ChatRequest {
+        tools: None,
         model: judge_model.into(),
         schema: None,
         system: None,

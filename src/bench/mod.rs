@@ -18,8 +18,10 @@ pub mod html;
 pub mod human;
 pub mod item;
 pub mod judge;
+pub mod junit;
 pub mod spec;
 pub mod summary;
+pub mod tools;
 
 pub use crate::store::Outcome;
 pub use entry::KIND;

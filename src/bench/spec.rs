@@ -56,8 +56,13 @@ pub struct BenchSpec {
     pub budget_usd: Option<f64>,
     /// Whether its calls go through batch APIs (`batch: true`; `--batch` asks the same).
     pub batch: bool,
+    /// The bar a run must reach, or exit 3 (`fail_under:`, `fail_on_errors:`; `--fail-under`
+    /// overrides, `--fail-on-errors` adds).
+    pub gate: crate::gate::Gate,
     /// How a test's checks make its outcome (`pass:`).
     pub pass: PassRule,
+    /// The tools its models may call (`tools:`, with `max_steps:`), if any.
+    pub tools: Option<Arc<super::tools::ToolSet>>,
     /// The data files the cases were read from, with their hashes, stored with the run.
     pub inputs: Vec<Input>,
     /// What loading said, on stderr: `loaded 2,000 cases from …`, and warnings (unused
@@ -187,9 +192,35 @@ struct RawBench {
     /// Send through batch APIs, at half price.
     #[serde(default, deserialize_with = "crate::experiment::batch_flag")]
     batch: bool,
+    /// The pass rate each model (or `overall:PCT`, all together) must reach.
+    #[serde(default)]
+    fail_under: Option<crate::gate::Bar>,
+    /// Whether an error row fails the run.
+    #[serde(default, deserialize_with = "fail_on_errors_flag")]
+    fail_on_errors: bool,
     /// Default judge model of `method: judge` tests.
     #[serde(default)]
     judge: Option<String>,
+    /// Tools the models may call: `[{name, description, parameters, result | run}]`.
+    #[serde(default)]
+    tools: Option<Value>,
+    /// The most calls of a case's tool loop.
+    #[serde(default)]
+    max_steps: Option<u32>,
+}
+
+/// Reads `fail_on_errors:`: `true` or `false`, refused otherwise with the setting named.
+fn fail_on_errors_flag<'de, D: serde::Deserializer<'de>>(
+    deserializer: D,
+) -> Result<bool, D::Error> {
+    match Value::deserialize(deserializer)? {
+        Value::Bool(on) => Ok(on),
+        other => Err(serde::de::Error::custom(format!(
+            "`fail_on_errors: {}` must be true (an error row fails the run, exit status 3) or \
+             false",
+            other
+        ))),
+    }
 }
 
 /// Where the items of a benchmark file are: parsed only when a message needs a line, since
@@ -301,6 +332,12 @@ impl BenchSpec {
             .collect::<Result<Vec<_>, _>>()?;
         let pass = PassRule::parse(raw.pass.as_ref())
             .map_err(|e| invalid(line(&[Step::Key("pass")]), e))?;
+        let tools = tools_of(&at, &raw, &base)?;
+        // A tool's `result:` is filled from each case's values: they are kept then.
+        let options = &crate::cases::LoadOptions {
+            keep_values: options.keep_values || tools.is_some(),
+            ..options.clone()
+        };
         let written = Written {
             prompts: raw.prompts,
             cases: raw.cases,
@@ -308,6 +345,7 @@ impl BenchSpec {
             system: raw.system,
         };
         let built = tests_of(&at, written, &base, options, &defaults, context, &checks)?;
+        check_tool_use(&at, tools.is_some(), &built.tests)?;
         Ok(Self {
             path: path.to_path_buf(),
             sha256: crate::hash::sha256_hex(text.as_bytes()),
@@ -321,7 +359,13 @@ impl BenchSpec {
             repeat: raw.repeat.unwrap_or(1).max(1),
             budget_usd: raw.budget.map(|b| b.0),
             batch: raw.batch,
+            gate: crate::gate::Gate {
+                fail_under: raw.fail_under,
+                fail_on_errors: raw.fail_on_errors,
+                from_file: raw.fail_under.is_some(),
+            },
             pass,
+            tools,
             inputs: built.inputs,
             notes: built.notes,
             loaded: built.loaded,
@@ -338,6 +382,61 @@ impl BenchSpec {
     pub(crate) fn prompt_line(&self, index: usize) -> Option<u64> {
         line_of(&self.text, Item::Prompt(index))
     }
+}
+
+/// The file's `tools:` and `max_steps:`, checked.
+fn tools_of(
+    at: &Where<'_>,
+    raw: &RawBench,
+    base: &Path,
+) -> Result<Option<Arc<super::tools::ToolSet>>, SpecError> {
+    use crate::yaml::Step;
+    match (&raw.tools, raw.max_steps) {
+        (Some(tools), max_steps) => Ok(Some(Arc::new(
+            super::tools::ToolSet::parse(tools, max_steps, base)
+                .map_err(|e| at.invalid(at.line(&[Step::Key("tools")]), e))?,
+        ))),
+        (None, Some(_)) => Err(at.invalid(
+            at.line(&[Step::Key("max_steps")]),
+            "`max_steps` bounds a tool loop, but the file declares no `tools:`; declare the \
+             tools, or remove `max_steps`"
+                .to_owned(),
+        )),
+        (None, None) => Ok(None),
+    }
+}
+
+/// Refuses tool checks in a file without `tools:`, and conversations in one with them.
+fn check_tool_use(at: &Where<'_>, tools: bool, tests: &[PromptTest]) -> Result<(), SpecError> {
+    use crate::yaml::Step;
+    let at_test = |i: usize, message: String| {
+        at.invalid(at.line(&[Step::Key("prompts"), Step::Item(i)]), message)
+    };
+    for (i, test) in tests.iter().enumerate() {
+        if tools && test.requests.iter().any(|r| r.turns() > 1) {
+            return Err(at_test(
+                i,
+                format!(
+                    "`{}` is a conversation, and the file declares `tools:`; a tool loop \
+                     answers one request: give it one `prompt`, or run conversations and tool \
+                     loops from two files",
+                    test.name
+                ),
+            ));
+        }
+        if !tools && let Some(check) = test.checks.iter().find(|c| c.method.grades_tools()) {
+            return Err(at_test(
+                i,
+                format!(
+                    "`{}` has a `{}` check, but the file declares no `tools:`; declare the \
+                     tools the models may call (`tools: [{{name: weather, parameters: …, \
+                     result: …}}]`), or remove the check",
+                    test.name, check.method
+                ),
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// `bench.yaml:2: …` when `prompts:` names a file (`prompts: cases.csv`) instead of listing the

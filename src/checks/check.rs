@@ -78,6 +78,15 @@ pub(super) enum CheckKind {
     },
     Judge(JudgeCheck),
     Script(ScriptCheck),
+    ToolCalled {
+        name: String,
+        arguments: Option<Arc<Value>>,
+    },
+    ToolNotCalled(String),
+    ToolSequence(Vec<String>),
+    Steps {
+        max: u32,
+    },
 }
 
 /// What a judge-graded check needs; the benchmark's judge stage grades it.
@@ -92,12 +101,14 @@ pub struct JudgeCheck {
 }
 
 /// The facts of the call that gave the answer, for `latency`, `cost` and `tokens` checks;
-/// `None` where the call did not record it.
-#[derive(Debug, Clone, Copy, Default, PartialEq)]
+/// `None` where the call did not record it. A tool loop's trace, for the tool checks.
+#[derive(Debug, Clone, Default, PartialEq)]
 pub struct CallFacts {
     pub latency_ms: Option<f64>,
     pub cost_usd: Option<f64>,
     pub output_tokens: Option<u64>,
+    /// The tool loop's calls and steps (`None`: no loop, no tool called).
+    pub tools: Option<Arc<super::tools::ToolTrace>>,
 }
 
 /// Whether a check passed.
@@ -275,6 +286,16 @@ impl Check {
             CheckKind::Latency { max_ms } => latency(facts, *max_ms),
             CheckKind::Cost { max_usd } => cost(facts, *max_usd),
             CheckKind::Tokens { max } => tokens(facts, *max),
+            CheckKind::ToolCalled { name, arguments } => {
+                super::tools::tool_called(facts.tools.as_deref(), name, arguments.as_deref())
+            }
+            CheckKind::ToolNotCalled(name) => {
+                super::tools::tool_not_called(facts.tools.as_deref(), name)
+            }
+            CheckKind::ToolSequence(names) => {
+                super::tools::tool_sequence(facts.tools.as_deref(), names)
+            }
+            CheckKind::Steps { max } => super::tools::steps(facts.tools.as_deref(), *max),
             CheckKind::Judge(j) => return Evaluation::Judge(j),
             CheckKind::Script(s) => return Evaluation::Script(s),
         };

@@ -52,10 +52,18 @@ pub enum Method {
     Tokens,
     /// A command grades the answer: JSON in on stdin, a verdict out on stdout.
     Script,
+    /// The tool loop called the value, a tool's name (with `arguments:` a JSON subset).
+    ToolCalled,
+    /// The tool loop never called the value, a tool's name.
+    ToolNotCalled,
+    /// The tool loop called the value's tools, in that order, and no other.
+    ToolSequence,
+    /// The tool loop made at most the value in calls of the model.
+    Steps,
 }
 
 /// Every method, in the order messages list them (the seed's first).
-pub const METHODS: [Method; 22] = [
+pub const METHODS: [Method; 26] = [
     Method::Exact,
     Method::Contains,
     Method::IContains,
@@ -78,6 +86,10 @@ pub const METHODS: [Method; 22] = [
     Method::Cost,
     Method::Tokens,
     Method::Script,
+    Method::ToolCalled,
+    Method::ToolNotCalled,
+    Method::ToolSequence,
+    Method::Steps,
 ];
 
 /// The methods' names, for messages: `exact, contains, …`.
@@ -111,6 +123,10 @@ impl Method {
             Self::Cost => "cost",
             Self::Tokens => "tokens",
             Self::Script => "script",
+            Self::ToolCalled => "tool-called",
+            Self::ToolNotCalled => "tool-not-called",
+            Self::ToolSequence => "tool-sequence",
+            Self::Steps => "steps",
         }
     }
 
@@ -123,6 +139,15 @@ impl Method {
                 | Self::ContainsAll
                 | Self::IContainsAny
                 | Self::IContainsAll
+                | Self::ToolSequence
+        )
+    }
+
+    /// Whether it grades a tool loop (the benchmark must declare `tools:`).
+    pub(crate) fn grades_tools(self) -> bool {
+        matches!(
+            self,
+            Self::ToolCalled | Self::ToolNotCalled | Self::ToolSequence | Self::Steps
         )
     }
 

@@ -14,6 +14,7 @@ mod method;
 mod pass;
 mod script;
 mod spec;
+mod tools;
 
 pub use check::{CallFacts, Check, CheckOutcome, CheckStatus, Evaluation, JudgeCheck};
 pub(crate) use method::method_names;
@@ -23,6 +24,7 @@ pub use pass::{CaseOutcome, PassRule};
 pub(crate) use script::run_scripts;
 pub use script::{ScriptCheck, ScriptInput, ScriptJob};
 pub use spec::{CHECK_KEYS, CheckSpec, INLINE_KEYS, ParseContext};
+pub use tools::ToolTrace;
 
 use serde_json::Value;
 

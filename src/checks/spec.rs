@@ -16,7 +16,7 @@ use super::script::ScriptCheck;
 use crate::cases::{Template, Values};
 
 /// The keys of a check.
-pub const CHECK_KEYS: [&str; 11] = [
+pub const CHECK_KEYS: [&str; 12] = [
     "method",
     "value",
     "expected",
@@ -28,6 +28,7 @@ pub const CHECK_KEYS: [&str; 11] = [
     "run",
     "timeout_secs",
     "turn",
+    "arguments",
 ];
 
 /// The keys of a check built from one of the seed's inline tests, which names its value
@@ -83,6 +84,8 @@ pub struct CheckSpec {
     script: Option<ScriptCheck>,
     /// The turn of a conversation it checks (`turn: N`, from 1); `None`: the last.
     turn: Option<usize>,
+    /// `tool-called`'s `arguments:`, a JSON subset of the call's arguments.
+    arguments: Option<Arc<Value>>,
     /// The check prepared once, when none of its values names a column.
     ready: Option<Check>,
 }
@@ -186,7 +189,26 @@ fn refuse_keys_of_other_methods(fields: &Map<String, Value>, method: Method) -> 
     if method != Method::Script && (has("run") || has("timeout_secs")) {
         return Err("`run` and `timeout_secs` go with `method: script`".to_owned());
     }
+    if method != Method::ToolCalled && has("arguments") {
+        return Err(
+            "`arguments` goes with `method: tool-called` (the JSON the call's arguments must \
+             hold)"
+                .to_owned(),
+        );
+    }
     Ok(())
+}
+
+/// `tool-called`'s `arguments:`: a mapping the call's arguments must hold.
+fn arguments_of(fields: &Map<String, Value>) -> Result<Option<Arc<Value>>, String> {
+    match fields.get("arguments") {
+        None | Some(Value::Null) => Ok(None),
+        Some(object @ Value::Object(_)) => Ok(Some(Arc::new(object.clone()))),
+        Some(other) => Err(format!(
+            "`arguments` is a mapping of the arguments the call must hold, such as \
+             `arguments: {{city: Paris}}`, not `{other}`"
+        )),
+    }
 }
 
 /// A script check's command (`run`) and `timeout_secs`, checked.
@@ -279,6 +301,7 @@ impl CheckSpec {
         } else {
             None
         };
+        let arguments = arguments_of(fields)?;
         let mut spec = Self {
             method,
             weight,
@@ -289,6 +312,7 @@ impl CheckSpec {
             judge,
             script,
             turn,
+            arguments,
             ready: None,
         };
         if spec.templates().all(Template::is_literal) {
@@ -397,10 +421,50 @@ impl CheckSpec {
                 let script = self.script.clone().ok_or("a script check needs `run:`")?;
                 (value.optional_text()?, CheckKind::Script(script))
             }
+            Method::ToolCalled | Method::ToolNotCalled | Method::ToolSequence | Method::Steps => {
+                self.tool_check(&value)?
+            }
         };
         let mut check = Check::new(self.method, self.weight, expected, kind);
         check.turn = self.turn;
         Ok(check)
+    }
+
+    /// A check of a tool loop (`tool-called`, `tool-not-called`, `tool-sequence`, `steps`).
+    fn tool_check(&self, value: &Rendered<'_>) -> Result<(Option<String>, CheckKind), String> {
+        Ok(match self.method {
+            Method::ToolCalled => {
+                let name = value.text()?;
+                let expected = match &self.arguments {
+                    Some(arguments) => format!("{name} {arguments}"),
+                    None => name.clone(),
+                };
+                let kind = CheckKind::ToolCalled {
+                    name,
+                    arguments: self.arguments.clone(),
+                };
+                (Some(expected), kind)
+            }
+            Method::ToolNotCalled => value.text_with(CheckKind::ToolNotCalled)?,
+            Method::ToolSequence => value.list_with(CheckKind::ToolSequence)?,
+            Method::Steps => {
+                let written = value.text()?;
+                let max = written
+                    .trim()
+                    .parse::<u32>()
+                    .ok()
+                    .filter(|&n| n >= 1)
+                    .ok_or_else(|| {
+                        format!(
+                            "`{}: {written}` of `steps` must be a whole number of calls, 1 or \
+                         more",
+                            self.value_key
+                        )
+                    })?;
+                (Some(written), CheckKind::Steps { max })
+            }
+            other => return Err(format!("`{other}` does not grade a tool loop")),
+        })
     }
 
     /// A regex or not-regex check of `pattern`, compiled.

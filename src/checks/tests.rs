@@ -355,6 +355,7 @@ fn latency_cost_and_tokens_read_the_calls_facts() {
         latency_ms: Some(1500.0),
         cost_usd: Some(0.002),
         output_tokens: Some(120),
+        tools: None,
     };
     let cases = [
         (json!({"method": "latency", "value": 2000}), None),
@@ -375,7 +376,7 @@ fn latency_cost_and_tokens_read_the_calls_facts() {
         ),
     ];
     for (spec, want) in cases {
-        let outcome = grade_with(spec.clone(), json!({}), "x", facts);
+        let outcome = grade_with(spec.clone(), json!({}), "x", facts.clone());
         assert_eq!(outcome.reason.as_deref(), want, "{spec}");
         assert_eq!(outcome.passed(), want.is_none(), "{spec}");
     }
@@ -754,4 +755,105 @@ fn a_check_names_the_turn_of_a_conversation_it_grades() {
     let e = parse(json!({"method": "judge", "rubric": "r", "judge": "openai:gpt-4o", "turn": 1}))
         .unwrap_err();
     assert!(e.contains("does not apply to `judge`"), "{e}");
+}
+
+/// The tool checks grade the loop's trace: passing and failing, with their reasons; a case's
+/// value in the tool's name; malformed ones refused.
+#[test]
+#[allow(
+    clippy::too_many_lines,
+    reason = "a test reads as one scenario (or table), top to bottom"
+)]
+fn tool_checks_grade_the_calls_and_steps_of_a_loop() {
+    let trace = ToolTrace {
+        calls: vec![
+            (
+                "weather".into(),
+                json!({"city": "Paris", "units": {"temp": "C", "wind": "kmh"}}),
+            ),
+            ("clock".into(), json!({})),
+        ],
+        steps: 3,
+    };
+    let facts = CallFacts {
+        tools: Some(std::sync::Arc::new(trace)),
+        ..CallFacts::default()
+    };
+    let graded = |spec: Value| grade_with(spec, json!({"tool": "weather"}), "", facts.clone());
+    for (spec, reason) in [
+        (json!({"method": "tool-called", "value": "weather"}), None),
+        (json!({"method": "tool-called", "value": "{{tool}}"}), None),
+        (
+            json!({"method": "tool-called", "value": "weather",
+                   "arguments": {"city": "Paris", "units": {"temp": "C"}}}),
+            None,
+        ),
+        (
+            json!({"method": "tool-called", "value": "weather", "arguments": {"city": "Rome"}}),
+            Some(r#"expected a call of `weather` with arguments holding {"city":"Rome"}, got"#),
+        ),
+        (
+            json!({"method": "tool-called", "value": "search"}),
+            Some("expected a call of `search`, got `weather`, `clock`"),
+        ),
+        (
+            json!({"method": "tool-not-called", "value": "search"}),
+            None,
+        ),
+        (
+            json!({"method": "tool-not-called", "value": "clock"}),
+            Some("expected no call of `clock`, got 1 call"),
+        ),
+        (
+            json!({"method": "tool-sequence", "value": ["weather", "clock"]}),
+            None,
+        ),
+        (
+            json!({"method": "tool-sequence", "value": ["clock", "weather"]}),
+            Some("expected the calls [clock, weather], got [weather, clock]"),
+        ),
+        (
+            json!({"method": "tool-sequence", "value": ["weather"]}),
+            Some("expected the calls [weather], got [weather, clock]"),
+        ),
+        (json!({"method": "steps", "value": 3}), None),
+        (
+            json!({"method": "steps", "value": 2}),
+            Some("expected at most 2 steps, took 3"),
+        ),
+    ] {
+        let outcome = graded(spec.clone());
+        match reason {
+            None => assert!(outcome.passed(), "{spec}: {outcome:?}"),
+            Some(reason) => {
+                assert_eq!(outcome.status, CheckStatus::Failed, "{spec}");
+                let said = outcome.reason.unwrap_or_default();
+                assert!(said.contains(reason), "{spec}: {said}");
+            }
+        }
+    }
+    // No loop: no tool called, one step.
+    let none = grade(json!({"method": "tool-called", "value": "weather"}), "hi");
+    assert_eq!(none.status, CheckStatus::Failed);
+    assert!(grade(json!({"method": "steps", "value": 1}), "hi").passed());
+    for (spec, says) in [
+        (
+            json!({"method": "steps", "value": "many"}),
+            "must be a whole number of calls",
+        ),
+        (
+            json!({"method": "tool-called", "value": "w", "arguments": "city=Paris"}),
+            "`arguments` is a mapping",
+        ),
+        (
+            json!({"method": "contains", "value": "w", "arguments": {"a": 1}}),
+            "`arguments` goes with `method: tool-called`",
+        ),
+        (json!({"method": "tool-called"}), "has no `value:`"),
+    ] {
+        let e = parse(spec.clone())
+            .and_then(|s| s.prepare(&Values::new()))
+            .unwrap_err();
+        assert!(e.contains(says), "{spec}: {e}");
+    }
 }

@@ -92,7 +92,7 @@ pub(crate) fn run(context: &Context, args: BatchesArgs) -> anyhow::Result<ExitCo
         return Ok(ExitCode::SUCCESS);
     }
     let df = match args.format {
-        Format::Table => table_frame(&batches, (&cost, &model), args.wide)?,
+        Format::Table | Format::Markdown => table_frame(&batches, (&cost, &model), args.wide)?,
         Format::Csv | Format::Json => data_frame(&batches, (&cost, &model))?,
     };
     print_frame(&df, args.format, Columns::wide_if(args.wide))?;

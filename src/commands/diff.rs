@@ -48,8 +48,8 @@ pub struct DiffArgs {
     /// Print every item of both runs (one row each) instead of the summary.
     #[arg(long)]
     items: bool,
-    /// Exit with status 1 when a regression is significant (as defined above); without it
-    /// the status is 0 whatever the diff.
+    /// Exit with status 3 (below the bar, as `track run --fail-under`) when a regression is
+    /// significant (as defined above); without it the status is 0 whatever the diff.
     #[arg(long)]
     fail_on_regression: bool,
     /// Output format.
@@ -136,9 +136,12 @@ fn long_about() -> String {
          {ANSWER_CHARS_SHOWN} characters in a table): a benchmark's or relevance model's, a \
          reviewer's, and a pairwise judge's in each order (`base_ab_answer`, \
          `base_ba_answer`, `new_ab_answer`, `new_ba_answer`).\n\n\
-         Exit status, as diff(1)'s: 0, or 1 with --fail-on-regression and a significant \
-         regression; 2 when the runs cannot be compared (a missing run, runs of different \
-         kinds, no database), so a CI job can tell a regression from trouble."
+         Exit status: 0, or {below} (below the bar, as `track run --fail-under`) with \
+         --fail-on-regression and a significant regression; {bad} when the runs cannot be \
+         compared (a missing run, runs of different kinds, no database), as diff(1)'s \
+         trouble, so a CI job can tell a regression from trouble.",
+        below = crate::exit::BELOW_BAR,
+        bad = crate::exit::BAD_INPUT,
     )
 }
 
@@ -148,7 +151,7 @@ pub(crate) fn run(context: &Context, args: DiffArgs) -> anyhow::Result<ExitCode>
             return Ok(ExitCode::SUCCESS);
         }
         crate::output::tell(format_args!("track: {error:#}"));
-        Ok(ExitCode::from(super::EXIT_BAD_INPUT))
+        Ok(ExitCode::from(crate::exit::BAD_INPUT))
     })
 }
 
@@ -173,31 +176,35 @@ fn compare(context: &Context, mut args: DiffArgs) -> anyhow::Result<ExitCode> {
     if args.items {
         // Each run's answer to each item: whole in CSV and JSON, its first line cut on a
         // terminal, where a table of long answers would not fit.
-        let shown = (args.format == Format::Table).then_some(ANSWER_CHARS_SHOWN);
+        let shown = args.format.for_people().then_some(ANSWER_CHARS_SHOWN);
         let items = with_answers::<anyhow::Error>(diff.items.clone(), shown, |call| {
             Ok(store.answer_text(call)?)
         })?;
         print_frame(&items, args.format, Columns::wide_if(args.wide))?;
     } else if args.format == Format::Table {
         print_table(&diff, Columns::wide_if(args.wide))?;
+    } else if args.format == Format::Markdown {
+        print_markdown(&diff, Columns::wide_if(args.wide))?;
     } else {
         print_frame(&diff.summary, args.format, Columns::wide_if(args.wide))?;
     }
     if args.fail_on_regression && diff.has_significant_regression() {
-        // The table already names them on stdout; CSV and JSON leave them to stderr.
-        if args.format != Format::Table || args.items {
+        // The table and Markdown already name them on stdout; CSV and JSON leave them to
+        // stderr.
+        if !args.format.for_people() || args.items {
             for regression in &diff.significant {
                 crate::output::tell(format_args!("track: significant regression: {regression}"));
             }
         }
         crate::output::tell(format_args!(
-            "track: exit status 1: {} (--fail-on-regression)",
+            "track: exit status {}: {} (--fail-on-regression)",
+            crate::exit::BELOW_BAR,
             crate::output::count(
                 diff.counts.significant_regressions,
                 "significant regression"
             )
         ));
-        return Ok(ExitCode::FAILURE);
+        return Ok(ExitCode::from(crate::exit::BELOW_BAR));
     }
     Ok(ExitCode::SUCCESS)
 }
@@ -286,6 +293,81 @@ fn print_table(diff: &RunDiff, columns: Columns) -> anyhow::Result<()> {
     }
     Ok(())
 }
+
+/// The report in Markdown (`--format markdown`), for a pull-request comment or a step
+/// summary: the headline, every significant regression, the summary with its significant
+/// regressions first, the changed items (the first [`TABLE_ROWS`], most serious first) and the
+/// items found in one run only.
+fn print_markdown(diff: &RunDiff, columns: Columns) -> anyhow::Result<()> {
+    use crate::output::{markdown_cell, write_markdown};
+    let mut out = std::io::BufWriter::new(std::io::stdout().lock());
+    writeln!(
+        out,
+        "### track diff {}\n",
+        markdown_cell(&diff.command_args())
+    )?;
+    writeln!(out, "{}\n", markdown_cell(&diff.headline()))?;
+    if diff.significant.is_empty() {
+        writeln!(out, "No significant regression.\n")?;
+    } else {
+        writeln!(
+            out,
+            "**{}:**\n",
+            crate::output::count(diff.significant.len() as u64, "significant regression")
+        )?;
+        for regression in &diff.significant {
+            writeln!(out, "- {}", markdown_cell(regression))?;
+        }
+        writeln!(out)?;
+    }
+    writeln!(out, "#### {}\n", diff.layout.summary_title)?;
+    write_markdown(&regressions_first(&diff.summary)?, columns, &mut out)?;
+    let all = format!("track diff {} --items --format csv", diff.command_args());
+    for (title, df) in [
+        ("Changed items", without_zero_repeats(diff.changes()?)?),
+        ("Only in one run", without_zero_repeats(diff.unpaired()?)?),
+    ] {
+        if df.height() == 0 {
+            continue;
+        }
+        if df.height() <= TABLE_ROWS {
+            writeln!(out, "#### {title}\n")?;
+            write_markdown(&df, columns, &mut out)?;
+        } else {
+            writeln!(
+                out,
+                "#### {title} (first {TABLE_ROWS} of {})\n",
+                df.height()
+            )?;
+            write_markdown(&df.head(Some(TABLE_ROWS)), columns, &mut out)?;
+            writeln!(out, "All {} rows: `{all}`\n", df.height())?;
+        }
+    }
+    out.flush()?;
+    Ok(())
+}
+
+/// The summary with its significant regressions first, the rest in their order.
+fn regressions_first(summary: &DataFrame) -> PolarsResult<DataFrame> {
+    let Ok(flags) = summary
+        .column(SIGNIFICANT_REGRESSION)
+        .and_then(|c| c.bool().cloned())
+    else {
+        return Ok(summary.clone());
+    };
+    let flagged = |want: bool| {
+        flags
+            .iter()
+            .enumerate()
+            .filter(move |(_, f)| f.unwrap_or(false) == want)
+            .map(|(i, _)| i as polars::prelude::IdxSize)
+    };
+    let order: Vec<polars::prelude::IdxSize> = flagged(true).chain(flagged(false)).collect();
+    summary.take(&polars::prelude::IdxCa::from_vec("order".into(), order))
+}
+
+/// The summary's column that flags a significant regression.
+const SIGNIFICANT_REGRESSION: &str = "significant_regression";
 
 /// `df` without its `repeat` or `trial` column when every row has 0 (runs without repeats):
 /// one column less to read.

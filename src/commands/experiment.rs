@@ -16,6 +16,7 @@ use crate::experiment::{
     Experiment, Overrides, Plan, ReportOptions, RunEnd, RunOptions, RunSummary, Shard, ShardPace,
     execute,
 };
+use crate::gate::Gate;
 use crate::llm::Structured;
 use crate::llm::batch::BatchApi;
 use crate::output::columns;
@@ -143,13 +144,14 @@ pub struct TableArgs {
 }
 
 /// Runs `experiment` with the options of `args` through the runtime and prints what came of
-/// it, its tables as `tables` says.
+/// it, its tables as `tables` says; a run that ends as it should is then held to `gate` (exit
+/// status 3 below it).
 pub(crate) fn run_experiment(
     context: &Context,
     config: &Config,
     mut experiment: Box<dyn Experiment>,
     args: &ExperimentArgs,
-    tables: TableArgs,
+    (tables, gate): (TableArgs, &Gate),
 ) -> anyhow::Result<ExitCode> {
     let options = args.options(context, config)?;
     // Before the database is opened or anything is sent.
@@ -193,7 +195,7 @@ pub(crate) fn run_experiment(
         tracing::debug!("results printed");
         if out.closed {
             // `track run … | head`: the reader has what it wanted; the run itself is recorded.
-            return Ok(ExitCode::from(summary.exit_code()));
+            return Ok(ExitCode::from(held_to(&lock(&store), &summary, gate)?));
         }
     }
     // The tally is a diagnostic (stderr): stdout stays the results, e.g. the files written.
@@ -209,7 +211,27 @@ pub(crate) fn run_experiment(
         // Said even with --quiet: a shard's figures are not the plan's.
         tell_shard(&plan, summary.run_id);
     }
-    Ok(ExitCode::from(summary.exit_code()))
+    Ok(ExitCode::from(held_to(&lock(&store), &summary, gate)?))
+}
+
+/// The exit status of a run that ended as `summary` says, held to `gate`: its own status when
+/// it is not 0 (an interrupted run's 130, a budget's 1); the bar's verdict when the run ended
+/// as it should ([`super::gate::judge`]); 0 for a run left waiting for its batches, whose
+/// results are not in yet (the command that collects them checks the bar).
+fn held_to(store: &Store, summary: &RunSummary, gate: &Gate) -> anyhow::Result<u8> {
+    let code = summary.exit_code();
+    if code != crate::exit::SUCCESS || !gate.is_set() {
+        return Ok(code);
+    }
+    if summary.status == crate::store::RunStatus::Waiting {
+        crate::output::tell(format_args!(
+            "track: the bar (--fail-under, --fail-on-errors) is checked once run {} is \
+             collected: run the same command again",
+            summary.run_id
+        ));
+        return Ok(code);
+    }
+    super::gate::judge(store, summary.kind, &[summary.run_id], gate)
 }
 
 /// `--dry-run`'s plan on stdout: its calls (as batched when the run would batch them), the

@@ -33,6 +33,23 @@ enum ExportFormat {
     /// export csv`, `track query` and `track report`; stderr says which were exported, and
     /// which were not
     Parquet(ParquetArgs),
+    /// Benchmark results as JUnit XML, for the test reports of GitLab, Jenkins and GitHub
+    /// (e.g. `track export junit --out junit.xml`): a <testsuite> per run, a <testcase> per
+    /// result (case, model, template, repeat) whose classname is the model; a failed check is a
+    /// <failure> with the reason, an error row an <error>; time is the call's latency, in
+    /// seconds (an answer from the cache keeps the latency of the run that paid for it).
+    /// Follows the Jenkins/Ant schema (junit-10.xsd)
+    Junit(JunitArgs),
+}
+
+#[derive(Debug, clap::Args)]
+struct JunitArgs {
+    /// Which benchmark runs: a run id, `latest` or `all` [default: latest]
+    #[arg(long)]
+    run: Option<RunSelector>,
+    /// The file to write (replaced whole, never left half-written)
+    #[arg(long, value_name = "FILE")]
+    out: PathBuf,
 }
 
 /// Any kind of run, for `track export parquet --kind`.
@@ -145,6 +162,7 @@ pub(crate) fn run(context: &Context, args: ExportArgs) -> anyhow::Result<ExitCod
     let args = match args.format {
         ExportFormat::Csv(args) => args,
         ExportFormat::Parquet(args) => return parquet(context, args),
+        ExportFormat::Junit(args) => return junit(context, args),
     };
     let store = context.open_existing_store()?;
     let kinds: Vec<ExperimentKind> = match args.kind {
@@ -212,6 +230,67 @@ fn say_what_was_exported(
         }
     }
     Ok(())
+}
+
+/// `track export junit`.
+fn junit(context: &Context, args: JunitArgs) -> anyhow::Result<ExitCode> {
+    let store = context.open_existing_store()?;
+    let kind = ExperimentKind::Bench;
+    let selector = args
+        .run
+        .unwrap_or_else(|| registry::kind(kind).default_runs());
+    let ids = store.select_runs(kind, selector)?;
+    if let Some(&id) = ids.first()
+        && let Some(run) = store.runs_by_id(&[id])?.first()
+        && run.kind != kind
+    {
+        anyhow::bail!(
+            "run {id} is a {} run: `track export junit` writes benchmark results",
+            run.kind
+        );
+    }
+    selection_status(context, &store, &ids)?;
+    let written = write_whole(&args.out, |file| {
+        crate::bench::junit::write(&store, &ids, file)
+    })
+    .with_context(|| format!("cannot write {}", shown(&args.out)))?;
+    context.note(format!(
+        "track: wrote {} ({}, {}, {}) of {} to {}",
+        crate::output::count(written.tests, "test case"),
+        crate::output::count(written.tests - written.failures - written.errors, "pass"),
+        crate::output::count(written.failures, "failure"),
+        crate::output::count(written.errors, "error"),
+        registry::runs_by_kind(&store, &[kind], |id| ids.contains(&id))?.join("; "),
+        shown(&args.out)
+    ));
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Writes the file `path` through `write`, into a hidden file beside it renamed to `path` once
+/// whole: a failed write leaves `path` as it was, never half a file.
+fn write_whole<T>(
+    path: &std::path::Path,
+    write: impl FnOnce(&mut std::io::BufWriter<std::fs::File>) -> anyhow::Result<T>,
+) -> anyhow::Result<T> {
+    use std::io::Write as _;
+    if let Some(folder) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
+        std::fs::create_dir_all(folder)?;
+    }
+    let name = path
+        .file_name()
+        .map_or_else(|| "out".into(), |n| n.to_string_lossy().into_owned());
+    let temp = path.with_file_name(format!(".{name}.{}.tmp", std::process::id()));
+    let written = (|| {
+        let mut file = std::io::BufWriter::new(std::fs::File::create(&temp)?);
+        let written = write(&mut file)?;
+        file.flush()?;
+        std::fs::rename(&temp, path)?;
+        Ok(written)
+    })();
+    if written.is_err() {
+        let _ = std::fs::remove_file(&temp);
+    }
+    written
 }
 
 /// `track export parquet`.

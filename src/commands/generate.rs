@@ -66,6 +66,6 @@ pub(crate) fn run(context: &Context, args: GenerateArgs) -> anyhow::Result<ExitC
         &config,
         Box::new(experiment),
         &args.run,
-        TableArgs::default(),
+        (TableArgs::default(), &crate::gate::Gate::default()),
     )
 }

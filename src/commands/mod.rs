@@ -9,6 +9,7 @@ mod diff;
 mod experiment;
 mod export;
 mod export_parquet;
+mod gate;
 mod generate;
 mod man;
 mod merge;
@@ -36,21 +37,6 @@ use crate::dispatch::CacheMode;
 use crate::experiment::observed_status;
 use crate::store::{RunStatus, Store};
 
-/// The exit status of bad input and of any error that stops a command (a usage error, a file,
-/// option, run id or database that cannot be used), as clap's usage errors and diff(1)'s
-/// trouble: apart from 1, which says what a run or a diff found.
-pub const EXIT_BAD_INPUT: u8 = 2;
-
-/// The exit statuses, under `track --help`.
-const EXIT_STATUS_HELP: &str = "Exit status:
-  0        done: a run with failed tests or errored calls is done (they are its results)
-  1        a run that could not do its work (nothing could run, --offline met calls not in the
-           cache, its budget stopped it), or a significant regression (diff --fail-on-regression)
-  2        bad input or trouble: a usage error, or a file, option, run id or database that
-           cannot be used; one line (`track: …` or `error: …`) names it and the fix
-  129, 130, 143
-           a signal (SIGHUP, SIGINT, SIGTERM) interrupted it (the same command finishes a run)";
-
 /// track: run LLM benchmarks and experiments, cache every call, summarise the results.
 #[derive(Debug, Parser)]
 #[command(
@@ -59,7 +45,7 @@ const EXIT_STATUS_HELP: &str = "Exit status:
     about,
     long_about = None,
     arg_required_else_help = true,
-    after_help = EXIT_STATUS_HELP
+    after_help = crate::exit::help()
 )]
 pub struct Cli {
     /// The SQLite database holding calls, runs and results [default: the nearest track.db in

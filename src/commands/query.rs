@@ -6,6 +6,7 @@ use std::sync::LazyLock;
 
 use polars::prelude::Column;
 
+use super::gate::GateArgs;
 use super::registry;
 use super::{Context, selection_status};
 use crate::experiment::ExperimentKind;
@@ -112,6 +113,9 @@ pub struct QueryArgs {
     /// A table with every column under its full header [default: the main columns].
     #[arg(long)]
     wide: bool,
+    // --fail-under, --fail-on-errors: the bar of the selected runs, as for `track run`.
+    #[command(flatten)]
+    gate: GateArgs,
 }
 
 /// `--run`'s help: `Which runs: …` with each kind's default selection.
@@ -199,6 +203,8 @@ pub(crate) fn run(context: &Context, args: QueryArgs) -> anyhow::Result<ExitCode
     let store = context.open_existing_store()?;
     let resolved = resolve(&store, args.by, args.run)?;
     let (kind, by) = (resolved.kind, resolved.grouping);
+    let gate = args.gate.gate();
+    super::gate::check_applies(kind, &gate)?;
     let default = registry::kind(kind).default_runs();
     let run_ids = store.select_runs(kind, args.run.unwrap_or(default))?;
     let (status, _) = selection_status(context, &store, &run_ids)?;
@@ -212,5 +218,7 @@ pub(crate) fn run(context: &Context, args: QueryArgs) -> anyhow::Result<ExitCode
     let mut summary = summary;
     summary.with_column(Column::new("status".into(), vec![status; rows]))?;
     print_frame(&summary, args.format, Columns::wide_if(args.wide))?;
-    Ok(ExitCode::SUCCESS)
+    Ok(ExitCode::from(super::gate::judge(
+        &store, kind, &run_ids, &gate,
+    )?))
 }

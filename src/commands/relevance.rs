@@ -160,6 +160,6 @@ fn compare_command(context: &Context, args: CompareArgs) -> anyhow::Result<ExitC
         &config,
         Box::new(experiment),
         &args.run,
-        TableArgs::default(),
+        (TableArgs::default(), &crate::gate::Gate::default()),
     )
 }

@@ -75,6 +75,6 @@ pub(crate) fn run(context: &Context, args: ReviewArgs) -> anyhow::Result<ExitCod
         &config,
         Box::new(experiment),
         &args.run,
-        TableArgs::default(),
+        (TableArgs::default(), &crate::gate::Gate::default()),
     )
 }

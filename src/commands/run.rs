@@ -7,6 +7,7 @@ use anyhow::Context as _;
 
 use super::Context;
 use super::experiment::{ExperimentArgs, TableArgs, run_experiment};
+use super::gate::GateArgs;
 use super::registry;
 use crate::energy::EnergyMethod;
 
@@ -33,6 +34,8 @@ pub struct RunArgs {
     energy: Option<EnergyMethod>,
     #[command(flatten)]
     tables: TableArgs,
+    #[command(flatten)]
+    gate: GateArgs,
 }
 
 pub(crate) fn run(context: &Context, args: RunArgs) -> anyhow::Result<ExitCode> {
@@ -55,5 +58,15 @@ pub(crate) fn run(context: &Context, args: RunArgs) -> anyhow::Result<ExitCode> 
     let started = std::time::Instant::now();
     let experiment = load(&args.file, &text, &config, &overrides)?;
     tracing::debug!(elapsed = ?started.elapsed(), %kind, "experiment file loaded");
-    run_experiment(context, &config, experiment, &args.run, args.tables)
+    // The flags go over the file's bar; one the kind cannot be measured against is refused
+    // before anything is sent.
+    let gate = experiment.gate().overridden_by(args.gate.gate());
+    super::gate::check_applies(kind, &gate)?;
+    run_experiment(
+        context,
+        &config,
+        experiment,
+        &args.run,
+        (args.tables, &gate),
+    )
 }

@@ -43,7 +43,7 @@ pub(crate) fn run(context: &Context, args: RunsArgs) -> anyhow::Result<ExitCode>
     let store = context.open_existing_store()?;
     if let Some(run_id) = args.errors {
         let errors = super::registry::run_errors(&store, run_id)?;
-        if errors.is_empty() && args.format == Format::Table {
+        if errors.is_empty() && args.format.for_people() {
             // A sentence, not an empty frame; CSV and JSON stay a header and `[]`.
             crate::output::say(format_args!("run {run_id} recorded no errors"));
             return Ok(ExitCode::SUCCESS);
@@ -69,13 +69,13 @@ pub(crate) fn run(context: &Context, args: RunsArgs) -> anyhow::Result<ExitCode>
     let mut df = runs_frame(context, &runs, &unpriced)?;
     df.with_column(Column::new(columns::INPUTS.name.into(), inputs))?;
     df.with_column(Column::new(columns::UNPRICED.name.into(), unpriced.clone()))?;
-    if args.format == Format::Table && !args.wide {
+    if args.format.for_people() && !args.wide {
         // Compact tables leave what was paid to --wide, but a run's budget is read against
         // what it paid: here it stays, beside the budget.
         df.rename(columns::PAID_USD.name, columns::RUN_PAID_USD.name.into())?;
     }
     print_frame(&df, args.format, Columns::wide_if(args.wide))?;
-    if args.format == Format::Table {
+    if args.format.for_people() {
         for (run, models) in runs.iter().zip(&unpriced) {
             if let Some(models) = models {
                 crate::output::say(format_args!(

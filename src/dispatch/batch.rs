@@ -1615,6 +1615,7 @@ mod tests {
             basic_auth: None,
         });
         let request = ChatRequest {
+            tools: None,
             model: "gpt-test".into(),
             system: None,
             messages: vec![Message::user(question)].into(),

@@ -264,7 +264,8 @@ fn max_cost_at(job: &CallJob, price: Option<crate::cost::Price>) -> f64 {
                         })
                         .sum::<u64>()
             })
-            .sum::<u64>();
+            .sum::<u64>()
+        + request.tools_bound();
     let output = u64::from(
         request
             .params

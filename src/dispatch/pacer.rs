@@ -80,7 +80,8 @@ impl Cost {
                     Part::Text(text) => crate::llm::estimate_tokens(text),
                     Part::Image(_) => IMAGE_TOKENS,
                 })
-                .sum::<u64>();
+                .sum::<u64>()
+            + request.tools_bound().div_ceil(4);
         let framing = MESSAGE_TOKENS * request.messages.len() as u64;
         let max_tokens = request.params.max_tokens;
         Self {
@@ -1541,6 +1542,7 @@ mod tests {
         // As OpenAI's guide (and the mock) charge: ceil(22 / 4) = 6 tokens of text, plus
         // max_tokens; no framing, which paced the bench's calls 2 % under the limit.
         let request = ChatRequest {
+            tools: None,
             model: "gpt-4o".into(),
             system: Some("Be brief.".into()),
             messages: vec![crate::llm::Message::user("benchmark question 12")].into(),
@@ -1571,6 +1573,7 @@ mod tests {
         while t < 61.0 {
             let prompt = format!("benchmark question {}", n % 300);
             let request = ChatRequest {
+                tools: None,
                 model: "gpt-4o".into(),
                 system: None,
                 messages: vec![crate::llm::Message::user(prompt.clone())].into(),

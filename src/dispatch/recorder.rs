@@ -221,6 +221,7 @@ mod tests {
             basic_auth: Some(("user".into(), ApiKey::new(PASSWORD))),
         });
         let request = ChatRequest {
+            tools: None,
             model: "m-1".into(),
             system: None,
             messages: vec![Message::user(question)].into(),

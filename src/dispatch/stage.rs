@@ -116,6 +116,8 @@ pub struct Dispatcher {
     notes: Notes,
     /// Models said once to run live for want of a batch API.
     live_noted: HashSet<usize>,
+    /// Whether tool loops were said once to run live.
+    tools_noted: bool,
     /// Calls `--offline` refused.
     offline_misses: u64,
 }
@@ -154,6 +156,7 @@ impl Dispatcher {
             progress: options.progress,
             notes: options.notes,
             live_noted: HashSet::new(),
+            tools_noted: false,
             offline_misses: 0,
         }
     }
@@ -308,6 +311,19 @@ impl Dispatcher {
                 (None, true) => BatchApi::of(target.kind),
                 _ => None,
             };
+            // A tool loop's next call depends on this answer: it cannot wait in a batch.
+            let api = match api {
+                Some(_) if call.job.request.tools.is_some() => {
+                    if !self.tools_noted {
+                        self.tools_noted = true;
+                        let note = "track: tool loops cannot be batched: their calls run live, \
+                                    at the standard price";
+                        self.progress.suspend(|| (self.notes)(note));
+                    }
+                    None
+                }
+                api => api,
+            };
             match api {
                 Some(api) => {
                     let mut job = call.job.clone();
@@ -315,7 +331,10 @@ impl Dispatcher {
                     batched.push(BatchCall { index: i, job, api });
                 }
                 None => {
-                    if self.batch && self.live_noted.insert(call.target) {
+                    if self.batch
+                        && call.job.request.tools.is_none()
+                        && self.live_noted.insert(call.target)
+                    {
                         let note = format!(
                             "track: {} has no batch API: its calls run live, at the standard \
                              price",
@@ -496,6 +515,7 @@ mod tests {
             basic_auth: None,
         });
         let request = ChatRequest {
+            tools: None,
             model: "m".into(),
             system: None,
             messages: vec![Message::user(question)].into(),

@@ -242,6 +242,12 @@ pub trait Experiment: Send {
         false
     }
 
+    /// The bar the experiment file sets its runs (`fail_under:`, `fail_on_errors:`); the
+    /// command line's flags go over it. None by default.
+    fn gate(&self) -> crate::gate::Gate {
+        crate::gate::Gate::default()
+    }
+
     /// Hands the experiment the run's stop flag, set at the first signal (Ctrl-C): work of
     /// its own that takes long (a benchmark's script checks) stops there too.
     fn watch_stop(&mut self, _stop: std::sync::Arc<std::sync::atomic::AtomicBool>) {}

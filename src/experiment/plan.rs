@@ -316,6 +316,7 @@ mod tests {
         let target = &targets()[0];
         let job = target.job(
             ChatRequest {
+                tools: None,
                 model: target.spec.model.as_str().into(),
                 system: Some("be brief".into()),
                 messages: vec![Message::user("what is 2 + 2?")].into(),

@@ -20,9 +20,9 @@ impl Signal {
     /// The exit status of a process ended by this signal, as shells report it (128 + n).
     pub(crate) fn exit_code(self) -> u8 {
         match self {
-            Self::Interrupt => 130,
-            Self::Terminate => 143,
-            Self::Hangup => 129,
+            Self::Interrupt => crate::exit::SIGINT,
+            Self::Terminate => crate::exit::SIGTERM,
+            Self::Hangup => crate::exit::SIGHUP,
         }
     }
 

@@ -83,7 +83,7 @@ impl RunSummary {
     pub(crate) fn exit_code(&self) -> u8 {
         if self.status == RunStatus::Waiting {
             // Waiting is a way to end: the same command collects.
-            return 0;
+            return crate::exit::SUCCESS;
         }
         match self.signal {
             Some(signal) => signal.exit_code(),
@@ -91,9 +91,9 @@ impl RunSummary {
                 || self.nothing_ran()
                 || self.tally.offline_misses > 0 =>
             {
-                1
+                crate::exit::ERROR
             }
-            None => 0,
+            None => crate::exit::SUCCESS,
         }
     }
 

@@ -182,6 +182,7 @@ pub(crate) fn body(request: &ChatRequest) -> Value {
                 .collect();
             json!({"role": m.role.as_str(), "content": content})
         })
+        .chain(request.tools.iter().flat_map(|t| t.anthropic_messages()))
         .collect();
     let mut body = Map::new();
     body.insert("model".into(), json!(&*request.model));
@@ -198,6 +199,9 @@ pub(crate) fn body(request: &ChatRequest) -> Value {
     }
     if let Some(t) = request.params.top_p {
         body.insert("top_p".into(), json!(t));
+    }
+    if let Some(tools) = &request.tools {
+        body.insert("tools".into(), super::tools::anthropic_tools(&tools.tools));
     }
     if let Some(shape) = &request.schema {
         // A forced tool: the answer is the tool call's input, in the schema's shape.
@@ -229,6 +233,9 @@ struct WireBlock {
     #[serde(rename = "type")]
     kind: String,
     text: Option<String>,
+    /// A `tool_use` block's id and tool.
+    id: Option<String>,
+    name: Option<String>,
     /// A `tool_use` block's arguments: the answer of a forced tool.
     input: Option<Value>,
 }
@@ -269,6 +276,22 @@ pub(crate) fn parse(
             .filter_map(|b| b.text.as_deref())
             .collect(),
     };
+    let text = match &request.tools {
+        Some(_) => {
+            let calls: Vec<super::tools::ToolCall> = wire
+                .content
+                .iter()
+                .filter(|b| b.kind == "tool_use")
+                .map(|b| super::tools::ToolCall {
+                    id: b.id.clone().unwrap_or_default(),
+                    name: b.name.clone().unwrap_or_default(),
+                    arguments: b.input.clone().unwrap_or_else(|| json!({})),
+                })
+                .collect();
+            super::tools::stored_answer(&text, &calls)
+        }
+        None => text,
+    };
     let reported = wire.usage.and_then(|u| {
         let cached =
             u.cache_read_input_tokens.unwrap_or(0) + u.cache_creation_input_tokens.unwrap_or(0);
@@ -291,6 +314,7 @@ mod tests {
 
     fn request() -> ChatRequest {
         ChatRequest {
+            tools: None,
             model: "claude-3-5-haiku-20241022".into(),
             schema: None,
             system: Some("be brief".into()),
@@ -306,6 +330,37 @@ mod tests {
             .map(|(kind, data)| format!("event: {kind}\ndata: {data}\n\n"))
             .collect::<String>()
             .into_bytes()
+    }
+
+    #[test]
+    fn tools_and_their_exchange_are_sent_and_tool_uses_read_back() {
+        let mut r = request();
+        r.tools = Some(Box::new(crate::llm::tools::weather_use()));
+        let b = body(&r);
+        assert_eq!(b["tools"][0]["name"], "weather");
+        assert_eq!(b["tools"][0]["input_schema"]["type"], "object");
+        let messages = b["messages"].as_array().unwrap();
+        assert_eq!(messages.len(), 3);
+        assert_eq!(messages[1]["content"][0]["type"], "tool_use");
+        assert_eq!(
+            messages[2],
+            json!({"role": "user", "content": [
+                {"type": "tool_result", "tool_use_id": "c1", "content": "sunny"}]})
+        );
+        assert!(body(&request()).get("tools").is_none());
+        let answer = json!({"content": [{"type": "text", "text": "Looking."},
+            {"type": "tool_use", "id": "toolu_1", "name": "weather", "input": {"city": "Oslo"}}],
+            "stop_reason": "tool_use", "usage": {"input_tokens": 5, "output_tokens": 3}});
+        let parsed = parse("anthropic", answer.to_string().as_bytes(), &r).unwrap();
+        let (text, calls) = crate::llm::tools::read_answer(&parsed.text);
+        assert_eq!(text, "Looking.");
+        assert_eq!(
+            (calls[0].id.as_str(), calls[0].name.as_str()),
+            ("toolu_1", "weather")
+        );
+        // Without tools offered, the same answer is its text.
+        let plain = parse("anthropic", answer.to_string().as_bytes(), &request()).unwrap();
+        assert_eq!(plain.text, "Looking.");
     }
 
     #[test]

@@ -934,6 +934,7 @@ mod tests {
 
     fn request(model: &str, text: &str) -> ChatRequest {
         ChatRequest {
+            tools: None,
             model: model.into(),
             system: None,
             messages: vec![Message::user(text)].into(),

@@ -163,6 +163,7 @@ fn canon<'a>(
             schema: sorted(&s.schema),
         }),
         system: request.system.as_deref(),
+        tools: request.tools.as_ref().map(|t| t.canonical()),
         v: CANONICAL_VERSION,
     }
 }
@@ -182,6 +183,9 @@ struct Canon<'a> {
     #[serde(skip_serializing_if = "Option::is_none")]
     schema: Option<CanonSchema<'a>>,
     system: Option<&'a str>,
+    /// Absent without tools, so keys of requests without them are what they always were.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    tools: Option<serde_json::Value>,
     v: u32,
 }
 
@@ -250,6 +254,7 @@ mod tests {
 
     fn request(text: &str) -> ChatRequest {
         ChatRequest {
+            tools: None,
             model: "gpt-4o".into(),
             schema: None,
             system: None,
@@ -320,6 +325,27 @@ mod tests {
         let mut hot = request("hi");
         hot.params.temperature = Some(1.0);
         assert_ne!(base, CanonicalRequest::new("openai", "u", &hot, 0).key);
+    }
+
+    #[test]
+    fn tools_and_their_exchange_are_in_the_key() {
+        let plain = request("weather?");
+        let base = CanonicalRequest::new("openai", "u", &plain, 0).key;
+        let mut offered = plain.clone();
+        offered.tools = Some(Box::new(crate::llm::tools::ToolUse {
+            steps: Vec::new(),
+            ..crate::llm::tools::weather_use()
+        }));
+        let with_tools = CanonicalRequest::new("openai", "u", &offered, 0).key;
+        assert_ne!(base, with_tools, "tools offered: another key");
+        let mut stepped = plain.clone();
+        stepped.tools = Some(Box::new(crate::llm::tools::weather_use()));
+        assert_ne!(
+            with_tools,
+            CanonicalRequest::new("openai", "u", &stepped, 0).key
+        );
+        // No tools: the JSON has no `tools` key, as before.
+        assert!(!CanonicalRequest::json("openai", "u", &plain, 0).contains("tools"));
     }
 
     #[test]

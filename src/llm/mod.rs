@@ -218,6 +218,16 @@ pub struct ChatRequest {
     /// The JSON shape the answer must take (structured output), sent the way each wire format
     /// wants it; part of the cache key.
     pub schema: Option<Box<AnswerSchema>>,
+    /// The tools the model may call and the exchange so far (a benchmark's `tools:`), sent
+    /// the way each wire format wants them after the messages; part of the cache key.
+    pub tools: Option<Box<tools::ToolUse>>,
+}
+
+impl ChatRequest {
+    /// The most tokens its tools and their exchange add to its input.
+    pub(crate) fn tools_bound(&self) -> u64 {
+        self.tools.as_ref().map_or(0, |t| t.text_len())
+    }
 }
 
 /// The shape of a model-graded answer: a JSON schema with a name. OpenAI-style servers get
@@ -295,7 +305,8 @@ pub(crate) fn usage_or_estimate(
             .messages
             .iter()
             .map(|m| estimate_tokens(&m.text()))
-            .sum::<u64>();
+            .sum::<u64>()
+        + request.tools_bound().div_ceil(4);
     Usage {
         input_tokens: input,
         output_tokens: estimate_tokens(answer),

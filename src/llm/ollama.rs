@@ -71,6 +71,9 @@ pub(crate) fn body(request: &ChatRequest) -> Value {
         }
         messages.push(message);
     }
+    if let Some(tools) = &request.tools {
+        messages.extend(tools.openai_messages(false));
+    }
     let mut options = Map::new();
     let p = &request.params;
     match (p.temperature, &request.schema) {
@@ -98,6 +101,9 @@ pub(crate) fn body(request: &ChatRequest) -> Value {
     if let Some(shape) = &request.schema {
         body["format"] = shape.schema.clone();
     }
+    if let Some(tools) = &request.tools {
+        body["tools"] = super::tools::openai_tools(&tools.tools);
+    }
     body
 }
 
@@ -118,6 +124,9 @@ struct WireChunk {
 struct WireMessage {
     #[serde(default)]
     content: String,
+    /// Tools the model asks to call: `[{function: {name, arguments: {…}}}]`.
+    #[serde(default)]
+    tool_calls: Vec<Value>,
 }
 
 /// Accumulates stream chunks (or one non-streamed object, which is the same shape).
@@ -127,6 +136,8 @@ struct StreamFolder {
     done: bool,
     done_reason: Option<String>,
     counts: Option<(u64, u64)>,
+    /// The tools the model asked to call.
+    calls: Vec<super::tools::ToolCall>,
     /// Chunks read, and chunks that carried text of either form.
     chunks: usize,
     chunks_with_text: usize,
@@ -149,6 +160,24 @@ impl StreamFolder {
             });
         }
         self.chunks += 1;
+        if let Some(message) = &chunk.message {
+            for call in &message.tool_calls {
+                let function = &call["function"];
+                self.calls.push(super::tools::ToolCall {
+                    id: call["id"]
+                        .as_str()
+                        .map_or_else(|| format!("call_{}", self.calls.len()), str::to_owned),
+                    name: function["name"].as_str().unwrap_or_default().to_owned(),
+                    arguments: function
+                        .get("arguments")
+                        .cloned()
+                        .unwrap_or_else(|| json!({})),
+                });
+            }
+            if !message.tool_calls.is_empty() {
+                self.chunks_with_text += 1;
+            }
+        }
         let text = chunk.message.map(|m| m.content).or(chunk.response);
         if let Some(text) = text {
             self.chunks_with_text += 1;
@@ -182,8 +211,12 @@ impl StreamFolder {
             });
         }
         let usage = usage_or_estimate(self.counts, request, &self.text);
+        let text = match &request.tools {
+            Some(_) => super::tools::stored_answer(&self.text, &self.calls),
+            None => self.text,
+        };
         Ok(ChatResponse {
-            text: self.text,
+            text,
             usage,
             finish_reason: self.done_reason,
             limits: None,
@@ -199,6 +232,7 @@ mod tests {
 
     fn request() -> ChatRequest {
         ChatRequest {
+            tools: None,
             model: "qwen2.5-coder:7b".into(),
             schema: None,
             system: None,
@@ -216,6 +250,29 @@ mod tests {
             f.push_line("ollama", l.as_bytes())?;
         }
         f.finish("ollama", &request())
+    }
+
+    #[test]
+    fn tools_go_in_the_openai_like_form_and_calls_are_read_from_the_stream() {
+        let mut r = request();
+        r.tools = Some(Box::new(crate::llm::tools::weather_use()));
+        let b = body(&r);
+        assert_eq!(b["tools"][0]["function"]["name"], "weather");
+        let messages = b["messages"].as_array().unwrap();
+        assert_eq!(
+            messages[1]["tool_calls"][0]["function"]["arguments"],
+            json!({"city": "Paris"}),
+            "arguments as an object"
+        );
+        assert_eq!(messages[2]["role"], "tool");
+        assert!(body(&request()).get("tools").is_none());
+        let mut f = StreamFolder::default();
+        let line = r#"{"message":{"role":"assistant","content":"","tool_calls":[{"function":{"name":"weather","arguments":{"city":"Oslo"}}}]},"done":true,"prompt_eval_count":3,"eval_count":2}"#;
+        f.push_line("ollama", line.as_bytes()).unwrap();
+        let answer = f.finish("ollama", &r).unwrap();
+        let (_, calls) = crate::llm::tools::read_answer(&answer.text);
+        assert_eq!(calls[0].name, "weather");
+        assert_eq!(calls[0].arguments, json!({"city": "Oslo"}));
     }
 
     #[test]

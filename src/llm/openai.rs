@@ -45,6 +45,7 @@ fn fold_stream(provider: &str, bytes: &[u8]) -> Result<Vec<u8>, ProviderError> {
         detail,
     };
     let (mut content, mut refusal) = (None::<String>, None::<String>);
+    let mut tool_deltas = super::tools::OpenAiToolDeltas::default();
     let (mut finish_reason, mut usage, mut done) = (Value::Null, Value::Null, false);
     for event in super::sse::events(bytes) {
         if event.data.trim() == "[DONE]" {
@@ -66,6 +67,7 @@ fn fold_stream(provider: &str, bytes: &[u8]) -> Result<Vec<u8>, ProviderError> {
         }
         if let Some(choice) = chunk.pointer("/choices/0") {
             let delta = &choice["delta"];
+            tool_deltas.add(delta);
             for (field, joined) in [("content", &mut content), ("refusal", &mut refusal)] {
                 if let Some(part) = delta.get(field).and_then(Value::as_str) {
                     joined.get_or_insert_with(String::new).push_str(part);
@@ -84,11 +86,20 @@ fn fold_stream(provider: &str, bytes: &[u8]) -> Result<Vec<u8>, ProviderError> {
             "the stream ended before its last chunk (`data: [DONE]`)".into(),
         ));
     }
+    let tool_calls = tool_deltas.finish().map_err(decode)?;
+    let mut message = json!({"role": "assistant", "content": content, "refusal": refusal});
+    if !tool_calls.is_empty() {
+        message["tool_calls"] = tool_calls
+            .iter()
+            .map(|c| {
+                json!({"id": c.id, "type": "function", "function": {
+                    "name": c.name, "arguments": c.arguments.to_string(),
+                }})
+            })
+            .collect();
+    }
     let answer = json!({
-        "choices": [{
-            "message": {"role": "assistant", "content": content, "refusal": refusal},
-            "finish_reason": finish_reason,
-        }],
+        "choices": [{"message": message, "finish_reason": finish_reason}],
         "usage": usage,
     });
     Ok(answer.to_string().into_bytes())
@@ -139,6 +150,9 @@ pub fn body(request: &ChatRequest, kind: ProviderKind) -> Value {
         };
         messages.push(json!({"role": m.role.as_str(), "content": content}));
     }
+    if let Some(tools) = &request.tools {
+        messages.extend(tools.openai_messages(true));
+    }
     let mut body = Map::new();
     body.insert("model".into(), json!(&*request.model));
     body.insert("messages".into(), Value::Array(messages));
@@ -158,6 +172,9 @@ pub fn body(request: &ChatRequest, kind: ProviderKind) -> Value {
             _ => "max_tokens",
         };
         body.insert(field.into(), json!(n));
+    }
+    if let Some(tools) = &request.tools {
+        body.insert("tools".into(), super::tools::openai_tools(&tools.tools));
     }
     if let Some(shape) = &request.schema {
         // OpenAI's strict mode refuses length bounds on strings; compatible servers (llama.cpp
@@ -207,6 +224,9 @@ struct WireChoice {
 struct WireMessage {
     content: Option<String>,
     refusal: Option<String>,
+    /// The tools the model asks to call (read when the request offered tools).
+    #[serde(default)]
+    tool_calls: Option<Value>,
 }
 
 #[derive(Deserialize)]
@@ -233,11 +253,20 @@ pub(crate) fn parse(
             provider: provider.into(),
             detail: "the answer has no choices".into(),
         })?;
+    let calls = match (&request.tools, choice.message.tool_calls) {
+        (Some(_), Some(calls)) => super::tools::openai_tool_calls(&json!({"tool_calls": calls}))
+            .map_err(|detail| ProviderError::Decode {
+                provider: provider.into(),
+                detail,
+            })?,
+        _ => Vec::new(),
+    };
     let text = choice
         .message
         .content
         .or(choice.message.refusal)
         .unwrap_or_default();
+    let text = super::tools::stored_answer(&text, &calls);
     let reported = wire
         .usage
         .and_then(|u| u.prompt_tokens.zip(u.completion_tokens));
@@ -258,6 +287,7 @@ mod tests {
 
     fn request() -> ChatRequest {
         ChatRequest {
+            tools: None,
             model: "gpt-4o".into(),
             schema: None,
             system: Some("be brief".into()),
@@ -282,6 +312,49 @@ mod tests {
         let c = body(&request(), ProviderKind::OpenaiCompatible);
         assert_eq!(c["max_tokens"], 5);
         assert!(c.get("max_completion_tokens").is_none());
+    }
+
+    #[test]
+    fn tools_and_their_exchange_are_sent_and_calls_read_back() {
+        let mut r = request();
+        r.tools = Some(Box::new(crate::llm::tools::weather_use()));
+        let b = body(&r, ProviderKind::Openai);
+        assert_eq!(b["tools"][0]["type"], "function");
+        assert_eq!(b["tools"][0]["function"]["name"], "weather");
+        let messages = b["messages"].as_array().unwrap();
+        // system, user, the assistant's call, its result.
+        assert_eq!(messages.len(), 4);
+        assert_eq!(messages[2]["tool_calls"][0]["id"], "c1");
+        assert_eq!(
+            messages[3],
+            json!({"role": "tool", "tool_call_id": "c1", "content": "sunny"})
+        );
+        assert!(
+            body(&request(), ProviderKind::Openai)
+                .get("tools")
+                .is_none()
+        );
+        let answer = json!({"choices": [{"message": {"role": "assistant", "content": null,
+            "tool_calls": [{"id": "c2", "type": "function", "function": {"name": "weather",
+            "arguments": "{\"city\": \"Oslo\"}"}}]}, "finish_reason": "tool_calls"}]});
+        let parsed = parse("openai", answer.to_string().as_bytes(), &r).unwrap();
+        let (text, calls) = crate::llm::tools::read_answer(&parsed.text);
+        assert_eq!(text, "");
+        assert_eq!(calls[0].arguments, json!({"city": "Oslo"}));
+        // Streamed, the calls come as deltas.
+        let stream = [
+            json!({"choices": [{"delta": {"tool_calls": [{"index": 0, "id": "c2",
+                "function": {"name": "weather", "arguments": "{\"city\""}}]}}]}),
+            json!({"choices": [{"delta": {"tool_calls": [{"index": 0,
+                "function": {"arguments": ": \"Oslo\"}"}}]}, "finish_reason": "tool_calls"}]}),
+        ]
+        .iter()
+        .map(|c| format!("data: {c}\n\n"))
+        .collect::<String>()
+            + "data: [DONE]\n\n";
+        let folded = fold_stream("openai", stream.as_bytes()).unwrap();
+        let parsed = parse("openai", &folded, &r).unwrap();
+        assert_eq!(crate::llm::tools::read_answer(&parsed.text).1, calls);
     }
 
     #[test]

@@ -2,7 +2,12 @@
 //! (OpenAI `tools: [{type: function, function}]`, Anthropic `tools: [{name, input_schema}]`),
 //! the calls read from an answer (OpenAI `message.tool_calls`, also streamed as deltas;
 //! Anthropic `tool_use` blocks) and the results sent back (an OpenAI `tool` message, an
-//! Anthropic user message of `tool_result` blocks). The loop that uses them is not here.
+//! Anthropic user message of `tool_result` blocks). A request carries its tools and the
+//! exchange so far as a [`ToolUse`]; an answer that asks for tools is stored as the text of
+//! [`stored_answer`] (read back by [`read_answer`]), so the cache holds it as any answer. The
+//! loop that uses them is the benchmark's.
+
+use std::sync::Arc;
 
 use serde_json::{Map, Value, json};
 
@@ -81,6 +86,162 @@ impl Tool {
             parameters,
         })
     }
+}
+
+/// What a request offers and carries of tools: the tools the model may call, and the steps of
+/// the exchange so far (each the calls it asked for and their results), sent after the
+/// request's messages. Part of the cache key.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ToolUse {
+    pub tools: Arc<[Tool]>,
+    pub steps: Vec<ToolStep>,
+}
+
+/// One step of a tool exchange: what the model said beside its calls, the calls, and the
+/// results sent back (one per call, in order).
+#[derive(Debug, Clone, PartialEq)]
+pub struct ToolStep {
+    pub text: String,
+    pub calls: Vec<ToolCall>,
+    pub results: Vec<ToolResult>,
+}
+
+impl ToolUse {
+    /// The tools and the exchange as canonical JSON (keys sorted), for the cache key.
+    pub(crate) fn canonical(&self) -> Value {
+        let tools: Vec<Value> = self
+            .tools
+            .iter()
+            .map(|t| {
+                json!({"description": t.description, "name": t.name,
+                    "parameters": super::canonical::sorted(&t.parameters)})
+            })
+            .collect();
+        let steps: Vec<Value> = self
+            .steps
+            .iter()
+            .map(|s| {
+                json!({
+                    "calls": s.calls.iter().map(|c| json!({"arguments":
+                        super::canonical::sorted(&c.arguments), "id": c.id, "name": c.name}))
+                        .collect::<Vec<_>>(),
+                    "results": s.results.iter().map(|r| json!({"call_id": r.call_id,
+                        "content": r.content})).collect::<Vec<_>>(),
+                    "text": s.text,
+                })
+            })
+            .collect();
+        json!({"steps": steps, "tools": tools})
+    }
+
+    /// The text it adds to a request (declarations, calls and results), for the bounds of
+    /// budgets and pacing.
+    pub(crate) fn text_len(&self) -> u64 {
+        let tools: usize = self
+            .tools
+            .iter()
+            .map(|t| t.name.len() + t.description.len() + t.parameters.to_string().len())
+            .sum();
+        let steps: usize = self
+            .steps
+            .iter()
+            .map(|s| {
+                s.text.len()
+                    + s.calls
+                        .iter()
+                        .map(|c| c.id.len() + c.name.len() + c.arguments.to_string().len())
+                        .sum::<usize>()
+                    + s.results
+                        .iter()
+                        .map(|r| r.call_id.len() + r.content.len())
+                        .sum::<usize>()
+            })
+            .sum();
+        (tools + steps) as u64
+    }
+
+    /// The messages its steps add after the request's in OpenAI's form (Ollama's too, but for
+    /// its arguments, an object there).
+    pub(crate) fn openai_messages(&self, arguments_as_text: bool) -> Vec<Value> {
+        let mut messages = Vec::new();
+        for step in &self.steps {
+            let mut sent = openai_tool_messages(&step.calls, &step.results);
+            if !step.text.is_empty() {
+                sent[0]["content"] = json!(step.text);
+            }
+            if !arguments_as_text {
+                for (asked, call) in sent[0]["tool_calls"]
+                    .as_array_mut()
+                    .into_iter()
+                    .flatten()
+                    .zip(&step.calls)
+                {
+                    asked["function"]["arguments"] = call.arguments.clone();
+                }
+            }
+            messages.extend(sent);
+        }
+        messages
+    }
+
+    /// The messages its steps add after the request's in Anthropic's form.
+    pub(crate) fn anthropic_messages(&self) -> Vec<Value> {
+        let mut messages = Vec::new();
+        for step in &self.steps {
+            let mut sent = anthropic_tool_messages(&step.calls, &step.results);
+            if !step.text.is_empty()
+                && let Some(blocks) = sent[0]["content"].as_array_mut()
+            {
+                blocks.insert(0, json!({"type": "text", "text": step.text}));
+            }
+            messages.extend(sent);
+        }
+        messages
+    }
+}
+
+/// The key that marks a stored answer asking for tools.
+const CALLS_KEY: &str = "track_tool_calls";
+
+/// The answer as stored: `text` itself when the model called no tool, else a JSON object
+/// holding the text and the calls (`{"text": …, "track_tool_calls": [{id, name,
+/// arguments}]}`), which [`read_answer`] reads back.
+pub fn stored_answer(text: &str, calls: &[ToolCall]) -> String {
+    if calls.is_empty() {
+        return text.to_owned();
+    }
+    let calls: Vec<Value> = calls
+        .iter()
+        .map(|c| json!({"id": c.id, "name": c.name, "arguments": c.arguments}))
+        .collect();
+    json!({ "text": text, CALLS_KEY: calls }).to_string()
+}
+
+/// The text and the tool calls of an answer stored by [`stored_answer`] (a plain text: no
+/// calls).
+pub fn read_answer(stored: &str) -> (String, Vec<ToolCall>) {
+    let plain = || (stored.to_owned(), Vec::new());
+    if !stored.starts_with('{') || !stored.contains(CALLS_KEY) {
+        return plain();
+    }
+    let Ok(Value::Object(fields)) = serde_json::from_str::<Value>(stored) else {
+        return plain();
+    };
+    let Some(Value::Array(calls)) = fields.get(CALLS_KEY) else {
+        return plain();
+    };
+    let calls = calls
+        .iter()
+        .map(|c| ToolCall {
+            id: text(c, "id"),
+            name: text(c, "name"),
+            arguments: c
+                .get("arguments")
+                .cloned()
+                .unwrap_or_else(|| Value::Object(Map::new())),
+        })
+        .collect();
+    (text(&Value::Object(fields), "text"), calls)
 }
 
 /// The `tools` of an OpenAI chat completions request.
@@ -237,6 +398,32 @@ pub fn anthropic_tool_messages(calls: &[ToolCall], results: &[ToolResult]) -> Ve
     ]
 }
 
+/// A tool exchange for tests: the `weather` tool, and one step where the model called it for
+/// Paris and got `sunny`.
+#[cfg(test)]
+pub(crate) fn weather_use() -> ToolUse {
+    ToolUse {
+        tools: vec![
+            Tool::from_value(&json!({"name": "weather", "description": "The weather.",
+                "parameters": {"type": "object", "properties": {"city": {"type": "string"}}}}))
+            .expect("a valid tool"),
+        ]
+        .into(),
+        steps: vec![ToolStep {
+            text: String::new(),
+            calls: vec![ToolCall {
+                id: "c1".into(),
+                name: "weather".into(),
+                arguments: json!({"city": "Paris"}),
+            }],
+            results: vec![ToolResult {
+                call_id: "c1".into(),
+                content: "sunny".into(),
+            }],
+        }],
+    }
+}
+
 /// A text field of `value`, empty when absent.
 fn text(value: &Value, key: &str) -> String {
     value
@@ -357,6 +544,66 @@ mod tests {
             (calls[1].id.as_str(), calls[1].name.as_str()),
             ("call_2", "clock")
         );
+    }
+
+    #[test]
+    fn an_answer_asking_for_tools_is_stored_as_text_and_read_back() {
+        let calls = vec![ToolCall {
+            id: "call_1".into(),
+            name: "weather".into(),
+            arguments: json!({"city": "Paris"}),
+        }];
+        let stored = stored_answer("Let me look.", &calls);
+        assert_eq!(read_answer(&stored), ("Let me look.".to_owned(), calls));
+        // No call: the text as it is, read back as it is.
+        assert_eq!(stored_answer("sunny", &[]), "sunny");
+        assert_eq!(read_answer("sunny"), ("sunny".to_owned(), Vec::new()));
+        let json = r#"{"answer": 4}"#;
+        assert_eq!(read_answer(json), (json.to_owned(), Vec::new()));
+    }
+
+    #[test]
+    fn the_exchange_follows_the_messages_in_each_wire_format() {
+        let calls = vec![ToolCall {
+            id: "c1".into(),
+            name: "weather".into(),
+            arguments: json!({"city": "Paris"}),
+        }];
+        let results = vec![ToolResult {
+            call_id: "c1".into(),
+            content: "sunny".into(),
+        }];
+        let usage = ToolUse {
+            tools: vec![weather()].into(),
+            steps: vec![ToolStep {
+                text: "Looking.".into(),
+                calls,
+                results,
+            }],
+        };
+        let openai = usage.openai_messages(true);
+        assert_eq!(openai[0]["content"], "Looking.");
+        assert_eq!(
+            openai[0]["tool_calls"][0]["function"]["arguments"],
+            "{\"city\":\"Paris\"}"
+        );
+        assert_eq!(openai[1]["role"], "tool");
+        let ollama = usage.openai_messages(false);
+        assert_eq!(
+            ollama[0]["tool_calls"][0]["function"]["arguments"],
+            json!({"city": "Paris"})
+        );
+        let anthropic = usage.anthropic_messages();
+        assert_eq!(
+            anthropic[0]["content"][0],
+            json!({"type": "text", "text": "Looking."})
+        );
+        assert_eq!(anthropic[0]["content"][1]["type"], "tool_use");
+        assert_eq!(anthropic[1]["content"][0]["type"], "tool_result");
+        // Another result is another exchange: another key.
+        let mut other = usage.clone();
+        other.steps[0].results[0].content = "rain".into();
+        assert_ne!(usage.canonical(), other.canonical());
     }
 
     #[test]

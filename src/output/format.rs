@@ -1,11 +1,11 @@
-//! The format of an output command (`--format table|csv|json`) and printing a frame to
+//! The format of an output command (`--format table|csv|json|markdown`) and printing a frame to
 //! stdout in it; what each format looks like is in its own file.
 
 use std::io::Write;
 
 use polars::prelude::DataFrame;
 
-use super::{Columns, terminal_width, write_csv, write_json_pretty, write_render};
+use super::{Columns, terminal_width, write_csv, write_json_pretty, write_markdown, write_render};
 
 /// Output formats of `track query`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
@@ -14,9 +14,20 @@ pub enum Format {
     Table,
     Csv,
     Json,
+    /// GitHub-flavoured Markdown tables, for a CI job's step summary and pull-request
+    /// comments: the table's columns and cells.
+    Markdown,
 }
 
-/// Prints `df` to stdout in `format` (a table shows `columns`; CSV and JSON, all).
+impl Format {
+    /// Whether this format is read by people (a terminal table, Markdown): it shows the main
+    /// columns and the notes a table has; CSV and JSON are read by programs.
+    pub(crate) fn for_people(self) -> bool {
+        matches!(self, Self::Table | Self::Markdown)
+    }
+}
+
+/// Prints `df` to stdout in `format` (a table and Markdown show `columns`; CSV and JSON, all).
 pub(crate) fn print_frame(df: &DataFrame, format: Format, columns: Columns) -> anyhow::Result<()> {
     // Buffered: stdout alone writes at every line, and JSON is written in small pieces.
     let mut out = std::io::BufWriter::new(std::io::stdout().lock());
@@ -32,6 +43,7 @@ pub(crate) fn print_frame(df: &DataFrame, format: Format, columns: Columns) -> a
             write_json_pretty(df, &mut out).map_err(std::io::Error::from)?;
             writeln!(out)?;
         }
+        Format::Markdown => write_markdown(df, columns, &mut out)?,
     }
     out.flush()?;
     Ok(())

@@ -10,6 +10,7 @@ mod csv;
 mod fit;
 mod format;
 mod json;
+mod markdown;
 mod numbers;
 pub mod parquet;
 mod pipe;
@@ -26,6 +27,7 @@ pub(crate) use format::print_frame;
 #[cfg(test)]
 pub(crate) use json::to_json;
 pub(crate) use json::write_json_pretty;
+pub(crate) use markdown::{cell as markdown_cell, write_markdown};
 pub use numbers::{count, counted, dollars};
 pub(crate) use numbers::{thousands, tidy_float};
 pub use pipe::{is_closed_pipe, say, tell};

@@ -173,6 +173,7 @@ impl PairwiseExperiment {
                 let mut params = task.params.clone();
                 params.temperature = own.temperature.or(params.temperature);
                 let request = ChatRequest {
+                    tools: None,
                     model: model.spec.model.as_str().into(),
                     schema: None,
                     system: own

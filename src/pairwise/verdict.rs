@@ -37,6 +37,7 @@ pub(crate) fn schema() -> AnswerSchema {
 /// The request that has `model` judge `prompt`, as repeatable as the provider allows.
 pub(crate) fn request(model: &str, prompt: String, max_tokens: u32) -> ChatRequest {
     ChatRequest {
+        tools: None,
         model: model.into(),
         schema: None,
         system: None,

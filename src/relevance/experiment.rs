@@ -449,6 +449,7 @@ impl CompareExperiment {
                     ("domain", &self.plan.domain),
                 ]);
                 let request = ChatRequest {
+                    tools: None,
                     model: target.spec.model.as_str().into(),
                     schema: None,
                     system: None,

@@ -183,6 +183,7 @@ impl DatasheetExperiment {
     ) -> CallJob {
         let target = &self.targets[target];
         let request = ChatRequest {
+            tools: None,
             model: target.spec.model.as_str().into(),
             schema: None,
             system: None,

@@ -37,6 +37,7 @@ pub const RESULT_TABLES: &[ResultTable] = &[
     ResultTable::of_run("pairwise_answers"),
     ResultTable::of_run("pairwise_verdicts"),
     ResultTable::of_run("ratings"),
+    ResultTable::of_run("tool_calls"),
 ];
 
 /// The tables `track export parquet` leaves out, each with why; every table of the schema is

@@ -8,6 +8,7 @@ mod batches;
 mod bench;
 mod blobs;
 mod calls;
+mod ci;
 mod claims;
 mod datasets;
 mod export;
@@ -20,6 +21,7 @@ mod relevance;
 mod review;
 mod runs;
 mod stored;
+mod tools;
 mod view;
 mod writer;
 
@@ -37,6 +39,7 @@ pub use bench::{
     NO_TEMPLATE, Outcome, ResultKey, UnusableVerdictRow,
 };
 pub use calls::{NewCall, StoredCall};
+pub use ci::{CaseRow, ModelOutcomes, SuiteRow};
 pub use claims::Claim;
 pub use datasets::DatasetFile;
 pub use export::{
@@ -57,6 +60,7 @@ pub use review::{
 };
 pub use runs::{RunErrorRow, RunInfo, RunSelector, RunStatus, RunTally, UNPRICED_OPTION};
 pub use stored::{UnknownInRow, UnknownName};
+pub use tools::{ExportedToolCall, TOOL_CALL_COLUMNS, ToolCallRow};
 pub use view::{
     COUNT_CASES, CallText, CandidateAnswer, CaseAnswer, CaseOrder, ConfusionCount, DiffItem,
     DiffModelRow, GridCell, GridColumn, GridCount, GridQuery, MAX_CASE_RESULTS, MAX_GRID_COLUMNS,

@@ -384,6 +384,7 @@ mod tests {
 
     fn chat(text: &str) -> ChatRequest {
         ChatRequest {
+            tools: None,
             model: TEST_MODEL.into(),
             system: Some("be brief".into()),
             messages: vec![Message::user(text)].into(),

@@ -218,6 +218,7 @@ mod recorded {
             .map(|i| {
                 let text = format!("{prefix}{i}: tell me about batches");
                 let request = ChatRequest {
+                    tools: None,
                     model: model.into(),
                     system: None,
                     messages: vec![Message::user(&text)].into(),

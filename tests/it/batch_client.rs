@@ -55,6 +55,7 @@ fn anthropic(mock: &MockProvider) -> Endpoint {
 
 fn request(model: &str, text: &str) -> ChatRequest {
     ChatRequest {
+        tools: None,
         model: model.into(),
         system: Some("be brief".into()),
         messages: vec![Message::user(text)].into(),

@@ -611,3 +611,33 @@ fn the_readme_is_short_and_links_out() {
         assert!(targets.contains(target), "README.md links no `{target}`");
     }
 }
+
+/// The README lists every exit status `track` can return (src/exit.rs's constants), as the
+/// issue asks: a status added there and not here fails.
+#[test]
+fn the_readme_lists_every_exit_status() {
+    let exit = std::fs::read_to_string(repo().join("src/exit.rs")).unwrap();
+    let codes: BTreeSet<String> = exit
+        .lines()
+        .filter_map(|l| l.trim().strip_prefix("pub const "))
+        .filter_map(|l| l.split_once(": u8 = "))
+        .map(|(_, n)| n.trim_end_matches(';').to_owned())
+        .collect();
+    assert!(codes.len() >= 5, "{codes:?}");
+    let readme = std::fs::read_to_string(repo().join("README.md")).unwrap();
+    let section: String = readme
+        .lines()
+        .skip_while(|l| *l != "## Exit codes")
+        .skip(1)
+        .take_while(|l| !l.starts_with("## "))
+        .collect::<Vec<_>>()
+        .join("\n");
+    let listed: BTreeSet<String> = section
+        .lines()
+        .filter_map(|l| l.strip_prefix("| "))
+        .filter_map(|l| l.split(" |").next())
+        .flat_map(|cell| cell.split(", ").map(str::to_owned).collect::<Vec<_>>())
+        .filter(|c| c.parse::<u8>().is_ok())
+        .collect();
+    assert_eq!(listed, codes, "README.md's Exit codes against src/exit.rs");
+}

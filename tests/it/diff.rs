@@ -205,11 +205,11 @@ fn fail_on_regression_exits_1_only_when_the_drop_is_significant() {
         .args(["diff", "1", "3", "--fail-on-regression", "--format", "csv"])
         .output()
         .unwrap();
-    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
+    assert_eq!(out.status.code(), Some(3), "{}", text(&out.stderr));
     let stderr = text(&out.stderr);
     assert!(
         stderr.contains("significant regression: openai:gpt-4o: success 100.0 % → 0.0 %")
-            && stderr.contains("exit status 1: 1 significant regression"),
+            && stderr.contains("exit status 3: 1 significant regression"),
         "{stderr}"
     );
     let csv = text(&out.stdout);
@@ -416,7 +416,7 @@ fn a_review_diff_shows_a_lower_score_as_a_negative_delta() {
     s.track()
         .args(["diff", "1", "2", "--fail-on-regression", "-q"])
         .assert()
-        .code(1);
+        .code(3);
     // The other way round the scores rise.
     let back = diff_json(&s, &["2", "1", "--format", "json"]);
     assert!(back[0]["delta_mean_score"].as_f64().unwrap() > 0.0);
@@ -520,7 +520,7 @@ fn a_relevance_diff_shows_a_wrong_answer_as_a_drop_in_recall() {
         .args(["diff", "1", "2", "--fail-on-regression"])
         .output()
         .unwrap();
-    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(out.status.code(), Some(3));
     assert!(
         text(&out.stdout)
             .contains("48 predictions shared, 6 regressions (right → not right), 0 fixes"),

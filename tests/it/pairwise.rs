@@ -469,7 +469,7 @@ fn a_pairwise_diff_flags_the_pair_that_moved_and_never_an_untouched_one() {
         .output()
         .unwrap();
     let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
-    assert_eq!(out.status.code(), Some(1), "{stdout}{stderr}");
+    assert_eq!(out.status.code(), Some(3), "{stdout}{stderr}");
     assert!(
         stdout.contains(
             "significant regression: anthropic:sonnet 3.5 lost ground to ollama:llama3.2: of 6 \

@@ -362,6 +362,7 @@ mod tests {
 
     fn request() -> ChatRequest {
         ChatRequest {
+            tools: None,
             model: "claude-3-5-haiku-20241022".into(),
             system: None,
             messages: vec![Message::user("hi")].into(),

@@ -504,6 +504,7 @@ mod tests {
 
     fn request() -> ChatRequest {
         ChatRequest {
+            tools: None,
             model: "gpt-4o-mini".into(),
             system: None,
             messages: vec![Message::user("2+2?")].into(),

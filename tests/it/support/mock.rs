@@ -2210,6 +2210,8 @@ fn answer_in_shape(schema: &Value) -> Value {
 fn text_of_part(p: &Value) -> Option<&str> {
     match p.get("type").and_then(Value::as_str) {
         Some("text") | Some("input_text") => p.get("text").and_then(Value::as_str),
+        // A tool's result sent back (Anthropic), when its content is a text.
+        Some("tool_result") => p.get("content").and_then(Value::as_str),
         _ => None,
     }
 }
