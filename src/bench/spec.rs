@@ -309,29 +309,14 @@ impl BenchSpec {
             Some(parent) if !parent.as_os_str().is_empty() => parent.to_path_buf(),
             _ => PathBuf::from("."),
         };
-        let line = |steps: &[crate::yaml::Step<'_>]| at.line(steps);
-        use crate::yaml::Step;
         let context = ParseContext {
             base_dir: &base,
             default_judge: raw.judge.as_deref(),
             inline_test: false,
         };
-        let checks = raw
-            .checks
-            .iter()
-            .flatten()
-            .enumerate()
-            .map(|(i, check)| {
-                CheckSpec::parse(check, &context).map_err(|e| {
-                    invalid(
-                        line(&[Step::Key("checks"), Step::Item(i)]),
-                        format!("check {}: {e}", i + 1),
-                    )
-                })
-            })
-            .collect::<Result<Vec<_>, _>>()?;
+        let checks = file_checks(&at, raw.checks.as_deref(), &context)?;
         let pass = PassRule::parse(raw.pass.as_ref())
-            .map_err(|e| invalid(line(&[Step::Key("pass")]), e))?;
+            .map_err(|e| invalid(at.line(&[crate::yaml::Step::Key("pass")]), e))?;
         let tools = tools_of(&at, &raw, &base)?;
         // A tool's `result:` is filled from each case's values: they are kept then.
         let options = &crate::cases::LoadOptions {
@@ -1058,6 +1043,29 @@ fn unused_columns_warning(
             .join(", ")
             + if unused.len() == 1 { " is" } else { " are" },
     ))
+}
+
+/// The checks the file gives every case (`checks:` at the top), parsed; an error names the
+/// check's line.
+fn file_checks(
+    at: &Where<'_>,
+    checks: Option<&[Value]>,
+    context: &ParseContext<'_>,
+) -> Result<Vec<CheckSpec>, SpecError> {
+    use crate::yaml::Step;
+    checks
+        .unwrap_or_default()
+        .iter()
+        .enumerate()
+        .map(|(i, check)| {
+            CheckSpec::parse(check, context).map_err(|e| {
+                at.invalid(
+                    at.line(&[Step::Key("checks"), Step::Item(i)]),
+                    format!("check {}: {e}", i + 1),
+                )
+            })
+        })
+        .collect()
 }
 
 #[cfg(test)]

@@ -82,8 +82,11 @@ impl ToolSet {
                 Some(name) => format!("tool `{name}`"),
                 None => format!("tool {}", i + 1),
             };
-            let tool =
-                Tool::from_value(item).map_err(|e| format!("tools: {label}: {e}; {TOOL_FIX}"))?;
+            // `from_value` names the tool itself once it has a name.
+            let tool = Tool::from_value(item).map_err(|e| match e.starts_with("tool `") {
+                true => format!("tools: {e}; {TOOL_FIX}"),
+                false => format!("tools: {label}: {e}; {TOOL_FIX}"),
+            })?;
             if parsed.iter().any(|t: &Tool| t.name == tool.name) {
                 return Err(format!(
                     "tools: two tools are named `{}`; give each its own name",

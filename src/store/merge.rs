@@ -829,14 +829,16 @@ fn drop_superseded_rows(tx: &Connection) -> rusqlite::Result<u64> {
              (SELECT id FROM main.reviews WHERE uid IN ({}));",
         of("reviews")
     ))?;
-    // A result's checks are keyed by the result's key.
-    tx.execute_batch(&format!(
-        "DELETE FROM main.bench_checks
-         WHERE (run_id, model_index, template_index, prompt_index, repeat_index) IN (
-             SELECT run_id, model_index, template_index, prompt_index, repeat_index
-             FROM main.bench_results WHERE uid IN ({}));",
-        of("bench_results")
-    ))?;
+    // A result's checks and tool calls are keyed by the result's key.
+    for keyed in ["bench_checks", "tool_calls"] {
+        tx.execute_batch(&format!(
+            "DELETE FROM main.{keyed}
+             WHERE (run_id, model_index, template_index, prompt_index, repeat_index) IN (
+                 SELECT run_id, model_index, template_index, prompt_index, repeat_index
+                 FROM main.bench_results WHERE uid IN ({}));",
+            of("bench_results")
+        ))?;
+    }
     let mut dropped = 0;
     for table in ROW_TABLES {
         dropped += tx.execute(
@@ -863,13 +865,11 @@ fn copy_rows(tx: &Connection) -> rusqlite::Result<u64> {
         std::slice::from_ref(&run),
         of_runs,
     )?)?;
-    // Each check of a result that has several, by the result's key and its index.
-    tx.execute_batch(&copy_sql(
-        tx,
-        "bench_checks",
-        std::slice::from_ref(&run),
-        of_runs,
-    )?)?;
+    // Each check of a result that has several, and each tool call of a tool loop, by the
+    // result's key and its index.
+    for table in ["bench_checks", "tool_calls"] {
+        tx.execute_batch(&copy_sql(tx, table, std::slice::from_ref(&run), of_runs)?)?;
+    }
     // A datasheet written by another tool has no run.
     let generated = "WHERE s.run_id IS NULL OR (s.run_id IN (SELECT src FROM temp.run_map)
                      AND s.run_id NOT IN (SELECT id FROM temp.skip_runs))";

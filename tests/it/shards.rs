@@ -507,6 +507,54 @@ fn merged_shards_keep_every_check_row_once_with_its_run() {
     }
 }
 
+/// Gives every result of database `db` a tool loop of two calls (as a benchmark with `tools:`
+/// writes them), the second in a second step; returns how many it wrote.
+fn add_tool_calls(db: &Path) -> i64 {
+    let conn = rusqlite::Connection::open(db).unwrap();
+    conn.execute_batch(
+        "INSERT INTO tool_calls (run_id, model_index, template_index, prompt_index,
+             repeat_index, step, call_index, call_id, name, arguments, result)
+         SELECT run_id, model_index, template_index, prompt_index, repeat_index, 1, 0,
+             'call_1', 'weather', '{\"city\": \"Paris\"}', '18 C' FROM bench_results;
+         INSERT INTO tool_calls (run_id, model_index, template_index, prompt_index,
+             repeat_index, step, call_index, call_id, name, arguments, result)
+         SELECT run_id, model_index, template_index, prompt_index, repeat_index, 2, 0,
+             'call_2', 'clock', '{}', NULL FROM bench_results;",
+    )
+    .unwrap();
+    conn.query_row("SELECT count(*) FROM tool_calls", [], |r| r.get(0))
+        .unwrap()
+}
+
+#[test]
+fn merged_shards_keep_every_tool_call_once_with_its_result() {
+    let s = bench_shards(2);
+    let files = shard_files(2);
+    let written: i64 = files.iter().map(|f| add_tool_calls(&s.path(f))).sum();
+    assert!(written > 0);
+    for _ in 0..2 {
+        // Merging again adds nothing.
+        let out = merge(&s, "merged.db", &files, &[]);
+        assert!(out.status.success(), "{}", text(&out.stderr));
+        let conn = rusqlite::Connection::open(s.path("merged.db")).unwrap();
+        let count = |sql: &str| -> i64 { conn.query_row(sql, [], |r| r.get(0)).unwrap() };
+        assert_eq!(count("SELECT count(*) FROM tool_calls"), written);
+        assert_eq!(
+            count(
+                "SELECT count(*) FROM tool_calls t JOIN bench_results b USING (run_id,
+                     model_index, template_index, prompt_index, repeat_index)
+                 JOIN runs r ON r.id = t.run_id WHERE r.merged_into IS NULL"
+            ),
+            written,
+            "every tool call belongs to its result, in the merged run"
+        );
+        assert_eq!(
+            count("SELECT count(*) FROM tool_calls WHERE name = 'clock' AND result IS NULL"),
+            written / 2
+        );
+    }
+}
+
 /// The bytes of `path`, or `None` when it does not exist.
 fn bytes(path: &Path) -> Option<Vec<u8>> {
     std::fs::read(path).ok()

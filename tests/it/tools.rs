@@ -371,6 +371,10 @@ fn malformed_tools_and_tool_checks_without_tools_are_refused_naming_the_fix() {
             "models: [openai:gpt-4o]\ntools: [{name: w, result: x}]\nprompts:\n  - p:\n    prompt: hi\n    checks: [{method: contains, value: x, arguments: {a: 1}}]\n",
             "`arguments` goes with `method: tool-called`",
         ),
+        (
+            "models: [openai:gpt-4o]\ntools: [{name: clock, parameters: none, result: x}]\nprompts:\n  - p:\n    prompt: hi\n    checks: [{method: tool-called, value: clock}]\n",
+            "tools: tool `clock`: `parameters` is a JSON Schema of an object",
+        ),
     ] {
         s.write("bad.yaml", file);
         let out = s.track().args(["run", "bad.yaml"]).output().unwrap();
