@@ -1230,17 +1230,10 @@ impl Experiment for BenchExperiment {
         let writing = &mut *store;
         std::thread::scope(|scope| {
             let (parts, graded) = std::sync::mpsc::sync_channel::<Vec<BenchResultRow>>(1);
-            // Written parts are freed on a thread of their own, off the writer's.
-            let (written, to_free) = std::sync::mpsc::channel();
-            scope.spawn(move || to_free.into_iter().for_each(drop));
             let writer = scope.spawn(move || {
                 writing.insert_bench_results_in_parts(
                     outcomes.len(),
                     graded.into_iter().map(std::borrow::Cow::Owned),
-                    |part| {
-                        // The freeing thread ends only with the write: a part unsent is freed here.
-                        let _ = written.send(part);
-                    },
                 )
             });
             for part in outcomes.chunks(PART) {

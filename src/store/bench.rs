@@ -308,55 +308,37 @@ pub struct FailureRow {
     pub rating: Option<super::Rating>,
 }
 
-/// The labels one write has named already, so that the parts of a write (a cached run's
-/// 400,000 results come in parts of 4,096, and a case's name in each part of each model and
-/// template) name each key once: 300,000 of 400,000 `INSERT OR IGNORE`s ignored otherwise.
-#[derive(Default)]
-struct NamedLabels(std::collections::HashSet<(i64, &'static str, u32)>);
-
-impl NamedLabels {
-    /// Names the model, template and prompt indices of `rows` in `bench_labels` that this write
-    /// has not named yet (once per run and index), 64 labels to a statement.
-    fn insert(&mut self, tx: &rusqlite::Transaction<'_>, rows: &[BenchResultRow]) -> Result<()> {
-        /// Labels written by one statement.
-        const PER_STATEMENT: usize = 64;
-        let mut labels: Vec<(i64, &'static str, u32, &str)> = Vec::with_capacity(rows.len() + 8);
-        let mut name = |run: i64, kind: &'static str, index: u32, label| {
-            if !self.0.contains(&(run, kind, index)) {
-                labels.push((run, kind, index, label));
-            }
-        };
-        for row in rows {
-            name(row.run_id, "model", row.model_index, &row.model_ref);
-            if let Some(template) = &row.template_name {
-                name(row.run_id, "template", row.template_index, template);
-            }
-            name(row.run_id, "prompt", row.prompt_index, &row.prompt_name);
+/// Names each run's model and prompt indices in `bench_labels` (once per run and index), 64
+/// labels to a statement: a cached run names 100,000 cases at once.
+fn insert_bench_labels(tx: &rusqlite::Transaction<'_>, rows: &[BenchResultRow]) -> Result<()> {
+    /// Labels written by one statement.
+    const PER_STATEMENT: usize = 64;
+    let mut labels: Vec<(i64, &str, u32, &str)> = Vec::with_capacity(rows.len() + 8);
+    for row in rows {
+        labels.push((row.run_id, "model", row.model_index, &row.model_ref));
+        if let Some(template) = &row.template_name {
+            labels.push((row.run_id, "template", row.template_index, template));
         }
-        // The first name given to a key is kept, as `INSERT OR IGNORE` one by one kept it.
-        labels.sort_by_key(|&(run, kind, index, _)| (run, kind, index));
-        labels.dedup_by_key(|&mut (run, kind, index, _)| (run, kind, index));
-        let full = labels.len() - labels.len() % PER_STATEMENT;
-        for chunk in labels[..full]
-            .chunks(PER_STATEMENT)
-            .chain(labels[full..].chunks(1))
-        {
-            let mut insert = tx.prepare_cached(&format!(
-                "INSERT OR IGNORE INTO bench_labels (run_id, kind, idx, label) VALUES {}",
-                vec!["(?, ?, ?, ?)"; chunk.len()].join(", ")
-            ))?;
-            let values = chunk.iter().flat_map(|(run, kind, index, label)| {
-                [run as &dyn rusqlite::ToSql, kind, index, label]
-            });
-            insert.execute(rusqlite::params_from_iter(values))?;
-        }
-        self.0.extend(
-            labels
-                .iter()
-                .map(|&(run, kind, index, _)| (run, kind, index)),
-        );
-        Ok(())
+        labels.push((row.run_id, "prompt", row.prompt_index, &row.prompt_name));
     }
+    // The first name given to a key is kept, as `INSERT OR IGNORE` one by one kept it.
+    labels.sort_by_key(|&(run, kind, index, _)| (run, kind, index));
+    labels.dedup_by_key(|&mut (run, kind, index, _)| (run, kind, index));
+    let full = labels.len() - labels.len() % PER_STATEMENT;
+    for chunk in labels[..full]
+        .chunks(PER_STATEMENT)
+        .chain(labels[full..].chunks(1))
+    {
+        let mut insert = tx.prepare_cached(&format!(
+            "INSERT OR IGNORE INTO bench_labels (run_id, kind, idx, label) VALUES {}",
+            vec!["(?, ?, ?, ?)"; chunk.len()].join(", ")
+        ))?;
+        let values = chunk.iter().flat_map(|(run, kind, index, label)| {
+            [run as &dyn rusqlite::ToSql, kind, index, label]
+        });
+        insert.execute(rusqlite::params_from_iter(values))?;
+    }
+    Ok(())
 }
 
 /// The uids of results, with the uid of their run looked up once per run.
@@ -880,19 +862,16 @@ impl Store {
     /// Writes benchmark results in one transaction; a row for the same run, model, prompt and
     /// repeat replaces the earlier one.
     pub fn insert_bench_results(&mut self, rows: &[BenchResultRow]) -> Result<()> {
-        self.insert_bench_results_in_parts(rows.len(), std::iter::once(Cow::Borrowed(rows)), drop)
+        self.insert_bench_results_in_parts(rows.len(), std::iter::once(Cow::Borrowed(rows)))
     }
 
     /// [`Store::insert_bench_results`] of `rows` results in all, in the parts `parts` gives as
     /// they come (graded on another thread while the part before is written), in one
-    /// transaction. A part that does not come (the sender stopped) ends the write there. Each
-    /// part, once written, goes to `written`: freeing a part's thousands of rows elsewhere takes
-    /// 12 % of the writer's CPU off it.
+    /// transaction. A part that does not come (the sender stopped) ends the write there.
     pub fn insert_bench_results_in_parts<'r>(
         &mut self,
         rows: usize,
         parts: impl IntoIterator<Item = Cow<'r, [BenchResultRow]>>,
-        written: impl FnMut(Cow<'r, [BenchResultRow]>),
     ) -> Result<()> {
         /// From this many rows on (a cached run's thousands of answers at once), the page cache
         /// is enlarged, and stays so for the connection's life: the uid index takes rows at
@@ -904,7 +883,7 @@ impl Store {
         const BULK_ROWS: usize = 4096;
         const BULK_CACHE_KIB: i64 = 128 * 1024;
         if rows < BULK_ROWS {
-            return self.write_bench_results(parts, written);
+            return self.write_bench_results(parts);
         }
         super::enlarge_page_cache(&self.conn, BULK_CACHE_KIB)?;
         self.prepare_bulk_writes()?;
@@ -915,10 +894,10 @@ impl Store {
             .conn
             .query_row("PRAGMA foreign_keys", [], |r| r.get(0))?;
         self.conn.pragma_update(None, "foreign_keys", false)?;
-        let result = self.write_bench_results(parts, written);
+        let written = self.write_bench_results(parts);
         self.conn
             .pragma_update(None, "foreign_keys", foreign_keys)?;
-        result?;
+        written?;
         self.checkpoint_after_bulk_write();
         Ok(())
     }
@@ -927,16 +906,14 @@ impl Store {
     fn write_bench_results<'r>(
         &mut self,
         parts: impl IntoIterator<Item = Cow<'r, [BenchResultRow]>>,
-        mut written: impl FnMut(Cow<'r, [BenchResultRow]>),
     ) -> Result<()> {
         /// Rows written by one statement: cached runs write tens of thousands at once.
         const ROWS_PER_STATEMENT: usize = 64;
         let tx = self.conn.transaction()?;
         let now = now_rfc3339();
         let mut uids = ResultUids::default();
-        let mut named = NamedLabels::default();
         for rows in parts {
-            named.insert(&tx, &rows)?;
+            insert_bench_labels(&tx, &rows)?;
             // Two statements only, of 64 rows and of one: a statement for each length (the
             // executor hands over batches of 1 to 64 answers) would not stay in the cache of
             // prepared statements, and each would be compiled again and again.
@@ -953,7 +930,6 @@ impl Store {
                 insert_result_chunk(&tx, chunk, &chunk_uids, &now, fresh)?;
                 insert_checks(&tx, chunk, fresh)?;
             }
-            written(rows);
         }
         tx.commit()?;
         Ok(())
