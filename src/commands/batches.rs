@@ -14,6 +14,8 @@ use crate::output::columns;
 use crate::output::{Columns, Format, print_frame};
 use crate::store::{BatchRow, BatchState, Store};
 
+/// List the batches sent to providers' batch APIs (`--batch`), or cancel one.
+///
 /// List the batches sent to providers' batch APIs (`--batch`), newest first: track's id, the
 /// run, the model's reference, its status (track's step before it is submitted or once void,
 /// then the provider's at the last poll and how long ago: validating, in_progress,

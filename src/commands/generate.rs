@@ -8,6 +8,8 @@ use super::{Context, SensorArgs};
 use crate::review::DatasheetExperiment;
 use crate::review::file::ReviewExperiment;
 
+/// Have a model write a datasheet for each sensor of a list.
+///
 /// Have a model write a datasheet for each sensor of the list, saved as
 /// `results/<Brand>/<Sensor>/<provider>_<model>_<YYYYMMDD_HHMMSS>.md`, e.g.
 /// `track generate-datasheets --model openai:gpt-4o --sensor BME280`.

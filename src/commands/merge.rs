@@ -7,6 +7,8 @@ use std::process::ExitCode;
 use super::Context;
 use crate::store::{MergeReport, merge};
 
+/// Merge track databases (the shards of a plan, or a teammate's) into one.
+///
 /// Merge track databases into OUT: the shards of a plan (`--shard k/N`, each in its own
 /// database) into one run whose statistics come from all their rows, or any databases (a
 /// teammate's) into one, sharing their call caches. Every input is checked first: a missing,

@@ -9,6 +9,8 @@ use crate::config::{Catalog, PRICE_SOURCE, PRICES_AS_OF};
 use crate::output::columns;
 use crate::output::{Columns, Format, print_frame};
 
+/// List the model catalog: prices, parameters, whether a key is set.
+///
 /// List the model catalog: provider, alias, model id, prices, parameters, whether a key is
 /// set, and (with --wide, CSV, JSON) the batch API `--batch` sends its calls through (empty:
 /// none, they run live), the context window and where the prices come from.

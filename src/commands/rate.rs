@@ -9,6 +9,8 @@ use anyhow::Context as _;
 use super::Context;
 use crate::store::{NewRating, Verdict};
 
+/// Rate a result by hand: pass or fail, a 1-5 score, a comment.
+///
 /// Rate a result: pass or fail (overriding its checks), a 1-5 score and a comment, e.g.
 /// `track rate 3 9f2c41 --fail --comment "cites the wrong year"`. Each rating is a new row:
 /// the newest of a rater is their current one (`track query --by result` shows it, `--by human`

@@ -17,6 +17,8 @@ use crate::report::{
 };
 use crate::store::{RunSelector, Store, StoreError};
 
+/// Write one self-contained HTML report with charts.
+///
 /// Write one self-contained HTML report with charts (no server, no network: it opens from
 /// disk and can be sent by email), e.g. `track report --run all --out report.html`.
 #[derive(Debug, clap::Args)]

@@ -9,6 +9,8 @@ use super::{Context, SensorArgs};
 use crate::review::DatasheetExperiment;
 use crate::review::file::ReviewExperiment;
 
+/// Have reviewer models score generated datasheets against the official ones (P1–P16).
+///
 /// Have one or more reviewer models score every generated datasheet against its official
 /// datasheet, e.g. `track review-datasheets --reviewer google:gemini-1.5-pro --sensor BME280`.
 /// Scores land in the database and in `results/reviews/<provider>_<model>/<Brand>_<Sensor>.csv`.

@@ -11,6 +11,8 @@ use super::gate::GateArgs;
 use super::registry;
 use crate::energy::EnergyMethod;
 
+/// Run an experiment file (a benchmark, a review, a relevance experiment or a pairwise comparison).
+///
 /// Run an experiment file: a benchmark (every prompt against every model, model by model),
 /// e.g. `track run data/benchmark.yaml --concurrency 4`; a review experiment (`kind: review`,
 /// e.g. data/review.yaml); a relevance experiment (`kind: relevance`, e.g.

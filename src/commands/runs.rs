@@ -10,6 +10,8 @@ use crate::output::columns;
 use crate::output::{Columns, Format, print_frame};
 use crate::store::{BatchRow, RunErrorRow, RunInfo, RunStatus, Store};
 
+/// List runs, newest first, with their status, calls, cost and what they paid.
+///
 /// List runs, newest first by the time they started: id, kind, file (or the command line of a
 /// run without one), models, started, the time it took (`wall_time_s`, start to end),
 /// status (a run whose process is gone shows as `abandoned`; one stopped by its budget as

@@ -6,6 +6,8 @@ use crate::view::{ViewOptions, serve};
 
 use super::Context;
 
+/// Serve a web viewer of the database (runs, results, transcripts, ratings, live progress).
+///
 /// Serve a web viewer of the database: runs, a benchmark's grid of results, transcripts,
 /// cases side by side, search, live progress. Local only unless --host is given.
 #[derive(Debug, clap::Args)]

@@ -47,7 +47,12 @@ fn completions_name_every_command_in_each_shell() {
         for name in top.iter().chain(nested.iter().map(|(_, inner)| inner)) {
             assert!(script.contains(name.as_str()), "{shell} misses {name}");
         }
-        assert!(script.contains("--concurrency"), "{shell}: run's options");
+        // fish names a long option `-l NAME`, the others `--NAME`.
+        let concurrency = match shell {
+            "fish" => "__fish_track_using_subcommand run\" -l concurrency",
+            _ => "--concurrency",
+        };
+        assert!(script.contains(concurrency), "{shell}: run's options");
     }
 }
 
