@@ -684,18 +684,12 @@ impl BenchExperiment {
         )
     }
 
-    /// The draft of one evaluation's row; a test with a judge check gets its judge's verdict
-    /// in `judged` (else the judge check is an error: the row waits for it).
-    fn draft(
-        &self,
-        run_id: i64,
-        (eval, state): (Eval, &TurnState),
-        outcome: &CallOutcome,
-        judged: Option<CheckOutcome>,
-    ) -> Draft {
+    /// The row of evaluation `eval` before its call fills it: its keys and names, an error
+    /// until graded.
+    fn empty_row(&self, run_id: i64, eval: Eval, cache_hit: bool) -> BenchResultRow {
         let model = &self.targets[eval.model];
         let test = &self.spec.prompts[eval.prompt];
-        let mut row = BenchResultRow {
+        BenchResultRow {
             run_id,
             model_index: eval.model as u32,
             prompt_index: eval.prompt as u32,
@@ -706,7 +700,7 @@ impl BenchExperiment {
             prompt_name: test.name.clone(),
             method: test.method_name().to_owned(),
             call_id: None,
-            cache_hit: matches!(outcome, CallOutcome::Hit(_)),
+            cache_hit,
             outcome: Outcome::Error,
             detail: None,
             latency_ms: None,
@@ -727,7 +721,21 @@ impl BenchExperiment {
             template_name: self.template_name(eval.template).map(str::to_owned),
             score: None,
             checks: Vec::new(),
-        };
+        }
+    }
+
+    /// The draft of one evaluation's row; a test with a judge check gets its judge's verdict
+    /// in `judged` (else the judge check is an error: the row waits for it).
+    fn draft(
+        &self,
+        run_id: i64,
+        (eval, state): (Eval, &TurnState),
+        outcome: &CallOutcome,
+        judged: Option<CheckOutcome>,
+    ) -> Draft {
+        let model = &self.targets[eval.model];
+        let test = &self.spec.prompts[eval.prompt];
+        let mut row = self.empty_row(run_id, eval, matches!(outcome, CallOutcome::Hit(_)));
         let call = match outcome {
             CallOutcome::Failed { call_id, error, .. } => {
                 row.call_id = *call_id;

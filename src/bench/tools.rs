@@ -75,62 +75,16 @@ impl ToolSet {
                 ));
             }
         };
-        let mut parsed = Vec::with_capacity(items.len());
+        let mut parsed: Vec<Tool> = Vec::with_capacity(items.len());
         let mut sources = Vec::with_capacity(items.len());
         for (i, item) in items.iter().enumerate() {
-            let label = match item.get("name").and_then(Value::as_str) {
-                Some(name) => format!("tool `{name}`"),
-                None => format!("tool {}", i + 1),
-            };
-            // `from_value` names the tool itself once it has a name.
-            let tool = Tool::from_value(item).map_err(|e| match e.starts_with("tool `") {
-                true => format!("tools: {e}; {TOOL_FIX}"),
-                false => format!("tools: {label}: {e}; {TOOL_FIX}"),
-            })?;
-            if parsed.iter().any(|t: &Tool| t.name == tool.name) {
+            let (tool, source) = parse_tool(i, item, base_dir)?;
+            if parsed.iter().any(|t| t.name == tool.name) {
                 return Err(format!(
                     "tools: two tools are named `{}`; give each its own name",
                     tool.name
                 ));
             }
-            let Value::Object(fields) = item else {
-                unreachable!("a tool is a mapping: from_value checked")
-            };
-            if let Some(key) = fields.keys().find(|k| !TOOL_KEYS.contains(&k.as_str())) {
-                return Err(format!(
-                    "tools: {label}: {}",
-                    crate::yaml::unknown_key(key, &TOOL_KEYS)
-                ));
-            }
-            let text = |key: &str| match fields.get(key) {
-                None | Some(Value::Null) => Ok(None),
-                Some(Value::String(text)) => Ok(Some(text.clone())),
-                Some(other) => Err(format!(
-                    "tools: {label}: `{key}` is a text, not {}",
-                    crate::cases::read::kind_of(other)
-                )),
-            };
-            let source = match (text("result")?, text("run")?) {
-                (Some(result), None) => Source::Result(Template::parse(&result)),
-                (None, Some(run)) => Source::Run(
-                    Program::new(&run, base_dir, "the command that answers the tool")
-                        .map_err(|e| format!("tools: {label}: {e}"))?,
-                ),
-                (Some(_), Some(_)) => {
-                    return Err(format!(
-                        "tools: {label} has both `result:` and `run:`; give one: `result:` \
-                         fills the result from the case's values, `run:` runs a command"
-                    ));
-                }
-                (None, None) => {
-                    return Err(format!(
-                        "tools: {label} has no `result:` or `run:`: say where its result \
-                         comes from (`result: \"{{{{weather}}}}\"`, a case's value, or `run: \
-                         \"python3 weather.py\"`, a command reading the arguments as JSON on \
-                         stdin)"
-                    ));
-                }
-            };
             parsed.push(tool);
             sources.push(source);
         }
@@ -266,6 +220,59 @@ pub(crate) fn tool_calls_frame(
         Column::new(arguments.into(), texts(|r| Some(&r.arguments))),
         Column::new(result.into(), texts(|r| r.result.as_deref())),
     ])?))
+}
+
+/// Tool `i` of `tools:` (from 0) and where its result comes from, checked.
+fn parse_tool(i: usize, item: &Value, base_dir: &Path) -> Result<(Tool, Source), String> {
+    let label = match item.get("name").and_then(Value::as_str) {
+        Some(name) => format!("tool `{name}`"),
+        None => format!("tool {}", i + 1),
+    };
+    let tool = Tool::from_value(item).map_err(|e| {
+        // `from_value` names a tool that has a name itself.
+        match item.get("name").and_then(Value::as_str) {
+            Some(_) => format!("tools: {e}; {TOOL_FIX}"),
+            None => format!("tools: {label}: {e}; {TOOL_FIX}"),
+        }
+    })?;
+    let Some(fields) = item.as_object() else {
+        unreachable!("a tool is a mapping: from_value checked")
+    };
+    if let Some(key) = fields.keys().find(|k| !TOOL_KEYS.contains(&k.as_str())) {
+        return Err(format!(
+            "tools: {label}: {}",
+            crate::yaml::unknown_key(key, &TOOL_KEYS)
+        ));
+    }
+    let text = |key: &str| match fields.get(key) {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::String(text)) => Ok(Some(text.clone())),
+        Some(other) => Err(format!(
+            "tools: {label}: `{key}` is a text, not {}",
+            crate::cases::read::kind_of(other)
+        )),
+    };
+    let source = match (text("result")?, text("run")?) {
+        (Some(result), None) => Source::Result(Template::parse(&result)),
+        (None, Some(run)) => Source::Run(
+            Program::new(&run, base_dir, "the command that answers the tool")
+                .map_err(|e| format!("tools: {label}: {e}"))?,
+        ),
+        (Some(_), Some(_)) => {
+            return Err(format!(
+                "tools: {label} has both `result:` and `run:`; give one: `result:` fills the \
+                 result from the case's values, `run:` runs a command"
+            ));
+        }
+        (None, None) => {
+            return Err(format!(
+                "tools: {label} has no `result:` or `run:`: say where its result comes from \
+                 (`result: \"{{{{weather}}}}\"`, a case's value, or `run: \"python3 \
+                 weather.py\"`, a command reading the arguments as JSON on stdin)"
+            ));
+        }
+    };
+    Ok((tool, source))
 }
 
 #[cfg(test)]

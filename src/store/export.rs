@@ -590,39 +590,52 @@ impl Store {
                     reader.push(row, 0, &mut sink)?;
                 }
             }
-            RowSource::Calls => match calls.take() {
-                Some(ids) => {
-                    // The calls of a run are mostly neighbours: each cluster of ids is read
-                    // in one pass over its id range, the ids not referenced skipped.
-                    let sql = format!(
-                        "SELECT t.rowid, {list} FROM calls t WHERE t.rowid BETWEEN ?1 AND ?2"
-                    );
-                    let mut stmt = self.conn.prepare(&sql).map_err(StoreError::from)?;
-                    let mut next = 0;
-                    for (low, high) in clusters(&ids) {
-                        let mut rows = stmt.query([low, high]).map_err(StoreError::from)?;
-                        while let Some(row) = rows.next().map_err(StoreError::from)? {
-                            let id: i64 = row.get(0).map_err(StoreError::from)?;
-                            while next < ids.len() && ids[next] < id {
-                                next += 1;
-                            }
-                            if ids.get(next) == Some(&id) {
-                                reader.push(row, 1, &mut sink)?;
-                            }
+            RowSource::Calls => self.read_calls(run_id, &list, calls, &mut reader, &mut sink)?,
+        }
+        reader.finish(&mut sink)
+    }
+
+    /// The calls of [`Store::export_rows`]: those `calls` gathered from the result tables,
+    /// else those a query finds referenced by the run's rows.
+    fn read_calls<E: From<StoreError>>(
+        &self,
+        run_id: i64,
+        list: &str,
+        calls: &mut CallRefs,
+        reader: &mut BatchReader<'_>,
+        sink: &mut impl FnMut(ColumnBatch) -> std::result::Result<(), E>,
+    ) -> std::result::Result<(), E> {
+        match calls.take() {
+            Some(ids) => {
+                // The calls of a run are mostly neighbours: each cluster of ids is read in one
+                // pass over its id range, the ids not referenced skipped.
+                let sql =
+                    format!("SELECT t.rowid, {list} FROM calls t WHERE t.rowid BETWEEN ?1 AND ?2");
+                let mut stmt = self.conn.prepare(&sql).map_err(StoreError::from)?;
+                let mut next = 0;
+                for (low, high) in clusters(&ids) {
+                    let mut rows = stmt.query([low, high]).map_err(StoreError::from)?;
+                    while let Some(row) = rows.next().map_err(StoreError::from)? {
+                        let id: i64 = row.get(0).map_err(StoreError::from)?;
+                        while next < ids.len() && ids[next] < id {
+                            next += 1;
+                        }
+                        if ids.get(next) == Some(&id) {
+                            reader.push(row, 1, sink)?;
                         }
                     }
                 }
-                None => {
-                    let sql = self.referenced_calls_query(&list)?;
-                    let mut stmt = self.conn.prepare(&sql).map_err(StoreError::from)?;
-                    let mut rows = stmt.query([run_id]).map_err(StoreError::from)?;
-                    while let Some(row) = rows.next().map_err(StoreError::from)? {
-                        reader.push(row, 0, &mut sink)?;
-                    }
+            }
+            None => {
+                let sql = self.referenced_calls_query(list)?;
+                let mut stmt = self.conn.prepare(&sql).map_err(StoreError::from)?;
+                let mut rows = stmt.query([run_id]).map_err(StoreError::from)?;
+                while let Some(row) = rows.next().map_err(StoreError::from)? {
+                    reader.push(row, 0, sink)?;
                 }
-            },
+            }
         }
-        reader.finish(&mut sink)
+        Ok(())
     }
 }
 

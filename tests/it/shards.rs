@@ -478,11 +478,13 @@ fn add_check_rows(db: &Path) -> i64 {
         .unwrap()
 }
 
-#[test]
-fn merged_shards_keep_every_check_row_once_with_its_run() {
+/// Merges shards whose results each got rows of `table` from `add` twice (the second adding
+/// nothing), checking each row is copied once, belongs to its result in the merged run, and
+/// that `half` counts half of them.
+fn merged_rows_stay_once_with_their_result(table: &str, add: fn(&Path) -> i64, half: &str) {
     let s = bench_shards(2);
     let files = shard_files(2);
-    let written: i64 = files.iter().map(|f| add_check_rows(&s.path(f))).sum();
+    let written: i64 = files.iter().map(|f| add(&s.path(f))).sum();
     assert!(written > 0);
     for _ in 0..2 {
         // Merging again adds nothing.
@@ -490,21 +492,26 @@ fn merged_shards_keep_every_check_row_once_with_its_run() {
         assert!(out.status.success(), "{}", text(&out.stderr));
         let conn = rusqlite::Connection::open(s.path("merged.db")).unwrap();
         let count = |sql: &str| -> i64 { conn.query_row(sql, [], |r| r.get(0)).unwrap() };
-        assert_eq!(count("SELECT count(*) FROM bench_checks"), written);
+        assert_eq!(count(&format!("SELECT count(*) FROM {table}")), written);
         assert_eq!(
-            count(
-                "SELECT count(*) FROM bench_checks k JOIN bench_results b USING (run_id,
+            count(&format!(
+                "SELECT count(*) FROM {table} k JOIN bench_results b USING (run_id,
                      model_index, template_index, prompt_index, repeat_index)
                  JOIN runs r ON r.id = k.run_id WHERE r.merged_into IS NULL"
-            ),
+            )),
             written,
-            "every check belongs to its result, in the merged run"
+            "every row of {table} belongs to its result, in the merged run"
         );
         assert_eq!(
-            count("SELECT count(*) FROM bench_checks WHERE status = 'failed'"),
+            count(&format!("SELECT count(*) FROM {table} WHERE {half}")),
             written / 2
         );
     }
+}
+
+#[test]
+fn merged_shards_keep_every_check_row_once_with_its_run() {
+    merged_rows_stay_once_with_their_result("bench_checks", add_check_rows, "status = 'failed'");
 }
 
 /// Gives every result of database `db` a tool loop of two calls (as a benchmark with `tools:`
@@ -528,31 +535,11 @@ fn add_tool_calls(db: &Path) -> i64 {
 
 #[test]
 fn merged_shards_keep_every_tool_call_once_with_its_result() {
-    let s = bench_shards(2);
-    let files = shard_files(2);
-    let written: i64 = files.iter().map(|f| add_tool_calls(&s.path(f))).sum();
-    assert!(written > 0);
-    for _ in 0..2 {
-        // Merging again adds nothing.
-        let out = merge(&s, "merged.db", &files, &[]);
-        assert!(out.status.success(), "{}", text(&out.stderr));
-        let conn = rusqlite::Connection::open(s.path("merged.db")).unwrap();
-        let count = |sql: &str| -> i64 { conn.query_row(sql, [], |r| r.get(0)).unwrap() };
-        assert_eq!(count("SELECT count(*) FROM tool_calls"), written);
-        assert_eq!(
-            count(
-                "SELECT count(*) FROM tool_calls t JOIN bench_results b USING (run_id,
-                     model_index, template_index, prompt_index, repeat_index)
-                 JOIN runs r ON r.id = t.run_id WHERE r.merged_into IS NULL"
-            ),
-            written,
-            "every tool call belongs to its result, in the merged run"
-        );
-        assert_eq!(
-            count("SELECT count(*) FROM tool_calls WHERE name = 'clock' AND result IS NULL"),
-            written / 2
-        );
-    }
+    merged_rows_stay_once_with_their_result(
+        "tool_calls",
+        add_tool_calls,
+        "name = 'clock' AND result IS NULL",
+    );
 }
 
 /// The bytes of `path`, or `None` when it does not exist.
