@@ -310,29 +310,7 @@ impl BenchExperiment {
             }
             if state.turn + 1 < request.turns() {
                 turns = true;
-                match outcome {
-                    Some(outcome @ (CallOutcome::Hit(answer) | CallOutcome::Fresh(answer))) => {
-                        let cached = matches!(outcome, CallOutcome::Hit(_));
-                        let state = TurnState {
-                            turn: state.turn + 1,
-                            answers: [state.answers, vec![answer.text.clone()]].concat(),
-                            spent: state.spent.plus(answer, cached),
-                            steps: Vec::new(),
-                        };
-                        stage.calls.push(self.turn_call(call, eval, &state));
-                        next.states.insert(call.item, state);
-                    }
-                    Some(CallOutcome::Failed { .. }) => {}
-                    None => {
-                        let sent = &call.job.request;
-                        let pending = PendingTurn {
-                            item: call.item,
-                            turn: state.turn + 1,
-                            input_tokens: input_bound(sent.system.as_deref(), &sent.messages),
-                        };
-                        stage.pending.push(self.pending_turn(&mut next, pending));
-                    }
-                }
+                self.next_turn((call, eval, state), outcome, &mut stage, &mut next);
                 continue;
             }
             let Some(judge) = self.prompt_judge[eval.prompt] else {
@@ -403,6 +381,40 @@ impl BenchExperiment {
         match &self.spec.tools {
             Some(tools) => tools.max_steps as usize,
             None => self.request_of(eval).turns(),
+        }
+    }
+
+    /// The next turn of a conversation whose turn `state.turn` was answered by `outcome` (or
+    /// is pending, in a plan), added to `stage`; its state goes to `next`.
+    fn next_turn(
+        &self,
+        (call, eval, state): (&PlannedCall, Eval, TurnState),
+        outcome: Option<&CallOutcome>,
+        stage: &mut Stage,
+        next: &mut Turns,
+    ) {
+        match outcome {
+            Some(outcome @ (CallOutcome::Hit(answer) | CallOutcome::Fresh(answer))) => {
+                let cached = matches!(outcome, CallOutcome::Hit(_));
+                let state = TurnState {
+                    turn: state.turn + 1,
+                    answers: [state.answers, vec![answer.text.clone()]].concat(),
+                    spent: state.spent.plus(answer, cached),
+                    steps: Vec::new(),
+                };
+                stage.calls.push(self.turn_call(call, eval, &state));
+                next.states.insert(call.item, state);
+            }
+            Some(CallOutcome::Failed { .. }) => {}
+            None => {
+                let sent = &call.job.request;
+                let pending = PendingTurn {
+                    item: call.item,
+                    turn: state.turn + 1,
+                    input_tokens: input_bound(sent.system.as_deref(), &sent.messages),
+                };
+                stage.pending.push(self.pending_turn(next, pending));
+            }
         }
     }
 
