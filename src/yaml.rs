@@ -26,6 +26,15 @@ pub(crate) fn describe(path: &Path, text: &str, error: &serde_saphyr::Error) -> 
         Some(at) if message[at..].contains("column") => &message[..at],
         _ => message,
     };
+    // The parser's own advice (`set DuplicateKeyPolicy in Options`) is for programmers.
+    if let Some(key) = message.strip_prefix("duplicate mapping key: ") {
+        let key = key.split(',').next().unwrap_or(key).trim();
+        return located(
+            path,
+            position,
+            &format!("key `{key}` is given twice in one mapping: keep one"),
+        );
+    }
     if message.contains("tab")
         && let Some(tab) = indenting_tab(text, position.map_or(1, |(line, _)| line))
     {
@@ -270,6 +279,18 @@ fn strip_position(message: &str) -> &str {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_key_given_twice_is_named_with_the_fix() {
+        let text = "kind: review\nmax_tokens: 10\nmax_tokens: 20\n";
+        let error = serde_saphyr::from_str::<serde_json::Value>(text).unwrap_err();
+        let line = describe(Path::new("r.yaml"), text, &error);
+        assert!(
+            line.starts_with("r.yaml:3:")
+                && line.ends_with("key `max_tokens` is given twice in one mapping: keep one"),
+            "{line}"
+        );
+    }
 
     #[test]
     fn syntax_errors_are_one_line_with_file_line_and_column() {
