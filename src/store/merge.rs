@@ -559,7 +559,7 @@ enum Words {
     Beside(words::Indexer),
 }
 
-/// The indexes of `calls` and `bench_results` other than their natural keys, and the trigger
+/// The indexes of `calls` and `bench_rows` other than their natural keys, and the trigger
 /// that indexes each stored call's words, set aside while inputs are copied in bulk and made
 /// again from their own SQL afterwards. Their keys (uids, hashes) come in no order: each
 /// copied row updated them at a random place, a read and a write of a page each once they
@@ -584,7 +584,7 @@ impl SetAside {
         )?;
         let mut stmt = conn.prepare(
             "SELECT type, name, sql FROM main.sqlite_master
-             WHERE (type = 'index' AND tbl_name IN ('calls', 'bench_results') AND sql IS NOT NULL)
+             WHERE (type = 'index' AND tbl_name IN ('calls', 'bench_rows') AND sql IS NOT NULL)
                 OR (type = 'trigger' AND name = 'call_text_insert')
              ORDER BY type = 'trigger', name",
         )?;
@@ -621,7 +621,7 @@ const INPUT_CACHE_KIB: i64 = -20_000;
 
 /// The result tables, copied by uid with their run and calls mapped.
 const ROW_TABLES: &[&str] = &[
-    "bench_results",
+    "bench_rows",
     "generated_datasheets",
     "reviews",
     "relevance_predictions",
@@ -835,8 +835,8 @@ fn drop_superseded_rows(tx: &Connection) -> rusqlite::Result<u64> {
             "DELETE FROM main.{keyed}
              WHERE (run_id, model_index, template_index, prompt_index, repeat_index) IN (
                  SELECT run_id, model_index, template_index, prompt_index, repeat_index
-                 FROM main.bench_results WHERE uid IN ({}));",
-            of("bench_results")
+                 FROM main.bench_rows WHERE uid IN ({}));",
+            of("bench_rows")
         ))?;
     }
     let mut dropped = 0;
@@ -858,13 +858,11 @@ fn copy_rows(tx: &Connection) -> rusqlite::Result<u64> {
                    AND s.run_id NOT IN (SELECT id FROM temp.skip_runs)";
     let judge = ("judge_call_id", remap("call_map", "judge_call_id"));
     let bench = [run.clone(), call.clone(), judge];
-    let mut added = tx.execute(&copy_sql(tx, "bench_results", &bench, of_runs)?, [])?;
-    tx.execute_batch(&copy_sql(
-        tx,
-        "bench_labels",
-        std::slice::from_ref(&run),
-        of_runs,
-    )?)?;
+    let mut added = tx.execute(&copy_sql(tx, "bench_rows", &bench, of_runs)?, [])?;
+    // The names of each run's models and cases (the rows hold their indices).
+    for table in ["bench_models", "bench_labels"] {
+        tx.execute_batch(&copy_sql(tx, table, std::slice::from_ref(&run), of_runs)?)?;
+    }
     // Each check of a result that has several, and each tool call of a tool loop, by the
     // result's key and its index.
     for table in ["bench_checks", "tool_calls"] {
@@ -1374,7 +1372,7 @@ mod tests {
         // The second shard's results cannot be copied: its blobs, run and calls are by then.
         Connection::open(&b)
             .unwrap()
-            .execute_batch("ALTER TABLE bench_results DROP COLUMN expected")
+            .execute_batch("DROP VIEW bench_results; ALTER TABLE bench_rows DROP COLUMN expected")
             .unwrap();
         let error = merge(&out, &[a.clone(), b.clone()], false).unwrap_err();
         assert!(error.to_string().contains("expected"), "{error}");
