@@ -144,3 +144,61 @@ END;
 CREATE TRIGGER bench_results_delete INSTEAD OF DELETE ON bench_results BEGIN
     DELETE FROM bench_rows WHERE id = old.id;
 END;
+
+-- 3. A result's checks are keyed by the result's row id: a key of two integers, where V23's
+--    six-column key (run, model, template, case, repeat, check) made each of a cached run's
+--    800,000 check rows a wide key to compare and to store. `bench_checks` becomes a view of
+--    the same columns, as `bench_results` did; deleting a result deletes its checks.
+CREATE TABLE bench_check_rows (
+    result_id   INTEGER NOT NULL REFERENCES bench_rows (id) ON DELETE CASCADE,
+    check_index INTEGER NOT NULL,           -- in the order the file gives the checks
+    method      TEXT NOT NULL,
+    expected    TEXT,                       -- the value compared with, rendered for the case
+    status      TEXT NOT NULL CHECK (status IN ('passed', 'failed', 'error')),
+    score       REAL,                       -- 0-1 where the method gives one
+    weight      REAL NOT NULL DEFAULT 1,
+    reason      TEXT,
+    PRIMARY KEY (result_id, check_index)
+) WITHOUT ROWID;
+INSERT INTO bench_check_rows (result_id, check_index, method, expected, status, score, weight,
+    reason)
+SELECT b.id, k.check_index, k.method, k.expected, k.status, k.score, k.weight, k.reason
+FROM bench_checks k JOIN bench_rows b ON b.run_id = k.run_id AND b.model_index = k.model_index
+    AND b.template_index = k.template_index AND b.prompt_index = k.prompt_index
+    AND b.repeat_index = k.repeat_index
+ORDER BY b.id, k.check_index;
+DROP TABLE bench_checks;
+
+CREATE VIEW bench_checks AS
+SELECT b.run_id, b.model_index, b.template_index, b.prompt_index, b.repeat_index,
+    k.check_index, k.method, k.expected, k.status, k.score, k.weight, k.reason
+FROM bench_check_rows k JOIN bench_rows b ON b.id = k.result_id;
+
+CREATE TRIGGER bench_checks_insert INSTEAD OF INSERT ON bench_checks BEGIN
+    INSERT INTO bench_check_rows (result_id, check_index, method, expected, status, score,
+        weight, reason)
+    SELECT b.id, new.check_index, new.method, new.expected, new.status, new.score,
+        coalesce(new.weight, 1), new.reason
+    FROM bench_rows b
+    WHERE b.run_id = new.run_id AND b.model_index = new.model_index
+        AND b.template_index = new.template_index AND b.prompt_index = new.prompt_index
+        AND b.repeat_index = new.repeat_index;
+END;
+
+CREATE TRIGGER bench_checks_update INSTEAD OF UPDATE ON bench_checks BEGIN
+    UPDATE bench_check_rows SET check_index = new.check_index, method = new.method,
+        expected = new.expected, status = new.status, score = new.score, weight = new.weight,
+        reason = new.reason
+    WHERE check_index = old.check_index AND result_id = (SELECT b.id FROM bench_rows b
+        WHERE b.run_id = old.run_id AND b.model_index = old.model_index
+        AND b.template_index = old.template_index AND b.prompt_index = old.prompt_index
+        AND b.repeat_index = old.repeat_index);
+END;
+
+CREATE TRIGGER bench_checks_delete INSTEAD OF DELETE ON bench_checks BEGIN
+    DELETE FROM bench_check_rows
+    WHERE check_index = old.check_index AND result_id = (SELECT b.id FROM bench_rows b
+        WHERE b.run_id = old.run_id AND b.model_index = old.model_index
+        AND b.template_index = old.template_index AND b.prompt_index = old.prompt_index
+        AND b.repeat_index = old.repeat_index);
+END;

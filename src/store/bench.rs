@@ -443,19 +443,21 @@ impl ResultUids {
     }
 }
 
-/// Writes `chunk` (with its `uids`) in one statement; a row for the same run, model,
-/// template, prompt and repeat replaces the earlier one (none can be there when `fresh`).
+/// Writes `chunk` (with its `uids`) in one statement, as rows `first_id` on; a row for the
+/// same run, model, template, prompt and repeat replaces the earlier one (none can be there
+/// when `fresh`).
 fn insert_result_chunk(
     tx: &rusqlite::Transaction<'_>,
     chunk: &[BenchResultRow],
+    first_id: i64,
     uids: &[String],
     now: &str,
     fresh: bool,
 ) -> Result<()> {
-    const COLUMNS: usize = 26;
+    const COLUMNS: usize = 27;
     let one_row = format!("({})", vec!["?"; COLUMNS].join(","));
     let mut stmt = tx.prepare_cached(&format!(
-        "INSERT OR {} INTO bench_rows (run_id, model_index, prompt_index, repeat_index,
+        "INSERT OR {} INTO bench_rows (id, run_id, model_index, prompt_index, repeat_index,
             method, call_id, cache_hit, status, detail, latency_ms, input_tokens, output_tokens,
             tokens_estimated, cost_usd, paid_usd, energy_wh, energy_wh_min, energy_wh_max,
             created_at, judge_call_id, judge_score, judge_cost_usd, expected, uid,
@@ -473,10 +475,12 @@ fn insert_result_chunk(
             ]
         })
         .collect();
+    let ids: Vec<i64> = (first_id..).take(chunk.len()).collect();
     let mut values: Vec<&dyn rusqlite::ToSql> = Vec::with_capacity(chunk.len() * COLUMNS);
-    for ((row, tokens), uid) in chunk.iter().zip(&tokens).zip(uids) {
+    for (((row, tokens), uid), id) in chunk.iter().zip(&tokens).zip(uids).zip(&ids) {
         values.extend([
-            &row.run_id as &dyn rusqlite::ToSql,
+            id as &dyn rusqlite::ToSql,
+            &row.run_id,
             &row.model_index,
             &row.prompt_index,
             &row.repeat_index,
@@ -508,32 +512,33 @@ fn insert_result_chunk(
     Ok(())
 }
 
-/// The check rows of `rows`. A result recorded again (a run resumed) replaces its checks:
-/// those of a chunk whose keys were all new need no deleting, which is every chunk of a
-/// first recording (a probe of the result key's index per row, in pages just written).
+/// Deletes the checks of the results stored under the keys of `rows` (a result recorded
+/// again, as a resumed run does, replaces its checks with its own).
+fn delete_checks(tx: &rusqlite::Transaction<'_>, rows: &[BenchResultRow]) -> Result<()> {
+    let mut delete = tx.prepare_cached(
+        "DELETE FROM bench_check_rows WHERE result_id = (SELECT id FROM bench_rows
+             WHERE run_id = ?1 AND model_index = ?2 AND template_index = ?3
+             AND prompt_index = ?4 AND repeat_index = ?5)",
+    )?;
+    for row in rows {
+        delete.execute(ResultKey::of(row).params())?;
+    }
+    Ok(())
+}
+
+/// The check rows of `rows`, written as results `first_id` on (keyed by the result's id,
+/// migration V25).
 fn insert_checks(
     tx: &rusqlite::Transaction<'_>,
     rows: &[BenchResultRow],
+    first_id: i64,
     fresh: bool,
 ) -> Result<()> {
-    if !fresh {
-        let mut delete = tx.prepare_cached(
-            "DELETE FROM bench_checks WHERE run_id = ?1 AND model_index = ?2
-                 AND template_index = ?3 AND prompt_index = ?4 AND repeat_index = ?5",
-        )?;
-        for row in rows.iter().filter(|r| !r.checks.is_empty()) {
-            delete.execute(ResultKey::of(row).params())?;
-        }
-    }
     /// Check rows written by one statement.
     const PER_STATEMENT: usize = 64;
-    let checks: Vec<(&BenchResultRow, i64, &CheckRow)> = rows
-        .iter()
-        .flat_map(|row| {
-            (0..)
-                .zip(&row.checks)
-                .map(move |(i, check)| (row, i, check))
-        })
+    let checks: Vec<(i64, i64, &CheckRow)> = (first_id..)
+        .zip(rows)
+        .flat_map(|(id, row)| (0..).zip(&row.checks).map(move |(i, check)| (id, i, check)))
         .collect();
     let full = checks.len() - checks.len() % PER_STATEMENT;
     for chunk in checks[..full]
@@ -541,20 +546,15 @@ fn insert_checks(
         .chain(checks[full..].chunks(1))
     {
         let mut insert = tx.prepare_cached(&format!(
-            "INSERT OR {} INTO bench_checks (run_id, model_index, template_index,
-                 prompt_index, repeat_index, check_index, method, expected, status, score,
-                 weight, reason)
+            "INSERT OR {} INTO bench_check_rows (result_id, check_index, method, expected,
+                 status, score, weight, reason)
              VALUES {}",
             conflict(fresh),
-            vec!["(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"; chunk.len()].join(", ")
+            vec!["(?, ?, ?, ?, ?, ?, ?, ?)"; chunk.len()].join(", ")
         ))?;
-        let values = chunk.iter().flat_map(|(row, index, check)| {
+        let values = chunk.iter().flat_map(|(id, index, check)| {
             [
-                &row.run_id as &dyn rusqlite::ToSql,
-                &row.model_index,
-                &row.template_index,
-                &row.prompt_index,
-                &row.repeat_index,
+                id as &dyn rusqlite::ToSql,
                 index,
                 &check.method,
                 &check.expected,
@@ -976,9 +976,19 @@ impl Store {
     ) -> Result<()> {
         /// Rows written by one statement: cached runs write tens of thousands at once.
         const ROWS_PER_STATEMENT: usize = 64;
-        let tx = self.conn.transaction()?;
+        // Immediate: the rows are numbered from the largest id now, which no other process may
+        // take before they are written (a deferred transaction reading it first could not
+        // write after another's commit).
+        let tx = self
+            .conn
+            .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
         let now = now_rfc3339();
         let mut uids = ResultUids::default();
+        // Rows are numbered here, so that their checks can name them as they are written.
+        let mut next_id: i64 =
+            tx.query_row("SELECT coalesce(max(id), 0) + 1 FROM bench_rows", [], |r| {
+                r.get(0)
+            })?;
         for rows in parts {
             insert_bench_labels(&tx, &rows)?;
             // Two statements only, of 64 rows and of one: a statement for each length (the
@@ -990,12 +1000,16 @@ impl Store {
                 .chain(rows[full..].chunks(1));
             for chunk in chunks {
                 let fresh = !any_recorded(&tx, chunk)?;
+                if !fresh {
+                    delete_checks(&tx, chunk)?;
+                }
                 let chunk_uids = chunk
                     .iter()
                     .map(|r| uids.of(&tx, r))
                     .collect::<Result<Vec<_>>>()?;
-                insert_result_chunk(&tx, chunk, &chunk_uids, &now, fresh)?;
-                insert_checks(&tx, chunk, fresh)?;
+                insert_result_chunk(&tx, chunk, next_id, &chunk_uids, &now, fresh)?;
+                insert_checks(&tx, chunk, next_id, fresh)?;
+                next_id += chunk.len() as i64;
             }
         }
         tx.commit()?;

@@ -56,6 +56,10 @@ pub const NOT_EXPORTED: &[(&str, &str)] = &[
         "exported as bench_results, the view that names its models and cases",
     ),
     (
+        "bench_check_rows",
+        "exported as bench_checks, the view that gives each its result's key",
+    ),
+    (
         "bench_models",
         "each run's models, in each row of bench_results",
     ),

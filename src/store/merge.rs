@@ -829,16 +829,16 @@ fn drop_superseded_rows(tx: &Connection) -> rusqlite::Result<u64> {
              (SELECT id FROM main.reviews WHERE uid IN ({}));",
         of("reviews")
     ))?;
-    // A result's checks and tool calls are keyed by the result's key.
-    for keyed in ["bench_checks", "tool_calls"] {
-        tx.execute_batch(&format!(
-            "DELETE FROM main.{keyed}
-             WHERE (run_id, model_index, template_index, prompt_index, repeat_index) IN (
-                 SELECT run_id, model_index, template_index, prompt_index, repeat_index
-                 FROM main.bench_rows WHERE uid IN ({}));",
-            of("bench_rows")
-        ))?;
-    }
+    // A result's checks are keyed by its id, its tool calls by its key.
+    tx.execute_batch(&format!(
+        "DELETE FROM main.bench_check_rows
+         WHERE result_id IN (SELECT id FROM main.bench_rows WHERE uid IN ({}));
+         DELETE FROM main.tool_calls
+         WHERE (run_id, model_index, template_index, prompt_index, repeat_index) IN (
+             SELECT run_id, model_index, template_index, prompt_index, repeat_index
+             FROM main.bench_rows WHERE uid IN ({0}));",
+        of("bench_rows")
+    ))?;
     let mut dropped = 0;
     for table in ROW_TABLES {
         dropped += tx.execute(
@@ -863,11 +863,26 @@ fn copy_rows(tx: &Connection) -> rusqlite::Result<u64> {
     for table in ["bench_models", "bench_labels"] {
         tx.execute_batch(&copy_sql(tx, table, std::slice::from_ref(&run), of_runs)?)?;
     }
-    // Each check of a result that has several, and each tool call of a tool loop, by the
-    // result's key and its index.
-    for table in ["bench_checks", "tool_calls"] {
-        tx.execute_batch(&copy_sql(tx, table, std::slice::from_ref(&run), of_runs)?)?;
-    }
+    // Each check of a result that has several, by the id of its result here (found by its
+    // run and key), and each tool call of a tool loop, by the result's key and its index.
+    tx.execute_batch(&format!(
+        "INSERT OR IGNORE INTO main.bench_check_rows (result_id, check_index, method, expected,
+             status, score, weight, reason)
+         SELECT m.id, k.check_index, k.method, k.expected, k.status, k.score, k.weight, k.reason
+         FROM src.bench_check_rows k
+         JOIN src.bench_rows s ON s.id = k.result_id
+         JOIN temp.run_map r ON r.src = s.run_id
+         JOIN main.bench_rows m ON m.run_id = r.dst AND m.model_index = s.model_index
+             AND m.template_index = s.template_index AND m.prompt_index = s.prompt_index
+             AND m.repeat_index = s.repeat_index
+         {of_runs}"
+    ))?;
+    tx.execute_batch(&copy_sql(
+        tx,
+        "tool_calls",
+        std::slice::from_ref(&run),
+        of_runs,
+    )?)?;
     // A datasheet written by another tool has no run.
     let generated = "WHERE s.run_id IS NULL OR (s.run_id IN (SELECT src FROM temp.run_map)
                      AND s.run_id NOT IN (SELECT id FROM temp.skip_runs))";
