@@ -1,7 +1,8 @@
 //! Tool loops: a benchmark's `tools:` (each `{name, description, parameters, result | run}`)
 //! and `max_steps:`. The model is sent the tools with the case's request; when it asks for
 //! tools, each call's result is filled (`result:`, a template of the case's values) or run
-//! (`run:`, a command reading the arguments as JSON on stdin and printing the result), sent
+//! (`run:`, a command reading the arguments as JSON on stdin and printing the result, within
+//! `timeout_secs:`, 30 by default), sent
 //! back, and the model asked again, until it answers in text or `max_steps` calls were made.
 //! Each step is one call of its own stage, cached by its whole exchange, as a conversation's
 //! turns are ([`super::conversation`]).
@@ -22,8 +23,10 @@ use crate::process::Program;
 pub const DEFAULT_MAX_STEPS: u32 = 8;
 /// The most `max_steps:` may be.
 const MOST_STEPS: u32 = 100;
-/// How long a tool's command may run.
-const TOOL_TIMEOUT: Duration = Duration::from_secs(30);
+/// How long a tool's command may run, unless `timeout_secs:` says.
+const DEFAULT_TOOL_TIMEOUT_SECS: f64 = 30.0;
+/// The most `timeout_secs:` may be.
+const MAX_TOOL_TIMEOUT_SECS: f64 = 3600.0;
 
 /// The fix named for a malformed tool.
 const TOOL_FIX: &str = "write each tool as `{name: weather, description: \"…\", parameters: \
@@ -32,7 +35,14 @@ const TOOL_FIX: &str = "write each tool as `{name: weather, description: \"…\"
                         `result:`)";
 
 /// The keys of a tool.
-const TOOL_KEYS: [&str; 5] = ["name", "description", "parameters", "result", "run"];
+const TOOL_KEYS: [&str; 6] = [
+    "name",
+    "description",
+    "parameters",
+    "result",
+    "run",
+    "timeout_secs",
+];
 
 /// A benchmark's tools: what the model is offered, where each result comes from, and how
 /// many calls a loop makes at most.
@@ -51,8 +61,9 @@ pub struct ToolSet {
 enum Source {
     /// A template of the case's values (`result: "{{weather}}"`).
     Result(Template),
-    /// A command reading the arguments as JSON on stdin and printing the result.
-    Run(Program),
+    /// A command reading the arguments as JSON on stdin and printing the result, stopped
+    /// after its timeout.
+    Run(Program, Duration),
 }
 
 impl ToolSet {
@@ -133,12 +144,14 @@ impl ToolSet {
                 Source::Result(template) => template
                     .render(values)
                     .map_err(|e| format!("tool `{}`: `result:` has {e} in this case", call.name))?,
-                Source::Run(program) => match run(program, &call.arguments, stop)
-                    .map_err(|e| format!("tool `{}`: {e}", call.name))?
-                {
-                    Some(content) => content,
-                    None => return Ok(None),
-                },
+                Source::Run(program, timeout) => {
+                    match run(program, *timeout, &call.arguments, stop)
+                        .map_err(|e| format!("tool `{}`: {e}", call.name))?
+                    {
+                        Some(content) => content,
+                        None => return Ok(None),
+                    }
+                }
             };
             results.push(ToolResult {
                 call_id: call.id.clone(),
@@ -151,12 +164,17 @@ impl ToolSet {
 
 /// Runs a tool's command with `arguments` as JSON on stdin: what it printed, trimmed; `None`
 /// when `stop` was set first.
-fn run(program: &Program, arguments: &Value, stop: &AtomicBool) -> Result<Option<String>, String> {
+fn run(
+    program: &Program,
+    timeout: Duration,
+    arguments: &Value,
+    stop: &AtomicBool,
+) -> Result<Option<String>, String> {
     let name = format!("`{}`", program.run);
-    let Some(ended) = program.run(arguments.to_string().into_bytes(), TOOL_TIMEOUT, stop)? else {
+    let Some(ended) = program.run(arguments.to_string().into_bytes(), timeout, stop)? else {
         return Ok(None);
     };
-    let (stdout, _) = ended.output(&name, TOOL_TIMEOUT)?;
+    let (stdout, _) = ended.output(&name, timeout)?;
     Ok(Some(String::from_utf8_lossy(&stdout).trim().to_owned()))
 }
 
@@ -252,11 +270,37 @@ fn parse_tool(i: usize, item: &Value, base_dir: &Path) -> Result<(Tool, Source),
             crate::cases::read::kind_of(other)
         )),
     };
+    let timeout = match fields.get("timeout_secs") {
+        None | Some(Value::Null) => None,
+        Some(Value::Number(n)) => match n.as_f64() {
+            Some(secs) if secs > 0.0 && secs <= MAX_TOOL_TIMEOUT_SECS => {
+                Some(Duration::from_secs_f64(secs))
+            }
+            _ => {
+                return Err(format!(
+                    "tools: {label}: `timeout_secs: {n}` must be above 0 and at most \
+                     {MAX_TOOL_TIMEOUT_SECS}: the seconds its command may run"
+                ));
+            }
+        },
+        Some(other) => {
+            return Err(format!(
+                "tools: {label}: `timeout_secs` is a number of seconds, not {}",
+                crate::cases::read::kind_of(other)
+            ));
+        }
+    };
     let source = match (text("result")?, text("run")?) {
+        (Some(_), None) if timeout.is_some() => {
+            return Err(format!(
+                "tools: {label}: `timeout_secs` goes with `run:` (a command), not `result:`"
+            ));
+        }
         (Some(result), None) => Source::Result(Template::parse(&result)),
         (None, Some(run)) => Source::Run(
             Program::new(&run, base_dir, "the command that answers the tool")
                 .map_err(|e| format!("tools: {label}: {e}"))?,
+            timeout.unwrap_or(Duration::from_secs_f64(DEFAULT_TOOL_TIMEOUT_SECS)),
         ),
         (Some(_), Some(_)) => {
             return Err(format!(
@@ -344,6 +388,23 @@ mod tests {
     }
 
     #[test]
+    fn a_command_past_its_timeout_is_stopped_and_is_an_error_naming_the_tool() {
+        let set = tools(json!([{"name": "slow", "run": "sleep 5", "timeout_secs": 0.3}])).unwrap();
+        let started = std::time::Instant::now();
+        let e = set
+            .answer(&[call("slow", json!({}))], None, &AtomicBool::new(false))
+            .unwrap_err();
+        assert!(
+            e.contains("tool `slow`") && e.contains("timeout of 0.3 s"),
+            "{e}"
+        );
+        assert!(
+            started.elapsed() < std::time::Duration::from_secs(4),
+            "stopped at its timeout"
+        );
+    }
+
+    #[test]
     fn malformed_tools_are_refused_naming_the_tool_and_the_fix() {
         for (value, says) in [
             (json!({"name": "w"}), "`tools` is a list"),
@@ -369,6 +430,18 @@ mod tests {
                 "two tools are named `w`",
             ),
             (json!([{"name": "w", "result": 3}]), "`result` is a text"),
+            (
+                json!([{"name": "w", "run": "cat", "timeout_secs": 0}]),
+                "`timeout_secs: 0` must be above 0",
+            ),
+            (
+                json!([{"name": "w", "run": "cat", "timeout_secs": "soon"}]),
+                "`timeout_secs` is a number of seconds",
+            ),
+            (
+                json!([{"name": "w", "result": "x", "timeout_secs": 5}]),
+                "`timeout_secs` goes with `run:`",
+            ),
             (
                 json!([{"name": "w", "result": "x", "parameters": {"type": "array"}}]),
                 "JSON Schema of an object",
