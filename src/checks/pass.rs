@@ -10,6 +10,8 @@
 //! Any check in error makes the case an error, whatever the rule: an error is never a pass
 //! and never a plain failure either.
 
+use std::fmt::Write as _;
+
 use serde_json::Value;
 
 use super::check::{Check, CheckOutcome, CheckStatus};
@@ -154,17 +156,23 @@ impl<'a> Counted<'a> {
         let Some((check, outcome)) = self.first else {
             return String::new();
         };
-        let first = format!(
-            "{}: {}",
-            check.method,
-            outcome.reason.as_deref().unwrap_or("no reason given")
-        );
+        let method = check.method.name();
+        let reason = outcome.reason.as_deref().unwrap_or("no reason given");
+        let mut said = String::with_capacity(method.len() + reason.len() + 40);
+        said.push_str(method);
+        said.push_str(": ");
+        said.push_str(reason);
         match self.count - 1 {
-            0 => first,
-            rest => format!(
-                "{first} (and {rest} more {} {what})",
-                if rest == 1 { "check" } else { "checks" }
-            ),
+            0 => {}
+            1 => {
+                said.push_str(" (and 1 more check ");
+                said.push_str(what);
+                said.push(')');
+            }
+            rest => {
+                let _ = write!(said, " (and {rest} more checks {what})");
+            }
         }
+        said
     }
 }
