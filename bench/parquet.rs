@@ -51,7 +51,7 @@ fn add_calls(db: &Path, to: &Path) {
                 CASE status WHEN 'error' THEN 'error' ELSE 'ok' END, 'stop', input_tokens,
                 output_tokens, 0, latency_ms, 1, 2.5, 10.0, cost_usd, 200, created_at
          FROM bench_results;
-         UPDATE bench_results SET call_id = id;
+         UPDATE bench_rows SET call_id = id;
          COMMIT;",
     )
     .expect("add the calls");

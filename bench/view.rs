@@ -164,7 +164,7 @@ fn add_answers(db: &Path, to: &Path) {
                 input_tokens, output_tokens, 0, latency_ms, 1, 2.5, 10.0, cost_usd, 200,
                 created_at
          FROM bench_results;
-         UPDATE bench_results SET call_id = id;
+         UPDATE bench_rows SET call_id = id;
          COMMIT;",
     )
     .expect("add the calls and answers");

@@ -308,11 +308,13 @@ pub struct FailureRow {
     pub rating: Option<super::Rating>,
 }
 
-/// Names each run's model and prompt indices in `bench_labels` (once per run and index), 64
-/// labels to a statement: a cached run names 100,000 cases at once.
+/// Names each run's model, template and prompt indices in `bench_labels` (once per run and
+/// index), 64 labels to a statement: a cached run names 100,000 cases at once. Each run's
+/// models are described once in `bench_models` (migration V25): the rows hold none of it.
 fn insert_bench_labels(tx: &rusqlite::Transaction<'_>, rows: &[BenchResultRow]) -> Result<()> {
     /// Labels written by one statement.
     const PER_STATEMENT: usize = 64;
+    insert_bench_models(tx, rows)?;
     let mut labels: Vec<(i64, &str, u32, &str)> = Vec::with_capacity(rows.len() + 8);
     for row in rows {
         labels.push((row.run_id, "model", row.model_index, &row.model_ref));
@@ -339,6 +341,78 @@ fn insert_bench_labels(tx: &rusqlite::Transaction<'_>, rows: &[BenchResultRow]) 
         insert.execute(rusqlite::params_from_iter(values))?;
     }
     Ok(())
+}
+
+/// Describes each run's models of `rows` in `bench_models`, once per run and model: the first
+/// description kept. A model's energy method is that of its first row that has one (a row
+/// without an energy estimate has none), so a later row may still give it.
+fn insert_bench_models(tx: &rusqlite::Transaction<'_>, rows: &[BenchResultRow]) -> Result<()> {
+    let mut models: Vec<&BenchResultRow> = Vec::new();
+    for row in rows {
+        let seen = models
+            .iter_mut()
+            .find(|m| m.run_id == row.run_id && m.model_index == row.model_index);
+        match seen {
+            None => models.push(row),
+            Some(first) if first.energy_method.is_none() && row.energy_method.is_some() => {
+                *first = row
+            }
+            Some(_) => {}
+        }
+    }
+    let mut insert = tx.prepare_cached(
+        "INSERT INTO bench_models (run_id, model_index, model_ref, provider, model_id,
+             energy_method)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6)
+         ON CONFLICT (run_id, model_index)
+         DO UPDATE SET energy_method = excluded.energy_method
+         WHERE energy_method IS NULL AND excluded.energy_method IS NOT NULL",
+    )?;
+    for row in models {
+        insert.execute(rusqlite::params![
+            row.run_id,
+            row.model_index,
+            row.model_ref,
+            row.provider,
+            row.model_id,
+            row.energy_method,
+        ])?;
+    }
+    Ok(())
+}
+
+/// What `bench_models` says of a run's model.
+#[derive(Debug, Default, Clone)]
+struct ModelNames {
+    model_ref: String,
+    provider: String,
+    model_id: String,
+    energy_method: Option<String>,
+}
+
+/// A run's names by index: its models' and its cases'.
+#[derive(Debug, Default)]
+struct RunNames {
+    models: Vec<ModelNames>,
+    prompts: Vec<String>,
+}
+
+impl RunNames {
+    /// Model `index`'s names (empty if the run never named it).
+    fn model(&self, index: u32) -> &ModelNames {
+        static NONE: ModelNames = ModelNames {
+            model_ref: String::new(),
+            provider: String::new(),
+            model_id: String::new(),
+            energy_method: None,
+        };
+        self.models.get(index as usize).unwrap_or(&NONE)
+    }
+
+    /// Case `index`'s name ('' if the run never named it).
+    fn prompt(&self, index: u32) -> &str {
+        self.prompts.get(index as usize).map_or("", String::as_str)
+    }
 }
 
 /// The uids of results, with the uid of their run looked up once per run.
@@ -369,24 +443,25 @@ impl ResultUids {
     }
 }
 
-/// Writes `chunk` (with its `uids`) in one statement; a row for the same run, model,
-/// template, prompt and repeat replaces the earlier one (none can be there when `fresh`).
+/// Writes `chunk` (with its `uids`) in one statement, as rows `first_id` on; a row for the
+/// same run, model, template, prompt and repeat replaces the earlier one (none can be there
+/// when `fresh`).
 fn insert_result_chunk(
     tx: &rusqlite::Transaction<'_>,
     chunk: &[BenchResultRow],
+    first_id: i64,
     uids: &[String],
     now: &str,
     fresh: bool,
 ) -> Result<()> {
-    const COLUMNS: usize = 32;
+    const COLUMNS: usize = 27;
     let one_row = format!("({})", vec!["?"; COLUMNS].join(","));
     let mut stmt = tx.prepare_cached(&format!(
-        "INSERT OR {} INTO bench_results (run_id, model_index, prompt_index, repeat_index,
-            model_ref, provider, model_id, prompt_name, method, call_id, cache_hit, status, detail,
-            latency_ms, input_tokens, output_tokens, tokens_estimated, cost_usd, paid_usd,
-            energy_wh, energy_wh_min, energy_wh_max, energy_method, created_at, judge_call_id,
-            judge_score, judge_cost_usd, expected, uid, template_index, template_name,
-            score)
+        "INSERT OR {} INTO bench_rows (id, run_id, model_index, prompt_index, repeat_index,
+            method, call_id, cache_hit, status, detail, latency_ms, input_tokens, output_tokens,
+            tokens_estimated, cost_usd, paid_usd, energy_wh, energy_wh_min, energy_wh_max,
+            created_at, judge_call_id, judge_score, judge_cost_usd, expected, uid,
+            template_index, score)
          VALUES {}",
         conflict(fresh),
         vec![one_row.as_str(); chunk.len()].join(",")
@@ -400,17 +475,15 @@ fn insert_result_chunk(
             ]
         })
         .collect();
+    let ids: Vec<i64> = (first_id..).take(chunk.len()).collect();
     let mut values: Vec<&dyn rusqlite::ToSql> = Vec::with_capacity(chunk.len() * COLUMNS);
-    for ((row, tokens), uid) in chunk.iter().zip(&tokens).zip(uids) {
+    for (((row, tokens), uid), id) in chunk.iter().zip(&tokens).zip(uids).zip(&ids) {
         values.extend([
-            &row.run_id as &dyn rusqlite::ToSql,
+            id as &dyn rusqlite::ToSql,
+            &row.run_id,
             &row.model_index,
             &row.prompt_index,
             &row.repeat_index,
-            &row.model_ref,
-            &row.provider,
-            &row.model_id,
-            &row.prompt_name,
             &row.method,
             &row.call_id,
             &row.cache_hit,
@@ -425,7 +498,6 @@ fn insert_result_chunk(
             &row.energy_wh,
             &row.energy_wh_min,
             &row.energy_wh_max,
-            &row.energy_method,
             &now,
             &row.judge_call_id,
             &row.judge_score,
@@ -433,7 +505,6 @@ fn insert_result_chunk(
             &row.expected,
             uid,
             &row.template_index,
-            &row.template_name,
             &row.score,
         ]);
     }
@@ -441,32 +512,33 @@ fn insert_result_chunk(
     Ok(())
 }
 
-/// The check rows of `rows`. A result recorded again (a run resumed) replaces its checks:
-/// those of a chunk whose keys were all new need no deleting, which is every chunk of a
-/// first recording (a probe of the result key's index per row, in pages just written).
+/// Deletes the checks of the results stored under the keys of `rows` (a result recorded
+/// again, as a resumed run does, replaces its checks with its own).
+fn delete_checks(tx: &rusqlite::Transaction<'_>, rows: &[BenchResultRow]) -> Result<()> {
+    let mut delete = tx.prepare_cached(
+        "DELETE FROM bench_check_rows WHERE result_id = (SELECT id FROM bench_rows
+             WHERE run_id = ?1 AND model_index = ?2 AND template_index = ?3
+             AND prompt_index = ?4 AND repeat_index = ?5)",
+    )?;
+    for row in rows {
+        delete.execute(ResultKey::of(row).params())?;
+    }
+    Ok(())
+}
+
+/// The check rows of `rows`, written as results `first_id` on (keyed by the result's id,
+/// migration V25).
 fn insert_checks(
     tx: &rusqlite::Transaction<'_>,
     rows: &[BenchResultRow],
+    first_id: i64,
     fresh: bool,
 ) -> Result<()> {
-    if !fresh {
-        let mut delete = tx.prepare_cached(
-            "DELETE FROM bench_checks WHERE run_id = ?1 AND model_index = ?2
-                 AND template_index = ?3 AND prompt_index = ?4 AND repeat_index = ?5",
-        )?;
-        for row in rows.iter().filter(|r| !r.checks.is_empty()) {
-            delete.execute(ResultKey::of(row).params())?;
-        }
-    }
     /// Check rows written by one statement.
     const PER_STATEMENT: usize = 64;
-    let checks: Vec<(&BenchResultRow, i64, &CheckRow)> = rows
-        .iter()
-        .flat_map(|row| {
-            (0..)
-                .zip(&row.checks)
-                .map(move |(i, check)| (row, i, check))
-        })
+    let checks: Vec<(i64, i64, &CheckRow)> = (first_id..)
+        .zip(rows)
+        .flat_map(|(id, row)| (0..).zip(&row.checks).map(move |(i, check)| (id, i, check)))
         .collect();
     let full = checks.len() - checks.len() % PER_STATEMENT;
     for chunk in checks[..full]
@@ -474,20 +546,15 @@ fn insert_checks(
         .chain(checks[full..].chunks(1))
     {
         let mut insert = tx.prepare_cached(&format!(
-            "INSERT OR {} INTO bench_checks (run_id, model_index, template_index,
-                 prompt_index, repeat_index, check_index, method, expected, status, score,
-                 weight, reason)
+            "INSERT OR {} INTO bench_check_rows (result_id, check_index, method, expected,
+                 status, score, weight, reason)
              VALUES {}",
             conflict(fresh),
-            vec!["(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"; chunk.len()].join(", ")
+            vec!["(?, ?, ?, ?, ?, ?, ?, ?)"; chunk.len()].join(", ")
         ))?;
-        let values = chunk.iter().flat_map(|(row, index, check)| {
+        let values = chunk.iter().flat_map(|(id, index, check)| {
             [
-                &row.run_id as &dyn rusqlite::ToSql,
-                &row.model_index,
-                &row.template_index,
-                &row.prompt_index,
-                &row.repeat_index,
+                id as &dyn rusqlite::ToSql,
                 index,
                 &check.method,
                 &check.expected,
@@ -520,7 +587,7 @@ fn any_recorded(tx: &rusqlite::Transaction<'_>, rows: &[BenchResultRow]) -> Resu
         return Ok(false);
     };
     let mut stmt = tx.prepare_cached(
-        "SELECT EXISTS (SELECT 1 FROM bench_results
+        "SELECT EXISTS (SELECT 1 FROM bench_rows
              WHERE (run_id, model_index, template_index, prompt_index, repeat_index)
                    BETWEEN (?1, ?2, ?3, ?4, ?5) AND (?6, ?7, ?8, ?9, ?10))",
     )?;
@@ -629,7 +696,7 @@ impl Slices<'_> {
         each: &impl Fn(&mut S, &MeasureRow),
     ) -> Result<S> {
         let mut count = conn.prepare(&format!(
-            "SELECT count(*) FROM bench_results WHERE {SLICE_RANGE}"
+            "SELECT count(*) FROM bench_rows WHERE {SLICE_RANGE}"
         ))?;
         let mut rows_in_slice = 0usize;
         for run in 0..self.run_ids.len() {
@@ -638,7 +705,7 @@ impl Slices<'_> {
         }
         let mut state = init(rows_in_slice);
         let mut stmt = conn.prepare(&format!(
-            "SELECT {MEASURE_COLUMNS} FROM bench_results WHERE {SLICE_RANGE}"
+            "SELECT {MEASURE_COLUMNS} FROM bench_rows WHERE {SLICE_RANGE}"
         ))?;
         for run in 0..self.run_ids.len() {
             let local = &self.local_keys[run];
@@ -825,7 +892,7 @@ impl<'a> PromptRanges<'a> {
             })
             .collect();
         let mut count = conn.prepare(&format!(
-            "SELECT count(*) FROM bench_results WHERE {MODEL_PROMPTS}"
+            "SELECT count(*) FROM bench_rows WHERE {MODEL_PROMPTS}"
         ))?;
         let mut rows_in_range = 0usize;
         for (run, first, last, pairs) in &spans {
@@ -836,7 +903,7 @@ impl<'a> PromptRanges<'a> {
         }
         let mut state = init(rows_in_range);
         let mut stmt = conn.prepare(&format!(
-            "SELECT {MEASURE_COLUMNS} FROM bench_results WHERE {MODEL_PROMPTS}
+            "SELECT {MEASURE_COLUMNS} FROM bench_rows WHERE {MODEL_PROMPTS}
              ORDER BY prompt_index, repeat_index"
         ))?;
         for (run, first, last, pairs) in &spans {
@@ -909,9 +976,19 @@ impl Store {
     ) -> Result<()> {
         /// Rows written by one statement: cached runs write tens of thousands at once.
         const ROWS_PER_STATEMENT: usize = 64;
-        let tx = self.conn.transaction()?;
+        // Immediate: the rows are numbered from the largest id now, which no other process may
+        // take before they are written (a deferred transaction reading it first could not
+        // write after another's commit).
+        let tx = self
+            .conn
+            .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
         let now = now_rfc3339();
         let mut uids = ResultUids::default();
+        // Rows are numbered here, so that their checks can name them as they are written.
+        let mut next_id: i64 =
+            tx.query_row("SELECT coalesce(max(id), 0) + 1 FROM bench_rows", [], |r| {
+                r.get(0)
+            })?;
         for rows in parts {
             insert_bench_labels(&tx, &rows)?;
             // Two statements only, of 64 rows and of one: a statement for each length (the
@@ -923,12 +1000,16 @@ impl Store {
                 .chain(rows[full..].chunks(1));
             for chunk in chunks {
                 let fresh = !any_recorded(&tx, chunk)?;
+                if !fresh {
+                    delete_checks(&tx, chunk)?;
+                }
                 let chunk_uids = chunk
                     .iter()
                     .map(|r| uids.of(&tx, r))
                     .collect::<Result<Vec<_>>>()?;
-                insert_result_chunk(&tx, chunk, &chunk_uids, &now, fresh)?;
-                insert_checks(&tx, chunk, fresh)?;
+                insert_result_chunk(&tx, chunk, next_id, &chunk_uids, &now, fresh)?;
+                insert_checks(&tx, chunk, next_id, fresh)?;
+                next_id += chunk.len() as i64;
             }
         }
         tx.commit()?;
@@ -984,7 +1065,7 @@ impl Store {
         let (labels, local_keys) = self.bench_label_keys(run_ids)?;
         let mut count = self
             .conn
-            .prepare("SELECT count(*) FROM bench_results WHERE run_id = ?1")?;
+            .prepare("SELECT count(*) FROM bench_rows WHERE run_id = ?1")?;
         let mut rows = 0usize;
         for &run_id in run_ids {
             rows += count.query_row([run_id], |r| r.get::<_, i64>(0))? as usize;
@@ -1235,63 +1316,105 @@ impl Store {
         Ok(names)
     }
 
+    /// The names of `run_id`'s models (`bench_models`) and cases (`bench_labels`), by index.
+    fn bench_run_names(&self, run_id: i64) -> Result<RunNames> {
+        let mut names = RunNames::default();
+        let mut stmt = self.conn.prepare_cached(
+            "SELECT model_index, model_ref, provider, model_id, energy_method FROM bench_models
+             WHERE run_id = ?1 ORDER BY model_index",
+        )?;
+        let mut rows = stmt.query([run_id])?;
+        while let Some(r) = rows.next()? {
+            let index = r.get::<_, u32>(0)? as usize;
+            if names.models.len() <= index {
+                names.models.resize(index + 1, ModelNames::default());
+            }
+            names.models[index] = ModelNames {
+                model_ref: r.get(1)?,
+                provider: r.get(2)?,
+                model_id: r.get(3)?,
+                energy_method: r.get(4)?,
+            };
+        }
+        let mut stmt = self.conn.prepare_cached(
+            "SELECT idx, label FROM bench_labels WHERE run_id = ?1 AND kind = 'prompt'
+             ORDER BY idx",
+        )?;
+        let mut rows = stmt.query([run_id])?;
+        while let Some(r) = rows.next()? {
+            let index = r.get::<_, u32>(0)? as usize;
+            if names.prompts.len() <= index {
+                names.prompts.resize(index + 1, String::new());
+            }
+            names.prompts[index] = r.get(1)?;
+        }
+        Ok(names)
+    }
+
     /// Loads the results of `run_ids` as columns, ordered by run, model, template, prompt and
     /// repeat. Without `with_detail` the text columns used only by the detail table are left
     /// empty, which keeps summaries over millions of rows lean.
     pub fn bench_columns(&self, run_ids: &[i64], with_detail: bool) -> Result<BenchColumns> {
         let mut cols = BenchColumns::default();
         let detail_sql = if with_detail {
-            "method, detail, model_id, provider, tokens_estimated, energy_method, judge_score, judge_cost_usd, uid"
+            "method, detail, tokens_estimated, judge_score, judge_cost_usd, uid"
         } else {
-            "NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL"
+            "NULL, NULL, NULL, NULL, NULL, NULL"
         };
+        // The rows hold numbers; their names are each run's, read once (migration V25).
         let sql = format!(
-            "SELECT run_id, model_index, prompt_index, repeat_index, model_ref, prompt_name, status,
-                    cache_hit, latency_ms, input_tokens, output_tokens, cost_usd, paid_usd,
-                    energy_wh, energy_wh_min, energy_wh_max, template_index, score, call_id,
-                    {detail_sql}
-             FROM bench_results WHERE run_id = ?1
+            "SELECT model_index, prompt_index, repeat_index, status, cache_hit, latency_ms,
+                    input_tokens, output_tokens, cost_usd, paid_usd, energy_wh, energy_wh_min,
+                    energy_wh_max, template_index, score, call_id, {detail_sql}
+             FROM bench_rows WHERE run_id = ?1
              ORDER BY model_index, template_index, prompt_index, repeat_index"
         );
         let mut stmt = self.conn.prepare(&sql)?;
         for &run_id in run_ids {
             let templates = self.bench_template_names(run_id)?;
+            let names = self.bench_run_names(run_id)?;
             let mut rows = stmt.query([run_id])?;
             while let Some(r) = rows.next()? {
-                cols.run_id.push(r.get(0)?);
-                cols.model_index.push(r.get(1)?);
-                cols.prompt_index.push(r.get(2)?);
-                cols.repeat_index.push(r.get(3)?);
-                cols.model_ref.push(r.get_ref(4)?.as_str()?.to_owned());
-                cols.prompt_name.push(r.get_ref(5)?.as_str()?.to_owned());
-                cols.outcome.push(r.get(6)?);
-                cols.cache_hit.push(r.get(7)?);
-                cols.latency_ms.push(r.get(8)?);
+                let model_index: u32 = r.get(0)?;
+                let prompt_index: u32 = r.get(1)?;
+                let model = names.model(model_index);
+                cols.run_id.push(run_id);
+                cols.model_index.push(model_index);
+                cols.prompt_index.push(prompt_index);
+                cols.repeat_index.push(r.get(2)?);
+                cols.model_ref.push(model.model_ref.clone());
+                cols.prompt_name.push(names.prompt(prompt_index).to_owned());
+                cols.outcome.push(r.get(3)?);
+                cols.cache_hit.push(r.get(4)?);
+                cols.latency_ms.push(r.get(5)?);
                 cols.input_tokens
-                    .push(r.get::<_, Option<i64>>(9)?.map(|n| n as u64));
+                    .push(r.get::<_, Option<i64>>(6)?.map(|n| n as u64));
                 cols.output_tokens
-                    .push(r.get::<_, Option<i64>>(10)?.map(|n| n as u64));
-                cols.cost_usd.push(r.get(11)?);
-                cols.paid_usd.push(r.get(12)?);
-                cols.energy_wh.push(r.get(13)?);
-                cols.energy_wh_min.push(r.get(14)?);
-                cols.energy_wh_max.push(r.get(15)?);
-                let template: u32 = r.get(16)?;
+                    .push(r.get::<_, Option<i64>>(7)?.map(|n| n as u64));
+                cols.cost_usd.push(r.get(8)?);
+                cols.paid_usd.push(r.get(9)?);
+                let energy_wh: Option<f64> = r.get(10)?;
+                cols.energy_wh.push(energy_wh);
+                cols.energy_wh_min.push(r.get(11)?);
+                cols.energy_wh_max.push(r.get(12)?);
+                let template: u32 = r.get(13)?;
                 cols.template_index.push(template);
                 cols.template
                     .push(templates.get(template as usize).cloned());
-                cols.score.push(r.get(17)?);
-                cols.call_id.push(r.get(18)?);
+                cols.score.push(r.get(14)?);
+                cols.call_id.push(r.get(15)?);
                 if with_detail {
-                    cols.method.push(r.get(19)?);
-                    cols.detail.push(r.get(20)?);
-                    cols.model_id.push(r.get(21)?);
-                    cols.provider.push(r.get(22)?);
-                    cols.tokens_estimated.push(r.get(23)?);
-                    cols.energy_method.push(r.get(24)?);
-                    cols.judge_score.push(r.get(25)?);
-                    cols.judge_cost_usd.push(r.get(26)?);
-                    cols.uid.push(r.get(27)?);
+                    cols.method.push(r.get(16)?);
+                    cols.detail.push(r.get(17)?);
+                    cols.model_id.push(model.model_id.clone());
+                    cols.provider.push(model.provider.clone());
+                    cols.tokens_estimated.push(r.get(18)?);
+                    // As the view says: no estimate, no method.
+                    cols.energy_method
+                        .push(energy_wh.and(model.energy_method.clone()));
+                    cols.judge_score.push(r.get(19)?);
+                    cols.judge_cost_usd.push(r.get(20)?);
+                    cols.uid.push(r.get(21)?);
                 }
             }
         }
@@ -1337,6 +1460,93 @@ pub(crate) mod tests {
             score: None,
             checks: Vec::new(),
         }
+    }
+
+    #[test]
+    fn narrow_rows_read_through_the_view_as_the_table_they_replace_did() {
+        let mut conn = rusqlite::Connection::open_in_memory().unwrap();
+        conn.pragma_update(None, "foreign_keys", "ON").unwrap();
+        super::super::ids::register(&conn).unwrap();
+        super::super::migrations::runner()
+            .set_target(refinery::Target::Version(24))
+            .run(&mut conn)
+            .unwrap();
+        // Two models (one without an energy estimate on its error row), two templates, a
+        // row of an older run without labels (written by hand).
+        conn.execute_batch(
+            "INSERT INTO runs (id, kind, started_at, status) VALUES (7, 'bench', 'now', 'completed');
+             INSERT INTO bench_labels (run_id, kind, idx, label)
+             VALUES (7, 'model', 0, 'openai:a'), (7, 'prompt', 3, 'q3');
+             INSERT INTO bench_results (run_id, model_index, prompt_index, repeat_index, model_ref,
+                 provider, model_id, prompt_name, method, cache_hit, status, created_at, uid,
+                 template_index, template_name, energy_wh, energy_method, latency_ms, expected)
+             VALUES (7, 0, 3, 0, 'openai:a', 'openai', 'gpt-a', 'q3', 'exact', 1, 'passed', 't1',
+                     'u1', 0, 'terse', 0.5, 'ecologits', 12.5, '4'),
+                    (7, 0, 3, 0, 'openai:a', 'openai', 'gpt-a', 'q3', 'exact', 0, 'error', 't2',
+                     'u2', 1, 'steps', NULL, NULL, NULL, '4'),
+                    (7, 1, 3, 1, 'ollama:b', 'ollama', 'llama', 'q3', 'checks', 0, 'failed',
+                     't3', 'u3', 1, 'steps', 0.1, 'ecologits', 3.0, NULL);",
+        )
+        .unwrap();
+        let all = |conn: &rusqlite::Connection| -> Vec<Vec<String>> {
+            let mut stmt = conn
+                .prepare("SELECT * FROM bench_results ORDER BY id")
+                .unwrap();
+            let width = stmt.column_count();
+            stmt.query_map([], |r| {
+                Ok((0..width)
+                    .map(|i| format!("{:?}", r.get_ref(i).unwrap()))
+                    .collect())
+            })
+            .unwrap()
+            .collect::<rusqlite::Result<_>>()
+            .unwrap()
+        };
+        let columns = |conn: &rusqlite::Connection| -> Vec<(String, String)> {
+            conn.prepare("SELECT name, type FROM pragma_table_info('bench_results')")
+                .unwrap()
+                .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
+                .unwrap()
+                .collect::<rusqlite::Result<_>>()
+                .unwrap()
+        };
+        let (before, declared) = (all(&conn), columns(&conn));
+        super::super::migrations::runner().run(&mut conn).unwrap();
+        assert_eq!(all(&conn), before, "every column of every row, as it was");
+        assert_eq!(
+            columns(&conn),
+            declared,
+            "the same columns, of the same types"
+        );
+        let count = |sql: &str| conn.query_row(sql, [], |r| r.get::<_, i64>(0)).unwrap();
+        assert_eq!(count("SELECT count(*) FROM bench_models"), 2);
+        assert_eq!(
+            count(
+                "SELECT count(*) FROM sqlite_master WHERE sql LIKE '%(uid)%' AND tbl_name = 'bench_rows'"
+            ),
+            0,
+            "no index of uids"
+        );
+        // The view takes writes as the table did.
+        conn.execute_batch(
+            "INSERT INTO runs (id, kind, started_at, status) VALUES (8, 'bench', 'now', 'completed');
+             INSERT INTO bench_results (run_id, model_index, prompt_index, repeat_index, model_ref,
+                 provider, model_id, prompt_name, method, cache_hit, status, created_at)
+             VALUES (8, 2, 9, 0, 'openai:c', 'openai', 'gpt-c', 'q9', 'exact', 0, 'passed', 't4');
+             UPDATE bench_results SET detail = 'why' WHERE prompt_index = 9;
+             DELETE FROM bench_results WHERE uid = 'u2';",
+        )
+        .unwrap();
+        let row: (String, String, Option<String>, String) = conn
+            .query_row(
+                "SELECT model_ref, prompt_name, template_name, detail FROM bench_results
+                 WHERE prompt_index = 9",
+                [],
+                |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)),
+            )
+            .unwrap();
+        assert_eq!(row, ("openai:c".into(), "q9".into(), None, "why".into()));
+        assert_eq!(count("SELECT count(*) FROM bench_rows"), 3);
     }
 
     #[test]

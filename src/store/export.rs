@@ -47,7 +47,22 @@ pub const NOT_EXPORTED: &[(&str, &str)] = &[
         "blobs",
         "texts and images by content hash: bytes, not rows to analyse",
     ),
-    ("bench_labels", "names by index, already in each result row"),
+    (
+        "bench_labels",
+        "names by index, in each row of bench_results",
+    ),
+    (
+        "bench_rows",
+        "exported as bench_results, the view that names its models and cases",
+    ),
+    (
+        "bench_check_rows",
+        "exported as bench_checks, the view that gives each its result's key",
+    ),
+    (
+        "bench_models",
+        "each run's models, in each row of bench_results",
+    ),
     (
         "dataset_files",
         "which commit an hf:// address resolved to; the bytes are in blobs",
@@ -486,13 +501,18 @@ impl Store {
         Ok(partitions)
     }
 
-    /// The columns of a result table that hold a call's id (its foreign keys to `calls`).
+    /// The columns of a result table that hold a call's id (its foreign keys to `calls`; those
+    /// of `bench_rows` for its view `bench_results`, whose columns keep their names).
     fn call_columns(&self, table: &str) -> Result<Vec<String>> {
+        let physical = match table {
+            "bench_results" => "bench_rows",
+            other => other,
+        };
         let mut stmt = self.conn.prepare(
             "SELECT \"from\" FROM pragma_foreign_key_list(?1) WHERE \"table\" = 'calls'",
         )?;
         Ok(stmt
-            .query_map([table], |r| r.get(0))?
+            .query_map([physical], |r| r.get(0))?
             .collect::<rusqlite::Result<Vec<String>>>()?)
     }
 

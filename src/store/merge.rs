@@ -559,7 +559,7 @@ enum Words {
     Beside(words::Indexer),
 }
 
-/// The indexes of `calls` and `bench_results` other than their natural keys, and the trigger
+/// The indexes of `calls` and `bench_rows` other than their natural keys, and the trigger
 /// that indexes each stored call's words, set aside while inputs are copied in bulk and made
 /// again from their own SQL afterwards. Their keys (uids, hashes) come in no order: each
 /// copied row updated them at a random place, a read and a write of a page each once they
@@ -584,7 +584,7 @@ impl SetAside {
         )?;
         let mut stmt = conn.prepare(
             "SELECT type, name, sql FROM main.sqlite_master
-             WHERE (type = 'index' AND tbl_name IN ('calls', 'bench_results') AND sql IS NOT NULL)
+             WHERE (type = 'index' AND tbl_name IN ('calls', 'bench_rows') AND sql IS NOT NULL)
                 OR (type = 'trigger' AND name = 'call_text_insert')
              ORDER BY type = 'trigger', name",
         )?;
@@ -621,7 +621,7 @@ const INPUT_CACHE_KIB: i64 = -20_000;
 
 /// The result tables, copied by uid with their run and calls mapped.
 const ROW_TABLES: &[&str] = &[
-    "bench_results",
+    "bench_rows",
     "generated_datasheets",
     "reviews",
     "relevance_predictions",
@@ -829,16 +829,16 @@ fn drop_superseded_rows(tx: &Connection) -> rusqlite::Result<u64> {
              (SELECT id FROM main.reviews WHERE uid IN ({}));",
         of("reviews")
     ))?;
-    // A result's checks and tool calls are keyed by the result's key.
-    for keyed in ["bench_checks", "tool_calls"] {
-        tx.execute_batch(&format!(
-            "DELETE FROM main.{keyed}
-             WHERE (run_id, model_index, template_index, prompt_index, repeat_index) IN (
-                 SELECT run_id, model_index, template_index, prompt_index, repeat_index
-                 FROM main.bench_results WHERE uid IN ({}));",
-            of("bench_results")
-        ))?;
-    }
+    // A result's checks are keyed by its id, its tool calls by its key.
+    tx.execute_batch(&format!(
+        "DELETE FROM main.bench_check_rows
+         WHERE result_id IN (SELECT id FROM main.bench_rows WHERE uid IN ({}));
+         DELETE FROM main.tool_calls
+         WHERE (run_id, model_index, template_index, prompt_index, repeat_index) IN (
+             SELECT run_id, model_index, template_index, prompt_index, repeat_index
+             FROM main.bench_rows WHERE uid IN ({0}));",
+        of("bench_rows")
+    ))?;
     let mut dropped = 0;
     for table in ROW_TABLES {
         dropped += tx.execute(
@@ -858,18 +858,31 @@ fn copy_rows(tx: &Connection) -> rusqlite::Result<u64> {
                    AND s.run_id NOT IN (SELECT id FROM temp.skip_runs)";
     let judge = ("judge_call_id", remap("call_map", "judge_call_id"));
     let bench = [run.clone(), call.clone(), judge];
-    let mut added = tx.execute(&copy_sql(tx, "bench_results", &bench, of_runs)?, [])?;
+    let mut added = tx.execute(&copy_sql(tx, "bench_rows", &bench, of_runs)?, [])?;
+    // The names of each run's models and cases (the rows hold their indices).
+    for table in ["bench_models", "bench_labels"] {
+        tx.execute_batch(&copy_sql(tx, table, std::slice::from_ref(&run), of_runs)?)?;
+    }
+    // Each check of a result that has several, by the id of its result here (found by its
+    // run and key), and each tool call of a tool loop, by the result's key and its index.
+    tx.execute_batch(&format!(
+        "INSERT OR IGNORE INTO main.bench_check_rows (result_id, check_index, method, expected,
+             status, score, weight, reason)
+         SELECT m.id, k.check_index, k.method, k.expected, k.status, k.score, k.weight, k.reason
+         FROM src.bench_check_rows k
+         JOIN src.bench_rows s ON s.id = k.result_id
+         JOIN temp.run_map r ON r.src = s.run_id
+         JOIN main.bench_rows m ON m.run_id = r.dst AND m.model_index = s.model_index
+             AND m.template_index = s.template_index AND m.prompt_index = s.prompt_index
+             AND m.repeat_index = s.repeat_index
+         {of_runs}"
+    ))?;
     tx.execute_batch(&copy_sql(
         tx,
-        "bench_labels",
+        "tool_calls",
         std::slice::from_ref(&run),
         of_runs,
     )?)?;
-    // Each check of a result that has several, and each tool call of a tool loop, by the
-    // result's key and its index.
-    for table in ["bench_checks", "tool_calls"] {
-        tx.execute_batch(&copy_sql(tx, table, std::slice::from_ref(&run), of_runs)?)?;
-    }
     // A datasheet written by another tool has no run.
     let generated = "WHERE s.run_id IS NULL OR (s.run_id IN (SELECT src FROM temp.run_map)
                      AND s.run_id NOT IN (SELECT id FROM temp.skip_runs))";
@@ -1374,7 +1387,7 @@ mod tests {
         // The second shard's results cannot be copied: its blobs, run and calls are by then.
         Connection::open(&b)
             .unwrap()
-            .execute_batch("ALTER TABLE bench_results DROP COLUMN expected")
+            .execute_batch("DROP VIEW bench_results; ALTER TABLE bench_rows DROP COLUMN expected")
             .unwrap();
         let error = merge(&out, &[a.clone(), b.clone()], false).unwrap_err();
         assert!(error.to_string().contains("expected"), "{error}");

@@ -297,7 +297,7 @@ impl Store {
     pub(crate) fn view_progress(&self, ids: &[i64]) -> Result<Vec<Progress>> {
         let mut stmt = self.conn.prepare_cached(
             "SELECT id, status, calls, coalesce(plan_calls, planned_calls, 0), errors,
-                    (SELECT count(*) FROM bench_results b WHERE b.run_id = runs.id
+                    (SELECT count(*) FROM bench_rows b WHERE b.run_id = runs.id
                      AND b.template_index >= 0)
              FROM runs WHERE id = ?1",
         )?;
@@ -325,10 +325,10 @@ impl Store {
     /// never by reading the run's results.
     pub(crate) fn grid_columns(&self, run_id: i64) -> Result<Vec<GridColumn>> {
         let mut next_model = self.conn.prepare_cached(
-            "SELECT min(model_index) FROM bench_results WHERE run_id = ?1 AND model_index > ?2",
+            "SELECT min(model_index) FROM bench_rows WHERE run_id = ?1 AND model_index > ?2",
         )?;
         let mut next_template = self.conn.prepare_cached(
-            "SELECT min(template_index) FROM bench_results
+            "SELECT min(template_index) FROM bench_rows
              WHERE run_id = ?1 AND model_index = ?2 AND template_index > ?3",
         )?;
         let mut label = self.conn.prepare_cached(
@@ -406,10 +406,10 @@ impl Store {
                 // CROSS JOIN: the matches first, whatever the planner guesses of the run.
                 format!(
                     "(SELECT rowid AS call_id FROM call_text WHERE call_text MATCH {q}) m
-                     CROSS JOIN bench_results r ON r.call_id = m.call_id"
+                     CROSS JOIN bench_rows r ON r.call_id = m.call_id"
                 )
             }
-            SearchPlan::None | SearchPlan::InMatches(_) => "bench_results r".to_owned(),
+            SearchPlan::None | SearchPlan::InMatches(_) => "bench_rows r".to_owned(),
         };
         let (mut condition, having) = Self::filter_condition(&query.filter, bound);
         if let SearchPlan::InMatches(words) = plan {
@@ -431,7 +431,7 @@ impl Store {
         // A case has a result of `status` (one seek in the index by case).
         let case_has = |status: &str| {
             format!(
-                "EXISTS (SELECT 1 FROM bench_results d WHERE d.run_id = ?1
+                "EXISTS (SELECT 1 FROM bench_rows d WHERE d.run_id = ?1
                          AND d.prompt_index = r.prompt_index AND d.status = '{status}'
                          AND d.template_index >= 0)"
             )
@@ -1724,7 +1724,7 @@ mod tests {
             rows.join("\n")
         };
         let failures = plan(
-            "SELECT r.prompt_index FROM bench_results r
+            "SELECT r.prompt_index FROM bench_rows r
              WHERE r.run_id = ?1 AND r.template_index >= 0 AND r.status = 'failed'
              GROUP BY r.prompt_index ORDER BY r.prompt_index LIMIT 50",
             &[&run],
@@ -1732,7 +1732,7 @@ mod tests {
         assert!(failures.contains("bench_results_by_status"), "{failures}");
         assert!(!failures.contains("TEMP B-TREE"), "{failures}");
         let all = plan(
-            "SELECT r.prompt_index FROM bench_results r
+            "SELECT r.prompt_index FROM bench_rows r
              WHERE r.run_id = ?1 AND r.template_index >= 0 AND 1
              GROUP BY r.prompt_index ORDER BY r.prompt_index LIMIT 50",
             &[&run],
