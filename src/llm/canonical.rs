@@ -77,13 +77,11 @@ impl CanonicalRequest {
     /// repeat is a distinct cache entry): the JSON is hashed as it is written.
     pub(crate) fn new(provider: &str, endpoint: &str, request: &ChatRequest, repeat: u32) -> Self {
         use sha2::Digest as _;
-        // Written whole, then hashed at once: serde_json writes a token at a time, and
-        // each write into the hasher costs more than a copy.
-        let mut json = Vec::with_capacity(512);
-        serde_json::to_writer(&mut json, &canon(provider, endpoint, request, repeat))
+        let mut hasher = Hashing(sha2::Sha256::new());
+        serde_json::to_writer(&mut hasher, &canon(provider, endpoint, request, repeat))
             .expect("a canonical request always serializes");
         Self {
-            key: CacheKey::of_digest(&sha2::Sha256::digest(&json)),
+            key: CacheKey::of_digest(&hasher.0.finalize()),
         }
     }
 
@@ -105,6 +103,20 @@ impl CanonicalRequest {
     ) -> String {
         serde_json::to_string(&canon(provider, endpoint, request, repeat))
             .expect("a canonical request always serializes")
+    }
+}
+
+/// Writes into a hasher.
+struct Hashing(sha2::Sha256);
+
+impl std::io::Write for Hashing {
+    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+        sha2::Digest::update(&mut self.0, bytes);
+        Ok(bytes.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
     }
 }
 
