@@ -1,7 +1,7 @@
 //! Benchmark results: one row per run x model x prompt x repeat, and their bulk loading.
 
 use std::borrow::Cow;
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 use rusqlite::params;
 use rusqlite::types::{FromSql, FromSqlError, FromSqlResult, ToSqlOutput, ValueRef};
@@ -311,11 +311,18 @@ pub struct FailureRow {
 /// Names each run's model, template and prompt indices in `bench_labels` (once per run and
 /// index), 64 labels to a statement: a cached run names 100,000 cases at once. Each run's
 /// models are described once in `bench_models` (migration V25): the rows hold none of it.
-fn insert_bench_labels(tx: &rusqlite::Transaction<'_>, rows: &[BenchResultRow]) -> Result<()> {
+/// `written` holds the keys labelled earlier in the same write: a cached run's parts name each
+/// case again for every model and template (300,000 of its 400,000 labels), and a key seen in
+/// a set costs less than one found in the table by `INSERT OR IGNORE`.
+fn insert_bench_labels(
+    tx: &rusqlite::Transaction<'_>,
+    rows: &[BenchResultRow],
+    written: &mut HashSet<(i64, &'static str, u32)>,
+) -> Result<()> {
     /// Labels written by one statement.
     const PER_STATEMENT: usize = 64;
     insert_bench_models(tx, rows)?;
-    let mut labels: Vec<(i64, &str, u32, &str)> = Vec::with_capacity(rows.len() + 8);
+    let mut labels: Vec<(i64, &'static str, u32, &str)> = Vec::with_capacity(rows.len() + 8);
     for row in rows {
         labels.push((row.run_id, "model", row.model_index, &row.model_ref));
         if let Some(template) = &row.template_name {
@@ -326,6 +333,7 @@ fn insert_bench_labels(tx: &rusqlite::Transaction<'_>, rows: &[BenchResultRow]) 
     // The first name given to a key is kept, as `INSERT OR IGNORE` one by one kept it.
     labels.sort_by_key(|&(run, kind, index, _)| (run, kind, index));
     labels.dedup_by_key(|&mut (run, kind, index, _)| (run, kind, index));
+    labels.retain(|&(run, kind, index, _)| written.insert((run, kind, index)));
     let full = labels.len() - labels.len() % PER_STATEMENT;
     for chunk in labels[..full]
         .chunks(PER_STATEMENT)
@@ -989,8 +997,9 @@ impl Store {
             tx.query_row("SELECT coalesce(max(id), 0) + 1 FROM bench_rows", [], |r| {
                 r.get(0)
             })?;
+        let mut labelled = HashSet::new();
         for rows in parts {
-            insert_bench_labels(&tx, &rows)?;
+            insert_bench_labels(&tx, &rows, &mut labelled)?;
             // Two statements only, of 64 rows and of one: a statement for each length (the
             // executor hands over batches of 1 to 64 answers) would not stay in the cache of
             // prepared statements, and each would be compiled again and again.
