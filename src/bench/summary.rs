@@ -251,22 +251,32 @@ impl Measures {
     }
 
     /// The measures of loaded columns (the detail path), keyed the same way.
-    pub(crate) fn from_columns(cols: &BenchColumns) -> PolarsResult<Self> {
+    pub(crate) fn from_columns<'c>(cols: &'c BenchColumns) -> PolarsResult<Self> {
         let mut labels = Labels::default();
         let mut keys: [HashMap<String, u32>; 3] = Default::default();
-        let mut key = |kind: usize, name: &str, labels: &mut Labels| -> u32 {
+        // Each kind's last name and key: rows come model by model and template by template,
+        // so most rows name the model and template of the row before.
+        let mut last: [Option<(&str, u32)>; 3] = [None; 3];
+        let mut key = |kind: usize, name: &'c str, labels: &mut Labels| -> u32 {
+            if let Some((same, k)) = last[kind]
+                && same == name
+            {
+                return k;
+            }
             let names = match kind {
                 0 => &mut labels.models,
                 1 => &mut labels.prompts,
                 _ => &mut labels.templates,
             };
-            if let Some(&k) = keys[kind].get(name) {
-                return k;
-            }
-            *keys[kind].entry(name.to_owned()).or_insert_with(|| {
-                names.push(name.to_owned());
-                (names.len() - 1) as u32
-            })
+            let k = match keys[kind].get(name) {
+                Some(&k) => k,
+                None => *keys[kind].entry(name.to_owned()).or_insert_with(|| {
+                    names.push(name.to_owned());
+                    (names.len() - 1) as u32
+                }),
+            };
+            last[kind] = Some((name, k));
+            k
         };
         let with_templates = cols.template.iter().any(Option::is_some);
         let mut builders = MeasureBuilders::new(cols.len(), with_templates);
@@ -805,6 +815,43 @@ mod tests {
 
     fn f64_at(df: &DataFrame, name: &str, row: usize) -> Option<f64> {
         df.column(name).unwrap().f64().unwrap().get(row)
+    }
+
+    /// Rows whose model and prompt change back and forth make the summaries of the same rows
+    /// in order: a name is never taken for the name of the row before.
+    #[test]
+    fn interleaved_rows_make_the_same_summaries() {
+        let sorted = columns();
+        let mut mixed = BenchColumns::default();
+        for i in [0, 2, 3, 1] {
+            mixed.run_id.push(sorted.run_id[i]);
+            mixed.model_index.push(sorted.model_index[i]);
+            mixed.prompt_index.push(sorted.prompt_index[i]);
+            mixed.repeat_index.push(sorted.repeat_index[i]);
+            mixed.model_ref.push(sorted.model_ref[i].clone());
+            mixed.prompt_name.push(sorted.prompt_name[i].clone());
+            mixed.outcome.push(sorted.outcome[i]);
+            mixed.cache_hit.push(sorted.cache_hit[i]);
+            mixed.latency_ms.push(sorted.latency_ms[i]);
+            mixed.input_tokens.push(sorted.input_tokens[i]);
+            mixed.output_tokens.push(sorted.output_tokens[i]);
+            mixed.cost_usd.push(sorted.cost_usd[i]);
+            mixed.paid_usd.push(sorted.paid_usd[i]);
+            mixed.energy_wh.push(sorted.energy_wh[i]);
+            mixed.energy_wh_min.push(sorted.energy_wh_min[i]);
+            mixed.energy_wh_max.push(sorted.energy_wh_max[i]);
+        }
+        let (sorted, mixed) = (
+            Measures::from_columns(&sorted).unwrap(),
+            Measures::from_columns(&mixed).unwrap(),
+        );
+        assert_eq!(
+            model_summary(&sorted).unwrap(),
+            model_summary(&mixed).unwrap()
+        );
+        let by_prompt = prompt_summary(&mixed).unwrap();
+        assert_eq!(prompt_summary(&sorted).unwrap(), by_prompt);
+        assert_eq!(f64_at(&by_prompt, "success_pct[b]", 1), None);
     }
 
     #[test]

@@ -305,7 +305,7 @@ impl Check {
 
 /// `exact`: the answer is `want`, spaces around either ignored.
 fn exact(answer: &str, want: &str, ignore_case: bool) -> CheckOutcome {
-    if fold(answer.trim(), ignore_case) == fold(want.trim(), ignore_case) {
+    if same(answer.trim(), want.trim(), ignore_case) {
         CheckOutcome::pass()
     } else {
         CheckOutcome::fail(format!(
@@ -544,9 +544,37 @@ fn fold(text: &str, ignore_case: bool) -> std::borrow::Cow<'_, str> {
     }
 }
 
+/// Whether `a` and `b` are the same text, case ignored when `ignore_case`: ASCII texts
+/// compared in place, others lower-cased as [`fold`] does.
+fn same(a: &str, b: &str, ignore_case: bool) -> bool {
+    match ignore_case {
+        false => a == b,
+        // ASCII lower-cases byte for byte: no need to build either text.
+        true if a.is_ascii() && b.is_ascii() => a.eq_ignore_ascii_case(b),
+        true => a.to_lowercase() == b.to_lowercase(),
+    }
+}
+
+/// The longest `want` looked for in place in an ASCII answer, case ignored; a longer one
+/// is lower-cased with its answer and found by the standard search.
+const IN_PLACE_WANT: usize = 64;
+
 /// Whether `answer` contains `want`.
 fn holds(answer: &str, want: &str, ignore_case: bool) -> bool {
-    fold(answer, ignore_case).contains(&*fold(want, ignore_case))
+    if !ignore_case {
+        return answer.contains(want);
+    }
+    if answer.is_ascii() && want.is_ascii() && want.len() <= IN_PLACE_WANT {
+        // ASCII lower-cases byte for byte, so comparing each window in place finds what
+        // lower-casing both would.
+        let want = want.as_bytes();
+        return want.is_empty()
+            || answer
+                .as_bytes()
+                .windows(want.len())
+                .any(|w| w.eq_ignore_ascii_case(want));
+    }
+    fold(answer, true).contains(&*fold(want, true))
 }
 
 /// `` `a` `` or `` one of `a`, `b` ``.

@@ -29,9 +29,19 @@ pub use tools::ToolTrace;
 use serde_json::Value;
 
 /// A text as messages show it: trimmed, on one line, at most 60 characters.
+/// In one pass: each newline becomes one `⏎`, so the count of characters is the text's.
 fn excerpt(s: &str) -> String {
-    let flat = s.trim().replace('\n', "⏎");
-    crate::llm::client::truncate_chars(&flat, 60)
+    const MAX: usize = 60;
+    let trimmed = s.trim();
+    let mut flat = String::with_capacity(trimmed.len().min(MAX * 4) + '…'.len_utf8());
+    for (n, c) in trimmed.chars().enumerate() {
+        if n == MAX {
+            flat.push('…');
+            break;
+        }
+        flat.push(if c == '\n' { '⏎' } else { c });
+    }
+    flat
 }
 
 /// Parses an answer as JSON, allowing one surrounding Markdown code fence.

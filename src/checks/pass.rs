@@ -10,6 +10,8 @@
 //! Any check in error makes the case an error, whatever the rule: an error is never a pass
 //! and never a plain failure either.
 
+use std::fmt::Write as _;
+
 use serde_json::Value;
 
 use super::check::{Check, CheckOutcome, CheckStatus};
@@ -74,8 +76,10 @@ pub(crate) fn combine<'a>(
     let mut total = 0.0;
     let mut earned = 0.0;
     let mut checks = 0usize;
-    let mut failed: Vec<String> = Vec::new();
-    let mut errors: Vec<String> = Vec::new();
+    // The first failed and first errored checks, and how many of each: only the first is
+    // written out in the reason.
+    let mut failed = Counted::default();
+    let mut errors = Counted::default();
     for (check, outcome) in graded {
         checks += 1;
         total += check.weight;
@@ -85,17 +89,10 @@ pub(crate) fn combine<'a>(
             None => 0.0,
         };
         earned += check.weight * credit;
-        let why = || {
-            format!(
-                "{}: {}",
-                check.method,
-                outcome.reason.as_deref().unwrap_or("no reason given")
-            )
-        };
         match outcome.status {
             CheckStatus::Passed => {}
-            CheckStatus::Failed => failed.push(why()),
-            CheckStatus::Error => errors.push(why()),
+            CheckStatus::Failed => failed.add(check, outcome),
+            CheckStatus::Error => errors.add(check, outcome),
         }
     }
     if checks == 0 {
@@ -106,27 +103,27 @@ pub(crate) fn combine<'a>(
         };
     }
     let score = if total > 0.0 { earned / total } else { 0.0 };
-    if !errors.is_empty() {
+    if errors.count > 0 {
         return CaseOutcome {
             status: CheckStatus::Error,
             score,
-            reason: Some(first_and_more(&errors, "in error")),
+            reason: Some(errors.first_and_more("in error")),
         };
     }
     let passed = match rule {
-        PassRule::All => failed.is_empty(),
+        PassRule::All => failed.count == 0,
         // A hair of slack for sums of weights such as 0.1 + 0.2.
         PassRule::Threshold(t) => score + 1e-9 >= t,
     };
     let reason = match rule {
         _ if passed => None,
-        PassRule::All => Some(first_and_more(&failed, "failed")),
-        PassRule::Threshold(t) if failed.is_empty() => {
+        PassRule::All => Some(failed.first_and_more("failed")),
+        PassRule::Threshold(t) if failed.count == 0 => {
             Some(format!("weighted score {score:.2} is below {t}"))
         }
         PassRule::Threshold(t) => Some(format!(
             "weighted score {score:.2} is below {t}; {}",
-            first_and_more(&failed, "failed")
+            failed.first_and_more("failed")
         )),
     };
     CaseOutcome {
@@ -140,15 +137,42 @@ pub(crate) fn combine<'a>(
     }
 }
 
-/// `contains: expected … (and 2 more checks failed)`.
-fn first_and_more(reasons: &[String], what: &str) -> String {
-    match reasons {
-        [] => String::new(),
-        [one] => one.clone(),
-        [first, rest @ ..] => format!(
-            "{first} (and {} more {} {what})",
-            rest.len(),
-            if rest.len() == 1 { "check" } else { "checks" }
-        ),
+/// The first of some checks (a check and its outcome) and how many there are.
+#[derive(Default)]
+struct Counted<'a> {
+    first: Option<(&'a Check, &'a CheckOutcome)>,
+    count: usize,
+}
+
+impl<'a> Counted<'a> {
+    /// Counts one more check.
+    fn add(&mut self, check: &'a Check, outcome: &'a CheckOutcome) {
+        self.first.get_or_insert((check, outcome));
+        self.count += 1;
+    }
+
+    /// `contains: expected … (and 2 more checks failed)`.
+    fn first_and_more(&self, what: &str) -> String {
+        let Some((check, outcome)) = self.first else {
+            return String::new();
+        };
+        let method = check.method.name();
+        let reason = outcome.reason.as_deref().unwrap_or("no reason given");
+        let mut said = String::with_capacity(method.len() + reason.len() + 40);
+        said.push_str(method);
+        said.push_str(": ");
+        said.push_str(reason);
+        match self.count - 1 {
+            0 => {}
+            1 => {
+                said.push_str(" (and 1 more check ");
+                said.push_str(what);
+                said.push(')');
+            }
+            rest => {
+                let _ = write!(said, " (and {rest} more checks {what})");
+            }
+        }
+        said
     }
 }

@@ -857,3 +857,116 @@ fn tool_checks_grade_the_calls_and_steps_of_a_loop() {
         assert!(e.contains(says), "{spec}: {e}");
     }
 }
+
+/// The excerpt made in one pass is what trimming, flattening newlines to `⏎` and cutting at
+/// 60 characters with an ellipsis make, at the edges of the cut and with wide characters.
+#[test]
+fn an_excerpt_is_the_trimmed_flattened_text_cut_at_60_characters() {
+    let reference = |s: &str| {
+        let flat = s.trim().replace('\n', "⏎");
+        crate::llm::client::truncate_chars(&flat, 60)
+    };
+    let texts = [
+        String::new(),
+        "  \n ".to_owned(),
+        " 42\n".to_owned(),
+        "a\nb\r\nc".to_owned(),
+        "x".repeat(59),
+        "x".repeat(60),
+        "x".repeat(61),
+        format!("{}\n", "é".repeat(60)),
+        format!("\n{}\n{}", "日本".repeat(30), "z"),
+        "🙂\n".repeat(40),
+    ];
+    for text in &texts {
+        assert_eq!(excerpt(text), reference(text), "{text:?}");
+    }
+    assert_eq!(excerpt(&"x".repeat(61)), format!("{}…", "x".repeat(60)));
+    assert_eq!(excerpt(" a\nb "), "a⏎b");
+}
+
+/// Case ignored, `exact` and `icontains` decide as lower-casing both texts does: in place
+/// for ASCII, and for texts whose lower case is not byte for byte (the Kelvin sign `K`
+/// lower-cases to `k`, `İ` to `i̇`), a long value, an empty one.
+#[test]
+fn ignored_case_decides_as_lower_casing_both_texts() {
+    let long = format!("{}Needle", "ab".repeat(40));
+    let pairs = [
+        ("The answer is PARIS.", "paris"),
+        ("The answer is PARIS.", "lyon"),
+        ("PARIS", "paris"),
+        ("PARIS ", "Paris!"),
+        ("\u{212A}elvin", "kelvin"),
+        ("kelvin", "\u{212A}ELVIN"),
+        ("İstanbul", "i̇stanbul"),
+        ("ÉCOLE", "école"),
+        ("anything", ""),
+        ("", "a"),
+        ("ab", "abc"),
+        ("xxxxxxxxxx", "X"),
+    ];
+    let long_answer = format!("say {} now", long.to_uppercase());
+    let pairs = pairs
+        .iter()
+        .map(|(a, w)| ((*a).to_owned(), (*w).to_owned()))
+        .chain([
+            (long_answer.clone(), long.clone()),
+            (long_answer, format!("{long}!")),
+        ]);
+    for (answer, want) in pairs {
+        let contains = answer.to_lowercase().contains(&want.to_lowercase());
+        let spec = json!({"method": "icontains", "value": want});
+        assert_eq!(
+            grade(spec, &answer).passed(),
+            contains,
+            "{answer:?} {want:?}"
+        );
+        let same = answer.trim().to_lowercase() == want.trim().to_lowercase();
+        let spec = json!({"method": "exact", "value": want, "ignore_case": true});
+        assert_eq!(grade(spec, &answer).passed(), same, "{answer:?} {want:?}");
+    }
+}
+
+/// A case's reason names its first failed check and how many more failed, whatever their
+/// number, and the first in error before any failure.
+#[test]
+fn a_reason_names_the_first_check_and_counts_the_others() {
+    let checks: Vec<Check> = ["a", "b", "c"]
+        .iter()
+        .map(|v| {
+            parse(json!({"method": "contains", "value": v}))
+                .unwrap()
+                .prepare(&Values::new())
+                .unwrap()
+        })
+        .collect();
+    let facts = CallFacts::default();
+    let outcomes: Vec<CheckOutcome> = checks
+        .iter()
+        .map(|c| c.evaluate("zzz", &facts).into_outcome())
+        .collect();
+    let reason = |outcomes: &[CheckOutcome]| {
+        combine(PassRule::All, checks.iter().zip(outcomes))
+            .reason
+            .unwrap_or_default()
+    };
+    assert_eq!(
+        reason(&outcomes),
+        "contains: expected to contain `a`, got `zzz` (and 2 more checks failed)"
+    );
+    assert_eq!(
+        reason(&outcomes[1..]),
+        "contains: expected to contain `b`, got `zzz` (and 1 more check failed)"
+    );
+    let mut errored = outcomes.clone();
+    errored[2] = CheckOutcome::error("timed out");
+    errored[1] = CheckOutcome {
+        status: CheckStatus::Error,
+        score: None,
+        reason: None,
+    };
+    assert_eq!(
+        reason(&errored),
+        "contains: no reason given (and 1 more check in error)"
+    );
+}
