@@ -93,6 +93,43 @@ impl Store {
         Ok(())
     }
 
+    /// The tool calls of the result `key`, in step and call order (the viewer's transcript).
+    pub(crate) fn tool_calls_of(&self, key: &super::ResultKey) -> Result<Vec<ToolCallRow>> {
+        let mut statement = self.conn.prepare_cached(
+            "SELECT step, call_index, call_id, name, arguments, result FROM tool_calls
+             WHERE run_id = ?1 AND model_index = ?2 AND template_index = ?3
+                 AND prompt_index = ?4 AND repeat_index = ?5
+             ORDER BY step, call_index",
+        )?;
+        let rows = statement
+            .query_map(
+                rusqlite::params![
+                    key.run_id,
+                    key.model_index,
+                    key.template_index,
+                    key.prompt_index,
+                    key.repeat_index
+                ],
+                |r| {
+                    Ok(ToolCallRow {
+                        run_id: key.run_id,
+                        model_index: key.model_index,
+                        template_index: key.template_index,
+                        prompt_index: key.prompt_index,
+                        repeat_index: key.repeat_index,
+                        step: r.get(0)?,
+                        call_index: r.get(1)?,
+                        call_id: r.get(2)?,
+                        name: r.get(3)?,
+                        arguments: r.get(4)?,
+                        result: r.get(5)?,
+                    })
+                },
+            )?
+            .collect::<rusqlite::Result<Vec<_>>>()?;
+        Ok(rows)
+    }
+
     /// The tool calls of runs `run_ids` (all runs when empty), in key order, with the model
     /// and the case of the result they belong to.
     pub fn tool_calls(&self, run_ids: &[i64]) -> Result<Vec<ExportedToolCall>> {

@@ -179,6 +179,8 @@ pub struct Transcript {
     pub call: Option<CallText>,
     /// The checks of a result with several (one check is `method`, `expected`, `detail`).
     pub checks: Vec<CheckRow>,
+    /// The tools the model called in a tool loop, in step order (empty: none).
+    pub tool_calls: Vec<super::ToolCallRow>,
     pub judge_score: Option<i64>,
     /// The judge's answer: its score and justification.
     pub judge: Option<CallText>,
@@ -652,6 +654,7 @@ impl Store {
                     created_at: r.get(n + 11)?,
                     call: None,
                     checks: Vec::new(),
+                    tool_calls: Vec::new(),
                     judge_score: r.get(n + 13)?,
                     judge: None,
                 };
@@ -671,13 +674,15 @@ impl Store {
             .transpose()?
             .flatten();
         let cell = &transcript.cell;
-        transcript.checks = self.bench_checks_of(&ResultKey {
+        let key = ResultKey {
             run_id,
             model_index: cell.model_index as u32,
             template_index: cell.template_index as u32,
             prompt_index: cell.prompt_index as u32,
             repeat_index: cell.repeat_index as u32,
-        })?;
+        };
+        transcript.checks = self.bench_checks_of(&key)?;
+        transcript.tool_calls = self.tool_calls_of(&key)?;
         Ok(Some(transcript))
     }
 

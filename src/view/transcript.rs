@@ -61,6 +61,7 @@ pub(crate) async fn result(
             }
         }
         (checks(t))
+        (tool_calls(t))
         @if let Some(uid) = &cell.uid {
             (super::ratings::form(&app, run_id, uid, &format!("/runs/{run_id}/results/{result_id}"), rating.as_ref()))
         }
@@ -138,6 +139,29 @@ fn checks(t: &Transcript) -> Markup {
                         td.num { (check.score.map_or_else(|| "–".into(), |s| format!("{s:.2}"))) }
                         td.num { (check.weight) }
                         td { pre.inline { (check.reason.as_deref().unwrap_or("")) } }
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// The tools the model called in its tool loop, step by step, with what each was sent back;
+/// nothing for a result without tools.
+fn tool_calls(t: &Transcript) -> Markup {
+    html! {
+        @if !t.tool_calls.is_empty() {
+            h2 { "Tool calls (" (t.tool_calls.len()) ")" }
+            table.checks {
+                thead { tr { th.num { "Step" } th { "Tool" } th { "Arguments" } th { "Result sent back" } } }
+                tbody {
+                    @for call in &t.tool_calls {
+                        tr {
+                            td.num { (call.step) }
+                            td { (call.name) }
+                            td { pre.inline { (call.arguments) } }
+                            td { pre.inline { (call.result.as_deref().unwrap_or("– (the loop stopped at max_steps)")) } }
+                        }
                     }
                 }
             }

@@ -836,3 +836,60 @@ fn a_conversation_s_result_page_shows_every_turn_and_answer() {
         at += found + text.len();
     }
 }
+
+#[test]
+fn a_transcript_shows_the_tool_calls_of_its_loop_in_step_order_escaped() {
+    let s = Sandbox::new();
+    add_bench(&s);
+    let run: i64 = s.count("SELECT max(id) FROM runs");
+    let (result, with_tools): (i64, i64) = (
+        s.count("SELECT id FROM bench_results WHERE prompt_name = 'capital' ORDER BY id LIMIT 1"),
+        s.count("SELECT id FROM bench_results WHERE prompt_name = 'sum' ORDER BY id LIMIT 1"),
+    );
+    // Two steps of a loop of the `sum` result, written as the run writes them (the second
+    // left unanswered at max_steps), the first with a hostile result.
+    rusqlite::Connection::open(s.db_path())
+        .unwrap()
+        .execute_batch(&format!(
+            "INSERT INTO tool_calls (run_id, model_index, template_index, prompt_index,
+                 repeat_index, step, call_index, call_id, name, arguments, result)
+             SELECT run_id, model_index, template_index, prompt_index, repeat_index, 2, 0,
+                 'c2', 'add', '{{\"a\":2,\"b\":2}}', NULL
+             FROM bench_results WHERE id = {with_tools};
+             INSERT INTO tool_calls (run_id, model_index, template_index, prompt_index,
+                 repeat_index, step, call_index, call_id, name, arguments, result)
+             SELECT run_id, model_index, template_index, prompt_index, repeat_index, 1, 0,
+                 'c1', 'lookup', '{{\"q\":\"sum\"}}', '<script>alert(9)</script>'
+             FROM bench_results WHERE id = {with_tools};"
+        ))
+        .unwrap();
+    let viewer = start_viewer(&s, &[]);
+    let page = get(
+        &format!("{}/runs/{run}/results/{with_tools}", viewer.base),
+        &[],
+    );
+    assert_eq!(page.status, 200, "{}", page.body);
+    assert!(page.body.contains("Tool calls (2)"), "{}", page.body);
+    let (first, second) = (
+        page.body.find("lookup").expect("the first step's tool"),
+        page.body.find(">add<").expect("the second step's tool"),
+    );
+    assert!(first < second, "in step order");
+    assert!(
+        page.body.contains("{&quot;q&quot;:&quot;sum&quot;}"),
+        "the arguments"
+    );
+    assert!(
+        !page.body.contains("<script>alert(9)"),
+        "the result is escaped"
+    );
+    assert!(page.body.contains("&lt;script&gt;alert(9)"), "and shown");
+    assert!(
+        page.body.contains("stopped at max_steps"),
+        "the unanswered call"
+    );
+    // A result without tools has no such section.
+    let plain = get(&format!("{}/runs/{run}/results/{result}", viewer.base), &[]);
+    assert_eq!(plain.status, 200);
+    assert!(!plain.body.contains("Tool calls"), "{}", plain.body);
+}
