@@ -72,6 +72,24 @@ fn status_of_code(n: usize) -> String {
     format!("CASE ?{n} WHEN 0 THEN 'passed' WHEN 1 THEN 'failed' WHEN 2 THEN 'error' END")
 }
 
+/// The text of each statement of one bulk write, made once: prepared statements are cached
+/// by their text, and making the text of 64 rows again for each chunk was a third of the
+/// writer's time.
+#[derive(Default)]
+struct BulkSql(HashMap<(&'static str, usize, bool), String>);
+
+impl BulkSql {
+    /// The statement of `rows` rows into `table` (`fresh` as [`conflict`] takes it), made by
+    /// `make` the first time.
+    fn get(
+        &mut self,
+        (table, rows, fresh): (&'static str, usize, bool),
+        make: impl FnOnce() -> String,
+    ) -> &str {
+        self.0.entry((table, rows, fresh)).or_insert_with(make)
+    }
+}
+
 /// `INSERT OR {FAIL|REPLACE} INTO table (columns) VALUES ...` of `rows` rows, each value
 /// bound as `?n` but the status, named from its code through [`status_of_code`], and a
 /// `created_at` column, bound once as `?1` for every row.
@@ -405,6 +423,7 @@ fn insert_bench_labels(
     tx: &rusqlite::Transaction<'_>,
     rows: &[BenchResultRow],
     written: &mut Labelled,
+    sql: &mut BulkSql,
 ) -> Result<()> {
     /// Labels written by one statement.
     const PER_STATEMENT: usize = 64;
@@ -434,10 +453,13 @@ fn insert_bench_labels(
             .chunks(PER_STATEMENT)
             .chain(labels[full..].chunks(1))
         {
-            let mut insert = tx.prepare_cached(&format!(
-                "INSERT OR IGNORE INTO bench_labels (run_id, kind, idx, label) VALUES {}",
-                vec![format!("(?, '{kind}', ?, ?)"); chunk.len()].join(", ")
-            ))?;
+            let text = sql.get((kind, chunk.len(), false), || {
+                format!(
+                    "INSERT OR IGNORE INTO bench_labels (run_id, kind, idx, label) VALUES {}",
+                    vec![format!("(?, '{kind}', ?, ?)"); chunk.len()].join(", ")
+                )
+            });
+            let mut insert = tx.prepare_cached(text)?;
             let values = chunk
                 .iter()
                 .flat_map(|(run, index, label)| [run as &dyn rusqlite::ToSql, index, label]);
@@ -592,12 +614,15 @@ fn insert_result_chunk(
     chunk: &[BenchResultRow],
     first_id: i64,
     uids: &[super::ids::UidHex],
-    now: &str,
-    fresh: bool,
+    (now, fresh): (&str, bool),
+    sql: &mut BulkSql,
 ) -> Result<()> {
     // The time is bound once, as ?1, for every row of the statement.
-    let sql = bulk_insert_sql("bench_rows", &RESULT_COLUMNS, chunk.len(), fresh);
-    let mut stmt = tx.prepare_cached(&sql)?;
+    let key = ("bench_rows", chunk.len(), fresh);
+    let text = sql.get(key, || {
+        bulk_insert_sql("bench_rows", &RESULT_COLUMNS, chunk.len(), fresh)
+    });
+    let mut stmt = tx.prepare_cached(text)?;
     let tokens: Vec<[Option<i64>; 2]> = chunk
         .iter()
         .map(|r| {
@@ -669,6 +694,7 @@ fn insert_checks(
     rows: &[BenchResultRow],
     first_id: i64,
     fresh: bool,
+    sql: &mut BulkSql,
 ) -> Result<()> {
     /// Check rows written by one statement.
     const PER_STATEMENT: usize = 64;
@@ -691,8 +717,11 @@ fn insert_checks(
             "weight",
             "reason",
         ];
-        let sql = bulk_insert_sql("bench_check_rows", &COLUMNS, chunk.len(), fresh);
-        let mut insert = tx.prepare_cached(&sql)?;
+        let key = ("bench_check_rows", chunk.len(), fresh);
+        let text = sql.get(key, || {
+            bulk_insert_sql("bench_check_rows", &COLUMNS, chunk.len(), fresh)
+        });
+        let mut insert = tx.prepare_cached(text)?;
         let codes: Vec<i64> = chunk.iter().map(|(_, _, c)| c.outcome.code()).collect();
         let values = chunk
             .iter()
@@ -1135,8 +1164,9 @@ impl Store {
                 r.get(0)
             })?;
         let mut labelled = Labelled::default();
+        let mut sql = BulkSql::default();
         for rows in parts {
-            insert_bench_labels(&tx, &rows, &mut labelled)?;
+            insert_bench_labels(&tx, &rows, &mut labelled, &mut sql)?;
             // Two statements only, of 64 rows and of one: a statement for each length (the
             // executor hands over batches of 1 to 64 answers) would not stay in the cache of
             // prepared statements, and each would be compiled again and again.
@@ -1153,8 +1183,9 @@ impl Store {
                     .iter()
                     .map(|r| uids.of(&tx, r))
                     .collect::<Result<Vec<_>>>()?;
-                insert_result_chunk(&tx, chunk, next_id, &chunk_uids, &now, fresh)?;
-                insert_checks(&tx, chunk, next_id, fresh)?;
+                let at = (now.as_str(), fresh);
+                insert_result_chunk(&tx, chunk, next_id, &chunk_uids, at, &mut sql)?;
+                insert_checks(&tx, chunk, next_id, fresh, &mut sql)?;
                 next_id += chunk.len() as i64;
             }
             free_beside(rows);
