@@ -1051,11 +1051,7 @@ mod tests {
     /// columns read back whole, which the detail table needs: same rows, names and order.
     #[test]
     fn the_summaries_read_as_numbers_are_those_of_the_columns_read_whole() {
-        let dir = tempfile::tempdir().unwrap();
-        let mut store = Store::open(&dir.path().join("t.db")).unwrap();
-        let run = store
-            .create_run(crate::experiment::ExperimentKind::Bench, None, None, "{}")
-            .unwrap();
+        let (_dir, mut store, run) = bench_run_in_a_file();
         let mut rows = Vec::new();
         // Models named out of their order, one of unknown energy, errors, repeats.
         for (m, model) in ["m2", "a0", "m1"].iter().enumerate() {
@@ -1150,14 +1146,20 @@ mod tests {
         }
     }
 
-    /// A run of 2 models x 2 templates (`terse`, `steps`) x 3 cases, one repeat, in a file
-    /// database: `steps` fails case p0 on both models, everything else passes.
-    fn templated_run() -> (tempfile::TempDir, Store, i64) {
+    /// A new benchmark run in a new file database (kept as long as the directory).
+    fn bench_run_in_a_file() -> (tempfile::TempDir, Store, i64) {
         let dir = tempfile::tempdir().unwrap();
-        let mut store = Store::open(&dir.path().join("t.db")).unwrap();
+        let store = Store::open(&dir.path().join("t.db")).unwrap();
         let run = store
             .create_run(crate::experiment::ExperimentKind::Bench, None, None, "{}")
             .unwrap();
+        (dir, store, run)
+    }
+
+    /// A run of 2 models x 2 templates (`terse`, `steps`) x 3 cases, one repeat, in a file
+    /// database: `steps` fails case p0 on both models, everything else passes.
+    fn templated_run() -> (tempfile::TempDir, Store, i64) {
+        let (dir, mut store, run) = bench_run_in_a_file();
         let mut rows = Vec::new();
         for (m, model) in ["m0", "m1"].iter().enumerate() {
             for (t, template) in ["terse", "steps"].iter().enumerate() {
