@@ -328,7 +328,8 @@ pub struct Shared<'a> {
     pub templates: &'a [PromptTemplate],
     /// The benchmark's checks, for every case (each case renders them).
     pub checks: &'a [CheckSpec],
-    pub params: &'a SamplingParams,
+    /// Shared by every test: one allocation for 100,000 cases.
+    pub params: Arc<SamplingParams>,
     /// The benchmark's `system:`, for cases that bring their `turns`.
     pub system: Option<Arc<str>>,
     /// How a case's own checks are read.

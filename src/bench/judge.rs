@@ -23,11 +23,11 @@ pub(crate) fn judge_request(judge_model: &str, prompt: String) -> ChatRequest {
         schema: None,
         system: None,
         messages: vec![Message::user(prompt)].into(),
-        params: SamplingParams {
+        params: std::sync::Arc::new(SamplingParams {
             temperature: Some(0.0),
             max_tokens: Some(JUDGE_MAX_TOKENS),
             ..SamplingParams::default()
-        },
+        }),
     }
 }
 

@@ -100,7 +100,7 @@ pub struct PromptTest {
     pub requests: Vec<TestRequest>,
     /// Its checks: at least one.
     pub checks: Vec<Check>,
-    pub params: SamplingParams,
+    pub params: std::sync::Arc<SamplingParams>,
     /// The case's values, for its script checks (`None`: a test written inline, or a case
     /// without a script).
     pub values: Option<Arc<crate::cases::Values>>,
@@ -532,7 +532,7 @@ fn prompt_test(
         name,
         requests: vec![request],
         checks,
-        params,
+        params: Arc::new(params),
         values: None,
     })
 }
@@ -998,7 +998,7 @@ fn data_tests(
     let shared = super::cases::Shared {
         templates: &templates,
         checks,
-        params: defaults,
+        params: Arc::new(defaults.clone()),
         system: parts.system.map(Arc::from),
         context,
         keep_values: parts.options.keep_values,

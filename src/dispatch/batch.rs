@@ -1622,7 +1622,8 @@ mod tests {
             params: SamplingParams {
                 max_tokens: Some(10),
                 ..SamplingParams::default()
-            },
+            }
+            .into(),
             schema: None,
         };
         let price = Price {

@@ -46,7 +46,7 @@ pub struct CallJob {
     pub plain_fallback: bool,
     /// The application this call goes to instead of a model API, and the case's values it is
     /// sent ([`crate::targets`]).
-    pub app: Option<AppCall>,
+    pub app: Option<Box<AppCall>>,
 }
 
 /// A call to a target: the target, what config.yaml sets of it, and the case's values its
@@ -113,7 +113,7 @@ impl CallJob {
             price,
             repeat,
             plain_fallback: false,
-            app: Some(app),
+            app: Some(Box::new(app)),
         }
     }
 
@@ -139,7 +139,7 @@ impl CallJob {
         match &self.app {
             Some(app) => Self::to_app(
                 self.endpoint.clone(),
-                app.clone(),
+                AppCall::clone(app),
                 request,
                 self.repeat,
                 self.price,

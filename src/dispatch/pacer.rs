@@ -1549,7 +1549,8 @@ mod tests {
             params: crate::llm::SamplingParams {
                 max_tokens: Some(200),
                 ..crate::llm::SamplingParams::default()
-            },
+            }
+            .into(),
             schema: None,
         };
         let cost = Cost::of(&request);
@@ -1580,7 +1581,8 @@ mod tests {
                 params: crate::llm::SamplingParams {
                     max_tokens: Some(200),
                     ..crate::llm::SamplingParams::default()
-                },
+                }
+                .into(),
                 schema: None,
             };
             match take(&mut row, &configured, &Cost::of(&request), t) {

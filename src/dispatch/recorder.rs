@@ -204,7 +204,7 @@ mod tests {
     use crate::cost::Price;
     use crate::llm::batch::BatchApi;
     use crate::llm::client::ApiKey;
-    use crate::llm::{ChatRequest, Endpoint, Message, ProviderKind, SamplingParams};
+    use crate::llm::{ChatRequest, Endpoint, Message, ProviderKind};
     use crate::store::{KeyOutcome, NewBatch, lock};
 
     /// The secrets the endpoint of every job here carries: neither may reach the database.
@@ -225,7 +225,7 @@ mod tests {
             model: "m-1".into(),
             system: None,
             messages: vec![Message::user(question)].into(),
-            params: SamplingParams::default(),
+            params: Default::default(),
             schema: None,
         };
         let price = Price {

@@ -522,7 +522,8 @@ mod tests {
             params: SamplingParams {
                 max_tokens: Some(10),
                 ..SamplingParams::default()
-            },
+            }
+            .into(),
             schema: None,
         };
         let price = Price {

@@ -323,7 +323,8 @@ mod tests {
                 params: SamplingParams {
                     max_tokens: Some(100),
                     ..SamplingParams::default()
-                },
+                }
+                .into(),
                 schema: None,
             },
             1,

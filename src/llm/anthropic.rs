@@ -310,7 +310,7 @@ pub(crate) fn parse(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::llm::{Image, Message, SamplingParams};
+    use crate::llm::{Image, Message};
 
     fn request() -> ChatRequest {
         ChatRequest {
@@ -319,7 +319,7 @@ mod tests {
             schema: None,
             system: Some("be brief".into()),
             messages: vec![Message::user("hi")].into(),
-            params: SamplingParams::default(),
+            params: Default::default(),
         }
     }
 

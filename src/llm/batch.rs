@@ -941,7 +941,8 @@ mod tests {
             params: SamplingParams {
                 max_tokens: Some(5),
                 ..Default::default()
-            },
+            }
+            .into(),
             schema: None,
         }
     }

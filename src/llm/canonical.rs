@@ -262,7 +262,8 @@ mod tests {
             params: SamplingParams {
                 temperature: Some(0.0),
                 ..Default::default()
-            },
+            }
+            .into(),
         }
     }
 
@@ -286,7 +287,8 @@ mod tests {
             top_p: Some(0.9),
             max_tokens: Some(10),
             seed: Some(7),
-        };
+        }
+        .into();
         std::sync::Arc::get_mut(&mut r.messages).unwrap()[0]
             .parts
             .push(Part::Image(Image::new("image/png", vec![1])));
@@ -323,7 +325,7 @@ mod tests {
             CanonicalRequest::new("openai", "v", &request("hi"), 0).key
         );
         let mut hot = request("hi");
-        hot.params.temperature = Some(1.0);
+        std::sync::Arc::make_mut(&mut hot.params).temperature = Some(1.0);
         assert_ne!(base, CanonicalRequest::new("openai", "u", &hot, 0).key);
     }
 

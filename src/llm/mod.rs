@@ -214,7 +214,9 @@ pub struct ChatRequest {
     pub system: Option<Arc<str>>,
     /// The conversation; shared by the calls that send it to several models or repeat it.
     pub messages: Arc<[Message]>,
-    pub params: SamplingParams,
+    /// Shared: the calls of one case (every model, template and repeat) send the same ones,
+    /// and a plan holds 400,000 requests at once.
+    pub params: Arc<SamplingParams>,
     /// The JSON shape the answer must take (structured output), sent the way each wire format
     /// wants it; part of the cache key.
     pub schema: Option<Box<AnswerSchema>>,

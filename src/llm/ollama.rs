@@ -240,7 +240,8 @@ mod tests {
             params: SamplingParams {
                 max_tokens: Some(10),
                 ..Default::default()
-            },
+            }
+            .into(),
         }
     }
 

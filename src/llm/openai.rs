@@ -296,7 +296,8 @@ mod tests {
                 temperature: Some(0.0),
                 max_tokens: Some(5),
                 ..Default::default()
-            },
+            }
+            .into(),
         }
     }
 

@@ -182,7 +182,7 @@ impl PairwiseExperiment {
                         .or_else(|| task.system.clone())
                         .map(Into::into),
                     messages: vec![Message::user(task.text.clone())].into(),
-                    params,
+                    params: params.into(),
                 };
                 calls.push(PlannedCall {
                     target: c,

@@ -42,11 +42,11 @@ pub(crate) fn request(model: &str, prompt: String, max_tokens: u32) -> ChatReque
         schema: None,
         system: None,
         messages: vec![Message::user(prompt)].into(),
-        params: SamplingParams {
+        params: std::sync::Arc::new(SamplingParams {
             temperature: Some(0.0),
             max_tokens: Some(max_tokens),
             ..SamplingParams::default()
-        },
+        }),
     }
 }
 

@@ -458,7 +458,7 @@ impl CompareExperiment {
                         parts: vec![Part::Text(text), Part::Image(item.image.clone())],
                     }]
                     .into(),
-                    params: self.plan.params.clone(),
+                    params: self.plan.params.clone().into(),
                 };
                 for trial in 0..self.repeats() {
                     calls.push(PlannedCall {

@@ -188,7 +188,7 @@ impl DatasheetExperiment {
             schema: None,
             system: None,
             messages: vec![Message::user(text)].into(),
-            params: params.clone(),
+            params: params.clone().into(),
         };
         match schema {
             Some(schema) => target.shaped_job(request, schema, repeat),

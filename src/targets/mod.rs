@@ -371,7 +371,7 @@ fn exec_request(request: AppRequest<'_>, images: Images) -> Value {
         "messages": messages_json(chat, images),
         "prompt": prompt_text(chat),
         "values": request.values.cloned().unwrap_or_default(),
-        "params": serde_json::to_value(&chat.params).unwrap_or_default(),
+        "params": serde_json::to_value(&*chat.params).unwrap_or_default(),
     })
 }
 
@@ -391,7 +391,8 @@ mod tests {
             params: SamplingParams {
                 temperature: Some(0.0),
                 ..SamplingParams::default()
-            },
+            }
+            .into(),
             schema: None,
         }
     }

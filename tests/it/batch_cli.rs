@@ -225,7 +225,8 @@ mod recorded {
                     params: SamplingParams {
                         max_tokens: Some(20),
                         ..SamplingParams::default()
-                    },
+                    }
+                    .into(),
                     schema: None,
                 };
                 (track::hash::sha256_hex(text.as_bytes()), request)

@@ -62,7 +62,8 @@ fn request(model: &str, text: &str) -> ChatRequest {
         params: SamplingParams {
             max_tokens: Some(40),
             ..SamplingParams::default()
-        },
+        }
+        .into(),
         schema: None,
     }
 }

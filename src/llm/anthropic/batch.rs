@@ -358,7 +358,7 @@ fn errored(error: Option<&Value>) -> LineFailure {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::llm::{AnswerSchema, Message, SamplingParams};
+    use crate::llm::{AnswerSchema, Message};
 
     fn request() -> ChatRequest {
         ChatRequest {
@@ -366,7 +366,7 @@ mod tests {
             model: "claude-3-5-haiku-20241022".into(),
             system: None,
             messages: vec![Message::user("hi")].into(),
-            params: SamplingParams::default(),
+            params: Default::default(),
             schema: None,
         }
     }

@@ -500,7 +500,7 @@ fn outcome(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::llm::{Message, SamplingParams};
+    use crate::llm::Message;
 
     fn request() -> ChatRequest {
         ChatRequest {
@@ -508,7 +508,7 @@ mod tests {
             model: "gpt-4o-mini".into(),
             system: None,
             messages: vec![Message::user("2+2?")].into(),
-            params: SamplingParams::default(),
+            params: Default::default(),
             schema: None,
         }
     }
