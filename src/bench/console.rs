@@ -25,8 +25,11 @@ pub(crate) fn print(
     out: &mut dyn Write,
 ) -> Result<(), BenchError> {
     let run_id = summary.run_id;
-    // The text columns only the detail table shows are read only for it.
-    let frames = BenchFrames::from_columns(store.bench_columns(&[run_id], options.detail)?)?;
+    // The rows' own columns are read only for the detail table; the summaries need numbers.
+    let frames = match options.detail {
+        true => BenchFrames::from_columns(store.bench_columns(&[run_id], true)?)?,
+        false => BenchFrames::summaries(store, &[run_id])?,
+    };
     // Summaries first: on a terminal they are what a reader wants on screen; the detail of a
     // long run would scroll them away.
     writeln!(

@@ -57,7 +57,7 @@ pub struct BenchSection {
 impl BenchSection {
     /// Summarises the benchmark results of `runs` as `track query --by model|prompt` does.
     pub(crate) fn load(store: &Store, runs: &[i64]) -> Result<Self, ReportError> {
-        let measures = Measures::load(store, runs).map_err(ReportError::Measures)?;
+        let measures = Measures::load(store, runs).map_err(|e| ReportError::Measures(e.into()))?;
         let failures = store.bench_failures(runs, LISTED_FAILURES, ANSWER_BYTES)?;
         Ok(Self {
             runs: runs.to_vec(),

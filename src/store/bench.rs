@@ -1,7 +1,7 @@
 //! Benchmark results: one row per run x model x prompt x repeat, and their bulk loading.
 
 use std::borrow::Cow;
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 
 use rusqlite::params;
 use rusqlite::types::{FromSql, FromSqlError, FromSqlResult, ToSqlOutput, ValueRef};
@@ -52,6 +52,73 @@ impl Outcome {
             .into_iter()
             .find(|o| o.as_str() == name)
     }
+}
+
+impl Outcome {
+    /// Its code in a bulk write's statement, which [`STATUS_OF_CODE`] names: an integer binds
+    /// without the copy SQLite makes of a bound text.
+    const fn code(self) -> i64 {
+        match self {
+            Self::Passed => 0,
+            Self::Failed => 1,
+            Self::Error => 2,
+        }
+    }
+}
+
+/// The stored name of an [`Outcome::code`] bound as `?{n}`; another code is NULL, which the
+/// column refuses.
+fn status_of_code(n: usize) -> String {
+    format!("CASE ?{n} WHEN 0 THEN 'passed' WHEN 1 THEN 'failed' WHEN 2 THEN 'error' END")
+}
+
+/// The text of each statement of one bulk write, made once: prepared statements are cached
+/// by their text, and making the text of 64 rows again for each chunk was a third of the
+/// writer's time.
+#[derive(Default)]
+struct BulkSql(HashMap<(&'static str, usize, bool), String>);
+
+impl BulkSql {
+    /// The statement of `rows` rows into `table` (`fresh` as [`conflict`] takes it), made by
+    /// `make` the first time.
+    fn get(
+        &mut self,
+        (table, rows, fresh): (&'static str, usize, bool),
+        make: impl FnOnce() -> String,
+    ) -> &str {
+        self.0.entry((table, rows, fresh)).or_insert_with(make)
+    }
+}
+
+/// `INSERT OR {FAIL|REPLACE} INTO table (columns) VALUES ...` of `rows` rows, each value
+/// bound as `?n` but the status, named from its code through [`status_of_code`], and a
+/// `created_at` column, bound once as `?1` for every row.
+fn bulk_insert_sql(table: &str, columns: &[&str], rows: usize, fresh: bool) -> String {
+    let mut n = if columns.contains(&"created_at") {
+        2
+    } else {
+        1
+    };
+    let mut cells = Vec::with_capacity(columns.len());
+    let mut values = Vec::with_capacity(rows);
+    for _ in 0..rows {
+        cells.clear();
+        for &column in columns {
+            cells.push(match column {
+                "created_at" => "?1".to_owned(),
+                "status" => status_of_code(n),
+                _ => format!("?{n}"),
+            });
+            n += usize::from(column != "created_at");
+        }
+        values.push(format!("({})", cells.join(",")));
+    }
+    format!(
+        "INSERT OR {} INTO {table} ({}) VALUES {}",
+        conflict(fresh),
+        columns.join(", "),
+        values.join(",")
+    )
 }
 
 impl std::fmt::Display for Outcome {
@@ -308,45 +375,96 @@ pub struct FailureRow {
     pub rating: Option<super::Rating>,
 }
 
+/// Frees a written part of a bulk write on a thread of its own: freeing 32,768 graded rows
+/// (their names, answers' excerpts and checks) took the writer 0.8 s of a cached run of
+/// 400,000 results, which the writer is the bound of. A small part is freed here.
+fn free_beside(rows: Cow<'_, [BenchResultRow]>) {
+    /// From this many rows on, a thread is worth its start.
+    const BESIDE: usize = 1024;
+    if let Cow::Owned(rows) = rows
+        && rows.len() >= BESIDE
+    {
+        // A thread that cannot start drops the rows here, as the closure goes.
+        let _ = std::thread::Builder::new()
+            .name("free-rows".into())
+            .spawn(move || drop(rows));
+    }
+}
+
+/// The kinds of names `bench_labels` holds, each a run's index of its own.
+const LABEL_KINDS: [&str; 3] = ["model", "template", "prompt"];
+
+/// The label keys written earlier in one write, per run and kind, by index: a cached run's
+/// parts name each case again for every model and template (300,000 of its 400,000 labels),
+/// and a flag looked up by index costs less than a key hashed, sorted and found in the table
+/// by `INSERT OR IGNORE`.
+#[derive(Default)]
+struct Labelled {
+    runs: HashMap<i64, [Vec<bool>; 3]>,
+}
+
+impl Labelled {
+    /// Whether `(run, kind, index)` is new to this write, marking it written.
+    fn first(&mut self, run: i64, kind: usize, index: u32) -> bool {
+        let seen = &mut self.runs.entry(run).or_default()[kind];
+        let i = index as usize;
+        if seen.len() <= i {
+            seen.resize(i + 1, false);
+        }
+        !std::mem::replace(&mut seen[i], true)
+    }
+}
+
 /// Names each run's model, template and prompt indices in `bench_labels` (once per run and
-/// index), 64 labels to a statement: a cached run names 100,000 cases at once. Each run's
-/// models are described once in `bench_models` (migration V25): the rows hold none of it.
-/// `written` holds the keys labelled earlier in the same write: a cached run's parts name each
-/// case again for every model and template (300,000 of its 400,000 labels), and a key seen in
-/// a set costs less than one found in the table by `INSERT OR IGNORE`.
+/// index), 64 labels to a statement, a statement per kind: a cached run names 100,000 cases
+/// at once. Each run's models are described once in `bench_models` (migration V25): the rows
+/// hold none of it. `written` holds the keys labelled earlier in the same write.
 fn insert_bench_labels(
     tx: &rusqlite::Transaction<'_>,
     rows: &[BenchResultRow],
-    written: &mut HashSet<(i64, &'static str, u32)>,
+    written: &mut Labelled,
+    sql: &mut BulkSql,
 ) -> Result<()> {
     /// Labels written by one statement.
     const PER_STATEMENT: usize = 64;
     insert_bench_models(tx, rows)?;
-    let mut labels: Vec<(i64, &'static str, u32, &str)> = Vec::with_capacity(rows.len() + 8);
+    let mut labels: [Vec<(i64, u32, &str)>; 3] = Default::default();
     for row in rows {
-        labels.push((row.run_id, "model", row.model_index, &row.model_ref));
-        if let Some(template) = &row.template_name {
-            labels.push((row.run_id, "template", row.template_index, template));
+        let names = [
+            Some((row.model_index, row.model_ref.as_str())),
+            row.template_name
+                .as_deref()
+                .map(|name| (row.template_index, name)),
+            Some((row.prompt_index, row.prompt_name.as_str())),
+        ];
+        for (kind, name) in names.into_iter().enumerate() {
+            // The first name given to a key is kept, as `INSERT OR IGNORE` one by one kept it.
+            if let Some((index, name)) = name
+                && written.first(row.run_id, kind, index)
+            {
+                labels[kind].push((row.run_id, index, name));
+            }
         }
-        labels.push((row.run_id, "prompt", row.prompt_index, &row.prompt_name));
     }
-    // The first name given to a key is kept, as `INSERT OR IGNORE` one by one kept it.
-    labels.sort_by_key(|&(run, kind, index, _)| (run, kind, index));
-    labels.dedup_by_key(|&mut (run, kind, index, _)| (run, kind, index));
-    labels.retain(|&(run, kind, index, _)| written.insert((run, kind, index)));
-    let full = labels.len() - labels.len() % PER_STATEMENT;
-    for chunk in labels[..full]
-        .chunks(PER_STATEMENT)
-        .chain(labels[full..].chunks(1))
-    {
-        let mut insert = tx.prepare_cached(&format!(
-            "INSERT OR IGNORE INTO bench_labels (run_id, kind, idx, label) VALUES {}",
-            vec!["(?, ?, ?, ?)"; chunk.len()].join(", ")
-        ))?;
-        let values = chunk.iter().flat_map(|(run, kind, index, label)| {
-            [run as &dyn rusqlite::ToSql, kind, index, label]
-        });
-        insert.execute(rusqlite::params_from_iter(values))?;
+    for (kind, mut labels) in LABEL_KINDS.into_iter().zip(labels) {
+        labels.sort_unstable_by_key(|&(run, index, _)| (run, index));
+        let full = labels.len() - labels.len() % PER_STATEMENT;
+        for chunk in labels[..full]
+            .chunks(PER_STATEMENT)
+            .chain(labels[full..].chunks(1))
+        {
+            let text = sql.get((kind, chunk.len(), false), || {
+                format!(
+                    "INSERT OR IGNORE INTO bench_labels (run_id, kind, idx, label) VALUES {}",
+                    vec![format!("(?, '{kind}', ?, ?)"); chunk.len()].join(", ")
+                )
+            });
+            let mut insert = tx.prepare_cached(text)?;
+            let values = chunk
+                .iter()
+                .flat_map(|(run, index, label)| [run as &dyn rusqlite::ToSql, index, label]);
+            insert.execute(rusqlite::params_from_iter(values))?;
+        }
     }
     Ok(())
 }
@@ -423,33 +541,70 @@ impl RunNames {
     }
 }
 
-/// The uids of results, with the uid of their run looked up once per run.
+/// The uids of results, with the uid of their run looked up and hashed once per run.
 #[derive(Default)]
 struct ResultUids {
-    run: Option<(i64, Option<String>)>,
+    run: Option<(i64, super::ids::UidPrefix)>,
 }
 
 impl ResultUids {
     /// The uid of `row`: its run's uid and its indices, hashed. Template 0 keeps the key rows
     /// had before templates (migration V20).
-    fn of(&mut self, tx: &rusqlite::Transaction<'_>, row: &BenchResultRow) -> Result<String> {
-        if self.run.as_ref().is_none_or(|(id, _)| *id != row.run_id) {
-            self.run = Some((row.run_id, super::ids::run_uid(tx, row.run_id)?));
-        }
-        let of_run = self.run.as_ref().and_then(|(_, uid)| uid.as_ref());
-        let mut key: Vec<super::ids::Part<'_>> = vec![
-            "bench_result".into(),
-            of_run.into(),
-            i64::from(row.model_index).into(),
-            i64::from(row.prompt_index).into(),
-            i64::from(row.repeat_index).into(),
+    fn of(
+        &mut self,
+        tx: &rusqlite::Transaction<'_>,
+        row: &BenchResultRow,
+    ) -> Result<super::ids::UidHex> {
+        let prefix = match &self.run {
+            Some((id, prefix)) if *id == row.run_id => prefix,
+            _ => {
+                let of_run = super::ids::run_uid(tx, row.run_id)?;
+                let prefix =
+                    super::ids::UidPrefix::new(&["bench_result".into(), of_run.as_ref().into()]);
+                &self.run.insert((row.run_id, prefix)).1
+            }
+        };
+        let indices = [
+            i64::from(row.model_index),
+            i64::from(row.prompt_index),
+            i64::from(row.repeat_index),
+            i64::from(row.template_index),
         ];
-        if row.template_index > 0 {
-            key.push(i64::from(row.template_index).into());
-        }
-        Ok(super::uid(&key))
+        let with_template = if row.template_index > 0 { 4 } else { 3 };
+        Ok(prefix.with_ints(&indices[..with_template]))
     }
 }
+
+/// The columns of a bulk write of results, in the order their values are bound.
+const RESULT_COLUMNS: [&str; 27] = [
+    "id",
+    "run_id",
+    "model_index",
+    "prompt_index",
+    "repeat_index",
+    "method",
+    "call_id",
+    "cache_hit",
+    "status",
+    "detail",
+    "latency_ms",
+    "input_tokens",
+    "output_tokens",
+    "tokens_estimated",
+    "cost_usd",
+    "paid_usd",
+    "energy_wh",
+    "energy_wh_min",
+    "energy_wh_max",
+    "created_at",
+    "judge_call_id",
+    "judge_score",
+    "judge_cost_usd",
+    "expected",
+    "uid",
+    "template_index",
+    "score",
+];
 
 /// Writes `chunk` (with its `uids`) in one statement, as rows `first_id` on; a row for the
 /// same run, model, template, prompt and repeat replaces the earlier one (none can be there
@@ -458,22 +613,16 @@ fn insert_result_chunk(
     tx: &rusqlite::Transaction<'_>,
     chunk: &[BenchResultRow],
     first_id: i64,
-    uids: &[String],
-    now: &str,
-    fresh: bool,
+    uids: &[super::ids::UidHex],
+    (now, fresh): (&str, bool),
+    sql: &mut BulkSql,
 ) -> Result<()> {
-    const COLUMNS: usize = 27;
-    let one_row = format!("({})", vec!["?"; COLUMNS].join(","));
-    let mut stmt = tx.prepare_cached(&format!(
-        "INSERT OR {} INTO bench_rows (id, run_id, model_index, prompt_index, repeat_index,
-            method, call_id, cache_hit, status, detail, latency_ms, input_tokens, output_tokens,
-            tokens_estimated, cost_usd, paid_usd, energy_wh, energy_wh_min, energy_wh_max,
-            created_at, judge_call_id, judge_score, judge_cost_usd, expected, uid,
-            template_index, score)
-         VALUES {}",
-        conflict(fresh),
-        vec![one_row.as_str(); chunk.len()].join(",")
-    ))?;
+    // The time is bound once, as ?1, for every row of the statement.
+    let key = ("bench_rows", chunk.len(), fresh);
+    let text = sql.get(key, || {
+        bulk_insert_sql("bench_rows", &RESULT_COLUMNS, chunk.len(), fresh)
+    });
+    let mut stmt = tx.prepare_cached(text)?;
     let tokens: Vec<[Option<i64>; 2]> = chunk
         .iter()
         .map(|r| {
@@ -483,9 +632,14 @@ fn insert_result_chunk(
             ]
         })
         .collect();
+    let codes: Vec<i64> = chunk.iter().map(|r| r.outcome.code()).collect();
     let ids: Vec<i64> = (first_id..).take(chunk.len()).collect();
-    let mut values: Vec<&dyn rusqlite::ToSql> = Vec::with_capacity(chunk.len() * COLUMNS);
-    for (((row, tokens), uid), id) in chunk.iter().zip(&tokens).zip(uids).zip(&ids) {
+    let uids: Vec<&str> = uids.iter().map(super::ids::uid_text).collect();
+    let mut values: Vec<&dyn rusqlite::ToSql> =
+        Vec::with_capacity(1 + chunk.len() * RESULT_COLUMNS.len());
+    values.push(&now);
+    let each = chunk.iter().zip(&tokens).zip(&uids).zip(&ids).zip(&codes);
+    for ((((row, tokens), uid), id), code) in each {
         values.extend([
             id as &dyn rusqlite::ToSql,
             &row.run_id,
@@ -495,7 +649,7 @@ fn insert_result_chunk(
             &row.method,
             &row.call_id,
             &row.cache_hit,
-            &row.outcome,
+            code,
             &row.detail,
             &row.latency_ms,
             &tokens[0],
@@ -506,7 +660,6 @@ fn insert_result_chunk(
             &row.energy_wh,
             &row.energy_wh_min,
             &row.energy_wh_max,
-            &now,
             &row.judge_call_id,
             &row.judge_score,
             &row.judge_cost_usd,
@@ -541,6 +694,7 @@ fn insert_checks(
     rows: &[BenchResultRow],
     first_id: i64,
     fresh: bool,
+    sql: &mut BulkSql,
 ) -> Result<()> {
     /// Check rows written by one statement.
     const PER_STATEMENT: usize = 64;
@@ -553,25 +707,37 @@ fn insert_checks(
         .chunks(PER_STATEMENT)
         .chain(checks[full..].chunks(1))
     {
-        let mut insert = tx.prepare_cached(&format!(
-            "INSERT OR {} INTO bench_check_rows (result_id, check_index, method, expected,
-                 status, score, weight, reason)
-             VALUES {}",
-            conflict(fresh),
-            vec!["(?, ?, ?, ?, ?, ?, ?, ?)"; chunk.len()].join(", ")
-        ))?;
-        let values = chunk.iter().flat_map(|(id, index, check)| {
-            [
-                id as &dyn rusqlite::ToSql,
-                index,
-                &check.method,
-                &check.expected,
-                &check.outcome,
-                &check.score,
-                &check.weight,
-                &check.reason,
-            ]
+        const COLUMNS: [&str; 8] = [
+            "result_id",
+            "check_index",
+            "method",
+            "expected",
+            "status",
+            "score",
+            "weight",
+            "reason",
+        ];
+        let key = ("bench_check_rows", chunk.len(), fresh);
+        let text = sql.get(key, || {
+            bulk_insert_sql("bench_check_rows", &COLUMNS, chunk.len(), fresh)
         });
+        let mut insert = tx.prepare_cached(text)?;
+        let codes: Vec<i64> = chunk.iter().map(|(_, _, c)| c.outcome.code()).collect();
+        let values = chunk
+            .iter()
+            .zip(&codes)
+            .flat_map(|((id, index, check), code)| {
+                [
+                    id as &dyn rusqlite::ToSql,
+                    index,
+                    &check.method,
+                    &check.expected,
+                    code,
+                    &check.score,
+                    &check.weight,
+                    &check.reason,
+                ]
+            });
         insert.execute(rusqlite::params_from_iter(values))?;
     }
     Ok(())
@@ -997,9 +1163,10 @@ impl Store {
             tx.query_row("SELECT coalesce(max(id), 0) + 1 FROM bench_rows", [], |r| {
                 r.get(0)
             })?;
-        let mut labelled = HashSet::new();
+        let mut labelled = Labelled::default();
+        let mut sql = BulkSql::default();
         for rows in parts {
-            insert_bench_labels(&tx, &rows, &mut labelled)?;
+            insert_bench_labels(&tx, &rows, &mut labelled, &mut sql)?;
             // Two statements only, of 64 rows and of one: a statement for each length (the
             // executor hands over batches of 1 to 64 answers) would not stay in the cache of
             // prepared statements, and each would be compiled again and again.
@@ -1016,10 +1183,12 @@ impl Store {
                     .iter()
                     .map(|r| uids.of(&tx, r))
                     .collect::<Result<Vec<_>>>()?;
-                insert_result_chunk(&tx, chunk, next_id, &chunk_uids, &now, fresh)?;
-                insert_checks(&tx, chunk, next_id, fresh)?;
+                let at = (now.as_str(), fresh);
+                insert_result_chunk(&tx, chunk, next_id, &chunk_uids, at, &mut sql)?;
+                insert_checks(&tx, chunk, next_id, fresh, &mut sql)?;
                 next_id += chunk.len() as i64;
             }
+            free_beside(rows);
         }
         tx.commit()?;
         Ok(())
