@@ -344,86 +344,107 @@ pub(crate) fn build_tests(
     cases: Vec<CaseInput>,
     shared: &Shared<'_>,
 ) -> Result<Vec<PromptTest>, String> {
-    let mut tests = Vec::with_capacity(cases.len());
-    for case in cases {
-        let CaseInput {
-            id,
-            values,
-            messages,
-            checks,
-            origin,
-        } = case;
-        let at = |e: String| format!("{origin}: case `{id}`: {e}");
-        let turns = values
-            .get("turns")
-            .filter(|v| !v.is_null())
-            .map(super::conversation::turns_messages)
-            .transpose()
-            .map_err(&at)?;
-        let requests = if let Some(turns) = turns {
-            if !shared.templates.is_empty() || messages.is_some() {
-                return Err(at(format!(
-                    "it has `turns` (its own conversation) and {}; keep one",
-                    if messages.is_some() {
-                        "`messages`"
-                    } else {
-                        "the benchmark has `templates:`"
-                    }
-                )));
-            }
-            vec![super::conversation::request(shared.system.clone(), turns)]
-        } else if shared.templates.is_empty() {
-            let messages =
-                messages.ok_or_else(|| {
-                    at("there is no `templates:` and the case has no `messages`: add `templates:` \
-                    with a prompt that names the case's columns ({{column}})"
-                    .into())
-                })?;
-            vec![request_of_messages(messages)]
-        } else {
-            shared
-                .templates
-                .iter()
-                .map(|t| render(t, &values).map_err(&at))
-                .collect::<Result<Vec<_>, _>>()?
-        };
-        let mut prepared = Vec::with_capacity(shared.checks.len() + checks.len());
-        for spec in shared.checks {
-            prepared.push(spec.prepare(&values).map_err(&at)?);
-        }
-        for (i, check) in checks.iter().enumerate() {
-            let check = CheckSpec::parse(check, &shared.context)
-                .and_then(|spec| spec.prepare(&values))
-                .map_err(|e| at(format!("its check {}: {e}", i + 1)))?;
-            prepared.push(check);
-        }
-        if prepared.is_empty() {
-            return Err(at(
-                "it has no check: add `checks:` to the benchmark (for every case) or a \
-                 `checks` column or entry to the case"
-                    .into(),
+    cases
+        .into_iter()
+        .map(|case| case_test(case, shared))
+        .collect()
+}
+
+/// The test of one case; an error names the case and where it comes from.
+fn case_test(case: CaseInput, shared: &Shared<'_>) -> Result<PromptTest, String> {
+    let CaseInput {
+        id,
+        values,
+        messages,
+        checks,
+        origin,
+    } = case;
+    let at = |e: String| format!("{origin}: case `{id}`: {e}");
+    let requests = case_requests(&values, messages, shared).map_err(&at)?;
+    let prepared = case_checks(&values, &checks, shared).map_err(&at)?;
+    super::conversation::check_turns(&prepared, requests[0].turns()).map_err(&at)?;
+    let scripted = prepared.iter().any(|c| c.script().is_some());
+    Ok(PromptTest {
+        name: id,
+        requests,
+        checks: prepared,
+        params: shared.params.clone(),
+        // Kept only for the scripts (and targets) that read them: a dataset's values are
+        // the largest part of what a plan of 100,000 cases holds.
+        values: (scripted || shared.keep_values).then(|| Arc::new(values)),
+    })
+}
+
+/// A case's requests: its own conversation (`turns`), else one per template, else its own
+/// `messages`.
+fn case_requests(
+    values: &Values,
+    messages: Option<Vec<Message>>,
+    shared: &Shared<'_>,
+) -> Result<Vec<TestRequest>, String> {
+    let turns = values
+        .get("turns")
+        .filter(|v| !v.is_null())
+        .map(super::conversation::turns_messages)
+        .transpose()?;
+    if let Some(turns) = turns {
+        if !shared.templates.is_empty() || messages.is_some() {
+            return Err(format!(
+                "it has `turns` (its own conversation) and {}; keep one",
+                if messages.is_some() {
+                    "`messages`"
+                } else {
+                    "the benchmark has `templates:`"
+                }
             ));
         }
-        if prepared.iter().filter(|c| c.judge().is_some()).count() > 1 {
-            return Err(at(
-                "it has more than one `judge` check; a case has one judge (put every \
-                 criterion in its rubric)"
-                    .into(),
-            ));
-        }
-        super::conversation::check_turns(&prepared, requests[0].turns()).map_err(&at)?;
-        let scripted = prepared.iter().any(|c| c.script().is_some());
-        tests.push(PromptTest {
-            name: id,
-            requests,
-            checks: prepared,
-            params: shared.params.clone(),
-            // Kept only for the scripts (and targets) that read them: a dataset's values are
-            // the largest part of what a plan of 100,000 cases holds.
-            values: (scripted || shared.keep_values).then(|| Arc::new(values)),
-        });
+        return Ok(vec![super::conversation::request(
+            shared.system.clone(),
+            turns,
+        )]);
     }
-    Ok(tests)
+    if shared.templates.is_empty() {
+        let messages = messages.ok_or_else(|| {
+            "there is no `templates:` and the case has no `messages`: add `templates:` with a \
+             prompt that names the case's columns ({{column}})"
+                .to_owned()
+        })?;
+        return Ok(vec![request_of_messages(messages)]);
+    }
+    shared.templates.iter().map(|t| render(t, values)).collect()
+}
+
+/// A case's checks, prepared for its values: the benchmark's, then its own.
+fn case_checks(
+    values: &Values,
+    checks: &[serde_json::Value],
+    shared: &Shared<'_>,
+) -> Result<Vec<crate::checks::Check>, String> {
+    let mut prepared = Vec::with_capacity(shared.checks.len() + checks.len());
+    for spec in shared.checks {
+        prepared.push(spec.prepare(values)?);
+    }
+    for (i, check) in checks.iter().enumerate() {
+        let check = CheckSpec::parse(check, &shared.context)
+            .and_then(|spec| spec.prepare(values))
+            .map_err(|e| format!("its check {}: {e}", i + 1))?;
+        prepared.push(check);
+    }
+    if prepared.is_empty() {
+        return Err(
+            "it has no check: add `checks:` to the benchmark (for every case) or a `checks` \
+             column or entry to the case"
+                .into(),
+        );
+    }
+    if prepared.iter().filter(|c| c.judge().is_some()).count() > 1 {
+        return Err(
+            "it has more than one `judge` check; a case has one judge (put every criterion in \
+             its rubric)"
+                .into(),
+        );
+    }
+    Ok(prepared)
 }
 
 /// The request of a case's own messages: a system message becomes the system prompt.

@@ -230,43 +230,7 @@ impl BenchSection {
             try_floats(by_template, BY_TEMPLATE, c::SUCCESS_LOW_PCT)?,
             try_floats(by_template, BY_TEMPLATE, c::SUCCESS_HIGH_PCT)?,
         );
-        let mut series: Vec<String> = Vec::new();
-        let mut rows: Vec<DotRow> = Vec::new();
-        for (template, model) in templates.iter().zip(&models) {
-            if !series.contains(template) {
-                series.push(template.clone());
-            }
-            if !rows.iter().any(|r| r.label == *model) {
-                rows.push(DotRow {
-                    label: model.clone(),
-                    marks: Vec::new(),
-                });
-            }
-        }
-        for row in &mut rows {
-            row.marks = vec![None; series.len()];
-        }
-        for i in 0..templates.len() {
-            let (Some(s), Some(r)) = (
-                series.iter().position(|t| *t == templates[i]),
-                rows.iter().position(|r| r.label == models[i]),
-            ) else {
-                continue;
-            };
-            rows[r].marks[s] = pct[i].map(|value| Mark {
-                value,
-                low: low[i],
-                high: high[i],
-                tip: format!(
-                    "{} with {}: {} % success, 95 % interval {}–{} %",
-                    models[i],
-                    templates[i],
-                    number(c::SUCCESS_PCT, value),
-                    maybe_number(c::SUCCESS_LOW_PCT, low[i]),
-                    maybe_number(c::SUCCESS_HIGH_PCT, high[i])
-                ),
-            });
-        }
+        let (series, rows) = template_dots(&templates, &models, [&pct, &low, &high]);
         let chart = dot_chart(&DotChart {
             titles: Titles {
                 id: "bench-template-chart",
@@ -836,6 +800,53 @@ impl Section for BenchSection {
         ]
         .concat())
     }
+}
+
+/// The dots of the templates × models chart: a series per template and a row per model, in
+/// the summary's order, each mark a success rate with its interval (`[pct, low, high]`).
+fn template_dots(
+    templates: &[String],
+    models: &[String],
+    [pct, low, high]: [&[Option<f64>]; 3],
+) -> (Vec<String>, Vec<DotRow>) {
+    let mut series: Vec<String> = Vec::new();
+    let mut rows: Vec<DotRow> = Vec::new();
+    for (template, model) in templates.iter().zip(models) {
+        if !series.contains(template) {
+            series.push(template.clone());
+        }
+        if !rows.iter().any(|r| r.label == *model) {
+            rows.push(DotRow {
+                label: model.clone(),
+                marks: Vec::new(),
+            });
+        }
+    }
+    for row in &mut rows {
+        row.marks = vec![None; series.len()];
+    }
+    for i in 0..templates.len() {
+        let (Some(s), Some(r)) = (
+            series.iter().position(|t| *t == templates[i]),
+            rows.iter().position(|r| r.label == models[i]),
+        ) else {
+            continue;
+        };
+        rows[r].marks[s] = pct[i].map(|value| Mark {
+            value,
+            low: low[i],
+            high: high[i],
+            tip: format!(
+                "{} with {}: {} % success, 95 % interval {}–{} %",
+                models[i],
+                templates[i],
+                number(c::SUCCESS_PCT, value),
+                maybe_number(c::SUCCESS_LOW_PCT, low[i]),
+                maybe_number(c::SUCCESS_HIGH_PCT, high[i])
+            ),
+        });
+    }
+    (series, rows)
 }
 
 #[cfg(test)]

@@ -478,6 +478,29 @@ fn prompt_test(
     let prompt = text("prompt")?;
     let own_system = text("system")?;
     let turns = prompt_or_turns(&label, prompt, fields.remove("turns"))?;
+    let checks = test_checks(&label, seed, &own_checks, context, shared_checks)?;
+    let params = take_params(&label, &mut fields, defaults)?;
+    let system = own_system.or_else(|| system.clone()).map(Into::into);
+    let request = super::conversation::request(system, turns);
+    super::conversation::check_turns(&checks, request.turns())
+        .map_err(|e| format!("{label}: {e}"))?;
+    Ok(PromptTest {
+        name,
+        requests: vec![request],
+        checks,
+        params: Arc::new(params),
+        values: None,
+    })
+}
+
+/// A test's checks: its inline `method` (`seed`), its own `checks`, then the benchmark's.
+fn test_checks(
+    label: &str,
+    seed: Map<String, Value>,
+    own_checks: &[Value],
+    context: &ParseContext<'_>,
+    shared_checks: &[CheckSpec],
+) -> Result<Vec<crate::checks::Check>, ItemError> {
     let no_values = crate::cases::Values::new();
     let mut checks = Vec::new();
     if seed.contains_key("method") {
@@ -523,18 +546,7 @@ fn prompt_test(
         )
         .into());
     }
-    let params = take_params(&label, &mut fields, defaults)?;
-    let system = own_system.or_else(|| system.clone()).map(Into::into);
-    let request = super::conversation::request(system, turns);
-    super::conversation::check_turns(&checks, request.turns())
-        .map_err(|e| format!("{label}: {e}"))?;
-    Ok(PromptTest {
-        name,
-        requests: vec![request],
-        checks,
-        params: Arc::new(params),
-        values: None,
-    })
+    Ok(checks)
 }
 
 /// The messages of a test: its `prompt`, or its conversation (`turns`); not both.

@@ -519,42 +519,13 @@ impl Batcher {
             Err(e) => {
                 // A key the batch APIs refuse: cannot happen for sha256 keys; send live.
                 tracing::warn!("cannot batch these calls, sending them live: {e}");
-                for key in keys {
-                    self.release(round, key, 0.0);
-                    submitted
-                        .live
-                        .extend(round.indices.indices(key).iter().copied());
-                }
+                self.send_live(submitted, round, keys);
                 return Ok(());
             }
         };
-        for key in &split.oversized {
-            self.release(round, key, 0.0);
-            submitted
-                .live
-                .extend(round.indices.indices(key).iter().copied());
-        }
+        self.send_live(submitted, round, &split.oversized);
         for payload in split.payloads {
-            let intent = {
-                let (run_id, endpoint) = (self.run_id, endpoint.clone());
-                let (model, sha256) = (payload.model.clone(), payload.sha256.clone());
-                let (bytes, keys) = (payload.bytes.len() as u64, payload.custom_ids.clone());
-                self.db(move |s| {
-                    s.create_batch(&NewBatch {
-                        run_id: Some(run_id),
-                        provider: &endpoint.provider,
-                        api,
-                        base_url: &endpoint.base_url,
-                        key_fingerprint: &endpoint.key_fingerprint(),
-                        model: &model,
-                        payload_sha256: &sha256,
-                        payload_bytes: bytes,
-                        keys: &keys,
-                    })
-                })
-                .await
-            };
-            let row = match intent {
+            let row = match self.store_intent(endpoint, api, &payload).await {
                 Ok(row) => row,
                 Err(StoreError::AlreadyBatched { .. } | StoreError::ClaimedLive { .. }) => {
                     // Another run sharing the database took some of them meanwhile (its claim
@@ -573,16 +544,7 @@ impl Batcher {
             match self.send_payload(endpoint, &payload, &row).await {
                 Ok(()) => round.follow(row.id, endpoint, self.poll.first),
                 Err(e) => {
-                    let hint = match &e {
-                        StepError::Batch(b) if matches!(b.http_status(), Some(404 | 405 | 501)) => {
-                            format!(
-                                " ({} seems to have no batch API: set `batch: off` for it in \
-                                 config.yaml, or run without --batch)",
-                                endpoint.provider
-                            )
-                        }
-                        _ => String::new(),
-                    };
+                    let hint = no_batch_api_hint(&e, endpoint);
                     let why = format!("the batch could not be submitted: {e}{hint}");
                     let voided = why.clone();
                     self.db(move |s| s.void_batch(row.id, &voided)).await?;
@@ -592,6 +554,42 @@ impl Batcher {
             }
         }
         Ok(())
+    }
+
+    /// Sends `keys` live instead: their budget released, their calls handed to the executor.
+    fn send_live(&self, submitted: &mut Submitted, round: &mut Round, keys: &[String]) {
+        for key in keys {
+            self.release(round, key, 0.0);
+            submitted
+                .live
+                .extend(round.indices.indices(key).iter().copied());
+        }
+    }
+
+    /// Stores the intent to submit `payload` (its keys taken for the batch) before it is sent.
+    async fn store_intent(
+        &self,
+        endpoint: &Arc<Endpoint>,
+        api: BatchApi,
+        payload: &batch::Payload,
+    ) -> Result<BatchRow, StoreError> {
+        let (run_id, endpoint) = (self.run_id, endpoint.clone());
+        let (model, sha256) = (payload.model.clone(), payload.sha256.clone());
+        let (bytes, keys) = (payload.bytes.len() as u64, payload.custom_ids.clone());
+        self.db(move |s| {
+            s.create_batch(&NewBatch {
+                run_id: Some(run_id),
+                provider: &endpoint.provider,
+                api,
+                base_url: &endpoint.base_url,
+                key_fingerprint: &endpoint.key_fingerprint(),
+                model: &model,
+                payload_sha256: &sha256,
+                payload_bytes: bytes,
+                keys: &keys,
+            })
+        })
+        .await
     }
 
     /// `keys`, some of which another run has just taken: those in a batch are followed; the
@@ -1314,6 +1312,19 @@ fn progress_of(row: &BatchRow, info: &BatchInfo) -> String {
         c.succeeded + c.errored,
         total
     )
+}
+
+/// What to say of a submission refused as if the provider had no batch API (HTTP 404, 405 or
+/// 501); nothing otherwise.
+fn no_batch_api_hint(e: &StepError, endpoint: &Endpoint) -> String {
+    match e {
+        StepError::Batch(b) if matches!(b.http_status(), Some(404 | 405 | 501)) => format!(
+            " ({} seems to have no batch API: set `batch: off` for it in config.yaml, or run \
+             without --batch)",
+            endpoint.provider
+        ),
+        _ => String::new(),
+    }
 }
 
 #[cfg(test)]

@@ -55,7 +55,7 @@ impl Outcome {
 }
 
 impl Outcome {
-    /// Its code in a bulk write's statement, which [`STATUS_OF_CODE`] names: an integer binds
+    /// Its code in a bulk write's statement, which [`status_of_code`] names: an integer binds
     /// without the copy SQLite makes of a bound text.
     const fn code(self) -> i64 {
         match self {
