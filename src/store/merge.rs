@@ -22,7 +22,10 @@ use super::stored::in_row;
 use super::{Result as StoreResult, RunStatus, Store, StoreError, merged_run_uid};
 use crate::kind::ExperimentKind;
 
+mod calls;
 mod words;
+
+use calls::{CallIds, CallKeys};
 
 /// Why a merge was refused or failed; OUT is left as it was.
 #[derive(Debug, thiserror::Error)]
@@ -472,12 +475,24 @@ fn write(
         }
         Some(_) => Words::InPlace,
     };
+    let mut keys = match set_aside {
+        Some(_) => {
+            let coming = inputs.iter().map(|i| i.calls).sum();
+            Some(CallKeys::load(&store.conn, coming)?)
+        }
+        None => None,
+    };
     let mut report = MergeReport::default();
     for input in inputs {
+        let copying = Copying {
+            words: &mut words,
+            keys: keys.as_mut(),
+        };
         report
             .inputs
-            .push(copy_input(&store.conn, input, joined, &mut words)?);
+            .push(copy_input(&store.conn, input, joined, copying)?);
     }
+    drop(keys);
     // The indexes are made again while the thread indexing words (if any) ends its last
     // input; then it writes its index into OUT, idle.
     if let Some(set_aside) = set_aside {
@@ -534,12 +549,11 @@ fn for_bulk_copy(conn: &Connection) -> rusqlite::Result<()> {
     conn.pragma_update(None, "journal_mode", "OFF")?;
     conn.pragma_update(None, "synchronous", "OFF")?;
     conn.pragma_update(None, "foreign_keys", "OFF")?;
-    // The keys of the calls' uids and the sorting of indexes made again can outgrow memory:
-    // in temporary files, up to 8 MB of their pages in memory (the keys of 1,000,000 calls
-    // take 18 MB, read and written in order), with no journal either.
+    // The sorting of indexes made again can outgrow memory: in temporary files, up to 8 MB
+    // of their pages in memory, with no journal either.
     conn.pragma_update(None, "temp_store", "FILE")?;
     conn.execute_batch(
-        "CREATE TEMP TABLE new_calls (id INTEGER PRIMARY KEY, dst INTEGER, key BLOB);
+        "CREATE TEMP TABLE new_calls (id INTEGER PRIMARY KEY, dst INTEGER);
          CREATE TEMP TABLE borrowed_requests (sha256 TEXT PRIMARY KEY, content BLOB);",
     )?;
     conn.pragma_update(Some("temp"), "cache_size", TEMP_CACHE_KIB)?;
@@ -554,7 +568,8 @@ const TEMP_CACHE_KIB: i64 = -8_000;
 /// a few calls merged into a large OUT keep them.
 fn bulk_worth(conn: &Connection, inputs: &[Input]) -> rusqlite::Result<bool> {
     let held = count(conn, "calls")?;
-    Ok(inputs.iter().map(|i| i.calls).sum::<u64>() >= held)
+    let coming = inputs.iter().map(|i| i.calls).sum::<u64>();
+    Ok(coming >= held && CallKeys::fits(conn, coming)?)
 }
 
 /// How the words of the calls copied are indexed for search (see [`words`]).
@@ -575,8 +590,8 @@ enum Words {
 /// Made again, each is sorted once, on two threads (`PRAGMA threads`: 2.9 s instead of 4.3 s
 /// for 8 shards). The index of results by call is kept: the calls a result names are mostly
 /// the ones copied just before it, appended, so it grows at its end.
-/// Meanwhile calls are found by the key of their uid in `temp.call_uids` (see
-/// [`copy_calls_in_bulk`]), and words are indexed per input in call order (see [`words`]).
+/// Meanwhile calls are found by a key of their uid held in memory (see [`calls`]), and words
+/// are indexed per input in call order (see [`words`]).
 /// A result's uid names its run and its key, which the table's own unique key holds: a
 /// result merged twice is still copied once, and the unique index made again would fail the
 /// merge (OUT untouched) if that ever did not hold.
@@ -586,14 +601,8 @@ struct SetAside {
 }
 
 impl SetAside {
-    /// Drops them, after filling `temp.call_uids` with OUT's calls.
+    /// Drops them.
     fn take(conn: &Connection) -> rusqlite::Result<Self> {
-        conn.execute_batch(&format!(
-            "CREATE TEMP TABLE call_uids (key BLOB NOT NULL, id INTEGER NOT NULL,
-                     PRIMARY KEY (key, id)) WITHOUT ROWID;
-                 INSERT INTO temp.call_uids (key, id)
-                     SELECT {UID_KEY}, id FROM main.calls s WHERE uid IS NOT NULL ORDER BY 1;"
-        ))?;
         let mut stmt = conn.prepare(
             "SELECT type, name, sql FROM main.sqlite_master
              WHERE (type = 'index' AND tbl_name IN ('calls', 'bench_rows') AND sql IS NOT NULL
@@ -615,16 +624,9 @@ impl SetAside {
     /// Makes them again.
     fn restore(self, conn: &Connection) -> rusqlite::Result<()> {
         conn.pragma_update(None, "threads", 2)?;
-        for sql in &self.sql {
-            conn.execute_batch(sql)?;
-        }
-        conn.execute_batch("DROP TABLE temp.call_uids")
+        self.sql.iter().try_for_each(|sql| conn.execute_batch(sql))
     }
 }
-
-/// The key of a call's uid (`s.uid`) in `temp.call_uids`: its first 8 bytes (16 hex digits),
-/// or the uid itself if it is not hex. Never NULL but for a NULL uid.
-const UID_KEY: &str = "coalesce(unhex(substr(s.uid, 1, 16)), s.uid)";
 
 /// Counts the rows of `table` in the main database.
 fn count(conn: &Connection, table: &str) -> rusqlite::Result<u64> {
@@ -648,21 +650,28 @@ const ROW_TABLES: &[&str] = &[
     "run_errors",
 ];
 
+/// How the inputs are copied: their words indexed, and, in bulk, OUT's calls by their uid.
+struct Copying<'a> {
+    words: &'a mut Words,
+    /// OUT's calls, in bulk (see [`SetAside`]).
+    keys: Option<&'a mut CallKeys>,
+}
+
 /// Copies one input into the staging database.
 fn copy_input(
     conn: &Connection,
     input: &Input,
     joined: Option<&Joined>,
-    words: &mut Words,
+    copying: Copying<'_>,
 ) -> Result<InputAdded, MergeError> {
     conn.execute("ATTACH DATABASE ?1 AS src", [input.path.to_string_lossy()])?;
-    if matches!(words, Words::InPlace) {
+    if matches!(copying.words, Words::InPlace) {
         // The input's blobs are read at random (each new call's request and answer, for its
         // words): kept in memory once read, up to 20 MB (all of a shard of 125,000 short
         // answers), rather than read from the file again at each call.
         conn.pragma_update(Some("src"), "cache_size", INPUT_CACHE_KIB)?;
     }
-    let result = copy_attached(conn, input, joined, words);
+    let result = copy_attached(conn, input, joined, copying);
     let detached = conn.execute("DETACH DATABASE src", []);
     let added = result?;
     detached?;
@@ -673,7 +682,7 @@ fn copy_attached(
     conn: &Connection,
     input: &Input,
     joined: Option<&Joined>,
-    words: &mut Words,
+    copying: Copying<'_>,
 ) -> Result<InputAdded, MergeError> {
     conn.execute_batch(
         "CREATE TEMP TABLE IF NOT EXISTS skip_runs (id INTEGER PRIMARY KEY);
@@ -716,13 +725,13 @@ fn copy_attached(
     conn.execute(&copy_sql(conn, "blobs", &[], "")?, [])?;
     tracing::debug!(input = %input.path.display(), "blobs copied");
     copy_runs(conn, merged_id)?;
-    let calls = copy_calls(conn, &input.path, words)?;
+    let (calls, ids) = copy_calls(conn, &input.path, copying)?;
     tracing::debug!(calls, "calls copied");
     let dropped = match input.superseded.is_empty() {
         true => 0,
         false => drop_superseded_rows(conn)?,
     };
-    let rows = copy_rows(conn)?;
+    let rows = copy_rows(conn, &ids)?;
     tracing::debug!(rows, "rows copied");
     Ok(InputAdded {
         path: input.path.clone(),
@@ -778,12 +787,15 @@ fn copy_runs(tx: &Connection, merged_id: Option<i64>) -> rusqlite::Result<()> {
 }
 
 /// Copies batches (by tag), calls (by uid: the cache) and the calls of each batch; returns
-/// how many calls were new. Calls are looked up by uid in uid order, so that OUT's uids are
-/// read in order, once (OUT's index of them; in bulk, the keys of `temp.call_uids`, see
-/// [`copy_calls_in_bulk`]); the new ones are copied in the input's order, which is their
-/// order in OUT, and their words indexed.
-fn copy_calls(tx: &Connection, input: &Path, words: &mut Words) -> Result<u64, MergeError> {
-    let bulk = !matches!(words, Words::Trigger);
+/// how many calls were new, and where the input's calls are in OUT. Calls are looked up by
+/// uid in uid order, so that OUT's index of uids is read in order, once (in bulk, in memory:
+/// see [`calls`]); the new ones are copied in the input's order, which is their order in OUT,
+/// and their words indexed.
+fn copy_calls(
+    tx: &Connection,
+    input: &Path,
+    copying: Copying<'_>,
+) -> Result<(u64, CallIds), MergeError> {
     let run = ("run_id", remap("run_map", "run_id"));
     tx.execute(&copy_sql(tx, "batches", &[run], "")?, [])?;
     build_map(tx, "batch_map", "batches", "tag")?;
@@ -791,97 +803,51 @@ fn copy_calls(tx: &Connection, input: &Path, words: &mut Words) -> Result<u64, M
         r.get(0)
     })?;
     let batch = ("batch", remap("batch_map", "batch"));
-    let added = if bulk {
-        copy_calls_in_bulk(tx, before, batch.clone())?
-    } else {
-        tx.execute_batch(
-            "DELETE FROM temp.new_calls;
-             INSERT INTO temp.new_calls (id) SELECT s.id FROM src.calls s
-             WHERE NOT EXISTS (SELECT 1 FROM main.calls m WHERE m.uid = s.uid) ORDER BY s.uid;",
-        )?;
-        let added = tx.execute(
-            &copy_sql(
-                tx,
-                "calls",
-                std::slice::from_ref(&batch),
-                "WHERE s.id IN (SELECT id FROM temp.new_calls) ORDER BY s.id",
-            )?,
-            [],
-        )?;
-        tx.execute_batch(
-            "INSERT INTO temp.call_map (src, dst)
-             SELECT s.id, m.id FROM src.calls s JOIN main.calls m ON m.uid = s.uid
-             ORDER BY s.uid;",
-        )?;
-        added
-    };
-    let all_new = || -> rusqlite::Result<bool> {
-        let held: i64 = tx.query_row("SELECT count(*) FROM src.calls", [], |r| r.get(0))?;
-        Ok(usize::try_from(held).ok() == Some(added))
-    };
-    match words {
-        Words::Trigger => {}
-        Words::InPlace => {
-            tracing::debug!("calls mapped");
-            words::index_in_place(tx, before, all_new()?)?;
-            tracing::debug!("words indexed");
+    let (added, ids) = match copying.keys {
+        Some(keys) => {
+            let copied = calls::copy_in_bulk(tx, before, batch.clone(), keys)?;
+            let added = copied.new.len();
+            match copying.words {
+                Words::Trigger => {}
+                Words::InPlace => {
+                    words::index_in_place(tx, before, copied.all_new)?;
+                    tracing::debug!("words indexed");
+                }
+                Words::Beside(indexer) => {
+                    indexer.send(tx, input, copied.all_new, copied.new)?;
+                    tracing::debug!("words handed over");
+                }
+            }
+            (added, copied.ids)
         }
-        Words::Beside(indexer) => {
-            indexer.send(tx, input, all_new()?)?;
-            tracing::debug!("calls mapped, their words handed over");
-        }
-    }
-    let call = ("call_id", remap("call_map", "call_id"));
+        None => (copy_calls_keyed(tx, &batch)?, CallIds::Mapped),
+    };
+    let call = ("call_id", ids.of("call_id"));
     tx.execute(&copy_sql(tx, "batch_calls", &[batch, call], "")?, [])?;
-    Ok(added as u64)
+    Ok((added as u64, ids))
 }
 
-/// Copies the attached input's new calls with OUT's indexes of calls set aside (see
-/// [`SetAside`]), and maps them; returns how many were new. OUT's calls are found by the key
-/// of their uid in `temp.call_uids` ([`UID_KEY`]: 8 bytes, not 64 hex digits), then by the
-/// uid whole (two uids of one key are two calls); the new ones are numbered in the input's
-/// order after OUT's last (`before`), copied under those ids and their keys added. Keyed by
-/// the uid whole, the table grew to 90 MB for 1,000,000 calls, read and written in full at
-/// each input; by the key, 18 MB. Each step is a join or a scan, not a subquery for each call
-/// (which opened its cursors again: 3 s of 8 inputs of 125,000 calls).
-fn copy_calls_in_bulk(
-    tx: &Connection,
-    before: i64,
-    batch: (&str, String),
-) -> rusqlite::Result<usize> {
-    // The calls OUT holds already, mapped to OUT's.
-    tx.execute_batch(&format!(
+/// Copies the attached input's new calls with OUT's indexes of calls in place (their words
+/// indexed by the trigger) and maps every call in `temp.call_map`; returns how many were new.
+fn copy_calls_keyed(tx: &Connection, batch: &(&str, String)) -> rusqlite::Result<usize> {
+    tx.execute_batch(
         "DELETE FROM temp.new_calls;
-         INSERT INTO temp.call_map (src, dst)
-         SELECT s.id, c.id FROM src.calls s CROSS JOIN temp.call_uids m
-             CROSS JOIN main.calls c ON c.id = m.id
-         WHERE s.uid IS NOT NULL AND m.key = {UID_KEY} AND c.uid = s.uid;"
-    ))?;
-    let added = tx.execute(
-        &format!(
-            "INSERT INTO temp.new_calls (id, dst, key)
-             SELECT id, ?1 + row_number() OVER (ORDER BY id), key FROM (
-                 SELECT s.id, {UID_KEY} AS key FROM src.calls s
-                 WHERE s.id NOT IN (SELECT src FROM temp.call_map))"
-        ),
-        [before],
+         INSERT INTO temp.new_calls (id) SELECT s.id FROM src.calls s
+         WHERE NOT EXISTS (SELECT 1 FROM main.calls m WHERE m.uid = s.uid) ORDER BY s.uid;",
     )?;
-    let id = ("id", "n.dst".to_owned());
-    tx.execute(
+    let added = tx.execute(
         &copy_sql(
             tx,
             "calls",
-            &[id, batch],
-            "CROSS JOIN temp.new_calls n ON n.id = s.id ORDER BY s.id",
+            std::slice::from_ref(batch),
+            "WHERE s.id IN (SELECT id FROM temp.new_calls) ORDER BY s.id",
         )?,
         [],
     )?;
-    // A call without a uid is copied, not mapped, as OUT's index of uids found none.
     tx.execute_batch(
         "INSERT INTO temp.call_map (src, dst)
-         SELECT id, dst FROM temp.new_calls WHERE key IS NOT NULL;
-         INSERT INTO temp.call_uids (key, id)
-         SELECT key, dst FROM temp.new_calls WHERE key IS NOT NULL ORDER BY key;",
+         SELECT s.id, m.id FROM src.calls s JOIN main.calls m ON m.uid = s.uid
+         ORDER BY s.uid;",
     )?;
     Ok(added)
 }
@@ -922,14 +888,12 @@ fn drop_superseded_rows(tx: &Connection) -> rusqlite::Result<u64> {
 
 /// Copies every kind's rows of the runs copied (by uid) but superseded ones, their run and
 /// calls mapped; returns how many rows of [`ROW_TABLES`] were new.
-fn copy_rows(tx: &Connection) -> rusqlite::Result<u64> {
+fn copy_rows(tx: &Connection, calls: &CallIds) -> rusqlite::Result<u64> {
     let run = ("run_id", remap("run_map", "run_id"));
-    let call = ("call_id", remap("call_map", "call_id"));
+    let call = ("call_id", calls.of("call_id"));
     let of_runs = "WHERE s.run_id IN (SELECT src FROM temp.run_map)
                    AND s.run_id NOT IN (SELECT id FROM temp.skip_runs)";
-    let judge = ("judge_call_id", remap("call_map", "judge_call_id"));
-    let bench = [run.clone(), call.clone(), judge];
-    let mut added = tx.execute(&copy_sql(tx, "bench_rows", &bench, of_runs)?, [])?;
+    let mut added = copy_bench_rows(tx, calls)?;
     // The names of each run's models and cases (the rows hold their indices).
     for table in ["bench_models", "bench_labels"] {
         tx.execute_batch(&copy_sql(tx, table, std::slice::from_ref(&run), of_runs)?)?;
@@ -989,6 +953,23 @@ fn copy_rows(tx: &Connection) -> rusqlite::Result<u64> {
     let reviewed = "WHERE s.review_id IN (SELECT src FROM temp.review_map)";
     tx.execute(&copy_sql(tx, "review_scores", &[review], reviewed)?, [])?;
     Ok(added as u64)
+}
+
+/// Copies the benchmark results of the runs copied but superseded ones, by joins (the most
+/// rows of any kind: a subquery for each row's run and calls took a fifth of the time).
+fn copy_bench_rows(tx: &Connection, calls: &CallIds) -> rusqlite::Result<usize> {
+    let (call_join, call) = calls.joined("call_id", "mc");
+    let (judge_join, judge) = calls.joined("judge_call_id", "mj");
+    let mapped = [
+        ("run_id", "r.dst".to_owned()),
+        ("call_id", call),
+        ("judge_call_id", judge),
+    ];
+    let filter = format!(
+        "CROSS JOIN temp.run_map r ON r.src = s.run_id{call_join}{judge_join}
+         WHERE s.run_id NOT IN (SELECT id FROM temp.skip_runs)"
+    );
+    tx.execute(&copy_sql(tx, "bench_rows", &mapped, &filter)?, [])
 }
 
 /// `INSERT OR IGNORE INTO main.T (cols) SELECT exprs FROM src.T s filter`: every column but
@@ -1369,6 +1350,44 @@ mod tests {
         assert_eq!(report.inputs[0].rows, 30);
         assert_eq!(report.inputs[1].rows, 20);
         assert_eq!(count_in(&out, "SELECT count(*) FROM calls"), 74);
+    }
+
+    #[test]
+    fn calls_of_an_input_whose_ids_have_gaps_are_each_found_by_their_uid() {
+        let dir = tempfile::tempdir().unwrap();
+        let (a, b, out) = (
+            dir.path().join("a.db"),
+            dir.path().join("b.db"),
+            dir.path().join("out.db"),
+        );
+        shard(&a, PLAN, (0, 2), 10, 0);
+        shard(&b, PLAN, (1, 2), 10, 4);
+        // Two of b's padding calls removed: its ids are no longer one run without a gap, so
+        // its calls cannot be shifted as a's are.
+        Connection::open(&b)
+            .unwrap()
+            .execute_batch("DELETE FROM calls WHERE id IN (2, 3)")
+            .unwrap();
+        let report = merge(&out, &[a.clone(), b.clone()], false).unwrap();
+        let mut expected = results(&a);
+        expected.extend(results(&b));
+        assert_eq!(results(&out), expected);
+        assert_eq!(report.inputs[1].calls, 10 + 4 + 2);
+        // The words of a padding call after the gap are found under its id here.
+        let padded: String = Connection::open(&out)
+            .unwrap()
+            .query_row(
+                "SELECT c.uid FROM call_text t JOIN calls c ON c.id = t.rowid
+                 WHERE call_text MATCH 'answer : pad3'",
+                [],
+                |r| r.get(0),
+            )
+            .unwrap();
+        let in_b: String = Connection::open(&b)
+            .unwrap()
+            .query_row("SELECT uid FROM calls WHERE id = 4", [], |r| r.get(0))
+            .unwrap();
+        assert_eq!(padded, in_b);
     }
 
     #[test]

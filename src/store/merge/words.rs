@@ -135,22 +135,19 @@ impl Indexer {
         })
     }
 
-    /// Hands the new calls of the attached input at `input` (each with its id in OUT, in
-    /// `temp.new_calls`; `all_new`: all of its calls) over to the thread, with the requests it
-    /// lacks that OUT has.
+    /// Hands the new `calls` of the attached input at `input` (each with its id there and in
+    /// OUT, in the order of both; also in `temp.new_calls` unless `all_new`, all of its calls)
+    /// over to the thread, with the requests it lacks that OUT has.
     pub(super) fn send(
         &mut self,
         tx: &Connection,
         input: &Path,
         all_new: bool,
+        calls: Vec<(i64, i64)>,
     ) -> Result<(), MergeError> {
         borrow_requests(tx, all_new)?;
         let borrowed = tx
             .prepare("SELECT sha256, content FROM temp.borrowed_requests")?
-            .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?
-            .collect::<rusqlite::Result<_>>()?;
-        let calls = tx
-            .prepare("SELECT id, dst FROM temp.new_calls ORDER BY id")?
             .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?
             .collect::<rusqlite::Result<_>>()?;
         let job = Job {
