@@ -7,11 +7,11 @@
 //! id (`uid`, migration V17) with `INSERT … SELECT` from the attached input, and the file
 //! replaces OUT whole: a kill or an error mid-merge leaves OUT as it was (the file is this
 //! merge's alone, so it is written without a journal; see `for_bulk_copy`, `SetAside`,
-//! `calls` and `words` for how a large merge is made fast; `plan` checks the shards first). Copying by uid makes merging idempotent and
-//! order-independent. The
-//! shards of a plan become one run (`merged_into` points each at it) that owns their rows, so
-//! statistics are computed from the rows of the whole plan, never averaged over shards.
-//! Pacing buckets and claims are this machine's: they are not copied.
+//! `calls` and `words` for how a large merge is made fast, and `plan` for the checks of the
+//! shards). Copying by uid makes merging idempotent and order-independent. The shards of a
+//! plan become one run (`merged_into` points each at it) that owns their rows, so statistics
+//! are computed from the rows of the whole plan, never averaged over shards. Pacing buckets
+//! and claims are this machine's: they are not copied.
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
