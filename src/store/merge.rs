@@ -6,26 +6,27 @@
 //! run `partial`). Then OUT is copied to a file beside it, each input is copied in by global
 //! id (`uid`, migration V17) with `INSERT … SELECT` from the attached input, and the file
 //! replaces OUT whole: a kill or an error mid-merge leaves OUT as it was (the file is this
-//! merge's alone, so it is written without a journal; see `for_bulk_copy`, `SetAside` and
-//! `words` for how a large merge is made fast). Copying by uid makes merging idempotent and
-//! order-independent. The
-//! shards of a plan become one run (`merged_into` points each at it) that owns their rows, so
-//! statistics are computed from the rows of the whole plan, never averaged over shards.
-//! Pacing buckets and claims are this machine's: they are not copied.
+//! merge's alone, so it is written without a journal; see `for_bulk_copy`, `SetAside`,
+//! `calls` and `words` for how a large merge is made fast, and `plan` for the checks of the
+//! shards). Copying by uid makes merging idempotent and order-independent. The shards of a
+//! plan become one run (`merged_into` points each at it) that owns their rows, so statistics
+//! are computed from the rows of the whole plan, never averaged over shards. Pacing buckets
+//! and claims are this machine's: they are not copied.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
-use rusqlite::{Connection, OptionalExtension, params};
+use rusqlite::Connection;
 
-use super::stored::in_row;
-use super::{Result as StoreResult, RunStatus, Store, StoreError, merged_run_uid};
+use super::{RunStatus, Store, StoreError};
 use crate::kind::ExperimentKind;
 
 mod calls;
+mod plan;
 mod words;
 
 use calls::{CallIds, CallKeys};
+use plan::{Joined, ShardRun, ensure_merged_run, settle_merged_run, shard_runs, validate};
 
 /// Why a merge was refused or failed; OUT is left as it was.
 #[derive(Debug, thiserror::Error)]
@@ -138,17 +139,6 @@ pub struct PlanMerged {
     pub status: RunStatus,
 }
 
-/// A shard run as an input holds it.
-#[derive(Debug, Clone)]
-struct ShardRun {
-    id: i64,
-    uid: String,
-    plan: String,
-    index: u32,
-    count: u32,
-    status: RunStatus,
-}
-
 /// One input, opened and read.
 struct Input {
     path: PathBuf,
@@ -237,178 +227,6 @@ fn read_input(path: &Path) -> Result<Input, MergeError> {
         superseded,
         calls,
     })
-}
-
-/// The shard runs of a database, the newest of each (plan, k), and the older ones.
-fn shard_runs(conn: &Connection) -> StoreResult<(Vec<ShardRun>, Vec<ShardRun>)> {
-    let mut stmt = conn.prepare(
-        "SELECT id, uid, plan_sha256, shard_index, shard_count, status FROM runs
-         WHERE shard_index IS NOT NULL AND uid IS NOT NULL AND plan_sha256 IS NOT NULL
-         ORDER BY started_at DESC, uid DESC",
-    )?;
-    let rows = stmt.query_map([], |r| {
-        let id = r.get(0)?;
-        Ok(ShardRun {
-            id,
-            uid: r.get(1)?,
-            plan: r.get(2)?,
-            index: r.get(3)?,
-            count: r.get(4)?,
-            status: in_row(r, 5, "runs", id)?,
-        })
-    })?;
-    let mut newest: BTreeMap<(String, u32, u32), ShardRun> = BTreeMap::new();
-    let mut superseded = Vec::new();
-    for run in rows {
-        let run = run?;
-        let key = (run.plan.clone(), run.count, run.index);
-        match newest.entry(key) {
-            std::collections::btree_map::Entry::Occupied(_) => superseded.push(run),
-            std::collections::btree_map::Entry::Vacant(slot) => {
-                slot.insert(run);
-            }
-        }
-    }
-    Ok((newest.into_values().collect(), superseded))
-}
-
-/// The plan whose shards are merged, and the shards of it in OUT afterwards.
-#[derive(Debug, Clone)]
-struct Joined {
-    plan: String,
-    count: u32,
-    partial: bool,
-}
-
-/// Refuses what must not be merged; returns the plan whose shards are joined.
-fn validate(
-    inputs: &[Input],
-    existing: &[ShardRun],
-    allow_partial: bool,
-) -> Result<Option<Joined>, MergeError> {
-    let Some(plan) = one_plan(inputs)? else {
-        return Ok(None);
-    };
-    let count = shard_count(inputs, existing, plan)?;
-    let (present, mut partial) = join_shards(inputs, existing, (plan, count), allow_partial)?;
-    let missing: Vec<String> = (0..count)
-        .filter(|k| !present.contains(k))
-        .map(|k| format!("{k}/{count}"))
-        .collect();
-    if !missing.is_empty() {
-        if !allow_partial {
-            return Err(MergeError::Missing {
-                plan: short(plan),
-                count,
-                missing: missing.join(", "),
-            });
-        }
-        partial = true;
-    }
-    Ok(Some(Joined {
-        plan: plan.to_owned(),
-        count,
-        partial,
-    }))
-}
-
-/// A plan's sha256 as messages show it: its first 12 digits.
-fn short(plan: &str) -> String {
-    plan.chars().take(12).collect()
-}
-
-/// The plan the inputs' shards are of (`None`: they hold no shard); shards of two plans are
-/// refused, naming each input's.
-fn one_plan(inputs: &[Input]) -> Result<Option<&str>, MergeError> {
-    let plans: BTreeSet<&str> = inputs
-        .iter()
-        .flat_map(|i| i.shards.iter().map(|s| s.plan.as_str()))
-        .collect();
-    if plans.len() > 1 {
-        let described: Vec<String> = inputs
-            .iter()
-            .filter_map(|i| {
-                let plans: BTreeSet<String> = i.shards.iter().map(|s| short(&s.plan)).collect();
-                (!plans.is_empty()).then(|| {
-                    format!(
-                        "{} has plan {}",
-                        i.path.display(),
-                        plans.into_iter().collect::<Vec<_>>().join(" and ")
-                    )
-                })
-            })
-            .collect();
-        return Err(MergeError::DifferentPlans(described.join(", ")));
-    }
-    Ok(plans.into_iter().next())
-}
-
-/// How many shards `plan` has, as every input and OUT (`existing`) agree; two counts are
-/// refused.
-fn shard_count(inputs: &[Input], existing: &[ShardRun], plan: &str) -> Result<u32, MergeError> {
-    let of_plan = |s: &&ShardRun| s.plan == plan;
-    let mut counts: BTreeSet<u32> = inputs
-        .iter()
-        .flat_map(|i| i.shards.iter().filter(of_plan).map(|s| s.count))
-        .collect();
-    counts.extend(existing.iter().filter(of_plan).map(|s| s.count));
-    if counts.len() > 1 {
-        let list: Vec<String> = counts.iter().map(|c| format!("N = {c}")).collect();
-        return Err(MergeError::Counts {
-            plan: short(plan),
-            counts: list.join(" and "),
-        });
-    }
-    Ok(counts.into_iter().next().unwrap_or(1))
-}
-
-/// The shards of `plan` (of `count`) in OUT once the inputs' join OUT's (`existing`), and
-/// whether one of them is unfinished (refused unless `allow_partial`). Two runs of one shard
-/// are refused, unless one is an older attempt of the other.
-fn join_shards(
-    inputs: &[Input],
-    existing: &[ShardRun],
-    (plan, count): (&str, u32),
-    allow_partial: bool,
-) -> Result<(BTreeSet<u32>, bool), MergeError> {
-    let of_plan = |s: &&ShardRun| s.plan == plan;
-    let mut owners: BTreeMap<u32, &ShardRun> = BTreeMap::new();
-    for shard in existing.iter().filter(of_plan) {
-        owners.insert(shard.index, shard);
-    }
-    let mut partial = false;
-    for input in inputs {
-        for shard in input.shards.iter().filter(of_plan) {
-            // A newer attempt of the shard than OUT's (its input holds OUT's as an older
-            // one: the shard was run again to finish it) replaces it.
-            let replaces = |other: &ShardRun| input.superseded.iter().any(|s| s.uid == other.uid);
-            if let Some(other) = owners.get(&shard.index)
-                && other.uid != shard.uid
-                && !replaces(other)
-            {
-                return Err(MergeError::RepeatedShard {
-                    plan: short(plan),
-                    index: shard.index,
-                    count,
-                    first: other.uid.clone(),
-                    second: shard.uid.clone(),
-                });
-            }
-            owners.insert(shard.index, shard);
-            if shard.status != RunStatus::Completed {
-                if !allow_partial {
-                    return Err(MergeError::Unfinished {
-                        index: shard.index,
-                        count,
-                        source_db: input.path.display().to_string(),
-                        status: shard.status,
-                    });
-                }
-                partial = true;
-            }
-        }
-    }
-    Ok((owners.keys().copied().collect(), partial))
 }
 
 /// The file a merge is written into before it replaces OUT.
@@ -1011,99 +829,11 @@ fn copy_sql(
     ))
 }
 
-/// The run a plan's shards are merged into: made from `first` (of the plan) if OUT has none.
-fn ensure_merged_run(
-    tx: &Connection,
-    first: &ShardRun,
-    joined: &Joined,
-) -> Result<i64, MergeError> {
-    let uid = merged_run_uid(&joined.plan, joined.count);
-    tx.execute(
-        "INSERT OR IGNORE INTO main.runs (uid, kind, file, spec_sha256, options_json, started_at,
-             finished_at, status, models, command, plan_sha256, shard_count, plan_calls)
-         SELECT ?1, kind, file, spec_sha256, options_json, started_at, finished_at, 'running',
-             models, command, plan_sha256, shard_count, plan_calls
-         FROM src.runs WHERE id = ?2",
-        params![uid, first.id],
-    )?;
-    let id: Option<i64> = tx
-        .query_row("SELECT id FROM main.runs WHERE uid = ?1", [&uid], |r| {
-            r.get(0)
-        })
-        .optional()?;
-    id.ok_or_else(|| MergeError::Store(StoreError::NoSuchRun(uid)))
-}
-
-/// Sets the merged run's tally, times and status from its shards in OUT (each shard's newest
-/// attempt; what was paid from every attempt): `completed` when every shard is there and
-/// completed, else `partial`.
-fn settle_merged_run(conn: &Connection, joined: &Joined) -> Result<PlanMerged, MergeError> {
-    let uid = merged_run_uid(&joined.plan, joined.count);
-    let (id, kind): (i64, ExperimentKind) =
-        conn.query_row("SELECT id, kind FROM runs WHERE uid = ?1", [&uid], |r| {
-            let id = r.get(0)?;
-            Ok((id, in_row(r, 1, "runs", id)?))
-        })?;
-    // Each shard's newest attempt is the shard; the older ones only paid.
-    conn.execute_batch(&format!(
-        "DROP TABLE IF EXISTS temp.kept_shards;
-         CREATE TEMP TABLE kept_shards AS SELECT k.* FROM main.runs k
-         WHERE k.merged_into = {id} AND NOT EXISTS (
-             SELECT 1 FROM main.runs n WHERE n.merged_into = {id}
-             AND n.shard_index = k.shard_index
-             AND (n.started_at > k.started_at OR (n.started_at = k.started_at AND n.uid > k.uid)));"
-    ))?;
-    let (present, completed): (i64, i64) = conn.query_row(
-        "SELECT count(DISTINCT shard_index),
-                count(DISTINCT CASE WHEN status = 'completed' THEN shard_index END)
-         FROM temp.kept_shards",
-        [],
-        |r| Ok((r.get(0)?, r.get(1)?)),
-    )?;
-    let whole = present == i64::from(joined.count) && completed == present && !joined.partial;
-    let status = if whole {
-        RunStatus::Completed
-    } else {
-        RunStatus::Partial
-    };
-    conn.execute(
-        "UPDATE runs SET
-             plan_calls = (SELECT max(plan_calls) FROM runs s WHERE s.merged_into = ?1),
-             planned_calls = coalesce(
-                 (SELECT max(plan_calls) FROM runs s WHERE s.merged_into = ?1),
-                 (SELECT sum(planned_calls) FROM temp.kept_shards)),
-             calls = (SELECT sum(calls) FROM temp.kept_shards),
-             cache_hits = (SELECT sum(cache_hits) FROM temp.kept_shards),
-             failed_calls = (SELECT sum(failed_calls) FROM temp.kept_shards),
-             errors = (SELECT sum(errors) FROM temp.kept_shards),
-             cost_usd = (SELECT sum(cost_usd) FROM temp.kept_shards),
-             paid_usd = (SELECT sum(paid_usd) FROM runs s WHERE s.merged_into = ?1),
-             started_at = (SELECT min(started_at) FROM runs s WHERE s.merged_into = ?1),
-             finished_at = (SELECT max(finished_at) FROM runs s WHERE s.merged_into = ?1),
-             status = ?2, shard_index = NULL, shard_count = ?3, pid = NULL
-         WHERE id = ?1",
-        params![id, status, joined.count],
-    )?;
-    let mut stmt =
-        conn.prepare("SELECT DISTINCT shard_index FROM runs WHERE merged_into = ?1 ORDER BY 1")?;
-    let present: Vec<u32> = stmt
-        .query_map([id], |r| r.get(0))?
-        .collect::<rusqlite::Result<_>>()?;
-    Ok(PlanMerged {
-        plan_sha256: joined.plan.clone(),
-        kind,
-        run_id: id,
-        run_uid: uid,
-        shards: joined.count,
-        present,
-        status,
-    })
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::store::{BenchResultRow, CheckRow, NewCall, Outcome, RunTally};
+    use rusqlite::params;
 
     const PLAN: &str = "plan-of-the-merge-tests";
 
@@ -1302,6 +1032,14 @@ mod tests {
         out
     }
 
+    /// A folder of its own, and in it the paths of two inputs and of OUT.
+    fn two_inputs() -> (tempfile::TempDir, PathBuf, PathBuf, PathBuf) {
+        let dir = tempfile::tempdir().unwrap();
+        let path = |name: &str| dir.path().join(name);
+        let (a, b, out) = (path("a.db"), path("b.db"), path("out.db"));
+        (dir, a, b, out)
+    }
+
     fn count_in(path: &Path, sql: &str) -> i64 {
         Connection::open(path)
             .unwrap()
@@ -1311,12 +1049,7 @@ mod tests {
 
     #[test]
     fn the_shards_rows_are_copied_to_the_merged_run_with_their_own_calls() {
-        let dir = tempfile::tempdir().unwrap();
-        let (a, b, out) = (
-            dir.path().join("a.db"),
-            dir.path().join("b.db"),
-            dir.path().join("out.db"),
-        );
+        let (_dir, a, b, out) = two_inputs();
         // Call ids overlap between the shards, shifted by the padding: copied as they are, a
         // result would point at another's call.
         shard(&a, PLAN, (0, 2), 30, 0);
@@ -1354,12 +1087,7 @@ mod tests {
 
     #[test]
     fn calls_of_an_input_whose_ids_have_gaps_are_each_found_by_their_uid() {
-        let dir = tempfile::tempdir().unwrap();
-        let (a, b, out) = (
-            dir.path().join("a.db"),
-            dir.path().join("b.db"),
-            dir.path().join("out.db"),
-        );
+        let (_dir, a, b, out) = two_inputs();
         shard(&a, PLAN, (0, 2), 10, 0);
         shard(&b, PLAN, (1, 2), 10, 4);
         // Two of b's padding calls removed: its ids are no longer one run without a gap, so
@@ -1392,12 +1120,7 @@ mod tests {
 
     #[test]
     fn a_plan_merged_again_changes_nothing_and_adds_nothing() {
-        let dir = tempfile::tempdir().unwrap();
-        let (a, b, out) = (
-            dir.path().join("a.db"),
-            dir.path().join("b.db"),
-            dir.path().join("out.db"),
-        );
+        let (_dir, a, b, out) = two_inputs();
         shard(&a, PLAN, (0, 2), 12, 2);
         shard(&b, PLAN, (1, 2), 9, 0);
         merge(&out, &[a.clone(), b.clone()], false).unwrap();
@@ -1451,12 +1174,7 @@ mod tests {
 
     #[test]
     fn a_shard_of_another_plan_is_refused_with_its_message_and_out_is_not_made() {
-        let dir = tempfile::tempdir().unwrap();
-        let (a, b, out) = (
-            dir.path().join("a.db"),
-            dir.path().join("b.db"),
-            dir.path().join("out.db"),
-        );
+        let (_dir, a, b, out) = two_inputs();
         shard(&a, PLAN, (0, 2), 3, 0);
         shard(&b, "another-plan-entirely", (1, 2), 3, 0);
         let error = merge(&out, &[a.clone(), b.clone()], false).unwrap_err();
@@ -1475,12 +1193,7 @@ mod tests {
 
     #[test]
     fn a_merge_failing_midway_leaves_out_as_it_was_and_no_staging_file() {
-        let dir = tempfile::tempdir().unwrap();
-        let (a, b, out) = (
-            dir.path().join("a.db"),
-            dir.path().join("b.db"),
-            dir.path().join("out.db"),
-        );
+        let (dir, a, b, out) = two_inputs();
         shard(&a, PLAN, (0, 2), 10, 0);
         shard(&b, PLAN, (1, 2), 10, 3);
         merge(&out, std::slice::from_ref(&a), true).unwrap();
@@ -1554,12 +1267,7 @@ mod tests {
 
     #[test]
     fn a_merge_in_bulk_leaves_the_schema_of_a_new_database() {
-        let dir = tempfile::tempdir().unwrap();
-        let (a, b, out) = (
-            dir.path().join("a.db"),
-            dir.path().join("b.db"),
-            dir.path().join("out.db"),
-        );
+        let (_dir, a, b, out) = two_inputs();
         shard(&a, PLAN, (0, 2), 5, 0);
         shard(&b, PLAN, (1, 2), 5, 0);
         merge(&out, &[a, b], false).unwrap();
@@ -1709,12 +1417,7 @@ mod tests {
 
     #[test]
     fn a_request_the_input_lacks_is_indexed_from_out_as_the_trigger_does() {
-        let dir = tempfile::tempdir().unwrap();
-        let (a, b, out) = (
-            dir.path().join("a.db"),
-            dir.path().join("b.db"),
-            dir.path().join("out.db"),
-        );
+        let (_dir, a, b, out) = two_inputs();
         // Shard 1 asks for prompt 1 too (prompts i * 2 + 1), and has lost that request's text.
         shard(&a, PLAN, (0, 2), 3, 0);
         shard(&b, PLAN, (1, 2), 3, 0);
