@@ -21,15 +21,15 @@ pub(super) struct CallKeys {
 }
 
 impl CallKeys {
-    /// Whether OUT's calls and `coming` more keep their ids within 32 bits.
+    /// Whether OUT's calls and `coming` more keep their ids within 32 bits (none negative).
     pub(super) fn fits(conn: &Connection, coming: u64) -> rusqlite::Result<bool> {
-        let last: i64 = conn.query_row("SELECT coalesce(max(id), 0) FROM main.calls", [], |r| {
-            r.get(0)
-        })?;
-        Ok(
-            u64::try_from(last)
-                .is_ok_and(|last| last.saturating_add(coming) <= u64::from(u32::MAX)),
-        )
+        let (first, last): (i64, i64) = conn.query_row(
+            "SELECT coalesce(min(id), 0), coalesce(max(id), 0) FROM main.calls",
+            [],
+            |r| Ok((r.get(0)?, r.get(1)?)),
+        )?;
+        let below = |last: u64| last.saturating_add(coming) <= u64::from(u32::MAX);
+        Ok(first >= 0 && u64::try_from(last).is_ok_and(below))
     }
 
     /// OUT's calls that have a uid, with room for `coming` more.
@@ -301,6 +301,23 @@ mod tests {
         assert_ne!(key_of("e45c1d2g-x"), key_of("e45c1d2g-y"));
         assert_eq!(key_of("abc"), key_of("abc"));
         assert_eq!(key_of("é45c1d24"), key_of("é45c1d24"));
+    }
+
+    #[test]
+    fn ids_fit_when_none_is_negative_and_the_last_with_those_coming_is_within_32_bits() {
+        let conn = Connection::open_in_memory().expect("db");
+        conn.execute_batch("CREATE TABLE calls (id INTEGER PRIMARY KEY, uid TEXT)")
+            .expect("table");
+        assert!(CallKeys::fits(&conn, u64::from(u32::MAX)).expect("fits"));
+        assert!(!CallKeys::fits(&conn, u64::from(u32::MAX) + 1).expect("fits"));
+        let last = i64::from(u32::MAX) - 5;
+        conn.execute("INSERT INTO calls (id) VALUES (?1)", [last])
+            .expect("call");
+        assert!(CallKeys::fits(&conn, 5).expect("fits"));
+        assert!(!CallKeys::fits(&conn, 6).expect("fits"));
+        conn.execute_batch("DELETE FROM calls; INSERT INTO calls (id) VALUES (-1), (7)")
+            .expect("calls");
+        assert!(!CallKeys::fits(&conn, 0).expect("fits"));
     }
 
     #[test]
