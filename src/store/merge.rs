@@ -286,18 +286,16 @@ fn write(
         true => Some(SetAside::take(&store.conn)?),
         false => None,
     };
+    let coming: u64 = inputs.iter().map(|i| i.calls).sum();
     let mut words = match set_aside {
         None => Words::Trigger,
         Some(_) if words::Indexer::fits(&store.conn)? => {
             Words::Beside(words::Indexer::start(&store.conn, staging)?)
         }
-        Some(_) => Words::InPlace,
+        Some(_) => Words::InPlace(words::BlobKeys::load(&store.conn)?),
     };
     let mut keys = match set_aside {
-        Some(_) => {
-            let coming = inputs.iter().map(|i| i.calls).sum();
-            Some(CallKeys::load(&store.conn, coming)?)
-        }
+        Some(_) => Some(CallKeys::load(&store.conn, coming)?),
         None => None,
     };
     let mut report = MergeReport::default();
@@ -394,8 +392,9 @@ fn bulk_worth(conn: &Connection, inputs: &[Input]) -> rusqlite::Result<bool> {
 enum Words {
     /// By the trigger, call by call: a few calls merged into a large OUT.
     Trigger,
-    /// Input after input into OUT's index, the trigger set aside (see [`SetAside`]).
-    InPlace,
+    /// Input after input into OUT's index, the trigger set aside (see [`SetAside`]); OUT's
+    /// blobs by their key, for the requests an input lacks.
+    InPlace(words::BlobKeys),
     /// On a thread of its own, into an index that replaces OUT's, empty, at the end.
     Beside(words::Indexer),
 }
@@ -483,7 +482,7 @@ fn copy_input(
     copying: Copying<'_>,
 ) -> Result<InputAdded, MergeError> {
     conn.execute("ATTACH DATABASE ?1 AS src", [input.path.to_string_lossy()])?;
-    if matches!(copying.words, Words::InPlace) {
+    if matches!(copying.words, Words::InPlace(_)) {
         // The input's blobs are read at random (each new call's request and answer, for its
         // words): kept in memory once read, up to 20 MB (all of a shard of 125,000 short
         // answers), rather than read from the file again at each call.
@@ -627,12 +626,12 @@ fn copy_calls(
             let added = copied.new.len();
             match copying.words {
                 Words::Trigger => {}
-                Words::InPlace => {
-                    words::index_in_place(tx, before, copied.all_new)?;
+                Words::InPlace(blobs) => {
+                    words::index_in_place(tx, before, blobs)?;
                     tracing::debug!("words indexed");
                 }
                 Words::Beside(indexer) => {
-                    indexer.send(tx, input, copied.all_new, copied.new)?;
+                    indexer.send(tx, input, copied.new)?;
                     tracing::debug!("words handed over");
                 }
             }

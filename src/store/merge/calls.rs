@@ -57,23 +57,29 @@ impl CallKeys {
             .map(|&e| i64::from(e as u32))
     }
 
-    /// Adds `added` (entries in any order), merged in place from the back: no second copy.
-    fn add(&mut self, mut added: Vec<u64>) {
-        added.sort_unstable();
-        let old = self.entries.len();
-        self.entries.resize(old + added.len(), 0);
-        let (mut from_old, mut from_added) = (old, added.len());
-        for slot in (0..self.entries.len()).rev() {
-            if from_added == 0 {
-                break;
-            }
-            if from_old > 0 && self.entries[from_old - 1] > added[from_added - 1] {
-                self.entries[slot] = self.entries[from_old - 1];
-                from_old -= 1;
-            } else {
-                self.entries[slot] = added[from_added - 1];
-                from_added -= 1;
-            }
+    /// Adds `added` (entries in any order).
+    fn add(&mut self, added: Vec<u64>) {
+        merge_sorted(&mut self.entries, added);
+    }
+}
+
+/// Adds `added` (in any order) to `held` (sorted), merged in place from the back: no second
+/// copy of `held`.
+pub(super) fn merge_sorted<T: Ord + Copy + Default>(held: &mut Vec<T>, mut added: Vec<T>) {
+    added.sort_unstable();
+    let old = held.len();
+    held.resize(old + added.len(), T::default());
+    let (mut from_old, mut from_added) = (old, added.len());
+    for slot in (0..held.len()).rev() {
+        if from_added == 0 {
+            break;
+        }
+        if from_old > 0 && held[from_old - 1] > added[from_added - 1] {
+            held[slot] = held[from_old - 1];
+            from_old -= 1;
+        } else {
+            held[slot] = added[from_added - 1];
+            from_added -= 1;
         }
     }
 }
@@ -83,9 +89,9 @@ fn entry(key: u32, id: i64) -> u64 {
     u64::from(key) << 32 | (id as u64 & u64::from(u32::MAX))
 }
 
-/// The key of a uid: its first 8 hex digits (a uid is a sha256 in hex), or, for a uid not
+/// The key of a uid or a hash: its first 8 hex digits (a sha256 in hex), or, for one not
 /// written so, a hash of it whole.
-fn key_of(uid: &str) -> u32 {
+pub(super) fn key_of(uid: &str) -> u32 {
     uid.get(..8)
         .and_then(|head| u32::from_str_radix(head, 16).ok())
         .unwrap_or_else(|| {
@@ -139,8 +145,6 @@ pub(super) struct Copied {
     pub(super) ids: CallIds,
     /// The new ones, each with its id in the input and in OUT, in the order of both.
     pub(super) new: Vec<(i64, i64)>,
-    /// Whether every call of the input is new.
-    pub(super) all_new: bool,
 }
 
 /// What reading the input's calls found: those OUT holds and the new ones.
@@ -207,12 +211,11 @@ pub(super) fn copy_in_bulk(
         keys: added,
     } = sort_calls(tx, before, keys)?;
     keys.add(added);
-    let all_new = held.is_empty();
     let gapless = match (new.first(), new.last()) {
         (Some(first), Some(last)) => last.0 - first.0 + 1 == new.len() as i64,
         _ => false,
     };
-    let ids = match all_new && gapless && new.iter().all(|n| n.2) {
+    let ids = match held.is_empty() && gapless && new.iter().all(|n| n.2) {
         true => CallIds::Shifted {
             low: new[0].0,
             high: new[new.len() - 1].0,
@@ -254,7 +257,6 @@ pub(super) fn copy_in_bulk(
     Ok(Copied {
         ids,
         new: new.into_iter().map(|(src, dst, _)| (src, dst)).collect(),
-        all_new,
     })
 }
 
