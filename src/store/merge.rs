@@ -282,42 +282,18 @@ fn write(
     }
     let store = Store::open(staging)?;
     for_bulk_copy(&store.conn)?;
-    let set_aside = match bulk_worth(&store.conn, inputs)? {
-        true => Some(SetAside::take(&store.conn)?),
+    let mut bulk = match bulk_worth(&store.conn, inputs)? {
+        true => Some(Bulk::start(&store.conn, staging, inputs)?),
         false => None,
-    };
-    let coming: u64 = inputs.iter().map(|i| i.calls).sum();
-    let mut words = match set_aside {
-        None => Words::Trigger,
-        Some(_) if words::Indexer::fits(&store.conn)? => {
-            Words::Beside(words::Indexer::start(&store.conn, staging)?)
-        }
-        Some(_) => Words::InPlace(words::BlobKeys::load(&store.conn)?),
-    };
-    let mut keys = match set_aside {
-        Some(_) => Some(CallKeys::load(&store.conn, coming)?),
-        None => None,
     };
     let mut report = MergeReport::default();
     for input in inputs {
-        let copying = Copying {
-            words: &mut words,
-            keys: keys.as_mut(),
-        };
         report
             .inputs
-            .push(copy_input(&store.conn, input, joined, copying)?);
+            .push(copy_input(&store.conn, input, joined, bulk.as_mut())?);
     }
-    drop(keys);
-    // The indexes are made again while the thread indexing words (if any) ends its last
-    // input; then it writes its index into OUT, idle.
-    if let Some(set_aside) = set_aside {
-        set_aside.restore(&store.conn)?;
-        tracing::debug!("indexes made again");
-    }
-    if let Words::Beside(indexer) = words {
-        indexer.finish()?;
-        tracing::debug!("words indexed");
+    if let Some(bulk) = bulk {
+        bulk.finish(&store.conn)?;
     }
     if let Some(joined) = joined {
         report.plan = Some(settle_merged_run(&store.conn, joined)?);
@@ -325,6 +301,13 @@ fn write(
     // One file, no write-ahead log: what replaces OUT is complete on its own.
     store.conn.pragma_update(None, "journal_mode", "DELETE")?;
     drop(store);
+    replace_out(out, staging)?;
+    Ok(report)
+}
+
+/// Puts the finished staging file in OUT's place: synced first, then renamed (refused while
+/// another process holds OUT's write-ahead log).
+fn replace_out(out: &Path, staging: &Path) -> Result<(), MergeError> {
     let io = |path: &Path| {
         let path = path.to_path_buf();
         move |source| MergeError::Io { path, source }
@@ -350,7 +333,7 @@ fn write(
     let mut lock = staging.as_os_str().to_owned();
     lock.push("-lock");
     let _ = std::fs::remove_file(PathBuf::from(lock));
-    Ok(report)
+    Ok(())
 }
 
 /// Sets the staging database up for copying in bulk. It is this merge's own file until it
@@ -388,15 +371,54 @@ fn bulk_worth(conn: &Connection, inputs: &[Input]) -> rusqlite::Result<bool> {
     Ok(coming >= held && CallKeys::fits(conn, coming)?)
 }
 
-/// How the words of the calls copied are indexed for search (see [`words`]).
+/// A merge in bulk (see [`bulk_worth`]): OUT's indexes set aside, its calls held in memory,
+/// and the words of the calls copied indexed input by input. Without it, the calls are found
+/// through OUT's indexes and their words indexed by the trigger, call by call.
+struct Bulk {
+    set_aside: SetAside,
+    /// OUT's calls by their uid (see [`calls`]).
+    calls: CallKeys,
+    words: Words,
+}
+
+/// How the words of the calls copied in bulk are indexed for search (see [`words`]).
 enum Words {
-    /// By the trigger, call by call: a few calls merged into a large OUT.
-    Trigger,
-    /// Input after input into OUT's index, the trigger set aside (see [`SetAside`]); OUT's
-    /// blobs by their key, for the requests an input lacks.
+    /// Input after input into OUT's index; OUT's blobs by their key, for the requests an
+    /// input lacks.
     InPlace(words::BlobKeys),
     /// On a thread of its own, into an index that replaces OUT's, empty, at the end.
     Beside(words::Indexer),
+}
+
+impl Bulk {
+    /// Sets OUT's indexes aside and holds its calls, for `inputs`.
+    fn start(conn: &Connection, staging: &Path, inputs: &[Input]) -> Result<Self, MergeError> {
+        let set_aside = SetAside::take(conn)?;
+        let words = match words::Indexer::fits(conn)? {
+            true => Words::Beside(words::Indexer::start(conn, staging)?),
+            false => Words::InPlace(words::BlobKeys::load(conn)?),
+        };
+        let coming = inputs.iter().map(|i| i.calls).sum();
+        let calls = CallKeys::load(conn, coming)?;
+        Ok(Self {
+            set_aside,
+            calls,
+            words,
+        })
+    }
+
+    /// Makes the indexes again while the thread indexing words (if any) ends its last input;
+    /// then it writes its index into OUT, idle.
+    fn finish(self, conn: &Connection) -> Result<(), MergeError> {
+        drop(self.calls);
+        self.set_aside.restore(conn)?;
+        tracing::debug!("indexes made again");
+        if let Words::Beside(indexer) = self.words {
+            indexer.finish()?;
+            tracing::debug!("words indexed");
+        }
+        Ok(())
+    }
 }
 
 /// The indexes of `calls` and `bench_rows` other than their natural keys, and the trigger
@@ -467,28 +489,25 @@ const ROW_TABLES: &[&str] = &[
     "run_errors",
 ];
 
-/// How the inputs are copied: their words indexed, and, in bulk, OUT's calls by their uid.
-struct Copying<'a> {
-    words: &'a mut Words,
-    /// OUT's calls, in bulk (see [`SetAside`]).
-    keys: Option<&'a mut CallKeys>,
-}
-
 /// Copies one input into the staging database.
 fn copy_input(
     conn: &Connection,
     input: &Input,
     joined: Option<&Joined>,
-    copying: Copying<'_>,
+    bulk: Option<&mut Bulk>,
 ) -> Result<InputAdded, MergeError> {
     conn.execute("ATTACH DATABASE ?1 AS src", [input.path.to_string_lossy()])?;
-    if matches!(copying.words, Words::InPlace(_)) {
+    if let Some(Bulk {
+        words: Words::InPlace(_),
+        ..
+    }) = bulk
+    {
         // The input's blobs are read at random (each new call's request and answer, for its
         // words): kept in memory once read, up to 20 MB (all of a shard of 125,000 short
         // answers), rather than read from the file again at each call.
         conn.pragma_update(Some("src"), "cache_size", INPUT_CACHE_KIB)?;
     }
-    let result = copy_attached(conn, input, joined, copying);
+    let result = copy_attached(conn, input, joined, bulk);
     let detached = conn.execute("DETACH DATABASE src", []);
     let added = result?;
     detached?;
@@ -499,7 +518,7 @@ fn copy_attached(
     conn: &Connection,
     input: &Input,
     joined: Option<&Joined>,
-    copying: Copying<'_>,
+    bulk: Option<&mut Bulk>,
 ) -> Result<InputAdded, MergeError> {
     conn.execute_batch(
         "CREATE TEMP TABLE IF NOT EXISTS skip_runs (id INTEGER PRIMARY KEY);
@@ -542,7 +561,7 @@ fn copy_attached(
     conn.execute(&copy_sql(conn, "blobs", &[], "")?, [])?;
     tracing::debug!(input = %input.path.display(), "blobs copied");
     copy_runs(conn, merged_id)?;
-    let (calls, ids) = copy_calls(conn, &input.path, copying)?;
+    let (calls, ids) = copy_calls(conn, &input.path, bulk)?;
     tracing::debug!(calls, "calls copied");
     let dropped = match input.superseded.is_empty() {
         true => 0,
@@ -611,7 +630,7 @@ fn copy_runs(tx: &Connection, merged_id: Option<i64>) -> rusqlite::Result<()> {
 fn copy_calls(
     tx: &Connection,
     input: &Path,
-    copying: Copying<'_>,
+    bulk: Option<&mut Bulk>,
 ) -> Result<(u64, CallIds), MergeError> {
     let run = ("run_id", remap("run_map", "run_id"));
     tx.execute(&copy_sql(tx, "batches", &[run], "")?, [])?;
@@ -620,12 +639,11 @@ fn copy_calls(
         r.get(0)
     })?;
     let batch = ("batch", remap("batch_map", "batch"));
-    let (added, ids) = match copying.keys {
-        Some(keys) => {
-            let copied = calls::copy_in_bulk(tx, before, batch.clone(), keys)?;
+    let (added, ids) = match bulk {
+        Some(bulk) => {
+            let copied = calls::copy_in_bulk(tx, before, batch.clone(), &mut bulk.calls)?;
             let added = copied.new.len();
-            match copying.words {
-                Words::Trigger => {}
+            match &mut bulk.words {
                 Words::InPlace(blobs) => {
                     words::index_in_place(tx, before, blobs)?;
                     tracing::debug!("words indexed");

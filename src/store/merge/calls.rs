@@ -34,9 +34,7 @@ impl CallKeys {
 
     /// OUT's calls that have a uid, with room for `coming` more.
     pub(super) fn load(conn: &Connection, coming: u64) -> rusqlite::Result<Self> {
-        let held: i64 = conn.query_row("SELECT count(*) FROM main.calls", [], |r| r.get(0))?;
-        let room = usize::try_from(held.max(0) as u64 + coming).unwrap_or(0);
-        let mut entries = Vec::with_capacity(room);
+        let mut entries = Vec::new();
         let mut stmt = conn.prepare("SELECT id, uid FROM main.calls WHERE uid IS NOT NULL")?;
         let mut rows = stmt.query([])?;
         while let Some(row) = rows.next()? {
@@ -45,6 +43,7 @@ impl CallKeys {
             entries.push(entry(key_of(&uid), id));
         }
         entries.sort_unstable();
+        entries.reserve_exact(usize::try_from(coming).unwrap_or(0));
         Ok(Self { entries })
     }
 
