@@ -953,15 +953,18 @@ impl BenchExperiment {
             (1, _) => outcomes[0].reason.clone(),
             (_, reason) => reason,
         };
+        // The reason of several checks says the score already (`combine`); that of one
+        // check is the check's own.
         if let PassRule::Threshold(t) = self.spec.pass
             && row.outcome == Outcome::Failed
+            && test.checks.len() == 1
         {
             row.detail = Some(format!(
-                "score {:.2} below {t:.2}{}",
+                "weighted score {:.2} is below {t}{}",
                 verdict.score,
                 row.detail
                     .as_ref()
-                    .map(|d| format!(": {d}"))
+                    .map(|d| format!("; {d}"))
                     .unwrap_or_default()
             ));
         }
