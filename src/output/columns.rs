@@ -135,6 +135,8 @@ display_columns! {
     INPUTS = "inputs".wide();
     /// The models of a run without a price: its cost and paid are unknown.
     UNPRICED = "unpriced".wide();
+    /// The run that resumed an unfinished one (its status says so in tables too).
+    RESUMED_BY = "resumed_by".wide();
 
     // The dry run's plan (`track run --dry-run`).
     MAX_COST_USD = "max_cost_usd".short("max $");

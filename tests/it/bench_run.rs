@@ -162,7 +162,7 @@ fn a_second_run_is_served_from_the_cache_and_pays_nothing() {
     let runs = text(&runs.stdout);
     assert!(
         runs.starts_with(
-            "id,kind,file,models,started,wall_time_s,status,calls,cache_hits,errors,cost_usd,paid_usd,budget_usd,command,inputs,unpriced\n"
+            "id,kind,file,models,started,wall_time_s,status,calls,cache_hits,errors,cost_usd,paid_usd,budget_usd,command,inputs,unpriced,resumed_by\n"
         ),
         "{runs}"
     );

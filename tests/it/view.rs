@@ -893,3 +893,38 @@ fn a_transcript_shows_the_tool_calls_of_its_loop_in_step_order_escaped() {
     assert_eq!(plain.status, 200);
     assert!(!plain.body.contains("Tool calls"), "{}", plain.body);
 }
+
+#[test]
+fn a_run_that_a_later_run_resumed_links_to_it_in_the_runs_list() {
+    let s = Sandbox::new();
+    s.mock.add_rule(Rule::reply("2+2", "4"));
+    s.write(
+        "bench.yaml",
+        &bench_yaml(&["openai:gpt-4o"], &[("sum", "What is 2+2?", "4", "exact")]),
+    );
+    // Without its key nothing can run: run 1 ends `failed`, and run 2 does its work.
+    let run = |key: bool| {
+        let mut cmd = s.track();
+        cmd.args(["run", "bench.yaml", "-q"]);
+        if !key {
+            cmd.env_remove("OPENAI_API_KEY");
+        }
+        cmd.output().unwrap()
+    };
+    let out = run(false);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
+    let out = run(true);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let table = text(&s.track().args(["runs"]).output().unwrap().stdout);
+    assert!(table.contains("failed, resumed by 2"), "{table}");
+    let viewer = start_viewer(&s, &[]);
+    let list = get(&format!("{}/", viewer.base), &[]);
+    assert_eq!(list.status, 200);
+    assert!(
+        list.body
+            .contains(" · resumed by <a href=\"/runs/2\">run 2</a>"),
+        "{}",
+        list.body
+    );
+    assert_eq!(list.body.matches("resumed by").count(), 1, "{}", list.body);
+}
