@@ -3,7 +3,8 @@
 //! `{HF_ENDPOINT}/datasets/OWNER/NAME/resolve/REVISION/PATH` (HF_ENDPOINT defaults to
 //! `https://huggingface.co`), with `Authorization: Bearer $HF_TOKEN` when the token is set,
 //! and kept in the database: its bytes as a blob, and in `dataset_files` the commit the
-//! revision resolved to (`X-Repo-Commit`). Every later load of the address, and every load
+//! revision resolved to (`X-Repo-Commit`; a commit the address pins is kept as written). Every
+//! later load of the address, and every load
 //! offline, reads the kept bytes without the network, so re-runs and shards read the same
 //! data even when the branch moved.
 //!
@@ -271,8 +272,7 @@ pub(crate) fn open(
             address: address.written.clone(),
             message,
         })?;
-    // A mirror that does not say the commit: the revision as written is what is known.
-    let commit = commit.unwrap_or_else(|| address.revision.clone());
+    let commit = kept_revision(&address.revision, commit);
     let sha256 = match store {
         Some(store) => {
             store
@@ -288,6 +288,18 @@ pub(crate) fn open(
         sha256,
         fetched: true,
     })
+}
+
+/// The revision kept for a fetch of `written` (the revision as the address writes it) that the
+/// server said resolved to `served` (`X-Repo-Commit`). A commit the user pinned is kept as
+/// written, whatever a server or mirror says; the server's commit is kept where it adds to
+/// what was written: the commit a branch or tag resolved to, the full sha of an abbreviated
+/// one. A server that says nothing: the revision as written.
+fn kept_revision(written: &str, served: Option<String>) -> String {
+    match served {
+        Some(served) if served.starts_with(written) || !is_commit(written) => served,
+        _ => written.to_owned(),
+    }
 }
 
 /// Redirects followed at most.
@@ -453,6 +465,21 @@ mod tests {
         // An @ in the file's path is the path's.
         let a = HfAddress::parse("hf://datasets/o/n/a@b.csv").unwrap();
         assert_eq!((a.revision.as_str(), a.path.as_str()), ("main", "a@b.csv"));
+    }
+
+    #[test]
+    fn a_pinned_commit_is_kept_as_written_and_a_served_commit_where_it_adds_to_it() {
+        let pin = "0123456789abcdef0123456789abcdef01234567";
+        let other = "fedcba9876543210fedcba9876543210fedcba98";
+        // A pinned commit: the pin, whatever the server says.
+        assert_eq!(kept_revision(pin, Some(other.into())), pin);
+        assert_eq!(kept_revision(pin, Some(pin.into())), pin);
+        assert_eq!(kept_revision(pin, None), pin);
+        // A branch or a tag: the commit it resolved to.
+        assert_eq!(kept_revision("main", Some(other.into())), other);
+        assert_eq!(kept_revision("v1.0", None), "v1.0");
+        // An abbreviated sha: the full one the server names.
+        assert_eq!(kept_revision("0123456", Some(pin.into())), pin);
     }
 
     #[test]

@@ -199,8 +199,10 @@ pub(crate) fn value_text(value: &Value) -> Cow<'_, str> {
 }
 
 /// The value a name points at: a column called the whole name, else the path's steps through
-/// objects (by key) and arrays (by index).
+/// objects (by key) and arrays (by index). A step into a null is null, as in SQL and jq: a
+/// struct that is null in a row (Parquet) has null fields, not missing ones.
 fn lookup<'a>(values: &'a Values, written: &str, path: &[String]) -> Option<&'a Value> {
+    static NULL: Value = Value::Null;
     if let Some(value) = values.get(written) {
         return Some(value);
     }
@@ -210,6 +212,7 @@ fn lookup<'a>(values: &'a Values, written: &str, path: &[String]) -> Option<&'a 
         value = match value {
             Value::Object(map) => map.get(step)?,
             Value::Array(items) => items.get(step.parse::<usize>().ok()?)?,
+            Value::Null => return Some(&NULL),
             _ => return None,
         };
     }
@@ -305,5 +308,19 @@ mod tests {
         let mut v = v;
         v.insert("q".into(), json!("Q"));
         assert_eq!(t.render(&v).unwrap(), r#"Q 1.5 true  {"k":[1]}"#);
+    }
+
+    #[test]
+    fn a_path_into_a_null_is_null_and_into_a_missing_key_is_missing() {
+        // A struct null in this row: its fields are null too.
+        let t = Template::parse("k={{s.k}} first={{s.list.0}}");
+        assert_eq!(t.render(&values(json!({"s": null}))).unwrap(), "k= first=");
+        let v = values(json!({"s": {"k": 1, "list": [null]}}));
+        assert_eq!(t.render(&v).unwrap(), "k=1 first=");
+        // A key the object lacks, or a step into a string, is still missing.
+        let e = Template::parse("{{s.kk}}").render(&v).unwrap_err();
+        assert_eq!(e.name, "s.kk");
+        let e = Template::parse("{{s.k.x}}").render(&v).unwrap_err();
+        assert_eq!(e.name, "s.k.x");
     }
 }

@@ -147,7 +147,6 @@ pub enum Command {
     Models(models::ModelsArgs),
     View(view::ViewArgs),
     Completions(completions::CompletionsArgs),
-    #[command(hide = true)]
     Man(man::ManArgs),
 }
 

@@ -78,21 +78,14 @@ pub fn execute(
     tracing::debug!(calls = plan.calls(), to_call = plan.to_call(), "planned");
     let unpriced = plan.unpriced(experiment.targets());
     refuse_budget_without_price(&unpriced, options, experiment.budget_usd())?;
+    if options.show_progress {
+        // A dry run says it too: a model id with a typo is best caught before the run.
+        tell_unlisted(experiment.targets());
+    }
     if options.dry_run {
         return Ok(RunEnd::Planned(plan));
     }
     if options.show_progress {
-        let mut unlisted: Vec<&str> = Vec::new();
-        for note in experiment
-            .targets()
-            .iter()
-            .filter_map(|t| t.unlisted.as_deref())
-        {
-            if !unlisted.contains(&note) {
-                unlisted.push(note);
-                crate::output::tell(format_args!("track: note: {note}"));
-            }
-        }
         for sentence in &unpriced {
             crate::output::tell(format_args!("track: note: cost unknown: {sentence}"));
         }
@@ -125,6 +118,18 @@ pub fn execute(
     // at once left 64 of them.
     runtime.shutdown_background();
     Ok(RunEnd::Ran(Box::new(summary?), plan))
+}
+
+/// Notes each model the catalog does not list (its id sent as written), once, with the
+/// nearest catalog names when it looks like a typo (`did you mean `local:smollm2`?`).
+fn tell_unlisted(targets: &[super::Target]) {
+    let mut told: Vec<&str> = Vec::new();
+    for note in targets.iter().filter_map(|t| t.unlisted.as_deref()) {
+        if !told.contains(&note) {
+            told.push(note);
+            crate::output::tell(format_args!("track: note: {note}"));
+        }
+    }
 }
 
 /// Refuses a budget (`--budget`, else the file's `budget:`) over calls to send of models

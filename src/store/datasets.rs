@@ -14,7 +14,8 @@ use crate::hash::sha256_hex;
 pub struct DatasetFile {
     /// The address as the benchmark file wrote it (`hf://datasets/OWNER/NAME@REVISION/PATH`).
     pub address: String,
-    /// The commit the address's revision resolved to when it was fetched.
+    /// The commit the address's revision resolved to when it was fetched; a commit the
+    /// address pins, as written.
     pub revision: String,
     /// The sha256 of the bytes: the blob that holds them.
     pub sha256: String,

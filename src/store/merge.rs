@@ -53,6 +53,12 @@ pub enum MergeError {
         "shards of different plans: {0}; merge the shards of one plan at a time (a plan changes with its file, models or options)"
     )]
     DifferentPlans(String),
+    #[error("the shards read {address} as different data: {described}; {fix}")]
+    DataDiffers {
+        address: String,
+        described: String,
+        fix: String,
+    },
     #[error(
         "the shards of plan {plan} do not agree on their number: {counts}; merge the shards of one launch"
     )]

@@ -1,5 +1,5 @@
 //! Rebuilds the golden fixture (`tests/golden/fixture.db` and `tests/golden/inputs/`): writes
-//! the inputs into a sandbox, makes the six runs against the mock provider of the tests,
+//! the inputs into a sandbox, makes the eight runs against the mock provider of the tests,
 //! checks their ids and kinds, and replaces the fixture. A command, not a test: a test that
 //! did nothing unless a variable was set counted as passed. Run it with
 //!
@@ -491,6 +491,103 @@ fn write_relevance_inputs(s: &Sandbox) {
     );
 }
 
+/// The pairwise comparison's candidates (run 7). Run 8 changes only `my-model`: the same
+/// name, a system prompt of its own, and better answers. The judges see each pair in both
+/// orders; haiku 3.5 always says "A" (position bias) and answers garbage on `limerick`.
+const PAIRWISE_HEADER: &str = "kind: pairwise
+judges: [openai:gpt-4o-mini, anthropic:haiku 3.5]
+answer_max_tokens: 100
+max_tokens: 200
+temperature: 0
+prompts:
+  - capital:
+    prompt: \"What is the capital of Australia? Answer in one word.\"
+    output: \"Canberra\"
+  - sorting:
+    prompt: \"Explain in two sentences why merge sort is O(n log n).\"
+  - limerick:
+    prompt: \"Write a limerick about a cache.\"
+  - advice:
+    prompt: \"Give one tip for writing clear error messages.\"
+  - prime:
+    prompt: \"Name a prime number between 20 and 30.\"
+    output: \"23 or 29\"
+  - rename:
+    prompt: \"Suggest a better name for a variable called tmp2.\"
+candidates:
+  - {model: openai:gpt-4o}
+  - {model: anthropic:sonnet 3.5}
+";
+
+/// Run 8's changed candidate: its system prompt is new (so are its answers).
+const MY_MODEL_V2: &str =
+    "  - {model: ollama:qwen2.5-coder, name: my-model, system: \"Think step by step.\"}\n";
+
+/// The candidates' answers: gpt-4o `ANS-GOOD`, Sonnet `ANS-MID`, qwen `ANS-BAD` (run 7) and
+/// `ANS-BEST` under run 8's system prompt; each but the last names its prompt.
+fn pairwise_rules(s: &Sandbox) {
+    s.mock.clear_rules();
+    let m = &s.mock;
+    // The system prompt comes first in the text a rule is matched against.
+    m.add_rule(Rule::reply("Think step by step.", "ANS-BEST, reasoned step by step").model(QWEN));
+    for (prompt, word) in [
+        ("capital of Australia", "capital"),
+        ("merge sort", "sorting"),
+        ("limerick about a cache", "limerick"),
+        ("clear error messages", "advice"),
+        ("prime number between", "prime"),
+        ("variable called tmp2", "rename"),
+    ] {
+        m.add_rule(Rule::reply(prompt, &format!("ANS-BAD {word}")).model(QWEN));
+        m.add_rule(Rule::reply(prompt, &format!("ANS-GOOD {word}")).model(GPT_4O));
+        m.add_rule(Rule::reply(prompt, &format!("ANS-MID {word}")).model(SONNET));
+    }
+    // gpt-4o-mini ranks BEST > GOOD > MID > BAD in either order.
+    for level in ["BEST", "GOOD", "MID"] {
+        for (side, winner) in [("A", "A"), ("B", "B")] {
+            m.add_rule(
+                Rule::reply(
+                    &format!("ANSWER {side}:\nANS-{level}"),
+                    &format!(r#"{{"justification": "{level} is better.", "winner": "{winner}"}}"#),
+                )
+                .model(GPT_4O_MINI),
+            );
+        }
+    }
+    m.add_rule(
+        Rule::reply("limerick about a cache", "Both are lovely, I cannot pick.").model(HAIKU),
+    );
+    m.add_rule(Rule::reply(
+        "",
+        r#"{"justification": "The first one reads better.", "winner": "A"}"#,
+    ));
+}
+
+/// Writes the two pairwise files: run 7's and run 8's (my-model changed).
+fn write_pairwise_inputs(s: &Sandbox) {
+    s.write(
+        "pairwise_v1.yaml",
+        &format!(
+            "# Golden fixture, run 7: three candidates judged in both orders by two judges.\n\
+             {PAIRWISE_HEADER}  - {{model: ollama:qwen2.5-coder, name: my-model}}\n"
+        ),
+    );
+    s.write(
+        "pairwise_v2.yaml",
+        &format!(
+            "# Golden fixture, run 8: my-model, the same name, gets a system prompt and does \
+             better.\n{PAIRWISE_HEADER}{MY_MODEL_V2}"
+        ),
+    );
+}
+
+/// Runs 7 and 8: the pairwise comparison, then its second version.
+fn pairwise_runs(s: &Sandbox) {
+    pairwise_rules(s);
+    run_track(s, &["run", "pairwise_v1.yaml"]);
+    run_track(s, &["run", "pairwise_v2.yaml"]);
+}
+
 /// Runs `track` in the sandbox; the run must succeed.
 fn run_track(s: &Sandbox, args: &[&str]) {
     let out = s.track().args(args).arg("-q").output().unwrap();
@@ -503,8 +600,14 @@ fn run_track(s: &Sandbox, args: &[&str]) {
     );
 }
 
-/// Makes the six runs and replaces the fixture with them.
+/// Makes the eight runs and replaces the fixture with them; with the argument
+/// `append-pairwise`, only adds runs 7 and 8 to the committed fixture
+/// ([`append_pairwise`]).
 fn main() {
+    if std::env::args().any(|a| a == "append-pairwise") {
+        append_pairwise();
+        return;
+    }
     let s = Sandbox::new();
     s.write(
         "bench_v1.yaml",
@@ -518,6 +621,7 @@ fn main() {
     );
     write_review_inputs(&s);
     write_relevance_inputs(&s);
+    write_pairwise_inputs(&s);
     let inputs: BTreeMap<String, Vec<u8>> = files_under(s.dir.path())
         .into_iter()
         .filter(|(name, _)| !name.starts_with("track.db"))
@@ -573,7 +677,49 @@ fn main() {
             "--no-cache",
         ],
     );
+    // 7 and 8: the pairwise comparison and its second version.
+    pairwise_runs(&s);
+    check_runs(&s);
 
+    // The inputs: the files written above and the datasheets qwen wrote in run 2 (their
+    // names hold the time).
+    let golden = golden_dir();
+    let inputs_dir = golden.join("inputs");
+    if inputs_dir.exists() {
+        std::fs::remove_dir_all(&inputs_dir).unwrap();
+    }
+    let generated = files_under(&s.path("results"));
+    write_inputs(
+        inputs.into_iter().chain(
+            generated
+                .into_iter()
+                .filter(|(name, _)| !name.starts_with("reviews/"))
+                .map(|(name, bytes)| (format!("results/{name}"), bytes)),
+        ),
+    );
+    write_fixture(&s);
+}
+
+/// Adds runs 7 and 8 (the pairwise comparison) to the committed fixture, whose runs 1 to 6
+/// stay as they are, so that their outputs do not move:
+/// `cargo bench --profile dev --bench regenerate-golden -- append-pairwise`. How the
+/// pairwise runs came into a fixture made before them.
+fn append_pairwise() {
+    let s = Sandbox::new();
+    std::fs::copy(golden_dir().join("fixture.db"), s.db_path()).unwrap();
+    write_pairwise_inputs(&s);
+    let inputs: Vec<(String, Vec<u8>)> = ["pairwise_v1.yaml", "pairwise_v2.yaml"]
+        .into_iter()
+        .map(|name| (name.to_owned(), std::fs::read(s.path(name)).unwrap()))
+        .collect();
+    pairwise_runs(&s);
+    check_runs(&s);
+    write_inputs(inputs);
+    write_fixture(&s);
+}
+
+/// The runs are the ones the golden cases name.
+fn check_runs(s: &Sandbox) {
     let runs: Vec<(i64, String, String)> = s
         .db()
         .prepare("SELECT id, kind, status FROM runs ORDER BY id")
@@ -595,37 +741,36 @@ fn main() {
             (4, "bench", "completed"),
             (5, "review", "completed"),
             (6, "relevance", "completed"),
+            (7, "pairwise", "completed"),
+            (8, "pairwise", "completed"),
         ],
         "the golden cases name these runs"
     );
+}
 
-    // The database whole in its main file (no -wal beside it), then the inputs: the files
-    // written above and the datasheets qwen wrote in run 2 (their names hold the time).
+/// Writes `files` (name relative to `inputs/`, bytes) into `tests/golden/inputs/`.
+fn write_inputs(files: impl IntoIterator<Item = (String, Vec<u8>)>) {
+    let inputs_dir = golden_dir().join("inputs");
+    for (name, bytes) in files {
+        let path = inputs_dir.join(&name);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, bytes).unwrap();
+    }
+}
+
+/// Replaces `fixture.db` with the sandbox's database, whole in its main file (no -wal
+/// beside it).
+fn write_fixture(s: &Sandbox) {
     let db = rusqlite::Connection::open(s.db_path()).unwrap();
     db.execute_batch("PRAGMA wal_checkpoint(TRUNCATE);")
         .unwrap();
     drop(db);
     let golden = golden_dir();
-    let inputs_dir = golden.join("inputs");
-    if inputs_dir.exists() {
-        std::fs::remove_dir_all(&inputs_dir).unwrap();
-    }
-    let generated = files_under(&s.path("results"));
-    for (name, bytes) in inputs.into_iter().chain(
-        generated
-            .into_iter()
-            .filter(|(name, _)| !name.starts_with("reviews/"))
-            .map(|(name, bytes)| (format!("results/{name}"), bytes)),
-    ) {
-        let path = inputs_dir.join(&name);
-        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-        std::fs::write(path, bytes).unwrap();
-    }
     std::fs::copy(s.db_path(), golden.join("fixture.db")).unwrap();
     eprintln!(
         "regenerate-golden: wrote {} and {}; now run \
          TRACK_GOLDEN_UPDATE=1 cargo test --test it golden and review the diff",
         golden.join("fixture.db").display(),
-        inputs_dir.display()
+        golden.join("inputs").display()
     );
 }

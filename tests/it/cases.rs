@@ -621,3 +621,169 @@ fn promptfoo_csvs_become_cases_and_an_expectation_track_cannot_read_is_refused()
     );
     assert_eq!(s.mock.request_count(), 0);
 }
+
+/// `n` math cases as CSV rows `qid,a,b,answer` under their header, row `at` (1-based)
+/// replaced by `row`.
+fn math_csv(n: usize, at: usize, row: &str) -> String {
+    let mut text = "qid,a,b,answer\n".to_owned();
+    for a in 1..=n {
+        if a == at {
+            text.push_str(row);
+        } else {
+            text.push_str(&format!("q{a},{a},{},{}", a + 1, a * (a + 1)));
+        }
+        text.push('\n');
+    }
+    text
+}
+
+#[test]
+fn a_stray_quote_in_a_csv_is_refused_naming_the_line_it_opened_on_before_any_call() {
+    let s = Sandbox::new();
+    answer_math(&s, 1000);
+    // Row 3 (line 4) opens a quote that nothing closes: the csv reader alone would read three
+    // cases, the third's answer swallowing the 997 rows after it.
+    s.write("data/math.csv", &math_csv(1000, 3, "q3,3,4,\"12"));
+    s.write(
+        "math.yaml",
+        &math_yaml("{from: data/math.csv, id: qid}", EXACT),
+    );
+    for args in [
+        &["run", "math.yaml", "--dry-run"][..],
+        &["run", "math.yaml"],
+    ] {
+        let out = s.track().args(args).output().unwrap();
+        let stderr = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
+        assert!(
+            stderr.contains(
+                "data/math.csv:4: the quote that opens a field here (`\"12`) never closes, so the rest of the file (998 lines) would be read as one value;"
+            ),
+            "{args:?}: {stderr}"
+        );
+        assert!(!stderr.contains("loaded"), "{stderr}");
+    }
+    assert_eq!(s.mock.request_count(), 0);
+    assert_eq!(
+        s.try_count("SELECT count(*) FROM bench_results")
+            .unwrap_or(0),
+        0
+    );
+    // A stray quote that a later quoted field closes: refused at the stray one, not read as
+    // one long answer.
+    let closed = math_csv(1000, 3, "q3,3,4,\"12").replace("q9,9,10,90", "q9,9,10,\"90\"");
+    s.write("data/math.csv", &closed);
+    let out = s.track().args(["run", "math.yaml"]).output().unwrap();
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("data/math.csv:4: the quote that opens a field here (`\"12`) closes only on line 10, where text follows it"),
+        "{stderr}"
+    );
+    // The file fixed, with CRLF line ends and a BOM as Excel writes it: all 1,000 cases.
+    let fixed = "\u{feff}".to_owned() + &math_csv(1000, 0, "").replace('\n', "\r\n");
+    s.write("data/math.csv", &fixed);
+    let out = s
+        .track()
+        .args(["run", "math.yaml", "--dry-run"])
+        .output()
+        .unwrap();
+    let stdout = text(&out.stdout);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(
+        stdout.contains("loaded 1,000 cases from data/math.csv (columns: qid, a, b, answer)"),
+        "{stdout}"
+    );
+}
+
+#[test]
+fn a_csv_row_with_too_few_or_too_many_fields_is_refused_naming_its_line() {
+    let s = Sandbox::new();
+    s.write(
+        "math.yaml",
+        &math_yaml("{from: data/math.csv, id: qid}", EXACT),
+    );
+    for (row, needle) in [
+        (
+            "q5,5,6",
+            "data/math.csv:6: this row has 3 fields, the header 4; add the missing fields",
+        ),
+        (
+            "q5,5,6,30,extra",
+            "data/math.csv:6: this row has 5 fields, the header 4; quote a field",
+        ),
+        (
+            "q5,5, \"6, 7\",30",
+            "data/math.csv:6: this row has 5 fields, the header 4; a quote after a space is text",
+        ),
+    ] {
+        s.write("data/math.csv", &math_csv(10, 5, row));
+        let out = s.track().args(["run", "math.yaml"]).output().unwrap();
+        let stderr = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{row}: {stderr}");
+        assert!(stderr.contains(needle), "{row}: {stderr}");
+    }
+    assert_eq!(s.mock.request_count(), 0);
+}
+
+#[test]
+fn an_address_pinned_to_a_commit_keeps_the_pin_and_a_short_sha_its_full_commit() {
+    use crate::support::hf::HubServer;
+    let served = "0123456789abcdef0123456789abcdef01234567";
+    let pin = "fedcba9876543210fedcba9876543210fedcba98";
+    // A mirror that names its own head for every revision.
+    let hub = HubServer::start(served);
+    hub.add(
+        "acme/math",
+        "data/test.jsonl",
+        (math_rows(2).join("\n") + "\n").as_bytes(),
+    );
+    let s = Sandbox::new();
+    answer_math(&s, 2);
+    let revisions = |address: &str| -> (String, String) {
+        s.write(
+            "hf.yaml",
+            &math_yaml(&format!("{{from: \"{address}\", id: qid}}"), EXACT),
+        );
+        let out = s
+            .track()
+            .args(["run", "hf.yaml"])
+            .env("HF_ENDPOINT", hub.url())
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", text(&out.stderr));
+        let kept: String = s
+            .db()
+            .query_row(
+                "SELECT revision FROM dataset_files WHERE address = ?1",
+                [address],
+                |r| r.get(0),
+            )
+            .unwrap();
+        let options: String = s
+            .db()
+            .query_row(
+                "SELECT options_json FROM runs ORDER BY id DESC LIMIT 1",
+                [],
+                |r| r.get(0),
+            )
+            .unwrap();
+        let options: serde_json::Value = serde_json::from_str(&options).unwrap();
+        let input = options["inputs"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|i| i["kind"] == "data")
+            .unwrap()
+            .clone();
+        (kept, input["revision"].as_str().unwrap().to_owned())
+    };
+    let pinned = format!("hf://datasets/acme/math@{pin}/data/test.jsonl");
+    assert_eq!(revisions(&pinned), (pin.to_owned(), pin.to_owned()));
+    // An abbreviated sha: the full commit the server names adds to it.
+    let short = "hf://datasets/acme/math@0123456/data/test.jsonl";
+    assert_eq!(revisions(short), (served.to_owned(), served.to_owned()));
+    // A branch: the commit it resolved to.
+    let branch = "hf://datasets/acme/math@main/data/test.jsonl";
+    assert_eq!(revisions(branch), (served.to_owned(), served.to_owned()));
+}

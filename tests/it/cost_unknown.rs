@@ -346,6 +346,29 @@ fn a_dry_run_says_the_cost_of_a_model_without_a_price_is_unknown() {
 }
 
 #[test]
+fn a_dry_run_asks_did_you_mean_of_a_model_id_one_slip_from_the_catalog() {
+    for (typed, meant) in [
+        ("openai:gpt-4o-mnii", "openai:gpt-4o-mini"),
+        ("local:smollm", "local:smollm2"),
+    ] {
+        let s = sandbox(&[typed]);
+        let out = s
+            .track()
+            .args(["run", "bench.yaml", "--dry-run"])
+            .output()
+            .unwrap();
+        let stderr = text(&out.stderr);
+        assert!(out.status.success(), "{stderr}");
+        assert!(
+            stderr.contains(&format!("`{typed}` is not in the catalog"))
+                && stderr.contains(&format!("did you mean `{meant}`?")),
+            "{typed}: {stderr}"
+        );
+        assert_eq!(s.mock.request_count(), 0);
+    }
+}
+
+#[test]
 fn a_current_model_of_the_catalog_gets_its_list_price() {
     // genai-prices: gpt-5-mini at $0.25 / $2.00 per million tokens; claude-haiku-4-5 at $1 / $5.
     let s = sandbox(&["openai:gpt-5-mini", "anthropic:claude-haiku-4-5"]);

@@ -142,18 +142,44 @@ fn man_pages_are_written_for_track_and_every_command() {
     ] {
         assert!(main.contains(expected), "track.1 lacks {expected}: {main}");
     }
-    assert!(main.contains("Exit status"), "{main}");
     let run = rendered(&dir.join("track-run.1"));
     assert!(run.contains("--concurrency"), "{run}");
+    // Every page ends with the exit statuses, each code at the start of its own line, the
+    // sentences filled to the reader's width (not `--help`'s columns run together).
+    for page in [&main, &run] {
+        let (_, statuses) = page
+            .split_once("EXIT STATUS")
+            .unwrap_or_else(|| panic!("no EXIT STATUS section: {page}"));
+        for codes in ["0", "1", "2", "3", "129, 130, 143"] {
+            assert!(
+                statuses
+                    .lines()
+                    .any(|l| l.trim_start().split("  ").next() == Some(codes)),
+                "{codes} does not start a line: {statuses}"
+            );
+        }
+        assert!(!statuses.contains("Exit status:"), "{statuses}");
+    }
+    assert!(run.contains("SEE ALSO"), "{run}");
+    let narrow = rendered_at(&dir.join("track.1"), 80);
+    assert!(
+        narrow.lines().all(|l| l.chars().count() <= 80),
+        "a line over 80 columns: {narrow}"
+    );
 }
 
-/// The page at `path` as `man -l` (or groff) shows it, as plain text.
+/// The page at `path` as `man -l` (or groff) shows it at 100 columns, as plain text.
 fn rendered(path: &Path) -> String {
+    rendered_at(path, 100)
+}
+
+/// The page at `path` as `man -l` (or groff) shows it at `width` columns, as plain text.
+fn rendered_at(path: &Path, width: usize) -> String {
     let man = Command::new("man")
         .arg("-l")
         .arg(path)
         .env("MANPAGER", "cat")
-        .env("MANWIDTH", "100")
+        .env("MANWIDTH", width.to_string())
         .env("MAN_KEEP_FORMATTING", "0")
         .output();
     let output = match man {

@@ -99,6 +99,7 @@ fn in_every_format(cases: &mut Vec<Case>, prefix: &str, args: &[&str]) {
 const BENCH_RUNS: (&str, &str) = ("1", "4");
 const REVIEW_RUNS: (&str, &str) = ("2", "5");
 const RELEVANCE_RUNS: (&str, &str) = ("3", "6");
+const PAIRWISE_RUNS: (&str, &str) = ("7", "8");
 
 /// The run selections of a kind whose runs are `(first, second)`: the default, the first run
 /// and `all` (or, for reviews, whose default is every run, each of the two).
@@ -154,7 +155,7 @@ fn cases() -> Vec<Case> {
     cases.push(Case::new("models/catalog.wide-80-columns.txt", &["models", "--wide"]).columns(80));
 
     // track query: each --by with its run selections (the default, one run, all)
-    let queries: [(&str, &[&str], (&str, &str)); 10] = [
+    let queries: [(&str, &[&str], (&str, &str)); 13] = [
         ("model", &["--by", "model"], BENCH_RUNS),
         ("prompt", &["--by", "prompt"], BENCH_RUNS),
         ("reviewer", &["--by", "reviewer"], REVIEW_RUNS),
@@ -177,6 +178,9 @@ fn cases() -> Vec<Case> {
             &["--by", "variant", "--per-predicate"],
             RELEVANCE_RUNS,
         ),
+        ("candidate", &["--by", "candidate"], PAIRWISE_RUNS),
+        ("pair", &["--by", "pair"], PAIRWISE_RUNS),
+        ("judge", &["--by", "judge"], PAIRWISE_RUNS),
     ];
     for (name, by, runs) in queries {
         for (selection, run) in selections(runs) {
@@ -203,6 +207,7 @@ fn cases() -> Vec<Case> {
         ("bench", BENCH_RUNS),
         ("review", REVIEW_RUNS),
         ("relevance", RELEVANCE_RUNS),
+        ("pairwise", PAIRWISE_RUNS),
     ] {
         in_every_format(
             &mut cases,
@@ -215,6 +220,7 @@ fn cases() -> Vec<Case> {
             &["diff", base, new, "--items"],
         );
         // Every kind's second run has a significant regression: exit status 3 (below the bar).
+        // Pairwise: my-model, changed, moved ahead of the two unchanged candidates.
         cases.push(
             Case::new(
                 format!("diff/{kind}-{base}-{new}.fail-on-regression.csv"),
@@ -244,6 +250,7 @@ fn cases() -> Vec<Case> {
         ("bench", BENCH_RUNS),
         ("review", REVIEW_RUNS),
         ("relevance", RELEVANCE_RUNS),
+        ("pairwise", PAIRWISE_RUNS),
     ] {
         for (selection, run) in selections(runs) {
             let mut args = vec!["export", "csv", "--kind", kind];
@@ -265,6 +272,7 @@ fn cases() -> Vec<Case> {
         ("bench-1-4", Some("1,4")),
         ("review-2-5", Some("2,5")),
         ("relevance-3-6", Some("3,6")),
+        ("pairwise-7-8", Some("7,8")),
         ("run-1", Some("1")),
     ] {
         let mut args = vec!["report"];

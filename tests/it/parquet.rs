@@ -628,3 +628,158 @@ fn exports_take_each_kinds_default_runs_and_say_what_they_left_out() {
         );
     }
 }
+
+/// `tests/data/parquet/`: data files as DuckDB, pyarrow and polars write them (its README).
+fn data_files() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/data/parquet")
+}
+
+/// The files of `write.py` in `dir`: every writer in every compression it offers.
+fn written_files(dir: &Path) -> Vec<PathBuf> {
+    let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| {
+            let name = p.file_name().unwrap().to_string_lossy().into_owned();
+            ["duckdb-", "pyarrow-", "polars-"]
+                .iter()
+                .any(|w| name.starts_with(w))
+                && name.ends_with(".parquet")
+        })
+        .collect();
+    files.sort();
+    files
+}
+
+/// What `write.py`'s three cases become in a prompt: NaN and infinity as text, zone-less
+/// timestamps without a zone, the UTC one with it, each at its precision, a null struct and
+/// a null timestamp or date as nothing, and a field of the null struct null too.
+const WRITTEN_PROMPTS: [&str; 3] = [
+    "What is 1 * 2? x=0.5 naive=2024-01-02 03:04:05 utc=2024-01-02 03:04:05+00:00 ns=2024-01-02 03:04:05 d=2024-01-02 s={\"k\":1,\"v\":\"x\"} k=1",
+    "What is 2 * 3? x=NaN naive=2024-01-02 03:04:05.123456 utc=2024-01-02 03:04:05.500+00:00 ns=2024-01-02 03:04:05.000000001 d=1969-12-31 s= k=",
+    "What is 3 * 4? x=inf naive= utc=2024-01-02 03:04:05+00:00 ns=2024-01-02 03:04:05.123456789 d= s={\"k\":null,\"v\":\"y\"} k=",
+];
+
+/// Runs a benchmark over each of `files` in turn (as `data.parquet`) against the mock: each
+/// loads its three cases, which all pass, and every file gives the same prompts, byte for byte
+/// (the first file's reach the mock; every other file's are the same requests, from the
+/// cache).
+fn every_file_gives_the_written_cases(files: &[PathBuf]) {
+    assert_eq!(files.len(), 18, "{files:?}");
+    let s = Sandbox::new();
+    for (a, b, answer) in [(1, 2, "2"), (2, 3, "6"), (3, 4, "12")] {
+        s.mock
+            .add_rule(Rule::reply(&format!("What is {a} * {b}?"), answer));
+    }
+    s.write(
+        "math.yaml",
+        "models: [openai:gpt-4o-mini]\ntemplates:\n  - name: math\n    prompt: \"What is {{a}} * {{b}}? x={{x}} naive={{naive}} utc={{utc}} ns={{ns}} d={{d}} s={{s}} k={{s.k}}\"\ncases: {from: data.parquet, id: qid}\nchecks: [{method: exact, expected: \"{{answer}}\"}]\n",
+    );
+    for (i, file) in files.iter().enumerate() {
+        std::fs::copy(file, s.path("data.parquet")).unwrap();
+        let out = s.track().args(["run", "math.yaml"]).output().unwrap();
+        let stderr = text(&out.stderr);
+        assert!(out.status.success(), "{}: {stderr}", file.display());
+        assert!(
+            stderr.contains(
+                "loaded 3 cases from data.parquet (columns: qid, a, b, answer, x, naive, utc, ns, d, s)"
+            ),
+            "{}: {stderr}",
+            file.display()
+        );
+        let run = i + 1;
+        assert_eq!(
+            s.count(&format!(
+                "SELECT count(*) FROM bench_results WHERE run_id = {run} AND status = 'passed'"
+            )),
+            3,
+            "{}",
+            file.display()
+        );
+    }
+    let mut prompts: Vec<String> = s
+        .mock
+        .requests()
+        .iter()
+        .map(|r| r.last_user_text())
+        .collect();
+    prompts.sort();
+    assert_eq!(prompts, WRITTEN_PROMPTS, "one file read otherwise");
+}
+
+#[test]
+fn data_files_written_by_duckdb_pyarrow_and_polars_are_read_in_every_compression() {
+    every_file_gives_the_written_cases(&written_files(&data_files()));
+}
+
+#[test]
+#[ignore = "needs DuckDB, pyarrow and polars (bash .ci/parquet-readers.sh install): run with --include-ignored (README)"]
+fn files_written_now_by_duckdb_pyarrow_and_polars_are_read() {
+    let python = readers_python();
+    let dir = tempfile::tempdir().unwrap();
+    let out = std::process::Command::new(&python)
+        .arg(data_files().join("write.py"))
+        .arg(dir.path())
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    every_file_gives_the_written_cases(&written_files(dir.path()));
+}
+
+#[test]
+fn the_deprecated_lz4_codec_is_read_in_hadoops_framing_and_without_it() {
+    let s = Sandbox::new();
+    s.write(
+        "lz4.yaml",
+        "models: [openai:gpt-4o-mini]\ntemplates:\n  - {name: t, prompt: \"{{c0}} {{c1}} {{v11}}\"}\ncases: {from: data.parquet}\nchecks: [{method: contains, value: x}]\n",
+    );
+    for name in [
+        "hadoop_lz4_compressed.parquet",
+        "non_hadoop_lz4_compressed.parquet",
+    ] {
+        std::fs::copy(data_files().join(name), s.path("data.parquet")).unwrap();
+        let out = s.track().args(["run", "lz4.yaml"]).output().unwrap();
+        let stderr = text(&out.stderr);
+        assert!(out.status.success(), "{name}: {stderr}");
+        assert!(
+            stderr.contains("loaded 4 cases from data.parquet (columns: c0, c1, v11)"),
+            "{name}: {stderr}"
+        );
+    }
+    let mut prompts: Vec<String> = s
+        .mock
+        .requests()
+        .iter()
+        .map(|r| r.last_user_text())
+        .collect();
+    prompts.sort();
+    assert_eq!(
+        prompts,
+        [
+            "1593604800 abc 42.0",
+            "1593604800 def 7.7",
+            "1593604801 abc 42.125",
+            "1593604801 def 7.7",
+        ]
+    );
+}
+
+#[test]
+fn a_parquet_file_that_cannot_be_read_is_named_with_what_was_met_before_any_call() {
+    let s = Sandbox::new();
+    s.write(
+        "bad.yaml",
+        "models: [openai:gpt-4o-mini]\ntemplates:\n  - {name: t, prompt: \"{{a}}\"}\ncases: {from: data.parquet}\nchecks: [{method: contains, value: x}]\n",
+    );
+    let whole = std::fs::read(data_files().join("pyarrow-snappy.parquet")).unwrap();
+    std::fs::write(s.path("data.parquet"), &whole[..whole.len() / 2]).unwrap();
+    let out = s.track().args(["run", "bad.yaml"]).output().unwrap();
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("data.parquet: not a readable Parquet file: "),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("row 1"), "{stderr}");
+    assert_eq!(s.mock.request_count(), 0);
+}

@@ -672,7 +672,13 @@ fn a_merge_killed_halfway_leaves_out_as_it_was_or_complete() {
         );
         let before = content(&out);
         let mut child = s.track_process();
-        child.arg("merge").arg("out.db").args(&files);
+        // What a merge that finished before the kill printed is not the test's output.
+        child
+            .arg("merge")
+            .arg("out.db")
+            .args(&files)
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null());
         let mut child = child.spawn().unwrap();
         std::thread::sleep(std::time::Duration::from_millis(delay_ms));
         let _ = child.kill();
@@ -984,4 +990,78 @@ fn a_partial_merge_says_the_whole_plans_size() {
         )),
         "{stderr}"
     );
+}
+
+/// Shards of a benchmark reading an `hf://` file whose branch moved between them: `track merge`
+/// names the file, the commit each shard read, and the address pinned to a commit; pinned,
+/// the shards merge.
+#[test]
+fn shards_that_read_a_moved_hf_branch_are_refused_naming_the_commits_and_the_pin() {
+    use crate::support::hf::HubServer;
+    use crate::support::mock::Rule;
+    let before = "0123456789abcdef0123456789abcdef01234567";
+    let after = "fedcba9876543210fedcba9876543210fedcba98";
+    let data = |version: &str| -> String {
+        (1..=4)
+            .map(|i| format!("{{\"qid\": \"q{i}\", \"q\": \"Question {i} {version}?\"}}\n"))
+            .collect()
+    };
+    let hub = HubServer::start(before);
+    hub.add("acme/qa", "data/test.jsonl", data("v1").as_bytes());
+    let s = Sandbox::new();
+    s.mock.add_rule(Rule::reply("Question", "yes"));
+    let yaml = |address: &str| {
+        format!(
+            "models: [openai:gpt-4o-mini]\ntemplates:\n  - {{name: ask, prompt: \"{{{{q}}}}\"}}\ncases: {{from: \"{address}\", id: qid}}\nchecks: [{{method: contains, value: \"yes\"}}]\n"
+        )
+    };
+    let run_shard = |k: u32, db: &str| {
+        let out = s
+            .track()
+            .args([
+                "run",
+                "hf.yaml",
+                "-q",
+                "--shard",
+                &format!("{k}/2"),
+                "--db",
+                db,
+            ])
+            .env("HF_ENDPOINT", hub.url())
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "shard {k}: {}", text(&out.stderr));
+    };
+    let moving = "hf://datasets/acme/qa/data/test.jsonl";
+    s.write("hf.yaml", &yaml(moving));
+    run_shard(0, "shard-0.db");
+    // The branch moves before the second shard starts, on another machine.
+    hub.set_commit(after);
+    hub.add("acme/qa", "data/test.jsonl", data("v2").as_bytes());
+    run_shard(1, "shard-1.db");
+    let out = merge(&s, "out.db", &shard_files(2), &[]);
+    let stderr = text(&out.stderr);
+    assert!(!out.status.success(), "merged: {stderr}");
+    assert_eq!(stderr.lines().count(), 1, "one line: {stderr}");
+    assert!(
+        stderr.contains(&format!(
+            "the shards read {moving} as different data: shard-0.db read commit {before} and shard-1.db read commit {after}; its revision moved between the shards; pin a commit in the address (hf://datasets/acme/qa@{before}/data/test.jsonl) so that every shard reads the same bytes, and run the shards again"
+        )),
+        "{stderr}"
+    );
+    assert!(!s.path("out.db").exists());
+    // Pinned, as the message says: both shards read the same bytes, and they merge.
+    s.write(
+        "hf.yaml",
+        &yaml(&format!("hf://datasets/acme/qa@{before}/data/test.jsonl")),
+    );
+    run_shard(0, "pinned-0.db");
+    run_shard(1, "pinned-1.db");
+    let out = merge(
+        &s,
+        "out.db",
+        &["pinned-0.db".to_owned(), "pinned-1.db".to_owned()],
+        &[],
+    );
+    assert!(out.status.success(), "{}", text(&out.stderr));
 }

@@ -20,12 +20,47 @@ pub(super) struct ShardRun {
     pub(super) index: u32,
     pub(super) count: u32,
     pub(super) status: RunStatus,
+    /// The data files it read (a benchmark's `cases: {from: …}`), from its options.
+    pub(super) data: Vec<DataRead>,
+}
+
+/// A data file a shard run read: its address as written, the sha256 of its bytes, and the
+/// commit an `hf://` address resolved to.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) struct DataRead {
+    pub(super) address: String,
+    pub(super) sha256: String,
+    pub(super) revision: Option<String>,
+}
+
+/// The data files of a run's `options_json` (its `inputs` of kind `data`).
+fn data_read(options: Option<&str>) -> Vec<DataRead> {
+    let Some(options) = options.and_then(|o| serde_json::from_str::<serde_json::Value>(o).ok())
+    else {
+        return Vec::new();
+    };
+    let text =
+        |v: &serde_json::Value, key: &str| v.get(key).and_then(|x| x.as_str()).map(str::to_owned);
+    options
+        .get("inputs")
+        .and_then(|i| i.as_array())
+        .into_iter()
+        .flatten()
+        .filter(|i| i.get("kind").and_then(|k| k.as_str()) == Some("data"))
+        .filter_map(|i| {
+            Some(DataRead {
+                address: text(i, "name")?,
+                sha256: text(i, "sha256")?,
+                revision: text(i, "revision"),
+            })
+        })
+        .collect()
 }
 
 /// The shard runs of a database, the newest of each (plan, k), and the older ones.
 pub(super) fn shard_runs(conn: &Connection) -> StoreResult<(Vec<ShardRun>, Vec<ShardRun>)> {
     let mut stmt = conn.prepare(
-        "SELECT id, uid, plan_sha256, shard_index, shard_count, status FROM runs
+        "SELECT id, uid, plan_sha256, shard_index, shard_count, status, options_json FROM runs
          WHERE shard_index IS NOT NULL AND uid IS NOT NULL AND plan_sha256 IS NOT NULL
          ORDER BY started_at DESC, uid DESC",
     )?;
@@ -38,6 +73,7 @@ pub(super) fn shard_runs(conn: &Connection) -> StoreResult<(Vec<ShardRun>, Vec<S
             index: r.get(3)?,
             count: r.get(4)?,
             status: in_row(r, 5, "runs", id)?,
+            data: data_read(r.get::<_, Option<String>>(6)?.as_deref()),
         })
     })?;
     let mut newest: BTreeMap<(String, u32, u32), ShardRun> = BTreeMap::new();
@@ -108,6 +144,9 @@ fn one_plan(inputs: &[Input]) -> Result<Option<&str>, MergeError> {
         .flat_map(|i| i.shards.iter().map(|s| s.plan.as_str()))
         .collect();
     if plans.len() > 1 {
+        if let Some(differs) = data_differs(inputs) {
+            return Err(differs);
+        }
         let described: Vec<String> = inputs
             .iter()
             .filter_map(|i| {
@@ -124,6 +163,72 @@ fn one_plan(inputs: &[Input]) -> Result<Option<&str>, MergeError> {
         return Err(MergeError::DifferentPlans(described.join(", ")));
     }
     Ok(plans.into_iter().next())
+}
+
+/// When shards of two plans read one data file as different bytes (an `hf://` branch that
+/// moved between them, a local file edited): the file, what each input read, and the fix.
+fn data_differs(inputs: &[Input]) -> Option<MergeError> {
+    let mut read: BTreeMap<&str, Vec<(&Input, &DataRead)>> = BTreeMap::new();
+    for input in inputs {
+        for data in input.shards.iter().flat_map(|s| &s.data) {
+            let seen = read.entry(data.address.as_str()).or_default();
+            if !seen
+                .iter()
+                .any(|(i, d)| std::ptr::eq(*i, input) && d.sha256 == data.sha256)
+            {
+                seen.push((input, data));
+            }
+        }
+    }
+    let (address, seen) = read
+        .into_iter()
+        .find(|(_, seen)| seen.iter().any(|(_, d)| d.sha256 != seen[0].1.sha256))?;
+    let (first, other) = (
+        seen[0].1,
+        seen.iter().find(|(_, d)| d.sha256 != seen[0].1.sha256)?,
+    );
+    let what = |input: &Input, data: &DataRead| match &data.revision {
+        Some(commit) => format!("{} read commit {commit}", input.path.display()),
+        None => format!(
+            "{} read sha256 {}",
+            input.path.display(),
+            short(&data.sha256)
+        ),
+    };
+    let described = format!("{} and {}", what(seen[0].0, first), what(other.0, other.1));
+    let fix = match (&first.revision, hf_pinned(address, first.revision.as_deref())) {
+        (Some(_), Some(pinned)) => format!(
+            "its revision moved between the shards; pin a commit in the address ({pinned}) so that every shard reads the same bytes, and run the shards again"
+        ),
+        _ => "the file changed between the shards; give every shard the same file, and run the shards again".to_owned(),
+    };
+    Some(MergeError::DataDiffers {
+        address: address.to_owned(),
+        described,
+        fix,
+    })
+}
+
+/// `address` (`hf://datasets/OWNER/NAME[@REVISION]/PATH`) pinned to `commit`, when it is an
+/// `hf://` address not pinned to it already. The one place the store reads an address: the
+/// merge's advice names the address to write.
+fn hf_pinned(address: &str, commit: Option<&str>) -> Option<String> {
+    let commit = commit?;
+    let rest = address.strip_prefix("hf://datasets/")?;
+    let (owner, rest) = rest.split_once('/')?;
+    let (name, path) = match rest.split_once('@') {
+        Some((name, after)) if !name.contains('/') => {
+            // A special ref keeps its slashes (refs/convert/parquet, refs/pr/3).
+            let steps = if after.starts_with("refs/convert/") || after.starts_with("refs/pr/") {
+                3
+            } else {
+                1
+            };
+            (name, after.splitn(steps + 1, '/').nth(steps)?)
+        }
+        _ => rest.split_once('/')?,
+    };
+    Some(format!("hf://datasets/{owner}/{name}@{commit}/{path}"))
 }
 
 /// How many shards `plan` has, as every input and OUT (`existing`) agree; two counts are
@@ -284,4 +389,63 @@ pub(super) fn settle_merged_run(
         present,
         status,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_hf_address_is_pinned_to_a_commit_whatever_its_revision() {
+        let c = "0123456789abcdef0123456789abcdef01234567";
+        for (address, pinned) in [
+            (
+                "hf://datasets/o/n/d/t.jsonl",
+                "hf://datasets/o/n@C/d/t.jsonl",
+            ),
+            ("hf://datasets/o/n@main/t.csv", "hf://datasets/o/n@C/t.csv"),
+            (
+                "hf://datasets/o/n@refs/convert/parquet/default/train/0.parquet",
+                "hf://datasets/o/n@C/default/train/0.parquet",
+            ),
+            (
+                "hf://datasets/o/n@refs%2Fpr%2F3/a.csv",
+                "hf://datasets/o/n@C/a.csv",
+            ),
+        ] {
+            assert_eq!(
+                hf_pinned(address, Some(c)),
+                Some(pinned.replace('C', c)),
+                "{address}"
+            );
+        }
+        assert_eq!(hf_pinned("data/t.csv", Some(c)), None);
+        assert_eq!(hf_pinned("hf://datasets/o/n/t.csv", None), None);
+    }
+
+    #[test]
+    fn the_data_a_run_read_is_its_options_inputs_of_kind_data() {
+        let options = r#"{"inputs": [
+            {"kind": "template", "name": "t", "sha256": "aa"},
+            {"kind": "data", "name": "hf://datasets/o/n/t.csv", "sha256": "bb", "revision": "c1"},
+            {"kind": "data", "name": "local.csv", "sha256": "cc", "revision": null}
+        ]}"#;
+        assert_eq!(
+            data_read(Some(options)),
+            [
+                DataRead {
+                    address: "hf://datasets/o/n/t.csv".into(),
+                    sha256: "bb".into(),
+                    revision: Some("c1".into()),
+                },
+                DataRead {
+                    address: "local.csv".into(),
+                    sha256: "cc".into(),
+                    revision: None,
+                },
+            ]
+        );
+        assert!(data_read(None).is_empty());
+        assert!(data_read(Some("not json")).is_empty());
+    }
 }

@@ -81,6 +81,11 @@ impl HubServer {
             .insert(format!("{repo}/{path}"), bytes.to_vec());
     }
 
+    /// From now on, revisions resolve to `commit` (a branch that moved).
+    pub fn set_commit(&self, commit: &str) {
+        *self.hub.commit.lock().unwrap() = commit.to_owned();
+    }
+
     /// The requests so far.
     pub fn requests(&self) -> Vec<HubRequest> {
         self.hub.requests.lock().unwrap().clone()
