@@ -118,7 +118,7 @@ fn select(store: &Store, db: &Path, choice: &RunChoice) -> Result<Selection, Rep
     };
     let infos = store.runs_by_id(&ids)?;
     if let Some(missing) = ids.iter().find(|id| !infos.iter().any(|r| r.id == **id)) {
-        return Err(ReportError::NoSuchRun(*missing));
+        return Err(store.no_run(*missing).into());
     }
     if infos.is_empty() {
         return Err(ReportError::Empty {
@@ -363,9 +363,11 @@ mod tests {
             [bench_old, bench_new]
         );
         let missing = select(&store, &db, &RunChoice::Ids(vec![99])).unwrap_err();
-        assert_eq!(
-            missing.to_string(),
-            "no run 99 in this database; `track runs` lists them"
+        assert!(
+            missing.to_string().starts_with(&format!(
+                "no run 99 in this database; the latest are run {review_b} (review)"
+            )),
+            "{missing}"
         );
         let s = select(&store, &db, &RunChoice::Ids(vec![bench_old])).unwrap();
         assert_eq!(

@@ -5,6 +5,7 @@ use std::process::ExitCode;
 use polars::prelude::*;
 
 use super::Context;
+use crate::analysis::diff::{ANSWER_CHARS_SHOWN, shortened};
 use crate::experiment::observed_status;
 use crate::output::columns;
 use crate::output::{Columns, Format, print_frame};
@@ -23,13 +24,15 @@ use crate::store::{BatchRow, RunErrorRow, RunInfo, RunStatus, Store};
 /// inputs a benchmark read its cases and prompts from: each data file and template with the
 /// first 12 hex digits of its sha256 (`data/math.jsonl 9f86d081884c (2,000 rows); template
 /// terse 60303ae22b99`), an hf:// file with the commit its revision resolved to. `--errors
-/// ID` lists what run ID counts as errors, each with its item and why (a run without any says
-/// so; one that does not exist is an error).
+/// ID` lists what run ID counts as errors, the rows its tally and `--fail-on-errors` count, each
+/// with its item, the start of its answer and why (a run without any says so; one that does not
+/// exist is an error).
 #[derive(Debug, clap::Args)]
 pub struct RunsArgs {
     /// List the errors this run counts: the calls that got no answer (failed, no key, not
     /// cached offline), then the answers that could not be used (an unparsable review, a
-    /// judge's garbage verdict).
+    /// judge's garbage verdict, a script check that crashed, `max_steps` reached), each with
+    /// the start of its answer.
     #[arg(long, value_name = "RUN")]
     errors: Option<i64>,
     /// Only the newest N runs.
@@ -52,8 +55,21 @@ pub(crate) fn run(context: &Context, args: RunsArgs) -> anyhow::Result<ExitCode>
             crate::output::say(format_args!("run {run_id} recorded no errors"));
             return Ok(ExitCode::SUCCESS);
         }
+        // Each answer's start beside why it is an error (whole in CSV and JSON).
+        let shown = args.format.for_people().then_some(ANSWER_CHARS_SHOWN);
+        let mut answers = Vec::with_capacity(errors.len());
+        for e in &errors {
+            let text = match e.call_id {
+                Some(id) => store.answer_text(id)?,
+                None => None,
+            };
+            answers.push(text.map(|t| match shown {
+                Some(chars) => shortened(&t, chars),
+                None => t,
+            }));
+        }
         print_frame(
-            &errors_frame(&errors)?,
+            &errors_frame(&errors, answers)?,
             args.format,
             Columns::wide_if(args.wide),
         )?;
@@ -196,8 +212,9 @@ fn inputs_of(options_json: &str) -> Option<String> {
     (!phrases.is_empty()).then(|| phrases.join("; "))
 }
 
-/// The errors of a run, one row each (`track runs --errors ID`).
-fn errors_frame(errors: &[RunErrorRow]) -> PolarsResult<DataFrame> {
+/// The errors of a run, one row each (`track runs --errors ID`), with the answer of each
+/// (`answers`, none for a call that got no answer).
+fn errors_frame(errors: &[RunErrorRow], answers: Vec<Option<String>>) -> PolarsResult<DataFrame> {
     let column = |name: &str, values: Vec<String>| Column::new(name.into(), values);
     DataFrame::new_infer_height(vec![
         column("stage", errors.iter().map(|e| e.stage.clone()).collect()),
@@ -211,6 +228,7 @@ fn errors_frame(errors: &[RunErrorRow]) -> PolarsResult<DataFrame> {
             errors.iter().map(|e| e.attempts).collect::<Vec<_>>(),
         ),
         column("error", errors.iter().map(|e| e.error.clone()).collect()),
+        Column::new("answer".into(), answers),
     ])
 }
 

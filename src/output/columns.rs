@@ -184,6 +184,10 @@ display_columns! {
     TOWARD_B = "toward_b".short("→ B");
     BASE_STRENGTH_GAP = "base_strength_gap".short("base gap");
     NEW_STRENGTH_GAP = "new_strength_gap".short("new gap");
+    /// Pairwise diffs: the changed candidate whose verdicts moved toward it, and the
+    /// candidates of a pair that changed between the runs.
+    GAINED_GROUND = "gained_ground".short("gained");
+    CHANGED_CANDIDATES = "changed_candidates".wide();
 
     // `track diff --items`: the calls behind each run's answer (the answers are shown).
     BASE_CALL_ID = "base_call_id".wide();

@@ -29,7 +29,7 @@ pub(crate) use json::to_json;
 pub(crate) use json::write_json_pretty;
 pub(crate) use markdown::{cell as markdown_cell, write_markdown};
 pub use numbers::{count, counted, dollars};
-pub(crate) use numbers::{thousands, tidy_float};
+pub(crate) use numbers::{thousands, tidy_float, usd_text};
 pub use pipe::{is_closed_pipe, say, tell};
 pub(crate) use progress::progress_bar;
 pub use table::{render, table};

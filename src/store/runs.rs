@@ -455,12 +455,49 @@ impl Store {
                 .collect(),
         };
         if ids.is_empty() {
-            return Err(StoreError::NoSuchRun(match selector {
-                RunSelector::Id(id) => format!("{id} (of kind {})", kind.as_str()),
-                other => format!("{other} (no {} run recorded yet)", kind.as_str()),
-            }));
+            return Err(match selector {
+                RunSelector::Id(id) => match self.runs_by_id(&[id])?.first() {
+                    Some(run) => StoreError::NoSuchRun(format!(
+                        "run {id} is a {} run, not a {} run",
+                        run.kind.as_str(),
+                        kind.as_str()
+                    )),
+                    None => self.no_run(id),
+                },
+                other => StoreError::NoSuchRun(format!(
+                    "no run matches `{other}`: no {} run is recorded yet",
+                    kind.as_str()
+                )),
+            });
         }
         Ok(ids)
+    }
+
+    /// The error of a run id `id` that names no run: it names the latest runs (ids and kinds),
+    /// or says the database has none. What every command says of a `--run` (or run argument)
+    /// that does not exist.
+    pub(crate) fn no_run(&self, id: i64) -> StoreError {
+        const SHOWN: usize = 3;
+        let latest: Vec<String> = match self.list_runs() {
+            Ok(runs) => runs
+                .iter()
+                .take(SHOWN)
+                .map(|r| format!("run {} ({})", r.id, r.kind.as_str()))
+                .collect(),
+            Err(e) => return e,
+        };
+        StoreError::RunNotFound {
+            id,
+            latest: (!latest.is_empty()).then(|| latest.join(", ")),
+        }
+    }
+
+    /// The run `id`, or the error of [`Store::no_run`] when there is none.
+    pub(crate) fn existing_run(&self, id: i64) -> Result<RunInfo> {
+        match self.runs_by_id(&[id])?.into_iter().next() {
+            Some(run) => Ok(run),
+            None => Err(self.no_run(id)),
+        }
     }
 
     /// The run `run_id` reads as: the run its plan's shards were merged into, for a merged

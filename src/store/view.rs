@@ -232,10 +232,12 @@ impl Bound {
 }
 
 /// `words` as an FTS5 query every word of which must match: each word quoted, so no text a
-/// user types is read as FTS5 syntax. `None` when there is no word.
+/// user types is read as FTS5 syntax, and without control characters (a NUL ends an FTS5
+/// string: the query would not parse). `None` when there is no word.
 pub(crate) fn fts_query(words: &str) -> Option<String> {
     let quoted: Vec<String> = words
-        .split_whitespace()
+        .split(|c: char| c.is_whitespace() || c.is_control())
+        .filter(|w| !w.is_empty())
         .map(|w| format!("\"{}\"", w.replace('"', "\"\"")))
         .collect();
     (!quoted.is_empty()).then(|| quoted.join(" "))
@@ -1614,6 +1616,11 @@ mod tests {
             }
         );
         assert_eq!(fts_query("  "), None);
+        assert_eq!(fts_query("\0"), None, "a NUL is no word");
+        assert_eq!(fts_query("ze\0bra"), Some("\"ze\" \"bra\"".into()));
+        for odd in ["\0", "zebra\0", "\u{1}\u{7f}", "a\0\"b"] {
+            search(&store, odd);
+        }
         assert_eq!(fts_query("a \"b"), Some("\"a\" \"\"\"b\"".into()));
     }
 

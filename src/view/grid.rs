@@ -77,7 +77,7 @@ fn render(grid: &Grid, params: &GridParams, number: u64, app_rater: &str) -> Mar
     html! {
         (run_heading(&grid.run))
         (filters(grid, params))
-        p.keys { "Keys: j/k move between results, Enter opens one, p/f mark it pass/fail, 1-5 score it (rated by " (app_rater) ")." }
+        p.keys { "Keys: j/k move between results, Enter opens one, p/f mark it pass/fail, x unmarks it, 1-5 score it, 0 unscores it; each key changes that field only (rated by " (app_rater) ")." }
         (count(grid))
         @if grid.cases.is_empty() {
             @if is_live(&grid.run) && grid.count.results == 0 && params.query().is_ok_and(|q| q == GridQuery::default()) {

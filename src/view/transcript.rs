@@ -19,11 +19,16 @@ pub(crate) async fn result(
     State(app): State<Arc<App>>,
     Path((run_id, result_id)): Path<(i64, i64)>,
 ) -> Result<Html<String>, ViewError> {
+    let rater = app.rater.clone();
     let (transcript, rating) = app
         .read(move |store| {
             let transcript = store.transcript(run_id, result_id)?;
             let uid = transcript.as_ref().and_then(|t| t.cell.uid.clone());
-            let rating = uid.map(|u| store.rating_for(&u)).transpose()?.flatten();
+            // The current rating, and the viewer's rater's own (what the form holds).
+            let rating = match uid {
+                Some(u) => (store.rating_for(&u)?, store.rater_rating(&u, &rater)?),
+                None => (None, None),
+            };
             Ok((transcript, rating))
         })
         .await?;
@@ -63,7 +68,7 @@ pub(crate) async fn result(
         (checks(t))
         (tool_calls(t))
         @if let Some(uid) = &cell.uid {
-            (super::ratings::form(&app, run_id, uid, &format!("/runs/{run_id}/results/{result_id}"), rating.as_ref()))
+            (super::ratings::form(&app, run_id, uid, &format!("/runs/{run_id}/results/{result_id}"), (rating.0.as_ref(), rating.1.as_ref())))
         }
         @if t.judge.is_some() || t.judge_score.is_some() {
             h2 { "Judge" }

@@ -614,7 +614,7 @@ fn errors_name_what_is_wrong() {
         .unwrap();
     assert!(!unknown.status.success());
     assert!(
-        text(&unknown.stderr).contains("no run 99 in this database; `track runs` lists them"),
+        text(&unknown.stderr).contains("no run 99 in this database; the latest are run"),
         "{}",
         text(&unknown.stderr)
     );

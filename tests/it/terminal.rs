@@ -520,7 +520,7 @@ fn runs_errors_says_a_run_has_none_and_refuses_a_run_that_does_not_exist() {
     let stderr = text(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "bad input: {stderr}");
     assert!(
-        stderr.contains("no run matches `99`") && stderr.contains("track runs"),
+        stderr.contains("no run 99 in this database") && stderr.contains("track runs"),
         "{stderr}"
     );
     assert_eq!(text(&out.stdout), "", "no empty table");
