@@ -55,8 +55,12 @@ pub fn from_file(
         ..overrides.cases.clone()
     };
     let spec = BenchSpec::load(path, text, &options).map_err(ExperimentError::kind)?;
+    // Notes (what was loaded, unused columns): not with --quiet; what was loaded not in a
+    // dry run either, whose plan says it on stdout.
     for note in &spec.notes {
-        crate::output::tell(note);
+        if !(overrides.dry_run && spec.loaded.as_ref() == Some(note)) {
+            crate::output::note(note);
+        }
     }
     let energy = overrides.energy.unwrap_or(config.settings.energy_method);
     Ok(Box::new(BenchExperiment::new(

@@ -13,8 +13,8 @@ use super::{CacheArgs, Context};
 use crate::config::Config;
 use crate::dispatch::budget::ASSUMED_MAX_OUTPUT_TOKENS;
 use crate::experiment::{
-    Experiment, Overrides, Plan, ReportOptions, RunEnd, RunOptions, RunSummary, Shard, ShardPace,
-    execute,
+    Detail, Experiment, Overrides, Plan, ReportOptions, RunEnd, RunOptions, RunSummary, Shard,
+    ShardPace, execute,
 };
 use crate::gate::Gate;
 use crate::llm::Structured;
@@ -126,6 +126,7 @@ impl ExperimentArgs {
                 // Set by a benchmark whose config has targets.
                 keep_values: false,
             },
+            dry_run: self.dry_run,
             ..Overrides::default()
         }
     }
@@ -134,9 +135,14 @@ impl ExperimentArgs {
 /// How a run's report shows its tables (benchmarks; other kinds print no tables).
 #[derive(Debug, Clone, Copy, Default, clap::Args)]
 pub struct TableArgs {
-    /// Leave out the per-evaluation table of a benchmark (summaries only).
-    #[arg(long)]
+    /// A benchmark's summaries only: no failures, no per-case table.
+    #[arg(long, conflicts_with = "detail")]
     pub no_detail: bool,
+    /// A benchmark's every table: the per-result table and the whole per-case table, then the
+    /// first failures and the summaries [default: the per-case table when short, the first
+    /// failures with their answers and reasons, then the summaries].
+    #[arg(long)]
+    pub detail: bool,
     /// Every column under its full header, the tables printed in parts when they are wider
     /// than the terminal [default: the main columns under short headers].
     #[arg(long)]
@@ -157,7 +163,11 @@ pub(crate) fn run_experiment(
     // Before the database is opened or anything is sent.
     options.check_batch(experiment.batch())?;
     let report = ReportOptions {
-        detail: !tables.no_detail,
+        detail: match (tables.no_detail, tables.detail) {
+            (true, _) => Detail::Summaries,
+            (false, true) => Detail::All,
+            (false, false) => Detail::Usual,
+        },
         quiet: context.quiet,
         columns: Columns::wide_if(tables.wide),
     };

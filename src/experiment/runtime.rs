@@ -236,7 +236,7 @@ async fn run(
         detach: options.detach,
         stop: signals.stop_flag().clone(),
         progress: progress.clone(),
-        notes: Arc::new(|note: &str| crate::output::tell(format_args!("{note}"))),
+        notes: Arc::new(|note: &str| crate::output::note(note)),
     };
     let mut run = Run::new(
         experiment,

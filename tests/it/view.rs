@@ -224,6 +224,56 @@ fn every_page_is_served_with_the_policy_and_hostile_answers_escaped() {
     assert_eq!(rebound.status, 421);
 }
 
+/// Issue 45: the run page gave no pass rate, and `/runs/ID/cases/q02` answered 400 (cases were
+/// addressed by their index, the guide says by their id). Now each model's pass rate is there,
+/// as `track query` counts it, and a case is reached by its id, its index still working.
+#[test]
+fn a_run_page_gives_each_models_pass_rate_and_cases_are_reached_by_their_id() {
+    let s = Sandbox::new();
+    add_bench(&s);
+    let viewer = start_viewer(&s, &[]);
+    let run: i64 = s.count("SELECT max(id) FROM runs");
+    let page = get(&format!("{}/runs/{run}", viewer.base), &[]);
+    assert_eq!(page.status, 200);
+    assert!(page.body.contains("Pass rate"), "{}", page.body);
+    for model in query_by_model(&s) {
+        let (passed, failed): (u64, u64) = (
+            model["passed"].parse().unwrap(),
+            model["failed"].parse().unwrap(),
+        );
+        let rate = format!(
+            "{:.1} % ({passed} of {})",
+            passed as f64 * 100.0 / (passed + failed) as f64,
+            passed + failed
+        );
+        assert!(page.body.contains(&rate), "{rate} of {}", model["model"]);
+    }
+    // The grid links each case by its id.
+    assert!(
+        page.body
+            .contains(&format!("href=\"/runs/{run}/cases/capital\"")),
+        "{}",
+        page.body
+    );
+    let by_id = get(&format!("{}/runs/{run}/cases/capital", viewer.base), &[]);
+    assert_eq!(by_id.status, 200, "{}", by_id.body);
+    assert!(
+        by_id.body.contains("Paris, like a zebra."),
+        "{}",
+        by_id.body
+    );
+    let by_index = get(&format!("{}/runs/{run}/cases/1", viewer.base), &[]);
+    assert_eq!(by_index.status, 200);
+    assert!(by_index.body.contains("Paris, like a zebra."));
+    let missing = get(&format!("{}/runs/{run}/cases/q02", viewer.base), &[]);
+    assert_eq!(missing.status, 404, "{}", missing.body);
+    assert!(
+        missing.body.contains("has no case `q02`"),
+        "{}",
+        missing.body
+    );
+}
+
 #[test]
 fn pages_name_the_database_by_its_file_and_list_models_and_times_as_people_read_them() {
     let s = Sandbox::new();
