@@ -622,6 +622,107 @@ fn promptfoo_csvs_become_cases_and_an_expectation_track_cannot_read_is_refused()
     assert_eq!(s.mock.request_count(), 0);
 }
 
+/// `n` math cases as CSV rows `qid,a,b,answer` under their header, row `at` (1-based)
+/// replaced by `row`.
+fn math_csv(n: usize, at: usize, row: &str) -> String {
+    let mut text = "qid,a,b,answer\n".to_owned();
+    for a in 1..=n {
+        if a == at {
+            text.push_str(row);
+        } else {
+            text.push_str(&format!("q{a},{a},{},{}", a + 1, a * (a + 1)));
+        }
+        text.push('\n');
+    }
+    text
+}
+
+#[test]
+fn a_stray_quote_in_a_csv_is_refused_naming_the_line_it_opened_on_before_any_call() {
+    let s = Sandbox::new();
+    answer_math(&s, 1000);
+    // Row 3 (line 4) opens a quote that nothing closes: the csv reader alone would read three
+    // cases, the third's answer swallowing the 997 rows after it.
+    s.write("data/math.csv", &math_csv(1000, 3, "q3,3,4,\"12"));
+    s.write(
+        "math.yaml",
+        &math_yaml("{from: data/math.csv, id: qid}", EXACT),
+    );
+    for args in [
+        &["run", "math.yaml", "--dry-run"][..],
+        &["run", "math.yaml"],
+    ] {
+        let out = s.track().args(args).output().unwrap();
+        let stderr = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
+        assert!(
+            stderr.contains(
+                "data/math.csv:4: the quote that opens a field here (`\"12`) never closes, so the rest of the file (998 lines) would be read as one value;"
+            ),
+            "{args:?}: {stderr}"
+        );
+        assert!(!stderr.contains("loaded"), "{stderr}");
+    }
+    assert_eq!(s.mock.request_count(), 0);
+    assert_eq!(
+        s.try_count("SELECT count(*) FROM bench_results")
+            .unwrap_or(0),
+        0
+    );
+    // A stray quote that a later quoted field closes: refused at the stray one, not read as
+    // one long answer.
+    let closed = math_csv(1000, 3, "q3,3,4,\"12").replace("q9,9,10,90", "q9,9,10,\"90\"");
+    s.write("data/math.csv", &closed);
+    let out = s.track().args(["run", "math.yaml"]).output().unwrap();
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("data/math.csv:4: the quote that opens a field here (`\"12`) closes only on line 10, where text follows it"),
+        "{stderr}"
+    );
+    // The file fixed, with CRLF line ends and a BOM as Excel writes it: all 1,000 cases.
+    let fixed = "\u{feff}".to_owned() + &math_csv(1000, 0, "").replace('\n', "\r\n");
+    s.write("data/math.csv", &fixed);
+    let out = s
+        .track()
+        .args(["run", "math.yaml", "--dry-run"])
+        .output()
+        .unwrap();
+    let stdout = text(&out.stdout);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(
+        stdout.contains("loaded 1,000 cases from data/math.csv (columns: qid, a, b, answer)"),
+        "{stdout}"
+    );
+}
+
+#[test]
+fn a_csv_row_with_too_few_or_too_many_fields_is_refused_naming_its_line() {
+    let s = Sandbox::new();
+    s.write(
+        "math.yaml",
+        &math_yaml("{from: data/math.csv, id: qid}", EXACT),
+    );
+    for (row, needle) in [
+        (
+            "q5,5,6",
+            "data/math.csv:6: this row has 3 fields, the header 4; add the missing fields",
+        ),
+        (
+            "q5,5,6,30,extra",
+            "data/math.csv:6: this row has 5 fields, the header 4; quote a field",
+        ),
+        (
+            "q5,5, \"6, 7\",30",
+            "data/math.csv:6: this row has 5 fields, the header 4; a quote after a space is text",
+        ),
+    ] {
+        s.write("data/math.csv", &math_csv(10, 5, row));
+        let out = s.track().args(["run", "math.yaml"]).output().unwrap();
+        let stderr = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{row}: {stderr}");
+        assert!(stderr.contains(needle), "{row}: {stderr}");
+    }
 /// The outcomes of a run's results, by case name, in case order.
 fn outcomes_by_case(s: &Sandbox) -> Vec<(String, String)> {
     s.db()
@@ -818,149 +919,6 @@ fn a_failed_weighted_case_says_its_score_once_and_weights_too_big_to_add_are_ref
     assert_eq!(s.mock.request_count(), 0);
 }
 
-/// `n` math cases as CSV rows `qid,a,b,answer` under their header, row `at` (1-based)
-/// replaced by `row`.
-fn math_csv(n: usize, at: usize, row: &str) -> String {
-    let mut text = "qid,a,b,answer\n".to_owned();
-    for a in 1..=n {
-        if a == at {
-            text.push_str(row);
-        } else {
-            text.push_str(&format!("q{a},{a},{},{}", a + 1, a * (a + 1)));
-        }
-        text.push('\n');
-    }
-    text
-}
-
-#[test]
-fn a_stray_quote_in_a_csv_is_refused_naming_the_line_it_opened_on_before_any_call() {
-    let s = Sandbox::new();
-    answer_math(&s, 1000);
-    // Row 3 (line 4) opens a quote that nothing closes: the csv reader alone would read three
-    // cases, the third's answer swallowing the 997 rows after it.
-    s.write("data/math.csv", &math_csv(1000, 3, "q3,3,4,\"12"));
-    s.write(
-        "math.yaml",
-        &math_yaml("{from: data/math.csv, id: qid}", EXACT),
-    );
-    for args in [
-        &["run", "math.yaml", "--dry-run"][..],
-        &["run", "math.yaml"],
-    ] {
-        let out = s.track().args(args).output().unwrap();
-        let stderr = text(&out.stderr);
-        assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
-        assert!(
-            stderr.contains(
-                "data/math.csv:4: the quote that opens a field here (`\"12`) never closes, so the rest of the file (998 lines) would be read as one value;"
-            ),
-            "{args:?}: {stderr}"
-        );
-        assert!(!stderr.contains("loaded"), "{stderr}");
-    }
-    assert_eq!(s.mock.request_count(), 0);
-    assert_eq!(
-        s.try_count("SELECT count(*) FROM bench_results")
-            .unwrap_or(0),
-        0
-    );
-    // A stray quote that a later quoted field closes: refused at the stray one, not read as
-    // one long answer.
-    let closed = math_csv(1000, 3, "q3,3,4,\"12").replace("q9,9,10,90", "q9,9,10,\"90\"");
-    s.write("data/math.csv", &closed);
-    let out = s.track().args(["run", "math.yaml"]).output().unwrap();
-    let stderr = text(&out.stderr);
-    assert_eq!(out.status.code(), Some(2), "{stderr}");
-    assert!(
-        stderr.contains("data/math.csv:4: the quote that opens a field here (`\"12`) closes only on line 10, where text follows it"),
-        "{stderr}"
-    );
-    // The file fixed, with CRLF line ends and a BOM as Excel writes it: all 1,000 cases.
-    let fixed = "\u{feff}".to_owned() + &math_csv(1000, 0, "").replace('\n', "\r\n");
-    s.write("data/math.csv", &fixed);
-    let out = s
-        .track()
-        .args(["run", "math.yaml", "--dry-run"])
-        .output()
-        .unwrap();
-    let stdout = text(&out.stdout);
-    assert!(out.status.success(), "{}", text(&out.stderr));
-    assert!(
-        stdout.contains("loaded 1,000 cases from data/math.csv (columns: qid, a, b, answer)"),
-        "{stdout}"
-    );
-}
-
-#[test]
-fn a_csv_row_with_too_few_or_too_many_fields_is_refused_naming_its_line() {
-    let s = Sandbox::new();
-    s.write(
-        "math.yaml",
-        &math_yaml("{from: data/math.csv, id: qid}", EXACT),
-    );
-    for (row, needle) in [
-        (
-            "q5,5,6",
-            "data/math.csv:6: this row has 3 fields, the header 4; add the missing fields",
-        ),
-        (
-            "q5,5,6,30,extra",
-            "data/math.csv:6: this row has 5 fields, the header 4; quote a field",
-        ),
-        (
-            "q5,5, \"6, 7\",30",
-            "data/math.csv:6: this row has 5 fields, the header 4; a quote after a space is text",
-        ),
-    ] {
-        s.write("data/math.csv", &math_csv(10, 5, row));
-        let out = s.track().args(["run", "math.yaml"]).output().unwrap();
-        let stderr = text(&out.stderr);
-        assert_eq!(out.status.code(), Some(2), "{row}: {stderr}");
-        assert!(stderr.contains(needle), "{row}: {stderr}");
-    }
-    assert_eq!(s.mock.request_count(), 0);
-}
-
-#[test]
-fn the_quick_starts_math_checks_the_answers_final_number() {
-    let s = Sandbox::new();
-    let repo = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
-    for file in ["data/math.yaml", "data/math.jsonl"] {
-        s.write(file, &std::fs::read_to_string(repo.join(file)).unwrap());
-    }
-    // m01 is 3 * 4 = 12. The terse template is answered right, worded with an echo of the
-    // question that holds no 12; m02 (6 * 7 = 42) with "42" inside another number.
-    s.mock
-        .add_rule(Rule::reply("What is 3 * 4?", "3 * 4 = 12."));
-    s.mock.add_rule(Rule::reply(
-        "Multiply 3 by 4.",
-        "Multiply 3 by 4 to get 12, no: 13",
-    ));
-    s.mock.add_rule(Rule::reply("What is 6 * 7?", "420"));
-    s.mock.add_rule(Rule::reply("", "I do not know"));
-    let out = s
-        .track()
-        .args(["run", "data/math.yaml"])
-        .env("LOCAL_MODEL_BASE_URL", s.mock.openai_base_url())
-        .env("LOCAL_MODEL_API_KEY", crate::support::OPENAI_KEY)
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "{}", text(&out.stderr));
-    let status = |case: &str, template: i64| -> String {
-        s.db()
-            .query_row(
-                "SELECT status FROM bench_results WHERE prompt_name = ?1 AND template_index = ?2",
-                rusqlite::params![case, template],
-                |r| r.get(0),
-            )
-            .unwrap()
-    };
-    assert_eq!(status("m01", 0), "passed", "12 is the final number");
-    assert_eq!(status("m01", 1), "failed", "13 is the final number");
-    assert_eq!(status("m02", 0), "failed", "420 is not 42");
-}
-
 #[test]
 fn an_address_pinned_to_a_commit_keeps_the_pin_and_a_short_sha_its_full_commit() {
     use crate::support::hf::HubServer;
@@ -1021,4 +979,40 @@ fn an_address_pinned_to_a_commit_keeps_the_pin_and_a_short_sha_its_full_commit()
     // A branch: the commit it resolved to.
     let branch = "hf://datasets/acme/math@main/data/test.jsonl";
     assert_eq!(revisions(branch), (served.to_owned(), served.to_owned()));
+fn the_quick_starts_math_checks_the_answers_final_number() {
+    let s = Sandbox::new();
+    let repo = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    for file in ["data/math.yaml", "data/math.jsonl"] {
+        s.write(file, &std::fs::read_to_string(repo.join(file)).unwrap());
+    }
+    // m01 is 3 * 4 = 12. The terse template is answered right, worded with an echo of the
+    // question that holds no 12; m02 (6 * 7 = 42) with "42" inside another number.
+    s.mock
+        .add_rule(Rule::reply("What is 3 * 4?", "3 * 4 = 12."));
+    s.mock.add_rule(Rule::reply(
+        "Multiply 3 by 4.",
+        "Multiply 3 by 4 to get 12, no: 13",
+    ));
+    s.mock.add_rule(Rule::reply("What is 6 * 7?", "420"));
+    s.mock.add_rule(Rule::reply("", "I do not know"));
+    let out = s
+        .track()
+        .args(["run", "data/math.yaml"])
+        .env("LOCAL_MODEL_BASE_URL", s.mock.openai_base_url())
+        .env("LOCAL_MODEL_API_KEY", crate::support::OPENAI_KEY)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let status = |case: &str, template: i64| -> String {
+        s.db()
+            .query_row(
+                "SELECT status FROM bench_results WHERE prompt_name = ?1 AND template_index = ?2",
+                rusqlite::params![case, template],
+                |r| r.get(0),
+            )
+            .unwrap()
+    };
+    assert_eq!(status("m01", 0), "passed", "12 is the final number");
+    assert_eq!(status("m01", 1), "failed", "13 is the final number");
+    assert_eq!(status("m02", 0), "failed", "420 is not 42");
 }
