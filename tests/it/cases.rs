@@ -984,6 +984,7 @@ fn an_address_pinned_to_a_commit_keeps_the_pin_and_a_short_sha_its_full_commit()
     assert_eq!(revisions(branch), (served.to_owned(), served.to_owned()));
 }
 
+#[test]
 fn the_quick_starts_math_checks_the_answers_final_number() {
     let s = Sandbox::new();
     let repo = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
