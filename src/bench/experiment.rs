@@ -55,8 +55,12 @@ pub fn from_file(
         ..overrides.cases.clone()
     };
     let spec = BenchSpec::load(path, text, &options).map_err(ExperimentError::kind)?;
+    // Notes (what was loaded, unused columns): not with --quiet; what was loaded not in a
+    // dry run either, whose plan says it on stdout.
     for note in &spec.notes {
-        crate::output::tell(note);
+        if !(overrides.dry_run && spec.loaded.as_ref() == Some(note)) {
+            crate::output::note(note);
+        }
     }
     let energy = overrides.energy.unwrap_or(config.settings.energy_method);
     Ok(Box::new(BenchExperiment::new(
@@ -981,15 +985,18 @@ impl BenchExperiment {
             (1, _) => outcomes[0].reason.clone(),
             (_, reason) => reason,
         };
+        // The reason of several checks says the score already (`combine`); that of one
+        // check is the check's own.
         if let PassRule::Threshold(t) = self.spec.pass
             && row.outcome == Outcome::Failed
+            && test.checks.len() == 1
         {
             row.detail = Some(format!(
-                "score {:.2} below {t:.2}{}",
+                "weighted score {:.2} is below {t}{}",
                 verdict.score,
                 row.detail
                     .as_ref()
-                    .map(|d| format!(": {d}"))
+                    .map(|d| format!("; {d}"))
                     .unwrap_or_default()
             ));
         }

@@ -25,7 +25,7 @@ use serde_json::Value;
 
 use super::check::{Check, CheckOutcome};
 use crate::cases::Values;
-use crate::process::{Program, stderr_hint};
+use crate::process::{Captured, Program, stderr_hint};
 
 /// A script check's command, as written and split into words.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -153,21 +153,17 @@ pub(crate) fn run_script(job: &ScriptJob, stop: &AtomicBool) -> Option<CheckOutc
         Ok(output) => output,
         Err(message) => return error(message),
     };
-    Some(verdict(name, &String::from_utf8_lossy(&out), &err))
+    Some(verdict(name, &out, &err))
 }
 
-/// Reads the verdict from a script's stdout.
-fn verdict(name: &str, stdout: &str, stderr: &[u8]) -> CheckOutcome {
+/// Reads the verdict from the end of a script's stdout (its last lines, whatever came
+/// before them).
+fn verdict(name: &str, stdout: &Captured, stderr: &Captured) -> CheckOutcome {
     let stderr_hint = stderr_hint(stderr);
-    let Some(fields) = crate::process::printed_object(stdout) else {
-        let shown = if stdout.trim().is_empty() {
-            "nothing".to_owned()
-        } else {
-            format!("`{}`", super::excerpt(stdout))
-        };
+    let Some(fields) = crate::process::printed_object(&stdout.end_text()) else {
         return CheckOutcome::error(format!(
-            "script `{name}` printed no JSON verdict ({{\"pass\": true|false}}): it printed \
-             {shown}{stderr_hint}"
+            "script `{name}` printed no JSON verdict ({{\"pass\": true|false}}): it {}{stderr_hint}",
+            crate::process::printed(stdout, super::excerpt)
         ));
     };
     let shown = || super::excerpt(&Value::Object(fields.clone()).to_string());
@@ -276,6 +272,28 @@ print(json.dumps({"pass": ok, "score": 1.0 if ok else 0.25,
             fail.reason.as_deref(),
             Some("script `python3 pretty.py` said it fails")
         );
+    }
+
+    #[test]
+    fn a_verdict_after_megabytes_is_read_and_a_missing_one_quotes_the_last_line() {
+        let debug: String = (0..100_000).map(|i| format!("debug {i:06}\n")).collect();
+        let err = Captured::of(format!("{debug}the last of stderr\n").as_bytes());
+        let out =
+            Captured::of(format!("{debug}{{\"pass\": true, \"reason\": \"ok\"}}\n").as_bytes());
+        assert!(out.dropped() > 0);
+        let passed = verdict("python3 g.py", &out, &err);
+        assert_eq!(passed.reason.as_deref(), Some("ok"));
+        assert!(passed.passed());
+        let none = Captured::of(format!("{debug}done grading\n").as_bytes());
+        let bytes = crate::output::counted(none.total(), "byte");
+        assert_eq!(
+            verdict("python3 g.py", &none, &err).reason.unwrap(),
+            format!(
+                "script `python3 g.py` printed no JSON verdict ({{\"pass\": true|false}}): it \
+                 printed {bytes}, the last line `done grading`; stderr: the last of stderr"
+            )
+        );
+        assert_eq!(bytes, "1,300,013 bytes");
     }
 
     #[test]

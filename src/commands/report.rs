@@ -198,14 +198,15 @@ fn build(store: &Store, db: &Path, choice: &RunChoice) -> Result<Report, ReportE
     Report::new(selection, energy, db, &sections)
 }
 
-/// Writes the report to stdout. A pipe closed early is an error here, unlike for tables: the
-/// reader got a cut, broken document. The message is text only, so it is not taken for the
-/// quiet end of `track query | head`.
+/// Writes the report to stdout. A pipe its reader closed (`track report --out - | head`) ends
+/// the command quietly with status 0, as for every command: the reader took what it wanted,
+/// as with any Unix tool; the error keeps its `io::Error` so `main` knows it for one.
 fn write_stdout(bytes: &[u8]) -> anyhow::Result<()> {
+    use anyhow::Context as _;
     let mut out = std::io::stdout().lock();
     out.write_all(bytes)
         .and_then(|()| out.flush())
-        .map_err(|e| anyhow::anyhow!("cannot write the report to stdout: {e}"))
+        .context("cannot write the report to stdout")
 }
 
 #[cfg(test)]

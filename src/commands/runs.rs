@@ -17,8 +17,10 @@ use crate::store::{BatchRow, RunErrorRow, RunInfo, RunStatus, Store};
 /// run without one), models, started, the time it took (`wall_time_s`, start to end),
 /// status (a run whose process is gone shows as `abandoned`; one stopped by its budget as
 /// `budget`; one whose batches are not collected yet as `waiting`, with a line under the table
-/// saying what it waits for), calls, cache hits, errors, cost, what it paid and its budget (`--budget`,
-/// `budget:`; empty when none); with --wide or in CSV/JSON, the command line too, and the
+/// saying what it waits for; one where nothing could run as `failed`; one that did not finish,
+/// once the same command run again has resumed it, as `interrupted, resumed by 7`, with
+/// `resumed_by` in CSV and JSON), calls, cache hits, errors, cost, what it paid and its budget
+/// (`--budget`, `budget:`; empty when none); with --wide or in CSV/JSON, the command line too, and the
 /// inputs a benchmark read its cases and prompts from: each data file and template with the
 /// first 12 hex digits of its sha256 (`data/math.jsonl 9f86d081884c (2,000 rows); template
 /// terse 60303ae22b99`), an hf:// file with the commit its revision resolved to. `--errors
@@ -84,9 +86,13 @@ pub(crate) fn run(context: &Context, args: RunsArgs) -> anyhow::Result<ExitCode>
         .map(|id| options.get(id).and_then(|json| inputs_of(json)))
         .collect();
     let unpriced: Vec<Option<String>> = runs.iter().map(|r| r.unpriced.clone()).collect();
-    let mut df = runs_frame(context, &runs, &unpriced)?;
+    let mut df = runs_frame(context, &runs, &unpriced, args.format.for_people())?;
     df.with_column(Column::new(columns::INPUTS.name.into(), inputs))?;
     df.with_column(Column::new(columns::UNPRICED.name.into(), unpriced.clone()))?;
+    df.with_column(Column::new(
+        columns::RESUMED_BY.name.into(),
+        runs.iter().map(|r| r.resumed_by).collect::<Vec<_>>(),
+    ))?;
     if args.format.for_people() && !args.wide {
         // Compact tables leave what was paid to --wide, but a run's budget is read against
         // what it paid: here it stays, beside the budget.
@@ -236,13 +242,15 @@ fn wall_time_s(started: &str, finished: Option<&str>) -> Option<f64> {
 }
 
 /// The runs, one row each, with the status observed now (a run whose process is gone is
-/// `abandoned`); one shard of a plan says which (`completed, shard 1/3`). The cost and paid of
+/// `abandoned`); one shard of a plan says which (`completed, shard 1/3`), and in a table `for_people`
+/// one that a later run resumed says which (`interrupted, resumed by 7`). The cost and paid of
 /// a run with models without a price (`unpriced`, by run: [`RunInfo::unpriced`]) are unknown: null, not the sum of
 /// the known part.
 fn runs_frame(
     context: &Context,
     runs: &[RunInfo],
     unpriced: &[Option<String>],
+    for_people: bool,
 ) -> PolarsResult<DataFrame> {
     let unless_unpriced = |usd: fn(&RunInfo) -> f64| {
         runs.iter()
@@ -254,9 +262,15 @@ fn runs_frame(
         .iter()
         .map(|r| {
             let status = observed_status(&context.db, r.id, r.status);
-            match r.shard {
+            let status = match r.shard {
                 Some((k, n)) => format!("{status}, shard {k}/{n}"),
                 None => status.to_string(),
+            };
+            // An unfinished run points to the run that took its work over (CSV and JSON
+            // have it in `resumed_by`).
+            match r.resumed_by.filter(|_| for_people) {
+                Some(id) => format!("{status}, resumed by {id}"),
+                None => status,
             }
         })
         .collect();

@@ -24,9 +24,10 @@ struct RawFile {
     #[serde(default)]
     description: Option<String>,
     /// A list of models, or `datasheets`: read by [`read_candidates`], which names a bad key.
+    #[serde(deserialize_with = "crate::yaml::as_written")]
     candidates: Value,
     judges: Vec<String>,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "crate::yaml::as_written")]
     prompts: Option<Vec<Map<String, Value>>>,
     /// The judge prompt template (`{task}`, `{reference}`, `{a}`, `{b}`).
     #[serde(default)]
@@ -236,7 +237,8 @@ impl PairwiseSpec {
             message,
         };
         let invalid = |message: String| invalid_at(None, message);
-        let raw: RawFile = serde_saphyr::from_str(text).map_err(|e| {
+        let options = serde_saphyr::Options::default();
+        let raw: RawFile = crate::yaml::from_str(text, options).map_err(|e| {
             PairwiseError::File(
                 crate::bench::spec::prompts_from_a_file(path, text)
                     .unwrap_or_else(|| crate::yaml::describe(path, text, &e)),
@@ -529,6 +531,29 @@ mod tests {
         assert_eq!(spec.tasks[0].name, "capital");
         assert_eq!(spec.tasks[0].reference, "Paris");
         assert_eq!((spec.max_tokens, spec.repeat), (64, 1));
+    }
+
+    #[test]
+    fn references_and_names_are_kept_as_written_and_settings_read_as_numbers() {
+        let spec = parse(
+            "candidates:\n  - model: a:b\n    name: 1.10\n    temperature: 0.70\n  - c:d\n\
+             judges: [e:f]\nprompts:\n  - alive:\n    prompt: Is a cat alive?\n    output: yes\n\
+             \x20 - 001:\n    prompt: Hex?\n    output: 0x1F\n",
+        )
+        .unwrap();
+        let Candidates::Models(models) = &spec.candidates else {
+            panic!("{:?}", spec.candidates);
+        };
+        assert_eq!(models[0].name.as_deref(), Some("1.10"));
+        assert_eq!(models[0].temperature, Some(0.7));
+        assert_eq!(spec.tasks[0].reference, "yes");
+        assert_eq!(
+            (
+                spec.tasks[1].name.as_str(),
+                spec.tasks[1].reference.as_str()
+            ),
+            ("001", "0x1F")
+        );
     }
 
     #[test]

@@ -64,10 +64,10 @@ pub use runs::{RunErrorRow, RunInfo, RunSelector, RunStatus, RunTally, UNPRICED_
 pub use stored::{UnknownInRow, UnknownName};
 pub use tools::{ExportedToolCall, TOOL_CALL_COLUMNS, ToolCallRow};
 pub use view::{
-    COUNT_CASES, CallText, CandidateAnswer, CaseAnswer, CaseOrder, ConfusionCount, DiffItem,
-    DiffModelRow, GridCell, GridColumn, GridCount, GridQuery, MAX_CASE_RESULTS, MAX_GRID_COLUMNS,
-    PairCount, PredictionCell, Progress, ResultFilter, ReviewScoreCell, ReviewSheets,
-    ReviewedSheet, RunFilter, Transcript, VerdictCell,
+    COUNT_CASES, CallText, CandidateAnswer, CaseAnswer, CaseOrder, ColumnOutcomes, ConfusionCount,
+    DiffItem, DiffModelRow, GridCell, GridColumn, GridCount, GridQuery, MAX_CASE_RESULTS,
+    MAX_GRID_COLUMNS, PairCount, PredictionCell, Progress, ResultFilter, ReviewScoreCell,
+    ReviewSheets, ReviewedSheet, RunFilter, Transcript, VerdictCell,
 };
 pub use writer::Writer;
 

@@ -41,7 +41,7 @@ fn uids(s: &Sandbox) -> std::collections::HashMap<String, String> {
     s.write("results.csv", &text(&out.stdout));
     csv_rows(&s.path("results.csv"))
         .into_iter()
-        .map(|r| (r["prompt"].clone(), r["uid"].clone()))
+        .map(|r| (r["case"].clone(), r["uid"].clone()))
         .collect()
 }
 
@@ -82,7 +82,7 @@ fn three_ratings_reach_the_query_the_exports_and_the_agreement() {
     // `--by result`: each result's outcome beside the person's verdict.
     uids(&s);
     let rows = csv_rows(&s.path("results.csv"));
-    let of = |prompt: &str| rows.iter().find(|r| r["prompt"] == prompt).unwrap().clone();
+    let of = |prompt: &str| rows.iter().find(|r| r["case"] == prompt).unwrap().clone();
     assert_eq!(
         (
             of("miss")["result"].as_str(),
@@ -102,7 +102,7 @@ fn three_ratings_reach_the_query_the_exports_and_the_agreement() {
     let exported = csv_rows(&s.path("exports/bench_results.csv"));
     let verdicts: std::collections::BTreeMap<String, String> = exported
         .iter()
-        .map(|r| (r["prompt"].clone(), r["human_verdict"].clone()))
+        .map(|r| (r["case"].clone(), r["human_verdict"].clone()))
         .collect();
     assert_eq!(
         verdicts.into_iter().collect::<Vec<_>>(),

@@ -224,6 +224,56 @@ fn every_page_is_served_with_the_policy_and_hostile_answers_escaped() {
     assert_eq!(rebound.status, 421);
 }
 
+/// Issue 45: the run page gave no pass rate, and `/runs/ID/cases/q02` answered 400 (cases were
+/// addressed by their index, the guide says by their id). Now each model's pass rate is there,
+/// as `track query` counts it, and a case is reached by its id, its index still working.
+#[test]
+fn a_run_page_gives_each_models_pass_rate_and_cases_are_reached_by_their_id() {
+    let s = Sandbox::new();
+    add_bench(&s);
+    let viewer = start_viewer(&s, &[]);
+    let run: i64 = s.count("SELECT max(id) FROM runs");
+    let page = get(&format!("{}/runs/{run}", viewer.base), &[]);
+    assert_eq!(page.status, 200);
+    assert!(page.body.contains("Pass rate"), "{}", page.body);
+    for model in query_by_model(&s) {
+        let (passed, failed): (u64, u64) = (
+            model["passed"].parse().unwrap(),
+            model["failed"].parse().unwrap(),
+        );
+        let rate = format!(
+            "{:.1} % ({passed} of {})",
+            passed as f64 * 100.0 / (passed + failed) as f64,
+            passed + failed
+        );
+        assert!(page.body.contains(&rate), "{rate} of {}", model["model"]);
+    }
+    // The grid links each case by its id.
+    assert!(
+        page.body
+            .contains(&format!("href=\"/runs/{run}/cases/capital\"")),
+        "{}",
+        page.body
+    );
+    let by_id = get(&format!("{}/runs/{run}/cases/capital", viewer.base), &[]);
+    assert_eq!(by_id.status, 200, "{}", by_id.body);
+    assert!(
+        by_id.body.contains("Paris, like a zebra."),
+        "{}",
+        by_id.body
+    );
+    let by_index = get(&format!("{}/runs/{run}/cases/1", viewer.base), &[]);
+    assert_eq!(by_index.status, 200);
+    assert!(by_index.body.contains("Paris, like a zebra."));
+    let missing = get(&format!("{}/runs/{run}/cases/q02", viewer.base), &[]);
+    assert_eq!(missing.status, 404, "{}", missing.body);
+    assert!(
+        missing.body.contains("has no case `q02`"),
+        "{}",
+        missing.body
+    );
+}
+
 #[test]
 fn pages_name_the_database_by_its_file_and_list_models_and_times_as_people_read_them() {
     let s = Sandbox::new();
@@ -1127,4 +1177,39 @@ fn a_transcript_shows_the_tool_calls_of_its_loop_in_step_order_escaped() {
     let plain = get(&format!("{}/runs/{run}/results/{result}", viewer.base), &[]);
     assert_eq!(plain.status, 200);
     assert!(!plain.body.contains("Tool calls"), "{}", plain.body);
+}
+
+#[test]
+fn a_run_that_a_later_run_resumed_links_to_it_in_the_runs_list() {
+    let s = Sandbox::new();
+    s.mock.add_rule(Rule::reply("2+2", "4"));
+    s.write(
+        "bench.yaml",
+        &bench_yaml(&["openai:gpt-4o"], &[("sum", "What is 2+2?", "4", "exact")]),
+    );
+    // Without its key nothing can run: run 1 ends `failed`, and run 2 does its work.
+    let run = |key: bool| {
+        let mut cmd = s.track();
+        cmd.args(["run", "bench.yaml", "-q"]);
+        if !key {
+            cmd.env_remove("OPENAI_API_KEY");
+        }
+        cmd.output().unwrap()
+    };
+    let out = run(false);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
+    let out = run(true);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let table = text(&s.track().args(["runs"]).output().unwrap().stdout);
+    assert!(table.contains("failed, resumed by 2"), "{table}");
+    let viewer = start_viewer(&s, &[]);
+    let list = get(&format!("{}/", viewer.base), &[]);
+    assert_eq!(list.status, 200);
+    assert!(
+        list.body
+            .contains(" · resumed by <a href=\"/runs/2\">run 2</a>"),
+        "{}",
+        list.body
+    );
+    assert_eq!(list.body.matches("resumed by").count(), 1, "{}", list.body);
 }
