@@ -451,6 +451,20 @@ fn in_a_real_browser_three_results_are_rated_with_the_keyboard_and_kept() {
     crate::support::wait_for("three ratings stored", || {
         s.count("SELECT count(*) FROM ratings") == 3
     });
+    // Back to the first (k k) and score it 3: its pass is kept (issue 45), and so is its mark.
+    browser.keys("kk3");
+    crate::support::wait_for("the score stored", || {
+        s.count("SELECT count(*) FROM ratings") == 4
+    });
+    let (verdict, score): (String, i64) = s
+        .db()
+        .query_row(
+            "SELECT verdict, score FROM ratings WHERE result_uid = ?1 ORDER BY id DESC LIMIT 1",
+            [&uids[0]],
+            |r| Ok((r.get(0)?, r.get(1)?)),
+        )
+        .unwrap();
+    assert_eq!((verdict.as_str(), score), ("pass", 3));
     // Reloaded, they are kept, on the results rated.
     browser.go(&format!("{}/runs/{run}", viewer.base));
     let marks = browser.script(
