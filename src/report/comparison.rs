@@ -60,6 +60,16 @@ fn body(diff: &RunDiff) -> Result<String, ReportError> {
         }
         out.push_str("</ul></div>");
     }
+    if !diff.improvements.is_empty() {
+        out.push_str(
+            "<p><strong>Significant improvements</strong> (a candidate that changed and gained \
+             ground: not regressions):</p><ul>",
+        );
+        for improvement in &diff.improvements {
+            let _ = write!(out, "<li>{}</li>", escape(improvement));
+        }
+        out.push_str("</ul>");
+    }
     out.push_str(&frame_table(
         &diff.summary,
         TableOptions {

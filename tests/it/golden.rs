@@ -230,6 +230,16 @@ fn cases() -> Vec<Case> {
             )
             .code(if kind == "pairwise" { 0 } else { 3 }),
         );
+        // The other way round (8 → 7), my-model got worse: a regression, exit 3.
+        if kind == "pairwise" {
+            cases.push(
+                Case::new(
+                    format!("diff/{kind}-{new}-{base}.fail-on-regression.csv"),
+                    &["diff", new, base, "--fail-on-regression", "--format", "csv"],
+                )
+                .code(3),
+            );
+        }
     }
     cases.push(Case::new(
         "diff/bench-4-1.reversed.table.txt",
