@@ -35,6 +35,9 @@ pub(crate) fn read(bytes: &[u8], delimiter: u8, file: &str) -> Result<Vec<RawRow
         });
     }
     let names: Vec<String> = headers.iter().map(|h| h.trim().to_owned()).collect();
+    if let [only] = names.as_slice() {
+        check_separator(only, delimiter, file)?;
+    }
     for (i, name) in names.iter().enumerate() {
         if name.is_empty() {
             return Err(CasesError::Row {
@@ -113,6 +116,33 @@ fn check_text(bytes: &[u8], file: &str) -> Result<(), CasesError> {
         });
     }
     Ok(())
+}
+
+/// Refuses a header read as one column that another separator would split (`id;question`, as
+/// Excel writes CSV in locales with a decimal comma; a TSV named .csv; a CSV named .tsv).
+fn check_separator(only: &str, delimiter: u8, file: &str) -> Result<(), CasesError> {
+    let found = [
+        (
+            b';',
+            "`;`",
+            "save it with commas (Excel: \"CSV UTF-8 (Comma delimited)\")",
+        ),
+        (b'\t', "tabs", "name it .tsv, or say `format: tsv`"),
+        (b',', "commas", "name it .csv, or say `format: csv`"),
+        (b'|', "`|`", "save it with commas"),
+    ]
+    .into_iter()
+    .find(|(separator, ..)| *separator != delimiter && only.as_bytes().contains(separator));
+    let Some((_, separated, fix)) = found else {
+        return Ok(());
+    };
+    let own = if delimiter == b'\t' { "tabs" } else { "commas" };
+    Err(CasesError::Row {
+        at: at(file, 1),
+        message: format!(
+            "the header is one column, `{only}`: the file seems separated by {separated}, not {own}; {fix}"
+        ),
+    })
 }
 
 /// Where the quote check is within a field.
@@ -390,6 +420,33 @@ mod tests {
         let rows = rows("id,q\n1,\"say \"\"hi\"\"\"\n2,5\" tall\n3,\"\"\n", b',');
         let q: Vec<&Value> = rows.iter().map(|r| &r.values["q"]).collect();
         assert_eq!(q, [&json!("say \"hi\""), &json!("5\" tall"), &json!("")]);
+    }
+
+    #[test]
+    fn a_file_of_another_separator_is_refused_naming_it() {
+        let e = read(b"id;question;answer\n1;a;b\n", b',', "q.csv")
+            .unwrap_err()
+            .to_string();
+        assert_eq!(
+            e,
+            "q.csv:1: the header is one column, `id;question;answer`: the file seems separated by `;`, not commas; save it with commas (Excel: \"CSV UTF-8 (Comma delimited)\")"
+        );
+        let e = read(b"id\tq\n1\ta\n", b',', "q.csv")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.ends_with("separated by tabs, not commas; name it .tsv, or say `format: tsv`"),
+            "{e}"
+        );
+        let e = read(b"id,q\n1,a\n", b'\t', "q.tsv")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.ends_with("separated by commas, not tabs; name it .csv, or say `format: csv`"),
+            "{e}"
+        );
+        // One column of plain text is a file of one column.
+        assert_eq!(rows("question\nWhy?\n", b',').len(), 1);
     }
 
     #[test]
