@@ -1,24 +1,36 @@
 //! Programs track runs with one JSON input on stdin and reads one JSON object from stdout: a
-//! script check's grader and an exec target's application. A command is split into words as
-//! a POSIX shell would and run without one, in a given directory and in its own process group,
-//! so that a timeout or a stop kills what it started too. Its stdout and stderr are read as
-//! they come (the first MiB of each is kept).
+//! script check's grader and an exec target's application (and a `run:` tool's command, whose
+//! stdout is its result). A command is split into words as a POSIX shell would and run
+//! without one, in a given directory and in its own process group, so that what it started
+//! ends with it: when it exits (its output is then used, whoever still held its pipes), runs
+//! past its timeout or the run is stopped.
+//!
+//! Its stdout and stderr are read as they come, in bounded memory: the first and the last
+//! 512 KiB of each are kept, and what came between is counted ([`Captured`]), so the last
+//! line (a verdict, an answer, the last line of stderr) is read whatever came before it.
 
+use std::borrow::Cow;
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::mpsc;
-use std::time::Duration;
+use std::sync::{Arc, Mutex, PoisonError, mpsc};
+use std::time::{Duration, Instant};
 
 use serde_json::{Map, Value};
 use wait_timeout::ChildExt;
 
-/// The most of a program's stdout or stderr kept; the rest is read and dropped.
-const OUTPUT_LIMIT: usize = 1 << 20;
-/// How long the output of a program that ended is waited for (a child it started may hold
-/// its pipes open).
-const DRAIN_GRACE: Duration = Duration::from_secs(2);
+/// The most of the start of a program's stdout or stderr kept.
+const HEAD_LIMIT: usize = 512 << 10;
+/// The most of the end of a program's stdout or stderr kept; what comes between the head and
+/// the tail is read, counted and dropped.
+const TAIL_LIMIT: usize = 512 << 10;
+/// How long what a program started is given to end, once sent SIGTERM after the program
+/// exited, before it is killed.
+const TERM_GRACE: Duration = Duration::from_millis(200);
+/// How long the pipes of a program that ended are read to their end, once its group was
+/// ended (a process that left the group may still hold them): then what was read is used.
+const DRAIN_GRACE: Duration = Duration::from_secs(1);
 
 /// A command as written and split into words, with the directory it runs in.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -59,8 +71,10 @@ impl Program {
     }
 
     /// Runs the program with `input` on stdin, for at most `timeout`, looking at `stop` as it
-    /// waits. `Ok(None)` when `stop` was set before it ended (it is killed then); `Err` with
-    /// why when it cannot be started or waited for.
+    /// waits. `Ok(None)` when `stop` was set before it ended (it is killed then, with what it
+    /// started); `Err` with why when it cannot be started or waited for. When it exits, what
+    /// it started is ended too, and what it printed is used without waiting for the end of
+    /// pipes that a process it started may still hold.
     pub(crate) fn run(
         &self,
         input: Vec<u8>,
@@ -68,8 +82,9 @@ impl Program {
         stop: &AtomicBool,
     ) -> Result<Option<Ended>, String> {
         let mut child = self.spawn()?;
-        let stdout = drain(child.stdout.take());
-        let stderr = drain(child.stderr.take());
+        let group = Group::of(&child);
+        let stdout = Drain::start(child.stdout.take());
+        let stderr = Drain::start(child.stderr.take());
         if let Some(mut stdin) = child.stdin.take() {
             // On its own thread: a program that does not read a large input must not block
             // us. One that exits without reading closes the pipe: not an error of ours.
@@ -79,22 +94,26 @@ impl Program {
         }
         match wait(&mut child, timeout, stop) {
             Waited::Stopped => {
-                kill(&mut child);
+                group.kill(&mut child);
                 Ok(None)
             }
-            Waited::Exited(Ok(Some(status))) => Ok(Some(Ended::Exited {
-                status,
-                stdout: collect(stdout),
-                stderr: collect(stderr),
-            })),
+            Waited::Exited(Ok(Some(status))) => {
+                group.end(&[&stdout, &stderr]);
+                let by = Instant::now() + DRAIN_GRACE;
+                Ok(Some(Ended::Exited {
+                    status,
+                    stdout: stdout.collect(by),
+                    stderr: stderr.collect(by),
+                }))
+            }
             Waited::Exited(Ok(None)) => {
-                kill(&mut child);
+                group.kill(&mut child);
                 Ok(Some(Ended::TimedOut {
-                    stderr: collect(stderr),
+                    stderr: stderr.collect(Instant::now() + DRAIN_GRACE),
                 }))
             }
             Waited::Exited(Err(e)) => {
-                kill(&mut child);
+                group.kill(&mut child);
                 Err(format!("cannot wait for it: {e}"))
             }
         }
@@ -130,11 +149,11 @@ pub enum Ended {
     /// It exited by itself (or was killed by a signal not ours).
     Exited {
         status: ExitStatus,
-        stdout: Vec<u8>,
-        stderr: Vec<u8>,
+        stdout: Captured,
+        stderr: Captured,
     },
     /// It ran past its timeout and was killed.
-    TimedOut { stderr: Vec<u8> },
+    TimedOut { stderr: Captured },
 }
 
 impl Ended {
@@ -145,7 +164,7 @@ impl Ended {
         self,
         name: &str,
         timeout: Duration,
-    ) -> Result<(Vec<u8>, Vec<u8>), String> {
+    ) -> Result<(Captured, Captured), String> {
         match self {
             Self::TimedOut { stderr } => Err(format!(
                 "{name} ran longer than its timeout of {} and was stopped{}",
@@ -164,6 +183,144 @@ impl Ended {
     }
 }
 
+/// What a program printed on one pipe, in bounded memory: all of it when it is short, else
+/// its first [`HEAD_LIMIT`] and its last [`TAIL_LIMIT`] bytes, with the count of those left
+/// out between them.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Captured {
+    /// The first bytes, up to [`HEAD_LIMIT`].
+    head: Vec<u8>,
+    /// The bytes after the head, of which the last [`TAIL_LIMIT`] are kept: its front is
+    /// dropped once it holds twice that (so each byte is moved once at most).
+    tail: Vec<u8>,
+    /// How many bytes were printed in all.
+    total: u64,
+}
+
+impl Captured {
+    /// What a program printed, `bytes`, kept as a pipe's reader keeps it.
+    pub fn of(bytes: &[u8]) -> Self {
+        let mut captured = Self::default();
+        captured.push(bytes);
+        captured
+    }
+
+    /// Adds `bytes`, read from the pipe.
+    fn push(&mut self, bytes: &[u8]) {
+        self.total += bytes.len() as u64;
+        let room = HEAD_LIMIT.saturating_sub(self.head.len()).min(bytes.len());
+        let (head, rest) = bytes.split_at(room);
+        self.head.extend_from_slice(head);
+        self.tail.extend_from_slice(rest);
+        if self.tail.len() > 2 * TAIL_LIMIT {
+            self.tail.drain(..self.tail.len() - TAIL_LIMIT);
+        }
+    }
+
+    /// The kept end: at most [`TAIL_LIMIT`] bytes after the head.
+    fn kept_tail(&self) -> &[u8] {
+        &self.tail[self.tail.len().saturating_sub(TAIL_LIMIT)..]
+    }
+
+    /// How many bytes were printed in all.
+    pub fn total(&self) -> u64 {
+        self.total
+    }
+
+    /// How many bytes between the head and the tail were left out (0: all of it is kept).
+    pub fn dropped(&self) -> u64 {
+        self.total - (self.head.len() + self.kept_tail().len()) as u64
+    }
+
+    /// Whether nothing but white space was printed.
+    pub fn is_blank(&self) -> bool {
+        self.head
+            .iter()
+            .chain(self.kept_tail())
+            .all(u8::is_ascii_whitespace)
+    }
+
+    /// The end of what was printed, in whole lines: all of it when nothing was left out, else
+    /// the kept tail from its first whole line on (a line cut by the gap is not read).
+    pub fn end(&self) -> Cow<'_, [u8]> {
+        if self.dropped() == 0 {
+            return if self.tail.is_empty() {
+                Cow::Borrowed(&self.head)
+            } else {
+                Cow::Owned([self.head.as_slice(), &self.tail].concat())
+            };
+        }
+        let tail = self.kept_tail();
+        let from = tail
+            .iter()
+            .position(|&b| b == b'\n')
+            .map_or(tail.len(), |i| i + 1);
+        Cow::Borrowed(&tail[from..])
+    }
+
+    /// [`Self::end`] as text (invalid UTF-8 replaced).
+    pub fn end_text(&self) -> String {
+        String::from_utf8_lossy(&self.end()).into_owned()
+    }
+
+    /// All of it as text when nothing was left out; else its head, the line `gap` writes of
+    /// the count of bytes left out, and its tail (each cut at a whole character).
+    pub fn text(&self, gap: impl FnOnce(u64) -> String) -> String {
+        let dropped = self.dropped();
+        if dropped == 0 {
+            return String::from_utf8_lossy(&self.end()).into_owned();
+        }
+        let head = whole_chars_before(&self.head);
+        let tail = whole_chars_after(self.kept_tail());
+        format!(
+            "{}\n\n{}\n\n{}",
+            String::from_utf8_lossy(head),
+            gap(dropped),
+            String::from_utf8_lossy(tail)
+        )
+    }
+
+    /// The last non-empty line, as an excerpt.
+    pub fn last_line(&self) -> Option<String> {
+        last_line(&self.end())
+    }
+}
+
+/// `bytes` without an incomplete UTF-8 character at its end.
+fn whole_chars_before(bytes: &[u8]) -> &[u8] {
+    match std::str::from_utf8(bytes) {
+        Err(e) if e.error_len().is_none() => &bytes[..e.valid_up_to()],
+        _ => bytes,
+    }
+}
+
+/// `bytes` without the continuation bytes of a character cut at its start.
+fn whole_chars_after(bytes: &[u8]) -> &[u8] {
+    let skip = bytes
+        .iter()
+        .take(3)
+        .take_while(|&&b| b & 0b1100_0000 == 0b1000_0000)
+        .count();
+    &bytes[skip..]
+}
+
+/// `printed nothing`, `` printed `<its start>` ``, or, when some was left out, `printed 3,145,728
+/// bytes, the last line `<it>``: what a program printed, for messages; `excerpt` shortens a
+/// text.
+pub(crate) fn printed(out: &Captured, excerpt: impl Fn(&str) -> String) -> String {
+    if out.is_blank() {
+        return "printed nothing".to_owned();
+    }
+    if out.dropped() == 0 {
+        return format!("printed `{}`", excerpt(&out.end_text()));
+    }
+    let bytes = crate::output::counted(out.total(), "byte");
+    match out.last_line() {
+        Some(line) => format!("printed {bytes}, the last line `{}`", excerpt(&line)),
+        None => format!("printed {bytes}"),
+    }
+}
+
 /// How waiting for a program ended.
 enum Waited {
     /// It exited (`Some`), ran past its timeout (`None`), or could not be waited for.
@@ -175,7 +332,7 @@ enum Waited {
 /// Waits for `child` up to `timeout`, looking at `stop` every 50 ms.
 fn wait(child: &mut Child, timeout: Duration, stop: &AtomicBool) -> Waited {
     const LOOK: Duration = Duration::from_millis(50);
-    let started = std::time::Instant::now();
+    let started = Instant::now();
     loop {
         if stop.load(Ordering::SeqCst) {
             return Waited::Stopped;
@@ -188,48 +345,111 @@ fn wait(child: &mut Child, timeout: Duration, stop: &AtomicBool) -> Waited {
     }
 }
 
-/// Reads a pipe to its end on a thread, keeping the first [`OUTPUT_LIMIT`] bytes.
-fn drain<R: Read + Send + 'static>(pipe: Option<R>) -> mpsc::Receiver<Vec<u8>> {
-    let (tx, rx) = mpsc::channel();
-    if let Some(mut pipe) = pipe {
-        std::thread::spawn(move || {
-            let mut kept = Vec::new();
-            let mut buf = [0u8; 8192];
-            loop {
-                match pipe.read(&mut buf) {
-                    Ok(0) | Err(_) => break,
-                    Ok(n) => {
-                        let room = OUTPUT_LIMIT.saturating_sub(kept.len());
-                        kept.extend_from_slice(&buf[..n.min(room)]);
+/// A pipe read to its end on a thread of its own, into a [`Captured`] that can be taken
+/// before the end comes.
+struct Drain {
+    captured: Arc<Mutex<Captured>>,
+    /// Disconnected when the pipe is read to its end (its sender is dropped then).
+    done: mpsc::Receiver<()>,
+}
+
+impl Drain {
+    /// Starts reading `pipe` (none: nothing to read).
+    fn start<R: Read + Send + 'static>(pipe: Option<R>) -> Self {
+        let captured = Arc::new(Mutex::new(Captured::default()));
+        let (tx, done) = mpsc::channel::<()>();
+        if let Some(mut pipe) = pipe {
+            let into = Arc::clone(&captured);
+            std::thread::spawn(move || {
+                let _done = tx;
+                let mut buf = vec![0u8; 64 << 10];
+                loop {
+                    match pipe.read(&mut buf) {
+                        Ok(0) | Err(_) => break,
+                        Ok(n) => into
+                            .lock()
+                            .unwrap_or_else(PoisonError::into_inner)
+                            .push(&buf[..n]),
                     }
                 }
-            }
-            let _ = tx.send(kept);
-        });
+            });
+        }
+        Self { captured, done }
     }
-    rx
+
+    /// Whether the pipe was read to its end, waiting for that until `deadline`.
+    fn finished_by(&self, deadline: Instant) -> bool {
+        let left = deadline.saturating_duration_since(Instant::now());
+        !matches!(
+            self.done.recv_timeout(left),
+            Err(mpsc::RecvTimeoutError::Timeout)
+        )
+    }
+
+    /// What was read, once the pipe was read to its end or `deadline` passed: a process that
+    /// left the program's group may hold the pipe open.
+    fn collect(self, deadline: Instant) -> Captured {
+        self.finished_by(deadline);
+        std::mem::take(&mut *self.captured.lock().unwrap_or_else(PoisonError::into_inner))
+    }
 }
 
-/// What a drained pipe held, waiting a little for it: a child the program started may hold
-/// the pipe open after the program itself ended.
-fn collect(rx: mpsc::Receiver<Vec<u8>>) -> Vec<u8> {
-    rx.recv_timeout(DRAIN_GRACE).unwrap_or_default()
-}
-
-/// Kills a program and what it started (its process group), and reaps it.
-fn kill(child: &mut Child) {
+/// A program's process group: the program and what it started (unless that left the group).
+struct Group {
     #[cfg(unix)]
-    {
-        // The group's id is the program's pid (process_group(0)); `kill` the command, as
-        // track has no unsafe code to call kill(2) itself.
-        let _ = Command::new("kill")
-            .args(["-s", "KILL", "--", &format!("-{}", child.id())])
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .status();
+    id: nix::unistd::Pid,
+}
+
+impl Group {
+    /// The group of `child`, spawned as its leader (`process_group(0)`).
+    fn of(child: &Child) -> Self {
+        #[cfg(unix)]
+        {
+            // A pid is a positive i32 where it comes from (pid_t).
+            Self {
+                id: nix::unistd::Pid::from_raw(child.id() as i32),
+            }
+        }
+        #[cfg(not(unix))]
+        {
+            let _ = child;
+            Self {}
+        }
     }
-    let _ = child.kill();
-    let _ = child.wait();
+
+    /// Kills the program and its group at once (its timeout, or the run stopped), and reaps
+    /// it. The program is not reaped before, so the group's id is still its own.
+    fn kill(&self, child: &mut Child) {
+        #[cfg(unix)]
+        let _ = nix::sys::signal::killpg(self.id, nix::sys::signal::Signal::SIGKILL);
+        let _ = child.kill();
+        let _ = child.wait();
+    }
+
+    /// Ends what the program, which exited, left running in its group: SIGTERM, then up to
+    /// [`TERM_GRACE`] for the group to be gone and `pipes` read to their end, then SIGKILL.
+    /// (A group outlives its leader while any of it runs, and its id is not given to a new
+    /// process meanwhile; once it is empty, signalling it finds no one.)
+    fn end(&self, pipes: &[&Drain]) {
+        #[cfg(unix)]
+        {
+            use nix::sys::signal::{Signal, killpg};
+            if killpg(self.id, Signal::SIGTERM).is_err() {
+                return; // no one left
+            }
+            let deadline = Instant::now() + TERM_GRACE;
+            while Instant::now() < deadline {
+                let read = pipes.iter().all(|p| p.finished_by(Instant::now()));
+                if read && killpg(self.id, None).is_err() {
+                    return;
+                }
+                std::thread::sleep(Duration::from_millis(10));
+            }
+            let _ = killpg(self.id, Signal::SIGKILL);
+        }
+        #[cfg(not(unix))]
+        let _ = pipes;
+    }
 }
 
 /// `exited with status 2` or `was killed by signal 9`.
@@ -261,8 +481,9 @@ pub(crate) fn last_line(bytes: &[u8]) -> Option<String> {
 }
 
 /// `; stderr: <its last line>`, or nothing when it is empty.
-pub(crate) fn stderr_hint(stderr: &[u8]) -> String {
-    last_line(stderr)
+pub(crate) fn stderr_hint(stderr: &Captured) -> String {
+    stderr
+        .last_line()
         .map(|l| format!("; stderr: {l}"))
         .unwrap_or_default()
 }
@@ -312,6 +533,144 @@ mod tests {
         assert_eq!(printed_object(chatty).unwrap()["a"], 2);
         assert!(printed_object("[1, 2]\nnot json\n").is_none());
         assert!(printed_object("").is_none());
+    }
+
+    #[test]
+    fn a_long_output_keeps_its_head_and_its_tail_and_counts_what_is_left_out() {
+        let short = Captured::of(b"one\ntwo\n");
+        assert_eq!((short.total(), short.dropped()), (8, 0));
+        assert_eq!(&*short.end(), b"one\ntwo\n");
+        assert_eq!(short.last_line().as_deref(), Some("two"));
+        assert_eq!(short.text(|_| unreachable!()), "one\ntwo\n");
+        assert!(Captured::of(b" \n\t").is_blank());
+
+        // 3 MB of lines of 100 bytes, then the verdict, pushed as a pipe gives them.
+        let mut long = Captured::default();
+        for i in 0..30_000 {
+            long.push(format!("line {i:05} {}\n", "x".repeat(88)).as_bytes());
+            assert!(long.tail.len() <= 2 * TAIL_LIMIT, "bounded");
+        }
+        long.push(b"{\"pass\": true}\n");
+        let total = 30_000 * 100 + 15;
+        assert_eq!(long.total(), total);
+        assert_eq!(long.dropped(), total - (HEAD_LIMIT + TAIL_LIMIT) as u64);
+        assert_eq!(long.last_line().as_deref(), Some("{\"pass\": true}"));
+        let end = long.end_text();
+        assert!(
+            end.starts_with("line ") && end.len() < TAIL_LIMIT,
+            "whole lines"
+        );
+        assert_eq!(printed_object(&end).unwrap()["pass"], true);
+        let text = long.text(|n| format!("[{n} left out]"));
+        let gap = format!("\n\n[{} left out]\n\n", long.dropped());
+        assert!(
+            text.starts_with("line 00000 ") && text.contains(&gap),
+            "{}",
+            &text[..40]
+        );
+        assert!(text.ends_with("{\"pass\": true}\n"));
+        assert_eq!(text.len(), HEAD_LIMIT + TAIL_LIMIT + gap.len());
+    }
+
+    #[test]
+    fn a_cut_never_splits_a_character_and_one_long_line_has_no_last_line() {
+        let mut cut = Captured::default();
+        cut.push(&vec![b'a'; HEAD_LIMIT - 1]);
+        // The head ends in the middle of an `é`, and the tail starts in the middle of one.
+        cut.push(("é".repeat(TAIL_LIMIT) + "x").as_bytes());
+        assert_eq!(cut.head.last(), Some(&0xc3));
+        assert_eq!(cut.kept_tail().first(), Some(&0xa9));
+        let text = cut.text(|_| "gap".to_owned());
+        assert!(!text.contains('\u{fffd}'), "no replacement character");
+        assert!(text.ends_with("éx"));
+        // One line longer than the tail: no whole line is known at its end.
+        assert_eq!(cut.end_text(), "");
+        assert_eq!(cut.last_line(), None);
+        assert!(printed(&cut, str::to_owned).starts_with("printed 1,572,864 bytes"));
+        assert_eq!(
+            printed(&Captured::of(b"hi\n"), str::to_owned),
+            "printed `hi\n`"
+        );
+        assert_eq!(
+            printed(&Captured::default(), str::to_owned),
+            "printed nothing"
+        );
+    }
+
+    /// Runs `sh -c <script>` in `dir` with 30 s to exit.
+    #[cfg(unix)]
+    fn sh(dir: &Path, script: &str) -> Ended {
+        let program = Program::new(&format!("sh -c '{script}'"), dir, "x").unwrap();
+        program
+            .run(Vec::new(), Duration::from_secs(30), &AtomicBool::new(false))
+            .unwrap()
+            .expect("not stopped")
+    }
+
+    /// Whether process `pid` is gone (or a zombie), waiting up to 10 s for it.
+    #[cfg(target_os = "linux")]
+    fn ends(pid: &str) -> bool {
+        ends_within(pid, Duration::from_secs(10))
+    }
+
+    /// Whether process `pid` is gone (or a zombie), waiting up to `limit` for it.
+    #[cfg(target_os = "linux")]
+    fn ends_within(pid: &str, limit: Duration) -> bool {
+        let stat = format!("/proc/{}/stat", pid.trim());
+        let dead = || {
+            std::fs::read_to_string(&stat).map_or(true, |s| {
+                s.rsplit(')')
+                    .next()
+                    .is_some_and(|r| r.trim_start().starts_with('Z'))
+            })
+        };
+        let deadline = Instant::now() + limit;
+        while !dead() && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        dead()
+    }
+
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn when_a_program_exits_its_group_is_ended_even_what_ignores_sigterm() {
+        let dir = tempfile::tempdir().unwrap();
+        // A child that ignores SIGTERM and holds stdout; the program prints and exits 0.
+        let ended = sh(
+            dir.path(),
+            r#"(trap "" TERM; exec sleep 30) & echo $! > stubborn.pid; echo done"#,
+        );
+        let Ended::Exited { status, stdout, .. } = ended else {
+            panic!("exited")
+        };
+        assert!(status.success());
+        assert_eq!(stdout.end_text(), "done\n");
+        let pid = std::fs::read_to_string(dir.path().join("stubborn.pid")).unwrap();
+        assert!(ends(&pid), "the child {} still runs", pid.trim());
+    }
+
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn what_left_the_group_holding_stdout_does_not_keep_the_output_from_being_used() {
+        let dir = tempfile::tempdir().unwrap();
+        // `setsid` puts the sleeper in a session of its own: out of reach of the group's end.
+        let started = Instant::now();
+        let ended = sh(
+            dir.path(),
+            r#"setsid sleep 30 & echo $! > away.pid; echo "{\"pass\": true}""#,
+        );
+        let pid = std::fs::read_to_string(dir.path().join("away.pid")).unwrap();
+        let out_of_reach = !ends_within(&pid, Duration::ZERO);
+        let _ = Command::new("kill").arg(pid.trim()).status();
+        assert!(out_of_reach, "the sleeper left the group");
+        let Ended::Exited { stdout, .. } = ended else {
+            panic!("exited")
+        };
+        assert_eq!(printed_object(&stdout.end_text()).unwrap()["pass"], true);
+        assert!(
+            started.elapsed() < Duration::from_secs(20),
+            "not waited for"
+        );
     }
 
     #[test]

@@ -2,10 +2,19 @@
 //! parser's source excerpt (the file is open in the user's editor). An unknown key is named
 //! with the valid ones and the closest (`did you mean `prompts`?`); a tab that indents a line
 //! is pointed at where it is. [`line_at`] finds the line of a key for a kind's own checks.
+//!
+//! Values a kind reads itself (tests, cases, checks, templates) are read through [`Written`]
+//! (or [`as_written`]), which keeps every scalar as the file writes it: YAML would read
+//! `yes` as true, `1.10` as 1.1, `0x1F` as 31 and `001` as 1; these stay the texts `yes`,
+//! `1.10`, `0x1F` and `001`, and only `true`, `false`, and numbers written as JSON writes them
+//! (`3`, `0.5`) are booleans and numbers.
 
+use std::cell::RefCell;
 use std::path::Path;
+use std::sync::Arc;
 
-use serde::de::{self, Deserialize, Deserializer, MapAccess, SeqAccess, Visitor};
+use serde::de::{self, Deserialize, DeserializeOwned, Deserializer, MapAccess, SeqAccess, Visitor};
+use serde_json::{Number, Value};
 use serde_saphyr::Spanned;
 
 /// `path:line:col: message` for an error of serde-saphyr reading `text` (`path: message`
@@ -17,6 +26,16 @@ pub(crate) fn describe(path: &Path, text: &str, error: &serde_saphyr::Error) -> 
     } = error.without_snippet()
     {
         return located(path, position, &unknown_key(field, expected));
+    }
+    if let serde_saphyr::Error::NonFiniteFloat { value, .. } = error.without_snippet() {
+        return located(
+            path,
+            position,
+            &format!(
+                "`{value}` reads as a number that is not finite: quote it to keep it as text \
+                 (`\"{value}\"`), or write a finite number"
+            ),
+        );
     }
     let rendered = error.without_snippet().to_string();
     let first = rendered.lines().next().unwrap_or_default().trim();
@@ -113,6 +132,196 @@ pub(crate) fn large_file_options() -> serde_saphyr::Options {
     let mut options = serde_saphyr::Options::default();
     options.budget = Some(budget);
     options
+}
+
+thread_local! {
+    /// The text [`from_str`] is parsing, for [`Written`] to read scalars as written.
+    static SOURCE: RefCell<Option<Arc<str>>> = const { RefCell::new(None) };
+}
+
+/// Parses `text` with `options`, the [`Written`] values in `T` keeping their scalars as the
+/// text writes them.
+pub(crate) fn from_str<T: DeserializeOwned>(
+    text: &str,
+    options: serde_saphyr::Options,
+) -> Result<T, serde_saphyr::Error> {
+    let previous = SOURCE.with(|s| s.replace(Some(Arc::from(text))));
+    let parsed = serde_saphyr::from_str_with_options(text, options);
+    SOURCE.with(|s| *s.borrow_mut() = previous);
+    parsed
+}
+
+/// A YAML value as JSON, its scalars as written: a plain scalar YAML would read as a boolean
+/// or a number stays a boolean or a number only when JSON writes it the same way (`true`,
+/// `3`, `0.5`); else it is the text written (`yes`, `1.10`, `0x1F`, `001`, `1e3`, `True`), so
+/// a field that is text gets what the file says, and a field that is a number still parses
+/// it. A null is null. What is JSON rather than text keeps YAML's types: a `json-equals` or
+/// `json-schema` check's value, `arguments:` and a tool's `parameters:`. Read outside
+/// [`from_str`] (from JSON), it is the value as it comes.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Written(pub Value);
+
+/// `deserialize_with` for a field read through [`Written`]: its value as written, then as `T`.
+pub(crate) fn as_written<'de, D: Deserializer<'de>, T: DeserializeOwned>(
+    deserializer: D,
+) -> Result<T, D::Error> {
+    let Written(value) = Written::deserialize(deserializer)?;
+    T::deserialize(value).map_err(de::Error::custom)
+}
+
+impl<'de> Deserialize<'de> for Written {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        if SOURCE.with(|s| s.borrow().is_none()) {
+            return Value::deserialize(deserializer).map(Written);
+        }
+        Tree::deserialize(deserializer).map(|tree| Written(tree.into_value(false)))
+    }
+}
+
+/// Keys whose value is JSON, not text: it keeps YAML's types.
+const JSON_KEYS: [&str; 2] = ["arguments", "parameters"];
+/// Methods whose value is JSON.
+const JSON_METHODS: [&str; 2] = ["json-equals", "json-schema"];
+
+/// A YAML document as parsed, each scalar YAML types as a boolean or a number with its text.
+enum Tree {
+    Typed { typed: Value, raw: Option<String> },
+    Text(String),
+    Null,
+    Seq(Vec<Tree>),
+    Map(Vec<(String, Tree)>),
+}
+
+impl Tree {
+    /// The value, its typed scalars as written unless `typed` (JSON).
+    fn into_value(self, typed: bool) -> Value {
+        match self {
+            Tree::Typed { typed: value, .. } if typed => value,
+            Tree::Typed { typed: value, raw } => {
+                let canonical = value.to_string();
+                match raw {
+                    Some(raw) if raw != canonical => Value::String(raw),
+                    _ => value,
+                }
+            }
+            Tree::Text(text) => Value::String(text),
+            Tree::Null => Value::Null,
+            Tree::Seq(items) => {
+                Value::Array(items.into_iter().map(|i| i.into_value(typed)).collect())
+            }
+            Tree::Map(entries) => {
+                let json_method = entries.iter().any(|(key, value)| {
+                    key == "method"
+                        && matches!(value, Tree::Text(m) if JSON_METHODS.contains(&m.as_str()))
+                });
+                let json = |key: &str| {
+                    typed
+                        || JSON_KEYS.contains(&key)
+                        || (json_method && ["value", "expected", "output"].contains(&key))
+                };
+                Value::Object(
+                    entries
+                        .into_iter()
+                        .map(|(key, value)| {
+                            let value = value.into_value(json(&key));
+                            (key, value)
+                        })
+                        .collect(),
+                )
+            }
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for Tree {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let node = Spanned::<Parsed>::deserialize(deserializer)?;
+        Ok(match node.value.0 {
+            Tree::Typed { typed, .. } => {
+                let span = node.defined.span();
+                let raw = SOURCE.with(|source| {
+                    let source = source.borrow();
+                    let (at, len) = (span.byte_offset()?, span.byte_len()?);
+                    let text = source.as_ref()?.get(at as usize..(at + len) as usize)?;
+                    Some(text.trim().to_owned()).filter(|t| !t.is_empty())
+                });
+                Tree::Typed { typed, raw }
+            }
+            other => other,
+        })
+    }
+}
+
+/// A node as the parser gives it, a typed scalar without its text yet.
+struct Parsed(Tree);
+
+impl<'de> Deserialize<'de> for Parsed {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        deserializer.deserialize_any(ParsedVisitor)
+    }
+}
+
+struct ParsedVisitor;
+
+impl ParsedVisitor {
+    fn typed(value: Value) -> Parsed {
+        Parsed(Tree::Typed {
+            typed: value,
+            raw: None,
+        })
+    }
+}
+
+impl<'de> Visitor<'de> for ParsedVisitor {
+    type Value = Parsed;
+    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("any YAML value")
+    }
+    fn visit_bool<E: de::Error>(self, v: bool) -> Result<Parsed, E> {
+        Ok(Self::typed(Value::Bool(v)))
+    }
+    fn visit_i64<E: de::Error>(self, v: i64) -> Result<Parsed, E> {
+        Ok(Self::typed(Value::Number(v.into())))
+    }
+    fn visit_u64<E: de::Error>(self, v: u64) -> Result<Parsed, E> {
+        Ok(Self::typed(Value::Number(v.into())))
+    }
+    fn visit_f64<E: de::Error>(self, v: f64) -> Result<Parsed, E> {
+        // A non-finite number has no JSON form: its text.
+        Ok(match Number::from_f64(v) {
+            Some(number) => Self::typed(Value::Number(number)),
+            None => Parsed(Tree::Text(v.to_string())),
+        })
+    }
+    fn visit_str<E: de::Error>(self, v: &str) -> Result<Parsed, E> {
+        Ok(Parsed(Tree::Text(v.to_owned())))
+    }
+    fn visit_string<E: de::Error>(self, v: String) -> Result<Parsed, E> {
+        Ok(Parsed(Tree::Text(v)))
+    }
+    fn visit_unit<E: de::Error>(self) -> Result<Parsed, E> {
+        Ok(Parsed(Tree::Null))
+    }
+    fn visit_none<E: de::Error>(self) -> Result<Parsed, E> {
+        Ok(Parsed(Tree::Null))
+    }
+    fn visit_some<D: Deserializer<'de>>(self, d: D) -> Result<Parsed, D::Error> {
+        Tree::deserialize(d).map(Parsed)
+    }
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Parsed, A::Error> {
+        let mut items = Vec::with_capacity(seq.size_hint().unwrap_or(0));
+        while let Some(item) = seq.next_element::<Tree>()? {
+            items.push(item);
+        }
+        Ok(Parsed(Tree::Seq(items)))
+    }
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Parsed, A::Error> {
+        let mut entries = Vec::new();
+        while let Some(key) = map.next_key::<String>()? {
+            entries.push((key, map.next_value::<Tree>()?));
+        }
+        Ok(Parsed(Tree::Map(entries)))
+    }
 }
 
 /// One step of a path into a YAML document: a mapping's key, or a list's item.
@@ -279,6 +488,99 @@ fn strip_position(message: &str) -> &str {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn written_values_keep_scalars_as_the_file_writes_them() {
+        let text = "a: [yes, no, on, off, y, n, True, 1.10, 0x1F, 0o17, 001, 1e3, +1, 1_000]\n\
+                    b: [true, false, 3, -4, 0.5, 1.0, '001', \"yes\", ~, null]\n\
+                    c: {id: 001, nested: [{answer: 1.50}]}\n\
+                    d: &x 007\n\
+                    e: *x\n\
+                    f: 12 # a comment\n\
+                    g: |\n  yes\n";
+        let Written(value) = from_str(text, serde_saphyr::Options::default()).unwrap();
+        assert_eq!(
+            value,
+            serde_json::json!({
+                "a": ["yes", "no", "on", "off", "y", "n", "True", "1.10", "0x1F", "0o17", "001",
+                      "1e3", "+1", "1_000"],
+                "b": [true, false, 3, -4, 0.5, 1.0, "001", "yes", null, null],
+                "c": {"id": "001", "nested": [{"answer": "1.50"}]},
+                "d": "007",
+                "e": "007",
+                "f": 12,
+                "g": "yes\n",
+            })
+        );
+        // JSON keeps YAML's types: a json-equals or json-schema value, a tool's parameters,
+        // a call's arguments; a text beside them does not.
+        let text = "- {method: json-equals, value: {score: 0.50, ok: yes}}\n\
+                    - {expected: {minimum: 1e3}, method: json-schema}\n\
+                    - {method: exact, value: 0.50}\n\
+                    - {name: w, parameters: {minimum: 0.50}, result: 1.10}\n\
+                    - {method: tool-called, value: w, arguments: {t: 2.50}}\n";
+        let Written(value) = from_str(text, serde_saphyr::Options::default()).unwrap();
+        assert_eq!(
+            value,
+            serde_json::json!([
+                {"method": "json-equals", "value": {"score": 0.5, "ok": true}},
+                {"expected": {"minimum": 1000.0}, "method": "json-schema"},
+                {"method": "exact", "value": "0.50"},
+                {"name": "w", "parameters": {"minimum": 0.5}, "result": "1.10"},
+                {"method": "tool-called", "value": "w", "arguments": {"t": 2.5}},
+            ])
+        );
+        // Outside `from_str` (a JSON value), it is the value as it comes.
+        let Written(json) = serde_json::from_str(r#"{"a": 1.5, "b": true}"#).unwrap();
+        assert_eq!(json, serde_json::json!({"a": 1.5, "b": true}));
+    }
+
+    #[test]
+    fn a_scalar_that_cannot_be_kept_is_refused_naming_its_line_and_the_fix() {
+        let text = "a: 1\noutput: .inf\n";
+        let error = from_str::<Written>(text, serde_saphyr::Options::default()).unwrap_err();
+        assert_eq!(
+            describe(Path::new("b.yaml"), text, &error),
+            "b.yaml:2:9: `.inf` reads as a number that is not finite: quote it to keep it as \
+             text (`\".inf\"`), or write a finite number"
+        );
+    }
+
+    #[test]
+    fn a_field_read_as_written_is_its_type_from_the_written_value() {
+        #[derive(Debug, serde::Deserialize)]
+        struct File {
+            #[serde(default, deserialize_with = "as_written")]
+            tests: Option<Vec<serde_json::Map<String, Value>>>,
+            #[serde(default)]
+            temperature: Option<f64>,
+        }
+        let file: File = from_str(
+            "temperature: 0.5\ntests:\n  - {output: yes, n: 2}\n",
+            serde_saphyr::Options::default(),
+        )
+        .unwrap();
+        assert_eq!(file.temperature, Some(0.5));
+        let tests = file.tests.unwrap();
+        assert_eq!(tests[0]["output"], "yes");
+        assert_eq!(tests[0]["n"], 2);
+        let file: File = from_str("tests: ~\n", serde_saphyr::Options::default()).unwrap();
+        assert!(file.tests.is_none());
+        // A field typed as text (every kind's names, models, paths) is the text written.
+        #[derive(Debug, serde::Deserialize)]
+        struct Texts {
+            names: Vec<String>,
+            brand: Option<String>,
+        }
+        let texts: Texts =
+            serde_saphyr::from_str("names: [yes, 1.10, 0x1F, 001, 1e3, True, +1]\nbrand: on\n")
+                .unwrap();
+        assert_eq!(
+            texts.names,
+            ["yes", "1.10", "0x1F", "001", "1e3", "True", "+1"]
+        );
+        assert_eq!(texts.brand.as_deref(), Some("on"));
+    }
 
     #[test]
     fn a_key_given_twice_is_named_with_the_fix() {

@@ -8,12 +8,13 @@
 // The results frame (one row per evaluation), and the measures the summaries read.
 pub const RUN_ID: &str = "run_id";
 pub const MODEL: &str = "model";
-pub const PROMPT: &str = "prompt";
+/// A result's case (a prompt test's name, or a case's id from data): `case` in every output
+/// since issue 45, `prompt` before; `--by prompt` and `--by case` are the same summary.
+pub const PROMPT: &str = "case";
 /// The prompt template a result's request was rendered from (null without templates).
 pub const TEMPLATE: &str = "template";
-/// `track query --by case`: the per-prompt summary's first column, as data-driven benchmarks
-/// call their prompts.
-pub const CASE: &str = "case";
+/// `track query --by case`: the per-case summary's first column ([`PROMPT`] itself).
+pub const CASE: &str = PROMPT;
 /// The weighted score of a result's checks, 0-1 (`pass: {threshold}`); in `bench_checks.csv`,
 /// a check's own score.
 pub const SCORE: &str = "score";
@@ -23,6 +24,8 @@ pub const CHECK_INDEX: &str = "check_index";
 pub const EXPECTED: &str = "expected";
 pub const WEIGHT: &str = "weight";
 pub const REASON: &str = "reason";
+/// `track query --by result`: the start of each result's answer, on one line.
+pub const ANSWER_START: &str = "answer_start";
 pub const REPEAT: &str = "repeat";
 /// `passed`, `failed` or `error` ([`crate::store::Outcome`]).
 pub const STATUS: &str = "status";

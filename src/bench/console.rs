@@ -1,7 +1,10 @@
-//! What a benchmark run prints on the console when it ends, from the database: per-model
-//! summary, the template x model table (when the run has several templates), the per-prompt
-//! summary, and the detail table (unless turned off). Long tables are cut with the
-//! command that gives all. It computes nothing itself: the frames are `summary`'s.
+//! What a benchmark run prints on the console when it ends, from the database. The point
+//! comes last, where a terminal leaves it in view: the per-result table (`--detail` only), the
+//! per-case table (when short, or with `--detail`), the first failures with the start of each
+//! answer and why it failed, then the per-model summary and the template x model table (when
+//! the run has several templates). `--no-detail` prints the summaries only. Long tables are
+//! cut with the command that gives all. It computes nothing itself: the frames are
+//! `summary`'s.
 
 use super::columns as c;
 use std::io::Write;
@@ -10,12 +13,19 @@ use polars::prelude::*;
 
 use super::BenchError;
 use super::summary::BenchFrames;
-use crate::experiment::{ReportOptions, RunSummary};
+use crate::experiment::{Detail, ReportOptions, RunSummary};
 use crate::output::{Columns, count, render};
-use crate::store::Store;
+use crate::store::{FailureRow, Store};
 
 /// Rows a run's report shows of a table before pointing to the full one.
 const REPORT_ROWS: usize = 200;
+
+/// The most cases whose table a run prints without `--detail`: a longer one would push the
+/// summaries off a terminal.
+const SHORT_CASE_ROWS: usize = 12;
+
+/// Failures a run lists at its end, each with its answer's start and its reason.
+const LISTED_FAILURES: usize = 5;
 
 /// Prints the tables of the run `summary` describes.
 pub(crate) fn print(
@@ -27,11 +37,24 @@ pub(crate) fn print(
     let run_id = summary.run_id;
     // The rows' own columns are read only for the detail table; the summaries need numbers.
     let frames = match options.detail {
-        true => BenchFrames::from_columns(store.bench_columns(&[run_id], true)?)?,
-        false => BenchFrames::summaries(store, &[run_id])?,
+        Detail::All => BenchFrames::from_columns(store.bench_columns(&[run_id], true)?)?,
+        Detail::Usual | Detail::Summaries => BenchFrames::summaries(store, &[run_id])?,
     };
-    // Summaries first: on a terminal they are what a reader wants on screen; the detail of a
-    // long run would scroll them away.
+    if options.detail == Detail::All {
+        let detail = detail_table(&frames)?;
+        print_limited(
+            out,
+            "Results",
+            &detail,
+            "track query --by result --run",
+            (run_id, options.columns),
+        )?;
+    }
+    if options.detail != Detail::Summaries {
+        print_cases(out, &frames, options, run_id)?;
+        print_failures(out, store, run_id, &frames)?;
+    }
+    // The summaries last: on a terminal they are what stays in view.
     writeln!(
         out,
         "Per model\n{}",
@@ -48,24 +71,114 @@ pub(crate) fn print(
             )
         )?;
     }
-    print_limited(
-        out,
-        "Per prompt",
-        &frames.by_prompt,
-        "track query --by prompt --format csv --run",
-        (run_id, options.columns),
-    )?;
-    if options.detail {
-        let detail = detail_table(&frames)?;
+    Ok(())
+}
+
+/// The per-case table: whole with `--detail` (up to [`REPORT_ROWS`]), else when it has at
+/// most [`SHORT_CASE_ROWS`] rows; a longer one is named with the command that prints it.
+fn print_cases(
+    out: &mut dyn Write,
+    frames: &BenchFrames,
+    options: &ReportOptions,
+    run_id: i64,
+) -> Result<(), BenchError> {
+    let by_case = &frames.by_prompt;
+    let cases = by_case.height();
+    if options.detail == Detail::All || cases <= SHORT_CASE_ROWS {
         print_limited(
             out,
-            "Results",
-            &detail,
-            "track export csv",
+            "Per case",
+            by_case,
+            "track query --by case --format csv --run",
             (run_id, options.columns),
+        )?;
+    } else {
+        writeln!(
+            out,
+            "{}",
+            crate::output::fit_line(&format!(
+                "Per case: {}, not shown: track query --by case --run {run_id} (or --detail)",
+                count(cases as u64, "case")
+            ))
         )?;
     }
     Ok(())
+}
+
+/// The first [`LISTED_FAILURES`] results that did not pass, two lines each: whose they are
+/// and why (the failing check's reason, or the error), then the start of the answer.
+fn print_failures(
+    out: &mut dyn Write,
+    store: &Store,
+    run_id: i64,
+    frames: &BenchFrames,
+) -> Result<(), BenchError> {
+    let failures = store.bench_failures(
+        &[run_id],
+        LISTED_FAILURES,
+        crate::output::ANSWER_START_BYTES,
+    )?;
+    if failures.is_empty() {
+        return Ok(());
+    }
+    let total = not_passed(&frames.by_model)?;
+    let heading = if (failures.len() as u64) < total {
+        format!(
+            "Failures: the first {} of {total} (each result: track query --by result --run \
+             {run_id})",
+            failures.len()
+        )
+    } else {
+        format!("Failures: {}", failures.len())
+    };
+    writeln!(out, "{}", crate::output::fit_line(&heading))?;
+    let width = crate::output::terminal_width().unwrap_or(120);
+    for failure in &failures {
+        for line in failure_lines(failure, width) {
+            writeln!(out, "{line}")?;
+        }
+    }
+    Ok(())
+}
+
+/// The results of the per-model summary that did not pass: failed plus errors.
+fn not_passed(by_model: &DataFrame) -> PolarsResult<u64> {
+    let sum = |name: &str| -> PolarsResult<u64> {
+        Ok(by_model
+            .column(name)?
+            .as_materialized_series()
+            .cast(&DataType::UInt64)?
+            .u64()?
+            .sum()
+            .unwrap_or(0))
+    };
+    Ok(sum(c::FAILED)? + sum(c::ERRORS)?)
+}
+
+/// One failure as two lines no wider than `width`: `failed  model · template · case: why`
+/// and `        answer: …`.
+fn failure_lines(failure: &FailureRow, width: usize) -> [String; 2] {
+    let status = failure.status.as_str();
+    let mut whose = vec![failure.model_ref.as_str()];
+    if let Some(template) = &failure.template {
+        whose.push(template);
+    }
+    whose.push(&failure.prompt_name);
+    let whose = whose.join(" · ");
+    let repeat = if failure.repeat_index > 0 {
+        format!(" (repeat {})", failure.repeat_index)
+    } else {
+        String::new()
+    };
+    let head = format!("  {status:<6} {whose}{repeat}: ");
+    let room = width.saturating_sub(head.chars().count()).max(20);
+    let why = crate::output::reason_line(failure.detail.as_deref(), room);
+    let label = "         answer: ";
+    let answer = failure.answer.as_deref().map_or_else(
+        || "(no answer)".to_owned(),
+        |a| crate::output::answer_start(a, width.saturating_sub(label.len()).max(20)),
+    );
+    [format!("{head}{why}"), format!("{label}{answer}")]
 }
 
 /// The line under the per-model table: its latency sum is not the time the run took (calls
@@ -137,7 +250,7 @@ fn detail_table(frames: &BenchFrames) -> PolarsResult<DataFrame> {
 }
 
 /// Prints `df` under `title`, cut to its first [`REPORT_ROWS`] rows with a note naming the
-/// command that gives all of them: a table of 50,000 prompts helps nobody on a terminal.
+/// command that gives all of them: a table of 50,000 cases helps nobody on a terminal.
 fn print_limited(
     out: &mut dyn Write,
     title: &str,
@@ -216,7 +329,7 @@ mod tests {
             waiting: None,
         };
         let options = ReportOptions {
-            detail: true,
+            detail: Detail::All,
             quiet: true,
             columns: Columns::Wide,
         };
@@ -244,7 +357,11 @@ mod tests {
             .split("Per template and model")
             .nth(1)
             .unwrap_or_else(|| panic!("{out}"));
-        let table = table.split("Per prompt").next().unwrap();
+        // The summaries last: nothing follows the template table.
+        assert!(
+            !table.contains("Per case") && !table.contains("Failures"),
+            "{out}"
+        );
         let terse = table.lines().find(|l| l.contains("terse")).unwrap();
         let steps = table.lines().find(|l| l.contains("steps")).unwrap();
         assert!(terse.contains("100.0 % (34.2–100.0)"), "{table}");
@@ -253,6 +370,7 @@ mod tests {
         // (Its first part: at 80 columns the table is printed in parts, each with the keys.)
         let results = out.split("Results").nth(1).unwrap();
         let results = results.split("(part 2 of").next().unwrap();
+        let results = results.split("Per case").next().unwrap();
         assert_eq!(results.matches("steps").count(), 2, "{results}");
 
         // One template: neither.

@@ -188,7 +188,8 @@ pub(crate) fn check_turns(checks: &[crate::checks::Check], turns: usize) -> Resu
     for (i, check) in checks.iter().enumerate() {
         if let Some(turn) = check.turn.filter(|&t| t > turns) {
             return Err(format!(
-                "check {} has `turn: {turn}`, but the conversation has {}; give a turn from                  1 to {turns}, or no `turn` (the last)",
+                "check {} has `turn: {turn}`, but the conversation has {}; give a turn from 1 to \
+                 {turns}, or no `turn` (the last)",
                 i + 1,
                 crate::output::count(turns as u64, "turn")
             ));

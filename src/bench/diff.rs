@@ -383,6 +383,7 @@ fn diff_evaluations(base: Vec<Evaluation>, new: Vec<Evaluation>) -> PolarsResult
         summary: summary_frame(&tallies)?,
         items: items_frame(&paired)?,
         significant,
+        improvements: Vec::new(),
     })
 }
 

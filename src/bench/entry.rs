@@ -3,7 +3,6 @@
 
 use polars::prelude::DataFrame;
 
-use super::columns as c;
 use super::html::BenchSection;
 use super::summary::{Measures, model_summary, prompt_summary_of_runs, template_summary};
 use crate::kinds::{
@@ -84,21 +83,22 @@ static GROUPINGS: [Grouping; 6] = [
     },
     Grouping {
         name: "prompt",
-        help: "Benchmarks, per prompt: % success per model (per model and template when there \
-               are several) and overall, average tokens, cost, time, energy",
+        help: "Benchmarks, per case: the same as --by case (kept for scripts written before \
+               cases were called case)",
         flags: &[],
         summary: by_prompt,
     },
     Grouping {
         name: "case",
-        help: "Benchmarks from data, per case: the rows of --by prompt, the first column named \
-               case",
+        help: "Benchmarks, per case: % success per model (per model and template when there \
+               are several) and overall, average tokens, cost, time, energy",
         flags: &[],
         summary: by_case,
     },
     Grouping {
         name: "result",
-        help: "Benchmarks, per result: its model, template, prompt, repeat, outcome, method, \
+        help: "Benchmarks, per result: its model, template, case, repeat, outcome, method, \
+               the start of its answer and why it did not pass (answer_start, reason), \
                the current human rating beside it (human_verdict, human_score, human_comment, \
                rater) and its uid, which `track rate` takes",
         flags: &[],
@@ -127,9 +127,7 @@ fn by_prompt(store: &Store, runs: &[i64], _: &QueryOptions<'_>) -> anyhow::Resul
 }
 
 fn by_case(store: &Store, runs: &[i64], options: &QueryOptions<'_>) -> anyhow::Result<DataFrame> {
-    let mut summary = by_prompt(store, runs, options)?;
-    summary.rename(c::PROMPT, c::CASE.into())?;
-    Ok(summary)
+    by_prompt(store, runs, options)
 }
 
 fn by_result(store: &Store, runs: &[i64], _: &QueryOptions<'_>) -> anyhow::Result<DataFrame> {

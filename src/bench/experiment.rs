@@ -32,6 +32,9 @@ const JUDGE_SCALE: (i64, i64) = (1, 5);
 /// The stages' names, as `track runs --errors` lists them.
 const ANSWERS: &str = "answers";
 const JUDGES: &str = "judges";
+/// What `track runs --errors` names the stage of a result whose calls answered but whose
+/// checks (or tool loop) made an error.
+const RESULTS: &str = "results";
 /// A stage of conversations' later turns.
 const TURNS: &str = "turns";
 const TURNS_AND_JUDGES: &str = "turns and judges";
@@ -52,8 +55,12 @@ pub fn from_file(
         ..overrides.cases.clone()
     };
     let spec = BenchSpec::load(path, text, &options).map_err(ExperimentError::kind)?;
+    // Notes (what was loaded, unused columns): not with --quiet; what was loaded not in a
+    // dry run either, whose plan says it on stdout.
     for note in &spec.notes {
-        crate::output::tell(note);
+        if !(overrides.dry_run && spec.loaded.as_ref() == Some(note)) {
+            crate::output::note(note);
+        }
     }
     let energy = overrides.energy.unwrap_or(config.settings.energy_method);
     Ok(Box::new(BenchExperiment::new(
@@ -109,6 +116,9 @@ struct Draft {
     /// A tool loop's calls, with their results (none for calls left unanswered), stored
     /// with the row.
     tool_calls: Vec<ToolCallRow>,
+    /// Whether a call of the row failed (its answer's or its judge's): an error the runtime
+    /// counts with the failed calls. Any other error row is a problem found in an answer.
+    failed_call: bool,
 }
 
 impl BenchExperiment {
@@ -758,6 +768,7 @@ impl BenchExperiment {
                     earlier: Vec::new(),
                     outcomes: Vec::new(),
                     tool_calls: self.tool_rows_of(run_id, eval, &state.steps, &[]),
+                    failed_call: true,
                 };
             }
             CallOutcome::Hit(call) | CallOutcome::Fresh(call) => call,
@@ -793,6 +804,7 @@ impl BenchExperiment {
             earlier: state.answers.clone(),
             outcomes,
             tool_calls,
+            failed_call: false,
         }
     }
 
@@ -879,14 +891,12 @@ impl BenchExperiment {
             match &call.after {
                 // A judge's verdict completes the row of the answer it judged.
                 Some(answer) => {
-                    let (draft, problem) =
-                        self.judged_draft(run_id, (eval, state), answer, outcome);
+                    let draft = self.judged_draft(run_id, (eval, state), answer, outcome);
                     if outcome.call().is_some() {
                         let tally = self.verdicts.entry(call.target).or_default();
                         tally.0 += 1;
                         tally.1 += u64::from(draft.row.judge_score.is_none());
                     }
-                    problems.extend(problem);
                     drafts.push(draft);
                 }
                 // A tool loop's answer asking for tools: its tools run for the next step,
@@ -923,7 +933,29 @@ impl BenchExperiment {
         for draft in &mut drafts {
             self.tool_rows.append(&mut draft.tool_calls);
         }
-        let rows: Vec<BenchResultRow> = drafts.into_iter().map(|d| self.finish(d)).collect();
+        // Every error row is counted once: with the failed calls when a call of it failed,
+        // else here, as a problem found in the answer (a script check that crashed,
+        // `max_steps` reached, a tool that failed, a judge's garbage): so the tally, `track
+        // runs`, `runs --errors` and `--fail-on-errors` count the same rows.
+        let rows: Vec<BenchResultRow> = drafts
+            .into_iter()
+            .map(|d| {
+                let failed_call = d.failed_call;
+                let row = self.finish(d);
+                if row.outcome == Outcome::Error && !failed_call {
+                    problems.push(format!(
+                        "{}: {}",
+                        eval_label(
+                            &row.model_ref,
+                            &row.prompt_name,
+                            (self.repeats > 1).then_some(row.repeat_index)
+                        ),
+                        row.detail.as_deref().unwrap_or("an error")
+                    ));
+                }
+                row
+            })
+            .collect();
         tracing::debug!(rows = rows.len(), "results graded");
         (rows, problems)
     }
@@ -953,15 +985,18 @@ impl BenchExperiment {
             (1, _) => outcomes[0].reason.clone(),
             (_, reason) => reason,
         };
+        // The reason of several checks says the score already (`combine`); that of one
+        // check is the check's own.
         if let PassRule::Threshold(t) = self.spec.pass
             && row.outcome == Outcome::Failed
+            && test.checks.len() == 1
         {
             row.detail = Some(format!(
-                "score {:.2} below {t:.2}{}",
+                "weighted score {:.2} is below {t}{}",
                 verdict.score,
                 row.detail
                     .as_ref()
-                    .map(|d| format!(": {d}"))
+                    .map(|d| format!("; {d}"))
                     .unwrap_or_default()
             ));
         }
@@ -1036,29 +1071,30 @@ impl BenchExperiment {
 
     /// The draft of a judged answer (`answer`, the judge's call `outcome`): the verdict from
     /// the judge's score with the test's other checks, or an error when the judge failed or
-    /// answered garbage (never a failed test); the problem, if any.
+    /// answered garbage (never a failed test).
     fn judged_draft(
         &self,
         run_id: i64,
         (eval, state): (Eval, &TurnState),
         answer: &CallOutcome,
         outcome: &CallOutcome,
-    ) -> (Draft, Option<String>) {
+    ) -> Draft {
         let test = &self.spec.prompts[eval.prompt];
         let Some(judged) = test.judge() else {
-            return (self.draft(run_id, (eval, state), answer, None), None);
+            return self.draft(run_id, (eval, state), answer, None);
         };
         let call = match outcome {
             CallOutcome::Failed { call_id, error, .. } => {
                 let verdict = CheckOutcome::error(format!("the judge call failed: {error}"));
                 let mut draft = self.draft(run_id, (eval, state), answer, Some(verdict));
                 draft.row.judge_call_id = *call_id;
-                return (draft, None);
+                draft.failed_call = true;
+                return draft;
             }
             CallOutcome::Hit(call) | CallOutcome::Fresh(call) => call,
         };
         let parsed = judge::parse_judge(&call.text, JUDGE_SCALE.0, JUDGE_SCALE.1);
-        let (verdict, problem) = match &parsed {
+        let verdict = match &parsed {
             Ok((score, why)) => {
                 let reason = format!(
                     "judge {} scored {score}/5 (passes at {}){}",
@@ -1073,17 +1109,13 @@ impl BenchExperiment {
                 } else {
                     CheckOutcome::fail(String::new())
                 };
-                (
-                    CheckOutcome {
-                        reason: Some(reason),
-                        ..verdict.with_score(scaled)
-                    },
-                    None,
-                )
+                CheckOutcome {
+                    reason: Some(reason),
+                    ..verdict.with_score(scaled)
+                }
             }
             Err(reason) => {
-                let detail = format!("the judge's answer could not be used: {reason}");
-                (CheckOutcome::error(detail.clone()), Some(detail))
+                CheckOutcome::error(format!("the judge's answer could not be used: {reason}"))
             }
         };
         let mut draft = self.draft(run_id, (eval, state), answer, Some(verdict));
@@ -1097,9 +1129,7 @@ impl BenchExperiment {
             row.paid_usd = plus(row.paid_usd);
         }
         row.judge_score = parsed.as_ref().ok().map(|(score, _)| *score);
-        let problem =
-            problem.map(|detail| format!("{} on {}: {detail}", row.model_ref, row.prompt_name));
-        (draft, problem)
+        draft
     }
 }
 
@@ -1152,10 +1182,12 @@ fn judge_label(judge: &str, eval: &str) -> String {
 }
 
 /// The errors found in the answers of run `run_id` (`track runs --errors`): the judges'
-/// verdicts that could not be used, each labelled as its call is. (A judge's call that got no
-/// answer is listed by the runtime, with the other failed calls.)
+/// verdicts that could not be used, each labelled as its call is, then the results their
+/// checks or tool loop made errors of (a script that crashed, `max_steps` reached), labelled
+/// as their evaluation. (A call that got no answer is listed by the runtime, with the other
+/// failed calls.) One entry per error row, as the tally and `--fail-on-errors` count them.
 pub fn answer_errors(store: &Store, run_id: i64) -> Result<Vec<RunErrorRow>, StoreError> {
-    Ok(store
+    let mut errors: Vec<RunErrorRow> = store
         .unusable_verdicts(run_id)?
         .into_iter()
         .map(|v| {
@@ -1175,7 +1207,24 @@ pub fn answer_errors(store: &Store, run_id: i64) -> Result<Vec<RunErrorRow>, Sto
                 attempts: v.attempts,
             }
         })
-        .collect())
+        .collect();
+    errors.extend(store.result_errors(run_id)?.into_iter().map(|r| {
+        RunErrorRow {
+            stage: RESULTS.to_owned(),
+            item: eval_label(
+                &r.model_ref,
+                &r.prompt_name,
+                r.repeated.then_some(r.repeat_index),
+            ),
+            model_ref: r.model_ref,
+            error: r
+                .detail
+                .unwrap_or_else(|| "its checks could not be made".to_owned()),
+            call_id: Some(r.call_id),
+            attempts: r.attempts,
+        }
+    }));
+    Ok(errors)
 }
 
 impl Experiment for BenchExperiment {

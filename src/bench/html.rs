@@ -154,7 +154,7 @@ impl BenchSection {
              <code>track query --by model --run {}</code>.</p>",
             thousands(results),
             counted(self.by_model.height() as u64, "model"),
-            counted(self.by_prompt.height() as u64, "prompt"),
+            counted(self.by_prompt.height() as u64, "case"),
             thousands(passed),
             thousands(failed),
             counted(errors, "error"),
@@ -366,9 +366,9 @@ impl BenchSection {
         let chart = heatmap(&Heatmap {
             titles: Titles {
                 id: "bench-matrix-chart",
-                title: "Pass matrix: % of repeats passed, per prompt and model",
+                title: "Pass matrix: % of repeats passed, per case and model",
                 x: "model",
-                y: "prompt",
+                y: "case",
             },
             columns: models,
             rows: prompts,
@@ -378,13 +378,13 @@ impl BenchSection {
         });
         let note = if shown.height() < self.by_prompt.height() {
             format!(
-                "The {MATRIX_PROMPTS} prompts with the lowest success across models, of {}. \
-                 Every prompt: track query --by prompt --format csv --run {}",
+                "The {MATRIX_PROMPTS} cases with the lowest success across models, of {}. \
+                 Every case: track query --by case --format csv --run {}",
                 thousands(self.by_prompt.height() as u64),
                 self.run_list()
             )
         } else {
-            "Each cell: the share of the prompt's repeats on that model (and template, when there \
+            "Each cell: the share of the case's repeats on that model (and template, when there \
              are several) that passed (errors apart); – where every result was an error."
                 .to_owned()
         };
@@ -392,7 +392,7 @@ impl BenchSection {
             &shown,
             TableOptions {
                 id: "bench-prompts",
-                caption: "Per prompt (as track query --by prompt)",
+                caption: "Per case (as track query --by case)",
                 max_rows: MATRIX_PROMPTS,
             },
         );
@@ -417,27 +417,27 @@ impl BenchSection {
                 label: label(b),
                 parts: vec![(
                     bins[b] as f64,
-                    format!("{}: {} prompts", label(b), thousands(bins[b])),
+                    format!("{}: {} cases", label(b), thousands(bins[b])),
                 )],
             })
             .collect();
         let chart = bar_chart(&BarChart {
             titles: Titles {
                 id: "bench-spread-chart",
-                title: "Prompts by their success across models",
-                x: "prompts",
+                title: "Cases by their success across models",
+                x: "cases",
                 y: "success across models",
             },
             series: vec![],
             bars,
         });
         let note = format!(
-            "All {} prompts, by success_pct_all; each bar's count is in its tooltip.",
+            "All {} cases, by success_pct_all; each bar's count is in its tooltip.",
             thousands(self.by_prompt.height() as u64)
         );
         Ok(figure(
             "bench-spread",
-            "How prompts spread by success",
+            "How cases spread by success",
             &chart,
             &note,
             "",

@@ -92,7 +92,7 @@ pub(crate) fn agreement_of_runs(store: &Store, runs: &[i64]) -> anyhow::Result<D
 pub(crate) fn results_with_ratings(store: &Store, runs: &[i64]) -> anyhow::Result<DataFrame> {
     let mut columns = store.bench_columns(runs, true)?;
     let uids = std::mem::take(&mut columns.uid);
-    columns.call_id = Vec::new();
+    let call_ids = std::mem::take(&mut columns.call_id);
     let ratings = store.current_ratings(runs)?;
     let results = results_frame(columns)?;
     let mut out = results.select([
@@ -104,10 +104,26 @@ pub(crate) fn results_with_ratings(store: &Store, runs: &[i64]) -> anyhow::Resul
         c::STATUS,
         c::SCORE,
         c::METHOD,
+        c::DETAIL,
     ])?;
     // `status` is the runs' status in `track query`'s outputs: the outcome is `result`, as
-    // in a run's detail table.
+    // in a run's detail table; `detail` is why it did not pass.
     out.rename(c::STATUS, c::RESULT.into())?;
+    out.rename(c::DETAIL, c::REASON.into())?;
+    // What the model answered, its start on one line (the whole: `track view`, the report).
+    let starts = if call_ids.len() == out.height() {
+        store.answer_starts(&call_ids, crate::output::ANSWER_START_BYTES)?
+    } else {
+        vec![None; out.height()]
+    };
+    let starts: Vec<Option<String>> = starts
+        .into_iter()
+        .map(|a| a.map(|a| crate::output::answer_start(&a, crate::output::ANSWER_START_CHARS)))
+        .collect();
+    out.insert_column(
+        out.get_column_index(c::REASON).unwrap_or(out.width()),
+        Column::new(c::ANSWER_START.into(), starts),
+    )?;
     for column in human_columns(uids.iter().map(Option::as_deref), &ratings) {
         out.with_column(column)?;
     }

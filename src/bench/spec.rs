@@ -161,19 +161,19 @@ struct RawBench {
     description: Option<String>,
     models: Vec<String>,
     /// Tests written one by one (the seed's form).
-    #[serde(default)]
+    #[serde(default, deserialize_with = "crate::yaml::as_written")]
     prompts: Option<Vec<Map<String, Value>>>,
     /// Prompt templates every case runs with.
-    #[serde(default)]
+    #[serde(default, deserialize_with = "crate::yaml::as_written")]
     templates: Option<Vec<Value>>,
     /// Cases: a list of mappings, or `{from: FILE, ...}`.
-    #[serde(default)]
+    #[serde(default, deserialize_with = "crate::yaml::as_written")]
     cases: Option<Value>,
     /// Checks of every test or case.
-    #[serde(default)]
+    #[serde(default, deserialize_with = "crate::yaml::as_written")]
     checks: Option<Vec<Value>>,
     /// How checks make a test's outcome: `{threshold: 0.8}`.
-    #[serde(default)]
+    #[serde(default, deserialize_with = "crate::yaml::as_written")]
     pass: Option<Value>,
     #[serde(default)]
     system: Option<String>,
@@ -202,7 +202,7 @@ struct RawBench {
     #[serde(default)]
     judge: Option<String>,
     /// Tools the models may call: `[{name, description, parameters, result | run}]`.
-    #[serde(default)]
+    #[serde(default, deserialize_with = "crate::yaml::as_written")]
     tools: Option<Value>,
     /// The most calls of a case's tool loop.
     #[serde(default)]
@@ -289,13 +289,12 @@ impl BenchSpec {
     ) -> Result<Self, SpecError> {
         let at = Where { path, text };
         let invalid = |line: Option<u64>, message: String| at.invalid(line, message);
-        let raw: RawBench =
-            serde_saphyr::from_str_with_options(text, parse_options()).map_err(|e| {
-                SpecError::Yaml(
-                    prompts_from_a_file(path, text)
-                        .unwrap_or_else(|| crate::yaml::describe(path, text, &e)),
-                )
-            })?;
+        let raw: RawBench = crate::yaml::from_str(text, parse_options()).map_err(|e| {
+            SpecError::Yaml(
+                prompts_from_a_file(path, text)
+                    .unwrap_or_else(|| crate::yaml::describe(path, text, &e)),
+            )
+        })?;
         let _ = &raw.description;
         check_kind_and_models(&at, &raw)?;
         let defaults = SamplingParams {
@@ -331,6 +330,7 @@ impl BenchSpec {
         };
         let built = tests_of(&at, written, &base, options, &defaults, context, &checks)?;
         check_tool_use(&at, tools.is_some(), &built.tests)?;
+        check_weights(&at, &built.tests)?;
         Ok(Self {
             path: path.to_path_buf(),
             sha256: crate::hash::sha256_hex(text.as_bytes()),
@@ -417,6 +417,38 @@ fn check_tool_use(at: &Where<'_>, tools: bool, tests: &[PromptTest]) -> Result<(
                      tools the models may call (`tools: [{{name: weather, parameters: …, \
                      result: …}}]`), or remove the check",
                     test.name, check.method
+                ),
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// Refuses a test whose checks' weights add up to more than a number holds (two of
+/// `weight: 1e308`): its weighted score would be no number, and would fail it whatever the
+/// answer.
+fn check_weights(at: &Where<'_>, tests: &[PromptTest]) -> Result<(), SpecError> {
+    use crate::yaml::Step;
+    for (i, test) in tests.iter().enumerate() {
+        let total: f64 = test.checks.iter().map(|c| c.weight).sum();
+        if !total.is_finite() {
+            // `1e308`, not its 309 digits.
+            let weights: Vec<String> = test
+                .checks
+                .iter()
+                .map(|c| match c.weight {
+                    w if w.abs() >= 1e15 => format!("{w:e}"),
+                    w => w.to_string(),
+                })
+                .collect();
+            return Err(at.invalid(
+                at.line(&[Step::Key("prompts"), Step::Item(i)]),
+                format!(
+                    "`{}`: the weights of its checks ({}) add up to more than a number holds, \
+                     so no weighted score can be computed; give weights of a usual scale, such \
+                     as 1 to 100 (only their ratios matter)",
+                    test.name,
+                    weights.join(" + ")
                 ),
             ));
         }
@@ -627,6 +659,7 @@ fn load_cases(
                 from: format!("{file}'s cases"),
                 columns,
                 id_column: None,
+                metadata: Vec::new(),
                 summary: None,
                 inputs: Vec::new(),
                 cases,
@@ -685,6 +718,7 @@ fn load_case_files(
         cases,
         columns: loaded.columns,
         id_column: spec.id.clone(),
+        metadata: loaded.metadata,
         from,
         summary: Some(summary),
         inputs,
@@ -714,6 +748,9 @@ pub struct LoadedCases {
     pub columns: Vec<String>,
     /// The column ids come from, if one is named.
     pub id_column: Option<String>,
+    /// The columns that describe a case (promptfoo's description and metadata), not warned
+    /// unused.
+    pub metadata: Vec<String>,
     /// Where they came from, for messages: `data/math.jsonl`.
     pub from: String,
     /// `loaded 2,000 cases from data/math.jsonl (columns: …)`, said on stderr.
@@ -1031,12 +1068,13 @@ fn unused_columns_warning(
     templates: &[PromptTemplate],
     checks: &[CheckSpec],
 ) -> Option<String> {
-    let unused = super::cases::unused_columns(
+    let mut unused = super::cases::unused_columns(
         &loaded.columns,
         templates,
         checks,
         loaded.id_column.as_deref(),
     );
+    unused.retain(|column| !loaded.metadata.contains(column));
     if unused.is_empty() {
         return None;
     }

@@ -893,7 +893,7 @@ mod tests {
         let names: Vec<String> = p.get_column_names().iter().map(|n| n.to_string()).collect();
         assert_eq!(
             &names[..4],
-            ["prompt", "success_pct[a]", "success_pct[b]", "results"]
+            ["case", "success_pct[a]", "success_pct[b]", "results"]
         );
         assert_eq!(f64_at(&p, "success_pct[a]", 0), Some(100.0));
         assert_eq!(
@@ -1218,7 +1218,7 @@ mod tests {
             assert_eq!(
                 &names[..5],
                 [
-                    "prompt",
+                    "case",
                     "success_pct[m0|terse]",
                     "success_pct[m0|steps]",
                     "success_pct[m1|terse]",

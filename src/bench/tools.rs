@@ -163,7 +163,9 @@ impl ToolSet {
 }
 
 /// Runs a tool's command with `arguments` as JSON on stdin: what it printed, trimmed; `None`
-/// when `stop` was set first.
+/// when `stop` was set first. Output too long to keep whole is sent as its start and its end,
+/// with a line between them saying how much was left out (the model reads it, and so does
+/// the stored row).
 fn run(
     program: &Program,
     timeout: Duration,
@@ -175,7 +177,16 @@ fn run(
         return Ok(None);
     };
     let (stdout, _) = ended.output(&name, timeout)?;
-    Ok(Some(String::from_utf8_lossy(&stdout).trim().to_owned()))
+    let text = stdout.text(|dropped| {
+        let count = crate::output::counted;
+        format!(
+            "[track: this tool printed {}, too many to send: the {} between its start and \
+             its end are left out here]",
+            count(stdout.total(), "byte"),
+            count(dropped, "byte"),
+        )
+    });
+    Ok(Some(text.trim().to_owned()))
 }
 
 /// The trace the checks grade of a loop that made `steps` then got a last answer asking for

@@ -36,6 +36,15 @@ pub enum CasesError {
         column: String,
         columns: String,
     },
+    /// `id:` names a column that no row has.
+    #[error("{from}: `id: {column}` names no column of the cases;{suggestion} columns: {columns}")]
+    UnknownIdColumn {
+        from: String,
+        column: String,
+        /// ` did you mean `qid`?`, or empty.
+        suggestion: String,
+        columns: String,
+    },
     /// Two rows with one id.
     #[error("duplicate id `{id}`: {first} and {second}; {fix}")]
     DuplicateId {

@@ -71,6 +71,9 @@ pub struct LoadedCases {
     pub rows: usize,
     /// `sample:` when it took the cases.
     pub sample: Option<Sample>,
+    /// The columns that describe a case rather than feed a template (promptfoo's
+    /// `__description` and `__metadata:KEY`): kept with the case, never warned unused.
+    pub metadata: Vec<String>,
 }
 
 impl LoadedCases {
@@ -155,6 +158,9 @@ pub(crate) fn load_with(
     let mut store: Option<Store> = None;
     let mut sources = Vec::with_capacity(files.len());
     let mut cases: Vec<Case> = Vec::new();
+    let mut metadata: Vec<String> = Vec::new();
+    // Whether every file is promptfoo's with a `__description` column: the ids then.
+    let mut described = true;
     for (index, file) in files.iter().enumerate() {
         let address = file.address().to_owned();
         let format = spec
@@ -168,6 +174,7 @@ pub(crate) fn load_with(
         let rows = read::read_rows(format, &bytes, &address)?;
         drop(bytes);
         let convert = Convert::of(spec.format, format, &rows);
+        described &= promptfoo_columns(convert, &rows, &mut metadata);
         sources.push(Source {
             address: address.clone(),
             resolved,
@@ -212,7 +219,7 @@ pub(crate) fn load_with(
         let source = &sources[origin.source];
         place(&source.address, source.format, origin.line)
     };
-    assign_ids(&mut cases, spec.id.as_deref(), &place_of)?;
+    give_ids(&mut cases, spec, described, &place_of)?;
     keep_selected(&mut cases, spec);
     let columns = columns_of(&cases);
     Ok(LoadedCases {
@@ -222,7 +229,62 @@ pub(crate) fn load_with(
         from: spec.from.clone(),
         rows: total,
         sample: spec.sample.filter(|_| spec.limit.is_none()),
+        metadata,
     })
+}
+
+/// For a promptfoo file: adds its metadata columns to `metadata`, and says whether it has a
+/// `__description` column (false for any other file).
+fn promptfoo_columns(convert: Convert, rows: &[read::RawRow], metadata: &mut Vec<String>) -> bool {
+    let Some(first) = rows.first().filter(|_| convert == Convert::Promptfoo) else {
+        return false;
+    };
+    for column in promptfoo::metadata_columns(first.values.keys()) {
+        if !metadata.contains(&column) {
+            metadata.push(column);
+        }
+    }
+    first.values.contains_key("__description")
+}
+
+/// Gives every case its id: the descriptions of promptfoo files that all have one
+/// ([`description_ids`]), else as [`assign_ids`] does; an `id:` column no case has is refused.
+fn give_ids(
+    cases: &mut [Case],
+    spec: &CasesSpec,
+    described: bool,
+    place_of: &dyn Fn(Origin) -> String,
+) -> Result<(), CasesError> {
+    if let Some(column) = spec.id.as_deref() {
+        id_column_exists(cases, column, &spec.from)?;
+    }
+    if described && spec.id.is_none() && description_ids(cases) {
+        return Ok(());
+    }
+    assign_ids(cases, spec.id.as_deref(), place_of)
+}
+
+/// Gives every case its description as its id (promptfoo's `__description`, which its users
+/// name their tests by) when every case has one, they are all different and none has an `id`
+/// value; says whether it did. Like a hash, a description does not move when rows are
+/// inserted around it.
+fn description_ids(cases: &mut [Case]) -> bool {
+    let description = |case: &Case| match case.values.get("description") {
+        Some(serde_json::Value::String(text)) if !text.trim().is_empty() => {
+            Some(text.trim().to_owned())
+        }
+        _ => None,
+    };
+    let mut seen = std::collections::HashSet::with_capacity(cases.len());
+    let all = cases.iter().all(|case| {
+        !case.values.contains_key("id") && description(case).is_some_and(|d| seen.insert(d))
+    });
+    if all {
+        for case in cases.iter_mut() {
+            case.id = description(case).unwrap_or_default();
+        }
+    }
+    all
 }
 
 /// The bytes of `file` (read, or fetched from the Hub through `store`, opened at the first
@@ -344,6 +406,23 @@ fn assign_ids(
         }
     }
     Ok(())
+}
+
+/// Refuses an `id:` column that no case has, naming the columns there are (and the closest).
+fn id_column_exists(cases: &[Case], column: &str, from: &[String]) -> Result<(), CasesError> {
+    if cases.iter().any(|c| c.values.contains_key(column)) {
+        return Ok(());
+    }
+    let columns = columns_of(cases);
+    let names: Vec<&str> = columns.iter().map(String::as_str).collect();
+    Err(CasesError::UnknownIdColumn {
+        from: from.join(", "),
+        column: column.to_owned(),
+        suggestion: crate::yaml::closest(column, &names)
+            .map(|c| format!(" did you mean `{c}`?"))
+            .unwrap_or_default(),
+        columns: names.join(", "),
+    })
 }
 
 /// The columns of `cases`' values, each once, in the order first seen.

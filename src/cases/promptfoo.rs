@@ -12,8 +12,12 @@
 //! `equals` → `exact`; `contains`, `icontains`, `regex`, `not-contains`, `starts-with`,
 //! `not-regex` → the method of that name; `contains-any`, `contains-all` (comma-separated
 //! values) → a list; `icontains-any`, `icontains-all` → the same with `ignore_case: true`.
-//! Any other promptfoo assertion (`javascript:`, `python:`, `llm-rubric:`, `similar(0.8):`,
-//! `is-json`, …) is refused with the row's line and the form named, never dropped.
+//! `llm-rubric: RUBRIC` and `model-graded-closedqa: RUBRIC` → a `judge` check of the rubric;
+//! `factuality: REFERENCE` (and `model-graded-factuality`) → a `judge` check whose rubric asks
+//! for the reference's facts; the judge is the benchmark file's `judge:`, and a judged answer
+//! passes at 4 of 5 (the judge check's threshold).
+//! Any other promptfoo assertion (`javascript:`, `python:`, `similar(0.8):`, `is-json`, …) is
+//! refused with the row's line and the form named, never dropped.
 
 use serde_json::{Value, json};
 
@@ -21,7 +25,7 @@ use super::case::{RowCase, parse_checks};
 use super::template::Values;
 
 /// The forms of `__expected` this reader converts.
-pub const SUPPORTED: [&str; 11] = [
+pub const SUPPORTED: [&str; 15] = [
     "equals",
     "contains",
     "icontains",
@@ -33,7 +37,15 @@ pub const SUPPORTED: [&str; 11] = [
     "contains-all",
     "icontains-any",
     "icontains-all",
+    "llm-rubric",
+    "model-graded-closedqa",
+    "factuality",
+    "model-graded-factuality",
 ];
+
+/// The rubric a `factuality:` check gives the judge, before the reference answer.
+pub const FACTUALITY_RUBRIC: &str = "The answer states facts that agree with this reference \
+     answer and contradicts none of it (wording, detail and order may differ). Reference: ";
 
 /// promptfoo's assertion types (without `not-`), to tell a form from a bare value that holds
 /// a colon: `note: x` is a value; `javascript: x` is a form, refused.
@@ -151,6 +163,17 @@ pub(crate) fn convert(row: Values) -> Result<RowCase, String> {
     })
 }
 
+/// The values a promptfoo file's `columns` make that describe a case rather than feed a
+/// template: `description` (from `__description`) and each `__metadata:KEY`'s `KEY`.
+pub(crate) fn metadata_columns<'a>(columns: impl Iterator<Item = &'a String>) -> Vec<String> {
+    columns
+        .filter_map(|c| match c.as_str() {
+            "__description" => Some("description".to_owned()),
+            other => other.strip_prefix("__metadata:").map(str::to_owned),
+        })
+        .collect()
+}
+
 /// Whether a file's columns make it a promptfoo test file: one is `__expected` or
 /// `__expectedN`.
 pub(crate) fn is_promptfoo<'a>(mut columns: impl Iterator<Item = &'a String>) -> bool {
@@ -194,7 +217,7 @@ fn expected(cell: &str) -> Result<Value, String> {
     };
     let refuse = || {
         format!(
-            "the form `{written}` is not supported (supported: {}); write that check in the benchmark file's `checks:` (a `script` check runs code), or write `equals: ...` if the cell is the literal answer",
+            "the form `{written}` is not supported (supported: {}; `llm-rubric`, `model-graded-closedqa` and `factuality` become judge checks); write that check in the benchmark file's `checks:` (a `script` check runs code), or write `equals: ...` if the cell is the literal answer",
             SUPPORTED.join(", ")
         )
     };
@@ -215,6 +238,10 @@ fn expected(cell: &str) -> Result<Value, String> {
     };
     Ok(match head {
         "equals" => json!({"method": "exact", "value": value}),
+        "llm-rubric" | "model-graded-closedqa" => json!({"method": "judge", "rubric": value}),
+        "factuality" | "model-graded-factuality" => {
+            json!({"method": "judge", "rubric": format!("{FACTUALITY_RUBRIC}{value}")})
+        }
         "contains-any" | "contains-all" => json!({"method": head, "value": list()}),
         "icontains-any" | "icontains-all" => {
             json!({"method": &head[1..], "value": list(), "ignore_case": true})
@@ -332,11 +359,40 @@ mod tests {
     }
 
     #[test]
+    fn rubric_forms_become_judge_checks() {
+        assert_eq!(
+            expected("llm-rubric: Is polite and names {{city}}").unwrap(),
+            json!({"method": "judge", "rubric": "Is polite and names {{city}}"})
+        );
+        assert_eq!(
+            expected("model-graded-closedqa: answers in French").unwrap(),
+            json!({"method": "judge", "rubric": "answers in French"})
+        );
+        for form in ["factuality", "model-graded-factuality"] {
+            let check = expected(&format!("{form}: Paris is the capital")).unwrap();
+            assert_eq!(check["method"], "judge");
+            let rubric = check["rubric"].as_str().unwrap();
+            assert!(
+                rubric.starts_with(FACTUALITY_RUBRIC) && rubric.ends_with("Paris is the capital"),
+                "{rubric}"
+            );
+        }
+        let e = expected("llm-rubric:  ").unwrap_err();
+        assert_eq!(e, "`llm-rubric:` has no value; write `llm-rubric: VALUE`");
+        assert!(expected("not-llm-rubric: rude").is_err());
+    }
+
+    #[test]
+    fn metadata_columns_are_the_description_and_metadata_keys() {
+        let columns = ["q", "__description", "__metadata:topic", "__expected"].map(String::from);
+        assert_eq!(metadata_columns(columns.iter()), ["description", "topic"]);
+    }
+
+    #[test]
     fn other_forms_are_refused_naming_the_form() {
         for (cell, form) in [
             ("javascript: output.length < 10", "`javascript:`"),
             ("python: len(output) < 10", "`python:`"),
-            ("llm-rubric: is polite", "`llm-rubric:`"),
             ("similar(0.8): hello", "`similar(0.8):`"),
             ("is-json", "`is-json`"),
             ("not-equals: x", "`not-equals:`"),

@@ -201,7 +201,26 @@ fn ids_hash_the_values_without_an_id_column_and_missing_ids_are_refused() {
         .to_string();
     assert_eq!(
         e,
-        "d.jsonl:1: no value in the id column `qid`; give every row one, or name another column in `id:` (columns: a, b)"
+        "d.jsonl: `id: qid` names no column of the cases; columns: a, b"
+    );
+    write(
+        dir.path(),
+        "q.jsonl",
+        "{\"qid\": \"q1\", \"a\": 1}\n{\"a\": 3}\n",
+    );
+    let e = load_yaml(dir.path(), "from: q.jsonl\nid: qd\n")
+        .unwrap_err()
+        .to_string();
+    assert_eq!(
+        e,
+        "q.jsonl: `id: qd` names no column of the cases; did you mean `qid`? columns: qid, a"
+    );
+    let e = load_yaml(dir.path(), "from: q.jsonl\nid: qid\n")
+        .unwrap_err()
+        .to_string();
+    assert_eq!(
+        e,
+        "q.jsonl:2: no value in the id column `qid`; give every row one, or name another column in `id:` (columns: a)"
     );
 }
 

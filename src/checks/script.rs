@@ -25,7 +25,7 @@ use serde_json::Value;
 
 use super::check::{Check, CheckOutcome};
 use crate::cases::Values;
-use crate::process::{Program, stderr_hint};
+use crate::process::{Captured, Program, stderr_hint};
 
 /// A script check's command, as written and split into words.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -153,21 +153,17 @@ pub(crate) fn run_script(job: &ScriptJob, stop: &AtomicBool) -> Option<CheckOutc
         Ok(output) => output,
         Err(message) => return error(message),
     };
-    Some(verdict(name, &String::from_utf8_lossy(&out), &err))
+    Some(verdict(name, &out, &err))
 }
 
-/// Reads the verdict from a script's stdout.
-fn verdict(name: &str, stdout: &str, stderr: &[u8]) -> CheckOutcome {
+/// Reads the verdict from the end of a script's stdout (its last lines, whatever came
+/// before them).
+fn verdict(name: &str, stdout: &Captured, stderr: &Captured) -> CheckOutcome {
     let stderr_hint = stderr_hint(stderr);
-    let Some(fields) = crate::process::printed_object(stdout) else {
-        let shown = if stdout.trim().is_empty() {
-            "nothing".to_owned()
-        } else {
-            format!("`{}`", super::excerpt(stdout))
-        };
+    let Some(fields) = crate::process::printed_object(&stdout.end_text()) else {
         return CheckOutcome::error(format!(
-            "script `{name}` printed no JSON verdict ({{\"pass\": true|false}}): it printed \
-             {shown}{stderr_hint}"
+            "script `{name}` printed no JSON verdict ({{\"pass\": true|false}}): it {}{stderr_hint}",
+            crate::process::printed(stdout, super::excerpt)
         ));
     };
     let shown = || super::excerpt(&Value::Object(fields.clone()).to_string());

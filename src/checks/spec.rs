@@ -285,11 +285,7 @@ impl CheckSpec {
             Some(v) => value_spec(method, value_key, v, context.base_dir)?,
         };
         if value.is_none() && !method.value_optional() {
-            return Err(if context.inline_test {
-                "the test has no `output:` (the expected output)".to_owned()
-            } else {
-                format!("the check has no `value:` (what the answer is compared with; `{method}`)")
-            });
+            return Err(no_value(fields, method, context.inline_test));
         }
         let judge = if method == Method::Judge {
             Some(judge_spec(fields, &value, context)?)
@@ -687,6 +683,24 @@ fn value_spec(
     }))
 }
 
+/// Why a check whose method needs a value has none: none written, or a null (`~`, `null`).
+fn no_value(fields: &Map<String, Value>, method: Method, inline_test: bool) -> String {
+    if let Some(key) = ["output", "value", "expected"]
+        .into_iter()
+        .find(|k| fields.get(*k).is_some_and(Value::is_null))
+    {
+        return format!(
+            "`{key}` is null: YAML reads `~`, `null` and nothing as no value; to compare with \
+             a text, quote it (`{key}: \"null\"`)"
+        );
+    }
+    if inline_test {
+        "the test has no `output:` (the expected output)".to_owned()
+    } else {
+        format!("the check has no `value:` (what the answer is compared with; `{method}`)")
+    }
+}
+
 /// A schema read from `file://path` (relative to the benchmark's directory): JSON, or YAML
 /// for a `.yaml`/`.yml` file.
 fn schema_file(key: &str, written: &str, base_dir: &Path) -> Result<ValueSpec, String> {
@@ -750,8 +764,9 @@ fn judge_spec(
     let judge = match fields.get("judge") {
         Some(Value::String(j)) => j.trim().to_owned(),
         None | Some(Value::Null) => context.default_judge.map(str::to_owned).ok_or(
-            "uses method judge but names no judge model: add `judge: <provider>:<name>` to it \
-             or at the top of the file",
+            "uses method judge but names no judge model: add `judge: <provider>:<name>` at the \
+             top of the benchmark file (the judge of every judge check, those of a data file's \
+             rows too), or to the check",
         )?,
         Some(other) => {
             return Err(format!(

@@ -970,3 +970,23 @@ fn a_reason_names_the_first_check_and_counts_the_others() {
         "contains: no reason given (and 1 more check in error)"
     );
 }
+
+#[test]
+fn a_null_value_is_named_with_the_quote_that_keeps_the_text() {
+    let e = parse(json!({"method": "exact", "value": null})).unwrap_err();
+    assert_eq!(
+        e,
+        "`value` is null: YAML reads `~`, `null` and nothing as no value; to compare with a \
+         text, quote it (`value: \"null\"`)"
+    );
+    let e = parse(json!({"method": "exact"})).unwrap_err();
+    assert!(e.starts_with("the check has no `value:`"), "{e}");
+    let quoted = parse(json!({"method": "exact", "value": "null"})).unwrap();
+    let check = quoted.prepare(&Values::new()).unwrap();
+    assert!(
+        check
+            .evaluate("null", &CallFacts::default())
+            .into_outcome()
+            .passed()
+    );
+}

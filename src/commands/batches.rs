@@ -74,6 +74,9 @@ pub(crate) fn run(context: &Context, args: BatchesArgs) -> anyhow::Result<ExitCo
         (true, _) => usize::MAX,
         (false, limit) => limit.unwrap_or(DEFAULT_LIMIT),
     };
+    if let Some(run) = args.run {
+        store.existing_run(run)?;
+    }
     let mut batches = store.list_batches(args.run, limit)?;
     let ids: Vec<i64> = batches.iter().map(|b| b.id).collect();
     count_collected(&mut batches, &store.batch_outcomes(&ids)?);

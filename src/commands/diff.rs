@@ -9,7 +9,7 @@ use polars::prelude::{DataFrame, PolarsResult};
 use super::registry;
 use super::{Context, selection_status};
 use crate::analysis::diff::{
-    ANSWER_CHARS_SHOWN, DiffError, Layout, MIN_BOOTSTRAP_UNITS, RunDiff, UNCHANGED, with_answers,
+    ANSWER_CHARS_SHOWN, Layout, MIN_BOOTSTRAP_UNITS, RunDiff, UNCHANGED, with_answers,
 };
 use crate::experiment::ExperimentKind;
 use crate::output::{Columns, Format, fit_line, print_frame, render};
@@ -244,11 +244,7 @@ fn resolve(store: &Store, base: i64, new: NewRun) -> anyhow::Result<i64> {
     match new {
         NewRun::Id(id) => Ok(id),
         NewRun::Latest => {
-            let run = store
-                .runs_by_id(&[base])?
-                .into_iter()
-                .next()
-                .ok_or(DiffError::NoSuchRun(base))?;
+            let run = store.existing_run(base)?;
             Ok(store
                 .select_runs(run.kind, RunSelector::Latest)?
                 .last()
@@ -271,6 +267,13 @@ fn print_table(diff: &RunDiff, columns: Columns) -> anyhow::Result<()> {
             out,
             "{}",
             fit_line(&format!("significant regression: {regression}"))
+        )?;
+    }
+    for improvement in &diff.improvements {
+        writeln!(
+            out,
+            "{}",
+            fit_line(&format!("significant improvement: {improvement}"))
         )?;
     }
     if diff.significant.len() > NAMED_REGRESSIONS {
@@ -317,6 +320,17 @@ fn print_markdown(diff: &RunDiff, columns: Columns) -> anyhow::Result<()> {
         )?;
         for regression in &diff.significant {
             writeln!(out, "- {}", markdown_cell(regression))?;
+        }
+        writeln!(out)?;
+    }
+    if !diff.improvements.is_empty() {
+        writeln!(
+            out,
+            "**{} (not regressions):**\n",
+            crate::output::count(diff.improvements.len() as u64, "significant improvement")
+        )?;
+        for improvement in &diff.improvements {
+            writeln!(out, "- {}", markdown_cell(improvement))?;
         }
         writeln!(out)?;
     }

@@ -13,8 +13,8 @@ use super::{CacheArgs, Context};
 use crate::config::Config;
 use crate::dispatch::budget::ASSUMED_MAX_OUTPUT_TOKENS;
 use crate::experiment::{
-    Experiment, Overrides, Plan, ReportOptions, RunEnd, RunOptions, RunSummary, Shard, ShardPace,
-    execute,
+    Detail, Experiment, Overrides, Plan, ReportOptions, RunEnd, RunOptions, RunSummary, Shard,
+    ShardPace, execute,
 };
 use crate::gate::Gate;
 use crate::llm::Structured;
@@ -126,6 +126,7 @@ impl ExperimentArgs {
                 // Set by a benchmark whose config has targets.
                 keep_values: false,
             },
+            dry_run: self.dry_run,
             ..Overrides::default()
         }
     }
@@ -134,9 +135,14 @@ impl ExperimentArgs {
 /// How a run's report shows its tables (benchmarks; other kinds print no tables).
 #[derive(Debug, Clone, Copy, Default, clap::Args)]
 pub struct TableArgs {
-    /// Leave out the per-evaluation table of a benchmark (summaries only).
-    #[arg(long)]
+    /// A benchmark's summaries only: no failures, no per-case table.
+    #[arg(long, conflicts_with = "detail")]
     pub no_detail: bool,
+    /// A benchmark's every table: the per-result table and the whole per-case table, then the
+    /// first failures and the summaries [default: the per-case table when short, the first
+    /// failures with their answers and reasons, then the summaries].
+    #[arg(long)]
+    pub detail: bool,
     /// Every column under its full header, the tables printed in parts when they are wider
     /// than the terminal [default: the main columns under short headers].
     #[arg(long)]
@@ -157,7 +163,11 @@ pub(crate) fn run_experiment(
     // Before the database is opened or anything is sent.
     options.check_batch(experiment.batch())?;
     let report = ReportOptions {
-        detail: !tables.no_detail,
+        detail: match (tables.no_detail, tables.detail) {
+            (true, _) => Detail::Summaries,
+            (false, true) => Detail::All,
+            (false, false) => Detail::Usual,
+        },
         quiet: context.quiet,
         columns: Columns::wide_if(tables.wide),
     };
@@ -353,11 +363,11 @@ fn print_plan(
         writeln!(out, "{}", fit_line(&loaded))?;
     }
     let summary = format!(
-        "dry run{}: {} calls planned, {} cached, {} to call, at most ${:.6}{} (inputs at a \
+        "dry run{}: {} planned, {} cached, {} to call, at most ${:.6}{} (inputs at a \
          token a byte, the most any tokenizer makes; each answer at its max_tokens or \
          {ASSUMED_MAX_OUTPUT_TOKENS} when unset{}); nothing was called",
         file.map(|f| format!(" of {f}")).unwrap_or_default(),
-        plan.calls(),
+        crate::output::count(plan.calls(), "call"),
         plan.cached(),
         plan.to_call(),
         plan.priced_max_cost_usd(),
@@ -391,7 +401,9 @@ fn print_plan(
         )?;
     }
     if let Some(budget) = budget_usd {
-        writeln!(out, "{}", budget_fit(plan.priced_max_cost_usd(), budget))?;
+        for line in budget_lines(plan, budget) {
+            writeln!(out, "{}", fit_line(&line))?;
+        }
     }
     Ok(())
 }
@@ -423,15 +435,45 @@ fn batch_lines(plan: &Plan) -> Vec<String> {
     lines
 }
 
-/// Whether a plan's cost bound fits a budget, in one line.
-fn budget_fit(bound_usd: f64, budget_usd: f64) -> String {
+/// What a budget does to a plan: the calls it refuses (to a target without `max_cost_usd:`),
+/// each line's in one line; then whether the bound of the others fits it, if any are left.
+fn budget_lines(plan: &Plan, budget: f64) -> Vec<String> {
+    let (refused, bound) = plan.under_budget();
+    let mut lines: Vec<String> = refused
+        .iter()
+        .map(|line| {
+            format!(
+                "budget {}: the {} to {} would not be sent: {}",
+                crate::output::dollars(budget),
+                crate::output::count(line.to_call, "call"),
+                line.model,
+                line.unbounded.as_deref().unwrap_or_default()
+            )
+        })
+        .collect();
+    let others: u64 = plan
+        .lines
+        .iter()
+        .filter(|l| l.unbounded.is_none())
+        .map(|l| l.to_call)
+        .sum();
+    if refused.is_empty() {
+        lines.push(budget_fit("the plan's", bound, budget));
+    } else if others > 0 {
+        lines.push(budget_fit("the other calls'", bound, budget));
+    }
+    lines
+}
+
+/// Whether `whose` cost bound (`the plan's`) fits a budget, in one line.
+fn budget_fit(whose: &str, bound_usd: f64, budget_usd: f64) -> String {
     use crate::output::dollars;
     let (budget, bound) = (dollars(budget_usd), dollars(bound_usd));
     if bound_usd <= budget_usd {
-        format!("budget {budget}: the plan's bound {bound} fits")
+        format!("budget {budget}: {whose} bound {bound} fits")
     } else {
         format!(
-            "budget {budget}: the plan's bound {bound} does not fit; the run would stop at its \
+            "budget {budget}: {whose} bound {bound} does not fit; the run would stop at its \
              budget, having sent only what fits"
         )
     }
@@ -488,11 +530,11 @@ mod tests {
     #[test]
     fn a_dry_run_says_whether_the_bound_fits_the_budget() {
         assert_eq!(
-            budget_fit(0.0312, 0.05),
+            budget_fit("the plan's", 0.0312, 0.05),
             "budget $0.05: the plan's bound $0.0312 fits"
         );
         assert_eq!(
-            budget_fit(0.0312, 0.01),
+            budget_fit("the plan's", 0.0312, 0.01),
             "budget $0.01: the plan's bound $0.0312 does not fit; the run would stop at its \
              budget, having sent only what fits"
         );
@@ -509,6 +551,7 @@ mod tests {
             max_cost_usd: Some(0.0),
             note: None,
             batch,
+            unbounded: None,
         };
         let plan = Plan {
             lines: vec![

@@ -47,7 +47,7 @@ struct JunitArgs {
     /// Which benchmark runs: a run id, `latest` or `all` [default: latest]
     #[arg(long)]
     run: Option<RunSelector>,
-    /// The file to write (replaced whole, never left half-written)
+    /// The file to write (replaced whole, never left half-written); `-` writes to stdout
     #[arg(long, value_name = "FILE")]
     out: PathBuf,
 }
@@ -250,10 +250,18 @@ fn junit(context: &Context, args: JunitArgs) -> anyhow::Result<ExitCode> {
         );
     }
     selection_status(context, &store, &ids)?;
-    let written = write_whole(&args.out, |file| {
-        crate::bench::junit::write(&store, &ids, file)
-    })
-    .with_context(|| format!("cannot write {}", shown(&args.out)))?;
+    let to_stdout = args.out.as_os_str() == "-";
+    let written = if to_stdout {
+        let mut out = std::io::BufWriter::new(std::io::stdout().lock());
+        let written = crate::bench::junit::write(&store, &ids, &mut out)?;
+        std::io::Write::flush(&mut out).context("cannot write to stdout")?;
+        written
+    } else {
+        write_whole(&args.out, |file| {
+            crate::bench::junit::write(&store, &ids, file)
+        })
+        .with_context(|| format!("cannot write {}", shown(&args.out)))?
+    };
     context.note(format!(
         "track: wrote {} ({}, {}, {}) of {} to {}",
         crate::output::count(written.tests, "test case"),
@@ -261,7 +269,11 @@ fn junit(context: &Context, args: JunitArgs) -> anyhow::Result<ExitCode> {
         crate::output::count(written.failures, "failure"),
         crate::output::count(written.errors, "error"),
         registry::runs_by_kind(&store, &[kind], |id| ids.contains(&id))?.join("; "),
-        shown(&args.out)
+        if to_stdout {
+            "stdout".to_owned()
+        } else {
+            shown(&args.out)
+        }
     ));
     Ok(ExitCode::SUCCESS)
 }

@@ -12,7 +12,8 @@ pub struct GateArgs {
     /// Exit with status 3 (below the bar) when a model's pass rate is under PCT percent: passed
     /// / (passed + failed), errors left out, as `success_pct`; a model without any answered
     /// result is under any bar above 0. `overall:PCT` compares all the models' results
-    /// together. Benchmarks only. `track run` takes the file's `fail_under:` without it.
+    /// together. With `track query --by template`, each template and model pair is held to
+    /// it. Benchmarks only. `track run` takes the file's `fail_under:` without it.
     #[arg(long, value_name = "PCT|overall:PCT", value_parser = Bar::parse)]
     pub fail_under: Option<Bar>,
     /// Exit with status 3 (below the bar) when any result is an error: a benchmark's error rows
@@ -58,12 +59,26 @@ pub(crate) fn judge(
     run_ids: &[i64],
     gate: &Gate,
 ) -> anyhow::Result<u8> {
+    judge_rows(store, (kind, run_ids), gate, None)
+}
+
+/// [`judge`], a benchmark's bar held to `rows` when given (the rows `track query --by
+/// template` printed, each a template and model pair) instead of to each model.
+pub(crate) fn judge_rows(
+    store: &Store,
+    (kind, run_ids): (ExperimentKind, &[i64]),
+    gate: &Gate,
+    rows: Option<Vec<crate::store::ModelOutcomes>>,
+) -> anyhow::Result<u8> {
     if !gate.is_set() {
         return Ok(crate::exit::SUCCESS);
     }
     check_applies(kind, gate)?;
     let misses = if kind == ExperimentKind::Bench {
-        gate.misses(&store.bench_model_outcomes(run_ids)?)
+        match rows {
+            Some(rows) => gate.misses(&rows),
+            None => gate.misses(&store.bench_model_outcomes(run_ids)?),
+        }
     } else {
         counted_errors(store, run_ids, gate)?
     };

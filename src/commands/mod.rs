@@ -209,6 +209,7 @@ impl Context {
 
 /// Runs the parsed command line.
 pub fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
+    crate::output::set_quiet(cli.quiet);
     let context = Context {
         db: cli.db.unwrap_or_else(find_database),
         config: cli.config,

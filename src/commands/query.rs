@@ -4,7 +4,7 @@
 use std::process::ExitCode;
 use std::sync::LazyLock;
 
-use polars::prelude::Column;
+use polars::prelude::{Column, DataFrame, DataType};
 
 use super::gate::GateArgs;
 use super::registry;
@@ -218,7 +218,56 @@ pub(crate) fn run(context: &Context, args: QueryArgs) -> anyhow::Result<ExitCode
     let mut summary = summary;
     summary.with_column(Column::new("status".into(), vec![status; rows]))?;
     print_frame(&summary, args.format, Columns::wide_if(args.wide))?;
-    Ok(ExitCode::from(super::gate::judge(
-        &store, kind, &run_ids, &gate,
+    // The bar applies to the rows asked for: each template and model pair of `--by template`.
+    let rows = (kind == ExperimentKind::Bench && by.name == "template")
+        .then(|| pair_outcomes(&summary))
+        .transpose()?;
+    Ok(ExitCode::from(super::gate::judge_rows(
+        &store,
+        (kind, &run_ids),
+        &gate,
+        rows,
     )?))
+}
+
+/// The outcomes of each row of a benchmark summary of template and model pairs, each named
+/// `model · template` (`model` alone for results without a template).
+fn pair_outcomes(summary: &DataFrame) -> anyhow::Result<Vec<crate::store::ModelOutcomes>> {
+    use crate::bench::columns as c;
+    let text = |name: &str| -> anyhow::Result<Vec<Option<String>>> {
+        Ok(summary
+            .column(name)?
+            .as_materialized_series()
+            .cast(&DataType::String)?
+            .str()?
+            .iter()
+            .map(|v| v.map(str::to_owned))
+            .collect())
+    };
+    let number = |name: &str| -> anyhow::Result<Vec<u64>> {
+        Ok(summary
+            .column(name)?
+            .as_materialized_series()
+            .cast(&DataType::UInt64)?
+            .u64()?
+            .iter()
+            .map(|v| v.unwrap_or(0))
+            .collect())
+    };
+    let (models, templates) = (text(c::MODEL)?, text(c::TEMPLATE)?);
+    let (passed, failed, errors) = (number(c::PASSED)?, number(c::FAILED)?, number(c::ERRORS)?);
+    Ok((0..summary.height())
+        .map(|i| {
+            let model = models[i].clone().unwrap_or_default();
+            crate::store::ModelOutcomes {
+                model: match &templates[i] {
+                    Some(template) => format!("{model} · {template}"),
+                    None => model,
+                },
+                passed: passed[i],
+                failed: failed[i],
+                errors: errors[i],
+            }
+        })
+        .collect())
 }

@@ -97,9 +97,7 @@ pub(crate) fn diff(store: &Store, base: i64, new: i64) -> Result<RunDiff, DiffEr
 /// in the order they failed, then the answers its kind could not use (an unparsable review, a
 /// judge's garbage verdict). Empty for a run that does not exist.
 pub(crate) fn run_errors(store: &Store, run_id: i64) -> Result<Vec<RunErrorRow>, StoreError> {
-    let Some(run) = store.runs_by_id(&[run_id])?.into_iter().next() else {
-        return Err(StoreError::NoSuchRun(run_id.to_string()));
-    };
+    let run = store.existing_run(run_id)?;
     let mut errors = store.run_errors(run_id)?;
     if let Some(answer_errors) = kind(run.kind).answer_errors() {
         errors.extend(answer_errors(store, run_id)?);
@@ -285,7 +283,22 @@ mod tests {
         let missing = diff(&store, bench, 42).unwrap_err();
         assert_eq!(
             missing.to_string(),
-            "no run 42 in the database: `track runs` lists the runs recorded"
+            format!(
+                "no run 42 in this database; the latest are run {generate} (generate), run \
+                 {review} (review), run {bench} (bench): `track runs` lists them all"
+            )
+        );
+        assert_eq!(
+            store
+                .select_runs(ExperimentKind::Bench, RunSelector::Id(review))
+                .unwrap_err()
+                .to_string(),
+            format!("run {review} is a review run, not a bench run; `track runs` lists the runs")
+        );
+        let empty = Store::open_in_memory().unwrap();
+        assert_eq!(
+            empty.no_run(7).to_string(),
+            "no run 7 in this database; it has no run yet: `track run FILE.yaml` records one"
         );
         let mismatch = diff(&store, bench, review).unwrap_err();
         assert_eq!(

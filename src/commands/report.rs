@@ -118,7 +118,7 @@ fn select(store: &Store, db: &Path, choice: &RunChoice) -> Result<Selection, Rep
     };
     let infos = store.runs_by_id(&ids)?;
     if let Some(missing) = ids.iter().find(|id| !infos.iter().any(|r| r.id == **id)) {
-        return Err(ReportError::NoSuchRun(*missing));
+        return Err(store.no_run(*missing).into());
     }
     if infos.is_empty() {
         return Err(ReportError::Empty {
@@ -198,14 +198,15 @@ fn build(store: &Store, db: &Path, choice: &RunChoice) -> Result<Report, ReportE
     Report::new(selection, energy, db, &sections)
 }
 
-/// Writes the report to stdout. A pipe closed early is an error here, unlike for tables: the
-/// reader got a cut, broken document. The message is text only, so it is not taken for the
-/// quiet end of `track query | head`.
+/// Writes the report to stdout. A pipe its reader closed (`track report --out - | head`) ends
+/// the command quietly with status 0, as for every command: the reader took what it wanted,
+/// as with any Unix tool; the error keeps its `io::Error` so `main` knows it for one.
 fn write_stdout(bytes: &[u8]) -> anyhow::Result<()> {
+    use anyhow::Context as _;
     let mut out = std::io::stdout().lock();
     out.write_all(bytes)
         .and_then(|()| out.flush())
-        .map_err(|e| anyhow::anyhow!("cannot write the report to stdout: {e}"))
+        .context("cannot write the report to stdout")
 }
 
 #[cfg(test)]
@@ -363,9 +364,11 @@ mod tests {
             [bench_old, bench_new]
         );
         let missing = select(&store, &db, &RunChoice::Ids(vec![99])).unwrap_err();
-        assert_eq!(
-            missing.to_string(),
-            "no run 99 in this database; `track runs` lists them"
+        assert!(
+            missing.to_string().starts_with(&format!(
+                "no run 99 in this database; the latest are run {review_b} (review)"
+            )),
+            "{missing}"
         );
         let s = select(&store, &db, &RunChoice::Ids(vec![bench_old])).unwrap();
         assert_eq!(

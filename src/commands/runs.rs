@@ -5,6 +5,7 @@ use std::process::ExitCode;
 use polars::prelude::*;
 
 use super::Context;
+use crate::analysis::diff::{ANSWER_CHARS_SHOWN, shortened};
 use crate::experiment::observed_status;
 use crate::output::columns;
 use crate::output::{Columns, Format, print_frame};
@@ -16,18 +17,22 @@ use crate::store::{BatchRow, RunErrorRow, RunInfo, RunStatus, Store};
 /// run without one), models, started, the time it took (`wall_time_s`, start to end),
 /// status (a run whose process is gone shows as `abandoned`; one stopped by its budget as
 /// `budget`; one whose batches are not collected yet as `waiting`, with a line under the table
-/// saying what it waits for), calls, cache hits, errors, cost, what it paid and its budget (`--budget`,
+/// saying what it waits for; one where nothing could run as `failed`; one that did not finish
+/// and that the same command ran again finished says so: `interrupted, resumed by 7`, in CSV
+/// and JSON `resumed_by`), calls, cache hits, errors, cost, what it paid and its budget (`--budget`,
 /// `budget:`; empty when none); with --wide or in CSV/JSON, the command line too, and the
 /// inputs a benchmark read its cases and prompts from: each data file and template with the
 /// first 12 hex digits of its sha256 (`data/math.jsonl 9f86d081884c (2,000 rows); template
 /// terse 60303ae22b99`), an hf:// file with the commit its revision resolved to. `--errors
-/// ID` lists what run ID counts as errors, each with its item and why (a run without any says
-/// so; one that does not exist is an error).
+/// ID` lists what run ID counts as errors, the rows its tally and `--fail-on-errors` count, each
+/// with its item, the start of its answer and why (a run without any says so; one that does not
+/// exist is an error).
 #[derive(Debug, clap::Args)]
 pub struct RunsArgs {
     /// List the errors this run counts: the calls that got no answer (failed, no key, not
     /// cached offline), then the answers that could not be used (an unparsable review, a
-    /// judge's garbage verdict).
+    /// judge's garbage verdict, a script check that crashed, `max_steps` reached), each with
+    /// the start of its answer.
     #[arg(long, value_name = "RUN")]
     errors: Option<i64>,
     /// Only the newest N runs.
@@ -50,8 +55,21 @@ pub(crate) fn run(context: &Context, args: RunsArgs) -> anyhow::Result<ExitCode>
             crate::output::say(format_args!("run {run_id} recorded no errors"));
             return Ok(ExitCode::SUCCESS);
         }
+        // Each answer's start beside why it is an error (whole in CSV and JSON).
+        let shown = args.format.for_people().then_some(ANSWER_CHARS_SHOWN);
+        let mut answers = Vec::with_capacity(errors.len());
+        for e in &errors {
+            let text = match e.call_id {
+                Some(id) => store.answer_text(id)?,
+                None => None,
+            };
+            answers.push(text.map(|t| match shown {
+                Some(chars) => shortened(&t, chars),
+                None => t,
+            }));
+        }
         print_frame(
-            &errors_frame(&errors)?,
+            &errors_frame(&errors, answers)?,
             args.format,
             Columns::wide_if(args.wide),
         )?;
@@ -68,9 +86,13 @@ pub(crate) fn run(context: &Context, args: RunsArgs) -> anyhow::Result<ExitCode>
         .map(|id| options.get(id).and_then(|json| inputs_of(json)))
         .collect();
     let unpriced: Vec<Option<String>> = runs.iter().map(|r| r.unpriced.clone()).collect();
-    let mut df = runs_frame(context, &runs, &unpriced)?;
+    let mut df = runs_frame(context, &runs, &unpriced, args.format.for_people())?;
     df.with_column(Column::new(columns::INPUTS.name.into(), inputs))?;
     df.with_column(Column::new(columns::UNPRICED.name.into(), unpriced.clone()))?;
+    df.with_column(Column::new(
+        columns::RESUMED_BY.name.into(),
+        runs.iter().map(|r| r.resumed_by).collect::<Vec<_>>(),
+    ))?;
     if args.format.for_people() && !args.wide {
         // Compact tables leave what was paid to --wide, but a run's budget is read against
         // what it paid: here it stays, beside the budget.
@@ -190,8 +212,9 @@ fn inputs_of(options_json: &str) -> Option<String> {
     (!phrases.is_empty()).then(|| phrases.join("; "))
 }
 
-/// The errors of a run, one row each (`track runs --errors ID`).
-fn errors_frame(errors: &[RunErrorRow]) -> PolarsResult<DataFrame> {
+/// The errors of a run, one row each (`track runs --errors ID`), with the answer of each
+/// (`answers`, none for a call that got no answer).
+fn errors_frame(errors: &[RunErrorRow], answers: Vec<Option<String>>) -> PolarsResult<DataFrame> {
     let column = |name: &str, values: Vec<String>| Column::new(name.into(), values);
     DataFrame::new_infer_height(vec![
         column("stage", errors.iter().map(|e| e.stage.clone()).collect()),
@@ -205,6 +228,7 @@ fn errors_frame(errors: &[RunErrorRow]) -> PolarsResult<DataFrame> {
             errors.iter().map(|e| e.attempts).collect::<Vec<_>>(),
         ),
         column("error", errors.iter().map(|e| e.error.clone()).collect()),
+        Column::new("answer".into(), answers),
     ])
 }
 
@@ -218,13 +242,15 @@ fn wall_time_s(started: &str, finished: Option<&str>) -> Option<f64> {
 }
 
 /// The runs, one row each, with the status observed now (a run whose process is gone is
-/// `abandoned`); one shard of a plan says which (`completed, shard 1/3`). The cost and paid of
+/// `abandoned`); one shard of a plan says which (`completed, shard 1/3`), and in a table `for_people`
+/// one that a later run resumed says which (`interrupted, resumed by 7`). The cost and paid of
 /// a run with models without a price (`unpriced`, by run: [`RunInfo::unpriced`]) are unknown: null, not the sum of
 /// the known part.
 fn runs_frame(
     context: &Context,
     runs: &[RunInfo],
     unpriced: &[Option<String>],
+    for_people: bool,
 ) -> PolarsResult<DataFrame> {
     let unless_unpriced = |usd: fn(&RunInfo) -> f64| {
         runs.iter()
@@ -236,9 +262,15 @@ fn runs_frame(
         .iter()
         .map(|r| {
             let status = observed_status(&context.db, r.id, r.status);
-            match r.shard {
+            let status = match r.shard {
                 Some((k, n)) => format!("{status}, shard {k}/{n}"),
                 None => status.to_string(),
+            };
+            // An unfinished run points to the run that took its work over (CSV and JSON
+            // have it in `resumed_by`).
+            match r.resumed_by.filter(|_| for_people) {
+                Some(id) => format!("{status}, resumed by {id}"),
+                None => status,
             }
         })
         .collect();

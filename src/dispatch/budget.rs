@@ -15,6 +15,8 @@ use crate::llm::{MESSAGE_TOKENS_BOUND, Part, tokens_bound};
 pub struct Budget {
     limit_usd: f64,
     state: Mutex<Ledger>,
+    /// The first call billed more than its target's `max_cost_usd:` said it could cost.
+    overrun: Mutex<Option<Overrun>>,
     /// Wakes calls waiting for reservations in flight to settle.
     settled: tokio::sync::Notify,
 }
@@ -27,10 +29,23 @@ struct Ledger {
     reserved_usd: f64,
     /// Reservations in flight.
     open: u64,
-    /// A call was refused: the run ends `budget`.
+    /// A call was refused, a call was billed more than its bound, or what was spent went
+    /// beyond the cap: the run ends `budget`.
     reached: bool,
     /// The largest worst case refused, to say how much more would do.
     refused_usd: f64,
+}
+
+/// A call to a target billed more than its `max_cost_usd:`, the bound its reservation held:
+/// the budget can no longer vouch for what is left, and the run stops at once.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Overrun {
+    /// The target's provider name in config.yaml (`my-app`).
+    pub target: String,
+    /// Its `max_cost_usd:`, in USD.
+    pub max_cost_usd: f64,
+    /// What the call reported it cost, in USD.
+    pub reported_usd: f64,
 }
 
 /// Why [`Budget::try_reserve`] reserved nothing.
@@ -58,6 +73,7 @@ impl Budget {
         Self {
             limit_usd,
             state: Mutex::new(Ledger::default()),
+            overrun: Mutex::new(None),
             settled: tokio::sync::Notify::new(),
         }
     }
@@ -72,9 +88,19 @@ impl Budget {
         self.ledger().spent_usd
     }
 
-    /// Whether a call was refused because its worst case did not fit.
+    /// Whether the run is to stop for its budget: a call was refused because its worst case
+    /// did not fit, one was billed more than its target's `max_cost_usd:`, or what was spent
+    /// went beyond the cap.
     pub fn reached(&self) -> bool {
         self.ledger().reached
+    }
+
+    /// The first call billed more than its target's `max_cost_usd:`, if one was.
+    pub fn overrun(&self) -> Option<Overrun> {
+        self.overrun
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
     }
 
     /// The largest worst case refused, in USD (0 when none was).
@@ -155,8 +181,22 @@ impl Budget {
             (ledger.reserved_usd - worst_usd).max(0.0)
         };
         ledger.spent_usd += spent_usd.max(0.0);
+        // Beyond the cap (a bill above its bound): nothing more is sent. The tolerance is
+        // for floating-point sums of bills that fit.
+        if ledger.spent_usd > self.limit_usd * (1.0 + 1e-9) {
+            ledger.reached = true;
+        }
         drop(ledger);
         self.settled.notify_waiters();
+    }
+
+    /// Records `overrun` (the first one is kept) and stops the sending.
+    fn overran(&self, overrun: Overrun) {
+        self.overrun
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .get_or_insert(overrun);
+        self.state.lock().unwrap_or_else(|p| p.into_inner()).reached = true;
     }
 }
 
@@ -170,6 +210,13 @@ impl Reservation {
     pub fn settle(mut self, actual_usd: f64) {
         self.done = true;
         self.budget.close(self.worst_usd, actual_usd);
+    }
+
+    /// The call was answered and billed `actual_usd`, beyond the `max_cost_usd:` of its
+    /// target that was reserved (`overrun`): the budget is reached at once.
+    pub fn settle_overrun(self, actual_usd: f64, overrun: Overrun) {
+        self.budget.overran(overrun);
+        self.settle(actual_usd);
     }
 
     /// The call was refused before anything was generated (an HTTP error status): nothing
@@ -384,6 +431,32 @@ mod tests {
             t.await.unwrap();
         }
         assert!(budget.spent_usd() <= 1.0 + 1e-12, "{}", budget.spent_usd());
+    }
+
+    #[tokio::test]
+    async fn a_bill_beyond_the_cap_or_its_bound_reaches_the_budget() {
+        // Reserved at a bound of 0.001 each, both in flight; billed 0.6 each.
+        let budget = Arc::new(Budget::new(1.0));
+        let a = budget.reserve(0.001).await.expect("fits");
+        let b = budget.reserve(0.001).await.expect("fits");
+        a.settle(0.6);
+        assert!(!budget.reached(), "0.6 of 1.0 spent");
+        b.settle(0.6);
+        assert!(budget.reached(), "1.2 spent of a 1.0 budget");
+        assert_eq!(budget.refused_usd(), 0.0, "nothing was refused");
+        assert!(budget.reserve(0.0).await.is_none());
+        // A target's bill above its `max_cost_usd:` stops the run, even within the cap.
+        let budget = Arc::new(Budget::new(100.0));
+        let overrun = Overrun {
+            target: "my-app".into(),
+            max_cost_usd: 0.001,
+            reported_usd: 0.5,
+        };
+        let r = budget.reserve(0.001).await.expect("fits");
+        r.settle_overrun(0.5, overrun.clone());
+        assert!(budget.reached());
+        assert_eq!(budget.overrun(), Some(overrun));
+        assert!((budget.spent_usd() - 0.5).abs() < 1e-12);
     }
 
     #[test]

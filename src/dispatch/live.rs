@@ -7,7 +7,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use super::Budget;
-use super::budget::Reservation;
+use super::budget::{Overrun, Reservation};
 use super::fanout::Fanout;
 use super::pacer::{ConfiguredLimits, Cost, NotSent, Pacer, Permit, Scope};
 use super::recorder::{CallRecorder, Timing};
@@ -823,6 +823,14 @@ impl Executor {
             .acquire(scope, Cost::of(&job.request), stop)
             .await
         {
+            // The budget reached while it waited for the pacer (a bill beyond its bound):
+            // not sent.
+            Ok(_) if self.budget.as_ref().is_some_and(|b| b.reached()) => {
+                if let Some(r) = reservation {
+                    r.release();
+                }
+                None
+            }
             Ok(permit) => Some(Ok((reservation, permit))),
             Err(not_sent) => {
                 if let Some(r) = reservation {
@@ -1012,6 +1020,11 @@ enum Attempt {
 /// not be read (it may have been billed).
 fn settle(reservation: Reservation, job: &CallJob, result: &Result<ChatResponse, ProviderError>) {
     match result {
+        // A target billing more than its `max_cost_usd:` stops the run: its bound is what
+        // every reservation of its calls relies on.
+        Ok(answer) if let Some(overrun) = overrun(job, answer) => {
+            reservation.settle_overrun(overrun.reported_usd, overrun);
+        }
         // A budget refuses a model without a price before any call; were one sent, it would
         // count as all the budget.
         Ok(answer) => reservation.settle(job.answer_cost(answer).unwrap_or(f64::INFINITY)),
@@ -1024,6 +1037,19 @@ fn settle(reservation: Reservation, job: &CallJob, result: &Result<ChatResponse,
         ) => reservation.release(),
         Err(_) => drop(reservation),
     }
+}
+
+/// What `answer` overran, when it is a target's and reported more than its `max_cost_usd:`.
+fn overrun(job: &CallJob, answer: &ChatResponse) -> Option<Overrun> {
+    let app = job.app.as_ref()?;
+    let max_cost_usd = app.config.max_cost_usd?;
+    let reported_usd = job.answer_cost(answer)?;
+    // The tolerance is for a bound written with more digits than a double holds.
+    (reported_usd > max_cost_usd * (1.0 + 1e-9)).then(|| Overrun {
+        target: app.app.provider.clone(),
+        max_cost_usd,
+        reported_usd,
+    })
 }
 
 /// The outcome of a call whose model refused the answer's schema while it waited to be sent

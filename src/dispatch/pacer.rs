@@ -469,6 +469,13 @@ impl Pacer {
                     turnstile: tokio::sync::Mutex::new(()),
                     state: Mutex::new(ScopeState {
                         limited: !configured.is_empty(),
+                        // The user's application has no rate-limit headers to teach: its calls
+                        // go at the run's concurrency (and its `rate_limit:`) from the first.
+                        probe: if endpoint.kind.is_target() {
+                            Probe::Done
+                        } else {
+                            Probe::Ahead
+                        },
                         ..ScopeState::default()
                     }),
                     answered: tokio::sync::Notify::new(),
@@ -1483,6 +1490,41 @@ mod tests {
             waited < Duration::from_millis(20),
             "went {waited:?} after the first, not when its reservation came back"
         );
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_models_first_call_goes_alone_and_a_targets_do_not() {
+        let stop = AtomicBool::new(false);
+        let pacer = Pacer::new(None, ConfiguredLimits::default(), Duration::from_secs(60));
+        let model = pacer.scope(&anthropic(), "claude");
+        let first = pacer.acquire(&model, output_call(10.0), &stop).await;
+        assert!(
+            first.unwrap().is_probe(),
+            "the first call teaches the limits"
+        );
+        for kind in [
+            crate::llm::ProviderKind::Http,
+            crate::llm::ProviderKind::Exec,
+        ] {
+            let target = Endpoint {
+                provider: "my-app".into(),
+                kind,
+                ..anthropic()
+            };
+            let scope = pacer.scope(&target, "default");
+            let first = pacer
+                .acquire(&scope, output_call(10.0), &stop)
+                .await
+                .unwrap();
+            assert!(!first.is_probe(), "{kind:?}");
+            // The second goes while the first is out, not after it.
+            let second = tokio::time::timeout(
+                Duration::from_millis(1),
+                pacer.acquire(&scope, output_call(10.0), &stop),
+            );
+            assert!(second.await.is_ok_and(|p| p.is_ok()), "{kind:?}");
+            drop(first);
+        }
     }
 
     #[tokio::test(start_paused = true)]

@@ -90,12 +90,25 @@ impl ExperimentError {
 /// What a run's report shows.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ReportOptions {
-    /// The per-call detail table (benchmarks), not only the summaries.
-    pub detail: bool,
+    /// How much beyond the summaries a benchmark prints.
+    pub detail: Detail,
     /// No notes on stderr (`--quiet`).
     pub quiet: bool,
     /// Which columns its tables show (`--wide`: all).
     pub columns: crate::output::Columns,
+}
+
+/// How much a benchmark run prints beyond its summaries, which come last.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Detail {
+    /// The summaries only (`--no-detail`).
+    Summaries,
+    /// The summaries, the first failures with their answers and reasons, and the per-case
+    /// table when it is short (a long one is named, not printed).
+    #[default]
+    Usual,
+    /// All of it, and the per-result table (`--detail`).
+    All,
 }
 
 impl ReportOptions {

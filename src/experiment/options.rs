@@ -177,6 +177,9 @@ pub struct Overrides {
     pub energy: Option<EnergyMethod>,
     /// How a benchmark's cases may be read (`--offline`; the database keeping `hf://` files).
     pub cases: crate::cases::LoadOptions,
+    /// `--dry-run`: what was loaded is then said once, in the plan on stdout, not also as a
+    /// note on stderr (a terminal showed both).
+    pub dry_run: bool,
 }
 
 /// One of the [`Overrides`], for [`Overrides::refuse`].

@@ -6,6 +6,7 @@ use std::collections::HashMap;
 
 use super::shard::{self, Shard};
 use super::{Experiment, ExperimentError, Stage, Target};
+use crate::dispatch::budget::unbounded;
 use crate::dispatch::max_cost;
 use crate::dispatch::{CacheMode, CallOutcome, Executor};
 use crate::llm::batch::BatchApi;
@@ -31,6 +32,9 @@ pub struct PlanLine {
     /// In batch mode, the batch API its calls to send go through (their bound at the batch
     /// price); `None`: they run live ([`Plan::batched`]).
     pub batch: Option<BatchApi>,
+    /// Why a budget cannot hold its calls to send, when it cannot: a target that may report
+    /// a cost, without `max_cost_usd:` ([`unbounded`]). Under a budget they are not sent.
+    pub unbounded: Option<String>,
 }
 
 impl PlanLine {
@@ -75,7 +79,25 @@ impl Plan {
     /// The most the calls to send can cost, of those whose cost is known (a line's bound is
     /// `None` when its model has no price: see [`unpriced`](Self::unpriced)).
     pub(crate) fn priced_max_cost_usd(&self) -> f64 {
-        self.lines.iter().filter_map(|l| l.max_cost_usd).sum()
+        // From +0: a sum of nothing is -0.0, printed `$-0.000000`.
+        self.lines
+            .iter()
+            .filter_map(|l| l.max_cost_usd)
+            .fold(0.0, |sum, usd| sum + usd)
+    }
+
+    /// Under a budget: the lines whose calls to send it refuses ([`PlanLine::unbounded`]),
+    /// and the most the others can cost.
+    pub(crate) fn under_budget(&self) -> (Vec<&PlanLine>, f64) {
+        let (refused, held): (Vec<&PlanLine>, Vec<&PlanLine>) = self
+            .lines
+            .iter()
+            .partition(|l| l.to_call > 0 && l.unbounded.is_some());
+        let bound = held
+            .iter()
+            .filter_map(|l| l.max_cost_usd)
+            .fold(0.0, |sum, usd| sum + usd);
+        (refused, bound)
     }
 
     /// The models of `targets` (the experiment's, indexed as the lines) with calls to send
@@ -159,6 +181,7 @@ pub(crate) fn plan(
                 max_cost_usd: Some(0.0),
                 note: None,
                 batch: None,
+                unbounded: None,
             })
             .collect(),
         stages: Vec::new(),
@@ -235,6 +258,9 @@ impl Plan {
                 None => {
                     line.to_call += 1;
                     line.add_cost(call.job.price.map(|_| max_cost(&call.job)));
+                    if line.unbounded.is_none() {
+                        line.unbounded = unbounded(&call.job);
+                    }
                 }
             }
         }
@@ -308,7 +334,31 @@ mod tests {
             max_cost_usd: Some(max_cost_usd),
             note: None,
             batch: None,
+            unbounded: None,
         }
+    }
+
+    #[test]
+    fn a_plan_of_unknown_costs_is_bounded_at_plus_zero_and_refused_lines_are_set_apart() {
+        let targets = targets();
+        let mut unknown = line(&targets[0], 1, 0.0);
+        unknown.max_cost_usd = None;
+        let plan = Plan {
+            lines: vec![unknown],
+            ..Plan::default()
+        };
+        let bound = plan.priced_max_cost_usd();
+        assert!(bound == 0.0 && bound.is_sign_positive(), "{bound}");
+        let mut app = line(&targets[1], 4, 0.0);
+        app.unbounded = Some("no max_cost_usd".into());
+        let plan = Plan {
+            lines: vec![line(&targets[0], 2, 0.25), app],
+            ..Plan::default()
+        };
+        let (refused, bound) = plan.under_budget();
+        assert_eq!(refused.len(), 1);
+        assert_eq!(refused[0].model, targets[1].label());
+        assert_eq!(bound, 0.25);
     }
 
     #[test]

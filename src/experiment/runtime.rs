@@ -236,7 +236,7 @@ async fn run(
         detach: options.detach,
         stop: signals.stop_flag().clone(),
         progress: progress.clone(),
-        notes: Arc::new(|note: &str| crate::output::tell(format_args!("{note}"))),
+        notes: Arc::new(|note: &str| crate::output::note(note)),
     };
     let mut run = Run::new(
         experiment,
@@ -258,7 +258,15 @@ async fn run(
     }
     let signal = signals.received();
     let budget = executor.budget().map(|b| BudgetUse::of(b, plan.shard));
-    let status = end_status(result.is_ok(), signal, budget, waiting.is_some());
+    // What exits 1 without a signal or a budget (nothing could run, `--offline` misses)
+    // does not end `completed` either ([`RunSummary::exit_code`]).
+    let fell_short = (tally.counts.calls > 0 && tally.answered == 0) || tally.offline_misses > 0;
+    let status = end_status(
+        (result.is_ok(), fell_short),
+        signal,
+        budget.as_ref(),
+        waiting.is_some(),
+    );
     let finished = guard.finish(&lock(store), status);
     tracing::debug!(?status, "run ended");
     if result.is_ok() {
@@ -289,6 +297,15 @@ fn start_run(
     budget_usd: Option<f64>,
 ) -> Result<RunGuard, ExperimentError> {
     let header = run_header(experiment, budget_usd, options.batch_on(experiment.batch()));
+    let shard = plan.shard.is_part().then_some(plan.shard);
+    // Looked up before this run's row exists: the newest unfinished run of the plan, which
+    // this one finishes.
+    let resumed = super::lifecycle::resumed_run(
+        &lock(store),
+        db,
+        &plan.sha256,
+        shard.map(|s| (s.index, s.count)),
+    )?;
     let guard = RunGuard::start(
         &lock(store),
         db,
@@ -296,8 +313,10 @@ fn start_run(
         (&header, experiment.targets(), options.command.as_deref()),
     )?;
     let run_id = guard.run_id;
-    let shard = plan.shard.is_part().then_some(plan.shard);
     lock(store).set_run_plan(run_id, &plan.sha256, shard.map(|s| (s.index, s.count)))?;
+    if let Some(resumed) = resumed {
+        lock(store).set_run_resumes(run_id, resumed.run_id)?;
+    }
     lock(store).set_run_plan_calls(run_id, plan.whole_calls)?;
     if let Some(usd) = budget_usd {
         lock(store).set_run_budget(run_id, Some(usd))?;
@@ -421,11 +440,12 @@ fn end_runs_waiting_for_nothing(store: &Arc<Mutex<Store>>, run_id: i64) {
 }
 
 /// How a run ended: failed on an error, waiting for batches (left by `--detach` or a
-/// signal), interrupted by a signal, stopped by its budget, or completed.
+/// signal), interrupted by a signal, stopped by its budget, failed when it `fell_short`
+/// (nothing could run, or `--offline` met calls not in the cache: it exits 1), or completed.
 fn end_status(
-    ok: bool,
+    (ok, fell_short): (bool, bool),
     signal: Option<Signal>,
-    budget: Option<BudgetUse>,
+    budget: Option<&BudgetUse>,
     waiting: bool,
 ) -> RunStatus {
     match (ok, signal) {
@@ -433,6 +453,7 @@ fn end_status(
         (true, _) if waiting => RunStatus::Waiting,
         (true, Some(_)) => RunStatus::Interrupted,
         (true, None) if budget.is_some_and(|b| b.reached) => RunStatus::Budget,
+        (true, None) if fell_short => RunStatus::Failed,
         (true, None) => RunStatus::Completed,
     }
 }

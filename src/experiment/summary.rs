@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use super::shard::Shard;
 use super::{ExperimentKind, Signal, Tally};
+use crate::dispatch::budget::Overrun;
 use crate::dispatch::{Budget, Waiting};
 use crate::store::RunStatus;
 
@@ -28,14 +29,17 @@ pub struct RunSummary {
 }
 
 /// What a run with a budget spent of it.
-#[derive(Debug, Clone, Copy, PartialEq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct BudgetUse {
     /// The cap, in USD.
     pub limit_usd: f64,
     /// What its answers were billed, in USD (the tally's paid).
     pub spent_usd: f64,
-    /// Whether a call was not sent because its worst case did not fit what was left.
+    /// Whether it stopped the run: a call's worst case did not fit what was left, a call
+    /// was billed more than its target's `max_cost_usd:`, or what was spent went beyond it.
     pub reached: bool,
+    /// The first call billed more than its target's `max_cost_usd:`, if one was.
+    pub overrun: Option<Overrun>,
     /// The largest worst case refused, in USD: how much more the next call needed.
     pub refused_usd: f64,
     /// For a shard (`--shard k/N`), which, and whose share of the plan's budget its cap is
@@ -49,6 +53,7 @@ impl BudgetUse {
             limit_usd: budget.limit_usd(),
             spent_usd: budget.spent_usd(),
             reached: budget.reached(),
+            overrun: budget.overrun(),
             refused_usd: budget.refused_usd(),
             shard: shard.is_part().then_some(shard),
         }
@@ -141,22 +146,12 @@ impl RunSummary {
                 signal.name()
             ));
         }
-        if let Some(budget) = self.budget.filter(|_| self.status == RunStatus::Budget) {
-            use crate::output::dollars;
-            let next = if budget.refused_usd > 0.0 {
-                format!(" (the next needed up to {})", dollars(budget.refused_usd))
-            } else {
-                String::new()
-            };
-            return Some(format!(
-                "budget reached: run {} spent {} of its {}; {} of {} calls are left{next}; \
-                 run the same command with a larger --budget to finish from the cache",
-                self.run_id,
-                dollars(budget.spent_usd),
-                budget.cap(),
-                self.calls_left(),
-                self.tally.counts.planned_calls,
-            ));
+        if let Some(budget) = self
+            .budget
+            .as_ref()
+            .filter(|_| self.status == RunStatus::Budget)
+        {
+            return Some(self.budget_failure(budget));
         }
         if self.nothing_ran() {
             return Some(format!(
@@ -175,6 +170,45 @@ impl RunSummary {
         })
     }
 
+    /// Why the budget stopped the run: a target's bill beyond its `max_cost_usd:` (naming
+    /// it, its bound and the bill), what was spent beyond the cap, or the next call's worst
+    /// case that did not fit.
+    fn budget_failure(&self, budget: &BudgetUse) -> String {
+        use crate::output::dollars;
+        let spent = format!(
+            "run {} spent {} of its {}; {} of {} calls are left",
+            self.run_id,
+            dollars(budget.spent_usd),
+            budget.cap(),
+            self.calls_left(),
+            self.tally.counts.planned_calls,
+        );
+        if let Some(o) = &budget.overrun {
+            return format!(
+                "budget: {} reported {} for one call, above its `max_cost_usd: {}` (what the \
+                 budget holds for each of its calls), so the run stopped at once: {spent}; set \
+                 `max_cost_usd:` under `providers: {}:` in config.yaml to the most one call \
+                 can cost, then run the same command to finish from the cache",
+                o.target,
+                dollars(o.reported_usd),
+                o.max_cost_usd,
+                o.target,
+            );
+        }
+        let (what, next) = if budget.spent_usd > budget.limit_usd * (1.0 + 1e-9) {
+            ("budget exceeded", String::new())
+        } else if budget.refused_usd > 0.0 {
+            let next = format!(" (the next needed up to {})", dollars(budget.refused_usd));
+            ("budget reached", next)
+        } else {
+            ("budget reached", String::new())
+        };
+        format!(
+            "{what}: {spent}{next}; run the same command with a larger --budget to finish from \
+             the cache"
+        )
+    }
+
     /// The one-line tally: `run 3 (benchmark): 6 calls, 2 cache hits, 0 errors; cost $…`,
     /// with the budget after what was paid when the run had one.
     pub(crate) fn line(&self) -> String {
@@ -182,6 +216,7 @@ impl RunSummary {
         use crate::output::{count, dollars};
         let budget = self
             .budget
+            .as_ref()
             .map(|b| format!(" of a {}", b.cap()))
             .unwrap_or_default();
         // Answers of a model without a price: their cost is unknown, not 0.
@@ -257,10 +292,11 @@ mod tests {
             limit_usd: 0.05,
             spent_usd: 0.0421,
             reached: true,
+            overrun: None,
             refused_usd: 0.0012,
             shard: None,
         };
-        let stopped = summary(RunStatus::Budget, Some(reached));
+        let stopped = summary(RunStatus::Budget, Some(reached.clone()));
         assert_eq!(stopped.exit_code(), 1);
         assert_eq!(stopped.calls_left(), 120);
         assert_eq!(
@@ -282,7 +318,7 @@ mod tests {
             Some(BudgetUse {
                 reached: false,
                 refused_usd: 0.0,
-                ..reached
+                ..reached.clone()
             }),
         );
         assert_eq!(within.exit_code(), 0);
@@ -291,7 +327,7 @@ mod tests {
         let interrupted = RunSummary {
             signal: Some(Signal::Interrupt),
             status: RunStatus::Interrupted,
-            ..stopped
+            ..stopped.clone()
         };
         assert_eq!(interrupted.exit_code(), 130);
         assert!(interrupted.failure().unwrap().starts_with("interrupted:"));
@@ -299,6 +335,48 @@ mod tests {
             !summary(RunStatus::Completed, None)
                 .line()
                 .contains("budget")
+        );
+    }
+
+    #[test]
+    fn a_target_billing_beyond_its_bound_is_named_with_its_bound_and_bill() {
+        let overran = BudgetUse {
+            limit_usd: 0.001,
+            spent_usd: 0.04,
+            reached: true,
+            overrun: Some(Overrun {
+                target: "my-app".into(),
+                max_cost_usd: 0.000001,
+                reported_usd: 0.01,
+            }),
+            refused_usd: 0.0,
+            shard: None,
+        };
+        let stopped = summary(RunStatus::Budget, Some(overran.clone()));
+        assert_eq!(stopped.exit_code(), 1);
+        assert_eq!(
+            stopped.failure().unwrap(),
+            "budget: my-app reported $0.01 for one call, above its `max_cost_usd: 0.000001` \
+             (what the budget holds for each of its calls), so the run stopped at once: run 7 \
+             spent $0.04 of its $0.001 budget; 120 of 300 calls are left; set `max_cost_usd:` \
+             under `providers: my-app:` in config.yaml to the most one call can cost, then run \
+             the same command to finish from the cache"
+        );
+        // Spent beyond the cap without a target to name (every call in flight at once).
+        let exceeded = summary(
+            RunStatus::Budget,
+            Some(BudgetUse {
+                overrun: None,
+                ..overran
+            }),
+        );
+        assert!(
+            exceeded
+                .failure()
+                .unwrap()
+                .starts_with("budget exceeded: run 7 spent $0.04 of its $0.001 budget;"),
+            "{:?}",
+            exceeded.failure()
         );
     }
 
@@ -311,6 +389,7 @@ mod tests {
                 limit_usd: 0.001,
                 spent_usd: 0.0009,
                 reached: true,
+                overrun: None,
                 refused_usd: 0.0004,
                 shard: Some(shard),
             }),

@@ -25,7 +25,7 @@ pub(crate) fn format_value(column: &str, value: &AnyValue<'_>) -> String {
     } else if column.contains("_pct") {
         format!("{number:.1}")
     } else if column.ends_with("_usd") {
-        format!("{number:.6}")
+        super::numbers::usd_text(number)
     } else if column.contains("_wh") {
         format!("{number:.4}")
     } else if column.ends_with("_s") {

@@ -135,6 +135,8 @@ display_columns! {
     INPUTS = "inputs".wide();
     /// The models of a run without a price: its cost and paid are unknown.
     UNPRICED = "unpriced".wide();
+    /// The run that resumed an unfinished one (its status says so in tables too).
+    RESUMED_BY = "resumed_by".wide();
 
     // The dry run's plan (`track run --dry-run`).
     MAX_COST_USD = "max_cost_usd".short("max $");
@@ -182,6 +184,10 @@ display_columns! {
     TOWARD_B = "toward_b".short("→ B");
     BASE_STRENGTH_GAP = "base_strength_gap".short("base gap");
     NEW_STRENGTH_GAP = "new_strength_gap".short("new gap");
+    /// Pairwise diffs: the changed candidate whose verdicts moved toward it, and the
+    /// candidates of a pair that changed between the runs.
+    GAINED_GROUND = "gained_ground".short("gained");
+    CHANGED_CANDIDATES = "changed_candidates".wide();
 
     // `track diff --items`: the calls behind each run's answer (the answers are shown).
     BASE_CALL_ID = "base_call_id".wide();
@@ -209,11 +215,48 @@ pub(super) fn wrap(name: &str) -> Wrap {
         // `track runs` (a run without a file is named by its command line), `--errors`, the
         // dry run's plan, `track models`' key and price source.
         "file" | "command" | "error" | "item" | "note" | "key" | "detail" | "justification"
-        | "invalid_reason" | "base_answer" | "new_answer" | "price_source" => Wrap::Spaces,
+        | "invalid_reason" | "base_answer" | "new_answer" | "price_source" | "reason"
+        | "answer_start" => Wrap::Spaces,
         // `track runs`' models, and those without a price.
         "models" | "unpriced" => Wrap::Commas,
         _ => Wrap::Never,
     }
+}
+
+/// Whether the column `name` names a table's row rather than measuring it (the run, model,
+/// template, case, repeat of a result; a run's id; an error's stage and item; a review's
+/// reviewer, sensor and criterion; a relevance item's image, predicate and variant): a table
+/// printed in parts repeats the first columns that do in every part.
+pub(super) fn identifies(name: &str) -> bool {
+    matches!(
+        name,
+        "run_id"
+            | "id"
+            | "stage"
+            | "model"
+            | "template"
+            | "prompt"
+            | "case"
+            | "repeat"
+            | "item"
+            | "reference"
+            | "candidate_a"
+            | "candidate_b"
+            | "reviewer"
+            | "generator"
+            | "brand"
+            | "sensor"
+            | "criterion"
+            | "image"
+            | "predicate"
+            | "predicate_type"
+            | "trial"
+            | "variant"
+            | "class"
+            | "policy"
+            | "statistic"
+            | "metric"
+    )
 }
 
 /// The header of a compact table: a short form when there is one, else the full header.

@@ -8,7 +8,7 @@
 use polars::prelude::*;
 use unicode_width::{UnicodeWidthChar, UnicodeWidthStr};
 
-use super::columns::{Wrap, wrap};
+use super::columns::{Wrap, identifies, wrap};
 use super::{Columns, format_value};
 
 /// The narrowest a wrapped column is made to share a part with others (or its widest word,
@@ -147,13 +147,16 @@ pub(super) fn parts(
     width: usize,
 ) -> Vec<(DataFrame, Vec<String>)> {
     let fits = measure(df, columns);
-    let keys = if fits.len() > 3 && fits[0].text && fits[1].text {
-        2
-    } else {
-        usize::from(fits.len() > 1)
-    };
+    let keys = key_count(&fits);
     let (key, rest) = fits.split_at(keys);
-    let mut key_widths: Vec<usize> = key.iter().map(|f| f.natural).collect();
+    // A key that wraps (an error's item) at its narrowest, to leave the others room.
+    let mut key_widths: Vec<usize> = key
+        .iter()
+        .map(|f| match f.wrap {
+            Wrap::Never => f.natural,
+            Wrap::Spaces | Wrap::Commas => f.narrowest,
+        })
+        .collect();
     if keys > 0 && width.saturating_sub(drawn(key_widths.iter().copied()) + 3) < LEAST_ROOM {
         // Keys so wide they leave no room: each text key gets a share of half the width.
         let share = ((width / 2).saturating_sub(3 * keys + 1) / keys).max(1);
@@ -196,6 +199,20 @@ pub(super) fn parts(
             fitted(df, cells.chain(part.iter().zip(widths)))
         })
         .collect()
+}
+
+/// How many of a table's first columns every part repeats: those that name its row (model,
+/// template, case, repeat: [`identifies`]), so that each part says whose its cells are; the
+/// first column at least, and one column always left to the parts.
+fn key_count(fits: &[Fit]) -> usize {
+    if fits.len() < 2 {
+        return 0;
+    }
+    let named = fits
+        .iter()
+        .take_while(|f| identifies(f.name.as_str()))
+        .count();
+    named.clamp(1, fits.len() - 1)
 }
 
 /// The content widths of a part's columns, `budget` wide in all: each between its narrowest
@@ -474,6 +491,55 @@ mod tests {
              success %: 92.9\n\
              error:     one two three\n           four five six\n           seven"
         );
+    }
+
+    /// Issue 45: a table split at 80 columns repeated the model (and the template) but not
+    /// the case: each part now repeats every leading column that names the row.
+    #[test]
+    fn every_part_repeats_the_columns_that_name_its_row() {
+        let df = DataFrame::new_infer_height(vec![
+            Column::new("run_id".into(), [1i64, 1]),
+            Column::new("model".into(), ["openai:gpt-4o", "anthropic:sonnet 3.5"]),
+            Column::new("template".into(), ["terse", "worded"]),
+            Column::new("case".into(), ["m01", "m02"]),
+            Column::new("repeat".into(), [0u32, 1]),
+            Column::new("result".into(), ["failed", "passed"]),
+            Column::new(
+                "reason".into(),
+                [
+                    "contains: expected to contain `1002`, got `mock reply to: What is 1 * 2?`",
+                    "",
+                ],
+            ),
+            Column::new("human_comment".into(), ["a long comment of a person", ""]),
+            Column::new(
+                "uid".into(),
+                ["1da0d1e4ba57bac4642e1e0c5f0f4a", "dfff5b7fd49c86a3"],
+            ),
+        ])
+        .unwrap();
+        let parts = parts(&df, Columns::Compact, 80);
+        assert!(parts.len() > 1, "{}", parts.len());
+        for (part, headers) in &parts {
+            assert_eq!(
+                headers[..5],
+                ["run id", "model", "template", "case", "repeat"],
+                "{headers:?}"
+            );
+            let text = super::super::table(part, Columns::Compact).to_string();
+            assert!(
+                text.contains("m02") && text.contains("sonnet 3.5"),
+                "{text}"
+            );
+            assert!(text.lines().all(|l| l.width() <= 80), "{text}");
+        }
+        // A table whose first column names nothing keeps it alone as its key.
+        let plain = DataFrame::new_infer_height(vec![
+            Column::new("file".into(), ["a.yaml"]),
+            Column::new("model".into(), ["m"]),
+        ])
+        .unwrap();
+        assert_eq!(key_count(&measure(&plain, Columns::Compact)), 1);
     }
 
     #[test]

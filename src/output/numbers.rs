@@ -68,9 +68,20 @@ pub fn counted(n: u64, noun: &str) -> String {
 
 /// An amount of dollars to the micro-dollar, without trailing zeros: `$0`, `$0.0125`.
 pub fn dollars(usd: f64) -> String {
-    let text = format!("{usd:.6}");
+    let text = usd_text(usd);
     let text = text.trim_end_matches('0').trim_end_matches('.');
     format!("${text}")
+}
+
+/// `usd` to the millionth of a dollar (`0.314999`), as every output rounds a sum of money: in
+/// millionths at [`tidy_float`]'s 15 digits first, then half away from zero, so two sums of
+/// the same costs added in another order (a run's tally as its calls land, a table's
+/// per-model sum) print the same, never `0.314999` beside `0.314998`, and a sum that is a half
+/// millionth in decimal rounds up whatever its binary noise.
+pub(crate) fn usd_text(usd: f64) -> String {
+    let millionths = tidy_float(tidy_float(usd) * 1e6).round();
+    // `+ 0.0`: a negative zero prints as 0.
+    format!("{:.6}", millionths / 1e6 + 0.0)
 }
 
 /// `v` at the 15 significant digits a double holds exactly: what binary arithmetic adds beyond
@@ -157,5 +168,31 @@ mod tests {
             "0.000000000000000000000000000000333333333333333"
         );
         assert_eq!(tidy_float(0.0), 0.0);
+    }
+
+    #[test]
+    fn a_sum_of_money_prints_the_same_whatever_the_order_it_was_added_in() {
+        let costs = [0.0644004, 0.0947542, 0.0047269];
+        let forward: f64 = costs.iter().sum();
+        let backward: f64 = costs.iter().rev().sum();
+        // Rounded as they are, the two sums print differently (issue 45: $0.314999 beside
+        // 0.314998).
+        assert_ne!(format!("{forward:.6}"), format!("{backward:.6}"));
+        assert_eq!(dollars(forward), dollars(backward));
+        assert_eq!(usd_text(forward), usd_text(backward));
+        assert_eq!(
+            crate::output::cell::format_value(
+                "cost_usd",
+                &polars::prelude::AnyValue::Float64(forward)
+            ),
+            crate::output::cell::format_value(
+                "cost_usd",
+                &polars::prelude::AnyValue::Float64(backward)
+            ),
+        );
+        // A half millionth rounds up, as written in decimal.
+        assert_eq!(usd_text(0.0011775), "0.001178");
+        assert_eq!(usd_text(0.0644004 + 0.0947542 + 0.0047269), "0.163882");
+        assert_eq!(usd_text(-0.0000001), "0.000000");
     }
 }

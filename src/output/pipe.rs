@@ -1,4 +1,28 @@
-//! A closed pipe (`track … | head`): success, not a failure.
+//! A closed pipe (`track … | head`): success, not a failure; and `--quiet`, which keeps stderr
+//! to errors (and the misses of a bar, which say why the exit status is 3).
+
+use std::sync::atomic::{AtomicBool, Ordering};
+
+/// Whether `--quiet` was given: notes are then not printed.
+static QUIET: AtomicBool = AtomicBool::new(false);
+
+/// Sets `--quiet` for the process: [`note`] prints nothing from then on.
+pub fn set_quiet(quiet: bool) {
+    QUIET.store(quiet, Ordering::Relaxed);
+}
+
+/// Whether `--quiet` was given.
+pub fn is_quiet() -> bool {
+    QUIET.load(Ordering::Relaxed)
+}
+
+/// Prints a note on stderr (what was loaded, a warning about the input, how calls are
+/// routed), unless `--quiet`: quiet means errors only.
+pub fn note(line: impl std::fmt::Display) {
+    if !is_quiet() {
+        tell(line);
+    }
+}
 
 /// Whether `error` is a closed pipe (`track … | head`): not a failure, the reader has what it
 /// wanted.

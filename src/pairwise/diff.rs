@@ -1,13 +1,19 @@
 //! `track diff` of two pairwise runs, on what they share: the head-to-head verdicts of the
 //! pairs of candidates both runs judged, matched item by item (same item, judge and repeat).
 //! Per pair, the verdicts that moved toward one candidate or the other are tested with
-//! McNemar's test (a sign test of the moves); a pair whose verdicts moved significantly is a
-//! regression of the candidate that lost ground. Bradley–Terry strengths are normalised to a
+//! McNemar's test (a sign test of the moves). Which candidates changed between the runs is read
+//! from their answers (the request each sent, which holds its model, system prompt and
+//! parameters, and the answer's hash): a pair whose verdicts moved significantly is a
+//! regression when the candidate that lost ground changed, or when neither did (the judge
+//! drifted); when only the candidate that gained ground changed, it is that candidate's
+//! improvement, never a regression. Bradley–Terry strengths are normalised to a
 //! mean of 0 over a run's candidates, so they are compared only when both runs have the same
 //! candidates, and then as each pair's gap (the strength of A over B), anchored on a candidate
 //! both runs share: swapping one candidate moves no untouched pair.
 
 use polars::prelude::*;
+
+use std::collections::BTreeMap;
 
 use super::columns as c;
 use super::stats::{Strength, Verdicts};
@@ -16,7 +22,7 @@ use crate::analysis::diff::{
 };
 use crate::analysis::stats::McNemar;
 use crate::output::count;
-use crate::store::{Store, Winner};
+use crate::store::{AnswerPrints, Store, Winner};
 
 /// The change of a verdict both runs gave.
 const TOWARD_A: &str = crate::output::columns::TOWARD_A.name;
@@ -31,6 +37,8 @@ const NEW_SCORE: &str = "new_score";
 const DELTA_SCORE: &str = "delta_score";
 const P_VALUE: &str = "p_value";
 const LOST_GROUND: &str = "lost_ground";
+const GAINED_GROUND: &str = crate::output::columns::GAINED_GROUND.name;
+const CHANGED: &str = crate::output::columns::CHANGED_CANDIDATES.name;
 const BASE_GAP: &str = crate::output::columns::BASE_STRENGTH_GAP.name;
 const NEW_GAP: &str = crate::output::columns::NEW_STRENGTH_GAP.name;
 const REPEAT: &str = "repeat";
@@ -52,9 +60,11 @@ pub static LAYOUT: Layout = Layout {
     summary_title: "Per pair",
     changes,
     significant: "a pair of candidates whose verdicts on the items both runs judged moved toward \
-                  one of them with McNemar's p < 0.05 (a regression of the other); strengths \
-                  are compared only when both runs have the same candidates, never for \
-                  significance",
+                  one of them with McNemar's p < 0.05, against a candidate that changed between \
+                  the runs (its model, system prompt, parameters or answers) or between two \
+                  that did not (the judge drifted); a move toward the only one that changed is \
+                  its improvement (`gained_ground`), not a regression; strengths are compared \
+                  only when both runs have the same candidates, never for significance",
 };
 
 /// The headline's changes: `3 moved toward candidate B, 1 toward candidate A, 0 invalid`.
@@ -68,10 +78,84 @@ fn changes(c: &DiffCounts) -> String {
 }
 
 /// Compares runs `base` and `new`, read from the store.
-pub(crate) fn compare(store: &Store, base: i64, new: i64) -> Result<KindDiff, DiffError> {
-    let base = Verdicts::from_rows(&store.pairwise_verdicts(&[base])?);
-    let new = Verdicts::from_rows(&store.pairwise_verdicts(&[new])?);
-    Ok(diff(&base, &base.strengths(), &new, &new.strengths())?)
+pub(crate) fn compare(store: &Store, base_run: i64, new_run: i64) -> Result<KindDiff, DiffError> {
+    let base = Verdicts::from_rows(&store.pairwise_verdicts(&[base_run])?);
+    let new = Verdicts::from_rows(&store.pairwise_verdicts(&[new_run])?);
+    let changed = Changed::between(
+        &store.pairwise_answer_prints(base_run)?,
+        &store.pairwise_answer_prints(new_run)?,
+    );
+    Ok(diff(
+        (&base, &base.strengths()),
+        (&new, &new.strengths()),
+        &changed,
+    )?)
+}
+
+/// A candidate of a pair, with how it changed between the runs.
+type Side<'a> = (&'a str, Option<Change>);
+
+/// How a candidate changed between two runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Change {
+    /// It sent other requests for the same items: another model, system prompt or parameters.
+    Requests,
+    /// The same requests got other answers.
+    Answers,
+    /// Its answers were not recorded in both runs (datasheets): taken as changed.
+    Unknown,
+}
+
+impl Change {
+    fn words(self) -> &'static str {
+        match self {
+            Self::Requests => "its requests differ (model, system prompt or parameters)",
+            Self::Answers => "its answers differ",
+            Self::Unknown => "its answers are not recorded in both runs",
+        }
+    }
+}
+
+/// Which candidates changed between the base and the new run: those whose answers to the
+/// items both runs asked them differ, in their request or their answer. A candidate whose
+/// answers either run did not record is taken as changed (what a diff assumed before).
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Changed {
+    /// Candidates by name: how they changed, `None` when they did not.
+    known: BTreeMap<String, Option<Change>>,
+}
+
+impl Changed {
+    /// From each run's prints: (candidate, item) → (request key, answer hash) of its answer.
+    pub(crate) fn between(base: &AnswerPrints, new: &AnswerPrints) -> Self {
+        let mut known: BTreeMap<String, Option<Change>> = BTreeMap::new();
+        for ((candidate, item), (key, answer)) in base {
+            let Some((new_key, new_answer)) = new.get(&(candidate.clone(), item.clone())) else {
+                continue;
+            };
+            let change = if key != new_key {
+                Some(Change::Requests)
+            } else if answer != new_answer {
+                Some(Change::Answers)
+            } else {
+                None
+            };
+            let entry = known.entry(candidate.clone()).or_insert(None);
+            // Other requests say more than other answers.
+            if change == Some(Change::Requests) || entry.is_none() {
+                *entry = change.or(*entry);
+            }
+        }
+        Self { known }
+    }
+
+    /// How `candidate` changed; `None` when it did not.
+    fn of(&self, candidate: &str) -> Option<Change> {
+        match self.known.get(candidate) {
+            Some(change) => *change,
+            None => Some(Change::Unknown),
+        }
+    }
 }
 
 /// One pair's verdict on one item by one judge, its pair in name order (`a` before `b`):
@@ -167,6 +251,8 @@ struct PairTally {
     /// The pair's strength gap (A's over B's) in each run, when both runs have the same
     /// candidates.
     gaps: (Option<f64>, Option<f64>),
+    /// How each of A and B changed between the runs (`None`: it did not).
+    changes: (Option<Change>, Option<Change>),
 }
 
 impl PairTally {
@@ -180,31 +266,119 @@ impl PairTally {
             .flatten()
     }
 
-    /// The candidate whose verdicts moved against it with p < 0.05.
-    fn lost_ground(&self) -> Option<&str> {
+    /// The candidates whose verdicts moved against and toward them with p < 0.05, each with
+    /// how it changed between the runs: (loser, winner).
+    fn moved(&self) -> Option<(Side<'_>, Side<'_>)> {
         self.p_value().filter(|&p| p < SIGNIFICANCE)?;
+        let a = (self.a.as_str(), self.changes.0);
+        let b = (self.b.as_str(), self.changes.1);
         match self.toward_a.cmp(&self.toward_b) {
-            std::cmp::Ordering::Less => Some(&self.a),
-            std::cmp::Ordering::Greater => Some(&self.b),
+            std::cmp::Ordering::Less => Some((a, b)),
+            std::cmp::Ordering::Greater => Some((b, a)),
             std::cmp::Ordering::Equal => None,
         }
+    }
+
+    /// The candidate whose verdicts moved against it with p < 0.05, when that is a regression:
+    /// it changed, or neither did (the judge drifted).
+    fn lost_ground(&self) -> Option<&str> {
+        let ((loser, lost), (_, won)) = self.moved()?;
+        (lost.is_some() || won.is_none()).then_some(loser)
+    }
+
+    /// The candidate whose verdicts moved toward it with p < 0.05 when it alone changed: its
+    /// improvement, not a regression of the other.
+    fn gained_ground(&self) -> Option<&str> {
+        let ((_, lost), (winner, won)) = self.moved()?;
+        (lost.is_none() && won.is_some()).then_some(winner)
+    }
+
+    /// The candidates of the pair that changed between the runs: `my-model`, `a, b`.
+    fn changed(&self) -> Option<String> {
+        let names: Vec<&str> = [(&self.a, self.changes.0), (&self.b, self.changes.1)]
+            .into_iter()
+            .filter(|(_, c)| c.is_some())
+            .map(|(n, _)| n.as_str())
+            .collect();
+        (!names.is_empty()).then(|| names.join(", "))
+    }
+
+    /// Why a significant move reads as it does: who changed and how.
+    fn cause(&self) -> String {
+        let says = |name: &str, change: Option<Change>| match change {
+            Some(change) => format!("{name} changed: {}", change.words()),
+            None => format!("{name} did not change"),
+        };
+        if self.changes.0.is_none() && self.changes.1.is_none() {
+            return "neither candidate changed between the runs: the judge drifted".to_owned();
+        }
+        format!(
+            "{}; {}",
+            says(&self.a, self.changes.0),
+            says(&self.b, self.changes.1)
+        )
+    }
+
+    /// Counts a verdict both runs gave (`b` in the base run, `n` in the new one); its change.
+    fn add(&mut self, b: &Verdict, n: &Verdict, counts: &mut DiffCounts) -> &'static str {
+        counts.shared += 1;
+        if let (Some(bs), Some(ns)) = (b.score, n.score) {
+            self.shared += 1;
+            self.base_score += bs;
+            self.new_score += ns;
+        }
+        let change = change_of(b.score, n.score);
+        match change {
+            TOWARD_A => {
+                self.toward_a += 1;
+                counts.fixes += 1;
+            }
+            TOWARD_B => {
+                self.toward_b += 1;
+                counts.regressions += 1;
+            }
+            INVALID => counts.new_errors += 1,
+            _ => {}
+        }
+        change
     }
 
     fn score(&self, sum: f64) -> Option<f64> {
         (self.shared > 0).then(|| sum / self.shared as f64)
     }
 
+    /// The sentence of a significant regression.
     fn describe(&self) -> Option<String> {
         let loser = self.lost_ground()?;
         let winner = if loser == self.a { &self.b } else { &self.a };
         Some(format!(
-            "{loser} lost ground to {winner}: of {} verdicts both runs gave, {} moved toward \
-             {winner} and {} toward {loser}, McNemar p = {:.4}",
+            "{loser} lost ground to {winner}: {} ({})",
+            self.figures(winner, loser),
+            self.cause()
+        ))
+    }
+
+    /// The sentence of a significant improvement.
+    fn describe_improvement(&self) -> Option<String> {
+        let winner = self.gained_ground()?;
+        let loser = if winner == self.a { &self.b } else { &self.a };
+        Some(format!(
+            "{winner} gained ground on {loser}: {} ({})",
+            self.figures(winner, loser),
+            self.cause()
+        ))
+    }
+
+    /// `of 6 verdicts both runs gave, 6 moved toward W and 0 toward L, McNemar p = 0.0312`.
+    fn figures(&self, winner: &str, loser: &str) -> String {
+        format!(
+            "of {} verdicts both runs gave, {} moved toward {winner} and {} toward {loser}, \
+             McNemar p = {:.4}",
             self.shared,
             self.toward_b.max(self.toward_a),
             self.toward_b.min(self.toward_a),
             self.p_value().unwrap_or(1.0)
-        ))
+        )
     }
 }
 
@@ -215,12 +389,12 @@ fn gap(v: &Verdicts, s: &[Strength], a: &str, b: &str) -> Option<f64> {
     Some(s[at(a)?].value? - s[at(b)?].value?)
 }
 
-/// The diff of two runs' verdicts.
+/// The diff of two runs' verdicts (each with its strengths), `changed` saying which
+/// candidates changed between them.
 pub(crate) fn diff(
-    base: &Verdicts,
-    base_s: &[Strength],
-    new: &Verdicts,
-    new_s: &[Strength],
+    (base, base_s): (&Verdicts, &[Strength]),
+    (new, new_s): (&Verdicts, &[Strength]),
+    changed: &Changed,
 ) -> PolarsResult<KindDiff> {
     let paired = pair_by_key(verdicts(base), verdicts(new), Verdict::key);
     let mut counts = DiffCounts::default();
@@ -241,18 +415,18 @@ pub(crate) fn diff(
         {
             Some(position) => position,
             None => {
-                let gaps = if same_candidates {
+                // Strength gaps compare only when both runs have the same candidates.
+                let gaps = same_candidates.then(|| {
                     (
                         gap(base, base_s, &first.a, &first.b),
                         gap(new, new_s, &first.a, &first.b),
                     )
-                } else {
-                    (None, None)
-                };
+                });
                 tallies.push(PairTally {
                     a: first.a.clone(),
                     b: first.b.clone(),
-                    gaps,
+                    gaps: gaps.unwrap_or((None, None)),
+                    changes: (changed.of(&first.a), changed.of(&first.b)),
                     ..PairTally::default()
                 });
                 tallies.len() - 1
@@ -260,28 +434,7 @@ pub(crate) fn diff(
         };
         let tally = &mut tallies[position];
         let change = match pairing {
-            Pairing::Both(b, n) => {
-                counts.shared += 1;
-                if let (Some(bs), Some(ns)) = (b.score, n.score) {
-                    tally.shared += 1;
-                    tally.base_score += bs;
-                    tally.new_score += ns;
-                }
-                let change = change_of(b.score, n.score);
-                match change {
-                    TOWARD_A => {
-                        tally.toward_a += 1;
-                        counts.fixes += 1;
-                    }
-                    TOWARD_B => {
-                        tally.toward_b += 1;
-                        counts.regressions += 1;
-                    }
-                    INVALID => counts.new_errors += 1,
-                    _ => {}
-                }
-                Some(change)
-            }
+            Pairing::Both(b, n) => Some(tally.add(b, n, &mut counts)),
             Pairing::OnlyBase(_) => {
                 counts.only_in_base += 1;
                 None
@@ -300,6 +453,10 @@ pub(crate) fn diff(
         summary: summary_frame(&tallies)?,
         items: items_frame(&paired, &changes)?,
         significant,
+        improvements: tallies
+            .iter()
+            .filter_map(PairTally::describe_improvement)
+            .collect(),
     })
 }
 
@@ -350,6 +507,17 @@ fn summary_frame(tallies: &[PairTally]) -> PolarsResult<DataFrame> {
         Column::new(
             LOST_GROUND.into(),
             tallies.iter().map(|t| t.lost_ground()).collect::<Vec<_>>(),
+        ),
+        Column::new(
+            GAINED_GROUND.into(),
+            tallies
+                .iter()
+                .map(|t| t.gained_ground())
+                .collect::<Vec<_>>(),
+        ),
+        Column::new(
+            CHANGED.into(),
+            tallies.iter().map(PairTally::changed).collect::<Vec<_>>(),
         ),
         Column::new(BASE_GAP.into(), floats(&|t| t.gaps.0)),
         Column::new(NEW_GAP.into(), floats(&|t| t.gaps.1)),
@@ -450,7 +618,12 @@ mod tests {
     #[test]
     fn swapping_one_candidate_flags_no_untouched_pair() {
         let (base, new) = (runs(false), runs(true));
-        let d = diff(&base, &base.strengths(), &new, &new.strengths()).unwrap();
+        let d = diff(
+            (&base, &base.strengths()),
+            (&new, &new.strengths()),
+            &Changed::default(),
+        )
+        .unwrap();
         // Under the old rule, x and y's strengths fell (the mean-0 normalisation moved with
         // w's strength) and they were flagged weaker.
         let b = base.strengths();
@@ -487,12 +660,18 @@ mod tests {
             rows.extend(agreed("y", "z", &item, y_vs_z));
         }
         let new = Verdicts::from_rows(&rows);
-        let d = diff(&base, &base.strengths(), &new, &new.strengths()).unwrap();
+        let d = diff(
+            (&base, &base.strengths()),
+            (&new, &new.strengths()),
+            &Changed::default(),
+        )
+        .unwrap();
         assert_eq!(d.counts.significant_regressions, 1, "{:?}", d.significant);
         assert!(
             d.significant[0].starts_with(
                 "x lost ground to z: of 8 verdicts both runs gave, 8 \
-                                          moved toward z and 0 toward x, McNemar p = 0.0078"
+                                          moved toward z and 0 toward x, McNemar p = 0.0078 \
+                                          (x changed: its answers are not recorded"
             ),
             "{:?}",
             d.significant
@@ -511,5 +690,96 @@ mod tests {
         assert_eq!(gaps.null_count(), 0);
         let scores: Vec<Option<f64>> = s.column(NEW_SCORE).unwrap().f64().unwrap().iter().collect();
         assert_eq!(scores, [Some(0.5), Some(0.0), Some(0.875)]);
+    }
+
+    /// The runs of `verdicts_that_moved_against_a_candidate_are_its_regression`: z now beats
+    /// x on every item.
+    fn z_beats_x() -> (Verdicts, Verdicts) {
+        let mut rows = Vec::new();
+        for i in 0..8 {
+            let item = format!("p{i}");
+            let x_wins = if i % 2 == 0 { Winner::A } else { Winner::B };
+            rows.extend(agreed("x", "y", &item, x_wins));
+            let y_vs_z = if i < 2 { Winner::Tie } else { Winner::A };
+            rows.extend(agreed("x", "z", &item, Winner::B));
+            rows.extend(agreed("y", "z", &item, y_vs_z));
+        }
+        (runs(false), Verdicts::from_rows(&rows))
+    }
+
+    /// Prints of candidates `names` on items p0..p7: each the same in both runs but `changed`,
+    /// whose request (or, with `answers_only`, answer) differs.
+    fn prints(
+        names: &[&str],
+        changed: Option<&str>,
+        answers_only: bool,
+    ) -> (AnswerPrints, AnswerPrints) {
+        let mut base = BTreeMap::new();
+        let mut new = BTreeMap::new();
+        for name in names {
+            for i in 0..8 {
+                let key = ((*name).to_owned(), format!("p{i}"));
+                let print = (Some(format!("req-{name}")), Some(format!("ans-{name}")));
+                base.insert(key.clone(), print.clone());
+                let moved = match (Some(*name) == changed, answers_only) {
+                    (false, _) => print,
+                    (true, false) => (Some("other".into()), print.1),
+                    (true, true) => (print.0, Some("other".into())),
+                };
+                new.insert(key, moved);
+            }
+        }
+        (base, new)
+    }
+
+    #[test]
+    fn a_move_toward_the_only_candidate_that_changed_is_its_improvement() {
+        let (base, new) = z_beats_x();
+        let strengths = (base.strengths(), new.strengths());
+        let compare =
+            |changed: &Changed| diff((&base, &strengths.0), (&new, &strengths.1), changed).unwrap();
+        // z changed (another model): it gained ground; no regression.
+        let (b, n) = prints(&["x", "y", "z"], Some("z"), false);
+        let d = compare(&Changed::between(&b, &n));
+        assert_eq!(d.counts.significant_regressions, 0, "{:?}", d.significant);
+        assert_eq!(d.improvements.len(), 1, "{:?}", d.improvements);
+        assert!(
+            d.improvements[0].starts_with("z gained ground on x: of 8 verdicts both runs gave")
+                && d.improvements[0].contains(
+                    "x did not change; z changed: its requests differ (model, system prompt or \
+                     parameters)"
+                ),
+            "{:?}",
+            d.improvements
+        );
+        let gained: Vec<Option<&str>> = d
+            .summary
+            .column(GAINED_GROUND)
+            .unwrap()
+            .str()
+            .unwrap()
+            .iter()
+            .collect();
+        assert_eq!(gained, [None, Some("z"), None]);
+        // x changed (its answers): x lost ground, a regression.
+        let (b, n) = prints(&["x", "y", "z"], Some("x"), true);
+        let d = compare(&Changed::between(&b, &n));
+        assert_eq!(d.counts.significant_regressions, 1);
+        assert!(
+            d.significant[0].contains("(x changed: its answers differ; z did not change)"),
+            "{:?}",
+            d.significant
+        );
+        assert!(d.improvements.is_empty());
+        // Nothing changed: the judge drifted, a regression.
+        let (b, n) = prints(&["x", "y", "z"], None, false);
+        let d = compare(&Changed::between(&b, &n));
+        assert_eq!(d.counts.significant_regressions, 1);
+        assert!(
+            d.significant[0]
+                .ends_with("(neither candidate changed between the runs: the judge drifted)"),
+            "{:?}",
+            d.significant
+        );
     }
 }

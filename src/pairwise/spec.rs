@@ -24,9 +24,10 @@ struct RawFile {
     #[serde(default)]
     description: Option<String>,
     /// A list of models, or `datasheets`: read by [`read_candidates`], which names a bad key.
+    #[serde(deserialize_with = "crate::yaml::as_written")]
     candidates: Value,
     judges: Vec<String>,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "crate::yaml::as_written")]
     prompts: Option<Vec<Map<String, Value>>>,
     /// The judge prompt template (`{task}`, `{reference}`, `{a}`, `{b}`).
     #[serde(default)]
@@ -236,7 +237,8 @@ impl PairwiseSpec {
             message,
         };
         let invalid = |message: String| invalid_at(None, message);
-        let raw: RawFile = serde_saphyr::from_str(text).map_err(|e| {
+        let options = serde_saphyr::Options::default();
+        let raw: RawFile = crate::yaml::from_str(text, options).map_err(|e| {
             PairwiseError::File(
                 crate::bench::spec::prompts_from_a_file(path, text)
                     .unwrap_or_else(|| crate::yaml::describe(path, text, &e)),

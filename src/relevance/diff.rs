@@ -297,6 +297,7 @@ pub(crate) fn diff(base: Vec<PredictionRow>, new: Vec<PredictionRow>) -> PolarsR
         summary: summary_frame(&rows, image_counts.images.len())?,
         items: items_frame(&paired)?,
         significant,
+        improvements: Vec::new(),
     })
 }
 

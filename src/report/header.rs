@@ -325,6 +325,7 @@ mod tests {
                 merged_shards: None,
                 plan_calls: None,
                 unpriced: None,
+                resumed_by: None,
             },
             status,
         }

@@ -45,9 +45,6 @@ pub enum ReportError {
     /// Two runs that cannot be compared.
     #[error(transparent)]
     Comparison(#[from] crate::analysis::diff::DiffError),
-    /// A run id that names no run.
-    #[error("no run {0} in this database; `track runs` lists them")]
-    NoSuchRun(i64),
     /// Nothing to report on.
     #[error(
         "the database {} has no {what} yet: run an experiment first (`track run FILE.yaml`), \

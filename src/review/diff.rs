@@ -303,6 +303,7 @@ pub(crate) fn diff(
         summary: summary_frame(&groups, &intervals, significant_flags)?,
         items: items_frame(&paired)?,
         significant,
+        improvements: Vec::new(),
     })
 }
 

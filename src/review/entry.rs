@@ -211,7 +211,7 @@ fn note_unscored(frames: &ReviewFrames) -> anyhow::Result<()> {
     if counts.keys().any(|s| s.is_scored()) {
         return Ok(());
     }
-    crate::output::tell(format_args!(
+    crate::output::note(format_args!(
         "track: note: no review has a score to summarise: {} in the selected runs, {} unparsable, \
          {}, {} without an official datasheet",
         count(statuses.len() as u64, "review"),

@@ -164,6 +164,27 @@ pub struct UnusableVerdictRow {
     pub attempts: u32,
 }
 
+/// A benchmark result recorded as an error although its calls answered (and its judge's
+/// verdict, if any, could be used): a script check that crashed, `max_steps` reached, a tool
+/// that failed, a check that could not be made.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ResultErrorRow {
+    /// The model that answered.
+    pub model_ref: String,
+    /// The test's name in the benchmark file.
+    pub prompt_name: String,
+    /// From 0.
+    pub repeat_index: u32,
+    /// Whether the run repeats its evaluations (its labels then number the repeats).
+    pub repeated: bool,
+    /// Why it is an error.
+    pub detail: Option<String>,
+    /// The answer's call (the last of a conversation or a tool loop).
+    pub call_id: i64,
+    /// The attempts of that call.
+    pub attempts: u32,
+}
+
 /// One benchmark evaluation, as written by a run.
 #[derive(Debug, Clone, PartialEq)]
 pub struct BenchResultRow {
@@ -1314,7 +1335,7 @@ impl Store {
                             WHERE r.run_id = b.run_id AND r.repeat_index > 0),
                     c.provider || ':' || c.model, b.detail, c.id, c.attempts
              FROM bench_results b JOIN calls c ON c.id = b.judge_call_id
-             WHERE b.run_id = ?1 AND b.status = ?2 AND c.status = 'ok'
+             WHERE b.run_id = ?1 AND b.status = ?2 AND c.status = 'ok' AND b.judge_score IS NULL
              ORDER BY b.model_index, b.template_index, b.prompt_index, b.repeat_index",
         )?;
         let rows = stmt.query_map(params![run_id, Outcome::Error], |r| {
@@ -1327,6 +1348,35 @@ impl Store {
                 detail: r.get(5)?,
                 call_id: r.get(6)?,
                 attempts: r.get(7)?,
+            })
+        })?;
+        Ok(rows.collect::<rusqlite::Result<_>>()?)
+    }
+
+    /// The results of `run_id` recorded as errors although every call of theirs answered and
+    /// their judge's verdict (if any) could be used: what their checks or tool loop made an
+    /// error of. In model, template, prompt and repeat order.
+    pub fn result_errors(&self, run_id: i64) -> Result<Vec<ResultErrorRow>> {
+        let mut stmt = self.conn.prepare(
+            "SELECT b.model_ref, b.prompt_name, b.repeat_index,
+                    EXISTS (SELECT 1 FROM bench_results r
+                            WHERE r.run_id = b.run_id AND r.repeat_index > 0),
+                    b.detail, c.id, c.attempts
+             FROM bench_results b JOIN calls c ON c.id = b.call_id
+                  LEFT JOIN calls j ON j.id = b.judge_call_id
+             WHERE b.run_id = ?1 AND b.status = ?2 AND c.status = 'ok'
+               AND (b.judge_call_id IS NULL OR (j.status = 'ok' AND b.judge_score IS NOT NULL))
+             ORDER BY b.model_index, b.template_index, b.prompt_index, b.repeat_index",
+        )?;
+        let rows = stmt.query_map(params![run_id, Outcome::Error], |r| {
+            Ok(ResultErrorRow {
+                model_ref: r.get(0)?,
+                prompt_name: r.get(1)?,
+                repeat_index: r.get(2)?,
+                repeated: r.get(3)?,
+                detail: r.get(4)?,
+                call_id: r.get(5)?,
+                attempts: r.get(6)?,
             })
         })?;
         Ok(rows.collect::<rusqlite::Result<_>>()?)

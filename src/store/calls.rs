@@ -209,6 +209,38 @@ impl Store {
         }))
     }
 
+    /// The first `bytes` bytes of the answer of each call of `call_ids`, in their order (`None`
+    /// for no call, or a call that got no answer): what `track query --by result` shows of
+    /// each answer. A character cut by the excerpt becomes U+FFFD.
+    pub(crate) fn answer_starts(
+        &self,
+        call_ids: &[Option<i64>],
+        bytes: usize,
+    ) -> Result<Vec<Option<String>>> {
+        use rusqlite::OptionalExtension as _;
+        let mut stmt = self.conn.prepare_cached(
+            "SELECT substr(b.content, 1, ?2) FROM calls c JOIN blobs b ON b.sha256 = c.response_sha256
+             WHERE c.id = ?1",
+        )?;
+        call_ids
+            .iter()
+            .map(|id| {
+                let Some(id) = id else { return Ok(None) };
+                let text: Option<Vec<u8>> = stmt
+                    .query_row(rusqlite::params![id, bytes as i64], |r| {
+                        Ok(match r.get_ref(0)? {
+                            rusqlite::types::ValueRef::Text(b)
+                            | rusqlite::types::ValueRef::Blob(b) => Some(b.to_vec()),
+                            _ => None,
+                        })
+                    })
+                    .optional()?
+                    .flatten();
+                Ok(text.map(|b| String::from_utf8_lossy(&b).into_owned()))
+            })
+            .collect()
+    }
+
     /// How many calls (of any status) were recorded under `key`; for tests and diagnostics.
     #[cfg(test)]
     pub(crate) fn call_count(&self, key: &str) -> Result<u64> {

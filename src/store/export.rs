@@ -268,8 +268,9 @@ pub(crate) fn derived_columns(table: &str, names: &[String]) -> Vec<ExportColumn
                     name,
                     affinity,
                     format!(
-                        "SELECT r.{column} FROM ratings r WHERE r.result_uid = t.uid \
-                         ORDER BY r.id DESC LIMIT 1"
+                        "SELECT r.{column} FROM ratings r WHERE r.result_uid = t.uid AND {} \
+                         ORDER BY r.id DESC LIMIT 1",
+                        super::ratings::CURRENT
                     ),
                 )
             });
@@ -1040,6 +1041,7 @@ mod tests {
                     score: Some(4),
                     comment: None,
                     rater: "ann".into(),
+                    ..NewRating::default()
                 })
                 .unwrap();
         }

@@ -50,9 +50,11 @@ pub use ids::{Part, uid};
 pub(crate) use ids::{merged_run_uid, new_run_uid};
 pub use merge::{InputAdded, MergeError, MergeReport, PlanMerged, merge};
 pub use pacing::{BucketRow, PacingRow};
-pub use pairwise::{AnswerRow, Shown, UnknownPairwise, VerdictRow, Winner};
+pub use pairwise::{AnswerPrints, AnswerRow, Shown, UnknownPairwise, VerdictRow, Winner};
 pub use ratings::columns as rating_columns;
-pub use ratings::{NewRating, RATED_TABLES, RatedBenchResult, Rating, RatingError, Verdict};
+pub use ratings::{
+    NewRating, RATED_TABLES, RatedBenchResult, Rating, RatingError, RatingField, Verdict,
+};
 pub use relevance::{PredictionRow, UnknownVariant, Variant};
 pub use review::{
     NewGenerated, ParseStatus, ReviewColumns, ReviewNotes, ReviewRow, ScoreColumns, ScoreRow,
@@ -62,10 +64,10 @@ pub use runs::{RunErrorRow, RunInfo, RunSelector, RunStatus, RunTally, UNPRICED_
 pub use stored::{UnknownInRow, UnknownName};
 pub use tools::{ExportedToolCall, TOOL_CALL_COLUMNS, ToolCallRow};
 pub use view::{
-    COUNT_CASES, CallText, CandidateAnswer, CaseAnswer, CaseOrder, ConfusionCount, DiffItem,
-    DiffModelRow, GridCell, GridColumn, GridCount, GridQuery, MAX_CASE_RESULTS, MAX_GRID_COLUMNS,
-    PairCount, PredictionCell, Progress, ResultFilter, ReviewScoreCell, ReviewSheets,
-    ReviewedSheet, RunFilter, Transcript, VerdictCell,
+    COUNT_CASES, CallText, CandidateAnswer, CaseAnswer, CaseOrder, ColumnOutcomes, ConfusionCount,
+    DiffItem, DiffModelRow, GridCell, GridColumn, GridCount, GridQuery, MAX_CASE_RESULTS,
+    MAX_GRID_COLUMNS, PairCount, PredictionCell, Progress, ResultFilter, ReviewScoreCell,
+    ReviewSheets, ReviewedSheet, RunFilter, Transcript, VerdictCell,
 };
 pub use writer::Writer;
 
@@ -140,9 +142,20 @@ pub enum StoreError {
         column: String,
         detail: String,
     },
-    /// A run selector named no run.
-    #[error("no run matches `{0}`; `track runs` lists them")]
+    /// A run selector named no run of the kind asked: the sentence that says so (`no bench run
+    /// is recorded yet`, `run 3 is a review run, not a bench run`).
+    #[error("{0}; `track runs` lists the runs")]
     NoSuchRun(String),
+    /// A run id that names no run at all, with the latest runs (`run 12 (bench), run 11
+    /// (review)`), or `None` when the database has none: see `Store::no_run`.
+    #[error(
+        "no run {id} in this database; {}",
+        match latest {
+            Some(latest) => format!("the latest are {latest}: `track runs` lists them all"),
+            None => "it has no run yet: `track run FILE.yaml` records one".to_owned(),
+        }
+    )]
+    RunNotFound { id: i64, latest: Option<String> },
     /// A rating that cannot be stored, and why.
     #[error(transparent)]
     Rating(ratings::RatingError),

@@ -2,6 +2,8 @@
 //! enums they store (the order shown, the winner); and the candidates' answers the verdicts
 //! judge: one row per candidate model x item. It imports nothing from the kind.
 
+use std::collections::BTreeMap;
+
 use rusqlite::params;
 use rusqlite::types::{FromSql, FromSqlError, FromSqlResult, ToSql, ToSqlOutput, ValueRef};
 
@@ -142,6 +144,10 @@ impl VerdictRow {
     }
 }
 
+/// Each answer of a run's candidates, by (candidate, item): the cache key of its request and
+/// the sha256 of the answer (or its error): what tells whether a candidate changed.
+pub type AnswerPrints = BTreeMap<(String, String), (Option<String>, Option<String>)>;
+
 /// One candidate model's answer to one item (a prompt) of a pairwise run: the call that
 /// answered, or why none did.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -215,6 +221,23 @@ impl Store {
             }
         }
         Ok(out)
+    }
+
+    /// What tells whether a candidate of run `run_id` changed in another run: for each of its
+    /// answers, by (candidate, item), the cache key of the request it sent (which holds its
+    /// model, system prompt and parameters) and the sha256 of the answer (or its error).
+    pub(crate) fn pairwise_answer_prints(&self, run_id: i64) -> Result<AnswerPrints> {
+        let mut stmt = self.conn.prepare_cached(
+            "SELECT a.candidate, a.item, c.cache_key,
+                    CASE WHEN a.error IS NULL THEN c.response_sha256
+                         ELSE 'error: ' || a.error END
+             FROM pairwise_answers a LEFT JOIN calls c ON c.id = a.call_id
+             WHERE a.run_id = ?1",
+        )?;
+        let rows = stmt.query_map([run_id], |r| {
+            Ok(((r.get(0)?, r.get(1)?), (r.get(2)?, r.get(3)?)))
+        })?;
+        Ok(rows.collect::<rusqlite::Result<_>>()?)
     }
 
     /// Writes verdicts in one transaction (a repeated one replaces the earlier).

@@ -1,7 +1,10 @@
 //! Human ratings of results (`ratings`, migration V21): a person's pass or fail, 1-5 score and
 //! comment on one result row of a run. Ratings are only ever appended, never edited, and never
 //! change the result they rate: the newest row of a (result, rater) is that rater's current
-//! rating, the older ones its history.
+//! rating, the older ones its history. A new rating changes only the fields it gives (or
+//! clears): a score alone keeps the rater's verdict and comment, so each row holds the rater's
+//! whole rating as it stood. A row whose three fields are empty (every field cleared) withdraws
+//! the rater's rating: readers skip it.
 
 use std::collections::HashMap;
 
@@ -74,8 +77,43 @@ impl FromSql for Verdict {
     }
 }
 
-/// A rating to store.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// A field of a rating, as `track rate --clear` and the viewer's form name it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum RatingField {
+    Verdict,
+    Score,
+    Comment,
+}
+
+impl RatingField {
+    /// Every field, in the order of the columns.
+    pub const ALL: [Self; 3] = [Self::Verdict, Self::Score, Self::Comment];
+
+    /// As written: `verdict`, `score`, `comment`.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Self::Verdict => "verdict",
+            Self::Score => "score",
+            Self::Comment => "comment",
+        }
+    }
+
+    /// The fields `name` names: one (`verdict`, `score`, `comment`) or `all`; `None` for
+    /// another word.
+    pub fn parse(name: &str) -> Option<Vec<Self>> {
+        match name.trim() {
+            "all" => Some(Self::ALL.to_vec()),
+            word => Self::ALL
+                .into_iter()
+                .find(|f| f.as_str() == word)
+                .map(|f| vec![f]),
+        }
+    }
+}
+
+/// A rating to store: the fields it gives replace the rater's current ones, the fields in
+/// `clear` (and not given) are emptied, and the others are kept as they were.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct NewRating {
     /// The run of the rated result.
     pub run_id: i64,
@@ -84,7 +122,10 @@ pub struct NewRating {
     pub verdict: Option<Verdict>,
     /// 1 to 5.
     pub score: Option<u8>,
+    /// Empty or blank: not given.
     pub comment: Option<String>,
+    /// The fields emptied (those also given are set, not emptied).
+    pub clear: Vec<RatingField>,
     /// Who rated: a name, never empty.
     pub rater: String,
 }
@@ -108,7 +149,10 @@ pub struct Rating {
 /// Why a rating cannot be stored.
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
 pub enum RatingError {
-    #[error("a rating needs a verdict (pass or fail), a score or a comment: it has none")]
+    #[error(
+        "a rating gives a verdict (pass or fail), a score or a comment, or clears one \
+         (--clear verdict|score|comment|all): this one does neither"
+    )]
     Empty,
     #[error("a score is 1 to 5, not {0}")]
     Score(u8),
@@ -135,6 +179,13 @@ pub const RATED_TABLES: &[&str] = &[
 /// The columns of a rating, in [`rating`]'s order.
 const COLUMNS: &str = "id, run_id, result_uid, kind, verdict, score, comment, rater, created_at";
 
+/// The SQL condition that keeps the row `r` of `ratings` when it is its rater's current
+/// rating of its result (their newest row) and not a withdrawn one (all fields empty). The
+/// current rating of a result is the newest row this keeps.
+pub(crate) const CURRENT: &str = "r.id = (SELECT max(x.id) FROM ratings x
+                   WHERE x.result_uid = r.result_uid AND x.rater = r.rater)
+              AND (r.verdict IS NOT NULL OR r.score IS NOT NULL OR r.comment IS NOT NULL)";
+
 fn rating(r: &rusqlite::Row<'_>) -> rusqlite::Result<Rating> {
     Ok(Rating {
         id: r.get(0)?,
@@ -150,16 +201,19 @@ fn rating(r: &rusqlite::Row<'_>) -> rusqlite::Result<Rating> {
 }
 
 impl Store {
-    /// Stores a rating of result `result_uid` of run `run_id`; returns its id. Checks it first:
-    /// a verdict, score or comment (a score of 1 to 5), a rater, and a result of that run.
-    /// The result itself is not changed.
-    pub(crate) fn add_rating(&self, new: &NewRating) -> Result<i64> {
+    /// Stores a rating of result `result_uid` of run `run_id` by its rater: the fields it
+    /// gives replace the rater's current ones, those it clears are emptied, the rest kept.
+    /// Returns the rater's rating as it now stands (all fields empty: withdrawn). Checks it
+    /// first: something given or cleared (a score of 1 to 5), a rater, and a result of that
+    /// run. The result itself is not changed.
+    pub(crate) fn add_rating(&self, new: &NewRating) -> Result<Rating> {
         let comment = new
             .comment
             .as_deref()
             .map(str::trim)
             .filter(|c| !c.is_empty());
-        if new.verdict.is_none() && new.score.is_none() && comment.is_none() {
+        if new.verdict.is_none() && new.score.is_none() && comment.is_none() && new.clear.is_empty()
+        {
             return Err(RatingError::Empty.into());
         }
         if let Some(score) = new.score.filter(|s| !(1..=5).contains(s)) {
@@ -175,6 +229,24 @@ impl Store {
                 run: new.run_id,
                 uid: new.result_uid.clone(),
             })?;
+        let now = self.rater_rating(&new.result_uid, rater)?;
+        // Each field given replaces the rater's; one cleared is emptied; the rest are kept.
+        let clear = |field| new.clear.contains(&field);
+        let verdict = new.verdict.or_else(|| {
+            (!clear(RatingField::Verdict))
+                .then(|| now.as_ref().and_then(|r| r.verdict))
+                .flatten()
+        });
+        let score = new.score.or_else(|| {
+            (!clear(RatingField::Score))
+                .then(|| now.as_ref().and_then(|r| r.score))
+                .flatten()
+        });
+        let comment = comment.map(str::to_owned).or_else(|| {
+            (!clear(RatingField::Comment))
+                .then(|| now.and_then(|r| r.comment))
+                .flatten()
+        });
         let created_at = now_rfc3339();
         let uid = super::uid(&[
             "rating".into(),
@@ -193,14 +265,37 @@ impl Store {
                 new.run_id,
                 new.result_uid,
                 kind,
-                new.verdict,
-                new.score,
+                verdict,
+                score,
                 comment,
                 rater,
                 created_at,
                 uid
             ])?;
-        Ok(self.conn.last_insert_rowid())
+        Ok(Rating {
+            id: self.conn.last_insert_rowid(),
+            run_id: new.run_id,
+            result_uid: new.result_uid.clone(),
+            kind: Some(kind.to_owned()),
+            verdict,
+            score,
+            comment,
+            rater: rater.to_owned(),
+            created_at,
+        })
+    }
+
+    /// The current rating of result `result_uid` by `rater` (their newest row, a withdrawn
+    /// one included), if they rated it.
+    pub(crate) fn rater_rating(&self, result_uid: &str, rater: &str) -> Result<Option<Rating>> {
+        Ok(self
+            .conn
+            .prepare_cached(&format!(
+                "SELECT {COLUMNS} FROM ratings WHERE result_uid = ?1 AND rater = ?2
+                 ORDER BY id DESC LIMIT 1"
+            ))?
+            .query_row([result_uid, rater], rating)
+            .optional()?)
     }
 
     /// The table of the row `uid` of run `run_id` among [`RATED_TABLES`], if there is one.
@@ -220,25 +315,24 @@ impl Store {
         Ok(None)
     }
 
-    /// The current ratings of run `run_id`: the newest of each (result, rater), oldest first.
+    /// The current ratings of run `run_id`: the newest of each (result, rater), oldest first,
+    /// without the withdrawn ones.
     pub(crate) fn ratings_for_run(&self, run_id: i64) -> Result<Vec<Rating>> {
         let mut stmt = self.conn.prepare_cached(&format!(
-            "SELECT {COLUMNS} FROM ratings r
-             WHERE r.run_id = ?1
-               AND r.id = (SELECT max(id) FROM ratings
-                           WHERE result_uid = r.result_uid AND rater = r.rater)
-             ORDER BY r.id"
+            "SELECT {COLUMNS} FROM ratings r WHERE r.run_id = ?1 AND {CURRENT} ORDER BY r.id"
         ))?;
         let rows = stmt.query_map([run_id], rating)?;
         Ok(rows.collect::<rusqlite::Result<_>>()?)
     }
 
-    /// The current rating of result `result_uid`: the newest rating of it, whoever gave it.
+    /// The current rating of result `result_uid`: the newest of its raters' current ratings
+    /// (a withdrawn one left out), whoever gave it.
     pub(crate) fn rating_for(&self, result_uid: &str) -> Result<Option<Rating>> {
         Ok(self
             .conn
             .prepare_cached(&format!(
-                "SELECT {COLUMNS} FROM ratings WHERE result_uid = ?1 ORDER BY id DESC LIMIT 1"
+                "SELECT {COLUMNS} FROM ratings r WHERE r.result_uid = ?1 AND {CURRENT}
+                 ORDER BY r.id DESC LIMIT 1"
             ))?
             .query_row([result_uid], rating)
             .optional()?)
@@ -262,8 +356,14 @@ impl Store {
         let columns: Vec<String> = COLUMNS.split(", ").map(|c| format!("r.{c}")).collect();
         let mut stmt = self.conn.prepare(&format!(
             "SELECT {columns}, {keys} FROM ratings r JOIN \"{table}\" t ON t.uid = r.result_uid
-             WHERE r.run_id = ?1
-               AND r.id = (SELECT max(id) FROM ratings WHERE result_uid = r.result_uid)",
+             WHERE r.run_id = ?1 AND {CURRENT}
+               AND NOT EXISTS (SELECT 1 FROM ratings n
+                               WHERE n.result_uid = r.result_uid AND n.id > r.id
+                                 AND n.id = (SELECT max(x.id) FROM ratings x
+                                             WHERE x.result_uid = n.result_uid
+                                               AND x.rater = n.rater)
+                                 AND (n.verdict IS NOT NULL OR n.score IS NOT NULL
+                                      OR n.comment IS NOT NULL))",
             columns = columns.join(", "),
             keys = keys.join(", "),
         ))?;
@@ -437,8 +537,78 @@ mod tests {
             verdict,
             score: None,
             comment: None,
+            clear: Vec::new(),
             rater: rater.to_owned(),
         }
+    }
+
+    #[test]
+    fn a_rating_changes_the_fields_it_gives_or_clears_and_keeps_the_others() {
+        let (store, run, uids) = rated();
+        let uid = &uids[0];
+        let current = |store: &Store| store.rating_for(uid).unwrap();
+        // Pass, then a score alone, then a comment alone: the pass is kept throughout.
+        store
+            .add_rating(&new(run, uid, Some(Verdict::Pass), "ann"))
+            .unwrap();
+        let scored = store
+            .add_rating(&NewRating {
+                score: Some(3),
+                ..new(run, uid, None, "ann")
+            })
+            .unwrap();
+        assert_eq!(
+            (scored.verdict, scored.score),
+            (Some(Verdict::Pass), Some(3))
+        );
+        store
+            .add_rating(&NewRating {
+                comment: Some("fine".into()),
+                ..new(run, uid, None, "ann")
+            })
+            .unwrap();
+        let r = current(&store).unwrap();
+        assert_eq!(
+            (r.verdict, r.score, r.comment.as_deref()),
+            (Some(Verdict::Pass), Some(3), Some("fine"))
+        );
+        // Another rater's rating starts from nothing of ann's.
+        let bob = store
+            .add_rating(&NewRating {
+                score: Some(1),
+                ..new(run, uid, None, "bob")
+            })
+            .unwrap();
+        assert_eq!((bob.verdict, bob.comment), (None, None));
+        // A field cleared is emptied, the others kept; a field given and cleared is set.
+        let cleared = store
+            .add_rating(&NewRating {
+                clear: vec![RatingField::Score, RatingField::Verdict],
+                verdict: Some(Verdict::Fail),
+                ..new(run, uid, None, "ann")
+            })
+            .unwrap();
+        assert_eq!(
+            (cleared.verdict, cleared.score, cleared.comment.as_deref()),
+            (Some(Verdict::Fail), None, Some("fine"))
+        );
+        // Every field cleared: ann's rating is withdrawn, and bob's is the current one.
+        store
+            .add_rating(&NewRating {
+                clear: RatingField::ALL.to_vec(),
+                ..new(run, uid, None, "ann")
+            })
+            .unwrap();
+        assert_eq!(current(&store).unwrap().rater, "bob");
+        let of_run = store.ratings_for_run(run).unwrap();
+        assert_eq!(of_run.len(), 1, "{of_run:?}");
+        let by_key = store
+            .current_ratings_by_key(&[run], "bench_results", &["uid"])
+            .unwrap();
+        assert_eq!(by_key[&vec![uid.clone()]].rater, "bob");
+        assert_eq!(RatingField::parse("all"), Some(RatingField::ALL.to_vec()));
+        assert_eq!(RatingField::parse("score"), Some(vec![RatingField::Score]));
+        assert_eq!(RatingField::parse("scores"), None);
     }
 
     #[test]

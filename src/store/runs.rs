@@ -197,6 +197,9 @@ pub struct RunInfo {
     /// ([`UNPRICED_OPTION`]): the cost and paid of their answers are unknown, so its tally's
     /// are not the whole. `None`: every model had a price.
     pub unpriced: Option<String>,
+    /// The run that resumed it (the same command run again, after it did not finish): the
+    /// first, when several did.
+    pub resumed_by: Option<i64>,
 }
 
 /// The key of a run's options (`runs.options_json`) listing its models without a price.
@@ -249,6 +252,16 @@ impl Store {
         self.conn.execute(
             "UPDATE runs SET plan_calls = ?2 WHERE id = ?1",
             params![run_id, plan_calls.map(|n| n as i64)],
+        )?;
+        Ok(())
+    }
+
+    /// Records that run `run_id` resumed run `resumed`: the newest unfinished run of its plan
+    /// (and shard) when it started, whose `track runs` row then says `resumed by`.
+    pub(crate) fn set_run_resumes(&self, run_id: i64, resumed: i64) -> Result<()> {
+        self.conn.execute(
+            "UPDATE runs SET resumes = ?2 WHERE id = ?1",
+            params![run_id, resumed],
         )?;
         Ok(())
     }
@@ -442,12 +455,49 @@ impl Store {
                 .collect(),
         };
         if ids.is_empty() {
-            return Err(StoreError::NoSuchRun(match selector {
-                RunSelector::Id(id) => format!("{id} (of kind {})", kind.as_str()),
-                other => format!("{other} (no {} run recorded yet)", kind.as_str()),
-            }));
+            return Err(match selector {
+                RunSelector::Id(id) => match self.runs_by_id(&[id])?.first() {
+                    Some(run) => StoreError::NoSuchRun(format!(
+                        "run {id} is a {} run, not a {} run",
+                        run.kind.as_str(),
+                        kind.as_str()
+                    )),
+                    None => self.no_run(id),
+                },
+                other => StoreError::NoSuchRun(format!(
+                    "no run matches `{other}`: no {} run is recorded yet",
+                    kind.as_str()
+                )),
+            });
         }
         Ok(ids)
+    }
+
+    /// The error of a run id `id` that names no run: it names the latest runs (ids and kinds),
+    /// or says the database has none. What every command says of a `--run` (or run argument)
+    /// that does not exist.
+    pub(crate) fn no_run(&self, id: i64) -> StoreError {
+        const SHOWN: usize = 3;
+        let latest: Vec<String> = match self.list_runs() {
+            Ok(runs) => runs
+                .iter()
+                .take(SHOWN)
+                .map(|r| format!("run {} ({})", r.id, r.kind.as_str()))
+                .collect(),
+            Err(e) => return e,
+        };
+        StoreError::RunNotFound {
+            id,
+            latest: (!latest.is_empty()).then(|| latest.join(", ")),
+        }
+    }
+
+    /// The run `id`, or the error of [`Store::no_run`] when there is none.
+    pub(crate) fn existing_run(&self, id: i64) -> Result<RunInfo> {
+        match self.runs_by_id(&[id])?.into_iter().next() {
+            Some(run) => Ok(run),
+            None => Err(self.no_run(id)),
+        }
     }
 
     /// The run `run_id` reads as: the run its plan's shards were merged into, for a merged
@@ -496,7 +546,8 @@ impl Store {
         let mut stmt = self.conn.prepare(&format!(
             "SELECT id, kind, file, started_at, finished_at, status, coalesce(planned_calls, 0),
                     calls, cache_hits, failed_calls, errors, cost_usd, paid_usd, models, command,
-                    budget_usd, shard_index, shard_count, plan_calls, options_json
+                    budget_usd, shard_index, shard_count, plan_calls, options_json,
+                    (SELECT min(s.id) FROM runs s WHERE s.resumes = runs.id)
              FROM runs {filter}"
         ))?;
         let rows = stmt.query_map(args, |r| {
@@ -530,6 +581,7 @@ impl Store {
                 },
                 plan_calls: r.get::<_, Option<i64>>(18)?.map(|n| n as u64),
                 unpriced: unpriced_models(r.get::<_, Option<String>>(19)?.as_deref()),
+                resumed_by: r.get(20)?,
             })
         })?;
         Ok(rows.collect::<rusqlite::Result<_>>()?)

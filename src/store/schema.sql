@@ -38,7 +38,7 @@ CREATE TABLE runs (
     finished_at  TEXT,
     status       TEXT NOT NULL DEFAULT 'running'
                  CHECK (status IN ('running', 'completed', 'failed', 'interrupted', 'budget', 'waiting', 'partial'))
-, planned_calls INTEGER, calls INTEGER NOT NULL DEFAULT 0, cache_hits INTEGER NOT NULL DEFAULT 0, failed_calls INTEGER NOT NULL DEFAULT 0, errors INTEGER NOT NULL DEFAULT 0, cost_usd REAL NOT NULL DEFAULT 0, paid_usd REAL NOT NULL DEFAULT 0, pid INTEGER, models TEXT, command TEXT, budget_usd REAL, uid TEXT, plan_sha256 TEXT, shard_index INTEGER, shard_count INTEGER, merged_into INTEGER REFERENCES runs (id) ON DELETE SET NULL, plan_calls INTEGER);
+, planned_calls INTEGER, calls INTEGER NOT NULL DEFAULT 0, cache_hits INTEGER NOT NULL DEFAULT 0, failed_calls INTEGER NOT NULL DEFAULT 0, errors INTEGER NOT NULL DEFAULT 0, cost_usd REAL NOT NULL DEFAULT 0, paid_usd REAL NOT NULL DEFAULT 0, pid INTEGER, models TEXT, command TEXT, budget_usd REAL, uid TEXT, plan_sha256 TEXT, shard_index INTEGER, shard_count INTEGER, merged_into INTEGER REFERENCES runs (id) ON DELETE SET NULL, plan_calls INTEGER, resumes INTEGER REFERENCES runs (id) ON DELETE SET NULL);
 CREATE TABLE generated_datasheets (
     id                 INTEGER PRIMARY KEY,
     run_id             INTEGER REFERENCES runs (id) ON DELETE SET NULL,
@@ -428,3 +428,4 @@ CREATE TRIGGER bench_checks_delete INSTEAD OF DELETE ON bench_checks BEGIN
         AND b.template_index = old.template_index AND b.prompt_index = old.prompt_index
         AND b.repeat_index = old.repeat_index);
 END;
+CREATE INDEX runs_by_resumes ON runs (resumes) WHERE resumes IS NOT NULL;

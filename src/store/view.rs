@@ -80,6 +80,17 @@ pub struct GridColumn {
     pub template_name: Option<String>,
 }
 
+/// The outcomes of one column of a benchmark's grid (a model with a template): its pass rate
+/// on the run page.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct ColumnOutcomes {
+    pub model_index: i64,
+    pub template_index: i64,
+    pub passed: u64,
+    pub failed: u64,
+    pub errors: u64,
+}
+
 /// How many cases and results a grid's filter and search match.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct GridCount {
@@ -232,10 +243,12 @@ impl Bound {
 }
 
 /// `words` as an FTS5 query every word of which must match: each word quoted, so no text a
-/// user types is read as FTS5 syntax. `None` when there is no word.
+/// user types is read as FTS5 syntax, and without control characters (a NUL ends an FTS5
+/// string: the query would not parse). `None` when there is no word.
 pub(crate) fn fts_query(words: &str) -> Option<String> {
     let quoted: Vec<String> = words
-        .split_whitespace()
+        .split(|c: char| c.is_whitespace() || c.is_control())
+        .filter(|w| !w.is_empty())
         .map(|w| format!("\"{}\"", w.replace('"', "\"\"")))
         .collect();
     (!quoted.is_empty()).then(|| quoted.join(" "))
@@ -360,6 +373,43 @@ impl Store {
             }
         }
         Ok(columns)
+    }
+
+    /// The passed, failed and error results of each model and template of run `run_id`, in
+    /// model then template order.
+    pub(crate) fn grid_outcomes(&self, run_id: i64) -> Result<Vec<ColumnOutcomes>> {
+        let mut stmt = self.conn.prepare_cached(
+            "SELECT model_index, template_index, sum(status = 'passed'), sum(status = 'failed'),
+                    sum(status = 'error')
+             FROM bench_rows WHERE run_id = ?1
+             GROUP BY model_index, template_index ORDER BY model_index, template_index",
+        )?;
+        let count = |r: &rusqlite::Row<'_>, i: usize| -> rusqlite::Result<u64> {
+            Ok(r.get::<_, Option<i64>>(i)?.unwrap_or(0).max(0) as u64)
+        };
+        let rows = stmt.query_map([run_id], |r| {
+            Ok(ColumnOutcomes {
+                model_index: r.get(0)?,
+                template_index: r.get(1)?,
+                passed: count(r, 2)?,
+                failed: count(r, 3)?,
+                errors: count(r, 4)?,
+            })
+        })?;
+        Ok(rows.collect::<rusqlite::Result<_>>()?)
+    }
+
+    /// The index of the case named `name` (its id) in run `run_id`; `None` when it has none.
+    pub(crate) fn case_index_named(&self, run_id: i64, name: &str) -> Result<Option<i64>> {
+        use rusqlite::OptionalExtension as _;
+        Ok(self
+            .conn
+            .prepare_cached(
+                "SELECT idx FROM bench_labels WHERE run_id = ?1 AND kind = 'prompt' AND label = ?2
+                 ORDER BY idx LIMIT 1",
+            )?
+            .query_row(rusqlite::params![run_id, name], |r| r.get(0))
+            .optional()?)
     }
 
     /// The check methods a run's results were graded with (for the filter by check).
@@ -1614,6 +1664,11 @@ mod tests {
             }
         );
         assert_eq!(fts_query("  "), None);
+        assert_eq!(fts_query("\0"), None, "a NUL is no word");
+        assert_eq!(fts_query("ze\0bra"), Some("\"ze\" \"bra\"".into()));
+        for odd in ["\0", "zebra\0", "\u{1}\u{7f}", "a\0\"b"] {
+            search(&store, odd);
+        }
         assert_eq!(fts_query("a \"b"), Some("\"a\" \"\"\"b\"".into()));
     }
 

@@ -17,7 +17,7 @@ use std::time::Duration;
 use serde_json::{Map, Value};
 
 use super::path::as_text;
-use crate::process::{Program, printed_object, stderr_hint};
+use crate::process::{Captured, Program, printed, printed_object, stderr_hint};
 
 /// An exec target as config.yaml describes it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -53,24 +53,24 @@ impl ExecTarget {
             Ok(output) => output,
             Err(message) => return Some(Err(message)),
         };
-        Some(self.answer(&String::from_utf8_lossy(&stdout), &stderr))
+        Some(self.answer(&stdout, &stderr))
     }
 
-    /// Reads the answer from the command's stdout.
-    fn answer(&self, stdout: &str, stderr: &[u8]) -> Result<ExecAnswer, String> {
+    /// Reads the answer from the end of the command's stdout (its last lines, whatever came
+    /// before them).
+    fn answer(&self, stdout: &Captured, stderr: &Captured) -> Result<ExecAnswer, String> {
         let name = &self.program.run;
         let shown = |fields: &Map<String, Value>| {
             crate::llm::client::truncate_chars(&Value::Object(fields.clone()).to_string(), 200)
         };
-        let Some(fields) = printed_object(stdout) else {
-            let printed = if stdout.trim().is_empty() {
-                "nothing".to_owned()
-            } else {
-                let flat = stdout.trim().replace('\n', "⏎");
-                format!("`{}`", crate::llm::client::truncate_chars(&flat, 200))
+        let Some(fields) = printed_object(&stdout.end_text()) else {
+            let excerpt = |text: &str| {
+                let flat = text.trim().replace('\n', "⏎");
+                crate::llm::client::truncate_chars(&flat, 200)
             };
             return Err(format!(
-                "`{name}` printed no JSON answer ({{\"answer\": …}}): it printed {printed}{}",
+                "`{name}` printed no JSON answer ({{\"answer\": …}}): it {}{}",
+                printed(stdout, excerpt),
                 stderr_hint(stderr)
             ));
         };

@@ -14,7 +14,7 @@ pub(crate) fn usd(value: Option<f64>) -> String {
     match value {
         None => "–".into(),
         Some(0.0) => "$0".into(),
-        Some(v) if v.abs() < 0.01 => format!("${v:.6}"),
+        Some(v) if v.abs() < 0.01 => format!("${}", crate::output::usd_text(v)),
         Some(v) => format!("${v:.2}"),
     }
 }

@@ -13,7 +13,8 @@ use super::layout::{page_of_run, pager_open, run_heading};
 use super::params::{FILTERS, GridParams, ORDERS, PAGE_SIZE, page_count, page_value};
 use super::server::{App, ViewError};
 use crate::store::{
-    COUNT_CASES, GridCell, GridColumn, GridCount, GridQuery, Outcome, Rating, ResultFilter, RunInfo,
+    COUNT_CASES, ColumnOutcomes, GridCell, GridColumn, GridCount, GridQuery, Outcome, Rating,
+    ResultFilter, RunInfo,
 };
 
 /// What the grid page shows, read in one go.
@@ -26,6 +27,8 @@ struct Grid {
     cells: Vec<GridCell>,
     /// The current human rating of the page's rated results, by uid.
     rated: HashMap<String, Rating>,
+    /// The outcomes of each model and template, for their pass rates.
+    outcomes: Vec<ColumnOutcomes>,
 }
 
 /// `/runs/{run}`.
@@ -61,6 +64,7 @@ pub(crate) async fn grid(
                 cases,
                 cells,
                 rated,
+                outcomes: store.grid_outcomes(run_id)?,
             })
         })
         .await?;
@@ -76,8 +80,9 @@ fn render(grid: &Grid, params: &GridParams, number: u64, app_rater: &str) -> Mar
     let run_id = grid.run.id;
     html! {
         (run_heading(&grid.run))
+        (pass_rates(grid))
         (filters(grid, params))
-        p.keys { "Keys: j/k move between results, Enter opens one, p/f mark it pass/fail, 1-5 score it (rated by " (app_rater) ")." }
+        p.keys { "Keys: j/k move between results, Enter opens one, p/f mark it pass/fail, x unmarks it, 1-5 score it, 0 unscores it; each key changes that field only (rated by " (app_rater) ")." }
         (count(grid))
         @if grid.cases.is_empty() {
             @if is_live(&grid.run) && grid.count.results == 0 && params.query().is_ok_and(|q| q == GridQuery::default()) {
@@ -151,6 +156,71 @@ fn filters(grid: &Grid, params: &GridParams) -> Markup {
     }
 }
 
+/// The pass rate of each model with each template, as `track query --by template` gives it:
+/// a row per model, a column per template (one column without templates); passed of passed
+/// plus failed, errors left out and said apart.
+fn pass_rates(grid: &Grid) -> Markup {
+    let mut templates: Vec<(i64, Option<&str>)> = Vec::new();
+    let mut models: Vec<(i64, &str)> = Vec::new();
+    for column in &grid.columns {
+        if !templates.iter().any(|(i, _)| *i == column.template_index) {
+            templates.push((column.template_index, column.template_name.as_deref()));
+        }
+        if !models.iter().any(|(i, _)| *i == column.model_index) {
+            models.push((column.model_index, &column.model_ref));
+        }
+    }
+    templates.sort_by_key(|(i, _)| *i);
+    let cell = |model: i64, template: i64| {
+        grid.outcomes
+            .iter()
+            .find(|o| o.model_index == model && o.template_index == template)
+    };
+    html! {
+        @if !grid.outcomes.is_empty() {
+            table.pass-rates {
+                caption { "Pass rate: passed of passed and failed; errors apart" }
+                thead { tr {
+                    th { "Model" }
+                    @for (_, name) in &templates {
+                        th.num { (name.unwrap_or("pass rate")) }
+                    }
+                } }
+                tbody {
+                    @for (model, reference) in &models {
+                        tr {
+                            th { (reference) }
+                            @for (template, _) in &templates {
+                                td.num { (rate(cell(*model, *template))) }
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// `75.0 % (3 of 4)`, with `, 1 error` when some; `–` without results.
+fn rate(outcomes: Option<&ColumnOutcomes>) -> String {
+    let Some(o) = outcomes else {
+        return "–".to_owned();
+    };
+    let decided = o.passed + o.failed;
+    let errors = match o.errors {
+        0 => String::new(),
+        n => format!(", {}", crate::output::count(n, "error")),
+    };
+    if decided == 0 {
+        return format!("– (no answer{errors})");
+    }
+    format!(
+        "{:.1} % ({} of {decided}{errors})",
+        o.passed as f64 * 100.0 / decided as f64,
+        o.passed
+    )
+}
+
 /// How many results and cases match, or that more match than were counted.
 fn count(grid: &Grid) -> Markup {
     html! {
@@ -202,8 +272,9 @@ fn table(grid: &Grid) -> Markup {
                 @for case in &grid.cases {
                     tr {
                         th.case {
-                            a href=(format!("/runs/{run_id}/cases/{case}")) title="all answers side by side" {
-                                (names.get(case).copied().unwrap_or("?"))
+                            @let name = names.get(case).copied().unwrap_or("?");
+                            a href=(super::transcript::case_path(run_id, name)) title="all answers side by side" {
+                                (name)
                             }
                         }
                         @for column in &grid.columns {

@@ -1,7 +1,10 @@
 //! Human ratings in the viewer: a result marked pass or fail (overriding its checks), scored 1
-//! to 5 and commented, with the keyboard on a grid (j/k to move, p/f to mark, 1-5 to score) or
-//! with the form of its transcript. Each is a new row of `ratings` (never an edit of the
-//! result), by the viewer's rater (`--rater`), sent with the page's CSRF token.
+//! to 5 and commented, with the keyboard on a grid (j/k to move, p/f to mark, x to unmark, 1-5
+//! to score, 0 to unscore) or with the form of its transcript. As with `track rate`, each field
+//! sent replaces the rater's, a field named in `clear` is emptied, and the others are kept: a
+//! key sends one field, the form (filled with the rater's rating) all three. Each is a new row
+//! of `ratings` (never an edit of the result), by the viewer's rater (`--rater`), sent with the
+//! page's CSRF token.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -15,7 +18,11 @@ use serde::Deserialize;
 
 use super::security::{CSRF_FIELD, CSRF_HEADER, write_allowed};
 use super::server::{App, ViewError};
-use crate::store::{NewRating, Rating, StoreError, Verdict};
+use crate::store::{NewRating, Rating, RatingField, StoreError, Verdict};
+
+/// The response header that gives a script the grid's new mark of the rated result (empty:
+/// none left).
+pub(crate) const MARK_HEADER: &str = "x-rating-mark";
 
 /// The form of a rating (`POST /runs/{run}/ratings`).
 #[derive(Debug, Deserialize)]
@@ -28,6 +35,9 @@ pub struct RatingForm {
     /// `1`..`5`, or empty.
     score: Option<String>,
     comment: Option<String>,
+    /// The fields emptied unless given: `verdict`, `score`, `comment` or `all`, with commas
+    /// (the form sends `all`: what it leaves empty is emptied).
+    clear: Option<String>,
     /// The viewer's page to go back to (a form's post; a script's gets 204).
     back: Option<String>,
 }
@@ -70,27 +80,44 @@ pub(crate) async fn rate(
                 .map_err(|_| refused(format!("A score is 1 to 5, not `{n}`.")))?,
         ),
     };
+    let mut clear = Vec::new();
+    for name in form.clear.as_deref().unwrap_or("").split(',') {
+        if name.trim().is_empty() {
+            continue;
+        }
+        clear.extend(RatingField::parse(name).ok_or_else(|| {
+            refused(format!(
+                "No field `{}` to clear: verdict, score, comment or all.",
+                name.trim()
+            ))
+        })?);
+    }
     let rating = NewRating {
         run_id,
         result_uid: form.result.clone(),
         verdict,
         score,
         comment: form.comment.clone().filter(|c| !c.trim().is_empty()),
+        clear,
         rater: app.rater.clone(),
     };
     // A rating the store refuses (no such result, nothing in it) is the request's fault; a
-    // database that fails is the server's.
-    app.write(move |store| match store.add_rating(&rating) {
-        Ok(_) => Ok(Ok(())),
-        Err(StoreError::Rating(why)) => Ok(Err(why.to_string())),
-        Err(other) => Err(other),
-    })
-    .await?
-    .map_err(refused)?;
+    // database that fails is the server's. The grid's mark is the result's current rating.
+    let mark = app
+        .write(move |store| match store.add_rating(&rating) {
+            Ok(_) => Ok(Ok(store
+                .rating_for(&rating.result_uid)?
+                .map(|r| mark(&r))
+                .unwrap_or_default())),
+            Err(StoreError::Rating(why)) => Ok(Err(why.to_string())),
+            Err(other) => Err(other),
+        })
+        .await?
+        .map_err(refused)?;
     let scripted = headers.contains_key(CSRF_HEADER);
     Ok(match form.back.as_deref().filter(|b| local_path(b)) {
         Some(back) if !scripted => Redirect::to(back).into_response(),
-        _ => StatusCode::NO_CONTENT.into_response(),
+        _ => (StatusCode::NO_CONTENT, [(MARK_HEADER, mark)]).into_response(),
     })
 }
 
@@ -123,14 +150,17 @@ pub(crate) fn mark(rating: &Rating) -> String {
     }
 }
 
-/// A transcript's rating: the current one, and the form that adds one.
+/// A transcript's rating: the current one, and the form that changes the viewer's rater's
+/// (`own`), filled with it: what the form leaves empty is emptied.
 pub(crate) fn form(
     app: &App,
     run_id: i64,
     uid: &str,
     back: &str,
-    current: Option<&Rating>,
+    (current, own): (Option<&Rating>, Option<&Rating>),
 ) -> Markup {
+    let verdict = own.and_then(|r| r.verdict);
+    let score = own.and_then(|r| r.score);
     html! {
         h2 { "Human rating" }
         @if let Some(r) = current {
@@ -147,17 +177,19 @@ pub(crate) fn form(
             input type="hidden" name=(CSRF_FIELD) value=(app.csrf);
             input type="hidden" name="result" value=(uid);
             input type="hidden" name="back" value=(back);
-            label { input type="radio" name="verdict" value="pass"; " pass" }
-            label { input type="radio" name="verdict" value="fail"; " fail" }
+            input type="hidden" name="clear" value="all";
+            label { input type="radio" name="verdict" value="pass" checked[verdict == Some(Verdict::Pass)]; " pass" }
+            label { input type="radio" name="verdict" value="fail" checked[verdict == Some(Verdict::Fail)]; " fail" }
+            label { input type="radio" name="verdict" value="" checked[verdict.is_none()]; " no verdict" }
             label { "Score "
                 select name="score" {
-                    option value="" { "–" }
-                    @for n in 1..=5 { option value=(n) { (n) } }
+                    option value="" selected[score.is_none()] { "–" }
+                    @for n in 1..=5u8 { option value=(n) selected[score == Some(n)] { (n) } }
                 }
             }
-            textarea name="comment" placeholder="a comment" {}
+            textarea name="comment" placeholder="a comment" { (own.and_then(|r| r.comment.as_deref()).unwrap_or("")) }
             button type="submit" { "Rate as " (app.rater) }
         }
-        p.keys { "On a run's grid: j/k move, p/f mark pass/fail, 1-5 score." }
+        p.keys { "The form holds your rating: what you empty is cleared. On a run's grid: j/k move, p/f mark pass/fail, x unmarks, 1-5 score, 0 unscores; each key changes that field only." }
     }
 }

@@ -74,7 +74,13 @@ pub(crate) async fn list(
                     tr {
                         td { a href=(format!("/runs/{}", run.id)) { (run.id) } }
                         td { (run.kind.as_str()) }
-                        td { (progress(run)) }
+                        td {
+                            (progress(run))
+                            // An unfinished run that the same command, run again, finished.
+                            @if let Some(next) = run.resumed_by {
+                                " · resumed by " a href=(format!("/runs/{next}")) { "run " (next) }
+                            }
+                        }
                         td { (run.file.as_deref().unwrap_or("–")) }
                         td.models { (format::models(run.models.as_deref())) }
                         td { time datetime=(run.started_at) { (format::when(&run.started_at)) } }

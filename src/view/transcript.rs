@@ -19,11 +19,16 @@ pub(crate) async fn result(
     State(app): State<Arc<App>>,
     Path((run_id, result_id)): Path<(i64, i64)>,
 ) -> Result<Html<String>, ViewError> {
+    let rater = app.rater.clone();
     let (transcript, rating) = app
         .read(move |store| {
             let transcript = store.transcript(run_id, result_id)?;
             let uid = transcript.as_ref().and_then(|t| t.cell.uid.clone());
-            let rating = uid.map(|u| store.rating_for(&u)).transpose()?.flatten();
+            // The current rating, and the viewer's rater's own (what the form holds).
+            let rating = match uid {
+                Some(u) => (store.rating_for(&u)?, store.rater_rating(&u, &rater)?),
+                None => (None, None),
+            };
             Ok((transcript, rating))
         })
         .await?;
@@ -35,7 +40,7 @@ pub(crate) async fn result(
         nav.crumbs {
             a href=(format!("/runs/{run_id}")) { "Run " (run_id) }
             " › "
-            a href=(format!("/runs/{run_id}/cases/{}", cell.prompt_index)) { (cell.prompt_name) }
+            a href=(case_path(run_id, &cell.prompt_name)) { (cell.prompt_name) }
             " › " (t.model_ref)
             @if let Some(template) = &t.template_name { " · " (template) }
             " · repeat " (cell.repeat_index)
@@ -63,7 +68,7 @@ pub(crate) async fn result(
         (checks(t))
         (tool_calls(t))
         @if let Some(uid) = &cell.uid {
-            (super::ratings::form(&app, run_id, uid, &format!("/runs/{run_id}/results/{result_id}"), rating.as_ref()))
+            (super::ratings::form(&app, run_id, uid, &format!("/runs/{run_id}/results/{result_id}"), (rating.0.as_ref(), rating.1.as_ref())))
         }
         @if t.judge.is_some() || t.judge_score.is_some() {
             h2 { "Judge" }
@@ -249,22 +254,44 @@ fn answer(call: &CallText) -> Markup {
     }
 }
 
-/// `/runs/{run}/cases/{case}`.
+/// The page of the case `name` of run `run_id`: `/runs/{run}/cases/{id}`, the id
+/// percent-encoded as a path segment.
+pub(crate) fn case_path(run_id: i64, name: &str) -> String {
+    let mut path = format!("/runs/{run_id}/cases/");
+    for byte in name.bytes() {
+        if byte.is_ascii_alphanumeric() || b"-._~".contains(&byte) {
+            path.push(char::from(byte));
+        } else {
+            path.push_str(&format!("%{byte:02X}"));
+        }
+    }
+    path
+}
+
+/// `/runs/{run}/cases/{case}`: the case by its id (`q02`, as tables and the guide name it),
+/// or by its index in the run (`0`, the first) when no case has that id.
 pub(crate) async fn case(
     State(app): State<Arc<App>>,
-    Path((run_id, case)): Path<(i64, i64)>,
+    Path((run_id, case)): Path<(i64, String)>,
 ) -> Result<Html<String>, ViewError> {
+    let asked = case.clone();
     let (columns, results) = app
         .read(move |store| {
-            Ok((
-                store.grid_columns(run_id)?,
-                store.case_results(run_id, case)?,
-            ))
+            let index = match store.case_index_named(run_id, &case)? {
+                Some(index) => Some(index),
+                None => case.parse::<i64>().ok(),
+            };
+            let results = match index {
+                Some(index) => store.case_results(run_id, index)?,
+                None => Vec::new(),
+            };
+            Ok((store.grid_columns(run_id)?, results))
         })
         .await?;
+    let case = asked;
     let Some(first) = results.first().map(|r| &r.cell) else {
         return Err(ViewError::NotFound(format!(
-            "Run {run_id} has no case {case}."
+            "Run {run_id} has no case `{case}`: give a case by its id, as its tables name it, or by its index from 0."
         )));
     };
     let name = first.prompt_name.clone();

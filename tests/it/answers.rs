@@ -66,7 +66,7 @@ fn bench_results_csv_has_the_whole_answer_of_passes_and_failures() {
     assert!(out.status.success(), "{}", text(&out.stderr));
     let rows = csv_rows(&s.path("exports/bench_results.csv"));
     assert_eq!(rows.len(), 2);
-    let of = |prompt: &str| rows.iter().find(|r| r["prompt"] == prompt).unwrap();
+    let of = |prompt: &str| rows.iter().find(|r| r["case"] == prompt).unwrap();
     assert_eq!(of("capital")["status"], "passed");
     assert_eq!(of("capital")["answer"], PARIS);
     assert_eq!(of("miss")["status"], "failed");
@@ -191,7 +191,7 @@ fn diff_items_show_both_runs_answers_whole_in_csv_and_cut_in_a_table() {
     assert!(out.status.success(), "{}", text(&out.stderr));
     s.write("items.csv", &text(&out.stdout));
     let rows = csv_rows(&s.path("items.csv"));
-    let of = |prompt: &str| rows.iter().find(|r| r["prompt"] == prompt).unwrap();
+    let of = |prompt: &str| rows.iter().find(|r| r["case"] == prompt).unwrap();
     assert_eq!(of("capital")["base_answer"], PARIS);
     assert_eq!(of("capital")["new_answer"], "Paris.\nSecond line.");
     assert_eq!(of("miss")["base_answer"], NOPE);

@@ -114,7 +114,7 @@ fn queries_of_unknown_runs_keep_what_is_stored() {
         .assert()
         .success();
     let stderr = failure(&s, &["query", "--by", "model", "--run", "42"]);
-    assert!(stderr.contains("no run matches `42"), "{stderr}");
+    assert!(stderr.contains("no run 42 in this database"), "{stderr}");
     let stderr = failure(&s, &["query", "--by", "model", "--run", "yesterday"]);
     assert!(
         stderr.contains("use a run id, `latest` or `all`"),

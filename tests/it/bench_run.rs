@@ -31,10 +31,14 @@ fn sandbox_with_answers() -> Sandbox {
 #[test]
 fn runs_every_prompt_on_every_model_over_the_three_wire_formats() {
     let s = sandbox_with_answers();
-    let out = s.track().args(["run", "bench.yaml"]).output().unwrap();
+    let out = s
+        .track()
+        .args(["run", "bench.yaml", "--detail"])
+        .output()
+        .unwrap();
     let stdout = text(&out.stdout);
     assert!(out.status.success(), "{stdout}\n{}", text(&out.stderr));
-    for heading in ["Results", "Per model", "Per prompt"] {
+    for heading in ["Results", "Per model", "Per case"] {
         assert!(stdout.contains(heading), "{stdout}");
     }
     assert_eq!(s.mock.request_count(), 6);
@@ -162,7 +166,7 @@ fn a_second_run_is_served_from_the_cache_and_pays_nothing() {
     let runs = text(&runs.stdout);
     assert!(
         runs.starts_with(
-            "id,kind,file,models,started,wall_time_s,status,calls,cache_hits,errors,cost_usd,paid_usd,budget_usd,command,inputs,unpriced\n"
+            "id,kind,file,models,started,wall_time_s,status,calls,cache_hits,errors,cost_usd,paid_usd,budget_usd,command,inputs,unpriced,resumed_by\n"
         ),
         "{runs}"
     );
@@ -349,7 +353,7 @@ fn usage_is_estimated_and_marked_when_a_provider_gives_none() {
     );
     let out = s
         .track()
-        .args(["run", "bench.yaml", "-q"])
+        .args(["run", "bench.yaml", "-q", "--detail"])
         .output()
         .unwrap();
     assert!(out.status.success());
@@ -570,7 +574,7 @@ fn query_and_export_reproduce_the_run_from_the_database() {
         .output()
         .unwrap();
     let json: serde_json::Value = serde_json::from_slice(&by_prompt.stdout).unwrap();
-    assert_eq!(json[0]["prompt"], "sum");
+    assert_eq!(json[0]["case"], "sum");
     assert_eq!(json[0]["success_pct[openai:gpt-4o]"], 100.0);
     assert_eq!(json[1]["success_pct_all"], 0.0);
     assert_eq!(json[0]["avg_input_tokens"], 3.0);
@@ -585,7 +589,7 @@ fn query_and_export_reproduce_the_run_from_the_database() {
     let header = results.lines().next().unwrap();
     for column in [
         "model",
-        "prompt",
+        "case",
         "status",
         "latency_ms",
         "input_tokens",

@@ -162,15 +162,11 @@ fn query_by_template_gives_each_template_and_model_its_rate_and_by_case_the_case
         &["query", "--by", "model", "--format", "csv"],
     ));
     assert_eq!(by_model[0]["success_pct"], "87.5");
-    // Per case: the rows of --by prompt, named case, a column per model and template.
+    // Per case: the rows of --by prompt (kept for scripts), a column per model and template.
     let by_prompt = track_ok(&s, &["query", "--by", "prompt", "--format", "csv"]);
     let by_case = track_ok(&s, &["query", "--by", "case", "--format", "csv"]);
     assert!(by_case.starts_with("case,"), "{by_case}");
-    assert_eq!(
-        by_case.replacen("case,", "prompt,", 1),
-        by_prompt,
-        "the same rows"
-    );
+    assert_eq!(by_case, by_prompt, "the same rows");
     let cases = csv_rows(&by_case);
     assert_eq!(cases.len(), 4);
     assert_eq!(cases[0]["case"], "q1");
@@ -221,7 +217,7 @@ fn export_csv_writes_each_check_with_its_result_and_results_with_template_and_sc
     assert_eq!(results.len(), 16);
     let steps_q1 = results
         .iter()
-        .find(|r| r["template"] == "steps" && r["prompt"] == "q1" && r["model"] == "openai:m0")
+        .find(|r| r["template"] == "steps" && r["case"] == "q1" && r["model"] == "openai:m0")
         .unwrap();
     assert_eq!(steps_q1["status"], "failed");
     assert_eq!(steps_q1["score"], "0.5");
@@ -313,7 +309,7 @@ fn diff_compares_two_templates_of_a_run_with_mcnemar_per_model() {
     let regressions: Vec<(&str, &str)> = items
         .iter()
         .filter(|r| r["change"] == "regression")
-        .map(|r| (r["model"].as_str(), r["prompt"].as_str()))
+        .map(|r| (r["model"].as_str(), r["case"].as_str()))
         .collect();
     assert_eq!(regressions, [("openai:m0", "q1"), ("openai:m1", "q1")]);
     // A template the run does not have is named, with those it has.

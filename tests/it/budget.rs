@@ -208,3 +208,31 @@ fn track_runs_shows_each_runs_budget_next_to_paid() {
         "{wide}"
     );
 }
+
+#[test]
+fn a_dry_run_footer_counts_in_words_and_never_says_minus_zero() {
+    let s = Sandbox::with_mock(MockProvider::start());
+    // A model the catalog does not list has no price: no call's bound is known.
+    let yaml = bench_yaml(
+        &["openai:gpt-unpriced-for-tests"],
+        &[("p1", "first question", "mock", "contains")],
+    );
+    s.write("bench.yaml", &yaml);
+    let out = s
+        .track()
+        .args(["run", "bench.yaml", "--dry-run"])
+        .env("COLUMNS", "400")
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let stdout = text(&out.stdout);
+    assert!(
+        stdout.contains(
+            "dry run of bench.yaml: 1 call planned, 0 cached, 1 to call, at most $0.000000 plus \
+             the unknown cost"
+        ),
+        "{stdout}"
+    );
+    assert!(!stdout.contains("$-"), "{stdout}");
+    assert_eq!(s.mock.request_count(), 0);
+}

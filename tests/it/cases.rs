@@ -723,6 +723,199 @@ fn a_csv_row_with_too_few_or_too_many_fields_is_refused_naming_its_line() {
         assert_eq!(out.status.code(), Some(2), "{row}: {stderr}");
         assert!(stderr.contains(needle), "{row}: {stderr}");
     }
+/// The outcomes of a run's results, by case name, in case order.
+fn outcomes_by_case(s: &Sandbox) -> Vec<(String, String)> {
+    s.db()
+        .prepare("SELECT prompt_name, status FROM bench_results ORDER BY prompt_index")
+        .unwrap()
+        .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
+        .unwrap()
+        .map(Result::unwrap)
+        .collect()
+}
+
+#[test]
+fn yaml_scalars_that_look_like_booleans_or_numbers_are_compared_as_written() {
+    // Each answer is the text the file writes, unquoted: YAML 1.1 booleans, numbers with a
+    // trailing zero, hex, octal-looking, exponent, capitalised true.
+    let written = [
+        "yes", "no", "on", "y", "1.10", "0x1F", "001", "1e3", "True", "+1",
+    ];
+    let s = Sandbox::new();
+    let mut yaml = String::from("models: [openai:gpt-4o-mini]\nprompts:\n");
+    for (i, w) in written.iter().enumerate() {
+        yaml.push_str(&format!(
+            "  - t{i}:\n    prompt: \"Question {i}?\"\n    method: exact\n    output: {w}\n"
+        ));
+        s.mock.add_rule(Rule::reply(&format!("Question {i}?"), w));
+    }
+    s.write("b.yaml", &yaml);
+    let out = s.track().args(["run", "b.yaml"]).output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}\n{}",
+        text(&out.stdout),
+        text(&out.stderr)
+    );
+    let outcomes = outcomes_by_case(&s);
+    assert_eq!(outcomes.len(), written.len());
+    for ((name, status), w) in outcomes.iter().zip(written) {
+        assert_eq!(
+            status, "passed",
+            "{name}: `output: {w}` against the answer `{w}`"
+        );
+    }
+    let expected: Vec<String> = s
+        .db()
+        .prepare("SELECT expected FROM bench_results ORDER BY prompt_index")
+        .unwrap()
+        .query_map([], |r| r.get(0))
+        .unwrap()
+        .map(Result::unwrap)
+        .collect();
+    assert_eq!(
+        expected, written,
+        "the expected values are stored as written"
+    );
+}
+
+#[test]
+fn inline_cases_keep_their_ids_and_values_as_written() {
+    let s = Sandbox::new();
+    s.write(
+        "b.yaml",
+        "models: [openai:gpt-4o-mini]\ntemplates: [\"Is {{thing}} alive?\"]\n\
+         cases:\n  - {id: 001, thing: a cat, answer: yes}\n  - {id: 1.10, thing: a rock, answer: no}\n\
+         checks:\n  - {method: exact, value: \"{{answer}}\"}\n",
+    );
+    s.mock.add_rule(Rule::reply("a cat", "yes"));
+    s.mock.add_rule(Rule::reply("a rock", "no"));
+    let out = s.track().args(["run", "b.yaml"]).output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}\n{}",
+        text(&out.stdout),
+        text(&out.stderr)
+    );
+    assert_eq!(
+        outcomes_by_case(&s),
+        [
+            ("001".to_owned(), "passed".to_owned()),
+            ("1.10".to_owned(), "passed".to_owned())
+        ]
+    );
+}
+
+#[test]
+fn a_promptfoo_csv_with_rubrics_descriptions_and_metadata_runs_with_the_files_judge() {
+    let s = Sandbox::new();
+    // Shaped like promptfoo's own examples: a variable, `__expected` forms, a description and
+    // metadata.
+    s.write(
+        "tests.csv",
+        "topic,__expected,__expected1,__description,__metadata:team\n\
+         bananas,llm-rubric: Is a haiku about fruit,contains: banana,Banana haiku,poetry\n\
+         rain,model-graded-closedqa: Mentions the weather,,Rain haiku,poetry\n\
+         Paris,factuality: Paris is the capital of France,,Capital fact,geo\n",
+    );
+    s.write(
+        "pf.yaml",
+        "models: [openai:gpt-4o-mini]\njudge: openai:gpt-4o\n\
+         templates: [\"Write about {{topic}}\"]\ncases: {from: tests.csv}\n",
+    );
+    // The judge's prompt holds the question too: its rule comes first.
+    s.mock.add_rule(Rule::reply(
+        "RUBRIC",
+        r#"{"justification": "meets it", "score": 5}"#,
+    ));
+    s.mock
+        .add_rule(Rule::reply("Write about bananas", "yellow banana sun"));
+    s.mock
+        .add_rule(Rule::reply("Write about rain", "grey rain falls"));
+    s.mock.add_rule(Rule::reply(
+        "Write about Paris",
+        "Paris is France's capital",
+    ));
+    let out = s.track().args(["run", "pf.yaml"]).output().unwrap();
+    let stderr = text(&out.stderr);
+    assert!(out.status.success(), "{}\n{stderr}", text(&out.stdout));
+    assert!(
+        !stderr.contains("warning"),
+        "description and metadata are used: {stderr}"
+    );
+    assert_eq!(
+        outcomes_by_case(&s),
+        [
+            ("Banana haiku".to_owned(), "passed".to_owned()),
+            ("Rain haiku".to_owned(), "passed".to_owned()),
+            ("Capital fact".to_owned(), "passed".to_owned()),
+        ],
+        "each case is named by its description"
+    );
+    // Three judge calls by the file's judge, each with its rubric; factuality's asks for
+    // the reference's facts.
+    let judged: Vec<String> = s
+        .mock
+        .requests()
+        .into_iter()
+        .filter(|r| r.model() == Some("gpt-4o"))
+        .map(|r| r.last_user_text())
+        .collect();
+    assert_eq!(judged.len(), 3, "{judged:?}");
+    for rubric in [
+        "Is a haiku about fruit",
+        "Mentions the weather",
+        "Paris is the capital of France",
+    ] {
+        assert!(
+            judged.iter().any(|j| j.contains(rubric)),
+            "{rubric}: {judged:?}"
+        );
+    }
+    assert!(judged.iter().any(|j| j.contains("reference answer")));
+}
+
+#[test]
+fn a_failed_weighted_case_says_its_score_once_and_weights_too_big_to_add_are_refused() {
+    let s = Sandbox::new();
+    s.write(
+        "w.yaml",
+        "models: [openai:gpt-4o-mini]\npass: {threshold: 0.8}\nprompts:\n  - t:\n      \
+         prompt: \"Name a fruit\"\n      checks:\n        - {method: contains, value: apple}\n        \
+         - {method: contains, value: red}\n",
+    );
+    s.mock.add_rule(Rule::reply("Name a fruit", "an apple"));
+    let out = s.track().args(["run", "w.yaml"]).output().unwrap();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let detail: String = s
+        .db()
+        .query_row("SELECT detail FROM bench_results", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(
+        detail.matches("0.50").count(),
+        1,
+        "the score is said once: {detail}"
+    );
+    assert!(detail.contains("below 0.8"), "{detail}");
+    assert!(
+        detail.contains("red"),
+        "the failed check is named: {detail}"
+    );
+    s.write(
+        "w.yaml",
+        "models: [openai:gpt-4o-mini]\nprompts:\n  - t:\n      prompt: \"Name a fruit\"\n      \
+         checks:\n        - {method: contains, value: apple, weight: 1e308}\n        \
+         - {method: contains, value: an, weight: 1e308}\n",
+    );
+    s.mock.reset_requests();
+    let out = s.track().args(["run", "w.yaml"]).output().unwrap();
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("w.yaml:3: `t`: the weights of its checks (1e308 + 1e308) add up to more")
+            && stderr.contains("such as 1 to 100"),
+        "{stderr}"
+    );
     assert_eq!(s.mock.request_count(), 0);
 }
 
@@ -786,4 +979,40 @@ fn an_address_pinned_to_a_commit_keeps_the_pin_and_a_short_sha_its_full_commit()
     // A branch: the commit it resolved to.
     let branch = "hf://datasets/acme/math@main/data/test.jsonl";
     assert_eq!(revisions(branch), (served.to_owned(), served.to_owned()));
+fn the_quick_starts_math_checks_the_answers_final_number() {
+    let s = Sandbox::new();
+    let repo = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    for file in ["data/math.yaml", "data/math.jsonl"] {
+        s.write(file, &std::fs::read_to_string(repo.join(file)).unwrap());
+    }
+    // m01 is 3 * 4 = 12. The terse template is answered right, worded with an echo of the
+    // question that holds no 12; m02 (6 * 7 = 42) with "42" inside another number.
+    s.mock
+        .add_rule(Rule::reply("What is 3 * 4?", "3 * 4 = 12."));
+    s.mock.add_rule(Rule::reply(
+        "Multiply 3 by 4.",
+        "Multiply 3 by 4 to get 12, no: 13",
+    ));
+    s.mock.add_rule(Rule::reply("What is 6 * 7?", "420"));
+    s.mock.add_rule(Rule::reply("", "I do not know"));
+    let out = s
+        .track()
+        .args(["run", "data/math.yaml"])
+        .env("LOCAL_MODEL_BASE_URL", s.mock.openai_base_url())
+        .env("LOCAL_MODEL_API_KEY", crate::support::OPENAI_KEY)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let status = |case: &str, template: i64| -> String {
+        s.db()
+            .query_row(
+                "SELECT status FROM bench_results WHERE prompt_name = ?1 AND template_index = ?2",
+                rusqlite::params![case, template],
+                |r| r.get(0),
+            )
+            .unwrap()
+    };
+    assert_eq!(status("m01", 0), "passed", "12 is the final number");
+    assert_eq!(status("m01", 1), "failed", "13 is the final number");
+    assert_eq!(status("m02", 0), "failed", "420 is not 42");
 }

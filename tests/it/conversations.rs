@@ -239,10 +239,12 @@ fn malformed_turns_are_refused_naming_the_case_and_the_fix() {
     let out = s.track().args(["run", "bench.yaml"]).output().unwrap();
     let stderr = text(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("case `chat`"), "{stderr}");
     assert!(
-        stderr.contains("case `chat`")
-            && stderr.contains("`turn: 3`")
-            && stderr.contains("2 turns"),
+        stderr.contains(
+            "check 1 has `turn: 3`, but the conversation has 2 turns; give a turn from 1 to 2, \
+             or no `turn` (the last)"
+        ),
         "{stderr}"
     );
 }

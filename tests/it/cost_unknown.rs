@@ -82,7 +82,11 @@ fn csv_rows(path: &std::path::Path) -> (Vec<String>, Vec<csv::StringRecord>) {
 #[test]
 fn an_unlisted_openai_id_runs_with_its_cost_unknown_in_tables_exports_and_sums() {
     let s = sandbox(&["openai:gpt-4o-mini", UNLISTED]);
-    let out = s.track().args(["run", "bench.yaml"]).output().unwrap();
+    let out = s
+        .track()
+        .args(["run", "bench.yaml", "--detail"])
+        .output()
+        .unwrap();
     let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
     assert!(out.status.success(), "{stdout}\n{stderr}");
     // The id went to the provider as written.
@@ -141,7 +145,7 @@ fn an_unlisted_openai_id_runs_with_its_cost_unknown_in_tables_exports_and_sums()
     assert_eq!(cell(&per_model, UNLISTED, "cost $"), "–", "{stdout}");
     assert_ne!(cell(&per_model, "openai:gpt-4o-mini", "cost $"), "–");
     assert_eq!(cell(&per_model, UNLISTED, "pass %"), "100.0");
-    let per_prompt = table_after(&stdout, "Per prompt");
+    let per_prompt = table_after(&stdout, "Per case");
     assert_eq!(cell(&per_prompt, "sum", "avg $"), "–", "{stdout}");
     let results = table_after(&stdout, "Results");
     let cost = results[0].iter().position(|h| h == "cost $").unwrap();

@@ -86,12 +86,12 @@ fn a_benchmark_diff_finds_exactly_the_changed_answers() {
     let items = diff_json(&s, &["1", "2", "--items", "--format", "json"]);
     assert_eq!(items.as_array().unwrap().len(), 12);
     assert_eq!(
-        rows_where(&items, "change", "regression", "prompt"),
+        rows_where(&items, "change", "regression", "case"),
         ["q00", "q01"]
     );
-    assert_eq!(rows_where(&items, "change", "fix", "prompt"), ["q10"]);
-    assert_eq!(rows_where(&items, "change", "new_error", "prompt"), ["q05"]);
-    assert_eq!(rows_where(&items, "change", "unchanged", "prompt").len(), 8);
+    assert_eq!(rows_where(&items, "change", "fix", "case"), ["q10"]);
+    assert_eq!(rows_where(&items, "change", "new_error", "case"), ["q05"]);
+    assert_eq!(rows_where(&items, "change", "unchanged", "case").len(), 8);
     let q00 = &items[0];
     assert_eq!(
         (&q00["base_status"], &q00["new_status"], &q00["only_in"]),
@@ -176,7 +176,7 @@ fn a_benchmark_diff_finds_exactly_the_changed_answers() {
         .unwrap();
     assert!(
         text(&csv.stdout)
-            .starts_with("model,template,prompt,repeat,change,only_in,base_status,new_status,"),
+            .starts_with("model,template,case,repeat,change,only_in,base_status,new_status,"),
         "{}",
         text(&csv.stdout)
     );
@@ -239,17 +239,17 @@ fn items_in_one_run_only_are_counted_and_listed() {
     run_bench(&s, "first.yaml");
     run_bench(&s, "second.yaml");
     let items = diff_json(&s, &["1", "2", "--items", "--format", "json"]);
-    assert_eq!(rows_where(&items, "only_in", "base", "prompt"), ["q00"]);
-    assert_eq!(rows_where(&items, "only_in", "new", "prompt"), ["q03"]);
+    assert_eq!(rows_where(&items, "only_in", "base", "case"), ["q00"]);
+    assert_eq!(rows_where(&items, "only_in", "new", "case"), ["q03"]);
     assert_eq!(
-        rows_where(&items, "change", "unchanged", "prompt"),
+        rows_where(&items, "change", "unchanged", "case"),
         ["q01", "q02"]
     );
     let only = items
         .as_array()
         .unwrap()
         .iter()
-        .find(|r| r["prompt"] == "q03")
+        .find(|r| r["case"] == "q03")
         .unwrap();
     assert_eq!(
         (&only["change"], &only["base_status"]),

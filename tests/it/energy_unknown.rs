@@ -63,7 +63,11 @@ fn cell<'t>(table: &'t [Vec<String>], key: &str, header: &str) -> &'t str {
 #[test]
 fn a_model_without_parameters_runs_with_energy_unknown_and_a_note() {
     let s = sandbox();
-    let out = s.track().args(["run", "bench.yaml"]).output().unwrap();
+    let out = s
+        .track()
+        .args(["run", "bench.yaml", "--detail"])
+        .output()
+        .unwrap();
     let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
     assert!(out.status.success(), "{stdout}\n{stderr}");
     assert_eq!(s.mock.request_count(), 4, "both models were called");
@@ -101,7 +105,7 @@ fn a_model_without_parameters_runs_with_energy_unknown_and_a_note() {
     assert_eq!(cell(&per_model, "openai:mymodel", "Wh"), "–", "{stdout}");
     assert_ne!(cell(&per_model, "openai:gpt-4o", "Wh"), "–", "{stdout}");
     assert_eq!(cell(&per_model, "openai:mymodel", "pass %"), "100.0");
-    let per_prompt = table_after(&stdout, "Per prompt");
+    let per_prompt = table_after(&stdout, "Per case");
     assert_eq!(cell(&per_prompt, "sum", "avg Wh"), "–", "{stdout}");
     let results = table_after(&stdout, "Results");
     let unknown: Vec<&Vec<String>> = results

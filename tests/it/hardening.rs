@@ -537,3 +537,103 @@ fn a_model_without_vision_stops_a_relevance_experiment_before_any_call() {
     assert_eq!(stderr.trim().lines().count(), 1, "{stderr}");
     assert_eq!(s.mock.request_count(), 0);
 }
+
+/// Issue 45: a `--run` (or run argument) that names no run says so, naming the run and the
+/// latest runs, in every command that takes one (`export csv --run 999` said "no run to export
+/// in DB"); a run of another kind says which kind it is, without the quoting that read
+/// `999 (of kind bench)`.
+#[test]
+fn every_run_that_does_not_exist_is_named_with_the_latest_runs() {
+    let s = Sandbox::new();
+    one_prompt_bench(&s);
+    s.mock.add_rule(Rule::reply("limited", "mock"));
+    for _ in 0..2 {
+        s.track()
+            .args(["run", "bench.yaml", "-q"])
+            .assert()
+            .success();
+    }
+    let missing: [&[&str]; 11] = [
+        &["export", "csv", "--run", "999", "--out", "x"],
+        &[
+            "export", "csv", "--kind", "bench", "--run", "999", "--out", "x",
+        ],
+        &["export", "parquet", "--run", "999", "--out", "x"],
+        &["export", "junit", "--run", "999", "--out", "x.xml"],
+        &["query", "--by", "model", "--run", "999"],
+        &["report", "--run", "999", "--out", "r.html"],
+        &["runs", "--errors", "999"],
+        &["diff", "1", "999"],
+        &["diff", "999", "latest"],
+        &["rate", "999", "abc", "--pass", "--rater", "ann"],
+        &["batches", "--run", "999"],
+    ];
+    for args in missing {
+        let out = s.track().args(args).output().unwrap();
+        let stderr = text(&out.stderr);
+        assert!(!out.status.success(), "{args:?}: {stderr}");
+        assert!(
+            stderr.contains(
+                "no run 999 in this database; the latest are run 2 (bench), run 1 (bench): \
+                 `track runs` lists them all"
+            ),
+            "{args:?}: {stderr}"
+        );
+        assert!(!stderr.contains("(of kind"), "{args:?}: {stderr}");
+    }
+    // A run of another kind: which kind it is.
+    let out = s
+        .track()
+        .args([
+            "export",
+            "csv",
+            "--kind",
+            "relevance",
+            "--run",
+            "1",
+            "--out",
+            "x",
+        ])
+        .output()
+        .unwrap();
+    let stderr = text(&out.stderr);
+    assert!(
+        stderr.contains("run 1 is a bench run, not a relevance run; `track runs` lists the runs"),
+        "{stderr}"
+    );
+    let out = s
+        .track()
+        .args(["export", "csv", "--kind", "relevance", "--out", "x"])
+        .output()
+        .unwrap();
+    let stderr = text(&out.stderr);
+    assert!(
+        stderr.contains("no run matches `latest`: no relevance run is recorded yet"),
+        "{stderr}"
+    );
+}
+
+/// Issue 45: `track export junit --out -` wrote a file named `-`: it writes to stdout, as
+/// `track report --out -` does.
+#[test]
+fn junit_to_a_dash_goes_to_stdout() {
+    let s = Sandbox::new();
+    one_prompt_bench(&s);
+    s.mock.add_rule(Rule::reply("limited", "mock"));
+    s.track()
+        .args(["run", "bench.yaml", "-q"])
+        .assert()
+        .success();
+    let out = s
+        .track()
+        .args(["export", "junit", "--out", "-"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let xml = text(&out.stdout);
+    assert!(
+        xml.starts_with("<?xml") && xml.contains("<testcase"),
+        "{xml}"
+    );
+    assert!(!s.path("-").exists(), "no file named -");
+}

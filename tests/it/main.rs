@@ -38,6 +38,7 @@ mod mock_selftest;
 mod pacing;
 mod pairwise;
 mod parquet;
+mod programs;
 mod ratings;
 mod recipes;
 mod relevance;

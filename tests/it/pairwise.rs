@@ -516,6 +516,100 @@ fn a_pairwise_diff_flags_the_pair_that_moved_and_never_an_untouched_one() {
     );
 }
 
+/// Issue 45: a candidate that keeps its name (`{model: …, name: my-model}`) while its model
+/// changes, and gets better, used to be "anthropic:haiku 3.5 lost ground to my-model …
+/// significant regression", exit 3. The diff knows my-model changed (its requests differ) and
+/// haiku did not: a move toward my-model is its improvement (exit 0 with
+/// --fail-on-regression); the same candidate made worse is a regression (exit 3).
+#[test]
+fn an_improved_candidate_that_kept_its_name_is_no_regression_and_a_worse_one_is() {
+    let s = Sandbox::new();
+    for (model, answer) in [
+        ("gpt-4o", "ANS-GOOD"),
+        ("claude-3-5-haiku-20241022", "ANS-MID"),
+        ("llama3.2:3b", "ANS-BAD"),
+    ] {
+        s.mock
+            .add_rule(Rule::reply("question", answer).model(model));
+    }
+    for (shown, winner) in [
+        ("ANSWER A:\nANS-GOOD", "A"),
+        ("ANSWER B:\nANS-GOOD", "B"),
+        ("ANSWER A:\nANS-MID", "A"),
+        ("ANSWER B:\nANS-MID", "B"),
+        ("", "tie"),
+    ] {
+        s.mock
+            .add_rule(Rule::reply(shown, &verdict(winner)).model("gpt-4o-mini"));
+    }
+    let prompts: String = (1..=6)
+        .map(|i| format!("  - p{i}:\n    prompt: question {i}\n"))
+        .collect();
+    let file = |model: &str| {
+        format!(
+            "kind: pairwise\ncandidates:\n  - anthropic:haiku 3.5\n  - {{model: {model}, name: my-model}}\n\
+             judges: [openai:gpt-4o-mini]\nprompts:\n{prompts}"
+        )
+    };
+    s.write("before.yaml", &file("ollama:llama3.2"));
+    s.write("after.yaml", &file("openai:gpt-4o"));
+    for name in ["before.yaml", "after.yaml", "before.yaml"] {
+        let out = s.track().args(["run", name, "-q"]).output().unwrap();
+        assert!(out.status.success(), "{name}: {}", text(&out.stderr));
+    }
+    // Run 2: my-model (now gpt-4o) beats haiku on all six items it lost in run 1.
+    let out = s
+        .track()
+        .args(["diff", "1", "2", "--fail-on-regression"])
+        .env("COLUMNS", "250")
+        .output()
+        .unwrap();
+    let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
+    assert_eq!(out.status.code(), Some(0), "{stdout}{stderr}");
+    // Long lines are folded to the terminal: read them whole.
+    let stdout = stdout.replace('\n', " ");
+    assert!(
+        stdout.contains("no significant regression")
+            && stdout.contains(
+                "significant improvement: my-model gained ground on anthropic:haiku 3.5: of 6 \
+                 verdicts both runs gave, 6 moved toward my-model and 0 toward anthropic:haiku \
+                 3.5, McNemar p = 0.0312"
+            )
+            && stdout.contains("my-model changed: its requests differ"),
+        "{stdout}"
+    );
+    assert!(!stdout.contains("significant regression:"), "{stdout}");
+    let csv = s
+        .track()
+        .args(["diff", "1", "2", "--format", "csv"])
+        .output()
+        .unwrap();
+    let csv = text(&csv.stdout);
+    assert!(
+        csv.lines()
+            .next()
+            .unwrap()
+            .contains("significant_regression,lost_ground,gained_ground,changed_candidates"),
+        "{csv}"
+    );
+    assert!(csv.contains(",false,,my-model,my-model,"), "{csv}");
+    // Run 3 is run 1 again: my-model got worse against the same haiku, a regression.
+    let out = s
+        .track()
+        .args(["diff", "2", "3", "--fail-on-regression"])
+        .env("COLUMNS", "250")
+        .output()
+        .unwrap();
+    let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
+    assert_eq!(out.status.code(), Some(3), "{stdout}{stderr}");
+    assert!(
+        stdout.contains(
+            "significant regression: my-model lost ground to anthropic:haiku 3.5: of 6 verdicts"
+        ),
+        "{stdout}"
+    );
+}
+
 #[test]
 fn query_by_human_gives_each_judge_s_agreement_with_people_s_ratings_of_the_answers() {
     let s = answers_sandbox();

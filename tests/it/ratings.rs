@@ -41,7 +41,7 @@ fn uids(s: &Sandbox) -> std::collections::HashMap<String, String> {
     s.write("results.csv", &text(&out.stdout));
     csv_rows(&s.path("results.csv"))
         .into_iter()
-        .map(|r| (r["prompt"].clone(), r["uid"].clone()))
+        .map(|r| (r["case"].clone(), r["uid"].clone()))
         .collect()
 }
 
@@ -82,7 +82,7 @@ fn three_ratings_reach_the_query_the_exports_and_the_agreement() {
     // `--by result`: each result's outcome beside the person's verdict.
     uids(&s);
     let rows = csv_rows(&s.path("results.csv"));
-    let of = |prompt: &str| rows.iter().find(|r| r["prompt"] == prompt).unwrap().clone();
+    let of = |prompt: &str| rows.iter().find(|r| r["case"] == prompt).unwrap().clone();
     assert_eq!(
         (
             of("miss")["result"].as_str(),
@@ -102,7 +102,7 @@ fn three_ratings_reach_the_query_the_exports_and_the_agreement() {
     let exported = csv_rows(&s.path("exports/bench_results.csv"));
     let verdicts: std::collections::BTreeMap<String, String> = exported
         .iter()
-        .map(|r| (r["prompt"].clone(), r["human_verdict"].clone()))
+        .map(|r| (r["case"].clone(), r["human_verdict"].clone()))
         .collect();
     assert_eq!(
         verdicts.into_iter().collect::<Vec<_>>(),
@@ -179,6 +179,66 @@ fn three_ratings_reach_the_query_the_exports_and_the_agreement() {
     );
 }
 
+/// The current rating of result `uid` as `track query --by result` shows it: verdict, score,
+/// comment and rater.
+fn current(s: &Sandbox, prompt: &str) -> [String; 4] {
+    uids(s);
+    let rows = csv_rows(&s.path("results.csv"));
+    let row = rows.iter().find(|r| r["prompt"] == prompt).unwrap();
+    ["human_verdict", "human_score", "human_comment", "rater"].map(|c| row[c].clone())
+}
+
+/// Issue 45: a pass, then a score alone, then a comment alone: each keeps what came before
+/// (the score and the comment used to erase the pass); `--clear` empties one field, `--clear
+/// all` withdraws the rating.
+#[test]
+fn a_rating_in_three_steps_keeps_each_field_given_before() {
+    let s = three_results();
+    let uid = uids(&s)["miss"].clone();
+    let step = |args: &[&str]| {
+        let mut all = vec!["1", uid.as_str()];
+        all.extend(args);
+        let out = rate(&s, &all);
+        assert!(out.status.success(), "{args:?}: {}", text(&out.stderr));
+        text(&out.stderr)
+    };
+    step(&["--pass"]);
+    step(&["--score", "3"]);
+    let said = step(&["--comment", "right after all"]);
+    assert!(
+        said.contains("pass, score 3, comment \"right after all\""),
+        "the note says the rating as it stands: {said}"
+    );
+    assert_eq!(current(&s, "miss"), ["pass", "3", "right after all", "ann"]);
+    // The agreement counts the pass.
+    let out = s
+        .track()
+        .args(["query", "--by", "human", "--format", "csv"])
+        .output()
+        .unwrap();
+    s.write("human.csv", &text(&out.stdout));
+    let human = csv_rows(&s.path("human.csv"));
+    let outcome = human.iter().find(|r| r["check"] == "outcome").unwrap();
+    assert_eq!(outcome["rated"], "1", "{human:?}");
+    // One field emptied, the others kept; then the whole rating withdrawn.
+    step(&["--clear", "score"]);
+    assert_eq!(current(&s, "miss"), ["pass", "", "right after all", "ann"]);
+    step(&["--fail", "--clear", "verdict,comment"]);
+    assert_eq!(
+        current(&s, "miss"),
+        ["fail", "", "", "ann"],
+        "given beats cleared"
+    );
+    let said = step(&["--clear", "all"]);
+    assert!(said.contains("withdrawn"), "{said}");
+    assert_eq!(current(&s, "miss"), ["", "", "", ""]);
+    assert_eq!(
+        s.count("SELECT count(*) FROM ratings"),
+        6,
+        "every step kept"
+    );
+}
+
 #[test]
 fn a_bad_rating_is_refused_with_what_to_do() {
     let s = three_results();
@@ -188,7 +248,11 @@ fn a_bad_rating_is_refused_with_what_to_do() {
             vec!["1", "0123456789abcdef", "--pass"],
             "run 1 has no result",
         ),
-        (vec!["1", uid["sum"].as_str()], "a rating needs a verdict"),
+        (vec!["1", uid["sum"].as_str()], "a rating gives a verdict"),
+        (
+            vec!["1", uid["sum"].as_str(), "--clear", "scores"],
+            "`scores` is not a field",
+        ),
         (vec!["9", uid["sum"].as_str(), "--pass"], "no run 9"),
         (
             vec!["1", uid["sum"].as_str(), "--score", "9"],

@@ -334,6 +334,34 @@ fn a_signal_leaves_the_run_interrupted_and_the_same_command_finishes_it() {
             .query_row("SELECT status FROM runs WHERE id = 2", [], |r| r.get(0))
             .unwrap();
         assert_eq!(status, "completed", "{}", case.name);
+        // The interrupted run points to the run that finished it.
+        let runs = s
+            .track()
+            .args(["runs", "--format", "json"])
+            .output()
+            .unwrap();
+        let runs: serde_json::Value = serde_json::from_slice(&runs.stdout).unwrap();
+        let first = runs
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|r| r["id"] == 1)
+            .unwrap();
+        assert_eq!(first["status"], "interrupted", "{}: {runs}", case.name);
+        assert_eq!(first["resumed_by"], 2, "{}: {runs}", case.name);
+        let table = text(
+            &s.track()
+                .args(["runs"])
+                .env("COLUMNS", "200")
+                .output()
+                .unwrap()
+                .stdout,
+        );
+        assert!(
+            table.contains("interrupted, resumed by 2"),
+            "{}: {table}",
+            case.name
+        );
     }
 }
 
@@ -367,6 +395,17 @@ fn a_missing_key_gives_error_rows_for_that_model_only() {
         );
         let answered = s.count("SELECT calls - failed_calls FROM runs WHERE id = 1");
         assert_eq!(answered > 0, case.others_answer, "{}", case.name);
+        // A run that exits 1 because nothing could run is not listed `completed`.
+        let status: String = s
+            .db()
+            .query_row("SELECT status FROM runs WHERE id = 1", [], |r| r.get(0))
+            .unwrap();
+        let ended = if case.others_answer {
+            "completed"
+        } else {
+            "failed"
+        };
+        assert_eq!(status, ended, "{}: {stderr}", case.name);
         assert!(stderr.contains(var), "{}: {stderr}", case.name);
         let listed = s
             .track()

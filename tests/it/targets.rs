@@ -40,7 +40,7 @@ providers:
 
 /// The exec target `my-app`: `app.py` in the sandbox.
 const EXEC_CONFIG: &str = "timeout_secs: 30\nproviders:\n  my-app:\n    kind: exec\n    \
-                           run: python3 app.py\n    timeout_secs: 2\n";
+                           run: python3 app.py\n    timeout_secs: 5\n";
 
 /// The application as a script: it logs each call in `calls.log` and its request in
 /// `request-<context>.json`, then answers as the HTTP application does (from the case's
@@ -350,7 +350,9 @@ fn an_exec_target_answers_and_a_crash_a_hang_or_garbage_is_an_error_with_its_std
     let started = Instant::now();
     let out = t.run(&[]);
     assert!(out.status.success(), "{}", text(&out.stderr));
-    // The hang was stopped at its 2 s timeout, not waited for (it sleeps 60 s).
+    // The hang was stopped at its 5 s timeout, not waited for (it sleeps 60 s). (5 s, not
+    // less: its calls start together, and five Pythons starting at once on a busy machine
+    // take seconds.)
     assert!(started.elapsed() < Duration::from_secs(40));
     // The request on stdin: the messages, the case's values, the sampling parameters.
     let request: Value =
@@ -370,7 +372,7 @@ fn an_exec_target_answers_and_a_crash_a_hang_or_garbage_is_an_error_with_its_std
     for want in [
         "my-app: `python3 app.py` exited with status 1; stderr: RuntimeError: the index is \
          missing (1 attempt",
-        "my-app: `python3 app.py` ran longer than its timeout of 2 s and was stopped; stderr: \
+        "my-app: `python3 app.py` ran longer than its timeout of 5 s and was stopped; stderr: \
          waiting for the upstream model (1 attempt",
         "my-app: `python3 app.py` printed no JSON answer ({\"answer\": …}): it printed `The \
          answer is 4` (1 attempt",
@@ -602,4 +604,141 @@ fn a_signal_stops_each_target_and_the_same_command_finishes_the_run() {
         4
     );
     assert_eq!(t.calls(), 5, "the killed call, then the four");
+}
+
+/// A script that answers only once four of its calls run at once (or after 10 s), saying
+/// which in `met.log`: whether the calls went together or the first alone.
+const BARRIER_PY: &str = r#"import glob, json, os, sys, time
+request = json.load(sys.stdin)
+open(f"started-{os.getpid()}", "w").close()
+deadline = time.time() + 10
+while len(glob.glob("started-*")) < 4 and time.time() < deadline:
+    time.sleep(0.01)
+met = "together" if len(glob.glob("started-*")) >= 4 else "alone"
+with open("met.log", "a") as log:
+    log.write(met + "\n")
+print(json.dumps({"answer": "The answer is " + request["values"]["context"]}))
+"#;
+
+#[test]
+fn a_target_is_called_at_its_concurrency_from_the_first_call() {
+    // A model API's first call goes alone, to learn its rate limits from the answer's
+    // headers; a target has none to teach, and its first call does not wait for the others.
+    let t = Target::http("");
+    t.s.write("bench.yaml", &bench(&CAPITALS));
+    let app = t.app.as_ref().unwrap();
+    app.hold();
+    let mut cmd = t.s.track_process();
+    cmd.env("APP_TOKEN", TOKEN)
+        .args(["run", "bench.yaml", "-q", "--concurrency", "4"]);
+    let run = crate::support::Running::start(cmd);
+    app.wait_held(4);
+    app.release();
+    let (code, stderr) = run.finish();
+    assert_eq!(code, Some(0), "{stderr}");
+    assert_eq!(app.count(), 4);
+
+    let t = Target::exec("");
+    t.s.write(
+        "config.yaml",
+        "providers:\n  my-app:\n    kind: exec\n    run: python3 barrier.py\n    \
+         timeout_secs: 60\n",
+    );
+    t.s.write("barrier.py", BARRIER_PY);
+    t.s.write("bench.yaml", &bench(&CAPITALS));
+    let out = t.run(&["--concurrency", "4"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let met = std::fs::read_to_string(t.s.path("met.log")).unwrap();
+    assert_eq!(met, "together\n".repeat(4), "{met}");
+}
+
+/// What a run stopped by a target's cost above its `max_cost_usd: 0.000001` says (each call
+/// of the test applications reports $0.01).
+const OVERRUN: &str = "my-app reported $0.01 for one call, above its `max_cost_usd: 0.000001`";
+
+#[test]
+fn a_target_reporting_more_than_its_max_cost_stops_the_run_at_once() {
+    // Each call reserves its `max_cost_usd` and reports 10,000 times that: the first answer
+    // stops the run, naming the target, its bound and the cost it reported.
+    for t in Target::both("    max_cost_usd: 0.000001\n") {
+        t.s.write("bench.yaml", &bench(&CAPITALS));
+        let out = t.run(&["--budget", "0.001", "--concurrency", "1"]);
+        let stderr = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{}: {stderr}", t.kind());
+        assert_eq!(t.status(1), "budget", "{}", t.kind());
+        assert_eq!(t.calls(), 1, "{}: stopped at once", t.kind());
+        assert!(stderr.contains(OVERRUN), "{}: {stderr}", t.kind());
+        assert!(
+            stderr.contains("under `providers: my-app:` in config.yaml"),
+            "{}: {stderr}",
+            t.kind()
+        );
+    }
+    // Four calls in flight at once, all within the budget as reserved, all over it as
+    // billed: the run that paid more than its budget does not end `completed`, nor exit 0.
+    let t = Target::http("    max_cost_usd: 0.000001\n");
+    t.s.write("bench.yaml", &bench(&CAPITALS));
+    let app = t.app.as_ref().unwrap();
+    app.hold();
+    let mut cmd = t.s.track_process();
+    cmd.env("APP_TOKEN", TOKEN).args([
+        "run",
+        "bench.yaml",
+        "-q",
+        "--concurrency",
+        "4",
+        "--budget",
+        "0.001",
+    ]);
+    let run = crate::support::Running::start(cmd);
+    app.wait_held(4);
+    app.release();
+    let (code, stderr) = run.finish();
+    assert_eq!(code, Some(1), "{stderr}");
+    assert_eq!(t.status(1), "budget");
+    assert!(stderr.contains(OVERRUN), "{stderr}");
+    assert!(
+        stderr.contains("spent $0.04 of its $0.001 budget"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn a_dry_run_with_a_budget_says_a_target_without_max_cost_is_refused() {
+    for t in Target::both("") {
+        t.s.write("bench.yaml", &bench(&CAPITALS));
+        let out = t
+            .track()
+            .args(["run", "bench.yaml", "--dry-run", "--budget", "1"])
+            .env("COLUMNS", "400")
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", text(&out.stderr));
+        let stdout = text(&out.stdout);
+        assert!(!stdout.contains(" fits"), "{}: {stdout}", t.kind());
+        assert!(
+            stdout.contains(
+                "budget $1: the 4 calls to my-app:default would not be sent: a budget cannot \
+                 bound the calls to my-app"
+            ),
+            "{}: {stdout}",
+            t.kind()
+        );
+        assert_eq!(t.calls(), 0);
+    }
+    // With `max_cost_usd:`, each call is bounded by it.
+    for t in Target::both("    max_cost_usd: 0.5\n") {
+        t.s.write("bench.yaml", &bench(&CAPITALS));
+        let out = t
+            .track()
+            .args(["run", "bench.yaml", "--dry-run", "--budget", "1"])
+            .output()
+            .unwrap();
+        let stdout = text(&out.stdout);
+        assert!(
+            stdout.contains("budget $1: the plan's bound $2 does not fit"),
+            "{}: {stdout}",
+            t.kind()
+        );
+    }
 }

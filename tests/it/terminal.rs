@@ -44,7 +44,8 @@ fn a_closed_pipe_ends_a_run_report_quietly() {
         !stderr.contains("panicked") && !stderr.contains("Broken pipe"),
         "{stderr}"
     );
-    assert!(first.starts_with("Per model"), "{first}");
+    // 250 cases: their table is named, not printed, and the summaries follow.
+    assert!(first.starts_with("Per case: 250 cases"), "{first}");
     assert_eq!(
         s.count("SELECT count(*) FROM bench_results"),
         250,
@@ -520,8 +521,312 @@ fn runs_errors_says_a_run_has_none_and_refuses_a_run_that_does_not_exist() {
     let stderr = text(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "bad input: {stderr}");
     assert!(
-        stderr.contains("no run matches `99`") && stderr.contains("track runs"),
+        stderr.contains("no run 99 in this database") && stderr.contains("track runs"),
         "{stderr}"
     );
     assert_eq!(text(&out.stdout), "", "no empty table");
+}
+
+/// `data/math.yaml` as a newcomer first runs it, against the mock: the same two templates and
+/// checks, on 30 cases (`m01`…`m30`, `a` × `b`). The mock answers the terse template of `m03`
+/// right (`12`) and echoes every other prompt: 59 of the 60 results fail.
+fn newcomer_math(s: &Sandbox) {
+    let math = std::fs::read_to_string(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("data/math.yaml"),
+    )
+    .unwrap();
+    assert!(math.contains("local:smollm2"), "{math}");
+    s.write(
+        "data/math.yaml",
+        &math.replace("local:smollm2", "openai:gpt-4o"),
+    );
+    let cases: String = (1..=30)
+        .map(|i| {
+            format!(
+                "{{\"qid\": \"m{i:02}\", \"a\": {i}, \"b\": {}, \"answer\": \"{}\"}}\n",
+                i + 1,
+                i * (i + 1) + 1000
+            )
+        })
+        .collect();
+    s.write("data/math.jsonl", &cases);
+    s.mock
+        .add_rule(crate::support::mock::Rule::reply("What is 3 * 4?", "1012"));
+}
+
+/// Issue 45: the run's point was buried: at 80 columns, 217 lines whose per-template table
+/// scrolled off above a per-case table of 30 rows, with no answer and no reason anywhere. Now
+/// it ends with the summaries, after the first failures with their answers and reasons.
+#[test]
+fn a_newcomers_first_run_ends_with_its_summaries_and_first_failures_in_view_at_80_columns() {
+    let s = Sandbox::new();
+    newcomer_math(&s);
+    let out = s
+        .track()
+        .args(["run", "data/math.yaml"])
+        .env("COLUMNS", "80")
+        .output()
+        .unwrap();
+    let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
+    assert!(out.status.success(), "{stderr}");
+    let lines: Vec<&str> = stdout.lines().collect();
+    assert!(
+        lines.iter().all(|l| l.chars().count() <= 80),
+        "wider than 80:\n{stdout}"
+    );
+    // A screenful: the report and the tally under it.
+    assert!(
+        lines.len() + stderr.lines().count() <= 45,
+        "{} lines:\n{stdout}{stderr}",
+        lines.len()
+    );
+    // The per-template table last, the per-model one before it.
+    let template = lines
+        .iter()
+        .position(|l| l.starts_with("Per template and model"))
+        .unwrap_or_else(|| panic!("{stdout}"));
+    let tail = lines[template..].join("\n");
+    assert!(
+        tail.contains("terse") && tail.contains("worded") && tail.contains("3.3 %"),
+        "{tail}"
+    );
+    assert!(lines.last().unwrap().starts_with('└'), "{stdout}");
+    let model = lines
+        .iter()
+        .position(|l| l.starts_with("Per model"))
+        .unwrap();
+    // The first failures, before the summaries: whose, why, and what the model answered.
+    let failures = lines
+        .iter()
+        .position(|l| l.starts_with("Failures: the first 5 of 59 (each result: "))
+        .unwrap_or_else(|| panic!("{stdout}"));
+    assert!(failures < model && model < template, "{stdout}");
+    let listed = lines[failures + 1..model].join("\n");
+    assert!(
+        listed.contains("failed openai:gpt-4o · terse · m01: ")
+            && listed.contains("expected to contain `1002`"),
+        "{listed}"
+    );
+    assert!(
+        listed.contains("answer: mock reply to: What is 1 * 2?"),
+        "{listed}"
+    );
+    // The 30 cases are named with the commands that list them, not printed.
+    assert!(
+        stdout.contains("Per case: 30 cases, not shown: track query --by case"),
+        "{stdout}"
+    );
+    assert!(!stdout.contains("│ m30"), "{stdout}");
+    // `--detail` prints every table; `--no-detail` the summaries only.
+    let detail = s
+        .track()
+        .args(["run", "data/math.yaml", "--detail"])
+        .output()
+        .unwrap();
+    let detail = text(&detail.stdout);
+    assert!(
+        detail.contains("Results") && detail.contains("│ m30") && detail.contains("Failures"),
+        "{detail}"
+    );
+    let summaries = s
+        .track()
+        .args(["run", "data/math.yaml", "--no-detail"])
+        .output()
+        .unwrap();
+    let summaries = text(&summaries.stdout);
+    assert!(summaries.starts_with("Per model"), "{summaries}");
+    assert!(!summaries.contains("Failures"), "{summaries}");
+}
+
+/// Issue 45: the answer and the reason of each result, in `track query --by result`.
+#[test]
+fn query_by_result_shows_each_answers_start_and_why_it_failed() {
+    let s = Sandbox::new();
+    newcomer_math(&s);
+    s.track()
+        .args(["run", "data/math.yaml", "-q"])
+        .assert()
+        .success();
+    let out = s
+        .track()
+        .args(["query", "--by", "result", "--format", "csv"])
+        .output()
+        .unwrap();
+    let csv = text(&out.stdout);
+    let mut reader = csv::Reader::from_reader(csv.as_bytes());
+    let headers = reader.headers().unwrap().clone();
+    let at = |name: &str| {
+        headers
+            .iter()
+            .position(|h| h == name)
+            .unwrap_or_else(|| panic!("no {name}: {headers:?}"))
+    };
+    let rows: Vec<csv::StringRecord> = reader.records().map(Result::unwrap).collect();
+    let row = |template: &str, case: &str| {
+        rows.iter()
+            .find(|r| r[at("template")] == *template && r.iter().any(|c| c == case))
+            .unwrap_or_else(|| panic!("no {template} {case}: {csv}"))
+    };
+    let passed = row("terse", "m03");
+    assert_eq!(&passed[at("answer_start")], "1012");
+    assert_eq!(&passed[at("reason")], "");
+    let failed = row("worded", "m02");
+    assert_eq!(
+        &failed[at("answer_start")],
+        "mock reply to: Multiply 2 by 3. Reply with just the result."
+    );
+    assert!(
+        failed[at("reason")].contains("expected to contain `1006`"),
+        "{csv}"
+    );
+    // On a terminal of 80 columns, in parts: each part names the result it continues.
+    let table = s
+        .track()
+        .args(["query", "--by", "result"])
+        .env("COLUMNS", "80")
+        .output()
+        .unwrap();
+    let table = text(&table.stdout);
+    assert!(table.contains("(part 2 of"), "{table}");
+    assert!(
+        table.contains("answer start") && table.contains("mock reply to:"),
+        "{table}"
+    );
+    for part in table.split("(part ").skip(1) {
+        let header = part.lines().nth(2).unwrap_or_default();
+        for key in ["model", "template", "case", "repeat"] {
+            assert!(header.contains(key), "a part without {key}: {part}");
+        }
+        assert!(part.contains("m02"), "a part without the case: {part}");
+    }
+    assert!(
+        table.lines().all(|l| l.chars().count() <= 80),
+        "wider than 80:\n{table}"
+    );
+}
+
+/// Issue 45: `--fail-under` of `query --by template` held each model to the bar; it holds
+/// the rows asked for, each template and model. terse passes 2 of 3, worded none: the model
+/// (2 of 6) is under 30 and over 20, each template apart is not.
+#[test]
+fn the_bar_of_query_by_template_holds_each_template() {
+    let s = Sandbox::new();
+    s.write(
+        "data/math.yaml",
+        "models: [openai:gpt-4o]\n\
+         templates:\n  - {name: terse, prompt: \"T {{q}}\"}\n  - {name: worded, prompt: \"W {{q}}\"}\n\
+         cases: {from: cases.jsonl, id: qid}\n\
+         checks:\n  - {method: contains, value: \"yes\"}\n",
+    );
+    s.write(
+        "data/cases.jsonl",
+        "{\"qid\": \"a\", \"q\": \"one\"}\n{\"qid\": \"b\", \"q\": \"two\"}\n{\"qid\": \"c\", \"q\": \"six\"}\n",
+    );
+    s.mock
+        .add_rule(crate::support::mock::Rule::reply("T one", "yes"));
+    s.mock
+        .add_rule(crate::support::mock::Rule::reply("T two", "yes"));
+    s.track()
+        .args(["run", "data/math.yaml", "-q"])
+        .assert()
+        .success();
+    let bar = |by: &str, pct: &str| {
+        s.track()
+            .args(["query", "--by", by, "--fail-under", pct])
+            .output()
+            .unwrap()
+    };
+    // Per model, 33.3 %: over 30.
+    assert_eq!(bar("model", "30").status.code(), Some(0));
+    let out = bar("template", "30");
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(3), "{stderr}");
+    assert!(
+        stderr.contains("openai:gpt-4o · worded: pass rate 0.0 % (0 of 3)"),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("· terse:"), "{stderr}");
+    // Under a bar of 50: worded misses it, terse (66.7 %) does not.
+    let out = bar("template", "50");
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(3), "{stderr}");
+    assert!(!stderr.contains("· terse:"), "{stderr}");
+    // Overall, all the rows together: 2 of 6.
+    assert_eq!(bar("template", "overall:30").status.code(), Some(0));
+}
+
+/// Issue 45: `-q` still printed notes (what was loaded); quiet is quiet but for errors. And a
+/// dry run on a terminal said `loaded …` twice: on stderr and in its plan.
+#[test]
+fn quiet_prints_no_notes_and_a_dry_run_says_what_it_loaded_once() {
+    let s = Sandbox::new();
+    newcomer_math(&s);
+    // The first run creates the database, which is said even with -q.
+    s.track().args(["run", "data/math.yaml"]).assert().success();
+    let out = s
+        .track()
+        .args(["run", "data/math.yaml", "-q"])
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    assert_eq!(text(&out.stderr), "", "-q: errors only");
+    let dry = s
+        .track()
+        .args(["run", "data/math.yaml", "--dry-run"])
+        .output()
+        .unwrap();
+    let (stdout, stderr) = (text(&dry.stdout), text(&dry.stderr));
+    assert!(dry.status.success(), "{stderr}");
+    let said = format!("{stdout}{stderr}");
+    assert_eq!(
+        said.matches("loaded 30 cases from").count(),
+        1,
+        "{stdout}\n---\n{stderr}"
+    );
+    assert!(stdout.contains("loaded 30 cases from"), "{stdout}");
+}
+
+/// Issue 45: `track report --out - | head` ended with status 2 and "Broken pipe"; every
+/// command that writes to stdout ends quietly with 0 when its reader is gone.
+#[test]
+fn every_command_writing_to_a_closed_pipe_ends_quietly_with_status_0() {
+    let s = Sandbox::new();
+    newcomer_math(&s);
+    for _ in 0..2 {
+        s.track()
+            .args(["run", "data/math.yaml", "-q"])
+            .assert()
+            .success();
+    }
+    let commands: &[&[&str]] = &[
+        &["report", "--out", "-"],
+        &["query", "--by", "result"],
+        &["query", "--by", "case", "--format", "csv"],
+        &["query", "--by", "template", "--format", "json"],
+        &["runs"],
+        &["runs", "--errors", "1"],
+        &["models"],
+        &["diff", "1", "2"],
+        &["export", "junit", "--out", "-"],
+        &["run", "data/math.yaml"],
+        &["run", "data/math.yaml", "--dry-run"],
+        &["--help"],
+    ];
+    for args in commands {
+        let (reader, writer) = std::io::pipe().unwrap();
+        drop(reader);
+        let out = s
+            .track_process()
+            .args(*args)
+            .stdout(writer)
+            .stderr(std::process::Stdio::piped())
+            .output()
+            .unwrap();
+        let stderr = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(0), "{args:?}: {stderr}");
+        assert!(
+            !stderr.contains("Broken pipe") && !stderr.contains("panicked"),
+            "{args:?}: {stderr}"
+        );
+    }
 }

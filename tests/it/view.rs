@@ -8,7 +8,7 @@ mod browser;
 use std::io::{BufRead as _, BufReader};
 use std::process::{Child, Stdio};
 
-use crate::support::mock::Rule;
+use crate::support::mock::{Action, Rule};
 use crate::support::{Sandbox, bench_yaml, text};
 
 const MODELS: [&str; 2] = ["openai:gpt-4o", "anthropic:sonnet 3.5"];
@@ -222,6 +222,56 @@ fn every_page_is_served_with_the_policy_and_hostile_answers_escaped() {
         &[("host", "attacker.example:80")],
     );
     assert_eq!(rebound.status, 421);
+}
+
+/// Issue 45: the run page gave no pass rate, and `/runs/ID/cases/q02` answered 400 (cases were
+/// addressed by their index, the guide says by their id). Now each model's pass rate is there,
+/// as `track query` counts it, and a case is reached by its id, its index still working.
+#[test]
+fn a_run_page_gives_each_models_pass_rate_and_cases_are_reached_by_their_id() {
+    let s = Sandbox::new();
+    add_bench(&s);
+    let viewer = start_viewer(&s, &[]);
+    let run: i64 = s.count("SELECT max(id) FROM runs");
+    let page = get(&format!("{}/runs/{run}", viewer.base), &[]);
+    assert_eq!(page.status, 200);
+    assert!(page.body.contains("Pass rate"), "{}", page.body);
+    for model in query_by_model(&s) {
+        let (passed, failed): (u64, u64) = (
+            model["passed"].parse().unwrap(),
+            model["failed"].parse().unwrap(),
+        );
+        let rate = format!(
+            "{:.1} % ({passed} of {})",
+            passed as f64 * 100.0 / (passed + failed) as f64,
+            passed + failed
+        );
+        assert!(page.body.contains(&rate), "{rate} of {}", model["model"]);
+    }
+    // The grid links each case by its id.
+    assert!(
+        page.body
+            .contains(&format!("href=\"/runs/{run}/cases/capital\"")),
+        "{}",
+        page.body
+    );
+    let by_id = get(&format!("{}/runs/{run}/cases/capital", viewer.base), &[]);
+    assert_eq!(by_id.status, 200, "{}", by_id.body);
+    assert!(
+        by_id.body.contains("Paris, like a zebra."),
+        "{}",
+        by_id.body
+    );
+    let by_index = get(&format!("{}/runs/{run}/cases/1", viewer.base), &[]);
+    assert_eq!(by_index.status, 200);
+    assert!(by_index.body.contains("Paris, like a zebra."));
+    let missing = get(&format!("{}/runs/{run}/cases/q02", viewer.base), &[]);
+    assert_eq!(missing.status, 404, "{}", missing.body);
+    assert!(
+        missing.body.contains("has no case `q02`"),
+        "{}",
+        missing.body
+    );
 }
 
 #[test]
@@ -762,6 +812,241 @@ fn ratings_need_the_page_s_csrf_token_and_are_kept_and_exported() {
     assert!(csv.contains("ada"), "{csv}");
 }
 
+/// Issue 45: `p` then `3` then a comment used to erase the pass. Each key sends its field and
+/// keeps the others, as `track rate` does; the transcript's form is filled with the rater's
+/// rating, so sending it back unchanged but for the comment keeps them too; `x` unmarks.
+#[test]
+fn a_rating_in_three_steps_in_the_viewer_keeps_each_field() {
+    let s = Sandbox::new();
+    add_bench(&s);
+    let viewer = start_viewer(&s, &["--rater", "ada"]);
+    let run: i64 = s.count("SELECT max(id) FROM runs");
+    let (id, uid): (i64, String) = s
+        .db()
+        .query_row(
+            "SELECT id, uid FROM bench_results WHERE prompt_name = 'magic' ORDER BY id LIMIT 1",
+            [],
+            |r| Ok((r.get(0)?, r.get(1)?)),
+        )
+        .unwrap();
+    let url = format!("{}/runs/{run}/ratings", viewer.base);
+    let csrf = csrf_of(&get(&format!("{}/runs/{run}", viewer.base), &[]).body);
+    let key = |field: &str, value: &str| {
+        assert_eq!(
+            post(
+                &url,
+                &[("result", &uid), (field, value)],
+                &[("x-csrf-token", &csrf)]
+            ),
+            204,
+            "{field}={value}"
+        );
+    };
+    let current = || -> (Option<String>, Option<i64>, Option<String>) {
+        s.db()
+            .query_row(
+                "SELECT verdict, score, comment FROM ratings ORDER BY id DESC LIMIT 1",
+                [],
+                |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
+            )
+            .unwrap()
+    };
+    key("verdict", "pass");
+    key("score", "3");
+    key("comment", "fine after all");
+    assert_eq!(
+        current(),
+        (Some("pass".into()), Some(3), Some("fine after all".into()))
+    );
+    // The form holds ada's rating; sent back with a new comment, the rest is kept.
+    let back = format!("/runs/{run}/results/{id}");
+    let page = get(&format!("{}{back}", viewer.base), &[]);
+    assert!(
+        page.body.contains("value=\"pass\" checked")
+            && page.body.contains("value=\"3\" selected")
+            && page.body.contains(">fine after all</textarea>"),
+        "{}",
+        page.body
+    );
+    let form = |fields: &[(&str, &str)]| {
+        let mut all = vec![
+            ("result", uid.as_str()),
+            ("csrf", csrf.as_str()),
+            ("back", back.as_str()),
+            ("clear", "all"),
+        ];
+        all.extend_from_slice(fields);
+        assert_eq!(post(&url, &all, &[]), 303, "{fields:?}");
+    };
+    form(&[
+        ("verdict", "pass"),
+        ("score", "3"),
+        ("comment", "fine, on reflection"),
+    ]);
+    assert_eq!(
+        current(),
+        (
+            Some("pass".into()),
+            Some(3),
+            Some("fine, on reflection".into())
+        )
+    );
+    // What the form leaves empty is cleared; `x` and `0` clear one field each.
+    form(&[("verdict", "fail"), ("score", ""), ("comment", "")]);
+    assert_eq!(current(), (Some("fail".into()), None, None));
+    key("score", "2");
+    key("clear", "verdict");
+    assert_eq!(current(), (None, Some(2), None));
+    // An unknown field is refused, naming it.
+    assert_eq!(
+        post(
+            &url,
+            &[("result", &uid), ("clear", "mood")],
+            &[("x-csrf-token", &csrf)]
+        ),
+        400
+    );
+    // The command line agrees: a comment alone keeps the score ada gave in the viewer.
+    s.track()
+        .args([
+            "rate",
+            &run.to_string(),
+            &uid,
+            "--rater",
+            "ada",
+            "--comment",
+            "ok",
+        ])
+        .assert()
+        .success();
+    assert_eq!(current(), (None, Some(2), Some("ok".into())));
+}
+
+/// Issue 45: a script check that crashed and a tool loop stopped at `max_steps` are error rows
+/// that `--fail-on-errors` counted (exit 3) while the tally line, `track runs`, `runs --errors`
+/// and the viewer's header said 0. They all count the same 2 rows now, and `runs --errors`
+/// shows each answer's start and the reason.
+#[test]
+fn every_count_of_errors_counts_the_same_error_rows() {
+    let s = Sandbox::new();
+    s.mock.add_rule(Rule::new(
+        "Loop forever",
+        Action::ToolCalls(vec![(
+            "weather".into(),
+            serde_json::json!({"city": "Oslo"}),
+        )]),
+    ));
+    s.mock.add_rule(Rule::reply("Say hi", "hi there, friend"));
+    s.mock.add_rule(Rule::reply("Say ok", "ok"));
+    s.write(
+        "crash.py",
+        "import sys\nsys.stdin.read()\nsys.stderr.write('grader broke\\n')\nsys.exit(3)\n",
+    );
+    s.write(
+        "bench.yaml",
+        r#"models: [openai:gpt-4o]
+max_steps: 2
+tools:
+  - {name: weather, parameters: {type: object, properties: {city: {type: string}}}, result: rain}
+prompts:
+  - forever:
+    prompt: "Loop forever"
+    checks: [{method: tool-called, value: weather}]
+  - crash:
+    prompt: "Say hi"
+    checks: [{method: script, run: python3 crash.py}]
+  - fine:
+    prompt: "Say ok"
+    checks: [{method: contains, value: ok}]
+"#,
+    );
+    let out = s
+        .track()
+        .args(["run", "bench.yaml", "--fail-on-errors"])
+        .output()
+        .unwrap();
+    let said = format!("{}{}", text(&out.stdout), text(&out.stderr));
+    assert_eq!(out.status.code(), Some(3), "{said}");
+    assert_eq!(
+        s.count("SELECT count(*) FROM bench_results WHERE status = 'error'"),
+        2,
+        "{said}"
+    );
+    // The run's tally line.
+    assert!(said.contains("0 cache hits, 2 errors"), "{said}");
+    // `track runs`.
+    let runs = s
+        .track()
+        .args(["runs", "--format", "csv"])
+        .output()
+        .unwrap();
+    s.write("runs.csv", &text(&runs.stdout));
+    let rows = crate::answers::csv_rows(&s.path("runs.csv"));
+    assert_eq!(rows[0]["errors"], "2", "{rows:?}");
+    // `track runs --errors 1`: both rows, each with its answer's start and why.
+    let errors = s
+        .track()
+        .args(["runs", "--errors", "1", "--format", "csv"])
+        .output()
+        .unwrap();
+    assert!(errors.status.success(), "{}", text(&errors.stderr));
+    s.write("errors.csv", &text(&errors.stdout));
+    let rows = crate::answers::csv_rows(&s.path("errors.csv"));
+    assert_eq!(rows.len(), 2, "{rows:?}");
+    let crash = rows.iter().find(|r| r["item"].contains("crash")).unwrap();
+    assert_eq!(crash["answer"], "hi there, friend", "{crash:?}");
+    assert!(crash["error"].contains("grader broke"), "{crash:?}");
+    let forever = rows.iter().find(|r| r["item"].contains("forever")).unwrap();
+    assert!(
+        forever["error"].contains("max_steps (2) reached"),
+        "{forever:?}"
+    );
+    let table = s
+        .track()
+        .env("COLUMNS", "200")
+        .args(["runs", "--errors", "1"])
+        .output()
+        .unwrap();
+    let table = text(&table.stdout);
+    assert!(
+        table.contains("hi there, friend") && !table.contains("recorded no errors"),
+        "{table}"
+    );
+    // The viewer's header of the run.
+    let viewer = start_viewer(&s, &[]);
+    let page = get(&format!("{}/runs/1", viewer.base), &[]);
+    assert!(
+        page.body.contains("<dt>Errors</dt><dd>2</dd>"),
+        "{}",
+        page.body
+    );
+    // A re-run from the cache counts them again, as its rows are graded again.
+    let out = s.track().args(["run", "bench.yaml"]).output().unwrap();
+    let said = text(&out.stderr);
+    assert!(said.contains("2 errors"), "{said}");
+}
+
+/// Issue 45: a search for a NUL (`?q=%00`) answered 500. Odd input to the search is words,
+/// never an error: a normal page, with what matches (here nothing, or what the other words
+/// find).
+#[test]
+fn a_search_for_odd_bytes_is_a_normal_page() {
+    let s = Sandbox::new();
+    add_bench(&s);
+    let viewer = start_viewer(&s, &[]);
+    let run: i64 = s.count("SELECT max(id) FROM runs");
+    for q in [
+        "%00", "zeb%00ra", "%01%7F", "%00%22", "%FF", "%22", "*", "NEAR(", "a%00%00b",
+    ] {
+        let page = get(&format!("{}/runs/{run}?q={q}", viewer.base), &[]);
+        assert_eq!(page.status, 200, "q={q}: {}", page.body);
+    }
+    // A NUL between words splits them: `zebra%00` still finds the zebra's answers.
+    let page = get(&format!("{}/runs/{run}?q=zebra%00", viewer.base), &[]);
+    assert_eq!(page.status, 200);
+    assert!(page.body.contains("zebra"), "{}", page.body);
+}
+
 #[test]
 fn a_run_with_a_model_without_a_price_shows_its_cost_as_unknown() {
     let s = Sandbox::new();
@@ -892,4 +1177,39 @@ fn a_transcript_shows_the_tool_calls_of_its_loop_in_step_order_escaped() {
     let plain = get(&format!("{}/runs/{run}/results/{result}", viewer.base), &[]);
     assert_eq!(plain.status, 200);
     assert!(!plain.body.contains("Tool calls"), "{}", plain.body);
+}
+
+#[test]
+fn a_run_that_a_later_run_resumed_links_to_it_in_the_runs_list() {
+    let s = Sandbox::new();
+    s.mock.add_rule(Rule::reply("2+2", "4"));
+    s.write(
+        "bench.yaml",
+        &bench_yaml(&["openai:gpt-4o"], &[("sum", "What is 2+2?", "4", "exact")]),
+    );
+    // Without its key nothing can run: run 1 ends `failed`, and run 2 does its work.
+    let run = |key: bool| {
+        let mut cmd = s.track();
+        cmd.args(["run", "bench.yaml", "-q"]);
+        if !key {
+            cmd.env_remove("OPENAI_API_KEY");
+        }
+        cmd.output().unwrap()
+    };
+    let out = run(false);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
+    let out = run(true);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let table = text(&s.track().args(["runs"]).output().unwrap().stdout);
+    assert!(table.contains("failed, resumed by 2"), "{table}");
+    let viewer = start_viewer(&s, &[]);
+    let list = get(&format!("{}/", viewer.base), &[]);
+    assert_eq!(list.status, 200);
+    assert!(
+        list.body
+            .contains(" · resumed by <a href=\"/runs/2\">run 2</a>"),
+        "{}",
+        list.body
+    );
+    assert_eq!(list.body.matches("resumed by").count(), 1, "{}", list.body);
 }

@@ -114,9 +114,6 @@ const RANK: &str = "_rank";
 /// Why two runs cannot be compared.
 #[derive(Debug, thiserror::Error)]
 pub enum DiffError {
-    /// No run has this id.
-    #[error("no run {0} in the database: `track runs` lists the runs recorded")]
-    NoSuchRun(i64),
     /// The runs are of different kinds.
     #[error(
         "run {base} is a {base_kind} run and run {new} a {new_kind} run: only runs of the same \
@@ -180,6 +177,9 @@ pub struct RunDiff {
     pub items: DataFrame,
     /// One sentence per significant regression, naming it and its figures.
     pub significant: Vec<String>,
+    /// One sentence per significant move that is an improvement, not a regression (a pairwise
+    /// candidate that changed and gained ground); what `--fail-on-regression` lets pass.
+    pub improvements: Vec<String>,
     /// The two parts of one run compared instead of two runs (`base_run` = `new_run`): the
     /// benchmark templates of `track diff RUN --templates BASE NEW`.
     pub templates: Option<(String, String)>,
@@ -195,6 +195,8 @@ pub struct KindDiff {
     pub items: DataFrame,
     /// As [`RunDiff::significant`].
     pub significant: Vec<String>,
+    /// As [`RunDiff::improvements`].
+    pub improvements: Vec<String>,
 }
 
 /// How a kind's diff reads: its item frame's key columns, the columns worth showing for a
@@ -259,6 +261,7 @@ impl RunDiff {
             summary: diff.summary,
             items: diff.items,
             significant: diff.significant,
+            improvements: diff.improvements,
             templates: None,
         }
     }
@@ -384,13 +387,9 @@ impl RunDiff {
     }
 }
 
-/// The run with this id, or an error naming it.
+/// The run with this id, or an error naming it and the latest runs.
 fn find_run(store: &Store, id: i64) -> Result<RunInfo, DiffError> {
-    store
-        .runs_by_id(&[id])?
-        .into_iter()
-        .next()
-        .ok_or(DiffError::NoSuchRun(id))
+    Ok(store.existing_run(id)?)
 }
 
 /// An item of two runs: in both, or in one only.

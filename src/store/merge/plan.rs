@@ -319,7 +319,7 @@ pub(super) fn ensure_merged_run(
             r.get(0)
         })
         .optional()?;
-    id.ok_or_else(|| MergeError::Store(StoreError::NoSuchRun(uid)))
+    id.ok_or_else(|| MergeError::Store(StoreError::NoSuchRun(format!("no run has the uid {uid}"))))
 }
 
 /// Sets the merged run's tally, times and status from its shards in OUT (each shard's newest

@@ -32,7 +32,9 @@
   }
 
   // Keyboard: j/k move between the results of a grid, Enter opens one; p/f mark the current
-  // result passed or failed, 1-5 score it (ratings, where the database has them).
+  // result passed or failed, x unmarks it, 1-5 score it, 0 unscores it (ratings, where the
+  // database has them). Each key changes that field of the rater's rating only, as `track
+  // rate` does.
   function keys() {
     const cells = Array.from(document.querySelectorAll("a.cell"));
     if (cells.length === 0) return;
@@ -49,7 +51,7 @@
       if (event.ctrlKey || event.metaKey || event.altKey) return;
       if (event.key === "j") { select(current + 1); event.preventDefault(); }
       else if (event.key === "k") { select(current - 1); event.preventDefault(); }
-      else if ((event.key === "p" || event.key === "f" || /^[1-5]$/.test(event.key)) && current >= 0) {
+      else if ((event.key === "p" || event.key === "f" || event.key === "x" || /^[0-5]$/.test(event.key)) && current >= 0) {
         rate(cells[current], event.key);
         event.preventDefault();
       }
@@ -61,7 +63,8 @@
     });
   }
 
-  // Posts a rating of the result `cell` names: p (pass), f (fail) or a score 1-5.
+  // Posts a rating of the result `cell` names: p (pass), f (fail), x (no verdict), a score 1-5
+  // or 0 (no score); the other fields of the rating are kept. The grid's mark is the server's.
   function rate(cell, key) {
     const uid = cell.dataset.uid;
     const run = document.body.dataset.run;
@@ -72,6 +75,8 @@
     form.set("result", uid);
     if (key === "p") form.set("verdict", "pass");
     else if (key === "f") form.set("verdict", "fail");
+    else if (key === "x") form.set("clear", "verdict");
+    else if (key === "0") form.set("clear", "score");
     else form.set("score", key);
     fetch("/runs/" + encodeURIComponent(run) + "/ratings", {
       method: "POST",
@@ -80,9 +85,11 @@
       credentials: "same-origin",
     }).then((response) => {
       if (!response.ok) return;
+      const shown = response.headers.get("X-Rating-Mark") || "";
       let mark = cell.querySelector(".rated");
+      if (shown === "") { if (mark) mark.remove(); return; }
       if (!mark) { mark = document.createElement("span"); mark.className = "rated"; cell.appendChild(mark); }
-      mark.textContent = key === "p" ? "P" : key === "f" ? "F" : key;
+      mark.textContent = shown;
     });
   }
 

@@ -490,7 +490,7 @@ fn in_a_real_browser_three_results_are_rated_with_the_keyboard_and_kept() {
             .unwrap();
         let row = rows
             .iter()
-            .find(|r| r["model"] == model && r["prompt"] == case)
+            .find(|r| r["model"] == model && r["case"] == case)
             .unwrap_or_else(|| panic!("no row of {model} on {case} in {csv}"));
         (
             row["human_verdict"].as_str(),
