@@ -35,6 +35,9 @@ pub(crate) fn read(bytes: &[u8], delimiter: u8, file: &str) -> Result<Vec<RawRow
         });
     }
     let names: Vec<String> = headers.iter().map(|h| h.trim().to_owned()).collect();
+    if let [only] = names.as_slice() {
+        check_separator(only, delimiter, file)?;
+    }
     for (i, name) in names.iter().enumerate() {
         if name.is_empty() {
             return Err(CasesError::Row {
@@ -87,10 +90,7 @@ impl LineCounter {
             start += 1;
         }
         let start = start.max(self.pos);
-        self.newlines += bytes[self.pos..start]
-            .iter()
-            .filter(|b| **b == b'\n')
-            .count() as u64;
+        self.newlines += line_breaks(bytes, self.pos, start);
         self.pos = start;
         self.newlines + 1
     }
@@ -106,13 +106,40 @@ fn check_text(bytes: &[u8], file: &str) -> Result<(), CasesError> {
         });
     }
     if let Some(at_byte) = bytes.iter().position(|b| *b == 0) {
-        let line = bytes[..at_byte].iter().filter(|b| **b == b'\n').count() as u64 + 1;
+        let line = line_breaks(bytes, 0, at_byte) + 1;
         return Err(CasesError::Row {
             at: at(file, line),
             message: "holds a NUL byte: not UTF-8 text (UTF-16, or not text at all); save the file as UTF-8 text".into(),
         });
     }
     Ok(())
+}
+
+/// Refuses a header read as one column that another separator would split (`id;question`, as
+/// Excel writes CSV in locales with a decimal comma; a TSV named .csv; a CSV named .tsv).
+fn check_separator(only: &str, delimiter: u8, file: &str) -> Result<(), CasesError> {
+    let found = [
+        (
+            b';',
+            "`;`",
+            "save it with commas (Excel: \"CSV UTF-8 (Comma delimited)\")",
+        ),
+        (b'\t', "tabs", "name it .tsv, or say `format: tsv`"),
+        (b',', "commas", "name it .csv, or say `format: csv`"),
+        (b'|', "`|`", "save it with commas"),
+    ]
+    .into_iter()
+    .find(|(separator, ..)| *separator != delimiter && only.as_bytes().contains(separator));
+    let Some((_, separated, fix)) = found else {
+        return Ok(());
+    };
+    let own = if delimiter == b'\t' { "tabs" } else { "commas" };
+    Err(CasesError::Row {
+        at: at(file, 1),
+        message: format!(
+            "the header is one column, `{only}`: the file seems separated by {separated}, not {own}; {fix}"
+        ),
+    })
 }
 
 /// Where the quote check is within a field.
@@ -155,12 +182,12 @@ fn check_quotes(bytes: &[u8], delimiter: u8, file: &str) -> Result<(), CasesErro
                 return Err(text_after_quote(file, (opened, line), &bytes[start..]));
             }
         };
-        if b == b'\n' {
+        if is_break(bytes, i) {
             line += 1;
         }
     }
     if let Quoting::Quoted { line: opened, byte } = state {
-        let lines = line - opened + 1 - u64::from(bytes.ends_with(b"\n"));
+        let lines = line - opened + 1 - u64::from(bytes.ends_with(b"\n") || bytes.ends_with(b"\r"));
         return Err(CasesError::Row {
             at: at(file, opened),
             message: format!(
@@ -215,8 +242,8 @@ fn space_before_quote(bytes: &[u8], offset: u64, delimiter: u8) -> bool {
         .unwrap_or(usize::MAX)
         .min(bytes.len());
     let line = bytes[start..]
-        .split(|b| *b == b'\n')
-        .find(|l| !l.is_empty() && *l != b"\r")
+        .split(|b| *b == b'\n' || *b == b'\r')
+        .find(|l| !l.is_empty())
         .unwrap_or_default();
     line.windows(2)
         .enumerate()
@@ -227,6 +254,21 @@ fn space_before_quote(bytes: &[u8], offset: u64, delimiter: u8) -> bool {
                 .find(|b| **b != b' ' && **b != b'\t')
                 .is_some_and(|b| *b == b'"')
         })
+}
+
+/// Whether the byte at `i` ends a line: a LF, or a CR not followed by a LF (the old Mac's line
+/// end, which the reader takes as one too).
+fn is_break(bytes: &[u8], i: usize) -> bool {
+    match bytes.get(i) {
+        Some(b'\n') => true,
+        Some(b'\r') => bytes.get(i + 1) != Some(&b'\n'),
+        _ => false,
+    }
+}
+
+/// The line ends in `bytes[from..to]`.
+fn line_breaks(bytes: &[u8], from: usize, to: usize) -> u64 {
+    (from..to).filter(|&i| is_break(bytes, i)).count() as u64
 }
 
 /// A reader's error at its line, with what to do.
@@ -390,6 +432,47 @@ mod tests {
         let rows = rows("id,q\n1,\"say \"\"hi\"\"\"\n2,5\" tall\n3,\"\"\n", b',');
         let q: Vec<&Value> = rows.iter().map(|r| &r.values["q"]).collect();
         assert_eq!(q, [&json!("say \"hi\""), &json!("5\" tall"), &json!("")]);
+    }
+
+    #[test]
+    fn lines_ended_by_a_lone_cr_are_counted() {
+        let rows = rows("a,b\r1,2\r3,4\r", b',');
+        assert_eq!(rows.iter().map(|r| r.line).collect::<Vec<_>>(), [2, 3]);
+        let e = read(b"a,b\r1,2\r3,\"x\r4,5\r", b',', "m.csv")
+            .unwrap_err()
+            .to_string();
+        assert!(e.starts_with("m.csv:3: the quote that opens a field here (`\"x`) never closes, so the rest of the file (2 lines)"), "{e}");
+        let e = read(b"a,b\r1,2,3\r", b',', "m.csv")
+            .unwrap_err()
+            .to_string();
+        assert!(e.starts_with("m.csv:2: this row has 3 fields"), "{e}");
+    }
+
+    #[test]
+    fn a_file_of_another_separator_is_refused_naming_it() {
+        let e = read(b"id;question;answer\n1;a;b\n", b',', "q.csv")
+            .unwrap_err()
+            .to_string();
+        assert_eq!(
+            e,
+            "q.csv:1: the header is one column, `id;question;answer`: the file seems separated by `;`, not commas; save it with commas (Excel: \"CSV UTF-8 (Comma delimited)\")"
+        );
+        let e = read(b"id\tq\n1\ta\n", b',', "q.csv")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.ends_with("separated by tabs, not commas; name it .tsv, or say `format: tsv`"),
+            "{e}"
+        );
+        let e = read(b"id,q\n1,a\n", b'\t', "q.tsv")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.ends_with("separated by commas, not tabs; name it .csv, or say `format: csv`"),
+            "{e}"
+        );
+        // One column of plain text is a file of one column.
+        assert_eq!(rows("question\nWhy?\n", b',').len(), 1);
     }
 
     #[test]

@@ -624,6 +624,54 @@ mod tests {
     }
 
     #[test]
+    fn a_column_compressed_with_lzo_is_refused_naming_it() {
+        use parquet::file::metadata::{
+            ColumnChunkMetaData, FileMetaData, ParquetMetaData, RowGroupMetaData,
+        };
+        use parquet::schema::types::SchemaDescriptor;
+        use std::sync::Arc;
+        // No writer writes LZO: the metadata of a file that would hold it.
+        let schema = parquet::schema::parser::parse_message_type(
+            "message m { optional binary q (UTF8); optional int64 a; }",
+        )
+        .unwrap();
+        let schema = Arc::new(SchemaDescriptor::new(Arc::new(schema)));
+        let chunk = |i: usize, codec| {
+            ColumnChunkMetaData::builder(schema.column(i))
+                .set_compression(codec)
+                .build()
+                .unwrap()
+        };
+        let group = |codecs: [Compression; 2]| {
+            RowGroupMetaData::builder(schema.clone())
+                .set_num_rows(1)
+                .set_column_metadata(vec![chunk(0, codecs[0]), chunk(1, codecs[1])])
+                .build()
+                .unwrap()
+        };
+        let file = FileMetaData::new(1, 2, None, None, schema.clone(), None);
+        let snappy = [Compression::SNAPPY, Compression::SNAPPY];
+        let metadata = ParquetMetaData::new(
+            file,
+            vec![
+                group(snappy),
+                group([Compression::SNAPPY, Compression::LZO]),
+            ],
+        );
+        let e = check_codecs(&metadata, "z.parquet")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.starts_with(
+                "z.parquet: column `a` is compressed with LZO, which track cannot read (snappy, gzip, brotli, LZ4, LZ4_RAW, zstd and none are read); write the file again with another compression: pyarrow's"
+            ),
+            "{e}"
+        );
+        let file = FileMetaData::new(1, 1, None, None, schema.clone(), None);
+        assert!(check_codecs(&ParquetMetaData::new(file, vec![group(snappy)]), "z").is_ok());
+    }
+
+    #[test]
     fn a_uuid_is_its_text() {
         use parquet::data_type::{FixedLenByteArray, FixedLenByteArrayType};
         let bytes = written(
