@@ -723,6 +723,8 @@ fn a_csv_row_with_too_few_or_too_many_fields_is_refused_naming_its_line() {
         assert_eq!(out.status.code(), Some(2), "{row}: {stderr}");
         assert!(stderr.contains(needle), "{row}: {stderr}");
     }
+}
+
 /// The outcomes of a run's results, by case name, in case order.
 fn outcomes_by_case(s: &Sandbox) -> Vec<(String, String)> {
     s.db()
@@ -979,6 +981,9 @@ fn an_address_pinned_to_a_commit_keeps_the_pin_and_a_short_sha_its_full_commit()
     // A branch: the commit it resolved to.
     let branch = "hf://datasets/acme/math@main/data/test.jsonl";
     assert_eq!(revisions(branch), (served.to_owned(), served.to_owned()));
+}
+
+#[test]
 fn the_quick_starts_math_checks_the_answers_final_number() {
     let s = Sandbox::new();
     let repo = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
