@@ -638,7 +638,8 @@ mod tests {
         // A child that ignores SIGTERM and holds stdout; the program prints and exits 0.
         let ended = sh(
             dir.path(),
-            r#"(trap "" TERM; exec sleep 30) & echo $! > stubborn.pid; echo done"#,
+            r#"(trap "" TERM; touch ready; exec sleep 30) & echo $! > stubborn.pid;
+               while [ ! -e ready ]; do sleep 0.01; done; echo done"#,
         );
         let Ended::Exited { status, stdout, .. } = ended else {
             panic!("exited")
@@ -653,12 +654,18 @@ mod tests {
     #[test]
     fn what_left_the_group_holding_stdout_does_not_keep_the_output_from_being_used() {
         let dir = tempfile::tempdir().unwrap();
-        // `setsid` puts the sleeper in a session of its own: out of reach of the group's end.
+        // A sleeper in a session of its own (set before `Popen` returns): out of reach of the
+        // group's end, it holds stdout open after the program exited.
+        let code = "import subprocess\n\
+                    child = subprocess.Popen(['sleep', '30'], start_new_session=True)\n\
+                    open('away.pid', 'w').write(str(child.pid))\nprint('{\"pass\": true}')\n";
+        std::fs::write(dir.path().join("away.py"), code).unwrap();
         let started = Instant::now();
-        let ended = sh(
-            dir.path(),
-            r#"setsid sleep 30 & echo $! > away.pid; echo "{\"pass\": true}""#,
-        );
+        let ended = Program::new("python3 away.py", dir.path(), "x")
+            .unwrap()
+            .run(Vec::new(), Duration::from_secs(30), &AtomicBool::new(false))
+            .unwrap()
+            .expect("not stopped");
         let pid = std::fs::read_to_string(dir.path().join("away.pid")).unwrap();
         let out_of_reach = !ends_within(&pid, Duration::ZERO);
         let _ = Command::new("kill").arg(pid.trim()).status();

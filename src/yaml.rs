@@ -156,7 +156,8 @@ pub(crate) fn from_str<T: DeserializeOwned>(
 /// `3`, `0.5`); else it is the text written (`yes`, `1.10`, `0x1F`, `001`, `1e3`, `True`), so
 /// a field that is text gets what the file says, and a field that is a number still parses
 /// it. A null is null. What is JSON rather than text keeps YAML's types: a `json-equals` or
-/// `json-schema` check's value, `arguments:` and a tool's `parameters:`. Read outside
+/// `json-schema` check's value, `arguments:` and a tool's `parameters:`; so do the settings
+/// that are numbers (`temperature: 0.70` is 0.7; `JSON_KEYS`). Read outside
 /// [`from_str`] (from JSON), it is the value as it comes.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Written(pub Value);
@@ -178,8 +179,21 @@ impl<'de> Deserialize<'de> for Written {
     }
 }
 
-/// Keys whose value is JSON, not text: it keeps YAML's types.
-const JSON_KEYS: [&str; 2] = ["arguments", "parameters"];
+/// Keys whose value is JSON, not text, or a number setting (`temperature: 0.70` is 0.7): it
+/// keeps YAML's types.
+const JSON_KEYS: [&str; 11] = [
+    "arguments",
+    "parameters",
+    "temperature",
+    "top_p",
+    "max_tokens",
+    "seed",
+    "timeout_secs",
+    "weight",
+    "threshold",
+    "turn",
+    "max_steps",
+];
 /// Methods whose value is JSON.
 const JSON_METHODS: [&str; 2] = ["json-equals", "json-schema"];
 
@@ -513,12 +527,13 @@ mod tests {
             })
         );
         // JSON keeps YAML's types: a json-equals or json-schema value, a tool's parameters,
-        // a call's arguments; a text beside them does not.
+        // a call's arguments; so do number settings; a text beside them does not.
         let text = "- {method: json-equals, value: {score: 0.50, ok: yes}}\n\
                     - {expected: {minimum: 1e3}, method: json-schema}\n\
                     - {method: exact, value: 0.50}\n\
                     - {name: w, parameters: {minimum: 0.50}, result: 1.10}\n\
-                    - {method: tool-called, value: w, arguments: {t: 2.50}}\n";
+                    - {method: tool-called, value: w, arguments: {t: 2.50}}\n\
+                    - {model: a:b, name: 1.10, temperature: 0.70, timeout_secs: 1e1}\n";
         let Written(value) = from_str(text, serde_saphyr::Options::default()).unwrap();
         assert_eq!(
             value,
@@ -528,6 +543,7 @@ mod tests {
                 {"method": "exact", "value": "0.50"},
                 {"name": "w", "parameters": {"minimum": 0.5}, "result": "1.10"},
                 {"method": "tool-called", "value": "w", "arguments": {"t": 2.5}},
+                {"model": "a:b", "name": "1.10", "temperature": 0.7, "timeout_secs": 10.0},
             ])
         );
         // Outside `from_str` (a JSON value), it is the value as it comes.

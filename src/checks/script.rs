@@ -275,6 +275,28 @@ print(json.dumps({"pass": ok, "score": 1.0 if ok else 0.25,
     }
 
     #[test]
+    fn a_verdict_after_megabytes_is_read_and_a_missing_one_quotes_the_last_line() {
+        let debug: String = (0..100_000).map(|i| format!("debug {i:06}\n")).collect();
+        let err = Captured::of(format!("{debug}the last of stderr\n").as_bytes());
+        let out =
+            Captured::of(format!("{debug}{{\"pass\": true, \"reason\": \"ok\"}}\n").as_bytes());
+        assert!(out.dropped() > 0);
+        let passed = verdict("python3 g.py", &out, &err);
+        assert_eq!(passed.reason.as_deref(), Some("ok"));
+        assert!(passed.passed());
+        let none = Captured::of(format!("{debug}done grading\n").as_bytes());
+        let bytes = crate::output::counted(none.total(), "byte");
+        assert_eq!(
+            verdict("python3 g.py", &none, &err).reason.unwrap(),
+            format!(
+                "script `python3 g.py` printed no JSON verdict ({{\"pass\": true|false}}): it \
+                 printed {bytes}, the last line `done grading`; stderr: the last of stderr"
+            )
+        );
+        assert_eq!(bytes, "1,300,013 bytes");
+    }
+
+    #[test]
     fn a_crash_garbage_or_a_bad_verdict_is_an_error_naming_the_script() {
         let dir = tempfile::tempdir().unwrap();
         let cases = [

@@ -17,10 +17,10 @@ use crate::store::{BatchRow, RunErrorRow, RunInfo, RunStatus, Store};
 /// run without one), models, started, the time it took (`wall_time_s`, start to end),
 /// status (a run whose process is gone shows as `abandoned`; one stopped by its budget as
 /// `budget`; one whose batches are not collected yet as `waiting`, with a line under the table
-/// saying what it waits for; one where nothing could run as `failed`; one that did not finish
-/// and that the same command ran again finished says so: `interrupted, resumed by 7`, in CSV
-/// and JSON `resumed_by`), calls, cache hits, errors, cost, what it paid and its budget (`--budget`,
-/// `budget:`; empty when none); with --wide or in CSV/JSON, the command line too, and the
+/// saying what it waits for; one where nothing could run as `failed`; one that did not finish,
+/// once the same command run again has resumed it, as `interrupted, resumed by 7`, with
+/// `resumed_by` in CSV and JSON), calls, cache hits, errors, cost, what it paid and its budget
+/// (`--budget`, `budget:`; empty when none); with --wide or in CSV/JSON, the command line too, and the
 /// inputs a benchmark read its cases and prompts from: each data file and template with the
 /// first 12 hex digits of its sha256 (`data/math.jsonl 9f86d081884c (2,000 rows); template
 /// terse 60303ae22b99`), an hf:// file with the commit its revision resolved to. `--errors

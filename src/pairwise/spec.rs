@@ -534,6 +534,29 @@ mod tests {
     }
 
     #[test]
+    fn references_and_names_are_kept_as_written_and_settings_read_as_numbers() {
+        let spec = parse(
+            "candidates:\n  - model: a:b\n    name: 1.10\n    temperature: 0.70\n  - c:d\n\
+             judges: [e:f]\nprompts:\n  - alive:\n    prompt: Is a cat alive?\n    output: yes\n\
+             \x20 - 001:\n    prompt: Hex?\n    output: 0x1F\n",
+        )
+        .unwrap();
+        let Candidates::Models(models) = &spec.candidates else {
+            panic!("{:?}", spec.candidates);
+        };
+        assert_eq!(models[0].name.as_deref(), Some("1.10"));
+        assert_eq!(models[0].temperature, Some(0.7));
+        assert_eq!(spec.tasks[0].reference, "yes");
+        assert_eq!(
+            (
+                spec.tasks[1].name.as_str(),
+                spec.tasks[1].reference.as_str()
+            ),
+            ("001", "0x1F")
+        );
+    }
+
+    #[test]
     fn bad_files_name_the_thing_and_the_fix() {
         for (text, want) in [
             (

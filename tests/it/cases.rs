@@ -723,6 +723,7 @@ fn a_csv_row_with_too_few_or_too_many_fields_is_refused_naming_its_line() {
         assert_eq!(out.status.code(), Some(2), "{row}: {stderr}");
         assert!(stderr.contains(needle), "{row}: {stderr}");
     }
+    assert_eq!(s.mock.request_count(), 0);
 }
 
 /// The outcomes of a run's results, by case name, in case order.

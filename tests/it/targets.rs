@@ -514,7 +514,7 @@ fn shards_split_each_targets_calls_and_batch_runs_them_live_saying_so_once() {
         assert!(out.status.success(), "{}: {}", t.kind(), text(&out.stderr));
         assert_eq!(t.calls(), 4, "{}", t.kind());
         // --batch: a target has no batch API; its calls run live, and it is said once (a
-        // note: not with -q, which `run` passes).
+        // note: not under -q).
         let out = t
             .track()
             .args(["run", "bench.yaml", "--batch", "--db", "batch.db"])
