@@ -155,30 +155,30 @@ fn not_passed(by_model: &DataFrame) -> PolarsResult<u64> {
     Ok(sum(c::FAILED)? + sum(c::ERRORS)?)
 }
 
-/// One failure as two lines no wider than `width`: `failed  model · template · case: why`
-/// and `        answer: …`.
-fn failure_lines(failure: &FailureRow, width: usize) -> [String; 2] {
+/// One failure as three lines no wider than `width`: `failed model · template · case`, then
+/// `why: …` (the failing check's reason, or the error) and `answer: …` (its start), each cut
+/// to the width.
+fn failure_lines(failure: &FailureRow, width: usize) -> [String; 3] {
     let status = failure.status.as_str();
     let mut whose = vec![failure.model_ref.as_str()];
     if let Some(template) = &failure.template {
         whose.push(template);
     }
     whose.push(&failure.prompt_name);
-    let whose = whose.join(" · ");
     let repeat = if failure.repeat_index > 0 {
         format!(" (repeat {})", failure.repeat_index)
     } else {
         String::new()
     };
-    let head = format!("  {status:<6} {whose}{repeat}: ");
-    let room = width.saturating_sub(head.chars().count()).max(20);
-    let why = crate::output::reason_line(failure.detail.as_deref(), room);
-    let label = "         answer: ";
-    let answer = failure.answer.as_deref().map_or_else(
+    let head = format!("  {status} {}{repeat}", whose.join(" · "));
+    let room = |label: &str| width.saturating_sub(label.chars().count()).max(20);
+    let (why, answer) = ("    why: ", "    answer: ");
+    let reason = crate::output::reason_line(failure.detail.as_deref(), room(why));
+    let said = failure.answer.as_deref().map_or_else(
         || "(no answer)".to_owned(),
-        |a| crate::output::answer_start(a, width.saturating_sub(label.len()).max(20)),
+        |a| crate::output::answer_start(a, room(answer)),
     );
-    [format!("{head}{why}"), format!("{label}{answer}")]
+    [head, format!("{why}{reason}"), format!("{answer}{said}")]
 }
 
 /// The line under the per-model table: its latency sum is not the time the run took (calls

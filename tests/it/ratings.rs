@@ -184,7 +184,7 @@ fn three_ratings_reach_the_query_the_exports_and_the_agreement() {
 fn current(s: &Sandbox, prompt: &str) -> [String; 4] {
     uids(s);
     let rows = csv_rows(&s.path("results.csv"));
-    let row = rows.iter().find(|r| r["prompt"] == prompt).unwrap();
+    let row = rows.iter().find(|r| r["case"] == prompt).unwrap();
     ["human_verdict", "human_score", "human_comment", "rater"].map(|c| row[c].clone())
 }
 
