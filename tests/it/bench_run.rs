@@ -974,7 +974,10 @@ fn runs_errors_lists_every_error_the_errors_column_counts() {
         .unwrap();
     assert!(out.status.success(), "{}", text(&out.stderr));
     let errors = csv_rows(&out.stdout);
-    assert_eq!(errors[0], ["stage", "model", "item", "attempts", "error"]);
+    assert_eq!(
+        errors[0],
+        ["stage", "model", "item", "attempts", "error", "answer"]
+    );
     assert_eq!(
         errors.len(),
         1 + 2,
@@ -1001,4 +1004,7 @@ fn runs_errors_lists_every_error_the_errors_column_counts() {
             && errors[2][4].contains("I liked it a lot!"),
         "with why: {errors:?}"
     );
+    // The call that failed has no answer; the judge's verdict is about one.
+    assert_eq!(errors[1][5], "", "{errors:?}");
+    assert!(!errors[2][5].is_empty(), "{errors:?}");
 }
