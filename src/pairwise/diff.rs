@@ -648,18 +648,8 @@ mod tests {
 
     #[test]
     fn verdicts_that_moved_against_a_candidate_are_its_regression() {
-        let base = runs(false);
         // z now beats x on every item (it lost six, tied two): 8 moves toward z.
-        let mut rows = Vec::new();
-        for i in 0..8 {
-            let item = format!("p{i}");
-            let x_wins = if i % 2 == 0 { Winner::A } else { Winner::B };
-            rows.extend(agreed("x", "y", &item, x_wins));
-            let y_vs_z = if i < 2 { Winner::Tie } else { Winner::A };
-            rows.extend(agreed("x", "z", &item, Winner::B));
-            rows.extend(agreed("y", "z", &item, y_vs_z));
-        }
-        let new = Verdicts::from_rows(&rows);
+        let (base, new) = z_beats_x();
         let d = diff(
             (&base, &base.strengths()),
             (&new, &new.strengths()),

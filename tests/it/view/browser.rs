@@ -512,7 +512,8 @@ fn in_a_real_browser_three_results_are_rated_with_the_keyboard_and_kept() {
             row["rater"].as_str(),
         )
     };
-    assert_eq!(rating(&uids[0]), ("pass", "", "grace"));
+    // The first was passed, then scored 3 (k k 3): both kept.
+    assert_eq!(rating(&uids[0]), ("pass", "3", "grace"));
     assert_eq!(rating(&uids[1]), ("fail", "", "grace"));
     assert_eq!(rating(&uids[2]), ("", "3", "grace"));
     assert_eq!(rows.iter().filter(|r| r["rater"] == "grace").count(), 3);
