@@ -877,7 +877,6 @@ impl BenchExperiment {
         outcomes: &[(usize, &CallOutcome)],
     ) -> (Vec<BenchResultRow>, Vec<String>) {
         let mut drafts = Vec::with_capacity(outcomes.len());
-        let mut problems = Vec::new();
         let mut stopped = 0;
         // A later stage's conversations; the first stage answers every first turn.
         let turns = stage.data.as_ref().and_then(|d| d.get::<Turns>());
@@ -933,10 +932,18 @@ impl BenchExperiment {
         for draft in &mut drafts {
             self.tool_rows.append(&mut draft.tool_calls);
         }
-        // Every error row is counted once: with the failed calls when a call of it failed,
-        // else here, as a problem found in the answer (a script check that crashed,
-        // `max_steps` reached, a tool that failed, a judge's garbage): so the tally, `track
-        // runs`, `runs --errors` and `--fail-on-errors` count the same rows.
+        let (rows, problems) = self.finish_all(drafts);
+        tracing::debug!(rows = rows.len(), "results graded");
+        (rows, problems)
+    }
+
+    /// The rows of graded drafts, and the problems found in their answers. Every error row is
+    /// counted once: with the failed calls when a call of it failed, else here, as a problem
+    /// found in the answer (a script check that crashed, `max_steps` reached, a tool that
+    /// failed, a judge's garbage): so the tally, `track runs`, `runs --errors` and
+    /// `--fail-on-errors` count the same rows.
+    fn finish_all(&self, drafts: Vec<Draft>) -> (Vec<BenchResultRow>, Vec<String>) {
+        let mut problems = Vec::new();
         let rows: Vec<BenchResultRow> = drafts
             .into_iter()
             .map(|d| {
@@ -956,7 +963,6 @@ impl BenchExperiment {
                 row
             })
             .collect();
-        tracing::debug!(rows = rows.len(), "results graded");
         (rows, problems)
     }
 
