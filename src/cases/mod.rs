@@ -184,29 +184,7 @@ pub(crate) fn load_with(
         });
         cases.reserve(rows.len());
         for row in rows {
-            let converted = match convert {
-                Convert::Plain => case::plain(row.values),
-                Convert::OpenaiEvals => openai_evals::convert(row.values),
-                Convert::Promptfoo => promptfoo::convert(row.values),
-            };
-            let RowCase {
-                values,
-                messages,
-                checks,
-            } = converted.map_err(|message| CasesError::Row {
-                at: place(&address, format, row.line),
-                message,
-            })?;
-            cases.push(Case {
-                id: String::new(),
-                values,
-                origin: Origin {
-                    source: index,
-                    line: row.line,
-                },
-                messages,
-                checks,
-            });
+            cases.push(case_of_row(row, convert, (index, &address, format))?);
         }
     }
     let total = cases.len();
@@ -230,6 +208,38 @@ pub(crate) fn load_with(
         rows: total,
         sample: spec.sample.filter(|_| spec.limit.is_none()),
         metadata,
+    })
+}
+
+/// The case of one row of the file `source` (its index, address and format), converted from
+/// its tool's form; its id is given later, when every row is read.
+fn case_of_row(
+    row: read::RawRow,
+    convert: Convert,
+    (index, address, format): (usize, &str, FileFormat),
+) -> Result<Case, CasesError> {
+    let converted = match convert {
+        Convert::Plain => case::plain(row.values),
+        Convert::OpenaiEvals => openai_evals::convert(row.values),
+        Convert::Promptfoo => promptfoo::convert(row.values),
+    };
+    let RowCase {
+        values,
+        messages,
+        checks,
+    } = converted.map_err(|message| CasesError::Row {
+        at: place(address, format, row.line),
+        message,
+    })?;
+    Ok(Case {
+        id: String::new(),
+        values,
+        origin: Origin {
+            source: index,
+            line: row.line,
+        },
+        messages,
+        checks,
     })
 }
 
