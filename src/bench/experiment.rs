@@ -121,6 +121,54 @@ struct Draft {
     failed_call: bool,
 }
 
+/// Each test's judge, as an index into `targets`: the models under test come first, then each
+/// judge once (a judge that is also a model under test is called again in its role).
+fn resolve_judges(
+    spec: &BenchSpec,
+    catalog: &Catalog,
+    targets: &mut Vec<Target>,
+    file: &str,
+) -> Result<Vec<Option<usize>>, ExperimentError> {
+    let models = targets.len();
+    let mut prompt_judge = Vec::with_capacity(spec.prompts.len());
+    // Judges are few: resolved once each, whatever the number of tests naming them.
+    let mut resolved: std::collections::HashMap<String, usize> = Default::default();
+    for (p, test) in spec.prompts.iter().enumerate() {
+        let Some(judged) = test.judge() else {
+            prompt_judge.push(None);
+            continue;
+        };
+        let index = match resolved.get(&judged.judge) {
+            Some(&index) => index,
+            None => {
+                let judge = Target::resolve(catalog, &judged.judge)
+                    .map_err(|e| {
+                        ExperimentError::kind(BenchError::Model {
+                            path: file.to_owned(),
+                            line: spec.prompt_line(p),
+                            source: Box::new(e),
+                        })
+                    })?
+                    .with_role("judge");
+                let index = match targets[models..]
+                    .iter()
+                    .position(|t| t.reference == judge.reference)
+                {
+                    Some(i) => models + i,
+                    None => {
+                        targets.push(judge);
+                        targets.len() - 1
+                    }
+                };
+                resolved.insert(judged.judge.clone(), index);
+                index
+            }
+        };
+        prompt_judge.push(Some(index));
+    }
+    Ok(prompt_judge)
+}
+
 impl BenchExperiment {
     /// Resolves the spec's models (or `--models`) and judges against the catalog.
     pub fn new(
@@ -153,36 +201,7 @@ impl BenchExperiment {
             targets.push(target);
         }
         let models = targets.len();
-        let mut prompt_judge = Vec::with_capacity(spec.prompts.len());
-        // Judges are few: resolved once each, whatever the number of tests naming them.
-        let mut resolved: std::collections::HashMap<String, usize> = Default::default();
-        for (p, test) in spec.prompts.iter().enumerate() {
-            let Some(judged) = test.judge() else {
-                prompt_judge.push(None);
-                continue;
-            };
-            let index = match resolved.get(&judged.judge) {
-                Some(&index) => index,
-                None => {
-                    let judge = Target::resolve(catalog, &judged.judge)
-                        .map_err(|e| model_error(file.clone(), spec.prompt_line(p), e))?
-                        .with_role("judge");
-                    let index = match targets[models..]
-                        .iter()
-                        .position(|t| t.reference == judge.reference)
-                    {
-                        Some(i) => models + i,
-                        None => {
-                            targets.push(judge);
-                            targets.len() - 1
-                        }
-                    };
-                    resolved.insert(judged.judge.clone(), index);
-                    index
-                }
-            };
-            prompt_judge.push(Some(index));
-        }
+        let prompt_judge = resolve_judges(&spec, catalog, &mut targets, &file)?;
         let repeats = overrides.repeat_or(spec.repeat)?;
         let judged = prompt_judge.iter().flatten().count() as u64;
         let templates = spec.templates.len().max(1) as u64;
