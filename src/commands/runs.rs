@@ -241,6 +241,26 @@ fn wall_time_s(started: &str, finished: Option<&str>) -> Option<f64> {
     Some((finished - started).num_milliseconds() as f64 / 1000.0)
 }
 
+/// Each run's status as `track runs` shows it: what is observed of it now, its shard, and
+/// (for people) the run that resumed it.
+fn status_texts(context: &Context, runs: &[RunInfo], for_people: bool) -> Vec<String> {
+    runs.iter()
+        .map(|r| {
+            let status = observed_status(&context.db, r.id, r.status);
+            let status = match r.shard {
+                Some((k, n)) => format!("{status}, shard {k}/{n}"),
+                None => status.to_string(),
+            };
+            // An unfinished run points to the run that took its work over (CSV and JSON
+            // have it in `resumed_by`).
+            match r.resumed_by.filter(|_| for_people) {
+                Some(id) => format!("{status}, resumed by {id}"),
+                None => status,
+            }
+        })
+        .collect()
+}
+
 /// The runs, one row each, with the status observed now (a run whose process is gone is
 /// `abandoned`); one shard of a plan says which (`completed, shard 1/3`), and in a table `for_people`
 /// one that a later run resumed says which (`interrupted, resumed by 7`). The cost and paid of
@@ -258,22 +278,7 @@ fn runs_frame(
             .map(|(r, models)| models.is_none().then(|| usd(r)))
             .collect::<Vec<_>>()
     };
-    let status: Vec<String> = runs
-        .iter()
-        .map(|r| {
-            let status = observed_status(&context.db, r.id, r.status);
-            let status = match r.shard {
-                Some((k, n)) => format!("{status}, shard {k}/{n}"),
-                None => status.to_string(),
-            };
-            // An unfinished run points to the run that took its work over (CSV and JSON
-            // have it in `resumed_by`).
-            match r.resumed_by.filter(|_| for_people) {
-                Some(id) => format!("{status}, resumed by {id}"),
-                None => status,
-            }
-        })
-        .collect();
+    let status = status_texts(context, runs, for_people);
     DataFrame::new_infer_height(vec![
         Column::new("id".into(), runs.iter().map(|r| r.id).collect::<Vec<_>>()),
         Column::new(
